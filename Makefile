@@ -1,0 +1,50 @@
+# gpulet: the two entry points of the README, and the pieces they are made of.
+#   make demo   installs what is missing, builds, runs gpulet on a simulated DGX A100 node
+#   make test   installs what is missing, builds, runs every test, then again under ASan+UBSan
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+PACKAGES   := $(shell grep -v '^\#' .ci/packages.txt)
+FIXTURE    ?= dgx-a100
+
+.PHONY: all deps build asan-build demo test unit-test asan-test format-check format clean
+
+all: build
+
+deps:
+	@missing=$$(for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+build:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD) -j$(JOBS)
+
+asan-build:
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGPULET_SANITIZE=ON >/dev/null
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+
+demo: deps build
+	./tests/demo.sh $(BUILD) $(FIXTURE)
+
+unit-test: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+asan-test: asan-build
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		ctest --output-on-failure -j$(JOBS) -LE no-asan
+
+format-check:
+	@bad=$$(git ls-files '*.c' '*.h' | grep -v '^tests/fuzz/corpus' | xargs clang-format --dry-run 2>&1 | grep -c warning || true); \
+	if [ "$$bad" != "0" ]; then git ls-files '*.c' '*.h' | xargs clang-format --dry-run 2>&1 | head -40; \
+		echo "clang-format: $$bad places differ; run 'make format'"; exit 1; fi; echo "clang-format: clean"
+
+format:
+	git ls-files '*.c' '*.h' | xargs clang-format -i
+
+test: deps format-check unit-test asan-test
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

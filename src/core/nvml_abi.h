@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Our own subset of the NVML ABI (x86_64/aarch64 LP64), written from the NVML reference layout
+ * tables (shared/reference/nvml-abi.md). gpulet never includes nvml.h and has no build-time
+ * dependency on CUDA. Layouts are pinned with static asserts below; the fake NVML in tests/fakenvml
+ * is built from this same header, so a layout mistake would show in both -- the asserts carry the
+ * sizes measured against NVIDIA's header, which is the independent check.
+ */
+#pragma once
+
+#include <stddef.h>
+
+typedef int nvmlReturn_t;
+
+enum {
+	NVML_SUCCESS = 0,
+	NVML_ERROR_UNINITIALIZED = 1,
+	NVML_ERROR_INVALID_ARGUMENT = 2,
+	NVML_ERROR_NOT_SUPPORTED = 3,
+	NVML_ERROR_NO_PERMISSION = 4,
+	NVML_ERROR_ALREADY_INITIALIZED = 5,
+	NVML_ERROR_NOT_FOUND = 6,
+	NVML_ERROR_INSUFFICIENT_SIZE = 7,
+	NVML_ERROR_INSUFFICIENT_POWER = 8,
+	NVML_ERROR_DRIVER_NOT_LOADED = 9,
+	NVML_ERROR_TIMEOUT = 10,
+	NVML_ERROR_IRQ_ISSUE = 11,
+	NVML_ERROR_LIBRARY_NOT_FOUND = 12,
+	NVML_ERROR_FUNCTION_NOT_FOUND = 13,
+	NVML_ERROR_CORRUPTED_INFOROM = 14,
+	NVML_ERROR_GPU_IS_LOST = 15,
+	NVML_ERROR_RESET_REQUIRED = 16,
+	NVML_ERROR_OPERATING_SYSTEM = 17,
+	NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18,
+	NVML_ERROR_IN_USE = 19,
+	NVML_ERROR_MEMORY = 20,
+	NVML_ERROR_NO_DATA = 21,
+	NVML_ERROR_VGPU_ECC_NOT_SUPPORTED = 22,
+	NVML_ERROR_INSUFFICIENT_RESOURCES = 23,
+	NVML_ERROR_FREQ_NOT_SUPPORTED = 24,
+	NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
+	NVML_ERROR_DEPRECATED = 26,
+	NVML_ERROR_NOT_READY = 27,
+	NVML_ERROR_GPU_NOT_FOUND = 28,
+	NVML_ERROR_INVALID_STATE = 29,
+	NVML_ERROR_RESET_TYPE_NOT_SUPPORTED = 30,
+	NVML_ERROR_UNKNOWN = 999,
+};
+
+typedef struct nvmlDevice_st *nvmlDevice_t;
+typedef struct nvmlGpuInstance_st *nvmlGpuInstance_t;
+typedef struct nvmlComputeInstance_st *nvmlComputeInstance_t;
+typedef struct nvmlEventSet_st *nvmlEventSet_t;
+
+#define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
+#define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
+#define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE 32
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE 16
+#define NVML_NVLINK_MAX_LINKS 36
+
+#define NVML_DEVICE_MIG_DISABLE 0
+#define NVML_DEVICE_MIG_ENABLE 1
+#define NVML_FEATURE_DISABLED 0
+#define NVML_FEATURE_ENABLED 1
+
+/* Event type bits (nvml.h "Event Types"). */
+#define nvmlEventTypeSingleBitEccError 0x0001ULL
+#define nvmlEventTypeDoubleBitEccError 0x0002ULL
+#define nvmlEventTypeXidCriticalError 0x0008ULL
+#define nvmlEventMigConfigChange 0x0100ULL
+
+/* Topology levels (nvmlGpuTopologyLevel_t). */
+enum {
+	NVML_TOPOLOGY_INTERNAL = 0,
+	NVML_TOPOLOGY_SINGLE = 10,
+	NVML_TOPOLOGY_MULTIPLE = 20,
+	NVML_TOPOLOGY_HOSTBRIDGE = 30,
+	NVML_TOPOLOGY_NODE = 40,
+	NVML_TOPOLOGY_SYSTEM = 50,
+};
+
+enum { NVML_MEMORY_ERROR_TYPE_CORRECTED = 0, NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1 };
+enum { NVML_VOLATILE_ECC = 0, NVML_AGGREGATE_ECC = 1 };
+enum { NVML_TEMPERATURE_GPU = 0 };
+enum { NVML_CLOCK_GRAPHICS = 0, NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2, NVML_CLOCK_VIDEO = 3 };
+enum { NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0,
+       NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1 };
+enum { NVML_NVLINK_DEVICE_TYPE_GPU = 0, NVML_NVLINK_DEVICE_TYPE_SWITCH = 2 };
+
+/* GPU instance profile indexes, the argument of nvmlDeviceGetGpuInstanceProfileInfo. */
+enum {
+	NVML_GPU_INSTANCE_PROFILE_1_SLICE = 0x0,
+	NVML_GPU_INSTANCE_PROFILE_2_SLICE = 0x1,
+	NVML_GPU_INSTANCE_PROFILE_3_SLICE = 0x2,
+	NVML_GPU_INSTANCE_PROFILE_4_SLICE = 0x3,
+	NVML_GPU_INSTANCE_PROFILE_7_SLICE = 0x4,
+	NVML_GPU_INSTANCE_PROFILE_8_SLICE = 0x5,
+	NVML_GPU_INSTANCE_PROFILE_6_SLICE = 0x6,
+	NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 = 0x7,
+	NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 = 0x8,
+	NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 = 0x9,
+	NVML_GPU_INSTANCE_PROFILE_COUNT = 0x12,
+};
+
+typedef struct {
+	char busIdLegacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE];
+	unsigned int domain;
+	unsigned int bus;
+	unsigned int device;
+	unsigned int pciDeviceId;
+	unsigned int pciSubSystemId;
+	char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+} nvmlPciInfo_t;
+
+typedef struct {
+	unsigned long long total;
+	unsigned long long free;
+	unsigned long long used;
+} nvmlMemory_t;
+
+typedef struct {
+	unsigned int version;
+	unsigned long long total;
+	unsigned long long reserved;
+	unsigned long long free;
+	unsigned long long used;
+} nvmlMemory_v2_t;
+#define nvmlMemory_v2 0x02000028u
+
+typedef struct {
+	nvmlDevice_t device;
+	unsigned long long eventType;
+	unsigned long long eventData;
+	unsigned int gpuInstanceId;
+	unsigned int computeInstanceId;
+} nvmlEventData_t;
+
+typedef struct {
+	unsigned int gpu;
+	unsigned int memory;
+} nvmlUtilization_t;
+
+typedef struct {
+	unsigned int multiprocessorCount;
+	unsigned int sharedCopyEngineCount;
+	unsigned int sharedDecoderCount;
+	unsigned int sharedEncoderCount;
+	unsigned int sharedJpegCount;
+	unsigned int sharedOfaCount;
+	unsigned int gpuInstanceSliceCount;
+	unsigned int computeInstanceSliceCount;
+	unsigned long long memorySizeMB;
+} nvmlDeviceAttributes_t;
+
+typedef struct {
+	unsigned int id;
+	unsigned int isP2pSupported;
+	unsigned int sliceCount;
+	unsigned int instanceCount;
+	unsigned int multiprocessorCount;
+	unsigned int copyEngineCount;
+	unsigned int decoderCount;
+	unsigned int encoderCount;
+	unsigned int jpegCount;
+	unsigned int ofaCount;
+	unsigned long long memorySizeMB;
+} nvmlGpuInstanceProfileInfo_t;
+
+typedef struct {
+	unsigned int start;
+	unsigned int size;
+} nvmlGpuInstancePlacement_t;
+
+typedef struct {
+	nvmlDevice_t device;
+	unsigned int id;
+	unsigned int profileId;
+	nvmlGpuInstancePlacement_t placement;
+} nvmlGpuInstanceInfo_t;
+
+typedef struct {
+	nvmlDevice_t device;
+	nvmlGpuInstance_t gpuInstance;
+	unsigned int id;
+	unsigned int profileId;
+	nvmlGpuInstancePlacement_t placement;
+} nvmlComputeInstanceInfo_t;
+
+typedef struct {
+	unsigned int pid;
+	unsigned long long usedGpuMemory;
+	unsigned int gpuInstanceId;
+	unsigned int computeInstanceId;
+} nvmlProcessInfo_t;
+
+typedef struct {
+	unsigned int version;
+	int sensorType;
+	int temperature;
+} nvmlTemperature_t;
+#define nvmlTemperature_v1 0x0100000cu
+
+/* Sizes measured against NVIDIA's nvml.h (reference/nvml-abi.md). */
+_Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t layout");
+_Static_assert(offsetof(nvmlPciInfo_t, busId) == 36, "nvmlPciInfo_t.busId");
+_Static_assert(sizeof(nvmlMemory_t) == 24, "nvmlMemory_t layout");
+_Static_assert(sizeof(nvmlMemory_v2_t) == 40, "nvmlMemory_v2_t layout");
+_Static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t layout");
+_Static_assert(offsetof(nvmlEventData_t, gpuInstanceId) == 24, "nvmlEventData_t.gpuInstanceId");
+_Static_assert(sizeof(nvmlDeviceAttributes_t) == 40, "nvmlDeviceAttributes_t layout");
+_Static_assert(sizeof(nvmlGpuInstanceProfileInfo_t) == 48, "nvmlGpuInstanceProfileInfo_t layout");
+_Static_assert(sizeof(nvmlGpuInstanceInfo_t) == 24, "nvmlGpuInstanceInfo_t layout");
+_Static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32, "nvmlComputeInstanceInfo_t layout");
+_Static_assert(sizeof(nvmlProcessInfo_t) == 24, "nvmlProcessInfo_t layout");
+_Static_assert(sizeof(nvmlTemperature_t) == 12, "nvmlTemperature_t layout");
+
+/*
+ * Every NVML entry point gpulet may call: X(field, symbol, return-args, required).
+ * `required` ones must resolve or the loader fails; the others degrade one feature when absent
+ * (older drivers). The symbol is the versioned export the driver library really has.
+ */
+#define NVML_SYMBOLS(X)                                                                            \
+	X(init, "nvmlInit_v2", (void), 1)                                                          \
+	X(shutdown, "nvmlShutdown", (void), 1)                                                     \
+	X(system_get_driver_version, "nvmlSystemGetDriverVersion", (char *, unsigned), 1)          \
+	X(system_get_nvml_version, "nvmlSystemGetNVMLVersion", (char *, unsigned), 0)              \
+	X(system_get_cuda_driver_version, "nvmlSystemGetCudaDriverVersion", (int *), 0)            \
+	X(device_get_count, "nvmlDeviceGetCount_v2", (unsigned *), 1)                              \
+	X(device_get_handle_by_index, "nvmlDeviceGetHandleByIndex_v2", (unsigned, nvmlDevice_t *), \
+	  1)                                                                                       \
+	X(device_get_handle_by_uuid, "nvmlDeviceGetHandleByUUID", (const char *, nvmlDevice_t *), \
+	  0)                                                                                       \
+	X(device_get_uuid, "nvmlDeviceGetUUID", (nvmlDevice_t, char *, unsigned), 1)               \
+	X(device_get_name, "nvmlDeviceGetName", (nvmlDevice_t, char *, unsigned), 1)               \
+	X(device_get_minor_number, "nvmlDeviceGetMinorNumber", (nvmlDevice_t, unsigned *), 1)      \
+	X(device_get_index, "nvmlDeviceGetIndex", (nvmlDevice_t, unsigned *), 0)                   \
+	X(device_get_pci_info, "nvmlDeviceGetPciInfo_v3", (nvmlDevice_t, nvmlPciInfo_t *), 0)      \
+	X(device_get_memory_info, "nvmlDeviceGetMemoryInfo", (nvmlDevice_t, nvmlMemory_t *), 0)    \
+	X(device_get_cuda_compute_capability, "nvmlDeviceGetCudaComputeCapability",               \
+	  (nvmlDevice_t, int *, int *), 0)                                                         \
+	X(device_get_architecture, "nvmlDeviceGetArchitecture", (nvmlDevice_t, unsigned *), 0)     \
+	X(device_get_brand, "nvmlDeviceGetBrand", (nvmlDevice_t, int *), 0)                        \
+	X(device_get_numa_node_id, "nvmlDeviceGetNumaNodeId", (nvmlDevice_t, unsigned *), 0)       \
+	X(device_get_mig_mode, "nvmlDeviceGetMigMode", (nvmlDevice_t, unsigned *, unsigned *), 0)  \
+	X(device_get_max_mig_device_count, "nvmlDeviceGetMaxMigDeviceCount",                      \
+	  (nvmlDevice_t, unsigned *), 0)                                                           \
+	X(device_get_mig_device_handle_by_index, "nvmlDeviceGetMigDeviceHandleByIndex",           \
+	  (nvmlDevice_t, unsigned, nvmlDevice_t *), 0)                                             \
+	X(device_is_mig_device_handle, "nvmlDeviceIsMigDeviceHandle", (nvmlDevice_t, unsigned *), \
+	  0)                                                                                       \
+	X(device_get_gpu_instance_id, "nvmlDeviceGetGpuInstanceId", (nvmlDevice_t, unsigned *), 0) \
+	X(device_get_compute_instance_id, "nvmlDeviceGetComputeInstanceId",                       \
+	  (nvmlDevice_t, unsigned *), 0)                                                           \
+	X(device_get_device_handle_from_mig_device_handle,                                        \
+	  "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", (nvmlDevice_t, nvmlDevice_t *), 0)       \
+	X(device_get_attributes, "nvmlDeviceGetAttributes_v2",                                    \
+	  (nvmlDevice_t, nvmlDeviceAttributes_t *), 0)                                             \
+	X(device_get_gpu_instance_profile_info, "nvmlDeviceGetGpuInstanceProfileInfo",            \
+	  (nvmlDevice_t, unsigned, nvmlGpuInstanceProfileInfo_t *), 0)                             \
+	X(device_get_gpu_instance_by_id, "nvmlDeviceGetGpuInstanceById",                          \
+	  (nvmlDevice_t, unsigned, nvmlGpuInstance_t *), 0)                                        \
+	X(gpu_instance_get_info, "nvmlGpuInstanceGetInfo",                                        \
+	  (nvmlGpuInstance_t, nvmlGpuInstanceInfo_t *), 0)                                         \
+	X(event_set_create, "nvmlEventSetCreate", (nvmlEventSet_t *), 0)                           \
+	X(device_register_events, "nvmlDeviceRegisterEvents",                                     \
+	  (nvmlDevice_t, unsigned long long, nvmlEventSet_t), 0)                                   \
+	X(device_get_supported_event_types, "nvmlDeviceGetSupportedEventTypes",                   \
+	  (nvmlDevice_t, unsigned long long *), 0)                                                 \
+	X(event_set_wait, "nvmlEventSetWait_v2", (nvmlEventSet_t, nvmlEventData_t *, unsigned), 0) \
+	X(event_set_free, "nvmlEventSetFree", (nvmlEventSet_t), 0)                                 \
+	X(device_get_total_ecc_errors, "nvmlDeviceGetTotalEccErrors",                             \
+	  (nvmlDevice_t, int, int, unsigned long long *), 0)                                       \
+	X(device_get_utilization_rates, "nvmlDeviceGetUtilizationRates",                          \
+	  (nvmlDevice_t, nvmlUtilization_t *), 0)                                                  \
+	X(device_get_temperature, "nvmlDeviceGetTemperature", (nvmlDevice_t, int, unsigned *), 0)  \
+	X(device_get_power_usage, "nvmlDeviceGetPowerUsage", (nvmlDevice_t, unsigned *), 0)        \
+	X(device_get_clock_info, "nvmlDeviceGetClockInfo", (nvmlDevice_t, int, unsigned *), 0)     \
+	X(device_get_retired_pages, "nvmlDeviceGetRetiredPages",                                  \
+	  (nvmlDevice_t, int, unsigned *, unsigned long long *), 0)                                \
+	X(device_get_remapped_rows, "nvmlDeviceGetRemappedRows",                                  \
+	  (nvmlDevice_t, unsigned *, unsigned *, unsigned *, unsigned *), 0)                       \
+	X(device_get_topology_common_ancestor, "nvmlDeviceGetTopologyCommonAncestor",             \
+	  (nvmlDevice_t, nvmlDevice_t, int *), 0)                                                  \
+	X(device_get_nvlink_state, "nvmlDeviceGetNvLinkState", (nvmlDevice_t, unsigned, int *), 0) \
+	X(device_get_nvlink_remote_pci_info, "nvmlDeviceGetNvLinkRemotePciInfo_v2",               \
+	  (nvmlDevice_t, unsigned, nvmlPciInfo_t *), 0)                                            \
+	X(device_get_compute_running_processes, "nvmlDeviceGetComputeRunningProcesses_v3",        \
+	  (nvmlDevice_t, unsigned *, nvmlProcessInfo_t *), 0)
