@@ -120,8 +120,8 @@ struct cdi_report {
 	size_t n_errors;
 	size_t n_files;
 };
-void cdi_report_free(struct cdi_report *r);
-DEFINE_CLEANUP_FUNC(struct cdi_report, cdi_report_free)
+/* Free the problems and zero *r; usable as _cleanup_(cdi_report_clear) struct cdi_report rep = {0}; */
+void cdi_report_clear(struct cdi_report *r);
 /* {"files": N, "errors": N, "problems": [{code, category, severity, file, path, message, fix}]} */
 json_t *cdi_report_to_json(const struct cdi_report *r);
 
