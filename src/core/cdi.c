@@ -712,7 +712,12 @@ static int yread_collection(struct yreader *y, bool mapping, unsigned depth, jso
 			break;
 		}
 		km = ev.start_mark;
-		r = yread_node(y, &ev, depth + 1, mapping ? &key : &val);
+		/* keys are taken as written ("y", "on" and "1" stay strings, as sigs.k8s.io/yaml does) */
+		if (mapping && ev.type == YAML_SCALAR_EVENT) {
+			key = json_stringn((const char *)ev.data.scalar.value, ev.data.scalar.length);
+			r = key ? 0 : yerr(y, &km, "key is not valid UTF-8");
+		} else
+			r = yread_node(y, &ev, depth + 1, mapping ? &key : &val);
 		yaml_event_delete(&ev);
 		if (r < 0)
 			return r;
