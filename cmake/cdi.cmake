@@ -2,3 +2,4 @@
 gpulet_unit_test(cdi_ldcache tests/unit/test_ldcache.c)
 gpulet_unit_test(cdi_driver tests/unit/test_driver.c)
 gpulet_unit_test(cdi_core tests/unit/test_cdi.c)
+gpulet_script_test(cdi_golden /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_golden.py)
