@@ -4,3 +4,6 @@ gpulet_unit_test(cdi_driver tests/unit/test_driver.c)
 gpulet_unit_test(cdi_core tests/unit/test_cdi.c)
 gpulet_script_test(cdi_golden /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_golden.py)
 gpulet_script_test(cdi_schema /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_schema.py)
+# podman + runc as the CDI consumer; needs root (mknod, unshare -m), as CI runs.
+gpulet_script_test(cdi_podman /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_podman.py)
+set_tests_properties(cdi_podman PROPERTIES LABELS "no-asan" RUN_SERIAL TRUE)
