@@ -7,3 +7,5 @@ gpulet_script_test(cdi_schema /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integra
 # podman + runc as the CDI consumer; needs root (mknod, unshare -m), as CI runs.
 gpulet_script_test(cdi_podman /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_podman.py)
 set_tests_properties(cdi_podman PROPERTIES LABELS "no-asan" RUN_SERIAL TRUE)
+gpulet_script_test(cdi_golib /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_golib.py)
+set_tests_properties(cdi_golib PROPERTIES LABELS "no-asan")

@@ -1003,7 +1003,9 @@ static const struct code_info {
     {"version-too-new", "version-too-new", true,
      "regenerate with the lowest cdiVersion covering the fields used (gpulet cdi generate does), or "
      "upgrade the runtime"},
-    {"version-too-low", "spec-invalid", true, "raise cdiVersion to the version named, or drop the field"},
+    {"version-too-low", "spec-invalid", true,
+     "raise cdiVersion to the version named, or drop the field; CDI libraries from 0.6 refuse the file "
+     "(0.5 loads it)"},
     {"invalid-kind", "spec-invalid", true,
      "kind is vendor/class: start with a letter, end with a letter or digit, middle letters, digits, '_', "
      "'.', '-'"},
