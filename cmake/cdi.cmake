@@ -9,3 +9,5 @@ gpulet_script_test(cdi_podman /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integra
 set_tests_properties(cdi_podman PROPERTIES LABELS "no-asan" RUN_SERIAL TRUE)
 gpulet_script_test(cdi_golib /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_golib.py)
 set_tests_properties(cdi_golib PROPERTIES LABELS "no-asan")
+# Benchmark (not a test): cmake --build build --target bench_cdi && bench/bench_cdi.py build
+add_executable(bench_cdi EXCLUDE_FROM_ALL bench/bench_cdi.c)
