@@ -11,3 +11,12 @@ gpulet_script_test(cdi_golib /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integrat
 set_tests_properties(cdi_golib PROPERTIES LABELS "no-asan")
 # Benchmark (not a test): cmake --build build --target bench_cdi && bench/bench_cdi.py build
 add_executable(bench_cdi EXCLUDE_FROM_ALL bench/bench_cdi.c)
+# Parsers of untrusted input: seeded mutations under CTest (ASan in CI); libFuzzer with GPULET_FUZZ.
+gpulet_unit_test(cdi_fuzz_smoke tests/unit/test_cdi_fuzz.c)
+if(GPULET_FUZZ)
+  add_executable(fuzz_cdi tests/unit/test_cdi_fuzz.c)
+  target_compile_definitions(fuzz_cdi PRIVATE GPULET_LIBFUZZER)
+  target_compile_options(fuzz_cdi PRIVATE -fsanitize=fuzzer)
+  target_link_options(fuzz_cdi PRIVATE -fsanitize=fuzzer)
+  target_link_libraries(fuzz_cdi PRIVATE gpulet_lib)
+endif()

@@ -1478,7 +1478,8 @@ static void check_spec(struct vctx *v, const json_t *spec)
 		char path[64];
 
 		json_array_foreach (devs, j, other)
-			if (j < i && name && streq(name, json_string_value(json_object_get(other, "name")))) {
+			if (j < i && name && json_is_string(json_object_get(other, "name")) &&
+			    streq(name, json_string_value(json_object_get(other, "name")))) {
 				snprintf(path, sizeof(path), "$.devices[%zu].name", i);
 				problem(v, "duplicate-name", path, NULL,
 					"device '%s' is defined again (first at $.devices[%zu])", name, j);

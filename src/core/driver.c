@@ -112,7 +112,7 @@ int ldcache_parse(char *data, size_t len, struct ldcache **ret, struct gerr *err
 					"ld.so.cache: %u entries do not fit in %zu bytes; run "
 					"ldconfig",
 					n, len);
-		if (len - at >= NEW_HEADER && memcmp(data + at, NEW_MAGIC, strlen(NEW_MAGIC)) == 0) {
+		if (at <= len && len - at >= NEW_HEADER && memcmp(data + at, NEW_MAGIC, strlen(NEW_MAGIC)) == 0) {
 			r = parse_new(data, len, at, c, err);
 		} else {
 			c->n_entries = n;
