@@ -325,8 +325,12 @@ int xid_kmsg_parse_line(struct xid_kmsg_parser *p, const char *line, struct xid_
 		return 1;
 	}
 	/* "NVRM: GPU 0000:18:00.0: GPU has fallen off the bus." (one line, newer drivers) */
-	if (strncmp(m, "GPU ", 4) == 0 && strstr(m, FALLEN_OFF) &&
-	    (q = take_addr(m + 4, ": ", x.pci_text, sizeof(x.pci_text), &x.pci)) && *q == ':') {
+	if (strncmp(m, "GPU ", 4) == 0 && strstr(m, FALLEN_OFF) && (q = strstr(m + 4, ": ")) &&
+	    (size_t)(q - (m + 4)) < sizeof(x.pci_text)) {
+		memcpy(x.pci_text, m + 4, (size_t)(q - (m + 4)));
+		x.pci_text[q - (m + 4)] = '\0';
+		if (pci_addr_parse(x.pci_text, &x.pci) < 0)
+			return 0;
 		x.xid = 79;
 		copy_trimmed(x.text, sizeof(x.text), q + 1);
 		*ret = x;

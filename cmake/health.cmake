@@ -1,0 +1,2 @@
+# Health, MIG/sharing resources, preferred allocation (issue 5): unit tests and benchmarks.
+gpulet_unit_test(health_xid tests/unit/test_xid.c)
