@@ -190,6 +190,8 @@ static void test_lost_gpu_never_breaks(void **state)
 	nd->gpus[0].lost = false;
 	s = build(nd, &o);
 	r = &s->res[0];
+	free(avail);
+	avail = all_ids(r);
 	assert_int_equal(resources_set_health(s, nd, nd->gpus[1].uuid, -1, -1, false, "XID 79"), 1);
 	out = pick(nd, r, REPLICA_DISTRIBUTED, avail, 8, NULL, 0, 7);
 	for (int i = 0; i < 7; i++)

@@ -134,6 +134,8 @@ static void append(const char *path, const char *fmt, ...)
 	fclose(f);
 }
 
+static struct nvml *shared_nv;
+
 static json_t *gpu_json(struct env *e, size_t i)
 {
 	return json_array_get(json_object_get(e->fx, "gpus"), i);
@@ -161,8 +163,14 @@ static void env_setup(struct env *e)
 	append(e->klog, "Dec  2 10:00:00 node kernel: [    1.0] Linux version\n");
 	setenv("FAKE_NVML_FIXTURE", e->fixture, 1);
 	setenv("FAKE_NVML_EVENTS", e->events, 1);
-	if (nvml_open(lib, NULL, &e->nv, &err) < 0)
+	/*
+	 * One NVML for the whole run, never closed: the fake keeps its parsed fixture in library
+	 * globals, which a dlclose() would turn into leaks under ASan. Each test points the fake at
+	 * its own fixture file through the environment; the fake re-reads it on change.
+	 */
+	if (!shared_nv && nvml_open(lib, NULL, &shared_nv, &err) < 0)
 		fail_msg("nvml_open %s: %s", lib, err.msg);
+	e->nv = shared_nv;
 	if (node_load(e->nv, "/", &e->node, &err) < 0)
 		fail_msg("node_load: %s", err.msg);
 	assert_int_equal(e->node->n_gpus, 8);
@@ -184,7 +192,6 @@ static void env_teardown(struct env *e)
 	char cmd[128];
 	health_stop(e->w);
 	node_free(e->node);
-	nvml_close(e->nv);
 	json_decref(e->fx);
 	col_reset();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->dir);
