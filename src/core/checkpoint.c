@@ -49,8 +49,7 @@ static int append_ids(const json_t *arr, char ***v, size_t *n)
 	if (!nv)
 		return -ENOMEM;
 	*v = nv;
-	json_array_foreach(arr, i, s)
-	{
+	json_array_foreach (arr, i, s) {
 		if (!json_is_string(s))
 			return -EINVAL;
 		nv[*n] = strdup(json_string_value(s));
@@ -85,8 +84,7 @@ static int parse_entry(const json_t *e, struct checkpoint_entry *out, int *forma
 	}
 	if (!json_is_object(ids))
 		return ids && !json_is_null(ids) ? -EINVAL : 0;
-	json_object_foreach((json_t *)ids, numa, v)
-	{
+	json_object_foreach ((json_t *)ids, numa, v) {
 		int r = append_ids(v, &out->device_ids, &out->n_ids);
 
 		if (r < 0)
@@ -121,14 +119,14 @@ int checkpoint_parse(const char *text, size_t len, const char *name, struct chec
 		c->entries = calloc(json_array_size(entries), sizeof(*c->entries));
 		if (!c->entries)
 			r = -ENOMEM;
-		json_array_foreach(entries, i, e)
-		{
+		json_array_foreach (entries, i, e) {
 			if (r < 0)
 				break;
 			c->n_entries++;
 			r = parse_entry(e, &c->entries[i], &c->format);
 			if (r == -EINVAL)
-				r = gerr_set(err, EINVAL, "%s: PodDeviceEntries[%zu].DeviceIDs is neither a list nor a map of lists",
+				r = gerr_set(err, EINVAL,
+					     "%s: PodDeviceEntries[%zu].DeviceIDs is neither a list nor a map of lists",
 					     name, i);
 		}
 	}
@@ -137,8 +135,7 @@ int checkpoint_parse(const char *text, size_t len, const char *name, struct chec
 		c->registered = calloc(json_object_size(reg), sizeof(*c->registered));
 		if (!c->registered)
 			r = -ENOMEM;
-		json_object_foreach(reg, res, v)
-		{
+		json_object_foreach (reg, res, v) {
 			struct checkpoint_registered *g;
 
 			if (r < 0)
@@ -147,7 +144,8 @@ int checkpoint_parse(const char *text, size_t len, const char *name, struct chec
 			g->resource = strdup(res);
 			r = g->resource ? append_ids(v, &g->device_ids, &g->n_ids) : -ENOMEM;
 			if (r == -EINVAL)
-				r = gerr_set(err, EINVAL, "%s: RegisteredDevices[\"%s\"] is not a list of IDs", name, res);
+				r = gerr_set(err, EINVAL, "%s: RegisteredDevices[\"%s\"] is not a list of IDs", name,
+					     res);
 		}
 	}
 	json_decref(root);

@@ -11,31 +11,29 @@
 
 /* Newest first. GA rows: an update's own driver is only needed for that update's fixes. */
 static const struct cuda_row cuda_rows[] = {
-	{ 13020, "595.45.04", RN }, { 13010, "590.44.01", RN }, { 13000, "580.65.06", RN },
-	{ 12090, "575.51.03", RN }, { 12080, "570.26", RN },    { 12060, "560.28.03", RN },
-	{ 12050, "555.42.02", RN }, { 12040, "550.54.14", RN }, { 12030, "545.23.06", RN },
-	{ 12020, "535.54.03", RN }, { 12010, "530.30.02", RN }, { 12000, "525.60.13", RN },
-	{ 11080, "520.61.05", RN }, { 11070, "515.43.04", RN }, { 11060, "510.39.01", RN },
-	{ 11050, "495.29.05", RN }, { 11040, "470.42.01", RN }, { 11030, "465.19.01", RN },
-	{ 11020, "460.27.03", RN }, { 11010, "455.23", RN },    { 11000, "450.36.06", RN },
-	{ 10020, "440.33", RN },    { 10010, "418.39", RN },    { 10000, "410.48", RN },
-	{ 9020, "396.26", RN },     { 9010, "390.46", RN },     { 9000, "384.81", RN },
-	{ 8000, "367.48", RN },     { 7050, "352.31", RN },     { 7000, "346.46", RN },
+    {13020, "595.45.04", RN}, {13010, "590.44.01", RN}, {13000, "580.65.06", RN}, {12090, "575.51.03", RN},
+    {12080, "570.26", RN},    {12060, "560.28.03", RN}, {12050, "555.42.02", RN}, {12040, "550.54.14", RN},
+    {12030, "545.23.06", RN}, {12020, "535.54.03", RN}, {12010, "530.30.02", RN}, {12000, "525.60.13", RN},
+    {11080, "520.61.05", RN}, {11070, "515.43.04", RN}, {11060, "510.39.01", RN}, {11050, "495.29.05", RN},
+    {11040, "470.42.01", RN}, {11030, "465.19.01", RN}, {11020, "460.27.03", RN}, {11010, "455.23", RN},
+    {11000, "450.36.06", RN}, {10020, "440.33", RN},    {10010, "418.39", RN},    {10000, "410.48", RN},
+    {9020, "396.26", RN},     {9010, "390.46", RN},     {9000, "384.81", RN},     {8000, "367.48", RN},
+    {7050, "352.31", RN},     {7000, "346.46", RN},
 };
 
 #define RN2 "CUDA Toolkit Release Notes, Table 2, minor version compatibility (reference/cuda-driver-table.md)"
 static const struct cuda_compat_row compat_rows[] = {
-	{ 13, "580", NULL, RN2 },
-	{ 12, "525.60.13", "580", RN2 },
-	{ 11, "450.80.02", "525", RN2 },
+    {13, "580", NULL, RN2},
+    {12, "525.60.13", "580", RN2},
+    {11, "450.80.02", "525", RN2},
 };
 
 const struct toolkit_row toolkit_rows[] = {
-	/* the seed's case (driver 550 + toolkit 1.11: libcuda not found in the container) is covered here */
-	{ "535", "1.14.0", "the Shared Compiler Library libnvidia-gpucomp.so is not injected, so CUDA fails in containers",
-	  "nvidia-container-toolkit CHANGELOG 1.14.0~rc.2; field guide §2.1 (550 with toolkit 1.11)" },
-	{ "525", "1.12.1", "only one gsp*.bin GSP firmware file is injected; GPUs needing the others fail to initialise",
-	  "nvidia-container-toolkit CHANGELOG v1.12.1 (include all gsp*.bin firmware files)" },
+    /* the seed's case (driver 550 + toolkit 1.11: libcuda not found in the container) is covered here */
+    {"535", "1.14.0", "the Shared Compiler Library libnvidia-gpucomp.so is not injected, so CUDA fails in containers",
+     "nvidia-container-toolkit CHANGELOG 1.14.0~rc.2; field guide §2.1 (550 with toolkit 1.11)"},
+    {"525", "1.12.1", "only one gsp*.bin GSP firmware file is injected; GPUs needing the others fail to initialise",
+     "nvidia-container-toolkit CHANGELOG v1.12.1 (include all gsp*.bin firmware files)"},
 };
 const size_t toolkit_n_rows = ELEMENTSOF(toolkit_rows);
 
@@ -59,7 +57,10 @@ int cuda_version_parse(const char *s, int *ret)
 	return 0;
 }
 
-void cuda_version_format(int v, char *buf, size_t size) { snprintf(buf, size, "%d.%d", v / 1000, (v % 1000) / 10); }
+void cuda_version_format(int v, char *buf, size_t size)
+{
+	snprintf(buf, size, "%d.%d", v / 1000, (v % 1000) / 10);
+}
 
 int version_cmp(const char *a, const char *b)
 {

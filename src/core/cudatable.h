@@ -19,7 +19,7 @@ void cuda_version_format(int v, char *buf, size_t size);
 int version_cmp(const char *a, const char *b);
 
 struct cuda_row {
-	int cuda;              /* 12040 */
+	int cuda;               /* 12040 */
 	const char *min_driver; /* bundled/GA driver: everything in this CUDA works ("550.54.14") */
 	const char *source;
 };
@@ -38,9 +38,9 @@ const struct cuda_compat_row *cuda_compat_for(int major);
 int cuda_max_for_driver(const char *driver_version);
 
 enum cuda_verdict {
-	CUDA_OK,              /* the driver supports this CUDA */
-	CUDA_MINOR_COMPAT,    /* runs through minor-version compatibility; newer features/PTX JIT may fail */
-	CUDA_DRIVER_TOO_OLD,  /* "CUDA driver version is insufficient for CUDA runtime version" */
+	CUDA_OK,             /* the driver supports this CUDA */
+	CUDA_MINOR_COMPAT,   /* runs through minor-version compatibility; newer features/PTX JIT may fail */
+	CUDA_DRIVER_TOO_OLD, /* "CUDA driver version is insufficient for CUDA runtime version" */
 	CUDA_UNKNOWN,
 };
 /*
