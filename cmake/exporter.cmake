@@ -25,3 +25,4 @@ find_program(PROMTOOL_EXECUTABLE promtool)
 # Unit tests
 gpulet_unit_test(exporter_test_podres tests/unit/test_podres.c)
 gpulet_unit_test(exporter_test_metrics tests/unit/test_metrics.c)
+gpulet_unit_test(exporter_test_labels tests/unit/test_labels.c)
