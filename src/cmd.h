@@ -17,3 +17,18 @@ int cmd_labels(int argc, char **argv);
 
 /* Environment fallbacks shared by the verbs that open NVML. */
 const char *cmd_env_or(const char *name, const char *fallback);
+
+/* Where to find NVML and the host: --nvml-library, --driver-root, --root (NULL = env/default). */
+struct cmd_nvml_opts {
+	const char *library;     /* env GPULET_NVML_LIBRARY */
+	const char *driver_root; /* env NVIDIA_DRIVER_ROOT, default "/" */
+	const char *root;        /* host root prefix for sysfs/procfs/dev, default "/" */
+};
+
+/*
+ * Open NVML and read the node; on failure print the one-sentence reason to stderr and return -1.
+ * The caller owns *ret_nv (nvml_close) and *ret_node (node_free).
+ */
+struct nvml;
+struct node;
+int cmd_load_node(const struct cmd_nvml_opts *o, struct nvml **ret_nv, struct node **ret_node);

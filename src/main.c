@@ -12,15 +12,15 @@ static const struct verb {
 	int (*run)(int argc, char **argv);
 	const char *summary;
 } verbs[] = {
-	{ "plugin", cmd_plugin, "serve the kubelet Device Plugin API (replaces nvidia-device-plugin)" },
-	{ "devices", cmd_devices, "show the GPUs and MIG instances NVML sees" },
-	{ "cdi", cmd_cdi, "generate, list and validate CDI specs" },
-	{ "doctor", cmd_doctor, "walk driver -> runtime -> CDI -> plugin -> kubelet and name the broken link" },
-	{ "lint", cmd_lint, "check GPU Pod/Deployment/Job YAML" },
-	{ "versions", cmd_versions, "the version ledger with compatibility verdicts" },
-	{ "exporter", cmd_exporter, "Prometheus /metrics with pod attribution (replaces dcgm-exporter)" },
-	{ "labels", cmd_labels, "NFD feature file with GFD-compatible labels" },
-	{ "probe", cmd_probe, "inside a container: is the GPU really usable here?" },
+    {"plugin", cmd_plugin, "serve the kubelet Device Plugin API (replaces nvidia-device-plugin)"},
+    {"devices", cmd_devices, "show the GPUs and MIG instances NVML sees"},
+    {"cdi", cmd_cdi, "generate, list and validate CDI specs"},
+    {"doctor", cmd_doctor, "walk driver -> runtime -> CDI -> plugin -> kubelet and name the broken link"},
+    {"lint", cmd_lint, "check GPU Pod/Deployment/Job YAML"},
+    {"versions", cmd_versions, "the version ledger with compatibility verdicts"},
+    {"exporter", cmd_exporter, "Prometheus /metrics with pod attribution (replaces dcgm-exporter)"},
+    {"labels", cmd_labels, "NFD feature file with GFD-compatible labels"},
+    {"probe", cmd_probe, "inside a container: is the GPU really usable here?"},
 };
 
 static void usage(FILE *f)

@@ -57,8 +57,8 @@ int read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct 
 			char *nb;
 
 			if (cap > max + 1)
-				return gerr_set(err, EFBIG, "%s is larger than %zu bytes; refusing to read it",
-						path, max);
+				return gerr_set(err, EFBIG, "%s is larger than %zu bytes; refusing to read it", path,
+						max);
 			cap *= 2;
 			nb = realloc(buf, cap);
 			if (!nb)
@@ -75,8 +75,7 @@ int read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct 
 			break;
 		len += (size_t)n;
 		if (len > max)
-			return gerr_set(err, EFBIG, "%s is larger than %zu bytes; refusing to read it", path,
-					max);
+			return gerr_set(err, EFBIG, "%s is larger than %zu bytes; refusing to read it", path, max);
 	}
 	buf[len] = 0;
 	if (ret_len)
@@ -111,8 +110,8 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
 	int r;
 
 	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-		return gerr_set(err, ELOOP, "%s is a symlink; refusing to replace it (remove it by hand if it is yours)",
-				path);
+		return gerr_set(err, ELOOP,
+				"%s is a symlink; refusing to replace it (remove it by hand if it is yours)", path);
 	if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0) {
 		tmp = NULL;
 		return gerr_set(err, ENOMEM, "out of memory");

@@ -15,8 +15,8 @@ static const struct {
 	const char *name;
 	enum log_level level;
 } level_names[] = {
-	{ "debug", LOG_LVL_DEBUG }, { "info", LOG_LVL_INFO },	{ "warn", LOG_LVL_WARN },
-	{ "warning", LOG_LVL_WARN }, { "error", LOG_LVL_ERROR },
+    {"debug", LOG_LVL_DEBUG},  {"info", LOG_LVL_INFO},   {"warn", LOG_LVL_WARN},
+    {"warning", LOG_LVL_WARN}, {"error", LOG_LVL_ERROR},
 };
 
 int log_set_level_name(const char *name)
@@ -29,12 +29,18 @@ int log_set_level_name(const char *name)
 	return -EINVAL;
 }
 
-void log_set_level(enum log_level l) { current = l; }
-enum log_level log_get_level(void) { return current; }
+void log_set_level(enum log_level l)
+{
+	current = l;
+}
+enum log_level log_get_level(void)
+{
+	return current;
+}
 
 void log_emit(enum log_level l, const char *msg, const char *kv, ...)
 {
-	static const char *const names[] = { "debug", "info", "warn", "error" };
+	static const char *const names[] = {"debug", "info", "warn", "error"};
 	char ts[64];
 	struct timespec now;
 	struct tm tm;

@@ -19,6 +19,6 @@ enum log_level log_get_level(void);
 void log_emit(enum log_level l, const char *msg, const char *kv, ...) _printf_(3, 4);
 
 #define log_debug(msg, ...) log_emit(LOG_LVL_DEBUG, msg, __VA_ARGS__)
-#define log_info(msg, ...) log_emit(LOG_LVL_INFO, msg, __VA_ARGS__)
-#define log_warn(msg, ...) log_emit(LOG_LVL_WARN, msg, __VA_ARGS__)
+#define log_info(msg, ...)  log_emit(LOG_LVL_INFO, msg, __VA_ARGS__)
+#define log_warn(msg, ...)  log_emit(LOG_LVL_WARN, msg, __VA_ARGS__)
 #define log_error(msg, ...) log_emit(LOG_LVL_ERROR, msg, __VA_ARGS__)

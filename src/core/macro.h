@@ -6,28 +6,31 @@
 #include <unistd.h>
 #include <stdio.h>
 
-#define _cleanup_(f) __attribute__((cleanup(f)))
-#define _unused_ __attribute__((unused))
+#define _cleanup_(f)   __attribute__((cleanup(f)))
+#define _unused_       __attribute__((unused))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
 
-#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define ELEMENTSOF(x)  (sizeof(x) / sizeof((x)[0]))
 
 /* Hand ownership of a pointer to the caller: returns it and nulls the local. */
-#define TAKE_PTR(p)                                                                                \
-	({                                                                                         \
-		__typeof__(p) _p_ = (p);                                                           \
-		(p) = NULL;                                                                        \
-		_p_;                                                                               \
+#define TAKE_PTR(p)                      \
+	({                               \
+		__typeof__(p) _p_ = (p); \
+		(p) = NULL;              \
+		_p_;                     \
 	})
 
-#define TAKE_FD(fd)                                                                                \
-	({                                                                                         \
-		int _fd_ = (fd);                                                                   \
-		(fd) = -1;                                                                         \
-		_fd_;                                                                              \
+#define TAKE_FD(fd)              \
+	({                       \
+		int _fd_ = (fd); \
+		(fd) = -1;       \
+		_fd_;            \
 	})
 
-static inline void freep(void *p) { free(*(void **)p); }
+static inline void freep(void *p)
+{
+	free(*(void **)p);
+}
 static inline void closep(int *fd)
 {
 	if (*fd >= 0)
@@ -39,18 +42,18 @@ static inline void fclosep(FILE **f)
 		fclose(*f);
 }
 
-#define _cleanup_free_ _cleanup_(freep)
-#define _cleanup_close_ _cleanup_(closep)
+#define _cleanup_free_   _cleanup_(freep)
+#define _cleanup_close_  _cleanup_(closep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
 
 /* Define a cleanup function for a type with its own free(), e.g. DEFINE_TRIVIAL_CLEANUP(node, node_free). */
-#define DEFINE_CLEANUP_FUNC(type, func)                                                            \
-	static inline void func##p(type **p)                                                       \
-	{                                                                                          \
-		if (*p)                                                                            \
-			func(*p);                                                                  \
+#define DEFINE_CLEANUP_FUNC(type, func)      \
+	static inline void func##p(type **p) \
+	{                                    \
+		if (*p)                      \
+			func(*p);            \
 	}
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MIN(a, b)   ((a) < (b) ? (a) : (b))
+#define MAX(a, b)   ((a) > (b) ? (a) : (b))

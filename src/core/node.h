@@ -15,16 +15,16 @@
 #define NODE_NAME_MAX 96
 
 struct node_mig {
-	unsigned gi;  /* GPU instance id */
-	unsigned ci;  /* compute instance id */
+	unsigned gi;    /* GPU instance id */
+	unsigned ci;    /* compute instance id */
 	unsigned index; /* MIG device index on the parent (nvmlDeviceGetMigDeviceHandleByIndex) */
 	char uuid[NODE_UUID_MAX];
-	char profile[32];        /* k8s-style name, e.g. "1g.5gb", "1c.2g.10gb" */
+	char profile[32]; /* k8s-style name, e.g. "1g.5gb", "1c.2g.10gb" */
 	unsigned gi_slices;
 	unsigned ci_slices;
 	uint64_t memory_mb;
-	int gi_cap_minor;        /* /dev/nvidia-caps/nvidia-cap<N> for this GI access, -1 unknown */
-	int ci_cap_minor;        /* same for the CI access */
+	int gi_cap_minor; /* /dev/nvidia-caps/nvidia-cap<N> for this GI access, -1 unknown */
+	int ci_cap_minor; /* same for the CI access */
 };
 
 enum node_health {
@@ -34,28 +34,28 @@ enum node_health {
 
 struct node_gpu {
 	unsigned index;
-	unsigned minor;                /* /dev/nvidia<minor> */
+	unsigned minor; /* /dev/nvidia<minor> */
 	char uuid[NODE_UUID_MAX];
-	char name[NODE_NAME_MAX];      /* e.g. "NVIDIA A100-SXM4-40GB" */
-	char pci_bus_id[32];           /* NVML form, "00000000:07:00.0" */
-	uint32_t pci_device_id;        /* (device << 16) | vendor */
-	uint64_t memory_total;         /* bytes */
-	int cc_major, cc_minor;        /* CUDA compute capability, -1 unknown */
-	unsigned arch;                 /* NVML_DEVICE_ARCH_*, 0 unknown */
-	int numa_node;                 /* from sysfs under --root, -1 unknown */
+	char name[NODE_NAME_MAX]; /* e.g. "NVIDIA A100-SXM4-40GB" */
+	char pci_bus_id[32];      /* NVML form, "00000000:07:00.0" */
+	uint32_t pci_device_id;   /* (device << 16) | vendor */
+	uint64_t memory_total;    /* bytes */
+	int cc_major, cc_minor;   /* CUDA compute capability, -1 unknown */
+	unsigned arch;            /* NVML_DEVICE_ARCH_*, 0 unknown */
+	int numa_node;            /* from sysfs under --root, -1 unknown */
 	bool mig_capable;
-	bool mig_enabled;              /* current MIG mode */
-	bool mig_pending_change;       /* pending mode != current */
+	bool mig_enabled;        /* current MIG mode */
+	bool mig_pending_change; /* pending mode != current */
 	struct node_mig *migs;
 	size_t n_migs;
-	bool lost;                     /* NVML answered GPU_IS_LOST while loading */
-	char error[256];               /* why a partially read GPU is incomplete, "" if complete */
+	bool lost;       /* NVML answered GPU_IS_LOST while loading */
+	char error[256]; /* why a partially read GPU is incomplete, "" if complete */
 };
 
 struct node {
-	char driver_version[80];       /* "550.54.15" */
+	char driver_version[80]; /* "550.54.15" */
 	char nvml_version[80];
-	int cuda_driver_version;       /* 12040 = 12.4; 0 unknown */
+	int cuda_driver_version; /* 12040 = 12.4; 0 unknown */
 	struct node_gpu *gpus;
 	size_t n_gpus;
 	/*
@@ -94,8 +94,8 @@ void mig_minors_free(struct mig_minors *m);
 DEFINE_CLEANUP_FUNC(struct mig_minors, mig_minors_free)
 
 /* "1g.5gb" from GI/CI slices and memory, following go-nvlib's naming rule. */
-void node_mig_profile_name(unsigned gi_slices, unsigned ci_slices, uint64_t mig_memory_mb,
-			   uint64_t gpu_memory_bytes, char *buf, size_t size);
+void node_mig_profile_name(unsigned gi_slices, unsigned ci_slices, uint64_t mig_memory_mb, uint64_t gpu_memory_bytes,
+			   char *buf, size_t size);
 
 /* JSON document of the node (jansson json_t *), stable keys; used by `devices --json` and others. */
 struct json_t;

@@ -16,8 +16,15 @@
  * library (the same places the NVIDIA device plugin and nvidia-container-toolkit look).
  */
 const char *const nvml_search_dirs[] = {
-	"usr/lib64",   "usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "lib64",
-	"lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu", "usr/lib", "lib", NULL,
+    "usr/lib64",
+    "usr/lib/x86_64-linux-gnu",
+    "usr/lib/aarch64-linux-gnu",
+    "lib64",
+    "lib/x86_64-linux-gnu",
+    "lib/aarch64-linux-gnu",
+    "usr/lib",
+    "lib",
+    NULL,
 };
 
 /* NVML return code -> errno and name. Errno chosen so that callers can branch on meaning. */
@@ -26,38 +33,38 @@ static const struct {
 	int errnum;
 	const char *name;
 } nvml_codes[] = {
-	{ NVML_SUCCESS, 0, "SUCCESS" },
-	{ NVML_ERROR_UNINITIALIZED, EBADF, "UNINITIALIZED" },
-	{ NVML_ERROR_INVALID_ARGUMENT, EINVAL, "INVALID_ARGUMENT" },
-	{ NVML_ERROR_NOT_SUPPORTED, EOPNOTSUPP, "NOT_SUPPORTED" },
-	{ NVML_ERROR_NO_PERMISSION, EACCES, "NO_PERMISSION" },
-	{ NVML_ERROR_ALREADY_INITIALIZED, EALREADY, "ALREADY_INITIALIZED" },
-	{ NVML_ERROR_NOT_FOUND, ENOENT, "NOT_FOUND" },
-	{ NVML_ERROR_INSUFFICIENT_SIZE, ENOBUFS, "INSUFFICIENT_SIZE" },
-	{ NVML_ERROR_INSUFFICIENT_POWER, EIO, "INSUFFICIENT_POWER" },
-	{ NVML_ERROR_DRIVER_NOT_LOADED, ENXIO, "DRIVER_NOT_LOADED" },
-	{ NVML_ERROR_TIMEOUT, ETIMEDOUT, "TIMEOUT" },
-	{ NVML_ERROR_IRQ_ISSUE, EIO, "IRQ_ISSUE" },
-	{ NVML_ERROR_LIBRARY_NOT_FOUND, ELIBACC, "LIBRARY_NOT_FOUND" },
-	{ NVML_ERROR_FUNCTION_NOT_FOUND, ENOSYS, "FUNCTION_NOT_FOUND" },
-	{ NVML_ERROR_CORRUPTED_INFOROM, EIO, "CORRUPTED_INFOROM" },
-	{ NVML_ERROR_GPU_IS_LOST, ENODEV, "GPU_IS_LOST" },
-	{ NVML_ERROR_RESET_REQUIRED, EIO, "RESET_REQUIRED" },
-	{ NVML_ERROR_OPERATING_SYSTEM, EPERM, "OPERATING_SYSTEM" },
-	{ NVML_ERROR_LIB_RM_VERSION_MISMATCH, EPROTO, "LIB_RM_VERSION_MISMATCH" },
-	{ NVML_ERROR_IN_USE, EBUSY, "IN_USE" },
-	{ NVML_ERROR_MEMORY, ENOMEM, "MEMORY" },
-	{ NVML_ERROR_NO_DATA, ENODATA, "NO_DATA" },
-	{ NVML_ERROR_VGPU_ECC_NOT_SUPPORTED, EOPNOTSUPP, "VGPU_ECC_NOT_SUPPORTED" },
-	{ NVML_ERROR_INSUFFICIENT_RESOURCES, EAGAIN, "INSUFFICIENT_RESOURCES" },
-	{ NVML_ERROR_FREQ_NOT_SUPPORTED, EOPNOTSUPP, "FREQ_NOT_SUPPORTED" },
-	{ NVML_ERROR_ARGUMENT_VERSION_MISMATCH, EPROTO, "ARGUMENT_VERSION_MISMATCH" },
-	{ NVML_ERROR_DEPRECATED, EOPNOTSUPP, "DEPRECATED" },
-	{ NVML_ERROR_NOT_READY, EAGAIN, "NOT_READY" },
-	{ NVML_ERROR_GPU_NOT_FOUND, ENODEV, "GPU_NOT_FOUND" },
-	{ NVML_ERROR_INVALID_STATE, EINVAL, "INVALID_STATE" },
-	{ NVML_ERROR_RESET_TYPE_NOT_SUPPORTED, EOPNOTSUPP, "RESET_TYPE_NOT_SUPPORTED" },
-	{ NVML_ERROR_UNKNOWN, EIO, "UNKNOWN" },
+    {NVML_SUCCESS, 0, "SUCCESS"},
+    {NVML_ERROR_UNINITIALIZED, EBADF, "UNINITIALIZED"},
+    {NVML_ERROR_INVALID_ARGUMENT, EINVAL, "INVALID_ARGUMENT"},
+    {NVML_ERROR_NOT_SUPPORTED, EOPNOTSUPP, "NOT_SUPPORTED"},
+    {NVML_ERROR_NO_PERMISSION, EACCES, "NO_PERMISSION"},
+    {NVML_ERROR_ALREADY_INITIALIZED, EALREADY, "ALREADY_INITIALIZED"},
+    {NVML_ERROR_NOT_FOUND, ENOENT, "NOT_FOUND"},
+    {NVML_ERROR_INSUFFICIENT_SIZE, ENOBUFS, "INSUFFICIENT_SIZE"},
+    {NVML_ERROR_INSUFFICIENT_POWER, EIO, "INSUFFICIENT_POWER"},
+    {NVML_ERROR_DRIVER_NOT_LOADED, ENXIO, "DRIVER_NOT_LOADED"},
+    {NVML_ERROR_TIMEOUT, ETIMEDOUT, "TIMEOUT"},
+    {NVML_ERROR_IRQ_ISSUE, EIO, "IRQ_ISSUE"},
+    {NVML_ERROR_LIBRARY_NOT_FOUND, ELIBACC, "LIBRARY_NOT_FOUND"},
+    {NVML_ERROR_FUNCTION_NOT_FOUND, ENOSYS, "FUNCTION_NOT_FOUND"},
+    {NVML_ERROR_CORRUPTED_INFOROM, EIO, "CORRUPTED_INFOROM"},
+    {NVML_ERROR_GPU_IS_LOST, ENODEV, "GPU_IS_LOST"},
+    {NVML_ERROR_RESET_REQUIRED, EIO, "RESET_REQUIRED"},
+    {NVML_ERROR_OPERATING_SYSTEM, EPERM, "OPERATING_SYSTEM"},
+    {NVML_ERROR_LIB_RM_VERSION_MISMATCH, EPROTO, "LIB_RM_VERSION_MISMATCH"},
+    {NVML_ERROR_IN_USE, EBUSY, "IN_USE"},
+    {NVML_ERROR_MEMORY, ENOMEM, "MEMORY"},
+    {NVML_ERROR_NO_DATA, ENODATA, "NO_DATA"},
+    {NVML_ERROR_VGPU_ECC_NOT_SUPPORTED, EOPNOTSUPP, "VGPU_ECC_NOT_SUPPORTED"},
+    {NVML_ERROR_INSUFFICIENT_RESOURCES, EAGAIN, "INSUFFICIENT_RESOURCES"},
+    {NVML_ERROR_FREQ_NOT_SUPPORTED, EOPNOTSUPP, "FREQ_NOT_SUPPORTED"},
+    {NVML_ERROR_ARGUMENT_VERSION_MISMATCH, EPROTO, "ARGUMENT_VERSION_MISMATCH"},
+    {NVML_ERROR_DEPRECATED, EOPNOTSUPP, "DEPRECATED"},
+    {NVML_ERROR_NOT_READY, EAGAIN, "NOT_READY"},
+    {NVML_ERROR_GPU_NOT_FOUND, ENODEV, "GPU_NOT_FOUND"},
+    {NVML_ERROR_INVALID_STATE, EINVAL, "INVALID_STATE"},
+    {NVML_ERROR_RESET_TYPE_NOT_SUPPORTED, EOPNOTSUPP, "RESET_TYPE_NOT_SUPPORTED"},
+    {NVML_ERROR_UNKNOWN, EIO, "UNKNOWN"},
 };
 
 int nvml_errno(nvmlReturn_t r)
@@ -100,8 +107,8 @@ static const struct {
 	size_t offset;
 	int required;
 } nvml_symbol_table[] = {
-#define NVML_ROW(field, sym, args, req) { sym, offsetof(struct nvml, field), req },
-	NVML_SYMBOLS(NVML_ROW)
+#define NVML_ROW(field, sym, args, req) {sym, offsetof(struct nvml, field), req},
+    NVML_SYMBOLS(NVML_ROW)
 #undef NVML_ROW
 };
 
@@ -187,16 +194,16 @@ int nvml_open(const char *library, const char *driver_root, struct nvml **ret, s
 		return k;
 	r = nv->init();
 	if (r != NVML_SUCCESS)
-		return gerr_set(err, -nvml_errno(r),
-				"NVML from %s failed to initialize: %s (%s); %s", nv->path, nvml_strerror(nv, r),
-				nvml_return_name(r),
-				r == NVML_ERROR_DRIVER_NOT_LOADED ?
-					"the kernel module is not loaded: run 'modprobe nvidia' or check dmesg for NVRM errors" :
-				r == NVML_ERROR_LIB_RM_VERSION_MISMATCH ?
-					"the user-space library and the kernel module differ in version: reboot or reload the driver after an upgrade" :
-				r == NVML_ERROR_NO_PERMISSION ?
-					"run as root or give access to /dev/nvidiactl" :
-					"check 'nvidia-smi' on the node and the kernel log");
+		return gerr_set(
+		    err, -nvml_errno(r), "NVML from %s failed to initialize: %s (%s); %s", nv->path,
+		    nvml_strerror(nv, r), nvml_return_name(r),
+		    r == NVML_ERROR_DRIVER_NOT_LOADED
+			? "the kernel module is not loaded: run 'modprobe nvidia' or check dmesg for NVRM errors"
+		    : r == NVML_ERROR_LIB_RM_VERSION_MISMATCH
+			? "the user-space library and the kernel module differ in version: reboot or reload the driver "
+			  "after an upgrade"
+		    : r == NVML_ERROR_NO_PERMISSION ? "run as root or give access to /dev/nvidiactl"
+						    : "check 'nvidia-smi' on the node and the kernel log");
 	nv->initialized = 1;
 	*ret = TAKE_PTR(nv);
 	return 0;

@@ -52,23 +52,23 @@ typedef struct nvmlGpuInstance_st *nvmlGpuInstance_t;
 typedef struct nvmlComputeInstance_st *nvmlComputeInstance_t;
 typedef struct nvmlEventSet_st *nvmlEventSet_t;
 
-#define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
-#define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
+#define NVML_DEVICE_UUID_V2_BUFFER_SIZE        96
+#define NVML_DEVICE_NAME_V2_BUFFER_SIZE        96
 #define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
-#define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE 32
-#define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE 16
-#define NVML_NVLINK_MAX_LINKS 36
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE     32
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE  16
+#define NVML_NVLINK_MAX_LINKS                  36
 
-#define NVML_DEVICE_MIG_DISABLE 0
-#define NVML_DEVICE_MIG_ENABLE 1
-#define NVML_FEATURE_DISABLED 0
-#define NVML_FEATURE_ENABLED 1
+#define NVML_DEVICE_MIG_DISABLE                0
+#define NVML_DEVICE_MIG_ENABLE                 1
+#define NVML_FEATURE_DISABLED                  0
+#define NVML_FEATURE_ENABLED                   1
 
 /* Event type bits (nvml.h "Event Types"). */
 #define nvmlEventTypeSingleBitEccError 0x0001ULL
 #define nvmlEventTypeDoubleBitEccError 0x0002ULL
-#define nvmlEventTypeXidCriticalError 0x0008ULL
-#define nvmlEventMigConfigChange 0x0100ULL
+#define nvmlEventTypeXidCriticalError  0x0008ULL
+#define nvmlEventMigConfigChange       0x0100ULL
 
 /* Topology levels (nvmlGpuTopologyLevel_t). */
 enum {
@@ -84,8 +84,10 @@ enum { NVML_MEMORY_ERROR_TYPE_CORRECTED = 0, NVML_MEMORY_ERROR_TYPE_UNCORRECTED 
 enum { NVML_VOLATILE_ECC = 0, NVML_AGGREGATE_ECC = 1 };
 enum { NVML_TEMPERATURE_GPU = 0 };
 enum { NVML_CLOCK_GRAPHICS = 0, NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2, NVML_CLOCK_VIDEO = 3 };
-enum { NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0,
-       NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1 };
+enum {
+	NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0,
+	NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1
+};
 enum { NVML_NVLINK_DEVICE_TYPE_GPU = 0, NVML_NVLINK_DEVICE_TYPE_SWITCH = 2 };
 
 /* GPU instance profile indexes, the argument of nvmlDeviceGetGpuInstanceProfileInfo. */
@@ -220,70 +222,60 @@ _Static_assert(sizeof(nvmlTemperature_t) == 12, "nvmlTemperature_t layout");
  * `required` ones must resolve or the loader fails; the others degrade one feature when absent
  * (older drivers). The symbol is the versioned export the driver library really has.
  */
-#define NVML_SYMBOLS(X)                                                                            \
-	X(init, "nvmlInit_v2", (void), 1)                                                          \
-	X(shutdown, "nvmlShutdown", (void), 1)                                                     \
-	X(system_get_driver_version, "nvmlSystemGetDriverVersion", (char *, unsigned), 1)          \
-	X(system_get_nvml_version, "nvmlSystemGetNVMLVersion", (char *, unsigned), 0)              \
-	X(system_get_cuda_driver_version, "nvmlSystemGetCudaDriverVersion", (int *), 0)            \
-	X(device_get_count, "nvmlDeviceGetCount_v2", (unsigned *), 1)                              \
-	X(device_get_handle_by_index, "nvmlDeviceGetHandleByIndex_v2", (unsigned, nvmlDevice_t *), \
-	  1)                                                                                       \
-	X(device_get_handle_by_uuid, "nvmlDeviceGetHandleByUUID", (const char *, nvmlDevice_t *), \
-	  0)                                                                                       \
-	X(device_get_uuid, "nvmlDeviceGetUUID", (nvmlDevice_t, char *, unsigned), 1)               \
-	X(device_get_name, "nvmlDeviceGetName", (nvmlDevice_t, char *, unsigned), 1)               \
-	X(device_get_minor_number, "nvmlDeviceGetMinorNumber", (nvmlDevice_t, unsigned *), 1)      \
-	X(device_get_index, "nvmlDeviceGetIndex", (nvmlDevice_t, unsigned *), 0)                   \
-	X(device_get_pci_info, "nvmlDeviceGetPciInfo_v3", (nvmlDevice_t, nvmlPciInfo_t *), 0)      \
-	X(device_get_memory_info, "nvmlDeviceGetMemoryInfo", (nvmlDevice_t, nvmlMemory_t *), 0)    \
-	X(device_get_cuda_compute_capability, "nvmlDeviceGetCudaComputeCapability",               \
-	  (nvmlDevice_t, int *, int *), 0)                                                         \
-	X(device_get_architecture, "nvmlDeviceGetArchitecture", (nvmlDevice_t, unsigned *), 0)     \
-	X(device_get_brand, "nvmlDeviceGetBrand", (nvmlDevice_t, int *), 0)                        \
-	X(device_get_numa_node_id, "nvmlDeviceGetNumaNodeId", (nvmlDevice_t, unsigned *), 0)       \
-	X(device_get_mig_mode, "nvmlDeviceGetMigMode", (nvmlDevice_t, unsigned *, unsigned *), 0)  \
-	X(device_get_max_mig_device_count, "nvmlDeviceGetMaxMigDeviceCount",                      \
-	  (nvmlDevice_t, unsigned *), 0)                                                           \
-	X(device_get_mig_device_handle_by_index, "nvmlDeviceGetMigDeviceHandleByIndex",           \
-	  (nvmlDevice_t, unsigned, nvmlDevice_t *), 0)                                             \
-	X(device_is_mig_device_handle, "nvmlDeviceIsMigDeviceHandle", (nvmlDevice_t, unsigned *), \
-	  0)                                                                                       \
-	X(device_get_gpu_instance_id, "nvmlDeviceGetGpuInstanceId", (nvmlDevice_t, unsigned *), 0) \
-	X(device_get_compute_instance_id, "nvmlDeviceGetComputeInstanceId",                       \
-	  (nvmlDevice_t, unsigned *), 0)                                                           \
-	X(device_get_device_handle_from_mig_device_handle,                                        \
-	  "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", (nvmlDevice_t, nvmlDevice_t *), 0)       \
-	X(device_get_attributes, "nvmlDeviceGetAttributes_v2",                                    \
-	  (nvmlDevice_t, nvmlDeviceAttributes_t *), 0)                                             \
-	X(device_get_gpu_instance_profile_info, "nvmlDeviceGetGpuInstanceProfileInfo",            \
-	  (nvmlDevice_t, unsigned, nvmlGpuInstanceProfileInfo_t *), 0)                             \
-	X(device_get_gpu_instance_by_id, "nvmlDeviceGetGpuInstanceById",                          \
-	  (nvmlDevice_t, unsigned, nvmlGpuInstance_t *), 0)                                        \
-	X(gpu_instance_get_info, "nvmlGpuInstanceGetInfo",                                        \
-	  (nvmlGpuInstance_t, nvmlGpuInstanceInfo_t *), 0)                                         \
-	X(event_set_create, "nvmlEventSetCreate", (nvmlEventSet_t *), 0)                           \
-	X(device_register_events, "nvmlDeviceRegisterEvents",                                     \
-	  (nvmlDevice_t, unsigned long long, nvmlEventSet_t), 0)                                   \
-	X(device_get_supported_event_types, "nvmlDeviceGetSupportedEventTypes",                   \
-	  (nvmlDevice_t, unsigned long long *), 0)                                                 \
-	X(event_set_wait, "nvmlEventSetWait_v2", (nvmlEventSet_t, nvmlEventData_t *, unsigned), 0) \
-	X(event_set_free, "nvmlEventSetFree", (nvmlEventSet_t), 0)                                 \
-	X(device_get_total_ecc_errors, "nvmlDeviceGetTotalEccErrors",                             \
-	  (nvmlDevice_t, int, int, unsigned long long *), 0)                                       \
-	X(device_get_utilization_rates, "nvmlDeviceGetUtilizationRates",                          \
-	  (nvmlDevice_t, nvmlUtilization_t *), 0)                                                  \
-	X(device_get_temperature, "nvmlDeviceGetTemperature", (nvmlDevice_t, int, unsigned *), 0)  \
-	X(device_get_power_usage, "nvmlDeviceGetPowerUsage", (nvmlDevice_t, unsigned *), 0)        \
-	X(device_get_clock_info, "nvmlDeviceGetClockInfo", (nvmlDevice_t, int, unsigned *), 0)     \
-	X(device_get_retired_pages, "nvmlDeviceGetRetiredPages",                                  \
-	  (nvmlDevice_t, int, unsigned *, unsigned long long *), 0)                                \
-	X(device_get_remapped_rows, "nvmlDeviceGetRemappedRows",                                  \
-	  (nvmlDevice_t, unsigned *, unsigned *, unsigned *, unsigned *), 0)                       \
-	X(device_get_topology_common_ancestor, "nvmlDeviceGetTopologyCommonAncestor",             \
-	  (nvmlDevice_t, nvmlDevice_t, int *), 0)                                                  \
-	X(device_get_nvlink_state, "nvmlDeviceGetNvLinkState", (nvmlDevice_t, unsigned, int *), 0) \
-	X(device_get_nvlink_remote_pci_info, "nvmlDeviceGetNvLinkRemotePciInfo_v2",               \
-	  (nvmlDevice_t, unsigned, nvmlPciInfo_t *), 0)                                            \
-	X(device_get_compute_running_processes, "nvmlDeviceGetComputeRunningProcesses_v3",        \
+#define NVML_SYMBOLS(X)                                                                                               \
+	X(init, "nvmlInit_v2", (void), 1)                                                                             \
+	X(shutdown, "nvmlShutdown", (void), 1)                                                                        \
+	X(system_get_driver_version, "nvmlSystemGetDriverVersion", (char *, unsigned), 1)                             \
+	X(system_get_nvml_version, "nvmlSystemGetNVMLVersion", (char *, unsigned), 0)                                 \
+	X(system_get_cuda_driver_version, "nvmlSystemGetCudaDriverVersion", (int *), 0)                               \
+	X(device_get_count, "nvmlDeviceGetCount_v2", (unsigned *), 1)                                                 \
+	X(device_get_handle_by_index, "nvmlDeviceGetHandleByIndex_v2", (unsigned, nvmlDevice_t *), 1)                 \
+	X(device_get_handle_by_uuid, "nvmlDeviceGetHandleByUUID", (const char *, nvmlDevice_t *), 0)                  \
+	X(device_get_uuid, "nvmlDeviceGetUUID", (nvmlDevice_t, char *, unsigned), 1)                                  \
+	X(device_get_name, "nvmlDeviceGetName", (nvmlDevice_t, char *, unsigned), 1)                                  \
+	X(device_get_minor_number, "nvmlDeviceGetMinorNumber", (nvmlDevice_t, unsigned *), 1)                         \
+	X(device_get_index, "nvmlDeviceGetIndex", (nvmlDevice_t, unsigned *), 0)                                      \
+	X(device_get_pci_info, "nvmlDeviceGetPciInfo_v3", (nvmlDevice_t, nvmlPciInfo_t *), 0)                         \
+	X(device_get_memory_info, "nvmlDeviceGetMemoryInfo", (nvmlDevice_t, nvmlMemory_t *), 0)                       \
+	X(device_get_cuda_compute_capability, "nvmlDeviceGetCudaComputeCapability", (nvmlDevice_t, int *, int *), 0)  \
+	X(device_get_architecture, "nvmlDeviceGetArchitecture", (nvmlDevice_t, unsigned *), 0)                        \
+	X(device_get_brand, "nvmlDeviceGetBrand", (nvmlDevice_t, int *), 0)                                           \
+	X(device_get_numa_node_id, "nvmlDeviceGetNumaNodeId", (nvmlDevice_t, unsigned *), 0)                          \
+	X(device_get_mig_mode, "nvmlDeviceGetMigMode", (nvmlDevice_t, unsigned *, unsigned *), 0)                     \
+	X(device_get_max_mig_device_count, "nvmlDeviceGetMaxMigDeviceCount", (nvmlDevice_t, unsigned *), 0)           \
+	X(device_get_mig_device_handle_by_index, "nvmlDeviceGetMigDeviceHandleByIndex",                               \
+	  (nvmlDevice_t, unsigned, nvmlDevice_t *), 0)                                                                \
+	X(device_is_mig_device_handle, "nvmlDeviceIsMigDeviceHandle", (nvmlDevice_t, unsigned *), 0)                  \
+	X(device_get_gpu_instance_id, "nvmlDeviceGetGpuInstanceId", (nvmlDevice_t, unsigned *), 0)                    \
+	X(device_get_compute_instance_id, "nvmlDeviceGetComputeInstanceId", (nvmlDevice_t, unsigned *), 0)            \
+	X(device_get_device_handle_from_mig_device_handle, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",            \
+	  (nvmlDevice_t, nvmlDevice_t *), 0)                                                                          \
+	X(device_get_attributes, "nvmlDeviceGetAttributes_v2", (nvmlDevice_t, nvmlDeviceAttributes_t *), 0)           \
+	X(device_get_gpu_instance_profile_info, "nvmlDeviceGetGpuInstanceProfileInfo",                                \
+	  (nvmlDevice_t, unsigned, nvmlGpuInstanceProfileInfo_t *), 0)                                                \
+	X(device_get_gpu_instance_by_id, "nvmlDeviceGetGpuInstanceById",                                              \
+	  (nvmlDevice_t, unsigned, nvmlGpuInstance_t *), 0)                                                           \
+	X(gpu_instance_get_info, "nvmlGpuInstanceGetInfo", (nvmlGpuInstance_t, nvmlGpuInstanceInfo_t *), 0)           \
+	X(event_set_create, "nvmlEventSetCreate", (nvmlEventSet_t *), 0)                                              \
+	X(device_register_events, "nvmlDeviceRegisterEvents", (nvmlDevice_t, unsigned long long, nvmlEventSet_t), 0)  \
+	X(device_get_supported_event_types, "nvmlDeviceGetSupportedEventTypes", (nvmlDevice_t, unsigned long long *), \
+	  0)                                                                                                          \
+	X(event_set_wait, "nvmlEventSetWait_v2", (nvmlEventSet_t, nvmlEventData_t *, unsigned), 0)                    \
+	X(event_set_free, "nvmlEventSetFree", (nvmlEventSet_t), 0)                                                    \
+	X(device_get_total_ecc_errors, "nvmlDeviceGetTotalEccErrors", (nvmlDevice_t, int, int, unsigned long long *), \
+	  0)                                                                                                          \
+	X(device_get_utilization_rates, "nvmlDeviceGetUtilizationRates", (nvmlDevice_t, nvmlUtilization_t *), 0)      \
+	X(device_get_temperature, "nvmlDeviceGetTemperature", (nvmlDevice_t, int, unsigned *), 0)                     \
+	X(device_get_power_usage, "nvmlDeviceGetPowerUsage", (nvmlDevice_t, unsigned *), 0)                           \
+	X(device_get_clock_info, "nvmlDeviceGetClockInfo", (nvmlDevice_t, int, unsigned *), 0)                        \
+	X(device_get_retired_pages, "nvmlDeviceGetRetiredPages",                                                      \
+	  (nvmlDevice_t, int, unsigned *, unsigned long long *), 0)                                                   \
+	X(device_get_remapped_rows, "nvmlDeviceGetRemappedRows",                                                      \
+	  (nvmlDevice_t, unsigned *, unsigned *, unsigned *, unsigned *), 0)                                          \
+	X(device_get_topology_common_ancestor, "nvmlDeviceGetTopologyCommonAncestor",                                 \
+	  (nvmlDevice_t, nvmlDevice_t, int *), 0)                                                                     \
+	X(device_get_nvlink_state, "nvmlDeviceGetNvLinkState", (nvmlDevice_t, unsigned, int *), 0)                    \
+	X(device_get_nvlink_remote_pci_info, "nvmlDeviceGetNvLinkRemotePciInfo_v2",                                   \
+	  (nvmlDevice_t, unsigned, nvmlPciInfo_t *), 0)                                                               \
+	X(device_get_compute_running_processes, "nvmlDeviceGetComputeRunningProcesses_v3",                            \
 	  (nvmlDevice_t, unsigned *, nvmlProcessInfo_t *), 0)

@@ -19,10 +19,10 @@ enum replica_policy { REPLICA_DISTRIBUTED, REPLICA_PACKED };
 
 /* One `sharing.timeSlicing.resources[]` entry of the v1 config. */
 struct replica_rule {
-	char name[128];   /* resource it applies to: "nvidia.com/gpu", "nvidia.com/mig-1g.5gb" */
-	char rename[128]; /* "" = keep name (or ".shared" suffix when rename_by_default) */
+	char name[128];    /* resource it applies to: "nvidia.com/gpu", "nvidia.com/mig-1g.5gb" */
+	char rename[128];  /* "" = keep name (or ".shared" suffix when rename_by_default) */
 	unsigned replicas; /* >= 2 to have effect */
-	/* devices: all (upstream also allows a list of indexes/uuids; not supported yet) */
+			   /* devices: all (upstream also allows a list of indexes/uuids; not supported yet) */
 };
 
 struct resource_options {
@@ -36,21 +36,21 @@ struct resource_options {
 };
 
 struct rdevice {
-	char id[160];          /* advertised ID: GPU/MIG UUID, with "::<n>" for a replica */
+	char id[160];             /* advertised ID: GPU/MIG UUID, with "::<n>" for a replica */
 	char uuid[NODE_UUID_MAX]; /* backing GPU or MIG UUID */
-	char index[16];        /* "0" for a GPU, "0:1" for MIG (parent index:mig index) */
-	unsigned gpu;          /* index into node->gpus of the physical GPU */
-	int mig;               /* index into node->gpus[gpu].migs, -1 for a whole GPU */
-	int replica;           /* -1 when not replicated, else 0..replicas-1 */
-	int numa_node;         /* -1 unknown */
+	char index[16];           /* "0" for a GPU, "0:1" for MIG (parent index:mig index) */
+	unsigned gpu;             /* index into node->gpus of the physical GPU */
+	int mig;                  /* index into node->gpus[gpu].migs, -1 for a whole GPU */
+	int replica;              /* -1 when not replicated, else 0..replicas-1 */
+	int numa_node;            /* -1 unknown */
 	bool healthy;
-	char reason[160];      /* why unhealthy, "" when healthy */
+	char reason[160]; /* why unhealthy, "" when healthy */
 };
 
 struct resource {
-	char name[128];        /* "nvidia.com/gpu", "nvidia.com/mig-1g.5gb", "nvidia.com/gpu.shared" */
-	char socket[160];      /* "nvidia-gpu.sock": "nvidia-" + name after "nvidia.com/" + ".sock" */
-	unsigned replicas;     /* 0/1 = not shared */
+	char name[128];    /* "nvidia.com/gpu", "nvidia.com/mig-1g.5gb", "nvidia.com/gpu.shared" */
+	char socket[160];  /* "nvidia-gpu.sock": "nvidia-" + name after "nvidia.com/" + ".sock" */
+	unsigned replicas; /* 0/1 = not shared */
 	struct rdevice *devices;
 	size_t n_devices;
 };

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Option plumbing shared by verbs: environment fallbacks and opening NVML + the node model. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cmd.h"
+#include "node.h"
+
+const char *cmd_env_or(const char *name, const char *fallback)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : fallback;
+}
+
+int cmd_load_node(const struct cmd_nvml_opts *o, struct nvml **ret_nv, struct node **ret_node)
+{
+	_cleanup_(nvml_closep) struct nvml *nv = NULL;
+	struct gerr err = {0};
+	struct node *n = NULL;
+	const char *lib = o->library ? o->library : cmd_env_or("GPULET_NVML_LIBRARY", NULL);
+	const char *driver_root = o->driver_root ? o->driver_root : cmd_env_or("NVIDIA_DRIVER_ROOT", "/");
+
+	if (nvml_open(lib, driver_root, &nv, &err) < 0 || node_load(nv, o->root, &n, &err) < 0) {
+		fprintf(stderr, "gpulet: %s\n", err.msg);
+		return -1;
+	}
+	*ret_nv = TAKE_PTR(nv);
+	*ret_node = n;
+	return 0;
+}
