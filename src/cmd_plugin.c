@@ -4,6 +4,7 @@
  * (reference/device-plugin.md §1-2); the daemon itself is src/plugin/daemon.c.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cmd.h"
 #include "config.h"
@@ -21,6 +22,7 @@ static void help(void)
 	       "Options:\n");
 	config_print_help(stdout);
 	printf(
+	    "  --print-config\n      print the effective config as JSON and exit\n"
 	    "  --help\n\n"
 	    "Example:\n"
 	    "  gpulet plugin --mig-strategy=mixed --device-list-strategy=cdi-cri --config-file=/config/config.yaml\n");
@@ -44,6 +46,14 @@ int cmd_plugin(int argc, char **argv)
 	if (config_load(args, &cfg, &err) < 0) {
 		fprintf(stderr, "gpulet plugin: %s\n", err.msg);
 		return 1;
+	}
+	if (config_args_print_only(args)) {
+		_cleanup_free_ char *json = config_to_json(&cfg);
+
+		printf("%s\n", json ? json : "{}");
+		if (cfg.warnings[0])
+			fprintf(stderr, "gpulet plugin: warning: %s\n", cfg.warnings);
+		return json ? 0 : 1;
 	}
 	log_set_level_name(cfg.log_level);
 	return plugin_daemon_run(args, &cfg);

@@ -27,13 +27,14 @@
 #define MPS_REPLICAS_MAX 48   /* mps/device.go: 48 for compute capability >= 7.5 */
 
 enum opt_type {
-	T_STR,   /* free string, bounded by the field */
-	T_PATH,  /* absolute path or "" */
-	T_BOOL,  /* Go strconv.ParseBool spellings */
-	T_ENUM,  /* one of choices */
-	T_DLS,   /* comma list of device list strategies -> DLS_* bits */
-	T_IMEX,  /* int list; only [] or [0] are valid upstream */
-	T_LEVEL, /* log level */
+	T_STR,     /* free string, bounded by the field */
+	T_PATH,    /* absolute path or "" */
+	T_BOOL,    /* Go strconv.ParseBool spellings */
+	T_ENUM,    /* one of choices */
+	T_DLS,     /* comma list of device list strategies -> DLS_* bits */
+	T_IMEX,    /* int list; only [] or [0] are valid upstream */
+	T_LEVEL,   /* log level */
+	T_SECONDS, /* unsigned seconds within [1, 86400] */
 };
 
 struct opt {
@@ -292,7 +293,13 @@ static const char *const dls_names[] = {"envvar", "volume-mounts", "cdi-annotati
 struct config_args {
 	const char *val[ELEMENTSOF(opts)];
 	char *dls; /* repeated --device-list-strategy flags, comma-joined */
+	bool print_config;
 };
+
+bool config_args_print_only(const struct config_args *a)
+{
+	return a && a->print_config;
+}
 
 void config_args_free(struct config_args *a)
 {
@@ -393,6 +400,18 @@ static int opt_set(struct plugin_config *c, const struct opt *o, const char *v, 
 		*(unsigned *)p = bits;
 		return 0;
 	}
+	case T_SECONDS: {
+		char *end;
+		unsigned long n;
+
+		errno = 0;
+		n = strtoul(v, &end, 10);
+		if (errno || end == v || *end || n < 1 || n > 86400)
+			return gerr_set(err, EINVAL, "%s: %s must be a number of seconds from 1 to 86400, got \"%s\"",
+					src, o->flag, v);
+		*(unsigned *)p = (unsigned)n;
+		return 0;
+	}
 	case T_IMEX:
 		/* api/config/v1/imex.go: only [] or [0] */
 		if (len && !streq(v, "0"))
@@ -441,7 +460,7 @@ static void warn(struct plugin_config *c, const char *fmt, ...)
 
 int config_parse_args(int argc, char **argv, struct config_args **ret, bool *help, struct gerr *err)
 {
-	struct option lo[2 * ELEMENTSOF(opts) + 2];
+	struct option lo[2 * ELEMENTSOF(opts) + 3];
 	_cleanup_(config_args_freep) struct config_args *a = calloc(1, sizeof(*a));
 	size_t n = 0;
 	int c, idx;
@@ -464,6 +483,10 @@ int config_parse_args(int argc, char **argv, struct config_args **ret, bool *hel
 	while ((c = getopt_long(argc, argv, "h", lo, &idx)) != -1) {
 		if (c == 'h') {
 			*help = true;
+			continue;
+		}
+		if (c == 'p') {
+			a->print_config = true;
 			continue;
 		}
 		if (c < 1000 || c >= 1000 + (int)ELEMENTSOF(opts))
@@ -958,6 +981,9 @@ char *config_to_json(const struct plugin_config *cfg)
 					json_array_append_new(v, json_string(dls_names[k]));
 			break;
 		}
+		case T_SECONDS:
+			v = json_integer(*(const unsigned *)f);
+			break;
 		default:
 			v = json_string((const char *)f);
 		}

@@ -57,6 +57,7 @@ struct plugin_config {
 	char nvml_library[PATH_MAX];
 	char root[PATH_MAX];
 	char log_level[16];
+	unsigned rescan_interval; /* seconds */
 	/* sharing.* from the file */
 	enum sharing_strategy sharing;
 	bool rename_by_default;
@@ -76,6 +77,8 @@ struct config_args;
  */
 int config_parse_args(int argc, char **argv, struct config_args **ret, bool *help, struct gerr *err);
 void config_args_free(struct config_args *a);
+/* --print-config: print the effective config as JSON and exit. */
+bool config_args_print_only(const struct config_args *a);
 DEFINE_CLEANUP_FUNC(struct config_args, config_args_free)
 
 /*

@@ -59,6 +59,7 @@ struct daemon {
 	char kubelet_name[NAME_MAX + 1]; /* basename of the kubelet socket, for inotify */
 	long long next_register_ms;
 	long long next_init_ms;
+	long long next_rescan_ms;
 };
 
 static long long now_ms(void)
@@ -191,6 +192,18 @@ static void register_all(struct daemon *d, bool quick_retries)
 	}
 }
 
+static void log_unhealthy(const struct resource_set *rs)
+{
+	for (size_t i = 0; i < rs->n; i++)
+		for (size_t k = 0; k < rs->res[i].n_devices; k++) {
+			const struct rdevice *dv = &rs->res[i].devices[k];
+
+			if (!dv->healthy)
+				log_warn("unhealthy device", "resource=%s id=%s uuid=%s index=%s reason=\"%s\"",
+					 rs->res[i].name, dv->id, dv->uuid, dv->index, dv->reason);
+		}
+}
+
 static void stop_serving(struct daemon *d, const struct resource_set *keep)
 {
 	bool any_empty = false;
@@ -242,6 +255,8 @@ static int start_serving(struct daemon *d, struct gerr *err)
 	r = gsrv_group_run(d->g, err);
 	if (r < 0)
 		return r;
+	log_unhealthy(d->rs);
+	d->next_rescan_ms = now_ms() + (long long)cfg->rescan_interval * 1000;
 	register_all(d, true);
 	return 0;
 }
@@ -297,6 +312,94 @@ static void restart(struct daemon *d, const char *why, bool reload)
 	err = (struct gerr){0};
 	if (start_serving(d, &err) < 0)
 		log_error("Cannot serve the device plugins, will retry", "error=\"%s\"", err.msg);
+}
+
+/* Log every device of resource set rs backed by GPU gpu whose health is about to become healthy. */
+static void log_health_change(const struct resource_set *rs, unsigned gpu, bool healthy, const char *reason)
+{
+	for (size_t i = 0; i < rs->n; i++)
+		for (size_t k = 0; k < rs->res[i].n_devices; k++) {
+			const struct rdevice *dv = &rs->res[i].devices[k];
+
+			if (dv->gpu != gpu || dv->healthy == healthy)
+				continue;
+			if (healthy)
+				log_info("device is healthy again", "resource=%s id=%s uuid=%s index=%s",
+					 rs->res[i].name, dv->id, dv->uuid, dv->index);
+			else
+				log_warn("unhealthy device", "resource=%s id=%s uuid=%s index=%s reason=\"%s\"",
+					 rs->res[i].name, dv->id, dv->uuid, dv->index, reason);
+		}
+}
+
+/*
+ * A GPU that fell off the bus answers nothing, not even its UUID: it keeps the identity it had in
+ * the previous snapshot, so it stays advertised (as Unhealthy) instead of changing the layout.
+ */
+static void keep_lost_identity(const struct node *old, struct node *n)
+{
+	if (old->n_gpus != n->n_gpus)
+		return;
+	for (size_t i = 0; i < n->n_gpus; i++) {
+		struct node_gpu *g = &n->gpus[i];
+		const struct node_gpu *o = &old->gpus[i];
+		struct node_mig *migs = NULL;
+		char error[sizeof(g->error)];
+
+		if (!g->lost || (g->uuid[0] && !streq(g->uuid, o->uuid)))
+			continue;
+		if (o->n_migs && !(migs = malloc(o->n_migs * sizeof(*migs))))
+			continue;
+		if (migs)
+			memcpy(migs, o->migs, o->n_migs * sizeof(*migs));
+		memcpy(error, g->error, sizeof(error));
+		free(g->migs);
+		*g = *o;
+		g->migs = migs;
+		g->lost = true;
+		memcpy(g->error, error, sizeof(error));
+	}
+}
+
+/* Read NVML again: a changed layout re-serves everything, a lost/recovered GPU is a health update. */
+static void rescan(struct daemon *d)
+{
+	struct node *n = NULL, *old;
+	struct gerr err = {0};
+	bool changed = false;
+
+	if (!d->g || !d->nv)
+		return;
+	if (node_load(d->nv, d->cfg.root, &n, &err) < 0) {
+		log_warn("Device rescan failed, keeping the current devices", "error=\"%s\"", err.msg);
+		return;
+	}
+	keep_lost_identity(d->node, n);
+	if (!node_equal_layout(d->node, n)) {
+		node_free(n);
+		restart(d, "device layout changed (MIG re-partition, GPU added or removed)", false);
+		return;
+	}
+	gsrv_lock(d->g);
+	for (unsigned i = 0; i < n->n_gpus; i++) {
+		const struct node_gpu *g = &n->gpus[i];
+		char reason[sizeof(g->error) + 32];
+
+		if (g->lost == d->node->gpus[i].lost)
+			continue;
+		snprintf(reason, sizeof(reason), "GPU is lost (%s)", g->error[0] ? g->error : "NVML: GPU_IS_LOST");
+		log_health_change(d->rs, i, !g->lost, reason);
+		changed |= resources_set_health(d->rs, n, g->uuid, -1, -1, !g->lost, reason) > 0;
+	}
+	old = d->node;
+	d->node = n;
+	for (size_t i = 0; i < d->n_sv; i++) {
+		d->sv[i].ctx.node = n;
+		if (changed)
+			gsrv_notify(d->sv[i].srv);
+	}
+	gsrv_unlock(d->g);
+	node_free(old);
 }
 
 static bool sockets_present(const struct daemon *d)
@@ -408,9 +511,15 @@ static void loop(struct daemon *d)
 				d->next_init_ms = now_ms() + INIT_RETRY_MS;
 				restart(d, "looking for devices again", false);
 			}
-		} else if (d->next_register_ms && now_ms() >= d->next_register_ms) {
+			continue;
+		}
+		if (d->next_register_ms && now_ms() >= d->next_register_ms) {
 			d->next_register_ms = 0;
 			register_all(d, false);
+		}
+		if (now_ms() >= d->next_rescan_ms) {
+			d->next_rescan_ms = now_ms() + (long long)d->cfg.rescan_interval * 1000;
+			rescan(d);
 		}
 	}
 }

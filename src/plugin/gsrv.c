@@ -24,6 +24,7 @@
 #include "macro.h"
 
 #define GSRV_MAX_METHODS 8
+#define GSRV_GENERIC     GSRV_MAX_METHODS /* method index of the catch-all call */
 
 enum tag_kind { T_REQUEST, T_SEND, T_CLOSE, T_SHUTDOWN };
 
@@ -36,6 +37,8 @@ struct gcall {
 	struct gsrv *srv;
 	unsigned method;
 	grpc_call *call;
+	bool generic; /* a method nobody registered: answered UNIMPLEMENTED */
+	grpc_call_details call_details;
 	gpr_timespec deadline;
 	grpc_metadata_array md;
 	grpc_byte_buffer *payload;
@@ -127,6 +130,8 @@ static void call_free(struct gcall *c)
 	if (c->call)
 		grpc_call_unref(c->call);
 	grpc_metadata_array_destroy(&c->md);
+	if (c->generic)
+		grpc_call_details_destroy(&c->call_details);
 	if (c->payload)
 		grpc_byte_buffer_destroy(c->payload);
 	if (c->send_bb)
@@ -150,10 +155,19 @@ static int request_call(struct gsrv *s, unsigned method)
 	c->t_send = (struct gtag){T_SEND, c};
 	c->t_close = (struct gtag){T_CLOSE, c};
 	grpc_metadata_array_init(&c->md);
-	e = grpc_server_request_registered_call(s->server, s->handles[method], &c->call, &c->deadline, &c->md,
-						s->methods[method].streaming ? NULL : &c->payload, s->g->cq, s->g->cq,
-						&c->t_req);
+	if (method == GSRV_GENERIC) {
+		c->generic = true;
+		grpc_call_details_init(&c->call_details);
+		e = grpc_server_request_call(s->server, &c->call, &c->call_details, &c->md, s->g->cq, s->g->cq,
+					     &c->t_req);
+	} else {
+		e = grpc_server_request_registered_call(s->server, s->handles[method], &c->call, &c->deadline, &c->md,
+							s->methods[method].streaming ? NULL : &c->payload, s->g->cq,
+							s->g->cq, &c->t_req);
+	}
 	if (e != GRPC_CALL_OK) {
+		if (c->generic)
+			grpc_call_details_destroy(&c->call_details);
 		grpc_metadata_array_destroy(&c->md);
 		free(c);
 		return -EIO;
@@ -224,6 +238,7 @@ int gsrv_add(struct gsrv_group *g, const char *socket_path, const struct gsrv_me
 	gsrv_lock(g);
 	for (size_t i = 0; i < n_methods; i++)
 		request_call(s, i);
+	request_call(s, GSRV_GENERIC);
 	s->next = g->servers;
 	g->servers = s;
 	gsrv_unlock(g);
@@ -345,6 +360,23 @@ static void unary_handle(struct gcall *c)
 		c->finished = true;
 }
 
+static void unimplemented(struct gcall *c)
+{
+	grpc_op ops[3];
+
+	memset(ops, 0, sizeof(ops));
+	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+	ops[1].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+	ops[1].data.send_status_from_server.status = GRPC_STATUS_UNIMPLEMENTED;
+	c->details = grpc_slice_from_static_string("method not implemented by this device plugin");
+	c->has_details = true;
+	ops[1].data.send_status_from_server.status_details = &c->details;
+	ops[2].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+	ops[2].data.recv_close_on_server.cancelled = &c->cancelled;
+	if (start_batch(c, ops, 3, &c->t_send) < 0)
+		call_free(c);
+}
+
 static void stream_begin(struct gcall *c)
 {
 	struct gsrv *s = c->srv;
@@ -381,7 +413,9 @@ static void handle_event(struct gsrv_group *g, struct gtag *t, bool ok)
 		}
 		if (!g->stopping && !c->srv->finishing)
 			request_call(c->srv, c->method);
-		if (c->srv->methods[c->method].streaming)
+		if (c->generic)
+			unimplemented(c);
+		else if (c->srv->methods[c->method].streaming)
 			stream_begin(c);
 		else
 			unary_handle(c);
@@ -391,7 +425,7 @@ static void handle_event(struct gsrv_group *g, struct gtag *t, bool ok)
 		c->send_busy = false;
 		if (!ok)
 			c->closed = true;
-		else if (c->srv->methods[c->method].streaming)
+		else if (!c->generic && c->srv->methods[c->method].streaming)
 			stream_kick(c);
 		break;
 	case T_CLOSE:

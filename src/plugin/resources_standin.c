@@ -31,8 +31,8 @@ static struct resource *get_res(struct resource_set *s, const char *name)
 	return r;
 }
 
-static int add_dev(struct resource_set *s, const struct resource_options *o, const char *name,
-		   const struct node_gpu *g, unsigned gi, int mig)
+static int add_dev(struct resource_set *s, const struct resource_options *o, const char *name, const struct node_gpu *g,
+		   unsigned gi, int mig)
 {
 	const struct replica_rule *rule = NULL;
 	unsigned reps = 1;
@@ -79,8 +79,7 @@ static int add_dev(struct resource_set *s, const struct resource_options *o, con
 	return 0;
 }
 
-int resources_build(const struct node *n, const struct resource_options *o, struct resource_set **ret,
-		    struct gerr *err)
+int resources_build(const struct node *n, const struct resource_options *o, struct resource_set **ret, struct gerr *err)
 {
 	struct resource_set *s = calloc(1, sizeof(*s));
 	int r = 0;
