@@ -9,10 +9,10 @@ with real character device nodes (tests/lib/mkroot.sh, mknod), and run a busybox
     one device defined in two files of one dir (each next to a good spec that keeps working).
 
 podman 4.3 has no flag or containers.conf key for the spec dirs (engine.cdi_spec_dirs is not
-decoded by 4.3), so each podman runs in a private mount namespace (unshare -m) where temp dirs are
-bind-mounted over /etc/cdi and /var/run/cdi; the host's dirs are never written. If those two mount
-points do not exist they are created empty for the run and removed after. Podman's storage is a temp
---root/--runroot with the vfs driver. Flags from reference/real-peers.md §D (runc, cgroupfs,
+decoded by 4.3), so each podman runs in a private mount namespace (unshare -m) where /etc and
+/var/run get a throw-away overlay (so the cdi mount points can exist without creating them on the
+host) and temp dirs are bind-mounted over /etc/cdi and /var/run/cdi: nothing on the host is read
+from or written to those dirs. Podman's storage is a temp --root/--runroot with the vfs driver. Flags from reference/real-peers.md §D (runc, cgroupfs,
 ulimits below the hard limits).
 """
 import json
@@ -68,7 +68,17 @@ class Podman:
         for d in devices:
             argv += ["--device", d]
         argv += ["--rootfs", self.rootfs, "/bin/sh", "-c", script]
-        wrapper = 'mount --bind "$1" /etc/cdi && mount --bind "$2" /var/run/cdi && shift 2 && exec "$@"'
+        # overlays first (mount points without touching the host), then our dirs over them
+        ov = os.path.join(self.tmp, "overlay")
+        script_ns = ["set -e"]
+        for i, d in enumerate(("/etc", os.path.realpath("/var/run"))):
+            up, work = os.path.join(ov, "u%d" % i), os.path.join(ov, "w%d" % i)
+            os.makedirs(up, exist_ok=True)
+            os.makedirs(work, exist_ok=True)
+            script_ns.append(f"mount -t overlay overlay -o lowerdir={d},upperdir={up},workdir={work} {d}")
+        script_ns += ["mkdir -p /etc/cdi /var/run/cdi", 'mount --bind "$1" /etc/cdi',
+                      'mount --bind "$2" /var/run/cdi', "shift 2", 'exec "$@"']
+        wrapper = "\n".join(script_ns)
         return subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", wrapper, "sh", self.etc,
                                self.run_dir] + argv, capture_output=True, text=True, timeout=180)
 
@@ -108,25 +118,18 @@ def main():
     fx = json.load(open(FXPATH))
     gpu0, mig_gpu = fx["gpus"][0], fx["gpus"][6]
     mig0 = mig_gpu["mig"][0]["cis"][0]["uuid"]
-    created = [d for d in ("/etc/cdi", "/var/run/cdi") if not os.path.exists(d)]
-    for d in created:
-        os.makedirs(d)
-    try:
-        with tempfile.TemporaryDirectory(prefix="gpulet-cdi-podman.") as tmp:
-            root = os.path.join(tmp, "node")
-            subprocess.run(["sh", os.path.join(SRC, "tests/lib/mkroot.sh"), root, FIXTURE], check=True,
-                           capture_output=True, env=dict(os.environ, GPULET_BUILD=BUILD))
-            check(os.path.exists(os.path.join(root, "dev/nvidia0")) and
-                  not os.path.isfile(os.path.join(root, "dev/nvidia0")), "mkroot made real device nodes")
-            os.makedirs(os.path.dirname(root + root), exist_ok=True)
-            os.symlink(root, root + root)
-            with open(os.path.join(root, "proc/driver/nvidia-caps/mig-minors")) as f:
-                minors = dict(l.strip().rsplit(" ", 1) for l in f if " " in l)
-            p = Podman(tmp)
-            run_tests(p, root, fx, gpu0, mig_gpu, mig0, minors)
-    finally:
-        for d in created:
-            os.rmdir(d)
+    with tempfile.TemporaryDirectory(prefix="gpulet-cdi-podman.") as tmp:
+        root = os.path.join(tmp, "node")
+        subprocess.run(["sh", os.path.join(SRC, "tests/lib/mkroot.sh"), root, FIXTURE], check=True,
+                       capture_output=True, env=dict(os.environ, GPULET_BUILD=BUILD))
+        check(os.path.exists(os.path.join(root, "dev/nvidia0")) and
+              not os.path.isfile(os.path.join(root, "dev/nvidia0")), "mkroot made real device nodes")
+        os.makedirs(os.path.dirname(root + root), exist_ok=True)
+        os.symlink(root, root + root)
+        with open(os.path.join(root, "proc/driver/nvidia-caps/mig-minors")) as f:
+            minors = dict(l.strip().rsplit(" ", 1) for l in f if " " in l)
+        p = Podman(tmp)
+        run_tests(p, root, fx, gpu0, mig_gpu, mig0, minors)
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1
