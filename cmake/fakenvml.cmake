@@ -36,3 +36,6 @@ target_link_libraries(fakenvml_selftest PRIVATE pthread)
 add_dependencies(fakenvml_selftest fakenvml fakenvml_old fakenvml_broken)
 
 gpulet_script_test(fakenvml_mkroot tests/fakenvml/test-mkroot.sh)
+
+# Every fixture against tests/fixtures/fixture.schema.json (python3-jsonschema) and its own consistency.
+gpulet_script_test(fakenvml_fixtures /usr/bin/python3 -W ignore tests/fakenvml/check-fixtures.py)
