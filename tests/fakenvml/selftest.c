@@ -746,6 +746,12 @@ static void test_events(void **state)
 	assert_int_equal(api->event_set_wait(late, &e, 100), NVML_ERROR_UNKNOWN);
 	assert_int_equal(api->event_set_wait(late, &e, 10), NVML_ERROR_TIMEOUT);
 
+	/* A test that truncates the file starts the sets over at its beginning. */
+	assert_int_equal(truncate(events, 0), 0);
+	append(events, "xid 0 94\n");
+	assert_int_equal(api->event_set_wait(set, &e, 100), NVML_SUCCESS);
+	assert_int_equal(e.eventData, 94);
+
 	assert_int_equal(api->event_set_free(set), NVML_SUCCESS);
 	assert_int_equal(api->event_set_free(late), NVML_SUCCESS);
 	assert_int_equal(api->event_set_wait(set, &e, 10), NVML_ERROR_INVALID_ARGUMENT);
