@@ -304,6 +304,26 @@ static int refresh(void)
 	return 0;
 }
 
+/*
+ * Forget the parsed fixture (last nvmlShutdown, unload). Slots keep their UUIDs, so handles given
+ * out before answer for the same GPU after the next nvmlInit_v2.
+ */
+static void drop_fixture(void)
+{
+	for (unsigned k = 0; k < MAX_GPUS; k++) {
+		slots[k].present = false;
+		slots[k].spec = slots[k].model = NULL;
+		for (unsigned j = 0; j < MAX_MIGS; j++) {
+			slots[k].migs[j].present = false;
+			slots[k].migs[j].gi_spec = slots[k].migs[j].ci_spec = slots[k].migs[j].profile = NULL;
+		}
+	}
+	n_gpus = 0;
+	json_decref(root);
+	root = NULL;
+	root_loaded = false;
+}
+
 /* ---- call entry and exit ----------------------------------------------------------------- */
 
 enum want { ANY, GPU_ONLY, MIG_ONLY };
@@ -478,8 +498,19 @@ API nvmlReturn_t nvmlShutdown(void)
 	pthread_mutex_lock(&lock);
 	if (init_count == 0)
 		return leave(NVML_ERROR_UNINITIALIZED);
-	init_count--;
+	if (--init_count == 0)
+		drop_fixture();
 	return leave(NVML_SUCCESS);
+}
+
+/* A library unloaded while initialized must not leave the fixture tree behind (LeakSanitizer). */
+__attribute__((destructor)) static void fakenvml_unload(void)
+{
+	/* Under the lock: a daemon thread may still call in while the process exits. */
+	pthread_mutex_lock(&lock);
+	init_count = 0;
+	drop_fixture();
+	pthread_mutex_unlock(&lock);
 }
 
 API const char *nvmlErrorString(nvmlReturn_t result)
