@@ -35,10 +35,10 @@
  *		}
  *	}
  *
- * After a HEALTH_MIG_CHANGED the watcher re-reports every fault still active (source "replay",
- * transition=true), so resources rebuilt from ev->node get them again; the plugin needs no memory
- * of its own about which GPUs were unhealthy. A plugin that rebuilds everything on a MIG change
- * can also restart the watcher with the new node instead (faults then start from what NVML says).
+ * Resources rebuilt from scratch (after a MIG change, a SIGHUP reload, a kubelet restart) start all
+ * healthy: call health_replay() once the new set is in place, and every fault still active is
+ * reported again (source "replay", transition=true), so the plugin keeps no memory of its own about
+ * which GPUs are unhealthy.
  */
 #pragma once
 
@@ -108,6 +108,12 @@ struct health_watcher;
  */
 int health_start(struct nvml *nv, const struct node *n, const struct health_options *o, struct health_watcher **ret,
 		 struct gerr *err);
+/*
+ * Report every fault still active again through the callback, on the calling thread (which must not
+ * hold a lock the callback takes). For a resource set rebuilt after the faults were first reported.
+ */
+void health_replay(struct health_watcher *w);
+
 /* Stop the threads (returns within about wait_ms) and free the watcher. NULL is a no-op. */
 void health_stop(struct health_watcher *w);
 DEFINE_CLEANUP_FUNC(struct health_watcher, health_stop)
