@@ -80,6 +80,7 @@ static int init_count;
 static json_t *root;
 static struct stat root_st;
 static bool root_loaded;
+static char root_path[4096];
 static struct gpu_slot slots[MAX_GPUS];
 static int by_index[MAX_GPUS];
 static unsigned n_gpus;
@@ -261,16 +262,17 @@ static int refresh(void)
 		return -ENOENT;
 	}
 	if (stat(path, &st) < 0) {
+		/* Callers after init keep the state they have; nvmlInit_v2 fails. */
 		warn("cannot stat fixture %s: %s", path, strerror(errno));
-		return root_loaded ? 0 : -errno;
+		return -ENOENT;
 	}
-	if (root_loaded && st.st_ino == root_st.st_ino && st.st_size == root_st.st_size &&
+	if (root_loaded && streq(path, root_path) && st.st_ino == root_st.st_ino && st.st_size == root_st.st_size &&
 	    st.st_mtim.tv_sec == root_st.st_mtim.tv_sec && st.st_mtim.tv_nsec == root_st.st_mtim.tv_nsec)
 		return 0;
 	next = json_load_file(path, 0, &jerr);
 	if (!next) {
 		warn("%s:%d:%d: %s (keeping the previous fixture)", path, jerr.line, jerr.column, jerr.text);
-		return root_loaded ? 0 : -EINVAL;
+		return -EINVAL;
 	}
 	for (unsigned k = 0; k < MAX_GPUS; k++) {
 		slots[k].present = false;
@@ -296,6 +298,7 @@ static int refresh(void)
 	json_decref(root);
 	root = next;
 	root_st = st;
+	snprintf(root_path, sizeof(root_path), "%s", path);
 	root_loaded = true;
 	return 0;
 }
@@ -448,6 +451,7 @@ static nvmlDevice_t gpu_handle(const struct gpu_slot *g)
 API nvmlReturn_t nvmlInit_v2(void)
 {
 	nvmlReturn_t r;
+	int k;
 
 	pthread_mutex_lock(&lock);
 	for (unsigned i = 0; i < MAX_GPUS; i++) {
@@ -457,8 +461,9 @@ API nvmlReturn_t nvmlInit_v2(void)
 		for (unsigned j = 0; j < MAX_GIS; j++)
 			gi_handles[i][j] = (struct nvmlGpuInstance_st){i, j};
 	}
-	if (refresh() < 0)
-		return leave(NVML_ERROR_DRIVER_NOT_LOADED);
+	k = refresh();
+	if (k < 0) /* no fixture: as if the kernel module were missing; a broken one: UNKNOWN */
+		return leave(k == -ENOENT ? NVML_ERROR_DRIVER_NOT_LOADED : NVML_ERROR_UNKNOWN);
 	r = return_code(json_object_get(root, "init_error"));
 	if (r != NVML_SUCCESS)
 		return leave(r);
@@ -477,7 +482,8 @@ API nvmlReturn_t nvmlShutdown(void)
 
 API const char *nvmlErrorString(nvmlReturn_t result)
 {
-	/* Readable text made from the stable name: "GPU_IS_LOST" -> "GPU is lost" style. */
+	/* Readable text made from the stable name: "GPU_IS_LOST" -> "GPU is lost". */
+	static const char *const acronyms[] = {"GPU", "IRQ", "RM", "VGPU", "ECC"};
 	static char text[64][48];
 	static char unknown[] = "Unknown Error";
 	static pthread_mutex_t text_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -488,11 +494,21 @@ API const char *nvmlErrorString(nvmlReturn_t result)
 		return unknown;
 	pthread_mutex_lock(&text_lock);
 	if (!text[slot][0]) {
-		size_t n = 0;
+		char *save = NULL, words[48];
 
-		for (const char *p = name; *p && n + 1 < sizeof(text[slot]); p++, n++)
-			text[slot][n] = *p == '_' ? ' ' : (p == name ? *p : (char)(*p | 0x20));
-		text[slot][n] = 0;
+		snprintf(words, sizeof(words), "%s", name);
+		for (char *w = strtok_r(words, "_", &save); w; w = strtok_r(NULL, "_", &save)) {
+			size_t n = strlen(text[slot]);
+			bool keep = false;
+
+			for (size_t k = 0; k < ELEMENTSOF(acronyms); k++)
+				keep |= streq(w, acronyms[k]);
+			for (char *p = w + 1; !keep && *p; p++)
+				*p = (char)(*p | 0x20);
+			if (n && !keep)
+				*w = (char)(*w | 0x20);
+			snprintf(text[slot] + n, sizeof(text[slot]) - n, "%s%s", n ? " " : "", w);
+		}
 	}
 	pthread_mutex_unlock(&text_lock);
 	return text[slot];

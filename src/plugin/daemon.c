@@ -1,0 +1,575 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Main loop of `gpulet plugin`. Threads: this one (signals, inotify, registration, reloads) and
+ * the gRPC completion-queue thread of the current server group (gsrv.c). Everything the gRPC
+ * thread reads (resource set, node, config) is replaced only after the group is freed, and changed
+ * in place (health) only under the group lock.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <grpc/grpc.h>
+
+#include "daemon.h"
+#include "dp.h"
+#include "fileio.h"
+#include "gsrv.h"
+#include "log.h"
+#include "node.h"
+#include "nvml.h"
+#include "register.h"
+#include "resources.h"
+
+/* Register retry schedule right after (re)serving: kubelet may have bound kubelet.sock but not yet
+ * be listening when inotify reports it (ms since the first try). */
+static const int register_backoff_ms[] = {0, 5, 10, 20, 40, 80, 160, 320, 640};
+#define REGISTER_TIMEOUT_MS 5000
+#define REGISTER_RETRY_MS   2000 /* then every 2 s (upstream waits 30 s) */
+#define STOP_FLUSH_MS       1000 /* how long SIGTERM waits for the empty list to go out */
+#define TICK_MS             1000
+#define INIT_RETRY_MS       30000 /* --fail-on-init-error=false: look for devices again this often */
+
+struct served {
+	struct dp_ctx ctx;
+	struct gsrv *srv;
+	bool registered;
+	char path[PATH_MAX];
+};
+
+struct daemon {
+	const struct config_args *args;
+	struct plugin_config cfg;
+	struct nvml *nv;
+	struct node *node;
+	struct resource_set *rs;
+	struct gsrv_group *g;
+	struct served *sv;
+	size_t n_sv;
+	int sigfd, inofd;
+	char kubelet_name[NAME_MAX + 1]; /* basename of the kubelet socket, for inotify */
+	long long next_register_ms;
+	long long next_init_ms;
+	long long next_rescan_ms;
+};
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static int h_unary(void *data, unsigned method, const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen,
+		   char *msg, size_t msgsize)
+{
+	struct served *s = data;
+	int st = dp_unary(&s->ctx, method, in, inlen, out, outlen, msg, msgsize);
+
+	if (st != 0)
+		log_warn("request rejected", "resource=%s method=%s status=%d error=\"%s\"", s->ctx.res->name,
+			 method < DP_N_METHODS ? strrchr(dp_methods[method].path, '/') + 1 : "?", st, msg);
+	return st;
+}
+
+static int h_snapshot(void *data, unsigned method, uint8_t **out, size_t *outlen)
+{
+	struct served *s = data;
+
+	return dp_snapshot(&s->ctx, out, outlen);
+}
+
+static const struct gsrv_handler handler = {h_unary, h_snapshot};
+
+/* Where NVML lives as the plugin sees it: inside the plugin container the host driver root is
+ * mounted at containerDriverRoot (reference/device-plugin.md §1, last paragraph). */
+static char *nvml_driver_root(const struct plugin_config *cfg)
+{
+	_cleanup_free_ char *ctr = NULL;
+	struct stat st;
+
+	if (!streq(cfg->driver_root, "/") && cfg->container_driver_root[0]) {
+		ctr = root_path(cfg->root, cfg->container_driver_root);
+		if (ctr && stat(ctr, &st) == 0 && S_ISDIR(st.st_mode))
+			return TAKE_PTR(ctr);
+	}
+	return root_path(cfg->root, cfg->driver_root);
+}
+
+/* Read the node and derive the resources for cfg. */
+static int build(struct daemon *d, const struct plugin_config *cfg, struct node **ret_node,
+		 struct resource_set **ret_rs, struct gerr *err)
+{
+	_cleanup_(node_freep) struct node *n = NULL;
+	_cleanup_(resource_set_freep) struct resource_set *rs = NULL;
+	struct resource_options o;
+	int r;
+
+	if (!d->nv) {
+		_cleanup_free_ char *droot = nvml_driver_root(cfg);
+
+		r = nvml_open(cfg->nvml_library[0] ? cfg->nvml_library : NULL, droot, &d->nv, err);
+		if (r < 0)
+			return r;
+	}
+	r = node_load(d->nv, cfg->root, &n, err);
+	if (r < 0)
+		return r;
+	config_resource_options(cfg, &o);
+	r = resources_build(n, &o, &rs, err);
+	if (r < 0)
+		return r;
+	if (rs->n == 0)
+		return gerr_set(err, ENODEV,
+				"no devices found: NVML reports %zu GPUs and none can be advertised "
+				"with mig-strategy=%s",
+				n->n_gpus, cfg->mig_strategy);
+	*ret_node = TAKE_PTR(n);
+	*ret_rs = TAKE_PTR(rs);
+	return 0;
+}
+
+static void log_config(const struct plugin_config *cfg)
+{
+	_cleanup_free_ char *json = config_to_json(cfg);
+
+	log_info("Running with config", "config=%s", json ? json : "{}");
+	if (cfg->warnings[0])
+		log_warn("Config warnings", "warnings=\"%s\"", cfg->warnings);
+}
+
+static void register_all(struct daemon *d, bool quick_retries)
+{
+	const struct plugin_config *cfg = &d->cfg;
+	long long t0 = now_ms();
+
+	if (!cfg->kubelet_socket[0])
+		return; /* upstream: empty --kubelet-socket serves without registering */
+	for (size_t i = 0; i < d->n_sv; i++) {
+		struct served *s = &d->sv[i];
+		struct gerr err = {0};
+		int r = -EAGAIN;
+
+		if (s->registered)
+			continue;
+		for (size_t k = 0; k < (quick_retries ? ELEMENTSOF(register_backoff_ms) : 1); k++) {
+			long long wait = t0 + register_backoff_ms[k] - now_ms();
+
+			if (wait > 0)
+				sleep_ms((int)wait);
+			/* the endpoint is the socket's name inside kubelet's device-plugin dir */
+			r = plugin_register(cfg->kubelet_socket, s->ctx.res->socket, s->ctx.res->name, true,
+					    REGISTER_TIMEOUT_MS, &err);
+			if (r != -ECONNREFUSED)
+				break;
+		}
+		if (r < 0) {
+			log_warn("Could not register device plugin, will retry", "resource=%s kubelet=%s error=\"%s\"",
+				 s->ctx.res->name, cfg->kubelet_socket, err.msg);
+			d->next_register_ms = now_ms() + REGISTER_RETRY_MS;
+			continue;
+		}
+		s->registered = true;
+		log_info("Registered device plugin", "resource=%s socket=%s kubelet=%s latency_ms=%lld",
+			 s->ctx.res->name, gsrv_socket(s->srv), cfg->kubelet_socket, now_ms() - t0);
+	}
+}
+
+static void log_unhealthy(const struct resource_set *rs)
+{
+	for (size_t i = 0; i < rs->n; i++)
+		for (size_t k = 0; k < rs->res[i].n_devices; k++) {
+			const struct rdevice *dv = &rs->res[i].devices[k];
+
+			if (!dv->healthy)
+				log_warn("unhealthy device", "resource=%s id=%s uuid=%s index=%s reason=\"%s\"",
+					 rs->res[i].name, dv->id, dv->uuid, dv->index, dv->reason);
+		}
+}
+
+static void stop_serving(struct daemon *d, const struct resource_set *keep)
+{
+	bool any_empty = false;
+
+	if (!d->g)
+		return;
+	/* Resources that go away get an empty list first, so kubelet drops their capacity (upstream #240). */
+	gsrv_lock(d->g);
+	for (size_t i = 0; i < d->n_sv; i++) {
+		if (keep && resources_find(keep, d->sv[i].ctx.res->name))
+			continue;
+		d->sv[i].ctx.empty = true;
+		any_empty |= gsrv_streams(d->sv[i].srv) > 0;
+		gsrv_notify(d->sv[i].srv);
+	}
+	gsrv_unlock(d->g);
+	if (any_empty && gsrv_flush(d->g, STOP_FLUSH_MS) < 0)
+		log_warn("kubelet did not take the empty device list in time", "timeout_ms=%d", STOP_FLUSH_MS);
+	gsrv_group_free(d->g, 200);
+	d->g = NULL;
+	free(d->sv);
+	d->sv = NULL;
+	d->n_sv = 0;
+}
+
+static int start_serving(struct daemon *d, struct gerr *err)
+{
+	struct plugin_config *cfg = &d->cfg;
+	int r;
+
+	r = gsrv_group_new(&d->g, err);
+	if (r < 0)
+		return r;
+	d->sv = calloc(d->rs->n, sizeof(*d->sv));
+	if (!d->sv)
+		return gerr_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < d->rs->n; i++) {
+		struct served *s = &d->sv[d->n_sv];
+
+		s->ctx = (struct dp_ctx){.cfg = cfg, .node = d->node, .res = &d->rs->res[i]};
+		snprintf(s->path, sizeof(s->path), "%s/%s", cfg->device_plugin_path, d->rs->res[i].socket);
+		r = gsrv_add(d->g, s->path, dp_methods, DP_N_METHODS, &handler, s, &s->srv, err);
+		if (r < 0)
+			return r;
+		d->n_sv++;
+		log_info("Serving device plugin", "resource=%s socket=%s devices=%zu", s->ctx.res->name, s->path,
+			 s->ctx.res->n_devices);
+	}
+	r = gsrv_group_run(d->g, err);
+	if (r < 0)
+		return r;
+	log_unhealthy(d->rs);
+	d->next_rescan_ms = now_ms() + (long long)cfg->rescan_interval * 1000;
+	register_all(d, true);
+	return 0;
+}
+
+/*
+ * Full restart (kubelet restart, SIGHUP, layout change): new config (optional), new node and
+ * resources, then swap. When the new state cannot be built the old one is served again, so one
+ * bad reload never takes the node's GPUs away.
+ */
+static void restart(struct daemon *d, const char *why, bool reload)
+{
+	struct plugin_config *newcfg = calloc(1, sizeof(*newcfg));
+	struct node *n = NULL;
+	struct resource_set *rs = NULL;
+	struct gerr err = {0};
+	int r = 0;
+
+	log_info("Restarting device plugins", "reason=\"%s\"", why);
+	if (!newcfg) {
+		log_error("out of memory during restart", NULL);
+		return;
+	}
+	*newcfg = d->cfg;
+	if (reload) {
+		r = config_load(d->args, newcfg, &err);
+		if (r < 0) {
+			log_error("Config reload failed, keeping the running config", "error=\"%s\"", err.msg);
+			*newcfg = d->cfg;
+		}
+		r = 0;
+	}
+	if (!streq(newcfg->nvml_library, d->cfg.nvml_library) || !streq(newcfg->driver_root, d->cfg.driver_root)) {
+		nvml_close(d->nv);
+		d->nv = NULL;
+	}
+	r = build(d, newcfg, &n, &rs, &err);
+	if (r < 0) {
+		log_error("Cannot build the device list, serving the previous one", "error=\"%s\"", err.msg);
+		free(newcfg);
+		if (!d->rs)
+			return;
+		stop_serving(d, d->rs);
+	} else {
+		stop_serving(d, rs);
+		d->cfg = *newcfg;
+		free(newcfg);
+		resource_set_free(d->rs);
+		node_free(d->node);
+		d->rs = rs;
+		d->node = n;
+		log_config(&d->cfg);
+	}
+	err = (struct gerr){0};
+	if (start_serving(d, &err) < 0)
+		log_error("Cannot serve the device plugins, will retry", "error=\"%s\"", err.msg);
+}
+
+/* Log every device of resource set rs backed by GPU gpu whose health is about to become healthy. */
+static void log_health_change(const struct resource_set *rs, unsigned gpu, bool healthy, const char *reason)
+{
+	for (size_t i = 0; i < rs->n; i++)
+		for (size_t k = 0; k < rs->res[i].n_devices; k++) {
+			const struct rdevice *dv = &rs->res[i].devices[k];
+
+			if (dv->gpu != gpu || dv->healthy == healthy)
+				continue;
+			if (healthy)
+				log_info("device is healthy again", "resource=%s id=%s uuid=%s index=%s",
+					 rs->res[i].name, dv->id, dv->uuid, dv->index);
+			else
+				log_warn("unhealthy device", "resource=%s id=%s uuid=%s index=%s reason=\"%s\"",
+					 rs->res[i].name, dv->id, dv->uuid, dv->index, reason);
+		}
+}
+
+/*
+ * A GPU that fell off the bus answers nothing, not even its UUID: it keeps the identity it had in
+ * the previous snapshot, so it stays advertised (as Unhealthy) instead of changing the layout.
+ */
+static void keep_lost_identity(const struct node *old, struct node *n)
+{
+	if (old->n_gpus != n->n_gpus)
+		return;
+	for (size_t i = 0; i < n->n_gpus; i++) {
+		struct node_gpu *g = &n->gpus[i];
+		const struct node_gpu *o = &old->gpus[i];
+		struct node_mig *migs = NULL;
+		char error[sizeof(g->error)];
+
+		if (!g->lost || (g->uuid[0] && !streq(g->uuid, o->uuid)))
+			continue;
+		if (o->n_migs && !(migs = malloc(o->n_migs * sizeof(*migs))))
+			continue;
+		if (migs)
+			memcpy(migs, o->migs, o->n_migs * sizeof(*migs));
+		memcpy(error, g->error, sizeof(error));
+		free(g->migs);
+		*g = *o;
+		g->migs = migs;
+		g->lost = true;
+		memcpy(g->error, error, sizeof(error));
+	}
+}
+
+/* Read NVML again: a changed layout re-serves everything, a lost/recovered GPU is a health update. */
+static void rescan(struct daemon *d)
+{
+	struct node *n = NULL, *old;
+	struct gerr err = {0};
+	bool changed = false;
+
+	if (!d->g || !d->nv)
+		return;
+	if (node_load(d->nv, d->cfg.root, &n, &err) < 0) {
+		log_warn("Device rescan failed, keeping the current devices", "error=\"%s\"", err.msg);
+		return;
+	}
+	keep_lost_identity(d->node, n);
+	if (!node_equal_layout(d->node, n)) {
+		node_free(n);
+		restart(d, "device layout changed (MIG re-partition, GPU added or removed)", false);
+		return;
+	}
+	gsrv_lock(d->g);
+	for (unsigned i = 0; i < n->n_gpus; i++) {
+		const struct node_gpu *g = &n->gpus[i];
+		char reason[sizeof(g->error) + 32];
+
+		if (g->lost == d->node->gpus[i].lost)
+			continue;
+		snprintf(reason, sizeof(reason), "GPU is lost (%s)", g->error[0] ? g->error : "NVML: GPU_IS_LOST");
+		log_health_change(d->rs, i, !g->lost, reason);
+		changed |= resources_set_health(d->rs, n, g->uuid, -1, -1, !g->lost, reason) > 0;
+	}
+	old = d->node;
+	d->node = n;
+	for (size_t i = 0; i < d->n_sv; i++) {
+		d->sv[i].ctx.node = n;
+		if (changed)
+			gsrv_notify(d->sv[i].srv);
+	}
+	gsrv_unlock(d->g);
+	node_free(old);
+}
+
+static bool sockets_present(const struct daemon *d)
+{
+	struct stat st;
+
+	for (size_t i = 0; i < d->n_sv; i++)
+		if (lstat(d->sv[i].path, &st) < 0)
+			return false;
+	return true;
+}
+
+static int setup_fds(struct daemon *d, struct gerr *err)
+{
+	_cleanup_free_ char *dir = NULL;
+	const char *slash;
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGQUIT);
+	sigaddset(&mask, SIGHUP);
+	/* blocked before any thread starts, so every thread inherits the mask */
+	if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0)
+		return gerr_set(err, EINVAL, "cannot block signals");
+	d->sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (d->sigfd < 0)
+		return gerr_set(err, errno, "signalfd: %s", strerror(errno));
+	signal(SIGPIPE, SIG_IGN);
+
+	d->inofd = -1;
+	if (!d->cfg.kubelet_socket[0])
+		return 0;
+	slash = strrchr(d->cfg.kubelet_socket, '/');
+	snprintf(d->kubelet_name, sizeof(d->kubelet_name), "%s", slash ? slash + 1 : d->cfg.kubelet_socket);
+	dir = slash ? strndup(d->cfg.kubelet_socket, (size_t)(slash - d->cfg.kubelet_socket)) : strdup(".");
+	if (!dir)
+		return gerr_set(err, ENOMEM, "out of memory");
+	if (!*dir) {
+		free(dir);
+		dir = strdup("/");
+	}
+	d->inofd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (d->inofd < 0)
+		return gerr_set(err, errno, "inotify_init1: %s", strerror(errno));
+	if (inotify_add_watch(d->inofd, dir, IN_CREATE | IN_MOVED_TO) < 0)
+		return gerr_set(err, errno,
+				"cannot watch %s for kubelet restarts: %s; the directory must exist (mount the "
+				"kubelet device-plugins dir into the plugin pod)",
+				dir, strerror(errno));
+	return 0;
+}
+
+/* True when the kubelet socket was (re)created. */
+static bool read_inotify(struct daemon *d)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool hit = false;
+	ssize_t len;
+
+	while ((len = read(d->inofd, buf, sizeof(buf))) > 0) {
+		for (char *p = buf; p < buf + len;) {
+			struct inotify_event *ev = (struct inotify_event *)p;
+
+			if (ev->len && streq(ev->name, d->kubelet_name))
+				hit = true;
+			if (ev->mask & IN_Q_OVERFLOW)
+				hit = true;
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+	return hit;
+}
+
+static void loop(struct daemon *d)
+{
+	for (;;) {
+		struct pollfd pfd[2] = {{d->sigfd, POLLIN, 0}, {d->inofd, POLLIN, 0}};
+		int n = poll(pfd, d->inofd >= 0 ? 2 : 1, TICK_MS);
+
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n > 0 && (pfd[0].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+
+			if (read(d->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+				if (si.ssi_signo == SIGHUP) {
+					restart(d, "SIGHUP: reloading the config", true);
+					continue;
+				}
+				log_info("Received signal, shutting down", "signal=%s", strsignal((int)si.ssi_signo));
+				return;
+			}
+		}
+		if (n > 0 && d->inofd >= 0 && (pfd[1].revents & POLLIN) && read_inotify(d)) {
+			char why[PATH_MAX + 64];
+
+			snprintf(why, sizeof(why), "inotify: %s created", d->cfg.kubelet_socket);
+			restart(d, why, false);
+			continue;
+		}
+		if (d->g && !sockets_present(d)) {
+			restart(d, "a plugin socket was removed", false);
+			continue;
+		}
+		if (!d->g) {
+			if (now_ms() >= d->next_init_ms) {
+				d->next_init_ms = now_ms() + INIT_RETRY_MS;
+				restart(d, "looking for devices again", false);
+			}
+			continue;
+		}
+		if (d->next_register_ms && now_ms() >= d->next_register_ms) {
+			d->next_register_ms = 0;
+			register_all(d, false);
+		}
+		if (now_ms() >= d->next_rescan_ms) {
+			d->next_rescan_ms = now_ms() + (long long)d->cfg.rescan_interval * 1000;
+			rescan(d);
+		}
+	}
+}
+
+int plugin_daemon_run(const struct config_args *args, const struct plugin_config *cfg)
+{
+	struct daemon d = {.args = args, .cfg = *cfg, .sigfd = -1, .inofd = -1};
+	struct gerr err = {0};
+	int r, rc = 0;
+
+	r = setup_fds(&d, &err);
+	if (r < 0) {
+		log_error("Cannot start the device plugin", "error=\"%s\"", err.msg);
+		return 1;
+	}
+	grpc_init();
+	log_config(&d.cfg);
+	r = build(&d, &d.cfg, &d.node, &d.rs, &err);
+	if (r < 0) {
+		if (d.cfg.fail_on_init_error) {
+			log_error("Failed to initialize the device plugin", "error=\"%s\" hint=\"%s\"", err.msg,
+				  "set --fail-on-init-error=false to keep the pod running on nodes without GPUs");
+			rc = 1;
+			goto out;
+		}
+		log_warn("No devices found. Waiting indefinitely.", "error=\"%s\"", err.msg);
+		d.next_init_ms = now_ms() + INIT_RETRY_MS;
+	} else {
+		err = (struct gerr){0};
+		r = start_serving(&d, &err);
+		if (r < 0) {
+			log_error("Cannot serve the device plugins", "error=\"%s\"", err.msg);
+			if (d.cfg.fail_on_init_error) {
+				rc = 1;
+				goto out;
+			}
+		}
+	}
+	loop(&d);
+out:
+	stop_serving(&d, NULL);
+	resource_set_free(d.rs);
+	node_free(d.node);
+	nvml_close(d.nv);
+	grpc_shutdown();
+	if (d.inofd >= 0)
+		close(d.inofd);
+	if (d.sigfd >= 0)
+		close(d.sigfd);
+	if (rc == 0)
+		log_info("Stopped", NULL);
+	return rc;
+}

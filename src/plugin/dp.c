@@ -1,0 +1,600 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * DevicePlugin service logic. Every reply is built in an arena, packed, and the arena released.
+ * The Allocate steps follow reference/device-plugin.md §3.4 in upstream's order: CDI names, MPS,
+ * GDRCopy/GDS/MOFED envs, (stop if only CDI strategies), envvar, volume-mounts, device specs.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include <grpc/status.h>
+
+#include "arena.h"
+#include "dp.h"
+#include "fileio.h"
+#include "macro.h"
+
+const struct gsrv_method dp_methods[DP_N_METHODS] = {
+    [DP_GET_OPTIONS] = {"/v1beta1.DevicePlugin/GetDevicePluginOptions", false},
+    [DP_LIST_AND_WATCH] = {"/v1beta1.DevicePlugin/ListAndWatch", true},
+    [DP_GET_PREFERRED] = {"/v1beta1.DevicePlugin/GetPreferredAllocation", false},
+    [DP_ALLOCATE] = {"/v1beta1.DevicePlugin/Allocate", false},
+    [DP_PRESTART] = {"/v1beta1.DevicePlugin/PreStartContainer", false},
+};
+
+/* Control device nodes handed out with --pass-device-specs when present (§3.4, passDeviceSpecs row). */
+static const char *const control_devices[] = {
+    "/dev/nvidiactl",
+    "/dev/nvidia-uvm",
+    "/dev/nvidia-uvm-tools",
+    "/dev/nvidia-modeset",
+};
+
+#define MAX_KV  16
+#define MAX_IDS 4096
+
+/* A container response under construction: small ordered maps and lists with set semantics. */
+struct build {
+	struct arena *a;
+	const char *env_k[MAX_KV], *env_v[MAX_KV];
+	size_t n_env;
+	const char *ann_k[MAX_KV], *ann_v[MAX_KV];
+	size_t n_ann;
+	V1beta1__Mount **mounts;
+	size_t n_mounts, cap_mounts;
+	V1beta1__DeviceSpec **devs;
+	size_t n_devs, cap_devs;
+};
+
+static void kv_set(const char **k, const char **v, size_t *n, const char *key, const char *val)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (streq(k[i], key)) {
+			v[i] = val;
+			return;
+		}
+	if (*n < MAX_KV) {
+		k[*n] = key;
+		v[*n] = val;
+		(*n)++;
+	}
+}
+
+static void env_set(struct build *b, const char *key, const char *val)
+{
+	kv_set(b->env_k, b->env_v, &b->n_env, key, val);
+}
+
+/* Grow an arena array of pointers (old blocks stay in the arena until release; replies are small). */
+static void **grow(struct arena *a, void **arr, size_t n, size_t *cap)
+{
+	void **p;
+
+	if (n < *cap)
+		return arr;
+	*cap = *cap ? *cap * 2 : 8;
+	p = arena_alloc(a, *cap * sizeof(void *));
+	if (p && n)
+		memcpy(p, arr, n * sizeof(void *));
+	return p;
+}
+
+static void mount_add(struct build *b, const char *ctr, const char *host, bool ro)
+{
+	V1beta1__Mount *m = arena_alloc(b->a, sizeof(*m));
+
+	b->mounts = (V1beta1__Mount **)grow(b->a, (void **)b->mounts, b->n_mounts, &b->cap_mounts);
+	if (!m || !b->mounts)
+		return;
+	v1beta1__mount__init(m);
+	m->container_path = arena_strdup(b->a, ctr);
+	m->host_path = arena_strdup(b->a, host);
+	m->read_only = ro;
+	b->mounts[b->n_mounts++] = m;
+}
+
+/* "<dev_root><path>" as the host sees it; dev_root "/" leaves the path alone. */
+static const char *host_dev_path(struct build *b, const struct plugin_config *cfg, const char *path)
+{
+	const char *root = config_dev_root(cfg);
+	size_t rl = strlen(root);
+
+	while (rl > 0 && root[rl - 1] == '/')
+		rl--;
+	return arena_printf(b->a, "%.*s%s", (int)rl, root, path);
+}
+
+static void devspec_add(struct build *b, const struct plugin_config *cfg, const char *path)
+{
+	V1beta1__DeviceSpec *d;
+
+	for (size_t i = 0; i < b->n_devs; i++)
+		if (streq(b->devs[i]->container_path, path))
+			return;
+	d = arena_alloc(b->a, sizeof(*d));
+	b->devs = (V1beta1__DeviceSpec **)grow(b->a, (void **)b->devs, b->n_devs, &b->cap_devs);
+	if (!d || !b->devs)
+		return;
+	v1beta1__device_spec__init(d);
+	d->container_path = arena_strdup(b->a, path);
+	d->host_path = (char *)host_dev_path(b, cfg, path);
+	d->permissions = (char *)"rw";
+	b->devs[b->n_devs++] = d;
+}
+
+/* Does a device node exist below --root and the dev root (as the plugin sees the host)? */
+static bool dev_present(const struct plugin_config *cfg, const char *path)
+{
+	_cleanup_free_ char *in_root = NULL, *full = NULL;
+	struct stat st;
+
+	if (asprintf(&in_root, "%s/%s", config_dev_root(cfg), path) < 0)
+		return false;
+	full = root_path(cfg->root, in_root);
+	return full && stat(full, &st) == 0;
+}
+
+static char *join_ids(struct arena *a, const char *const *ids, size_t n, const char *prefix)
+{
+	size_t len = 1;
+	char *s, *p;
+
+	for (size_t i = 0; i < n; i++)
+		len += strlen(prefix) + strlen(ids[i]) + 1;
+	s = p = arena_alloc(a, len);
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		p += sprintf(p, "%s%s%s", i ? "," : "", prefix, ids[i]);
+	return s;
+}
+
+/* Random UUID text for the CDI annotation key (one per response, as upstream). */
+static void random_uuid(char out[37])
+{
+	unsigned char r[16] = {0};
+
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+		FILE *f = fopen("/dev/urandom", "re");
+
+		if (f) {
+			if (fread(r, 1, sizeof(r), f) != sizeof(r))
+				memset(r, 0x5a, sizeof(r));
+			fclose(f);
+		}
+	}
+	r[6] = (r[6] & 0x0f) | 0x40;
+	r[8] = (r[8] & 0x3f) | 0x80;
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2],
+		 r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
+}
+
+static int validate(const struct dp_ctx *c, const V1beta1__ContainerAllocateRequest *req, char *msg, size_t msgsize)
+{
+	const struct resource *r = c->res;
+	size_t off = 0, bad = 0;
+
+	if (req->n_devices_ids == 0) {
+		snprintf(msg, msgsize, "invalid request for %s: a container request lists no device IDs", r->name);
+		return -EINVAL;
+	}
+	if (req->n_devices_ids > MAX_IDS) {
+		snprintf(msg, msgsize, "invalid request for %s: %zu device IDs, at most %d", r->name,
+			 req->n_devices_ids, MAX_IDS);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < req->n_devices_ids; i++) {
+		if (resource_find_device(r, req->devices_ids[i]))
+			continue;
+		if (bad++ == 0)
+			off = (size_t)snprintf(msg, msgsize, "invalid request for %s: unknown device IDs: %s", r->name,
+					       req->devices_ids[i]);
+		else if (off < msgsize)
+			off += (size_t)snprintf(msg + off, msgsize - off, ", %s", req->devices_ids[i]);
+	}
+	if (bad)
+		return -EINVAL;
+	if (r->replicas > 1 && c->cfg->fail_requests_greater_than_one && req->n_devices_ids > 1) {
+		off = (size_t)snprintf(msg, msgsize,
+				       "invalid request for %s: maximum request size for shared resources is 1; "
+				       "found %zu (IDs: ",
+				       r->name, req->n_devices_ids);
+		for (size_t i = 0; i < req->n_devices_ids && off < msgsize; i++)
+			off += (size_t)snprintf(msg + off, msgsize - off, "%s%s", i ? ", " : "", req->devices_ids[i]);
+		if (off < msgsize)
+			snprintf(msg + off, msgsize - off, ")");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * The IDs the container gets: replica suffix stripped (uuid strategy) or the index ("0", "0:1"),
+ * de-duplicated in request order. Also returns the backing devices, same order.
+ */
+static size_t map_ids(const struct dp_ctx *c, const V1beta1__ContainerAllocateRequest *req, struct arena *a,
+		      const char **ids, const struct rdevice **devs)
+{
+	bool by_index = streq(c->cfg->device_id_strategy, "index");
+	size_t n = 0;
+
+	for (size_t i = 0; i < req->n_devices_ids; i++) {
+		const struct rdevice *d = resource_find_device(c->res, req->devices_ids[i]);
+		const char *id = by_index ? d->index : d->uuid;
+		bool dup = false;
+
+		for (size_t j = 0; j < n && !dup; j++)
+			dup = streq(ids[j], id);
+		if (dup)
+			continue;
+		ids[n] = id;
+		devs[n] = d;
+		n++;
+	}
+	(void)a;
+	return n;
+}
+
+static void add_cdi(const struct dp_ctx *c, struct build *b, V1beta1__ContainerAllocateResponse *resp, const char **ids,
+		    size_t n)
+{
+	const struct plugin_config *cfg = c->cfg;
+	bool imex = cfg->imex_channel_ids[0] != '\0';
+	const char **names = arena_alloc(b->a, (n + 2) * sizeof(*names));
+	size_t nn = 0;
+
+	if (!names)
+		return;
+	for (size_t i = 0; i < n; i++)
+		names[nn++] = arena_printf(b->a, DP_CDI_KIND "=%s", ids[i]);
+	if (imex)
+		names[nn++] = arena_printf(b->a, DP_CDI_IMEX_KIND "=%s", cfg->imex_channel_ids);
+	for (size_t i = 0; i < nn; i++)
+		if (!names[i])
+			return;
+	if (cfg->device_list_strategy & DLS_CDI_ANNOTATIONS) {
+		char uuid[37];
+
+		random_uuid(uuid);
+		kv_set(b->ann_k, b->ann_v, &b->n_ann,
+		       arena_printf(b->a, "%snvidia-device-plugin_%s", cfg->cdi_annotation_prefix, uuid),
+		       join_ids(b->a, names, nn, ""));
+	}
+	if (cfg->device_list_strategy & DLS_CDI_CRI) {
+		resp->cdi_devices = arena_alloc(b->a, nn * sizeof(*resp->cdi_devices));
+		if (!resp->cdi_devices)
+			return;
+		for (size_t i = 0; i < nn; i++) {
+			V1beta1__CDIDevice *d = arena_alloc(b->a, sizeof(*d));
+
+			if (!d)
+				return;
+			v1beta1__cdidevice__init(d);
+			d->name = (char *)names[i];
+			resp->cdi_devices[resp->n_cdi_devices++] = d;
+		}
+	}
+}
+
+static void add_device_specs(const struct dp_ctx *c, struct build *b, const struct rdevice *const *devs, size_t n)
+{
+	const struct plugin_config *cfg = c->cfg;
+
+	for (size_t i = 0; i < ELEMENTSOF(control_devices); i++)
+		if (dev_present(cfg, control_devices[i]))
+			devspec_add(b, cfg, control_devices[i]);
+	for (size_t i = 0; i < n; i++) {
+		const struct node_gpu *g =
+		    c->node && devs[i]->gpu < c->node->n_gpus ? &c->node->gpus[devs[i]->gpu] : NULL;
+		char path[64];
+
+		if (!g)
+			continue;
+		snprintf(path, sizeof(path), "/dev/nvidia%u", g->minor);
+		devspec_add(b, cfg, path);
+		if (devs[i]->mig >= 0 && (size_t)devs[i]->mig < g->n_migs) {
+			const struct node_mig *m = &g->migs[devs[i]->mig];
+
+			/* MIG access caps, from /proc/driver/nvidia-caps/mig-minors (§6) */
+			if (m->gi_cap_minor >= 0) {
+				snprintf(path, sizeof(path), "/dev/nvidia-caps/nvidia-cap%d", m->gi_cap_minor);
+				devspec_add(b, cfg, path);
+			}
+			if (m->ci_cap_minor >= 0) {
+				snprintf(path, sizeof(path), "/dev/nvidia-caps/nvidia-cap%d", m->ci_cap_minor);
+				devspec_add(b, cfg, path);
+			}
+		}
+	}
+	if (cfg->imex_channel_ids[0]) {
+		char path[96];
+
+		snprintf(path, sizeof(path), "/dev/nvidia-caps-imex-channels/channel%s", cfg->imex_channel_ids);
+		devspec_add(b, cfg, path);
+	}
+}
+
+/* Map entries for protobuf-c: envs and annotations have the same layout. */
+#define FILL_MAP(a, resp, field, entry_t, init_fn, keys, vals, count)                   \
+	do {                                                                            \
+		(resp)->field = arena_alloc((a), (count) * sizeof(*(resp)->field) + 1); \
+		for (size_t i_ = 0; (resp)->field && i_ < (count); i_++) {              \
+			entry_t *e_ = arena_alloc((a), sizeof(*e_));                    \
+			if (!e_)                                                        \
+				break;                                                  \
+			init_fn(e_);                                                    \
+			e_->key = (char *)(keys)[i_];                                   \
+			e_->value = (char *)(vals)[i_];                                 \
+			(resp)->field[(resp)->n_##field++] = e_;                        \
+		}                                                                       \
+	} while (0)
+
+int dp_allocate_container(const struct dp_ctx *c, const V1beta1__ContainerAllocateRequest *req, struct arena *a,
+			  V1beta1__ContainerAllocateResponse *resp, char *msg, size_t msgsize)
+{
+	const struct plugin_config *cfg = c->cfg;
+	unsigned dls = cfg->device_list_strategy;
+	struct build b = {.a = a};
+	_cleanup_free_ const char **ids = NULL;
+	_cleanup_free_ const struct rdevice **devs = NULL;
+	size_t n;
+	int r;
+
+	r = validate(c, req, msg, msgsize);
+	if (r < 0)
+		return r;
+	ids = calloc(req->n_devices_ids, sizeof(*ids));
+	devs = calloc(req->n_devices_ids, sizeof(*devs));
+	if (!ids || !devs) {
+		snprintf(msg, msgsize, "out of memory");
+		return -ENOMEM;
+	}
+	n = map_ids(c, req, a, ids, devs);
+
+	v1beta1__container_allocate_response__init(resp);
+	if (dls & DLS_CDI_ANY)
+		add_cdi(c, &b, resp, ids, n);
+	if (cfg->sharing == SHARING_MPS) {
+		const char *pipe = arena_printf(a, "/mps/%s/pipe", c->res->name);
+
+		env_set(&b, "CUDA_MPS_PIPE_DIRECTORY", pipe);
+		mount_add(&b, pipe, arena_printf(a, "%s/%s/pipe", cfg->mps_root, c->res->name), false);
+		mount_add(&b, "/dev/shm", arena_printf(a, "%s/shm", cfg->mps_root), false);
+	}
+	if (cfg->gdrcopy_enabled)
+		env_set(&b, "NVIDIA_GDRCOPY", "enabled");
+	if (cfg->gds_enabled)
+		env_set(&b, "NVIDIA_GDS", "enabled");
+	if (cfg->mofed_enabled)
+		env_set(&b, "NVIDIA_MOFED", "enabled");
+	if (dls & DLS_ENVVAR) {
+		env_set(&b, "NVIDIA_VISIBLE_DEVICES", join_ids(a, ids, n, ""));
+		if (cfg->imex_channel_ids[0])
+			env_set(&b, "NVIDIA_IMEX_CHANNELS", cfg->imex_channel_ids);
+	}
+	if (dls & DLS_VOLUME_MOUNTS) {
+		/* as upstream, this replaces the envvar list when both strategies are set */
+		env_set(&b, "NVIDIA_VISIBLE_DEVICES", DP_VISIBLE_DEVICES_ROOT);
+		for (size_t i = 0; i < n; i++)
+			mount_add(&b, arena_printf(a, DP_VISIBLE_DEVICES_ROOT "/%s", ids[i]), "/dev/null", false);
+		if (cfg->imex_channel_ids[0])
+			mount_add(&b, arena_printf(a, DP_VISIBLE_DEVICES_ROOT "/imex/%s", cfg->imex_channel_ids),
+				  "/dev/null", false);
+	}
+	if (cfg->pass_device_specs && (dls & (DLS_ENVVAR | DLS_VOLUME_MOUNTS)))
+		add_device_specs(c, &b, devs, n);
+
+	FILL_MAP(a, resp, envs, V1beta1__ContainerAllocateResponse__EnvsEntry,
+		 v1beta1__container_allocate_response__envs_entry__init, b.env_k, b.env_v, b.n_env);
+	FILL_MAP(a, resp, annotations, V1beta1__ContainerAllocateResponse__AnnotationsEntry,
+		 v1beta1__container_allocate_response__annotations_entry__init, b.ann_k, b.ann_v, b.n_ann);
+	resp->mounts = b.mounts;
+	resp->n_mounts = b.n_mounts;
+	resp->devices = b.devs;
+	resp->n_devices = b.n_devs;
+	if (a->failed) {
+		snprintf(msg, msgsize, "out of memory building the Allocate response");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Pack any protobuf-c message into a malloc'ed buffer. */
+static int pack(const ProtobufCMessage *m, uint8_t **out, size_t *outlen)
+{
+	size_t len = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf = malloc(len ? len : 1);
+
+	if (!buf)
+		return -ENOMEM;
+	protobuf_c_message_pack(m, buf);
+	*out = buf;
+	*outlen = len;
+	return 0;
+}
+
+static int do_allocate(const struct dp_ctx *c, const uint8_t *in, size_t inlen, struct arena *a, ProtobufCMessage **ret,
+		       char *msg, size_t msgsize)
+{
+	V1beta1__AllocateRequest *req = v1beta1__allocate_request__unpack(NULL, inlen, in);
+	V1beta1__AllocateResponse *resp;
+	int status = GRPC_STATUS_OK;
+
+	if (!req) {
+		snprintf(msg, msgsize, "cannot decode AllocateRequest (%zu bytes)", inlen);
+		return GRPC_STATUS_INVALID_ARGUMENT;
+	}
+	resp = arena_alloc(a, sizeof(*resp));
+	if (resp) {
+		v1beta1__allocate_response__init(resp);
+		resp->container_responses = arena_alloc(a, (req->n_container_requests + 1) * sizeof(void *));
+	}
+	if (!resp || !resp->container_responses) {
+		status = GRPC_STATUS_RESOURCE_EXHAUSTED;
+		snprintf(msg, msgsize, "out of memory");
+	} else if (req->n_container_requests == 0) {
+		status = GRPC_STATUS_INVALID_ARGUMENT;
+		snprintf(msg, msgsize, "invalid request for %s: no container requests", c->res->name);
+	}
+	for (size_t i = 0; status == GRPC_STATUS_OK && i < req->n_container_requests; i++) {
+		V1beta1__ContainerAllocateResponse *cr = arena_alloc(a, sizeof(*cr));
+		int r;
+
+		if (!cr) {
+			status = GRPC_STATUS_RESOURCE_EXHAUSTED;
+			snprintf(msg, msgsize, "out of memory");
+			break;
+		}
+		r = dp_allocate_container(c, req->container_requests[i], a, cr, msg, msgsize);
+		if (r < 0)
+			status = r == -EINVAL ? GRPC_STATUS_INVALID_ARGUMENT : GRPC_STATUS_RESOURCE_EXHAUSTED;
+		else
+			resp->container_responses[resp->n_container_responses++] = cr;
+	}
+	v1beta1__allocate_request__free_unpacked(req, NULL);
+	*ret = &resp->base;
+	return status;
+}
+
+/*
+ * Stand-in preferred allocation until src/core/alloc.h lands: the required IDs, then available
+ * ones in kubelet's order. Never fails because one GPU is lost (pain point #13).
+ */
+static int do_preferred(const struct dp_ctx *c, const uint8_t *in, size_t inlen, struct arena *a,
+			ProtobufCMessage **ret, char *msg, size_t msgsize)
+{
+	V1beta1__PreferredAllocationRequest *req = v1beta1__preferred_allocation_request__unpack(NULL, inlen, in);
+	V1beta1__PreferredAllocationResponse *resp;
+	int status = GRPC_STATUS_OK;
+
+	if (!req) {
+		snprintf(msg, msgsize, "cannot decode PreferredAllocationRequest (%zu bytes)", inlen);
+		return GRPC_STATUS_INVALID_ARGUMENT;
+	}
+	resp = arena_alloc(a, sizeof(*resp));
+	if (resp) {
+		v1beta1__preferred_allocation_response__init(resp);
+		resp->container_responses = arena_alloc(a, (req->n_container_requests + 1) * sizeof(void *));
+	}
+	for (size_t i = 0; resp && resp->container_responses && i < req->n_container_requests; i++) {
+		const V1beta1__ContainerPreferredAllocationRequest *cr = req->container_requests[i];
+		V1beta1__ContainerPreferredAllocationResponse *o = arena_alloc(a, sizeof(*o));
+		size_t want = cr->allocation_size > 0 ? (size_t)cr->allocation_size : 0;
+		size_t total = cr->n_must_include_deviceids + cr->n_available_deviceids;
+
+		if (!o)
+			break;
+		v1beta1__container_preferred_allocation_response__init(o);
+		o->deviceids = arena_alloc(a, (total + 1) * sizeof(char *));
+		for (size_t pass = 0; pass < 2 && o->deviceids; pass++) {
+			char **src = pass ? cr->available_deviceids : cr->must_include_deviceids;
+			size_t ns = pass ? cr->n_available_deviceids : cr->n_must_include_deviceids;
+
+			for (size_t j = 0; j < ns && o->n_deviceids < want; j++) {
+				bool dup = false;
+
+				for (size_t k = 0; k < o->n_deviceids && !dup; k++)
+					dup = streq(o->deviceids[k], src[j]);
+				if (!dup)
+					o->deviceids[o->n_deviceids++] = arena_strdup(a, src[j]);
+			}
+		}
+		if (o->n_deviceids < want) {
+			status = GRPC_STATUS_INVALID_ARGUMENT;
+			snprintf(msg, msgsize, "preferred allocation for %s: %zu devices asked, only %zu available",
+				 c->res->name, want, o->n_deviceids);
+			break;
+		}
+		resp->container_responses[resp->n_container_responses++] = o;
+	}
+	v1beta1__preferred_allocation_request__free_unpacked(req, NULL);
+	if (status == GRPC_STATUS_OK && (!resp || a->failed)) {
+		snprintf(msg, msgsize, "out of memory");
+		status = GRPC_STATUS_RESOURCE_EXHAUSTED;
+	}
+	*ret = resp ? &resp->base : NULL;
+	return status;
+}
+
+int dp_unary(const struct dp_ctx *c, unsigned method, const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen,
+	     char *msg, size_t msgsize)
+{
+	struct arena a = {0};
+	ProtobufCMessage *reply = NULL;
+	V1beta1__DevicePluginOptions opts = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
+	V1beta1__PreStartContainerResponse pre = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
+	int status = GRPC_STATUS_OK;
+
+	if (!c->res || c->empty) {
+		snprintf(msg, msgsize, "the device plugin is stopping");
+		return GRPC_STATUS_UNAVAILABLE;
+	}
+	switch (method) {
+	case DP_GET_OPTIONS:
+		opts.get_preferred_allocation_available = true;
+		reply = &opts.base;
+		break;
+	case DP_PRESTART:
+		reply = &pre.base;
+		break;
+	case DP_ALLOCATE:
+		status = do_allocate(c, in, inlen, &a, &reply, msg, msgsize);
+		break;
+	case DP_GET_PREFERRED:
+		status = do_preferred(c, in, inlen, &a, &reply, msg, msgsize);
+		break;
+	default:
+		snprintf(msg, msgsize, "method %u not implemented", method);
+		status = GRPC_STATUS_UNIMPLEMENTED;
+	}
+	if (status == GRPC_STATUS_OK && pack(reply, out, outlen) < 0) {
+		snprintf(msg, msgsize, "out of memory");
+		status = GRPC_STATUS_RESOURCE_EXHAUSTED;
+	}
+	arena_release(&a);
+	return status;
+}
+
+int dp_snapshot(const struct dp_ctx *c, uint8_t **out, size_t *outlen)
+{
+	V1beta1__ListAndWatchResponse resp = V1BETA1__LIST_AND_WATCH_RESPONSE__INIT;
+	struct arena a = {0};
+	size_t n = c->res && !c->empty ? c->res->n_devices : 0;
+	int r;
+
+	resp.devices = arena_alloc(&a, (n + 1) * sizeof(void *));
+	for (size_t i = 0; resp.devices && i < n; i++) {
+		const struct rdevice *d = &c->res->devices[i];
+		V1beta1__Device *pd = arena_alloc(&a, sizeof(*pd));
+
+		if (!pd)
+			break;
+		v1beta1__device__init(pd);
+		pd->id = (char *)d->id;
+		pd->health = (char *)(d->healthy ? "Healthy" : "Unhealthy");
+		if (d->numa_node >= 0) {
+			V1beta1__TopologyInfo *t = arena_alloc(&a, sizeof(*t));
+			V1beta1__NUMANode *nn = arena_alloc(&a, sizeof(*nn));
+
+			if (t && nn) {
+				v1beta1__topology_info__init(t);
+				v1beta1__numanode__init(nn);
+				t->nodes = arena_alloc(&a, sizeof(void *));
+				nn->id = d->numa_node;
+				if (t->nodes) {
+					t->nodes[0] = nn;
+					t->n_nodes = 1;
+					pd->topology = t;
+				}
+			}
+		}
+		resp.devices[resp.n_devices++] = pd;
+	}
+	r = a.failed ? -ENOMEM : pack(&resp.base, out, outlen);
+	arena_release(&a);
+	return r;
+}

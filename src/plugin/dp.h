@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The v1beta1.DevicePlugin service for one resource: request bytes in, reply bytes out.
+ * Pure functions of (config, node, resource) so unit tests drive them without sockets.
+ * Facts: reference/device-plugin.md §3.3 (methods, ValidateRequest) and §3.4 (Allocate).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "deviceplugin.pb-c.h"
+#include "gsrv.h"
+#include "node.h"
+#include "resources.h"
+
+struct arena;
+
+enum dp_method { DP_GET_OPTIONS, DP_LIST_AND_WATCH, DP_GET_PREFERRED, DP_ALLOCATE, DP_PRESTART, DP_N_METHODS };
+extern const struct gsrv_method dp_methods[DP_N_METHODS];
+
+/* CDI vendor and class of the devices the plugin hands out (reference/device-plugin.md §8). */
+#define DP_CDI_KIND             "k8s.device-plugin.nvidia.com/gpu"
+#define DP_CDI_IMEX_KIND        "k8s.device-plugin.nvidia.com/imex-channel"
+#define DP_VISIBLE_DEVICES_ROOT "/var/run/nvidia-container-devices"
+
+struct dp_ctx {
+	const struct plugin_config *cfg;
+	const struct node *node;
+	const struct resource *res;
+	bool empty; /* stopping: ListAndWatch sends no devices so kubelet drops the capacity */
+};
+
+/* gsrv unary handler: returns a grpc_status_code. */
+int dp_unary(const struct dp_ctx *c, unsigned method, const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen,
+	     char *msg, size_t msgsize);
+/* gsrv snapshot handler: the packed ListAndWatchResponse. */
+int dp_snapshot(const struct dp_ctx *c, uint8_t **out, size_t *outlen);
+
+/*
+ * One container's Allocate: validates the IDs and fills resp from the arena. Returns 0, or
+ * -EINVAL with msg naming the offending IDs (the RPC then fails with INVALID_ARGUMENT).
+ */
+int dp_allocate_container(const struct dp_ctx *c, const V1beta1__ContainerAllocateRequest *req, struct arena *a,
+			  V1beta1__ContainerAllocateResponse *resp, char *msg, size_t msgsize);

@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""Registration and ListAndWatch as kubelet sees them: one socket per resource (mode 0600),
+Register fields, GetDevicePluginOptions, the initial device list with NUMA topology, the
+`Registered device plugin` log line, PreStartContainer, UNIMPLEMENTED for unknown methods."""
+import os
+import stat
+
+import grpc
+
+from plugin_lib import check, pb, run
+
+
+def test_registration_mixed(h):
+    fx = h.fixture_data()
+    h.start_standin()
+    h.start_plugin("--mig-strategy", "mixed",
+                   wait_resources=("nvidia.com/gpu", "nvidia.com/mig-1g.5gb", "nvidia.com/mig-3g.20gb"))
+    regs = {e["resource"]: e for e in h.events.items if e["event"] == "register"}
+    # expected resources from the fixture: non-MIG GPUs -> nvidia.com/gpu, MIG profiles -> mig-<profile>
+    full = [g for g in fx["gpus"] if not g.get("mig_mode")]
+    profiles = {}
+    for g in fx["gpus"]:
+        for gi in g.get("mig", []) if g.get("mig_mode") else []:
+            for ci in gi["cis"]:
+                profiles.setdefault("nvidia.com/mig-" + ci["profile_name"].replace("+", "."), []).append(ci["uuid"])
+    expected = {"nvidia.com/gpu"} | set(profiles)
+    h.events.wait(lambda e: len({x["resource"] for x in h.events.items if x["event"] == "register"}) >= len(expected),
+                  what="all registrations")
+    regs = {e["resource"]: e for e in h.events.items if e["event"] == "register"}
+    check(set(regs) == expected, "registered %s, expected %s" % (sorted(regs), sorted(expected)))
+    for res, e in regs.items():
+        check(e["version"] == "v1beta1", "version %r" % e["version"])
+        check(e["endpoint"] == "nvidia-%s.sock" % res.split("/", 1)[1], "endpoint %r for %s" % (e["endpoint"], res))
+        check(e["has_options"] and e["options"]["get_preferred_allocation_available"] is True,
+              "options %r" % e["options"])
+        check(e["options"]["pre_start_required"] is False, "pre_start_required %r" % e["options"])
+        st = os.stat(os.path.join(h.dp, e["endpoint"]))
+        check(stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600,
+              "%s mode %o, expected socket 0600" % (e["endpoint"], st.st_mode))
+        h.wait_log(r'msg="Registered device plugin" resource=%s socket=%s' % (
+            res.replace(".", r"\."), os.path.join(h.dp, e["endpoint"]).replace(".", r"\.")))
+    opts = [e for e in h.events.items if e["event"] == "options"]
+    check(all(o["get_preferred_allocation_available"] for o in opts) and opts, "GetDevicePluginOptions %r" % opts)
+
+    gpus = h.wait_list("nvidia.com/gpu")["devices"]
+    check([d["id"] for d in gpus] == [g["uuid"] for g in full], "gpu list %r" % gpus)
+    for d, g in zip(gpus, full):
+        check(d["health"] == "Healthy", "health %r" % d)
+        check(d["numa"] == [g["numa_node"]], "numa of %s: %r, fixture %r" % (d["id"], d["numa"], g["numa_node"]))
+    for res, uuids in profiles.items():
+        devs = h.wait_list(res)["devices"]
+        check(sorted(d["id"] for d in devs) == sorted(uuids), "%s list %r, expected %r" % (res, devs, uuids))
+
+    # PreStartContainer: empty reply; an unknown method: UNIMPLEMENTED
+    r = h.call("nvidia.com/gpu", "PreStartContainer", pb.PreStartContainerRequest(devices_ids=[gpus[0]["id"]]),
+               pb.PreStartContainerResponse)
+    check(r.ByteSize() == 0, "PreStartContainer reply %r" % r)
+    try:
+        h.call("nvidia.com/gpu", "NoSuchMethod", pb.Empty(), pb.Empty)
+        check(False, "unknown method answered")
+    except grpc.RpcError as e:
+        check(e.code() == grpc.StatusCode.UNIMPLEMENTED, "unknown method: %s" % e.code())
+    h.check_alive()
+
+
+def test_registration_none_strategy(h):
+    """mig-strategy none: every GPU, MIG or not, is one nvidia.com/gpu (upstream §6)."""
+    fx = h.fixture_data()
+    h.start_standin()
+    h.start_plugin()
+    devs = h.wait_list("nvidia.com/gpu")["devices"]
+    check([d["id"] for d in devs] == [g["uuid"] for g in fx["gpus"]], "list %r" % devs)
+    check(not any(e["event"] == "register" and e["resource"] != "nvidia.com/gpu" for e in h.events.items),
+          "extra resources registered")
+
+
+if __name__ == "__main__":
+    run(test_registration_mixed)
+    run(test_registration_none_strategy)
