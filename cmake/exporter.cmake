@@ -32,3 +32,6 @@ gpulet_script_test(exporter_integration /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tes
 
 # Alert rules: promtool check rules + test rules (every alert firing and not firing).
 gpulet_script_test(exporter_rules sh ${CMAKE_SOURCE_DIR}/tests/rules/run_rules_test.sh)
+
+# gpulet labels: golden files per fixture and MIG strategy, the NFD feature file, GFD env vars.
+gpulet_script_test(exporter_labels /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_labels.py)
