@@ -313,5 +313,21 @@ class Attribution(unittest.TestCase):
             ex.cleanup()
 
 
+class Deploy(unittest.TestCase):
+    def test_daemonset_args_are_real_flags(self):
+        """Every flag deploy/exporter-daemonset.yaml passes is one the binary documents."""
+        import yaml
+        with open(os.path.join(SRC, "deploy", "exporter-daemonset.yaml")) as f:
+            docs = [d for d in yaml.safe_load_all(f) if d]
+        ds = next(d for d in docs if d["kind"] == "DaemonSet")
+        self.assertEqual(next(d for d in docs if d["kind"] == "Service")["metadata"]["name"], "gpulet-exporter")
+        for c in ds["spec"]["template"]["spec"]["containers"]:
+            verb, flags = c["args"][0], [a.split("=")[0] for a in c["args"][1:]]
+            helptext = subprocess.run([os.environ.get("GPULET", os.path.join(SRC, "build", "gpulet")), verb, "--help"],
+                                      capture_output=True, text=True).stdout
+            for flag in flags:
+                self.assertIn(flag + " ", helptext.replace("=", " ").replace("[", " "), (verb, flag))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
