@@ -594,8 +594,8 @@ static int apply_option(struct yctx *y, const char *key, yaml_node_t *v)
 	char text[PATH_MAX], src[PATH_MAX + 64];
 
 	if (!o) {
-		if (v->type == YAML_MAPPING_NODE && (streq(key, "flags.plugin") || streq(key, "flags.gfd")))
-			return walk_options(y, v, key);
+		if (streq(key, "flags.plugin") || streq(key, "flags.gfd"))
+			return walk_options(y, v, key); /* fails on anything but a mapping */
 		if (!is_known_unused(key))
 			warn(y->cfg, "%s:%zu:%zu: unknown key %s (ignored)", y->name, v->start_mark.line + 1,
 			     v->start_mark.column + 1, key);
