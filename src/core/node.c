@@ -339,12 +339,79 @@ static int find_gpu_by_bus(const struct node *n, const char *bus)
 	return -1;
 }
 
-static void load_topology(struct nvml *nv, struct node *n, nvmlDevice_t *h)
+/* NVLinks from GPU i to one remote that is not a GPU of this node (an NVSwitch). */
+struct switch_links {
+	char bus[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+	unsigned links;
+};
+
+#define SWITCH_MAX 16
+
+static void count_switch_link(struct switch_links *sw, size_t *n, const char *bus)
+{
+	for (size_t k = 0; k < *n; k++)
+		if (strcasecmp(sw[k].bus, bus) == 0) {
+			sw[k].links++;
+			return;
+		}
+	if (*n < SWITCH_MAX) {
+		snprintf(sw[*n].bus, sizeof(sw[*n].bus), "%s", bus);
+		sw[(*n)++].links = 1;
+	}
+}
+
+/*
+ * Links of GPU i, sorted into direct GPU peers (nvlinks[i][j]) and NVSwitch ports. Two GPUs on the
+ * same switch talk over min(their links to it); DGX A100/H100 have every GPU on every switch, so
+ * each pair gets all 12 (18) links, as go-gpuallocator scores NVSwitch systems.
+ */
+static void load_gpu_nvlinks(struct nvml *nv, struct node *n, size_t i, nvmlDevice_t h, struct switch_links *sw,
+			     size_t *n_sw)
+{
+	for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; link++) {
+		nvmlPciInfo_t pci;
+		int active = 0, j;
+
+		if (nv->device_get_nvlink_state(h, link, &active) != NVML_SUCCESS)
+			break; /* NOT_SUPPORTED / INVALID_ARGUMENT past the last link */
+		if (active != NVML_FEATURE_ENABLED ||
+		    nv->device_get_nvlink_remote_pci_info(h, link, &pci) != NVML_SUCCESS)
+			continue;
+		j = find_gpu_by_bus(n, pci.busId);
+		if (j < 0)
+			count_switch_link(sw, n_sw, pci.busId);
+		else if ((size_t)j != i)
+			n->nvlinks[i * n->n_gpus + (size_t)j]++;
+	}
+}
+
+static void add_switch_links(struct node *n, struct switch_links (*sw)[SWITCH_MAX], const size_t *n_sw)
 {
 	size_t c = n->n_gpus;
 
+	for (size_t i = 0; i < c; i++)
+		for (size_t j = i + 1; j < c; j++)
+			for (size_t a = 0; a < n_sw[i]; a++)
+				for (size_t b = 0; b < n_sw[j]; b++)
+					if (strcasecmp(sw[i][a].bus, sw[j][b].bus) == 0) {
+						unsigned l = MIN(sw[i][a].links, sw[j][b].links);
+
+						n->nvlinks[i * c + j] += l;
+						n->nvlinks[j * c + i] += l;
+					}
+}
+
+static void load_topology(struct nvml *nv, struct node *n, nvmlDevice_t *h)
+{
+	size_t c = n->n_gpus;
+	_cleanup_free_ struct switch_links(*sw)[SWITCH_MAX] = calloc(c ? c : 1, sizeof(*sw));
+	_cleanup_free_ size_t *n_sw = calloc(c ? c : 1, sizeof(*n_sw));
+	bool links = NVML_HAS(nv, device_get_nvlink_state) && NVML_HAS(nv, device_get_nvlink_remote_pci_info);
+
 	for (size_t i = 0; i < c * c; i++)
 		n->pcie_level[i] = -1;
+	if (!sw || !n_sw)
+		return;
 	for (size_t i = 0; i < c; i++) {
 		if (!h[i] || n->gpus[i].lost)
 			continue;
@@ -355,22 +422,10 @@ static void load_topology(struct nvml *nv, struct node *n, nvmlDevice_t *h)
 			    nv->device_get_topology_common_ancestor(h[i], h[j], &level) == NVML_SUCCESS)
 				n->pcie_level[i * c + j] = n->pcie_level[j * c + i] = level;
 		}
-		if (!NVML_HAS(nv, device_get_nvlink_state) || !NVML_HAS(nv, device_get_nvlink_remote_pci_info))
-			continue;
-		for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; link++) {
-			nvmlPciInfo_t pci;
-			int active = 0, j;
-
-			if (nv->device_get_nvlink_state(h[i], link, &active) != NVML_SUCCESS)
-				break; /* NOT_SUPPORTED / INVALID_ARGUMENT past the last link */
-			if (active != NVML_FEATURE_ENABLED ||
-			    nv->device_get_nvlink_remote_pci_info(h[i], link, &pci) != NVML_SUCCESS)
-				continue;
-			j = find_gpu_by_bus(n, pci.busId);
-			if (j >= 0 && (size_t)j != i)
-				n->nvlinks[i * c + (size_t)j]++;
-		}
+		if (links)
+			load_gpu_nvlinks(nv, n, i, h[i], sw[i], &n_sw[i]);
 	}
+	add_switch_links(n, sw, n_sw);
 }
 
 static struct mig_minors *load_mig_minors(const char *root)

@@ -1,0 +1,28 @@
+# Exporter, labels and the kubelet gRPC client (issue 7).
+# Libraries: libgrpc (C core) + protobuf-c for gRPC, libmicrohttpd for HTTP (CONVENTIONS.md §8).
+pkg_check_modules(GPULET_EXP_GRPC REQUIRED IMPORTED_TARGET grpc)
+pkg_check_modules(GPULET_EXP_PROTOBUFC REQUIRED IMPORTED_TARGET libprotobuf-c)
+pkg_check_modules(GPULET_EXP_MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
+find_program(PROTOC_C_EXECUTABLE protoc-c REQUIRED)
+
+# PodResources v1 messages. protoc-c gets a messages-only copy (service block dropped), because we
+# use our own C-core calls, not protobuf-c's RPC stubs (reference/real-peers.md §A gotcha).
+set(GPULET_GEN_DIR ${CMAKE_BINARY_DIR}/gen)
+file(MAKE_DIRECTORY ${GPULET_GEN_DIR})
+add_custom_command(
+  OUTPUT ${GPULET_GEN_DIR}/gpulet_podres.pb-c.c ${GPULET_GEN_DIR}/gpulet_podres.pb-c.h
+  COMMAND sed "/^service /,/^}/d" ${CMAKE_SOURCE_DIR}/proto/podresources.proto > ${GPULET_GEN_DIR}/gpulet_podres.proto
+  COMMAND ${PROTOC_C_EXECUTABLE} --proto_path=${GPULET_GEN_DIR} --c_out=${GPULET_GEN_DIR} ${GPULET_GEN_DIR}/gpulet_podres.proto
+  DEPENDS ${CMAKE_SOURCE_DIR}/proto/podresources.proto
+  COMMENT "protoc-c proto/podresources.proto (messages only)"
+  VERBATIM)
+target_sources(gpulet_lib PRIVATE ${GPULET_GEN_DIR}/gpulet_podres.pb-c.c)
+target_link_libraries(gpulet_lib PUBLIC PkgConfig::GPULET_EXP_GRPC PkgConfig::GPULET_EXP_PROTOBUFC
+                                        PkgConfig::GPULET_EXP_MHD)
+
+find_program(PROMTOOL_EXECUTABLE promtool)
+
+# Unit tests
+gpulet_unit_test(exporter_test_podres tests/unit/test_podres.c)
+gpulet_unit_test(exporter_test_metrics tests/unit/test_metrics.c)
+gpulet_unit_test(exporter_test_labels tests/unit/test_labels.c)

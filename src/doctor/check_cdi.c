@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Link 6: the CDI specs containerd reads. "CDI enabled but nothing injected": spec missing,
+ * unreadable, invalid, cdiVersion newer than the runtime knows, a device defined twice, or devices
+ * that no longer exist (seed §3.3, reference/cdi.md §4–6). Parsing and validation are the cdi
+ * module's (src/core/cdi.c); this file maps its problem categories onto doctor findings.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "doctor.h"
+#include "fileio.h"
+#include "node.h"
+#include "toml.h"
+
+#if __has_include("cdi.h")
+#include "cdi.h"
+#define HAVE_CDI 1
+#endif
+
+size_t doctor_cdi_dir_files(const struct doctor_ctx *c, const char *dir, char names[][256], size_t max)
+{
+	_cleanup_free_ char *p = doctor_path(c, dir);
+	DIR *d = p ? opendir(p) : NULL;
+	struct dirent *de;
+	size_t n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < max) {
+		size_t l = strlen(de->d_name);
+
+		if (de->d_name[0] == '.' || l >= 256)
+			continue;
+		if ((l > 5 && streq(de->d_name + l - 5, ".json")) || (l > 5 && streq(de->d_name + l - 5, ".yaml")))
+			snprintf(names[n++], 256, "%s", de->d_name);
+	}
+	closedir(d);
+	return n;
+}
+
+#ifdef HAVE_CDI
+/* cdi module category → doctor finding (same words: reference/cdi.md §4–6) */
+static const struct {
+	const char *category;
+	const char *id;
+	enum doctor_severity sev;
+	const char *summary;
+	const char *fix;
+} categories[] = {
+    {"spec-invalid", "cdi.spec-invalid", DOCTOR_FAIL,
+     "a CDI spec does not load: the runtime skips the whole file and its devices are unresolvable",
+     "gpulet cdi validate FILE shows the field; regenerate with gpulet cdi generate (or nvidia-ctk cdi generate)"},
+    {"spec-unreadable", "cdi.spec-unreadable", DOCTOR_FAIL,
+     "containerd cannot read a CDI spec or dir and silently ignores it: CDI is on but nothing is injected",
+     "chmod 0644 the spec files and 0755 their directory; they must be regular files"},
+    {"version-too-new", "cdi.version-too-new", DOCTOR_FAIL,
+     "a CDI spec's cdiVersion is newer than the runtime's CDI library: it ignores the file without an error",
+     "regenerate the spec with the lowest cdiVersion (gpulet cdi generate does that) or upgrade the runtime"},
+    {"duplicate-device", "cdi.duplicate-device", DOCTOR_FAIL,
+     "a CDI device is defined in two files of one directory: the runtime drops it (unresolvable CDI devices)",
+     "keep one spec per vendor/class in each directory (e.g. remove the stale copy), see gpulet cdi list"},
+    {"stale-devices", "cdi.stale-devices", DOCTOR_FAIL,
+     "a CDI spec names host paths or GPUs that no longer exist (driver upgrade, GPU gone, MIG re-partitioned)",
+     "regenerate the spec: gpulet cdi generate --output /var/run/cdi/nvidia.yaml (or nvidia-ctk cdi generate)"},
+    {"warning", "cdi.warning", DOCTOR_WARN, "CDI specs work but probably not as meant",
+     "see gpulet cdi validate for each warning"},
+};
+
+/* containerd version from dpkg, to choose the CDI version limit of its vendored library. */
+static const char *cdi_runtime_for(const struct doctor_ctx *c, char *why, size_t size)
+{
+	_cleanup_free_ char *p = doctor_path(c, "/var/lib/dpkg/status");
+	_cleanup_free_ char *status = NULL;
+	const char *pkg;
+
+	if (p && read_file(p, 64u << 20, &status, NULL, NULL) >= 0 &&
+	    ((pkg = strstr(status, "Package: containerd\n")) || (pkg = strstr(status, "Package: containerd.io\n")))) {
+		const char *v = strstr(pkg, "\nVersion: ");
+
+		if (v) {
+			v += 10;
+			snprintf(why, size, "containerd %.*s (dpkg)", (int)strcspn(v, "\n"), v);
+			if (!strncmp(v, "1.6", 3) || (!strncmp(v, "1.7.", 4) && atoi(v + 4) < 13))
+				return "containerd-1.7";
+			if (!strncmp(v, "1.7.", 4))
+				return "containerd-1.7.13";
+			return NULL;
+		}
+	}
+	if (c->ctrd_state > 0 && c->ctrd_version < 3) {
+		snprintf(why, size, "config version 2 (containerd 1.x; version unknown, assuming 1.7.0-1.7.12)");
+		return "containerd-1.7";
+	}
+	snprintf(why, size, "containerd 2.x or unknown");
+	return NULL;
+}
+
+/* Devices named by UUID in the specs that NVML does not know (reference/cdi.md §5.3 uuid names). */
+static void check_uuids(struct doctor_ctx *c, const char *const *dirs, size_t n)
+{
+	json_t *list = NULL, *e;
+	struct doctor_finding *f = NULL;
+	size_t i;
+
+	if (doctor_need_nvml(c) < 0 || cdi_list_dirs(c->o->root, dirs, n, &list, NULL) < 0)
+		return;
+	json_array_foreach (list, i, e) {
+		const char *dev = json_string_value(json_object_get(e, "device"));
+
+		if (!dev || (strncmp(dev, "GPU-", 4) && strncmp(dev, "MIG-", 4)) || node_find_gpu(c->node, dev) ||
+		    node_find_mig(c->node, dev, NULL))
+			continue;
+		if (!f)
+			f = doctor_report(c, "cdi.stale-devices", DOCTOR_FAIL, LINK_CDI, categories[4].fix, "%s",
+					  categories[4].summary);
+		doctor_evidence(f, "%s (%s): no such GPU or MIG instance on this node now",
+				json_string_value(json_object_get(e, "name")),
+				json_string_value(json_object_get(e, "file")));
+	}
+	json_decref(list);
+}
+#endif
+
+int doctor_check_cdi(struct doctor_ctx *c)
+{
+	const char *dirs[16];
+	size_t n_dirs, n_files = 0;
+	char names[64][256];
+	struct ctrd_facts f = {0};
+	struct doctor_finding *fd;
+
+	if (doctor_need_containerd(c) == -ENOMEM)
+		return -ENOMEM;
+	n_dirs = doctor_cdi_dirs(c, dirs, ELEMENTSOF(dirs));
+	for (size_t k = 0; k < n_dirs; k++)
+		n_files += doctor_cdi_dir_files(c, dirs[k], names, ELEMENTSOF(names));
+	if (c->ctrd_state > 0)
+		doctor_containerd_facts(c, &f);
+	if (!n_files) {
+		const struct toml *rt = c->ctrd_state > 0
+					    ? toml_path(f.containerd, "runtimes", c->o->runtime_class ?: "nvidia", NULL)
+					    : NULL;
+		const char *bin = toml_string(toml_get(rt, "options"), "BinaryName", "");
+		bool cdi_mode = strstr(bin, ".cdi") != NULL;
+
+		if (!f.enable_cdi && !cdi_mode)
+			return 0; /* CDI not in use: nothing to check */
+		fd = doctor_report(
+		    c, "cdi.spec-missing", cdi_mode ? DOCTOR_FAIL : DOCTOR_WARN, LINK_CDI,
+		    "gpulet cdi generate --output /var/run/cdi/nvidia.yaml (or nvidia-ctk cdi generate "
+		    "--output=/etc/cdi/nvidia.yaml); the device plugin with CDI writes its own spec at start",
+		    "CDI is on but no CDI spec exists: CDI device requests are unresolvable%s",
+		    cdi_mode ? " and the nvidia-container-runtime.cdi runtime injects nothing" : "");
+		for (size_t k = 0; k < n_dirs; k++)
+			doctor_evidence(fd, "%s: no *.json or *.yaml spec", dirs[k]);
+		return 0;
+	}
+#ifdef HAVE_CDI
+	{
+		char why[160];
+		struct cdi_validate_options o = {.root = c->o->root};
+		_cleanup_(cdi_report_clear) struct cdi_report rep = {0};
+		const char *rt = cdi_runtime_for(c, why, sizeof(why));
+		int r;
+
+		o.runtime_name = rt;
+		o.runtime_version = rt ? cdi_runtime_max_version(rt) : NULL;
+		r = cdi_validate_dirs(dirs, n_dirs, &o, &rep);
+		if (r < 0)
+			return r;
+		for (size_t k = 0; k < rep.n_problems; k++) {
+			const struct cdi_problem *p = &rep.problems[k];
+
+			for (size_t i = 0; i < ELEMENTSOF(categories); i++) {
+				if (!streq(p->category, categories[i].category))
+					continue;
+				fd = doctor_find(c, categories[i].id);
+				if (!fd)
+					fd = doctor_report(c, categories[i].id, categories[i].sev, LINK_CDI,
+							   categories[i].fix, "%s", categories[i].summary);
+				doctor_evidence(fd, "%s%s%s: %s [%s]", p->file,
+						p->json_path && *p->json_path ? " " : "",
+						p->json_path ? p->json_path : "", p->message, p->code);
+				if (streq(p->category, "version-too-new"))
+					doctor_evidence(fd, "runtime: %s", why);
+			}
+		}
+		check_uuids(c, dirs, n_dirs);
+	}
+#else
+	fd = doctor_report(c, "cdi.not-validated", DOCTOR_WARN, LINK_CDI, "build gpulet with src/core/cdi.c",
+			   "this build has no CDI validator: spec contents were not checked");
+#endif
+	return 0;
+}

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Links 1–2: the kernel driver is loaded and its device nodes exist with usable permissions. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "doctor.h"
+#include "fileio.h"
+
+#define FIX_DRIVER                                                                           \
+	"modprobe nvidia && nvidia-smi; if the module is not installed, install the driver " \
+	"(e.g. apt-get install nvidia-driver-550-server) or let the GPU Operator manage it (driver.enabled=true)"
+
+/*
+ * "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar ..." and the open module's
+ * "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build ...":
+ * the first token of the first line that looks like N.N[.N].
+ */
+static bool parse_driver_version(const char *text, char *buf, size_t size)
+{
+	const char *p = strstr(text, "NVRM version:");
+	const char *eol;
+
+	if (!p)
+		return false;
+	eol = strchr(p, '\n');
+	if (!eol)
+		eol = p + strlen(p);
+	while (p < eol) {
+		size_t n = strcspn(p, " \t\n");
+		size_t digits = strspn(p, "0123456789.");
+
+		if (n && digits == n && p[0] != '.' && memchr(p, '.', n) && n < size) {
+			memcpy(buf, p, n);
+			buf[n] = '\0';
+			return true;
+		}
+		p += n ? n : 1;
+	}
+	return false;
+}
+
+int doctor_check_driver(struct doctor_ctx *c)
+{
+	_cleanup_free_ char *vpath = doctor_path(c, "/proc/driver/nvidia/version");
+	_cleanup_free_ char *mod = doctor_path(c, "/sys/module/nvidia");
+	_cleanup_free_ char *text = NULL;
+	struct gerr err = {0};
+	struct doctor_finding *f;
+	struct stat st;
+	int r;
+
+	if (!vpath || !mod)
+		return -ENOMEM;
+	r = read_file(vpath, 1 << 16, &text, NULL, &err);
+	if (r == -ENOENT) {
+		bool module = stat(mod, &st) == 0;
+
+		f = doctor_report(c, "driver.not-loaded", DOCTOR_FAIL, LINK_DRIVER, FIX_DRIVER,
+				  "the NVIDIA kernel driver is not loaded: no GPU can work on this node, and every "
+				  "later symptom (no NVML, no device plugin, Insufficient nvidia.com/gpu) follows");
+		doctor_evidence(f, "%s does not exist", "/proc/driver/nvidia/version");
+		doctor_evidence(f, module ? "/sys/module/nvidia exists but the driver did not initialise (see the "
+					    "kernel log: dmesg | grep NVRM)"
+					  : "/sys/module/nvidia does not exist: the nvidia module is not loaded");
+		return 0;
+	}
+	if (r < 0 || !parse_driver_version(text, c->driver_version, sizeof(c->driver_version))) {
+		f = doctor_report(
+		    c, "driver.version-unreadable", DOCTOR_FAIL, LINK_DRIVER,
+		    "cat /proc/driver/nvidia/version; if it is garbled or empty the module is half-loaded: "
+		    "rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && modprobe nvidia, or reboot",
+		    "the driver version cannot be read, so nothing can be checked against it");
+		doctor_evidence(f, "%s",
+				r < 0 ? err.msg
+				      : "/proc/driver/nvidia/version has no \"NVRM version:\" line "
+					"with a version number");
+		if (text && r >= 0)
+			doctor_evidence(f, "first line: %.*s", (int)strcspn(text, "\n"), text);
+		return 0;
+	}
+	c->driver_loaded = true;
+	doctor_report(c, "driver.ok", DOCTOR_OK, LINK_DRIVER, NULL, "NVIDIA driver %s is loaded", c->driver_version);
+	return 0;
+}
+
+/* Minors of the GPUs the driver knows, from /proc/driver/nvidia/gpus/<pci>/information ("Device Minor:"). */
+static size_t driver_gpu_minors(const struct doctor_ctx *c, int *minors, char (*pci)[32], size_t max)
+{
+	_cleanup_free_ char *dir = doctor_path(c, "/proc/driver/nvidia/gpus");
+	DIR *d = dir ? opendir(dir) : NULL;
+	struct dirent *de;
+	size_t n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < max) {
+		_cleanup_free_ char *p = NULL, *text = NULL;
+		const char *m;
+
+		if (de->d_name[0] == '.' || asprintf(&p, "%s/%s/information", dir, de->d_name) < 0)
+			continue;
+		if (read_file(p, 1 << 16, &text, NULL, NULL) < 0 || !(m = strstr(text, "Device Minor:")))
+			continue;
+		minors[n] = atoi(m + strlen("Device Minor:"));
+		snprintf(pci[n], sizeof(pci[n]), "%s", de->d_name);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static void mode_string(mode_t m, char *buf)
+{
+	static const char rwx[] = "rwxrwxrwx";
+
+	buf[0] = S_ISCHR(m) ? 'c' : S_ISREG(m) ? '-' : '?';
+	for (int k = 0; k < 9; k++)
+		buf[k + 1] = (m & (1u << (8 - k))) ? rwx[k] : '-';
+	buf[10] = '\0';
+}
+
+/* A GPU pod in --pods that runs as a non-root user: then 0660 device nodes break it (seed §4.2). */
+static const char *nonroot_gpu_pod(const struct doctor_ctx *c)
+{
+	size_t i;
+	json_t *pod;
+
+	json_array_foreach (c->pods, i, pod) {
+		const json_t *spec = json_object_get(pod, "spec");
+		const json_t *psc = json_object_get(spec, "securityContext");
+		json_t *uid = json_object_get(psc, "runAsUser");
+		size_t k;
+		json_t *ctr;
+
+		if (!doctor_pod_requests_gpu(pod) || doctor_pod_is_terminating(pod))
+			continue;
+		json_array_foreach (json_object_get(spec, "containers"), k, ctr) {
+			json_t *cu = json_object_get(json_object_get(ctr, "securityContext"), "runAsUser");
+
+			if ((cu && json_integer_value(cu) != 0) || (!cu && uid && json_integer_value(uid) != 0))
+				return json_string_value(json_object_get(json_object_get(pod, "metadata"), "name"));
+		}
+	}
+	return NULL;
+}
+
+int doctor_check_devnodes(struct doctor_ctx *c)
+{
+	/* /dev/nvidiactl and /dev/nvidia-uvm are needed by every CUDA process (nvidia-container-cli list) */
+	static const char *const control[] = {"/dev/nvidiactl", "/dev/nvidia-uvm"};
+	int minors[64];
+	char pci[64][32];
+	size_t n_gpus = driver_gpu_minors(c, minors, pci, ELEMENTSOF(minors));
+	struct doctor_finding *missing = NULL, *perm = NULL;
+	const char *nonroot = nonroot_gpu_pod(c);
+
+	for (size_t k = 0; k < ELEMENTSOF(control) + n_gpus; k++) {
+		char name[64];
+		_cleanup_free_ char *p = NULL;
+		struct stat st;
+		char ms[12];
+
+		if (k < ELEMENTSOF(control))
+			snprintf(name, sizeof(name), "%s", control[k]);
+		else
+			snprintf(name, sizeof(name), "/dev/nvidia%d", minors[k - ELEMENTSOF(control)]);
+		p = doctor_path(c, name);
+		if (!p)
+			return -ENOMEM;
+		if (stat(p, &st) < 0) {
+			if (!missing)
+				missing = doctor_report(
+				    c, "devnode.missing", DOCTOR_FAIL, LINK_DEVNODE,
+				    "nvidia-ctk system create-device-nodes --control-devices --load-kernel-modules "
+				    "(or nvidia-modprobe -u -c=0 for /dev/nvidia-uvm and /dev/nvidia0); "
+				    "udev does not create them by itself",
+				    "NVIDIA device nodes are missing: containers get no GPU and CUDA fails even where "
+				    "the driver is loaded");
+			if (k < ELEMENTSOF(control))
+				doctor_evidence(missing, "%s does not exist", name);
+			else
+				doctor_evidence(missing, "%s does not exist (GPU %s, Device Minor %d)", name,
+						pci[k - ELEMENTSOF(control)], minors[k - ELEMENTSOF(control)]);
+			continue;
+		}
+		if ((st.st_mode & 0006) == 0006)
+			continue;
+		mode_string(st.st_mode, ms);
+		if (!perm)
+			perm = doctor_report(
+			    c, "devnode.permissions", nonroot ? DOCTOR_FAIL : DOCTOR_WARN, LINK_DEVNODE,
+			    "options nvidia NVreg_DeviceFileMode=0666 in /etc/modprobe.d/nvidia.conf and reload the "
+			    "module (or chmod 0666 /dev/nvidia*), or give the pod the device group in "
+			    "securityContext.supplementalGroups",
+			    "NVIDIA device nodes are not world read/writable: a container running as non-root cannot "
+			    "open them and nvidia-smi says \"No devices were found\"");
+		doctor_evidence(perm, "%s %s uid=%u gid=%u", ms, name, (unsigned)st.st_uid, (unsigned)st.st_gid);
+	}
+	if (perm && nonroot)
+		doctor_evidence(perm, "pod %s requests a GPU and runs as non-root", nonroot);
+	if (!missing && !n_gpus) {
+		struct doctor_finding *f =
+		    doctor_report(c, "devnode.no-gpus", DOCTOR_WARN, LINK_DEVNODE,
+				  "lspci -nn | grep -i nvidia; check that the GPU is not bound to "
+				  "vfio-pci and is not excluded (NVreg_ExcludedGpus)",
+				  "the driver is loaded but lists no GPU");
+		doctor_evidence(f, "/proc/driver/nvidia/gpus/ is empty or missing");
+	}
+	return 0;
+}

@@ -1,0 +1,373 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Links 7–10: kubelet is up, the device plugin registered where kubelet looks, the advertised MIG
+ * layout matches the GPUs, and no device is held by a pod that is gone (seed §3.1, §4.1, §4.3).
+ * Inputs are files only (device-plugins dir, kubelet_internal_checkpoint, pods dir, --pods,
+ * --node): no API server needed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "doctor.h"
+#include "fileio.h"
+#include "node.h"
+#include "toml.h"
+
+/* Where kubelets keep their root dir (the device-plugins dir is <root-dir>/device-plugins). */
+static const struct {
+	const char *dir;
+	const char *source;
+} kubelet_dirs[] = {
+    {"/var/lib/kubelet", "kubelet --root-dir default (kubeadm, k3s, rke2, kind)"},
+    {"/var/lib/k0s/kubelet", "k0s: kubelet root dir under its data dir"},
+    {"/var/snap/microk8s/common/var/lib/kubelet", "microk8s snap: --root-dir in args/kubelet"},
+};
+
+static bool exists(const struct doctor_ctx *c, const char *dir, const char *name, struct stat *st)
+{
+	_cleanup_free_ char *p = NULL;
+	struct stat dummy;
+
+	if (asprintf(&p, "%s/%s/%s", c->o->root ? c->o->root : "", dir, name) < 0)
+		return false;
+	return stat(p, st ? st : &dummy) == 0;
+}
+
+static bool live_root(const struct doctor_ctx *c)
+{
+	return !c->o->root || !*c->o->root || streq(c->o->root, "/");
+}
+
+/* On the live host a socket file without a listener is a kubelet that died: try to connect. */
+static bool socket_answers(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, r;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return true;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return true;
+	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	return r == 0;
+}
+
+/* The kubelet root dir in use: the first candidate with device-plugins/kubelet.sock, else the default. */
+static const char *kubelet_dir(const struct doctor_ctx *c)
+{
+	for (size_t k = 0; k < ELEMENTSOF(kubelet_dirs); k++)
+		if (exists(c, kubelet_dirs[k].dir, "device-plugins/kubelet.sock", NULL))
+			return kubelet_dirs[k].dir;
+	return kubelet_dirs[0].dir;
+}
+
+int doctor_check_kubelet(struct doctor_ctx *c)
+{
+	const char *kd = kubelet_dir(c);
+	struct doctor_finding *f;
+	struct stat st;
+
+	if (!exists(c, kd, "device-plugins/kubelet.sock", &st)) {
+		f = doctor_report(
+		    c, "kubelet.not-running", DOCTOR_FAIL, LINK_KUBELET,
+		    "systemctl status kubelet; journalctl -u kubelet -e (device plugins can only register "
+		    "once kubelet has created its Registration socket)",
+		    "kubelet's device-plugin Registration socket is missing: kubelet is not running (or "
+		    "uses another --root-dir), so no device plugin can register");
+		for (size_t k = 0; k < ELEMENTSOF(kubelet_dirs); k++)
+			doctor_evidence(f, "%s/device-plugins/kubelet.sock does not exist (%s)", kubelet_dirs[k].dir,
+					kubelet_dirs[k].source);
+		return 0;
+	}
+	if (live_root(c) && S_ISSOCK(st.st_mode)) {
+		_cleanup_free_ char *p = NULL;
+
+		if (asprintf(&p, "%s/device-plugins/kubelet.sock", kd) >= 0 && !socket_answers(p)) {
+			f = doctor_report(c, "kubelet.not-running", DOCTOR_FAIL, LINK_KUBELET,
+					  "systemctl restart kubelet; journalctl -u kubelet -e",
+					  "kubelet's Registration socket exists but nobody answers: kubelet is down");
+			doctor_evidence(f, "connect(%s): %s", p, strerror(errno));
+			return 0;
+		}
+	}
+	f = doctor_report(c, "kubelet.ok", DOCTOR_OK, LINK_KUBELET, NULL,
+			  "kubelet Registration socket in %s/device-plugins", kd);
+	if (!exists(c, kd, "pod-resources/kubelet.sock", NULL))
+		doctor_evidence(f, "no %s/pod-resources/kubelet.sock: the exporter cannot attribute GPUs to pods", kd);
+	return 0;
+}
+
+/* nvidia-*.sock in dir (below root); names returned in buf (comma separated). */
+static size_t plugin_sockets(const struct doctor_ctx *c, const char *dir, char *buf, size_t size)
+{
+	_cleanup_free_ char *p = NULL;
+	DIR *d;
+	struct dirent *de;
+	size_t n = 0, used = 0;
+
+	if (asprintf(&p, "%s/%s/device-plugins", c->o->root ? c->o->root : "", dir) < 0)
+		return 0;
+	d = opendir(p);
+	if (!d)
+		return 0;
+	buf[0] = '\0';
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+
+		if (strncmp(de->d_name, "nvidia", 6) || l < 5 || !streq(de->d_name + l - 5, ".sock"))
+			continue;
+		if (used < size)
+			used += (size_t)snprintf(buf + used, size - used, "%s%s", n ? ", " : "", de->d_name);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static json_t *node_status(const struct doctor_ctx *c, const char *what)
+{
+	return json_object_get(json_object_get(c->node_obj, "status"), what);
+}
+
+/* "8" or 8 in a Node's capacity/allocatable; -1 when absent */
+static long long quantity(const json_t *list, const char *res)
+{
+	const json_t *v = json_object_get(list, res);
+
+	if (json_is_string(v))
+		return atoll(json_string_value(v));
+	return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+static bool checkpoint_has_nvidia(const struct checkpoint *ck)
+{
+	for (size_t k = 0; ck && k < ck->n_registered; k++)
+		if (!strncmp(ck->registered[k].resource, "nvidia.com/", 11))
+			return true;
+	return false;
+}
+
+int doctor_check_plugin(struct doctor_ctx *c)
+{
+	const char *kd = kubelet_dir(c);
+	char socks[512], other[512];
+	size_t n = plugin_sockets(c, kd, socks, sizeof(socks));
+	struct doctor_finding *f;
+	bool ck = doctor_need_checkpoint(c) > 0 && checkpoint_has_nvidia(c->ckpt);
+	long long cap = quantity(node_status(c, "capacity"), "nvidia.com/gpu");
+	long long alloc = quantity(node_status(c, "allocatable"), "nvidia.com/gpu");
+
+	if (!n) {
+		for (size_t k = 0; k < ELEMENTSOF(kubelet_dirs); k++) {
+			if (streq(kubelet_dirs[k].dir, kd) ||
+			    !plugin_sockets(c, kubelet_dirs[k].dir, other, sizeof(other)))
+				continue;
+			f = doctor_report(
+			    c, "plugin.socket-dir-mismatch", DOCTOR_FAIL, LINK_PLUGIN,
+			    "mount the kubelet's device-plugins dir into the plugin at the same path "
+			    "(hostPath volume), or set the plugin's socket dir to it",
+			    "the device plugin serves its socket in a directory kubelet does not watch: it "
+			    "never registers and the node has no nvidia.com/gpu");
+			doctor_evidence(f, "plugin sockets in %s/device-plugins: %s (%s)", kubelet_dirs[k].dir, other,
+					kubelet_dirs[k].source);
+			doctor_evidence(f, "kubelet's Registration socket is in %s/device-plugins", kd);
+			return 0;
+		}
+		f = doctor_report(
+		    c, "plugin.not-registered", DOCTOR_FAIL, LINK_PLUGIN,
+		    "kubectl -n kube-system logs ds/nvidia-device-plugin-daemonset | grep -i 'Registered device "
+		    "plugin'; check the DaemonSet is scheduled on this node (nodeSelector, tolerations) and "
+		    "mounts /var/lib/kubelet/device-plugins",
+		    "no NVIDIA device plugin socket in kubelet's device-plugins dir: the plugin is not "
+		    "running here, so Allocatable has no nvidia.com/gpu (Insufficient nvidia.com/gpu)");
+		doctor_evidence(f, "%s/device-plugins has no nvidia-*.sock", kd);
+		if (c->ckpt_state > 0 && !ck)
+			doctor_evidence(f,
+					"kubelet_internal_checkpoint RegisteredDevices has no nvidia.com/* resource");
+		if (c->node_obj && alloc <= 0)
+			doctor_evidence(f, "--node: allocatable nvidia.com/gpu is %lld", alloc < 0 ? 0 : alloc);
+		return 0;
+	}
+	if (c->node_obj && cap <= 0 && !ck) {
+		f = doctor_report(c, "plugin.not-registered", DOCTOR_FAIL, LINK_PLUGIN,
+				  "the plugin's log should say 'Registered device plugin'; if it does not, restart it "
+				  "(kubectl -n kube-system delete pod -l name=nvidia-device-plugin-ds)",
+				  "the plugin socket exists but kubelet lists no nvidia.com/gpu: registration failed");
+		doctor_evidence(f, "%s/device-plugins: %s", kd, socks);
+		doctor_evidence(f, "--node: capacity nvidia.com/gpu absent or 0");
+		return 0;
+	}
+	f = doctor_report(c, "plugin.ok", DOCTOR_OK, LINK_PLUGIN, NULL, "device plugin sockets: %s", socks);
+	if (c->node_obj && cap > 0 && alloc >= 0 && alloc < cap) {
+		const struct doctor_finding *why = NULL;
+
+		for (size_t k = 0; k < c->n_findings && !why; k++)
+			if (c->findings[k].link == LINK_GPU && c->findings[k].severity == DOCTOR_FAIL)
+				why = &c->findings[k];
+		f = doctor_report(
+		    c, "plugin.allocatable-short", why ? DOCTOR_WARN : DOCTOR_FAIL, LINK_PLUGIN,
+		    "find the unhealthy GPU in the plugin log ('unhealthy device', XID) and in gpulet doctor's "
+		    "gpu.* findings; the plugin re-advertises it once healthy",
+		    "Allocatable nvidia.com/gpu (%lld) is smaller than Capacity (%lld): %lld GPU(s) are marked "
+		    "unhealthy%s",
+		    alloc, cap, cap - alloc, why ? "" : " for a reason this node's logs do not show");
+		if (why)
+			doctor_evidence(f, "explained by %s: %s", why->id, why->summary);
+	}
+	return 0;
+}
+
+/* ---- MIG ---- */
+
+static bool advertised(const struct checkpoint *ck, const char *id)
+{
+	for (size_t k = 0; ck && k < ck->n_registered; k++)
+		for (size_t i = 0; i < ck->registered[k].n_ids; i++) {
+			const char *a = ck->registered[k].device_ids[i];
+			size_t l = strlen(id);
+
+			/* replicas are advertised as <uuid>::<n> */
+			if (!strncmp(a, id, l) && (a[l] == '\0' || a[l] == ':'))
+				return true;
+		}
+	return false;
+}
+
+static bool cdi_enabled(struct doctor_ctx *c)
+{
+	struct ctrd_facts f;
+
+	if (doctor_need_containerd(c) <= 0)
+		return false;
+	doctor_containerd_facts(c, &f);
+	return f.enable_cdi;
+}
+
+int doctor_check_mig(struct doctor_ctx *c)
+{
+	struct doctor_finding *stale = NULL;
+	const struct checkpoint *ck;
+	size_t n_mig_gpus = 0;
+
+	if (doctor_need_nvml(c) < 0)
+		return 0;
+	ck = doctor_need_checkpoint(c) > 0 ? c->ckpt : NULL;
+	for (size_t g = 0; g < c->node->n_gpus; g++)
+		n_mig_gpus += c->node->gpus[g].mig_enabled;
+	if (ck && checkpoint_has_nvidia(ck)) {
+#define STALE()                                                                                                     \
+	(stale ? stale                                                                                              \
+	       : (stale = doctor_report(                                                                            \
+		      c, "mig.layout-stale", DOCTOR_FAIL, LINK_MIG,                                                 \
+		      "restart the device plugin so it re-reads the MIG layout (kubectl -n kube-system delete pod " \
+		      "-l name=nvidia-device-plugin-ds); gpulet plugin re-advertises live on a re-partition",       \
+		      "the MIG layout was changed but the device plugin still advertises the old one: pods get "    \
+		      "instances that no longer exist or none")))
+		for (size_t k = 0; k < ck->n_registered; k++)
+			for (size_t i = 0; i < ck->registered[k].n_ids; i++) {
+				char id[128];
+				const char *a = ck->registered[k].device_ids[i];
+
+				snprintf(id, sizeof(id), "%.*s", (int)strcspn(a, ":"), a);
+				if (!strncmp(id, "MIG-", 4) && !node_find_mig(c->node, id, NULL))
+					doctor_evidence(STALE(), "%s advertises %s, which no longer exists",
+							ck->registered[k].resource, id);
+			}
+		for (size_t g = 0; g < c->node->n_gpus; g++) {
+			const struct node_gpu *gpu = &c->node->gpus[g];
+
+			if (gpu->mig_enabled && advertised(ck, gpu->uuid))
+				doctor_evidence(STALE(), "GPU %u %s is in MIG mode but still advertised as a whole GPU",
+						gpu->index, gpu->uuid);
+			for (size_t m = 0; m < gpu->n_migs; m++)
+				if (!advertised(ck, gpu->migs[m].uuid))
+					doctor_evidence(STALE(), "MIG %s (%s on GPU %u) is not advertised",
+							gpu->migs[m].uuid, gpu->migs[m].profile, gpu->index);
+		}
+#undef STALE
+	}
+	if (n_mig_gpus && !cdi_enabled(c)) {
+		struct doctor_finding *f = doctor_report(
+		    c, "mig.without-cdi", DOCTOR_WARN, LINK_MIG,
+		    "enable CDI in containerd (enable_cdi = true) and run the plugin with CDI "
+		    "(--device-list-strategy=cdi-cri), so each MIG instance is injected with its own caps devices",
+		    "MIG is enabled but containerd's CDI is off: MIG instances depend on the legacy hook, and a "
+		    "misconfigured runtime hands the container the whole GPU instead of its instance");
+		doctor_evidence(f, "%zu GPU(s) in MIG mode", n_mig_gpus);
+		doctor_evidence(f, "containerd enable_cdi is off or containerd's config is unreadable");
+	}
+	return 0;
+}
+
+/* ---- allocations ---- */
+
+static const json_t *pod_by_uid(const struct doctor_ctx *c, const char *uid)
+{
+	size_t i;
+	json_t *pod;
+
+	json_array_foreach (c->pods, i, pod) {
+		const char *u = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
+
+		if (u && streq(u, uid))
+			return pod;
+	}
+	return NULL;
+}
+
+int doctor_check_alloc(struct doctor_ctx *c)
+{
+	const char *kd = kubelet_dir(c);
+	struct doctor_finding *f = NULL;
+
+	if (doctor_need_checkpoint(c) <= 0)
+		return 0;
+	for (size_t k = 0; k < c->ckpt->n_entries; k++) {
+		const struct checkpoint_entry *e = &c->ckpt->entries[k];
+		const json_t *pod = c->pods ? pod_by_uid(c, e->pod_uid) : NULL;
+		char pods_dir[300], ids[512];
+		const char *why;
+		size_t used = 0;
+
+		if (strncmp(e->resource, "nvidia.com/", 11))
+			continue;
+		snprintf(pods_dir, sizeof(pods_dir), "pods/%s", e->pod_uid);
+		if (pod && !doctor_pod_is_terminating(pod))
+			continue;
+		if (pod)
+			why = "is terminating (deletionTimestamp set or phase Succeeded/Failed)";
+		else if (c->pods)
+			why = "is not in --pods";
+		else if (!exists(c, kd, pods_dir, NULL))
+			why = "has no directory under the kubelet's pods/ any more";
+		else
+			continue;
+		if (!f)
+			f = doctor_report(
+			    c, "alloc.held-by-terminated-pod", DOCTOR_FAIL, LINK_ALLOC,
+			    "check no container of the pod still runs (crictl ps -a | grep POD), then "
+			    "kubectl delete pod NAME --grace-period=0 --force; for a pod that no longer exists "
+			    "restart kubelet so it rebuilds its allocation table",
+			    "kubelet's allocation table still gives GPUs to pods that are gone: the count looks "
+			    "right but new pods stay Pending");
+		ids[0] = '\0';
+		for (size_t i = 0; i < e->n_ids && used < sizeof(ids); i++)
+			used +=
+			    (size_t)snprintf(ids + used, sizeof(ids) - used, "%s%s", i ? "," : "", e->device_ids[i]);
+		doctor_evidence(f, "pod %s%s%s (container %s) %s, holds %s %s", e->pod_uid, pod ? " " : "",
+				pod ? json_string_value(json_object_get(json_object_get(pod, "metadata"), "name")) : "",
+				e->container, why, e->resource, ids);
+	}
+	return 0;
+}

@@ -1,0 +1,419 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The check table, the runner that attributes symptoms to the earliest broken link, shared facts. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "doctor.h"
+#include "fileio.h"
+#include "node.h"
+#include "nvml.h"
+#include "toml.h"
+
+/*
+ * The chain, in order. requires: links whose failure already explains this check's symptom
+ * (reference/monitoring-doctor.md B12: "each step's failure explains every later symptom").
+ */
+const struct doctor_check doctor_checks[] = {
+    {"driver", LINK_DRIVER, 0, "/proc/driver/nvidia/version, /sys/module/nvidia",
+     "driver.not-loaded driver.version-unreadable", doctor_check_driver},
+    {"devnode", LINK_DEVNODE, L(LINK_DRIVER), "/dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia<minor>",
+     "devnode.missing devnode.permissions", doctor_check_devnodes},
+    {"kernel-log", LINK_GPU, 0, "--kernel-log, /var/log/kern.log or /dev/kmsg",
+     "gpu.unhealthy-xid gpu.fallen-off-bus gpu.ecc-dbe", doctor_check_kernel_log},
+    {"nvml", LINK_NVML, L(LINK_DRIVER) | L(LINK_DEVNODE), "libnvidia-ml.so.1 (--nvml-library)", "nvml.load-failed",
+     doctor_check_nvml},
+    {"gpu-health", LINK_GPU, L(LINK_NVML), "NVML per GPU: lost, ECC volatile uncorrected",
+     "gpu.fallen-off-bus gpu.ecc-dbe", doctor_check_gpu_health},
+    {"toolkit", LINK_TOOLKIT, 0, "/var/lib/dpkg/status, nvidia-ctk, /etc/nvidia-container-runtime/config.toml",
+     "toolkit.too-old-for-driver toolkit.missing", doctor_check_toolkit},
+    {"runtime", LINK_RUNTIME, 0, "/etc/containerd/config.toml + imports, RuntimeClass handler",
+     "runtime.config-invalid runtime.config-missing runtime.nvidia-handler-missing runtime.binary-missing "
+     "runtime.default-is-runc runtime.cdi-disabled runtime.cdi-spec-dirs-mismatch runtime.cdi-and-legacy-hook",
+     doctor_check_runtime},
+    {"cdi", LINK_CDI, 0, "CDI spec dirs (/etc/cdi, /var/run/cdi or cdi_spec_dirs)",
+     "cdi.spec-missing cdi.spec-invalid cdi.spec-unreadable cdi.version-too-new cdi.duplicate-device "
+     "cdi.stale-devices",
+     doctor_check_cdi},
+    {"kubelet", LINK_KUBELET, 0, "/var/lib/kubelet/device-plugins/kubelet.sock, pod-resources socket",
+     "kubelet.not-running", doctor_check_kubelet},
+    {"plugin", LINK_PLUGIN, L(LINK_KUBELET) | L(LINK_NVML) | L(LINK_DRIVER),
+     "device-plugins/nvidia-*.sock, kubelet_internal_checkpoint, --node",
+     "plugin.not-registered plugin.socket-dir-mismatch plugin.allocatable-short", doctor_check_plugin},
+    {"mig", LINK_MIG, L(LINK_NVML) | L(LINK_DRIVER), "NVML MIG instances vs advertised resources, CDI",
+     "mig.layout-stale mig.without-cdi", doctor_check_mig},
+    {"alloc", LINK_ALLOC, L(LINK_KUBELET), "kubelet_internal_checkpoint vs /var/lib/kubelet/pods, --pods",
+     "alloc.held-by-terminated-pod", doctor_check_alloc},
+    {"cuda", LINK_VERSIONS, L(LINK_DRIVER), "--cuda-version, CUDA_VERSION of --pods images, driver",
+     "cuda.driver-too-old", doctor_check_cuda},
+};
+const size_t doctor_n_checks = ELEMENTSOF(doctor_checks);
+
+static const char *const link_names[] = {
+    [LINK_DRIVER] = "driver",   [LINK_DEVNODE] = "devnode", [LINK_NVML] = "nvml",   [LINK_GPU] = "gpu",
+    [LINK_TOOLKIT] = "toolkit", [LINK_RUNTIME] = "runtime", [LINK_CDI] = "cdi",     [LINK_KUBELET] = "kubelet",
+    [LINK_PLUGIN] = "plugin",   [LINK_MIG] = "mig",         [LINK_ALLOC] = "alloc", [LINK_VERSIONS] = "versions",
+};
+
+const char *doctor_link_name(enum doctor_link l)
+{
+	return l < _LINK_MAX ? link_names[l] : "?";
+}
+
+const char *doctor_severity_name(enum doctor_severity s)
+{
+	return s == DOCTOR_FAIL ? "fail" : s == DOCTOR_WARN ? "warn" : "ok";
+}
+
+struct doctor_finding *doctor_report(struct doctor_ctx *c, const char *id, enum doctor_severity sev,
+				     enum doctor_link link, const char *fix, const char *fmt, ...)
+{
+	static struct doctor_finding oom; /* evidence into it is dropped; keeps callers simple */
+	struct doctor_finding *f;
+	va_list ap;
+
+	if (c->n_findings == c->cap_findings) {
+		size_t cap = c->cap_findings ? c->cap_findings * 2 : 16;
+		struct doctor_finding *nf = realloc(c->findings, cap * sizeof(*nf));
+
+		if (!nf) {
+			memset(&oom, 0, sizeof(oom));
+			oom.n_evidence = DOCTOR_MAX_EVIDENCE;
+			return &oom;
+		}
+		c->findings = nf;
+		c->cap_findings = cap;
+	}
+	f = &c->findings[c->n_findings++];
+	memset(f, 0, sizeof(*f));
+	snprintf(f->id, sizeof(f->id), "%s", id);
+	f->severity = sev;
+	f->link = link;
+	snprintf(f->fix, sizeof(f->fix), "%s", fix ? fix : "");
+	va_start(ap, fmt);
+	vsnprintf(f->summary, sizeof(f->summary), fmt, ap);
+	va_end(ap);
+	if (sev == DOCTOR_FAIL)
+		c->failed_links |= L(link);
+	return f;
+}
+
+void doctor_evidence(struct doctor_finding *f, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	if (f->n_evidence >= DOCTOR_MAX_EVIDENCE)
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) >= 0)
+		f->evidence[f->n_evidence++] = s;
+	va_end(ap);
+}
+
+struct doctor_finding *doctor_find(struct doctor_ctx *c, const char *id)
+{
+	for (size_t k = 0; k < c->n_findings; k++)
+		if (streq(c->findings[k].id, id))
+			return &c->findings[k];
+	return NULL;
+}
+
+char *doctor_path(const struct doctor_ctx *c, const char *path)
+{
+	return root_path(c->o->root, path);
+}
+
+/* ---- lazily loaded facts ---- */
+
+int doctor_need_nvml(struct doctor_ctx *c)
+{
+	struct gerr err = {0};
+	_cleanup_free_ char *droot = NULL;
+	int r;
+
+	if (c->nvml_state)
+		return c->nvml_state;
+	/* the driver root as seen from here: --root + driver root */
+	droot = root_path(c->o->root, c->o->driver_root ? c->o->driver_root : "/");
+	if (!droot)
+		return -ENOMEM;
+	r = nvml_open(c->o->nvml_library, droot, &c->nv, &err);
+	if (r >= 0) {
+		r = node_load(c->nv, c->o->root, &c->node, &err);
+		if (r < 0) {
+			nvml_close(c->nv);
+			c->nv = NULL;
+		}
+	}
+	if (r < 0) {
+		snprintf(c->nvml_error, sizeof(c->nvml_error), "%s", err.msg[0] ? err.msg : strerror(-r));
+		return c->nvml_state = r;
+	}
+	return c->nvml_state = 1;
+}
+
+int doctor_need_containerd(struct doctor_ctx *c)
+{
+	const char *path = c->o->containerd_config ? c->o->containerd_config : "/etc/containerd/config.toml";
+	struct gerr err = {0};
+	int r;
+
+	if (c->ctrd_state)
+		return c->ctrd_state;
+	r = toml_load_containerd(c->o->root, path, &c->ctrd, &c->ctrd_files, &err);
+	if (r < 0) {
+		snprintf(c->ctrd_error, sizeof(c->ctrd_error), "%s", err.msg[0] ? err.msg : strerror(-r));
+		return c->ctrd_state = r;
+	}
+	c->ctrd_version = (int)toml_int(c->ctrd, "version", 1);
+	return c->ctrd_state = 1;
+}
+
+int doctor_need_checkpoint(struct doctor_ctx *c)
+{
+	_cleanup_free_ char *p = doctor_path(c, "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint");
+	struct gerr err = {0};
+	int r;
+
+	if (c->ckpt_state)
+		return c->ckpt_state;
+	if (!p)
+		return -ENOMEM;
+	r = checkpoint_load(p, &c->ckpt, &err);
+	if (r < 0) {
+		snprintf(c->ckpt_error, sizeof(c->ckpt_error), "%s", err.msg);
+		return c->ckpt_state = r;
+	}
+	return c->ckpt_state = 1;
+}
+
+/*
+ * containerd's CRI keys (reference/monitoring-doctor.md B4): v2 under io.containerd.grpc.v1.cri,
+ * v3 (containerd 2.x) under io.containerd.cri.v1.runtime. enable_cdi defaults to false in 1.7 and
+ * true in 2.x (reference/cdi.md §6, containerd PR #9621).
+ */
+void doctor_containerd_facts(const struct doctor_ctx *c, struct ctrd_facts *f)
+{
+	const struct toml *plugins = toml_get(c->ctrd, "plugins");
+	const struct toml *v;
+
+	memset(f, 0, sizeof(*f));
+	f->plugin_id = c->ctrd_version >= 3 ? "io.containerd.cri.v1.runtime" : "io.containerd.grpc.v1.cri";
+	f->cri = toml_get(plugins, f->plugin_id);
+	f->containerd = toml_get(f->cri, "containerd");
+	f->default_runtime = toml_string(f->containerd, "default_runtime_name", "runc");
+	v = toml_get(f->cri, "enable_cdi");
+	f->enable_cdi_explicit = v && v->type == TOML_BOOL;
+	f->enable_cdi = f->enable_cdi_explicit ? v->b : c->ctrd_version >= 3;
+}
+
+size_t doctor_cdi_dirs(const struct doctor_ctx *c, const char **dirs, size_t max)
+{
+	static const char *const defaults[] = {"/etc/cdi", "/var/run/cdi"}; /* CDI pkg/cdi/spec-dirs.go */
+	const struct toml *list = NULL;
+	struct ctrd_facts f;
+	size_t n = 0;
+
+	if (c->ctrd_state > 0) {
+		doctor_containerd_facts(c, &f);
+		list = toml_get(f.cri, "cdi_spec_dirs");
+	}
+	if (list && list->type == TOML_ARRAY) {
+		for (size_t k = 0; k < list->n && n < max; k++)
+			if (list->vals[k]->type == TOML_STRING)
+				dirs[n++] = list->vals[k]->s;
+		return n;
+	}
+	for (size_t k = 0; k < ELEMENTSOF(defaults) && n < max; k++)
+		dirs[n++] = defaults[k];
+	return n;
+}
+
+/* ---- pods (--pods) ---- */
+
+static bool resources_have_gpu(const json_t *res)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach ((json_t *)res, k, v) {
+		if (!strncmp(k, "nvidia.com/", 11))
+			return true;
+	}
+	return false;
+}
+
+bool doctor_pod_requests_gpu(const json_t *pod)
+{
+	const json_t *spec = json_object_get(pod, "spec");
+	static const char *const lists[] = {"containers", "initContainers"};
+
+	for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
+		size_t i;
+		json_t *ctr;
+
+		json_array_foreach (json_object_get(spec, lists[l]), i, ctr) {
+			const json_t *res = json_object_get(ctr, "resources");
+
+			if (resources_have_gpu(json_object_get(res, "limits")) ||
+			    resources_have_gpu(json_object_get(res, "requests")))
+				return true;
+		}
+	}
+	return false;
+}
+
+bool doctor_pod_is_terminating(const json_t *pod)
+{
+	const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+
+	return json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp") ||
+	       (phase && (streq(phase, "Succeeded") || streq(phase, "Failed")));
+}
+
+/* kubectl get pods -o json gives a List; one Pod is accepted too. */
+static int load_k8s_json(const char *path, json_t **ret, bool want_list, char *errbuf, size_t size)
+{
+	json_error_t je;
+	json_t *j = json_load_file(path, 0, &je);
+	json_t *items;
+
+	if (!j) {
+		snprintf(errbuf, size, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+		return -EINVAL;
+	}
+	if (!want_list) {
+		*ret = j;
+		return 0;
+	}
+	items = json_object_get(j, "items");
+	if (json_is_array(items)) {
+		json_incref(items);
+		json_decref(j);
+		*ret = items;
+		return 0;
+	}
+	items = json_array();
+	json_array_append_new(items, j);
+	*ret = items;
+	return 0;
+}
+
+/* ---- runner ---- */
+
+/* First fail finding of the links in mask: what explains a skipped check. */
+static const struct doctor_finding *explaining(const struct doctor_ctx *c, unsigned mask)
+{
+	for (size_t k = 0; k < c->n_findings; k++)
+		if (c->findings[k].severity == DOCTOR_FAIL && (L(c->findings[k].link) & mask))
+			return &c->findings[k];
+	return NULL;
+}
+
+int doctor_run(struct doctor_ctx *c, const struct doctor_options *o)
+{
+	char ebuf[GERR_MAX];
+
+	c->o = o;
+	c->skipped = json_array();
+	if (!c->skipped)
+		return -ENOMEM;
+	if (o->pods_file && load_k8s_json(o->pods_file, &c->pods, true, ebuf, sizeof(ebuf)) < 0) {
+		struct doctor_finding *f = doctor_report(c, "input.pods-invalid", DOCTOR_WARN, LINK_ALLOC,
+							 "kubectl get pods -A -o json > pods.json",
+							 "--pods file is not kubectl JSON; pod facts are ignored");
+		doctor_evidence(f, "%s", ebuf);
+	}
+	if (o->node_file && load_k8s_json(o->node_file, &c->node_obj, false, ebuf, sizeof(ebuf)) < 0) {
+		struct doctor_finding *f = doctor_report(c, "input.node-invalid", DOCTOR_WARN, LINK_PLUGIN,
+							 "kubectl get node NAME -o json > node.json",
+							 "--node file is not kubectl JSON; node facts are ignored");
+		doctor_evidence(f, "%s", ebuf);
+	}
+	for (size_t k = 0; k < doctor_n_checks; k++) {
+		const struct doctor_check *ch = &doctor_checks[k];
+		const struct doctor_finding *why = explaining(c, ch->requires);
+		size_t before = c->n_findings;
+		int r;
+
+		if (why) {
+			json_array_append_new(c->skipped, json_pack("{s:s, s:s, s:s}", "check", ch->name, "ids",
+								    ch->ids, "explained_by", why->id));
+			continue;
+		}
+		r = ch->run(c);
+		if (r == -ENOMEM)
+			return r;
+		if (c->n_findings == before) {
+			char id[64];
+
+			snprintf(id, sizeof(id), "%s.ok", ch->name);
+			doctor_report(c, id, DOCTOR_OK, ch->link, NULL, "checked %s", ch->inputs);
+		}
+	}
+	return 0;
+}
+
+void doctor_ctx_done(struct doctor_ctx *c)
+{
+	for (size_t k = 0; k < c->n_findings; k++)
+		for (size_t e = 0; e < c->findings[k].n_evidence; e++)
+			free(c->findings[k].evidence[e]);
+	free(c->findings);
+	json_decref(c->skipped);
+	node_free(c->node);
+	nvml_close(c->nv);
+	toml_free(c->ctrd);
+	for (size_t k = 0; c->ctrd_files && c->ctrd_files[k]; k++)
+		free(c->ctrd_files[k]);
+	free(c->ctrd_files);
+	checkpoint_free(c->ckpt);
+	json_decref(c->pods);
+	json_decref(c->node_obj);
+	memset(c, 0, sizeof(*c));
+}
+
+bool doctor_id_selected(const char *id, char *const *only, size_t n_only)
+{
+	if (!n_only)
+		return true;
+	for (size_t k = 0; k < n_only; k++) {
+		size_t n = strlen(only[k]);
+
+		if (streq(id, only[k]) || (n && only[k][n - 1] == '.' && !strncmp(id, only[k], n)) ||
+		    (!strchr(only[k], '.') && !strncmp(id, only[k], n) && id[n] == '.'))
+			return true;
+	}
+	return false;
+}
+
+json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_only)
+{
+	json_t *doc = json_object(), *arr = json_array();
+
+	if (!doc || !arr) {
+		json_decref(doc);
+		json_decref(arr);
+		return NULL;
+	}
+	for (size_t k = 0; k < c->n_findings; k++) {
+		const struct doctor_finding *f = &c->findings[k];
+		json_t *ev = json_array();
+
+		if (!doctor_id_selected(f->id, only, n_only))
+			continue;
+		for (size_t e = 0; e < f->n_evidence; e++)
+			json_array_append_new(ev, json_string(f->evidence[e]));
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:o, s:s}", "id", f->id, "severity",
+						     doctor_severity_name(f->severity), "component",
+						     doctor_link_name(f->link), "summary", f->summary, "evidence", ev,
+						     "fix", f->fix));
+	}
+	json_object_set_new(doc, "findings", arr);
+	json_object_set(doc, "skipped", c->skipped);
+	return doc;
+}

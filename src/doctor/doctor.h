@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gpulet doctor: the field guide's troubleshooting chain as a table of checks.
+ *
+ * A check is a table row {name, link, inputs, finding ids, requires, run}. Links are walked in
+ * chain order (driver → device nodes → NVML/health → toolkit/runtime → CDI → kubelet/plugin →
+ * allocations → versions). A check whose prerequisite link already failed is not run: its
+ * symptom is attributed to the earlier failure (it appears under "skipped" with the finding that
+ * explains it) instead of being reported as one more failure.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "err.h"
+
+enum doctor_severity { DOCTOR_OK, DOCTOR_WARN, DOCTOR_FAIL };
+
+/* Chain links, in the order the field guide walks them (seed §3–4, reference/monitoring-doctor.md B12). */
+enum doctor_link {
+	LINK_DRIVER,
+	LINK_DEVNODE,
+	LINK_NVML,
+	LINK_GPU,
+	LINK_TOOLKIT,
+	LINK_RUNTIME,
+	LINK_CDI,
+	LINK_KUBELET,
+	LINK_PLUGIN,
+	LINK_MIG,
+	LINK_ALLOC,
+	LINK_VERSIONS,
+	_LINK_MAX,
+};
+#define L(x)                (1u << (x))
+
+#define DOCTOR_MAX_EVIDENCE 16
+
+struct doctor_finding {
+	char id[64];
+	enum doctor_severity severity;
+	enum doctor_link link;
+	char summary[512];
+	char *evidence[DOCTOR_MAX_EVIDENCE];
+	size_t n_evidence;
+	char fix[1024];
+};
+
+struct doctor_options {
+	const char *root;              /* host root prefix, "/" by default */
+	const char *nvml_library;      /* --nvml-library / GPULET_NVML_LIBRARY */
+	const char *driver_root;       /* where the driver is installed (relative to the host), "/" */
+	const char *kernel_log;        /* --kernel-log FILE; NULL: <root>/var/log/kern.log, or /dev/kmsg live */
+	const char *pods_file;         /* --pods FILE: kubectl get pods -o json (a List or one Pod) */
+	const char *node_file;         /* --node FILE: kubectl get node NAME -o json */
+	const char *cuda_version;      /* --cuda-version 12.4: the CUDA an image needs */
+	const char *runtime_class;     /* RuntimeClass handler pods use, "nvidia" by default */
+	const char *containerd_config; /* path of config.toml on the host */
+};
+
+struct toml;
+struct nvml;
+struct node;
+struct checkpoint;
+
+/* What the checks read, loaded once and shared. Lazily filled by the doctor_need_* helpers. */
+struct doctor_ctx {
+	const struct doctor_options *o;
+	/* findings so far */
+	struct doctor_finding *findings;
+	size_t n_findings, cap_findings;
+	/* checks not run because a link they need already failed */
+	json_t *skipped;
+	unsigned failed_links; /* bit per enum doctor_link with a fail */
+
+	/* driver */
+	bool driver_loaded;
+	char driver_version[64]; /* "550.54.15" from /proc/driver/nvidia/version, "" unknown */
+	/* NVML */
+	int nvml_state; /* 0 not tried, 1 open, <0 -errno */
+	char nvml_error[GERR_MAX];
+	struct nvml *nv;
+	struct node *node;
+	/* containerd */
+	int ctrd_state; /* 0 not tried, 1 loaded, -ENOENT missing, other <0 invalid */
+	char ctrd_error[GERR_MAX];
+	struct toml *ctrd;
+	char **ctrd_files;
+	int ctrd_version;
+	/* kubelet checkpoint */
+	int ckpt_state;
+	char ckpt_error[GERR_MAX];
+	struct checkpoint *ckpt;
+	/* cluster facts from --pods / --node */
+	json_t *pods; /* array of Pod objects, NULL when not given */
+	json_t *node_obj;
+};
+
+/* Add a finding; evidence lines are added with doctor_evidence() on the returned pointer. */
+struct doctor_finding *doctor_report(struct doctor_ctx *c, const char *id, enum doctor_severity sev,
+				     enum doctor_link link, const char *fix, const char *fmt, ...) _printf_(6, 7);
+void doctor_evidence(struct doctor_finding *f, const char *fmt, ...) _printf_(2, 3);
+
+/* Path below --root; aborts the check with -ENOMEM on allocation failure. */
+char *doctor_path(const struct doctor_ctx *c, const char *path);
+
+/* Lazily loaded facts. Each returns >= 0 when the fact is available. */
+int doctor_need_nvml(struct doctor_ctx *c);
+int doctor_need_containerd(struct doctor_ctx *c);
+int doctor_need_checkpoint(struct doctor_ctx *c);
+
+/* containerd facts from the merged config (v2 and v3 key layouts). */
+struct ctrd_facts {
+	const struct toml *cri;        /* table with enable_cdi / cdi_spec_dirs */
+	const struct toml *containerd; /* table with default_runtime_name / runtimes */
+	const char *plugin_id;         /* "io.containerd.grpc.v1.cri" or "io.containerd.cri.v1.runtime" */
+	const char *default_runtime;   /* "runc" when unset */
+	int enable_cdi;                /* effective value (version defaults applied) */
+	bool enable_cdi_explicit;
+};
+void doctor_containerd_facts(const struct doctor_ctx *c, struct ctrd_facts *ret);
+/* The CDI spec dirs containerd reads (its cdi_spec_dirs or the default pair). NULL-terminated, static/borrowed. */
+size_t doctor_cdi_dirs(const struct doctor_ctx *c, const char **dirs, size_t max);
+
+/* First finding with this id, NULL when none yet. */
+struct doctor_finding *doctor_find(struct doctor_ctx *c, const char *id);
+
+/* Regular *.json / *.yaml files in a CDI dir below root (what a runtime reads); names[k] gets each. */
+size_t doctor_cdi_dir_files(const struct doctor_ctx *c, const char *dir, char names[][256], size_t max);
+
+/* nvidia-container-toolkit version under root (dpkg status, or nvidia-ctk --version on the host). */
+int doctor_toolkit_version(const struct doctor_ctx *c, char *buf, size_t size, char *src, size_t src_size);
+
+/* CUDA version a container needs (env CUDA_VERSION / NVIDIA_REQUIRE_CUDA, image nvidia/cuda:<ver>). */
+int doctor_container_cuda(const json_t *ctr, int *ret, char *src, size_t size);
+
+/* Kubernetes helpers over --pods */
+bool doctor_pod_requests_gpu(const json_t *pod);
+bool doctor_pod_is_terminating(const json_t *pod);
+
+/* The link checks (one file per link in src/doctor/). */
+int doctor_check_driver(struct doctor_ctx *c);
+int doctor_check_devnodes(struct doctor_ctx *c);
+int doctor_check_nvml(struct doctor_ctx *c);
+int doctor_check_kernel_log(struct doctor_ctx *c);
+int doctor_check_gpu_health(struct doctor_ctx *c);
+int doctor_check_toolkit(struct doctor_ctx *c);
+int doctor_check_runtime(struct doctor_ctx *c);
+int doctor_check_cdi(struct doctor_ctx *c);
+int doctor_check_kubelet(struct doctor_ctx *c);
+int doctor_check_plugin(struct doctor_ctx *c);
+int doctor_check_mig(struct doctor_ctx *c);
+int doctor_check_alloc(struct doctor_ctx *c);
+int doctor_check_cuda(struct doctor_ctx *c);
+
+struct doctor_check {
+	const char *name; /* "driver", also the id of its ok finding ("driver.ok") */
+	enum doctor_link link;
+	unsigned requires;  /* L(link) bits that must not have failed */
+	const char *inputs; /* what it reads, for --list */
+	const char *ids;    /* finding ids it may report, space separated */
+	int (*run)(struct doctor_ctx *c);
+};
+extern const struct doctor_check doctor_checks[];
+extern const size_t doctor_n_checks;
+
+const char *doctor_link_name(enum doctor_link l);
+const char *doctor_severity_name(enum doctor_severity s);
+
+/* Run every check in chain order. Returns -ENOMEM only; findings are in c. */
+int doctor_run(struct doctor_ctx *c, const struct doctor_options *o);
+void doctor_ctx_done(struct doctor_ctx *c);
+
+/* {"findings":[...], "skipped":[...]}; only ids in only[] (prefix match, "cdi." or exact) when given. */
+json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_only);
+bool doctor_id_selected(const char *id, char *const *only, size_t n_only);

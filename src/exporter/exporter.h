@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The exporter: a registry of metrics (one table row each, dcgm-exporter names), one sampler
+ * thread per physical GPU that polls NVML into that GPU's slot, an NVML event thread for XIDs,
+ * and a renderer that turns the slots into Prometheus text 0.0.4. Scrapes only copy the slots
+ * under their locks: they never call NVML, so a hung NVML call on one GPU only makes that GPU's
+ * values older (gpulet_sample_age_seconds) and never blocks a scrape or hides the other GPUs.
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "node.h"
+#include "nvml.h"
+#include "podres.h"
+
+/* Metric ids, in the order of exp_metrics[] (registry.c). */
+enum exp_metric_id {
+	EXP_SM_CLOCK,
+	EXP_MEM_CLOCK,
+	EXP_GPU_TEMP,
+	EXP_POWER_USAGE,
+	EXP_GPU_UTIL,
+	EXP_MEM_COPY_UTIL,
+	EXP_FB_FREE,
+	EXP_FB_USED,
+	EXP_FB_TOTAL,
+	EXP_ECC_SBE_VOL,
+	EXP_ECC_DBE_VOL,
+	EXP_ECC_SBE_AGG,
+	EXP_ECC_DBE_AGG,
+	EXP_RETIRED_SBE,
+	EXP_RETIRED_DBE,
+	EXP_CORRECTABLE_REMAPPED_ROWS,
+	EXP_UNCORRECTABLE_REMAPPED_ROWS,
+	EXP_ROW_REMAP_FAILURE,
+	EXP_METRIC_COUNT
+};
+
+#define EXP_SCOPE_GPU 1u
+#define EXP_SCOPE_MIG 2u
+
+/* One row of the registry: a metric and the NVML call that samples it. */
+struct exp_metric_def {
+	const char *name;
+	const char *type; /* "gauge" | "counter" */
+	const char *help;
+	unsigned scope; /* EXP_SCOPE_* where NVML has the value */
+	nvmlReturn_t (*get)(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret);
+	int arg;
+};
+extern const struct exp_metric_def exp_metrics[EXP_METRIC_COUNT];
+
+/* Values of one device (GPU or MIG instance) at one sample; valid bit i = exp_metrics[i] present. */
+struct exp_values {
+	double v[EXP_METRIC_COUNT];
+	uint64_t valid;
+};
+
+/* A GPU or MIG instance as the metrics name it; immutable after exporter_init. */
+struct exp_device {
+	char labels[768];              /* gpu="0",UUID="GPU-…",…: escaped, without braces or pod labels */
+	char attr_uuid[NODE_UUID_MAX]; /* the UUID kubelet reports for it (GPU or MIG UUID) */
+	unsigned gpu;                  /* index into exporter.gpus */
+	int mig;                       /* -1 for a whole GPU, else the NVML MIG device index */
+};
+
+#define EXP_XID_CODES 32
+
+/* Everything a sampler or the event thread writes about one physical GPU; guarded by lock. */
+struct exp_gpu_state {
+	double sampled_at;    /* CLOCK_MONOTONIC seconds of the last complete sample, 0 never */
+	uint64_t nvml_errors; /* failed NVML calls (NOT_SUPPORTED excluded) */
+	unsigned last_xid;    /* DCGM_FI_DEV_XID_ERRORS */
+	size_t n_xids;
+	struct {
+		unsigned code;
+		uint64_t count;
+	} xids[EXP_XID_CODES];
+	bool lost;          /* NVML answered GPU_IS_LOST */
+	bool xid_unhealthy; /* a critical XID was seen (plugin policy) */
+	bool dbe;           /* a double-bit ECC event was seen */
+};
+
+struct exp_gpu {
+	pthread_mutex_t lock;
+	struct exp_gpu_state st;
+	struct exp_values *vals;  /* n_devs entries: the GPU, then its MIG instances */
+	size_t first_dev, n_devs; /* range in exporter.devs */
+	char uuid[NODE_UUID_MAX];
+	unsigned nvml_index;
+	nvmlDevice_t handle; /* for matching event data; set by exporter_start */
+	pthread_t thread;
+	bool thread_running;
+	struct exporter *e;
+};
+
+struct exporter {
+	struct exp_device *devs;
+	size_t n_devs;
+	struct exp_gpu *gpus;
+	size_t n_gpus;
+	char hostname_labels[384]; /* ,Hostname="…",DCGM_FI_DRIVER_VERSION="…" or "" parts */
+	double started_at;         /* CLOCK_MONOTONIC seconds */
+	/* sampling */
+	struct nvml *nv;
+	int interval_ms;
+	atomic_bool stop;
+	pthread_mutex_t stop_lock;
+	pthread_cond_t stop_cond;
+	pthread_t event_thread;
+	bool event_running;
+	/* attribution */
+	struct podres_cache *podres; /* NULL: no pod labels */
+	bool virtual_gpus;           /* one series per pod sharing a device, with label vgpu */
+	atomic_uint_fast64_t scrapes;
+};
+
+/* The device list and label strings from a loaded node. hostname NULL: no Hostname label. */
+int exporter_init(struct exporter *e, const struct node *n, const char *hostname, struct gerr *err);
+void exporter_free(struct exporter *e);
+
+/* Start one sampler per GPU and the XID event thread. nv must outlive exporter_stop(). */
+int exporter_start(struct exporter *e, struct nvml *nv, int interval_ms, struct gerr *err);
+/*
+ * Ask every thread to stop; wait at most timeout_ms for each. A thread stuck in NVML is left
+ * running: the count of those is returned, and then e must not be freed (the process exits).
+ */
+int exporter_stop(struct exporter *e, int timeout_ms);
+
+/* Sample GPU slot g once (what each sampler thread does per interval); exposed for tests/bench. */
+void exporter_sample_gpu(struct exporter *e, size_t g);
+
+/* Record an XID on GPU slot g (event thread, kernel log); health follows the plugin's policy. */
+void exporter_record_xid(struct exporter *e, size_t g, unsigned xid);
+
+/* A growable text buffer reused across scrapes. */
+struct strbuf {
+	char *s;
+	size_t len, cap;
+	bool oom;
+};
+void strbuf_reset(struct strbuf *b);
+void strbuf_free(struct strbuf *b);
+void strbuf_printf(struct strbuf *b, const char *fmt, ...) _printf_(2, 3);
+
+/*
+ * Render the Prometheus text exposition of e (may be NULL: exporter still starting) into b.
+ * map: pod attribution (NULL: none). now: CLOCK_MONOTONIC seconds. Returns -ENOMEM or 0.
+ */
+int exporter_render(struct exporter *e, const struct podres_map *map, double now, struct strbuf *b);
+
+/* Label value escaping of the text format: \ → \\, " → \", newline → \n. */
+void prom_escape(const char *in, char *out, size_t size);
+
+double exp_now_monotonic(void);
+
+/* HTTP side (http.c): /metrics and /healthz with libmicrohttpd. */
+struct exp_http;
+struct exp_http_options {
+	const char *address; /* ":9400", "127.0.0.1:9400", "[::1]:9400", port 0 = any free */
+	unsigned max_connections;
+};
+int exp_http_start(const struct exp_http_options *o, struct exp_http **ret, struct gerr *err);
+/* Publish the exporter once it is ready (NULL before: /metrics serves the gpulet_* basics). */
+void exp_http_set_exporter(struct exp_http *h, struct exporter *e);
+unsigned exp_http_port(const struct exp_http *h);
+void exp_http_stop(struct exp_http *h);

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * /metrics and /healthz over libmicrohttpd. One internal polling thread serves requests in turn
+ * (a render takes well under a millisecond); connections, per-IP connections, idle time and the
+ * memory a request may use are bounded so a misbehaving client cannot grow us.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <string.h>
+
+#include "exporter.h"
+
+#define CONTENT_TYPE_METRICS "text/plain; version=0.0.4; charset=utf-8"
+#define HTTP_CONN_MEMORY     (32 * 1024) /* request line + headers; beyond that MHD answers 431/413 */
+#define HTTP_CONN_TIMEOUT_S  10
+#define HTTP_PER_IP_LIMIT    16
+
+struct exp_http {
+	struct MHD_Daemon *daemon;
+	_Atomic(struct exporter *) exporter;
+	unsigned port;
+};
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, char *body, size_t len,
+			     enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, mode);
+	if (!resp) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	enum MHD_Result r = MHD_queue_response(c, status, resp);
+	MHD_destroy_response(resp);
+	return r;
+}
+
+static enum MHD_Result text(struct MHD_Connection *c, unsigned status, const char *msg)
+{
+	return reply(c, status, "text/plain; charset=utf-8", (char *)msg, strlen(msg), MHD_RESPMEM_PERSISTENT);
+}
+
+static void render_podres_stats(struct strbuf *b, const struct podres_cache *pc)
+{
+	strbuf_printf(b,
+		      "# HELP gpulet_podresources_errors_total Failed kubelet PodResources List calls.\n"
+		      "# TYPE gpulet_podresources_errors_total counter\n"
+		      "gpulet_podresources_errors_total %llu\n"
+		      "# HELP gpulet_podresources_last_success_timestamp_seconds When pod attribution was last "
+		      "refreshed (0 never).\n"
+		      "# TYPE gpulet_podresources_last_success_timestamp_seconds gauge\n"
+		      "gpulet_podresources_last_success_timestamp_seconds %.3f\n",
+		      (unsigned long long)pc->errors, pc->last_success);
+}
+
+static enum MHD_Result serve_metrics(struct exp_http *h, struct MHD_Connection *c)
+{
+	struct exporter *e = atomic_load(&h->exporter);
+	struct strbuf b = {0};
+	int r;
+	if (e && e->podres) {
+		/* the refresher only takes this lock to swap maps; we hold it while rendering */
+		pthread_mutex_lock(&e->podres->lock);
+		r = exporter_render(e, e->podres->map, exp_now_monotonic(), &b);
+		render_podres_stats(&b, e->podres);
+		pthread_mutex_unlock(&e->podres->lock);
+	} else
+		r = exporter_render(e, NULL, exp_now_monotonic(), &b);
+	if (r < 0 || b.oom) {
+		strbuf_free(&b);
+		return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	}
+	return reply(c, MHD_HTTP_OK, CONTENT_TYPE_METRICS, TAKE_PTR(b.s), b.len, MHD_RESPMEM_MUST_FREE);
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			       const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+	struct exp_http *h = cls;
+	if (!streq(method, MHD_HTTP_METHOD_GET) && !streq(method, MHD_HTTP_METHOD_HEAD))
+		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+	if (streq(url, "/metrics"))
+		return serve_metrics(h, c);
+	if (streq(url, "/healthz") || streq(url, "/health")) {
+		/* dcgm-exporter's probe path is /health; Kubernetes habit is /healthz: answer both */
+		return atomic_load(&h->exporter)
+			   ? text(c, MHD_HTTP_OK, "ok\n")
+			   : text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "starting: NVML not loaded yet\n");
+	}
+	if (streq(url, "/"))
+		return text(c, MHD_HTTP_OK, "gpulet exporter: metrics at /metrics, health at /healthz\n");
+	return text(c, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
+}
+
+/* ":9400", "0.0.0.0:9400", "127.0.0.1:0", "[::1]:9400", "9400" */
+static int parse_address(const char *addr, struct sockaddr_storage *ss, socklen_t *len, bool *v6, struct gerr *err)
+{
+	char host[128] = "";
+	const char *port_s;
+	memset(ss, 0, sizeof(*ss));
+	if (addr[0] == '[') {
+		const char *end = strchr(addr, ']');
+		if (!end || end[1] != ':' || (size_t)(end - addr - 1) >= sizeof(host))
+			return gerr_set(err, EINVAL, "--address '%s': expected [IPv6]:PORT", addr);
+		memcpy(host, addr + 1, (size_t)(end - addr - 1));
+		port_s = end + 2;
+	} else {
+		const char *colon = strrchr(addr, ':');
+		if (colon) {
+			if ((size_t)(colon - addr) >= sizeof(host))
+				return gerr_set(err, EINVAL, "--address '%s': host too long", addr);
+			memcpy(host, addr, (size_t)(colon - addr));
+			port_s = colon + 1;
+		} else
+			port_s = addr;
+	}
+	char *end;
+	errno = 0;
+	long port = strtol(port_s, &end, 10);
+	if (!*port_s || *end || errno || port < 0 || port > 65535)
+		return gerr_set(err, EINVAL, "--address '%s': port must be 0-65535 (e.g. :9400)", addr);
+	struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+	if (!host[0] || streq(host, "0.0.0.0") || inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+		in4->sin_family = AF_INET;
+		in4->sin_port = htons((uint16_t)port);
+		if (!host[0])
+			in4->sin_addr.s_addr = htonl(INADDR_ANY);
+		*len = sizeof(*in4);
+		*v6 = false;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		*len = sizeof(*in6);
+		*v6 = true;
+		return 0;
+	}
+	return gerr_set(err, EINVAL, "--address '%s': '%s' is not an IP address (use :PORT for all)", addr, host);
+}
+
+int exp_http_start(const struct exp_http_options *o, struct exp_http **ret, struct gerr *err)
+{
+	struct sockaddr_storage ss;
+	socklen_t slen = 0;
+	bool v6 = false;
+	int r = parse_address(o->address ? o->address : ":9400", &ss, &slen, &v6, err);
+	if (r < 0)
+		return r;
+	struct exp_http *h = calloc(1, sizeof(*h));
+	if (!h)
+		return gerr_set(err, ENOMEM, "exporter: out of memory");
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | (v6 ? MHD_USE_IPv6 : 0);
+	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handler, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				     MHD_OPTION_CONNECTION_LIMIT, o->max_connections ? o->max_connections : 64u,
+				     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_PER_IP_LIMIT,
+				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_CONN_TIMEOUT_S,
+				     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY, MHD_OPTION_END);
+	if (!h->daemon) {
+		free(h);
+		return gerr_set(err, EADDRINUSE,
+				"exporter: cannot listen on %s (port in use or address not on this host); pick "
+				"another with --address",
+				o->address ? o->address : ":9400");
+	}
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	h->port = info ? info->port : 0;
+	*ret = h;
+	return 0;
+}
+
+void exp_http_set_exporter(struct exp_http *h, struct exporter *e)
+{
+	atomic_store(&h->exporter, e);
+}
+
+unsigned exp_http_port(const struct exp_http *h)
+{
+	return h->port;
+}
+
+void exp_http_stop(struct exp_http *h)
+{
+	if (!h)
+		return;
+	MHD_stop_daemon(h->daemon);
+	free(h);
+}

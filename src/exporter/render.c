@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Prometheus text exposition 0.0.4 of the exporter's last samples. Reads each GPU slot under its
+ * lock (a copy, no NVML), then writes without locks. Pod labels follow dcgm-exporter (A2, A4): a
+ * device held by one container gets pod/namespace/container; a device shared by several pods
+ * (time-slicing replicas) gets them only with --kubernetes-virtual-gpus, one series per pod with
+ * label vgpu, because one device-wide value cannot honestly be given to one of several pods.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "exporter.h"
+
+void strbuf_reset(struct strbuf *b)
+{
+	b->len = 0;
+	b->oom = false;
+	if (b->s)
+		b->s[0] = '\0';
+}
+
+void strbuf_free(struct strbuf *b)
+{
+	free(b->s);
+	memset(b, 0, sizeof(*b));
+}
+
+void strbuf_printf(struct strbuf *b, const char *fmt, ...)
+{
+	if (b->oom)
+		return;
+	for (;;) {
+		va_list ap;
+		va_start(ap, fmt);
+		size_t room = b->cap - b->len;
+		int n = vsnprintf(b->s ? b->s + b->len : NULL, room, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->oom = true;
+			return;
+		}
+		if ((size_t)n < room) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t ncap = MAX(b->cap * 2, b->len + (size_t)n + 4096);
+		char *s = realloc(b->s, ncap);
+		if (!s) {
+			b->oom = true;
+			return;
+		}
+		b->s = s;
+		b->cap = ncap;
+	}
+}
+
+void prom_escape(const char *in, char *out, size_t size)
+{
+	size_t o = 0;
+	for (const char *p = in ? in : ""; *p && o + 2 < size; p++) {
+		if (*p == '\\' || *p == '"') {
+			out[o++] = '\\';
+			out[o++] = *p;
+		} else if (*p == '\n') {
+			out[o++] = '\\';
+			out[o++] = 'n';
+		} else
+			out[o++] = *p;
+	}
+	if (size)
+		out[o < size ? o : size - 1] = '\0';
+}
+
+/* Values as Prometheus parses them; integers without an exponent up to 2^53. */
+static void put_value(struct strbuf *b, double v)
+{
+	if (isnan(v))
+		strbuf_printf(b, " NaN\n");
+	else if (isinf(v))
+		strbuf_printf(b, v > 0 ? " +Inf\n" : " -Inf\n");
+	else if (v == floor(v) && fabs(v) < 9007199254740992.0)
+		strbuf_printf(b, " %.0f\n", v);
+	else
+		strbuf_printf(b, " %.6g\n", v);
+}
+
+static void family(struct strbuf *b, const char *name, const char *type, const char *help)
+{
+	strbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Pod labels per device for this scrape: suffix strings in one buffer, ranges per device. */
+struct attribution {
+	struct strbuf text;
+	size_t *off; /* offsets of NUL-separated suffixes in text */
+	size_t n_off;
+	size_t *first, *count; /* per device */
+};
+
+static bool same_holder(const struct podres_device *a, const struct podres_device *b)
+{
+	return streq(a->pod, b->pod) && streq(a->ns, b->ns) && streq(a->container, b->container);
+}
+
+static void pod_suffix(struct strbuf *b, const struct podres_device *h, bool vgpu)
+{
+	char pod[512], ns[256], ctr[512];
+	prom_escape(h->pod, pod, sizeof(pod));
+	prom_escape(h->ns, ns, sizeof(ns));
+	prom_escape(h->container, ctr, sizeof(ctr));
+	strbuf_printf(b, ",container=\"%s\",namespace=\"%s\",pod=\"%s\"", ctr, ns, pod);
+	if (vgpu && h->replica >= 0)
+		strbuf_printf(b, ",vgpu=\"%d\"", h->replica);
+}
+
+static int attribution_build(struct attribution *a, const struct exporter *e, const struct podres_map *map)
+{
+	memset(a, 0, sizeof(*a));
+	size_t cap = 0;
+	a->first = calloc(e->n_devs + 1, sizeof(size_t));
+	a->count = calloc(e->n_devs + 1, sizeof(size_t));
+	if (!a->first || !a->count)
+		return -ENOMEM;
+	for (size_t d = 0; d < e->n_devs && map; d++) {
+		const struct podres_device *h = NULL;
+		size_t n = podres_find(map, e->devs[d].attr_uuid, &h);
+		bool one = n > 0;
+		for (size_t k = 1; k < n; k++)
+			one &= same_holder(&h[0], &h[k]);
+		size_t want = one ? 1 : e->virtual_gpus ? n : 0;
+		a->first[d] = a->n_off;
+		for (size_t k = 0; k < want; k++) {
+			if (a->n_off == cap) {
+				cap = cap ? cap * 2 : 32;
+				size_t *o = realloc(a->off, cap * sizeof(*o));
+				if (!o)
+					return -ENOMEM;
+				a->off = o;
+			}
+			a->off[a->n_off++] = a->text.len;
+			pod_suffix(&a->text, &h[k], !one);
+			strbuf_printf(&a->text, "%c", '\0');
+		}
+		a->count[d] = want;
+	}
+	return a->text.oom ? -ENOMEM : 0;
+}
+
+static void attribution_free(struct attribution *a)
+{
+	strbuf_free(&a->text);
+	free(a->off);
+	free(a->first);
+	free(a->count);
+}
+
+static const char *suffix(const struct attribution *a, size_t d, size_t k)
+{
+	return a->text.s + a->off[a->first[d] + k];
+}
+
+/* One sample line per attribution of device d (or one bare line). */
+static void device_line(struct strbuf *b, const struct exporter *e, const struct attribution *a, size_t d,
+			const char *name, double v)
+{
+	size_t n = a->count[d];
+	for (size_t k = 0; k < MAX(n, (size_t)1); k++) {
+		strbuf_printf(b, "%s{%s%s%s}", name, e->devs[d].labels, e->hostname_labels, n ? suffix(a, d, k) : "");
+		put_value(b, v);
+	}
+}
+
+static bool gpu_healthy(const struct exp_gpu_state *st)
+{
+	return !st->lost && !st->xid_unhealthy && !st->dbe;
+}
+
+static void render_pod_allocation(struct strbuf *b, const struct exporter *e, const struct podres_map *map)
+{
+	bool header = false;
+	for (size_t d = 0; d < e->n_devs && map; d++) {
+		const struct podres_device *h = NULL;
+		size_t n = podres_find(map, e->devs[d].attr_uuid, &h);
+		for (size_t k = 0; k < n; k++) {
+			if (!header) {
+				family(
+				    b, "gpulet_pod_gpu_allocated", "gauge",
+				    "1 for each device (GPU, MIG instance or time-slicing replica) kubelet assigned to "
+				    "a container (PodResources API).");
+				header = true;
+			}
+			strbuf_printf(b, "gpulet_pod_gpu_allocated{%s%s", e->devs[d].labels, e->hostname_labels);
+			char res[256];
+			prom_escape(h[k].resource, res, sizeof(res));
+			pod_suffix(b, &h[k], true);
+			strbuf_printf(b, ",resource=\"%s\"}", res);
+			put_value(b, 1);
+		}
+	}
+}
+
+static void render_devices(struct strbuf *b, const struct exporter *e, const struct attribution *a,
+			   const struct exp_values *vals, const struct exp_gpu_state *st, double now)
+{
+	for (size_t i = 0; i < EXP_METRIC_COUNT; i++) {
+		const struct exp_metric_def *m = &exp_metrics[i];
+		bool header = false;
+		for (size_t d = 0; d < e->n_devs; d++) {
+			if (!(vals[d].valid & (1ull << i)))
+				continue;
+			if (!header) {
+				family(b, m->name, m->type, m->help);
+				header = true;
+			}
+			device_line(b, e, a, d, m->name, vals[d].v[i]);
+		}
+	}
+	if (!e->n_gpus)
+		return;
+	family(b, "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.");
+	for (size_t g = 0; g < e->n_gpus; g++)
+		device_line(b, e, a, e->gpus[g].first_dev, "DCGM_FI_DEV_XID_ERRORS", st[g].last_xid);
+
+	bool header = false;
+	for (size_t g = 0; g < e->n_gpus; g++)
+		for (size_t k = 0; k < st[g].n_xids; k++) {
+			if (!header) {
+				family(b, "gpulet_xid_errors_total", "counter",
+				       "XID errors seen since the exporter started, by XID code (NVML events).");
+				header = true;
+			}
+			strbuf_printf(b, "gpulet_xid_errors_total{%s%s,xid=\"%u\"}",
+				      e->devs[e->gpus[g].first_dev].labels, e->hostname_labels, st[g].xids[k].code);
+			put_value(b, (double)st[g].xids[k].count);
+		}
+
+	family(b, "gpulet_gpu_healthy", "gauge",
+	       "1 when the device is healthy as the device plugin sees it: not lost, no critical XID, no double-bit "
+	       "ECC event.");
+	for (size_t d = 0; d < e->n_devs; d++) {
+		strbuf_printf(b, "gpulet_gpu_healthy{%s%s}", e->devs[d].labels, e->hostname_labels);
+		put_value(b, gpu_healthy(&st[e->devs[d].gpu]));
+	}
+	family(b, "gpulet_sample_age_seconds", "gauge",
+	       "Seconds since this GPU was last sampled completely (grows while an NVML call hangs).");
+	for (size_t g = 0; g < e->n_gpus; g++) {
+		double since = st[g].sampled_at > 0 ? st[g].sampled_at : e->started_at;
+		strbuf_printf(b, "gpulet_sample_age_seconds{%s%s}", e->devs[e->gpus[g].first_dev].labels,
+			      e->hostname_labels);
+		put_value(b, round(MAX(now - since, 0.0) * 1000.0) / 1000.0);
+	}
+	family(b, "gpulet_nvml_errors_total", "counter",
+	       "Failed NVML calls while sampling this GPU (NOT_SUPPORTED answers excluded).");
+	for (size_t g = 0; g < e->n_gpus; g++) {
+		strbuf_printf(b, "gpulet_nvml_errors_total{%s%s}", e->devs[e->gpus[g].first_dev].labels,
+			      e->hostname_labels);
+		put_value(b, (double)st[g].nvml_errors);
+	}
+}
+
+int exporter_render(struct exporter *e, const struct podres_map *map, double now, struct strbuf *b)
+{
+	strbuf_reset(b);
+	family(b, "gpulet_exporter_ready", "gauge", "1 once NVML is loaded and the GPUs are known.");
+	strbuf_printf(b, "gpulet_exporter_ready");
+	put_value(b, e ? 1 : 0);
+	if (!e)
+		return b->oom ? -ENOMEM : 0;
+	atomic_fetch_add(&e->scrapes, 1);
+
+	struct exp_values *vals = calloc(e->n_devs + 1, sizeof(*vals));
+	struct exp_gpu_state *st = calloc(e->n_gpus + 1, sizeof(*st));
+	struct attribution a;
+	int r = vals && st ? attribution_build(&a, e, map) : -ENOMEM;
+	if (r == 0) {
+		for (size_t g = 0; g < e->n_gpus; g++) {
+			struct exp_gpu *eg = &e->gpus[g];
+			pthread_mutex_lock(&eg->lock);
+			memcpy(&vals[eg->first_dev], eg->vals, eg->n_devs * sizeof(*vals));
+			st[g] = eg->st;
+			pthread_mutex_unlock(&eg->lock);
+		}
+		render_devices(b, e, &a, vals, st, now);
+		render_pod_allocation(b, e, map);
+	}
+	if (vals && st)
+		attribution_free(&a);
+	free(vals);
+	free(st);
+	return r < 0 ? r : b->oom ? -ENOMEM : 0;
+}

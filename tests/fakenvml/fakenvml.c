@@ -1,0 +1,1406 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A fake libnvidia-ml.so.1 for tests: every NVML entry point gpulet resolves (NVML_SYMBOLS in
+ * src/core/nvml_abi.h), answered from a JSON node fixture named by FAKE_NVML_FIXTURE.
+ *
+ * Run-time injection while a daemon holds the library (tests/fakenvml/README.md):
+ *   - the fixture is re-read whenever its inode, size or mtime changes, so a test rewrites it
+ *     (atomically) to re-partition MIG, lose a GPU, recover it, or make nvmlInit_v2 fail;
+ *   - FAKE_NVML_EVENTS names a file of event lines that nvmlEventSetWait_v2 hands out;
+ *   - per-GPU "fail" and "delay_ms" maps make one call fail or hang on one GPU.
+ *
+ * Handles are pointers into static tables indexed by slot; a slot belongs to one UUID for the life
+ * of the process, so a handle stays valid (and answers for the same GPU) across fixture reloads.
+ * One mutex guards all state; it is never held while a call sleeps (delays, event waits), so a
+ * hung call on one GPU does not block calls on the others.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "nvml.h"
+#include "nvml_abi.h"
+
+#define API      __attribute__((visibility("default")))
+
+#define MAX_GPUS 32 /* mig-minors covers gpu0..gpu31 */
+#define MAX_MIGS 16 /* A100/H100 allow 7 MIG devices; room for CI splits */
+#define MAX_GIS  16 /* GPU instance ids are 0..14 on A100/H100 */
+#define MAX_SETS 64
+#define NO_ID    0xFFFFFFFFu
+#define MIB      (1024ULL * 1024ULL)
+
+struct nvmlDevice_st {
+	unsigned gpu; /* slot */
+	int mig;      /* mig slot, -1 for the GPU itself */
+};
+
+struct nvmlGpuInstance_st {
+	unsigned gpu;
+	unsigned gi;
+};
+
+struct nvmlEventSet_st {
+	bool used;
+	long offset;                       /* bytes of FAKE_NVML_EVENTS already consumed by this set */
+	unsigned long long mask[MAX_GPUS]; /* registered event types per GPU slot */
+};
+
+struct mig_slot {
+	char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+	bool present;
+	unsigned index; /* nvmlDeviceGetMigDeviceHandleByIndex position */
+	unsigned gi, ci;
+	unsigned ci_slices;
+	json_t *gi_spec; /* the "mig" entry (GPU instance) */
+	json_t *ci_spec; /* the "cis" entry (compute instance) */
+	json_t *profile; /* the model's gi_profiles entry */
+};
+
+struct gpu_slot {
+	char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+	bool present;
+	unsigned index;
+	json_t *spec;
+	json_t *model;
+	struct mig_slot migs[MAX_MIGS];
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int init_count;
+static json_t *root;
+static struct stat root_st;
+static bool root_loaded;
+static char root_path[4096];
+static struct gpu_slot slots[MAX_GPUS];
+static int by_index[MAX_GPUS];
+static unsigned n_gpus;
+static struct nvmlDevice_st gpu_handles[MAX_GPUS];
+static struct nvmlDevice_st mig_handles[MAX_GPUS][MAX_MIGS];
+static struct nvmlGpuInstance_st gi_handles[MAX_GPUS][MAX_GIS];
+static struct nvmlEventSet_st sets[MAX_SETS];
+
+static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("fakenvml: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* ---- fixture access ---------------------------------------------------------------------- */
+
+/* A GPU's field: the GPU object first, then its model, so fixtures share per-model facts. */
+static json_t *gpu_get(const struct gpu_slot *g, const char *key)
+{
+	json_t *v = json_object_get(g->spec, key);
+
+	return v ? v : json_object_get(g->model, key);
+}
+
+/* A telemetry field: GPU's "telemetry" object, then the model's. */
+static json_t *tel_get(const struct gpu_slot *g, const char *key)
+{
+	json_t *v = json_object_get(json_object_get(g->spec, "telemetry"), key);
+
+	return v ? v : json_object_get(json_object_get(g->model, "telemetry"), key);
+}
+
+static long long int_or(json_t *v, long long def)
+{
+	if (json_is_integer(v))
+		return json_integer_value(v);
+	if (json_is_true(v))
+		return 1;
+	if (json_is_false(v))
+		return 0;
+	if (json_is_string(v)) /* hex ids such as "0x20B010DE" */
+		return strtoll(json_string_value(v), NULL, 0);
+	return def;
+}
+
+static const char *str_or(json_t *v, const char *def)
+{
+	return json_is_string(v) ? json_string_value(v) : def;
+}
+
+/* A return code in the fixture: a name from nvml_return_name() ("GPU_IS_LOST") or a number. */
+static nvmlReturn_t return_code(json_t *v)
+{
+	nvmlReturn_t r;
+
+	if (json_is_integer(v))
+		return (nvmlReturn_t)json_integer_value(v);
+	if (json_is_string(v)) {
+		const char *s = json_string_value(v);
+
+		if (strncmp(s, "NVML_ERROR_", 11) == 0)
+			s += 11;
+		if (nvml_return_from_name(s, &r) == 0)
+			return r;
+		warn("unknown NVML return name '%s' in the fixture; using UNKNOWN", s);
+		return NVML_ERROR_UNKNOWN;
+	}
+	return NVML_SUCCESS;
+}
+
+/* ---- reload ------------------------------------------------------------------------------ */
+
+static json_t *find_profile(json_t *model, unsigned profile_index)
+{
+	size_t i;
+	json_t *p;
+
+	json_array_foreach (json_object_get(model, "gi_profiles"), i, p)
+		if (int_or(json_object_get(p, "profile"), -1) == (long long)profile_index)
+			return p;
+	return NULL;
+}
+
+static struct mig_slot *mig_slot_for(struct gpu_slot *g, const char *uuid)
+{
+	for (unsigned i = 0; i < MAX_MIGS; i++)
+		if (streq(g->migs[i].uuid, uuid))
+			return &g->migs[i];
+	for (unsigned i = 0; i < MAX_MIGS; i++)
+		if (!g->migs[i].uuid[0]) {
+			snprintf(g->migs[i].uuid, sizeof(g->migs[i].uuid), "%s", uuid);
+			return &g->migs[i];
+		}
+	return NULL;
+}
+
+static void load_migs(struct gpu_slot *g)
+{
+	json_t *gi, *ci;
+	size_t i, j;
+	unsigned index = 0;
+
+	for (unsigned k = 0; k < MAX_MIGS; k++) {
+		g->migs[k].present = false;
+		g->migs[k].gi_spec = g->migs[k].ci_spec = g->migs[k].profile = NULL;
+	}
+	json_array_foreach (json_object_get(g->spec, "mig"), i, gi) {
+		json_t *profile = find_profile(g->model, (unsigned)int_or(json_object_get(gi, "gi_profile"), -1));
+
+		if (!profile)
+			warn("GPU %s: MIG instance %zu names a gi_profile its model does not list", g->uuid, i);
+		json_array_foreach (json_object_get(gi, "cis"), j, ci) {
+			const char *uuid = str_or(json_object_get(ci, "uuid"), NULL);
+			struct mig_slot *m;
+
+			if (!uuid || !(m = mig_slot_for(g, uuid))) {
+				warn("GPU %s: MIG device without uuid or too many MIG devices", g->uuid);
+				continue;
+			}
+			m->present = true;
+			m->index = index++;
+			m->gi = (unsigned)int_or(json_object_get(gi, "gi"), 0);
+			m->ci = (unsigned)int_or(json_object_get(ci, "ci"), 0);
+			m->gi_spec = gi;
+			m->ci_spec = ci;
+			m->profile = profile;
+			m->ci_slices = (unsigned)int_or(json_object_get(ci, "ci_slices"),
+							int_or(json_object_get(profile, "slices"), 1));
+		}
+	}
+}
+
+static struct gpu_slot *gpu_slot_for(const char *uuid)
+{
+	for (unsigned i = 0; i < MAX_GPUS; i++)
+		if (streq(slots[i].uuid, uuid))
+			return &slots[i];
+	for (unsigned i = 0; i < MAX_GPUS; i++)
+		if (!slots[i].uuid[0]) {
+			snprintf(slots[i].uuid, sizeof(slots[i].uuid), "%s", uuid);
+			return &slots[i];
+		}
+	return NULL;
+}
+
+/* Re-read the fixture when it changed on disk. Called with the lock held. */
+static int refresh(void)
+{
+	const char *path = getenv("FAKE_NVML_FIXTURE");
+	json_error_t jerr;
+	struct stat st;
+	json_t *gpu, *next;
+	size_t i;
+
+	if (!path || !*path) {
+		warn("FAKE_NVML_FIXTURE is not set; point it at a tests/fixtures/*.json file");
+		return -ENOENT;
+	}
+	if (stat(path, &st) < 0) {
+		/* Callers after init keep the state they have; nvmlInit_v2 fails. */
+		warn("cannot stat fixture %s: %s", path, strerror(errno));
+		return -ENOENT;
+	}
+	if (root_loaded && streq(path, root_path) && st.st_ino == root_st.st_ino && st.st_size == root_st.st_size &&
+	    st.st_mtim.tv_sec == root_st.st_mtim.tv_sec && st.st_mtim.tv_nsec == root_st.st_mtim.tv_nsec)
+		return 0;
+	next = json_load_file(path, 0, &jerr);
+	if (!next) {
+		warn("%s:%d:%d: %s (keeping the previous fixture)", path, jerr.line, jerr.column, jerr.text);
+		return -EINVAL;
+	}
+	for (unsigned k = 0; k < MAX_GPUS; k++) {
+		slots[k].present = false;
+		slots[k].spec = slots[k].model = NULL;
+		by_index[k] = -1;
+	}
+	n_gpus = 0;
+	json_array_foreach (json_object_get(next, "gpus"), i, gpu) {
+		const char *uuid = str_or(json_object_get(gpu, "uuid"), NULL);
+		struct gpu_slot *g;
+
+		if (!uuid || n_gpus >= MAX_GPUS || !(g = gpu_slot_for(uuid))) {
+			warn("%s: gpus[%zu] has no uuid or there are too many GPUs; skipped", path, i);
+			continue;
+		}
+		g->present = true;
+		g->index = n_gpus;
+		g->spec = gpu;
+		g->model = json_object_get(json_object_get(next, "models"), str_or(json_object_get(gpu, "model"), ""));
+		by_index[n_gpus++] = (int)(g - slots);
+		load_migs(g);
+	}
+	json_decref(root);
+	root = next;
+	root_st = st;
+	snprintf(root_path, sizeof(root_path), "%s", path);
+	root_loaded = true;
+	return 0;
+}
+
+/* ---- call entry and exit ----------------------------------------------------------------- */
+
+enum want { ANY, GPU_ONLY, MIG_ONLY };
+
+struct call {
+	struct gpu_slot *g;
+	struct mig_slot *m; /* NULL for a GPU handle */
+	struct nvmlDevice_st *h;
+};
+
+static nvmlReturn_t leave(nvmlReturn_t r)
+{
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+/* Fault knobs for function fn in obj: "fail": {fn: RET}, "delay_ms": {fn: N} (also "fail"."delay_ms"). */
+static long knob_delay(json_t *obj, const char *fn)
+{
+	json_t *fail = json_object_get(obj, "fail");
+	json_t *d = json_object_get(json_object_get(obj, "delay_ms"), fn);
+
+	if (!d)
+		d = json_object_get(json_object_get(fail, "delay_ms"), fn);
+	return (long)int_or(d, 0);
+}
+
+static nvmlReturn_t knob_fail(json_t *obj, const char *fn)
+{
+	return return_code(json_object_get(json_object_get(obj, "fail"), fn));
+}
+
+static bool handle_valid(nvmlDevice_t h)
+{
+	uintptr_t p = (uintptr_t)h;
+
+	if (p >= (uintptr_t)gpu_handles && p < (uintptr_t)(gpu_handles + MAX_GPUS))
+		return (p - (uintptr_t)gpu_handles) % sizeof(*h) == 0;
+	if (p >= (uintptr_t)mig_handles && p < (uintptr_t)(mig_handles + MAX_GPUS))
+		return (p - (uintptr_t)mig_handles) % sizeof(*h) == 0;
+	return false;
+}
+
+static nvmlReturn_t resolve(nvmlDevice_t h, struct call *c)
+{
+	if (!h || !handle_valid(h))
+		return NVML_ERROR_INVALID_ARGUMENT;
+	c->h = h;
+	c->g = &slots[h->gpu];
+	c->m = h->mig >= 0 ? &c->g->migs[h->mig] : NULL;
+	if (!c->g->present || (c->m && !c->m->present))
+		return NVML_ERROR_INVALID_ARGUMENT; /* GPU gone from the fixture, MIG device destroyed */
+	if (json_is_true(gpu_get(c->g, "lost")))
+		return NVML_ERROR_GPU_IS_LOST;
+	return NVML_SUCCESS;
+}
+
+/*
+ * Take the lock, reload the fixture, check init, apply the fault knobs of fn. On NVML_SUCCESS the
+ * lock is held and the caller ends with `return leave(r)`; on failure the lock is released.
+ */
+static nvmlReturn_t enter_system(const char *fn)
+{
+	long delay;
+	nvmlReturn_t r;
+
+	pthread_mutex_lock(&lock);
+	if (init_count == 0)
+		return leave(NVML_ERROR_UNINITIALIZED);
+	refresh();
+	delay = knob_delay(root, fn);
+	if (delay > 0) {
+		pthread_mutex_unlock(&lock);
+		sleep_ms(delay);
+		pthread_mutex_lock(&lock);
+		refresh();
+	}
+	r = knob_fail(root, fn);
+	if (r != NVML_SUCCESS)
+		return leave(r);
+	return NVML_SUCCESS;
+}
+
+static nvmlReturn_t enter(const char *fn, nvmlDevice_t h, enum want want, struct call *c)
+{
+	nvmlReturn_t r = enter_system(fn);
+	long delay;
+
+	if (r != NVML_SUCCESS)
+		return r;
+	r = resolve(h, c);
+	if (r != NVML_SUCCESS)
+		return leave(r);
+	delay = knob_delay(c->g->spec, fn);
+	if (delay > 0) {
+		pthread_mutex_unlock(&lock);
+		sleep_ms(delay);
+		pthread_mutex_lock(&lock);
+		refresh();
+		r = resolve(h, c);
+		if (r != NVML_SUCCESS)
+			return leave(r);
+	}
+	r = knob_fail(c->g->spec, fn);
+	if (r != NVML_SUCCESS)
+		return leave(r);
+	if (want == GPU_ONLY && c->m)
+		return leave(NVML_ERROR_NOT_SUPPORTED);
+	if (want == MIG_ONLY && !c->m)
+		return leave(NVML_ERROR_NOT_SUPPORTED);
+	return NVML_SUCCESS;
+}
+
+#define DEVICE_CALL(dev, want)                                    \
+	struct call c;                                            \
+	{                                                         \
+		nvmlReturn_t r_ = enter(__func__, dev, want, &c); \
+		if (r_ != NVML_SUCCESS)                           \
+			return r_;                                \
+	}
+
+#define SYSTEM_CALL()                                     \
+	{                                                 \
+		nvmlReturn_t r_ = enter_system(__func__); \
+		if (r_ != NVML_SUCCESS)                   \
+			return r_;                        \
+	}
+
+static nvmlReturn_t copy_str(char *buf, unsigned length, const char *s)
+{
+	if (!buf)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (strlen(s) + 1 > length)
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	memcpy(buf, s, strlen(s) + 1);
+	return NVML_SUCCESS;
+}
+
+static nvmlDevice_t gpu_handle(const struct gpu_slot *g)
+{
+	return &gpu_handles[g - slots];
+}
+
+/* ---- init, system ------------------------------------------------------------------------ */
+
+API nvmlReturn_t nvmlInit_v2(void)
+{
+	nvmlReturn_t r;
+	int k;
+
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; i < MAX_GPUS; i++) {
+		gpu_handles[i] = (struct nvmlDevice_st){i, -1};
+		for (unsigned j = 0; j < MAX_MIGS; j++)
+			mig_handles[i][j] = (struct nvmlDevice_st){i, (int)j};
+		for (unsigned j = 0; j < MAX_GIS; j++)
+			gi_handles[i][j] = (struct nvmlGpuInstance_st){i, j};
+	}
+	k = refresh();
+	if (k < 0) /* no fixture: as if the kernel module were missing; a broken one: UNKNOWN */
+		return leave(k == -ENOENT ? NVML_ERROR_DRIVER_NOT_LOADED : NVML_ERROR_UNKNOWN);
+	r = return_code(json_object_get(root, "init_error"));
+	if (r != NVML_SUCCESS)
+		return leave(r);
+	init_count++;
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlShutdown(void)
+{
+	pthread_mutex_lock(&lock);
+	if (init_count == 0)
+		return leave(NVML_ERROR_UNINITIALIZED);
+	init_count--;
+	return leave(NVML_SUCCESS);
+}
+
+API const char *nvmlErrorString(nvmlReturn_t result)
+{
+	/* Readable text made from the stable name: "GPU_IS_LOST" -> "GPU is lost". */
+	static const char *const acronyms[] = {"GPU", "IRQ", "RM", "VGPU", "ECC"};
+	static char text[64][48];
+	static char unknown[] = "Unknown Error";
+	static pthread_mutex_t text_lock = PTHREAD_MUTEX_INITIALIZER;
+	const char *name = nvml_return_name(result);
+	unsigned slot = (unsigned)result < 64 ? (unsigned)result : 63;
+
+	if (streq(name, "UNKNOWN"))
+		return unknown;
+	pthread_mutex_lock(&text_lock);
+	if (!text[slot][0]) {
+		char *save = NULL, words[48];
+
+		snprintf(words, sizeof(words), "%s", name);
+		for (char *w = strtok_r(words, "_", &save); w; w = strtok_r(NULL, "_", &save)) {
+			size_t n = strlen(text[slot]);
+			bool keep = false;
+
+			for (size_t k = 0; k < ELEMENTSOF(acronyms); k++)
+				keep |= streq(w, acronyms[k]);
+			for (char *p = w + 1; !keep && *p; p++)
+				*p = (char)(*p | 0x20);
+			if (n && !keep)
+				*w = (char)(*w | 0x20);
+			snprintf(text[slot] + n, sizeof(text[slot]) - n, "%s%s", n ? " " : "", w);
+		}
+	}
+	pthread_mutex_unlock(&text_lock);
+	return text[slot];
+}
+
+API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned length)
+{
+	SYSTEM_CALL();
+	return leave(copy_str(version, length, str_or(json_object_get(root, "driver_version"), "550.54.15")));
+}
+
+API nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned length)
+{
+	SYSTEM_CALL();
+	return leave(copy_str(version, length, str_or(json_object_get(root, "nvml_version"), "12.550.54.15")));
+}
+
+API nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v)
+{
+	SYSTEM_CALL();
+	if (!v)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	*v = (int)int_or(json_object_get(root, "cuda_driver_version"), 12040);
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned *count)
+{
+	SYSTEM_CALL();
+	if (!count)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	*count = n_gpus;
+	return leave(NVML_SUCCESS);
+}
+
+/* Handle lookups fail with GPU_IS_LOST for a lost GPU, as the driver does for a GPU off the bus. */
+static nvmlReturn_t hand_out(struct gpu_slot *g, struct mig_slot *m, nvmlDevice_t *device)
+{
+	if (json_is_true(gpu_get(g, "lost")))
+		return NVML_ERROR_GPU_IS_LOST;
+	*device = m ? &mig_handles[g - slots][m - g->migs] : gpu_handle(g);
+	return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned index, nvmlDevice_t *device)
+{
+	SYSTEM_CALL();
+	if (!device || index >= n_gpus)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	return leave(hand_out(&slots[by_index[index]], NULL, device));
+}
+
+API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
+{
+	SYSTEM_CALL();
+	if (!uuid || !device)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	for (unsigned i = 0; i < n_gpus; i++) {
+		struct gpu_slot *g = &slots[by_index[i]];
+
+		if (streq(g->uuid, uuid))
+			return leave(hand_out(g, NULL, device));
+		for (unsigned j = 0; j < MAX_MIGS; j++)
+			if (g->migs[j].present && streq(g->migs[j].uuid, uuid))
+				return leave(hand_out(g, &g->migs[j], device));
+	}
+	return leave(NVML_ERROR_NOT_FOUND);
+}
+
+/* ---- identity ---------------------------------------------------------------------------- */
+
+API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned length)
+{
+	DEVICE_CALL(device, ANY);
+	return leave(copy_str(uuid, length, c.m ? c.m->uuid : c.g->uuid));
+}
+
+API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned length)
+{
+	const char *gpu_name;
+	char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+
+	DEVICE_CALL(device, ANY);
+	gpu_name = str_or(gpu_get(c.g, "name"), "NVIDIA Fake GPU");
+	if (!c.m)
+		return leave(copy_str(name, length, gpu_name));
+	/* MIG devices are named "<GPU name> MIG [<c>c.]<profile>", e.g. "... MIG 1g.5gb". */
+	if (c.m->ci_slices != (unsigned)int_or(json_object_get(c.m->profile, "slices"), 0))
+		snprintf(buf, sizeof(buf), "%s MIG %uc.%s", gpu_name, c.m->ci_slices,
+			 str_or(json_object_get(c.m->profile, "name"), "?"));
+	else
+		snprintf(buf, sizeof(buf), "%s MIG %s", gpu_name, str_or(json_object_get(c.m->profile, "name"), "?"));
+	return leave(copy_str(name, length, buf));
+}
+
+static nvmlReturn_t put_uint(unsigned *out, json_t *v)
+{
+	if (!out)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (!v)
+		return NVML_ERROR_NOT_SUPPORTED;
+	*out = (unsigned)int_or(v, 0);
+	return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned *minor)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!minor)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	*minor = (unsigned)int_or(gpu_get(c.g, "minor"), c.g->index);
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned *index)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!index)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	*index = c.g->index;
+	return leave(NVML_SUCCESS);
+}
+
+/* nvmlPciInfo_t from an NVML bus id "00000000:07:00.0". */
+static nvmlReturn_t fill_pci(nvmlPciInfo_t *pci, const char *bus_id, unsigned device_id, unsigned subsys_id)
+{
+	unsigned dom = 0, bus = 0, dev = 0, fn = 0;
+
+	if (!pci)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (sscanf(bus_id, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) != 4)
+		return NVML_ERROR_UNKNOWN;
+	memset(pci, 0, sizeof(*pci));
+	snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "%04X:%02X:%02X.%X", dom & 0xffff, bus, dev, fn);
+	snprintf(pci->busId, sizeof(pci->busId), "%08X:%02X:%02X.%X", dom, bus, dev, fn);
+	pci->domain = dom;
+	pci->bus = bus;
+	pci->device = dev;
+	pci->pciDeviceId = device_id;
+	pci->pciSubSystemId = subsys_id;
+	return NVML_SUCCESS;
+}
+
+static nvmlReturn_t gpu_pci(const struct gpu_slot *g, nvmlPciInfo_t *pci)
+{
+	return fill_pci(pci, str_or(gpu_get(g, "pci_bus_id"), "00000000:00:00.0"),
+			(unsigned)int_or(gpu_get(g, "pci_device_id"), 0),
+			(unsigned)int_or(gpu_get(g, "pci_subsystem_id"), 0));
+}
+
+API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
+{
+	DEVICE_CALL(device, ANY);
+	return leave(gpu_pci(c.g, pci));
+}
+
+static unsigned long long processes_used_mib(const struct gpu_slot *g, const struct mig_slot *m)
+{
+	unsigned long long sum = 0;
+	json_t *p;
+	size_t i;
+
+	json_array_foreach (tel_get(g, "processes"), i, p) {
+		if (m && ((unsigned)int_or(json_object_get(p, "gi"), NO_ID) != m->gi ||
+			  (unsigned)int_or(json_object_get(p, "ci"), NO_ID) != m->ci))
+			continue;
+		sum += (unsigned long long)int_or(json_object_get(p, "used_mib"), 0);
+	}
+	return sum;
+}
+
+API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
+{
+	unsigned long long total, used;
+
+	DEVICE_CALL(device, ANY);
+	if (!memory)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	if (c.m) {
+		total = (unsigned long long)int_or(json_object_get(c.m->profile, "memory_mb"), 0) * MIB;
+		used = (unsigned long long)int_or(json_object_get(c.m->ci_spec, "memory_used_mib"),
+						  (long long)processes_used_mib(c.g, c.m)) *
+		       MIB;
+	} else {
+		total = (unsigned long long)int_or(gpu_get(c.g, "memory_mib"), 0) * MIB;
+		used = (unsigned long long)int_or(tel_get(c.g, "memory_used_mib"),
+						  (long long)processes_used_mib(c.g, NULL)) *
+		       MIB;
+	}
+	memory->total = total;
+	memory->used = used < total ? used : total;
+	memory->free = total - memory->used;
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor)
+{
+	json_t *cc;
+
+	DEVICE_CALL(device, ANY);
+	if (!major || !minor)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	cc = gpu_get(c.g, "cuda_cc");
+	if (!json_is_array(cc))
+		return leave(NVML_ERROR_NOT_SUPPORTED);
+	*major = (int)int_or(json_array_get(cc, 0), 0);
+	*minor = (int)int_or(json_array_get(cc, 1), 0);
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, unsigned *arch)
+{
+	DEVICE_CALL(device, ANY);
+	return leave(put_uint(arch, gpu_get(c.g, "arch")));
+}
+
+API nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, int *type)
+{
+	DEVICE_CALL(device, ANY);
+	return leave(put_uint((unsigned *)type, gpu_get(c.g, "brand")));
+}
+
+API nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned *node)
+{
+	DEVICE_CALL(device, ANY);
+	return leave(put_uint(node, gpu_get(c.g, "numa_node")));
+}
+
+/* ---- MIG --------------------------------------------------------------------------------- */
+
+static bool mig_capable(const struct gpu_slot *g)
+{
+	return json_is_true(gpu_get(g, "mig_capable"));
+}
+
+static bool mig_enabled(const struct gpu_slot *g)
+{
+	return mig_capable(g) && int_or(gpu_get(g, "mig_mode"), 0) == NVML_DEVICE_MIG_ENABLE;
+}
+
+API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned *current, unsigned *pending)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!current || !pending)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	if (!mig_capable(c.g))
+		return leave(NVML_ERROR_NOT_SUPPORTED);
+	*current = (unsigned)int_or(gpu_get(c.g, "mig_mode"), 0);
+	*pending = (unsigned)int_or(gpu_get(c.g, "mig_pending"), *current);
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned *count)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!mig_capable(c.g))
+		return leave(NVML_ERROR_NOT_SUPPORTED);
+	return leave(put_uint(count, gpu_get(c.g, "max_mig_devices")));
+}
+
+API nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned index, nvmlDevice_t *mig)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!mig)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	if (!mig_capable(c.g))
+		return leave(NVML_ERROR_NOT_SUPPORTED);
+	if (index >= (unsigned)int_or(gpu_get(c.g, "max_mig_devices"), 0))
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	if (mig_enabled(c.g))
+		for (unsigned j = 0; j < MAX_MIGS; j++)
+			if (c.g->migs[j].present && c.g->migs[j].index == index)
+				return leave(hand_out(c.g, &c.g->migs[j], mig));
+	return leave(NVML_ERROR_NOT_FOUND);
+}
+
+API nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned *is_mig)
+{
+	DEVICE_CALL(device, ANY);
+	if (!is_mig)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	*is_mig = c.m != NULL;
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned *id)
+{
+	DEVICE_CALL(device, MIG_ONLY);
+	if (!id)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	*id = c.m->gi;
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned *id)
+{
+	DEVICE_CALL(device, MIG_ONLY);
+	if (!id)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	*id = c.m->ci;
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t mig, nvmlDevice_t *device)
+{
+	DEVICE_CALL(mig, ANY);
+	if (!device || !c.m)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	*device = gpu_handle(c.g);
+	return leave(NVML_SUCCESS);
+}
+
+static unsigned prof_u(json_t *profile, const char *key)
+{
+	return (unsigned)int_or(json_object_get(profile, key), 0);
+}
+
+API nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttributes_t *a)
+{
+	unsigned gi_slices;
+
+	DEVICE_CALL(device, MIG_ONLY);
+	if (!a)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	gi_slices = prof_u(c.m->profile, "slices");
+	memset(a, 0, sizeof(*a));
+	a->multiprocessorCount = gi_slices ? prof_u(c.m->profile, "sms") * c.m->ci_slices / gi_slices : 0;
+	a->sharedCopyEngineCount = prof_u(c.m->profile, "ce");
+	a->sharedDecoderCount = prof_u(c.m->profile, "dec");
+	a->sharedEncoderCount = prof_u(c.m->profile, "enc");
+	a->sharedJpegCount = prof_u(c.m->profile, "jpeg");
+	a->sharedOfaCount = prof_u(c.m->profile, "ofa");
+	a->gpuInstanceSliceCount = gi_slices;
+	a->computeInstanceSliceCount = c.m->ci_slices;
+	a->memorySizeMB = (unsigned long long)int_or(json_object_get(c.m->profile, "memory_mb"), 0);
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned profile,
+						     nvmlGpuInstanceProfileInfo_t *info)
+{
+	json_t *p;
+
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!info || profile >= NVML_GPU_INSTANCE_PROFILE_COUNT)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	if (!mig_capable(c.g) || !(p = find_profile(c.g->model, profile)))
+		return leave(NVML_ERROR_NOT_SUPPORTED);
+	memset(info, 0, sizeof(*info));
+	info->id = prof_u(p, "id");
+	info->isP2pSupported = prof_u(p, "p2p");
+	info->sliceCount = prof_u(p, "slices");
+	info->instanceCount = prof_u(p, "instances");
+	info->multiprocessorCount = prof_u(p, "sms");
+	info->copyEngineCount = prof_u(p, "ce");
+	info->decoderCount = prof_u(p, "dec");
+	info->encoderCount = prof_u(p, "enc");
+	info->jpegCount = prof_u(p, "jpeg");
+	info->ofaCount = prof_u(p, "ofa");
+	info->memorySizeMB = (unsigned long long)int_or(json_object_get(p, "memory_mb"), 0);
+	return leave(NVML_SUCCESS);
+}
+
+static const struct mig_slot *gi_first_mig(const struct gpu_slot *g, unsigned gi)
+{
+	for (unsigned j = 0; j < MAX_MIGS; j++)
+		if (g->migs[j].present && g->migs[j].gi == gi)
+			return &g->migs[j];
+	return NULL;
+}
+
+API nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned id, nvmlGpuInstance_t *gi)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!gi || id >= MAX_GIS)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	if (!mig_capable(c.g))
+		return leave(NVML_ERROR_NOT_SUPPORTED);
+	if (!mig_enabled(c.g))
+		return leave(NVML_ERROR_INVALID_STATE);
+	if (!gi_first_mig(c.g, id))
+		return leave(NVML_ERROR_NOT_FOUND);
+	*gi = &gi_handles[c.g - slots][id];
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gi, nvmlGpuInstanceInfo_t *info)
+{
+	uintptr_t p = (uintptr_t)gi;
+	const struct mig_slot *m;
+	struct call c;
+	nvmlReturn_t r;
+
+	if (!gi || p < (uintptr_t)gi_handles || p >= (uintptr_t)(gi_handles + MAX_GPUS) ||
+	    (p - (uintptr_t)gi_handles) % sizeof(*gi) != 0 || !info)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	r = enter(__func__, &gpu_handles[gi->gpu], GPU_ONLY, &c);
+	if (r != NVML_SUCCESS)
+		return r;
+	m = gi_first_mig(c.g, gi->gi);
+	if (!m || !mig_enabled(c.g))
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	memset(info, 0, sizeof(*info));
+	info->device = gpu_handle(c.g);
+	info->id = m->gi;
+	info->profileId = prof_u(m->profile, "id");
+	info->placement.start = (unsigned)int_or(json_array_get(json_object_get(m->gi_spec, "placement"), 0), 0);
+	info->placement.size =
+	    (unsigned)int_or(json_array_get(json_object_get(m->gi_spec, "placement"), 1), prof_u(m->profile, "slices"));
+	return leave(NVML_SUCCESS);
+}
+
+/* ---- telemetry --------------------------------------------------------------------------- */
+
+API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *u)
+{
+	json_t *v;
+
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!u)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	v = tel_get(c.g, "utilization");
+	if (!v)
+		return leave(NVML_ERROR_NOT_SUPPORTED);
+	u->gpu = (unsigned)int_or(json_object_get(v, "gpu"), 0);
+	u->memory = (unsigned)int_or(json_object_get(v, "memory"), 0);
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, int sensor, unsigned *temp)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	if (sensor != NVML_TEMPERATURE_GPU)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	return leave(put_uint(temp, tel_get(c.g, "temperature_c")));
+}
+
+API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned *power)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	return leave(put_uint(power, tel_get(c.g, "power_mw")));
+}
+
+API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, unsigned *clock)
+{
+	static const char *const names[] = {[NVML_CLOCK_GRAPHICS] = "graphics",
+					    [NVML_CLOCK_SM] = "sm",
+					    [NVML_CLOCK_MEM] = "mem",
+					    [NVML_CLOCK_VIDEO] = "video"};
+
+	DEVICE_CALL(device, GPU_ONLY);
+	if (type < 0 || (size_t)type >= ELEMENTSOF(names))
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	return leave(put_uint(clock, json_object_get(tel_get(c.g, "clocks_mhz"), names[type])));
+}
+
+API nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, int error_type, int counter_type,
+					     unsigned long long *count)
+{
+	static const char *const keys[2][2] = {
+	    [NVML_MEMORY_ERROR_TYPE_CORRECTED] =
+		{[NVML_VOLATILE_ECC] = "sbe_volatile", [NVML_AGGREGATE_ECC] = "sbe_aggregate"},
+	    [NVML_MEMORY_ERROR_TYPE_UNCORRECTED] =
+		{[NVML_VOLATILE_ECC] = "dbe_volatile", [NVML_AGGREGATE_ECC] = "dbe_aggregate"},
+	};
+	json_t *ecc;
+
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!count || error_type < 0 || error_type > 1 || counter_type < 0 || counter_type > 1)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	ecc = tel_get(c.g, "ecc");
+	if (!ecc)
+		return leave(NVML_ERROR_NOT_SUPPORTED);
+	*count = (unsigned long long)int_or(json_object_get(ecc, keys[error_type][counter_type]), 0);
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, int cause, unsigned *count,
+					   unsigned long long *addresses)
+{
+	json_t *pages;
+	unsigned n;
+
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!count || cause < 0 || cause > 1)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	if (!tel_get(c.g, "retired_pages"))
+		return leave(NVML_ERROR_NOT_SUPPORTED);
+	pages = json_object_get(tel_get(c.g, "retired_pages"),
+				cause == NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR ? "dbe" : "sbe");
+	n = (unsigned)json_array_size(pages);
+	if (*count < n || (n && !addresses)) {
+		*count = n;
+		return leave(NVML_ERROR_INSUFFICIENT_SIZE);
+	}
+	for (unsigned i = 0; i < n; i++)
+		addresses[i] = (unsigned long long)int_or(json_array_get(pages, i), 0);
+	*count = n;
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned *corr, unsigned *unc, unsigned *pending,
+					   unsigned *failure)
+{
+	json_t *rr;
+
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!corr || !unc || !pending || !failure)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	rr = tel_get(c.g, "remapped_rows");
+	if (!rr)
+		return leave(NVML_ERROR_NOT_SUPPORTED);
+	*corr = (unsigned)int_or(json_object_get(rr, "correctable"), 0);
+	*unc = (unsigned)int_or(json_object_get(rr, "uncorrectable"), 0);
+	*pending = (unsigned)int_or(json_object_get(rr, "pending"), 0);
+	*failure = (unsigned)int_or(json_object_get(rr, "failure"), 0);
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned *count, nvmlProcessInfo_t *infos)
+{
+	json_t *p;
+	size_t i;
+	unsigned n = 0;
+
+	DEVICE_CALL(device, ANY);
+	if (!count)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	/* First pass counts, second fills: the caller's buffer must hold them all. */
+	for (int pass = 0; pass < 2; pass++) {
+		n = 0;
+		json_array_foreach (tel_get(c.g, "processes"), i, p) {
+			unsigned gi = (unsigned)int_or(json_object_get(p, "gi"), NO_ID);
+			unsigned ci = (unsigned)int_or(json_object_get(p, "ci"), NO_ID);
+
+			if (c.m && (gi != c.m->gi || ci != c.m->ci))
+				continue;
+			if (pass == 1) {
+				infos[n].pid = (unsigned)int_or(json_object_get(p, "pid"), 0);
+				infos[n].usedGpuMemory =
+				    (unsigned long long)int_or(json_object_get(p, "used_mib"), 0) * MIB;
+				infos[n].gpuInstanceId = gi;
+				infos[n].computeInstanceId = ci;
+			}
+			n++;
+		}
+		if (pass == 0 && (*count < n || (n && !infos))) {
+			*count = n;
+			return leave(NVML_ERROR_INSUFFICIENT_SIZE);
+		}
+	}
+	*count = n;
+	return leave(NVML_SUCCESS);
+}
+
+/* ---- topology ---------------------------------------------------------------------------- */
+
+API nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t d1, nvmlDevice_t d2, int *level)
+{
+	struct call c2;
+	nvmlReturn_t r;
+	json_t *v;
+
+	DEVICE_CALL(d1, GPU_ONLY);
+	r = resolve(d2, &c2);
+	if (r != NVML_SUCCESS)
+		return leave(r);
+	if (!level || c2.m)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	if (c.g == c2.g) {
+		*level = NVML_TOPOLOGY_INTERNAL;
+		return leave(NVML_SUCCESS);
+	}
+	/* An explicit level matrix wins; else same NUMA node -> NODE, different -> SYSTEM. */
+	v = json_array_get(json_array_get(json_object_get(json_object_get(root, "topology"), "pcie"), c.g->index),
+			   c2.g->index);
+	if (v)
+		*level = (int)int_or(v, NVML_TOPOLOGY_SYSTEM);
+	else
+		*level = int_or(gpu_get(c.g, "numa_node"), -1) == int_or(gpu_get(c2.g, "numa_node"), -2)
+			     ? NVML_TOPOLOGY_NODE
+			     : NVML_TOPOLOGY_SYSTEM;
+	return leave(NVML_SUCCESS);
+}
+
+/* Link entry: a remote bus id string, null (link down), or {"bus_id": ..., "active": bool}. */
+static nvmlReturn_t nvlink_entry(const struct gpu_slot *g, unsigned link, json_t **entry)
+{
+	json_t *links = gpu_get(g, "nvlinks");
+
+	if (!json_is_array(links))
+		return NVML_ERROR_NOT_SUPPORTED;
+	if (link >= json_array_size(links) || link >= NVML_NVLINK_MAX_LINKS)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*entry = json_array_get(links, link);
+	return NVML_SUCCESS;
+}
+
+static bool nvlink_active(json_t *e)
+{
+	return json_is_string(e) || (json_is_object(e) && !json_is_false(json_object_get(e, "active")));
+}
+
+API nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned link, int *active)
+{
+	json_t *e;
+	nvmlReturn_t r;
+
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!active)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	r = nvlink_entry(c.g, link, &e);
+	if (r == NVML_SUCCESS)
+		*active = nvlink_active(e) ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+	return leave(r);
+}
+
+API nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned link, nvmlPciInfo_t *pci)
+{
+	json_t *e, *sw;
+	const char *bus;
+	size_t i;
+	nvmlReturn_t r;
+
+	DEVICE_CALL(device, GPU_ONLY);
+	r = nvlink_entry(c.g, link, &e);
+	if (r != NVML_SUCCESS)
+		return leave(r);
+	if (!nvlink_active(e))
+		return leave(NVML_ERROR_NOT_SUPPORTED);
+	bus = json_is_string(e) ? json_string_value(e) : str_or(json_object_get(e, "bus_id"), "");
+	for (unsigned k = 0; k < n_gpus; k++)
+		if (strcasecmp(str_or(gpu_get(&slots[by_index[k]], "pci_bus_id"), ""), bus) == 0)
+			return leave(gpu_pci(&slots[by_index[k]], pci));
+	json_array_foreach (json_object_get(root, "nvswitches"), i, sw)
+		if (strcasecmp(str_or(json_object_get(sw, "bus_id"), ""), bus) == 0)
+			return leave(fill_pci(pci, bus, (unsigned)int_or(json_object_get(sw, "pci_device_id"), 0),
+					      (unsigned)int_or(json_object_get(sw, "pci_subsystem_id"), 0)));
+	return leave(fill_pci(pci, bus, 0, 0));
+}
+
+/* ---- events ------------------------------------------------------------------------------ */
+
+static bool set_valid(nvmlEventSet_t set)
+{
+	uintptr_t p = (uintptr_t)set;
+
+	return set && p >= (uintptr_t)sets && p < (uintptr_t)(sets + MAX_SETS) &&
+	       (p - (uintptr_t)sets) % sizeof(*set) == 0 && set->used;
+}
+
+static long events_size(void)
+{
+	const char *path = getenv("FAKE_NVML_EVENTS");
+	struct stat st;
+
+	return path && stat(path, &st) == 0 ? (long)st.st_size : 0;
+}
+
+API nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
+{
+	SYSTEM_CALL();
+	if (!set)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	for (unsigned i = 0; i < MAX_SETS; i++)
+		if (!sets[i].used) {
+			memset(&sets[i], 0, sizeof(sets[i]));
+			sets[i].used = true;
+			/* Like the driver, a set only sees events that happen after it exists. */
+			sets[i].offset = events_size();
+			*set = &sets[i];
+			return leave(NVML_SUCCESS);
+		}
+	return leave(NVML_ERROR_MEMORY);
+}
+
+API nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
+{
+	pthread_mutex_lock(&lock);
+	if (!set_valid(set))
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	set->used = false;
+	return leave(NVML_SUCCESS);
+}
+
+static unsigned long long supported_events(const struct gpu_slot *g)
+{
+	return (unsigned long long)int_or(gpu_get(g, "supported_events"),
+					  (long long)(nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError |
+						      nvmlEventTypeXidCriticalError));
+}
+
+API nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long *types)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!types)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	*types = supported_events(c.g);
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long types, nvmlEventSet_t set)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!set_valid(set))
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	/* NVML: NOT_SUPPORTED when any requested type is unsupported; nothing is registered then. */
+	if (types & ~supported_events(c.g))
+		return leave(NVML_ERROR_NOT_SUPPORTED);
+	set->mask[c.g - slots] |= types;
+	return leave(NVML_SUCCESS);
+}
+
+/* Device named in an event line: index, GPU UUID or MIG UUID (then gi/ci come from it). */
+static struct gpu_slot *event_device(const char *tok, unsigned *gi, unsigned *ci)
+{
+	char *end;
+	unsigned long idx = strtoul(tok, &end, 10);
+
+	if (*tok && !*end)
+		return idx < n_gpus ? &slots[by_index[idx]] : NULL;
+	for (unsigned i = 0; i < n_gpus; i++) {
+		struct gpu_slot *g = &slots[by_index[i]];
+
+		if (streq(g->uuid, tok))
+			return g;
+		for (unsigned j = 0; j < MAX_MIGS; j++)
+			if (g->migs[j].present && streq(g->migs[j].uuid, tok)) {
+				*gi = g->migs[j].gi;
+				*ci = g->migs[j].ci;
+				return g;
+			}
+	}
+	return NULL;
+}
+
+/*
+ * One event line for this set, or -1 when the line is for another device/type (skip it).
+ * Returns the NVML code to hand back: SUCCESS with *data filled, or an injected error.
+ */
+static int event_parse(nvmlEventSet_t set, char *line, nvmlEventData_t *data)
+{
+	static const struct {
+		const char *word;
+		unsigned long long type;
+	} kinds[] = {
+	    {"xid", nvmlEventTypeXidCriticalError},
+	    {"sbe", nvmlEventTypeSingleBitEccError},
+	    {"dbe", nvmlEventTypeDoubleBitEccError},
+	    {"migchange", nvmlEventMigConfigChange},
+	};
+	char *save = NULL, *word = strtok_r(line, " \t\r", &save), *dev, *tok;
+	unsigned gi = NO_ID, ci = NO_ID;
+	struct gpu_slot *g;
+	nvmlReturn_t r;
+
+	if (!word || word[0] == '#')
+		return -1;
+	if (streq(word, "wait_error")) {
+		json_t *name = json_string((tok = strtok_r(NULL, " \t\r", &save)) ? tok : "UNKNOWN");
+
+		r = return_code(name);
+		json_decref(name);
+		return r;
+	}
+	for (size_t k = 0; k < ELEMENTSOF(kinds); k++) {
+		if (!streq(word, kinds[k].word))
+			continue;
+		dev = strtok_r(NULL, " \t\r", &save);
+		if (!dev || !(g = event_device(dev, &gi, &ci))) {
+			warn("event line '%s %s': unknown device", word, dev ? dev : "");
+			return -1;
+		}
+		if (!(set->mask[g - slots] & kinds[k].type))
+			return -1;
+		memset(data, 0, sizeof(*data));
+		data->device = gpu_handle(g);
+		data->eventType = kinds[k].type;
+		if (kinds[k].type == nvmlEventTypeXidCriticalError) {
+			tok = strtok_r(NULL, " \t\r", &save);
+			data->eventData = tok ? strtoull(tok, NULL, 10) : 999;
+			if ((tok = strtok_r(NULL, " \t\r", &save)))
+				gi = (unsigned)strtoul(tok, NULL, 10);
+			if ((tok = strtok_r(NULL, " \t\r", &save)))
+				ci = (unsigned)strtoul(tok, NULL, 10);
+		}
+		data->gpuInstanceId = gi;
+		data->computeInstanceId = ci;
+		return NVML_SUCCESS;
+	}
+	warn("unknown event line '%s'", word);
+	return -1;
+}
+
+/* Consume complete lines of the events file after set->offset. Lock held. */
+static int event_next(nvmlEventSet_t set, nvmlEventData_t *data)
+{
+	const char *path = getenv("FAKE_NVML_EVENTS");
+	char line[512];
+	FILE *f;
+	int r = -1;
+
+	if (!path || !(f = fopen(path, "re")))
+		return -1;
+	if (fseek(f, set->offset, SEEK_SET) == 0)
+		while (r < 0 && fgets(line, sizeof(line), f)) {
+			size_t n = strlen(line);
+
+			if (n == 0 || line[n - 1] != '\n')
+				break; /* a line still being written */
+			set->offset += (long)n;
+			line[n - 1] = 0;
+			r = event_parse(set, line, data);
+		}
+	fclose(f);
+	return r;
+}
+
+API nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned timeoutms)
+{
+	long deadline = now_ms() + timeoutms;
+	int r;
+
+	for (;;) {
+		SYSTEM_CALL();
+		if (!set_valid(set) || !data)
+			return leave(NVML_ERROR_INVALID_ARGUMENT);
+		r = event_next(set, data);
+		if (r >= 0)
+			return leave(r);
+		pthread_mutex_unlock(&lock);
+		if (now_ms() >= deadline)
+			return NVML_ERROR_TIMEOUT;
+		sleep_ms(MIN(5, deadline - now_ms() + 1));
+	}
+}
+
+/*
+ * Every entry point under its NVML_SYMBOLS field name: the assignment type-checks each prototype
+ * against our ABI header, and the selftest compares each pointer with dlsym(symbol), which checks
+ * that field and exported name agree.
+ */
+#define FAKE_FIELD(field, sym, args, req) nvmlReturn_t(*field) args;
+struct fakenvml_api {
+	NVML_SYMBOLS(FAKE_FIELD)
+};
+#undef FAKE_FIELD
+
+API const struct fakenvml_api fakenvml_api = {
+    .init = nvmlInit_v2,
+    .shutdown = nvmlShutdown,
+    .system_get_driver_version = nvmlSystemGetDriverVersion,
+    .system_get_nvml_version = nvmlSystemGetNVMLVersion,
+    .system_get_cuda_driver_version = nvmlSystemGetCudaDriverVersion,
+    .device_get_count = nvmlDeviceGetCount_v2,
+    .device_get_handle_by_index = nvmlDeviceGetHandleByIndex_v2,
+    .device_get_handle_by_uuid = nvmlDeviceGetHandleByUUID,
+    .device_get_uuid = nvmlDeviceGetUUID,
+    .device_get_name = nvmlDeviceGetName,
+    .device_get_minor_number = nvmlDeviceGetMinorNumber,
+    .device_get_index = nvmlDeviceGetIndex,
+    .device_get_pci_info = nvmlDeviceGetPciInfo_v3,
+    .device_get_memory_info = nvmlDeviceGetMemoryInfo,
+    .device_get_cuda_compute_capability = nvmlDeviceGetCudaComputeCapability,
+    .device_get_architecture = nvmlDeviceGetArchitecture,
+    .device_get_brand = nvmlDeviceGetBrand,
+    .device_get_numa_node_id = nvmlDeviceGetNumaNodeId,
+    .device_get_mig_mode = nvmlDeviceGetMigMode,
+    .device_get_max_mig_device_count = nvmlDeviceGetMaxMigDeviceCount,
+    .device_get_mig_device_handle_by_index = nvmlDeviceGetMigDeviceHandleByIndex,
+    .device_is_mig_device_handle = nvmlDeviceIsMigDeviceHandle,
+    .device_get_gpu_instance_id = nvmlDeviceGetGpuInstanceId,
+    .device_get_compute_instance_id = nvmlDeviceGetComputeInstanceId,
+    .device_get_device_handle_from_mig_device_handle = nvmlDeviceGetDeviceHandleFromMigDeviceHandle,
+    .device_get_attributes = nvmlDeviceGetAttributes_v2,
+    .device_get_gpu_instance_profile_info = nvmlDeviceGetGpuInstanceProfileInfo,
+    .device_get_gpu_instance_by_id = nvmlDeviceGetGpuInstanceById,
+    .gpu_instance_get_info = nvmlGpuInstanceGetInfo,
+    .event_set_create = nvmlEventSetCreate,
+    .device_register_events = nvmlDeviceRegisterEvents,
+    .device_get_supported_event_types = nvmlDeviceGetSupportedEventTypes,
+    .event_set_wait = nvmlEventSetWait_v2,
+    .event_set_free = nvmlEventSetFree,
+    .device_get_total_ecc_errors = nvmlDeviceGetTotalEccErrors,
+    .device_get_utilization_rates = nvmlDeviceGetUtilizationRates,
+    .device_get_temperature = nvmlDeviceGetTemperature,
+    .device_get_power_usage = nvmlDeviceGetPowerUsage,
+    .device_get_clock_info = nvmlDeviceGetClockInfo,
+    .device_get_retired_pages = nvmlDeviceGetRetiredPages,
+    .device_get_remapped_rows = nvmlDeviceGetRemappedRows,
+    .device_get_topology_common_ancestor = nvmlDeviceGetTopologyCommonAncestor,
+    .device_get_nvlink_state = nvmlDeviceGetNvLinkState,
+    .device_get_nvlink_remote_pci_info = nvmlDeviceGetNvLinkRemotePciInfo_v2,
+    .device_get_compute_running_processes = nvmlDeviceGetComputeRunningProcesses_v3,
+};

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Prints the linker version script of a fake NVML variant, from the same NVML_SYMBOLS table
+ * gpulet's loader uses, so the exports follow the ABI header:
+ *   full    every symbol (a current driver)
+ *   old     only the required ones (a driver too old for the optional features)
+ *   broken  every symbol but nvmlDeviceGetCount_v2 (a library gpulet must refuse)
+ * nvmlErrorString and the fakenvml_api check table are exported by all.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "nvml_abi.h"
+
+static const struct {
+	const char *symbol;
+	int required;
+} symbols[] = {
+#define ROW(field, sym, args, req) {sym, req},
+    NVML_SYMBOLS(ROW)
+#undef ROW
+};
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "full";
+
+	if (strcmp(mode, "full") && strcmp(mode, "old") && strcmp(mode, "broken")) {
+		fprintf(stderr, "usage: %s full|old|broken\n", argv[0]);
+		return 2;
+	}
+	printf("{\n  global:\n    nvmlErrorString;\n    fakenvml_api;\n");
+	for (size_t i = 0; i < sizeof(symbols) / sizeof(symbols[0]); i++) {
+		if (!strcmp(mode, "old") && !symbols[i].required)
+			continue;
+		if (!strcmp(mode, "broken") && !strcmp(symbols[i].symbol, "nvmlDeviceGetCount_v2"))
+			continue;
+		printf("    %s;\n", symbols[i].symbol);
+	}
+	printf("  local:\n    *;\n};\n");
+	return 0;
+}

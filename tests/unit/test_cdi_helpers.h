@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Helpers shared by the CDI / driver / ld.so.cache unit tests: temp dirs and tiny real libraries. */
+#pragma once
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "macro.h"
+
+/* Run a shell command built with printf; returns its exit status. */
+_printf_(1, 2) static inline int shf(const char *fmt, ...)
+{
+	char *cmd = NULL;
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&cmd, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return -1;
+	r = system(cmd);
+	free(cmd);
+	return r;
+}
+
+static inline char *mk_tempdir(void)
+{
+	char tmpl[] = "/tmp/gpulet-cdi-test.XXXXXX";
+	char *d = mkdtemp(tmpl);
+
+	return d ? strdup(d) : NULL;
+}
+
+/*
+ * A real shared object root/dir/file with the given SONAME (so ldconfig -r links and caches it),
+ * compiled from an empty translation unit.
+ */
+static inline int mk_lib(const char *root, const char *dir, const char *file, const char *soname)
+{
+	return shf("mkdir -p '%s%s' && cc -shared -fPIC -nostdlib -Wl,-soname,%s -o '%s%s/%s' -x c /dev/null", root,
+		   dir, soname, root, dir, file);
+}
+
+/* Write ld.so.conf listing dirs and run ldconfig -r root (format: new, old or compat). */
+static inline int mk_ldcache(const char *root, const char *dirs, const char *format)
+{
+	return shf("mkdir -p '%s/etc' && printf '%%s\\n' %s > '%s/etc/ld.so.conf' && "
+		   "ldconfig -r '%s' -c %s",
+		   root, dirs, root, root, format);
+}
+
+static inline void rm_tree(const char *dir)
+{
+	if (dir && strncmp(dir, "/tmp/gpulet-cdi-test.", 21) == 0)
+		shf("rm -rf '%s'", dir);
+}

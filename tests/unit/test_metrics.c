@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Exporter renderer: dcgm-exporter names and labels, pod attribution, XID/health, promtool. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "exporter/exporter.h"
+
+#define GPU0  "GPU-0aaaaaaa-1111-2222-3333-444444444444"
+#define GPU1  "GPU-1bbbbbbb-1111-2222-3333-444444444444"
+#define MIG_A "MIG-aaaaaaaa-1111-2222-3333-444444444444"
+#define MIG_B "MIG-bbbbbbbb-1111-2222-3333-444444444444"
+
+static struct node_mig migs[2];
+static struct node_gpu gpus[2];
+static struct node test_node;
+
+static void make_node(void)
+{
+	memset(&test_node, 0, sizeof(test_node));
+	memset(gpus, 0, sizeof(gpus));
+	memset(migs, 0, sizeof(migs));
+	snprintf(test_node.driver_version, sizeof(test_node.driver_version), "550.54.15");
+	for (unsigned i = 0; i < 2; i++) {
+		gpus[i].index = i;
+		gpus[i].minor = i;
+		snprintf(gpus[i].pci_bus_id, sizeof(gpus[i].pci_bus_id), "00000000:0%u:00.0", 7 + i);
+		snprintf(gpus[i].name, sizeof(gpus[i].name), "NVIDIA A100-SXM4-40GB");
+	}
+	snprintf(gpus[0].uuid, sizeof(gpus[0].uuid), GPU0);
+	snprintf(gpus[1].uuid, sizeof(gpus[1].uuid), GPU1);
+	const char *mu[] = {MIG_A, MIG_B};
+	for (unsigned j = 0; j < 2; j++) {
+		migs[j].gi = 1 + j * 4;
+		migs[j].ci = 0;
+		migs[j].index = j;
+		snprintf(migs[j].uuid, sizeof(migs[j].uuid), "%s", mu[j]);
+		snprintf(migs[j].profile, sizeof(migs[j].profile), j ? "3g.20gb" : "1g.5gb");
+	}
+	gpus[1].mig_enabled = true;
+	gpus[1].migs = migs;
+	gpus[1].n_migs = 2;
+	test_node.gpus = gpus;
+	test_node.n_gpus = 2;
+}
+
+static void set_value(struct exporter *e, size_t dev, enum exp_metric_id id, double v)
+{
+	struct exp_gpu *g = &e->gpus[e->devs[dev].gpu];
+	struct exp_values *x = &g->vals[dev - g->first_dev];
+	x->v[id] = v;
+	x->valid |= 1ull << id;
+	g->st.sampled_at = exp_now_monotonic();
+}
+
+/* Entries must be added in podres order (base, replica, ns, pod, container). */
+static void add_holder(struct podres_map *m, const char *id, const char *resource, const char *ns, const char *pod,
+		       const char *ctr)
+{
+	m->v = realloc(m->v, (m->n + 1) * sizeof(*m->v));
+	struct podres_device *d = &m->v[m->n++];
+	const char *sep = strstr(id, "::");
+	d->id = strdup(id);
+	d->base = sep ? strndup(id, (size_t)(sep - id)) : strdup(id);
+	d->replica = sep ? atoi(sep + 2) : -1;
+	d->resource = strdup(resource);
+	d->ns = strdup(ns);
+	d->pod = strdup(pod);
+	d->container = strdup(ctr);
+}
+
+static char *render(struct exporter *e, const struct podres_map *m)
+{
+	struct strbuf b = {0};
+	assert_int_equal(exporter_render(e, m, exp_now_monotonic(), &b), 0);
+	return b.s;
+}
+
+#define LABELS0                                                                                              \
+	"gpu=\"0\",UUID=\"" GPU0 "\",pci_bus_id=\"00000000:07:00.0\",device=\"nvidia0\",modelName=\"NVIDIA " \
+	"A100-SXM4-40GB\",Hostname=\"node-1\",DCGM_FI_DRIVER_VERSION=\"550.54.15\""
+#define LABELS_MIG_A                                                                                           \
+	"gpu=\"1\",UUID=\"" GPU1 "\",pci_bus_id=\"00000000:08:00.0\",device=\"nvidia1\",modelName=\"NVIDIA "   \
+	"A100-SXM4-40GB\",GPU_I_PROFILE=\"1g.5gb\",GPU_I_ID=\"1\",Hostname=\"node-1\",DCGM_FI_DRIVER_VERSION=" \
+	"\"550.54.15\""
+
+static void test_dcgm_names_and_labels(void **state)
+{
+	make_node();
+	struct exporter e;
+	assert_int_equal(exporter_init(&e, &test_node, "node-1", NULL), 0);
+	assert_int_equal(e.n_devs, 4);
+	set_value(&e, 0, EXP_GPU_UTIL, 42);
+	set_value(&e, 0, EXP_POWER_USAGE, 61.5);
+	set_value(&e, 0, EXP_FB_USED, 1024);
+	set_value(&e, 2, EXP_FB_USED, 512); /* MIG A */
+	_cleanup_free_ char *t = render(&e, NULL);
+	assert_non_null(strstr(t, "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"));
+	assert_non_null(strstr(t, "\nDCGM_FI_DEV_GPU_UTIL{" LABELS0 "} 42\n"));
+	assert_non_null(strstr(t, "\nDCGM_FI_DEV_POWER_USAGE{" LABELS0 "} 61.5\n"));
+	assert_non_null(strstr(t, "\nDCGM_FI_DEV_FB_USED{" LABELS_MIG_A "} 512\n"));
+	/* unsampled values produce no series (never a made-up 0) */
+	assert_null(strstr(t, "DCGM_FI_DEV_GPU_TEMP"));
+	assert_null(strstr(t, "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\""));
+	/* last XID gauge: 0 for every GPU until one happens; health per device incl. MIG */
+	assert_non_null(strstr(t, "\nDCGM_FI_DEV_XID_ERRORS{" LABELS0 "} 0\n"));
+	assert_non_null(strstr(t, "\ngpulet_gpu_healthy{" LABELS_MIG_A "} 1\n"));
+	assert_non_null(strstr(t, "\ngpulet_exporter_ready 1\n"));
+	assert_null(strstr(t, "pod=")); /* no attribution without a map */
+	exporter_free(&e);
+}
+
+static void test_no_hostname_and_escaping(void **state)
+{
+	make_node();
+	snprintf(gpus[0].name, sizeof(gpus[0].name), "Odd \"GPU\"\\x\ny");
+	struct exporter e;
+	assert_int_equal(exporter_init(&e, &test_node, NULL, NULL), 0);
+	set_value(&e, 0, EXP_GPU_TEMP, 40);
+	_cleanup_free_ char *t = render(&e, NULL);
+	assert_non_null(strstr(t, "modelName=\"Odd \\\"GPU\\\"\\\\x\\ny\""));
+	assert_null(strstr(t, "Hostname="));
+	exporter_free(&e);
+}
+
+static void test_pod_attribution(void **state)
+{
+	make_node();
+	struct exporter e;
+	assert_int_equal(exporter_init(&e, &test_node, "node-1", NULL), 0);
+	set_value(&e, 0, EXP_GPU_UTIL, 3);
+	set_value(&e, 2, EXP_FB_USED, 100);
+	set_value(&e, 3, EXP_FB_USED, 200);
+	struct podres_map m = {0};
+	add_holder(&m, GPU0, "nvidia.com/gpu", "ml", "train-0", "worker");
+	add_holder(&m, MIG_A, "nvidia.com/mig-1g.5gb", "web", "infer-a", "srv");
+	add_holder(&m, MIG_B "::0", "nvidia.com/mig-3g.20gb", "web", "infer-b", "srv");
+	add_holder(&m, MIG_B "::1", "nvidia.com/mig-3g.20gb", "web", "infer-c", "srv");
+	_cleanup_free_ char *t = render(&e, &m);
+	assert_non_null(
+	    strstr(t, "\nDCGM_FI_DEV_GPU_UTIL{" LABELS0 ",container=\"worker\",namespace=\"ml\",pod=\"train-0\"} 3\n"));
+	assert_non_null(strstr(t, "\nDCGM_FI_DEV_FB_USED{" LABELS_MIG_A
+				  ",container=\"srv\",namespace=\"web\",pod=\"infer-a\"} 100\n"));
+	/* MIG B shared by two pods: its device-wide value is not given to either of them */
+	assert_non_null(strstr(t, "GPU_I_ID=\"5\",Hostname=\"node-1\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 200\n"));
+	assert_null(strstr(t, "pod=\"infer-b\"} 200"));
+	/* ... but the allocation metric names every holder, with the replica */
+	assert_non_null(strstr(t, "pod=\"infer-b\",vgpu=\"0\",resource=\"nvidia.com/mig-3g.20gb\"} 1\n"));
+	assert_non_null(strstr(t, "pod=\"infer-c\",vgpu=\"1\",resource=\"nvidia.com/mig-3g.20gb\"} 1\n"));
+	assert_non_null(
+	    strstr(t, "\ngpulet_pod_gpu_allocated{" LABELS0
+		      ",container=\"worker\",namespace=\"ml\",pod=\"train-0\",resource=\"nvidia.com/gpu\"} 1\n"));
+	/* GPU 1 itself is held by nobody */
+	assert_null(strstr(t, "gpulet_pod_gpu_allocated{gpu=\"1\",UUID=\"" GPU1 "\",pci_bus_id=\"00000000:08:00.0\","
+			      "device=\"nvidia1\",modelName=\"NVIDIA A100-SXM4-40GB\",Hostname"));
+
+	/* --kubernetes-virtual-gpus: one series per sharing pod, label vgpu */
+	e.virtual_gpus = true;
+	_cleanup_free_ char *v = render(&e, &m);
+	assert_non_null(strstr(v, ",container=\"srv\",namespace=\"web\",pod=\"infer-b\",vgpu=\"0\"} 200\n"));
+	assert_non_null(strstr(v, ",container=\"srv\",namespace=\"web\",pod=\"infer-c\",vgpu=\"1\"} 200\n"));
+	struct podres_map *mp = malloc(sizeof(*mp));
+	*mp = m;
+	podres_map_free(mp);
+	exporter_free(&e);
+}
+
+static void test_replicas_of_one_pod_are_one_holder(void **state)
+{
+	make_node();
+	struct exporter e;
+	assert_int_equal(exporter_init(&e, &test_node, "node-1", NULL), 0);
+	set_value(&e, 0, EXP_GPU_UTIL, 7);
+	struct podres_map *m = calloc(1, sizeof(*m));
+	add_holder(m, GPU0 "::2", "nvidia.com/gpu", "ml", "p", "c");
+	add_holder(m, GPU0 "::5", "nvidia.com/gpu", "ml", "p", "c");
+	_cleanup_free_ char *t = render(&e, m);
+	assert_non_null(
+	    strstr(t, "\nDCGM_FI_DEV_GPU_UTIL{" LABELS0 ",container=\"c\",namespace=\"ml\",pod=\"p\"} 7\n"));
+	podres_map_free(m);
+	exporter_free(&e);
+}
+
+static void test_xid_and_health(void **state)
+{
+	make_node();
+	struct exporter e;
+	assert_int_equal(exporter_init(&e, &test_node, "node-1", NULL), 0);
+	exporter_record_xid(&e, 0, 13); /* application error: counted, still healthy */
+	_cleanup_free_ char *a = render(&e, NULL);
+	assert_non_null(strstr(a, "\nDCGM_FI_DEV_XID_ERRORS{" LABELS0 "} 13\n"));
+	assert_non_null(strstr(a, "\ngpulet_xid_errors_total{" LABELS0 ",xid=\"13\"} 1\n"));
+	assert_non_null(strstr(a, "\ngpulet_gpu_healthy{" LABELS0 "} 1\n"));
+	exporter_record_xid(&e, 0, 79);
+	exporter_record_xid(&e, 0, 13);
+	exporter_record_xid(&e, 1, 48);
+	_cleanup_free_ char *b = render(&e, NULL);
+	assert_non_null(strstr(b, "\nDCGM_FI_DEV_XID_ERRORS{" LABELS0 "} 13\n"));
+	assert_non_null(strstr(b, "\ngpulet_xid_errors_total{" LABELS0 ",xid=\"13\"} 2\n"));
+	assert_non_null(strstr(b, "\ngpulet_xid_errors_total{" LABELS0 ",xid=\"79\"} 1\n"));
+	assert_non_null(strstr(b, "\ngpulet_gpu_healthy{" LABELS0 "} 0\n"));
+	/* XID 48 on GPU 1 makes its MIG instances unhealthy too */
+	assert_non_null(strstr(b, "\ngpulet_gpu_healthy{" LABELS_MIG_A "} 0\n"));
+	/* more distinct codes than slots: counted codes stay bounded, the last XID still shows */
+	for (unsigned x = 100; x < 100 + 2 * EXP_XID_CODES; x++)
+		exporter_record_xid(&e, 0, x);
+	assert_int_equal(e.gpus[0].st.n_xids, EXP_XID_CODES);
+	assert_int_equal(e.gpus[0].st.last_xid, 100 + 2 * EXP_XID_CODES - 1);
+	exporter_free(&e);
+}
+
+static void test_sample_age(void **state)
+{
+	make_node();
+	struct exporter e;
+	assert_int_equal(exporter_init(&e, &test_node, "node-1", NULL), 0);
+	double now = exp_now_monotonic();
+	e.gpus[0].st.sampled_at = now - 12.5;
+	e.gpus[1].st.sampled_at = 0; /* never sampled: as old as the exporter */
+	e.started_at = now - 3;
+	struct strbuf b = {0};
+	assert_int_equal(exporter_render(&e, NULL, now, &b), 0);
+	assert_non_null(strstr(b.s, "\ngpulet_sample_age_seconds{" LABELS0 "} 12.5\n"));
+	assert_non_null(strstr(b.s, "gpulet_sample_age_seconds{gpu=\"1\""));
+	assert_non_null(strstr(b.s, "DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 3\n"));
+	strbuf_free(&b);
+	exporter_free(&e);
+}
+
+static void test_not_ready(void **state)
+{
+	struct strbuf b = {0};
+	assert_int_equal(exporter_render(NULL, NULL, 0, &b), 0);
+	assert_string_equal(b.s, "# HELP gpulet_exporter_ready 1 once NVML is loaded and the GPUs are known.\n"
+				 "# TYPE gpulet_exporter_ready gauge\ngpulet_exporter_ready 0\n");
+	strbuf_free(&b);
+}
+
+/* promtool (the peer) parses a full render: every metric family, pods, XIDs. */
+static void test_promtool(void **state)
+{
+	make_node();
+	struct exporter e;
+	assert_int_equal(exporter_init(&e, &test_node, "node-1", NULL), 0);
+	for (size_t d = 0; d < e.n_devs; d++)
+		for (int i = 0; i < EXP_METRIC_COUNT; i++)
+			set_value(&e, d, (enum exp_metric_id)i, d * 100 + i + 0.25);
+	exporter_record_xid(&e, 1, 79);
+	struct podres_map *m = calloc(1, sizeof(*m));
+	add_holder(m, GPU0, "nvidia.com/gpu", "ml", "train-0", "worker");
+	add_holder(m, MIG_B "::0", "nvidia.com/mig-3g.20gb", "web", "b", "srv");
+	add_holder(m, MIG_B "::1", "nvidia.com/mig-3g.20gb", "web", "c", "srv");
+	e.virtual_gpus = true;
+	_cleanup_free_ char *t = render(&e, m);
+	char path[] = "/tmp/metrics-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, t, strlen(t)), (ssize_t)strlen(t));
+	close(fd);
+	const char *src = getenv("GPULET_SRC");
+	assert_non_null(src);
+	char cmd[4096];
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s/tests/integration/promcheck.py < %s", src, path);
+	int rc = system(cmd);
+	unlink(path);
+	assert_int_equal(rc, 0);
+	podres_map_free(m);
+	exporter_free(&e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_dcgm_names_and_labels),
+	    cmocka_unit_test(test_no_hostname_and_escaping),
+	    cmocka_unit_test(test_pod_attribution),
+	    cmocka_unit_test(test_replicas_of_one_pod_are_one_holder),
+	    cmocka_unit_test(test_xid_and_health),
+	    cmocka_unit_test(test_sample_age),
+	    cmocka_unit_test(test_not_ready),
+	    cmocka_unit_test(test_promtool),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
