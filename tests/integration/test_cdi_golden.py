@@ -42,6 +42,8 @@ def expected_devices(fx, root, strategies):
     minors = mig_minors(root)
     out, union = [], []
     for i, g in enumerate(fx["gpus"]):
+        if g.get("lost"):
+            continue  # NVML answers GPU_IS_LOST: no UUID or minor to name it by, no device
         parent = "/dev/nvidia%d" % g["minor"]
         if parent not in union:
             union.append(parent)

@@ -127,7 +127,7 @@ def good_specs(exe, tmp):
                                               f"us  {ours}")
         oci = out["oci"]
         paths = {d["path"] for d in oci["linux"].get("devices", [])}
-        want = {"/dev/nvidia%d" % g["minor"] for g in fx["gpus"]} | {"/dev/nvidiactl", "/dev/nvidia-uvm"}
+        want = {"/dev/nvidia%d" % g["minor"] for g in fx["gpus"] if not g.get("lost")} | {"/dev/nvidiactl", "/dev/nvidia-uvm"}
         for d in spec["devices"]:
             if d["name"] == mig:
                 want |= {n["path"] for n in d["containerEdits"]["deviceNodes"]}
