@@ -105,7 +105,10 @@ def devnode(dest, rel, major, minor, mode, plain, gid=None):
         open(path, "w").close()
         os.chmod(path, mode)
     else:
-        os.mknod(path, stat.S_IFCHR | mode, os.makedev(major, minor))
+        try:
+            os.mknod(path, stat.S_IFCHR | mode, os.makedev(major, minor))
+        except PermissionError:
+            die("mknod %s: not permitted; run as root (CI does), or pass --plain-devnodes or --no-devnodes" % path)
         os.chmod(path, mode)  # mknod is subject to the umask
     if gid is not None:
         os.chown(path, 0, gid)
