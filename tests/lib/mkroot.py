@@ -123,8 +123,11 @@ def stub_cache(build, ver):
     cache = os.path.join(build, "mkroot-cache", ver)
     if os.path.exists(os.path.join(cache, ".done")):
         return cache
-    os.makedirs(os.path.dirname(cache), exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=os.path.dirname(cache))
+    try:
+        os.makedirs(os.path.dirname(cache), exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".tmp-", dir=os.path.dirname(cache))
+    except OSError as e:
+        die("cannot write the stub library cache in %s (%s); pass --build or GPULET_BUILD" % (cache, e.strerror))
     try:
         src = os.path.join(tmp, "stub.c")
         with open(src, "w") as f:
@@ -137,6 +140,7 @@ def stub_cache(build, ver):
             subprocess.run(["cc", "-shared", "-o", out, obj, "-Wl,-soname," + lib_soname(soname, name, ver)],
                            check=True)
         open(os.path.join(tmp, ".done"), "w").close()
+        os.chmod(tmp, 0o755)  # mkdtemp made it 0700; other users' test runs read the cache too
         try:
             os.rename(tmp, cache)
         except OSError:  # another test built it at the same time
