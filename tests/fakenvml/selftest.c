@@ -748,6 +748,21 @@ static void test_events(void **state)
 	assert_int_equal(api->event_set_wait(late, &e, 100), NVML_ERROR_UNKNOWN);
 	assert_int_equal(api->event_set_wait(late, &e, 10), NVML_ERROR_TIMEOUT);
 
+	/* Rewriting the fixture with another MIG layout announces a MigConfigChange; telemetry does not. */
+	assert_int_equal(api->device_register_events(gpu(6), nvmlEventMigConfigChange, set), NVML_SUCCESS);
+	json_object_set_new(json_array_get(json_object_get(fx, "gpus"), 6), "telemetry",
+			    json_pack("{s:i}", "temperature_c", 70));
+	fixture_write(fx, path);
+	assert_int_equal(api->event_set_wait(set, &e, 20), NVML_ERROR_TIMEOUT);
+	json_array_remove(json_object_get(json_array_get(json_object_get(fx, "gpus"), 6), "mig"), 3);
+	fixture_write(fx, path);
+	assert_int_equal(api->event_set_wait(set, &e, 100), NVML_SUCCESS);
+	assert_int_equal(e.eventType, nvmlEventMigConfigChange);
+	assert_ptr_equal(e.device, gpu(6));
+	assert_int_equal(e.gpuInstanceId, 0xFFFFFFFFu);
+	assert_int_equal(api->event_set_wait(set, &e, 20), NVML_ERROR_TIMEOUT);
+	assert_int_equal(api->event_set_wait(late, &e, 10), NVML_ERROR_TIMEOUT); /* not registered for it */
+
 	/* A test that truncates the file starts the sets over at its beginning. */
 	assert_int_equal(truncate(events, 0), 0);
 	append(events, "xid 0 94\n");
