@@ -221,7 +221,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="example: tests/lib/mkroot.sh /tmp/node dgx-a100")
     ap.add_argument("dest")
-    ap.add_argument("fixture", help="fixture name (tests/fixtures/NAME.json) or path")
+    ap.add_argument("fixture", help="fixture name (tests/fixtures/[extra/]NAME.json) or path")
     ap.add_argument("--no-devnodes", action="store_true", help="create no /dev entries at all")
     ap.add_argument("--plain-devnodes", action="store_true",
                     help="regular files instead of character devices (when mknod is not allowed)")
@@ -243,8 +243,9 @@ def main():
     a = ap.parse_args()
 
     path = a.fixture
-    if not os.path.exists(path):
-        path = os.path.join(SRC, "tests/fixtures", a.fixture + ".json")
+    for d in ("tests/fixtures", "tests/fixtures/extra"):
+        if not os.path.exists(path):
+            path = os.path.join(SRC, d, a.fixture + ".json")
     try:
         with open(path) as f:
             fx = json.load(f)
