@@ -832,7 +832,7 @@ static void test_fault_knobs(void **state)
 static void test_bad_fixture(void **state)
 {
 	json_auto_t *fx = fixture_load("single-t4");
-	char path[4096], buf[80];
+	char path[4096], buf[4200];
 	unsigned count;
 	FILE *f;
 
