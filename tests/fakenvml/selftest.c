@@ -506,7 +506,7 @@ static void test_mig_ci_split(void **state)
 	nvmlMemory_t mem;
 	unsigned cur, pend, u;
 
-	use_fixture("extra/mig-ci-split");
+	use_fixture("mig-ci-split");
 	assert_int_equal(api->init(), NVML_SUCCESS);
 	/* Index 1..3: three 1-slice compute instances sharing GI 2 (3g.40gb). */
 	for (unsigned i = 1; i < 4; i++) {
@@ -540,7 +540,7 @@ static void test_degraded(void **state)
 	unsigned count, corr, unc, pending, failure, t;
 	nvmlDevice_t d;
 
-	use_fixture("extra/degraded");
+	use_fixture("degraded");
 	assert_int_equal(api->init(), NVML_SUCCESS);
 	assert_int_equal(api->device_get_count(&count), NVML_SUCCESS);
 	assert_int_equal(count, 3);
