@@ -90,6 +90,8 @@ class Harness:
         self.standin = None
         self.plugin = None
         self.log_path = os.path.join(self.tmp, "plugin.log")
+        self.events_file = os.path.join(self.tmp, "nvml-events")
+        open(self.events_file, "w").close()
 
     # -- the node ---------------------------------------------------------------------------
     def fixture_data(self):
@@ -101,6 +103,11 @@ class Harness:
         with open(tmp, "w") as f:
             json.dump(data, f)
         os.rename(tmp, self.fixture)
+
+    def nvml_event(self, line):
+        """Queue an NVML event for nvmlEventSetWait (tests/fakenvml/README.md, Events)."""
+        with open(self.events_file, "a") as f:
+            f.write(line + "\n")
 
     def mig_minor(self, gpu_minor, gi, ci=None):
         """Cap minor from the root's /proc/driver/nvidia-caps/mig-minors, read independently."""
@@ -127,11 +134,12 @@ class Harness:
 
     # -- the plugin -------------------------------------------------------------------------
     def plugin_env(self, extra=None):
-        env = dict(os.environ, FAKE_NVML_FIXTURE=self.fixture, GRPC_VERBOSITY="error")
+        env = dict(os.environ, FAKE_NVML_FIXTURE=self.fixture, FAKE_NVML_EVENTS=self.events_file,
+                   GRPC_VERBOSITY="error")
         for k in list(env):  # the plugin's own env vars must come from the test only
             if k in ("MIG_STRATEGY", "DEVICE_LIST_STRATEGY", "CONFIG_FILE", "PASS_DEVICE_SPECS",
                      "DEVICE_ID_STRATEGY", "KUBELET_SOCKET", "DP_DEVICE_PLUGIN_PATH", "NVIDIA_DRIVER_ROOT",
-                     "NVIDIA_DEV_ROOT", "FAIL_ON_INIT_ERROR"):
+                     "NVIDIA_DEV_ROOT", "FAIL_ON_INIT_ERROR", "DP_DISABLE_HEALTHCHECKS", "DP_ENABLE_HEALTHCHECKS"):
                 del env[k]
         env.update(extra or {})
         return env
