@@ -24,6 +24,7 @@
 #include <grpc/grpc.h>
 
 #include "daemon.h"
+#include "cdi.h"
 #include "dp.h"
 #include "fileio.h"
 #include "gsrv.h"
@@ -338,6 +339,39 @@ static void on_health(struct health_event *ev, void *userdata)
 	}
 }
 
+/*
+ * With a CDI device-list strategy the names Allocate returns must resolve: write the node's spec
+ * for vendor k8s.device-plugin.nvidia.com, class gpu, named like --device-id-strategy, to
+ * /var/run/cdi at every (re)build (reference/device-plugin.md §8).
+ */
+static void write_cdi_spec(const struct daemon *d)
+{
+	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
+	_cleanup_free_ char *dir = NULL;
+	json_t *spec = NULL;
+	struct gerr err = {0};
+	int r;
+
+	if (!(d->cfg.device_list_strategy & DLS_CDI_ANY) || !d->node)
+		return;
+	o.root = d->cfg.root;
+	o.driver_root = d->cfg.driver_root;
+	o.dev_root = d->cfg.dev_root[0] ? d->cfg.dev_root : NULL;
+	o.vendor = DP_CDI_VENDOR;
+	o.class = DP_CDI_CLASS;
+	o.names = streq(d->cfg.device_id_strategy, "index") ? CDI_NAMES_INDEX : CDI_NAMES_UUID;
+	dir = root_path(d->cfg.root, CDI_DYNAMIC_DIR);
+	r = dir ? cdi_generate(d->node, &o, &spec, &err) : gerr_set(&err, ENOMEM, "out of memory");
+	if (r >= 0)
+		r = cdi_write_spec(dir, DP_CDI_VENDOR "-" DP_CDI_CLASS ".json", spec, &err);
+	json_decref(spec);
+	if (r < 0)
+		log_error("Cannot write the CDI spec; CDI device names will not resolve in the runtime",
+			  "dir=%s error=\"%s\"", dir ? dir : CDI_DYNAMIC_DIR, err.msg);
+	else
+		log_info("Wrote CDI spec", "file=%s/%s", dir, DP_CDI_VENDOR "-" DP_CDI_CLASS ".json");
+}
+
 static void health_restart(struct daemon *d)
 {
 	struct health_options o;
@@ -411,6 +445,7 @@ static void restart(struct daemon *d, const char *why, enum restart_kind kind)
 		d->rs = rs;
 		d->node = n;
 		log_config(&d->cfg);
+		write_cdi_spec(d);
 		health_restart(d);
 	}
 serve:
@@ -647,6 +682,7 @@ int plugin_daemon_run(const struct config_args *args, const struct plugin_config
 		log_warn("No devices found. Waiting indefinitely.", "error=\"%s\"", err.msg);
 		d.next_init_ms = now_ms() + INIT_RETRY_MS;
 	} else {
+		write_cdi_spec(&d);
 		health_restart(&d);
 		err = (struct gerr){0};
 		r = start_serving(&d, &err);
