@@ -47,6 +47,6 @@ foreach(t ${PLUGIN_PY_TESTS})
   get_filename_component(_n ${t} NAME_WE)
   string(REGEX REPLACE "^test_" "" _n ${_n})
   gpulet_script_test(${_n} /usr/bin/python3 ${t})
-  set_tests_properties(${_n} PROPERTIES TIMEOUT 60)
+  set_tests_properties(${_n} PROPERTIES TIMEOUT 90)
 endforeach()
 

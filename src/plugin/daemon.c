@@ -63,6 +63,11 @@ struct daemon {
 	size_t n_sv;
 	int sigfd, inofd;
 	char kubelet_name[NAME_MAX + 1]; /* basename of the kubelet socket, for inotify */
+	/* identity of the kubelet.sock every resource is registered with: an inotify event about the
+	 * same socket (it raced with a restart that already registered) needs no second restart */
+	dev_t kubelet_dev;
+	ino_t kubelet_ino;
+	struct timespec kubelet_ctime;
 	long long next_register_ms;
 	long long next_init_ms;
 	/* health: the watcher, and the queue its callback fills (under qlock) */
@@ -152,6 +157,8 @@ static int build(struct daemon *d, const struct plugin_config *cfg, struct node 
 	r = node_load(d->nv, cfg->root, &n, err);
 	if (r < 0)
 		return r;
+	if (n->n_gpus == 0)
+		return gerr_set(err, ENODEV, "no devices found: NVML reports no GPUs (driver %s)", n->driver_version);
 	config_resource_options(cfg, &o);
 	r = resources_build(n, &o, &rs, err);
 	if (r < 0)
@@ -173,6 +180,14 @@ static void log_config(const struct plugin_config *cfg)
 	log_info("Running with config", "config=%s", json ? json : "{}");
 	if (cfg->warnings[0])
 		log_warn("Config warnings", "warnings=\"%s\"", cfg->warnings);
+}
+
+static bool all_registered(const struct daemon *d)
+{
+	for (size_t i = 0; i < d->n_sv; i++)
+		if (!d->sv[i].registered)
+			return false;
+	return true;
 }
 
 static void register_all(struct daemon *d, bool quick_retries)
@@ -220,6 +235,15 @@ static void register_all(struct daemon *d, bool quick_retries)
 		}
 		if (!refused)
 			break;
+	}
+	if (all_registered(d)) {
+		struct stat st;
+
+		if (stat(cfg->kubelet_socket, &st) == 0) {
+			d->kubelet_dev = st.st_dev;
+			d->kubelet_ino = st.st_ino;
+			d->kubelet_ctime = st.st_ctim;
+		}
 	}
 	for (size_t i = 0; i < n; i++)
 		if (regs[i].result < 0) {
@@ -622,7 +646,15 @@ static void loop(struct daemon *d)
 			drain_health(d);
 		if (n > 0 && d->inofd >= 0 && (pfd[1].revents & POLLIN) && read_inotify(d)) {
 			char why[PATH_MAX + 64];
+			struct stat st;
 
+			if (d->g && all_registered(d) && sockets_present(d) && stat(d->cfg.kubelet_socket, &st) == 0 &&
+			    st.st_dev == d->kubelet_dev && st.st_ino == d->kubelet_ino &&
+			    st.st_ctim.tv_sec == d->kubelet_ctime.tv_sec &&
+			    st.st_ctim.tv_nsec == d->kubelet_ctime.tv_nsec) {
+				log_debug("kubelet socket event for the socket we are registered with", NULL);
+				continue;
+			}
 			snprintf(why, sizeof(why), "inotify: %s created", d->cfg.kubelet_socket);
 			restart(d, why, RESERVE);
 			continue;

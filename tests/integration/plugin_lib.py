@@ -27,6 +27,9 @@ sys.path.insert(0, os.path.join(BUILD, "gen", "py"))
 import grpc  # noqa: E402
 import deviceplugin_pb2 as pb  # noqa: E402
 
+# gpulet built with -fsanitize=address (the asan-test build): see plugin_env()
+SANITIZED = b"__asan_init" in open(GPULET, "rb").read() if os.path.exists(GPULET) else False
+
 for _p in (GPULET, FAKE_NVML_LIB, MKROOT):
     if not os.path.exists(_p):
         raise SystemExit("FAIL: prerequisite missing: %s (build everything first)" % _p)
@@ -141,6 +144,12 @@ class Harness:
                      "DEVICE_ID_STRATEGY", "KUBELET_SOCKET", "DP_DEVICE_PLUGIN_PATH", "NVIDIA_DRIVER_ROOT",
                      "NVIDIA_DEV_ROOT", "FAIL_ON_INIT_ERROR", "DP_DISABLE_HEALTHCHECKS", "DP_ENABLE_HEALTHCHECKS"):
                 del env[k]
+        if SANITIZED:
+            # The fake NVML keeps its parsed fixture in static storage after the last nvmlShutdown and
+            # nvml_close() dlclose()s it: LeakSanitizer would count that JSON as leaked. Preloading the
+            # fake keeps it mapped (dlclose only drops a reference), so leak checking stays exact.
+            env["LD_PRELOAD"] = FAKE_NVML_LIB
+            env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
         env.update(extra or {})
         return env
 
