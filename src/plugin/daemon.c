@@ -415,6 +415,29 @@ static void health_restart(struct daemon *d)
 		log_error("Cannot start health checks; devices stay advertised as they are", "error=\"%s\"", err.msg);
 }
 
+/*
+ * A rebuilt resource set starts healthy: carry over what the old one knew (an XID does not repeat
+ * itself), by physical GPU and MIG instance, since replica counts and names may have changed.
+ */
+static void carry_health(const struct resource_set *old, const struct node *on, struct resource_set *rs,
+			 const struct node *n)
+{
+	if (!old || !on)
+		return;
+	for (size_t i = 0; i < old->n; i++)
+		for (size_t k = 0; k < old->res[i].n_devices; k++) {
+			const struct rdevice *dv = &old->res[i].devices[k];
+			const struct node_gpu *g = dv->gpu < on->n_gpus ? &on->gpus[dv->gpu] : NULL;
+			const struct node_mig *m =
+			    g && dv->mig >= 0 && (size_t)dv->mig < g->n_migs ? &g->migs[dv->mig] : NULL;
+
+			if (dv->healthy || !g || !g->uuid[0])
+				continue;
+			resources_set_health(rs, n, g->uuid, m ? (int)m->gi : -1, m ? (int)m->ci : -1, false,
+					     dv->reason);
+		}
+}
+
 enum restart_kind {
 	RESERVE, /* kubelet restarted or a socket vanished: serve the same devices again, fast */
 	REBUILD, /* the node changed: read NVML again */
@@ -462,6 +485,7 @@ static void restart(struct daemon *d, const char *why, enum restart_kind kind)
 		stop_serving(d, d->rs);
 	} else {
 		stop_serving(d, rs);
+		carry_health(d->rs, d->node, rs, n);
 		d->cfg = *newcfg;
 		free(newcfg);
 		resource_set_free(d->rs);

@@ -43,6 +43,14 @@ def test_xid_and_lost(h):
     h.wait_log(r'msg="unhealthy device" resource=nvidia\.com/gpu id=%s::0 uuid=%s index=3 reason="[^"]*48'
                % (g[3], g[3]))
 
+    # SIGHUP rebuilds the resources: what the health checks found is kept
+    mark = h.events.mark()
+    h.plugin.send_signal(__import__("signal").SIGHUP)
+    lst = h.events.wait(lambda e: e["event"] == "list" and e["resource"] == "nvidia.com/gpu" and e["devices"],
+                        start=mark, what="list after SIGHUP")
+    check(healths(lst)[g[3] + "::1"] == "Unhealthy", "SIGHUP forgot the XID: %r" % healths(lst))
+    regs = len([e for e in h.events.items if e["event"] == "register"])
+
     mark = h.events.mark()
     fx["gpus"][5]["lost"] = True
     h.write_fixture(fx)
