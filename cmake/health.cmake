@@ -16,16 +16,3 @@ endforeach()
 add_test(NAME health_bench_alloc COMMAND bench_alloc 200)
 add_test(NAME health_bench_listandwatch COMMAND bench_listandwatch 5)
 
-# Kernel-log / PCI / policy parser fuzz target: libFuzzer with GPULET_FUZZ, else a deterministic
-# mutation run under CTest (and so under ASan in CI).
-if(GPULET_FUZZ)
-  add_executable(fuzz_xid tests/fuzz/fuzz_xid.c)
-  target_compile_definitions(fuzz_xid PRIVATE GPULET_FUZZING)
-  target_compile_options(fuzz_xid PRIVATE -fsanitize=fuzzer)
-  target_link_options(fuzz_xid PRIVATE -fsanitize=fuzzer)
-  target_link_libraries(fuzz_xid PRIVATE gpulet_lib)
-else()
-  add_executable(fuzz_xid tests/fuzz/fuzz_xid.c)
-  target_link_libraries(fuzz_xid PRIVATE gpulet_lib)
-  add_test(NAME health_fuzz_xid COMMAND fuzz_xid 100000)
-endif()
