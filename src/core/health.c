@@ -248,9 +248,13 @@ static void handle_nvml_event(struct health_watcher *w, const nvmlEventData_t *e
 	if (e->eventType & nvmlEventTypeXidCriticalError) {
 		handle_xid(w, g, (unsigned)e->eventData, gi, ci, "nvml", NULL);
 	} else if (e->eventType & nvmlEventTypeDoubleBitEccError) {
-		if (!w->o.policy.disabled)
-			gpu_fault(w, g, gi, ci, HEALTH_ECC_DBE, 0, false, "nvml",
-				  "double-bit ECC error (uncorrectable)");
+		/* a DBE is what XID 48 reports, so the XID policy decides for both (DP_DISABLE_HEALTHCHECKS=48) */
+		if (xid_policy_is_critical(&w->o.policy, 48))
+			gpu_fault(w, g, gi, ci, HEALTH_ECC_DBE, 48, false, "nvml",
+				  "double-bit ECC error (uncorrectable, XID 48 GPU_ECC_DBE)");
+		else
+			report_info(w, HEALTH_ECC_DBE, g, "nvml", 48,
+				    "double-bit ECC error; ignored: XID 48 is in DP_DISABLE_HEALTHCHECKS");
 	} else if (e->eventType & nvmlEventTypeSingleBitEccError) {
 		report_info(w, HEALTH_ECC_SBE, g, "nvml", 0, "single-bit ECC error (corrected); no action");
 	}

@@ -486,6 +486,24 @@ static void test_unsupported_and_wait_error(void **state)
 	env_teardown(&e);
 }
 
+static void test_dbe_follows_xid_policy(void **state)
+{
+	struct env e = {0};
+	struct health_options o;
+
+	env_setup(&e);
+	health_options_default(&o);
+	assert_int_equal(xid_policy_parse("48", NULL, &o.policy, NULL), 0);
+	env_start(&e, &o);
+	append(e.events, "dbe 2\n");
+	long i = col_wait(0, HEALTH_ECC_DBE, e.node->gpus[2].uuid, 2000);
+	assert_true(i >= 0);
+	assert_false(ev_at(i).transition);
+	assert_true(ev_at(i).healthy);
+	assert_non_null(strstr(ev_at(i).reason, "ignored"));
+	env_teardown(&e);
+}
+
 static void test_disabled(void **state)
 {
 	struct env e = {0};
