@@ -523,9 +523,13 @@ static void test_disabled(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_xid_events), cmocka_unit_test(test_latency),
-	    cmocka_unit_test(test_recovery),   cmocka_unit_test(test_lost_and_mig_poll),
-	    cmocka_unit_test(test_kernel_log), cmocka_unit_test(test_unsupported_and_wait_error),
+	    cmocka_unit_test(test_xid_events),
+	    cmocka_unit_test(test_latency),
+	    cmocka_unit_test(test_recovery),
+	    cmocka_unit_test(test_lost_and_mig_poll),
+	    cmocka_unit_test(test_kernel_log),
+	    cmocka_unit_test(test_unsupported_and_wait_error),
+	    cmocka_unit_test(test_dbe_follows_xid_policy),
 	    cmocka_unit_test(test_disabled),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
