@@ -7,7 +7,9 @@
     preferred allocation never contains the lost one even when kubelet still offers it (#2038);
   * a MIG re-partition (mixed strategy): the new profile's resource server is started and
     registered, its ListAndWatch lists the new MIG device, without restarting the process
-    (#240, #389, #992); the time from the change to the new list is printed.
+    (#240, #389, #992); the time from the change to the new list is printed;
+  * topology choice on the dgx-a100 fixture: every pair has 12 NVLinks through NVSwitch, so the PCIe
+    path decides (pairs on one PCIe switch, then the same NUMA node), also with a GPU lost.
 """
 import time
 
@@ -85,6 +87,31 @@ def test_mig_repartition_live(h):
           "Allocate %s" % resp.container_responses[0])
 
 
+def test_topology_dgx_a100(h):
+    fx = h.fixture_data()
+    g = [x["uuid"] for x in fx["gpus"]]
+    pairs = [{g[0], g[1]}, {g[2], g[3]}, {g[4], g[5]}, {g[6], g[7]}]  # pcie level 20 (one switch each)
+    h.start_standin()
+    h.start_plugin("--rescan-interval", "1")
+    got = preferred(h, "nvidia.com/gpu", list(reversed(g)), 2)
+    check(set(got) in pairs, "size 2: a pair behind one PCIe switch, got %s" % got)
+    got = preferred(h, "nvidia.com/gpu", g, 2, must=[g[5]])
+    check(set(got) == {g[4], g[5]}, "GPU 5 required: {4,5}, got %s" % got)
+    got = preferred(h, "nvidia.com/gpu", g, 4, must=[g[6]])
+    check(set(got) == set(g[4:8]), "GPU 6 required, size 4: the NUMA-1 quad, got %s" % got)
+    # GPU 1 lost: a quad can no longer be {0,1,2,3}; the other NUMA node's quad is the best left
+    fx["gpus"][1]["lost"] = True
+    mark = h.events.mark()
+    h.write_fixture(fx)
+    h.wait_list("nvidia.com/gpu", start=mark, timeout=15,
+                pred=lambda d: any(x["id"] == g[1] and x["health"] == "Unhealthy" for x in d))
+    got = preferred(h, "nvidia.com/gpu", g, 4)
+    check(set(got) == set(g[4:8]), "with GPU 1 lost: {4,5,6,7}, got %s" % got)
+    got = preferred(h, "nvidia.com/gpu", g, 2, must=[g[0]])
+    check(g[1] not in got and set(got) - {g[0]} <= {g[2], g[3]}, "GPU 0 required, 1 lost: 0 with 2 or 3, got %s" % got)
+
+
 if __name__ == "__main__":
     run(test_lost_gpu_keeps_serving)
     run(test_mig_repartition_live)
+    run(test_topology_dgx_a100)
