@@ -18,7 +18,7 @@ add_test(NAME health_bench_listandwatch COMMAND bench_listandwatch 5)
 
 
 # End to end through `gpulet plugin` and the python3-grpcio kubelet stand-in (tests/integration).
-foreach(t health_e2e health_xid)
-  gpulet_script_test(${t} /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_${t}.py)
-  set_tests_properties(${t} PROPERTIES TIMEOUT 180)
+foreach(t e2e xid)
+  gpulet_script_test(health_${t}_e2e /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_health_${t}.py)
+  set_tests_properties(health_${t}_e2e PROPERTIES TIMEOUT 180)
 endforeach()
