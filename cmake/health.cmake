@@ -18,7 +18,6 @@ add_test(NAME health_bench_listandwatch COMMAND bench_listandwatch 5)
 
 
 # End to end through `gpulet plugin` and the python3-grpcio kubelet stand-in (tests/integration).
-foreach(t e2e xid)
-  gpulet_script_test(health_${t}_e2e /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_health_${t}.py)
-  set_tests_properties(health_${t}_e2e PROPERTIES TIMEOUT 180)
-endforeach()
+gpulet_script_test(health_e2e /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_health_e2e.py)
+gpulet_script_test(health_xid_e2e /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_health_xid.py)
+set_tests_properties(health_e2e health_xid_e2e PROPERTIES TIMEOUT 180)
