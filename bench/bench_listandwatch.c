@@ -9,20 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench.h"
 #include "health_testnode.h"
 #include "plugin/dp.h"
 #include "resources.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static volatile size_t sink;
 
 int main(int argc, char **argv)
 {
@@ -38,43 +29,43 @@ int main(int argc, char **argv)
 	for (size_t g = 0; g < 8; g++)
 		testnode_mig(nd, g, ones, 7);
 
-	double t0 = now_s();
+	double t0 = bench_now();
 	for (int it = 0; it < iters; it++) {
 		struct resource_set *s = NULL;
 		if (resources_build(nd, &o, &s, NULL) < 0)
 			return 1;
-		sink += s->res[0].n_devices;
+		bench_sink += s->res[0].n_devices;
 		resource_set_free(s);
 	}
-	double build = (now_s() - t0) / iters;
+	double build = (bench_now() - t0) / iters;
 
 	struct resource_set *s = NULL;
 	if (resources_build(nd, &o, &s, NULL) < 0)
 		return 1;
 	const struct resource *r = &s->res[0];
-	t0 = now_s();
+	t0 = bench_now();
 	for (int it = 0; it < iters; it++)
-		sink += (size_t)resources_set_health(s, nd, nd->gpus[it % 8].uuid, -1, -1, it & 1, "bench");
-	double health = (now_s() - t0) / iters;
+		bench_sink += (size_t)resources_set_health(s, nd, nd->gpus[it % 8].uuid, -1, -1, it & 1, "bench");
+	double health = (bench_now() - t0) / iters;
 
 	struct dp_ctx ctx = {.node = nd, .res = r};
-	t0 = now_s();
+	t0 = bench_now();
 	for (int it = 0; it < iters; it++) {
 		free(wire);
 		if (dp_snapshot(&ctx, &wire, &len) < 0)
 			return 1;
 	}
-	double fmt = (now_s() - t0) / iters;
+	double fmt = (bench_now() - t0) / iters;
 
 	copy = malloc(len);
 	if (!copy)
 		return 1;
-	t0 = now_s();
+	t0 = bench_now();
 	for (int it = 0; it < iters; it++) {
 		memcpy(copy, wire, len);
-		sink += (size_t)copy[(size_t)it % len];
+		bench_sink += (size_t)copy[(size_t)it % len];
 	}
-	double floor_s = (now_s() - t0) / iters;
+	double floor_s = (bench_now() - t0) / iters;
 
 	printf("ListAndWatch device list: %zu devices (8 GPUs x 7 MIG x 48 replicas), %zu bytes packed\n", r->n_devices,
 	       len);
