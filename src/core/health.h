@@ -93,6 +93,13 @@ struct health_options {
 	unsigned mig_poll_ms; /* node_load() interval for MIG/lost detection; 0 = off */
 	health_cb cb;
 	void *userdata;
+	/*
+	 * A watcher being replaced (after a rebuild or a reload), or NULL: the new one takes over its
+	 * faults -- a rebuild is no recovery -- and reports them from health_start() (source
+	 * "inherited", transition=true), keeping their quiet-period clocks. MIG faults whose instance
+	 * no longer exists are dropped. The caller stops the old watcher after health_start().
+	 */
+	const struct health_watcher *inherit;
 };
 
 /* Defaults: wait 100 ms, quiet 5 min, MIG poll 10 s, kernel log <root>/dev/kmsg, default policy. */
