@@ -6,3 +6,8 @@ target_link_libraries(toml_dump PRIVATE gpulet_lib)
 gpulet_unit_test(doctor_test_toml tests/unit/test_toml.c)
 gpulet_script_test(doctor_toml_peers /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_toml_peers.py
                    ${CMAKE_BINARY_DIR}/toml_dump)
+
+gpulet_unit_test(doctor_test_checkpoint tests/unit/test_checkpoint.c)
+gpulet_unit_test(doctor_test_doctor tests/unit/test_doctor.c)
+# Every scenario under tests/scenarios: a fake node + expected findings, run through build/gpulet.
+gpulet_script_test(doctor_scenarios /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/scenarios/run.py)

@@ -101,7 +101,21 @@ static int add_only(char *arg, char **only, size_t *n, size_t max)
 
 int cmd_doctor(int argc, char **argv)
 {
-	enum { O_ROOT = 256, O_JSON, O_ONLY, O_KLOG, O_PODS, O_NODE, O_NVML, O_DROOT, O_CUDA, O_RC, O_CTRD, O_LIST };
+	enum {
+		O_ROOT = 256,
+		O_JSON,
+		O_ONLY,
+		O_KLOG,
+		O_PODS,
+		O_NODE,
+		O_NVML,
+		O_DROOT,
+		O_CUDA,
+		O_RC,
+		O_CTRD,
+		O_LIST,
+		O_RUSER
+	};
 	static const struct option opts[] = {
 	    {"root", required_argument, NULL, O_ROOT},
 	    {"json", no_argument, NULL, O_JSON},
@@ -115,6 +129,7 @@ int cmd_doctor(int argc, char **argv)
 	    {"runtime-class", required_argument, NULL, O_RC},
 	    {"containerd-config", required_argument, NULL, O_CTRD},
 	    {"list", no_argument, NULL, O_LIST},
+	    {"runtime-user", required_argument, NULL, O_RUSER},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
@@ -163,6 +178,14 @@ int cmd_doctor(int argc, char **argv)
 			break;
 		case O_CTRD:
 			o.containerd_config = optarg;
+			break;
+		case O_RUSER:
+			if (sscanf(optarg, "%u:%u", &o.runtime_uid, &o.runtime_gid) < 1) {
+				fprintf(stderr, "gpulet doctor: --runtime-user wants UID[:GID], got '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			if (!strchr(optarg, ':'))
+				o.runtime_gid = o.runtime_uid;
 			break;
 		case O_LIST:
 			list_checks();

@@ -163,7 +163,8 @@ int doctor_check_cdi(struct doctor_ctx *c)
 #ifdef HAVE_CDI
 	{
 		char why[160];
-		struct cdi_validate_options o = {.root = c->o->root};
+		struct cdi_validate_options o = {
+		    .root = c->o->root, .runtime_uid = c->o->runtime_uid, .runtime_gid = c->o->runtime_gid};
 		_cleanup_(cdi_report_clear) struct cdi_report rep = {0};
 		const char *rt = cdi_runtime_for(c, why, sizeof(why));
 		int r;

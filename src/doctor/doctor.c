@@ -29,7 +29,7 @@ const struct doctor_check doctor_checks[] = {
     {"gpu-health", LINK_GPU, L(LINK_NVML), "NVML per GPU: lost, ECC volatile uncorrected",
      "gpu.fallen-off-bus gpu.ecc-dbe", doctor_check_gpu_health},
     {"toolkit", LINK_TOOLKIT, 0, "/var/lib/dpkg/status, nvidia-ctk, /etc/nvidia-container-runtime/config.toml",
-     "toolkit.too-old-for-driver toolkit.missing", doctor_check_toolkit},
+     "toolkit.too-old-for-driver", doctor_check_toolkit},
     {"runtime", LINK_RUNTIME, 0, "/etc/containerd/config.toml + imports, RuntimeClass handler",
      "runtime.config-invalid runtime.config-missing runtime.nvidia-handler-missing runtime.binary-missing "
      "runtime.default-is-runc runtime.cdi-disabled runtime.cdi-spec-dirs-mismatch runtime.cdi-and-legacy-hook",

@@ -50,15 +50,16 @@ struct doctor_finding {
 };
 
 struct doctor_options {
-	const char *root;              /* host root prefix, "/" by default */
-	const char *nvml_library;      /* --nvml-library / GPULET_NVML_LIBRARY */
-	const char *driver_root;       /* where the driver is installed (relative to the host), "/" */
-	const char *kernel_log;        /* --kernel-log FILE; NULL: <root>/var/log/kern.log, or /dev/kmsg live */
-	const char *pods_file;         /* --pods FILE: kubectl get pods -o json (a List or one Pod) */
-	const char *node_file;         /* --node FILE: kubectl get node NAME -o json */
-	const char *cuda_version;      /* --cuda-version 12.4: the CUDA an image needs */
-	const char *runtime_class;     /* RuntimeClass handler pods use, "nvidia" by default */
-	const char *containerd_config; /* path of config.toml on the host */
+	const char *root;                  /* host root prefix, "/" by default */
+	const char *nvml_library;          /* --nvml-library / GPULET_NVML_LIBRARY */
+	const char *driver_root;           /* where the driver is installed (relative to the host), "/" */
+	const char *kernel_log;            /* --kernel-log FILE; NULL: <root>/var/log/kern.log, or /dev/kmsg live */
+	const char *pods_file;             /* --pods FILE: kubectl get pods -o json (a List or one Pod) */
+	const char *node_file;             /* --node FILE: kubectl get node NAME -o json */
+	const char *cuda_version;          /* --cuda-version 12.4: the CUDA an image needs */
+	const char *runtime_class;         /* RuntimeClass handler pods use, "nvidia" by default */
+	const char *containerd_config;     /* path of config.toml on the host */
+	unsigned runtime_uid, runtime_gid; /* user containerd runs as (rootless containerd: not 0) */
 };
 
 struct toml;

@@ -207,6 +207,18 @@ def main():
         for e in errs:
             print(f"     {e}")
         failed += bool(errs)
+    if not argv:
+        # every finding id a check may report is expected by at least one scenario
+        listed = subprocess.run([GPULET, "doctor", "--list"], capture_output=True, text=True).stdout
+        ids = {i for line in listed.splitlines() if line.strip().startswith("ids:") for i in line.split()[1:]}
+        covered = set()
+        for n in names:
+            e = json.load(open(os.path.join(HERE, n, "expect.json")))
+            covered |= set(e.get("fail", [])) | set(e.get("warn", []))
+        missing = sorted(ids - covered)
+        if not ids or missing:
+            print(f"FAIL finding ids without a scenario: {missing or 'none listed by gpulet doctor --list'}")
+            failed += 1
     print(f"{len(names) - failed}/{len(names)} scenarios pass")
     return 1 if failed else 0
 
