@@ -17,10 +17,7 @@
 #include "node.h"
 #include "toml.h"
 
-#if __has_include("cdi.h")
 #include "cdi.h"
-#define HAVE_CDI 1
-#endif
 
 size_t doctor_cdi_dir_files(const struct doctor_ctx *c, const char *dir, char names[][256], size_t max)
 {
@@ -43,7 +40,6 @@ size_t doctor_cdi_dir_files(const struct doctor_ctx *c, const char *dir, char na
 	return n;
 }
 
-#ifdef HAVE_CDI
 /* cdi module category → doctor finding (same words: reference/cdi.md §4–6) */
 static const struct {
 	const char *category;
@@ -124,7 +120,6 @@ static void check_uuids(struct doctor_ctx *c, const char *const *dirs, size_t n)
 	}
 	json_decref(list);
 }
-#endif
 
 int doctor_check_cdi(struct doctor_ctx *c)
 {
@@ -160,7 +155,6 @@ int doctor_check_cdi(struct doctor_ctx *c)
 			doctor_evidence(fd, "%s: no *.json or *.yaml spec", dirs[k]);
 		return 0;
 	}
-#ifdef HAVE_CDI
 	{
 		char why[160];
 		struct cdi_validate_options o = {
@@ -193,10 +187,5 @@ int doctor_check_cdi(struct doctor_ctx *c)
 		}
 		check_uuids(c, dirs, n_dirs);
 	}
-#else
-	fd = doctor_report(c, "cdi.not-validated", DOCTOR_WARN, LINK_CDI, "build gpulet with src/core/cdi.c",
-			   "this build has no CDI validator: spec contents were not checked");
-	doctor_evidence(fd, "src/core/cdi.h was not found at build time");
-#endif
 	return 0;
 }

@@ -56,6 +56,7 @@ static const char *const link_names[] = {
     [LINK_DRIVER] = "driver",   [LINK_DEVNODE] = "devnode", [LINK_NVML] = "nvml",   [LINK_GPU] = "gpu",
     [LINK_TOOLKIT] = "toolkit", [LINK_RUNTIME] = "runtime", [LINK_CDI] = "cdi",     [LINK_KUBELET] = "kubelet",
     [LINK_PLUGIN] = "plugin",   [LINK_MIG] = "mig",         [LINK_ALLOC] = "alloc", [LINK_VERSIONS] = "versions",
+    [LINK_LINT] = "lint",
 };
 
 const char *doctor_link_name(enum doctor_link l)
@@ -423,4 +424,52 @@ json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_o
 	json_object_set_new(doc, "findings", arr);
 	json_object_set(doc, "skipped", c->skipped);
 	return doc;
+}
+
+/* The readable report: grouped by link in chain order, the first failure named as the root cause. */
+void doctor_print(const struct doctor_ctx *c, char *const *only, size_t n_only)
+{
+	const struct doctor_finding *root_cause = NULL;
+	size_t n_fail = 0, n_warn = 0, n_ok = 0, i;
+	json_t *s;
+
+	for (int l = 0; l < _LINK_MAX; l++)
+		for (size_t k = 0; k < c->n_findings; k++) {
+			const struct doctor_finding *f = &c->findings[k];
+
+			if ((int)f->link != l || !doctor_id_selected(f->id, only, n_only))
+				continue;
+			if (f->severity == DOCTOR_OK) {
+				n_ok++;
+				printf("  %-9s ok    %s\n", doctor_link_name(f->link), f->summary);
+				for (size_t e = 0; e < f->n_evidence; e++)
+					printf("                  note: %s\n", f->evidence[e]);
+				continue;
+			}
+			if (f->severity == DOCTOR_FAIL) {
+				n_fail++;
+				if (!root_cause)
+					root_cause = f;
+			} else {
+				n_warn++;
+			}
+			printf("  %-9s %-5s %s: %s\n", doctor_link_name(f->link),
+			       f->severity == DOCTOR_FAIL ? "FAIL" : "WARN", f->id, f->summary);
+			for (size_t e = 0; e < f->n_evidence; e++)
+				printf("                  - %s\n", f->evidence[e]);
+			if (f->fix[0])
+				printf("                  fix: %s\n", f->fix);
+		}
+	if (json_array_size(c->skipped)) {
+		printf("\n  not checked, already explained by an earlier failure:\n");
+		json_array_foreach (c->skipped, i, s)
+			printf("    %-10s (%s) <- %s\n", json_string_value(json_object_get(s, "check")),
+			       json_string_value(json_object_get(s, "ids")),
+			       json_string_value(json_object_get(s, "explained_by")));
+	}
+	printf("\n");
+	if (root_cause)
+		printf("Root cause: %s (%s link): %s\nFix first: %s\n", root_cause->id,
+		       doctor_link_name(root_cause->link), root_cause->summary, root_cause->fix);
+	printf("%zu fail, %zu warn, %zu ok\n", n_fail, n_warn, n_ok);
 }

@@ -33,6 +33,7 @@ enum doctor_link {
 	LINK_MIG,
 	LINK_ALLOC,
 	LINK_VERSIONS,
+	LINK_LINT, /* findings of gpulet lint (a workload spec, not a node link) */
 	_LINK_MAX,
 };
 #define L(x)                (1u << (x))
@@ -172,10 +173,24 @@ extern const size_t doctor_n_checks;
 const char *doctor_link_name(enum doctor_link l);
 const char *doctor_severity_name(enum doctor_severity s);
 
+/*
+ * gpulet lint: check workload objects (k8sobj_load output) for the GPU mistakes of the field guide.
+ * Findings go into c (component "lint"); c->o supplies --root facts when set.
+ */
+struct lint_options {
+	const char *runtime_class;  /* GPU pods must set this runtimeClassName ("" = not required) */
+	const char *driver_version; /* node driver: images needing a newer CUDA are flagged */
+	const json_t *node;         /* kubectl get node -o json: its taints */
+	bool node_dev_nonworld;     /* node's /dev/nvidia* are not world rw (from --root) */
+};
+int lint_objects(struct doctor_ctx *c, const char *file, const json_t *objs, const struct lint_options *lo);
+
 /* Run every check in chain order. Returns -ENOMEM only; findings are in c. */
 int doctor_run(struct doctor_ctx *c, const struct doctor_options *o);
 void doctor_ctx_done(struct doctor_ctx *c);
 
 /* {"findings":[...], "skipped":[...]}; only ids in only[] (prefix match, "cdi." or exact) when given. */
 json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_only);
+/* Readable report on stdout, grouped by link in chain order; names the first failure as root cause. */
+void doctor_print(const struct doctor_ctx *c, char *const *only, size_t n_only);
 bool doctor_id_selected(const char *id, char *const *only, size_t n_only);
