@@ -12,3 +12,4 @@ gpulet_unit_test(doctor_test_doctor tests/unit/test_doctor.c)
 # Every scenario under tests/scenarios: a fake node + expected findings, run through build/gpulet.
 gpulet_script_test(doctor_scenarios /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/scenarios/run.py)
 gpulet_script_test(doctor_lint /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/lint/run.py)
+gpulet_script_test(doctor_versions /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_versions.py)

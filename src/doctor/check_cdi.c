@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cudatable.h"
 #include "doctor.h"
 #include "fileio.h"
 #include "node.h"
@@ -70,23 +71,16 @@ static const struct {
 /* containerd version from dpkg, to choose the CDI version limit of its vendored library. */
 static const char *cdi_runtime_for(const struct doctor_ctx *c, char *why, size_t size)
 {
-	_cleanup_free_ char *p = doctor_path(c, "/var/lib/dpkg/status");
-	_cleanup_free_ char *status = NULL;
-	const char *pkg;
+	char v[64];
 
-	if (p && read_file(p, 64u << 20, &status, NULL, NULL) >= 0 &&
-	    ((pkg = strstr(status, "Package: containerd\n")) || (pkg = strstr(status, "Package: containerd.io\n")))) {
-		const char *v = strstr(pkg, "\nVersion: ");
-
-		if (v) {
-			v += 10;
-			snprintf(why, size, "containerd %.*s (dpkg)", (int)strcspn(v, "\n"), v);
-			if (!strncmp(v, "1.6", 3) || (!strncmp(v, "1.7.", 4) && atoi(v + 4) < 13))
-				return "containerd-1.7";
-			if (!strncmp(v, "1.7.", 4))
-				return "containerd-1.7.13";
-			return NULL;
-		}
+	if (doctor_dpkg_version(c, "containerd", v, sizeof(v)) ||
+	    doctor_dpkg_version(c, "containerd.io", v, sizeof(v))) {
+		snprintf(why, size, "containerd %s (dpkg)", v);
+		if (version_cmp(v, "1.7.13") < 0)
+			return "containerd-1.7";
+		if (version_cmp(v, "2") < 0)
+			return "containerd-1.7.13";
+		return NULL;
 	}
 	if (c->ctrd_state > 0 && c->ctrd_version < 3) {
 		snprintf(why, size, "config version 2 (containerd 1.x; version unknown, assuming 1.7.0-1.7.12)");

@@ -234,6 +234,31 @@ size_t doctor_cdi_dirs(const struct doctor_ctx *c, const char **dirs, size_t max
 	return n;
 }
 
+/* Version of a dpkg package under root ("1.7.24" from "1.7.24~ds1-1"), "" when absent. */
+bool doctor_dpkg_version(const struct doctor_ctx *c, const char *pkg, char *buf, size_t size)
+{
+	_cleanup_free_ char *p = doctor_path(c, "/var/lib/dpkg/status");
+	_cleanup_free_ char *status = NULL;
+	char key[128];
+	const char *s;
+
+	snprintf(key, sizeof(key), "Package: %s\n", pkg);
+	if (!p || read_file(p, 64u << 20, &status, NULL, NULL) < 0)
+		return false;
+	for (s = strstr(status, key); s; s = strstr(s + 1, key)) {
+		const char *v = strstr(s, "\nVersion: "), *end = strstr(s, "\n\n");
+
+		if ((s == status || s[-1] == '\n') && v && (!end || v < end)) {
+			v += 10;
+			if (v[strspn(v, "0123456789")] == ':')
+				v += strspn(v, "0123456789") + 1; /* Debian epoch "1:" */
+			snprintf(buf, size, "%.*s", (int)strcspn(v, "~-+\n"), v);
+			return true;
+		}
+	}
+	return false;
+}
+
 /* ---- pods (--pods) ---- */
 
 static bool resources_have_gpu(const json_t *res)
@@ -321,7 +346,7 @@ static const struct doctor_finding *explaining(const struct doctor_ctx *c, unsig
 	return NULL;
 }
 
-int doctor_run(struct doctor_ctx *c, const struct doctor_options *o)
+int doctor_load_inputs(struct doctor_ctx *c, const struct doctor_options *o)
 {
 	char ebuf[GERR_MAX];
 
@@ -341,11 +366,19 @@ int doctor_run(struct doctor_ctx *c, const struct doctor_options *o)
 							 "--node file is not kubectl JSON; node facts are ignored");
 		doctor_evidence(f, "%s", ebuf);
 	}
+	return 0;
+}
+
+int doctor_run(struct doctor_ctx *c, const struct doctor_options *o)
+{
+	int r = doctor_load_inputs(c, o);
+
+	if (r < 0)
+		return r;
 	for (size_t k = 0; k < doctor_n_checks; k++) {
 		const struct doctor_check *ch = &doctor_checks[k];
 		const struct doctor_finding *why = explaining(c, ch->requires);
 		size_t before = c->n_findings;
-		int r;
 
 		if (why) {
 			c->blocked_by[ch->link] = (int)(why - c->findings) + 1;

@@ -134,6 +134,9 @@ struct doctor_finding *doctor_find(struct doctor_ctx *c, const char *id);
 /* Regular *.json / *.yaml files in a CDI dir below root (what a runtime reads); names[k] gets each. */
 size_t doctor_cdi_dir_files(const struct doctor_ctx *c, const char *dir, char names[][256], size_t max);
 
+/* Version of a dpkg package under root (/var/lib/dpkg/status), epoch and Debian revision dropped. */
+bool doctor_dpkg_version(const struct doctor_ctx *c, const char *pkg, char *buf, size_t size);
+
 /* nvidia-container-toolkit version under root (dpkg status, or nvidia-ctk --version on the host). */
 int doctor_toolkit_version(const struct doctor_ctx *c, char *buf, size_t size, char *src, size_t src_size);
 
@@ -184,6 +187,12 @@ struct lint_options {
 	bool node_dev_nonworld;     /* node's /dev/nvidia* are not world rw (from --root) */
 };
 int lint_objects(struct doctor_ctx *c, const char *file, const json_t *objs, const struct lint_options *lo);
+
+/* Set c up with o and load --pods / --node (a bad file is a warn finding). -ENOMEM only. */
+int doctor_load_inputs(struct doctor_ctx *c, const struct doctor_options *o);
+
+/* The version ledger: [{name, version, source, verdicts:[{severity, text, source}]}]. */
+json_t *versions_ledger(struct doctor_ctx *c);
 
 /* Run every check in chain order. Returns -ENOMEM only; findings are in c. */
 int doctor_run(struct doctor_ctx *c, const struct doctor_options *o);
