@@ -13,3 +13,10 @@ gpulet_unit_test(doctor_test_doctor tests/unit/test_doctor.c)
 gpulet_script_test(doctor_scenarios /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/scenarios/run.py)
 gpulet_script_test(doctor_lint /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/lint/run.py)
 gpulet_script_test(doctor_versions /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_versions.py)
+
+# build/fakecuda/libcuda.so.1: the driver API entry points gpulet probe calls, driven by env.
+add_library(fakecuda SHARED tests/fakecuda/fakecuda.c)
+set_target_properties(fakecuda PROPERTIES OUTPUT_NAME cuda PREFIX lib SUFFIX .so.1
+                      LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fakecuda C_VISIBILITY_PRESET hidden)
+gpulet_script_test(doctor_probe /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_probe.py
+                   ${CMAKE_BINARY_DIR}/fakecuda/libcuda.so.1)

@@ -371,12 +371,17 @@ int doctor_load_inputs(struct doctor_ctx *c, const struct doctor_options *o)
 
 int doctor_run(struct doctor_ctx *c, const struct doctor_options *o)
 {
+	return doctor_run_table(c, o, doctor_checks, doctor_n_checks);
+}
+
+int doctor_run_table(struct doctor_ctx *c, const struct doctor_options *o, const struct doctor_check *checks, size_t n)
+{
 	int r = doctor_load_inputs(c, o);
 
 	if (r < 0)
 		return r;
-	for (size_t k = 0; k < doctor_n_checks; k++) {
-		const struct doctor_check *ch = &doctor_checks[k];
+	for (size_t k = 0; k < n; k++) {
+		const struct doctor_check *ch = &checks[k];
 		const struct doctor_finding *why = explaining(c, ch->requires);
 		size_t before = c->n_findings;
 

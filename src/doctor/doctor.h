@@ -61,6 +61,7 @@ struct doctor_options {
 	const char *runtime_class;         /* RuntimeClass handler pods use, "nvidia" by default */
 	const char *containerd_config;     /* path of config.toml on the host */
 	unsigned runtime_uid, runtime_gid; /* user containerd runs as (rootless containerd: not 0) */
+	const char *cuda_library;          /* probe: libcuda to dlopen, "libcuda.so.1" by default */
 };
 
 struct toml;
@@ -97,6 +98,7 @@ struct doctor_ctx {
 	int ckpt_state;
 	char ckpt_error[GERR_MAX];
 	struct checkpoint *ckpt;
+	int node_cuda; /* probe: what cuDriverGetVersion said, 0 unknown */
 	/* cluster facts from --pods / --node */
 	json_t *pods; /* array of Pod objects, NULL when not given */
 	json_t *node_obj;
@@ -196,6 +198,11 @@ json_t *versions_ledger(struct doctor_ctx *c);
 
 /* Run every check in chain order. Returns -ENOMEM only; findings are in c. */
 int doctor_run(struct doctor_ctx *c, const struct doctor_options *o);
+/* Same over another table (gpulet probe's in-container chain). */
+int doctor_run_table(struct doctor_ctx *c, const struct doctor_options *o, const struct doctor_check *checks, size_t n);
+/* gpulet probe's chain: device nodes → driver libraries → cuInit → CUDA version. */
+extern const struct doctor_check probe_checks[];
+extern const size_t probe_n_checks;
 void doctor_ctx_done(struct doctor_ctx *c);
 
 /* {"findings":[...], "skipped":[...]}; only ids in only[] (prefix match, "cdi." or exact) when given. */
