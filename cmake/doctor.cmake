@@ -20,3 +20,6 @@ set_target_properties(fakecuda PROPERTIES OUTPUT_NAME cuda PREFIX lib SUFFIX .so
                       LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fakecuda C_VISIBILITY_PRESET hidden)
 gpulet_script_test(doctor_probe /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_probe.py
                    ${CMAKE_BINARY_DIR}/fakecuda/libcuda.so.1)
+# Benchmark (prints figures and a ratio to the exec floor, no timed assertion); the test only
+# checks that it runs: /usr/bin/python3 bench/bench_doctor.py [RUNS]
+gpulet_script_test(doctor_bench /usr/bin/python3 ${CMAKE_SOURCE_DIR}/bench/bench_doctor.py 3)
