@@ -23,3 +23,7 @@ gpulet_script_test(doctor_probe /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integ
 # Benchmark (prints figures and a ratio to the exec floor, no timed assertion); the test only
 # checks that it runs: /usr/bin/python3 bench/bench_doctor.py [RUNS]
 gpulet_script_test(doctor_bench /usr/bin/python3 ${CMAKE_SOURCE_DIR}/bench/bench_doctor.py 3)
+add_executable(k8s_dump tests/integration/k8s_dump.c)
+target_link_libraries(k8s_dump PRIVATE gpulet_lib)
+gpulet_script_test(doctor_k8sobj_peers /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_k8sobj_peers.py
+                   ${CMAKE_BINARY_DIR}/k8s_dump)
