@@ -185,6 +185,12 @@ def run(name, keep):
         for f in doc["findings"]:
             if f["severity"] != "ok" and (not f["summary"] or not f["fix"] or not f["evidence"]):
                 errs.append(f"{f['id']}: a problem needs summary, evidence and fix")
+        if "text" in expect:  # the readable report names the root cause first
+            t = subprocess.run([a for a in args if a != "--json"], env=dict(env, FAKE_NVML_FIXTURE=nvml),
+                               capture_output=True, text=True).stdout
+            for want in expect["text"]:
+                if want not in t:
+                    errs.append(f"text report lacks {want!r}:\n{t[-600:]}")
         if errs:
             errs.append("findings: " + json.dumps({i: s for i, s in got.items() if s != "ok"}))
         return errs
