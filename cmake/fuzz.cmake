@@ -1,0 +1,38 @@
+# Fuzz targets for every parser of outside input (issue 8), tests/fuzz/fuzz_<target>.c.
+#  - every build: fuzz_replay_<target> = the target + tests/fuzz/replay.c (no libFuzzer), and the
+#    CTest reliability_fuzz_corpus replays tests/fuzz/corpus/<target>/* through each one, so a
+#    committed reproducer fails the suite (under ASan+UBSan in the asan tree) until it is fixed.
+#  - CC=clang cmake -S . -B build-fuzz -DGPULET_FUZZ=ON: fuzz_<target> linked with libFuzzer,
+#    ASan and UBSan; gpulet_lib gets the coverage instrumentation. tests/fuzz/run.sh runs them.
+set(GPULET_FUZZ_TARGETS config toml cdi checkpoint xid migminors ldcache)
+# The Pod/workload YAML loader of `gpulet lint` (src/core/k8sobj.h) is fuzzed once it exists.
+if(EXISTS ${CMAKE_SOURCE_DIR}/src/core/k8sobj.h)
+  list(APPEND GPULET_FUZZ_TARGETS podyaml)
+endif()
+
+foreach(t ${GPULET_FUZZ_TARGETS})
+  add_executable(fuzz_replay_${t} tests/fuzz/fuzz_${t}.c tests/fuzz/replay.c)
+  target_link_libraries(fuzz_replay_${t} PRIVATE gpulet_lib)
+  set_target_properties(fuzz_replay_${t} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
+endforeach()
+
+gpulet_script_test(reliability_fuzz_corpus ${CMAKE_SOURCE_DIR}/tests/fuzz/replay-all.sh ${GPULET_FUZZ_TARGETS})
+
+if(GPULET_FUZZ)
+  if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "GPULET_FUZZ needs clang: CC=clang cmake -S . -B build-fuzz -DGPULET_FUZZ=ON")
+  endif()
+  set(_fuzz_san -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+  target_compile_options(gpulet_lib PRIVATE -fsanitize=fuzzer-no-link ${_fuzz_san})
+  # whatever links the instrumented library needs the sanitizer runtimes
+  target_link_options(gpulet_lib INTERFACE -fsanitize=address,undefined)
+  add_custom_target(fuzz_all)
+  foreach(t ${GPULET_FUZZ_TARGETS})
+    add_executable(fuzz_${t} tests/fuzz/fuzz_${t}.c)
+    target_compile_options(fuzz_${t} PRIVATE -fsanitize=fuzzer ${_fuzz_san})
+    target_link_options(fuzz_${t} PRIVATE -fsanitize=fuzzer,address,undefined)
+    target_link_libraries(fuzz_${t} PRIVATE gpulet_lib)
+    set_target_properties(fuzz_${t} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
+    add_dependencies(fuzz_all fuzz_${t})
+  endforeach()
+endif()

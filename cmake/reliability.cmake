@@ -1,0 +1,7 @@
+# Reliability and security tests (issue 8): soak + faults, bad input, valgrind memcheck.
+# Fuzz targets and the corpus replay are in cmake/fuzz.cmake.
+
+# Soak: 50 kubelet restarts under Allocate/GetPreferredAllocation load, GPU lost/recovered, MIG
+# re-partition, SIGHUP reloads; about 90 s. The long form: tests/soak/soak.py --long.
+gpulet_script_test(reliability_soak /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/soak/soak.py)
+set_tests_properties(reliability_soak PROPERTIES TIMEOUT 300 LABELS soak)

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Fuzz target: containerd config.toml (src/core/toml.h): parse, convert, merge into itself. */
+#include <jansson.h>
+
+#include "fuzz.h"
+#include "toml.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct toml *a = NULL, *b = NULL;
+	struct gerr err = {0};
+
+	if (toml_parse((const char *)data, size, "fuzz.toml", &a, &err) < 0)
+		return 0;
+	json_decref(toml_to_json(a));
+	(void)toml_path(a, "plugins", "io.containerd.grpc.v1.cri", "containerd", NULL);
+	(void)toml_string(a, "version", NULL);
+	(void)toml_int(a, "version", 0);
+	/* a second copy merged over the first exercises the ownership moves of toml_merge */
+	if (toml_parse((const char *)data, size, "fuzz2.toml", &b, &err) >= 0) {
+		if (a->type == TOML_TABLE && b->type == TOML_TABLE && toml_merge(a, b, -1) >= 0)
+			b = NULL; /* consumed */
+		toml_free(b);
+		json_decref(toml_to_json(a));
+	}
+	toml_free(a);
+	return 0;
+}
