@@ -17,6 +17,9 @@
 
 #define NVML_RETRY_S 10
 
+/* NVML kept loaded for a sampler stuck in a hung call when we return (see cmd_exporter). */
+static struct nvml *stuck_nv;
+
 static void exporter_help(FILE *f)
 {
 	fprintf(
@@ -287,7 +290,12 @@ int cmd_exporter(int argc, char **argv)
 	else if (gethostname(host, sizeof(host) - 1) < 0)
 		snprintf(host, sizeof(host), "unknown");
 
-	struct exporter e;
+	/*
+	 * Static storage: a sampler stuck in a hung NVML call still points at the exporter when we
+	 * return, and must find live memory until the process exits (exporter_stop leaves it running).
+	 */
+	static struct exporter e;
+	static struct podres_cache pc;
 	if (exporter_init(&e, n, o.no_hostname ? NULL : host, &err) < 0) {
 		log_error("cannot start the exporter", "error=\"%s\"", err.msg);
 		exp_http_stop(http);
@@ -303,7 +311,6 @@ int cmd_exporter(int argc, char **argv)
 	}
 	_cleanup_free_ char *names_copy = NULL;
 	_cleanup_free_ char **names = split_names(o.resource_names, &names_copy);
-	struct podres_cache pc;
 	if (o.kubernetes) {
 		if (podres_cache_start(&pc, o.nvml.root, o.socket, o.podres_ms, (const char *const *)names, &err) < 0) {
 			log_error("cannot start pod attribution", "error=\"%s\"", err.msg);
@@ -333,7 +340,7 @@ int cmd_exporter(int argc, char **argv)
 		podres_cache_stop(&pc);
 	if (left) {
 		/* a sampler is inside a hung NVML call: leave its memory and NVML alone, just exit */
-		TAKE_PTR(nv);
+		stuck_nv = TAKE_PTR(nv);
 		return 0;
 	}
 	exporter_free(&e);

@@ -15,7 +15,20 @@ double exp_now_monotonic(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* gpu, UUID, pci_bus_id, device, modelName [, GPU_I_PROFILE, GPU_I_ID]: dcgm-exporter's set (A2). */
+/* More than one compute instance in m's GPU instance (a CI split such as 1c.3g.40gb)? */
+static bool gi_is_split(const struct node_gpu *g, const struct node_mig *m)
+{
+	size_t n = 0;
+	for (size_t j = 0; j < g->n_migs; j++)
+		n += g->migs[j].gi == m->gi;
+	return n > 1;
+}
+
+/*
+ * gpu, UUID, pci_bus_id, device, modelName [, GPU_I_PROFILE, GPU_I_ID]: dcgm-exporter's set (A2).
+ * A GPU instance split into several compute instances would give them all the same labels, which
+ * Prometheus rejects as duplicate samples: those get GPU_CI_ID too.
+ */
 static void device_labels(struct exp_device *d, const struct node_gpu *g, const struct node_mig *m)
 {
 	char uuid[2 * NODE_UUID_MAX], name[2 * NODE_NAME_MAX], bus[64], profile[64];
@@ -27,8 +40,10 @@ static void device_labels(struct exp_device *d, const struct node_gpu *g, const 
 			 uuid, bus, g->minor, name);
 	if (m && n > 0 && (size_t)n < sizeof(d->labels)) {
 		prom_escape(m->profile, profile, sizeof(profile));
-		snprintf(d->labels + n, sizeof(d->labels) - (size_t)n, ",GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%u\"", profile,
-			 m->gi);
+		int k = snprintf(d->labels + n, sizeof(d->labels) - (size_t)n, ",GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%u\"",
+				 profile, m->gi);
+		if (k > 0 && (size_t)(n + k) < sizeof(d->labels) && gi_is_split(g, m))
+			snprintf(d->labels + n + k, sizeof(d->labels) - (size_t)(n + k), ",GPU_CI_ID=\"%u\"", m->ci);
 	}
 }
 

@@ -14,7 +14,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from exporter_lib import FIXTURES, PY, SRC, Exporter, PodResources, fixture, series, write_json_atomic  # noqa: E402
 
-ALL_FIXTURES = sorted(f[:-5] for f in os.listdir(FIXTURES) if f.endswith(".json"))
+ALL_FIXTURES = sorted(f[:-5] for f in os.listdir(FIXTURES) if f.endswith(".json") and not f.endswith(".schema.json"))
 
 
 def promcheck(body):
@@ -46,8 +46,15 @@ class Fixtures(unittest.TestCase):
                     if any(g.get("mig_mode") for g in gpus):
                         self.assertEqual(len(healthy), len(gpus) + migs)
                     ages = series(body, "gpulet_sample_age_seconds")
-                    self.assertEqual(sorted(l["UUID"] for l, _ in ages), sorted(g["uuid"] for g in gpus))
+                    self.assertEqual(len(ages), len(gpus))
+                    # a GPU lost before the exporter started cannot even tell its UUID
+                    self.assertEqual(sorted(l["UUID"] for l, _ in ages if l["UUID"]),
+                                     sorted(g["uuid"] for g in gpus if not g.get("lost")))
+                    lost = [l["gpu"] for l, v in healthy if v == 0 and "GPU_I_ID" not in l]
+                    self.assertEqual(lost, [str(i) for i, g in enumerate(gpus) if g.get("lost")])
                     for labels, _ in ages:
+                        if not labels["UUID"]:
+                            continue
                         self.assertEqual(labels["Hostname"], "node-a")
                         self.assertEqual(labels["DCGM_FI_DRIVER_VERSION"], doc["driver_version"])
                         g = next(g for g in gpus if g["uuid"] == labels["UUID"])
@@ -83,6 +90,7 @@ class Http(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.ex = Exporter(fixture("single-t4"), ["--kubernetes=false"])
+        cls.ex.wait_for(lambda b: "gpulet_exporter_ready 1" in b, what="ready")
 
     @classmethod
     def tearDownClass(cls):
