@@ -41,6 +41,8 @@ static void exporter_help(FILE *f)
 	    "      --driver-root DIR       where the driver is installed (env NVIDIA_DRIVER_ROOT, default /)\n"
 	    "      --root DIR              host root for /sys, /proc and the kubelet socket (default /)\n"
 	    "      --log-level LEVEL       debug|info|warn|error (env LOG_LEVEL, default info)\n"
+	    "  XIDs that make a GPU unhealthy follow the device plugin: env DP_DISABLE_HEALTHCHECKS,\n"
+	    "  DP_ENABLE_HEALTHCHECKS (default: all but application XIDs 13,31,43,45,68,109).\n"
 	    "  -h, --help                  this text\n\n"
 	    "Example: gpulet exporter --address :9400 --collect-interval 1000 & curl -s localhost:9400/metrics\n");
 }

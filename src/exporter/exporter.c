@@ -213,17 +213,23 @@ void exporter_record_xid(struct exporter *e, size_t gi, unsigned xid)
 		 "uuid=%s index=%u xid=%u", eg->uuid, eg->nvml_index, xid);
 }
 
-/* Sleep until the next interval or until stop; returns false when stopping. */
-static bool wait_interval(struct exporter *e, int ms)
+static struct timespec deadline_after(clockid_t clock, int ms)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	ts.tv_sec += ms / 1000;
 	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
 	if (ts.tv_nsec >= 1000000000L) {
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000L;
 	}
+	return ts;
+}
+
+/* Sleep until the next interval or until stop; returns false when stopping. */
+static bool wait_interval(struct exporter *e, int ms)
+{
+	struct timespec ts = deadline_after(CLOCK_MONOTONIC, ms);
 	pthread_mutex_lock(&e->stop_lock);
 	int r = 0;
 	while (!atomic_load(&e->stop) && r != ETIMEDOUT)
@@ -325,14 +331,7 @@ int exporter_start(struct exporter *e, struct nvml *nv, int interval_ms, struct 
 
 static int join_or_leave(pthread_t t, int timeout_ms, const char *what)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	struct timespec ts = deadline_after(CLOCK_REALTIME, timeout_ms);
 	if (pthread_timedjoin_np(t, NULL, &ts) != 0) {
 		/* stuck inside NVML: it cannot be interrupted; the process exits without it */
 		log_warn("a thread is stuck in an NVML call; leaving it", "thread=%s", what);
