@@ -334,7 +334,16 @@ int cmd_exporter(int argc, char **argv)
 	log_info("Exporter ready", "gpus=%zu mig_instances=%zu driver=%s hostname=%s", e.n_gpus, migs,
 		 n->driver_version, o.no_hostname ? "-" : host);
 
-	wait_signal(&set, -1);
+	/*
+	 * The MIG layout is read once; after a re-partition the samplers stop publishing the moved
+	 * instances and we exit so the DaemonSet restarts us on the new layout (the plugin's upstream
+	 * does the same on MIG changes, device-plugin.md §6).
+	 */
+	while (!wait_signal(&set, 1))
+		if (atomic_load(&e.layout_changed)) {
+			log_warn("MIG layout changed; exiting to restart with the new layout", NULL);
+			break;
+		}
 	log_info("Stopping exporter", NULL);
 	exp_http_stop(http); /* no scrape is running after this */
 	int left = exporter_stop(&e, 2000);

@@ -165,6 +165,17 @@ void exporter_sample_gpu(struct exporter *e, size_t gi)
 			nvmlReturn_t mr = nv->device_get_mig_device_handle_by_index
 					      ? nv->device_get_mig_device_handle_by_index(h, (unsigned)d->mig, &mh)
 					      : NVML_ERROR_NOT_SUPPORTED;
+			char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = "";
+			if (mr == NVML_SUCCESS)
+				mr = nv->device_get_uuid(mh, uuid, sizeof(uuid));
+			if (mr == NVML_SUCCESS && !streq(uuid, d->attr_uuid)) {
+				/* MIG re-partitioned: this index is another instance now; never mislabel it */
+				if (!atomic_exchange(&e->layout_changed, true))
+					log_warn("MIG layout changed",
+						 "uuid=%s index=%u mig_index=%d expected=%s found=%s", eg->uuid,
+						 eg->nvml_index, d->mig, d->attr_uuid, uuid);
+				continue;
+			}
 			if (mr == NVML_SUCCESS)
 				sample_device(nv, mh, true, &vals[j], &errors, &lost);
 			else

@@ -197,6 +197,36 @@ class NvmlFaults(unittest.TestCase):
         finally:
             ex.cleanup()
 
+    def test_mig_repartition_never_mislabels(self):
+        """MIG instances of GPU 6 swap places: no scrape shows one instance's memory under the other's
+        GPU_I_ID, and the exporter exits (to be restarted on the new layout) saying why."""
+        ex = Exporter(fixture("dgx-a100"), ["--collect-interval", "200", "--kubernetes=false"])
+        try:
+            ex.wait_for(lambda b: "GPU_I_PROFILE" in b, what="MIG series")
+            doc = load("dgx-a100")
+            migs = doc["gpus"][6]["mig"]
+            totals = {str(m["gi"]): None for m in migs}
+            body = ex.scrape()
+            for l, v in series(body, "DCGM_FI_DEV_FB_TOTAL"):
+                if l["gpu"] == "6" and "GPU_I_ID" in l:
+                    totals[l["GPU_I_ID"]] = v
+            migs[0], migs[1] = migs[1], migs[0]  # NVML index 0 is now the 2g.10gb instance
+            write_json_atomic(ex.fixture, doc)
+            deadline = time.time() + 15
+            while ex.proc.poll() is None and time.time() < deadline:
+                try:
+                    body = ex.scrape()
+                except Exception:
+                    break
+                for l, v in series(body, "DCGM_FI_DEV_FB_TOTAL"):
+                    if l["gpu"] == "6" and "GPU_I_ID" in l:
+                        self.assertEqual(v, totals[l["GPU_I_ID"]], l)
+                time.sleep(0.05)
+            self.assertEqual(ex.proc.wait(15), 0)
+            self.assertIn("MIG layout changed", ex.text())
+        finally:
+            ex.cleanup()
+
     def test_nvml_missing_serves_not_ready(self):
         ex = Exporter(fixture("single-t4"), ["--nvml-library", "/nonexistent/libnvidia-ml.so.1"])
         try:
