@@ -2,3 +2,21 @@
 gpulet_unit_test(cdi_ldcache tests/unit/test_ldcache.c)
 gpulet_unit_test(cdi_driver tests/unit/test_driver.c)
 gpulet_unit_test(cdi_core tests/unit/test_cdi.c)
+gpulet_script_test(cdi_golden /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_golden.py)
+gpulet_script_test(cdi_schema /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_schema.py)
+# podman + runc as the CDI consumer; needs root (mknod, unshare -m), as CI runs.
+gpulet_script_test(cdi_podman /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_podman.py)
+set_tests_properties(cdi_podman PROPERTIES LABELS "no-asan" RUN_SERIAL TRUE)
+gpulet_script_test(cdi_golib /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_golib.py)
+set_tests_properties(cdi_golib PROPERTIES LABELS "no-asan")
+# Benchmark (not a test): cmake --build build --target bench_cdi && bench/bench_cdi.py build
+add_executable(bench_cdi EXCLUDE_FROM_ALL bench/bench_cdi.c)
+# Parsers of untrusted input: seeded mutations under CTest (ASan in CI); libFuzzer with GPULET_FUZZ.
+gpulet_unit_test(cdi_fuzz_smoke tests/unit/test_cdi_fuzz.c)
+if(GPULET_FUZZ)
+  add_executable(fuzz_cdi tests/unit/test_cdi_fuzz.c)
+  target_compile_definitions(fuzz_cdi PRIVATE GPULET_LIBFUZZER)
+  target_compile_options(fuzz_cdi PRIVATE -fsanitize=fuzzer)
+  target_link_options(fuzz_cdi PRIVATE -fsanitize=fuzzer)
+  target_link_libraries(fuzz_cdi PRIVATE gpulet_lib)
+endif()

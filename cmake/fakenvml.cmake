@@ -36,3 +36,11 @@ target_link_libraries(fakenvml_selftest PRIVATE pthread)
 add_dependencies(fakenvml_selftest fakenvml fakenvml_old fakenvml_broken)
 
 gpulet_script_test(fakenvml_mkroot tests/fakenvml/test-mkroot.sh)
+
+# Every fixture against tests/fixtures/fixture.schema.json (python3-jsonschema) and its own consistency.
+gpulet_script_test(fakenvml_fixtures /usr/bin/python3 -W ignore tests/fakenvml/check-fixtures.py)
+
+# tests/lib/fakenvml.py (fixture edits and events for Python tests), checked through ctypes.
+# no-asan: Python cannot load the ASan-instrumented library.
+gpulet_script_test(fakenvml_pyhelper /usr/bin/python3 tests/fakenvml/test-pyhelper.py)
+set_tests_properties(fakenvml_pyhelper PROPERTIES LABELS no-asan)

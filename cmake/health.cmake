@@ -5,3 +5,13 @@ gpulet_unit_test(health_alloc tests/unit/test_alloc.c)
 gpulet_unit_test(health_watcher tests/unit/test_health.c)
 add_dependencies(health_watcher fakenvml)
 set_tests_properties(health_watcher PROPERTIES TIMEOUT 120)
+
+# Benchmarks (bench/): print figures and ratios to a floor measured in the same run; no timed
+# assertions. Registered as tests with few iterations only so that they keep building and running.
+foreach(b bench_alloc bench_listandwatch)
+  add_executable(${b} bench/${b}.c)
+  target_include_directories(${b} PRIVATE tests/unit)
+  target_link_libraries(${b} PRIVATE gpulet_lib)
+endforeach()
+add_test(NAME health_bench_alloc COMMAND bench_alloc 200)
+add_test(NAME health_bench_listandwatch COMMAND bench_listandwatch 5)

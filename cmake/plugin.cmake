@@ -50,7 +50,3 @@ foreach(t ${PLUGIN_PY_TESTS})
   set_tests_properties(${_n} PROPERTIES TIMEOUT 60)
 endforeach()
 
-# Temporary: src/plugin/resources_standin.c stands in for src/core/resources.c until it lands.
-if(EXISTS ${CMAKE_SOURCE_DIR}/src/core/resources.c)
-  set_source_files_properties(${CMAKE_SOURCE_DIR}/src/plugin/resources_standin.c PROPERTIES HEADER_FILE_ONLY TRUE)
-endif()

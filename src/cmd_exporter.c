@@ -294,6 +294,13 @@ int cmd_exporter(int argc, char **argv)
 		return 1;
 	}
 	e.virtual_gpus = o.virtual_gpus;
+	if (xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &e.xid_policy, &err) <
+	    0) {
+		log_error("cannot start the exporter", "error=\"%s\"", err.msg);
+		exp_http_stop(http);
+		exporter_free(&e);
+		return EXIT_USAGE;
+	}
 	_cleanup_free_ char *names_copy = NULL;
 	_cleanup_free_ char **names = split_names(o.resource_names, &names_copy);
 	struct podres_cache pc;

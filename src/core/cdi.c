@@ -1003,7 +1003,9 @@ static const struct code_info {
     {"version-too-new", "version-too-new", true,
      "regenerate with the lowest cdiVersion covering the fields used (gpulet cdi generate does), or "
      "upgrade the runtime"},
-    {"version-too-low", "spec-invalid", true, "raise cdiVersion to the version named, or drop the field"},
+    {"version-too-low", "spec-invalid", true,
+     "raise cdiVersion to the version named, or drop the field; CDI libraries from 0.6 refuse the file "
+     "(0.5 loads it)"},
     {"invalid-kind", "spec-invalid", true,
      "kind is vendor/class: start with a letter, end with a letter or digit, middle letters, digits, '_', "
      "'.', '-'"},
@@ -1476,7 +1478,8 @@ static void check_spec(struct vctx *v, const json_t *spec)
 		char path[64];
 
 		json_array_foreach (devs, j, other)
-			if (j < i && name && streq(name, json_string_value(json_object_get(other, "name")))) {
+			if (j < i && name && json_is_string(json_object_get(other, "name")) &&
+			    streq(name, json_string_value(json_object_get(other, "name")))) {
 				snprintf(path, sizeof(path), "$.devices[%zu].name", i);
 				problem(v, "duplicate-name", path, NULL,
 					"device '%s' is defined again (first at $.devices[%zu])", name, j);

@@ -274,6 +274,16 @@ static const struct opt opts[] = {
      "path of libnvidia-ml.so.1 (default: search the driver root)"},
     /* gpulet: prefix of every host path read (a fake node tree in tests, /host in a container) */
     {"root", NULL, {"GPULET_ROOT"}, NULL, T_PATH, "/", F(root), NULL, "host filesystem prefix"},
+    /* gpulet: how often NVML is read again to notice lost GPUs and MIG re-partitions (pain point #5) */
+    {"rescan-interval",
+     NULL,
+     {"GPULET_RESCAN_INTERVAL"},
+     NULL,
+     T_SECONDS,
+     "10",
+     F(rescan_interval),
+     NULL,
+     "seconds between device rescans (lost GPUs and MIG changes are re-advertised live)"},
     {"log-level", NULL, {"LOG_LEVEL"}, NULL, T_LEVEL, "info", F(log_level), "debug|info|warn|error", "log verbosity"},
 };
 
@@ -476,6 +486,7 @@ int config_parse_args(int argc, char **argv, struct config_args **ret, bool *hel
 			lo[n++] = (struct option){opts[i].alias, has, NULL, 1000 + (int)i};
 	}
 	lo[n++] = (struct option){"help", no_argument, NULL, 'h'};
+	lo[n++] = (struct option){"print-config", no_argument, NULL, 'p'};
 	lo[n] = (struct option){0};
 
 	optind = 1;
@@ -583,8 +594,8 @@ static int apply_option(struct yctx *y, const char *key, yaml_node_t *v)
 	char text[PATH_MAX], src[PATH_MAX + 64];
 
 	if (!o) {
-		if (v->type == YAML_MAPPING_NODE && (streq(key, "flags.plugin") || streq(key, "flags.gfd")))
-			return walk_options(y, v, key);
+		if (streq(key, "flags.plugin") || streq(key, "flags.gfd"))
+			return walk_options(y, v, key); /* fails on anything but a mapping */
 		if (!is_known_unused(key))
 			warn(y->cfg, "%s:%zu:%zu: unknown key %s (ignored)", y->name, v->start_mark.line + 1,
 			     v->start_mark.column + 1, key);

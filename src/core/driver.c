@@ -112,7 +112,7 @@ int ldcache_parse(char *data, size_t len, struct ldcache **ret, struct gerr *err
 					"ld.so.cache: %u entries do not fit in %zu bytes; run "
 					"ldconfig",
 					n, len);
-		if (len - at >= NEW_HEADER && memcmp(data + at, NEW_MAGIC, strlen(NEW_MAGIC)) == 0) {
+		if (at <= len && len - at >= NEW_HEADER && memcmp(data + at, NEW_MAGIC, strlen(NEW_MAGIC)) == 0) {
 			r = parse_new(data, len, at, c, err);
 		} else {
 			c->n_entries = n;
@@ -532,18 +532,23 @@ static int discover_libraries(struct discovery *d, struct gerr *err)
 	}
 	for (size_t i = 0; !c && i < ELEMENTSOF(default_lib_dirs) && r >= 0; i++)
 		r = for_each_match(d, default_lib_dirs[i], "lib*.so.*", add_library_cb, NULL);
-	/* vdpau/ next to each library dir is not in the cache (nvidia-ctk driver-nvml.go). */
+	/* vdpau/ next to each library dir is not in the cache (nvidia-ctk driver-nvml.go); each dir once. */
 	last = d->info->n_files;
 	for (size_t i = first; i < last && r >= 0; i++) {
-		_cleanup_free_ char *dir = strdup(d->info->files[i].container_path), *vd = NULL;
+		const char *cp = d->info->files[i].container_path;
+		size_t n = (size_t)(strrchr(cp, '/') - cp);
+		_cleanup_free_ char *vd = NULL;
+		bool seen = false;
 
-		if (!dir)
-			return -ENOMEM;
-		*strrchr(dir, '/') = 0;
-		if (has_suffix(dir, "/vdpau"))
+		for (size_t j = first; j < i && !seen; j++) {
+			const char *o = d->info->files[j].container_path;
+
+			seen = (size_t)(strrchr(o, '/') - o) == n && strncmp(o, cp, n) == 0;
+		}
+		if (seen || (n >= 6 && strncmp(cp + n - 6, "/vdpau", 6) == 0))
 			continue;
-		if (asprintf(&vd, "%s/vdpau", dir) < 0)
-			return -ENOMEM;
+		if (asprintf(&vd, "%.*s/vdpau", (int)n, cp) < 0)
+			return gerr_set(err, ENOMEM, "out of memory");
 		r = for_each_match(d, vd, "libvdpau_nvidia.so.*", add_library_cb, NULL);
 	}
 	return r < 0 ? gerr_set(err, -r, "driver discovery: %s", strerror(-r)) : 0;

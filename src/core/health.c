@@ -594,9 +594,9 @@ static bool layout_equal(const struct node *a, const struct node *b)
 	return true;
 }
 
-/* Re-report every active fault, so a resource set rebuilt after a MIG change gets them. */
-static void replay_faults(struct health_watcher *w)
+void health_replay(struct health_watcher *w)
 {
+	pthread_mutex_lock(&w->lock);
 	for (size_t i = 0; i < w->n_gpus; i++)
 		for (size_t f = 0; f < w->gpus[i].n_faults; f++) {
 			const struct fault *ft = &w->gpus[i].faults[f];
@@ -610,6 +610,7 @@ static void replay_faults(struct health_watcher *w)
 			snprintf(ev.reason, sizeof(ev.reason), "%s", ft->reason);
 			emit(w, &ev);
 		}
+	pthread_mutex_unlock(&w->lock);
 }
 
 static void mig_poll(struct health_watcher *w)
@@ -653,7 +654,6 @@ static void mig_poll(struct health_watcher *w)
 	snprintf(ev.reason, sizeof(ev.reason), "MIG layout changed: re-enumerate resources");
 	ev.node = fresh;
 	emit(w, &ev);
-	replay_faults(w);
 	pthread_mutex_unlock(&w->lock);
 }
 

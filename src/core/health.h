@@ -13,6 +13,32 @@
  *   period and NVML answers normally for it (#189, #234); a lost GPU stays unhealthy.
  * - the kernel log is a second source, for XIDs NVML does not deliver (79 "fallen off the bus").
  * - node_load() every mig_poll_ms: a MIG layout change or a GPU gone lost is reported (#240, #992).
+ *
+ * Wiring it into the plugin (what the daemon is expected to do):
+ *
+ *	struct health_options ho;
+ *	health_options_default(&ho);
+ *	r = xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &ho.policy, &err);
+ *	ho.root = cfg.root; ho.cb = on_health; ho.userdata = daemon;
+ *	r = health_start(nv, node, &ho, &watcher, &err);
+ *
+ *	static void on_health(struct health_event *ev, void *userdata)   // on a watcher thread
+ *	{
+ *		log it: kind name, ev->uuid, ev->index, ev->gi/ci, ev->xid, ev->reason, ev->source;
+ *		if (ev->kind == HEALTH_MIG_CHANGED) {
+ *			hand TAKE_PTR(ev->node) to the main loop (eventfd/pipe); it rebuilds the resources,
+ *			restarts the servers. Never call health_stop() from here.
+ *		} else if (ev->transition) {
+ *			lock; changed = resources_set_health(rs, node, ev->uuid, ev->gi, ev->ci, ev->healthy,
+ *							   ev->reason) > 0; unlock;
+ *			if (changed) wake every ListAndWatch stream;
+ *		}
+ *	}
+ *
+ * Resources rebuilt from scratch (after a MIG change, a SIGHUP reload, a kubelet restart) start all
+ * healthy: call health_replay() once the new set is in place, and every fault still active is
+ * reported again (source "replay", transition=true), so the plugin keeps no memory of its own about
+ * which GPUs are unhealthy.
  */
 #pragma once
 
@@ -82,6 +108,12 @@ struct health_watcher;
  */
 int health_start(struct nvml *nv, const struct node *n, const struct health_options *o, struct health_watcher **ret,
 		 struct gerr *err);
+/*
+ * Report every fault still active again through the callback, on the calling thread (which must not
+ * hold a lock the callback takes). For a resource set rebuilt after the faults were first reported.
+ */
+void health_replay(struct health_watcher *w);
+
 /* Stop the threads (returns within about wait_ms) and free the watcher. NULL is a no-op. */
 void health_stop(struct health_watcher *w);
 DEFINE_CLEANUP_FUNC(struct health_watcher, health_stop)

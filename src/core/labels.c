@@ -174,7 +174,8 @@ static void mig_instance_labels(struct builder *b, const char *prefix, const cha
  * no mix of MIG and non-MIG GPUs. Returns the first MIG device, or NULL when the layout is invalid;
  * *ret_count gets the number of MIG devices. *ret_any is false when no GPU has MIG enabled.
  */
-static const struct node_mig *single_layout(const struct node *n, size_t *ret_count, bool *ret_any)
+static const struct node_mig *single_layout(const struct node *n, size_t *ret_count, bool *ret_any,
+					    const struct node_gpu **ret_parent)
 {
 	const struct node_mig *first = NULL;
 	size_t count = 0, mig_gpus = 0;
@@ -186,9 +187,10 @@ static const struct node_mig *single_layout(const struct node *n, size_t *ret_co
 		if (!g->n_migs)
 			return *ret_any = true, NULL;
 		for (size_t j = 0; j < g->n_migs; j++) {
-			if (!first)
+			if (!first) {
 				first = &g->migs[j];
-			else if (!streq(first->profile, g->migs[j].profile))
+				*ret_parent = g;
+			} else if (!streq(first->profile, g->migs[j].profile))
 				return *ret_any = true, NULL;
 			count++;
 		}
@@ -199,7 +201,7 @@ static const struct node_mig *single_layout(const struct node *n, size_t *ret_co
 }
 
 /* Mixed: one block of labels per MIG profile present (nvidia.com/mig-<profile>.*). */
-static void mixed_labels(struct builder *b, const struct node *n, const char *product, const struct labels_options *o)
+static void mixed_labels(struct builder *b, const struct node *n, const struct labels_options *o)
 {
 	for (size_t i = 0; i < n->n_gpus; i++)
 		for (size_t j = 0; j < n->gpus[i].n_migs; j++) {
@@ -216,8 +218,9 @@ static void mixed_labels(struct builder *b, const struct node *n, const char *pr
 				}
 			if (seen)
 				continue; /* profile already labelled */
-			char prefix[96];
+			char prefix[96], product[256];
 			snprintf(prefix, sizeof(prefix), NV "mig-%s.", m->profile);
+			labels_sanitize(n->gpus[i].name, product, sizeof(product)); /* the parent's model */
 			mig_instance_labels(b, prefix, product, m, count, o);
 		}
 }
@@ -264,7 +267,13 @@ int labels_build(const struct node *n, const struct labels_options *o, struct la
 		add(&b, machine, NV "gpu.machine");
 	}
 
+	/* the GPU whose model names nvidia.com/gpu: the first one advertised whole (GFD labels one model) */
 	const struct node_gpu *g0 = n->n_gpus ? &n->gpus[0] : NULL;
+	for (size_t i = 0; o->mig_strategy == MIG_STRATEGY_MIXED && i < n->n_gpus; i++)
+		if (!n->gpus[i].mig_enabled) {
+			g0 = &n->gpus[i];
+			break;
+		}
 	bool mig_capable = false, mig_on = false;
 	for (size_t i = 0; i < n->n_gpus; i++) {
 		mig_capable |= n->gpus[i].mig_capable;
@@ -280,8 +289,9 @@ int labels_build(const struct node *n, const struct labels_options *o, struct la
 
 		size_t count = 0;
 		bool any = false;
+		const struct node_gpu *parent = g0;
 		const struct node_mig *single =
-		    o->mig_strategy == MIG_STRATEGY_SINGLE ? single_layout(n, &count, &any) : NULL;
+		    o->mig_strategy == MIG_STRATEGY_SINGLE ? single_layout(n, &count, &any, &parent) : NULL;
 		if (o->mig_strategy != MIG_STRATEGY_NONE)
 			add(&b, o->mig_strategy == MIG_STRATEGY_SINGLE ? "single" : "mixed", NV "mig.strategy");
 		if (o->mig_strategy == MIG_STRATEGY_SINGLE && any && !single) {
@@ -293,12 +303,18 @@ int labels_build(const struct node *n, const struct labels_options *o, struct la
 			addu(&b, 0, res, "replicas");
 			add(&b, "none", "%ssharing-strategy", res);
 			addu(&b, 0, res, "memory");
-		} else if (single)
+		} else if (single) {
+			labels_sanitize(parent->name, product, sizeof(product));
 			mig_instance_labels(&b, res, product, single, count, o);
-		else
-			resource_labels(&b, res, product, n->n_gpus, g0->memory_total / 1048576, o);
+		} else {
+			/* mixed: MIG-enabled GPUs are advertised per profile, only the others as nvidia.com/gpu */
+			size_t whole = 0;
+			for (size_t i = 0; i < n->n_gpus; i++)
+				whole += o->mig_strategy != MIG_STRATEGY_MIXED || !n->gpus[i].mig_enabled;
+			resource_labels(&b, res, product, whole, g0->memory_total / 1048576, o);
+		}
 		if (o->mig_strategy == MIG_STRATEGY_MIXED)
-			mixed_labels(&b, n, product, o);
+			mixed_labels(&b, n, o);
 		if (o->gpu_type && o->gpu_type[0]) {
 			char type[64];
 			if (streq(o->gpu_type, "auto"))

@@ -174,13 +174,12 @@ int podres_list(const char *root, const char *socket, int timeout_ms, const char
 	if (!path)
 		return gerr_set(err, ENOMEM, "PodResources: out of memory");
 	struct stat st;
-	if (stat(path, &st) < 0 && errno == ENOENT) {
-		struct podres_map *empty = calloc(1, sizeof(*empty));
-		if (!empty)
-			return gerr_set(err, ENOMEM, "PodResources: out of memory");
-		*ret = empty;
-		return 0;
-	}
+	if (stat(path, &st) < 0 && errno == ENOENT)
+		return gerr_set(
+		    err, ENOENT,
+		    "PodResources socket %s is missing: is kubelet running, and is /var/lib/kubelet/pod-resources "
+		    "mounted into this pod (hostPath)?",
+		    path);
 	_cleanup_free_ char *target = NULL;
 	if (asprintf(&target, "unix://%s", path) < 0)
 		return gerr_set(err, ENOMEM, "PodResources: out of memory");

@@ -41,8 +41,9 @@ int podres_map_from_list(const void *buf, size_t len, const char *const *extra_r
 			 struct gerr *err);
 
 /*
- * Call List on the kubelet socket (a path; "unix://" is added). A missing socket is not an error:
- * an empty map is returned, as there is nothing to attribute (dcgm-exporter does the same).
+ * Call List on the kubelet socket (a path under root; "unix://" is added). A missing socket is
+ * -ENOENT with a message naming the usual cause (hostPath not mounted, dcgm-exporter issue #150s);
+ * the cache keeps its last map then and counts the failure, so it shows in the metrics.
  */
 int podres_list(const char *root, const char *socket, int timeout_ms, const char *const *extra_resources,
 		struct podres_map **ret, struct gerr *err);

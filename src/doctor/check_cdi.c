@@ -195,6 +195,7 @@ int doctor_check_cdi(struct doctor_ctx *c)
 #else
 	fd = doctor_report(c, "cdi.not-validated", DOCTOR_WARN, LINK_CDI, "build gpulet with src/core/cdi.c",
 			   "this build has no CDI validator: spec contents were not checked");
+	doctor_evidence(fd, "src/core/cdi.h was not found at build time");
 #endif
 	return 0;
 }

@@ -211,8 +211,10 @@ int doctor_check_kernel_log(struct doctor_ctx *c)
 #else
 int doctor_check_kernel_log(struct doctor_ctx *c)
 {
-	doctor_report(c, "kernel-log.not-checked", DOCTOR_WARN, LINK_GPU, "build gpulet with src/core/xid.c",
-		      "this build has no XID parser: the kernel log was not read");
+	struct doctor_finding *f =
+	    doctor_report(c, "kernel-log.not-checked", DOCTOR_WARN, LINK_GPU, "build gpulet with src/core/xid.c",
+			  "this build has no XID parser: the kernel log was not read");
+	doctor_evidence(f, "src/core/xid.h was not found at build time");
 	return 0;
 }
 #endif
@@ -223,6 +225,8 @@ int doctor_check_gpu_health(struct doctor_ctx *c)
 {
 	struct doctor_finding *lost = NULL, *dbe = NULL;
 
+	if (doctor_need_nvml(c) < 0)
+		return 0; /* reported by the nvml check */
 	for (size_t k = 0; k < c->node->n_gpus; k++) {
 		const struct node_gpu *g = &c->node->gpus[k];
 		nvmlDevice_t dev;

@@ -222,6 +222,7 @@ int doctor_check_plugin(struct doctor_ctx *c)
 		    "Allocatable nvidia.com/gpu (%lld) is smaller than Capacity (%lld): %lld GPU(s) are marked "
 		    "unhealthy%s",
 		    alloc, cap, cap - alloc, why ? "" : " for a reason this node's logs do not show");
+		doctor_evidence(f, "--node: capacity nvidia.com/gpu %lld, allocatable %lld", cap, alloc);
 		if (why)
 			doctor_evidence(f, "explained by %s: %s", why->id, why->summary);
 	}

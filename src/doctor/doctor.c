@@ -305,12 +305,18 @@ static int load_k8s_json(const char *path, json_t **ret, bool want_list, char *e
 
 /* ---- runner ---- */
 
-/* First fail finding of the links in mask: what explains a skipped check. */
+/*
+ * What explains a skipped check: the first fail in the links it needs, or, for a needed link whose
+ * own check was skipped, whatever explained that (so the attribution is transitive).
+ */
 static const struct doctor_finding *explaining(const struct doctor_ctx *c, unsigned mask)
 {
 	for (size_t k = 0; k < c->n_findings; k++)
 		if (c->findings[k].severity == DOCTOR_FAIL && (L(c->findings[k].link) & mask))
 			return &c->findings[k];
+	for (int l = 0; l < _LINK_MAX; l++)
+		if ((mask & L(l)) && c->blocked_by[l])
+			return &c->findings[c->blocked_by[l] - 1];
 	return NULL;
 }
 
@@ -341,6 +347,7 @@ int doctor_run(struct doctor_ctx *c, const struct doctor_options *o)
 		int r;
 
 		if (why) {
+			c->blocked_by[ch->link] = (int)(why - c->findings) + 1;
 			json_array_append_new(c->skipped, json_pack("{s:s, s:s, s:s}", "check", ch->name, "ids",
 								    ch->ids, "explained_by", why->id));
 			continue;

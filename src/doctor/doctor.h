@@ -74,7 +74,8 @@ struct doctor_ctx {
 	size_t n_findings, cap_findings;
 	/* checks not run because a link they need already failed */
 	json_t *skipped;
-	unsigned failed_links; /* bit per enum doctor_link with a fail */
+	unsigned failed_links;     /* bit per enum doctor_link with a fail */
+	int blocked_by[_LINK_MAX]; /* 1 + index of the finding that made a link's check skip; 0 none */
 
 	/* driver */
 	bool driver_loaded;

@@ -6,20 +6,7 @@
 
 #include "exporter.h"
 #include "log.h"
-
-/*
- * XIDs that do not make a GPU unhealthy: application errors, as the NVIDIA device plugin's
- * hard-coded list (reference/device-plugin.md §4, internal/rm/health.go).
- */
-static const unsigned app_xids[] = {13, 31, 43, 45, 68, 109};
-
-static bool xid_is_critical(unsigned xid)
-{
-	for (size_t i = 0; i < ELEMENTSOF(app_xids); i++)
-		if (app_xids[i] == xid)
-			return false;
-	return true;
-}
+#include "xid.h"
 
 double exp_now_monotonic(void)
 {
@@ -55,6 +42,7 @@ int exporter_init(struct exporter *e, const struct node *n, const char *hostname
 	pthread_cond_init(&e->stop_cond, &ca);
 	pthread_condattr_destroy(&ca);
 	e->started_at = exp_now_monotonic();
+	xid_policy_default(&e->xid_policy);
 
 	size_t total = 0;
 	for (size_t i = 0; i < n->n_gpus; i++)
@@ -189,7 +177,8 @@ void exporter_sample_gpu(struct exporter *e, size_t gi)
 void exporter_record_xid(struct exporter *e, size_t gi, unsigned xid)
 {
 	struct exp_gpu *eg = &e->gpus[gi];
-	bool critical = xid_is_critical(xid);
+	/* the device plugin's policy, DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS included */
+	bool critical = xid_policy_is_critical(&e->xid_policy, xid);
 	pthread_mutex_lock(&eg->lock);
 	struct exp_gpu_state *st = &eg->st;
 	st->last_xid = xid;

@@ -18,6 +18,7 @@
 #include "node.h"
 #include "nvml.h"
 #include "podres.h"
+#include "xid.h"
 
 /* Metric ids, in the order of exp_metrics[] (registry.c). */
 enum exp_metric_id {
@@ -105,8 +106,9 @@ struct exporter {
 	size_t n_devs;
 	struct exp_gpu *gpus;
 	size_t n_gpus;
-	char hostname_labels[384]; /* ,Hostname="…",DCGM_FI_DRIVER_VERSION="…" or "" parts */
-	double started_at;         /* CLOCK_MONOTONIC seconds */
+	struct xid_policy xid_policy; /* which XIDs make a GPU unhealthy (default: the plugin's) */
+	char hostname_labels[384];    /* ,Hostname="…",DCGM_FI_DRIVER_VERSION="…" or "" parts */
+	double started_at;            /* CLOCK_MONOTONIC seconds */
 	/* sampling */
 	struct nvml *nv;
 	int interval_ms;

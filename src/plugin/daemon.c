@@ -158,38 +158,55 @@ static void log_config(const struct plugin_config *cfg)
 static void register_all(struct daemon *d, bool quick_retries)
 {
 	const struct plugin_config *cfg = &d->cfg;
+	_cleanup_free_ struct plugin_registration *regs = NULL;
+	_cleanup_free_ struct served **who = NULL;
 	long long t0 = now_ms();
+	size_t n = 0;
 
 	if (!cfg->kubelet_socket[0])
 		return; /* upstream: empty --kubelet-socket serves without registering */
-	for (size_t i = 0; i < d->n_sv; i++) {
-		struct served *s = &d->sv[i];
-		struct gerr err = {0};
-		int r = -EAGAIN;
-
-		if (s->registered)
-			continue;
-		for (size_t k = 0; k < (quick_retries ? ELEMENTSOF(register_backoff_ms) : 1); k++) {
-			long long wait = t0 + register_backoff_ms[k] - now_ms();
-
-			if (wait > 0)
-				sleep_ms((int)wait);
-			/* the endpoint is the socket's name inside kubelet's device-plugin dir */
-			r = plugin_register(cfg->kubelet_socket, s->ctx.res->socket, s->ctx.res->name, true,
-					    REGISTER_TIMEOUT_MS, &err);
-			if (r != -ECONNREFUSED)
-				break;
-		}
-		if (r < 0) {
-			log_warn("Could not register device plugin, will retry", "resource=%s kubelet=%s error=\"%s\"",
-				 s->ctx.res->name, cfg->kubelet_socket, err.msg);
-			d->next_register_ms = now_ms() + REGISTER_RETRY_MS;
-			continue;
-		}
-		s->registered = true;
-		log_info("Registered device plugin", "resource=%s socket=%s kubelet=%s latency_ms=%lld",
-			 s->ctx.res->name, gsrv_socket(s->srv), cfg->kubelet_socket, now_ms() - t0);
+	regs = calloc(d->n_sv + 1, sizeof(*regs));
+	who = calloc(d->n_sv + 1, sizeof(*who));
+	if (!regs || !who) {
+		d->next_register_ms = now_ms() + REGISTER_RETRY_MS;
+		return;
 	}
+	for (size_t k = 0; k < (quick_retries ? ELEMENTSOF(register_backoff_ms) : 1); k++) {
+		long long wait = t0 + register_backoff_ms[k] - now_ms();
+		bool refused = false;
+
+		n = 0;
+		for (size_t i = 0; i < d->n_sv; i++)
+			if (!d->sv[i].registered) {
+				/* the endpoint is the socket's name inside kubelet's device-plugin dir */
+				regs[n] = (struct plugin_registration){.endpoint = d->sv[i].ctx.res->socket,
+								       .resource_name = d->sv[i].ctx.res->name,
+								       .preferred_allocation = true};
+				who[n++] = &d->sv[i];
+			}
+		if (n == 0)
+			return;
+		if (wait > 0)
+			sleep_ms((int)wait);
+		plugin_register(cfg->kubelet_socket, regs, n, REGISTER_TIMEOUT_MS);
+		for (size_t i = 0; i < n; i++) {
+			if (regs[i].result == 0) {
+				who[i]->registered = true;
+				log_info("Registered device plugin", "resource=%s socket=%s kubelet=%s latency_ms=%lld",
+					 regs[i].resource_name, gsrv_socket(who[i]->srv), cfg->kubelet_socket,
+					 now_ms() - t0);
+			}
+			refused |= regs[i].result == -ECONNREFUSED;
+		}
+		if (!refused)
+			break;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (regs[i].result < 0) {
+			log_warn("Could not register device plugin, will retry", "resource=%s kubelet=%s error=\"%s\"",
+				 regs[i].resource_name, cfg->kubelet_socket, regs[i].err.msg);
+			d->next_register_ms = now_ms() + REGISTER_RETRY_MS;
+		}
 }
 
 static void log_unhealthy(const struct resource_set *rs)
@@ -266,7 +283,13 @@ static int start_serving(struct daemon *d, struct gerr *err)
  * resources, then swap. When the new state cannot be built the old one is served again, so one
  * bad reload never takes the node's GPUs away.
  */
-static void restart(struct daemon *d, const char *why, bool reload)
+enum restart_kind {
+	RESERVE, /* kubelet restarted or a socket vanished: serve the same devices again, fast */
+	REBUILD, /* the node changed: read NVML again */
+	RELOAD,  /* SIGHUP: read the config file and NVML again */
+};
+
+static void restart(struct daemon *d, const char *why, enum restart_kind kind)
 {
 	struct plugin_config *newcfg = calloc(1, sizeof(*newcfg));
 	struct node *n = NULL;
@@ -280,13 +303,19 @@ static void restart(struct daemon *d, const char *why, bool reload)
 		return;
 	}
 	*newcfg = d->cfg;
-	if (reload) {
+	if (kind == RESERVE && d->rs) {
+		free(newcfg);
+		stop_serving(d, d->rs);
+		goto serve;
+	}
+	if (kind == RELOAD) {
 		r = config_load(d->args, newcfg, &err);
 		if (r < 0) {
+			/* nothing changes: the running plugins keep serving as they are */
 			log_error("Config reload failed, keeping the running config", "error=\"%s\"", err.msg);
-			*newcfg = d->cfg;
+			free(newcfg);
+			return;
 		}
-		r = 0;
 	}
 	if (!streq(newcfg->nvml_library, d->cfg.nvml_library) || !streq(newcfg->driver_root, d->cfg.driver_root)) {
 		nvml_close(d->nv);
@@ -309,6 +338,7 @@ static void restart(struct daemon *d, const char *why, bool reload)
 		d->node = n;
 		log_config(&d->cfg);
 	}
+serve:
 	err = (struct gerr){0};
 	if (start_serving(d, &err) < 0)
 		log_error("Cannot serve the device plugins, will retry", "error=\"%s\"", err.msg);
@@ -377,7 +407,7 @@ static void rescan(struct daemon *d)
 	keep_lost_identity(d->node, n);
 	if (!node_equal_layout(d->node, n)) {
 		node_free(n);
-		restart(d, "device layout changed (MIG re-partition, GPU added or removed)", false);
+		restart(d, "device layout changed (MIG re-partition, GPU added or removed)", REBUILD);
 		return;
 	}
 	gsrv_lock(d->g);
@@ -488,7 +518,7 @@ static void loop(struct daemon *d)
 
 			if (read(d->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 				if (si.ssi_signo == SIGHUP) {
-					restart(d, "SIGHUP: reloading the config", true);
+					restart(d, "SIGHUP: reloading the config", RELOAD);
 					continue;
 				}
 				log_info("Received signal, shutting down", "signal=%s", strsignal((int)si.ssi_signo));
@@ -499,17 +529,17 @@ static void loop(struct daemon *d)
 			char why[PATH_MAX + 64];
 
 			snprintf(why, sizeof(why), "inotify: %s created", d->cfg.kubelet_socket);
-			restart(d, why, false);
+			restart(d, why, RESERVE);
 			continue;
 		}
 		if (d->g && !sockets_present(d)) {
-			restart(d, "a plugin socket was removed", false);
+			restart(d, "a plugin socket was removed", RESERVE);
 			continue;
 		}
 		if (!d->g) {
 			if (now_ms() >= d->next_init_ms) {
 				d->next_init_ms = now_ms() + INIT_RETRY_MS;
-				restart(d, "looking for devices again", false);
+				restart(d, "looking for devices again", REBUILD);
 			}
 			continue;
 		}

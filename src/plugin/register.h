@@ -3,13 +3,21 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "err.h"
 
+struct plugin_registration {
+	const char *endpoint;      /* socket file name relative to the device-plugin dir */
+	const char *resource_name; /* "nvidia.com/gpu" */
+	bool preferred_allocation;
+	/* result: 0, -ECONNREFUSED when kubelet is not (yet) listening, another -errno otherwise */
+	int result;
+	struct gerr err;
+};
+
 /*
- * Register resource_name served at endpoint (socket file name relative to the device-plugin dir)
- * with kubelet listening on kubelet_socket. Returns 0, -ECONNREFUSED when kubelet is not (yet)
- * listening, or another -errno with err naming the gRPC status and kubelet's message.
+ * Register every entry with kubelet listening on kubelet_socket: all calls go out at once on one
+ * channel, so n resources cost one round trip. Returns the number of failed entries.
  */
-int plugin_register(const char *kubelet_socket, const char *endpoint, const char *resource_name,
-		    bool preferred_allocation, int timeout_ms, struct gerr *err);
+size_t plugin_register(const char *kubelet_socket, struct plugin_registration *regs, size_t n, int timeout_ms);

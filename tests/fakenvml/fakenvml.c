@@ -88,6 +88,7 @@ static struct nvmlDevice_st gpu_handles[MAX_GPUS];
 static struct nvmlDevice_st mig_handles[MAX_GPUS][MAX_MIGS];
 static struct nvmlGpuInstance_st gi_handles[MAX_GPUS][MAX_GIS];
 static struct nvmlEventSet_st sets[MAX_SETS];
+static bool handles_ready;
 
 static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void warn(const char *fmt, ...)
@@ -303,6 +304,26 @@ static int refresh(void)
 	return 0;
 }
 
+/*
+ * Forget the parsed fixture (last nvmlShutdown, unload). Slots keep their UUIDs, so handles given
+ * out before answer for the same GPU after the next nvmlInit_v2.
+ */
+static void drop_fixture(void)
+{
+	for (unsigned k = 0; k < MAX_GPUS; k++) {
+		slots[k].present = false;
+		slots[k].spec = slots[k].model = NULL;
+		for (unsigned j = 0; j < MAX_MIGS; j++) {
+			slots[k].migs[j].present = false;
+			slots[k].migs[j].gi_spec = slots[k].migs[j].ci_spec = slots[k].migs[j].profile = NULL;
+		}
+	}
+	n_gpus = 0;
+	json_decref(root);
+	root = NULL;
+	root_loaded = false;
+}
+
 /* ---- call entry and exit ----------------------------------------------------------------- */
 
 enum want { ANY, GPU_ONLY, MIG_ONLY };
@@ -454,13 +475,14 @@ API nvmlReturn_t nvmlInit_v2(void)
 	int k;
 
 	pthread_mutex_lock(&lock);
-	for (unsigned i = 0; i < MAX_GPUS; i++) {
+	for (unsigned i = 0; i < MAX_GPUS && !handles_ready; i++) {
 		gpu_handles[i] = (struct nvmlDevice_st){i, -1};
 		for (unsigned j = 0; j < MAX_MIGS; j++)
 			mig_handles[i][j] = (struct nvmlDevice_st){i, (int)j};
 		for (unsigned j = 0; j < MAX_GIS; j++)
 			gi_handles[i][j] = (struct nvmlGpuInstance_st){i, j};
 	}
+	handles_ready = true;
 	k = refresh();
 	if (k < 0) /* no fixture: as if the kernel module were missing; a broken one: UNKNOWN */
 		return leave(k == -ENOENT ? NVML_ERROR_DRIVER_NOT_LOADED : NVML_ERROR_UNKNOWN);
@@ -476,8 +498,19 @@ API nvmlReturn_t nvmlShutdown(void)
 	pthread_mutex_lock(&lock);
 	if (init_count == 0)
 		return leave(NVML_ERROR_UNINITIALIZED);
-	init_count--;
+	if (--init_count == 0)
+		drop_fixture();
 	return leave(NVML_SUCCESS);
+}
+
+/* A library unloaded while initialized must not leave the fixture tree behind (LeakSanitizer). */
+__attribute__((destructor)) static void fakenvml_unload(void)
+{
+	/* Under the lock: a daemon thread may still call in while the process exits. */
+	pthread_mutex_lock(&lock);
+	init_count = 0;
+	drop_fixture();
+	pthread_mutex_unlock(&lock);
 }
 
 API const char *nvmlErrorString(nvmlReturn_t result)
@@ -1313,6 +1346,8 @@ static int event_next(nvmlEventSet_t set, nvmlEventData_t *data)
 
 	if (!path || !(f = fopen(path, "re")))
 		return -1;
+	if (fseek(f, 0, SEEK_END) == 0 && ftell(f) < set->offset)
+		set->offset = 0; /* the test truncated the file: start over */
 	if (fseek(f, set->offset, SEEK_SET) == 0)
 		while (r < 0 && fgets(line, sizeof(line), f)) {
 			size_t n = strlen(line);

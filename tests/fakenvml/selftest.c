@@ -498,6 +498,73 @@ static void test_mixed(void **state)
 	assert_int_equal(api->shutdown(), NVML_SUCCESS);
 }
 
+static void test_mig_ci_split(void **state)
+{
+	char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+	nvmlDeviceAttributes_t attr;
+	nvmlDevice_t mig;
+	nvmlMemory_t mem;
+	unsigned cur, pend, u;
+
+	use_fixture("mig-ci-split");
+	assert_int_equal(api->init(), NVML_SUCCESS);
+	/* Index 1..3: three 1-slice compute instances sharing GI 2 (3g.40gb). */
+	for (unsigned i = 1; i < 4; i++) {
+		assert_int_equal(api->device_get_mig_device_handle_by_index(gpu(0), i, &mig), NVML_SUCCESS);
+		assert_int_equal(api->device_get_gpu_instance_id(mig, &u), NVML_SUCCESS);
+		assert_int_equal(u, 2);
+		assert_int_equal(api->device_get_compute_instance_id(mig, &u), NVML_SUCCESS);
+		assert_int_equal(u, i - 1);
+		assert_int_equal(api->device_get_attributes(mig, &attr), NVML_SUCCESS);
+		assert_int_equal(attr.gpuInstanceSliceCount, 3);
+		assert_int_equal(attr.computeInstanceSliceCount, 1);
+		assert_int_equal(attr.multiprocessorCount, 20);
+		assert_int_equal(attr.memorySizeMB, 40448);
+		assert_int_equal(api->device_get_memory_info(mig, &mem), NVML_SUCCESS);
+		assert_int_equal(mem.total, 40448 * MIB);
+		assert_int_equal(api->device_get_name(mig, buf, sizeof(buf)), NVML_SUCCESS);
+		assert_string_equal(buf, "NVIDIA H100 80GB HBM3 MIG 1c.3g.40gb");
+	}
+	assert_int_equal(api->device_get_mig_device_handle_by_index(gpu(0), 4, &mig), NVML_ERROR_NOT_FOUND);
+	/* GPU 1: MIG off, enable pending. */
+	assert_int_equal(api->device_get_mig_mode(gpu(1), &cur, &pend), NVML_SUCCESS);
+	assert_int_equal(cur, NVML_DEVICE_MIG_DISABLE);
+	assert_int_equal(pend, NVML_DEVICE_MIG_ENABLE);
+	assert_int_equal(api->device_get_mig_device_handle_by_index(gpu(1), 0, &mig), NVML_ERROR_NOT_FOUND);
+	assert_int_equal(api->shutdown(), NVML_SUCCESS);
+}
+
+static void test_degraded(void **state)
+{
+	unsigned long long v;
+	unsigned count, corr, unc, pending, failure, t;
+	nvmlDevice_t d;
+
+	use_fixture("degraded");
+	assert_int_equal(api->init(), NVML_SUCCESS);
+	assert_int_equal(api->device_get_count(&count), NVML_SUCCESS);
+	assert_int_equal(count, 3);
+	assert_int_equal(
+	    api->device_get_total_ecc_errors(gpu(1), NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &v),
+	    NVML_SUCCESS);
+	assert_int_equal(v, 1);
+	assert_int_equal(
+	    api->device_get_total_ecc_errors(gpu(1), NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC, &v),
+	    NVML_SUCCESS);
+	assert_int_equal(v, 512);
+	assert_int_equal(api->device_get_remapped_rows(gpu(1), &corr, &unc, &pending, &failure), NVML_SUCCESS);
+	assert_int_equal(unc, 1);
+	assert_int_equal(pending, 1);
+	assert_int_equal(api->device_get_temperature(gpu(1), NVML_TEMPERATURE_GPU, &t), NVML_SUCCESS);
+	assert_int_equal(t, 89);
+	assert_int_equal(
+	    api->device_get_total_ecc_errors(gpu(0), NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &v),
+	    NVML_SUCCESS);
+	assert_int_equal(v, 0);
+	assert_int_equal(api->device_get_handle_by_index(2, &d), NVML_ERROR_GPU_IS_LOST);
+	assert_int_equal(api->shutdown(), NVML_SUCCESS);
+}
+
 /* ---- run-time injection ------------------------------------------------------------------- */
 
 static void tmp_fixture(json_t *fx, char *path, size_t size)
@@ -679,6 +746,12 @@ static void test_events(void **state)
 	assert_int_equal(api->event_set_wait(late, &e, 100), NVML_ERROR_UNKNOWN);
 	assert_int_equal(api->event_set_wait(late, &e, 10), NVML_ERROR_TIMEOUT);
 
+	/* A test that truncates the file starts the sets over at its beginning. */
+	assert_int_equal(truncate(events, 0), 0);
+	append(events, "xid 0 94\n");
+	assert_int_equal(api->event_set_wait(set, &e, 100), NVML_SUCCESS);
+	assert_int_equal(e.eventData, 94);
+
 	assert_int_equal(api->event_set_free(set), NVML_SUCCESS);
 	assert_int_equal(api->event_set_free(late), NVML_SUCCESS);
 	assert_int_equal(api->event_set_wait(set, &e, 10), NVML_ERROR_INVALID_ARGUMENT);
@@ -738,10 +811,36 @@ static void test_fault_knobs(void **state)
 	assert_int_equal(api->shutdown(), NVML_SUCCESS);
 }
 
-static void test_no_fixture(void **state)
+static void test_bad_fixture(void **state)
 {
+	json_auto_t *fx = fixture_load("single-t4");
+	char path[4096], buf[80];
+	unsigned count;
+	FILE *f;
+
 	setenv("FAKE_NVML_FIXTURE", "/nonexistent/fixture.json", 1);
 	assert_int_equal(api->init(), NVML_ERROR_DRIVER_NOT_LOADED);
+
+	snprintf(path, sizeof(path), "%s/broken.json", tmpdir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"gpus\": [", f);
+	fclose(f);
+	setenv("FAKE_NVML_FIXTURE", path, 1);
+	assert_int_equal(api->init(), NVML_ERROR_UNKNOWN);
+
+	/* A rewrite that does not parse leaves the previous fixture in force. */
+	tmp_fixture(fx, path, sizeof(path));
+	assert_int_equal(api->init(), NVML_SUCCESS);
+	snprintf(buf, sizeof(buf), "%s.tmp", path);
+	f = fopen(buf, "w");
+	assert_non_null(f);
+	fputs("{ not json", f);
+	fclose(f);
+	assert_int_equal(rename(buf, path), 0);
+	assert_int_equal(api->device_get_count(&count), NVML_SUCCESS);
+	assert_int_equal(count, 1);
+	assert_int_equal(api->shutdown(), NVML_SUCCESS);
 }
 
 static int setup(void **state)
@@ -773,10 +872,11 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_exports),     cmocka_unit_test(test_dgx_a100),   cmocka_unit_test(test_dgx_h100),
-	    cmocka_unit_test(test_single_t4),   cmocka_unit_test(test_no_gpu),     cmocka_unit_test(test_pcie_4gpu),
-	    cmocka_unit_test(test_mixed),       cmocka_unit_test(test_reload),     cmocka_unit_test(test_events),
-	    cmocka_unit_test(test_fault_knobs), cmocka_unit_test(test_no_fixture),
+	    cmocka_unit_test(test_exports),     cmocka_unit_test(test_dgx_a100),    cmocka_unit_test(test_dgx_h100),
+	    cmocka_unit_test(test_single_t4),   cmocka_unit_test(test_no_gpu),      cmocka_unit_test(test_pcie_4gpu),
+	    cmocka_unit_test(test_mixed),       cmocka_unit_test(test_reload),      cmocka_unit_test(test_events),
+	    cmocka_unit_test(test_fault_knobs), cmocka_unit_test(test_bad_fixture), cmocka_unit_test(test_mig_ci_split),
+	    cmocka_unit_test(test_degraded),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

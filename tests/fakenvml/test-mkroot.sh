@@ -70,6 +70,17 @@ if [ -e "$GPULET_BUILD/fakenvml/libnvidia-ml.so.1" ]; then
 	nm -D --defined-only "$tmp/withnvml/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1" | grep -q ' nvmlInit_v2$' ||
 		fail "--with-fakenvml did not install the fake"
 fi
+# DRM nodes, MPS pipe dir, device modes/group, a kernel module newer than the libraries.
+"$GPULET_SRC/tests/lib/mkroot.sh" "$tmp/opt" pcie-4gpu --drm --mps --dev-mode 0660 --dev-gid 44 --kernel-version 550.90.07
+[ "$(stat -c '%t:%T' "$tmp/opt/dev/dri/renderD131")" = e2:83 ] || fail "--drm renderD131 is 226:131"
+[ "$(readlink "$tmp/opt/dev/dri/by-path/pci-0000:ca:00.0-card")" = ../card2 ] || fail "--drm by-path link"
+[ -d "$tmp/opt/sys/bus/pci/devices/0000:e3:00.0/drm/card3" ] || fail "--drm sysfs entry"
+[ -S "$tmp/opt/tmp/nvidia-mps/control" ] || fail "--mps control socket"
+[ "$(stat -c '%a %g' "$tmp/opt/dev/nvidia1")" = "660 44" ] || fail "--dev-mode/--dev-gid: $(stat -c '%a %g' "$tmp/opt/dev/nvidia1")"
+grep -q ' 550.90.07 ' "$tmp/opt/proc/driver/nvidia/version" || fail "--kernel-version in proc"
+[ -e "$tmp/opt/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15" ] || fail "libraries keep the fixture's version"
+[ ! -e "$tmp/opt/dev/nvidia-caps" ] || fail "no MIG on pcie-4gpu: no nvidia-caps"
+
 # Rebuilding over an existing root works and is fast (the stub libraries are cached).
 start=$(date +%s%N)
 "$GPULET_SRC/tests/lib/mkroot.sh" "$root" dgx-a100

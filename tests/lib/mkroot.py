@@ -51,6 +51,7 @@ VDPAU = ("libvdpau_nvidia", "libvdpau_nvidia.so.1")
 # are dynamic on a real node (read from /proc/devices), so any free numbers do.
 MAJOR_NVIDIA, MAJOR_UVM, MAJOR_CAPS, MAJOR_NVSWITCH = 195, 511, 508, 509
 MINOR_CTL, MINOR_MODESET = 255, 254
+MAJOR_DRM = 226  # fixed in the kernel (include/uapi/drm/drm.h DRM_MAJOR)
 
 # /proc/driver/nvidia-caps/mig-minors layout: config 1, monitor 2, then per GPU minor G (0..31)
 # 15 GPU instances x (1 access + 8 compute instances).
@@ -95,7 +96,7 @@ def symlink(dest, rel, target):
     os.symlink(target, path)
 
 
-def devnode(dest, rel, major, minor, mode, plain):
+def devnode(dest, rel, major, minor, mode, plain, gid=None):
     path = os.path.join(dest, rel)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     if os.path.lexists(path):
@@ -106,6 +107,8 @@ def devnode(dest, rel, major, minor, mode, plain):
     else:
         os.mknod(path, stat.S_IFCHR | mode, os.makedev(major, minor))
         os.chmod(path, mode)  # mknod is subject to the umask
+    if gid is not None:
+        os.chown(path, 0, gid)
 
 
 def lib_soname(soname, name, ver):
@@ -218,6 +221,14 @@ def main():
     ap.add_argument("--all-caps", action="store_true",
                     help="create every /dev/nvidia-caps node of mig-minors, not only the fixture's MIG instances")
     ap.add_argument("--no-sockets", action="store_true", help="no IPC sockets under run/")
+    ap.add_argument("--drm", action="store_true",
+                    help="DRM nodes per GPU: dev/dri/card<N>, renderD<128+N>, by-path links, sysfs drm/ entries")
+    ap.add_argument("--mps", action="store_true", help="an MPS control daemon's pipe dir tmp/nvidia-mps with its socket")
+    ap.add_argument("--dev-mode", default="0666", help="mode of the /dev/nvidia* nodes (default 0666; e.g. 0660)")
+    ap.add_argument("--dev-gid", type=int, default=None, help="group of the /dev/nvidia* nodes (default: root)")
+    ap.add_argument("--kernel-version", default=None,
+                    help="kernel module version for proc/ and sys/ when it should differ from the libraries "
+                         "(a driver upgraded without reboot)")
     ap.add_argument("--with-fakenvml", action="store_true",
                     help="install build/fakenvml/libnvidia-ml.so.1 as the driver's libnvidia-ml")
     ap.add_argument("--build", default=os.environ.get("GPULET_BUILD") or os.path.join(SRC, "build"),
@@ -247,13 +258,22 @@ def main():
 
     # /dev
     if not a.no_devnodes:
-        plain = a.plain_devnodes
+        plain, mode, gid = a.plain_devnodes, int(a.dev_mode, 8), a.dev_gid
         for g in gpus:
-            devnode(dest, "dev/nvidia%d" % g["minor"], MAJOR_NVIDIA, g["minor"], 0o666, plain)
-        devnode(dest, "dev/nvidiactl", MAJOR_NVIDIA, MINOR_CTL, 0o666, plain)
-        devnode(dest, "dev/nvidia-modeset", MAJOR_NVIDIA, MINOR_MODESET, 0o666, plain)
-        devnode(dest, "dev/nvidia-uvm", MAJOR_UVM, 0, 0o666, plain)
-        devnode(dest, "dev/nvidia-uvm-tools", MAJOR_UVM, 1, 0o666, plain)
+            devnode(dest, "dev/nvidia%d" % g["minor"], MAJOR_NVIDIA, g["minor"], mode, plain, gid)
+        devnode(dest, "dev/nvidiactl", MAJOR_NVIDIA, MINOR_CTL, mode, plain, gid)
+        devnode(dest, "dev/nvidia-modeset", MAJOR_NVIDIA, MINOR_MODESET, mode, plain, gid)
+        devnode(dest, "dev/nvidia-uvm", MAJOR_UVM, 0, mode, plain, gid)
+        devnode(dest, "dev/nvidia-uvm-tools", MAJOR_UVM, 1, mode, plain, gid)
+        if a.drm:
+            # DRM nodes as nvidia-drm makes them (char major 226); sysfs drm/ names them per GPU.
+            for n, g in enumerate(gpus):
+                busid = pci_sysfs(g["pci_bus_id"])
+                for node, minor in (("card%d" % n, n), ("renderD%d" % (128 + n), 128 + n)):
+                    devnode(dest, "dev/dri/" + node, MAJOR_DRM, minor, mode, plain, gid)
+                    os.makedirs(os.path.join(dest, "sys/bus/pci/devices", busid, "drm", node), exist_ok=True)
+                symlink(dest, "dev/dri/by-path/pci-%s-card" % busid, "../card%d" % n)
+                symlink(dest, "dev/dri/by-path/pci-%s-render" % busid, "../renderD%d" % (128 + n))
         caps = {1, 2} if any(g.get("mig") for g in gpus) else set()
         for g in gpus:
             for gi, ci in mig_instances(g):
@@ -273,9 +293,10 @@ def main():
         "%d nvidiactl\n%d nvidia\n%d nvidia-caps\n%d nvidia-nvswitch\n%d nvidia-uvm\n\nBlock devices:\n  7 loop\n"
         "259 blkext\n" % (MAJOR_NVIDIA, MAJOR_NVIDIA, MAJOR_NVIDIA, MAJOR_NVIDIA, MAJOR_CAPS, MAJOR_NVSWITCH,
                           MAJOR_UVM))
+    kver = a.kernel_version or ver
     put(dest, "proc/driver/nvidia/version",
         "NVRM version: NVIDIA UNIX x86_64 Kernel Module  %s  Tue Mar  5 22:23:56 UTC 2024\n"
-        "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n" % ver)
+        "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n" % kver)
     put(dest, "proc/driver/nvidia/params", "ModifyDeviceFiles: 1\nDeviceFileUID: 0\nDeviceFileGID: 0\n"
         "DeviceFileMode: 438\n")
     put(dest, "proc/driver/nvidia-caps/mig-minors", mig_minors_text(), 0o444)
@@ -296,7 +317,7 @@ def main():
             put(dest, base + "/ci%d/access" % ci, cap_info % mig_minor(g["minor"], gi, ci), 0o444)
 
     # /sys
-    put(dest, "sys/module/nvidia/version", ver + "\n", 0o444)
+    put(dest, "sys/module/nvidia/version", kver + "\n", 0o444)
     for g in gpus:
         d = "sys/bus/pci/devices/%s/" % pci_sysfs(g["pci_bus_id"])
         dev_id = int(str(g.get("pci_device_id", "0")), 0)
@@ -325,6 +346,9 @@ def main():
         bind_socket(dest, "run/nvidia-persistenced/socket")
         if fx.get("nvswitches"):
             bind_socket(dest, "run/nvidia-fabricmanager/socket")
+        if a.mps:
+            bind_socket(dest, "tmp/nvidia-mps/control")
+            os.makedirs(os.path.join(dest, "var/log/nvidia-mps"), exist_ok=True)
 
 
 if __name__ == "__main__":

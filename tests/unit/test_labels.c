@@ -104,7 +104,7 @@ static void test_mixed(void **state)
 	assert_string_equal(L("mig-1g.5gb.replicas"), "1");
 	assert_string_equal(L("mig-3g.20gb.count"), "1");
 	assert_string_equal(L("mig-3g.20gb.slices.ci"), "3");
-	assert_string_equal(L("gpu.count"), "2"); /* physical GPUs */
+	assert_string_equal(L("gpu.count"), "1"); /* GPUs advertised whole: the MIG one is not */
 	assert_null(L("gfd.timestamp"));
 }
 

@@ -104,11 +104,14 @@ static void test_garbage(void **state)
 	assert_non_null(strstr(err.msg, "ListPodResourcesResponse"));
 }
 
-static void test_missing_socket_is_empty(void **state)
+static void test_missing_socket(void **state)
 {
-	_cleanup_(podres_map_freep) struct podres_map *m = NULL;
-	assert_int_equal(podres_list("/nonexistent-root", NULL, 1000, NULL, &m, NULL), 0);
-	assert_int_equal(m->n, 0);
+	struct podres_map *m = NULL;
+	struct gerr err = {0};
+	assert_int_equal(podres_list("/nonexistent-root", NULL, 1000, NULL, &m, &err), -ENOENT);
+	assert_null(m);
+	assert_non_null(strstr(err.msg, "/nonexistent-root/var/lib/kubelet/pod-resources/kubelet.sock"));
+	assert_non_null(strstr(err.msg, "hostPath"));
 }
 
 /* A socket file nobody listens on: the call fails fast with UNAVAILABLE, not a hang. */
@@ -254,7 +257,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_map_from_bytes), cmocka_unit_test(test_extra_resource_names),
-	    cmocka_unit_test(test_garbage),        cmocka_unit_test(test_missing_socket_is_empty),
+	    cmocka_unit_test(test_garbage),        cmocka_unit_test(test_missing_socket),
 	    cmocka_unit_test(test_dead_socket),    cmocka_unit_test(test_list_against_grpcio),
 	    cmocka_unit_test(test_deadline),       cmocka_unit_test(test_cache_refresh),
 	};

@@ -1,0 +1,247 @@
+#!/usr/bin/python3
+"""The CDI Go library 0.5.2 (Debian golang-github-container-orchestrated-devices-container-device-interface-dev,
+the code podman 4.3 vendors) as a second, runtime-free consumer of our specs (reference/real-peers.md §H).
+
+A small Go program, built here in GOPATH mode, loads spec dirs with cdi.NewCache, reports per-file
+errors, lists devices and injects devices into an OCI spec. Checked:
+  * every generated spec of every fixture loads without error, its device list equals
+    `gpulet cdi list --json`, and injecting a GPU, a MIG instance and `all` yields the device nodes,
+    mounts and env of our spec;
+  * a table of broken specs: the Go library refuses each file when `gpulet cdi validate` reports an
+    error that stops loading, and accepts the controls (three rows where gpulet is stricter, with why);
+  * a 1-character class makes the library panic while scanning (why validate insists on >= 2).
+"""
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SRC = os.environ["GPULET_SRC"]
+BUILD = os.environ["GPULET_BUILD"]
+GPULET = os.environ["GPULET"]
+FAKE = os.environ["FAKE_NVML_LIB"]
+GOPATH = "/usr/share/gocode"
+CDI_PKG = "github.com/container-orchestrated-devices/container-device-interface/pkg/cdi"
+FIXTURES = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(SRC, "tests/fixtures/*.json")))
+failures = []
+
+GO_MAIN = r'''
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"strings"
+
+	"github.com/container-orchestrated-devices/container-device-interface/pkg/cdi"
+	oci "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+func main() {
+	dirs := flag.String("dirs", "", "comma-separated spec dirs, lowest priority first")
+	inject := flag.String("inject", "", "comma-separated qualified device names")
+	flag.Parse()
+	out := map[string]interface{}{}
+	cache, err := cdi.NewCache(cdi.WithSpecDirs(strings.Split(*dirs, ",")...), cdi.WithAutoRefresh(false))
+	if err != nil {
+		out["cache_error"] = err.Error()
+	}
+	errs := map[string][]string{}
+	if cache != nil {
+		for file, list := range cache.GetErrors() {
+			for _, e := range list {
+				errs[file] = append(errs[file], e.Error())
+			}
+		}
+		out["devices"] = cache.ListDevices()
+		if *inject != "" {
+			spec := &oci.Spec{Process: &oci.Process{}, Linux: &oci.Linux{}}
+			if _, err := cache.InjectDevices(spec, strings.Split(*inject, ",")...); err != nil {
+				out["inject_error"] = err.Error()
+			}
+			out["oci"] = spec
+		}
+	}
+	out["errors"] = errs
+	json.NewEncoder(os.Stdout).Encode(out)
+}
+'''
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def build_tool(tmp):
+    if not shutil.which("go"):
+        print("FAIL: go not found: install golang-go (Go 1.19, GOPATH mode with Debian's Go packages)")
+        sys.exit(1)
+    if not os.path.isdir(os.path.join(GOPATH, "src", CDI_PKG)):
+        print("FAIL: the CDI Go library is missing: install "
+              "golang-github-container-orchestrated-devices-container-device-interface-dev")
+        sys.exit(1)
+    d = os.path.join(tmp, "gosrc")
+    os.makedirs(d)
+    with open(os.path.join(d, "main.go"), "w") as f:
+        f.write(GO_MAIN)
+    exe = os.path.join(tmp, "cdi-golib")
+    env = dict(os.environ, GO111MODULE="off", GOPATH=GOPATH, GOCACHE=os.path.join(tmp, "gocache"), GOFLAGS="")
+    r = subprocess.run(["go", "build", "-o", exe, "main.go"], cwd=d, env=env, capture_output=True, text=True,
+                       timeout=300)
+    if r.returncode != 0:
+        print("FAIL: building the Go CDI consumer:", r.stderr)
+        sys.exit(1)
+    return exe
+
+
+def golib(exe, dirs, inject=()):
+    r = subprocess.run([exe, "-dirs", ",".join(dirs), "-inject", ",".join(inject)], capture_output=True, text=True,
+                       timeout=60)
+    return r, (json.loads(r.stdout) if r.returncode == 0 else None)
+
+
+def gpulet(args, **kw):
+    return subprocess.run([GPULET] + args, capture_output=True, text=True, timeout=60, **kw)
+
+
+def good_specs(exe, tmp):
+    n = 0
+    for fixture in FIXTURES:
+        fxpath = os.path.join(SRC, "tests/fixtures", fixture + ".json")
+        fx = json.load(open(fxpath))
+        if not fx.get("gpus"):
+            continue
+        root = os.path.join(tmp, fixture)
+        subprocess.run(["sh", os.path.join(SRC, "tests/lib/mkroot.sh"), root, fixture], check=True,
+                       capture_output=True, env=dict(os.environ, GPULET_BUILD=BUILD))
+        # driver root = the fake root as the host sees it (see test_cdi_podman.py)
+        os.makedirs(os.path.dirname(root + root), exist_ok=True)
+        os.symlink(root, root + root)
+        specdir = os.path.join(tmp, fixture + "-cdi")
+        env = dict(os.environ, FAKE_NVML_FIXTURE=fxpath)
+        for args in (["--format", "yaml", "--output", specdir + "/nvidia.yaml"],
+                     ["--vendor", "k8s.device-plugin.nvidia.com", "--device-name-strategy", "uuid", "--format",
+                      "json", "--output", specdir + "/"]):
+            r = gpulet(["cdi", "generate", "--nvml-library", FAKE, "--root", root, "--driver-root", root] + args,
+                       env=env)
+            check(r.returncode == 0, f"{fixture}: generate {args}: {r.stderr.strip()}")
+        spec = json.load(open(os.path.join(specdir, "k8s.device-plugin.nvidia.com-gpu.json")))
+        mig = next((d["name"] for d in spec["devices"] if d["name"].startswith("MIG-")), None)
+        gpu = next(d["name"] for d in spec["devices"] if d["name"].startswith("GPU-"))
+        inject = ["k8s.device-plugin.nvidia.com/gpu=" + gpu, "nvidia.com/gpu=all"]
+        if mig:
+            inject.append("k8s.device-plugin.nvidia.com/gpu=" + mig)
+        r, out = golib(exe, [specdir], inject)
+        check(out is not None, f"{fixture}: Go consumer failed: {r.stderr[-500:]}")
+        if out is None:
+            continue
+        check(out["errors"] == {}, f"{fixture}: Go library errors: {out['errors']}")
+        check("inject_error" not in out, f"{fixture}: inject: {out.get('inject_error')}")
+        listed = gpulet(["cdi", "list", "--json", "--dir", specdir])
+        ours = sorted(e["name"] for e in json.loads(listed.stdout))
+        check(sorted(out["devices"]) == ours, f"{fixture}: device lists differ:\n go  {sorted(out['devices'])}\n "
+                                              f"us  {ours}")
+        oci = out["oci"]
+        paths = {d["path"] for d in oci["linux"].get("devices", [])}
+        want = {"/dev/nvidia%d" % g["minor"] for g in fx["gpus"]} | {"/dev/nvidiactl", "/dev/nvidia-uvm"}
+        for d in spec["devices"]:
+            if d["name"] == mig:
+                want |= {n["path"] for n in d["containerEdits"]["deviceNodes"]}
+        check(want <= paths, f"{fixture}: injected device nodes missing {sorted(want - paths)}")
+        check(all(d.get("type") == "c" and d.get("major") for d in oci["linux"]["devices"]),
+              f"{fixture}: Go library saw non-char device nodes")
+        mounts = {m["destination"] for m in oci.get("mounts", [])}
+        check("/usr/lib/x86_64-linux-gnu/libcuda.so.1" in mounts, f"{fixture}: libcuda.so.1 mount injected")
+        check("NVIDIA_VISIBLE_DEVICES=void" in oci["process"].get("env", []), f"{fixture}: env injected")
+        n += 1
+    return n
+
+
+BASE = {"cdiVersion": "0.5.0", "kind": "example.com/gpu",
+        "devices": [{"name": "d0", "containerEdits": {"env": ["A=1"]}}]}
+
+
+def dev_edits(edits):
+    return dict(BASE, devices=[{"name": "d0", "containerEdits": edits}])
+
+
+# name -> (spec or raw text, the Go library 0.5.2 refuses it, gpulet validate reports a blocking error).
+# Where they differ, gpulet follows the newer CDI library or the OCI runtime spec (reference/cdi.md
+# §1-2): a spec without devices and a version lower than its fields need are refused by CDI >= 0.6
+# libraries; a relative hook path is refused by the OCI runtime at container creation.
+CASES = {
+    "control.json": (BASE, False, False),
+    "version-060.json": (dict(BASE, cdiVersion="0.6.0"), True, True),
+    "version-999.json": (dict(BASE, cdiVersion="9.9.9"), True, True),
+    "bad-name.json": (dict(BASE, devices=[{"name": "b c", "containerEdits": {"env": ["A=1"]}}]), True, True),
+    "bad-kind.json": (dict(BASE, kind="example.com"), True, True),
+    "unknown-field.json": (dict(BASE, bogus=1), True, True),
+    "empty-edits.json": (dev_edits({}), True, True),
+    "dup-name.json": (dict(BASE, devices=BASE["devices"] * 2), True, True),
+    "bad-env.json": (dev_edits({"env": ["=1"]}), True, True),
+    "bad-hook.json": (dev_edits({"hooks": [{"hookName": "bogus", "path": "/bin/true"}]}), True, True),
+    "wrong-type.json": (dev_edits({"deviceNodes": [{"path": "/dev/null", "major": "1"}]}), True, True),
+    "syntax.json": ("{\"cdiVersion\": ", True, True),
+    "yaml-ok.yaml": ("cdiVersion: 0.5.0\nkind: example.com/yy\ndevices:\n- name: \"0\"\n  containerEdits:\n"
+                     "    env: [B=2]\n", False, False),
+    "no-devices.json": (dict(BASE, devices=[]), False, True),
+    "relative-hook.json": (dev_edits({"hooks": [{"hookName": "prestart", "path": "bin/true"}]}), False, True),
+    "yaml-digit-030.yaml": ("cdiVersion: 0.3.0\nkind: example.com/zz\ndevices:\n- name: \"0\"\n  containerEdits:\n"
+                            "    env: [B=2]\n", False, True),
+}
+
+
+def bad_specs(exe, tmp):
+    d = os.path.join(tmp, "cases")
+    os.makedirs(d)
+    for i, (name, (spec, _, _)) in enumerate(CASES.items()):
+        if isinstance(spec, dict):  # a distinct kind per file, so files do not collide on device names
+            spec = dict(spec, kind=spec["kind"].replace("example.com", "e%d.example.com" % i))
+        with open(os.path.join(d, name), "w") as f:
+            f.write(spec if isinstance(spec, str) else json.dumps(spec))
+    r, out = golib(exe, [d])
+    check(out is not None, f"cases: Go consumer failed: {r.stderr[-500:]}")
+    v = gpulet(["cdi", "validate", "--json", "--no-host-paths", "--runtime", "podman-4.3", "--dir", d])
+    problems = json.loads(v.stdout)["problems"]
+    blocking = {"spec-invalid", "spec-unreadable", "version-too-new"}
+    for name, (_, go_refuses, we_refuse) in CASES.items():
+        path = os.path.join(d, name)
+        go_err = out is not None and path in out["errors"]
+        ours = [p["code"] for p in problems if p["file"] == path and p["severity"] == "error"
+                and p["category"] in blocking]
+        check(go_err == go_refuses, f"{name}: Go library {'refused' if go_err else 'accepted'} it "
+                                 f"({out['errors'].get(path) if out else '?'})")
+        check(bool(ours) == we_refuse, f"{name}: gpulet validate {ours or 'accepted it'}")
+
+    # 1-character class: the library panics while scanning the dir (lib 0.5.2 bug)
+    d1 = os.path.join(tmp, "one-char-class")
+    os.makedirs(d1)
+    with open(os.path.join(d1, "x.json"), "w") as f:
+        json.dump(dict(BASE, kind="x.com/y"), f)
+    r, _ = golib(exe, [d1])
+    check(r.returncode != 0 and "panic" in r.stderr, f"1-char class: Go library rc {r.returncode} (expected a panic)")
+    v = gpulet(["cdi", "validate", "--json", "--dir", d1])
+    check(v.returncode == 1 and any(p["code"] == "class-too-short" for p in json.loads(v.stdout)["problems"]),
+          "1-char class: validate reports class-too-short")
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="gpulet-cdi-golib.") as tmp:
+        exe = build_tool(tmp)
+        n = good_specs(exe, tmp)
+        bad_specs(exe, tmp)
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        return 1
+    print(f"ok: {n} fixtures load and inject in the CDI Go library; {len(CASES)} cases agree with validate")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

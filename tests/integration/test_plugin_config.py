@@ -1,0 +1,193 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""Flags, env vars and the `version: v1` config file (reference/device-plugin.md §1-2), read
+through `gpulet plugin --print-config`: upstream defaults, every env var and flag alias,
+precedence flag > env > file > default, YAML and JSON files, bad files failing with
+file:line:col and the key, unknown keys warned, bounds; --fail-on-init-error."""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+
+from plugin_lib import GPULET, Harness, check, run
+
+CLEAN = {k: v for k, v in os.environ.items() if k not in (
+    "MIG_STRATEGY", "FAIL_ON_INIT_ERROR", "NVIDIA_DRIVER_ROOT", "NVIDIA_DEV_ROOT", "PASS_DEVICE_SPECS",
+    "DEVICE_LIST_STRATEGY", "DEVICE_ID_STRATEGY", "CONFIG_FILE", "KUBELET_SOCKET", "LOG_LEVEL")}
+
+# reference/device-plugin.md §1: flag, env var(s), default as printed by --print-config
+DEFAULTS = {
+    "mig-strategy": "none", "fail-on-init-error": True, "driver-root": "/", "dev-root": "",
+    "pass-device-specs": False, "device-list-strategy": ["envvar"], "device-id-strategy": "uuid",
+    "gdrcopy-enabled": False, "gds-enabled": False, "mofed-enabled": False, "cdi-annotation-prefix": "cdi.k8s.io/",
+    "nvidia-cdi-hook-path": "/usr/bin/nvidia-ctk", "driver-root-ctr-path": "/driver-root", "mps-root": "",
+    "shared-devices-allocation-policy": "distributed", "device-discovery-strategy": "auto", "imex-channel-ids": "",
+    "imex-required": False, "kubelet-socket": "/var/lib/kubelet/device-plugins/kubelet.sock", "config-file": "",
+    "device-plugin-path": "/var/lib/kubelet/device-plugins",
+}
+ENVS = [  # (env, key, text, parsed)
+    ("MIG_STRATEGY", "mig-strategy", "mixed", "mixed"), ("FAIL_ON_INIT_ERROR", "fail-on-init-error", "false", False),
+    ("NVIDIA_DRIVER_ROOT", "driver-root", "/run/nvidia/driver", "/run/nvidia/driver"),
+    ("NVIDIA_DEV_ROOT", "dev-root", "/host", "/host"), ("PASS_DEVICE_SPECS", "pass-device-specs", "true", True),
+    ("DEVICE_LIST_STRATEGY", "device-list-strategy", "cdi-cri,envvar", ["envvar", "cdi-cri"]),
+    ("DEVICE_ID_STRATEGY", "device-id-strategy", "index", "index"), ("GDRCOPY_ENABLED", "gdrcopy-enabled", "1", True),
+    ("GDS_ENABLED", "gds-enabled", "True", True), ("MOFED_ENABLED", "mofed-enabled", "t", True),
+    ("CDI_ANNOTATION_PREFIX", "cdi-annotation-prefix", "x.io/", "x.io/"),
+    ("NVIDIA_CDI_HOOK_PATH", "nvidia-cdi-hook-path", "/opt/hook", "/opt/hook"),
+    ("NVIDIA_CTK_PATH", "nvidia-cdi-hook-path", "/opt/ctk", "/opt/ctk"),
+    ("DRIVER_ROOT_CTR_PATH", "driver-root-ctr-path", "/d", "/d"), ("CONTAINER_DRIVER_ROOT", "driver-root-ctr-path", "/c", "/c"),
+    ("MPS_ROOT", "mps-root", "/run/nvidia/mps", "/run/nvidia/mps"),
+    ("SHARED_DEVICES_ALLOCATION_POLICY", "shared-devices-allocation-policy", "packed", "packed"),
+    ("DEVICE_DISCOVERY_STRATEGY", "device-discovery-strategy", "nvml", "nvml"),
+    ("IMEX_CHANNEL_IDS", "imex-channel-ids", "0", "0"), ("IMEX_REQUIRED", "imex-required", "true", True),
+    ("KUBELET_SOCKET", "kubelet-socket", "/k/kubelet.sock", "/k/kubelet.sock"),
+    ("DP_DEVICE_PLUGIN_PATH", "device-plugin-path", "/k", "/k"),
+    ("GPULET_NVML_LIBRARY", "nvml-library", "/x/libnvidia-ml.so.1", "/x/libnvidia-ml.so.1"),
+]
+ALIASES = [("--nvidia-driver-root=/a", "driver-root", "/a"), ("--nvidia-dev-root=/b", "dev-root", "/b"),
+           ("--nvidia-ctk-path=/c", "nvidia-cdi-hook-path", "/c"), ("--container-driver-root=/d", "driver-root-ctr-path", "/d")]
+
+
+def gp(*args, env=None, rc=0):
+    e = dict(CLEAN)
+    e.update(env or {})
+    p = subprocess.run([GPULET, "plugin", *args], capture_output=True, text=True, env=e, timeout=20)
+    check(p.returncode == rc, "gpulet plugin %s: rc %d (want %d)\n%s%s" % (args, p.returncode, rc, p.stdout, p.stderr))
+    return (json.loads(p.stdout) if rc == 0 and "--print-config" in args else None), p.stderr
+
+
+def cfgfile(tmp, text, name="config.yaml"):
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def test_config_sources(h):
+    tmp = h.tmp
+    c, _ = gp("--print-config")
+    for k, v in DEFAULTS.items():
+        check(c[k] == v, "default of %s: %r, upstream %r" % (k, c[k], v))
+    for env, key, text, want in ENVS:
+        c, _ = gp("--print-config", env={env: text})
+        check(c[key] == want, "env %s=%s gave %s=%r" % (env, text, key, c[key]))
+    for flag, key, want in ALIASES:
+        c, _ = gp("--print-config", flag)
+        check(c[key] == want, "%s gave %r" % (flag, c[key]))
+    c, _ = gp("--print-config", "--pass-device-specs", "--fail-on-init-error=false")
+    check(c["pass-device-specs"] is True and c["fail-on-init-error"] is False, "bool flags %r" % c)
+
+    # precedence flag > env > file > default
+    f = cfgfile(tmp, "version: v1\nflags:\n  migStrategy: single\n  plugin:\n    deviceListStrategy: [envvar, cdi-cri]\n")
+    c, _ = gp("--print-config", "--config-file", f)
+    check(c["mig-strategy"] == "single" and c["device-list-strategy"] == ["envvar", "cdi-cri"], "file %r" % c)
+    c, _ = gp("--print-config", env={"CONFIG_FILE": f, "MIG_STRATEGY": "mixed"})
+    check(c["mig-strategy"] == "mixed", "env over file: %r" % c["mig-strategy"])
+    c, _ = gp("--print-config", "--mig-strategy=none", env={"CONFIG_FILE": f, "MIG_STRATEGY": "mixed"})
+    check(c["mig-strategy"] == "none", "flag over env: %r" % c["mig-strategy"])
+    check(c["device-list-strategy"] == ["envvar", "cdi-cri"], "file value kept where nothing overrides it")
+
+    # JSON file, sharing semantics
+    f = cfgfile(tmp, json.dumps({"version": "v1", "flags": {"plugin": {"passDeviceSpecs": True}},
+                                 "sharing": {"mps": {"resources": [{"name": "gpu", "replicas": 3}]}}}), "c.json")
+    c, _ = gp("--print-config", "--config-file", f, "--mps-root=/run/nvidia/mps")
+    check(c["pass-device-specs"] is True, "json flags %r" % c)
+    check(c["sharing"] == {"strategy": "mps", "renameByDefault": False, "failRequestsGreaterThanOne": True,
+                           "resources": [{"name": "nvidia.com/gpu", "rename": "", "replicas": 3}]},
+          "mps defaults failRequestsGreaterThanOne to true: %r" % c["sharing"])
+    f = cfgfile(tmp, "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n"
+                     "    - name: nvidia.com/gpu\n      replicas: 10\n    - name: nvidia.com/mig-1g.5gb\n"
+                     "      replicas: 2\n      rename: small\n")
+    c, _ = gp("--print-config", "--config-file", f)
+    check(c["sharing"] == {"strategy": "time-slicing", "renameByDefault": True, "failRequestsGreaterThanOne": False,
+                           "resources": [{"name": "nvidia.com/gpu", "rename": "nvidia.com/gpu.shared", "replicas": 10},
+                                         {"name": "nvidia.com/mig-1g.5gb", "rename": "nvidia.com/small",
+                                          "replicas": 2}]}, "time-slicing %r" % c["sharing"])
+
+    # unknown keys: warned with file:line:col, not fatal; GFD keys accepted silently
+    f = cfgfile(tmp, "version: v1\nflags:\n  migStrategy: none\n  colour: blue\n  gfd:\n    oneshot: true\nextra: 1\n")
+    _, err = gp("--print-config", "--config-file", f)
+    check("%s:4:11: unknown key flags.colour" % f in err and "%s:7:1: unknown key (top).extra" % f in err
+          and "gfd" not in err, "warnings: %r" % err)
+
+
+BAD = [  # (file text, expected words in the error)
+    ("version: v1\nflags:\n  migStrategy: [none\n", ":4:1:"),  # YAML syntax: line:col from libyaml
+    ("version: v2\n", ":1:10: version: unknown version \"v2\""),
+    ("version: v1\nflags:\n  plugin:\n    deviceIDStrategy: serial\n", ":4:23: flags.plugin.deviceIDStrategy"),
+    ("version: v1\nflags:\n  failOnInitError: maybe\n", ":3:20: flags.failOnInitError"),
+    ("version: v1\nflags:\n  plugin:\n    deviceListStrategy: [envvar, teleport]\n", "unknown strategy \"teleport\""),
+    ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 1\n",
+     ":6:17: sharing.timeSlicing.resources[0]: replicas must be an integer from 2 to 1024, got \"1\""),
+    ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 100000\n", "from 2 to 1024"),
+    ("version: v1\nsharing:\n  timeSlicing:\n    resources: []\n", "sharing.timeSlicing.resources: a non-empty list"),
+    ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - replicas: 2\n", "name is required"),
+    ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 2}\n  mps:\n    resources:\n"
+     "    - {name: gpu, replicas: 2}\n", "mutually exclusive"),
+    ("version: v1\nflags:\n  nvidiaDriverRoot: relative/path\n", "must be an absolute path"),
+    ("version: v1\nimex:\n  channelIDs: [1]\n", "only channel 0"),
+    ("version: v1\nflags:\n  plugin: yes\n", "expected a mapping"),
+]
+
+
+def test_config_errors(h):
+    for i, (text, words) in enumerate(BAD):
+        f = cfgfile(h.tmp, text, "bad%d.yaml" % i)
+        _, err = gp("--print-config", "--config-file", f, rc=1)
+        check(f in err and words in err, "bad file %d: %r lacks %r" % (i, err, words))
+    _, err = gp("--print-config", "--config-file", "/nonexistent.yaml", rc=1)
+    check("/nonexistent.yaml" in err, "missing file: %r" % err)
+    _, err = gp("--print-config", "--mig-strategy=sometimes", rc=1)
+    check("--mig-strategy" in err and "none|single|mixed" in err, "flag error %r" % err)
+    _, err = gp("--print-config", env={"DEVICE_ID_STRATEGY": "serial"}, rc=1)
+    check("env DEVICE_ID_STRATEGY" in err, "env error %r" % err)
+    _, err = gp("--print-config", "--rescan-interval=0", rc=1)
+    check("--rescan-interval" in err, "bounds %r" % err)
+    _, err = gp("--no-such-flag", rc=2)
+    check("--no-such-flag" in err, "unknown flag %r" % err)
+    _, err = gp("--print-config", "--config-file", cfgfile(h.tmp, "sharing:\n  mps:\n    resources:\n"
+                                                                   "    - {name: gpu, replicas: 2}\n"), rc=1)
+    check("--mps-root" in err, "MPS needs --mps-root: %r" % err)
+
+
+def test_fail_on_init_error(h):
+    env = h.plugin_env()
+    base = h.base_args()
+    # NVML cannot be loaded: default exits 1 naming the library; false keeps the pod up
+    p = subprocess.run([GPULET, "plugin", *base, "--nvml-library", "/nonexistent/libnvidia-ml.so.1"],
+                       capture_output=True, text=True, env=env, timeout=20)
+    check(p.returncode == 1 and "/nonexistent/libnvidia-ml.so.1" in p.stderr and "fail-on-init-error" in p.stderr,
+          "rc %d: %s" % (p.returncode, p.stderr))
+    log = open(os.path.join(h.tmp, "wait.log"), "w+")
+    p = subprocess.Popen([GPULET, "plugin", *base, "--nvml-library", "/nonexistent/libnvidia-ml.so.1",
+                          "--fail-on-init-error=false"], stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        for _ in range(100):
+            log.seek(0)
+            if "No devices found. Waiting indefinitely." in log.read():
+                break
+            subprocess.run(["sleep", "0.05"])
+        check(p.poll() is None, "exited with --fail-on-init-error=false")
+        p.send_signal(signal.SIGTERM)
+        check(p.wait(10) == 0, "SIGTERM while waiting")
+    finally:
+        if p.poll() is None:
+            p.kill()
+    log.seek(0)
+    check("No devices found. Waiting indefinitely." in log.read(), "no waiting message")
+
+
+def test_no_gpu_node(h):
+    p = subprocess.run([GPULET, "plugin", *h.base_args()], capture_output=True, text=True, env=h.plugin_env(),
+                       timeout=20)
+    check(p.returncode == 1 and "no devices found" in p.stderr, "no-gpu: rc %d %s" % (p.returncode, p.stderr))
+
+
+test_no_gpu_node.harness_args = {"fixture": "no-gpu"}
+
+if __name__ == "__main__":
+    run(test_config_sources)
+    run(test_config_errors)
+    run(test_fail_on_init_error)
+    run(test_no_gpu_node)

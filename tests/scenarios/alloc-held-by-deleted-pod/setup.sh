@@ -1,0 +1,1 @@
+rm -rf "$ROOT/var/lib/kubelet/pods/$POD_UID"

@@ -1,0 +1,1 @@
+cp "$ROOT/etc/cdi/nvidia.json" "$ROOT/etc/cdi/nvidia-old.json"

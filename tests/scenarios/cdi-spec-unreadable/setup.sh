@@ -1,0 +1,1 @@
+chmod 0000 "$ROOT/etc/cdi/nvidia.json"

@@ -1,0 +1,1 @@
+rm -f "$ROOT/dev/nvidia-uvm" "$ROOT/dev/nvidia3"

@@ -1,0 +1,1 @@
+rm -rf "$ROOT/proc/driver/nvidia" "$ROOT/sys/module/nvidia"

@@ -1,0 +1,1 @@
+printf "NVRM: garbage\n" > "$ROOT/proc/driver/nvidia/version"

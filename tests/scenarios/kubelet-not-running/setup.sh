@@ -1,0 +1,1 @@
+rm -f "$ROOT/var/lib/kubelet/device-plugins/kubelet.sock"

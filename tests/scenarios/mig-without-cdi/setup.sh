@@ -1,0 +1,2 @@
+sed -i "s/enable_cdi = true/enable_cdi = false/" "$ROOT/etc/containerd/config.toml"
+rm -rf "$ROOT/etc/cdi"

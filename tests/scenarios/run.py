@@ -1,0 +1,215 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""Doctor scenarios: each tests/scenarios/<name>/ is a node (built from a fake-NVML fixture with
+tests/lib/mkroot.sh, then the "healthy" base below, then the scenario's setup.sh), and expect.json
+says which finding ids `gpulet doctor --root ... --json` must report as fail / warn and which must
+not appear at all. Usage: run.py [--keep] [NAME...]; env GPULET, FAKE_NVML_LIB, GPULET_SRC."""
+import copy, json, os, shutil, socket, subprocess, sys, tempfile
+
+SRC = os.environ.get("GPULET_SRC") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GPULET = os.environ.get("GPULET") or os.path.join(SRC, "build", "gpulet")
+FAKE = os.environ.get("FAKE_NVML_LIB") or os.path.join(SRC, "build", "fakenvml", "libnvidia-ml.so.1")
+HERE = os.path.join(SRC, "tests", "scenarios")
+
+CRI = 'plugins."io.containerd.grpc.v1.cri"'
+CONTAINERD_V2 = f"""version = 2
+[{CRI}]
+  enable_cdi = true
+  cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"]
+[{CRI}.containerd]
+  default_runtime_name = "runc"
+  [{CRI}.containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+    [{CRI}.containerd.runtimes.runc.options]
+      SystemdCgroup = true
+  [{CRI}.containerd.runtimes.nvidia]
+    runtime_type = "io.containerd.runc.v2"
+    [{CRI}.containerd.runtimes.nvidia.options]
+      BinaryName = "/usr/bin/nvidia-container-runtime"
+      SystemdCgroup = true
+"""
+DPKG = """Package: containerd
+Status: install ok installed
+Version: 1.7.24~ds1-1
+
+Package: nvidia-container-toolkit
+Status: install ok installed
+Version: {toolkit}-1
+
+"""
+POD_UID = "0b5e3c1e-6f1a-4d7e-9a55-7c0d9f1e2a01"
+
+
+def put(root, rel, text, mode=0o644):
+    p = os.path.join(root, rel.lstrip("/"))
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, "w") as f:
+        f.write(text)
+    os.chmod(p, mode)
+
+
+def bind_socket(root, rel):
+    p = os.path.join(root, rel.lstrip("/"))
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    s = socket.socket(socket.AF_UNIX)
+    cwd = os.getcwd()
+    os.chdir(os.path.dirname(p))  # sun_path is short: bind by relative name
+    try:
+        s.bind(os.path.basename(p))
+    finally:
+        os.chdir(cwd)
+        s.close()  # the socket file stays: a kubelet/plugin "was here"
+
+
+def mig_instances(gpu):
+    for gi in gpu.get("mig", []):
+        for ci in gi.get("cis", []):
+            yield ci["uuid"], ci["profile_name"]
+
+
+def cdi_spec(fixture):
+    """What a CDI generator writes for the node: one device per GPU / MIG instance, by index."""
+    devices = []
+    for i, g in enumerate(fixture["gpus"]):
+        node = {"path": f"/dev/nvidia{g['minor']}"}
+        if g.get("mig_mode"):
+            for m, (uuid, _) in enumerate(mig_instances(g)):
+                devices.append({"name": f"{i}:{m}", "containerEdits": {"deviceNodes": [node]}})
+        else:
+            devices.append({"name": str(i), "containerEdits": {"deviceNodes": [node]}})
+    return {"cdiVersion": "0.5.0", "kind": "nvidia.com/gpu", "devices": devices,
+            "containerEdits": {"deviceNodes": [{"path": "/dev/nvidiactl"}, {"path": "/dev/nvidia-uvm"}]}}
+
+
+def checkpoint(fixture, entries):
+    reg = {}
+    for g in fixture["gpus"]:
+        if g.get("mig_mode"):
+            for uuid, prof in mig_instances(g):
+                reg.setdefault(f"nvidia.com/mig-{prof}", []).append(uuid)
+        else:
+            reg.setdefault("nvidia.com/gpu", []).append(g["uuid"])
+    return {"Data": {"PodDeviceEntries": entries, "RegisteredDevices": reg}, "Checksum": 1234567890}
+
+
+def healthy(root, fixture):
+    """A working node: containerd with the nvidia runtime and CDI, a CDI spec, kubelet and the plugin
+    registered, one running pod holding GPU 0, toolkit new enough, a kernel log with an app XID."""
+    put(root, "/etc/containerd/config.toml", CONTAINERD_V2)
+    put(root, "/usr/bin/nvidia-container-runtime", "#!/bin/sh\nexec runc \"$@\"\n", 0o755)
+    put(root, "/etc/cdi/nvidia.json", json.dumps(cdi_spec(fixture), indent=1))
+    put(root, "/var/lib/dpkg/status", DPKG.format(toolkit="1.14.6"))
+    for s in ("device-plugins/kubelet.sock", "pod-resources/kubelet.sock", "device-plugins/nvidia-gpu.sock"):
+        bind_socket(root, f"/var/lib/kubelet/{s}")
+    profiles = {p for g in fixture["gpus"] for _, p in mig_instances(g)}
+    for p in sorted(profiles):
+        bind_socket(root, f"/var/lib/kubelet/device-plugins/nvidia-mig-{p}.sock")
+    g0 = fixture["gpus"][0]
+    entries = [{"PodUID": POD_UID, "ContainerName": "train", "ResourceName": "nvidia.com/gpu",
+                "DeviceIDs": {"0": [g0["uuid"]]}, "AllocResp": "CgA="}]
+    put(root, "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint",
+        json.dumps(checkpoint(fixture, entries)))
+    os.makedirs(os.path.join(root, f"var/lib/kubelet/pods/{POD_UID}/containers/train"), exist_ok=True)
+    put(root, "/var/log/kern.log",
+        "Dec  2 10:00:00 node kernel: [   12.3] nvidia-nvlink: Nvlink Core is being initialized\n"
+        "Dec  2 10:05:00 node kernel: [  300.1] NVRM: Xid (PCI:0000:07:00): 13, pid=4242, name=python, "
+        "Graphics SM Warp Exception on (GPC 0, TPC 1, SM 0): Out Of Range Address\n")
+
+
+def patch(doc, path, value):
+    """path like "gpus.1.telemetry.ecc.dbe_volatile": create dicts on the way."""
+    keys = path.split(".")
+    cur = doc
+    for k in keys[:-1]:
+        k = int(k) if isinstance(cur, list) else k
+        if not isinstance(cur, list) and k not in cur:
+            cur[k] = {}
+        cur = cur[k]
+    last = keys[-1]
+    cur[int(last) if isinstance(cur, list) else last] = value
+
+
+def run(name, keep):
+    d = os.path.join(HERE, name)
+    spec = json.load(open(os.path.join(d, "scenario.json")))
+    expect = json.load(open(os.path.join(d, "expect.json")))
+    tmp = tempfile.mkdtemp(prefix="scen-")
+    root = os.path.join(tmp, "root")
+    fx_name = spec.get("fixture", "dgx-a100")
+    fixture = json.load(open(os.path.join(SRC, "tests", "fixtures", f"{fx_name}.json")))
+    for k, v in spec.get("nvml_patch", {}).items():
+        patch(fixture, k, v)
+    nvml = os.path.join(tmp, "nvml.json")
+    json.dump(fixture, open(nvml, "w"))
+    try:
+        mk = subprocess.run([os.path.join(SRC, "tests", "lib", "mkroot.sh"), root, nvml, *spec.get("mkroot", [])],
+                            capture_output=True, text=True)
+        if mk.returncode != 0:
+            return [f"mkroot failed: {mk.stderr.strip()[-400:]}"]
+        if spec.get("base", "healthy") == "healthy":
+            healthy(root, fixture)
+        env = dict(os.environ, ROOT=root, SCEN=d, FIXTURE=nvml, GPULET=GPULET, POD_UID=POD_UID)
+        if os.path.exists(os.path.join(d, "setup.sh")):
+            st = subprocess.run(["sh", "-e", os.path.join(d, "setup.sh")], env=env, capture_output=True, text=True)
+            if st.returncode != 0:
+                return [f"setup.sh failed: {st.stderr.strip()[-400:]}"]
+        args = [GPULET, "doctor", "--root", root, "--json", "--nvml-library", FAKE]
+        for opt in ("pods", "node", "kernel-log"):
+            if opt in spec:
+                args += [f"--{opt}", os.path.join(d, spec[opt])]
+        args += spec.get("args", [])
+        p = subprocess.run(args, env=dict(env, FAKE_NVML_FIXTURE=nvml), capture_output=True, text=True)
+        try:
+            doc = json.loads(p.stdout)
+        except ValueError:
+            return [f"not JSON (rc {p.returncode}): {p.stdout[:300]} {p.stderr[:300]}"]
+        got = {f["id"]: f["severity"] for f in doc["findings"]}
+        errs = []
+        for sev in ("fail", "warn"):
+            for i in expect.get(sev, []):
+                if got.get(i) != sev:
+                    errs.append(f"expected {i} as {sev}, got {got.get(i, 'nothing')}")
+        for i in expect.get("absent", []):
+            if i in got:
+                errs.append(f"{i} must not be reported, got {got[i]}")
+        for i in expect.get("skipped", []):
+            if not any(i in s["ids"].split() for s in doc.get("skipped", [])):
+                errs.append(f"expected the check reporting {i} to be skipped (explained by an earlier failure)")
+        if expect.get("no_other_fail"):
+            extra = [i for i, s in got.items() if s == "fail" and i not in expect.get("fail", [])]
+            if extra:
+                errs.append(f"unexpected fail findings {extra}")
+        want_rc = expect.get("exit", 1 if expect.get("fail") else 0)
+        if p.returncode != want_rc:
+            errs.append(f"exit {p.returncode}, expected {want_rc}")
+        for f in doc["findings"]:
+            if f["severity"] != "ok" and (not f["summary"] or not f["fix"] or not f["evidence"]):
+                errs.append(f"{f['id']}: a problem needs summary, evidence and fix")
+        if errs:
+            errs.append("findings: " + json.dumps({i: s for i, s in got.items() if s != "ok"}))
+        return errs
+    finally:
+        if keep:
+            print(f"  kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    argv = sys.argv[1:]
+    keep = "--keep" in argv
+    names = [a for a in argv if a != "--keep"] or sorted(
+        n for n in os.listdir(HERE) if os.path.exists(os.path.join(HERE, n, "expect.json")))
+    failed = 0
+    for n in names:
+        errs = run(n, keep)
+        print(f"{'FAIL' if errs else 'ok  '} {n}")
+        for e in errs:
+            print(f"     {e}")
+        failed += bool(errs)
+    print(f"{len(names) - failed}/{len(names)} scenarios pass")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+rm -f "$ROOT/usr/bin/nvidia-container-runtime"
