@@ -5,3 +5,12 @@
 # re-partition, SIGHUP reloads; about 90 s. The long form: tests/soak/soak.py --long.
 gpulet_script_test(reliability_soak /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/soak/soak.py)
 set_tests_properties(reliability_soak PROPERTIES TIMEOUT 300 LABELS soak)
+
+# Bad input: the real binary on broken files, full disks (a 64k tmpfs), unreadable dirs, a second
+# plugin instance; each checks the message (what, where, fix) and that nothing is half-written.
+gpulet_script_test(reliability_badinput /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/badinput/test_badinput.py
+                   config cdi doctor nvml fulldisk unreadable)
+set_tests_properties(reliability_badinput PROPERTIES TIMEOUT 300)
+gpulet_script_test(reliability_badinput_instance /usr/bin/python3
+                   ${CMAKE_SOURCE_DIR}/tests/badinput/test_badinput.py instance)
+set_tests_properties(reliability_badinput_instance PROPERTIES TIMEOUT 120)
