@@ -14,3 +14,12 @@ set_tests_properties(reliability_badinput PROPERTIES TIMEOUT 300)
 gpulet_script_test(reliability_badinput_instance /usr/bin/python3
                    ${CMAKE_SOURCE_DIR}/tests/badinput/test_badinput.py instance)
 set_tests_properties(reliability_badinput_instance PROPERTIES TIMEOUT 120)
+
+# valgrind memcheck (definite + indirect leaks and memory errors fail): the C unit tests with their
+# CTest environment and the fuzz replays; the key black-box commands and a plugin session.
+# Not in the ASan tree (valgrind cannot run ASan binaries). Skip locally with `ctest -LE valgrind`.
+find_program(VALGRIND_EXECUTABLE valgrind)
+foreach(_vg units blackbox)
+  gpulet_script_test(reliability_valgrind_${_vg} /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/valgrind/run.py ${_vg})
+  set_tests_properties(reliability_valgrind_${_vg} PROPERTIES TIMEOUT 1800 LABELS "valgrind;no-asan")
+endforeach()
