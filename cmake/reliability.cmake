@@ -23,3 +23,10 @@ foreach(_vg units blackbox)
   gpulet_script_test(reliability_valgrind_${_vg} /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/valgrind/run.py ${_vg})
   set_tests_properties(reliability_valgrind_${_vg} PROPERTIES TIMEOUT 1800 LABELS "valgrind;no-asan")
 endforeach()
+
+# Security properties (docs/security.md), one test per owner so a failure names whose code it is.
+foreach(_sec sockets noshell exporter paths)
+  gpulet_script_test(reliability_security_${_sec} /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/badinput/test_security.py
+                     ${_sec})
+  set_tests_properties(reliability_security_${_sec} PROPERTIES TIMEOUT 300)
+endforeach()
