@@ -14,6 +14,10 @@ foreach(t ${GPULET_FUZZ_TARGETS})
   add_executable(fuzz_replay_${t} tests/fuzz/fuzz_${t}.c tests/fuzz/replay.c)
   target_link_libraries(fuzz_replay_${t} PRIVATE gpulet_lib)
   set_target_properties(fuzz_replay_${t} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
+  if(GPULET_FUZZ) # the replays of the fuzz tree: same sanitizers, no libFuzzer (to re-check one input)
+    target_compile_options(fuzz_replay_${t} PRIVATE -Wno-unknown-warning-option -fsanitize=address,undefined
+                                                    -fno-sanitize-recover=undefined)
+  endif()
 endforeach()
 
 gpulet_script_test(reliability_fuzz_corpus ${CMAKE_SOURCE_DIR}/tests/fuzz/replay-all.sh ${GPULET_FUZZ_TARGETS})
