@@ -55,7 +55,7 @@ def record(name, rc, log, secs, ok_rcs=(0,), stderr=""):
     results.append((name, status, rc, secs))
     print("%-8s %-44s rc=%-3s %6.1fs %s" % (status, name, rc, secs, leak.split("==", 2)[-1].strip() if leak else ""))
     if status != "PASS":
-        print("---- stderr (tail) ----\n%s" % stderr[-1500:])
+        print("---- output (tail) ----\n%s" % stderr[-1500:])
         print("---- valgrind log %s (tail) ----\n%s" % (log, "\n".join(text.splitlines()[-80:])))
     sys.stdout.flush()
 
@@ -67,8 +67,8 @@ def run_one(name, argv, env=None, cwd=None, ok_rcs=(0,), timeout=900, logdir=Non
     log = os.path.join(logdir, name.replace("/", "_") + ".vg.log")
     t0 = time.time()
     try:
-        r = subprocess.run(valgrind_cmd(log) + argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, timeout=timeout)
+        r = subprocess.run(valgrind_cmd(log) + argv, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=timeout)
         rc, err = r.returncode, r.stderr.decode(errors="replace")
     except subprocess.TimeoutExpired:
         rc, err = "timeout", ""
