@@ -33,10 +33,18 @@ for t in "${targets[@]}"; do
 		-print_final_stats=1 -artifact_prefix="$art" "$work" "$src/tests/fuzz/corpus/$t" >"$log" 2>&1
 	rc=$?
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+	# fork mode (-fork=N) prints no final stats: take the last "#RUNS: cov: ..." progress line
+	[ -n "$runs" ] || runs=$(sed -n 's/^#\([0-9]*\): cov:.*/\1/p' "$log" | tail -1)
+	crashes=$(grep -c '^==[0-9]*==ERROR\|runtime error' "$log")
 	took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
 	took=${took:-$secs}
 	corpus=$(ls "$work" | wc -l)
-	if [ $rc -eq 0 ]; then res=ok; else res="FAILED rc=$rc (see $log, $art)"; fail=1; fi
+	if [ $rc -eq 0 ] && [ "$crashes" -eq 0 ]; then
+		res=ok
+	else
+		res="FAILED rc=$rc, $crashes sanitizer reports (see $log, $art)"
+		fail=1
+	fi
 	printf '%-12s %12s %8s %10s %8s %s\n' "$t" "${runs:-?}" "$took" "$(( ${runs:-0} / (took > 0 ? took : 1) ))" "$corpus" "$res"
 done
 exit $fail
