@@ -4,7 +4,7 @@
 # Soak: 50 kubelet restarts under Allocate/GetPreferredAllocation load, GPU lost/recovered, MIG
 # re-partition, SIGHUP reloads; about 90 s. The long form: tests/soak/soak.py --long.
 gpulet_script_test(reliability_soak /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/soak/soak.py)
-set_tests_properties(reliability_soak PROPERTIES TIMEOUT 300 LABELS soak)
+set_tests_properties(reliability_soak PROPERTIES TIMEOUT 400 LABELS soak)
 
 # Bad input: the real binary on broken files, full disks (a 64k tmpfs), unreadable dirs, a second
 # plugin instance; each checks the message (what, where, fix) and that nothing is half-written.
