@@ -359,14 +359,14 @@ def main():
     ap.add_argument("--restarts", type=int)
     ap.add_argument("--duration", type=float, help="seconds of load at least (default 60, --long 1800)")
     ap.add_argument("--max-time", type=float, help="fail when the restarts take longer (default 2x duration or "
-                    "4 s per restart, whichever is more)")
+                    "6 s per restart, whichever is more)")
     ap.add_argument("--clients", type=int, default=2)
     ap.add_argument("--summary", help="write the figures as JSON here")
     ap.add_argument("plugin_args", nargs="*", help="extra gpulet plugin flags after --")
     args = ap.parse_args()
     args.restarts = args.restarts or (500 if args.long else 50)
     args.duration = args.duration or (1800 if args.long else 60)
-    args.max_time = args.max_time or max(2 * args.duration, 4 * args.restarts)
+    args.max_time = args.max_time or max(2 * args.duration, 6 * args.restarts)
     t0 = time.time()
     try:
         soak(args)
