@@ -27,7 +27,7 @@ asan-build:
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 
 demo: deps build
-	./tests/demo.sh $(BUILD) $(FIXTURE)
+	GPULET_BUILD=$(CURDIR)/$(BUILD) /usr/bin/python3 tests/demo.py
 
 unit-test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)

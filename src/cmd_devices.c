@@ -20,11 +20,6 @@ static void devices_help(FILE *f)
 		   "Example: gpulet devices --json | jq '.gpus[].uuid'\n");
 }
 
-static const char *gpu_health(const struct node_gpu *g)
-{
-	return g->lost ? "LOST" : g->error[0] ? "degraded" : "healthy";
-}
-
 static void print_table(const struct node *n)
 {
 	char cuda[16] = "?";
@@ -47,13 +42,22 @@ static void print_table(const struct node *n)
 		snprintf(mem, sizeof(mem), "%luMiB", (unsigned long)(g->memory_total / 1048576));
 		if (g->numa_node >= 0)
 			snprintf(numa, sizeof(numa), "%d", g->numa_node);
+		const char *mig = !g->mig_capable ? "n/a" : g->mig_enabled ? "on" : "off";
+
 		printf("%-4u %-40s %-28s %9s %4s %-4s %s\n", g->index, g->uuid[0] ? g->uuid : "?", g->name, mem, numa,
-		       !g->mig_capable  ? "n/a"
-		       : g->mig_enabled ? "on"
-					: "off",
-		       gpu_health(g));
+		       mig, node_gpu_health(g));
 		if (g->error[0])
 			printf("       ! %s\n", g->error);
+		if (g->ecc_dbe_volatile)
+			printf("       ! %lu uncorrected ECC errors since the driver loaded: drain the node, reset the "
+			       "GPU\n",
+			       (unsigned long)g->ecc_dbe_volatile);
+		if (g->remap_failed)
+			printf("       ! memory row remapping failed: the GPU needs service (RMA)\n");
+		else if (g->remap_pending)
+			printf(
+			    "       ! a memory row remap is pending: reset the GPU (nvidia-smi -r -i %u) when idle\n",
+			    g->index);
 		for (size_t j = 0; j < g->n_migs; j++) {
 			const struct node_mig *m = &g->migs[j];
 

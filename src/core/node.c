@@ -327,6 +327,18 @@ static void load_gpu(struct nvml *nv, const char *root, unsigned i, struct node_
 		} else if (r != NVML_ERROR_NOT_SUPPORTED)
 			gpu_note(g, nv, "nvmlDeviceGetMigMode", r);
 	}
+	if (NVML_HAS(nv, device_get_total_ecc_errors) &&
+	    nv->device_get_total_ecc_errors(h, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC,
+					    (unsigned long long *)&g->ecc_dbe_volatile) != NVML_SUCCESS)
+		g->ecc_dbe_volatile = 0;
+	if (NVML_HAS(nv, device_get_remapped_rows)) {
+		unsigned corr, unc, pend, fail;
+
+		if (nv->device_get_remapped_rows(h, &corr, &unc, &pend, &fail) == NVML_SUCCESS) {
+			g->remap_pending = pend != 0;
+			g->remap_failed = fail != 0;
+		}
+	}
 	if (g->mig_enabled && !g->lost)
 		load_mig(nv, h, g, mm);
 }
@@ -526,6 +538,15 @@ static json_t *mig_to_json(const struct node_mig *m)
 			 "gi_cap_minor", m->gi_cap_minor, "ci_cap_minor", m->ci_cap_minor);
 }
 
+const char *node_gpu_health(const struct node_gpu *g)
+{
+	if (g->lost)
+		return "lost";
+	if (g->ecc_dbe_volatile || g->remap_failed || g->remap_pending)
+		return "unhealthy";
+	return g->error[0] ? "degraded" : "healthy";
+}
+
 static json_t *gpu_to_json(const struct node *n, size_t i)
 {
 	const struct node_gpu *g = &n->gpus[i];
@@ -534,15 +555,18 @@ static json_t *gpu_to_json(const struct node *n, size_t i)
 
 	if (g->cc_major >= 0)
 		snprintf(cc, sizeof(cc), "%d.%d", g->cc_major, g->cc_minor);
-	o = json_pack("{s:i, s:i, s:s, s:s, s:s, s:I, s:s, s:i, s:b, s:b, s:s}", "index", (int)g->index, "minor",
+	o = json_pack("{s:i, s:i, s:s, s:s, s:s, s:I, s:s, s:i, s:b, s:b, s:b, s:s}", "index", (int)g->index, "minor",
 		      (int)g->minor, "uuid", g->uuid, "name", g->name, "pci_bus_id", g->pci_bus_id, "memory_mib",
 		      (json_int_t)(g->memory_total / 1048576), "compute_capability", cc, "numa_node", g->numa_node,
-		      "mig_capable", g->mig_capable, "mig_enabled", g->mig_enabled, "health",
-		      g->lost ? "lost" : (g->error[0] ? "degraded" : "healthy"));
+		      "mig_capable", g->mig_capable, "mig_enabled", g->mig_enabled, "mig_pending_change",
+		      g->mig_pending_change, "health", node_gpu_health(g));
 	if (!o)
 		return NULL;
 	if (g->error[0])
 		json_object_set_new(o, "error", json_string(g->error));
+	json_object_set_new(o, "ecc_dbe_volatile", json_integer((json_int_t)g->ecc_dbe_volatile));
+	json_object_set_new(o, "remap_pending", json_boolean(g->remap_pending));
+	json_object_set_new(o, "remap_failed", json_boolean(g->remap_failed));
 	migs = json_array();
 	for (size_t j = 0; j < g->n_migs; j++)
 		json_array_append_new(migs, mig_to_json(&g->migs[j]));

@@ -48,8 +48,11 @@ struct node_gpu {
 	bool mig_pending_change; /* pending mode != current */
 	struct node_mig *migs;
 	size_t n_migs;
-	bool lost;       /* NVML answered GPU_IS_LOST while loading */
-	char error[256]; /* why a partially read GPU is incomplete, "" if complete */
+	bool lost;                 /* NVML answered GPU_IS_LOST while loading */
+	uint64_t ecc_dbe_volatile; /* uncorrected ECC errors since the driver loaded */
+	bool remap_pending;        /* a memory row remap waits for a GPU reset */
+	bool remap_failed;         /* row remapping failed: the GPU needs service */
+	char error[256];           /* why a partially read GPU is incomplete, "" if complete */
 };
 
 struct node {
@@ -96,6 +99,12 @@ DEFINE_CLEANUP_FUNC(struct mig_minors, mig_minors_free)
 /* "1g.5gb" from GI/CI slices and memory, following go-nvlib's naming rule. */
 void node_mig_profile_name(unsigned gi_slices, unsigned ci_slices, uint64_t mig_memory_mb, uint64_t gpu_memory_bytes,
 			   char *buf, size_t size);
+
+/*
+ * "lost" (off the bus), "unhealthy" (uncorrected ECC errors since load, row remap pending or
+ * failed: needs a reset or service), "degraded" (some NVML queries failed), or "healthy".
+ */
+const char *node_gpu_health(const struct node_gpu *g);
 
 /* JSON document of the node (jansson json_t *), stable keys; used by `devices --json` and others. */
 struct json_t;
