@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """fakenvml_fixtures: every tests/fixtures/*.json (or the files given) is a valid, self-consistent node.
 
-Schema (tests/fixtures/fixture.schema.json, checked by python3-jsonschema, draft-07) catches typos
+Schema (tests/fakenvml/fixture.schema.json, checked by python3-jsonschema, draft-07) catches typos
 that the fake would silently answer NOT_SUPPORTED for. Then facts no schema can say: model
 references, unique UUIDs/minors/bus ids, an NxN topology, MIG instances that fit their GPU, and
 each CI's `profile_name` equal to the name go-nvlib's rule gives (reference/nvml-abi.md), computed
@@ -95,11 +95,11 @@ def check(path, schema):
 
 
 def main():
-    with open(os.path.join(SRC, "tests/fixtures/fixture.schema.json")) as f:
+    with open(os.path.join(SRC, "tests/fakenvml/fixture.schema.json")) as f:
         schema = json.load(f)
     jsonschema.Draft7Validator.check_schema(schema)
-    files = sys.argv[1:] or sorted(glob.glob(os.path.join(SRC, "tests/fixtures/*.json")))
-    files = [f for f in files if not f.endswith(".schema.json")]
+    files = sys.argv[1:] or sorted(glob.glob(os.path.join(SRC, "tests/fixtures/*.json")) +
+                                   glob.glob(os.path.join(SRC, "tests/fixtures/extra/*.json")))
     for path in files:
         check(path, schema)
     for e in errors:

@@ -53,6 +53,7 @@ struct nvmlEventSet_st {
 	bool used;
 	long offset;                       /* bytes of FAKE_NVML_EVENTS already consumed by this set */
 	unsigned long long mask[MAX_GPUS]; /* registered event types per GPU slot */
+	bool mig_pending[MAX_GPUS];        /* a reload changed that GPU's MIG layout: one MigConfigChange due */
 };
 
 struct mig_slot {
@@ -73,6 +74,7 @@ struct gpu_slot {
 	json_t *spec;
 	json_t *model;
 	struct mig_slot migs[MAX_MIGS];
+	unsigned long mig_sig; /* hash of MIG mode and instances, to notice a re-partition on reload */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -210,6 +212,7 @@ static void load_migs(struct gpu_slot *g)
 		g->migs[k].present = false;
 		g->migs[k].gi_spec = g->migs[k].ci_spec = g->migs[k].profile = NULL;
 	}
+	g->mig_sig = 2166136261u ^ (unsigned long)int_or(gpu_get(g, "mig_mode"), 0);
 	json_array_foreach (json_object_get(g->spec, "mig"), i, gi) {
 		json_t *profile = find_profile(g->model, (unsigned)int_or(json_object_get(gi, "gi_profile"), -1));
 
@@ -232,6 +235,10 @@ static void load_migs(struct gpu_slot *g)
 			m->profile = profile;
 			m->ci_slices = (unsigned)int_or(json_object_get(ci, "ci_slices"),
 							int_or(json_object_get(profile, "slices"), 1));
+			/* FNV-1a over what identifies the instance. */
+			for (const char *p = uuid; *p; p++)
+				g->mig_sig = (g->mig_sig ^ (unsigned char)*p) * 16777619u;
+			g->mig_sig = (g->mig_sig ^ (m->gi << 8 | m->ci)) * 16777619u;
 		}
 	}
 }
@@ -256,6 +263,8 @@ static int refresh(void)
 	json_error_t jerr;
 	struct stat st;
 	json_t *gpu, *next;
+	bool old_present[MAX_GPUS];
+	unsigned long old_sig[MAX_GPUS];
 	size_t i;
 
 	if (!path || !*path) {
@@ -276,6 +285,8 @@ static int refresh(void)
 		return -EINVAL;
 	}
 	for (unsigned k = 0; k < MAX_GPUS; k++) {
+		old_present[k] = root_loaded && slots[k].present;
+		old_sig[k] = slots[k].mig_sig;
 		slots[k].present = false;
 		slots[k].spec = slots[k].model = NULL;
 		by_index[k] = -1;
@@ -296,6 +307,12 @@ static int refresh(void)
 		by_index[n_gpus++] = (int)(g - slots);
 		load_migs(g);
 	}
+	/* Like the driver, a changed MIG layout is announced to sets registered for it. */
+	for (unsigned k = 0; k < MAX_GPUS; k++)
+		if (old_present[k] && slots[k].present && old_sig[k] != slots[k].mig_sig)
+			for (unsigned j = 0; j < MAX_SETS; j++)
+				if (sets[j].used && (sets[j].mask[k] & nvmlEventMigConfigChange))
+					sets[j].mig_pending[k] = true;
 	json_decref(root);
 	root = next;
 	root_st = st;
@@ -1336,6 +1353,21 @@ static int event_parse(nvmlEventSet_t set, char *line, nvmlEventData_t *data)
 	return -1;
 }
 
+/* A MigConfigChange due from a fixture reload. Lock held. */
+static bool mig_change_next(nvmlEventSet_t set, nvmlEventData_t *data)
+{
+	for (unsigned k = 0; k < MAX_GPUS; k++)
+		if (set->mig_pending[k]) {
+			set->mig_pending[k] = false;
+			memset(data, 0, sizeof(*data));
+			data->device = &gpu_handles[k];
+			data->eventType = nvmlEventMigConfigChange;
+			data->gpuInstanceId = data->computeInstanceId = NO_ID;
+			return true;
+		}
+	return false;
+}
+
 /* Consume complete lines of the events file after set->offset. Lock held. */
 static int event_next(nvmlEventSet_t set, nvmlEventData_t *data)
 {
@@ -1371,7 +1403,7 @@ API nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, 
 		SYSTEM_CALL();
 		if (!set_valid(set) || !data)
 			return leave(NVML_ERROR_INVALID_ARGUMENT);
-		r = event_next(set, data);
+		r = mig_change_next(set, data) ? NVML_SUCCESS : event_next(set, data);
 		if (r >= 0)
 			return leave(r);
 		pthread_mutex_unlock(&lock);

@@ -710,10 +710,12 @@ static void test_events(void **state)
 	snprintf(line, sizeof(line), "xid 1 79\nxid %s 48\n", gpu_uuid(fx, 0));
 	a = (struct appender){events, line, 30, 0};
 	assert_int_equal(pthread_create(&t, NULL, append_later, &a), 0);
-	assert_int_equal(api->event_set_wait(set, &e, 2000), NVML_SUCCESS);
+	assert_int_equal(api->event_set_wait(set, &e, 5000), NVML_SUCCESS);
 	got_at = now_ms();
 	pthread_join(t, NULL);
-	assert_true(got_at - a.written_at < 100);
+	/* Polled (every 5 ms), not found at the timeout: the bound is loose for loaded CI machines. */
+	print_message("event delivered %ld ms after the append\n", got_at - a.written_at);
+	assert_true(got_at - a.written_at < 1000);
 	assert_ptr_equal(e.device, gpu(0));
 	assert_int_equal(e.eventType, nvmlEventTypeXidCriticalError);
 	assert_int_equal(e.eventData, 48);
@@ -745,6 +747,21 @@ static void test_events(void **state)
 	assert_int_equal(e.eventType, nvmlEventTypeDoubleBitEccError);
 	assert_int_equal(api->event_set_wait(late, &e, 100), NVML_ERROR_UNKNOWN);
 	assert_int_equal(api->event_set_wait(late, &e, 10), NVML_ERROR_TIMEOUT);
+
+	/* Rewriting the fixture with another MIG layout announces a MigConfigChange; telemetry does not. */
+	assert_int_equal(api->device_register_events(gpu(6), nvmlEventMigConfigChange, set), NVML_SUCCESS);
+	json_object_set_new(json_array_get(json_object_get(fx, "gpus"), 6), "telemetry",
+			    json_pack("{s:i}", "temperature_c", 70));
+	fixture_write(fx, path);
+	assert_int_equal(api->event_set_wait(set, &e, 20), NVML_ERROR_TIMEOUT);
+	json_array_remove(json_object_get(json_array_get(json_object_get(fx, "gpus"), 6), "mig"), 3);
+	fixture_write(fx, path);
+	assert_int_equal(api->event_set_wait(set, &e, 100), NVML_SUCCESS);
+	assert_int_equal(e.eventType, nvmlEventMigConfigChange);
+	assert_ptr_equal(e.device, gpu(6));
+	assert_int_equal(e.gpuInstanceId, 0xFFFFFFFFu);
+	assert_int_equal(api->event_set_wait(set, &e, 20), NVML_ERROR_TIMEOUT);
+	assert_int_equal(api->event_set_wait(late, &e, 10), NVML_ERROR_TIMEOUT); /* not registered for it */
 
 	/* A test that truncates the file starts the sets over at its beginning. */
 	assert_int_equal(truncate(events, 0), 0);
@@ -790,7 +807,7 @@ static void test_fault_knobs(void **state)
 	json_object_set_new(json_array_get(gpus, 0), "fail",
 			    json_pack("{s:s}", "nvmlDeviceGetUtilizationRates", "UNKNOWN"));
 	json_object_set_new(json_array_get(gpus, 1), "fail",
-			    json_pack("{s:{s:i}}", "delay_ms", "nvmlDeviceGetPowerUsage", 400));
+			    json_pack("{s:{s:i}}", "delay_ms", "nvmlDeviceGetPowerUsage", 2000));
 	json_object_set_new(fx, "fail", json_pack("{s:s}", "nvmlSystemGetDriverVersion", "NO_PERMISSION"));
 	tmp_fixture(fx, path, sizeof(path));
 	assert_int_equal(api->init(), NVML_SUCCESS);
@@ -804,17 +821,18 @@ static void test_fault_knobs(void **state)
 	usleep(50 * 1000);
 	start = now_ms();
 	assert_int_equal(api->device_get_power_usage(gpu(0), &mw), NVML_SUCCESS);
-	assert_true(now_ms() - start < 100);
+	print_message("call on GPU 0 took %ld ms while GPU 1 hangs for 2000 ms\n", now_ms() - start);
+	assert_true(now_ms() - start < 1000);
 	pthread_join(t, NULL);
 	assert_int_equal(s.r, NVML_SUCCESS);
-	assert_true(s.took_ms >= 400);
+	assert_true(s.took_ms >= 2000);
 	assert_int_equal(api->shutdown(), NVML_SUCCESS);
 }
 
 static void test_bad_fixture(void **state)
 {
 	json_auto_t *fx = fixture_load("single-t4");
-	char path[4096], buf[80];
+	char path[4096], buf[4200];
 	unsigned count;
 	FILE *f;
 

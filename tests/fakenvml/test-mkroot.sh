@@ -81,6 +81,10 @@ grep -q ' 550.90.07 ' "$tmp/opt/proc/driver/nvidia/version" || fail "--kernel-ve
 [ -e "$tmp/opt/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15" ] || fail "libraries keep the fixture's version"
 [ ! -e "$tmp/opt/dev/nvidia-caps" ] || fail "no MIG on pcie-4gpu: no nvidia-caps"
 
+# MIG caps for the CI split (gpu0/gi2/ci2 -> 3+2*9+1+2 = 24).
+"$GPULET_SRC/tests/lib/mkroot.sh" "$tmp/split" mig-ci-split --no-sockets
+[ -c "$tmp/split/dev/nvidia-caps/nvidia-cap24" ] || fail "mig-ci-split: nvidia-cap24 (gpu0/gi2/ci2)"
+
 # Rebuilding over an existing root works and is fast (the stub libraries are cached).
 start=$(date +%s%N)
 "$GPULET_SRC/tests/lib/mkroot.sh" "$root" dgx-a100

@@ -19,7 +19,10 @@ LIBRARY = os.environ.get("FAKE_NVML_LIB") or os.path.join(BUILD, "fakenvml", "li
 
 def load(name):
     """A committed fixture as a dict (name without .json, or a path)."""
-    path = name if os.path.exists(name) else os.path.join(FIXTURES, name + ".json")
+    path = name
+    for d in (FIXTURES, os.path.join(FIXTURES, "extra")):
+        if not os.path.exists(path):
+            path = os.path.join(d, name + ".json")
     with open(path) as f:
         return json.load(f)
 

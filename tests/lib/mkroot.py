@@ -105,7 +105,10 @@ def devnode(dest, rel, major, minor, mode, plain, gid=None):
         open(path, "w").close()
         os.chmod(path, mode)
     else:
-        os.mknod(path, stat.S_IFCHR | mode, os.makedev(major, minor))
+        try:
+            os.mknod(path, stat.S_IFCHR | mode, os.makedev(major, minor))
+        except PermissionError:
+            die("mknod %s: not permitted; run as root (CI does), or pass --plain-devnodes or --no-devnodes" % path)
         os.chmod(path, mode)  # mknod is subject to the umask
     if gid is not None:
         os.chown(path, 0, gid)
@@ -120,8 +123,11 @@ def stub_cache(build, ver):
     cache = os.path.join(build, "mkroot-cache", ver)
     if os.path.exists(os.path.join(cache, ".done")):
         return cache
-    os.makedirs(os.path.dirname(cache), exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=os.path.dirname(cache))
+    try:
+        os.makedirs(os.path.dirname(cache), exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".tmp-", dir=os.path.dirname(cache))
+    except OSError as e:
+        die("cannot write the stub library cache in %s (%s); pass --build or GPULET_BUILD" % (cache, e.strerror))
     try:
         src = os.path.join(tmp, "stub.c")
         with open(src, "w") as f:
@@ -134,6 +140,7 @@ def stub_cache(build, ver):
             subprocess.run(["cc", "-shared", "-o", out, obj, "-Wl,-soname," + lib_soname(soname, name, ver)],
                            check=True)
         open(os.path.join(tmp, ".done"), "w").close()
+        os.chmod(tmp, 0o755)  # mkdtemp made it 0700; other users' test runs read the cache too
         try:
             os.rename(tmp, cache)
         except OSError:  # another test built it at the same time
@@ -214,7 +221,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="example: tests/lib/mkroot.sh /tmp/node dgx-a100")
     ap.add_argument("dest")
-    ap.add_argument("fixture", help="fixture name (tests/fixtures/NAME.json) or path")
+    ap.add_argument("fixture", help="fixture name (tests/fixtures/[extra/]NAME.json) or path")
     ap.add_argument("--no-devnodes", action="store_true", help="create no /dev entries at all")
     ap.add_argument("--plain-devnodes", action="store_true",
                     help="regular files instead of character devices (when mknod is not allowed)")
@@ -236,8 +243,9 @@ def main():
     a = ap.parse_args()
 
     path = a.fixture
-    if not os.path.exists(path):
-        path = os.path.join(SRC, "tests/fixtures", a.fixture + ".json")
+    for d in ("tests/fixtures", "tests/fixtures/extra"):
+        if not os.path.exists(path):
+            path = os.path.join(SRC, d, a.fixture + ".json")
     try:
         with open(path) as f:
             fx = json.load(f)
