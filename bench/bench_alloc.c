@@ -9,19 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "alloc.h"
+#include "bench.h"
 #include "health_testnode.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static volatile size_t sink;
 
 int main(int argc, char **argv)
 {
@@ -48,30 +39,30 @@ int main(int argc, char **argv)
 		avail[i] = r->devices[7 - i].id;
 
 	/* floor: resolve 8 IDs by scanning the device list */
-	double t0 = now_s();
+	double t0 = bench_now();
 	for (int it = 0; it < iters; it++)
 		for (int i = 0; i < 8; i++)
 			for (size_t d = 0; d < r->n_devices; d++)
 				if (strcmp(r->devices[d].id, avail[i]) == 0) {
-					sink += d;
+					bench_sink += d;
 					break;
 				}
-	double floor_s = (now_s() - t0) / iters;
+	double floor_s = (bench_now() - t0) / iters;
 
 	printf("GetPreferredAllocation, 8 whole GPUs, exact search (floor: resolving the 8 IDs = %.3f us)\n",
 	       floor_s * 1e6);
 	printf("%-6s %12s %10s %14s\n", "size", "us/call", "x floor", "x 1 ms budget");
 	double worst = 0;
 	for (size_t size = 1; size <= 8; size++) {
-		t0 = now_s();
+		t0 = bench_now();
 		for (int it = 0; it < iters; it++) {
 			const char **out = NULL;
 			if (alloc_preferred(nd, r, REPLICA_DISTRIBUTED, avail, 8, NULL, 0, size, &out, NULL) < 0)
 				return 1;
-			sink += (size_t)out[0];
+			bench_sink += (size_t)out[0];
 			free(out);
 		}
-		double per = (now_s() - t0) / iters;
+		double per = (bench_now() - t0) / iters;
 		worst = per > worst ? per : worst;
 		printf("%-6zu %12.3f %10.1f %14.5f\n", size, per * 1e6, per / floor_s, per / 1e-3);
 	}

@@ -15,3 +15,10 @@ foreach(b bench_alloc bench_listandwatch)
 endforeach()
 add_test(NAME health_bench_alloc COMMAND bench_alloc 200)
 add_test(NAME health_bench_listandwatch COMMAND bench_listandwatch 5)
+
+
+# End to end through `gpulet plugin` and the python3-grpcio kubelet stand-in (tests/integration).
+gpulet_script_test(health_e2e /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_health_e2e.py)
+gpulet_script_test(health_xid_e2e /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_health_xid.py)
+gpulet_script_test(health_rebuild_e2e /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_health_rebuild.py)
+set_tests_properties(health_e2e health_xid_e2e health_rebuild_e2e PROPERTIES TIMEOUT 180)

@@ -180,13 +180,20 @@ static void gpu_fault(struct health_watcher *w, struct gpu_state *g, int gi, int
 	emit(w, &ev);
 }
 
+static bool gpu_is_lost(const struct gpu_state *g)
+{
+	for (size_t i = 0; i < g->n_faults; i++)
+		if (g->faults[i].gi < 0 && g->faults[i].permanent)
+			return true;
+	return false;
+}
+
 static void gpu_lost(struct health_watcher *w, struct gpu_state *g, const char *source, unsigned xid, const char *why)
 {
 	char reason[256];
 
-	for (size_t i = 0; i < g->n_faults; i++)
-		if (g->faults[i].gi < 0 && g->faults[i].permanent)
-			return; /* already known lost */
+	if (gpu_is_lost(g))
+		return; /* already known lost */
 	snprintf(reason, sizeof(reason), "GPU is lost: %s", why);
 	gpu_fault(w, g, -1, -1, HEALTH_GPU_LOST, xid, true, source, reason);
 }
@@ -248,9 +255,13 @@ static void handle_nvml_event(struct health_watcher *w, const nvmlEventData_t *e
 	if (e->eventType & nvmlEventTypeXidCriticalError) {
 		handle_xid(w, g, (unsigned)e->eventData, gi, ci, "nvml", NULL);
 	} else if (e->eventType & nvmlEventTypeDoubleBitEccError) {
-		if (!w->o.policy.disabled)
-			gpu_fault(w, g, gi, ci, HEALTH_ECC_DBE, 0, false, "nvml",
-				  "double-bit ECC error (uncorrectable)");
+		/* a DBE is what XID 48 reports, so the XID policy decides for both (DP_DISABLE_HEALTHCHECKS=48) */
+		if (xid_policy_is_critical(&w->o.policy, 48))
+			gpu_fault(w, g, gi, ci, HEALTH_ECC_DBE, 48, false, "nvml",
+				  "double-bit ECC error (uncorrectable, XID 48 GPU_ECC_DBE)");
+		else
+			report_info(w, HEALTH_ECC_DBE, g, "nvml", 48,
+				    "double-bit ECC error; ignored: XID 48 is in DP_DISABLE_HEALTHCHECKS");
 	} else if (e->eventType & nvmlEventTypeSingleBitEccError) {
 		report_info(w, HEALTH_ECC_SBE, g, "nvml", 0, "single-bit ECC error (corrected); no action");
 	}
@@ -695,6 +706,45 @@ static int states_init(struct health_watcher *w, const struct node *n)
 	return 0;
 }
 
+static bool mig_exists(const struct node_gpu *g, int gi, int ci)
+{
+	for (size_t m = 0; m < g->n_migs; m++)
+		if (g->migs[m].gi == (unsigned)gi && (ci < 0 || g->migs[m].ci == (unsigned)ci))
+			return true;
+	return false;
+}
+
+/* Take over the faults of the watcher being replaced, matched by UUID (lock of w held). */
+static void inherit_faults(struct health_watcher *w, struct health_watcher *old, const struct node *n)
+{
+	pthread_mutex_lock(&old->lock);
+	for (size_t i = 0; i < w->n_gpus; i++) {
+		struct gpu_state *g = &w->gpus[i];
+		for (size_t k = 0; k < old->n_gpus; k++) {
+			const struct gpu_state *o = &old->gpus[k];
+			if (!g->uuid[0] || !streq(o->uuid, g->uuid))
+				continue;
+			for (size_t f = 0; f < o->n_faults; f++) {
+				const struct fault *ft = &o->faults[f];
+				struct health_event ev;
+				if (ft->gi >= 0 && !mig_exists(&n->gpus[i], ft->gi, ft->ci))
+					continue;
+				g->faults[g->n_faults++] = *ft;
+				event_init(&ev, ft->kind, g, "inherited");
+				ev.gi = ft->gi;
+				ev.ci = ft->ci;
+				ev.xid = ft->xid;
+				ev.healthy = false;
+				ev.transition = true;
+				snprintf(ev.reason, sizeof(ev.reason), "%s", ft->reason);
+				emit(w, &ev);
+			}
+			g->last_bad_ms = o->last_bad_ms;
+		}
+	}
+	pthread_mutex_unlock(&old->lock);
+}
+
 /*
  * Our own snapshot (the caller may free theirs). If the layout already differs from the caller's,
  * drop it: the timer's first poll then reports a change at once.
@@ -724,6 +774,7 @@ int health_start(struct nvml *nv, const struct node *n, const struct health_opti
 		return gerr_set(err, ENOMEM, "out of memory");
 	w->nv = nv;
 	w->o = *o;
+	w->o.inherit = NULL; /* only read during start; the caller frees it after */
 	if (!w->o.wait_ms)
 		w->o.wait_ms = 100;
 	w->stop_pipe[0] = w->stop_pipe[1] = -1;
@@ -745,6 +796,8 @@ int health_start(struct nvml *nv, const struct node *n, const struct health_opti
 		return r;
 	}
 	pthread_mutex_lock(&w->lock);
+	if (o->inherit)
+		inherit_faults(w, (struct health_watcher *)o->inherit, n);
 	for (size_t i = 0; i < n->n_gpus; i++)
 		if (n->gpus[i].lost)
 			gpu_lost(w, &w->gpus[i], "nvml", 0, "NVML answered GPU_IS_LOST when the node was read");
@@ -757,7 +810,7 @@ int health_start(struct nvml *nv, const struct node *n, const struct health_opti
 				    nvml_strerror(nv, rc));
 		}
 		for (size_t i = 0; w->set && i < w->n_gpus; i++)
-			if (!w->gpus[i].n_faults)
+			if (!gpu_is_lost(&w->gpus[i]))
 				register_gpu(w, &w->gpus[i]);
 	} else if (!o->policy.disabled) {
 		report_info(w, HEALTH_SOURCE_ERROR, NULL, "nvml", 0,

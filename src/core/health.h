@@ -35,10 +35,12 @@
  *		}
  *	}
  *
- * Resources rebuilt from scratch (after a MIG change, a SIGHUP reload, a kubelet restart) start all
- * healthy: call health_replay() once the new set is in place, and every fault still active is
- * reported again (source "replay", transition=true), so the plugin keeps no memory of its own about
- * which GPUs are unhealthy.
+ * Resources rebuilt from scratch (after a MIG change, a SIGHUP reload) start all healthy, but a
+ * rebuild is no recovery. Either keep the watcher and call health_replay() once the new set is in
+ * place, or start a new watcher with options.inherit = the old one (then stop the old one): every
+ * fault still active is reported again (transition=true), so the plugin keeps no memory of its own
+ * about which GPUs are unhealthy. Apply those events before the new servers send their first
+ * ListAndWatch, or kubelet sees the GPU Healthy for a moment.
  */
 #pragma once
 
@@ -93,6 +95,13 @@ struct health_options {
 	unsigned mig_poll_ms; /* node_load() interval for MIG/lost detection; 0 = off */
 	health_cb cb;
 	void *userdata;
+	/*
+	 * A watcher being replaced (after a rebuild or a reload), or NULL: the new one takes over its
+	 * faults -- a rebuild is no recovery -- and reports them from health_start() (source
+	 * "inherited", transition=true), keeping their quiet-period clocks. MIG faults whose instance
+	 * no longer exists are dropped. The caller stops the old watcher after health_start().
+	 */
+	const struct health_watcher *inherit;
 };
 
 /* Defaults: wait 100 ms, quiet 5 min, MIG poll 10 s, kernel log <root>/dev/kmsg, default policy. */

@@ -486,6 +486,63 @@ static void test_unsupported_and_wait_error(void **state)
 	env_teardown(&e);
 }
 
+static void test_dbe_follows_xid_policy(void **state)
+{
+	struct env e = {0};
+	struct health_options o;
+
+	env_setup(&e);
+	health_options_default(&o);
+	assert_int_equal(xid_policy_parse("48", NULL, &o.policy, NULL), 0);
+	env_start(&e, &o);
+	append(e.events, "dbe 2\n");
+	long i = col_wait(0, HEALTH_ECC_DBE, e.node->gpus[2].uuid, 2000);
+	assert_true(i >= 0);
+	assert_false(ev_at(i).transition);
+	assert_true(ev_at(i).healthy);
+	assert_non_null(strstr(ev_at(i).reason, "ignored"));
+	env_teardown(&e);
+}
+
+static void test_inherit(void **state)
+{
+	struct env e = {0};
+	struct health_options o;
+	struct health_watcher *next = NULL;
+
+	env_setup(&e);
+	health_options_default(&o);
+	o.quiet_ms = 600;
+	o.wait_ms = 20;
+	env_start(&e, &o);
+	const char *g1 = e.node->gpus[1].uuid, *g6 = e.node->gpus[6].uuid;
+	append(e.events, "xid 1 48\nxid 3 79\nxid MIG-5a1c0003-1003-5003-8003-a100c0de0003 94\n");
+	long i = col_wait(0, HEALTH_XID, g6, 2000);
+	assert_true(i >= 0);
+	double first = col.at[col_wait(0, HEALTH_XID, g1, 0)];
+
+	/* a rebuild: the new watcher takes over before the old one stops */
+	size_t from = col_count();
+	o.inherit = e.w;
+	assert_int_equal(health_start(e.nv, e.node, &o, &next, NULL), 0);
+	health_stop(e.w);
+	e.w = next;
+	/* reported during health_start, before it returned */
+	long a = col_wait(from, HEALTH_XID, g1, 0), b = col_wait(from, HEALTH_GPU_LOST, e.node->gpus[3].uuid, 0),
+	     c = col_wait(from, HEALTH_XID, g6, 0);
+	assert_true(a >= 0 && b >= 0 && c >= 0);
+	assert_string_equal(ev_at(a).source, "inherited");
+	assert_true(ev_at(a).transition);
+	assert_int_equal(ev_at(c).gi, 9);
+	/* the quiet period keeps counting from the first error, and the new watcher recovers GPU 1 */
+	long good = col_wait(from, HEALTH_RECOVERED, g1, 3000);
+	assert_true(good >= 0);
+	assert_true(col.at[good] - first >= 0.59);
+	/* the lost GPU stays lost */
+	assert_int_equal(col_wait(from, HEALTH_RECOVERED, e.node->gpus[3].uuid, 300), -1);
+	env_teardown(&e);
+}
+
 static void test_disabled(void **state)
 {
 	struct env e = {0};
@@ -505,9 +562,14 @@ static void test_disabled(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_xid_events), cmocka_unit_test(test_latency),
-	    cmocka_unit_test(test_recovery),   cmocka_unit_test(test_lost_and_mig_poll),
-	    cmocka_unit_test(test_kernel_log), cmocka_unit_test(test_unsupported_and_wait_error),
+	    cmocka_unit_test(test_xid_events),
+	    cmocka_unit_test(test_latency),
+	    cmocka_unit_test(test_recovery),
+	    cmocka_unit_test(test_lost_and_mig_poll),
+	    cmocka_unit_test(test_kernel_log),
+	    cmocka_unit_test(test_unsupported_and_wait_error),
+	    cmocka_unit_test(test_dbe_follows_xid_policy),
+	    cmocka_unit_test(test_inherit),
 	    cmocka_unit_test(test_disabled),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
