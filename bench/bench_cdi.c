@@ -3,14 +3,21 @@
  * Exec timer for bench_cdi.py: runs a command N times from this small process (so the child's
  * peak RSS is its own, not an inherited interpreter's) and prints "median_us p90_us max_rss_kib".
  * usage: bench_cdi N COMMAND [ARG...]
+ *        bench_cdi --in-process N ROOT NVML_LIBRARY   (FAKE_NVML_FIXTURE set by the caller)
+ * The second form times node_load + cdi_generate + JSON formatting inside one process, so the
+ * generator's own cost shows without exec, dynamic loading and NVML start-up.
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "cdi.h"
+#include "nvml.h"
 
 static int cmp(const void *a, const void *b)
 {
@@ -19,8 +26,64 @@ static int cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static long now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000L + t.tv_nsec / 1000;
+}
+
+/* "median_load_us median_generate_us spec_bytes" */
+static int in_process(long n, const char *root, const char *library)
+{
+	long *load = calloc((size_t)n, sizeof(long)), *gen = calloc((size_t)n, sizeof(long));
+	struct nvml *nv = NULL;
+	struct gerr err = {0};
+	size_t bytes = 0;
+
+	if (!load || !gen || nvml_open(library, "/", &nv, &err) < 0) {
+		fprintf(stderr, "bench_cdi: %s\n", err.msg);
+		return 1;
+	}
+	for (long i = 0; i < n; i++) {
+		struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
+		struct node *node = NULL;
+		json_t *spec = NULL;
+		char *text = NULL;
+		long t0 = now_us(), t1;
+
+		o.root = root;
+		if (node_load(nv, root, &node, &err) < 0)
+			break;
+		t1 = now_us();
+		if (cdi_generate(node, &o, &spec, &err) < 0 || cdi_format_spec(spec, CDI_FORMAT_JSON, &text, &err) < 0)
+			break;
+		gen[i] = now_us() - t1;
+		load[i] = t1 - t0;
+		bytes = strlen(text);
+		free(text);
+		json_decref(spec);
+		node_free(node);
+	}
+	nvml_close(nv);
+	if (err.code) {
+		fprintf(stderr, "bench_cdi: %s\n", err.msg);
+		return 1;
+	}
+	qsort(load, (size_t)n, sizeof(long), cmp);
+	qsort(gen, (size_t)n, sizeof(long), cmp);
+	printf("%ld %ld %zu\n", load[n / 2], gen[n / 2], bytes);
+	free(load);
+	free(gen);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 5 && strcmp(argv[1], "--in-process") == 0)
+		return in_process(strtol(argv[2], NULL, 10) > 0 ? strtol(argv[2], NULL, 10) : 1, argv[3], argv[4]);
+
 	long n = argc > 2 ? strtol(argv[1], NULL, 10) : 0, *us, *cpu, max_rss = 0;
 
 	us = n > 0 ? calloc((size_t)n, sizeof(*us)) : NULL;

@@ -11,6 +11,7 @@ gpulet_script_test(cdi_golib /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integrat
 set_tests_properties(cdi_golib PROPERTIES LABELS "no-asan")
 # Benchmark (not a test): cmake --build build --target bench_cdi && bench/bench_cdi.py build
 add_executable(bench_cdi EXCLUDE_FROM_ALL bench/bench_cdi.c)
+target_link_libraries(bench_cdi PRIVATE gpulet_lib)
 # Parsers of untrusted input: seeded mutations under CTest (ASan in CI); libFuzzer with GPULET_FUZZ.
 gpulet_unit_test(cdi_fuzz_smoke tests/unit/test_cdi_fuzz.c)
 if(GPULET_FUZZ)
@@ -20,3 +21,4 @@ if(GPULET_FUZZ)
   target_link_options(fuzz_cdi PRIVATE -fsanitize=fuzzer)
   target_link_libraries(fuzz_cdi PRIVATE gpulet_lib)
 endif()
+gpulet_script_test(cdi_cli /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_cli.py)

@@ -35,3 +35,7 @@ gpulet_script_test(exporter_rules sh ${CMAKE_SOURCE_DIR}/tests/rules/run_rules_t
 
 # gpulet labels: golden files per fixture and MIG strategy, the NFD feature file, GFD env vars.
 gpulet_script_test(exporter_labels /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_labels.py)
+
+# Benchmarks (not tests): bench/bench_exporter.sh runs both the render and the HTTP/RSS benchmark.
+add_executable(bench_exporter bench/bench_exporter.c)
+target_link_libraries(bench_exporter PRIVATE gpulet_lib)

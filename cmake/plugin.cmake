@@ -35,18 +35,14 @@ add_custom_command(
   COMMENT "protoc --python_out deviceplugin.proto")
 add_custom_target(plugin_pyproto ALL DEPENDS ${PLUGIN_GEN}/py/deviceplugin_pb2.py)
 
-if(EXISTS ${CMAKE_SOURCE_DIR}/tests/unit/test_plugin_config.c)
-  gpulet_unit_test(plugin_config_unit tests/unit/test_plugin_config.c)
-endif()
-if(EXISTS ${CMAKE_SOURCE_DIR}/tests/unit/test_plugin_allocate.c)
-  gpulet_unit_test(plugin_allocate_unit tests/unit/test_plugin_allocate.c)
-endif()
+gpulet_unit_test(plugin_config_unit tests/unit/test_plugin_config.c)
+gpulet_unit_test(plugin_allocate_unit tests/unit/test_plugin_allocate.c)
 
 file(GLOB PLUGIN_PY_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/integration/test_plugin*.py)
 foreach(t ${PLUGIN_PY_TESTS})
   get_filename_component(_n ${t} NAME_WE)
   string(REGEX REPLACE "^test_" "" _n ${_n})
   gpulet_script_test(${_n} /usr/bin/python3 ${t})
-  set_tests_properties(${_n} PROPERTIES TIMEOUT 60)
+  set_tests_properties(${_n} PROPERTIES TIMEOUT 90)
 endforeach()
 

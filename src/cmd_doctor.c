@@ -33,54 +33,6 @@ static void usage(FILE *f)
 	    "Example: gpulet doctor --root /host --pods pods.json --cuda-version 12.4 --json\n");
 }
 
-static void print_text(const struct doctor_ctx *c, char *const *only, size_t n_only, const char *root)
-{
-	const struct doctor_finding *root_cause = NULL;
-	size_t n_fail = 0, n_warn = 0, n_ok = 0, i;
-	json_t *s;
-
-	printf("gpulet doctor: node root %s\n\n", root ? root : "/");
-	for (int l = 0; l < _LINK_MAX; l++)
-		for (size_t k = 0; k < c->n_findings; k++) {
-			const struct doctor_finding *f = &c->findings[k];
-
-			if ((int)f->link != l || !doctor_id_selected(f->id, only, n_only))
-				continue;
-			if (f->severity == DOCTOR_OK) {
-				n_ok++;
-				printf("  %-9s ok    %s\n", doctor_link_name(f->link), f->summary);
-				for (size_t e = 0; e < f->n_evidence; e++)
-					printf("                  note: %s\n", f->evidence[e]);
-				continue;
-			}
-			if (f->severity == DOCTOR_FAIL) {
-				n_fail++;
-				if (!root_cause)
-					root_cause = f;
-			} else {
-				n_warn++;
-			}
-			printf("  %-9s %-5s %s: %s\n", doctor_link_name(f->link),
-			       f->severity == DOCTOR_FAIL ? "FAIL" : "WARN", f->id, f->summary);
-			for (size_t e = 0; e < f->n_evidence; e++)
-				printf("                  - %s\n", f->evidence[e]);
-			if (f->fix[0])
-				printf("                  fix: %s\n", f->fix);
-		}
-	if (json_array_size(c->skipped)) {
-		printf("\n  not checked, already explained by an earlier failure:\n");
-		json_array_foreach (c->skipped, i, s)
-			printf("    %-10s (%s) <- %s\n", json_string_value(json_object_get(s, "check")),
-			       json_string_value(json_object_get(s, "ids")),
-			       json_string_value(json_object_get(s, "explained_by")));
-	}
-	printf("\n");
-	if (root_cause)
-		printf("Root cause: %s (%s link): %s\nFix first: %s\n", root_cause->id,
-		       doctor_link_name(root_cause->link), root_cause->summary, root_cause->fix);
-	printf("%zu fail, %zu warn, %zu ok\n", n_fail, n_warn, n_ok);
-}
-
 static void list_checks(void)
 {
 	for (size_t k = 0; k < doctor_n_checks; k++)
@@ -101,7 +53,21 @@ static int add_only(char *arg, char **only, size_t *n, size_t max)
 
 int cmd_doctor(int argc, char **argv)
 {
-	enum { O_ROOT = 256, O_JSON, O_ONLY, O_KLOG, O_PODS, O_NODE, O_NVML, O_DROOT, O_CUDA, O_RC, O_CTRD, O_LIST };
+	enum {
+		O_ROOT = 256,
+		O_JSON,
+		O_ONLY,
+		O_KLOG,
+		O_PODS,
+		O_NODE,
+		O_NVML,
+		O_DROOT,
+		O_CUDA,
+		O_RC,
+		O_CTRD,
+		O_LIST,
+		O_RUSER
+	};
 	static const struct option opts[] = {
 	    {"root", required_argument, NULL, O_ROOT},
 	    {"json", no_argument, NULL, O_JSON},
@@ -115,6 +81,7 @@ int cmd_doctor(int argc, char **argv)
 	    {"runtime-class", required_argument, NULL, O_RC},
 	    {"containerd-config", required_argument, NULL, O_CTRD},
 	    {"list", no_argument, NULL, O_LIST},
+	    {"runtime-user", required_argument, NULL, O_RUSER},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
@@ -164,6 +131,14 @@ int cmd_doctor(int argc, char **argv)
 		case O_CTRD:
 			o.containerd_config = optarg;
 			break;
+		case O_RUSER:
+			if (sscanf(optarg, "%u:%u", &o.runtime_uid, &o.runtime_gid) < 1) {
+				fprintf(stderr, "gpulet doctor: --runtime-user wants UID[:GID], got '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			if (!strchr(optarg, ':'))
+				o.runtime_gid = o.runtime_uid;
+			break;
 		case O_LIST:
 			list_checks();
 			return 0;
@@ -202,7 +177,8 @@ int cmd_doctor(int argc, char **argv)
 		putchar('\n');
 		json_decref(doc);
 	} else {
-		print_text(&c, only, n_only, o.root);
+		printf("gpulet doctor: node root %s\n\n", o.root);
+		doctor_print(&c, only, n_only);
 	}
 	doctor_ctx_done(&c);
 	return rc;

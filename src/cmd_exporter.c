@@ -17,6 +17,9 @@
 
 #define NVML_RETRY_S 10
 
+/* NVML kept loaded for a sampler stuck in a hung call when we return (see cmd_exporter). */
+static struct nvml *stuck_nv;
+
 static void exporter_help(FILE *f)
 {
 	fprintf(
@@ -38,6 +41,8 @@ static void exporter_help(FILE *f)
 	    "      --driver-root DIR       where the driver is installed (env NVIDIA_DRIVER_ROOT, default /)\n"
 	    "      --root DIR              host root for /sys, /proc and the kubelet socket (default /)\n"
 	    "      --log-level LEVEL       debug|info|warn|error (env LOG_LEVEL, default info)\n"
+	    "  XIDs that make a GPU unhealthy follow the device plugin: env DP_DISABLE_HEALTHCHECKS,\n"
+	    "  DP_ENABLE_HEALTHCHECKS (default: all but application XIDs 13,31,43,45,68,109).\n"
 	    "  -h, --help                  this text\n\n"
 	    "Example: gpulet exporter --address :9400 --collect-interval 1000 & curl -s localhost:9400/metrics\n");
 }
@@ -287,7 +292,12 @@ int cmd_exporter(int argc, char **argv)
 	else if (gethostname(host, sizeof(host) - 1) < 0)
 		snprintf(host, sizeof(host), "unknown");
 
-	struct exporter e;
+	/*
+	 * Static storage: a sampler stuck in a hung NVML call still points at the exporter when we
+	 * return, and must find live memory until the process exits (exporter_stop leaves it running).
+	 */
+	static struct exporter e;
+	static struct podres_cache pc;
 	if (exporter_init(&e, n, o.no_hostname ? NULL : host, &err) < 0) {
 		log_error("cannot start the exporter", "error=\"%s\"", err.msg);
 		exp_http_stop(http);
@@ -303,7 +313,6 @@ int cmd_exporter(int argc, char **argv)
 	}
 	_cleanup_free_ char *names_copy = NULL;
 	_cleanup_free_ char **names = split_names(o.resource_names, &names_copy);
-	struct podres_cache pc;
 	if (o.kubernetes) {
 		if (podres_cache_start(&pc, o.nvml.root, o.socket, o.podres_ms, (const char *const *)names, &err) < 0) {
 			log_error("cannot start pod attribution", "error=\"%s\"", err.msg);
@@ -325,7 +334,16 @@ int cmd_exporter(int argc, char **argv)
 	log_info("Exporter ready", "gpus=%zu mig_instances=%zu driver=%s hostname=%s", e.n_gpus, migs,
 		 n->driver_version, o.no_hostname ? "-" : host);
 
-	wait_signal(&set, -1);
+	/*
+	 * The MIG layout is read once; after a re-partition the samplers stop publishing the moved
+	 * instances and we exit so the DaemonSet restarts us on the new layout (the plugin's upstream
+	 * does the same on MIG changes, device-plugin.md §6).
+	 */
+	while (!wait_signal(&set, 1))
+		if (atomic_load(&e.layout_changed)) {
+			log_warn("MIG layout changed; exiting to restart with the new layout", NULL);
+			break;
+		}
 	log_info("Stopping exporter", NULL);
 	exp_http_stop(http); /* no scrape is running after this */
 	int left = exporter_stop(&e, 2000);
@@ -333,7 +351,7 @@ int cmd_exporter(int argc, char **argv)
 		podres_cache_stop(&pc);
 	if (left) {
 		/* a sampler is inside a hung NVML call: leave its memory and NVML alone, just exit */
-		TAKE_PTR(nv);
+		stuck_nv = TAKE_PTR(nv);
 		return 0;
 	}
 	exporter_free(&e);

@@ -970,7 +970,7 @@ int cdi_write_spec(const char *dir, const char *file_name, json_t *spec, struct 
 		r = read_file(path, CDI_SPEC_MAX, &old, &old_len, err);
 		if (r < 0)
 			return r;
-		if (old_len == strlen(data) && memcmp(old, data, old_len) == 0)
+		if (old_len == strlen(data) && memcmp(old, data, old_len) == 0 && (st.st_mode & 07777) == 0644)
 			return 0; /* unchanged: no rename, no inotify event for the runtimes */
 		if (cdi_parse_spec(path, old, old_len, &existing, &perr) < 0 || !spec_is_ours(existing, kind))
 			return gerr_set(err, EEXIST,
@@ -1281,10 +1281,10 @@ static void check_version(struct vctx *v, const json_t *s, const char *path)
 	v->version = ver;
 	if (v->o->runtime_version && version_cmp(ver, v->o->runtime_version) > 0)
 		problem(v, "version-too-new", path, NULL,
-			"cdiVersion %s is newer than %s%s%s understands (at most %s): it ignores the whole file and "
-			"its devices are unresolvable",
-			ver, v->o->runtime_name ? "the runtime " : "the runtime",
-			v->o->runtime_name ? v->o->runtime_name : "", "", v->o->runtime_version);
+			"cdiVersion %s is newer than the runtime%s%s understands (at most %s): it ignores the whole "
+			"file and its devices are unresolvable",
+			ver, v->o->runtime_name ? " " : "", v->o->runtime_name ? v->o->runtime_name : "",
+			v->o->runtime_version);
 }
 
 static const struct field node_fields[] = {

@@ -62,10 +62,15 @@ struct cdi_gen_options {
 	}
 
 /*
- * Build the spec for node n: one device per GPU without MIG, per MIG instance, and "all";
- * spec-level containerEdits with the control device nodes, driver libraries, firmware, IPC
- * sockets, utility binaries and env. cdiVersion is the lowest that covers the fields used.
- * *ret is a new reference.
+ * Build the spec for node n: one device per GPU without MIG (a MIG-enabled GPU gets none, only
+ * its instances), per MIG instance (/dev/nvidia<parent> + the GI and CI nvidia-caps nodes), and
+ * "all" (every node of the others). Index names are the NVML GPU index and "G:M" with M the MIG
+ * device slot (nvmlDeviceGetMigDeviceHandleByIndex; gaps possible), as nvidia-ctk and the NVIDIA
+ * plugin's index strategy name them. Spec-level containerEdits: the control device nodes, driver
+ * libraries, firmware, IPC sockets, utility binaries and env (NVIDIA_VISIBLE_DEVICES=void,
+ * NVIDIA_CTK_LIBCUDA_DIR, the owner marker). cdiVersion is the lowest that covers the fields used
+ * (0.5.0 with index names or a dev/driver root other than /, else 0.3.0). *ret is a new reference.
+ * -ENODEV when the node has no GPU (a spec without devices is invalid); -EINVAL for a bad kind.
  */
 int cdi_generate(const struct node *n, const struct cdi_gen_options *o, json_t **ret, struct gerr *err);
 

@@ -816,9 +816,15 @@ static int apply_document(struct yctx *y, yaml_node_t *root)
 		c->fail_requests_greater_than_one = s->fail_gt1 >= 0 ? s->fail_gt1 == 1 : mps.present;
 		memcpy(c->rules, s->rules, sizeof(c->rules));
 		c->n_rules = s->n_rules;
-		for (size_t i = 0; i < c->n_rules; i++)
-			if (!c->rules[i].rename[0] && c->rename_by_default)
-				snprintf(c->rules[i].rename, sizeof(c->rules[i].rename), "%s.shared", c->rules[i].name);
+		for (size_t i = 0; i < c->n_rules; i++) {
+			struct replica_rule *rule = &c->rules[i];
+			size_t l = strlen(rule->name); /* <= 63: checked by resource_name() */
+
+			if (!rule->rename[0] && c->rename_by_default && l + sizeof(".shared") <= sizeof(rule->rename)) {
+				memcpy(rule->rename, rule->name, l);
+				memcpy(rule->rename + l, ".shared", sizeof(".shared"));
+			}
+		}
 	}
 	return 0;
 }

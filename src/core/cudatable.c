@@ -136,8 +136,9 @@ enum cuda_verdict cuda_check(int cuda, int driver_cuda, const char *driver_versi
 			 driver_version, have, want, cr->min_driver, cr->source);
 		return CUDA_MINOR_COMPAT;
 	}
-	snprintf(why, size, "CUDA %s needs driver >= %s; this node has %s (supports CUDA %s) (%s)", want,
-		 row ? row->min_driver : "?", drv ? driver_version : "?", have, row ? row->source : RN);
+	snprintf(why, size, "CUDA %s needs driver >= %s; the driver here is %s (supports CUDA %s) (%s)", want,
+		 row ? row->min_driver : "?", drv ? driver_version : "of unknown version", have,
+		 row ? row->source : RN);
 	return CUDA_DRIVER_TOO_OLD;
 }
 

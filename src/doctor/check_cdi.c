@@ -12,15 +12,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cudatable.h"
 #include "doctor.h"
 #include "fileio.h"
 #include "node.h"
 #include "toml.h"
 
-#if __has_include("cdi.h")
 #include "cdi.h"
-#define HAVE_CDI 1
-#endif
 
 size_t doctor_cdi_dir_files(const struct doctor_ctx *c, const char *dir, char names[][256], size_t max)
 {
@@ -43,7 +41,6 @@ size_t doctor_cdi_dir_files(const struct doctor_ctx *c, const char *dir, char na
 	return n;
 }
 
-#ifdef HAVE_CDI
 /* cdi module category → doctor finding (same words: reference/cdi.md §4–6) */
 static const struct {
 	const char *category;
@@ -74,23 +71,16 @@ static const struct {
 /* containerd version from dpkg, to choose the CDI version limit of its vendored library. */
 static const char *cdi_runtime_for(const struct doctor_ctx *c, char *why, size_t size)
 {
-	_cleanup_free_ char *p = doctor_path(c, "/var/lib/dpkg/status");
-	_cleanup_free_ char *status = NULL;
-	const char *pkg;
+	char v[64];
 
-	if (p && read_file(p, 64u << 20, &status, NULL, NULL) >= 0 &&
-	    ((pkg = strstr(status, "Package: containerd\n")) || (pkg = strstr(status, "Package: containerd.io\n")))) {
-		const char *v = strstr(pkg, "\nVersion: ");
-
-		if (v) {
-			v += 10;
-			snprintf(why, size, "containerd %.*s (dpkg)", (int)strcspn(v, "\n"), v);
-			if (!strncmp(v, "1.6", 3) || (!strncmp(v, "1.7.", 4) && atoi(v + 4) < 13))
-				return "containerd-1.7";
-			if (!strncmp(v, "1.7.", 4))
-				return "containerd-1.7.13";
-			return NULL;
-		}
+	if (doctor_dpkg_version(c, "containerd", v, sizeof(v)) ||
+	    doctor_dpkg_version(c, "containerd.io", v, sizeof(v))) {
+		snprintf(why, size, "containerd %s (dpkg)", v);
+		if (version_cmp(v, "1.7.13") < 0)
+			return "containerd-1.7";
+		if (version_cmp(v, "2") < 0)
+			return "containerd-1.7.13";
+		return NULL;
 	}
 	if (c->ctrd_state > 0 && c->ctrd_version < 3) {
 		snprintf(why, size, "config version 2 (containerd 1.x; version unknown, assuming 1.7.0-1.7.12)");
@@ -124,7 +114,6 @@ static void check_uuids(struct doctor_ctx *c, const char *const *dirs, size_t n)
 	}
 	json_decref(list);
 }
-#endif
 
 int doctor_check_cdi(struct doctor_ctx *c)
 {
@@ -160,10 +149,10 @@ int doctor_check_cdi(struct doctor_ctx *c)
 			doctor_evidence(fd, "%s: no *.json or *.yaml spec", dirs[k]);
 		return 0;
 	}
-#ifdef HAVE_CDI
 	{
 		char why[160];
-		struct cdi_validate_options o = {.root = c->o->root};
+		struct cdi_validate_options o = {
+		    .root = c->o->root, .runtime_uid = c->o->runtime_uid, .runtime_gid = c->o->runtime_gid};
 		_cleanup_(cdi_report_clear) struct cdi_report rep = {0};
 		const char *rt = cdi_runtime_for(c, why, sizeof(why));
 		int r;
@@ -192,10 +181,5 @@ int doctor_check_cdi(struct doctor_ctx *c)
 		}
 		check_uuids(c, dirs, n_dirs);
 	}
-#else
-	fd = doctor_report(c, "cdi.not-validated", DOCTOR_WARN, LINK_CDI, "build gpulet with src/core/cdi.c",
-			   "this build has no CDI validator: spec contents were not checked");
-	doctor_evidence(fd, "src/core/cdi.h was not found at build time");
-#endif
 	return 0;
 }

@@ -14,10 +14,7 @@
 #include "fileio.h"
 #include "node.h"
 #include "nvml.h"
-#if __has_include("xid.h")
 #include "xid.h" /* the health module's XID table and kernel-log parser */
-#define HAVE_XID 1
-#endif
 
 #define FIX_FALLEN                                                                                                  \
 	"drain the node (kubectl drain NODE --ignore-daemonsets) and cold-reboot it; nvidia-smi -r cannot reset a " \
@@ -62,8 +59,6 @@ int doctor_check_nvml(struct doctor_ctx *c)
 }
 
 /* ---- kernel log ---- */
-
-#ifdef HAVE_XID
 
 struct xid_seen {
 	unsigned xid;
@@ -207,17 +202,6 @@ int doctor_check_kernel_log(struct doctor_ctx *c)
 	}
 	return 0;
 }
-
-#else
-int doctor_check_kernel_log(struct doctor_ctx *c)
-{
-	struct doctor_finding *f =
-	    doctor_report(c, "kernel-log.not-checked", DOCTOR_WARN, LINK_GPU, "build gpulet with src/core/xid.c",
-			  "this build has no XID parser: the kernel log was not read");
-	doctor_evidence(f, "src/core/xid.h was not found at build time");
-	return 0;
-}
-#endif
 
 /* ---- NVML per-GPU health ---- */
 

@@ -16,48 +16,15 @@
 #include "fileio.h"
 #include "toml.h"
 
-/* "Package: X\n...Version: V\n" in a dpkg status file; copies V (without the Debian revision). */
-static bool dpkg_version(const char *status, const char *pkg, char *buf, size_t size)
-{
-	char key[128];
-	const char *p = status;
-
-	snprintf(key, sizeof(key), "Package: %s\n", pkg);
-	while ((p = strstr(p, key))) {
-		const char *end = strstr(p, "\n\n"), *v = strstr(p, "\nVersion: ");
-
-		if (p != status && p[-1] != '\n') {
-			p++;
-			continue;
-		}
-		if (v && (!end || v < end)) {
-			size_t n;
-
-			v += strlen("\nVersion: ");
-			n = strcspn(v, "-~\n");
-			snprintf(buf, size, "%.*s", (int)n, v);
-			return true;
-		}
-		p++;
-	}
-	return false;
-}
-
 int doctor_toolkit_version(const struct doctor_ctx *c, char *buf, size_t size, char *src, size_t src_size)
 {
 	static const char *const pkgs[] = {"nvidia-container-toolkit", "nvidia-container-toolkit-base",
 					   "libnvidia-container-tools"};
-	_cleanup_free_ char *p = doctor_path(c, "/var/lib/dpkg/status");
-	_cleanup_free_ char *status = NULL;
-
-	if (!p)
-		return -ENOMEM;
-	if (read_file(p, 64u << 20, &status, NULL, NULL) >= 0)
-		for (size_t k = 0; k < ELEMENTSOF(pkgs); k++)
-			if (dpkg_version(status, pkgs[k], buf, size)) {
-				snprintf(src, src_size, "dpkg: %s", pkgs[k]);
-				return 0;
-			}
+	for (size_t k = 0; k < ELEMENTSOF(pkgs); k++)
+		if (doctor_dpkg_version(c, pkgs[k], buf, size)) {
+			snprintf(src, src_size, "dpkg: %s", pkgs[k]);
+			return 0;
+		}
 	/* on the host itself, ask the binary ("NVIDIA Container Toolkit CLI version 1.14.3") */
 	if (!c->o->root || !*c->o->root || streq(c->o->root, "/")) {
 		FILE *f = popen("nvidia-ctk --version 2>/dev/null", "r");

@@ -21,15 +21,15 @@ const struct doctor_check doctor_checks[] = {
     {"driver", LINK_DRIVER, 0, "/proc/driver/nvidia/version, /sys/module/nvidia",
      "driver.not-loaded driver.version-unreadable", doctor_check_driver},
     {"devnode", LINK_DEVNODE, L(LINK_DRIVER), "/dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia<minor>",
-     "devnode.missing devnode.permissions", doctor_check_devnodes},
+     "devnode.missing devnode.permissions devnode.no-gpus", doctor_check_devnodes},
     {"kernel-log", LINK_GPU, 0, "--kernel-log, /var/log/kern.log or /dev/kmsg",
      "gpu.unhealthy-xid gpu.fallen-off-bus gpu.ecc-dbe", doctor_check_kernel_log},
-    {"nvml", LINK_NVML, L(LINK_DRIVER) | L(LINK_DEVNODE), "libnvidia-ml.so.1 (--nvml-library)", "nvml.load-failed",
-     doctor_check_nvml},
+    {"nvml", LINK_NVML, L(LINK_DRIVER) | L(LINK_DEVNODE), "libnvidia-ml.so.1 (--nvml-library)",
+     "nvml.load-failed nvml.version-mismatch", doctor_check_nvml},
     {"gpu-health", LINK_GPU, L(LINK_NVML), "NVML per GPU: lost, ECC volatile uncorrected",
      "gpu.fallen-off-bus gpu.ecc-dbe", doctor_check_gpu_health},
     {"toolkit", LINK_TOOLKIT, 0, "/var/lib/dpkg/status, nvidia-ctk, /etc/nvidia-container-runtime/config.toml",
-     "toolkit.too-old-for-driver toolkit.missing", doctor_check_toolkit},
+     "toolkit.too-old-for-driver", doctor_check_toolkit},
     {"runtime", LINK_RUNTIME, 0, "/etc/containerd/config.toml + imports, RuntimeClass handler",
      "runtime.config-invalid runtime.config-missing runtime.nvidia-handler-missing runtime.binary-missing "
      "runtime.default-is-runc runtime.cdi-disabled runtime.cdi-spec-dirs-mismatch runtime.cdi-and-legacy-hook",
@@ -56,6 +56,7 @@ static const char *const link_names[] = {
     [LINK_DRIVER] = "driver",   [LINK_DEVNODE] = "devnode", [LINK_NVML] = "nvml",   [LINK_GPU] = "gpu",
     [LINK_TOOLKIT] = "toolkit", [LINK_RUNTIME] = "runtime", [LINK_CDI] = "cdi",     [LINK_KUBELET] = "kubelet",
     [LINK_PLUGIN] = "plugin",   [LINK_MIG] = "mig",         [LINK_ALLOC] = "alloc", [LINK_VERSIONS] = "versions",
+    [LINK_LINT] = "lint",
 };
 
 const char *doctor_link_name(enum doctor_link l)
@@ -233,6 +234,31 @@ size_t doctor_cdi_dirs(const struct doctor_ctx *c, const char **dirs, size_t max
 	return n;
 }
 
+/* Version of a dpkg package under root ("1.7.24" from "1.7.24~ds1-1"), "" when absent. */
+bool doctor_dpkg_version(const struct doctor_ctx *c, const char *pkg, char *buf, size_t size)
+{
+	_cleanup_free_ char *p = doctor_path(c, "/var/lib/dpkg/status");
+	_cleanup_free_ char *status = NULL;
+	char key[128];
+	const char *s;
+
+	snprintf(key, sizeof(key), "Package: %s\n", pkg);
+	if (!p || read_file(p, 64u << 20, &status, NULL, NULL) < 0)
+		return false;
+	for (s = strstr(status, key); s; s = strstr(s + 1, key)) {
+		const char *v = strstr(s, "\nVersion: "), *end = strstr(s, "\n\n");
+
+		if ((s == status || s[-1] == '\n') && v && (!end || v < end)) {
+			v += 10;
+			if (v[strspn(v, "0123456789")] == ':')
+				v += strspn(v, "0123456789") + 1; /* Debian epoch "1:" */
+			snprintf(buf, size, "%.*s", (int)strcspn(v, "~-+\n"), v);
+			return true;
+		}
+	}
+	return false;
+}
+
 /* ---- pods (--pods) ---- */
 
 static bool resources_have_gpu(const json_t *res)
@@ -320,7 +346,7 @@ static const struct doctor_finding *explaining(const struct doctor_ctx *c, unsig
 	return NULL;
 }
 
-int doctor_run(struct doctor_ctx *c, const struct doctor_options *o)
+int doctor_load_inputs(struct doctor_ctx *c, const struct doctor_options *o)
 {
 	char ebuf[GERR_MAX];
 
@@ -340,11 +366,24 @@ int doctor_run(struct doctor_ctx *c, const struct doctor_options *o)
 							 "--node file is not kubectl JSON; node facts are ignored");
 		doctor_evidence(f, "%s", ebuf);
 	}
-	for (size_t k = 0; k < doctor_n_checks; k++) {
-		const struct doctor_check *ch = &doctor_checks[k];
+	return 0;
+}
+
+int doctor_run(struct doctor_ctx *c, const struct doctor_options *o)
+{
+	return doctor_run_table(c, o, doctor_checks, doctor_n_checks);
+}
+
+int doctor_run_table(struct doctor_ctx *c, const struct doctor_options *o, const struct doctor_check *checks, size_t n)
+{
+	int r = doctor_load_inputs(c, o);
+
+	if (r < 0)
+		return r;
+	for (size_t k = 0; k < n; k++) {
+		const struct doctor_check *ch = &checks[k];
 		const struct doctor_finding *why = explaining(c, ch->requires);
 		size_t before = c->n_findings;
-		int r;
 
 		if (why) {
 			c->blocked_by[ch->link] = (int)(why - c->findings) + 1;
@@ -423,4 +462,52 @@ json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_o
 	json_object_set_new(doc, "findings", arr);
 	json_object_set(doc, "skipped", c->skipped);
 	return doc;
+}
+
+/* The readable report: grouped by link in chain order, the first failure named as the root cause. */
+void doctor_print(const struct doctor_ctx *c, char *const *only, size_t n_only)
+{
+	const struct doctor_finding *root_cause = NULL;
+	size_t n_fail = 0, n_warn = 0, n_ok = 0, i;
+	json_t *s;
+
+	for (int l = 0; l < _LINK_MAX; l++)
+		for (size_t k = 0; k < c->n_findings; k++) {
+			const struct doctor_finding *f = &c->findings[k];
+
+			if ((int)f->link != l || !doctor_id_selected(f->id, only, n_only))
+				continue;
+			if (f->severity == DOCTOR_OK) {
+				n_ok++;
+				printf("  %-9s ok    %s\n", doctor_link_name(f->link), f->summary);
+				for (size_t e = 0; e < f->n_evidence; e++)
+					printf("                  note: %s\n", f->evidence[e]);
+				continue;
+			}
+			if (f->severity == DOCTOR_FAIL) {
+				n_fail++;
+				if (!root_cause)
+					root_cause = f;
+			} else {
+				n_warn++;
+			}
+			printf("  %-9s %-5s %s: %s\n", doctor_link_name(f->link),
+			       f->severity == DOCTOR_FAIL ? "FAIL" : "WARN", f->id, f->summary);
+			for (size_t e = 0; e < f->n_evidence; e++)
+				printf("                  - %s\n", f->evidence[e]);
+			if (f->fix[0])
+				printf("                  fix: %s\n", f->fix);
+		}
+	if (json_array_size(c->skipped)) {
+		printf("\n  not checked, already explained by an earlier failure:\n");
+		json_array_foreach (c->skipped, i, s)
+			printf("    %-10s (%s) <- %s\n", json_string_value(json_object_get(s, "check")),
+			       json_string_value(json_object_get(s, "ids")),
+			       json_string_value(json_object_get(s, "explained_by")));
+	}
+	printf("\n");
+	if (root_cause)
+		printf("Root cause: %s (%s link): %s\nFix first: %s\n", root_cause->id,
+		       doctor_link_name(root_cause->link), root_cause->summary, root_cause->fix);
+	printf("%zu fail, %zu warn, %zu ok\n", n_fail, n_warn, n_ok);
 }

@@ -33,6 +33,7 @@ enum doctor_link {
 	LINK_MIG,
 	LINK_ALLOC,
 	LINK_VERSIONS,
+	LINK_LINT, /* findings of gpulet lint (a workload spec, not a node link) */
 	_LINK_MAX,
 };
 #define L(x)                (1u << (x))
@@ -50,15 +51,17 @@ struct doctor_finding {
 };
 
 struct doctor_options {
-	const char *root;              /* host root prefix, "/" by default */
-	const char *nvml_library;      /* --nvml-library / GPULET_NVML_LIBRARY */
-	const char *driver_root;       /* where the driver is installed (relative to the host), "/" */
-	const char *kernel_log;        /* --kernel-log FILE; NULL: <root>/var/log/kern.log, or /dev/kmsg live */
-	const char *pods_file;         /* --pods FILE: kubectl get pods -o json (a List or one Pod) */
-	const char *node_file;         /* --node FILE: kubectl get node NAME -o json */
-	const char *cuda_version;      /* --cuda-version 12.4: the CUDA an image needs */
-	const char *runtime_class;     /* RuntimeClass handler pods use, "nvidia" by default */
-	const char *containerd_config; /* path of config.toml on the host */
+	const char *root;                  /* host root prefix, "/" by default */
+	const char *nvml_library;          /* --nvml-library / GPULET_NVML_LIBRARY */
+	const char *driver_root;           /* where the driver is installed (relative to the host), "/" */
+	const char *kernel_log;            /* --kernel-log FILE; NULL: <root>/var/log/kern.log, or /dev/kmsg live */
+	const char *pods_file;             /* --pods FILE: kubectl get pods -o json (a List or one Pod) */
+	const char *node_file;             /* --node FILE: kubectl get node NAME -o json */
+	const char *cuda_version;          /* --cuda-version 12.4: the CUDA an image needs */
+	const char *runtime_class;         /* RuntimeClass handler pods use, "nvidia" by default */
+	const char *containerd_config;     /* path of config.toml on the host */
+	unsigned runtime_uid, runtime_gid; /* user containerd runs as (rootless containerd: not 0) */
+	const char *cuda_library;          /* probe: libcuda to dlopen, "libcuda.so.1" by default */
 };
 
 struct toml;
@@ -95,6 +98,7 @@ struct doctor_ctx {
 	int ckpt_state;
 	char ckpt_error[GERR_MAX];
 	struct checkpoint *ckpt;
+	int node_cuda; /* probe: what cuDriverGetVersion said, 0 unknown */
 	/* cluster facts from --pods / --node */
 	json_t *pods; /* array of Pod objects, NULL when not given */
 	json_t *node_obj;
@@ -131,6 +135,9 @@ struct doctor_finding *doctor_find(struct doctor_ctx *c, const char *id);
 
 /* Regular *.json / *.yaml files in a CDI dir below root (what a runtime reads); names[k] gets each. */
 size_t doctor_cdi_dir_files(const struct doctor_ctx *c, const char *dir, char names[][256], size_t max);
+
+/* Version of a dpkg package under root (/var/lib/dpkg/status), epoch and Debian revision dropped. */
+bool doctor_dpkg_version(const struct doctor_ctx *c, const char *pkg, char *buf, size_t size);
 
 /* nvidia-container-toolkit version under root (dpkg status, or nvidia-ctk --version on the host). */
 int doctor_toolkit_version(const struct doctor_ctx *c, char *buf, size_t size, char *src, size_t src_size);
@@ -171,10 +178,35 @@ extern const size_t doctor_n_checks;
 const char *doctor_link_name(enum doctor_link l);
 const char *doctor_severity_name(enum doctor_severity s);
 
+/*
+ * gpulet lint: check workload objects (k8sobj_load output) for the GPU mistakes of the field guide.
+ * Findings go into c (component "lint"); c->o supplies --root facts when set.
+ */
+struct lint_options {
+	const char *runtime_class;  /* GPU pods must set this runtimeClassName ("" = not required) */
+	const char *driver_version; /* node driver: images needing a newer CUDA are flagged */
+	const json_t *node;         /* kubectl get node -o json: its taints */
+	bool node_dev_nonworld;     /* node's /dev/nvidia* are not world rw (from --root) */
+};
+int lint_objects(struct doctor_ctx *c, const char *file, const json_t *objs, const struct lint_options *lo);
+
+/* Set c up with o and load --pods / --node (a bad file is a warn finding). -ENOMEM only. */
+int doctor_load_inputs(struct doctor_ctx *c, const struct doctor_options *o);
+
+/* The version ledger: [{name, version, source, verdicts:[{severity, text, source}]}]. */
+json_t *versions_ledger(struct doctor_ctx *c);
+
 /* Run every check in chain order. Returns -ENOMEM only; findings are in c. */
 int doctor_run(struct doctor_ctx *c, const struct doctor_options *o);
+/* Same over another table (gpulet probe's in-container chain). */
+int doctor_run_table(struct doctor_ctx *c, const struct doctor_options *o, const struct doctor_check *checks, size_t n);
+/* gpulet probe's chain: device nodes → driver libraries → cuInit → CUDA version. */
+extern const struct doctor_check probe_checks[];
+extern const size_t probe_n_checks;
 void doctor_ctx_done(struct doctor_ctx *c);
 
 /* {"findings":[...], "skipped":[...]}; only ids in only[] (prefix match, "cdi." or exact) when given. */
 json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_only);
+/* Readable report on stdout, grouped by link in chain order; names the first failure as root cause. */
+void doctor_print(const struct doctor_ctx *c, char *const *only, size_t n_only);
 bool doctor_id_selected(const char *id, char *const *only, size_t n_only);

@@ -15,7 +15,20 @@ double exp_now_monotonic(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* gpu, UUID, pci_bus_id, device, modelName [, GPU_I_PROFILE, GPU_I_ID]: dcgm-exporter's set (A2). */
+/* More than one compute instance in m's GPU instance (a CI split such as 1c.3g.40gb)? */
+static bool gi_is_split(const struct node_gpu *g, const struct node_mig *m)
+{
+	size_t n = 0;
+	for (size_t j = 0; j < g->n_migs; j++)
+		n += g->migs[j].gi == m->gi;
+	return n > 1;
+}
+
+/*
+ * gpu, UUID, pci_bus_id, device, modelName [, GPU_I_PROFILE, GPU_I_ID]: dcgm-exporter's set (A2).
+ * A GPU instance split into several compute instances would give them all the same labels, which
+ * Prometheus rejects as duplicate samples: those get GPU_CI_ID too.
+ */
 static void device_labels(struct exp_device *d, const struct node_gpu *g, const struct node_mig *m)
 {
 	char uuid[2 * NODE_UUID_MAX], name[2 * NODE_NAME_MAX], bus[64], profile[64];
@@ -27,8 +40,10 @@ static void device_labels(struct exp_device *d, const struct node_gpu *g, const 
 			 uuid, bus, g->minor, name);
 	if (m && n > 0 && (size_t)n < sizeof(d->labels)) {
 		prom_escape(m->profile, profile, sizeof(profile));
-		snprintf(d->labels + n, sizeof(d->labels) - (size_t)n, ",GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%u\"", profile,
-			 m->gi);
+		int k = snprintf(d->labels + n, sizeof(d->labels) - (size_t)n, ",GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%u\"",
+				 profile, m->gi);
+		if (k > 0 && (size_t)(n + k) < sizeof(d->labels) && gi_is_split(g, m))
+			snprintf(d->labels + n + k, sizeof(d->labels) - (size_t)(n + k), ",GPU_CI_ID=\"%u\"", m->ci);
 	}
 }
 
@@ -150,6 +165,17 @@ void exporter_sample_gpu(struct exporter *e, size_t gi)
 			nvmlReturn_t mr = nv->device_get_mig_device_handle_by_index
 					      ? nv->device_get_mig_device_handle_by_index(h, (unsigned)d->mig, &mh)
 					      : NVML_ERROR_NOT_SUPPORTED;
+			char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = "";
+			if (mr == NVML_SUCCESS)
+				mr = nv->device_get_uuid(mh, uuid, sizeof(uuid));
+			if (mr == NVML_SUCCESS && !streq(uuid, d->attr_uuid)) {
+				/* MIG re-partitioned: this index is another instance now; never mislabel it */
+				if (!atomic_exchange(&e->layout_changed, true))
+					log_warn("MIG layout changed",
+						 "uuid=%s index=%u mig_index=%d expected=%s found=%s", eg->uuid,
+						 eg->nvml_index, d->mig, d->attr_uuid, uuid);
+				continue;
+			}
 			if (mr == NVML_SUCCESS)
 				sample_device(nv, mh, true, &vals[j], &errors, &lost);
 			else
@@ -198,17 +224,23 @@ void exporter_record_xid(struct exporter *e, size_t gi, unsigned xid)
 		 "uuid=%s index=%u xid=%u", eg->uuid, eg->nvml_index, xid);
 }
 
-/* Sleep until the next interval or until stop; returns false when stopping. */
-static bool wait_interval(struct exporter *e, int ms)
+static struct timespec deadline_after(clockid_t clock, int ms)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	ts.tv_sec += ms / 1000;
 	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
 	if (ts.tv_nsec >= 1000000000L) {
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000L;
 	}
+	return ts;
+}
+
+/* Sleep until the next interval or until stop; returns false when stopping. */
+static bool wait_interval(struct exporter *e, int ms)
+{
+	struct timespec ts = deadline_after(CLOCK_MONOTONIC, ms);
 	pthread_mutex_lock(&e->stop_lock);
 	int r = 0;
 	while (!atomic_load(&e->stop) && r != ETIMEDOUT)
@@ -310,14 +342,7 @@ int exporter_start(struct exporter *e, struct nvml *nv, int interval_ms, struct 
 
 static int join_or_leave(pthread_t t, int timeout_ms, const char *what)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	struct timespec ts = deadline_after(CLOCK_REALTIME, timeout_ms);
 	if (pthread_timedjoin_np(t, NULL, &ts) != 0) {
 		/* stuck inside NVML: it cannot be interrupted; the process exits without it */
 		log_warn("a thread is stuck in an NVML call; leaving it", "thread=%s", what);

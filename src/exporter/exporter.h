@@ -113,6 +113,7 @@ struct exporter {
 	struct nvml *nv;
 	int interval_ms;
 	atomic_bool stop;
+	atomic_bool layout_changed; /* a MIG instance is not where exporter_init saw it */
 	pthread_mutex_t stop_lock;
 	pthread_cond_t stop_cond;
 	pthread_t event_thread;

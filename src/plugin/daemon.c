@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Main loop of `gpulet plugin`. Threads: this one (signals, inotify, registration, reloads) and
- * the gRPC completion-queue thread of the current server group (gsrv.c). Everything the gRPC
- * thread reads (resource set, node, config) is replaced only after the group is freed, and changed
- * in place (health) only under the group lock.
+ * Main loop of `gpulet plugin`. Threads: this one (signals, inotify, registration, reloads, health
+ * updates), the gRPC completion-queue thread of the current server group (gsrv.c) and the health
+ * watcher's threads (src/core/health.c). Everything the gRPC thread reads (resource set, node,
+ * config) is replaced only after the group is freed, and changed in place (health) only under the
+ * group lock. The health watcher never touches that state: its callback queues the event and wakes
+ * this thread through an eventfd.
  */
 #include <errno.h>
 #include <limits.h>
@@ -12,6 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -21,14 +24,17 @@
 #include <grpc/grpc.h>
 
 #include "daemon.h"
+#include "cdi.h"
 #include "dp.h"
 #include "fileio.h"
 #include "gsrv.h"
+#include "health.h"
 #include "log.h"
 #include "node.h"
 #include "nvml.h"
 #include "register.h"
 #include "resources.h"
+#include "xid.h"
 
 /* Register retry schedule right after (re)serving: kubelet may have bound kubelet.sock but not yet
  * be listening when inotify reports it (ms since the first try). */
@@ -57,9 +63,28 @@ struct daemon {
 	size_t n_sv;
 	int sigfd, inofd;
 	char kubelet_name[NAME_MAX + 1]; /* basename of the kubelet socket, for inotify */
+	/* identity of the kubelet.sock every resource is registered with: an inotify event about the
+	 * same socket (it raced with a restart that already registered) needs no second restart */
+	dev_t kubelet_dev;
+	ino_t kubelet_ino;
+	struct timespec kubelet_ctime;
 	long long next_register_ms;
 	long long next_init_ms;
-	long long next_rescan_ms;
+	/* health: the watcher, and the queue its callback fills (under qlock) */
+	struct health_watcher *hw;
+	struct xid_policy policy;
+	int evfd;
+	pthread_mutex_t qlock;
+	struct health_item *q_head, **q_tail;
+	bool mig_changed;
+};
+
+struct health_item {
+	struct health_item *next;
+	char uuid[NODE_UUID_MAX];
+	int gi, ci;
+	bool healthy;
+	char reason[256];
 };
 
 static long long now_ms(void)
@@ -132,6 +157,8 @@ static int build(struct daemon *d, const struct plugin_config *cfg, struct node 
 	r = node_load(d->nv, cfg->root, &n, err);
 	if (r < 0)
 		return r;
+	if (n->n_gpus == 0)
+		return gerr_set(err, ENODEV, "no devices found: NVML reports no GPUs (driver %s)", n->driver_version);
 	config_resource_options(cfg, &o);
 	r = resources_build(n, &o, &rs, err);
 	if (r < 0)
@@ -153,6 +180,14 @@ static void log_config(const struct plugin_config *cfg)
 	log_info("Running with config", "config=%s", json ? json : "{}");
 	if (cfg->warnings[0])
 		log_warn("Config warnings", "warnings=\"%s\"", cfg->warnings);
+}
+
+static bool all_registered(const struct daemon *d)
+{
+	for (size_t i = 0; i < d->n_sv; i++)
+		if (!d->sv[i].registered)
+			return false;
+	return true;
 }
 
 static void register_all(struct daemon *d, bool quick_retries)
@@ -200,6 +235,15 @@ static void register_all(struct daemon *d, bool quick_retries)
 		}
 		if (!refused)
 			break;
+	}
+	if (all_registered(d)) {
+		struct stat st;
+
+		if (stat(cfg->kubelet_socket, &st) == 0) {
+			d->kubelet_dev = st.st_dev;
+			d->kubelet_ino = st.st_ino;
+			d->kubelet_ctime = st.st_ctim;
+		}
 	}
 	for (size_t i = 0; i < n; i++)
 		if (regs[i].result < 0) {
@@ -273,7 +317,6 @@ static int start_serving(struct daemon *d, struct gerr *err)
 	if (r < 0)
 		return r;
 	log_unhealthy(d->rs);
-	d->next_rescan_ms = now_ms() + (long long)cfg->rescan_interval * 1000;
 	register_all(d, true);
 	return 0;
 }
@@ -283,6 +326,118 @@ static int start_serving(struct daemon *d, struct gerr *err)
  * resources, then swap. When the new state cannot be built the old one is served again, so one
  * bad reload never takes the node's GPUs away.
  */
+/* Watcher thread: queue the transition for the main thread; log what only informs. */
+static void on_health(struct health_event *ev, void *userdata)
+{
+	struct daemon *d = userdata;
+	struct health_item *it = NULL;
+	uint64_t one = 1;
+
+	if (ev->kind == HEALTH_SOURCE_ERROR || ev->kind == HEALTH_UNSUPPORTED || ev->kind == HEALTH_ECC_SBE ||
+	    (!ev->transition && ev->kind != HEALTH_MIG_CHANGED)) {
+		log_emit(ev->kind == HEALTH_ECC_SBE || ev->kind == HEALTH_UNSUPPORTED ? LOG_LVL_INFO : LOG_LVL_WARN,
+			 "health event", "kind=%s uuid=%s index=%d xid=%u source=%s reason=\"%s\"",
+			 health_kind_name(ev->kind), ev->uuid, ev->index, ev->xid, ev->source, ev->reason);
+		return;
+	}
+	if (ev->kind != HEALTH_MIG_CHANGED) {
+		it = calloc(1, sizeof(*it));
+		if (!it)
+			return;
+		snprintf(it->uuid, sizeof(it->uuid), "%s", ev->uuid);
+		snprintf(it->reason, sizeof(it->reason), "%s", ev->reason);
+		it->gi = ev->gi;
+		it->ci = ev->ci;
+		it->healthy = ev->healthy;
+	}
+	pthread_mutex_lock(&d->qlock);
+	if (it) {
+		*d->q_tail = it;
+		d->q_tail = &it->next;
+	} else {
+		d->mig_changed = true;
+	}
+	pthread_mutex_unlock(&d->qlock);
+	if (write(d->evfd, &one, sizeof(one)) < 0) {
+		/* the counter is saturated: the main thread has a wakeup pending anyway */
+	}
+}
+
+/*
+ * With a CDI device-list strategy the names Allocate returns must resolve: write the node's spec
+ * for vendor k8s.device-plugin.nvidia.com, class gpu, named like --device-id-strategy, to
+ * /var/run/cdi at every (re)build (reference/device-plugin.md §8).
+ */
+static void write_cdi_spec(const struct daemon *d)
+{
+	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
+	_cleanup_free_ char *dir = NULL;
+	json_t *spec = NULL;
+	struct gerr err = {0};
+	int r;
+
+	if (!(d->cfg.device_list_strategy & DLS_CDI_ANY) || !d->node)
+		return;
+	o.root = d->cfg.root;
+	o.driver_root = d->cfg.driver_root;
+	o.dev_root = d->cfg.dev_root[0] ? d->cfg.dev_root : NULL;
+	o.vendor = DP_CDI_VENDOR;
+	o.class = DP_CDI_CLASS;
+	o.names = streq(d->cfg.device_id_strategy, "index") ? CDI_NAMES_INDEX : CDI_NAMES_UUID;
+	dir = root_path(d->cfg.root, CDI_DYNAMIC_DIR);
+	r = dir ? cdi_generate(d->node, &o, &spec, &err) : gerr_set(&err, ENOMEM, "out of memory");
+	if (r >= 0)
+		r = cdi_write_spec(dir, DP_CDI_VENDOR "-" DP_CDI_CLASS ".json", spec, &err);
+	json_decref(spec);
+	if (r < 0)
+		log_error("Cannot write the CDI spec; CDI device names will not resolve in the runtime",
+			  "dir=%s error=\"%s\"", dir ? dir : CDI_DYNAMIC_DIR, err.msg);
+	else
+		log_info("Wrote CDI spec", "file=%s/%s", dir, DP_CDI_VENDOR "-" DP_CDI_CLASS ".json");
+}
+
+static void health_restart(struct daemon *d)
+{
+	struct health_options o;
+	struct gerr err = {0};
+
+	health_stop(d->hw);
+	d->hw = NULL;
+	if (!d->node || !d->nv)
+		return;
+	health_options_default(&o);
+	o.root = d->cfg.root;
+	o.policy = d->policy;
+	o.mig_poll_ms = d->cfg.rescan_interval * 1000;
+	o.cb = on_health;
+	o.userdata = d;
+	if (health_start(d->nv, d->node, &o, &d->hw, &err) < 0)
+		log_error("Cannot start health checks; devices stay advertised as they are", "error=\"%s\"", err.msg);
+}
+
+/*
+ * A rebuilt resource set starts healthy: carry over what the old one knew (an XID does not repeat
+ * itself), by physical GPU and MIG instance, since replica counts and names may have changed.
+ */
+static void carry_health(const struct resource_set *old, const struct node *on, struct resource_set *rs,
+			 const struct node *n)
+{
+	if (!old || !on)
+		return;
+	for (size_t i = 0; i < old->n; i++)
+		for (size_t k = 0; k < old->res[i].n_devices; k++) {
+			const struct rdevice *dv = &old->res[i].devices[k];
+			const struct node_gpu *g = dv->gpu < on->n_gpus ? &on->gpus[dv->gpu] : NULL;
+			const struct node_mig *m =
+			    g && dv->mig >= 0 && (size_t)dv->mig < g->n_migs ? &g->migs[dv->mig] : NULL;
+
+			if (dv->healthy || !g || !g->uuid[0])
+				continue;
+			resources_set_health(rs, n, g->uuid, m ? (int)m->gi : -1, m ? (int)m->ci : -1, false,
+					     dv->reason);
+		}
+}
+
 enum restart_kind {
 	RESERVE, /* kubelet restarted or a socket vanished: serve the same devices again, fast */
 	REBUILD, /* the node changed: read NVML again */
@@ -330,6 +485,7 @@ static void restart(struct daemon *d, const char *why, enum restart_kind kind)
 		stop_serving(d, d->rs);
 	} else {
 		stop_serving(d, rs);
+		carry_health(d->rs, d->node, rs, n);
 		d->cfg = *newcfg;
 		free(newcfg);
 		resource_set_free(d->rs);
@@ -337,6 +493,8 @@ static void restart(struct daemon *d, const char *why, enum restart_kind kind)
 		d->rs = rs;
 		d->node = n;
 		log_config(&d->cfg);
+		write_cdi_spec(d);
+		health_restart(d);
 	}
 serve:
 	err = (struct gerr){0};
@@ -344,92 +502,74 @@ serve:
 		log_error("Cannot serve the device plugins, will retry", "error=\"%s\"", err.msg);
 }
 
-/* Log every device of resource set rs backed by GPU gpu whose health is about to become healthy. */
-static void log_health_change(const struct resource_set *rs, unsigned gpu, bool healthy, const char *reason)
+/* Apply one transition to the resources, log each device that changed; true if any did. */
+static bool apply_health(struct daemon *d, const struct health_item *it)
 {
-	for (size_t i = 0; i < rs->n; i++)
-		for (size_t k = 0; k < rs->res[i].n_devices; k++) {
-			const struct rdevice *dv = &rs->res[i].devices[k];
-
-			if (dv->gpu != gpu || dv->healthy == healthy)
-				continue;
-			if (healthy)
-				log_info("device is healthy again", "resource=%s id=%s uuid=%s index=%s",
-					 rs->res[i].name, dv->id, dv->uuid, dv->index);
-			else
-				log_warn("unhealthy device", "resource=%s id=%s uuid=%s index=%s reason=\"%s\"",
-					 rs->res[i].name, dv->id, dv->uuid, dv->index, reason);
-		}
-}
-
-/*
- * A GPU that fell off the bus answers nothing, not even its UUID: it keeps the identity it had in
- * the previous snapshot, so it stays advertised (as Unhealthy) instead of changing the layout.
- */
-static void keep_lost_identity(const struct node *old, struct node *n)
-{
-	if (old->n_gpus != n->n_gpus)
-		return;
-	for (size_t i = 0; i < n->n_gpus; i++) {
-		struct node_gpu *g = &n->gpus[i];
-		const struct node_gpu *o = &old->gpus[i];
-		struct node_mig *migs = NULL;
-		char error[sizeof(g->error)];
-
-		if (!g->lost || (g->uuid[0] && !streq(g->uuid, o->uuid)))
-			continue;
-		if (o->n_migs && !(migs = malloc(o->n_migs * sizeof(*migs))))
-			continue;
-		if (migs)
-			memcpy(migs, o->migs, o->n_migs * sizeof(*migs));
-		memcpy(error, g->error, sizeof(error));
-		free(g->migs);
-		*g = *o;
-		g->migs = migs;
-		g->lost = true;
-		memcpy(g->error, error, sizeof(error));
-	}
-}
-
-/* Read NVML again: a changed layout re-serves everything, a lost/recovered GPU is a health update. */
-static void rescan(struct daemon *d)
-{
-	struct node *n = NULL, *old;
-	struct gerr err = {0};
+	size_t total = 0, k = 0;
+	_cleanup_free_ bool *was = NULL;
 	bool changed = false;
 
-	if (!d->g || !d->nv)
-		return;
-	if (node_load(d->nv, d->cfg.root, &n, &err) < 0) {
-		log_warn("Device rescan failed, keeping the current devices", "error=\"%s\"", err.msg);
-		return;
-	}
-	keep_lost_identity(d->node, n);
-	if (!node_equal_layout(d->node, n)) {
-		node_free(n);
-		restart(d, "device layout changed (MIG re-partition, GPU added or removed)", REBUILD);
-		return;
-	}
-	gsrv_lock(d->g);
-	for (unsigned i = 0; i < n->n_gpus; i++) {
-		const struct node_gpu *g = &n->gpus[i];
-		char reason[sizeof(g->error) + 32];
+	for (size_t i = 0; i < d->rs->n; i++)
+		total += d->rs->res[i].n_devices;
+	was = calloc(total + 1, sizeof(*was));
+	if (!was)
+		return false;
+	for (size_t i = 0; i < d->rs->n; i++)
+		for (size_t j = 0; j < d->rs->res[i].n_devices; j++)
+			was[k++] = d->rs->res[i].devices[j].healthy;
+	if (resources_set_health(d->rs, d->node, it->uuid, it->gi, it->ci, it->healthy, it->reason) <= 0)
+		return false;
+	k = 0;
+	for (size_t i = 0; i < d->rs->n; i++)
+		for (size_t j = 0; j < d->rs->res[i].n_devices; j++) {
+			const struct rdevice *dv = &d->rs->res[i].devices[j];
 
-		if (g->lost == d->node->gpus[i].lost)
-			continue;
-		snprintf(reason, sizeof(reason), "GPU is lost (%s)", g->error[0] ? g->error : "NVML: GPU_IS_LOST");
-		log_health_change(d->rs, i, !g->lost, reason);
-		changed |= resources_set_health(d->rs, n, g->uuid, -1, -1, !g->lost, reason) > 0;
+			if (was[k++] == dv->healthy)
+				continue;
+			changed = true;
+			if (dv->healthy)
+				log_info("device is healthy again", "resource=%s id=%s uuid=%s index=%s",
+					 d->rs->res[i].name, dv->id, dv->uuid, dv->index);
+			else
+				log_warn("unhealthy device", "resource=%s id=%s uuid=%s index=%s reason=\"%s\"",
+					 d->rs->res[i].name, dv->id, dv->uuid, dv->index, it->reason);
+		}
+	return changed;
+}
+
+static void drain_health(struct daemon *d)
+{
+	struct health_item *list;
+	uint64_t cnt;
+	bool mig, changed = false;
+
+	if (read(d->evfd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+		return;
+	pthread_mutex_lock(&d->qlock);
+	list = d->q_head;
+	d->q_head = NULL;
+	d->q_tail = &d->q_head;
+	mig = d->mig_changed;
+	d->mig_changed = false;
+	pthread_mutex_unlock(&d->qlock);
+
+	if (d->g)
+		gsrv_lock(d->g);
+	while (list) {
+		struct health_item *it = list;
+
+		list = it->next;
+		if (d->rs)
+			changed |= apply_health(d, it);
+		free(it);
 	}
-	old = d->node;
-	d->node = n;
-	for (size_t i = 0; i < d->n_sv; i++) {
-		d->sv[i].ctx.node = n;
-		if (changed)
+	if (d->g) {
+		for (size_t i = 0; changed && i < d->n_sv; i++)
 			gsrv_notify(d->sv[i].srv);
+		gsrv_unlock(d->g);
 	}
-	gsrv_unlock(d->g);
-	node_free(old);
+	if (mig)
+		restart(d, "device layout changed (MIG re-partition, GPU added or removed)", REBUILD);
 }
 
 static bool sockets_present(const struct daemon *d)
@@ -508,8 +648,9 @@ static bool read_inotify(struct daemon *d)
 static void loop(struct daemon *d)
 {
 	for (;;) {
-		struct pollfd pfd[2] = {{d->sigfd, POLLIN, 0}, {d->inofd, POLLIN, 0}};
-		int n = poll(pfd, d->inofd >= 0 ? 2 : 1, TICK_MS);
+		/* a negative fd (no kubelet socket to watch) is skipped by poll() */
+		struct pollfd pfd[3] = {{d->sigfd, POLLIN, 0}, {d->inofd, POLLIN, 0}, {d->evfd, POLLIN, 0}};
+		int n = poll(pfd, ELEMENTSOF(pfd), TICK_MS);
 
 		if (n < 0 && errno != EINTR)
 			break;
@@ -525,9 +666,19 @@ static void loop(struct daemon *d)
 				return;
 			}
 		}
+		if (n > 0 && (pfd[2].revents & POLLIN))
+			drain_health(d);
 		if (n > 0 && d->inofd >= 0 && (pfd[1].revents & POLLIN) && read_inotify(d)) {
 			char why[PATH_MAX + 64];
+			struct stat st;
 
+			if (d->g && all_registered(d) && sockets_present(d) && stat(d->cfg.kubelet_socket, &st) == 0 &&
+			    st.st_dev == d->kubelet_dev && st.st_ino == d->kubelet_ino &&
+			    st.st_ctim.tv_sec == d->kubelet_ctime.tv_sec &&
+			    st.st_ctim.tv_nsec == d->kubelet_ctime.tv_nsec) {
+				log_debug("kubelet socket event for the socket we are registered with", NULL);
+				continue;
+			}
 			snprintf(why, sizeof(why), "inotify: %s created", d->cfg.kubelet_socket);
 			restart(d, why, RESERVE);
 			continue;
@@ -547,19 +698,28 @@ static void loop(struct daemon *d)
 			d->next_register_ms = 0;
 			register_all(d, false);
 		}
-		if (now_ms() >= d->next_rescan_ms) {
-			d->next_rescan_ms = now_ms() + (long long)d->cfg.rescan_interval * 1000;
-			rescan(d);
-		}
 	}
 }
 
 int plugin_daemon_run(const struct config_args *args, const struct plugin_config *cfg)
 {
-	struct daemon d = {.args = args, .cfg = *cfg, .sigfd = -1, .inofd = -1};
+	struct daemon d = {.args = args, .cfg = *cfg, .sigfd = -1, .inofd = -1, .evfd = -1};
 	struct gerr err = {0};
 	int r, rc = 0;
 
+	/* upstream's env-only knobs for XID health checks (reference/device-plugin.md §1, §4) */
+	r = xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &d.policy, &err);
+	if (r < 0) {
+		log_error("Invalid health check settings", "error=\"%s\"", err.msg);
+		return 1;
+	}
+	pthread_mutex_init(&d.qlock, NULL);
+	d.q_tail = &d.q_head;
+	d.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d.evfd < 0) {
+		log_error("Cannot start the device plugin", "error=\"eventfd: %s\"", strerror(errno));
+		return 1;
+	}
 	r = setup_fds(&d, &err);
 	if (r < 0) {
 		log_error("Cannot start the device plugin", "error=\"%s\"", err.msg);
@@ -578,6 +738,8 @@ int plugin_daemon_run(const struct config_args *args, const struct plugin_config
 		log_warn("No devices found. Waiting indefinitely.", "error=\"%s\"", err.msg);
 		d.next_init_ms = now_ms() + INIT_RETRY_MS;
 	} else {
+		write_cdi_spec(&d);
+		health_restart(&d);
 		err = (struct gerr){0};
 		r = start_serving(&d, &err);
 		if (r < 0) {
@@ -590,7 +752,16 @@ int plugin_daemon_run(const struct config_args *args, const struct plugin_config
 	}
 	loop(&d);
 out:
+	health_stop(d.hw); /* joins the watcher threads: nothing queues after this */
 	stop_serving(&d, NULL);
+	while (d.q_head) {
+		struct health_item *it = d.q_head;
+
+		d.q_head = it->next;
+		free(it);
+	}
+	close(d.evfd);
+	pthread_mutex_destroy(&d.qlock);
 	resource_set_free(d.rs);
 	node_free(d.node);
 	nvml_close(d.nv);

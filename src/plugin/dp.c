@@ -13,6 +13,7 @@
 
 #include <grpc/status.h>
 
+#include "alloc.h"
 #include "arena.h"
 #include "dp.h"
 #include "fileio.h"
@@ -460,14 +461,13 @@ static int do_allocate(const struct dp_ctx *c, const uint8_t *in, size_t inlen, 
 	return status;
 }
 
-/*
- * Stand-in preferred allocation until src/core/alloc.h lands: the required IDs, then available
- * ones in kubelet's order. Never fails because one GPU is lost (pain point #13).
- */
+/* GetPreferredAllocation: the policy is src/core/alloc.c (topology score, distributed/packed). */
 static int do_preferred(const struct dp_ctx *c, const uint8_t *in, size_t inlen, struct arena *a,
 			ProtobufCMessage **ret, char *msg, size_t msgsize)
 {
 	V1beta1__PreferredAllocationRequest *req = v1beta1__preferred_allocation_request__unpack(NULL, inlen, in);
+	enum replica_policy policy =
+	    streq(c->cfg->shared_devices_allocation_policy, "packed") ? REPLICA_PACKED : REPLICA_DISTRIBUTED;
 	V1beta1__PreferredAllocationResponse *resp;
 	int status = GRPC_STATUS_OK;
 
@@ -483,32 +483,23 @@ static int do_preferred(const struct dp_ctx *c, const uint8_t *in, size_t inlen,
 	for (size_t i = 0; resp && resp->container_responses && i < req->n_container_requests; i++) {
 		const V1beta1__ContainerPreferredAllocationRequest *cr = req->container_requests[i];
 		V1beta1__ContainerPreferredAllocationResponse *o = arena_alloc(a, sizeof(*o));
-		size_t want = cr->allocation_size > 0 ? (size_t)cr->allocation_size : 0;
-		size_t total = cr->n_must_include_deviceids + cr->n_available_deviceids;
+		_cleanup_free_ const char **ids = NULL;
+		struct gerr err = {0};
+		size_t size = cr->allocation_size > 0 ? (size_t)cr->allocation_size : 0;
 
 		if (!o)
 			break;
-		v1beta1__container_preferred_allocation_response__init(o);
-		o->deviceids = arena_alloc(a, (total + 1) * sizeof(char *));
-		for (size_t pass = 0; pass < 2 && o->deviceids; pass++) {
-			char **src = pass ? cr->available_deviceids : cr->must_include_deviceids;
-			size_t ns = pass ? cr->n_available_deviceids : cr->n_must_include_deviceids;
-
-			for (size_t j = 0; j < ns && o->n_deviceids < want; j++) {
-				bool dup = false;
-
-				for (size_t k = 0; k < o->n_deviceids && !dup; k++)
-					dup = streq(o->deviceids[k], src[j]);
-				if (!dup)
-					o->deviceids[o->n_deviceids++] = arena_strdup(a, src[j]);
-			}
-		}
-		if (o->n_deviceids < want) {
+		if (alloc_preferred(c->node, c->res, policy, (const char *const *)cr->available_deviceids,
+				    cr->n_available_deviceids, (const char *const *)cr->must_include_deviceids,
+				    cr->n_must_include_deviceids, size, &ids, &err) < 0) {
 			status = GRPC_STATUS_INVALID_ARGUMENT;
-			snprintf(msg, msgsize, "preferred allocation for %s: %zu devices asked, only %zu available",
-				 c->res->name, want, o->n_deviceids);
+			snprintf(msg, msgsize, "preferred allocation for %s: %s", c->res->name, err.msg);
 			break;
 		}
+		v1beta1__container_preferred_allocation_response__init(o);
+		o->deviceids = arena_alloc(a, (size + 1) * sizeof(char *));
+		for (size_t k = 0; o->deviceids && k < size; k++)
+			o->deviceids[o->n_deviceids++] = arena_strdup(a, ids[k]);
 		resp->container_responses[resp->n_container_responses++] = o;
 	}
 	v1beta1__preferred_allocation_request__free_unpacked(req, NULL);

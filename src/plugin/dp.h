@@ -22,7 +22,9 @@ enum dp_method { DP_GET_OPTIONS, DP_LIST_AND_WATCH, DP_GET_PREFERRED, DP_ALLOCAT
 extern const struct gsrv_method dp_methods[DP_N_METHODS];
 
 /* CDI vendor and class of the devices the plugin hands out (reference/device-plugin.md §8). */
-#define DP_CDI_KIND             "k8s.device-plugin.nvidia.com/gpu"
+#define DP_CDI_VENDOR           "k8s.device-plugin.nvidia.com"
+#define DP_CDI_CLASS            "gpu"
+#define DP_CDI_KIND             DP_CDI_VENDOR "/" DP_CDI_CLASS
 #define DP_CDI_IMEX_KIND        "k8s.device-plugin.nvidia.com/imex-channel"
 #define DP_VISIBLE_DEVICES_ROOT "/var/run/nvidia-container-devices"
 

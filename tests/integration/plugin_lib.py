@@ -27,6 +27,9 @@ sys.path.insert(0, os.path.join(BUILD, "gen", "py"))
 import grpc  # noqa: E402
 import deviceplugin_pb2 as pb  # noqa: E402
 
+# gpulet built with -fsanitize=address (the asan-test build): see plugin_env()
+SANITIZED = b"__asan_init" in open(GPULET, "rb").read() if os.path.exists(GPULET) else False
+
 for _p in (GPULET, FAKE_NVML_LIB, MKROOT):
     if not os.path.exists(_p):
         raise SystemExit("FAIL: prerequisite missing: %s (build everything first)" % _p)
@@ -90,6 +93,8 @@ class Harness:
         self.standin = None
         self.plugin = None
         self.log_path = os.path.join(self.tmp, "plugin.log")
+        self.events_file = os.path.join(self.tmp, "nvml-events")
+        open(self.events_file, "w").close()
 
     # -- the node ---------------------------------------------------------------------------
     def fixture_data(self):
@@ -101,6 +106,11 @@ class Harness:
         with open(tmp, "w") as f:
             json.dump(data, f)
         os.rename(tmp, self.fixture)
+
+    def nvml_event(self, line):
+        """Queue an NVML event for nvmlEventSetWait (tests/fakenvml/README.md, Events)."""
+        with open(self.events_file, "a") as f:
+            f.write(line + "\n")
 
     def mig_minor(self, gpu_minor, gi, ci=None):
         """Cap minor from the root's /proc/driver/nvidia-caps/mig-minors, read independently."""
@@ -127,12 +137,19 @@ class Harness:
 
     # -- the plugin -------------------------------------------------------------------------
     def plugin_env(self, extra=None):
-        env = dict(os.environ, FAKE_NVML_FIXTURE=self.fixture, GRPC_VERBOSITY="error")
+        env = dict(os.environ, FAKE_NVML_FIXTURE=self.fixture, FAKE_NVML_EVENTS=self.events_file,
+                   GRPC_VERBOSITY="error")
         for k in list(env):  # the plugin's own env vars must come from the test only
             if k in ("MIG_STRATEGY", "DEVICE_LIST_STRATEGY", "CONFIG_FILE", "PASS_DEVICE_SPECS",
                      "DEVICE_ID_STRATEGY", "KUBELET_SOCKET", "DP_DEVICE_PLUGIN_PATH", "NVIDIA_DRIVER_ROOT",
-                     "NVIDIA_DEV_ROOT", "FAIL_ON_INIT_ERROR"):
+                     "NVIDIA_DEV_ROOT", "FAIL_ON_INIT_ERROR", "DP_DISABLE_HEALTHCHECKS", "DP_ENABLE_HEALTHCHECKS"):
                 del env[k]
+        if SANITIZED:
+            # The fake NVML keeps its parsed fixture in static storage after the last nvmlShutdown and
+            # nvml_close() dlclose()s it: LeakSanitizer would count that JSON as leaked. Preloading the
+            # fake keeps it mapped (dlclose only drops a reference), so leak checking stays exact.
+            env["LD_PRELOAD"] = FAKE_NVML_LIB
+            env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
         env.update(extra or {})
         return env
 

@@ -31,6 +31,18 @@ def main():
     if rc not in (0, 3):
         print("promcheck: promtool could not parse the scrape (rc %d):\n%s" % (rc, out))
         return 1
+    # promtool does not notice two samples of one series; Prometheus rejects such a scrape
+    seen = set()
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name, _, rest = line.partition("{")
+        labels = tuple(sorted(re.findall(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"', rest))) if rest else ()
+        key = (name.split(" ")[0], labels)
+        if key in seen:
+            print("promcheck: duplicate series: %s" % line)
+            return 1
+        seen.add(key)
     renamed = text.replace("modelName=", "model_name=")
     rc, out = promtool(renamed)
     bad = [l for l in out.splitlines() if l.strip() and not ALLOWED.match(l.strip())]

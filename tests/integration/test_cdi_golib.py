@@ -11,7 +11,6 @@ errors, lists devices and injects devices into an OCI spec. Checked:
     error that stops loading, and accepts the controls (three rows where gpulet is stricter, with why);
   * a 1-character class makes the library panic while scanning (why validate insists on >= 2).
 """
-import glob
 import json
 import os
 import shutil
@@ -19,14 +18,10 @@ import subprocess
 import sys
 import tempfile
 
-SRC = os.environ["GPULET_SRC"]
-BUILD = os.environ["GPULET_BUILD"]
-GPULET = os.environ["GPULET"]
-FAKE = os.environ["FAKE_NVML_LIB"]
+from test_cdi_testlib import FIXTURES, check, finish, generate, gpulet, load_fixture, mkroot
+
 GOPATH = "/usr/share/gocode"
 CDI_PKG = "github.com/container-orchestrated-devices/container-device-interface/pkg/cdi"
-FIXTURES = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(SRC, "tests/fixtures/*.json")))
-failures = []
 
 GO_MAIN = r'''
 package main
@@ -72,12 +67,6 @@ func main() {
 '''
 
 
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
 def build_tool(tmp):
     if not shutil.which("go"):
         print("FAIL: go not found: install golang-go (Go 1.19, GOPATH mode with Debian's Go packages)")
@@ -106,30 +95,19 @@ def golib(exe, dirs, inject=()):
     return r, (json.loads(r.stdout) if r.returncode == 0 else None)
 
 
-def gpulet(args, **kw):
-    return subprocess.run([GPULET] + args, capture_output=True, text=True, timeout=60, **kw)
-
-
 def good_specs(exe, tmp):
     n = 0
     for fixture in FIXTURES:
-        fxpath = os.path.join(SRC, "tests/fixtures", fixture + ".json")
-        fx = json.load(open(fxpath))
+        fx = load_fixture(fixture)
         if not fx.get("gpus"):
             continue
         root = os.path.join(tmp, fixture)
-        subprocess.run(["sh", os.path.join(SRC, "tests/lib/mkroot.sh"), root, fixture], check=True,
-                       capture_output=True, env=dict(os.environ, GPULET_BUILD=BUILD))
-        # driver root = the fake root as the host sees it (see test_cdi_podman.py)
-        os.makedirs(os.path.dirname(root + root), exist_ok=True)
-        os.symlink(root, root + root)
+        mkroot(root, fixture, host_view=True)  # driver root = the fake root as the host sees it
         specdir = os.path.join(tmp, fixture + "-cdi")
-        env = dict(os.environ, FAKE_NVML_FIXTURE=fxpath)
         for args in (["--format", "yaml", "--output", specdir + "/nvidia.yaml"],
                      ["--vendor", "k8s.device-plugin.nvidia.com", "--device-name-strategy", "uuid", "--format",
                       "json", "--output", specdir + "/"]):
-            r = gpulet(["cdi", "generate", "--nvml-library", FAKE, "--root", root, "--driver-root", root] + args,
-                       env=env)
+            r = generate(fixture, root, ["--driver-root", root] + args)
             check(r.returncode == 0, f"{fixture}: generate {args}: {r.stderr.strip()}")
         spec = json.load(open(os.path.join(specdir, "k8s.device-plugin.nvidia.com-gpu.json")))
         mig = next((d["name"] for d in spec["devices"] if d["name"].startswith("MIG-")), None)
@@ -149,7 +127,7 @@ def good_specs(exe, tmp):
                                               f"us  {ours}")
         oci = out["oci"]
         paths = {d["path"] for d in oci["linux"].get("devices", [])}
-        want = {"/dev/nvidia%d" % g["minor"] for g in fx["gpus"]} | {"/dev/nvidiactl", "/dev/nvidia-uvm"}
+        want = {"/dev/nvidia%d" % g["minor"] for g in fx["gpus"] if not g.get("lost")} | {"/dev/nvidiactl", "/dev/nvidia-uvm"}
         for d in spec["devices"]:
             if d["name"] == mig:
                 want |= {n["path"] for n in d["containerEdits"]["deviceNodes"]}
@@ -236,11 +214,7 @@ def main():
         exe = build_tool(tmp)
         n = good_specs(exe, tmp)
         bad_specs(exe, tmp)
-    if failures:
-        print(f"{len(failures)} failure(s)")
-        return 1
-    print(f"ok: {n} fixtures load and inject in the CDI Go library; {len(CASES)} cases agree with validate")
-    return 0
+    return finish(f"{n} fixtures load and inject in the CDI Go library; {len(CASES)} cases agree with validate")
 
 
 if __name__ == "__main__":

@@ -9,11 +9,11 @@ with real character device nodes (tests/lib/mkroot.sh, mknod), and run a busybox
     one device defined in two files of one dir (each next to a good spec that keeps working).
 
 podman 4.3 has no flag or containers.conf key for the spec dirs (engine.cdi_spec_dirs is not
-decoded by 4.3), so each podman runs in a private mount namespace (unshare -m) where temp dirs are
-bind-mounted over /etc/cdi and /var/run/cdi; the host's dirs are never written. If those two mount
-points do not exist they are created empty for the run and removed after. Podman's storage is a temp
---root/--runroot with the vfs driver. Flags from reference/real-peers.md §D (runc, cgroupfs,
-ulimits below the hard limits).
+decoded by 4.3), so each podman runs in a private mount namespace (unshare -m) where /etc and
+/var/run get a throw-away overlay (so the cdi mount points can exist without creating them on the
+host) and temp dirs are bind-mounted over /etc/cdi and /var/run/cdi: nothing on the host is read
+from or written to those dirs. Podman's storage is a temp --root/--runroot with the vfs driver.
+Flags from reference/real-peers.md §D (runc, cgroupfs, ulimits below the hard limits).
 """
 import json
 import os
@@ -23,21 +23,11 @@ import subprocess
 import sys
 import tempfile
 
-SRC = os.environ["GPULET_SRC"]
-BUILD = os.environ["GPULET_BUILD"]
-GPULET = os.environ["GPULET"]
-FAKE = os.environ["FAKE_NVML_LIB"]
+from test_cdi_testlib import check, finish, gpulet, load_fixture, mkroot
+from test_cdi_testlib import generate as gpulet_generate
+
 FIXTURE = "dgx-a100"
-FXPATH = os.path.join(SRC, "tests/fixtures", FIXTURE + ".json")
 VENDOR = "k8s.device-plugin.nvidia.com"
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
 
 def need(tool):
     if not shutil.which(tool):
@@ -68,25 +58,32 @@ class Podman:
         for d in devices:
             argv += ["--device", d]
         argv += ["--rootfs", self.rootfs, "/bin/sh", "-c", script]
-        wrapper = 'mount --bind "$1" /etc/cdi && mount --bind "$2" /var/run/cdi && shift 2 && exec "$@"'
+        # overlays first (mount points without touching the host), then our dirs over them
+        ov = os.path.join(self.tmp, "overlay")
+        script_ns = ["set -e"]
+        for i, d in enumerate(("/etc", os.path.realpath("/var/run"))):
+            up, work = os.path.join(ov, "u%d" % i), os.path.join(ov, "w%d" % i)
+            os.makedirs(up, exist_ok=True)
+            os.makedirs(work, exist_ok=True)
+            script_ns.append(f"mount -t overlay overlay -o lowerdir={d},upperdir={up},workdir={work} {d}")
+        script_ns += ["mkdir -p /etc/cdi /var/run/cdi", 'mount --bind "$1" /etc/cdi',
+                      'mount --bind "$2" /var/run/cdi', "shift 2", 'exec "$@"']
+        wrapper = "\n".join(script_ns)
         return subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", wrapper, "sh", self.etc,
                                self.run_dir] + argv, capture_output=True, text=True, timeout=180)
 
 
 def generate(root, out_dir, strategy):
-    # The driver root is the fake root itself, seen from the host, so the spec's host paths point
-    # at its real device nodes. gpulet reads under --root; a link <root><root> -> <root> makes
-    # that same tree readable at the driver-root path inside it (like /run/nvidia/driver on a node).
-    r = subprocess.run([GPULET, "cdi", "generate", "--nvml-library", FAKE, "--root", root, "--driver-root", root,
-                        "--vendor", VENDOR, "--device-name-strategy", strategy, "--format", "json",
-                        "--output", out_dir + "/"], env=dict(os.environ, FAKE_NVML_FIXTURE=FXPATH),
-                       capture_output=True, text=True, timeout=60)
+    # driver root = the fake root as the host sees it (mkroot host_view), so the spec's host
+    # paths point at its real device nodes
+    r = gpulet_generate(FIXTURE, root, ["--driver-root", root, "--vendor", VENDOR, "--device-name-strategy",
+                                        strategy, "--format", "json", "--output", out_dir + "/"])
     check(r.returncode == 0, f"generate {strategy}: {r.stderr.strip()}")
     return os.path.join(out_dir, VENDOR + "-gpu.json")
 
 
 def validate(args):
-    return subprocess.run([GPULET, "cdi", "validate", "--json"] + args, capture_output=True, text=True, timeout=60)
+    return gpulet(["cdi", "validate", "--json"] + args)
 
 
 def node_line(out, name):
@@ -105,33 +102,19 @@ def main():
     if not os.path.exists("/bin/busybox"):
         print("FAIL: /bin/busybox missing: install busybox-static")
         return 1
-    fx = json.load(open(FXPATH))
+    fx = load_fixture(FIXTURE)
     gpu0, mig_gpu = fx["gpus"][0], fx["gpus"][6]
     mig0 = mig_gpu["mig"][0]["cis"][0]["uuid"]
-    created = [d for d in ("/etc/cdi", "/var/run/cdi") if not os.path.exists(d)]
-    for d in created:
-        os.makedirs(d)
-    try:
-        with tempfile.TemporaryDirectory(prefix="gpulet-cdi-podman.") as tmp:
-            root = os.path.join(tmp, "node")
-            subprocess.run(["sh", os.path.join(SRC, "tests/lib/mkroot.sh"), root, FIXTURE], check=True,
-                           capture_output=True, env=dict(os.environ, GPULET_BUILD=BUILD))
-            check(os.path.exists(os.path.join(root, "dev/nvidia0")) and
-                  not os.path.isfile(os.path.join(root, "dev/nvidia0")), "mkroot made real device nodes")
-            os.makedirs(os.path.dirname(root + root), exist_ok=True)
-            os.symlink(root, root + root)
-            with open(os.path.join(root, "proc/driver/nvidia-caps/mig-minors")) as f:
-                minors = dict(l.strip().rsplit(" ", 1) for l in f if " " in l)
-            p = Podman(tmp)
-            run_tests(p, root, fx, gpu0, mig_gpu, mig0, minors)
-    finally:
-        for d in created:
-            os.rmdir(d)
-    if failures:
-        print(f"{len(failures)} failure(s)")
-        return 1
-    print("ok: podman 4.3 + runc injected every device kind and rejected what gpulet cdi validate rejects")
-    return 0
+    with tempfile.TemporaryDirectory(prefix="gpulet-cdi-podman.") as tmp:
+        root = os.path.join(tmp, "node")
+        mkroot(root, FIXTURE, host_view=True)
+        check(os.path.exists(os.path.join(root, "dev/nvidia0")) and
+              not os.path.isfile(os.path.join(root, "dev/nvidia0")), "mkroot made real device nodes")
+        with open(os.path.join(root, "proc/driver/nvidia-caps/mig-minors")) as f:
+            minors = dict(l.strip().rsplit(" ", 1) for l in f if " " in l)
+        p = Podman(tmp)
+        run_tests(p, root, fx, gpu0, mig_gpu, mig0, minors)
+    return finish("podman 4.3 + runc injected every device kind and rejected what gpulet cdi validate rejects")
 
 
 def run_tests(p, root, fx, gpu0, mig_gpu, mig0, minors):

@@ -7,7 +7,6 @@ accepts everything fails here.
 import glob
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import warnings
@@ -15,27 +14,15 @@ import warnings
 import jsonschema
 import yaml
 
-SRC = os.environ["GPULET_SRC"]
-BUILD = os.environ["GPULET_BUILD"]
-GPULET = os.environ["GPULET"]
-FAKE = os.environ["FAKE_NVML_LIB"]
+from test_cdi_testlib import FIXTURES, check, finish, generate, load_fixture, mkroot
+
 SCHEMA_DIR = "/usr/share/gocode/src/github.com/container-orchestrated-devices/container-device-interface/schema"
-FIXTURES = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(SRC, "tests/fixtures/*.json")))
 VARIANTS = [
     ["--format", "json"],
     ["--format", "yaml"],
     ["--format", "json", "--vendor", "k8s.device-plugin.nvidia.com", "--device-name-strategy", "uuid"],
     ["--format", "json", "--device-name-strategy", "index", "--driver-root", "/run/nvidia/driver"],
 ]
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
 def validator():
     path = os.path.join(SCHEMA_DIR, "schema.json")
     if not os.path.exists(path):
@@ -71,16 +58,12 @@ def main():
     n = 0
     with tempfile.TemporaryDirectory(prefix="gpulet-cdi-schema.") as tmp:
         for fixture in FIXTURES:
-            fxpath = os.path.join(SRC, "tests/fixtures", fixture + ".json")
-            if not json.load(open(fxpath)).get("gpus"):
+            if not load_fixture(fixture).get("gpus"):
                 continue
             root = os.path.join(tmp, fixture)
-            subprocess.run(["sh", os.path.join(SRC, "tests/lib/mkroot.sh"), root, fixture], check=True,
-                           capture_output=True, env=dict(os.environ, GPULET_BUILD=BUILD))
+            mkroot(root, fixture)
             for args in VARIANTS:
-                r = subprocess.run([GPULET, "cdi", "generate", "--nvml-library", FAKE, "--root", root] + args,
-                                   env=dict(os.environ, FAKE_NVML_FIXTURE=fxpath), capture_output=True,
-                                   text=True, timeout=60)
+                r = generate(fixture, root, args)
                 where = f"{fixture} {' '.join(args)}"
                 check(r.returncode == 0, f"{where}: rc {r.returncode} {r.stderr.strip()}")
                 if r.returncode:
@@ -89,11 +72,7 @@ def main():
                 errs = errors(v, doc)
                 check(not errs, f"{where}: schema errors: {errs[:5]}")
                 n += 1
-    if failures:
-        print(f"{len(failures)} failure(s)")
-        return 1
-    print(f"ok: {n} generated specs valid against the official CDI schema")
-    return 0
+    return finish(f"{n} generated specs valid against the official CDI schema")
 
 
 if __name__ == "__main__":

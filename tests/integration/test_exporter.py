@@ -14,7 +14,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from exporter_lib import FIXTURES, PY, SRC, Exporter, PodResources, fixture, series, write_json_atomic  # noqa: E402
 
-ALL_FIXTURES = sorted(f[:-5] for f in os.listdir(FIXTURES) if f.endswith(".json"))
+ALL_FIXTURES = sorted(f[:-5] for f in os.listdir(FIXTURES) if f.endswith(".json") and not f.endswith(".schema.json"))
 
 
 def promcheck(body):
@@ -46,8 +46,15 @@ class Fixtures(unittest.TestCase):
                     if any(g.get("mig_mode") for g in gpus):
                         self.assertEqual(len(healthy), len(gpus) + migs)
                     ages = series(body, "gpulet_sample_age_seconds")
-                    self.assertEqual(sorted(l["UUID"] for l, _ in ages), sorted(g["uuid"] for g in gpus))
+                    self.assertEqual(len(ages), len(gpus))
+                    # a GPU lost before the exporter started cannot even tell its UUID
+                    self.assertEqual(sorted(l["UUID"] for l, _ in ages if l["UUID"]),
+                                     sorted(g["uuid"] for g in gpus if not g.get("lost")))
+                    lost = [l["gpu"] for l, v in healthy if v == 0 and "GPU_I_ID" not in l]
+                    self.assertEqual(lost, [str(i) for i, g in enumerate(gpus) if g.get("lost")])
                     for labels, _ in ages:
+                        if not labels["UUID"]:
+                            continue
                         self.assertEqual(labels["Hostname"], "node-a")
                         self.assertEqual(labels["DCGM_FI_DRIVER_VERSION"], doc["driver_version"])
                         g = next(g for g in gpus if g["uuid"] == labels["UUID"])
@@ -83,6 +90,7 @@ class Http(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.ex = Exporter(fixture("single-t4"), ["--kubernetes=false"])
+        cls.ex.wait_for(lambda b: "gpulet_exporter_ready 1" in b, what="ready")
 
     @classmethod
     def tearDownClass(cls):
@@ -186,6 +194,36 @@ class NvmlFaults(unittest.TestCase):
                                              series(b, "gpulet_gpu_healthy")), what="lost GPU unhealthy")
             self.assertEqual(sum(1 for _, v in series(body, "gpulet_gpu_healthy") if v == 1), 7)
             self.assertIn("GPU is lost", ex.text())
+        finally:
+            ex.cleanup()
+
+    def test_mig_repartition_never_mislabels(self):
+        """MIG instances of GPU 6 swap places: no scrape shows one instance's memory under the other's
+        GPU_I_ID, and the exporter exits (to be restarted on the new layout) saying why."""
+        ex = Exporter(fixture("dgx-a100"), ["--collect-interval", "200", "--kubernetes=false"])
+        try:
+            ex.wait_for(lambda b: "GPU_I_PROFILE" in b, what="MIG series")
+            doc = load("dgx-a100")
+            migs = doc["gpus"][6]["mig"]
+            totals = {str(m["gi"]): None for m in migs}
+            body = ex.scrape()
+            for l, v in series(body, "DCGM_FI_DEV_FB_TOTAL"):
+                if l["gpu"] == "6" and "GPU_I_ID" in l:
+                    totals[l["GPU_I_ID"]] = v
+            migs[0], migs[1] = migs[1], migs[0]  # NVML index 0 is now the 2g.10gb instance
+            write_json_atomic(ex.fixture, doc)
+            deadline = time.time() + 15
+            while ex.proc.poll() is None and time.time() < deadline:
+                try:
+                    body = ex.scrape()
+                except Exception:
+                    break
+                for l, v in series(body, "DCGM_FI_DEV_FB_TOTAL"):
+                    if l["gpu"] == "6" and "GPU_I_ID" in l:
+                        self.assertEqual(v, totals[l["GPU_I_ID"]], l)
+                time.sleep(0.05)
+            self.assertEqual(ex.proc.wait(15), 0)
+            self.assertIn("MIG layout changed", ex.text())
         finally:
             ex.cleanup()
 

@@ -20,7 +20,8 @@ GOLDEN = os.path.join(SRC, "tests", "golden", "labels")
 UPDATE = "--update" in sys.argv
 FEATURE = "etc/kubernetes/node-feature-discovery/features.d/gfd"
 # fixture, golden name, extra args
-CASES = [(f[:-5], s, ["--mig-strategy", s]) for f in sorted(os.listdir(FIXTURES)) if f.endswith(".json")
+CASES = [(f[:-5], s, ["--mig-strategy", s]) for f in sorted(os.listdir(FIXTURES))
+         if f.endswith(".json") and not f.endswith(".schema.json")
          for s in ("none", "single", "mixed")]
 CASES += [("dgx-h100", "time-slicing", ["--sharing-strategy", "time-slicing", "--replicas", "4"]),
           ("dgx-h100", "time-slicing-renamed", ["--sharing-strategy", "time-slicing", "--replicas", "4",

@@ -183,7 +183,49 @@ def test_allocate_replicas(h):
                    ("/dev/shm", "/run/nvidia/mps/shm", False)])
 
 
+def test_allocate_cdi_spec(h):
+    """Every CDI name Allocate returns resolves in the spec the plugin wrote to /var/run/cdi, and a
+    SIGHUP that switches --device-id-strategy rewrites the spec with the new names."""
+    import json
+    import signal
+    import time
+    fx = h.fixture_data()
+    spec_path = os.path.join(h.root, "var/run/cdi/k8s.device-plugin.nvidia.com-gpu.json")
+    cfg = os.path.join(h.tmp, "config.yaml")
+    with open(cfg, "w") as f:
+        f.write("version: v1\nflags:\n  migStrategy: mixed\n  plugin:\n    deviceListStrategy: [cdi-annotations, cdi-cri]\n")
+    h.start_standin()
+    restart(h, "--config-file", cfg, wait=("nvidia.com/gpu", "nvidia.com/mig-1g.5gb"))
+
+    def spec_names():
+        with open(spec_path) as f:
+            spec = json.load(f)
+        check(spec["kind"] == KIND, "spec kind %r" % spec["kind"])
+        return {KIND + "=" + d["name"] for d in spec["devices"]}
+
+    names = spec_names()
+    gpu = fx["gpus"][0]["uuid"]
+    mig = fx["gpus"][6]["mig"][2]["cis"][0]["uuid"]
+    for res, ids in (("nvidia.com/gpu", [gpu]), ("nvidia.com/mig-1g.5gb", [mig])):
+        got = one(h, res, *ids)
+        check(got["cdi"] and set(got["cdi"]) <= names, "names %r not all in the spec %r" % (got["cdi"], sorted(names)))
+        check(set(next(iter(got["annotations"].values())).split(",")) == set(got["cdi"]), "annotation %r" % got)
+
+    with open(cfg, "a") as f:
+        f.write("    deviceIDStrategy: index\n")
+    mark = h.events.mark()
+    h.plugin.send_signal(signal.SIGHUP)
+    h.wait_list("nvidia.com/mig-1g.5gb", start=mark)
+    deadline = time.time() + 5
+    while KIND + "=0" not in spec_names() and time.time() < deadline:
+        time.sleep(0.05)
+    names = spec_names()
+    got = one(h, "nvidia.com/mig-1g.5gb", mig)
+    check(got["cdi"] == [KIND + "=6:2"] and set(got["cdi"]) <= names, "index names %r vs spec %r" % (got, sorted(names)))
+
+
 if __name__ == "__main__":
     run(test_allocate_strategies)
     run(test_allocate_device_specs)
     run(test_allocate_replicas)
+    run(test_allocate_cdi_spec)

@@ -1,67 +1,121 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""ListAndWatch updates on the open stream: a GPU that falls off the bus (fake NVML answers
-GPU_IS_LOST) turns Unhealthy -- every replica of it -- with a log line naming its UUID and the
-reason, and turns Healthy again when it comes back; a MIG re-partition is re-advertised live
-(new profile registered, vanished profile emptied). --rescan-interval=1 keeps this fast."""
+"""ListAndWatch updates on the open stream, driven by the health watcher (src/core/health.c):
+a critical XID marks the GPU -- every replica of it -- Unhealthy, an XID on a MIG instance marks
+only that instance, default-ignored XIDs and DP_DISABLE_HEALTHCHECKS=all change nothing, a GPU
+that falls off the bus (fake NVML answers GPU_IS_LOST) turns Unhealthy; each with a log line
+naming the UUID and the reason. A MIG re-partition is re-advertised live (vanished profile
+emptied, others re-registered). --rescan-interval=1 keeps the NVML polling fast."""
+import os
 import time
 
 from plugin_lib import check, run
 
 
-def test_lost_gpu(h):
+def healths(lst):
+    return {x["id"]: x["health"] for x in lst["devices"]}
+
+
+def replicas_config(h, n):
+    cfg = os.path.join(h.tmp, "config.yaml")
+    with open(cfg, "w") as f:
+        f.write("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
+                "      replicas: %d\n" % n)
+    return cfg
+
+
+def test_xid_and_lost(h):
     fx = h.fixture_data()
     g = [x["uuid"] for x in fx["gpus"]]
     h.start_standin()
-    cfg = h.tmp + "/config.yaml"
-    with open(cfg, "w") as f:
-        f.write("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n")
-    mark = h.start_plugin("--rescan-interval=1", "--config-file", cfg)
+    mark = h.start_plugin("--rescan-interval=1", "--config-file", replicas_config(h, 2))
     regs = len([e for e in h.events.items if e["event"] == "register"])
 
-    fx["gpus"][2]["lost"] = True
+    h.nvml_event("xid 3 13")  # application error: ignored by default (upstream's list)
+    h.nvml_event("xid 3 48")  # double-bit ECC XID: critical
     t0 = time.time()
-    h.write_fixture(fx)
-    lst = h.wait_list("nvidia.com/gpu", start=mark, timeout=10,
-                      pred=lambda d: any(x["health"] == "Unhealthy" for x in d))
-    bad = {x["id"]: x["health"] for x in lst["devices"]}
-    check(bad[g[2] + "::0"] == "Unhealthy" and bad[g[2] + "::1"] == "Unhealthy", "both replicas unhealthy: %r" % bad)
-    check(all(v == "Healthy" for k, v in bad.items() if not k.startswith(g[2])), "others stay healthy: %r" % bad)
-    check(len(bad) == 2 * len(g), "lost GPU still listed (capacity kept, allocatable drops)")
-    print("lost GPU -> Unhealthy on the open stream in %.2f s" % (lst["t"] - t0))
-    h.wait_log(r'msg="unhealthy device" resource=nvidia\.com/gpu id=%s::0 uuid=%s index=2 reason="GPU is lost'
-               % (g[2], g[2]))
+    lst = h.wait_list("nvidia.com/gpu", start=mark, pred=lambda d: any(x["health"] == "Unhealthy" for x in d))
+    bad = healths(lst)
+    check(bad[g[3] + "::0"] == "Unhealthy" and bad[g[3] + "::1"] == "Unhealthy", "both replicas: %r" % bad)
+    check(all(v == "Healthy" for k, v in bad.items() if not k.startswith(g[3])), "others healthy: %r" % bad)
+    check(len(bad) == 2 * len(g), "unhealthy devices stay listed")
+    print("XID 48 -> Unhealthy on the open stream in %.0f ms" % ((lst["t"] - t0) * 1e3))
+    h.wait_log(r'msg="unhealthy device" resource=nvidia\.com/gpu id=%s::0 uuid=%s index=3 reason="[^"]*48'
+               % (g[3], g[3]))
 
-    fx["gpus"][2]["lost"] = False
+    # SIGHUP rebuilds the resources: what the health checks found is kept
+    mark = h.events.mark()
+    h.plugin.send_signal(__import__("signal").SIGHUP)
+    lst = h.events.wait(lambda e: e["event"] == "list" and e["resource"] == "nvidia.com/gpu" and e["devices"],
+                        start=mark, what="list after SIGHUP")
+    check(healths(lst)[g[3] + "::1"] == "Unhealthy", "SIGHUP forgot the XID: %r" % healths(lst))
+    regs = len([e for e in h.events.items if e["event"] == "register"])
+
+    mark = h.events.mark()
+    fx["gpus"][5]["lost"] = True
     h.write_fixture(fx)
-    h.wait_list("nvidia.com/gpu", start=mark, timeout=10, pred=lambda d: all(x["health"] == "Healthy" for x in d)
-                and len(d) == 2 * len(g))
-    h.wait_log(r'msg="device is healthy again" resource=nvidia\.com/gpu id=%s::0' % g[2])
+    lst = h.wait_list("nvidia.com/gpu", start=mark, pred=lambda d: healths({"devices": d})[g[5] + "::1"] == "Unhealthy")
+    check(healths(lst)[g[3] + "::0"] == "Unhealthy", "earlier state kept: %r" % healths(lst))
+    h.wait_log(r'msg="unhealthy device" resource=nvidia\.com/gpu id=%s::0 uuid=%s index=5 reason="[^"]*lost' % (g[5], g[5]))
     check(len([e for e in h.events.items if e["event"] == "register"]) == regs, "health changes must not re-register")
     h.check_alive()
+
+
+def test_mig_xid(h):
+    fx = h.fixture_data()
+    migs = [ci["uuid"] for gi in fx["gpus"][6]["mig"] for ci in gi["cis"] if ci["profile_name"] == "1g.5gb"]
+    h.start_standin()
+    mark = h.start_plugin("--mig-strategy=mixed", wait_resources=("nvidia.com/mig-1g.5gb", "nvidia.com/gpu"))
+    h.nvml_event("xid %s 48" % migs[0])
+    lst = h.wait_list("nvidia.com/mig-1g.5gb", start=mark, pred=lambda d: any(x["health"] == "Unhealthy" for x in d))
+    bad = healths(lst)
+    check(bad[migs[0]] == "Unhealthy" and bad[migs[1]] == "Healthy", "only the MIG instance hit: %r" % bad)
+    h.check_alive()
+
+
+def test_health_disabled(h):
+    g = [x["uuid"] for x in h.fixture_data()["gpus"]]
+    h.start_standin()
+    mark = h.start_plugin(env={"DP_DISABLE_HEALTHCHECKS": "all"})
+    h.nvml_event("xid 1 48")
+    time.sleep(1.5)
+    lists = [e for e in h.events.items[mark:] if e["event"] == "list" and e["resource"] == "nvidia.com/gpu"]
+    check(all(x["health"] == "Healthy" for e in lists for x in e["devices"]) and len(lists) == 1,
+          "DP_DISABLE_HEALTHCHECKS=all still changed health: %r" % lists)
+    h.stop_plugin()
+    out = h.start_plugin(env={"DP_DISABLE_HEALTHCHECKS": "fourty-two"}, wait_resources=())
+    time.sleep(0.5)
+    check(h.plugin.wait(5) == 1, "bad DP_DISABLE_HEALTHCHECKS accepted")
+    h.plugin = None
+    check("DP_DISABLE_HEALTHCHECKS" in h.log_text(), "error does not name the variable")
+    del out, g
 
 
 def test_mig_repartition(h):
     fx = h.fixture_data()
     h.start_standin()
-    mark = h.start_plugin("--rescan-interval=1", "--mig-strategy=mixed",
-                          wait_resources=("nvidia.com/mig-3g.20gb", "nvidia.com/mig-1g.5gb"))
-    # GPU 6: drop the 3g.20gb instance (the only one on the node)
+    h.start_plugin("--rescan-interval=1", "--mig-strategy=mixed",
+                   wait_resources=("nvidia.com/mig-3g.20gb", "nvidia.com/mig-1g.5gb"))
     gpu6 = fx["gpus"][6]
     gone = [gi for gi in gpu6["mig"] if gi["cis"][0]["profile_name"] == "3g.20gb"]
     check(len(gone) == 1 and all("3g.20gb" not in ci["profile_name"] for g in fx["gpus"] if g is not gpu6
                                  for gi in g.get("mig", []) for ci in gi["cis"]), "fixture shape changed")
     gpu6["mig"].remove(gone[0])
     mark = h.events.mark()
+    t0 = time.time()
     h.write_fixture(fx)
-    h.wait_list("nvidia.com/mig-3g.20gb", start=mark, timeout=10, pred=lambda d: d == [])
+    empty = h.wait_list("nvidia.com/mig-3g.20gb", start=mark, timeout=10, pred=lambda d: d == [])
     h.wait_list("nvidia.com/mig-1g.5gb", start=mark, timeout=10)
     h.wait_log(r"device layout changed")
+    print("MIG re-partition -> vanished profile emptied in %.2f s" % (empty["t"] - t0))
     check(not any(e["event"] == "register" and e["resource"] == "nvidia.com/mig-3g.20gb"
                   for e in h.events.items[mark:]), "vanished profile registered again")
+    check(not os.path.exists(h.sock("nvidia.com/mig-3g.20gb")), "socket of the vanished profile left")
     h.check_alive()
 
 
 if __name__ == "__main__":
-    run(test_lost_gpu)
+    run(test_xid_and_lost)
+    run(test_mig_xid)
+    run(test_health_disabled)
     run(test_mig_repartition)

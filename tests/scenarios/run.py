@@ -185,6 +185,12 @@ def run(name, keep):
         for f in doc["findings"]:
             if f["severity"] != "ok" and (not f["summary"] or not f["fix"] or not f["evidence"]):
                 errs.append(f"{f['id']}: a problem needs summary, evidence and fix")
+        if "text" in expect:  # the readable report names the root cause first
+            t = subprocess.run([a for a in args if a != "--json"], env=dict(env, FAKE_NVML_FIXTURE=nvml),
+                               capture_output=True, text=True).stdout
+            for want in expect["text"]:
+                if want not in t:
+                    errs.append(f"text report lacks {want!r}:\n{t[-600:]}")
         if errs:
             errs.append("findings: " + json.dumps({i: s for i, s in got.items() if s != "ok"}))
         return errs
@@ -207,6 +213,18 @@ def main():
         for e in errs:
             print(f"     {e}")
         failed += bool(errs)
+    if not argv:
+        # every finding id a check may report is expected by at least one scenario
+        listed = subprocess.run([GPULET, "doctor", "--list"], capture_output=True, text=True).stdout
+        ids = {i for line in listed.splitlines() if line.strip().startswith("ids:") for i in line.split()[1:]}
+        covered = set()
+        for n in names:
+            e = json.load(open(os.path.join(HERE, n, "expect.json")))
+            covered |= set(e.get("fail", [])) | set(e.get("warn", []))
+        missing = sorted(ids - covered)
+        if not ids or missing:
+            print(f"FAIL finding ids without a scenario: {missing or 'none listed by gpulet doctor --list'}")
+            failed += 1
     print(f"{len(names) - failed}/{len(names)} scenarios pass")
     return 1 if failed else 0
 

@@ -270,6 +270,11 @@ static void test_write_spec(void **state)
 	assert_int_equal(cdi_write_spec(dir, "nvidia.com-gpu.json", spec, &err), 0);
 	assert_int_equal(stat(path, &st2), 0);
 	assert_int_equal(st1.st_ino, st2.st_ino);
+	/* same content but a wrong mode: rewritten 0644 (a runtime user must read it) */
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_int_equal(cdi_write_spec(dir, "nvidia.com-gpu.json", spec, &err), 0);
+	assert_int_equal(stat(path, &st1), 0);
+	assert_int_equal(st1.st_mode & 07777, 0644);
 	/* ours, changed: replaced */
 	assert_int_equal(json_object_set_new(spec, "cdiVersion", json_string("0.6.0")), 0);
 	assert_int_equal(cdi_write_spec(dir, "nvidia.com-gpu.json", spec, &err), 0);

@@ -1,0 +1,61 @@
+#!/usr/bin/python3
+"""Helpers shared by the CDI integration tests (not a test itself): paths from CTest's environment,
+the fixture list, fake node roots, running gpulet, and failure bookkeeping."""
+import glob
+import json
+import os
+import subprocess
+
+SRC = os.environ["GPULET_SRC"]
+BUILD = os.environ["GPULET_BUILD"]
+GPULET = os.environ["GPULET"]
+FAKE = os.environ["FAKE_NVML_LIB"]
+FIXTURES = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(SRC, "tests/fixtures/*.json")))
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def finish(ok_message):
+    """Exit status for main(): 1 with a count when anything failed."""
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        return 1
+    print("ok:", ok_message)
+    return 0
+
+
+def fixture_path(name):
+    return os.path.join(SRC, "tests/fixtures", name + ".json")
+
+
+def load_fixture(name):
+    with open(fixture_path(name)) as f:
+        return json.load(f)
+
+
+def mkroot(dest, fixture, host_view=False):
+    """A fake node root (tests/lib/mkroot.sh). host_view: also make the root readable at its own
+    absolute path inside itself (<dest><dest> -> <dest>), so `--root DEST --driver-root DEST` reads
+    the same tree while the spec's host paths point at its real device nodes and files, as a
+    runtime on this machine will open them (like /run/nvidia/driver on a real node)."""
+    subprocess.run(["sh", os.path.join(SRC, "tests/lib/mkroot.sh"), dest, fixture], check=True,
+                   capture_output=True, env=dict(os.environ, GPULET_BUILD=BUILD))
+    if host_view:
+        os.makedirs(os.path.dirname(dest + dest), exist_ok=True)
+        os.symlink(dest, dest + dest)
+
+
+def generate(fixture, root, args):
+    """gpulet cdi generate against the fake NVML answering from fixture."""
+    env = dict(os.environ, FAKE_NVML_FIXTURE=fixture_path(fixture))
+    return subprocess.run([GPULET, "cdi", "generate", "--nvml-library", FAKE, "--root", root] + args, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def gpulet(args):
+    return subprocess.run([GPULET] + args, capture_output=True, text=True, timeout=60)

@@ -1,0 +1,88 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""deploy/ is consistent and accepted by independent parsers: PyYAML for the manifests, Python's
+tomllib and `containerd config dump` (containerd's own parser) for the containerd snippet, and
+gpulet itself for the env vars and the ConfigMap's config file. Checks the DaemonSet's contract
+(reference/device-plugin.md §10): kube-system, system-node-critical, nvidia.com/gpu toleration,
+device-plugins and /var/run/cdi hostPaths, least privilege; RuntimeClass handler == containerd
+runtime name; CONFIG_FILE == the ConfigMap's mount."""
+import json
+import os
+import subprocess
+import tempfile
+import tomllib
+
+import yaml
+
+from plugin_lib import GPULET, SRC, check
+
+DEPLOY = os.path.join(SRC, "deploy")
+
+
+def load(name):
+    with open(os.path.join(DEPLOY, name)) as f:
+        return list(yaml.safe_load_all(f))
+
+
+def main():
+    (ds,) = load("daemonset.yaml")
+    (rc,) = load("runtimeclass.yaml")
+    (cm,) = load("configmap-example.yaml")
+    with open(os.path.join(DEPLOY, "containerd-snippet.toml"), "rb") as f:
+        toml = tomllib.load(f)
+
+    check(ds["kind"] == "DaemonSet" and ds["metadata"]["namespace"] == "kube-system", "DaemonSet in kube-system")
+    pod = ds["spec"]["template"]["spec"]
+    check(pod["priorityClassName"] == "system-node-critical", "priority class")
+    check({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"], "toleration")
+    (c,) = pod["containers"]
+    sc = c["securityContext"]
+    check(sc.get("privileged") in (None, False) and sc["allowPrivilegeEscalation"] is False
+          and sc["capabilities"]["drop"] == ["ALL"] and not sc["capabilities"].get("add"), "least privilege: %r" % sc)
+    vols = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    env = {e["name"]: e["value"] for e in c["env"]}
+    args = c["args"]
+    root = [a.split("=", 1)[1] for a in args if a.startswith("--root=")][0]
+
+    dp = mounts["/var/lib/kubelet/device-plugins"]
+    check(vols[dp["name"]]["hostPath"]["path"] == "/var/lib/kubelet/device-plugins" and not dp.get("readOnly"),
+          "device-plugins hostPath, writable")
+    cdi = mounts[root + "/var/run/cdi"]
+    check(vols[cdi["name"]]["hostPath"]["path"] == "/var/run/cdi" and not cdi.get("readOnly"),
+          "/var/run/cdi writable at <root>/var/run/cdi, where the plugin writes its spec")
+    check(vols[mounts[root]["name"]]["hostPath"]["path"] == "/" and mounts[root]["readOnly"], "host root read-only")
+    cfgmount = [m for m in c["volumeMounts"] if vols[m["name"]].get("configMap")][0]
+    check(vols[cfgmount["name"]]["configMap"]["name"] == cm["metadata"]["name"], "ConfigMap name")
+    check(env["CONFIG_FILE"] == cfgmount["mountPath"] + "/" + next(iter(cm["data"])), "CONFIG_FILE %r" % env["CONFIG_FILE"])
+
+    # every env var and arg is one gpulet accepts, with the meaning the manifest intends
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = os.path.join(tmp, "config.yaml")
+        with open(cfg, "w") as f:
+            f.write(cm["data"]["config.yaml"])
+        e = dict(os.environ, **env)
+        e["CONFIG_FILE"] = cfg
+        p = subprocess.run([GPULET, "plugin", "--print-config", *args], capture_output=True, text=True, env=e)
+        check(p.returncode == 0 and p.stderr == "", "gpulet rejects the manifest's settings: %s" % p.stderr)
+        eff = json.loads(p.stdout)
+        check(eff["root"] == root and eff["device-list-strategy"] == [env["DEVICE_LIST_STRATEGY"]]
+              and eff["mig-strategy"] == env["MIG_STRATEGY"], "effective config %r" % eff)
+        check(eff["sharing"]["strategy"] == "time-slicing" and eff["sharing"]["resources"][0]["replicas"] == 4,
+              "ConfigMap sharing not applied: %r" % eff["sharing"])
+
+    # RuntimeClass handler == the containerd runtime name; containerd's own parser takes the snippet
+    check(pod["runtimeClassName"] == rc["metadata"]["name"], "DaemonSet runtimeClassName")
+    cri = toml["plugins"]["io.containerd.grpc.v1.cri"]
+    check(rc["handler"] in cri["containerd"]["runtimes"], "handler %r not a containerd runtime" % rc["handler"])
+    check(cri["enable_cdi"] is True and "/var/run/cdi" in cri["cdi_spec_dirs"], "CDI enabled with /var/run/cdi")
+    p = subprocess.run(["containerd", "-c", os.path.join(DEPLOY, "containerd-snippet.toml"), "config", "dump"],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, "containerd config dump: %s" % p.stderr)
+    check('runtimes.%s]' % rc["handler"] in p.stdout and "nvidia-container-runtime" in p.stdout,
+          "containerd did not keep the nvidia runtime")
+    print("PASS deploy manifests")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,2 @@
+# the GPU is bound to vfio-pci or excluded: the driver lists none
+rm -rf "$ROOT"/proc/driver/nvidia/gpus/*

@@ -1,0 +1,1 @@
+rm -f "$ROOT/etc/containerd/config.toml"

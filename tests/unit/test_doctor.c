@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The doctor framework's own rules and the version tables it judges with. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <string.h>
+
+#include "cudatable.h"
+#include "doctor/doctor.h"
+
+/* A check may only depend on links whose checks come before it in the table (chain order). */
+static void test_requires_point_backwards(void **state)
+{
+	for (size_t k = 0; k < doctor_n_checks; k++) {
+		unsigned earlier = 0;
+
+		for (size_t j = 0; j < k; j++)
+			earlier |= L(doctor_checks[j].link);
+		if (doctor_checks[k].requires & ~earlier)
+			fail_msg("check %s requires a link checked after it", doctor_checks[k].name);
+		assert_non_null(doctor_checks[k].run);
+		assert_true(strlen(doctor_checks[k].ids) > 0);
+	}
+}
+
+static void test_only_selection(void **state)
+{
+	char *only[] = {"cdi.", "runtime", "gpu.ecc-dbe"};
+
+	assert_true(doctor_id_selected("anything", NULL, 0));
+	assert_true(doctor_id_selected("cdi.spec-missing", only, 3));
+	assert_true(doctor_id_selected("runtime.cdi-disabled", only, 3));
+	assert_true(doctor_id_selected("gpu.ecc-dbe", only, 3));
+	assert_false(doctor_id_selected("gpu.fallen-off-bus", only, 3));
+	assert_false(doctor_id_selected("runtimex.y", only, 3));
+}
+
+static void test_version_cmp(void **state)
+{
+	int v;
+
+	assert_true(version_cmp("550.54.15", "535.104.05") > 0);
+	assert_true(version_cmp("535.54.03", "535.104.05") < 0);
+	assert_int_equal(version_cmp("1.14.0", "1.14"), 0);
+	assert_true(version_cmp("1.11.0", "1.14.0") < 0);
+	assert_int_equal(cuda_version_parse("12.4.1", &v), 0);
+	assert_int_equal(v, 12040);
+	assert_int_equal(cuda_version_parse("cuda>=12.2 brand=tesla,driver>=470", &v), 0);
+	assert_int_equal(v, 12020);
+	assert_int_equal(cuda_version_parse("latest", &v), -EINVAL);
+}
+
+static void test_cuda_verdicts(void **state)
+{
+	char why[512];
+
+	/* the seed's case: CUDA 12.2 needs 535, the node has 525 */
+	assert_int_equal(cuda_check(12020, 12000, "525.60.13", why, sizeof(why)), CUDA_MINOR_COMPAT);
+	assert_int_equal(cuda_check(12020, 12020, "535.54.03", why, sizeof(why)), CUDA_OK);
+	/* NVML's CUDA version wins over the table */
+	assert_int_equal(cuda_check(12040, 12040, "550.54.15", why, sizeof(why)), CUDA_OK);
+	/* driver string only: 550.54.14 is the 12.4 GA driver */
+	assert_int_equal(cuda_check(12040, 0, "550.54.14", why, sizeof(why)), CUDA_OK);
+	assert_int_equal(cuda_check(12040, 0, "470.82.01", why, sizeof(why)), CUDA_DRIVER_TOO_OLD);
+	assert_non_null(strstr(why, "550.54.14"));
+	/* a new major never runs on the old branch */
+	assert_int_equal(cuda_check(13000, 12090, "575.51.03", why, sizeof(why)), CUDA_DRIVER_TOO_OLD);
+	assert_int_equal(cuda_check(12040, 0, "", why, sizeof(why)), CUDA_UNKNOWN);
+	assert_int_equal(cuda_max_for_driver("535.104.05"), 12020);
+	assert_int_equal(cuda_max_for_driver("300.1"), 0);
+}
+
+static void test_toolkit_table(void **state)
+{
+	/* the seed's case: driver 550 with toolkit 1.11 */
+	assert_non_null(toolkit_too_old("550.54.15", "1.11.0"));
+	assert_null(toolkit_too_old("550.54.15", "1.14.6"));
+	assert_null(toolkit_too_old("470.82.01", "1.11.0"));
+	assert_non_null(toolkit_too_old("525.60.13", "1.12.0"));
+	assert_null(toolkit_too_old("", "1.11.0"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_requires_point_backwards),
+	    cmocka_unit_test(test_only_selection),
+	    cmocka_unit_test(test_version_cmp),
+	    cmocka_unit_test(test_cuda_verdicts),
+	    cmocka_unit_test(test_toolkit_table),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

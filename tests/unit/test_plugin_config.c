@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The v1 config file parser (src/core/config.c) on good, bad and mutated input: every bad file is
+ * an error naming file:line:col and never a crash; mutated files (a deterministic fuzz smoke over a
+ * valid config) only ever give 0 or a -errno with a located message.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+static const char *const plugin_envs[] = {
+    "MIG_STRATEGY",
+    "FAIL_ON_INIT_ERROR",
+    "NVIDIA_DRIVER_ROOT",
+    "NVIDIA_DEV_ROOT",
+    "PASS_DEVICE_SPECS",
+    "DEVICE_LIST_STRATEGY",
+    "DEVICE_ID_STRATEGY",
+    "CONFIG_FILE",
+    "KUBELET_SOCKET",
+    "DP_DEVICE_PLUGIN_PATH",
+    "GPULET_NVML_LIBRARY",
+    "GPULET_ROOT",
+    "LOG_LEVEL",
+    "CDI_ANNOTATION_PREFIX",
+    "MPS_ROOT",
+};
+
+static void defaults(struct plugin_config *c)
+{
+	for (size_t i = 0; i < sizeof(plugin_envs) / sizeof(plugin_envs[0]); i++)
+		unsetenv(plugin_envs[i]);
+	assert_int_equal(config_load(NULL, c, NULL), 0);
+}
+
+static const char valid[] = "version: v1\n"
+			    "flags:\n"
+			    "  migStrategy: mixed\n"
+			    "  failOnInitError: false\n"
+			    "  plugin:\n"
+			    "    passDeviceSpecs: true\n"
+			    "    deviceListStrategy: [envvar, cdi-cri]\n"
+			    "    deviceIDStrategy: index\n"
+			    "sharing:\n"
+			    "  timeSlicing:\n"
+			    "    renameByDefault: true\n"
+			    "    resources:\n"
+			    "    - name: nvidia.com/gpu\n"
+			    "      replicas: 4\n"
+			    "    - name: mig-1g.5gb\n"
+			    "      replicas: 2\n"
+			    "      rename: small\n";
+
+static void test_valid(void **state)
+{
+	struct plugin_config c;
+	struct gerr err = {0};
+
+	defaults(&c);
+	assert_string_equal(c.mig_strategy, "none");
+	assert_int_equal(c.device_list_strategy, DLS_ENVVAR);
+	assert_int_equal(config_apply_file_text(&c, valid, strlen(valid), "c.yaml", &err), 0);
+	assert_string_equal(c.mig_strategy, "mixed");
+	assert_false(c.fail_on_init_error);
+	assert_true(c.pass_device_specs);
+	assert_int_equal(c.device_list_strategy, DLS_ENVVAR | DLS_CDI_CRI);
+	assert_string_equal(c.device_id_strategy, "index");
+	assert_int_equal(c.sharing, SHARING_TIME_SLICING);
+	assert_int_equal(c.n_rules, 2);
+	assert_string_equal(c.rules[0].name, "nvidia.com/gpu");
+	assert_string_equal(c.rules[0].rename, "nvidia.com/gpu.shared");
+	assert_int_equal(c.rules[0].replicas, 4);
+	assert_string_equal(c.rules[1].name, "nvidia.com/mig-1g.5gb");
+	assert_string_equal(c.rules[1].rename, "nvidia.com/small");
+	assert_false(c.fail_requests_greater_than_one);
+}
+
+static const struct {
+	const char *text;
+	const char *msg; /* expected in the error */
+} bad[] = {
+    {"flags: [", "c.yaml:2:1:"},
+    {"version: v9\n", "c.yaml:1:10: version"},
+    {"flags:\n  migStrategy: both\n", "c.yaml:2:16: flags.migStrategy"},
+    {"flags:\n  plugin:\n    deviceListStrategy: {a: b}\n", "c.yaml:3:25: flags.plugin.deviceListStrategy"},
+    {"sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: two\n", "c.yaml:5:17:"},
+    {"sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 1025\n", "from 2 to 1024"},
+    {"sharing:\n  mps:\n    resources:\n    - name: gpu\n      replicas: 49\n", "from 2 to 48"},
+    {"sharing:\n  timeSlicing:\n    resources:\n    - name: \"bad name!\"\n      replicas: 2\n", "invalid character"},
+    {"sharing:\n  timeSlicing:\n    resources: {}\n", "sharing.timeSlicing.resources"},
+    {"- a\n- b\n", "expected a mapping"},
+    {"flags:\n  nvidiaDriverRoot: x\n", "absolute path"},
+};
+
+static void test_bad(void **state)
+{
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct plugin_config c;
+		struct gerr err = {0};
+
+		defaults(&c);
+		assert_int_equal(config_apply_file_text(&c, bad[i].text, strlen(bad[i].text), "c.yaml", &err), -EINVAL);
+		if (!strstr(err.msg, bad[i].msg))
+			fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err.msg, bad[i].msg);
+	}
+}
+
+static void test_unknown_keys_warn(void **state)
+{
+	static const char text[] = "version: v1\nflags:\n  frobnicate: 1\nimex:\n  channelIDs: [0]\n";
+	struct plugin_config c;
+
+	defaults(&c);
+	assert_int_equal(config_apply_file_text(&c, text, strlen(text), "c.yaml", NULL), 0);
+	assert_non_null(strstr(c.warnings, "c.yaml:3:15: unknown key flags.frobnicate"));
+	assert_string_equal(c.imex_channel_ids, "0");
+}
+
+/* Deterministic mutation smoke: flip, insert and delete bytes of the valid file. */
+static void test_mutations(void **state)
+{
+	uint32_t seed = 12345;
+	char buf[sizeof(valid) + 64];
+
+	for (int iter = 0; iter < 4000; iter++) {
+		struct plugin_config c;
+		struct gerr err = {0};
+		size_t len = strlen(valid);
+		int r;
+
+		memcpy(buf, valid, len);
+		for (int k = 0; k < 1 + iter % 4; k++) {
+			size_t pos;
+
+			seed = seed * 1103515245u + 12345u;
+			pos = (seed >> 8) % len;
+			switch ((seed >> 4) % 3) {
+			case 0:
+				buf[pos] = (char)(seed >> 16);
+				break;
+			case 1:
+				if (len + 1 < sizeof(buf)) {
+					memmove(buf + pos + 1, buf + pos, len - pos);
+					buf[pos] = "\n :-[]{}\"'#&*!|>%@`0\t"[(seed >> 16) % 21];
+					len++;
+				}
+				break;
+			default:
+				memmove(buf + pos, buf + pos + 1, len - pos - 1);
+				len--;
+			}
+		}
+		defaults(&c);
+		r = config_apply_file_text(&c, buf, len, "m.yaml", &err);
+		if (r < 0)
+			assert_non_null(strstr(err.msg, "m.yaml:"));
+		assert_true(c.n_rules <= CONFIG_MAX_RULES);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_valid),
+	    cmocka_unit_test(test_bad),
+	    cmocka_unit_test(test_unknown_keys_warn),
+	    cmocka_unit_test(test_mutations),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
