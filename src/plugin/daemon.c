@@ -744,7 +744,8 @@ int plugin_daemon_run(const struct config_args *args, const struct plugin_config
 		r = start_serving(&d, &err);
 		if (r < 0) {
 			log_error("Cannot serve the device plugins", "error=\"%s\"", err.msg);
-			if (d.cfg.fail_on_init_error) {
+			/* another plugin serves these sockets: waiting would only fight it for them */
+			if (d.cfg.fail_on_init_error || r == -EADDRINUSE) {
 				rc = 1;
 				goto out;
 			}

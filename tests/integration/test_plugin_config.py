@@ -126,6 +126,8 @@ BAD = [  # (file text, expected words in the error)
     ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 2}\n  mps:\n    resources:\n"
      "    - {name: gpu, replicas: 2}\n", "mutually exclusive"),
     ("version: v1\nflags:\n  nvidiaDriverRoot: relative/path\n", "must be an absolute path"),
+    ("version: v1\nflags:\n  nvidiaDriverRoot: /../../../etc\n", ":3:21: flags.nvidiaDriverRoot: driver-root: path "
+     "must not contain '..'"),
     ("version: v1\nimex:\n  channelIDs: [1]\n", "only channel 0"),
     ("version: v1\nflags:\n  plugin: yes\n", "expected a mapping"),
 ]
@@ -142,6 +144,11 @@ def test_config_errors(h):
     check("--mig-strategy" in err and "none|single|mixed" in err, "flag error %r" % err)
     _, err = gp("--print-config", env={"DEVICE_ID_STRATEGY": "serial"}, rc=1)
     check("env DEVICE_ID_STRATEGY" in err, "env error %r" % err)
+    # '..' in a path from a flag or env var is refused too: it would leave --root
+    _, err = gp("--print-config", "--device-plugin-path", "/var/lib/kubelet/../../../tmp", rc=1)
+    check("--device-plugin-path" in err and "'..'" in err, "dotdot flag %r" % err)
+    _, err = gp("--print-config", env={"NVIDIA_DRIVER_ROOT": "/run/nvidia/driver/.."}, rc=1)
+    check("env NVIDIA_DRIVER_ROOT" in err and "'..'" in err, "dotdot env %r" % err)
     _, err = gp("--print-config", "--rescan-interval=0", rc=1)
     check("--rescan-interval" in err, "bounds %r" % err)
     _, err = gp("--no-such-flag", rc=2)
