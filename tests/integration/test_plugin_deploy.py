@@ -4,7 +4,8 @@
 tomllib and `containerd config dump` (containerd's own parser) for the containerd snippet, and
 gpulet itself for the env vars and the ConfigMap's config file. Checks the DaemonSet's contract
 (reference/device-plugin.md §10): kube-system, system-node-critical, nvidia.com/gpu toleration,
-device-plugins and /var/run/cdi hostPaths, least privilege; RuntimeClass handler == containerd
+device-plugins and /var/run/cdi hostPaths, least privilege (no whole-host mount, no SA token,
+RuntimeDefault seccomp); RuntimeClass handler == containerd
 runtime name; CONFIG_FILE == the ConfigMap's mount."""
 import json
 import os
@@ -51,7 +52,27 @@ def main():
     cdi = mounts[root + "/var/run/cdi"]
     check(vols[cdi["name"]]["hostPath"]["path"] == "/var/run/cdi" and not cdi.get("readOnly"),
           "/var/run/cdi writable at <root>/var/run/cdi, where the plugin writes its spec")
-    check(vols[mounts[root]["name"]]["hostPath"]["path"] == "/" and mounts[root]["readOnly"], "host root read-only")
+    # least host exposure (reliability review): only what gpulet reads, read-only, never the whole host
+    # or a dir holding secrets; no service-account token; the runtime's default seccomp profile
+    check(pod.get("automountServiceAccountToken") is False, "automountServiceAccountToken must be false")
+    check(pod.get("securityContext", {}).get("seccompProfile") == {"type": "RuntimeDefault"},
+          "pod seccompProfile RuntimeDefault: %r" % pod.get("securityContext"))
+    writable = {"/var/lib/kubelet/device-plugins", "/var/run/cdi"}
+    secret = ("/", "/etc", "/var", "/var/lib", "/var/lib/kubelet", "/run", "/var/run", "/root", "/home")
+    for m in c["volumeMounts"]:
+        hp = vols[m["name"]].get("hostPath")
+        if not hp:
+            continue
+        check(hp["path"] not in secret, "hostPath %s exposes more than gpulet reads" % hp["path"])
+        check(hp["path"] in writable or m.get("readOnly") is True, "hostPath %s must be readOnly" % hp["path"])
+        if hp["path"] not in writable:
+            check(m["mountPath"] == root + hp["path"], "%s mounted at %s, not under --root" % (hp["path"], m["mountPath"]))
+    # what the plugin reads (src/core/driver.c, node.c, cdi.c) is reachable below --root
+    host = {vols[m["name"]]["hostPath"]["path"] for m in c["volumeMounts"] if vols[m["name"]].get("hostPath")}
+    for need in ("/etc/ld.so.cache", "/usr/lib", "/lib/firmware/nvidia", "/lib64", "/usr/bin",
+                 "/proc/driver/nvidia/version", "/proc/driver/nvidia-caps/mig-minors", "/sys/bus/pci/devices",
+                 "/sys/devices", "/dev/nvidiactl", "/run/nvidia-persistenced/socket"):
+        check(any(need == h or need.startswith(h + "/") for h in host), "%s is read but not mounted" % need)
     cfgmount = [m for m in c["volumeMounts"] if vols[m["name"]].get("configMap")][0]
     check(vols[cfgmount["name"]]["configMap"]["name"] == cm["metadata"]["name"], "ConfigMap name")
     check(env["CONFIG_FILE"] == cfgmount["mountPath"] + "/" + next(iter(cm["data"])), "CONFIG_FILE %r" % env["CONFIG_FILE"])
