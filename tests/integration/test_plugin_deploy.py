@@ -15,7 +15,7 @@ import tomllib
 
 import yaml
 
-from plugin_lib import GPULET, SRC, check
+from plugin_lib import FAKE_NVML_LIB, FIXTURES, GPULET, MKROOT, SRC, check
 
 DEPLOY = os.path.join(SRC, "deploy")
 
@@ -23,6 +23,34 @@ DEPLOY = os.path.join(SRC, "deploy")
 def load(name):
     with open(os.path.join(DEPLOY, name)) as f:
         return list(yaml.safe_load_all(f))
+
+
+def check_pruned_root(host_paths):
+    """A fake node root cut down to the DaemonSet's host mounts gives the same CDI spec as the whole
+    root: the mounts hold everything gpulet reads (driver libraries, firmware, binaries, sockets,
+    device nodes, MIG capability minors)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        full, pruned = os.path.join(tmp, "full"), os.path.join(tmp, "pruned")
+        fixture = os.path.join(FIXTURES, "dgx-a100.json")
+        r = subprocess.run([MKROOT, full, fixture], capture_output=True, text=True)
+        check(r.returncode == 0, "mkroot: %s" % r.stderr)
+        os.makedirs(pruned)
+        for hp in host_paths:
+            src, dst = full + hp, pruned + hp
+            if os.path.lexists(src):  # cp -a: device nodes, links and modes as they are
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                r = subprocess.run(["cp", "-a", src, dst], capture_output=True, text=True)
+                check(r.returncode == 0, "cp -a %s: %s" % (src, r.stderr))
+        env = dict(os.environ, FAKE_NVML_FIXTURE=fixture)
+        specs = []
+        for root in (full, pruned):
+            p = subprocess.run([GPULET, "cdi", "generate", "--root", root, "--nvml-library", FAKE_NVML_LIB,
+                                "--format", "json"], capture_output=True, text=True, env=env)
+            check(p.returncode == 0, "cdi generate --root %s: %s" % (root, p.stderr))
+            specs.append(json.loads(p.stdout))
+        check(specs[0] == specs[1] and specs[0]["containerEdits"].get("mounts"),
+              "the DaemonSet's host mounts miss something gpulet reads:\nwhole root %s\nmounts only %s"
+              % (json.dumps(specs[0])[:1500], json.dumps(specs[1])[:1500]))
 
 
 def main():
@@ -73,6 +101,7 @@ def main():
                  "/proc/driver/nvidia/version", "/proc/driver/nvidia-caps/mig-minors", "/sys/bus/pci/devices",
                  "/sys/devices", "/dev/nvidiactl", "/run/nvidia-persistenced/socket"):
         check(any(need == h or need.startswith(h + "/") for h in host), "%s is read but not mounted" % need)
+    check_pruned_root(sorted(host - writable))
     cfgmount = [m for m in c["volumeMounts"] if vols[m["name"]].get("configMap")][0]
     check(vols[cfgmount["name"]]["configMap"]["name"] == cm["metadata"]["name"], "ConfigMap name")
     check(env["CONFIG_FILE"] == cfgmount["mountPath"] + "/" + next(iter(cm["data"])), "CONFIG_FILE %r" % env["CONFIG_FILE"])
