@@ -121,6 +121,14 @@ def main():
         check(eff["sharing"]["strategy"] == "time-slicing" and eff["sharing"]["resources"][0]["replicas"] == 4,
               "ConfigMap sharing not applied: %r" % eff["sharing"])
 
+    # scheduling (QA B3): a RuntimeClass nodeSelector is added to every pod naming the class, the plugin
+    # included, so it must not need an Operator-only label; the DaemonSet matches stock NFD's PCI labels
+    check(not rc.get("scheduling", {}).get("nodeSelector"), "RuntimeClass nodeSelector %r" % rc.get("scheduling"))
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    keys = {e["key"] for t in terms for e in t["matchExpressions"]}
+    check({"feature.node.kubernetes.io/pci-0302_10de.present", "feature.node.kubernetes.io/pci-0300_10de.present",
+           "nvidia.com/gpu.present"} <= keys, "GPU-node affinity keys %s" % sorted(keys))
+
     # RuntimeClass handler == the containerd runtime name; containerd's own parser takes the snippet
     check(pod["runtimeClassName"] == rc["metadata"]["name"], "DaemonSet runtimeClassName")
     cri = toml["plugins"]["io.containerd.grpc.v1.cri"]
