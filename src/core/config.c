@@ -483,6 +483,24 @@ static void warn(struct plugin_config *c, const char *fmt, ...)
 
 /* ---- command line ------------------------------------------------------------------------- */
 
+/* Flags users bring from elsewhere, with what to use instead. */
+static const struct {
+	const char *flag, *hint;
+} foreign_flags[] = {
+    /* the field guide §5.2 mentions it (a GPU Operator/helm setting, not a plugin flag) */
+    {"--enable-cdi", "not a device-plugin flag; use --device-list-strategy=cdi-cri (or cdi-annotations)"},
+};
+
+static int unknown_option(const char *arg, struct gerr *err)
+{
+	size_t l = strcspn(arg, "=");
+
+	for (size_t i = 0; i < ELEMENTSOF(foreign_flags); i++)
+		if (strlen(foreign_flags[i].flag) == l && strncmp(arg, foreign_flags[i].flag, l) == 0)
+			return gerr_set(err, EINVAL, "unknown option '%s': %s", arg, foreign_flags[i].hint);
+	return gerr_set(err, EINVAL, "unknown option '%s'; see 'gpulet plugin --help'", arg);
+}
+
 int config_parse_args(int argc, char **argv, struct config_args **ret, bool *help, struct gerr *err)
 {
 	struct option lo[2 * ELEMENTSOF(opts) + 3];
@@ -506,7 +524,11 @@ int config_parse_args(int argc, char **argv, struct config_args **ret, bool *hel
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", lo, &idx)) != -1) {
+	/* leading ':': a missing value is ':' (not '?'), so it gets its own message */
+	while ((c = getopt_long(argc, argv, ":h", lo, &idx)) != -1) {
+		if (c == ':')
+			return gerr_set(err, EINVAL, "option '%s' needs a value; see 'gpulet plugin --help'",
+					argv[optind - 1]);
 		if (c == 'h') {
 			*help = true;
 			continue;
@@ -516,8 +538,7 @@ int config_parse_args(int argc, char **argv, struct config_args **ret, bool *hel
 			continue;
 		}
 		if (c < 1000 || c >= 1000 + (int)ELEMENTSOF(opts))
-			return gerr_set(err, EINVAL, "unknown option '%s'; see 'gpulet plugin --help'",
-					argv[optind - 1]);
+			return unknown_option(argv[optind - 1], err);
 		size_t i = (size_t)(c - 1000);
 
 		if (opts[i].type == T_BOOL && !optarg) {

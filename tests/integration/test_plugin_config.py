@@ -151,6 +151,11 @@ def test_config_errors(h):
     check("env NVIDIA_DRIVER_ROOT" in err and "'..'" in err, "dotdot env %r" % err)
     _, err = gp("--print-config", "--rescan-interval=0", rc=1)
     check("--rescan-interval" in err, "bounds %r" % err)
+    # QA: a missing value is named as such; a flag from the field guide (§5.2) gets the plugin's equivalent
+    _, err = gp("--print-config", "--mig-strategy", rc=2)
+    check("'--mig-strategy' needs a value" in err, "missing value %r" % err)
+    _, err = gp("--print-config", "--enable-cdi=true", rc=2)
+    check("'--enable-cdi=true'" in err and "--device-list-strategy=cdi-cri" in err, "foreign flag %r" % err)
     _, err = gp("--no-such-flag", rc=2)
     check("--no-such-flag" in err, "unknown flag %r" % err)
     _, err = gp("--print-config", "--config-file", cfgfile(h.tmp, "sharing:\n  mps:\n    resources:\n"
