@@ -190,6 +190,20 @@ def test_fail_on_init_error(h):
     check("No devices found. Waiting indefinitely." in log.read(), "no waiting message")
 
 
+def test_cdi_spec_unwritable(h):
+    """A CDI strategy whose spec cannot be written: exit 1 at start (QA), or serve with
+    --fail-on-init-error=false."""
+    spec = os.path.join(h.root, "var/run/cdi/k8s.device-plugin.nvidia.com-gpu.json")
+    os.makedirs(spec)  # a dir where the file goes: the write fails
+    args = [*h.base_args(), "--device-list-strategy", "cdi-cri"]
+    p = subprocess.run([GPULET, "plugin", *args], capture_output=True, text=True, env=h.plugin_env(), timeout=20)
+    check(p.returncode == 1 and "Cannot write the CDI spec" in p.stderr and "fail-on-init-error" in p.stderr,
+          "unwritable CDI spec: rc %d %s" % (p.returncode, p.stderr))
+    h.start_standin()
+    h.start_plugin("--device-list-strategy", "cdi-cri", "--fail-on-init-error=false")
+    h.check_alive()
+
+
 def test_no_gpu_node(h):
     p = subprocess.run([GPULET, "plugin", *h.base_args()], capture_output=True, text=True, env=h.plugin_env(),
                        timeout=20)
@@ -202,4 +216,5 @@ if __name__ == "__main__":
     run(test_config_sources)
     run(test_config_errors)
     run(test_fail_on_init_error)
+    run(test_cdi_spec_unwritable)
     run(test_no_gpu_node)
