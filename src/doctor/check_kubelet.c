@@ -19,6 +19,7 @@
 #include "doctor.h"
 #include "fileio.h"
 #include "node.h"
+#include "podres.h"
 #include "toml.h"
 
 /* Where kubelets keep their root dir (the device-plugins dir is <root-dir>/device-plugins). */
@@ -327,13 +328,35 @@ static const json_t *pod_by_uid(const struct doctor_ctx *c, const char *uid)
 	return NULL;
 }
 
+/* Does any pod that kubelet's PodResources lists hold one of these devices? */
+static bool held_by_listed_pod(const struct podres_map *m, char *const *ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char base[128];
+		const struct podres_device *first;
+
+		snprintf(base, sizeof(base), "%.*s", (int)strcspn(ids[i], ":"), ids[i]); /* <uuid>::<replica> */
+		if (podres_find(m, base, &first))
+			return true;
+	}
+	return false;
+}
+
 int doctor_check_alloc(struct doctor_ctx *c)
 {
 	const char *kd = kubelet_dir(c);
+	_cleanup_(podres_map_freep) struct podres_map *live = NULL;
+	_cleanup_free_ char *sock = NULL;
 	struct doctor_finding *f = NULL;
+	struct stat st;
 
 	if (doctor_need_checkpoint(c) <= 0)
 		return 0;
+	/* live kubelet: PodResources List shows what running pods hold (reference/monitoring-doctor.md A4) */
+	if (!c->pods && exists(c, kd, "pod-resources/kubelet.sock", &st) && S_ISSOCK(st.st_mode) &&
+	    asprintf(&sock, "%s/pod-resources/kubelet.sock", kd) >= 0 &&
+	    podres_list(c->o->root, sock, 2000, NULL, &live, NULL) < 0)
+		live = NULL;
 	for (size_t k = 0; k < c->ckpt->n_entries; k++) {
 		const struct checkpoint_entry *e = &c->ckpt->entries[k];
 		const json_t *pod = c->pods ? pod_by_uid(c, e->pod_uid) : NULL;
@@ -350,7 +373,9 @@ int doctor_check_alloc(struct doctor_ctx *c)
 			why = "is terminating (deletionTimestamp set or phase Succeeded/Failed)";
 		else if (c->pods)
 			why = "is not in --pods";
-		else if (!exists(c, kd, pods_dir, NULL))
+		else if (live && !held_by_listed_pod(live, e->device_ids, e->n_ids))
+			why = "is not running: kubelet's PodResources List shows no pod holding these devices";
+		else if (!live && !exists(c, kd, pods_dir, NULL))
 			why = "has no directory under the kubelet's pods/ any more";
 		else
 			continue;
