@@ -99,6 +99,8 @@ def healthy(root, fixture):
     put(root, "/usr/bin/nvidia-container-runtime", "#!/bin/sh\nexec runc \"$@\"\n", 0o755)
     put(root, "/etc/cdi/nvidia.json", json.dumps(cdi_spec(fixture), indent=1))
     put(root, "/var/lib/dpkg/status", DPKG.format(toolkit="1.14.6"))
+    put(root, "/var/lib/kubelet/config.yaml",
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n")
     for s in ("device-plugins/kubelet.sock", "pod-resources/kubelet.sock", "device-plugins/nvidia-gpu.sock"):
         bind_socket(root, f"/var/lib/kubelet/{s}")
     profiles = {p for g in fixture["gpus"] for _, p in mig_instances(g)}

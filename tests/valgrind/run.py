@@ -69,7 +69,7 @@ def run_one(name, argv, env=None, cwd=None, ok_rcs=(0,), timeout=900, logdir=Non
     try:
         r = subprocess.run(valgrind_cmd(log) + argv, env=env, cwd=cwd, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, timeout=timeout)
-        rc, err = r.returncode, r.stderr.decode(errors="replace")
+        rc, err = r.returncode, r.stdout.decode(errors="replace")
     except subprocess.TimeoutExpired:
         rc, err = "timeout", ""
     record(name, rc, log, time.time() - t0, ok_rcs, err)
