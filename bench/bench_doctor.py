@@ -15,9 +15,12 @@ FAKE = os.environ.get("FAKE_NVML_LIB") or os.path.join(SRC, "build", "fakenvml",
 RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 30
 
 
-def timed(cmd, env):
+def timed(cmd, env, cpu):
+    """Wall ms; CPU ms (user+sys of the child, less sensitive to a loaded machine) appended to cpu."""
     t = time.perf_counter()
-    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, _, ru = os.wait4(p.pid, 0)
+    cpu.append((ru.ru_utime + ru.ru_stime) * 1000)
     return (time.perf_counter() - t) * 1000
 
 
@@ -34,14 +37,16 @@ try:
     p = subprocess.run(doctor, env=env, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"doctor on the healthy dgx-a100 node should pass, rc={p.returncode}: {p.stdout[-500:]}")
-    floor, work = [], []
+    floor, work, floor_cpu, work_cpu = [], [], [], []
     for _ in range(RUNS):  # interleaved so both see the same machine load
-        floor.append(timed([GPULET, "--help"], env))
-        work.append(timed(doctor, env))
+        floor.append(timed([GPULET, "--help"], env, floor_cpu))
+        work.append(timed(doctor, env, work_cpu))
     f, w = statistics.median(floor), statistics.median(work)
     print(f"floor  gpulet --help          median {f:7.2f} ms  (min {min(floor):.2f})")
     print(f"doctor dgx-a100 healthy node  median {w:7.2f} ms  (min {min(work):.2f}, p90 "
           f"{sorted(work)[int(len(work) * 0.9) - 1]:.2f})")
+    fc, wc = statistics.median(floor_cpu), statistics.median(work_cpu)
+    print(f"cpu    floor {fc:.2f} ms, doctor {wc:.2f} ms: ratio {wc / fc:.1f}x, doctor's own work {wc - fc:.2f} ms")
     print(f"ratio doctor/floor: {w / f:.1f}x; doctor minus floor: {w - f:.2f} ms; goal < 100 ms: "
           f"{'met' if w < 100 else 'NOT met'} ({RUNS} runs)")
 finally:

@@ -342,6 +342,27 @@ static int parse_user(const char *s, struct cdi_validate_options *o)
 	return -EINVAL;
 }
 
+/*
+ * A --dir the user names must exist: an empty or mistyped spec dir is the field guide's silent
+ * failure (the runtime finds no spec and says nothing), so validate must not report "0 errors".
+ */
+static int check_spec_dir(const char *root, const char *dir)
+{
+	_cleanup_free_ char *path = root_path(root, dir);
+	struct stat st;
+
+	if (!path)
+		return -ENOMEM;
+	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr,
+			"gpulet cdi validate: --dir %s: %s; check the path against the runtime's cdi_spec_dirs "
+			"(default /etc/cdi and /var/run/cdi)\n",
+			path, errno == 0 || S_ISDIR(st.st_mode) ? "not a directory" : strerror(errno));
+		return -ENOENT;
+	}
+	return 0;
+}
+
 static int cdi_validate_cmd(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -409,6 +430,9 @@ static int cdi_validate_cmd(int argc, char **argv)
 			validate_help(stderr);
 			return EXIT_USAGE;
 		}
+	for (size_t i = 0; i < n_dirs; i++)
+		if (check_spec_dir(o.root, dirs[i]) < 0)
+			return 1;
 	if (optind < argc)
 		r = cdi_validate_files((const char *const *)argv + optind, (size_t)(argc - optind), &o, &rep);
 	if (r >= 0 && (n_dirs > 0 || optind == argc))

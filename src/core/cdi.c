@@ -360,6 +360,46 @@ static int add_named(struct gen *g, const char *index_name, const char *uuid, co
 	return r;
 }
 
+static int drm_filter(const struct dirent *de)
+{
+	return strncmp(de->d_name, "card", 4) == 0 || strncmp(de->d_name, "renderD", 7) == 0;
+}
+
+/*
+ * DRM nodes of a full GPU: the card* and renderD* entries of its sysfs drm/ dir become
+ * /dev/dri/<name> (nvidia-ctk internal/platform-support/dgpu/nvml.go; sysfs read under --root).
+ */
+static int push_drm_nodes(struct gen *g, json_t *nodes, const struct node_gpu *gpu)
+{
+	const char *rest = strchr(gpu->pci_bus_id, ':');
+	_cleanup_free_ char *dir = NULL;
+	struct dirent **list = NULL;
+	char rel[128];
+	unsigned dom;
+	int n, r = 0;
+
+	if (!rest || sscanf(gpu->pci_bus_id, "%x:", &dom) != 1)
+		return 0;
+	/* NVML "00000000:07:00.0" -> sysfs "0000:07:00.0" */
+	snprintf(rel, sizeof(rel), "/sys/bus/pci/devices/%04x%s/drm", dom, rest);
+	for (char *c = rel; *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+	dir = root_path(g->o->root, rel);
+	if (!dir)
+		return -ENOMEM;
+	n = scandir(dir, &list, drm_filter, alphasort);
+	for (int i = 0; i < n; i++) {
+		char path[300];
+
+		snprintf(path, sizeof(path), "/dev/dri/%s", list[i]->d_name);
+		if (r == 0)
+			r = push_node(g, nodes, path);
+		free(list[i]);
+	}
+	free(list);
+	return r;
+}
+
 static int gen_gpu(struct gen *g, const struct node_gpu *gpu)
 {
 	json_auto_t *nodes = json_array();
@@ -374,8 +414,12 @@ static int gen_gpu(struct gen *g, const struct node_gpu *gpu)
 		return r;
 	/* MIG enabled: only the MIG devices are usable (nvidia-ctk skips the full GPU too). */
 	if (!gpu->mig_enabled) {
+		json_auto_t *full = json_deep_copy(nodes);
+
 		snprintf(name, sizeof(name), "%u", gpu->index);
-		r = add_named(g, name, gpu->uuid, nodes);
+		r = full ? push_drm_nodes(g, full, gpu) : -ENOMEM;
+		if (r == 0)
+			r = add_named(g, name, gpu->uuid, full);
 	}
 	for (size_t i = 0; r == 0 && i < gpu->n_migs; i++) {
 		const struct node_mig *m = &gpu->migs[i];
@@ -991,6 +1035,8 @@ static const struct code_info {
 	const char *fix;
 } codes[] = {
     {"parse-error", "spec-invalid", true, "fix the syntax at the position given; a runtime skips the whole file"},
+    {"missing-file", "spec-missing", true,
+     "check the path: runtimes read specs from cdi_spec_dirs (/etc/cdi, /var/run/cdi)"},
     {"unreadable", "spec-unreadable", true,
      "make the file readable by the runtime user (chmod 0644 FILE, and a+x on its directories)"},
     {"dir-unreadable", "spec-unreadable", true,
@@ -1618,6 +1664,8 @@ static int scan_file(const char *path, size_t prio, const struct cdi_validate_op
 		return r;
 	if (r == -EACCES || r == -EPERM || r == -EISDIR)
 		problem(&v, "unreadable", "", NULL, "%s", err.msg);
+	else if (r == -ENOENT)
+		problem(&v, "missing-file", "", NULL, "%s", err.msg);
 	else if (r < 0)
 		problem(&v, "parse-error", "", NULL, "%s", err.msg);
 	else if (cdi_validate_spec(path, spec, o, rep) < 0)

@@ -112,9 +112,16 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
 	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
 		return gerr_set(err, ELOOP,
 				"%s is a symlink; refusing to replace it (remove it by hand if it is yours)", path);
-	if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0) {
-		tmp = NULL;
-		return gerr_set(err, ENOMEM, "out of memory");
+	/* A dot-file: NFD, CDI registries and other directory scanners skip hidden files, so they never
+	 * read the half-written temp file. */
+	{
+		const char *slash = strrchr(path, '/');
+		int dl = slash ? (int)(slash - path + 1) : 0;
+
+		if (asprintf(&tmp, "%.*s.%s.tmp.XXXXXX", dl, path, path + dl) < 0) {
+			tmp = NULL;
+			return gerr_set(err, ENOMEM, "out of memory");
+		}
 	}
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)

@@ -417,8 +417,12 @@ static int klog_open(struct health_watcher *w, struct klog *k, bool at_end)
 	k->fd = open(w->klog, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (k->fd < 0)
 		return -errno;
-	if (fstat(k->fd, &st) < 0)
-		return -errno;
+	if (fstat(k->fd, &st) < 0) {
+		int r = -errno;
+		close(k->fd);
+		k->fd = -1;
+		return r;
+	}
 	k->is_kmsg = S_ISCHR(st.st_mode);
 	k->dev = st.st_dev;
 	k->ino = st.st_ino;
@@ -483,17 +487,18 @@ static void *kmsg_main(void *arg)
 	struct klog k = {.fd = -1, .ino_fd = -1};
 	int r;
 
-	r = klog_open(w, &k, true);
-	if (r < 0) {
-		pthread_mutex_lock(&w->lock);
-		report_info(w, HEALTH_SOURCE_ERROR, NULL, "kmsg", 0,
-			    "cannot read kernel log %s: %s; XIDs that NVML does not deliver (79 fallen off the bus) "
-			    "will be missed; mount /dev/kmsg or give a log file",
-			    w->klog, strerror(-r));
-		pthread_mutex_unlock(&w->lock);
-		if (k.fd >= 0)
-			close(k.fd);
-		return NULL;
+	/* reported once; then tried again every second (a log file may appear later) */
+	for (bool told = false; (r = klog_open(w, &k, true)) < 0; told = true) {
+		if (!told) {
+			pthread_mutex_lock(&w->lock);
+			report_info(w, HEALTH_SOURCE_ERROR, NULL, "kmsg", 0,
+				    "cannot read kernel log %s: %s; XIDs that NVML does not deliver (79 fallen off the "
+				    "bus) will be missed until it can be read; mount /dev/kmsg or give a log file",
+				    w->klog, strerror(-r));
+			pthread_mutex_unlock(&w->lock);
+		}
+		if (wait_stop(w, 1000))
+			return NULL;
 	}
 	if (!k.is_kmsg) {
 		k.ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);

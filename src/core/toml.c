@@ -472,7 +472,8 @@ static int parse_key(struct parser *ps, struct key *k)
 				ps->p++;
 			if (ps->p == s) {
 				key_clear(k);
-				return perr(ps, s, at_end(ps) ? "expected a key" : "expected a key, found '%c'", *s);
+				return at_end(ps) ? perr(ps, s, "expected a key")
+						  : perr(ps, s, "expected a key, found '%c'", *s);
 			}
 			part = strndup(s, (size_t)(ps->p - s));
 			if (!part) {

@@ -19,6 +19,7 @@
 #include "doctor.h"
 #include "fileio.h"
 #include "node.h"
+#include "podres.h"
 #include "toml.h"
 
 /* Where kubelets keep their root dir (the device-plugins dir is <root-dir>/device-plugins). */
@@ -255,9 +256,70 @@ static bool cdi_enabled(struct doctor_ctx *c)
 	return f.enable_cdi;
 }
 
+/* The one mig.layout-stale finding, made on first use. */
+static struct doctor_finding *stale_finding(struct doctor_ctx *c)
+{
+	struct doctor_finding *f = doctor_find(c, "mig.layout-stale");
+
+	return f ? f
+		 : doctor_report(
+		       c, "mig.layout-stale", DOCTOR_FAIL, LINK_MIG,
+		       "restart the device plugin so it re-reads the MIG layout (kubectl -n kube-system delete pod "
+		       "-l name=nvidia-device-plugin-ds); gpulet plugin re-advertises live on a re-partition",
+		       "the MIG layout was changed but the device plugin still advertises the old one: pods get "
+		       "instances that no longer exist or none");
+}
+
+/* Advertised IDs in the checkpoint vs the MIG instances NVML sees now. */
+static void stale_from_checkpoint(struct doctor_ctx *c, const struct checkpoint *ck)
+{
+	for (size_t k = 0; k < ck->n_registered; k++)
+		for (size_t i = 0; i < ck->registered[k].n_ids; i++) {
+			char id[128];
+			const char *a = ck->registered[k].device_ids[i];
+
+			snprintf(id, sizeof(id), "%.*s", (int)strcspn(a, ":"), a);
+			if (!strncmp(id, "MIG-", 4) && !node_find_mig(c->node, id, NULL))
+				doctor_evidence(stale_finding(c), "%s advertises %s, which no longer exists",
+						ck->registered[k].resource, id);
+		}
+	for (size_t g = 0; g < c->node->n_gpus; g++) {
+		const struct node_gpu *gpu = &c->node->gpus[g];
+
+		if (gpu->mig_enabled && advertised(ck, gpu->uuid))
+			doctor_evidence(stale_finding(c),
+					"GPU %u %s is in MIG mode but still advertised as a whole GPU", gpu->index,
+					gpu->uuid);
+		for (size_t m = 0; m < gpu->n_migs; m++)
+			if (!advertised(ck, gpu->migs[m].uuid))
+				doctor_evidence(stale_finding(c), "MIG %s (%s on GPU %u) is not advertised",
+						gpu->migs[m].uuid, gpu->migs[m].profile, gpu->index);
+	}
+}
+
+/* --node capacity nvidia.com/mig-<profile> vs the number of instances of that profile now. */
+static void stale_from_node(struct doctor_ctx *c)
+{
+	const json_t *cap = node_status(c, "capacity");
+	const char *res;
+	json_t *v;
+
+	json_object_foreach ((json_t *)cap, res, v) {
+		long long have = 0, adv = quantity(cap, res);
+
+		if (strncmp(res, "nvidia.com/mig-", 15))
+			continue;
+		for (size_t g = 0; g < c->node->n_gpus; g++)
+			for (size_t m = 0; m < c->node->gpus[g].n_migs; m++)
+				have += streq(c->node->gpus[g].migs[m].profile, res + 15);
+		if (adv != have)
+			doctor_evidence(stale_finding(c), "--node capacity %s = %lld, NVML has %lld instance(s) of %s",
+					res, adv, have, res + 15);
+	}
+}
+
 int doctor_check_mig(struct doctor_ctx *c)
 {
-	struct doctor_finding *stale = NULL;
 	const struct checkpoint *ck;
 	size_t n_mig_gpus = 0;
 
@@ -266,38 +328,10 @@ int doctor_check_mig(struct doctor_ctx *c)
 	ck = doctor_need_checkpoint(c) > 0 ? c->ckpt : NULL;
 	for (size_t g = 0; g < c->node->n_gpus; g++)
 		n_mig_gpus += c->node->gpus[g].mig_enabled;
-	if (ck && checkpoint_has_nvidia(ck)) {
-#define STALE()                                                                                                     \
-	(stale ? stale                                                                                              \
-	       : (stale = doctor_report(                                                                            \
-		      c, "mig.layout-stale", DOCTOR_FAIL, LINK_MIG,                                                 \
-		      "restart the device plugin so it re-reads the MIG layout (kubectl -n kube-system delete pod " \
-		      "-l name=nvidia-device-plugin-ds); gpulet plugin re-advertises live on a re-partition",       \
-		      "the MIG layout was changed but the device plugin still advertises the old one: pods get "    \
-		      "instances that no longer exist or none")))
-		for (size_t k = 0; k < ck->n_registered; k++)
-			for (size_t i = 0; i < ck->registered[k].n_ids; i++) {
-				char id[128];
-				const char *a = ck->registered[k].device_ids[i];
-
-				snprintf(id, sizeof(id), "%.*s", (int)strcspn(a, ":"), a);
-				if (!strncmp(id, "MIG-", 4) && !node_find_mig(c->node, id, NULL))
-					doctor_evidence(STALE(), "%s advertises %s, which no longer exists",
-							ck->registered[k].resource, id);
-			}
-		for (size_t g = 0; g < c->node->n_gpus; g++) {
-			const struct node_gpu *gpu = &c->node->gpus[g];
-
-			if (gpu->mig_enabled && advertised(ck, gpu->uuid))
-				doctor_evidence(STALE(), "GPU %u %s is in MIG mode but still advertised as a whole GPU",
-						gpu->index, gpu->uuid);
-			for (size_t m = 0; m < gpu->n_migs; m++)
-				if (!advertised(ck, gpu->migs[m].uuid))
-					doctor_evidence(STALE(), "MIG %s (%s on GPU %u) is not advertised",
-							gpu->migs[m].uuid, gpu->migs[m].profile, gpu->index);
-		}
-#undef STALE
-	}
+	if (ck && checkpoint_has_nvidia(ck))
+		stale_from_checkpoint(c, ck);
+	if (c->node_obj)
+		stale_from_node(c);
 	if (n_mig_gpus && !cdi_enabled(c)) {
 		struct doctor_finding *f = doctor_report(
 		    c, "mig.without-cdi", DOCTOR_WARN, LINK_MIG,
@@ -327,13 +361,35 @@ static const json_t *pod_by_uid(const struct doctor_ctx *c, const char *uid)
 	return NULL;
 }
 
+/* Does any pod that kubelet's PodResources lists hold one of these devices? */
+static bool held_by_listed_pod(const struct podres_map *m, char *const *ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char base[128];
+		const struct podres_device *first;
+
+		snprintf(base, sizeof(base), "%.*s", (int)strcspn(ids[i], ":"), ids[i]); /* <uuid>::<replica> */
+		if (podres_find(m, base, &first))
+			return true;
+	}
+	return false;
+}
+
 int doctor_check_alloc(struct doctor_ctx *c)
 {
 	const char *kd = kubelet_dir(c);
+	_cleanup_(podres_map_freep) struct podres_map *live = NULL;
+	_cleanup_free_ char *sock = NULL;
 	struct doctor_finding *f = NULL;
+	struct stat st;
 
 	if (doctor_need_checkpoint(c) <= 0)
 		return 0;
+	/* live kubelet: PodResources List shows what running pods hold (reference/monitoring-doctor.md A4) */
+	if (!c->pods && exists(c, kd, "pod-resources/kubelet.sock", &st) && S_ISSOCK(st.st_mode) &&
+	    asprintf(&sock, "%s/pod-resources/kubelet.sock", kd) >= 0 &&
+	    podres_list(c->o->root, sock, 2000, NULL, &live, NULL) < 0)
+		live = NULL;
 	for (size_t k = 0; k < c->ckpt->n_entries; k++) {
 		const struct checkpoint_entry *e = &c->ckpt->entries[k];
 		const json_t *pod = c->pods ? pod_by_uid(c, e->pod_uid) : NULL;
@@ -350,7 +406,9 @@ int doctor_check_alloc(struct doctor_ctx *c)
 			why = "is terminating (deletionTimestamp set or phase Succeeded/Failed)";
 		else if (c->pods)
 			why = "is not in --pods";
-		else if (!exists(c, kd, pods_dir, NULL))
+		else if (live && !held_by_listed_pod(live, e->device_ids, e->n_ids))
+			why = "is not running: kubelet's PodResources List shows no pod holding these devices";
+		else if (!live && !exists(c, kd, pods_dir, NULL))
 			why = "has no directory under the kubelet's pods/ any more";
 		else
 			continue;

@@ -14,6 +14,7 @@
 #include "cudatable.h"
 #include "doctor.h"
 #include "fileio.h"
+#include "k8sobj.h"
 #include "toml.h"
 
 int doctor_toolkit_version(const struct doctor_ctx *c, char *buf, size_t size, char *src, size_t src_size)
@@ -188,6 +189,38 @@ static void check_handler(struct doctor_ctx *c, const struct ctrd_facts *f, cons
 	}
 }
 
+/*
+ * kubelet's cgroupDriver (/var/lib/kubelet/config.yaml, KubeletConfiguration) must match the
+ * runtime's SystemdCgroup, or containers of that runtime fail to start (reference/monitoring-doctor.md
+ * B4 "Cgroup rule"). nvidia-ctk copies the option from runc, so a hand-written nvidia runtime is
+ * where it goes wrong.
+ */
+static void check_cgroup_driver(struct doctor_ctx *c, const struct ctrd_facts *f, const char *handler)
+{
+	const struct toml *opts = toml_get(toml_path(f->containerd, "runtimes", handler, NULL), "options");
+	_cleanup_free_ char *p = doctor_path(c, "/var/lib/kubelet/config.yaml");
+	json_t *docs = NULL;
+	const char *drv;
+	bool systemd;
+	struct doctor_finding *fd;
+
+	if (!opts || !p || k8sobj_load(p, &docs, NULL) < 0)
+		return;
+	drv = json_string_value(json_object_get(json_array_get(docs, 0), "cgroupDriver"));
+	systemd = toml_bool(opts, "SystemdCgroup", 0) == 1;
+	if (drv && systemd != streq(drv, "systemd")) {
+		fd = doctor_report(c, "runtime.cgroup-driver-mismatch", DOCTOR_FAIL, LINK_RUNTIME,
+				   "set SystemdCgroup = true under the runtime's options when kubelet uses "
+				   "cgroupDriver: systemd (false for cgroupfs), then systemctl restart containerd",
+				   "the \"%s\" runtime's SystemdCgroup does not match kubelet's cgroupDriver: its pods "
+				   "fail to start",
+				   handler);
+		doctor_evidence(fd, "/var/lib/kubelet/config.yaml: cgroupDriver: %s", drv);
+		doctor_evidence(fd, "runtimes.%s.options.SystemdCgroup = %s", handler, systemd ? "true" : "false");
+	}
+	json_decref(docs);
+}
+
 int doctor_check_runtime(struct doctor_ctx *c)
 {
 	const char *handler = c->o->runtime_class ? c->o->runtime_class : "nvidia";
@@ -220,6 +253,7 @@ int doctor_check_runtime(struct doctor_ctx *c)
 	}
 	doctor_containerd_facts(c, &f);
 	check_handler(c, &f, handler);
+	check_cgroup_driver(c, &f, handler);
 
 	/* default runtime: without runtimeClassName pods get it; runc injects nothing unless CDI does */
 	if (!streq(f.default_runtime, handler) && runtime_table(&f, handler) && !f.enable_cdi) {

@@ -32,6 +32,7 @@ const struct doctor_check doctor_checks[] = {
      "toolkit.too-old-for-driver", doctor_check_toolkit},
     {"runtime", LINK_RUNTIME, 0, "/etc/containerd/config.toml + imports, RuntimeClass handler",
      "runtime.config-invalid runtime.config-missing runtime.nvidia-handler-missing runtime.binary-missing "
+     "runtime.cgroup-driver-mismatch "
      "runtime.default-is-runc runtime.cdi-disabled runtime.cdi-spec-dirs-mismatch runtime.cdi-and-legacy-hook",
      doctor_check_runtime},
     {"cdi", LINK_CDI, 0, "CDI spec dirs (/etc/cdi, /var/run/cdi or cdi_spec_dirs)",

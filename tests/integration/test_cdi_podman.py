@@ -3,7 +3,7 @@
 with real character device nodes (tests/lib/mkroot.sh, mknod), and run a busybox-static rootfs:
 
   * --device k8s.device-plugin.nvidia.com/gpu=<GPU UUID | MIG UUID | index | GPU:MIG | all> injects
-    the device nodes (right major:minor), the MIG caps nodes, the control nodes, the spec env, the
+    the device nodes (right major:minor), its DRM nodes, the MIG caps nodes, the control nodes, the spec env, the
     driver libraries, firmware and the persistenced socket, all visible inside the container;
   * what our validator rejects, podman rejects too: cdiVersion 0.6.0, an invalid device name, and
     one device defined in two files of one dir (each next to a good spec that keeps working).
@@ -107,7 +107,7 @@ def main():
     mig0 = mig_gpu["mig"][0]["cis"][0]["uuid"]
     with tempfile.TemporaryDirectory(prefix="gpulet-cdi-podman.") as tmp:
         root = os.path.join(tmp, "node")
-        mkroot(root, FIXTURE, host_view=True)
+        mkroot(root, FIXTURE, host_view=True, options=["--drm"])
         check(os.path.exists(os.path.join(root, "dev/nvidia0")) and
               not os.path.isfile(os.path.join(root, "dev/nvidia0")), "mkroot made real device nodes")
         with open(os.path.join(root, "proc/driver/nvidia-caps/mig-minors")) as f:
@@ -123,7 +123,7 @@ def run_tests(p, root, fx, gpu0, mig_gpu, mig0, minors):
     spec_path = generate(root, p.run_dir, "uuid")
     v = validate(["--runtime", "podman-4.3", spec_path])
     check(v.returncode == 0, f"validate of the generated spec: {v.stdout}")
-    script = ("env; ls -l /dev /dev/nvidia-caps; ls /usr/lib/x86_64-linux-gnu /lib/firmware/nvidia/*; "
+    script = ("env; ls -l /dev /dev/dri; ls /usr/lib/x86_64-linux-gnu /lib/firmware/nvidia/*; "
               "ls -l /run/nvidia-persistenced/socket; cat /usr/bin/nvidia-smi")
     r = p.run([f"{VENDOR}/gpu={gpu0['uuid']}"], script)
     check(r.returncode == 0, f"podman GPU uuid: rc {r.returncode} {r.stderr.strip()}")
@@ -134,6 +134,9 @@ def run_tests(p, root, fx, gpu0, mig_gpu, mig0, minors):
     check(node_line(out, "nvidiactl") == "c 195 255", "/dev/nvidiactl inside")
     check(node_line(out, "nvidia-uvm") is not None, "/dev/nvidia-uvm inside")
     check(node_line(out, "nvidia1") is None, "only the requested GPU is inside")
+    check(node_line(out, "card0") == "c 226 0" and node_line(out, "renderD128") == "c 226 128",
+          "the GPU's DRM nodes inside")
+    check(node_line(out, "card1") is None, "only the requested GPU's DRM nodes")
     for lib in ("libcuda.so.1", "libcuda.so." + fx["driver_version"], "libnvidia-ml.so.1"):
         check(re.search(r"^%s$" % re.escape(lib), out, re.M), f"{lib} mounted inside")
     check("gsp_ga10x.bin" in out, "GSP firmware inside")

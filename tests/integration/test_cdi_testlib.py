@@ -38,12 +38,12 @@ def load_fixture(name):
         return json.load(f)
 
 
-def mkroot(dest, fixture, host_view=False):
+def mkroot(dest, fixture, host_view=False, options=()):
     """A fake node root (tests/lib/mkroot.sh). host_view: also make the root readable at its own
     absolute path inside itself (<dest><dest> -> <dest>), so `--root DEST --driver-root DEST` reads
     the same tree while the spec's host paths point at its real device nodes and files, as a
     runtime on this machine will open them (like /run/nvidia/driver on a real node)."""
-    subprocess.run(["sh", os.path.join(SRC, "tests/lib/mkroot.sh"), dest, fixture], check=True,
+    subprocess.run(["sh", os.path.join(SRC, "tests/lib/mkroot.sh"), dest, fixture] + list(options), check=True,
                    capture_output=True, env=dict(os.environ, GPULET_BUILD=BUILD))
     if host_view:
         os.makedirs(os.path.dirname(dest + dest), exist_ok=True)

@@ -4,7 +4,7 @@
 tests/lib/mkroot.sh, then the "healthy" base below, then the scenario's setup.sh), and expect.json
 says which finding ids `gpulet doctor --root ... --json` must report as fail / warn and which must
 not appear at all. Usage: run.py [--keep] [NAME...]; env GPULET, FAKE_NVML_LIB, GPULET_SRC."""
-import copy, json, os, shutil, socket, subprocess, sys, tempfile
+import json, os, shutil, socket, subprocess, sys, tempfile, time
 
 SRC = os.environ.get("GPULET_SRC") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GPULET = os.environ.get("GPULET") or os.path.join(SRC, "build", "gpulet")
@@ -99,6 +99,8 @@ def healthy(root, fixture):
     put(root, "/usr/bin/nvidia-container-runtime", "#!/bin/sh\nexec runc \"$@\"\n", 0o755)
     put(root, "/etc/cdi/nvidia.json", json.dumps(cdi_spec(fixture), indent=1))
     put(root, "/var/lib/dpkg/status", DPKG.format(toolkit="1.14.6"))
+    put(root, "/var/lib/kubelet/config.yaml",
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n")
     for s in ("device-plugins/kubelet.sock", "pod-resources/kubelet.sock", "device-plugins/nvidia-gpu.sock"):
         bind_socket(root, f"/var/lib/kubelet/{s}")
     profiles = {p for g in fixture["gpus"] for _, p in mig_instances(g)}
@@ -153,12 +155,29 @@ def run(name, keep):
             st = subprocess.run(["sh", "-e", os.path.join(d, "setup.sh")], env=env, capture_output=True, text=True)
             if st.returncode != 0:
                 return [f"setup.sh failed: {st.stderr.strip()[-400:]}"]
+        standin = None
+        if "podres" in spec:  # a live kubelet PodResources server (python3-grpcio) on the node's socket
+            ready = os.path.join(tmp, "podres.ready")
+            standin = subprocess.Popen(["/usr/bin/python3", os.path.join(SRC, "tests", "integration", "podres_standin.py"),
+                                        os.path.join(root, "var/lib/kubelet/pod-resources/kubelet.sock"),
+                                        os.path.join(d, spec["podres"]), "--ready", ready],
+                                       stderr=subprocess.DEVNULL)
+            for _ in range(200):
+                if os.path.exists(ready):
+                    break
+                time.sleep(0.05)
+            else:
+                standin.kill()
+                return ["podres stand-in did not start"]
         args = [GPULET, "doctor", "--root", root, "--json", "--nvml-library", FAKE]
         for opt in ("pods", "node", "kernel-log"):
             if opt in spec:
                 args += [f"--{opt}", os.path.join(d, spec[opt])]
         args += spec.get("args", [])
         p = subprocess.run(args, env=dict(env, FAKE_NVML_FIXTURE=nvml), capture_output=True, text=True)
+        if standin:
+            standin.terminate()
+            standin.wait()
         try:
             doc = json.loads(p.stdout)
         except ValueError:

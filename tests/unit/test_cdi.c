@@ -137,6 +137,30 @@ static void test_generate_versions_and_names(void **state)
 	assert_no_errors(devroot);
 }
 
+/* DRM nodes from the GPU's sysfs drm/ dir (card*, renderD*; not controlD*), full GPUs only. */
+static void test_generate_drm_nodes(void **state)
+{
+	_cleanup_free_ char *root = mk_tempdir(), *p0 = NULL, *pall = NULL;
+	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
+	json_auto_t *spec = NULL;
+	struct gerr err = {0};
+
+	assert_int_equal(
+	    shf("mkdir -p '%s/sys/bus/pci/devices/0000:0a:00.0/drm/renderD128' "
+		"'%s/sys/bus/pci/devices/0000:0a:00.0/drm/card0' '%s/sys/bus/pci/devices/0000:0a:00.0/drm/controlD64'",
+		root, root, root),
+	    0);
+	snprintf(gpus[0].pci_bus_id, sizeof(gpus[0].pci_bus_id), "00000000:0A:00.0");
+	o.root = root;
+	assert_int_equal(cdi_generate(&test_node, &o, &spec, &err), 0);
+	gpus[0].pci_bus_id[0] = 0;
+	p0 = node_paths(device(spec, "0"));
+	assert_string_equal(p0, "/dev/nvidia0 /dev/dri/card0 /dev/dri/renderD128");
+	pall = node_paths(device(spec, "all"));
+	assert_non_null(strstr(pall, "/dev/dri/card0 /dev/dri/renderD128"));
+	rm_tree(root);
+}
+
 static void test_generate_refuses(void **state)
 {
 	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
@@ -527,6 +551,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_generate_devices),
 	    cmocka_unit_test(test_generate_versions_and_names),
+	    cmocka_unit_test(test_generate_drm_nodes),
 	    cmocka_unit_test(test_generate_refuses),
 	    cmocka_unit_test(test_min_version_table),
 	    cmocka_unit_test(test_yaml_round_trip),

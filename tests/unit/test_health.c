@@ -460,6 +460,25 @@ static void test_kernel_log(void **state)
 	env_teardown(&e);
 }
 
+static void test_kernel_log_appears_later(void **state)
+{
+	struct env e = {0};
+	struct health_options o;
+
+	env_setup(&e);
+	health_options_default(&o);
+	assert_int_equal(unlink(e.klog), 0);
+	env_start(&e, &o);
+	long i = col_wait(0, HEALTH_SOURCE_ERROR, NULL, 2000);
+	assert_true(i >= 0);
+	assert_non_null(strstr(ev_at(i).reason, "cannot read kernel log"));
+	append(e.klog, "first line\n");
+	usleep(1500 * 1000); /* the watcher opens it at its next try, about a second later */
+	append(e.klog, "NVRM: Xid (PCI:0000:07:00): 79, GPU has fallen off the bus.\n");
+	assert_true(col_wait(0, HEALTH_GPU_LOST, e.node->gpus[0].uuid, 3000) >= 0);
+	env_teardown(&e);
+}
+
 static void test_unsupported_and_wait_error(void **state)
 {
 	struct env e = {0};
@@ -567,6 +586,7 @@ int main(void)
 	    cmocka_unit_test(test_recovery),
 	    cmocka_unit_test(test_lost_and_mig_poll),
 	    cmocka_unit_test(test_kernel_log),
+	    cmocka_unit_test(test_kernel_log_appears_later),
 	    cmocka_unit_test(test_unsupported_and_wait_error),
 	    cmocka_unit_test(test_dbe_follows_xid_policy),
 	    cmocka_unit_test(test_inherit),

@@ -98,7 +98,31 @@ static const struct {
     {"sharing:\n  timeSlicing:\n    resources: {}\n", "sharing.timeSlicing.resources"},
     {"- a\n- b\n", "expected a mapping"},
     {"flags:\n  nvidiaDriverRoot: x\n", "absolute path"},
+    /* '..' would climb out of --root (reliability review) */
+    {"flags:\n  nvidiaDriverRoot: /../../../etc\n", "c.yaml:2:21: flags.nvidiaDriverRoot: driver-root: path must "
+						    "not contain '..'"},
+    {"flags:\n  nvidiaDevRoot: /run/nvidia/..\n", "c.yaml:2:18: flags.nvidiaDevRoot"},
+    {"flags:\n  mpsRoot: /run/nvidia/../../tmp\n", "must not contain '..'"},
+    /* a long name cut before its '/' once left no '/' to find (fuzz crash-resource-name-truncated-slash) */
+    {"sharing:\n  timeSlicing:\n    resources:\n    - name: "
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/"
+     "gpu"
+     "\n      replicas: 2\n",
+     "116 characters, at most 63"},
+    {"sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/\n      replicas: 2\n", "nothing after"},
 };
+
+/* Names with dots that are not a '..' component stay valid. */
+static void test_dots_not_dotdot(void **state)
+{
+	static const char text[] = "flags:\n  nvidiaDriverRoot: /run/a..b/..c/d../.x\n";
+	struct plugin_config c;
+	struct gerr err = {0};
+
+	defaults(&c);
+	assert_int_equal(config_apply_file_text(&c, text, strlen(text), "c.yaml", &err), 0);
+	assert_string_equal(c.driver_root, "/run/a..b/..c/d../.x");
+}
 
 static void test_bad(void **state)
 {
@@ -169,9 +193,8 @@ static void test_mutations(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_valid),
-	    cmocka_unit_test(test_bad),
-	    cmocka_unit_test(test_unknown_keys_warn),
+	    cmocka_unit_test(test_valid),           cmocka_unit_test(test_bad),
+	    cmocka_unit_test(test_dots_not_dotdot), cmocka_unit_test(test_unknown_keys_warn),
 	    cmocka_unit_test(test_mutations),
 	};
 
