@@ -249,6 +249,7 @@ def soak(args):
             # -- every third restart, one other fault in rotation
             if i % 3 == 0:
                 kind = faults[(i // 3) % len(faults)]
+                print("restart %d: fault %s" % (summary["restarts"], kind), flush=True)
                 mark = h.events.mark()
                 if kind == "lost":
                     g = random.Random(i).choice(node.resources["nvidia.com/gpu"])
