@@ -284,6 +284,27 @@ static const struct opt opts[] = {
      F(rescan_interval),
      NULL,
      "seconds between device rescans (lost GPUs and MIG changes are re-advertised live)"},
+    /* gpulet: recovery of an unhealthy GPU (upstream #189, #234: upstream never recovers) */
+    {"health-recovery-interval",
+     NULL,
+     {"GPULET_HEALTH_RECOVERY_INTERVAL"},
+     NULL,
+     T_SECONDS,
+     "300",
+     F(health_recovery),
+     NULL,
+     "seconds without a new error after which a GPU unhealthy for a recoverable XID/ECC reason is healthy again "
+     "(a lost GPU never is)"},
+    /* gpulet: second XID source for what NVML misses, e.g. XID 79 fallen off the bus */
+    {"kernel-log",
+     NULL,
+     {"GPULET_KERNEL_LOG"},
+     NULL,
+     T_PATH,
+     "",
+     F(kernel_log),
+     NULL,
+     "kernel log followed for 'NVRM: Xid' lines (default: <root>/dev/kmsg; e.g. /var/log/kern.log)"},
     {"log-level", NULL, {"LOG_LEVEL"}, NULL, T_LEVEL, "info", F(log_level), "debug|info|warn|error", "log verbosity"},
 };
 

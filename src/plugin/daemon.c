@@ -411,6 +411,9 @@ static void health_restart(struct daemon *d)
 	o.root = d->cfg.root;
 	o.policy = d->policy;
 	o.mig_poll_ms = d->cfg.rescan_interval * 1000;
+	o.quiet_ms = d->cfg.health_recovery * 1000;
+	if (d->cfg.kernel_log[0])
+		o.kernel_log = d->cfg.kernel_log;
 	o.cb = on_health;
 	o.userdata = d;
 	if (health_start(d->nv, d->node, &o, &d->hw, &err) < 0)

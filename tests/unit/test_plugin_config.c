@@ -32,6 +32,8 @@ static const char *const plugin_envs[] = {
     "LOG_LEVEL",
     "CDI_ANNOTATION_PREFIX",
     "MPS_ROOT",
+    "GPULET_HEALTH_RECOVERY_INTERVAL",
+    "GPULET_KERNEL_LOG",
 };
 
 static void defaults(struct plugin_config *c)
@@ -58,6 +60,28 @@ static const char valid[] = "version: v1\n"
 			    "    - name: mig-1g.5gb\n"
 			    "      replicas: 2\n"
 			    "      rename: small\n";
+
+/* Issue 5 §2: the recovery quiet period and the kernel-log source are configurable, and bounded. */
+static void test_health_options(void **state)
+{
+	struct plugin_config c;
+
+	defaults(&c);
+	assert_int_equal(c.health_recovery, 300);
+	assert_string_equal(c.kernel_log, "");
+	setenv("GPULET_HEALTH_RECOVERY_INTERVAL", "30", 1);
+	setenv("GPULET_KERNEL_LOG", "/var/log/kern.log", 1);
+	assert_int_equal(config_load(NULL, &c, NULL), 0);
+	assert_int_equal(c.health_recovery, 30);
+	assert_string_equal(c.kernel_log, "/var/log/kern.log");
+	setenv("GPULET_HEALTH_RECOVERY_INTERVAL", "0", 1);
+	assert_true(config_load(NULL, &c, NULL) < 0);
+	setenv("GPULET_HEALTH_RECOVERY_INTERVAL", "30", 1);
+	setenv("GPULET_KERNEL_LOG", "relative/kern.log", 1);
+	assert_true(config_load(NULL, &c, NULL) < 0);
+	unsetenv("GPULET_HEALTH_RECOVERY_INTERVAL");
+	unsetenv("GPULET_KERNEL_LOG");
+}
 
 static void test_valid(void **state)
 {
@@ -193,8 +217,11 @@ static void test_mutations(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_valid),           cmocka_unit_test(test_bad),
-	    cmocka_unit_test(test_dots_not_dotdot), cmocka_unit_test(test_unknown_keys_warn),
+	    cmocka_unit_test(test_valid),
+	    cmocka_unit_test(test_health_options),
+	    cmocka_unit_test(test_bad),
+	    cmocka_unit_test(test_dots_not_dotdot),
+	    cmocka_unit_test(test_unknown_keys_warn),
 	    cmocka_unit_test(test_mutations),
 	};
 
