@@ -139,6 +139,15 @@ size_t doctor_cdi_dir_files(const struct doctor_ctx *c, const char *dir, char na
 /* Version of a dpkg package under root (/var/lib/dpkg/status), epoch and Debian revision dropped. */
 bool doctor_dpkg_version(const struct doctor_ctx *c, const char *pkg, char *buf, size_t size);
 
+/*
+ * Run host tool `name` (looked up in /usr/bin, /usr/sbin, /usr/local/bin below root; never a shell or
+ * $PATH) with argv; its stdout (at most size-1 bytes, NUL-terminated) goes to buf, stderr to /dev/null.
+ * Killed after timeout_ms. Returns bytes read, -ENOENT not installed, -ETIMEDOUT, -EIO non-zero exit.
+ */
+int doctor_run_tool(const char *root, const char *name, char *const argv[], char *buf, size_t size, int timeout_ms);
+/* First "X.Y[.Z]" version (after start, a blank or a 'v') in text; false when none. */
+bool doctor_scan_version(const char *text, char *buf, size_t size);
+
 /* nvidia-container-toolkit version under root (dpkg status, or nvidia-ctk --version on the host). */
 int doctor_toolkit_version(const struct doctor_ctx *c, char *buf, size_t size, char *src, size_t src_size);
 
