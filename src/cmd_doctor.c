@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpulet doctor: walk the chain on this node and name the earliest broken link, its evidence and fix. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +88,7 @@ int cmd_doctor(int argc, char **argv)
 	};
 	struct doctor_options o = {.root = "/", .nvml_library = cmd_env_or("GPULET_NVML_LIBRARY", NULL)};
 	struct doctor_ctx c = {0};
+	struct gerr err = {0};
 	char *only[64];
 	size_t n_only = 0;
 	bool json = false;
@@ -159,6 +161,11 @@ int cmd_doctor(int argc, char **argv)
 		}
 		if (add_only(argv[optind], only, &n_only, ELEMENTSOF(only)) < 0)
 			return EXIT_USAGE;
+	}
+	r = doctor_check_options(&o, &err);
+	if (r < 0) {
+		fprintf(stderr, "gpulet doctor: %s\n", err.msg[0] ? err.msg : strerror(-r));
+		return r == -ENOMEM ? 1 : EXIT_USAGE;
 	}
 	r = doctor_run(&c, &o);
 	if (r < 0) {

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The check table, the runner that attributes symptoms to the earliest broken link, shared facts. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "checkpoint.h"
 #include "doctor.h"
@@ -345,6 +348,70 @@ static const struct doctor_finding *explaining(const struct doctor_ctx *c, unsig
 		if ((mask & L(l)) && c->blocked_by[l])
 			return &c->findings[c->blocked_by[l] - 1];
 	return NULL;
+}
+
+/* An input file the user named: it must open for reading and not be a directory. */
+static int readable_file(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? -EISDIR : 0;
+}
+
+/* Inputs named on the command line, with what to do when one is missing (a row per option). */
+static const struct {
+	const char *option;
+	size_t offset;   /* of the path in struct doctor_options */
+	bool below_root; /* a path on the node, read below --root */
+	const char *fix;
+} input_files[] = {
+    {"--kernel-log", offsetof(struct doctor_options, kernel_log), false,
+     "save the node's kernel log to a file (journalctl -k > kern.log, or dmesg > kern.log) and give that"},
+    {"--pods", offsetof(struct doctor_options, pods_file), false,
+     "save the pods with: kubectl get pods -A -o json > pods.json"},
+    {"--node", offsetof(struct doctor_options, node_file), false,
+     "save the node with: kubectl get node NAME -o json > node.json"},
+    {"--containerd-config", offsetof(struct doctor_options, containerd_config), true,
+     "give the path of containerd's config.toml on the node (default /etc/containerd/config.toml; "
+     "see: containerd config dump)"},
+};
+
+int doctor_check_options(const struct doctor_options *o, struct gerr *err)
+{
+	const char *root = o->root && *o->root ? o->root : "/";
+	struct stat st;
+	int r;
+
+	if (stat(root, &st) < 0)
+		return gerr_set(err, EINVAL,
+				"--root %s: %s; give the directory where the node's filesystem is mounted "
+				"(e.g. --root /host in a container), or leave --root out for this host",
+				root, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return gerr_set(err, EINVAL,
+				"--root %s: not a directory; give the directory where the node's filesystem is "
+				"mounted (e.g. --root /host)",
+				root);
+	for (size_t k = 0; k < ELEMENTSOF(input_files); k++) {
+		const char *path = *(const char *const *)((const char *)o + input_files[k].offset);
+		_cleanup_free_ char *full = NULL;
+
+		if (!path)
+			continue;
+		if (input_files[k].below_root) {
+			full = root_path(root, path);
+			if (!full)
+				return -ENOMEM;
+		}
+		r = readable_file(full ? full : path);
+		if (r < 0)
+			return gerr_set(err, EINVAL, "%s %s: cannot read %s: %s; %s", input_files[k].option, path,
+					full ? full : "it", strerror(-r), input_files[k].fix);
+	}
+	return 0;
 }
 
 int doctor_load_inputs(struct doctor_ctx *c, const struct doctor_options *o)

@@ -199,6 +199,12 @@ struct lint_options {
 };
 int lint_objects(struct doctor_ctx *c, const char *file, const json_t *objs, const struct lint_options *lo);
 
+/*
+ * Usage check of what the user named: --root must be a directory; --kernel-log, --pods, --node
+ * and --containerd-config (below root) must be readable files. -EINVAL with "what, where, what to do".
+ */
+int doctor_check_options(const struct doctor_options *o, struct gerr *err);
+
 /* Set c up with o and load --pods / --node (a bad file is a warn finding). -ENOMEM only. */
 int doctor_load_inputs(struct doctor_ctx *c, const struct doctor_options *o);
 
