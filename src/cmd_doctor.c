@@ -162,6 +162,16 @@ int cmd_doctor(int argc, char **argv)
 		if (add_only(argv[optind], only, &n_only, ELEMENTSOF(only)) < 0)
 			return EXIT_USAGE;
 	}
+	for (size_t k = 0; k < n_only; k++)
+		if (!doctor_only_valid(only[k])) {
+			fprintf(stderr,
+				"gpulet doctor: --only %s: no finding id or component of that name; give one of the "
+				"components or ids below (gpulet doctor --list shows them with their inputs):\n",
+				only[k]);
+			for (size_t j = 0; j < doctor_n_checks; j++)
+				fprintf(stderr, "  %-11s %s\n", doctor_checks[j].name, doctor_checks[j].ids);
+			return EXIT_USAGE;
+		}
 	r = doctor_check_options(&o, &err);
 	if (r < 0) {
 		fprintf(stderr, "gpulet doctor: %s\n", err.msg[0] ? err.msg : strerror(-r));
@@ -174,7 +184,7 @@ int cmd_doctor(int argc, char **argv)
 		return 1;
 	}
 	for (size_t k = 0; k < c.n_findings; k++)
-		if (c.findings[k].severity == DOCTOR_FAIL && doctor_id_selected(c.findings[k].id, only, n_only))
+		if (c.findings[k].severity == DOCTOR_FAIL && doctor_finding_shown(&c, &c.findings[k], only, n_only))
 			rc = 1;
 	if (json) {
 		json_t *doc = doctor_to_json(&c, only, n_only);

@@ -505,6 +505,63 @@ bool doctor_id_selected(const char *id, char *const *only, size_t n_only)
 	return false;
 }
 
+/* Does any id a check may report (ids, space separated, or "<name>.ok") fall under the selection? */
+static bool check_selected(const char *name, const char *ids, char *const *only, size_t n_only)
+{
+	char id[64];
+
+	snprintf(id, sizeof(id), "%s.ok", name);
+	if (doctor_id_selected(id, only, n_only))
+		return true;
+	for (const char *p = ids + strspn(ids, " "); *p; p += strspn(p, " ")) {
+		size_t n = strcspn(p, " ");
+
+		snprintf(id, sizeof(id), "%.*s", (int)n, p);
+		if (doctor_id_selected(id, only, n_only))
+			return true;
+		p += n;
+	}
+	return false;
+}
+
+bool doctor_only_valid(const char *sel)
+{
+	/* ids reported outside the check table: bad input files */
+	static const char *const input_ids[] = {"input.pods-invalid", "input.node-invalid",
+						"input.cuda-version-invalid"};
+	char *const one[] = {(char *)sel};
+
+	for (size_t k = 0; k < doctor_n_checks; k++)
+		if (check_selected(doctor_checks[k].name, doctor_checks[k].ids, one, 1))
+			return true;
+	for (size_t k = 0; k < ELEMENTSOF(input_ids); k++)
+		if (doctor_id_selected(input_ids[k], one, 1))
+			return true;
+	return false;
+}
+
+/*
+ * Selected findings, plus the finding that blocked a selected check: --only cdi on a node whose
+ * driver is not loaded must still say why the CDI checks did not run.
+ */
+bool doctor_finding_shown(const struct doctor_ctx *c, const struct doctor_finding *f, char *const *only, size_t n_only)
+{
+	size_t i;
+	json_t *s;
+
+	if (doctor_id_selected(f->id, only, n_only))
+		return true;
+	json_array_foreach (c->skipped, i, s) {
+		const char *by = json_string_value(json_object_get(s, "explained_by"));
+		const char *name = json_string_value(json_object_get(s, "check"));
+		const char *ids = json_string_value(json_object_get(s, "ids"));
+
+		if (by && name && ids && streq(by, f->id) && check_selected(name, ids, only, n_only))
+			return true;
+	}
+	return false;
+}
+
 json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_only)
 {
 	json_t *doc = json_object(), *arr = json_array();
@@ -518,7 +575,7 @@ json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_o
 		const struct doctor_finding *f = &c->findings[k];
 		json_t *ev = json_array();
 
-		if (!doctor_id_selected(f->id, only, n_only))
+		if (!doctor_finding_shown(c, f, only, n_only))
 			continue;
 		for (size_t e = 0; e < f->n_evidence; e++)
 			json_array_append_new(ev, json_string(f->evidence[e]));
@@ -543,7 +600,7 @@ void doctor_print(const struct doctor_ctx *c, char *const *only, size_t n_only)
 		for (size_t k = 0; k < c->n_findings; k++) {
 			const struct doctor_finding *f = &c->findings[k];
 
-			if ((int)f->link != l || !doctor_id_selected(f->id, only, n_only))
+			if ((int)f->link != l || !doctor_finding_shown(c, f, only, n_only))
 				continue;
 			if (f->severity == DOCTOR_OK) {
 				n_ok++;

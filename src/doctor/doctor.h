@@ -225,3 +225,7 @@ json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_o
 /* Readable report on stdout, grouped by link in chain order; names the first failure as root cause. */
 void doctor_print(const struct doctor_ctx *c, char *const *only, size_t n_only);
 bool doctor_id_selected(const char *id, char *const *only, size_t n_only);
+/* Shown under --only: selected, or the finding that made a selected check skip (the root cause). */
+bool doctor_finding_shown(const struct doctor_ctx *c, const struct doctor_finding *f, char *const *only, size_t n_only);
+/* An --only argument that names some id or component of the doctor's checks. */
+bool doctor_only_valid(const char *sel);

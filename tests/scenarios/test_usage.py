@@ -42,6 +42,23 @@ with tempfile.TemporaryDirectory() as tmp:
     if rc != 1:
         errs.append(f"readable inputs on an empty root: exit {rc}, expected 1: {err!r}")
 
+    # --only must not hide the root cause: devnode is skipped on an empty root because the driver
+    # is not loaded, so the report shows driver.not-loaded and exits 1
+    import json
+    rc, out, err = run("doctor", "--root", tmp, "--only", "devnode", "--json")
+    ids = [f["id"] for f in json.loads(out)["findings"]] if out.strip() else []
+    if rc != 1 or "driver.not-loaded" not in ids:
+        errs.append(f"--only devnode on a driverless root: exit {rc}, findings {ids}; expected driver.not-loaded, exit 1")
+    rc, out, err = run("doctor", "--root", tmp, "--only", "devnode.missing")
+    if rc != 1 or "driver.not-loaded" not in out:
+        errs.append(f"--only devnode.missing (text) on a driverless root: exit {rc}, output lacks driver.not-loaded: {out!r}")
+    rc, out, err = run("doctor", "--root", tmp, "--only", "toolkit", "--json")
+    ids = [f["id"] for f in json.loads(out)["findings"]] if out.strip() else []
+    if "driver.not-loaded" in ids:
+        errs.append(f"--only toolkit (not blocked by the driver) shows unrelated findings: {ids}")
+    usage_error(["doctor", "--root", tmp, "--only", "bogus.id"], ["--only bogus.id", "cdi.spec-missing", "devnode"])
+    usage_error(["doctor", "--root", tmp, "--only", "cdi,nope"], ["--only nope"])
+
 for e in errs:
     print("FAIL", e)
 print("usage: %d failures" % len(errs))
