@@ -30,3 +30,4 @@ target_link_libraries(k8s_dump PRIVATE gpulet_lib)
 gpulet_script_test(doctor_k8sobj_peers /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_k8sobj_peers.py
                    ${CMAKE_BINARY_DIR}/k8s_dump)
 gpulet_script_test(doctor_usage /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/scenarios/test_usage.py)
+gpulet_script_test(doctor_live_sockets /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/scenarios/test_live_sockets.py)

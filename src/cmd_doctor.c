@@ -29,6 +29,8 @@ static void usage(FILE *f)
 	    "  --cuda-version X.Y     check that the driver runs images built with this CUDA\n"
 	    "  --runtime-class NAME   RuntimeClass handler GPU pods use (default nvidia)\n"
 	    "  --containerd-config P  containerd config path on the host (default /etc/containerd/config.toml)\n"
+	    "  --live                 ROOT is the running node (e.g. /host mounted in a pod): connect to its\n"
+	    "                         kubelet and plugin sockets (always on for ROOT /)\n"
 	    "  --list                 list the checks, their inputs and finding ids\n\n"
 	    "Exit status: 0 no failure, 1 a check failed, 2 usage.\n"
 	    "Example: gpulet doctor --root /host --pods pods.json --cuda-version 12.4 --json\n");
@@ -67,7 +69,8 @@ int cmd_doctor(int argc, char **argv)
 		O_RC,
 		O_CTRD,
 		O_LIST,
-		O_RUSER
+		O_RUSER,
+		O_LIVE
 	};
 	static const struct option opts[] = {
 	    {"root", required_argument, NULL, O_ROOT},
@@ -83,6 +86,7 @@ int cmd_doctor(int argc, char **argv)
 	    {"containerd-config", required_argument, NULL, O_CTRD},
 	    {"list", no_argument, NULL, O_LIST},
 	    {"runtime-user", required_argument, NULL, O_RUSER},
+	    {"live", no_argument, NULL, O_LIVE},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
@@ -132,6 +136,9 @@ int cmd_doctor(int argc, char **argv)
 			break;
 		case O_CTRD:
 			o.containerd_config = optarg;
+			break;
+		case O_LIVE:
+			o.live = true;
 			break;
 		case O_RUSER:
 			if (sscanf(optarg, "%u:%u", &o.runtime_uid, &o.runtime_gid) < 1) {

@@ -61,6 +61,7 @@ struct doctor_options {
 	const char *runtime_class;         /* RuntimeClass handler pods use, "nvidia" by default */
 	const char *containerd_config;     /* path of config.toml on the host */
 	unsigned runtime_uid, runtime_gid; /* user containerd runs as (rootless containerd: not 0) */
+	bool live;                         /* root is the running node: its sockets answer (implied by "/") */
 	const char *cuda_library;          /* probe: libcuda to dlopen, "libcuda.so.1" by default */
 };
 
