@@ -31,4 +31,7 @@ struct cmd_nvml_opts {
  */
 struct nvml;
 struct node;
+struct gerr;
+/* NVML for these options: library from --nvml-library/env, searched under <root>/<driver-root>. */
+int cmd_open_nvml(const struct cmd_nvml_opts *o, struct nvml **ret, struct gerr *err);
 int cmd_load_node(const struct cmd_nvml_opts *o, struct nvml **ret_nv, struct node **ret_node);

@@ -3,7 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <errno.h>
+
 #include "cmd.h"
+#include "fileio.h"
 #include "node.h"
 
 const char *cmd_env_or(const char *name, const char *fallback)
@@ -13,15 +16,28 @@ const char *cmd_env_or(const char *name, const char *fallback)
 	return v && *v ? v : fallback;
 }
 
+int cmd_open_nvml(const struct cmd_nvml_opts *o, struct nvml **ret, struct gerr *err)
+{
+	const char *lib = o->library ? o->library : cmd_env_or("GPULET_NVML_LIBRARY", NULL);
+	/*
+	 * The driver root is a host path, like every other: under --root /host it is /host/run/nvidia/driver,
+	 * the same rule the plugin and doctor apply.
+	 */
+	_cleanup_free_ char *droot =
+	    root_path(o->root, o->driver_root ? o->driver_root : cmd_env_or("NVIDIA_DRIVER_ROOT", "/"));
+
+	if (!droot)
+		return gerr_set(err, ENOMEM, "out of memory");
+	return nvml_open(lib, droot, ret, err);
+}
+
 int cmd_load_node(const struct cmd_nvml_opts *o, struct nvml **ret_nv, struct node **ret_node)
 {
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
 	struct gerr err = {0};
 	struct node *n = NULL;
-	const char *lib = o->library ? o->library : cmd_env_or("GPULET_NVML_LIBRARY", NULL);
-	const char *driver_root = o->driver_root ? o->driver_root : cmd_env_or("NVIDIA_DRIVER_ROOT", "/");
 
-	if (nvml_open(lib, driver_root, &nv, &err) < 0 || node_load(nv, o->root, &n, &err) < 0) {
+	if (cmd_open_nvml(o, &nv, &err) < 0 || node_load(nv, o->root, &n, &err) < 0) {
 		fprintf(stderr, "gpulet: %s\n", err.msg);
 		return -1;
 	}

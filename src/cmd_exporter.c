@@ -234,13 +234,11 @@ static bool wait_signal(const sigset_t *set, int seconds)
 /* NVML and the node, retried until they load: a pod that crash-loops on NVML explains nothing. */
 static int load_node(const struct exporter_opts *o, const sigset_t *set, struct nvml **ret_nv, struct node **ret_n)
 {
-	const char *lib = o->nvml.library ? o->nvml.library : cmd_env_or("GPULET_NVML_LIBRARY", NULL);
-	const char *droot = o->nvml.driver_root ? o->nvml.driver_root : cmd_env_or("NVIDIA_DRIVER_ROOT", "/");
 	for (;;) {
 		struct gerr err = {0};
 		_cleanup_(nvml_closep) struct nvml *nv = NULL;
 		struct node *n = NULL;
-		if (nvml_open(lib, droot, &nv, &err) >= 0 && node_load(nv, o->nvml.root, &n, &err) >= 0) {
+		if (cmd_open_nvml(&o->nvml, &nv, &err) >= 0 && node_load(nv, o->nvml.root, &n, &err) >= 0) {
 			*ret_nv = TAKE_PTR(nv);
 			*ret_n = n;
 			return 0;

@@ -317,9 +317,7 @@ int cmd_labels(int argc, char **argv)
 
 	struct gerr err = {0};
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
-	const char *lib = c.nvml.library ? c.nvml.library : cmd_env_or("GPULET_NVML_LIBRARY", NULL);
-	const char *droot = c.nvml.driver_root ? c.nvml.driver_root : cmd_env_or("NVIDIA_DRIVER_ROOT", "/");
-	if (nvml_open(lib, droot, &nv, &err) < 0) {
+	if (cmd_open_nvml(&c.nvml, &nv, &err) < 0) {
 		log_error("cannot load NVML", "error=\"%s\"", err.msg);
 		if (c.fail_on_init_error)
 			return 1;

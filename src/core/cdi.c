@@ -1035,6 +1035,8 @@ static const struct code_info {
 	const char *fix;
 } codes[] = {
     {"parse-error", "spec-invalid", true, "fix the syntax at the position given; a runtime skips the whole file"},
+    {"missing-file", "spec-missing", true,
+     "check the path: runtimes read specs from cdi_spec_dirs (/etc/cdi, /var/run/cdi)"},
     {"unreadable", "spec-unreadable", true,
      "make the file readable by the runtime user (chmod 0644 FILE, and a+x on its directories)"},
     {"dir-unreadable", "spec-unreadable", true,
@@ -1662,6 +1664,8 @@ static int scan_file(const char *path, size_t prio, const struct cdi_validate_op
 		return r;
 	if (r == -EACCES || r == -EPERM || r == -EISDIR)
 		problem(&v, "unreadable", "", NULL, "%s", err.msg);
+	else if (r == -ENOENT)
+		problem(&v, "missing-file", "", NULL, "%s", err.msg);
 	else if (r < 0)
 		problem(&v, "parse-error", "", NULL, "%s", err.msg);
 	else if (cdi_validate_spec(path, spec, o, rep) < 0)

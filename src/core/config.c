@@ -284,6 +284,27 @@ static const struct opt opts[] = {
      F(rescan_interval),
      NULL,
      "seconds between device rescans (lost GPUs and MIG changes are re-advertised live)"},
+    /* gpulet: recovery of an unhealthy GPU (upstream #189, #234: upstream never recovers) */
+    {"health-recovery-interval",
+     NULL,
+     {"GPULET_HEALTH_RECOVERY_INTERVAL"},
+     NULL,
+     T_SECONDS,
+     "300",
+     F(health_recovery),
+     NULL,
+     "seconds without a new error after which a GPU unhealthy for a recoverable XID/ECC reason is healthy again "
+     "(a lost GPU never is)"},
+    /* gpulet: second XID source for what NVML misses, e.g. XID 79 fallen off the bus */
+    {"kernel-log",
+     NULL,
+     {"GPULET_KERNEL_LOG"},
+     NULL,
+     T_PATH,
+     "",
+     F(kernel_log),
+     NULL,
+     "kernel log followed for 'NVRM: Xid' lines (default: <root>/dev/kmsg; e.g. /var/log/kern.log)"},
     {"log-level", NULL, {"LOG_LEVEL"}, NULL, T_LEVEL, "info", F(log_level), "debug|info|warn|error", "log verbosity"},
 };
 
@@ -355,6 +376,15 @@ static int parse_bool(const char *v, bool *ret)
 	return -EINVAL;
 }
 
+/* True when a '/'-separated component of path is "..". */
+static bool has_dotdot(const char *path)
+{
+	for (const char *p = path; (p = strstr(p, "..")); p += 2)
+		if ((p == path || p[-1] == '/') && (p[2] == '/' || p[2] == '\0'))
+			return true;
+	return false;
+}
+
 /* Set one option from text; src says where the text came from ("--flag", "env X", "file:l:c"). */
 static int opt_set(struct plugin_config *c, const struct opt *o, const char *v, const char *src, struct gerr *err)
 {
@@ -365,6 +395,12 @@ static int opt_set(struct plugin_config *c, const struct opt *o, const char *v, 
 	case T_PATH:
 		if (len && v[0] != '/')
 			return gerr_set(err, EINVAL, "%s: %s must be an absolute path, got \"%s\"", src, o->flag, v);
+		/* every host path is read under --root: a '..' would climb out of it */
+		if (has_dotdot(v))
+			return gerr_set(err, EINVAL,
+					"%s: %s: path must not contain '..', got \"%s\"; give the real "
+					"absolute path",
+					src, o->flag, v);
 		/* fall through */
 	case T_STR:
 		if (len >= o->size)
@@ -468,6 +504,24 @@ static void warn(struct plugin_config *c, const char *fmt, ...)
 
 /* ---- command line ------------------------------------------------------------------------- */
 
+/* Flags users bring from elsewhere, with what to use instead. */
+static const struct {
+	const char *flag, *hint;
+} foreign_flags[] = {
+    /* the field guide §5.2 mentions it (a GPU Operator/helm setting, not a plugin flag) */
+    {"--enable-cdi", "not a device-plugin flag; use --device-list-strategy=cdi-cri (or cdi-annotations)"},
+};
+
+static int unknown_option(const char *arg, struct gerr *err)
+{
+	size_t l = strcspn(arg, "=");
+
+	for (size_t i = 0; i < ELEMENTSOF(foreign_flags); i++)
+		if (strlen(foreign_flags[i].flag) == l && strncmp(arg, foreign_flags[i].flag, l) == 0)
+			return gerr_set(err, EINVAL, "unknown option '%s': %s", arg, foreign_flags[i].hint);
+	return gerr_set(err, EINVAL, "unknown option '%s'; see 'gpulet plugin --help'", arg);
+}
+
 int config_parse_args(int argc, char **argv, struct config_args **ret, bool *help, struct gerr *err)
 {
 	struct option lo[2 * ELEMENTSOF(opts) + 3];
@@ -491,7 +545,11 @@ int config_parse_args(int argc, char **argv, struct config_args **ret, bool *hel
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", lo, &idx)) != -1) {
+	/* leading ':': a missing value is ':' (not '?'), so it gets its own message */
+	while ((c = getopt_long(argc, argv, ":h", lo, &idx)) != -1) {
+		if (c == ':')
+			return gerr_set(err, EINVAL, "option '%s' needs a value; see 'gpulet plugin --help'",
+					argv[optind - 1]);
 		if (c == 'h') {
 			*help = true;
 			continue;
@@ -501,8 +559,7 @@ int config_parse_args(int argc, char **argv, struct config_args **ret, bool *hel
 			continue;
 		}
 		if (c < 1000 || c >= 1000 + (int)ELEMENTSOF(opts))
-			return gerr_set(err, EINVAL, "unknown option '%s'; see 'gpulet plugin --help'",
-					argv[optind - 1]);
+			return unknown_option(argv[optind - 1], err);
 		size_t i = (size_t)(c - 1000);
 
 		if (opts[i].type == T_BOOL && !optarg) {
@@ -678,22 +735,26 @@ static int get_bool(struct yctx *y, yaml_node_t *map, const char *name, const ch
 /* "gpu" -> "nvidia.com/gpu"; checks the k8s extended-resource name rules (§2: <= 63, DNS). */
 static int resource_name(struct yctx *y, yaml_node_t *n, const char *key, char *out, size_t size)
 {
-	const char *v = scalar(n);
-	const char *last;
+	const char *v = scalar(n), *prefix, *last;
+	size_t len;
 
 	if (!v || !*v)
 		return yerr(y, n, key, "must be a resource name such as nvidia.com/gpu");
-	if (strchr(v, '/'))
-		snprintf(out, size, "%s", v);
-	else
-		snprintf(out, size, "nvidia.com/%s", v);
-	last = strrchr(out, '/') + 1;
-	if (strlen(out) > 63 || strlen(last) == 0)
-		return yerr(y, n, key, "\"%s\" is not a valid resource name (at most 63 characters)", out);
+	prefix = strchr(v, '/') ? "" : "nvidia.com/";
+	/* lengths first: a copy truncated before its '/' has no name part to check */
+	len = strlen(prefix) + strlen(v);
+	if (len > 63 || len >= size)
+		return yerr(y, n, key, "\"%s%.40s...\" is not a valid resource name (%zu characters, at most 63)",
+			    prefix, v, len);
+	last = strrchr(v, '/');
+	last = last ? last + 1 : v;
+	if (!*last)
+		return yerr(y, n, key, "\"%s\" is not a valid resource name (nothing after the '/')", v);
 	for (const char *p = last; *p; p++)
 		if (!(*p >= 'a' && *p <= 'z') && !(*p >= '0' && *p <= '9') && *p != '-' && *p != '.' && *p != '_' &&
 		    !(*p >= 'A' && *p <= 'Z'))
-			return yerr(y, n, key, "\"%s\" has the invalid character '%c'", out, *p);
+			return yerr(y, n, key, "\"%s%s\" has the invalid character '%c'", prefix, v, *p);
+	snprintf(out, size, "%s%s", prefix, v);
 	return 0;
 }
 

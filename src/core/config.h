@@ -57,7 +57,9 @@ struct plugin_config {
 	char nvml_library[PATH_MAX];
 	char root[PATH_MAX];
 	char log_level[16];
-	unsigned rescan_interval; /* seconds */
+	unsigned rescan_interval;  /* seconds */
+	unsigned health_recovery;  /* seconds without a new error before a recoverable GPU is healthy again */
+	char kernel_log[PATH_MAX]; /* file followed for NVRM Xid lines; "" = <root>/dev/kmsg */
 	/* sharing.* from the file */
 	enum sharing_strategy sharing;
 	bool rename_by_default;

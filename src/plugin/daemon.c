@@ -368,7 +368,8 @@ static void on_health(struct health_event *ev, void *userdata)
  * for vendor k8s.device-plugin.nvidia.com, class gpu, named like --device-id-strategy, to
  * /var/run/cdi at every (re)build (reference/device-plugin.md §8).
  */
-static void write_cdi_spec(const struct daemon *d)
+/* Returns 0 when written or not needed, -errno (logged) when a CDI strategy has no spec. */
+static int write_cdi_spec(const struct daemon *d)
 {
 	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
 	_cleanup_free_ char *dir = NULL;
@@ -377,7 +378,7 @@ static void write_cdi_spec(const struct daemon *d)
 	int r;
 
 	if (!(d->cfg.device_list_strategy & DLS_CDI_ANY) || !d->node)
-		return;
+		return 0;
 	o.root = d->cfg.root;
 	o.driver_root = d->cfg.driver_root;
 	o.dev_root = d->cfg.dev_root[0] ? d->cfg.dev_root : NULL;
@@ -394,6 +395,7 @@ static void write_cdi_spec(const struct daemon *d)
 			  "dir=%s error=\"%s\"", dir ? dir : CDI_DYNAMIC_DIR, err.msg);
 	else
 		log_info("Wrote CDI spec", "file=%s/%s", dir, DP_CDI_VENDOR "-" DP_CDI_CLASS ".json");
+	return r < 0 ? r : 0;
 }
 
 static void health_restart(struct daemon *d)
@@ -409,6 +411,9 @@ static void health_restart(struct daemon *d)
 	o.root = d->cfg.root;
 	o.policy = d->policy;
 	o.mig_poll_ms = d->cfg.rescan_interval * 1000;
+	o.quiet_ms = d->cfg.health_recovery * 1000;
+	if (d->cfg.kernel_log[0])
+		o.kernel_log = d->cfg.kernel_log;
 	o.cb = on_health;
 	o.userdata = d;
 	if (health_start(d->nv, d->node, &o, &d->hw, &err) < 0)
@@ -738,13 +743,21 @@ int plugin_daemon_run(const struct config_args *args, const struct plugin_config
 		log_warn("No devices found. Waiting indefinitely.", "error=\"%s\"", err.msg);
 		d.next_init_ms = now_ms() + INIT_RETRY_MS;
 	} else {
-		write_cdi_spec(&d);
+		/* serving CDI names no spec resolves would fail every pod at start, far from the cause */
+		if (write_cdi_spec(&d) < 0 && d.cfg.fail_on_init_error) {
+			log_error(
+			    "Failed to initialize the device plugin", "error=\"no CDI spec\" hint=\"%s\"",
+			    "fix the CDI spec dir named above, or set --fail-on-init-error=false to serve anyway");
+			rc = 1;
+			goto out;
+		}
 		health_restart(&d);
 		err = (struct gerr){0};
 		r = start_serving(&d, &err);
 		if (r < 0) {
 			log_error("Cannot serve the device plugins", "error=\"%s\"", err.msg);
-			if (d.cfg.fail_on_init_error) {
+			/* another plugin serves these sockets: waiting would only fight it for them */
+			if (d.cfg.fail_on_init_error || r == -EADDRINUSE) {
 				rc = 1;
 				goto out;
 			}

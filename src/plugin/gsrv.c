@@ -9,7 +9,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -176,6 +178,52 @@ static int request_call(struct gsrv *s, unsigned method)
 	return 0;
 }
 
+/*
+ * A socket file already at path: stale (nobody listens: ECONNREFUSED) or live (another process
+ * serves it, e.g. a second plugin on the same dir). Only a stale one may be removed; stealing a
+ * live one would make two plugins replace each other's sockets. A lock file does not work here:
+ * kubelet deletes every file in the device-plugin dir when it restarts. Our own restarts free
+ * their servers (socket closed and removed) before they bind again, so they never see themselves.
+ * Returns 1 stale (remove it), 0 gone, -EADDRINUSE live.
+ */
+static int check_stale(const char *path, struct gerr *err)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	_cleanup_close_ int fd = -1;
+	struct ucred cred = {0};
+	socklen_t len = sizeof(cred);
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return gerr_set(err, ENAMETOOLONG,
+				"socket path %s is too long (max %zu bytes); use a shorter "
+				"--device-plugin-path",
+				path, sizeof(sa.sun_path) - 1);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return gerr_set(err, errno, "socket: %s", strerror(errno));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN || errno == EINPROGRESS) {
+		/* EAGAIN: its backlog is full, but somebody listens */
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0)
+			return gerr_set(err, EADDRINUSE,
+					"%s is served by another gpulet plugin (pid unknown); stop it or use another "
+					"--device-plugin-path",
+					path);
+		return gerr_set(err, EADDRINUSE,
+				"%s is served by another gpulet plugin (pid %d from SO_PEERCRED); stop it or use "
+				"another --device-plugin-path",
+				path, (int)cred.pid);
+	}
+	if (errno == ECONNREFUSED)
+		return 1;
+	if (errno == ENOENT)
+		return 0;
+	return gerr_set(err, errno,
+			"cannot tell whether %s is still served (connect: %s); remove it or use "
+			"another --device-plugin-path",
+			path, strerror(errno));
+}
+
 int gsrv_add(struct gsrv_group *g, const char *socket_path, const struct gsrv_method *methods, size_t n_methods,
 	     const struct gsrv_handler *h, void *data, struct gsrv **ret, struct gerr *err)
 {
@@ -184,7 +232,7 @@ int gsrv_add(struct gsrv_group *g, const char *socket_path, const struct gsrv_me
 	struct stat st;
 	struct gsrv *s;
 	mode_t old_mask;
-	int port;
+	int port, r;
 
 	if (n_methods > GSRV_MAX_METHODS)
 		return gerr_set(err, E2BIG, "too many gRPC methods (%zu)", n_methods);
@@ -194,7 +242,10 @@ int gsrv_add(struct gsrv_group *g, const char *socket_path, const struct gsrv_me
 			    err, EEXIST,
 			    "%s exists and is not a socket; remove it or choose another --device-plugin-path",
 			    socket_path);
-		if (unlink(socket_path) < 0)
+		r = check_stale(socket_path, err);
+		if (r < 0)
+			return r;
+		if (r > 0 && unlink(socket_path) < 0 && errno != ENOENT)
 			return gerr_set(err, errno, "cannot remove stale socket %s: %s", socket_path, strerror(errno));
 	}
 	if (asprintf(&target, "unix:%s", socket_path) < 0)

@@ -35,8 +35,9 @@ struct gsrv;
 
 int gsrv_group_new(struct gsrv_group **ret, struct gerr *err);
 /*
- * Serve methods on a unix socket: a stale socket file is removed first (a regular file there is an
- * error), the new one gets mode 0600. Call before gsrv_group_run().
+ * Serve methods on a unix socket: a stale socket file (nobody listening) is removed first; one
+ * another process still serves is -EADDRINUSE naming its pid, a regular file there is an error.
+ * The new socket gets mode 0600. Call before gsrv_group_run().
  */
 int gsrv_add(struct gsrv_group *g, const char *socket_path, const struct gsrv_method *methods, size_t n_methods,
 	     const struct gsrv_handler *h, void *data, struct gsrv **ret, struct gerr *err);

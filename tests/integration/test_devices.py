@@ -8,6 +8,7 @@ Set GPULET_UPDATE_GOLDEN=1 to rewrite the goldens after a deliberate change.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -133,6 +134,7 @@ def main():
                               f"{name}: MIG {ci['uuid']} indented under its GPU with profile")
         lost_gpu(tmp)
         no_driver(tmp)
+        driver_root_under_root(tmp)
     print(f"devices: {len(failures)} problems")
     return 1 if failures else 0
 
@@ -152,6 +154,22 @@ def lost_gpu(tmp):
     check(all(g["health"] == "healthy" for i, g in enumerate(doc["gpus"]) if i != 3), "lost: others healthy")
     t = run([], path)
     check(" lost" in t.stdout, "lost: table says lost")
+
+
+def driver_root_under_root(tmp):
+    """--driver-root is a host path: with --root /host it is searched under /host (as in the DaemonSet)."""
+    root = os.path.join(tmp, "host")
+    lib = os.path.join(root, "run/nvidia/driver/usr/lib/x86_64-linux-gnu")
+    os.makedirs(lib)
+    shutil.copy(FAKE, lib)
+    env = dict(os.environ, FAKE_NVML_FIXTURE=os.path.join(SRC, "tests/fixtures/single-t4.json"))
+    env.pop("GPULET_NVML_LIBRARY", None)
+    r = subprocess.run([GPULET, "devices", "--root", root, "--driver-root", "/run/nvidia/driver"], env=env,
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and "Tesla T4" in r.stdout, f"driver root under --root: {r.stderr}")
+    r = subprocess.run([GPULET, "devices", "--root", root, "--driver-root", "/elsewhere"], env=env,
+                       capture_output=True, text=True)
+    check(r.returncode == 1 and os.path.join(root, "elsewhere") in r.stderr, f"message names the host path: {r.stderr}")
 
 
 def no_driver(tmp):

@@ -366,6 +366,22 @@ class Deploy(unittest.TestCase):
             for flag in flags:
                 self.assertIn(flag + " ", helptext.replace("=", " ").replace("[", " "), (verb, flag))
 
+    def test_same_nodes_as_plugin_and_least_privilege(self):
+        """The exporter runs where the plugin runs (stock NFD labels, not only the GPU Operator's) and
+        keeps the same fences: seccomp RuntimeDefault, no service-account token, no capabilities."""
+        import yaml
+
+        def pod(name):
+            with open(os.path.join(SRC, "deploy", name)) as f:
+                return next(d for d in yaml.safe_load_all(f) if d and d["kind"] == "DaemonSet")["spec"]["template"]["spec"]
+        exp, plug = pod("exporter-daemonset.yaml"), pod("daemonset.yaml")
+        self.assertEqual(exp["affinity"], plug["affinity"])
+        self.assertNotIn("nodeSelector", exp)
+        self.assertEqual(exp["securityContext"]["seccompProfile"]["type"], "RuntimeDefault")
+        for c in exp["containers"]:
+            self.assertEqual(c["securityContext"]["capabilities"]["drop"], ["ALL"])
+            self.assertFalse(c["securityContext"]["allowPrivilegeEscalation"])
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

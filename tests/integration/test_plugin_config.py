@@ -126,6 +126,8 @@ BAD = [  # (file text, expected words in the error)
     ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 2}\n  mps:\n    resources:\n"
      "    - {name: gpu, replicas: 2}\n", "mutually exclusive"),
     ("version: v1\nflags:\n  nvidiaDriverRoot: relative/path\n", "must be an absolute path"),
+    ("version: v1\nflags:\n  nvidiaDriverRoot: /../../../etc\n", ":3:21: flags.nvidiaDriverRoot: driver-root: path "
+     "must not contain '..'"),
     ("version: v1\nimex:\n  channelIDs: [1]\n", "only channel 0"),
     ("version: v1\nflags:\n  plugin: yes\n", "expected a mapping"),
 ]
@@ -142,8 +144,18 @@ def test_config_errors(h):
     check("--mig-strategy" in err and "none|single|mixed" in err, "flag error %r" % err)
     _, err = gp("--print-config", env={"DEVICE_ID_STRATEGY": "serial"}, rc=1)
     check("env DEVICE_ID_STRATEGY" in err, "env error %r" % err)
+    # '..' in a path from a flag or env var is refused too: it would leave --root
+    _, err = gp("--print-config", "--device-plugin-path", "/var/lib/kubelet/../../../tmp", rc=1)
+    check("--device-plugin-path" in err and "'..'" in err, "dotdot flag %r" % err)
+    _, err = gp("--print-config", env={"NVIDIA_DRIVER_ROOT": "/run/nvidia/driver/.."}, rc=1)
+    check("env NVIDIA_DRIVER_ROOT" in err and "'..'" in err, "dotdot env %r" % err)
     _, err = gp("--print-config", "--rescan-interval=0", rc=1)
     check("--rescan-interval" in err, "bounds %r" % err)
+    # QA: a missing value is named as such; a flag from the field guide (§5.2) gets the plugin's equivalent
+    _, err = gp("--print-config", "--mig-strategy", rc=2)
+    check("'--mig-strategy' needs a value" in err, "missing value %r" % err)
+    _, err = gp("--print-config", "--enable-cdi=true", rc=2)
+    check("'--enable-cdi=true'" in err and "--device-list-strategy=cdi-cri" in err, "foreign flag %r" % err)
     _, err = gp("--no-such-flag", rc=2)
     check("--no-such-flag" in err, "unknown flag %r" % err)
     _, err = gp("--print-config", "--config-file", cfgfile(h.tmp, "sharing:\n  mps:\n    resources:\n"
@@ -178,6 +190,20 @@ def test_fail_on_init_error(h):
     check("No devices found. Waiting indefinitely." in log.read(), "no waiting message")
 
 
+def test_cdi_spec_unwritable(h):
+    """A CDI strategy whose spec cannot be written: exit 1 at start (QA), or serve with
+    --fail-on-init-error=false."""
+    spec = os.path.join(h.root, "var/run/cdi/k8s.device-plugin.nvidia.com-gpu.json")
+    os.makedirs(spec)  # a dir where the file goes: the write fails
+    args = [*h.base_args(), "--device-list-strategy", "cdi-cri"]
+    p = subprocess.run([GPULET, "plugin", *args], capture_output=True, text=True, env=h.plugin_env(), timeout=20)
+    check(p.returncode == 1 and "Cannot write the CDI spec" in p.stderr and "fail-on-init-error" in p.stderr,
+          "unwritable CDI spec: rc %d %s" % (p.returncode, p.stderr))
+    h.start_standin()
+    h.start_plugin("--device-list-strategy", "cdi-cri", "--fail-on-init-error=false")
+    h.check_alive()
+
+
 def test_no_gpu_node(h):
     p = subprocess.run([GPULET, "plugin", *h.base_args()], capture_output=True, text=True, env=h.plugin_env(),
                        timeout=20)
@@ -190,4 +216,5 @@ if __name__ == "__main__":
     run(test_config_sources)
     run(test_config_errors)
     run(test_fail_on_init_error)
+    run(test_cdi_spec_unwritable)
     run(test_no_gpu_node)

@@ -4,7 +4,8 @@
 tomllib and `containerd config dump` (containerd's own parser) for the containerd snippet, and
 gpulet itself for the env vars and the ConfigMap's config file. Checks the DaemonSet's contract
 (reference/device-plugin.md §10): kube-system, system-node-critical, nvidia.com/gpu toleration,
-device-plugins and /var/run/cdi hostPaths, least privilege; RuntimeClass handler == containerd
+device-plugins and /var/run/cdi hostPaths, least privilege (no whole-host mount, no SA token,
+RuntimeDefault seccomp); RuntimeClass handler == containerd
 runtime name; CONFIG_FILE == the ConfigMap's mount."""
 import json
 import os
@@ -14,7 +15,7 @@ import tomllib
 
 import yaml
 
-from plugin_lib import GPULET, SRC, check
+from plugin_lib import FAKE_NVML_LIB, FIXTURES, GPULET, MKROOT, SRC, check
 
 DEPLOY = os.path.join(SRC, "deploy")
 
@@ -22,6 +23,34 @@ DEPLOY = os.path.join(SRC, "deploy")
 def load(name):
     with open(os.path.join(DEPLOY, name)) as f:
         return list(yaml.safe_load_all(f))
+
+
+def check_pruned_root(host_paths):
+    """A fake node root cut down to the DaemonSet's host mounts gives the same CDI spec as the whole
+    root: the mounts hold everything gpulet reads (driver libraries, firmware, binaries, sockets,
+    device nodes, MIG capability minors)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        full, pruned = os.path.join(tmp, "full"), os.path.join(tmp, "pruned")
+        fixture = os.path.join(FIXTURES, "dgx-a100.json")
+        r = subprocess.run([MKROOT, full, fixture], capture_output=True, text=True)
+        check(r.returncode == 0, "mkroot: %s" % r.stderr)
+        os.makedirs(pruned)
+        for hp in host_paths:
+            src, dst = full + hp, pruned + hp
+            if os.path.lexists(src):  # cp -a: device nodes, links and modes as they are
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                r = subprocess.run(["cp", "-a", src, dst], capture_output=True, text=True)
+                check(r.returncode == 0, "cp -a %s: %s" % (src, r.stderr))
+        env = dict(os.environ, FAKE_NVML_FIXTURE=fixture)
+        specs = []
+        for root in (full, pruned):
+            p = subprocess.run([GPULET, "cdi", "generate", "--root", root, "--nvml-library", FAKE_NVML_LIB,
+                                "--format", "json"], capture_output=True, text=True, env=env)
+            check(p.returncode == 0, "cdi generate --root %s: %s" % (root, p.stderr))
+            specs.append(json.loads(p.stdout))
+        check(specs[0] == specs[1] and specs[0]["containerEdits"].get("mounts"),
+              "the DaemonSet's host mounts miss something gpulet reads:\nwhole root %s\nmounts only %s"
+              % (json.dumps(specs[0])[:1500], json.dumps(specs[1])[:1500]))
 
 
 def main():
@@ -51,7 +80,28 @@ def main():
     cdi = mounts[root + "/var/run/cdi"]
     check(vols[cdi["name"]]["hostPath"]["path"] == "/var/run/cdi" and not cdi.get("readOnly"),
           "/var/run/cdi writable at <root>/var/run/cdi, where the plugin writes its spec")
-    check(vols[mounts[root]["name"]]["hostPath"]["path"] == "/" and mounts[root]["readOnly"], "host root read-only")
+    # least host exposure (reliability review): only what gpulet reads, read-only, never the whole host
+    # or a dir holding secrets; no service-account token; the runtime's default seccomp profile
+    check(pod.get("automountServiceAccountToken") is False, "automountServiceAccountToken must be false")
+    check(pod.get("securityContext", {}).get("seccompProfile") == {"type": "RuntimeDefault"},
+          "pod seccompProfile RuntimeDefault: %r" % pod.get("securityContext"))
+    writable = {"/var/lib/kubelet/device-plugins", "/var/run/cdi"}
+    secret = ("/", "/etc", "/var", "/var/lib", "/var/lib/kubelet", "/run", "/var/run", "/root", "/home")
+    for m in c["volumeMounts"]:
+        hp = vols[m["name"]].get("hostPath")
+        if not hp:
+            continue
+        check(hp["path"] not in secret, "hostPath %s exposes more than gpulet reads" % hp["path"])
+        check(hp["path"] in writable or m.get("readOnly") is True, "hostPath %s must be readOnly" % hp["path"])
+        if hp["path"] not in writable:
+            check(m["mountPath"] == root + hp["path"], "%s mounted at %s, not under --root" % (hp["path"], m["mountPath"]))
+    # what the plugin reads (src/core/driver.c, node.c, cdi.c) is reachable below --root
+    host = {vols[m["name"]]["hostPath"]["path"] for m in c["volumeMounts"] if vols[m["name"]].get("hostPath")}
+    for need in ("/etc/ld.so.cache", "/usr/lib", "/lib/firmware/nvidia", "/lib64", "/usr/bin",
+                 "/proc/driver/nvidia/version", "/proc/driver/nvidia-caps/mig-minors", "/sys/bus/pci/devices",
+                 "/sys/devices", "/dev/nvidiactl", "/run/nvidia-persistenced/socket"):
+        check(any(need == h or need.startswith(h + "/") for h in host), "%s is read but not mounted" % need)
+    check_pruned_root(sorted(host - writable))
     cfgmount = [m for m in c["volumeMounts"] if vols[m["name"]].get("configMap")][0]
     check(vols[cfgmount["name"]]["configMap"]["name"] == cm["metadata"]["name"], "ConfigMap name")
     check(env["CONFIG_FILE"] == cfgmount["mountPath"] + "/" + next(iter(cm["data"])), "CONFIG_FILE %r" % env["CONFIG_FILE"])
@@ -70,6 +120,14 @@ def main():
               and eff["mig-strategy"] == env["MIG_STRATEGY"], "effective config %r" % eff)
         check(eff["sharing"]["strategy"] == "time-slicing" and eff["sharing"]["resources"][0]["replicas"] == 4,
               "ConfigMap sharing not applied: %r" % eff["sharing"])
+
+    # scheduling (QA B3): a RuntimeClass nodeSelector is added to every pod naming the class, the plugin
+    # included, so it must not need an Operator-only label; the DaemonSet matches stock NFD's PCI labels
+    check(not rc.get("scheduling", {}).get("nodeSelector"), "RuntimeClass nodeSelector %r" % rc.get("scheduling"))
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    keys = {e["key"] for t in terms for e in t["matchExpressions"]}
+    check({"feature.node.kubernetes.io/pci-0302_10de.present", "feature.node.kubernetes.io/pci-0300_10de.present",
+           "nvidia.com/gpu.present"} <= keys, "GPU-node affinity keys %s" % sorted(keys))
 
     # RuntimeClass handler == the containerd runtime name; containerd's own parser takes the snippet
     check(pod["runtimeClassName"] == rc["metadata"]["name"], "DaemonSet runtimeClassName")

@@ -2,13 +2,17 @@
 # SPDX-License-Identifier: Apache-2.0
 """Registration and ListAndWatch as kubelet sees them: one socket per resource (mode 0600),
 Register fields, GetDevicePluginOptions, the initial device list with NUMA topology, the
-`Registered device plugin` log line, PreStartContainer, UNIMPLEMENTED for unknown methods."""
+`Registered device plugin` log line, PreStartContainer, UNIMPLEMENTED for unknown methods;
+a stale socket is replaced, a live one (a second plugin on the same dir) is left alone."""
 import os
+import re
+import socket
 import stat
+import subprocess
 
 import grpc
 
-from plugin_lib import check, pb, run
+from plugin_lib import GPULET, check, pb, run
 
 
 def test_registration_mixed(h):
@@ -75,6 +79,29 @@ def test_registration_none_strategy(h):
           "extra resources registered")
 
 
+def test_registration_socket_owner(h):
+    """A socket nobody listens on is stale and replaced; one a live plugin serves is not: a second
+    plugin on the same dir exits 1 naming the socket and the first one's pid (even with
+    --fail-on-init-error=false), and the first keeps its socket and answers."""
+    h.start_standin()
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(h.sock("nvidia.com/gpu"))
+    stale.close()  # the file stays, connect() gets ECONNREFUSED
+    h.start_plugin()
+    h.wait_log(r'msg="Registered device plugin" resource=nvidia\.com/gpu')
+    ino = os.stat(h.sock("nvidia.com/gpu")).st_ino
+    p = subprocess.run([GPULET, "plugin", *h.base_args(), "--fail-on-init-error=false"], capture_output=True,
+                       text=True, env=h.plugin_env(), timeout=20)
+    want = r"%s is served by another gpulet plugin \(pid %d from SO_PEERCRED\)" % (
+        re.escape(h.sock("nvidia.com/gpu")), h.plugin.pid)
+    check(p.returncode == 1 and re.search(want, p.stderr), "second plugin rc=%d:\n%s" % (p.returncode, p.stderr))
+    check(os.stat(h.sock("nvidia.com/gpu")).st_ino == ino, "the first plugin's socket was replaced")
+    r = h.call("nvidia.com/gpu", "GetDevicePluginOptions", pb.Empty(), pb.DevicePluginOptions)
+    check(r.get_preferred_allocation_available, "first plugin options %r" % r)
+    h.check_alive()
+
+
 if __name__ == "__main__":
     run(test_registration_mixed)
     run(test_registration_none_strategy)
+    run(test_registration_socket_owner)

@@ -114,7 +114,42 @@ def test_mig_repartition(h):
     h.check_alive()
 
 
+def test_recovery_and_kernel_log(h):
+    """Issue 5 §1-2: a recoverable XID heals after --health-recovery-interval of quiet; an XID 79
+    seen only in the kernel log (NVML missed it) marks the GPU Unhealthy and it never heals."""
+    fx = h.fixture_data()
+    g = [x["uuid"] for x in fx["gpus"]]
+    klog = os.path.join(h.tmp, "kern.log")
+    open(klog, "w").close()
+    h.start_standin()
+    mark = h.start_plugin("--rescan-interval=1", "--health-recovery-interval=2", "--kernel-log", klog)
+    h.wait_log(r"kernel|kmsg|Xid|health", timeout=10)
+    h.nvml_event("xid 2 32")  # corrupted push buffer: critical but recoverable
+    bad = h.wait_list("nvidia.com/gpu", start=mark, pred=lambda d: healths({"devices": d})[g[2]] == "Unhealthy")
+    t0 = bad["t"]
+    good = h.wait_list("nvidia.com/gpu", start=h.events.items.index(bad) + 1, timeout=15,
+                       pred=lambda d: healths({"devices": d})[g[2]] == "Healthy")
+    quiet = good["t"] - t0
+    check(1.5 <= quiet <= 10, "recovered after %.1f s, want about the 2 s quiet period" % quiet)
+    print("XID 32 -> Unhealthy -> Healthy again after %.1f s of quiet (interval 2 s)" % quiet)
+    h.wait_log(r"%s" % g[2])
+
+    bus = fx["gpus"][4]["pci_bus_id"]  # "00000000:87:00.0" -> kernel form "0000:87:00"
+    kbus = bus[4:].rsplit(".", 1)[0].lower()
+    mark = h.events.mark()
+    with open(klog, "a") as f:
+        f.write("Dec  2 10:00:00 node kernel: [12345.678] NVRM: Xid (PCI:%s): 79, pid=0, name=, "
+                "GPU has fallen off the bus.\n" % kbus)
+    h.wait_list("nvidia.com/gpu", start=mark, timeout=10,
+                pred=lambda d: healths({"devices": d})[g[4]] == "Unhealthy")
+    time.sleep(4)  # twice the quiet period: XID 79 must not heal
+    last = [e for e in h.events.items if e["event"] == "list" and e["resource"] == "nvidia.com/gpu"][-1]
+    check(healths(last)[g[4]] == "Unhealthy", "XID 79 healed: %r" % healths(last))
+    h.check_alive()
+
+
 if __name__ == "__main__":
+    run(test_recovery_and_kernel_log)
     run(test_xid_and_lost)
     run(test_mig_xid)
     run(test_health_disabled)

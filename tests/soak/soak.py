@@ -220,7 +220,9 @@ def soak(args):
             f.write(CONFIG_PLAIN)
         h.start_standin()
         t0 = time.time()
+        # --rescan-interval=1: a lost GPU (no NVML event for it) is seen within 1 s, not the default 10 s
         h.start_plugin("--config-file", cfg, "--device-list-strategy", "envvar,cdi-cri", "--pass-device-specs",
+                       "--rescan-interval=1",
                        *args.plugin_args, wait_resources=tuple(sorted(node.resources)))
         registered_all(h, 0, node.resources)
         print("plugin up, %d resources registered in %.2fs" % (len(node.resources), time.time() - t0))
@@ -247,6 +249,7 @@ def soak(args):
             # -- every third restart, one other fault in rotation
             if i % 3 == 0:
                 kind = faults[(i // 3) % len(faults)]
+                print("restart %d: fault %s" % (summary["restarts"], kind), flush=True)
                 mark = h.events.mark()
                 if kind == "lost":
                     g = random.Random(i).choice(node.resources["nvidia.com/gpu"])
@@ -332,6 +335,10 @@ def soak(args):
             summary["fd_growth"], FD_TOLERANCE, summary["samples"]))
         check(summary["rss_growth_kib"] <= RSS_TOLERANCE_KIB, "RSS grew by %d KiB (> %d): %s" % (
             summary["rss_growth_kib"], RSS_TOLERANCE_KIB, summary["samples"]))
+    except AssertionError:
+        if os.path.exists(h.log_path):
+            print("--- plugin log (tail) ---\n" + h.log_text()[-4000:])
+        raise
     finally:
         for ld in loads:
             ld.stop.set()

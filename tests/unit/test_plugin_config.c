@@ -32,6 +32,8 @@ static const char *const plugin_envs[] = {
     "LOG_LEVEL",
     "CDI_ANNOTATION_PREFIX",
     "MPS_ROOT",
+    "GPULET_HEALTH_RECOVERY_INTERVAL",
+    "GPULET_KERNEL_LOG",
 };
 
 static void defaults(struct plugin_config *c)
@@ -58,6 +60,28 @@ static const char valid[] = "version: v1\n"
 			    "    - name: mig-1g.5gb\n"
 			    "      replicas: 2\n"
 			    "      rename: small\n";
+
+/* Issue 5 §2: the recovery quiet period and the kernel-log source are configurable, and bounded. */
+static void test_health_options(void **state)
+{
+	struct plugin_config c;
+
+	defaults(&c);
+	assert_int_equal(c.health_recovery, 300);
+	assert_string_equal(c.kernel_log, "");
+	setenv("GPULET_HEALTH_RECOVERY_INTERVAL", "30", 1);
+	setenv("GPULET_KERNEL_LOG", "/var/log/kern.log", 1);
+	assert_int_equal(config_load(NULL, &c, NULL), 0);
+	assert_int_equal(c.health_recovery, 30);
+	assert_string_equal(c.kernel_log, "/var/log/kern.log");
+	setenv("GPULET_HEALTH_RECOVERY_INTERVAL", "0", 1);
+	assert_true(config_load(NULL, &c, NULL) < 0);
+	setenv("GPULET_HEALTH_RECOVERY_INTERVAL", "30", 1);
+	setenv("GPULET_KERNEL_LOG", "relative/kern.log", 1);
+	assert_true(config_load(NULL, &c, NULL) < 0);
+	unsetenv("GPULET_HEALTH_RECOVERY_INTERVAL");
+	unsetenv("GPULET_KERNEL_LOG");
+}
 
 static void test_valid(void **state)
 {
@@ -98,7 +122,31 @@ static const struct {
     {"sharing:\n  timeSlicing:\n    resources: {}\n", "sharing.timeSlicing.resources"},
     {"- a\n- b\n", "expected a mapping"},
     {"flags:\n  nvidiaDriverRoot: x\n", "absolute path"},
+    /* '..' would climb out of --root (reliability review) */
+    {"flags:\n  nvidiaDriverRoot: /../../../etc\n", "c.yaml:2:21: flags.nvidiaDriverRoot: driver-root: path must "
+						    "not contain '..'"},
+    {"flags:\n  nvidiaDevRoot: /run/nvidia/..\n", "c.yaml:2:18: flags.nvidiaDevRoot"},
+    {"flags:\n  mpsRoot: /run/nvidia/../../tmp\n", "must not contain '..'"},
+    /* a long name cut before its '/' once left no '/' to find (fuzz crash-resource-name-truncated-slash) */
+    {"sharing:\n  timeSlicing:\n    resources:\n    - name: "
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/"
+     "gpu"
+     "\n      replicas: 2\n",
+     "116 characters, at most 63"},
+    {"sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/\n      replicas: 2\n", "nothing after"},
 };
+
+/* Names with dots that are not a '..' component stay valid. */
+static void test_dots_not_dotdot(void **state)
+{
+	static const char text[] = "flags:\n  nvidiaDriverRoot: /run/a..b/..c/d../.x\n";
+	struct plugin_config c;
+	struct gerr err = {0};
+
+	defaults(&c);
+	assert_int_equal(config_apply_file_text(&c, text, strlen(text), "c.yaml", &err), 0);
+	assert_string_equal(c.driver_root, "/run/a..b/..c/d../.x");
+}
 
 static void test_bad(void **state)
 {
@@ -170,7 +218,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_valid),
+	    cmocka_unit_test(test_health_options),
 	    cmocka_unit_test(test_bad),
+	    cmocka_unit_test(test_dots_not_dotdot),
 	    cmocka_unit_test(test_unknown_keys_warn),
 	    cmocka_unit_test(test_mutations),
 	};
