@@ -9,6 +9,8 @@ gpulet_script_test(doctor_toml_peers /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/
 
 gpulet_unit_test(doctor_test_checkpoint tests/unit/test_checkpoint.c)
 gpulet_unit_test(doctor_test_doctor tests/unit/test_doctor.c)
+gpulet_unit_test(doctor_test_runtool tests/unit/test_doctor_runtool.c)
+gpulet_unit_test(doctor_test_k8sobj tests/unit/test_doctor_k8sobj.c)
 # Every scenario under tests/scenarios: a fake node + expected findings, run through build/gpulet.
 gpulet_script_test(doctor_scenarios /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/scenarios/run.py)
 gpulet_script_test(doctor_lint /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/lint/run.py)
@@ -27,3 +29,5 @@ add_executable(k8s_dump tests/integration/k8s_dump.c)
 target_link_libraries(k8s_dump PRIVATE gpulet_lib)
 gpulet_script_test(doctor_k8sobj_peers /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_k8sobj_peers.py
                    ${CMAKE_BINARY_DIR}/k8s_dump)
+gpulet_script_test(doctor_usage /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/scenarios/test_usage.py)
+gpulet_script_test(doctor_live_sockets /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/scenarios/test_live_sockets.py)

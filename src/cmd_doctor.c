@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpulet doctor: walk the chain on this node and name the earliest broken link, its evidence and fix. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,8 @@ static void usage(FILE *f)
 	    "  --cuda-version X.Y     check that the driver runs images built with this CUDA\n"
 	    "  --runtime-class NAME   RuntimeClass handler GPU pods use (default nvidia)\n"
 	    "  --containerd-config P  containerd config path on the host (default /etc/containerd/config.toml)\n"
+	    "  --live                 ROOT is the running node (e.g. /host mounted in a pod): connect to its\n"
+	    "                         kubelet and plugin sockets (always on for ROOT /)\n"
 	    "  --list                 list the checks, their inputs and finding ids\n\n"
 	    "Exit status: 0 no failure, 1 a check failed, 2 usage.\n"
 	    "Example: gpulet doctor --root /host --pods pods.json --cuda-version 12.4 --json\n");
@@ -66,7 +69,8 @@ int cmd_doctor(int argc, char **argv)
 		O_RC,
 		O_CTRD,
 		O_LIST,
-		O_RUSER
+		O_RUSER,
+		O_LIVE
 	};
 	static const struct option opts[] = {
 	    {"root", required_argument, NULL, O_ROOT},
@@ -82,11 +86,13 @@ int cmd_doctor(int argc, char **argv)
 	    {"containerd-config", required_argument, NULL, O_CTRD},
 	    {"list", no_argument, NULL, O_LIST},
 	    {"runtime-user", required_argument, NULL, O_RUSER},
+	    {"live", no_argument, NULL, O_LIVE},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
 	struct doctor_options o = {.root = "/", .nvml_library = cmd_env_or("GPULET_NVML_LIBRARY", NULL)};
 	struct doctor_ctx c = {0};
+	struct gerr err = {0};
 	char *only[64];
 	size_t n_only = 0;
 	bool json = false;
@@ -131,6 +137,9 @@ int cmd_doctor(int argc, char **argv)
 		case O_CTRD:
 			o.containerd_config = optarg;
 			break;
+		case O_LIVE:
+			o.live = true;
+			break;
 		case O_RUSER:
 			if (sscanf(optarg, "%u:%u", &o.runtime_uid, &o.runtime_gid) < 1) {
 				fprintf(stderr, "gpulet doctor: --runtime-user wants UID[:GID], got '%s'\n", optarg);
@@ -160,6 +169,21 @@ int cmd_doctor(int argc, char **argv)
 		if (add_only(argv[optind], only, &n_only, ELEMENTSOF(only)) < 0)
 			return EXIT_USAGE;
 	}
+	for (size_t k = 0; k < n_only; k++)
+		if (!doctor_only_valid(only[k])) {
+			fprintf(stderr,
+				"gpulet doctor: --only %s: no finding id or component of that name; give one of the "
+				"components or ids below (gpulet doctor --list shows them with their inputs):\n",
+				only[k]);
+			for (size_t j = 0; j < doctor_n_checks; j++)
+				fprintf(stderr, "  %-11s %s\n", doctor_checks[j].name, doctor_checks[j].ids);
+			return EXIT_USAGE;
+		}
+	r = doctor_check_options(&o, &err);
+	if (r < 0) {
+		fprintf(stderr, "gpulet doctor: %s\n", err.msg[0] ? err.msg : strerror(-r));
+		return r == -ENOMEM ? 1 : EXIT_USAGE;
+	}
 	r = doctor_run(&c, &o);
 	if (r < 0) {
 		fprintf(stderr, "gpulet doctor: out of memory\n");
@@ -167,7 +191,7 @@ int cmd_doctor(int argc, char **argv)
 		return 1;
 	}
 	for (size_t k = 0; k < c.n_findings; k++)
-		if (c.findings[k].severity == DOCTOR_FAIL && doctor_id_selected(c.findings[k].id, only, n_only))
+		if (c.findings[k].severity == DOCTOR_FAIL && doctor_finding_shown(&c, &c.findings[k], only, n_only))
 			rc = 1;
 	if (json) {
 		json_t *doc = doctor_to_json(&c, only, n_only);

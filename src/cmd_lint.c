@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpulet lint: check GPU Pod/Deployment/Job/DaemonSet YAML for the field guide's mistakes. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +73,7 @@ int cmd_lint(int argc, char **argv)
 	json_t *node = NULL;
 	char driver[64];
 	bool json = false;
-	int opt, rc = 0;
+	int opt, r, rc = 0;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -123,15 +124,25 @@ int cmd_lint(int argc, char **argv)
 		struct gerr err = {0};
 		json_t *objs = NULL;
 
-		if (k8sobj_load(argv[k], &objs, &err) < 0) {
-			struct doctor_finding *f = doctor_find(&c, "lint.parse-error");
+		r = k8sobj_load(argv[k], &objs, &err);
+		if (r < 0) {
+			/* a file that cannot be read is not a YAML mistake: the fix is the path */
+			bool unreadable = r != -EINVAL && r != -ENOMEM;
+			const char *id = unreadable ? "lint.file-unreadable" : "lint.parse-error";
+			struct doctor_finding *f = doctor_find(&c, id);
 
-			if (!f)
+			if (!f && unreadable)
 				f = doctor_report(
-				    &c, "lint.parse-error", DOCTOR_FAIL, LINK_LINT,
+				    &c, id, DOCTOR_FAIL, LINK_LINT,
+				    "check the path (ls -l FILE) and that it is a readable file; give - to "
+				    "read the manifest from stdin",
+				    "a file cannot be read");
+			else if (!f)
+				f = doctor_report(
+				    &c, id, DOCTOR_FAIL, LINK_LINT,
 				    "fix the YAML/JSON at the position shown (kubectl apply --dry-run=client -f FILE)",
 				    "a file does not parse");
-			doctor_evidence(f, "%s", err.msg);
+			doctor_evidence(f, "%s", err.msg[0] ? err.msg : strerror(-r));
 			continue;
 		}
 		lint_objects(&c, streq(argv[k], "-") ? "<stdin>" : argv[k], objs, &lo);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpulet versions: the ledger of driver, CUDA, toolkit, plugin, operator, containerd, kubelet. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,7 +42,8 @@ int cmd_versions(int argc, char **argv)
 	json_t *list, *comp, *v;
 	bool json = false;
 	size_t i, k;
-	int opt, rc = 0;
+	int opt, r, rc = 0;
+	struct gerr err = {0};
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -72,6 +74,11 @@ int cmd_versions(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "gpulet versions: unexpected argument '%s'\n", argv[optind]);
 		return EXIT_USAGE;
+	}
+	r = doctor_check_options(&o, &err);
+	if (r < 0) {
+		fprintf(stderr, "gpulet versions: %s\n", err.msg[0] ? err.msg : strerror(-r));
+		return r == -ENOMEM ? 1 : EXIT_USAGE;
 	}
 	if (doctor_load_inputs(&c, &o) < 0 || !(list = versions_ledger(&c))) {
 		fprintf(stderr, "gpulet versions: out of memory\n");

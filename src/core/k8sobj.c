@@ -133,34 +133,42 @@ static int collection(struct reader *r, yaml_event_t *start, unsigned depth, jso
 	return rc;
 }
 
-/* Consumes ev. */
+/* Consumes ev. *ret is written only on success (on failure the value built so far is dropped). */
 static int node(struct reader *r, yaml_event_t *ev, unsigned depth, json_t **ret)
 {
+	json_t *v = NULL;
 	int rc = 0;
 
 	if (depth > K8S_MAX_DEPTH) {
 		rc = rerr(r, &ev->start_mark, "nested too deep");
 	} else if (ev->type == YAML_SCALAR_EVENT) {
-		*ret = scalar(ev);
-		rc = *ret ? remember(r, ev->data.scalar.anchor, *ret) : -ENOMEM;
+		v = scalar(ev);
+		rc = v ? remember(r, ev->data.scalar.anchor, v) : -ENOMEM;
 	} else if (ev->type == YAML_ALIAS_EVENT) {
+		/* YAML: an alias refers to the most recent node with that anchor, so search from the end */
 		rc = rerr(r, &ev->start_mark, "unknown alias");
-		for (size_t k = 0; k < r->n_anchors; k++)
+		for (size_t k = r->n_anchors; k-- > 0;)
 			if (streq(r->anchors[k].name, (const char *)ev->data.alias.anchor)) {
-				*ret = json_deep_copy(r->anchors[k].v);
-				rc = *ret ? 0 : -ENOMEM;
+				v = json_deep_copy(r->anchors[k].v);
+				rc = v ? 0 : -ENOMEM;
+				break;
 			}
 	} else if (ev->type == YAML_MAPPING_START_EVENT || ev->type == YAML_SEQUENCE_START_EVENT) {
 		const yaml_char_t *anchor = ev->type == YAML_MAPPING_START_EVENT ? ev->data.mapping_start.anchor
 										 : ev->data.sequence_start.anchor;
 
-		rc = collection(r, ev, depth, ret);
+		rc = collection(r, ev, depth, &v);
 		if (rc >= 0)
-			rc = remember(r, anchor, *ret);
+			rc = remember(r, anchor, v);
 	} else {
 		rc = rerr(r, &ev->start_mark, "unexpected YAML event");
 	}
 	yaml_event_delete(ev);
+	if (rc < 0) {
+		json_decref(v);
+		return rc;
+	}
+	*ret = v;
 	return rc;
 }
 

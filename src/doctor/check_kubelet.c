@@ -44,24 +44,33 @@ static bool exists(const struct doctor_ctx *c, const char *dir, const char *name
 
 static bool live_root(const struct doctor_ctx *c)
 {
-	return !c->o->root || !*c->o->root || streq(c->o->root, "/");
+	return c->o->live || !c->o->root || !*c->o->root || streq(c->o->root, "/");
 }
 
-/* On the live host a socket file without a listener is a kubelet that died: try to connect. */
-static bool socket_answers(const char *path)
+/* connect() to a UNIX socket: 0 answers, -ECONNREFUSED nobody listens (stale), other -errno unknown. */
+static int socket_state(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd, r;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
-		return true;
+		return -ENAMETOOLONG;
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return true;
-	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+		return -errno;
+	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
 	close(fd);
-	return r == 0;
+	return r;
+}
+
+/* On the live host a socket file without a listener is a kubelet that died: try to connect. */
+static bool socket_answers(const char *path, int *state)
+{
+	int r = socket_state(path);
+
+	*state = r;
+	return r == 0 || r == -ENAMETOOLONG;
 }
 
 /* The kubelet root dir in use: the first candidate with device-plugins/kubelet.sock, else the default. */
@@ -94,11 +103,15 @@ int doctor_check_kubelet(struct doctor_ctx *c)
 	if (live_root(c) && S_ISSOCK(st.st_mode)) {
 		_cleanup_free_ char *p = NULL;
 
-		if (asprintf(&p, "%s/device-plugins/kubelet.sock", kd) >= 0 && !socket_answers(p)) {
+		int r;
+
+		/* below --root: with --live the root is the running node mounted elsewhere (/host) */
+		if (asprintf(&p, "%s/%s/device-plugins/kubelet.sock", c->o->root ? c->o->root : "", kd) >= 0 &&
+		    !socket_answers(p, &r)) {
 			f = doctor_report(c, "kubelet.not-running", DOCTOR_FAIL, LINK_KUBELET,
 					  "systemctl restart kubelet; journalctl -u kubelet -e",
 					  "kubelet's Registration socket exists but nobody answers: kubelet is down");
-			doctor_evidence(f, "connect(%s): %s", p, strerror(errno));
+			doctor_evidence(f, "connect(%s): %s", p, strerror(-r));
 			return 0;
 		}
 	}
@@ -109,13 +122,17 @@ int doctor_check_kubelet(struct doctor_ctx *c)
 	return 0;
 }
 
-/* nvidia-*.sock in dir (below root); names returned in buf (comma separated). */
-static size_t plugin_sockets(const struct doctor_ctx *c, const char *dir, char *buf, size_t size)
+/*
+ * nvidia-*.sock in dir (below root); names returned in buf (comma separated). When stale is given
+ * (live root), each socket is connected to and the ones nobody listens on go to stale.
+ */
+static size_t plugin_sockets(const struct doctor_ctx *c, const char *dir, char *buf, size_t size, char *stale,
+			     size_t stale_size, size_t *n_stale)
 {
 	_cleanup_free_ char *p = NULL;
 	DIR *d;
 	struct dirent *de;
-	size_t n = 0, used = 0;
+	size_t n = 0, used = 0, sused = 0;
 
 	if (asprintf(&p, "%s/%s/device-plugins", c->o->root ? c->o->root : "", dir) < 0)
 		return 0;
@@ -123,14 +140,23 @@ static size_t plugin_sockets(const struct doctor_ctx *c, const char *dir, char *
 	if (!d)
 		return 0;
 	buf[0] = '\0';
+	if (stale)
+		stale[0] = '\0';
 	while ((de = readdir(d))) {
 		size_t l = strlen(de->d_name);
+		_cleanup_free_ char *sp = NULL;
 
 		if (strncmp(de->d_name, "nvidia", 6) || l < 5 || !streq(de->d_name + l - 5, ".sock"))
 			continue;
 		if (used < size)
 			used += (size_t)snprintf(buf + used, size - used, "%s%s", n ? ", " : "", de->d_name);
 		n++;
+		if (stale && asprintf(&sp, "%s/%s", p, de->d_name) >= 0 && socket_state(sp) == -ECONNREFUSED) {
+			if (sused < stale_size)
+				sused += (size_t)snprintf(stale + sused, stale_size - sused, "%s%s",
+							  *n_stale ? ", " : "", de->d_name);
+			(*n_stale)++;
+		}
 	}
 	closedir(d);
 	return n;
@@ -162,8 +188,9 @@ static bool checkpoint_has_nvidia(const struct checkpoint *ck)
 int doctor_check_plugin(struct doctor_ctx *c)
 {
 	const char *kd = kubelet_dir(c);
-	char socks[512], other[512];
-	size_t n = plugin_sockets(c, kd, socks, sizeof(socks));
+	char socks[512], other[512], stale[512];
+	size_t n_stale = 0;
+	size_t n = plugin_sockets(c, kd, socks, sizeof(socks), live_root(c) ? stale : NULL, sizeof(stale), &n_stale);
 	struct doctor_finding *f;
 	bool ck = doctor_need_checkpoint(c) > 0 && checkpoint_has_nvidia(c->ckpt);
 	long long cap = quantity(node_status(c, "capacity"), "nvidia.com/gpu");
@@ -172,7 +199,7 @@ int doctor_check_plugin(struct doctor_ctx *c)
 	if (!n) {
 		for (size_t k = 0; k < ELEMENTSOF(kubelet_dirs); k++) {
 			if (streq(kubelet_dirs[k].dir, kd) ||
-			    !plugin_sockets(c, kubelet_dirs[k].dir, other, sizeof(other)))
+			    !plugin_sockets(c, kubelet_dirs[k].dir, other, sizeof(other), NULL, 0, NULL))
 				continue;
 			f = doctor_report(
 			    c, "plugin.socket-dir-mismatch", DOCTOR_FAIL, LINK_PLUGIN,
@@ -198,6 +225,22 @@ int doctor_check_plugin(struct doctor_ctx *c)
 					"kubelet_internal_checkpoint RegisteredDevices has no nvidia.com/* resource");
 		if (c->node_obj && alloc <= 0)
 			doctor_evidence(f, "--node: allocatable nvidia.com/gpu is %lld", alloc < 0 ? 0 : alloc);
+		return 0;
+	}
+	if (n_stale) {
+		f = doctor_report(
+		    c, "plugin.not-registered", DOCTOR_FAIL, LINK_PLUGIN,
+		    "restart the device plugin (kubectl -n kube-system delete pod -l "
+		    "name=nvidia-device-plugin-ds) and find why it died: kubectl describe pod (Last State: "
+		    "OOMKilled / exit code), kubectl logs --previous; raise its memory limit if OOMKilled",
+		    "a device plugin socket is stale: nobody listens on it, so kubelet cannot allocate "
+		    "its GPUs (and drops them from Allocatable)");
+		doctor_evidence(f,
+				"%s/device-plugins: %s: socket is stale (the plugin died or was OOM-killed): "
+				"connect() is refused",
+				kd, stale);
+		if (n_stale < n)
+			doctor_evidence(f, "plugin sockets in that dir: %s", socks);
 		return 0;
 	}
 	if (c->node_obj && cap <= 0 && !ck) {

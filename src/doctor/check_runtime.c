@@ -28,25 +28,16 @@ int doctor_toolkit_version(const struct doctor_ctx *c, char *buf, size_t size, c
 		}
 	/* on the host itself, ask the binary ("NVIDIA Container Toolkit CLI version 1.14.3") */
 	if (!c->o->root || !*c->o->root || streq(c->o->root, "/")) {
-		FILE *f = popen("nvidia-ctk --version 2>/dev/null", "r");
-		char line[256];
+		static char *const argv[] = {"nvidia-ctk", "--version", NULL};
+		char out[1024];
+		const char *v;
 
-		if (f) {
-			bool found = false;
-
-			while (!found && fgets(line, sizeof(line), f)) {
-				const char *v = strstr(line, "version ");
-
-				if (v) {
-					v += strlen("version ");
-					snprintf(buf, size, "%.*s", (int)strcspn(v, " \n"), v);
-					snprintf(src, src_size, "nvidia-ctk --version");
-					found = true;
-				}
-			}
-			pclose(f);
-			if (found)
-				return 0;
+		if (doctor_run_tool("/", "nvidia-ctk", argv, out, sizeof(out), 5000) >= 0 &&
+		    (v = strstr(out, "version "))) {
+			v += strlen("version ");
+			snprintf(buf, size, "%.*s", (int)strcspn(v, " \n"), v);
+			snprintf(src, src_size, "nvidia-ctk --version");
+			return 0;
 		}
 	}
 	return -ENOENT;

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The check table, the runner that attributes symptoms to the earliest broken link, shared facts. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "checkpoint.h"
 #include "doctor.h"
@@ -347,6 +350,70 @@ static const struct doctor_finding *explaining(const struct doctor_ctx *c, unsig
 	return NULL;
 }
 
+/* An input file the user named: it must open for reading and not be a directory. */
+static int readable_file(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? -EISDIR : 0;
+}
+
+/* Inputs named on the command line, with what to do when one is missing (a row per option). */
+static const struct {
+	const char *option;
+	size_t offset;   /* of the path in struct doctor_options */
+	bool below_root; /* a path on the node, read below --root */
+	const char *fix;
+} input_files[] = {
+    {"--kernel-log", offsetof(struct doctor_options, kernel_log), false,
+     "save the node's kernel log to a file (journalctl -k > kern.log, or dmesg > kern.log) and give that"},
+    {"--pods", offsetof(struct doctor_options, pods_file), false,
+     "save the pods with: kubectl get pods -A -o json > pods.json"},
+    {"--node", offsetof(struct doctor_options, node_file), false,
+     "save the node with: kubectl get node NAME -o json > node.json"},
+    {"--containerd-config", offsetof(struct doctor_options, containerd_config), true,
+     "give the path of containerd's config.toml on the node (default /etc/containerd/config.toml; "
+     "see: containerd config dump)"},
+};
+
+int doctor_check_options(const struct doctor_options *o, struct gerr *err)
+{
+	const char *root = o->root && *o->root ? o->root : "/";
+	struct stat st;
+	int r;
+
+	if (stat(root, &st) < 0)
+		return gerr_set(err, EINVAL,
+				"--root %s: %s; give the directory where the node's filesystem is mounted "
+				"(e.g. --root /host in a container), or leave --root out for this host",
+				root, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return gerr_set(err, EINVAL,
+				"--root %s: not a directory; give the directory where the node's filesystem is "
+				"mounted (e.g. --root /host)",
+				root);
+	for (size_t k = 0; k < ELEMENTSOF(input_files); k++) {
+		const char *path = *(const char *const *)((const char *)o + input_files[k].offset);
+		_cleanup_free_ char *full = NULL;
+
+		if (!path)
+			continue;
+		if (input_files[k].below_root) {
+			full = root_path(root, path);
+			if (!full)
+				return -ENOMEM;
+		}
+		r = readable_file(full ? full : path);
+		if (r < 0)
+			return gerr_set(err, EINVAL, "%s %s: cannot read %s: %s; %s", input_files[k].option, path,
+					full ? full : "it", strerror(-r), input_files[k].fix);
+	}
+	return 0;
+}
+
 int doctor_load_inputs(struct doctor_ctx *c, const struct doctor_options *o)
 {
 	char ebuf[GERR_MAX];
@@ -438,6 +505,63 @@ bool doctor_id_selected(const char *id, char *const *only, size_t n_only)
 	return false;
 }
 
+/* Does any id a check may report (ids, space separated, or "<name>.ok") fall under the selection? */
+static bool check_selected(const char *name, const char *ids, char *const *only, size_t n_only)
+{
+	char id[64];
+
+	snprintf(id, sizeof(id), "%s.ok", name);
+	if (doctor_id_selected(id, only, n_only))
+		return true;
+	for (const char *p = ids + strspn(ids, " "); *p; p += strspn(p, " ")) {
+		size_t n = strcspn(p, " ");
+
+		snprintf(id, sizeof(id), "%.*s", (int)n, p);
+		if (doctor_id_selected(id, only, n_only))
+			return true;
+		p += n;
+	}
+	return false;
+}
+
+bool doctor_only_valid(const char *sel)
+{
+	/* ids reported outside the check table: bad input files */
+	static const char *const input_ids[] = {"input.pods-invalid", "input.node-invalid",
+						"input.cuda-version-invalid"};
+	char *const one[] = {(char *)sel};
+
+	for (size_t k = 0; k < doctor_n_checks; k++)
+		if (check_selected(doctor_checks[k].name, doctor_checks[k].ids, one, 1))
+			return true;
+	for (size_t k = 0; k < ELEMENTSOF(input_ids); k++)
+		if (doctor_id_selected(input_ids[k], one, 1))
+			return true;
+	return false;
+}
+
+/*
+ * Selected findings, plus the finding that blocked a selected check: --only cdi on a node whose
+ * driver is not loaded must still say why the CDI checks did not run.
+ */
+bool doctor_finding_shown(const struct doctor_ctx *c, const struct doctor_finding *f, char *const *only, size_t n_only)
+{
+	size_t i;
+	json_t *s;
+
+	if (doctor_id_selected(f->id, only, n_only))
+		return true;
+	json_array_foreach (c->skipped, i, s) {
+		const char *by = json_string_value(json_object_get(s, "explained_by"));
+		const char *name = json_string_value(json_object_get(s, "check"));
+		const char *ids = json_string_value(json_object_get(s, "ids"));
+
+		if (by && name && ids && streq(by, f->id) && check_selected(name, ids, only, n_only))
+			return true;
+	}
+	return false;
+}
+
 json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_only)
 {
 	json_t *doc = json_object(), *arr = json_array();
@@ -451,7 +575,7 @@ json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_o
 		const struct doctor_finding *f = &c->findings[k];
 		json_t *ev = json_array();
 
-		if (!doctor_id_selected(f->id, only, n_only))
+		if (!doctor_finding_shown(c, f, only, n_only))
 			continue;
 		for (size_t e = 0; e < f->n_evidence; e++)
 			json_array_append_new(ev, json_string(f->evidence[e]));
@@ -476,7 +600,7 @@ void doctor_print(const struct doctor_ctx *c, char *const *only, size_t n_only)
 		for (size_t k = 0; k < c->n_findings; k++) {
 			const struct doctor_finding *f = &c->findings[k];
 
-			if ((int)f->link != l || !doctor_id_selected(f->id, only, n_only))
+			if ((int)f->link != l || !doctor_finding_shown(c, f, only, n_only))
 				continue;
 			if (f->severity == DOCTOR_OK) {
 				n_ok++;

@@ -61,6 +61,7 @@ struct doctor_options {
 	const char *runtime_class;         /* RuntimeClass handler pods use, "nvidia" by default */
 	const char *containerd_config;     /* path of config.toml on the host */
 	unsigned runtime_uid, runtime_gid; /* user containerd runs as (rootless containerd: not 0) */
+	bool live;                         /* root is the running node: its sockets answer (implied by "/") */
 	const char *cuda_library;          /* probe: libcuda to dlopen, "libcuda.so.1" by default */
 };
 
@@ -139,6 +140,15 @@ size_t doctor_cdi_dir_files(const struct doctor_ctx *c, const char *dir, char na
 /* Version of a dpkg package under root (/var/lib/dpkg/status), epoch and Debian revision dropped. */
 bool doctor_dpkg_version(const struct doctor_ctx *c, const char *pkg, char *buf, size_t size);
 
+/*
+ * Run host tool `name` (looked up in /usr/bin, /usr/sbin, /usr/local/bin below root; never a shell or
+ * $PATH) with argv; its stdout (at most size-1 bytes, NUL-terminated) goes to buf, stderr to /dev/null.
+ * Killed after timeout_ms. Returns bytes read, -ENOENT not installed, -ETIMEDOUT, -EIO non-zero exit.
+ */
+int doctor_run_tool(const char *root, const char *name, char *const argv[], char *buf, size_t size, int timeout_ms);
+/* First "X.Y[.Z]" version (after start, a blank or a 'v') in text; false when none. */
+bool doctor_scan_version(const char *text, char *buf, size_t size);
+
 /* nvidia-container-toolkit version under root (dpkg status, or nvidia-ctk --version on the host). */
 int doctor_toolkit_version(const struct doctor_ctx *c, char *buf, size_t size, char *src, size_t src_size);
 
@@ -190,6 +200,12 @@ struct lint_options {
 };
 int lint_objects(struct doctor_ctx *c, const char *file, const json_t *objs, const struct lint_options *lo);
 
+/*
+ * Usage check of what the user named: --root must be a directory; --kernel-log, --pods, --node
+ * and --containerd-config (below root) must be readable files. -EINVAL with "what, where, what to do".
+ */
+int doctor_check_options(const struct doctor_options *o, struct gerr *err);
+
 /* Set c up with o and load --pods / --node (a bad file is a warn finding). -ENOMEM only. */
 int doctor_load_inputs(struct doctor_ctx *c, const struct doctor_options *o);
 
@@ -210,3 +226,7 @@ json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_o
 /* Readable report on stdout, grouped by link in chain order; names the first failure as root cause. */
 void doctor_print(const struct doctor_ctx *c, char *const *only, size_t n_only);
 bool doctor_id_selected(const char *id, char *const *only, size_t n_only);
+/* Shown under --only: selected, or the finding that made a selected check skip (the root cause). */
+bool doctor_finding_shown(const struct doctor_ctx *c, const struct doctor_finding *f, char *const *only, size_t n_only);
+/* An --only argument that names some id or component of the doctor's checks. */
+bool doctor_only_valid(const char *sel);

@@ -31,6 +31,8 @@ struct lint_rule {
 	bool (*broken)(const struct lint_target *t, char *why, size_t size);
 	/* node facts (--node, --root) that turn a possible problem into a certain one: then it fails */
 	bool (*certain)(const struct lint_target *t);
+	/* optional: a fix naming what this target asked for, instead of fix */
+	void (*fix_for)(const struct lint_target *t, char *fix, size_t size);
 };
 
 static bool node_given(const struct lint_target *t)
@@ -63,8 +65,11 @@ static bool ctr_wants_gpu(const json_t *ctr)
 
 /* ---- rules ---- */
 
-/* Extended resources are set in limits; requests alone are rejected or ignored (seed §5.2). */
-static bool requests_only(const struct lint_target *t, char *why, size_t size)
+/*
+ * Extended resources are set in limits; requests alone are rejected or ignored (seed §5.2).
+ * Returns the offending nvidia.com/<name> resource (why says how), NULL when none.
+ */
+static const char *requested_without_limit(const struct lint_target *t, char *why, size_t size)
 {
 	const json_t *res = json_object_get(t->ctr, "resources");
 	const json_t *req = json_object_get(res, "requests"), *lim = json_object_get(res, "limits");
@@ -79,7 +84,7 @@ static bool requests_only(const struct lint_target *t, char *why, size_t size)
 			continue;
 		if (!l) {
 			snprintf(why, size, "requests %s without a limit", k);
-			return true;
+			return k;
 		}
 		snprintf(a, sizeof(a), "%s", json_is_string(v) ? json_string_value(v) : "");
 		snprintf(b, sizeof(b), "%s", json_is_string(l) ? json_string_value(l) : "");
@@ -89,10 +94,27 @@ static bool requests_only(const struct lint_target *t, char *why, size_t size)
 			snprintf(b, sizeof(b), "%lld", (long long)json_integer_value(l));
 		if (!streq(a, b)) {
 			snprintf(why, size, "%s request %s differs from limit %s", k, a, b);
-			return true;
+			return k;
 		}
 	}
-	return false;
+	return NULL;
+}
+
+static bool requests_only(const struct lint_target *t, char *why, size_t size)
+{
+	return requested_without_limit(t, why, size) != NULL;
+}
+
+/* The fix names what was requested (nvidia.com/gpu.shared, nvidia.com/mig-1g.10gb, ...). */
+static void requests_only_fix(const struct lint_target *t, char *fix, size_t size)
+{
+	char why[256];
+	const char *res = requested_without_limit(t, why, sizeof(why));
+
+	snprintf(fix, size,
+		 "put %s under resources.limits with the same count (requests default to the limit; an extended "
+		 "resource in requests alone is not allocated)",
+		 res ? res : "the nvidia.com/* resource");
 }
 
 static bool missing_runtime_class(const struct lint_target *t, char *why, size_t size)
@@ -223,31 +245,32 @@ static bool cuda_too_new(const struct lint_target *t, char *why, size_t size)
 static const struct lint_rule rules[] = {
     {"lint.gpu-requests-without-limits", DOCTOR_FAIL, true,
      "GPUs must be set in resources.limits: extended resources in requests alone do not work",
-     "put nvidia.com/gpu under resources.limits (requests default to the limit)", requests_only, NULL},
+     "put the nvidia.com/* resource under resources.limits", requests_only, NULL, requests_only_fix},
     {"lint.missing-runtime-class", DOCTOR_FAIL, false,
      "GPU pod without the RuntimeClass the node needs: it starts with runc and sees no GPU "
      "(\"No devices were found\")",
-     "set spec.runtimeClassName (e.g. nvidia), or enable CDI on the node", missing_runtime_class, NULL},
+     "set spec.runtimeClassName (e.g. nvidia), or enable CDI on the node", missing_runtime_class, NULL, NULL},
     {"lint.missing-gpu-toleration", DOCTOR_WARN, false,
      "GPU pod does not tolerate the GPU nodes' taint: it stays Pending on tainted GPU nodes",
-     "add tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]", missing_toleration, node_given},
+     "add tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]", missing_toleration, node_given,
+     NULL},
     {"lint.time-slicing-for-training", DOCTOR_WARN, true,
      "a training job on a time-sliced GPU: no memory or fault isolation, one job can take down the others",
      "request a whole GPU (nvidia.com/gpu) or a MIG instance (nvidia.com/mig-<profile>) for training",
-     training_on_shared, NULL},
+     training_on_shared, NULL, NULL},
     {"lint.nonroot-without-device-access", DOCTOR_WARN, true,
      "a non-root GPU container cannot open /dev/nvidia* when the node's device files are 0660 root",
      "add the device files' group to securityContext.supplementalGroups, or set NVreg_DeviceFileMode=0666 "
      "on the nodes",
-     nonroot_no_device_access, node_devs_closed},
+     nonroot_no_device_access, node_devs_closed, NULL},
     {"lint.cuda-too-new-for-driver", DOCTOR_FAIL, true,
      "the image needs a newer driver than the node has: \"CUDA driver version is insufficient\"",
-     "use an image built for the node's CUDA, or upgrade the driver", cuda_too_new, NULL},
+     "use an image built for the node's CUDA, or upgrade the driver", cuda_too_new, NULL, NULL},
 };
 
 static void run_rule(const struct lint_rule *r, struct lint_target *t)
 {
-	char why[600] = "";
+	char why[600] = "", fix[1024];
 	enum doctor_severity sev = r->severity;
 	struct doctor_finding *f;
 
@@ -255,9 +278,14 @@ static void run_rule(const struct lint_rule *r, struct lint_target *t)
 		return;
 	if (r->certain && r->certain(t))
 		sev = DOCTOR_FAIL;
+	snprintf(fix, sizeof(fix), "%s", r->fix);
+	if (r->fix_for)
+		r->fix_for(t, fix, sizeof(fix));
 	f = doctor_find(t->c, r->id);
 	if (!f)
-		f = doctor_report(t->c, r->id, sev, LINK_LINT, r->fix, "%s", r->summary);
+		f = doctor_report(t->c, r->id, sev, LINK_LINT, fix, "%s", r->summary);
+	else if (r->fix_for && !strstr(f->fix, fix)) /* another resource: say so too */
+		snprintf(f->fix + strlen(f->fix), sizeof(f->fix) - strlen(f->fix), "; %s", fix);
 	doctor_evidence(f, "%s: %s", t->where, why);
 }
 

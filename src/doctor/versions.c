@@ -21,26 +21,25 @@ static bool live(const struct doctor_ctx *c)
 	return !c->o->root || !*c->o->root || streq(c->o->root, "/");
 }
 
-/* First "vX.Y.Z" or "X.Y.Z" in the output of a command (live host only). */
-static bool command_version(const char *cmd, char *buf, size_t size)
+bool doctor_scan_version(const char *text, char *buf, size_t size)
 {
-	FILE *f = popen(cmd, "r");
-	char line[512];
-	bool found = false;
-
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		for (char *p = line; *p && !found; p++) {
-			if ((p == line || p[-1] == ' ' || p[-1] == 'v') && *p >= '0' && *p <= '9' && strchr(p, '.') &&
-			    strspn(p, "0123456789.") > 2) {
-				snprintf(buf, size, "%.*s", (int)strspn(p, "0123456789."), p);
-				found = true;
-			}
+	for (const char *p = text; *p; p++) {
+		if ((p == text || p[-1] == ' ' || p[-1] == 'v') && *p >= '0' && *p <= '9' &&
+		    strspn(p, "0123456789.") > 2 && memchr(p, '.', strspn(p, "0123456789."))) {
+			snprintf(buf, size, "%.*s", (int)strspn(p, "0123456789."), p);
+			return true;
 		}
 	}
-	pclose(f);
-	return found;
+	return false;
+}
+
+/* `<tool> --version` on the live host (no shell: doctor_run_tool), first version in its output. */
+static bool command_version(const char *tool, char *buf, size_t size)
+{
+	char *const argv[] = {(char *)tool, "--version", NULL};
+	char out[2048];
+
+	return doctor_run_tool("/", tool, argv, out, sizeof(out), 5000) >= 0 && doctor_scan_version(out, buf, size);
 }
 
 /* Image tag of a pod in --pods whose image contains needle ("k8s-device-plugin", "gpu-operator"). */
@@ -196,7 +195,7 @@ json_t *versions_ledger(struct doctor_ctx *c)
 		} else if (doctor_dpkg_version(c, "containerd", v, sizeof(v)) ||
 			   doctor_dpkg_version(c, "containerd.io", v, sizeof(v))) {
 			snprintf(src, sizeof(src), "dpkg");
-		} else if (live(c) && command_version("containerd --version 2>/dev/null", v, sizeof(v))) {
+		} else if (live(c) && command_version("containerd", v, sizeof(v))) {
 			snprintf(src, sizeof(src), "containerd --version");
 		} else {
 			v[0] = '\0';
@@ -214,7 +213,7 @@ json_t *versions_ledger(struct doctor_ctx *c)
 			snprintf(src, sizeof(src), "--node status.nodeInfo.kubeletVersion");
 		} else if (doctor_dpkg_version(c, "kubelet", v, sizeof(v))) {
 			snprintf(src, sizeof(src), "dpkg");
-		} else if (live(c) && command_version("kubelet --version 2>/dev/null", v, sizeof(v))) {
+		} else if (live(c) && command_version("kubelet", v, sizeof(v))) {
 			snprintf(src, sizeof(src), "kubelet --version");
 		} else {
 			v[0] = '\0';

@@ -26,6 +26,10 @@ for name, e in json.load(open(os.path.join(HERE, "expect.json"))).items():
     for i in e.get("absent", []):
         if i in got:
             errs.append(f"{name}: {i} must not be reported: {got[i]['evidence']}")
+    if "fix" in e and not any(e["fix"] in x["fix"] for x in got.values()):
+        errs.append(f"{name}: no fix says {e['fix']!r}: {[x['fix'] for x in got.values()]}")
+    if "no_fix" in e and any(e["no_fix"] in x["fix"] for x in got.values()):
+        errs.append(f"{name}: a fix says {e['no_fix']!r}, wrong for this input")
     if "evidence" in e and not any(e["evidence"] in ev for x in got.values() for ev in x["evidence"]):
         errs.append(f"{name}: no evidence mentions {e['evidence']!r}")
     want = e.get("exit", 1 if e.get("fail") else 0)
