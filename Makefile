@@ -1,13 +1,16 @@
 # gpulet: the two entry points of the README, and the pieces they are made of.
 #   make demo   installs what is missing, builds, runs gpulet on a simulated DGX A100 node
-#   make test   installs what is missing, builds, runs every test, then again under ASan+UBSan
+#   make test   installs what is missing, builds, runs every test, then again under ASan+UBSan,
+#               then a short libFuzzer run of every parser
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 15
 JOBS       ?= $(shell nproc)
 PACKAGES   := $(shell grep -v '^\#' .ci/packages.txt)
 FIXTURE    ?= dgx-a100
 
-.PHONY: all deps build asan-build demo test unit-test asan-test format-check format clean
+.PHONY: all deps build asan-build demo test unit-test asan-test fuzz-test format-check format clean
 
 all: build
 
@@ -36,6 +39,12 @@ asan-test: asan-build
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --output-on-failure -j$(JOBS) -LE no-asan
 
+# A short libFuzzer run of every parser of outside input (clang, ASan+UBSan), from the committed seeds.
+fuzz-test:
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPULET_FUZZ=ON >/dev/null
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_all
+	tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BUILD)
+
 format-check:
 	@bad=$$(git ls-files '*.c' '*.h' | grep -v '^tests/fuzz/corpus' | xargs clang-format --dry-run 2>&1 | grep -c warning || true); \
 	if [ "$$bad" != "0" ]; then git ls-files '*.c' '*.h' | xargs clang-format --dry-run 2>&1 | head -40; \
@@ -44,7 +53,7 @@ format-check:
 format:
 	git ls-files '*.c' '*.h' | xargs clang-format -i
 
-test: deps format-check unit-test asan-test
+test: deps format-check unit-test asan-test fuzz-test
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

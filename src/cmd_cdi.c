@@ -349,18 +349,22 @@ static int parse_user(const char *s, struct cdi_validate_options *o)
 static int check_spec_dir(const char *root, const char *dir)
 {
 	_cleanup_free_ char *path = root_path(root, dir);
+	const char *reason;
 	struct stat st;
 
 	if (!path)
 		return -ENOMEM;
-	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		fprintf(stderr,
-			"gpulet cdi validate: --dir %s: %s; check the path against the runtime's cdi_spec_dirs "
-			"(default /etc/cdi and /var/run/cdi)\n",
-			path, errno == 0 || S_ISDIR(st.st_mode) ? "not a directory" : strerror(errno));
-		return -ENOENT;
-	}
-	return 0;
+	if (stat(path, &st) < 0)
+		reason = strerror(errno);
+	else if (!S_ISDIR(st.st_mode))
+		reason = "not a directory";
+	else
+		return 0;
+	fprintf(stderr,
+		"gpulet cdi validate: --dir %s: %s; check the path against the runtime's cdi_spec_dirs (default "
+		"/etc/cdi and /var/run/cdi)%s\n",
+		path, reason, root && strcmp(root, "/") ? "; --dir is looked up under --root" : "");
+	return -ENOENT;
 }
 
 static int cdi_validate_cmd(int argc, char **argv)

@@ -76,11 +76,13 @@ class Fixtures(unittest.TestCase):
     def test_mig_labels_like_dcgm(self):
         ex = Exporter(fixture("dgx-a100"), ["--collect-interval", "200", "--kubernetes=false"])
         try:
-            body = ex.wait_for(lambda b: "GPU_I_PROFILE" in b, what="MIG series")
-            fb = [l for l, _ in series(body, "DCGM_FI_DEV_FB_TOTAL") if "GPU_I_ID" in l]
             doc = load("dgx-a100")
             want = sorted((g["uuid"], str(m["gi"]), c["profile_name"]) for g in doc["gpus"]
                           for m in (g.get("mig") or []) for c in m["cis"])
+            # every GPU has its own sampler thread: wait until both MIG GPUs have been sampled once
+            body = ex.wait_for(lambda b: len([l for l, _ in series(b, "DCGM_FI_DEV_FB_TOTAL") if "GPU_I_ID" in l])
+                               >= len(want), what="MIG series of every MIG GPU")
+            fb = [l for l, _ in series(body, "DCGM_FI_DEV_FB_TOTAL") if "GPU_I_ID" in l]
             self.assertEqual(sorted((l["UUID"], l["GPU_I_ID"], l["GPU_I_PROFILE"]) for l in fb), want)
         finally:
             ex.cleanup()
