@@ -629,6 +629,31 @@ void health_replay(struct health_watcher *w)
 	pthread_mutex_unlock(&w->lock);
 }
 
+/*
+ * A GPU lost only by NVML's own answer (GPU_IS_LOST, no XID 79) that NVML reads normally again was
+ * reset or re-attached: it is healthy again (docs/reliability.md, "GPU lost / recovered"). An XID 79
+ * or any other fault on it keeps it as it is.
+ */
+static void nvml_lost_back(struct health_watcher *w, struct gpu_state *g)
+{
+	struct health_event ev;
+
+	if (!g->n_faults)
+		return;
+	for (size_t f = 0; f < g->n_faults; f++)
+		if (g->faults[f].kind != HEALTH_GPU_LOST || g->faults[f].xid != 0 || g->faults[f].gi >= 0)
+			return;
+	if (probe_gpu(w, g) != NVML_SUCCESS)
+		return;
+	event_init(&ev, HEALTH_RECOVERED, g, "poll");
+	ev.transition = true;
+	snprintf(ev.reason, sizeof(ev.reason), "NVML reads the GPU normally again; was: %s", g->faults[0].reason);
+	g->n_faults = 0;
+	emit(w, &ev);
+	if (!g->registered)
+		register_gpu(w, g);
+}
+
 static void mig_poll(struct health_watcher *w)
 {
 	struct node *cur = NULL, *fresh = NULL;
@@ -640,6 +665,8 @@ static void mig_poll(struct health_watcher *w)
 	for (size_t i = 0; i < cur->n_gpus && i < w->n_gpus; i++)
 		if (cur->gpus[i].lost)
 			gpu_lost(w, &w->gpus[i], "poll", 0, "NVML answered GPU_IS_LOST");
+		else
+			nvml_lost_back(w, &w->gpus[i]);
 	if (w->snap && layout_equal(w->snap, cur)) {
 		pthread_mutex_unlock(&w->lock);
 		node_free(cur);

@@ -44,12 +44,16 @@ static const int register_backoff_ms[] = {0, 5, 10, 20, 40, 80, 160, 320, 640};
 #define STOP_FLUSH_MS       1000 /* how long SIGTERM waits for the empty list to go out */
 #define TICK_MS             1000
 #define INIT_RETRY_MS       30000 /* --fail-on-init-error=false: look for devices again this often */
+#define REJECT_LOG_MS       1000  /* at most one "request rejected" line per resource this often (F8) */
 
 struct served {
 	struct dp_ctx ctx;
 	struct gsrv *srv;
 	bool registered;
 	char path[PATH_MAX];
+	/* rejected requests: a misbehaving client retrying must not flood the log (gRPC thread only) */
+	long long reject_log_ms;
+	unsigned rejects_suppressed;
 };
 
 struct daemon {
@@ -108,9 +112,20 @@ static int h_unary(void *data, unsigned method, const uint8_t *in, size_t inlen,
 	struct served *s = data;
 	int st = dp_unary(&s->ctx, method, in, inlen, out, outlen, msg, msgsize);
 
-	if (st != 0)
-		log_warn("request rejected", "resource=%s method=%s status=%d error=\"%s\"", s->ctx.res->name,
-			 method < DP_N_METHODS ? strrchr(dp_methods[method].path, '/') + 1 : "?", st, msg);
+	long long t;
+
+	if (st == 0)
+		return st;
+	t = now_ms();
+	if (s->reject_log_ms && t - s->reject_log_ms < REJECT_LOG_MS) {
+		s->rejects_suppressed++;
+		return st;
+	}
+	log_warn("request rejected", "resource=%s method=%s status=%d error=\"%s\" suppressed=%u", s->ctx.res->name,
+		 method < DP_N_METHODS ? strrchr(dp_methods[method].path, '/') + 1 : "?", st, msg,
+		 s->rejects_suppressed);
+	s->reject_log_ms = t;
+	s->rejects_suppressed = 0;
 	return st;
 }
 

@@ -5,6 +5,8 @@ unknown IDs, IDs of another resource, an empty container request, no container r
 garbage bytes, and more than one replica with failRequestsGreaterThanOne. The daemon keeps
 serving afterwards. Also GetPreferredAllocation's contract (size, must-include first)."""
 import os
+import re
+import time
 
 import grpc
 
@@ -70,6 +72,35 @@ def test_fail_requests_greater_than_one(h):
     h.check_alive()
 
 
+def test_rejects_rate_limited(h):
+    """Soak finding F8: a client retrying a bad Allocate gets one log line per second per resource,
+    the next line counts the suppressed ones."""
+    h.start_standin()
+    h.start_plugin()
+    t0 = time.time()
+    n = 0
+    while time.time() - t0 < 1.5:
+        try:
+            h.allocate("nvidia.com/gpu", ["GPU-nope-%d" % n])
+        except grpc.RpcError as e:
+            check(e.code() == grpc.StatusCode.INVALID_ARGUMENT, "bad Allocate: %s" % e.code())
+        n += 1
+    elapsed = time.time() - t0
+    time.sleep(1.1)
+    try:
+        h.allocate("nvidia.com/gpu", ["GPU-nope-last"])
+    except grpc.RpcError:
+        pass
+    h.wait_log(r'msg="request rejected" [^\n]*GPU-nope-last[^\n]*')
+    lines = re.findall(r'msg="request rejected"[^\n]*suppressed=(\d+)', h.log_text())
+    check(n > 20, "only %d requests in %.1fs" % (n, elapsed))
+    check(2 <= len(lines) <= int(elapsed) + 3, "%d log lines for %d rejected requests" % (len(lines), n + 1))
+    check(sum(int(x) for x in lines) + len(lines) == n + 1, "suppressed counts %r do not add up to %d" % (lines, n + 1))
+    check(lines[0] == "0", "the first rejection is logged at once: %r" % lines)
+    h.check_alive()
+
+
 if __name__ == "__main__":
     run(test_bad_requests)
     run(test_fail_requests_greater_than_one)
+    run(test_rejects_rate_limited)

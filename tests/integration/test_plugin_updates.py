@@ -148,9 +148,44 @@ def test_recovery_and_kernel_log(h):
     h.check_alive()
 
 
+def test_lost_back_after_reload_restart(h):
+    """Soak finding F10: after a SIGHUP reload to time-slicing and a kubelet restart, a GPU that NVML
+    answers GPU_IS_LOST for is Unhealthy on the new stream, and Healthy again once NVML reads it
+    normally (reset, re-attached). Before the fix the lost fault was permanent like an XID 79."""
+    fx = h.fixture_data()
+    g = [x["uuid"] for x in fx["gpus"] if not x.get("mig_mode")]
+    cfg = os.path.join(h.tmp, "config.yaml")
+    with open(cfg, "w") as f:
+        f.write("version: v1\nflags:\n  migStrategy: mixed\n")
+    h.start_standin()
+    h.start_plugin("--rescan-interval=1", "--config-file", cfg)
+    with open(cfg, "a") as f:
+        f.write("sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n")
+    mark = h.events.mark()
+    h.plugin.send_signal(__import__("signal").SIGHUP)
+    h.wait_list("nvidia.com/gpu", start=mark, pred=lambda d: len(d) == 2 * len(g))
+    h.kill_standin()
+    h.start_standin()
+    h.events.wait(lambda e: e["event"] == "register" and e["resource"] == "nvidia.com/gpu", what="re-register")
+    lost = next(x for x in fx["gpus"] if x["uuid"] == g[1])
+    lost["lost"] = True
+    mark = h.events.mark()
+    h.write_fixture(fx)
+    h.wait_list("nvidia.com/gpu", start=mark,
+                pred=lambda d: {x["id"] for x in d if x["health"] == "Unhealthy"} == {g[1] + "::0", g[1] + "::1"})
+    lost["lost"] = False
+    mark = h.events.mark()
+    h.write_fixture(fx)
+    lst = h.wait_list("nvidia.com/gpu", start=mark, pred=lambda d: all(x["health"] == "Healthy" for x in d))
+    check(len(lst["devices"]) == 2 * len(g), "replicas kept: %r" % healths(lst))
+    h.wait_log(r'msg="device is healthy again" resource=nvidia\.com/gpu id=%s::0' % g[1])
+    h.check_alive()
+
+
 if __name__ == "__main__":
     run(test_recovery_and_kernel_log)
     run(test_xid_and_lost)
     run(test_mig_xid)
     run(test_health_disabled)
     run(test_mig_repartition)
+    run(test_lost_back_after_reload_restart)
