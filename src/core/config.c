@@ -294,7 +294,7 @@ static const struct opt opts[] = {
      F(health_recovery),
      NULL,
      "seconds without a new error after which a GPU unhealthy for a recoverable XID/ECC reason is healthy again "
-     "(a lost GPU never is)"},
+     "(a GPU stays unhealthy while NVML reports it lost, and after XID 79 until restart)"},
     /* gpulet: second XID source for what NVML misses, e.g. XID 79 fallen off the bus */
     {"kernel-log",
      NULL,
