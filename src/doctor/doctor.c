@@ -573,10 +573,11 @@ json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_o
 	}
 	for (size_t k = 0; k < c->n_findings; k++) {
 		const struct doctor_finding *f = &c->findings[k];
-		json_t *ev = json_array();
+		json_t *ev;
 
 		if (!doctor_finding_shown(c, f, only, n_only))
 			continue;
+		ev = json_array();
 		for (size_t e = 0; e < f->n_evidence; e++)
 			json_array_append_new(ev, json_string(f->evidence[e]));
 		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:o, s:s}", "id", f->id, "severity",
