@@ -42,6 +42,12 @@ from plugin_lib import check, fail, pb  # noqa: E402
 
 FD_TOLERANCE = 4  # fds: gRPC may hold one more connection per load thread in a sample
 RSS_TOLERANCE_KIB = 8192  # 8 MiB between the first post-warm-up sample and the last one
+
+
+def sanitized():
+    """True when the gpulet under test is built with AddressSanitizer (it links libasan)."""
+    with open(plugin_lib.GPULET, "rb") as f:
+        return b"__asan_init" in f.read()
 REREGISTER_TIMEOUT = 15
 
 CONFIG_PLAIN = "version: v1\nflags:\n  migStrategy: mixed\n"
@@ -333,8 +339,14 @@ def soak(args):
         check(stats.c.get("allocate_checked", 0) > 0 and stats.c.get("preferred_ok", 0) > 0, "no load ran: %r" % stats.c)
         check(summary["fd_growth"] <= FD_TOLERANCE, "fd count grew by %d (> %d): %s" % (
             summary["fd_growth"], FD_TOLERANCE, summary["samples"]))
-        check(summary["rss_growth_kib"] <= RSS_TOLERANCE_KIB, "RSS grew by %d KiB (> %d): %s" % (
-            summary["rss_growth_kib"], RSS_TOLERANCE_KIB, summary["samples"]))
+        # Under ASan freed memory sits in the allocator's quarantine (256 MiB by default) before it is
+        # reused, so RSS climbs to that plateau: the RSS bound is checked in the plain build only, and
+        # leaks under ASan are LeakSanitizer's job at exit.
+        if sanitized():
+            print("RSS bound not checked: ASan build (quarantine); growth %d KiB" % summary["rss_growth_kib"])
+        else:
+            check(summary["rss_growth_kib"] <= RSS_TOLERANCE_KIB, "RSS grew by %d KiB (> %d): %s" % (
+                summary["rss_growth_kib"], RSS_TOLERANCE_KIB, summary["samples"]))
     except AssertionError:
         if os.path.exists(h.log_path):
             print("--- plugin log (tail) ---\n" + h.log_text()[-4000:])
