@@ -2,6 +2,8 @@
 /* Subcommand entry points and the option plumbing they share. */
 #pragma once
 
+#include <stdbool.h>
+
 #define EXIT_USAGE 2
 
 /* Each verb: parse its options with getopt_long, call core, print, return the exit code. */
@@ -14,6 +16,9 @@ int cmd_versions(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
 int cmd_labels(int argc, char **argv);
+
+/* A boolean flag or env value: 1/true/yes/on, 0/false/no/off (any case); -EINVAL otherwise. */
+int cmd_parse_bool(const char *s, bool *ret);
 
 /* Environment fallbacks shared by the verbs that open NVML. */
 const char *cmd_env_or(const char *name, const char *fallback);

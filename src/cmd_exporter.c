@@ -47,18 +47,6 @@ static void exporter_help(FILE *f)
 	    "Example: gpulet exporter --address :9400 --collect-interval 1000 & curl -s localhost:9400/metrics\n");
 }
 
-static int parse_bool(const char *s, bool *ret)
-{
-	static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no", "off"};
-	for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
-		if (strcasecmp(s, yes[i]) == 0)
-			return *ret = true, 0;
-		if (strcasecmp(s, no[i]) == 0)
-			return *ret = false, 0;
-	}
-	return -1;
-}
-
 static int parse_ms(const char *s, int min, int *ret)
 {
 	char *end;
@@ -79,7 +67,7 @@ struct exporter_opts {
 static int env_bool(const char *name, bool *v)
 {
 	const char *s = getenv(name);
-	return s && *s && parse_bool(s, v) < 0 ? -1 : 0;
+	return s && *s && cmd_parse_bool(s, v) < 0 ? -1 : 0;
 }
 
 static int defaults_from_env(struct exporter_opts *o)
@@ -142,7 +130,8 @@ static int parse_args(int argc, char **argv, struct exporter_opts *o)
 			break;
 		case 'k':
 		case O_VGPU:
-			if (parse_bool(optarg ? optarg : "true", c == 'k' ? &o->kubernetes : &o->virtual_gpus) < 0) {
+			if (cmd_parse_bool(optarg ? optarg : "true", c == 'k' ? &o->kubernetes : &o->virtual_gpus) <
+			    0) {
 				fprintf(stderr, "gpulet exporter: '%s' is not true/false\n", optarg);
 				return EXIT_USAGE;
 			}

@@ -51,15 +51,6 @@ struct labels_cli {
 	struct cmd_nvml_opts nvml;
 };
 
-static int parse_bool(const char *s, bool *ret)
-{
-	if (!strcasecmp(s, "true") || streq(s, "1") || !strcasecmp(s, "yes"))
-		return *ret = true, 0;
-	if (!strcasecmp(s, "false") || streq(s, "0") || !strcasecmp(s, "no"))
-		return *ret = false, 0;
-	return -1;
-}
-
 /* Go-style durations GFD accepts for --sleep-interval: "60s", "1m30s" is not needed: one unit. */
 static int parse_duration(const char *s, long long *ret_ms)
 {
@@ -128,13 +119,13 @@ static int from_env(struct labels_cli *c)
 	if ((v = cmd_env_or("GFD_SLEEP_INTERVAL", NULL)) && parse_duration(v, &c->sleep_ms) < 0)
 		return usage_error("GFD_SLEEP_INTERVAL", v);
 	if ((v = env2("GFD_FAIL_ON_INIT_ERROR", "FAIL_ON_INIT_ERROR", NULL)) &&
-	    parse_bool(v, &c->fail_on_init_error) < 0)
+	    cmd_parse_bool(v, &c->fail_on_init_error) < 0)
 		return usage_error("GFD_FAIL_ON_INIT_ERROR", v);
 	bool b = false;
-	if ((v = cmd_env_or("GFD_ONESHOT", NULL)) && parse_bool(v, &c->oneshot) < 0)
+	if ((v = cmd_env_or("GFD_ONESHOT", NULL)) && cmd_parse_bool(v, &c->oneshot) < 0)
 		return usage_error("GFD_ONESHOT", v);
 	if ((v = cmd_env_or("GFD_NO_TIMESTAMP", NULL))) {
-		if (parse_bool(v, &b) < 0)
+		if (cmd_parse_bool(v, &b) < 0)
 			return usage_error("GFD_NO_TIMESTAMP", v);
 		c->lo.timestamp = !b;
 	}
@@ -204,7 +195,7 @@ static int parse_args(int argc, char **argv, struct labels_cli *c)
 				return usage_error("--mig-strategy", optarg);
 			break;
 		case O_FAIL:
-			if (parse_bool(optarg ? optarg : "true", &c->fail_on_init_error) < 0)
+			if (cmd_parse_bool(optarg ? optarg : "true", &c->fail_on_init_error) < 0)
 				return usage_error("--fail-on-init-error", optarg);
 			break;
 		case O_MACHINE:
