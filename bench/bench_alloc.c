@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
+#include "plugin/alloc.h"
 #include "bench.h"
 #include "health_testnode.h"
 

@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cdi.h"
-#include "nvml.h"
+#include "cdi/cdi.h"
+#include "nvml/nvml.h"
 
 static int cmp(const void *a, const void *b)
 {

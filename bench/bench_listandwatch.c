@@ -13,7 +13,7 @@
 #include "bench.h"
 #include "health_testnode.h"
 #include "plugin/dp.h"
-#include "resources.h"
+#include "plugin/resources.h"
 
 int main(int argc, char **argv)
 {

@@ -3,7 +3,7 @@
 # The export list of each variant is printed from NVML_SYMBOLS by gen_exports, so it follows the ABI.
 
 add_executable(fakenvml_gen_exports tests/fakenvml/gen_exports.c)
-target_include_directories(fakenvml_gen_exports PRIVATE src/core)
+target_include_directories(fakenvml_gen_exports PRIVATE src)
 
 # fakenvml_variant(TARGET MODE OUTDIR)
 function(fakenvml_variant target mode outdir)
@@ -15,9 +15,9 @@ function(fakenvml_variant target mode outdir)
     COMMENT "fake NVML export list (${mode})")
   add_custom_target(${target}_map DEPENDS ${map})
   # nvml.c gives the return-code name table (fixture error names); err.c/fileio.c are its deps.
-  add_library(${target} SHARED tests/fakenvml/fakenvml.c src/core/nvml.c src/core/err.c src/core/fileio.c)
+  add_library(${target} SHARED tests/fakenvml/fakenvml.c src/nvml/nvml.c src/util/err.c src/util/fileio.c)
   add_dependencies(${target} ${target}_map)
-  target_include_directories(${target} PRIVATE src/core)
+  target_include_directories(${target} PRIVATE src)
   target_link_libraries(${target} PRIVATE PkgConfig::JANSSON ${CMAKE_DL_LIBS} pthread)
   target_link_options(${target} PRIVATE -Wl,--version-script=${map} -Wl,-soname,libnvidia-ml.so.1)
   set_target_properties(${target} PROPERTIES

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd.h"
-#include "macro.h"
+#include "cmd/cmd.h"
+#include "util/macro.h"
 
 static const struct verb {
 	const char *name;

@@ -3,7 +3,7 @@
  * Link 6: the CDI specs containerd reads. "CDI enabled but nothing injected": spec missing,
  * unreadable, invalid, cdiVersion newer than the runtime knows, a device defined twice, or devices
  * that no longer exist (seed §3.3, reference/cdi.md §4–6). Parsing and validation are the cdi
- * module's (src/core/cdi.c); this file maps its problem categories onto doctor findings.
+ * module's (src/cdi/cdi.c); this file maps its problem categories onto doctor findings.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -12,13 +12,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cudatable.h"
-#include "doctor.h"
-#include "fileio.h"
-#include "node.h"
-#include "toml.h"
+#include "doctor/cudatable.h"
+#include "doctor/doctor.h"
+#include "util/fileio.h"
+#include "nvml/node.h"
+#include "parse/toml.h"
 
-#include "cdi.h"
+#include "cdi/cdi.h"
 
 size_t doctor_cdi_dir_files(const struct doctor_ctx *c, const char *dir, char names[][256], size_t max)
 {

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "doctor.h"
-#include "fileio.h"
+#include "doctor/doctor.h"
+#include "util/fileio.h"
 
 #define FIX_DRIVER                                                                           \
 	"modprobe nvidia && nvidia-smi; if the module is not installed, install the driver " \

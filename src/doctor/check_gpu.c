@@ -10,11 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "doctor.h"
-#include "fileio.h"
-#include "node.h"
-#include "nvml.h"
-#include "xid.h" /* the health module's XID table and kernel-log parser */
+#include "doctor/doctor.h"
+#include "util/fileio.h"
+#include "nvml/node.h"
+#include "nvml/nvml.h"
+#include "nvml/xid.h" /* the health module's XID table and kernel-log parser */
 
 #define FIX_FALLEN                                                                                                  \
 	"drain the node (kubectl drain NODE --ignore-daemonsets) and cold-reboot it; nvidia-smi -r cannot reset a " \

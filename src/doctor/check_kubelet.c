@@ -15,12 +15,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
-#include "doctor.h"
-#include "fileio.h"
-#include "node.h"
-#include "podres.h"
-#include "toml.h"
+#include "kube/checkpoint.h"
+#include "doctor/doctor.h"
+#include "util/fileio.h"
+#include "nvml/node.h"
+#include "kube/podres.h"
+#include "parse/toml.h"
 
 /* Where kubelets keep their root dir (the device-plugins dir is <root-dir>/device-plugins). */
 static const struct {

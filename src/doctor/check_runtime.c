@@ -11,11 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cudatable.h"
-#include "doctor.h"
-#include "fileio.h"
-#include "k8sobj.h"
-#include "toml.h"
+#include "doctor/cudatable.h"
+#include "doctor/doctor.h"
+#include "util/fileio.h"
+#include "kube/k8sobj.h"
+#include "parse/toml.h"
 
 int doctor_toolkit_version(const struct doctor_ctx *c, char *buf, size_t size, char *src, size_t src_size)
 {

@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cudatable.h"
-#include "doctor.h"
-#include "node.h"
+#include "doctor/cudatable.h"
+#include "doctor/doctor.h"
+#include "nvml/node.h"
 
 int doctor_container_cuda(const json_t *ctr, int *ret, char *src, size_t size)
 {

@@ -9,12 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
-#include "doctor.h"
-#include "fileio.h"
-#include "node.h"
-#include "nvml.h"
-#include "toml.h"
+#include "kube/checkpoint.h"
+#include "doctor/doctor.h"
+#include "util/fileio.h"
+#include "nvml/node.h"
+#include "nvml/nvml.h"
+#include "parse/toml.h"
 
 /*
  * The chain, in order. requires: links whose failure already explains this check's symptom

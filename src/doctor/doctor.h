@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#include "err.h"
+#include "util/err.h"
 
 enum doctor_severity { DOCTOR_OK, DOCTOR_WARN, DOCTOR_FAIL };
 

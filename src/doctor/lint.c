@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cudatable.h"
-#include "doctor.h"
-#include "k8sobj.h"
+#include "doctor/cudatable.h"
+#include "doctor/doctor.h"
+#include "kube/k8sobj.h"
 
 struct lint_target {
 	struct doctor_ctx *c;

@@ -14,9 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cudatable.h"
-#include "doctor.h"
-#include "fileio.h"
+#include "doctor/cudatable.h"
+#include "doctor/doctor.h"
+#include "util/fileio.h"
 
 #define WHY_NO_GPU                                                                                                \
 	"the container did not get a GPU: the pod has no runtimeClassName (or its RuntimeClass handler is not a " \

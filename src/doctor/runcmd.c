@@ -16,9 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "doctor.h"
-#include "fileio.h"
-#include "macro.h"
+#include "doctor/doctor.h"
+#include "util/fileio.h"
+#include "util/macro.h"
 
 /* Where host tools live; /usr/local/bin last (hand-installed copies). */
 static const char *const tool_dirs[] = {"/usr/bin", "/usr/sbin", "/usr/local/bin"};

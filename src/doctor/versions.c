@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cdi.h"
-#include "cudatable.h"
-#include "doctor.h"
-#include "fileio.h"
-#include "node.h"
+#include "cdi/cdi.h"
+#include "doctor/cudatable.h"
+#include "doctor/doctor.h"
+#include "util/fileio.h"
+#include "nvml/node.h"
 
 static bool live(const struct doctor_ctx *c)
 {

@@ -4,9 +4,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "exporter.h"
-#include "log.h"
-#include "xid.h"
+#include "exporter/exporter.h"
+#include "util/log.h"
+#include "nvml/xid.h"
 
 double exp_now_monotonic(void)
 {

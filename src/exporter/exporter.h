@@ -14,11 +14,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
-#include "node.h"
-#include "nvml.h"
-#include "podres.h"
-#include "xid.h"
+#include "util/err.h"
+#include "nvml/node.h"
+#include "nvml/nvml.h"
+#include "kube/podres.h"
+#include "nvml/xid.h"
 
 /* Metric ids, in the order of exp_metrics[] (registry.c). */
 enum exp_metric_id {

@@ -10,7 +10,7 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#include "exporter.h"
+#include "exporter/exporter.h"
 
 #define CONTENT_TYPE_METRICS "text/plain; version=0.0.4; charset=utf-8"
 #define HTTP_CONN_MEMORY     (32 * 1024) /* request line + headers; beyond that MHD answers 431/413 */

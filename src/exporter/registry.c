@@ -7,7 +7,7 @@
  * because the field guide's alerts need them. FB_TOTAL is not in dcgm's file but the GPU Operator's
  * recording rules read it (A6).
  */
-#include "exporter.h"
+#include "exporter/exporter.h"
 
 /* NVML_CLOCK_* (arg) in MHz */
 static nvmlReturn_t get_clock(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret)

@@ -11,7 +11,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "exporter.h"
+#include "exporter/exporter.h"
 
 void strbuf_reset(struct strbuf *b)
 {

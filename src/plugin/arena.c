@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
+#include "plugin/arena.h"
 
 struct arena_block {
 	struct arena_block *next;

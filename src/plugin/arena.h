@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "macro.h"
+#include "util/macro.h"
 
 struct arena_block;
 struct arena {

@@ -2,7 +2,7 @@
 /*
  * Main loop of `gpulet plugin`. Threads: this one (signals, inotify, registration, reloads, health
  * updates), the gRPC completion-queue thread of the current server group (gsrv.c) and the health
- * watcher's threads (src/core/health.c). Everything the gRPC thread reads (resource set, node,
+ * watcher's threads (src/plugin/health.c). Everything the gRPC thread reads (resource set, node,
  * config) is replaced only after the group is freed, and changed in place (health) only under the
  * group lock. The health watcher never touches that state: its callback queues the event and wakes
  * this thread through an eventfd.
@@ -23,18 +23,18 @@
 
 #include <grpc/grpc.h>
 
-#include "daemon.h"
-#include "cdi.h"
-#include "dp.h"
-#include "fileio.h"
-#include "gsrv.h"
-#include "health.h"
-#include "log.h"
-#include "node.h"
-#include "nvml.h"
-#include "register.h"
-#include "resources.h"
-#include "xid.h"
+#include "plugin/daemon.h"
+#include "cdi/cdi.h"
+#include "plugin/dp.h"
+#include "util/fileio.h"
+#include "plugin/gsrv.h"
+#include "plugin/health.h"
+#include "util/log.h"
+#include "nvml/node.h"
+#include "nvml/nvml.h"
+#include "plugin/register.h"
+#include "plugin/resources.h"
+#include "nvml/xid.h"
 
 /* Register retry schedule right after (re)serving: kubelet may have bound kubelet.sock but not yet
  * be listening when inotify reports it (ms since the first try). */

@@ -7,7 +7,7 @@
  */
 #pragma once
 
-#include "config.h"
+#include "plugin/config.h"
 
 /* Runs until a stop signal; returns the process exit code (0 clean stop, 1 fatal init error). */
 int plugin_daemon_run(const struct config_args *args, const struct plugin_config *cfg);

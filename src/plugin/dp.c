@@ -13,11 +13,11 @@
 
 #include <grpc/status.h>
 
-#include "alloc.h"
-#include "arena.h"
-#include "dp.h"
-#include "fileio.h"
-#include "macro.h"
+#include "plugin/alloc.h"
+#include "plugin/arena.h"
+#include "plugin/dp.h"
+#include "util/fileio.h"
+#include "util/macro.h"
 
 const struct gsrv_method dp_methods[DP_N_METHODS] = {
     [DP_GET_OPTIONS] = {"/v1beta1.DevicePlugin/GetDevicePluginOptions", false},
@@ -461,7 +461,7 @@ static int do_allocate(const struct dp_ctx *c, const uint8_t *in, size_t inlen, 
 	return status;
 }
 
-/* GetPreferredAllocation: the policy is src/core/alloc.c (topology score, distributed/packed). */
+/* GetPreferredAllocation: the policy is src/plugin/alloc.c (topology score, distributed/packed). */
 static int do_preferred(const struct dp_ctx *c, const uint8_t *in, size_t inlen, struct arena *a,
 			ProtobufCMessage **ret, char *msg, size_t msgsize)
 {

@@ -10,11 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "plugin/config.h"
 #include "deviceplugin.pb-c.h"
-#include "gsrv.h"
-#include "node.h"
-#include "resources.h"
+#include "plugin/gsrv.h"
+#include "nvml/node.h"
+#include "plugin/resources.h"
 
 struct arena;
 

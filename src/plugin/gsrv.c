@@ -22,8 +22,8 @@
 #include <grpc/slice.h>
 #include <grpc/support/time.h>
 
-#include "gsrv.h"
-#include "macro.h"
+#include "plugin/gsrv.h"
+#include "util/macro.h"
 
 #define GSRV_MAX_METHODS 8
 #define GSRV_GENERIC     GSRV_MAX_METHODS /* method index of the catch-all call */

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
+#include "util/err.h"
 
 struct gsrv_method {
 	const char *path; /* "/v1beta1.DevicePlugin/Allocate" */

@@ -16,8 +16,8 @@
 #include <grpc/support/time.h>
 
 #include "deviceplugin.pb-c.h"
-#include "macro.h"
-#include "register.h"
+#include "util/macro.h"
+#include "plugin/register.h"
 
 /* kubelet's API version string (deviceplugin/v1beta1 constants.go: Version = "v1beta1") */
 #define DP_API_VERSION  "v1beta1"

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "err.h"
+#include "util/err.h"
 
 struct plugin_registration {
 	const char *endpoint;      /* socket file name relative to the device-plugin dir */

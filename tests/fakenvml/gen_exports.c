@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nvml_abi.h"
+#include "nvml/abi.h"
 
 static const struct {
 	const char *symbol;

@@ -19,7 +19,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "nvml_abi.h"
+#include "nvml/abi.h"
 
 #define FIELD(field, sym, args, req) nvmlReturn_t(*field) args;
 struct fakenvml_api {

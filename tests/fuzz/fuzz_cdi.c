@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Fuzz target: a CDI spec file, JSON or YAML (src/core/cdi.h): read, validate, re-serialise. */
-#include "cdi.h"
+/* Fuzz target: a CDI spec file, JSON or YAML (src/cdi/cdi.h): read, validate, re-serialise. */
+#include "cdi/cdi.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

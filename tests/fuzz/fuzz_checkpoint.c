@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Fuzz target: kubelet's kubelet_internal_checkpoint JSON (src/core/checkpoint.h). */
-#include "checkpoint.h"
+/* Fuzz target: kubelet's kubelet_internal_checkpoint JSON (src/kube/checkpoint.h). */
+#include "kube/checkpoint.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

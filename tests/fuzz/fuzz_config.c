@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Fuzz target: the plugin's `version: v1` YAML/JSON config file (src/core/config.h). */
-#include "config.h"
+/* Fuzz target: the plugin's `version: v1` YAML/JSON config file (src/plugin/config.h). */
+#include "plugin/config.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Fuzz target: /proc/driver/nvidia-caps/mig-minors (src/core/node.h mig_minors_parse). */
+/* Fuzz target: /proc/driver/nvidia-caps/mig-minors (src/nvml/node.h mig_minors_parse). */
 #include "fuzz.h"
-#include "node.h"
+#include "nvml/node.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

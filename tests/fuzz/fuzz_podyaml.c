@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Fuzz target: workload YAML/JSON of `gpulet lint` (src/core/k8sobj.h), then the lint rules on it. */
+/* Fuzz target: workload YAML/JSON of `gpulet lint` (src/kube/k8sobj.h), then the lint rules on it. */
 #include "doctor/doctor.h"
 #include "fuzz.h"
-#include "k8sobj.h"
+#include "kube/k8sobj.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

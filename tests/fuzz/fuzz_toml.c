@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Fuzz target: containerd config.toml (src/core/toml.h): parse, convert, merge into itself. */
+/* Fuzz target: containerd config.toml (src/parse/toml.h): parse, convert, merge into itself. */
 #include <jansson.h>
 
 #include "fuzz.h"
-#include "toml.h"
+#include "parse/toml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

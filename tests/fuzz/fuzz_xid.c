@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Fuzz target: kernel-log lines carrying XIDs (src/core/xid.h), one parser fed line by line as the
+ * Fuzz target: kernel-log lines carrying XIDs (src/nvml/xid.h), one parser fed line by line as the
  * health watcher does, plus the PCI address and DP_*_HEALTHCHECKS parsers on the same lines.
  */
 #include "fuzz.h"
-#include "xid.h"
+#include "nvml/xid.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

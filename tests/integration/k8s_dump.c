@@ -2,7 +2,7 @@
 /* Test helper for test_k8sobj_peers.py: print what k8sobj_load reads from FILE as JSON. */
 #include <stdio.h>
 
-#include "k8sobj.h"
+#include "kube/k8sobj.h"
 
 int main(int argc, char **argv)
 {

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Our workload YAML loader (src/core/k8sobj.c, via build/k8s_dump) against PyYAML's safe_load_all
+"""Our workload YAML loader (src/kube/k8sobj.c, via build/k8s_dump) against PyYAML's safe_load_all
 on the same files: same objects (Lists flattened), same scalar types; broken files rejected by both,
 at the same line. YAML 1.1 words like yes/on/off are left out of the corpus: PyYAML reads them as
 booleans and we keep them as strings; and 1e3 (a float for go-yaml, which kubectl uses, and for

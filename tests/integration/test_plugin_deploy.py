@@ -95,7 +95,7 @@ def main():
         check(hp["path"] in writable or m.get("readOnly") is True, "hostPath %s must be readOnly" % hp["path"])
         if hp["path"] not in writable:
             check(m["mountPath"] == root + hp["path"], "%s mounted at %s, not under --root" % (hp["path"], m["mountPath"]))
-    # what the plugin reads (src/core/driver.c, node.c, cdi.c) is reachable below --root
+    # what the plugin reads (src/host/driver.c, node.c, cdi.c) is reachable below --root
     host = {vols[m["name"]]["hostPath"]["path"] for m in c["volumeMounts"] if vols[m["name"]].get("hostPath")}
     for need in ("/etc/ld.so.cache", "/usr/lib", "/lib/firmware/nvidia", "/lib64", "/usr/bin",
                  "/proc/driver/nvidia/version", "/proc/driver/nvidia-caps/mig-minors", "/sys/bus/pci/devices",

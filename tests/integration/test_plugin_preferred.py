@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""GetPreferredAllocation through the plugin socket (policy: src/core/alloc.c, reference §7):
+"""GetPreferredAllocation through the plugin socket (policy: src/plugin/alloc.c, reference §7):
 NVLink-aware choice on the pcie-4gpu fixture (best pair {0,1}; with 2 required, {2,3}), and
 --shared-devices-allocation-policy distributed vs packed for time-slicing replicas."""
 import os

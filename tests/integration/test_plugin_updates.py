@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""ListAndWatch updates on the open stream, driven by the health watcher (src/core/health.c):
+"""ListAndWatch updates on the open stream, driven by the health watcher (src/plugin/health.c):
 a critical XID marks the GPU -- every replica of it -- Unhealthy, an XID on a MIG instance marks
 only that instance, default-ignored XIDs and DP_DISABLE_HEALTHCHECKS=all change nothing, a GPU
 that falls off the bus (fake NVML answers GPU_IS_LOST) turns Unhealthy; each with a log line

@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "toml.h"
+#include "parse/toml.h"
 
 int main(int argc, char **argv)
 {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "node.h"
+#include "nvml/node.h"
 
 /* A node with n GPUs "GPU-<g>", no MIG, no topology (callers fill what they need). */
 static inline struct node *testnode_new(size_t n)

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "alloc.h"
+#include "plugin/alloc.h"
 #include "health_testnode.h"
 
 static struct resource_set *build(const struct node *nd, const struct resource_options *o)

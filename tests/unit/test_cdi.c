@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "cdi.h"
-#include "fileio.h"
+#include "cdi/cdi.h"
+#include "util/fileio.h"
 #include "test_cdi_helpers.h"
 
 /* Two GPUs: GPU 0 plain, GPU 1 (minor 3) with MIG on and two instances. */

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cdi.h"
-#include "driver.h"
+#include "cdi/cdi.h"
+#include "host/driver.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "macro.h"
+#include "util/macro.h"
 
 /* Run a shell command built with printf; returns its exit status. */
 _printf_(1, 2) static inline int shf(const char *fmt, ...)

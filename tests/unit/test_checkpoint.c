@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "checkpoint.h"
+#include "kube/checkpoint.h"
 
 /* Kubernetes >= 1.20: DeviceIDs is NUMA node -> IDs */
 static const char v2[] =

@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "cudatable.h"
+#include "doctor/cudatable.h"
 #include "doctor/doctor.h"
 
 /* A check may only depend on links whose checks come before it in the table (chain order). */

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8sobj.h"
+#include "kube/k8sobj.h"
 
 static long live;
 

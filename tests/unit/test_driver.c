@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "driver.h"
-#include "fileio.h"
+#include "host/driver.h"
+#include "util/fileio.h"
 #include "test_cdi_helpers.h"
 
 #define VER    "550.54.15"

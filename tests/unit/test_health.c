@@ -18,8 +18,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "health.h"
-#include "resources.h"
+#include "plugin/health.h"
+#include "plugin/resources.h"
 
 #define MAX_EVENTS 512
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "labels.h"
+#include "labels/labels.h"
 
 static struct node_mig migs[4];
 static struct node_gpu gpus[2];

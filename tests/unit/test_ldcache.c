@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "driver.h"
-#include "fileio.h"
+#include "host/driver.h"
+#include "util/fileio.h"
 #include "test_cdi_helpers.h"
 
 static const char *const formats[] = {"new", "old", "compat"};

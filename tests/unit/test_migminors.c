@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "node.h"
+#include "nvml/node.h"
 
 static void test_parse(void **state)
 {

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "node.h"
+#include "nvml/node.h"
 
 static char lib[4096];
 

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "nvml.h"
+#include "nvml/nvml.h"
 
 static char fake_lib[4096], old_lib[4096], broken_lib[4096], fixture[4096];
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The v1 config file parser (src/core/config.c) on good, bad and mutated input: every bad file is
+ * The v1 config file parser (src/plugin/config.c) on good, bad and mutated input: every bad file is
  * an error naming file:line:col and never a crash; mutated files (a deterministic fuzz smoke over a
  * valid config) only ever give 0 or a -errno with a located message.
  */
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "config.h"
+#include "plugin/config.h"
 
 static const char *const plugin_envs[] = {
     "MIG_STRATEGY",

@@ -13,10 +13,10 @@
 #include <time.h>
 #include <cmocka.h>
 
-#include "fileio.h"
+#include "util/fileio.h"
 #include "gpulet_podres.pb-c.h"
-#include "grpc_client.h"
-#include "podres.h"
+#include "kube/grpc_client.h"
+#include "kube/podres.h"
 
 #define GPU0 "GPU-11111111-2222-3333-4444-555555555555"
 #define GPU1 "GPU-aaaaaaaa-2222-3333-4444-555555555555"

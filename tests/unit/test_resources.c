@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "health_testnode.h"
-#include "resources.h"
+#include "plugin/resources.h"
 
 static const char *const a100_mixed[] = {"1g.5gb", "1g.5gb", "2g.10gb", "3g.20gb"};
 static const char *const a100_ones[] = {"1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb"};

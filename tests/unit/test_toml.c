@@ -11,8 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fileio.h"
-#include "toml.h"
+#include "util/fileio.h"
+#include "parse/toml.h"
 
 static struct toml *parse_ok(const char *text)
 {

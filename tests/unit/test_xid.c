@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "xid.h"
+#include "nvml/xid.h"
 
 static void test_table(void **state)
 {

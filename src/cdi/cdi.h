@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * CDI (Container Device Interface) specs: build one for a node, write it atomically, read one
+ * (JSON or YAML), validate files and spec dirs the way a runtime will read them.
+ *
+ * Facts come from the CDI SPEC.md / specs-go / pkg/parser (reference/cdi.md) and from what podman
+ * 4.3.1 and the Debian CDI Go library 0.5.2 do on this machine (reference/real-peers.md §D, §H).
+ *
+ * Typical use (the plugin):
+ *
+ *	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
+ *	o.root = root; o.vendor = "k8s.device-plugin.nvidia.com"; o.class = "gpu";
+ *	o.names = CDI_NAMES_UUID;
+ *	json_auto_t *spec = NULL;
+ *	r = cdi_generate(node, &o, &spec, &err);
+ *	dir = root_path(root, CDI_DYNAMIC_DIR);
+ *	r = cdi_write_spec(dir, "k8s.device-plugin.nvidia.com-gpu.json", spec, &err);
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "util/err.h"
+#include "nvml/node.h"
+
+#define CDI_STATIC_DIR  "/etc/cdi"
+#define CDI_DYNAMIC_DIR "/var/run/cdi" /* wins over /etc/cdi (later dir = higher priority) */
+
+/* Device naming: bit set, like nvidia-ctk's repeatable --device-name-strategy. */
+enum cdi_names {
+	CDI_NAMES_INDEX = 1 << 0, /* GPU "0", MIG "0:1" (GPU index : MIG device index) */
+	CDI_NAMES_UUID = 1 << 1,  /* "GPU-…", "MIG-…" */
+	CDI_NAMES_BOTH = CDI_NAMES_INDEX | CDI_NAMES_UUID,
+};
+
+/*
+ * Where things are. Paths written into the spec are host paths (driver_root / dev_root + path);
+ * root is only the prefix under which gpulet reads them (a fake node root in tests, /host in a
+ * container that mounts the host), and never appears in the spec.
+ */
+struct cdi_gen_options {
+	const char *root;        /* read prefix, NULL = "/" */
+	const char *driver_root; /* host dir the driver is installed under, NULL = "/" */
+	const char *dev_root;    /* host dir holding dev/nvidia*, NULL = driver_root */
+	const char *vendor;      /* NULL = "nvidia.com" */
+	const char *class;       /* NULL = "gpu" */
+	unsigned names;          /* enum cdi_names; 0 = CDI_NAMES_BOTH */
+	bool no_all_device;      /* do not emit the "all" device */
+	/*
+	 * Mark the spec as written by gpulet (an env entry GPULET_CDI_SPEC=<kind> in the spec-level
+	 * edits), so cdi_write_spec() may later replace it. true in CDI_GEN_OPTIONS_INIT.
+	 */
+	bool owner_marker;
+};
+#define CDI_GEN_OPTIONS_INIT         \
+	{                            \
+		.owner_marker = true \
+	}
+
+/*
+ * Build the spec for node n: one device per GPU without MIG (a MIG-enabled GPU gets none, only
+ * its instances), per MIG instance (/dev/nvidia<parent> + the GI and CI nvidia-caps nodes), and
+ * "all" (every node of the others). Index names are the NVML GPU index and "G:M" with M the MIG
+ * device slot (nvmlDeviceGetMigDeviceHandleByIndex; gaps possible), as nvidia-ctk and the NVIDIA
+ * plugin's index strategy name them. Spec-level containerEdits: the control device nodes, driver
+ * libraries, firmware, IPC sockets, utility binaries and env (NVIDIA_VISIBLE_DEVICES=void,
+ * NVIDIA_CTK_LIBCUDA_DIR, the owner marker). cdiVersion is the lowest that covers the fields used
+ * (0.5.0 with index names or a dev/driver root other than /, else 0.3.0). *ret is a new reference.
+ * -ENODEV when the node has no GPU (a spec without devices is invalid); -EINVAL for a bad kind.
+ */
+int cdi_generate(const struct node *n, const struct cdi_gen_options *o, json_t **ret, struct gerr *err);
+
+/* Lowest cdiVersion ("0.3.0" … ) that covers the fields and names used in spec. Static string. */
+const char *cdi_min_version(const json_t *spec);
+
+/*
+ * Write spec as dir/file_name atomically, mode 0644 (JSON for *.json, YAML for *.yaml).
+ * dir is created when missing (mode 0755); a dir that is a symlink is refused (-ELOOP).
+ * An existing file is replaced only when it is ours: it carries our marker (see
+ * cdi_gen_options.owner_marker) with the same kind. A foreign file gives -EEXIST and is left alone.
+ * Writing the same bytes again is a no-op (no rename, so watchers see no event).
+ */
+int cdi_write_spec(const char *dir, const char *file_name, json_t *spec, struct gerr *err);
+
+/* Serialise: JSON (indented, stable key order) or YAML. *ret is malloc'd, NUL-terminated. */
+enum cdi_format { CDI_FORMAT_JSON, CDI_FORMAT_YAML };
+int cdi_format_spec(const json_t *spec, enum cdi_format f, char **ret, struct gerr *err);
+
+/*
+ * Read a spec file: YAML (of which JSON is a subset) into a json_t. Integers stay integers,
+ * quoted scalars stay strings. err says file:line:col of a syntax error.
+ */
+int cdi_read_spec(const char *path, json_t **ret, struct gerr *err);
+/* Same from memory; name is used in messages. */
+int cdi_parse_spec(const char *name, const char *text, size_t len, json_t **ret, struct gerr *err);
+
+/* ---- validation ------------------------------------------------------------------------------ */
+
+/*
+ * One problem. code is stable (a table row in cdi.c); category is what doctor reports it as:
+ *   "spec-invalid"     the file does not load in a runtime (syntax, version, kind, name, fields)
+ *   "spec-unreadable"  the runtime cannot read the file/dir (permissions, not a regular file)
+ *   "version-too-new"  cdiVersion newer than the runtime knows: silently ignored by it
+ *   "duplicate-device" two files at one priority define a device: it disappears
+ *   "stale-devices"    a host path in the spec does not exist (driver changed, GPU gone)
+ *   "warning"          works, but probably not what was meant (shadowed device, *.yml)
+ */
+struct cdi_problem {
+	const char *code;     /* e.g. "version-too-new", "invalid-device-name"; static string */
+	const char *category; /* see above; static string */
+	bool error;           /* false for warnings */
+	char *file;
+	char *json_path; /* "$.devices[2].name", "" for the whole file */
+	char *message;
+	char *fix;
+};
+
+struct cdi_report {
+	struct cdi_problem *problems;
+	size_t n_problems;
+	size_t n_errors;
+	size_t n_files;
+};
+/* Free the problems and zero *r; usable as _cleanup_(cdi_report_clear) struct cdi_report rep = {0}; */
+void cdi_report_clear(struct cdi_report *r);
+/* {"files": N, "errors": N, "problems": [{code, category, severity, file, path, message, fix}]} */
+json_t *cdi_report_to_json(const struct cdi_report *r);
+
+struct cdi_validate_options {
+	const char *root; /* read prefix for spec files and host paths, NULL = "/" */
+	/*
+	 * Highest cdiVersion the consuming runtime understands ("0.5.0"); NULL = no limit beyond
+	 * the versions CDI defines. cdi_runtime_max_version() maps a runtime name to it.
+	 */
+	const char *runtime_version;
+	const char *runtime_name; /* for messages, e.g. "podman-4.3"; may be NULL */
+	uid_t runtime_uid;        /* the runtime reads spec files as this user (0 = root) */
+	gid_t runtime_gid;
+	bool no_host_paths; /* skip the host-path existence checks */
+};
+
+/* Known runtimes → highest cdiVersion they load. NULL for an unknown name. */
+const char *cdi_runtime_max_version(const char *runtime);
+/* The table, for --help and doctor. */
+struct cdi_runtime {
+	const char *name;
+	const char *max_version;
+	const char *source;
+};
+extern const struct cdi_runtime cdi_runtimes[];
+extern const size_t cdi_n_runtimes;
+
+/*
+ * Validate files. Each is checked alone (syntax, version, names, fields, host paths), then the
+ * set is checked for device names defined twice. Problems are appended to *rep (zeroed by the
+ * caller). Returns -errno only for out-of-memory; problems are not errors of this call.
+ */
+int cdi_validate_files(const char *const *files, size_t n, const struct cdi_validate_options *o,
+		       struct cdi_report *rep);
+
+/*
+ * Validate the spec dirs a runtime reads, in priority order (lowest first; default
+ * /etc/cdi then /var/run/cdi, each under o->root). A device defined in two files of the same dir
+ * is a "duplicate-device" error; in two dirs, a "shadowed-device" warning (the later dir wins).
+ * A missing dir is fine; an unreadable one is "spec-unreadable".
+ */
+int cdi_validate_dirs(const char *const *dirs, size_t n, const struct cdi_validate_options *o, struct cdi_report *rep);
+
+/* Validate one parsed spec (file is for messages; host paths checked under o->root). */
+int cdi_validate_spec(const char *file, const json_t *spec, const struct cdi_validate_options *o,
+		      struct cdi_report *rep);
+
+/* Name syntax (pkg/parser): vendor, class (>= 2 chars, see cdi.c), device name. */
+bool cdi_vendor_valid(const char *s);
+bool cdi_class_valid(const char *s);
+bool cdi_device_name_valid(const char *s);
+
+/*
+ * Devices the dirs define, as a runtime resolves them (later dir wins; names defined twice at one
+ * priority are dropped, like the CDI cache does): JSON array of
+ * {"name": "vendor/class=dev", "kind", "device", "file", "shadows": [files], "conflict": bool}.
+ * Files that fail to load are skipped (validate says why).
+ */
+int cdi_list_dirs(const char *root, const char *const *dirs, size_t n, json_t **ret, struct gerr *err);

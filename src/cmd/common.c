@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Option plumbing shared by verbs: environment fallbacks and opening NVML + the node model. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <strings.h>
+
+#include "cmd/cmd.h"
+#include "util/fileio.h"
+#include "nvml/node.h"
+
+const char *cmd_env_or(const char *name, const char *fallback)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : fallback;
+}
+
+int cmd_parse_bool(const char *s, bool *ret)
+{
+	static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no", "off"};
+
+	for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
+		if (strcasecmp(s, yes[i]) == 0)
+			return *ret = true, 0;
+		if (strcasecmp(s, no[i]) == 0)
+			return *ret = false, 0;
+	}
+	return -EINVAL;
+}
+
+int cmd_open_nvml(const struct cmd_nvml_opts *o, struct nvml **ret, struct gerr *err)
+{
+	const char *lib = o->library ? o->library : cmd_env_or("GPULET_NVML_LIBRARY", NULL);
+	/*
+	 * The driver root is a host path, like every other: under --root /host it is /host/run/nvidia/driver,
+	 * the same rule the plugin and doctor apply.
+	 */
+	_cleanup_free_ char *droot =
+	    root_path(o->root, o->driver_root ? o->driver_root : cmd_env_or("NVIDIA_DRIVER_ROOT", "/"));
+
+	if (!droot)
+		return gerr_set(err, ENOMEM, "out of memory");
+	return nvml_open(lib, droot, ret, err);
+}
+
+int cmd_load_node(const struct cmd_nvml_opts *o, struct nvml **ret_nv, struct node **ret_node)
+{
+	_cleanup_(nvml_closep) struct nvml *nv = NULL;
+	struct gerr err = {0};
+	struct node *n = NULL;
+
+	if (cmd_open_nvml(o, &nv, &err) < 0 || node_load(nv, o->root, &n, &err) < 0) {
+		fprintf(stderr, "gpulet: %s\n", err.msg);
+		return -1;
+	}
+	*ret_nv = TAKE_PTR(nv);
+	*ret_node = n;
+	return 0;
+}

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gpulet devices: what NVML sees -- GPUs, MIG instances, health -- as a table or JSON. */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "nvml/node.h"
+
+static void devices_help(FILE *f)
+{
+	fprintf(f, "Usage: gpulet devices [OPTIONS]\n\n"
+		   "Show the GPUs and MIG instances the driver reports, with their health.\n\n"
+		   "  --json                 print a JSON document instead of the table\n"
+		   "  --nvml-library PATH    libnvidia-ml.so.1 to load (env GPULET_NVML_LIBRARY)\n"
+		   "  --driver-root DIR      where the driver is installed (env NVIDIA_DRIVER_ROOT, default /)\n"
+		   "  --root DIR             host root for /sys and /proc lookups (default /)\n"
+		   "  -h, --help             this text\n\n"
+		   "Example: gpulet devices --json | jq '.gpus[].uuid'\n");
+}
+
+static void print_table(const struct node *n)
+{
+	char cuda[16] = "?";
+
+	if (n->cuda_driver_version > 0)
+		snprintf(cuda, sizeof(cuda), "%d.%d", n->cuda_driver_version / 1000,
+			 (n->cuda_driver_version % 1000) / 10);
+	printf("Driver %s  CUDA %s  NVML %s  GPUs %zu\n\n", n->driver_version[0] ? n->driver_version : "?", cuda,
+	       n->nvml_version[0] ? n->nvml_version : "?", n->n_gpus);
+	if (n->n_gpus == 0) {
+		printf("No GPUs: the driver is loaded but reports no devices. Check 'lspci -d 10de:' and the "
+		       "kernel log for NVRM errors.\n");
+		return;
+	}
+	printf("%-4s %-40s %-28s %9s %4s %-4s %s\n", "IDX", "UUID", "NAME", "MEMORY", "NUMA", "MIG", "HEALTH");
+	for (size_t i = 0; i < n->n_gpus; i++) {
+		const struct node_gpu *g = &n->gpus[i];
+		char mem[24], numa[8] = "-";
+
+		snprintf(mem, sizeof(mem), "%luMiB", (unsigned long)(g->memory_total / 1048576));
+		if (g->numa_node >= 0)
+			snprintf(numa, sizeof(numa), "%d", g->numa_node);
+		const char *mig = !g->mig_capable ? "n/a" : g->mig_enabled ? "on" : "off";
+
+		printf("%-4u %-40s %-28s %9s %4s %-4s %s\n", g->index, g->uuid[0] ? g->uuid : "?", g->name, mem, numa,
+		       mig, node_gpu_health(g));
+		if (g->error[0])
+			printf("       ! %s\n", g->error);
+		if (g->ecc_dbe_volatile)
+			printf("       ! %lu uncorrected ECC errors since the driver loaded: drain the node, reset the "
+			       "GPU\n",
+			       (unsigned long)g->ecc_dbe_volatile);
+		if (g->remap_failed)
+			printf("       ! memory row remapping failed: the GPU needs service (RMA)\n");
+		else if (g->remap_pending)
+			printf(
+			    "       ! a memory row remap is pending: reset the GPU (nvidia-smi -r -i %u) when idle\n",
+			    g->index);
+		for (size_t j = 0; j < g->n_migs; j++) {
+			const struct node_mig *m = &g->migs[j];
+
+			printf("     %u:%-3u %-40s %-12s gi=%u ci=%u %luMiB\n", g->index, m->index, m->uuid, m->profile,
+			       m->gi, m->ci, (unsigned long)m->memory_mb);
+		}
+	}
+}
+
+int cmd_devices(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"nvml-library", required_argument, NULL, 'L'},
+	    {"driver-root", required_argument, NULL, 'D'},
+	    {"root", required_argument, NULL, 'r'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
+	};
+	struct cmd_nvml_opts o = {0};
+	_cleanup_(nvml_closep) struct nvml *nv = NULL;
+	_cleanup_(node_freep) struct node *n = NULL;
+	int json = 0, c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1)
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 'L':
+			o.library = optarg;
+			break;
+		case 'D':
+			o.driver_root = optarg;
+			break;
+		case 'r':
+			o.root = optarg;
+			break;
+		case 'h':
+			devices_help(stdout);
+			return 0;
+		default:
+			devices_help(stderr);
+			return EXIT_USAGE;
+		}
+	if (optind < argc) {
+		fprintf(stderr, "gpulet devices: unexpected argument '%s'\n", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (cmd_load_node(&o, &nv, &n) < 0)
+		return 1;
+	if (json) {
+		json_t *doc = node_to_json(n);
+
+		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0) {
+			json_decref(doc);
+			fprintf(stderr, "gpulet devices: out of memory\n");
+			return 1;
+		}
+		putchar('\n');
+		json_decref(doc);
+	} else
+		print_table(n);
+	return 0;
+}

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gpulet lint: check GPU Pod/Deployment/Job/DaemonSet YAML for the field guide's mistakes. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+#include "cmd/cmd.h"
+#include "doctor/doctor.h"
+#include "util/fileio.h"
+#include "kube/k8sobj.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: gpulet lint [OPTIONS] FILE...|-\n"
+		   "Check GPU workloads (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, List;\n"
+		   "YAML or JSON, several documents per file) for the mistakes that leave a GPU pod Pending or\n"
+		   "without a GPU.\n\n"
+		   "  --json                  {\"findings\":[{id,severity,component,summary,evidence,fix}]}\n"
+		   "  --runtime-class NAME    GPU pods must set this runtimeClassName\n"
+		   "  --driver-version V      the nodes' driver (e.g. 535.161.08): flag images needing newer CUDA\n"
+		   "  --node FILE             kubectl get node NAME -o json: check tolerations against its taints\n"
+		   "  --root DIR              read node facts from a node root: driver version, whether containerd\n"
+		   "                          needs a RuntimeClass (CDI off, default runc), /dev/nvidia* modes\n\n"
+		   "Exit status: 0 no failure, 1 a rule failed or a file did not parse, 2 usage.\n"
+		   "Example: helm template . | gpulet lint --driver-version 535.161.08 --runtime-class nvidia -\n");
+}
+
+/* Node facts from --root, reusing doctor's readers: driver version, runtime class need, device modes. */
+static void facts_from_root(const char *root, struct lint_options *lo, char *driver, size_t size, struct doctor_ctx *dc,
+			    struct doctor_options *dopt)
+{
+	_cleanup_free_ char *ctl = root_path(root, "/dev/nvidiactl");
+	struct ctrd_facts f;
+	struct stat st;
+
+	dopt->root = root;
+	dc->o = dopt;
+	if (!lo->driver_version && doctor_check_driver(dc) >= 0 && dc->driver_loaded) {
+		snprintf(driver, size, "%s", dc->driver_version);
+		lo->driver_version = driver;
+	}
+	if (!lo->runtime_class && doctor_need_containerd(dc) > 0) {
+		doctor_containerd_facts(dc, &f);
+		/* runc by default and no CDI: only the nvidia RuntimeClass gets a GPU into the container */
+		if (!f.enable_cdi && !streq(f.default_runtime, "nvidia"))
+			lo->runtime_class = "nvidia";
+	}
+	if (ctl && stat(ctl, &st) == 0 && (st.st_mode & 0006) != 0006)
+		lo->node_dev_nonworld = true;
+}
+
+int cmd_lint(int argc, char **argv)
+{
+	enum { O_JSON = 256, O_RC, O_DRIVER, O_NODE, O_ROOT };
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, O_JSON},
+	    {"runtime-class", required_argument, NULL, O_RC},
+	    {"driver-version", required_argument, NULL, O_DRIVER},
+	    {"node", required_argument, NULL, O_NODE},
+	    {"root", required_argument, NULL, O_ROOT},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	struct lint_options lo = {0};
+	struct doctor_options dopt = {0};
+	struct doctor_ctx c = {0}, dc = {0};
+	const char *root = NULL, *node_file = NULL;
+	json_t *node = NULL;
+	char driver[64];
+	bool json = false;
+	int opt, r, rc = 0;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (opt) {
+		case O_JSON:
+			json = true;
+			break;
+		case O_RC:
+			lo.runtime_class = optarg;
+			break;
+		case O_DRIVER:
+			lo.driver_version = optarg;
+			break;
+		case O_NODE:
+			node_file = optarg;
+			break;
+		case O_ROOT:
+			root = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "gpulet lint: no FILE given (use - for stdin)\n");
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (node_file) {
+		json_error_t je;
+
+		node = json_load_file(node_file, 0, &je);
+		if (!node) {
+			fprintf(stderr, "gpulet lint: %s:%d:%d: %s\n", node_file, je.line, je.column, je.text);
+			return EXIT_USAGE;
+		}
+		lo.node = node;
+	}
+	if (root)
+		facts_from_root(root, &lo, driver, sizeof(driver), &dc, &dopt);
+	c.o = &dopt;
+	c.skipped = json_array();
+	for (int k = optind; k < argc; k++) {
+		struct gerr err = {0};
+		json_t *objs = NULL;
+
+		r = k8sobj_load(argv[k], &objs, &err);
+		if (r < 0) {
+			/* a file that cannot be read is not a YAML mistake: the fix is the path */
+			bool unreadable = r != -EINVAL && r != -ENOMEM;
+			const char *id = unreadable ? "lint.file-unreadable" : "lint.parse-error";
+			struct doctor_finding *f = doctor_find(&c, id);
+
+			if (!f && unreadable)
+				f = doctor_report(
+				    &c, id, DOCTOR_FAIL, LINK_LINT,
+				    "check the path (ls -l FILE) and that it is a readable file; give - to "
+				    "read the manifest from stdin",
+				    "a file cannot be read");
+			else if (!f)
+				f = doctor_report(
+				    &c, id, DOCTOR_FAIL, LINK_LINT,
+				    "fix the YAML/JSON at the position shown (kubectl apply --dry-run=client -f FILE)",
+				    "a file does not parse");
+			doctor_evidence(f, "%s", err.msg[0] ? err.msg : strerror(-r));
+			continue;
+		}
+		lint_objects(&c, streq(argv[k], "-") ? "<stdin>" : argv[k], objs, &lo);
+		json_decref(objs);
+	}
+	for (size_t k = 0; k < c.n_findings; k++)
+		if (c.findings[k].severity == DOCTOR_FAIL)
+			rc = 1;
+	if (json) {
+		json_t *doc = doctor_to_json(&c, NULL, 0);
+
+		json_object_del(doc, "skipped");
+		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		putchar('\n');
+		json_decref(doc);
+	} else if (c.n_findings) {
+		doctor_print(&c, NULL, 0);
+	} else {
+		printf("gpulet lint: no problems found\n");
+	}
+	json_decref(node);
+	dc.skipped = NULL;
+	doctor_ctx_done(&dc);
+	doctor_ctx_done(&c);
+	return rc;
+}

@@ -1,0 +1,685 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Driver root discovery and a bounds-checked ld.so.cache reader. See driver.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "host/driver.h"
+#include "util/fileio.h"
+
+/* ---- ld.so.cache ------------------------------------------------------------------------------
+ * Layouts from glibc sysdeps/generic/dl-cache.h (and checked against `ldconfig -p -C FILE`):
+ *   old: "ld.so-1.7.0" (11 bytes, padded to 12), u32 nlibs, then nlibs x {i32 flags, u32 key,
+ *        u32 value}; offsets relative to the end of that table.
+ *   new: "glibc-ld.so.cache" "1.1", u32 nlibs, u32 len_strings, u8 flags (2 = little endian,
+ *        3 = big endian, 0 = unknown), 3 pad, u32 extension_offset, 3 x u32 unused (48 bytes),
+ *        then nlibs x {i32 flags, u32 key, u32 value, u32 osversion, u64 hwcap} (24 bytes);
+ *        offsets relative to the start of the new header.
+ *   compat: old table, then the new header aligned to 8; all offsets relative to the new header.
+ */
+#define OLD_MAGIC        "ld.so-1.7.0"
+#define OLD_HEADER       16
+#define OLD_ENTRY        12
+#define NEW_MAGIC        "glibc-ld.so.cache1.1"
+#define NEW_HEADER       48
+#define NEW_ENTRY        24
+#define LDCACHE_MAX_SIZE (64u << 20)
+
+static uint32_t get_u32(const char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* A string at base+off inside [0, len): must be NUL-terminated before len. */
+static const char *cache_string(const char *data, size_t len, size_t base, uint32_t off)
+{
+	size_t start = base + off;
+
+	if (base > len || off > len - base)
+		return NULL;
+	if (!memchr(data + start, 0, len - start))
+		return NULL;
+	return data + start;
+}
+
+static int parse_table(const char *data, size_t len, size_t table, size_t entry_size, uint32_t n, size_t strings_base,
+		       struct ldcache_entry **ret, struct gerr *err)
+{
+	_cleanup_free_ struct ldcache_entry *e = NULL;
+
+	if (table > len || (len - table) / entry_size < n)
+		return gerr_set(err, EBADMSG,
+				"ld.so.cache: %u entries do not fit in %zu bytes; the cache is "
+				"truncated, run ldconfig",
+				n, len);
+	e = calloc(n ? n : 1, sizeof(*e));
+	if (!e)
+		return gerr_set(err, ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < n; i++) {
+		const char *p = data + table + (size_t)i * entry_size;
+
+		e[i].flags = (int32_t)get_u32(p);
+		e[i].key = cache_string(data, len, strings_base, get_u32(p + 4));
+		e[i].value = cache_string(data, len, strings_base, get_u32(p + 8));
+		if (!e[i].key || !e[i].value)
+			return gerr_set(err, EBADMSG, "ld.so.cache: entry %u points outside the file; run ldconfig", i);
+	}
+	*ret = TAKE_PTR(e);
+	return 0;
+}
+
+static int parse_new(const char *data, size_t len, size_t at, struct ldcache *c, struct gerr *err)
+{
+	const unsigned char le = 2, be = 3;
+	const uint16_t probe = 1;
+	unsigned char order, host = *(const unsigned char *)&probe ? le : be;
+
+	if (at > len || len - at < NEW_HEADER)
+		return gerr_set(err, EBADMSG, "ld.so.cache: new-format header truncated");
+	order = (unsigned char)data[at + 28];
+	if (order != 0 && order != host)
+		return gerr_set(err, EBADMSG,
+				"ld.so.cache: written for the other byte order; run ldconfig on "
+				"this host");
+	c->new_format = true;
+	c->n_entries = get_u32(data + at + 20);
+	return parse_table(data, len, at + NEW_HEADER, NEW_ENTRY, (uint32_t)c->n_entries, at, &c->entries, err);
+}
+
+int ldcache_parse(char *data, size_t len, struct ldcache **ret, struct gerr *err)
+{
+	_cleanup_free_ struct ldcache *c = calloc(1, sizeof(*c));
+	int r;
+
+	if (!c)
+		return gerr_set(err, ENOMEM, "out of memory");
+	if (len >= NEW_HEADER && memcmp(data, NEW_MAGIC, strlen(NEW_MAGIC)) == 0) {
+		r = parse_new(data, len, 0, c, err);
+	} else if (len >= OLD_HEADER && memcmp(data, OLD_MAGIC, strlen(OLD_MAGIC)) == 0) {
+		uint32_t n = get_u32(data + 12);
+		size_t end = OLD_HEADER + (size_t)n * OLD_ENTRY, at = (end + 7) & ~(size_t)7;
+
+		if (n > len / OLD_ENTRY || end > len)
+			return gerr_set(err, EBADMSG,
+					"ld.so.cache: %u entries do not fit in %zu bytes; run "
+					"ldconfig",
+					n, len);
+		if (at <= len && len - at >= NEW_HEADER && memcmp(data + at, NEW_MAGIC, strlen(NEW_MAGIC)) == 0) {
+			r = parse_new(data, len, at, c, err);
+		} else {
+			c->n_entries = n;
+			r = parse_table(data, len, OLD_HEADER, OLD_ENTRY, n, end, &c->entries, err);
+		}
+	} else {
+		return gerr_set(err, EBADMSG, "not an ld.so.cache (unknown magic); regenerate it with ldconfig");
+	}
+	if (r < 0)
+		return r;
+	c->data = data;
+	c->size = len;
+	*ret = TAKE_PTR(c);
+	return 0;
+}
+
+int ldcache_read(const char *path, struct ldcache **ret, struct gerr *err)
+{
+	_cleanup_free_ char *data = NULL;
+	size_t len;
+	int r;
+
+	r = read_file(path, LDCACHE_MAX_SIZE, &data, &len, err);
+	if (r < 0)
+		return r;
+	r = ldcache_parse(data, len, ret, err);
+	if (r < 0)
+		return gerr_prefix(err, "%s: ", path);
+	TAKE_PTR(data);
+	return 0;
+}
+
+void ldcache_free(struct ldcache *c)
+{
+	if (!c)
+		return;
+	free(c->data);
+	free(c->entries);
+	free(c);
+}
+
+int32_t ldcache_host_arch(void)
+{
+#if defined(__aarch64__)
+	return LDCACHE_FLAG_AARCH64_LIB64;
+#else
+	return LDCACHE_FLAG_X8664_LIB64;
+#endif
+}
+
+/* ---- tables ------------------------------------------------------------------------------------ */
+
+/*
+ * Driver libraries by name without version. Source: libnvidia-container src/nvc_info.c
+ * (utility_libs, compute_libs, video_libs, graphics_libs*, ngx_libs) as listed in
+ * reference/cdi.md §7.4; nvidia-ctk additionally mounts every lib*.so.<driver version>, which
+ * driver_discover() also does.
+ */
+const struct driver_lib driver_libs[] = {
+    {"libnvidia-ml.so", "utility"},
+    {"libnvidia-cfg.so", "utility"},
+    {"libnvidia-nscq.so", "utility"},
+    {"libcuda.so", "compute"},
+    {"libcudadebugger.so", "compute"},
+    {"libnvidia-opencl.so", "compute"},
+    {"libnvidia-gpucomp.so", "compute"},
+    {"libnvidia-ptxjitcompiler.so", "compute"},
+    {"libnvidia-fatbinaryloader.so", "compute"},
+    {"libnvidia-allocator.so", "compute"},
+    {"libnvidia-compiler.so", "compute"},
+    {"libnvidia-pkcs11.so", "compute"},
+    {"libnvidia-pkcs11-openssl3.so", "compute"},
+    {"libnvidia-nvvm.so", "compute"},
+    {"libnvidia-tileiras.so", "compute"},
+    {"libvdpau_nvidia.so", "video"},
+    {"libnvidia-encode.so", "video"},
+    {"libnvidia-opticalflow.so", "video"},
+    {"libnvcuvid.so", "video"},
+    {"libnvidia-eglcore.so", "graphics"},
+    {"libnvidia-glcore.so", "graphics"},
+    {"libnvidia-tls.so", "graphics"},
+    {"libnvidia-glsi.so", "graphics"},
+    {"libnvidia-fbc.so", "graphics"},
+    {"libnvidia-ifr.so", "graphics"},
+    {"libnvidia-rtcore.so", "graphics"},
+    {"libnvoptix.so", "graphics"},
+    {"libGLX_nvidia.so", "graphics-glvnd"},
+    {"libEGL_nvidia.so", "graphics-glvnd"},
+    {"libGLESv2_nvidia.so", "graphics-glvnd"},
+    {"libGLESv1_CM_nvidia.so", "graphics-glvnd"},
+    {"libnvidia-glvkspirv.so", "graphics-glvnd"},
+    {"libnvidia-cbl.so", "graphics-glvnd"},
+    {"libnvidia-ngx.so", "ngx"},
+    {"libnvidia-sandboxutils.so", "utility"}, /* newer drivers; nvidia-ctk uses it (cdi.md §7.4) */
+};
+const size_t driver_n_libs = ELEMENTSOF(driver_libs);
+
+/* Control device nodes, spec-level (nvidia-ctk common-nvml.go controlDeviceNodeDiscoverer). */
+static const char *const control_nodes[] = {
+    "/dev/nvidiactl",
+    "/dev/nvidia-uvm",
+    "/dev/nvidia-uvm-tools",
+    "/dev/nvidia-modeset",
+};
+
+/* IPC endpoints (nvidia-ctk internal/discover/ipc.go); the first existing spelling of each wins. */
+static const struct {
+	const char *paths[2];
+	bool dir;
+} ipc_paths[] = {
+    {{"/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced/socket"}, false},
+    {{"/run/nvidia-fabricmanager/socket", "/var/run/nvidia-fabricmanager/socket"}, false},
+    {{"/tmp/nvidia-mps", NULL}, true}, /* MPS pipe dir (libnvidia-container nvc_info.c) */
+};
+
+/* Utility binaries (nvidia-ctk internal/discover binaries; cdi.md §7.5), searched in bin_dirs. */
+static const char *const binaries[] = {
+    "nvidia-smi", "nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control", "nvidia-cuda-mps-server",
+};
+static const char *const bin_dirs[] = {"/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"};
+
+/* Library dirs searched when the root has no ld.so.cache (nvidia-ctk pkg/lookup/library.go). */
+static const char *const default_lib_dirs[] = {
+    "/usr/lib64",
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib/x86_64-linux-gnu/nvidia/current",
+    "/usr/lib/aarch64-linux-gnu/nvidia/current",
+    "/lib64",
+    "/lib/x86_64-linux-gnu",
+    "/lib/aarch64-linux-gnu",
+};
+
+/* GSP firmware dir under the driver root (libnvidia-container: /lib/firmware/nvidia/%s/gsp*.bin). */
+#define FIRMWARE_DIR "/lib/firmware/nvidia"
+
+static const char *const kind_names[_DRIVER_KIND_MAX] = {
+    [DRIVER_DEVICE_NODE] = "device-node", [DRIVER_LIBRARY] = "library", [DRIVER_FIRMWARE] = "firmware",
+    [DRIVER_IPC_SOCKET] = "ipc",          [DRIVER_BINARY] = "binary",
+};
+
+const char *driver_kind_name(enum driver_file_kind k)
+{
+	return k < _DRIVER_KIND_MAX ? kind_names[k] : "unknown";
+}
+
+/* ---- discovery --------------------------------------------------------------------------------- */
+
+struct discovery {
+	const char *root, *driver_root, *dev_root;
+	struct driver_info *info;
+	size_t cap;
+};
+
+/* base + path, "/" base meaning none. */
+static char *join_root(const char *base, const char *path)
+{
+	if (!base || !*base || streq(base, "/"))
+		return strdup(path);
+	return root_path(base, path);
+}
+
+static int add_file(struct discovery *d, enum driver_file_kind kind, const char *base, const char *path, bool is_dir)
+{
+	struct driver_info *in = d->info;
+	struct driver_file *f;
+
+	if (in->n_files == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 32;
+		struct driver_file *nf = realloc(in->files, cap * sizeof(*nf));
+
+		if (!nf)
+			return -ENOMEM;
+		in->files = nf;
+		d->cap = cap;
+	}
+	f = &in->files[in->n_files];
+	*f = (struct driver_file){.kind = kind, .is_dir = is_dir};
+	f->host_path = join_root(base, path);
+	f->container_path = strdup(path);
+	if (!f->host_path || !f->container_path) {
+		free(f->host_path);
+		free(f->container_path);
+		return -ENOMEM;
+	}
+	in->n_files++;
+	return 0;
+}
+
+/* lstat/stat of base+path read under root. */
+static int stat_under(const struct discovery *d, const char *base, const char *path, struct stat *st, bool follow)
+{
+	_cleanup_free_ char *host = join_root(base, path), *p = NULL;
+
+	if (!host)
+		return -ENOMEM;
+	p = root_path(d->root, host);
+	if (!p)
+		return -ENOMEM;
+	if ((follow ? stat(p, st) : lstat(p, st)) < 0)
+		return -errno;
+	return 0;
+}
+
+static void normalize_path(char *p)
+{
+	/* Fold "//", "/./" and "/x/../" in an absolute path, in place. */
+	char *out = p, *s = p;
+
+	while (*s) {
+		while (*s == '/')
+			s++;
+		if (!*s)
+			break;
+		char *e = strchrnul(s, '/');
+		size_t n = (size_t)(e - s);
+
+		if (n == 1 && s[0] == '.') {
+		} else if (n == 2 && s[0] == '.' && s[1] == '.') {
+			while (out > p && *--out != '/')
+				;
+		} else {
+			*out++ = '/';
+			memmove(out, s, n);
+			out += n;
+		}
+		s = e;
+	}
+	if (out == p)
+		*out++ = '/';
+	*out = 0;
+}
+
+/*
+ * Follow symlinks of the last component inside the driver root (absolute targets are taken
+ * relative to it, as ldconfig -r does), at most 16 hops. *ret is the path inside the driver root.
+ */
+static int resolve_in_root(const struct discovery *d, const char *path, char **ret)
+{
+	_cleanup_free_ char *cur = strdup(path);
+
+	if (!cur)
+		return -ENOMEM;
+	for (int hop = 0; hop < 16; hop++) {
+		_cleanup_free_ char *host = join_root(d->driver_root, cur), *p = NULL, *next = NULL;
+		char target[PATH_MAX];
+		struct stat st;
+		ssize_t n;
+
+		p = host ? root_path(d->root, host) : NULL;
+		if (!p)
+			return -ENOMEM;
+		if (lstat(p, &st) < 0)
+			return -errno;
+		if (!S_ISLNK(st.st_mode)) {
+			*ret = TAKE_PTR(cur);
+			return 0;
+		}
+		n = readlink(p, target, sizeof(target) - 1);
+		if (n < 0)
+			return -errno;
+		target[n] = 0;
+		if (target[0] == '/') {
+			next = strdup(target);
+		} else {
+			char *slash = strrchr(cur, '/');
+
+			*slash = 0;
+			if (asprintf(&next, "%s/%s", cur, target) < 0)
+				next = NULL;
+		}
+		if (!next)
+			return -ENOMEM;
+		normalize_path(next);
+		free(cur);
+		cur = TAKE_PTR(next);
+	}
+	return -ELOOP;
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && streq(s + a - b, suffix);
+}
+
+static bool known_library(const char *file_name)
+{
+	for (size_t i = 0; i < driver_n_libs; i++) {
+		size_t n = strlen(driver_libs[i].name);
+
+		if (strncmp(file_name, driver_libs[i].name, n) == 0 && file_name[n] == '.')
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A library candidate: path (inside the driver root) of a SONAME link or file. Kept when it
+ * resolves to a regular "*.so.<version>" file that is a known driver library or, like
+ * nvidia-ctk, any library with exactly the driver's version. Both the link and the file are
+ * mounted, so the container has the SONAME without an ldconfig hook.
+ */
+static int add_library(struct discovery *d, const char *path)
+{
+	_cleanup_free_ char *target = NULL, *suffix = NULL;
+	const char *name;
+	struct stat st;
+	int r;
+
+	if (resolve_in_root(d, path, &target) < 0)
+		return 0;
+	if (stat_under(d, d->driver_root, target, &st, false) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	name = strrchr(target, '/') + 1;
+	if (asprintf(&suffix, ".so.%s", d->info->version) < 0)
+		return -ENOMEM;
+	if (!has_suffix(name, suffix) || (!known_library(name) && strncmp(name, "lib", 3) != 0))
+		return 0;
+	r = add_file(d, DRIVER_LIBRARY, d->driver_root, target, false);
+	if (r == 0 && !streq(target, path))
+		r = add_file(d, DRIVER_LIBRARY, d->driver_root, path, false);
+	return r;
+}
+
+/* Every entry of a dir under the driver root matching pattern, as paths inside the root. */
+static int for_each_match(struct discovery *d, const char *dir, const char *pattern,
+			  int (*fn)(struct discovery *, const char *, void *), void *userdata)
+{
+	_cleanup_free_ char *host = join_root(d->driver_root, dir), *p = NULL;
+	DIR *dh;
+	struct dirent *de;
+	int r = 0;
+
+	p = host ? root_path(d->root, host) : NULL;
+	if (!p)
+		return -ENOMEM;
+	dh = opendir(p);
+	if (!dh)
+		return 0;
+	while (r >= 0 && (de = readdir(dh))) {
+		_cleanup_free_ char *path = NULL;
+
+		if (de->d_name[0] == '.' || fnmatch(pattern, de->d_name, 0) != 0)
+			continue;
+		if (asprintf(&path, "%s/%s", streq(dir, "/") ? "" : dir, de->d_name) < 0)
+			r = -ENOMEM;
+		else
+			r = fn(d, path, userdata);
+	}
+	closedir(dh);
+	return r;
+}
+
+static int add_library_cb(struct discovery *d, const char *path, void *userdata)
+{
+	return add_library(d, path);
+}
+
+static int add_firmware_cb(struct discovery *d, const char *path, void *userdata)
+{
+	struct stat st;
+
+	if (stat_under(d, d->driver_root, path, &st, true) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	return add_file(d, DRIVER_FIRMWARE, d->driver_root, path, false);
+}
+
+/* When NVML gave no version: the one libcuda.so.* / libnvidia-ml.so.* in the cache resolve to. */
+static void infer_version(struct discovery *d, const struct ldcache *c)
+{
+	static const char *const probes[] = {"libnvidia-ml.so.", "libcuda.so."};
+
+	for (size_t p = 0; p < ELEMENTSOF(probes) && !d->info->version[0]; p++)
+		for (size_t i = 0; c && i < c->n_entries && !d->info->version[0]; i++) {
+			_cleanup_free_ char *target = NULL;
+			const char *name;
+
+			if (strncmp(c->entries[i].key, probes[p], strlen(probes[p])) != 0 ||
+			    resolve_in_root(d, c->entries[i].value, &target) < 0)
+				continue;
+			name = strrchr(target, '/') + 1;
+			if (strlen(name) > strlen(probes[p]) && strchr(name + strlen(probes[p]), '.'))
+				snprintf(d->info->version, sizeof(d->info->version), "%s", name + strlen(probes[p]));
+		}
+}
+
+static int discover_libraries(struct discovery *d, struct gerr *err)
+{
+	_cleanup_(ldcache_freep) struct ldcache *c = NULL;
+	_cleanup_free_ char *host = join_root(d->driver_root, "/etc/ld.so.cache"), *p = NULL;
+	int32_t arch = ldcache_host_arch();
+	size_t first = d->info->n_files, last;
+	int r = 0;
+
+	p = host ? root_path(d->root, host) : NULL;
+	if (!p)
+		return gerr_set(err, ENOMEM, "out of memory");
+	if (access(p, F_OK) == 0) {
+		r = ldcache_read(p, &c, err);
+		if (r < 0)
+			return r;
+		d->info->ldcache_found = true;
+	}
+	if (!d->info->version[0])
+		infer_version(d, c);
+	if (!d->info->version[0])
+		return 0; /* no driver libraries here */
+	for (size_t i = 0; c && i < c->n_entries && r >= 0; i++) {
+		const struct ldcache_entry *e = &c->entries[i];
+
+		if ((e->flags & LDCACHE_FLAG_TYPE_MASK) != LDCACHE_FLAG_ELF_LIBC6 ||
+		    (e->flags & LDCACHE_FLAG_ARCH_MASK) != arch || e->value[0] != '/')
+			continue;
+		r = add_library(d, e->value);
+	}
+	for (size_t i = 0; !c && i < ELEMENTSOF(default_lib_dirs) && r >= 0; i++)
+		r = for_each_match(d, default_lib_dirs[i], "lib*.so.*", add_library_cb, NULL);
+	/* vdpau/ next to each library dir is not in the cache (nvidia-ctk driver-nvml.go); each dir once. */
+	last = d->info->n_files;
+	for (size_t i = first; i < last && r >= 0; i++) {
+		const char *cp = d->info->files[i].container_path;
+		size_t n = (size_t)(strrchr(cp, '/') - cp);
+		_cleanup_free_ char *vd = NULL;
+		bool seen = false;
+
+		for (size_t j = first; j < i && !seen; j++) {
+			const char *o = d->info->files[j].container_path;
+
+			seen = (size_t)(strrchr(o, '/') - o) == n && strncmp(o, cp, n) == 0;
+		}
+		if (seen || (n >= 6 && strncmp(cp + n - 6, "/vdpau", 6) == 0))
+			continue;
+		if (asprintf(&vd, "%.*s/vdpau", (int)n, cp) < 0)
+			return gerr_set(err, ENOMEM, "out of memory");
+		r = for_each_match(d, vd, "libvdpau_nvidia.so.*", add_library_cb, NULL);
+	}
+	return r < 0 ? gerr_set(err, -r, "driver discovery: %s", strerror(-r)) : 0;
+}
+
+static int discover_fixed(struct discovery *d)
+{
+	_cleanup_free_ char *fw = NULL;
+	struct stat st;
+	int r = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(control_nodes) && r >= 0; i++)
+		if (stat_under(d, d->dev_root, control_nodes[i], &st, true) == 0)
+			r = add_file(d, DRIVER_DEVICE_NODE, d->dev_root, control_nodes[i], false);
+	for (size_t i = 0; i < ELEMENTSOF(ipc_paths) && r >= 0; i++)
+		for (size_t j = 0; j < ELEMENTSOF(ipc_paths[i].paths) && ipc_paths[i].paths[j]; j++) {
+			const char *path = ipc_paths[i].paths[j];
+
+			if (stat_under(d, d->driver_root, path, &st, true) < 0 ||
+			    (ipc_paths[i].dir ? !S_ISDIR(st.st_mode) : !S_ISSOCK(st.st_mode)))
+				continue;
+			r = add_file(d, DRIVER_IPC_SOCKET, d->driver_root, path, ipc_paths[i].dir);
+			break;
+		}
+	for (size_t i = 0; i < ELEMENTSOF(binaries) && r >= 0; i++)
+		for (size_t j = 0; j < ELEMENTSOF(bin_dirs); j++) {
+			_cleanup_free_ char *path = NULL;
+
+			if (asprintf(&path, "%s/%s", bin_dirs[j], binaries[i]) < 0)
+				return -ENOMEM;
+			if (stat_under(d, d->driver_root, path, &st, true) < 0 || !S_ISREG(st.st_mode) ||
+			    !(st.st_mode & 0111))
+				continue;
+			r = add_file(d, DRIVER_BINARY, d->driver_root, path, false);
+			break;
+		}
+	if (r >= 0 && d->info->version[0]) {
+		if (asprintf(&fw, FIRMWARE_DIR "/%s", d->info->version) < 0)
+			return -ENOMEM;
+		r = for_each_match(d, fw, "gsp*.bin", add_firmware_cb, NULL);
+	}
+	return r;
+}
+
+static int file_cmp(const void *a, const void *b)
+{
+	const struct driver_file *x = a, *y = b;
+
+	if (x->kind != y->kind)
+		return (int)x->kind - (int)y->kind;
+	return strcmp(x->container_path, y->container_path);
+}
+
+/* Container dirs of the versioned library files (vdpau/ excluded), for NVIDIA_CTK_LIBCUDA_DIR. */
+static int collect_lib_dirs(struct driver_info *in)
+{
+	_cleanup_free_ char *suffix = NULL;
+
+	in->lib_dirs = calloc(in->n_files + 1, sizeof(char *));
+	if (!in->lib_dirs || asprintf(&suffix, ".so.%s", in->version) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < in->n_files; i++) {
+		const struct driver_file *f = &in->files[i];
+		size_t n = (size_t)(strrchr(f->container_path, '/') - f->container_path);
+		bool seen = false;
+
+		if (f->kind != DRIVER_LIBRARY || !has_suffix(f->container_path, suffix) ||
+		    (n >= 6 && strncmp(f->container_path + n - 6, "/vdpau", 6) == 0))
+			continue;
+		for (size_t j = 0; j < in->n_lib_dirs && !seen; j++)
+			seen = strlen(in->lib_dirs[j]) == n && strncmp(in->lib_dirs[j], f->container_path, n) == 0;
+		if (seen)
+			continue;
+		in->lib_dirs[in->n_lib_dirs] = strndup(f->container_path, n ? n : 1);
+		if (!in->lib_dirs[in->n_lib_dirs])
+			return -ENOMEM;
+		in->n_lib_dirs++;
+	}
+	return 0;
+}
+
+int driver_discover(const struct driver_options *o, struct driver_info **ret, struct gerr *err)
+{
+	_cleanup_(driver_info_freep) struct driver_info *in = calloc(1, sizeof(*in));
+	struct discovery d = {
+	    .root = o->root,
+	    .driver_root = o->driver_root && *o->driver_root ? o->driver_root : "/",
+	    .info = in,
+	};
+	size_t w = 0;
+	int r;
+
+	if (!in)
+		return gerr_set(err, ENOMEM, "out of memory");
+	d.dev_root = o->dev_root && *o->dev_root ? o->dev_root : d.driver_root;
+	if (o->version)
+		snprintf(in->version, sizeof(in->version), "%s", o->version);
+	r = discover_libraries(&d, err);
+	if (r < 0)
+		return r;
+	r = discover_fixed(&d);
+	if (r < 0)
+		return gerr_set(err, -r, "driver discovery: %s", strerror(-r));
+	if (in->n_files > 1)
+		qsort(in->files, in->n_files, sizeof(*in->files), file_cmp);
+	for (size_t i = 0; i < in->n_files; i++) {
+		if (w > 0 && file_cmp(&in->files[w - 1], &in->files[i]) == 0) {
+			free(in->files[i].host_path);
+			free(in->files[i].container_path);
+			continue;
+		}
+		in->files[w++] = in->files[i];
+	}
+	in->n_files = w;
+	if (collect_lib_dirs(in) < 0)
+		return gerr_set(err, ENOMEM, "out of memory");
+	*ret = TAKE_PTR(in);
+	return 0;
+}
+
+void driver_info_free(struct driver_info *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->n_files; i++) {
+		free(d->files[i].host_path);
+		free(d->files[i].container_path);
+	}
+	free(d->files);
+	for (size_t i = 0; i < d->n_lib_dirs; i++)
+		free(d->lib_dirs[i]);
+	free(d->lib_dirs);
+	free(d);
+}

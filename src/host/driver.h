@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The driver root: what an installed NVIDIA driver puts on a host that a container needs —
+ * control device nodes, user-space libraries (found through the root's ld.so.cache), GSP
+ * firmware, IPC sockets and utility binaries. Used by the CDI generator and by doctor.
+ *
+ * Paths: every *host path* here is driver_root (or dev_root) + the path inside it; the files are
+ * read at root_path(root, host path). The container path is the path inside the driver root.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+/* ---- ld.so.cache ------------------------------------------------------------------------------ */
+
+/* Entry flags (glibc elf/ldconfig.h / sysdeps ldconfig.h). */
+#define LDCACHE_FLAG_TYPE_MASK     0x00ff
+#define LDCACHE_FLAG_ELF_LIBC6     0x0003
+#define LDCACHE_FLAG_ARCH_MASK     0xff00
+#define LDCACHE_FLAG_X8664_LIB64   0x0300
+#define LDCACHE_FLAG_AARCH64_LIB64 0x0a00
+
+struct ldcache_entry {
+	int32_t flags;
+	const char *key;   /* the SONAME, e.g. "libcuda.so.1" */
+	const char *value; /* the path ldconfig found it at, e.g. "/usr/lib/x86_64-linux-gnu/libcuda.so.1" */
+};
+
+struct ldcache {
+	char *data; /* the file; entries point into it */
+	size_t size;
+	struct ldcache_entry *entries;
+	size_t n_entries;
+	bool new_format; /* entries came from the "glibc-ld.so.cache1.1" table */
+};
+
+/*
+ * Parse an ld.so.cache image (as `ldconfig -r ROOT` writes it): the new "glibc-ld.so.cache" 1.1
+ * format, the old "ld.so-1.7.0" format, or the old one followed by the new one (the new table
+ * wins). Every offset and count is checked against len; strings must be NUL-terminated inside
+ * the string table. Takes ownership of data on success.
+ */
+int ldcache_parse(char *data, size_t len, struct ldcache **ret, struct gerr *err);
+int ldcache_read(const char *path, struct ldcache **ret, struct gerr *err);
+void ldcache_free(struct ldcache *c);
+DEFINE_CLEANUP_FUNC(struct ldcache, ldcache_free)
+
+/* The arch flags of libraries this build would load (x86_64 → LDCACHE_FLAG_X8664_LIB64). */
+int32_t ldcache_host_arch(void);
+
+/* ---- driver files ----------------------------------------------------------------------------- */
+
+enum driver_file_kind {
+	DRIVER_DEVICE_NODE, /* control nodes: nvidiactl, nvidia-uvm, … */
+	DRIVER_LIBRARY,
+	DRIVER_FIRMWARE,
+	DRIVER_IPC_SOCKET,
+	DRIVER_BINARY,
+	_DRIVER_KIND_MAX,
+};
+
+struct driver_file {
+	enum driver_file_kind kind;
+	char *host_path;      /* as the runtime sees it on the host (driver_root/dev_root + path) */
+	char *container_path; /* where it goes in the container */
+	bool is_dir;          /* IPC: /tmp/nvidia-mps is a directory */
+};
+
+struct driver_info {
+	char version[80]; /* the driver version the libraries were matched against */
+	struct driver_file *files;
+	size_t n_files;
+	char **lib_dirs; /* container dirs holding the versioned libraries (NVIDIA_CTK_LIBCUDA_DIR) */
+	size_t n_lib_dirs;
+	bool ldcache_found; /* false: libraries were searched in the default dirs only */
+};
+
+struct driver_options {
+	const char *root;        /* read prefix, NULL = "/" */
+	const char *driver_root; /* NULL = "/" */
+	const char *dev_root;    /* NULL = driver_root */
+	const char *version;     /* driver version from NVML ("550.54.15"); NULL = infer from libcuda/libnvidia-ml */
+};
+
+/*
+ * Find what the driver installed. Missing pieces are not errors (a file absent is simply not
+ * listed); returns -errno only on out-of-memory or an unreadable ld.so.cache that exists
+ * (then err names it). Files are sorted by kind, then container path, without duplicates.
+ */
+int driver_discover(const struct driver_options *o, struct driver_info **ret, struct gerr *err);
+void driver_info_free(struct driver_info *d);
+DEFINE_CLEANUP_FUNC(struct driver_info, driver_info_free)
+
+/* The known driver library names (libnvidia-container nvc_info.c lists), for doctor. */
+struct driver_lib {
+	const char *name;  /* "libcuda.so" */
+	const char *group; /* "compute", "utility", "video", "graphics", … */
+};
+extern const struct driver_lib driver_libs[];
+extern const size_t driver_n_libs;
+
+const char *driver_kind_name(enum driver_file_kind k);

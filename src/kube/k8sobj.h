@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Kubernetes objects from YAML or JSON files (kubectl -o json/yaml output, manifests with several
+ * `---` documents, `kind: List`), as jansson values. Plain YAML scalars are typed the way
+ * Kubernetes' YAML (YAML 1.1 core subset) reads them: null/~, true/false, integers, floats;
+ * quoted scalars stay strings. Anchors and aliases are resolved.
+ */
+#pragma once
+
+#include <jansson.h>
+
+#include "util/err.h"
+
+/* Every document of text, Lists flattened to their items: a JSON array of objects. */
+int k8sobj_parse(const char *name, const char *text, size_t len, json_t **ret, struct gerr *err);
+/* Same from a file, or stdin for "-". */
+int k8sobj_load(const char *path, json_t **ret, struct gerr *err);
+
+/*
+ * The pod spec inside a workload: Pod → spec; Deployment, StatefulSet, DaemonSet, ReplicaSet,
+ * Job → spec.template.spec; CronJob → spec.jobTemplate.spec.template.spec. NULL for other kinds.
+ */
+json_t *k8sobj_pod_spec(const json_t *obj);

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * NVML loaded with dlopen. gpulet has no build-time NVML dependency: the symbol table is in
+ * nvml_abi.h, each entry is resolved by its versioned name, and optional entries that an older
+ * driver lacks are left NULL (callers check with NVML_HAS()).
+ */
+#pragma once
+
+#include <limits.h>
+
+#include "util/err.h"
+#include "nvml/abi.h"
+
+struct nvml {
+	void *dl;
+	char path[PATH_MAX]; /* what was loaded, for messages */
+	int initialized;
+#define NVML_FIELD(field, sym, args, req) nvmlReturn_t(*field) args;
+	NVML_SYMBOLS(NVML_FIELD)
+#undef NVML_FIELD
+	const char *(*error_string)(nvmlReturn_t);
+};
+
+#define NVML_HAS(nv, field) ((nv)->field != NULL)
+
+/*
+ * Find and load libnvidia-ml.so.1 and call nvmlInit_v2.
+ * library: explicit path (--nvml-library / GPULET_NVML_LIBRARY), or NULL to search.
+ * driver_root: where the driver is installed ("/" or e.g. /run/nvidia/driver); searched in the
+ * usual library directories below it, then by the system loader when driver_root is "/".
+ * On failure err says what is missing, where gpulet looked and what to do.
+ */
+int nvml_open(const char *library, const char *driver_root, struct nvml **ret, struct gerr *err);
+void nvml_close(struct nvml *nv);
+DEFINE_CLEANUP_FUNC(struct nvml, nvml_close)
+
+/* Map an NVML return code to a negative errno (one table for the whole program). */
+int nvml_errno(nvmlReturn_t r);
+
+/* NVML's own text for a code when the library has nvmlErrorString, else our name for it. */
+const char *nvml_strerror(const struct nvml *nv, nvmlReturn_t r);
+
+/* Stable symbolic name, e.g. "GPU_IS_LOST"; used in logs and the fake's fixture format. */
+const char *nvml_return_name(nvmlReturn_t r);
+/* Reverse of nvml_return_name; returns -EINVAL for an unknown name. */
+int nvml_return_from_name(const char *name, nvmlReturn_t *ret);
+
+/* The library search list below a driver root (NULL-terminated), exposed for doctor and tests. */
+extern const char *const nvml_search_dirs[];

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Plugin configuration: every flag and env var of NVIDIA's k8s-device-plugin v0.20.0 plus the
+ * `version: v1` config file, in one option table (config.c). Precedence as upstream:
+ * command-line flag > env var > config file > built-in default (reference/device-plugin.md §1-2).
+ */
+#pragma once
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "util/err.h"
+#include "plugin/resources.h"
+
+/* --device-list-strategy values; several may be set at once. */
+enum {
+	DLS_ENVVAR = 1 << 0,
+	DLS_VOLUME_MOUNTS = 1 << 1,
+	DLS_CDI_ANNOTATIONS = 1 << 2,
+	DLS_CDI_CRI = 1 << 3,
+};
+#define DLS_CDI_ANY (DLS_CDI_ANNOTATIONS | DLS_CDI_CRI)
+
+enum device_id_strategy { DEVICE_ID_UUID, DEVICE_ID_INDEX };
+
+#define CONFIG_MAX_RULES 16
+#define CONFIG_STR       256
+
+struct plugin_config {
+	/* flags.* shared with GFD */
+	char mig_strategy[16]; /* none|single|mixed */
+	bool fail_on_init_error;
+	char driver_root[PATH_MAX];
+	char dev_root[PATH_MAX]; /* "" = same as driver_root */
+	char mps_root[PATH_MAX];
+	bool gdrcopy_enabled, gds_enabled, mofed_enabled;
+	char device_discovery_strategy[16];
+	/* flags.plugin.* */
+	bool pass_device_specs;
+	unsigned device_list_strategy; /* DLS_* bits */
+	char device_id_strategy[16];   /* uuid|index */
+	char cdi_annotation_prefix[CONFIG_STR];
+	char nvidia_cdi_hook_path[PATH_MAX];
+	char container_driver_root[PATH_MAX];
+	char shared_devices_allocation_policy[16]; /* distributed|packed */
+	/* imex.* */
+	char imex_channel_ids[32]; /* "" or "0" */
+	bool imex_required;
+	/* command line / env only */
+	char kubelet_socket[PATH_MAX]; /* "" = serve but never register */
+	char device_plugin_path[PATH_MAX];
+	char config_file[PATH_MAX];
+	char cdi_feature_flags[CONFIG_STR];
+	char cdi_disable_hooks[CONFIG_STR];
+	char nvml_library[PATH_MAX];
+	char root[PATH_MAX];
+	char log_level[16];
+	unsigned rescan_interval;  /* seconds */
+	unsigned health_recovery;  /* seconds without a new error before a recoverable GPU is healthy again */
+	char kernel_log[PATH_MAX]; /* file followed for NVRM Xid lines; "" = <root>/dev/kmsg */
+	/* sharing.* from the file */
+	enum sharing_strategy sharing;
+	bool rename_by_default;
+	bool fail_requests_greater_than_one;
+	struct replica_rule rules[CONFIG_MAX_RULES];
+	size_t n_rules;
+	/* warnings collected while loading (unknown keys, ignored sections), '\n'-separated */
+	char warnings[2048];
+};
+
+/* Raw command-line values, collected by cmd_plugin's getopt loop and applied last. */
+struct config_args;
+
+/*
+ * Parse argv (argv[0] is the verb). On --help sets *help. Returns 0, or -EINVAL with err naming
+ * the bad flag (exit code 2).
+ */
+int config_parse_args(int argc, char **argv, struct config_args **ret, bool *help, struct gerr *err);
+void config_args_free(struct config_args *a);
+/* --print-config: print the effective config as JSON and exit. */
+bool config_args_print_only(const struct config_args *a);
+DEFINE_CLEANUP_FUNC(struct config_args, config_args_free)
+
+/*
+ * Build the effective config: defaults, then the config file (--config-file / CONFIG_FILE, a path
+ * as given), then env (getenv), then args. A bad file fails with
+ * file:line:col and the key; an out-of-range value names its source.
+ */
+int config_load(const struct config_args *args, struct plugin_config *ret, struct gerr *err);
+
+/* Load only a YAML/JSON v1 config text into cfg (on top of what is there); name is for messages. */
+int config_apply_file_text(struct plugin_config *cfg, const char *text, size_t len, const char *name, struct gerr *err);
+
+/* The resource_options for resources_build(); rules point into cfg. */
+void config_resource_options(const struct plugin_config *cfg, struct resource_options *o);
+
+/* `--help` text: every option with its env var and default. */
+void config_print_help(FILE *f);
+
+/* The effective config as one JSON line ("Running with config"). Caller frees. */
+char *config_to_json(const struct plugin_config *cfg);
+
+/* dev_root when set, else driver_root. */
+const char *config_dev_root(const struct plugin_config *cfg);

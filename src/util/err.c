@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/err.h"
+
+int gerr_set(struct gerr *err, int errnum, const char *fmt, ...)
+{
+	if (errnum < 0)
+		errnum = -errnum;
+	if (errnum == 0)
+		errnum = EINVAL;
+	if (err) {
+		va_list ap;
+
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+		err->code = errnum;
+	}
+	return -errnum;
+}
+
+int gerr_prefix(struct gerr *err, const char *fmt, ...)
+{
+	char head[GERR_MAX], old[GERR_MAX];
+	va_list ap;
+
+	if (!err)
+		return -EINVAL;
+	va_start(ap, fmt);
+	vsnprintf(head, sizeof(head), fmt, ap);
+	va_end(ap);
+	memcpy(old, err->msg, sizeof(old));
+	snprintf(err->msg, sizeof(err->msg), "%s%s", head, old);
+	return -(err->code ? err->code : EINVAL);
+}

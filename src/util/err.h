@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Error text for the user. Core functions return -errno; where the user needs words they also fill
+ * an optional struct gerr with what went wrong, where (file:line:col, device UUID) and what to do.
+ */
+#pragma once
+
+#include "util/macro.h"
+
+#define GERR_MAX 1024
+
+struct gerr {
+	int code; /* positive errno, 0 when unset */
+	char msg[GERR_MAX];
+};
+
+/* Fill err (may be NULL) and return -errnum, so callers can write `return gerr_set(err, ENOENT, ...)`. */
+int gerr_set(struct gerr *err, int errnum, const char *fmt, ...) _printf_(3, 4);
+
+/* Prefix an existing message with more context ("reading config: " + old message). */
+int gerr_prefix(struct gerr *err, const char *fmt, ...) _printf_(2, 3);

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* File helpers: every host path goes through a root prefix; writes are atomic. */
+#pragma once
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "util/err.h"
+
+/* "<root>/<path>" with duplicate slashes folded; root NULL or "" means "/". Returns NULL on ENOMEM. */
+char *root_path(const char *root, const char *path);
+
+/*
+ * Read a whole regular file (at most max bytes; larger is -EFBIG) into a NUL-terminated buffer.
+ * *ret_len (optional) gets the length without the NUL.
+ */
+int read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct gerr *err);
+
+/*
+ * Write data to path atomically: temp file in the same directory, fsync, rename, fsync of the dir.
+ * The old file stays intact on any failure (full disk included). Refuses a path whose final
+ * component is a symlink. mode is applied before the rename.
+ */
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, struct gerr *err);
+
+/* Read a small file and strip the trailing newline; for sysfs/procfs values. */
+int read_line_file(const char *path, char *buf, size_t size);

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Daemon logging: one logfmt line per event on stderr. Only src/cmd/ and the daemons (plugin, exporter) log above
+ * debug. */
+#pragma once
+
+#include "util/macro.h"
+
+enum log_level { LOG_LVL_DEBUG, LOG_LVL_INFO, LOG_LVL_WARN, LOG_LVL_ERROR };
+
+/* Accepts debug|info|warn|warning|error; returns -EINVAL otherwise. */
+int log_set_level_name(const char *name);
+void log_set_level(enum log_level l);
+enum log_level log_get_level(void);
+
+/*
+ * log_emit(LOG_LVL_INFO, "Registered device plugin", "resource=%s socket=%s", res, sock)
+ * prints: time=2026-12-02T10:00:00.123Z level=info msg="Registered device plugin" resource=... socket=...
+ * kv may be NULL. Values with spaces must be quoted by the caller (see log_quote).
+ */
+void log_emit(enum log_level l, const char *msg, const char *kv, ...) _printf_(3, 4);
+
+#define log_debug(msg, ...) log_emit(LOG_LVL_DEBUG, msg, __VA_ARGS__)
+#define log_info(msg, ...)  log_emit(LOG_LVL_INFO, msg, __VA_ARGS__)
+#define log_warn(msg, ...)  log_emit(LOG_LVL_WARN, msg, __VA_ARGS__)
+#define log_error(msg, ...) log_emit(LOG_LVL_ERROR, msg, __VA_ARGS__)
