@@ -6,7 +6,7 @@ pkg_check_modules(GPULET_EXP_MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
 find_program(PROTOC_C_EXECUTABLE protoc-c REQUIRED)
 
 # PodResources v1 messages. protoc-c gets a messages-only copy (service block dropped), because we
-# use our own C-core calls, not protobuf-c's RPC stubs (reference/real-peers.md §A gotcha).
+# use our own C-core calls, not protobuf-c's RPC stubs (docs/reference/real-peers.md §A gotcha).
 set(GPULET_GEN_DIR ${CMAKE_BINARY_DIR}/gen)
 file(MAKE_DIRECTORY ${GPULET_GEN_DIR})
 add_custom_command(

@@ -9,7 +9,7 @@ set(PLUGIN_GEN ${CMAKE_BINARY_DIR}/gen)
 file(MAKE_DIRECTORY ${PLUGIN_GEN}/proto ${PLUGIN_GEN}/py)
 
 # protoc-c 1.4.1 names a struct member `register` after `rpc Register` (a C keyword), so it gets
-# the messages only; services are served by our own C-core code (reference/real-peers.md §A).
+# the messages only; services are served by our own C-core code (docs/reference/real-peers.md §A).
 file(READ ${PLUGIN_PROTO} _dp_proto)
 # The services are the last blocks of the file: cut from the first one to the end.
 string(FIND "${_dp_proto}" "\nservice " _dp_svc)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* CDI specs: generate, format, read, write, validate, list. See cdi.h; facts in reference/cdi.md. */
+/* CDI specs: generate, format, read, write, validate, list. See cdi.h; facts in docs/reference/cdi.md. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -28,7 +28,7 @@ static const char *const known_versions[] = {
 
 /* Runtimes and the newest cdiVersion they load; a newer spec is silently skipped by them. */
 const struct cdi_runtime cdi_runtimes[] = {
-    {"podman-4.3", "0.5.0", "podman 4.3.1 (Debian 12): a 0.6.0 spec is ignored (reference/real-peers.md §D)"},
+    {"podman-4.3", "0.5.0", "podman 4.3.1 (Debian 12): a 0.6.0 spec is ignored (docs/reference/real-peers.md §D)"},
     {"cdi-0.5", "0.5.0", "CDI Go library 0.5.x specs-go CurrentVersion (Debian 0.5.2; real-peers.md §H)"},
     {"containerd-1.7", "0.5.0",
      "containerd 1.7.0-1.7.12 vendor CDI 0.5.x; release/1.7 moved to CDI v0.6.2 in containerd PR #9685"},
@@ -81,7 +81,7 @@ static bool version_known(const char *s)
 	return false;
 }
 
-/* ---- minimum version: one row per feature (SPEC.md version table, reference/cdi.md §1) ---------- */
+/* ---- minimum version: one row per feature (SPEC.md version table, docs/reference/cdi.md §1) ---------- */
 
 typedef bool (*edits_pred)(const json_t *edits);
 
@@ -462,7 +462,7 @@ static int gen_common_edits(const struct cdi_gen_options *o, const struct driver
 			fprintf(f, "%s%s", i ? ":" : "", d->lib_dirs[i]);
 		if (fclose(f) != 0)
 			return -ENOMEM;
-		/* nvidia-ctk's variable for the dir of libcuda.so.<version> (reference/cdi.md §7.1) */
+		/* nvidia-ctk's variable for the dir of libcuda.so.<version> (docs/reference/cdi.md §7.1) */
 		if (jpush(env, json_sprintf("NVIDIA_CTK_LIBCUDA_DIR=%s", libdirs)) < 0)
 			return -ENOMEM;
 	}

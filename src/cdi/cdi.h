@@ -3,8 +3,8 @@
  * CDI (Container Device Interface) specs: build one for a node, write it atomically, read one
  * (JSON or YAML), validate files and spec dirs the way a runtime will read them.
  *
- * Facts come from the CDI SPEC.md / specs-go / pkg/parser (reference/cdi.md) and from what podman
- * 4.3.1 and the Debian CDI Go library 0.5.2 do on this machine (reference/real-peers.md §D, §H).
+ * Facts come from the CDI SPEC.md / specs-go / pkg/parser (docs/reference/cdi.md) and from what podman
+ * 4.3.1 and the Debian CDI Go library 0.5.2 do on this machine (docs/reference/real-peers.md §D, §H).
  *
  * Typical use (the plugin):
  *

@@ -2,7 +2,7 @@
 /*
  * gpulet exporter: Prometheus /metrics with dcgm-exporter's names and labels, pod attribution
  * from the kubelet PodResources API. Flags and env vars are dcgm-exporter's where it has them
- * (reference/monitoring-doctor.md A3).
+ * (docs/reference/monitoring-doctor.md A3).
  */
 #include <getopt.h>
 #include <signal.h>

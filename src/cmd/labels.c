@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gpulet labels: GPU Feature Discovery compatible labels in an NFD local feature file. Flags and
- * env vars are GFD's where it has them (reference/device-plugin.md §9).
+ * env vars are GFD's where it has them (docs/reference/device-plugin.md §9).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -34,7 +34,8 @@ static void labels_help(FILE *f)
 	    "      --sharing-strategy S none|time-slicing|mps, with --replicas N (the v1 config's sharing block)\n"
 	    "      --replicas N         replicas per GPU when shared\n"
 	    "      --rename-by-default  shared resource is nvidia.com/gpu.shared; labels follow\n"
-	    "      --gpu-type VALUE     also write the seed's custom label gpu-type=VALUE ('auto': from the product)\n"
+	    "      --gpu-type VALUE     also write the field guide's custom label gpu-type=VALUE ('auto': from the "
+	    "product)\n"
 	    "      --gpu-mig-label      also write gpu-mig=enabled|disabled\n"
 	    "      --nvml-library PATH  libnvidia-ml.so.1 to load (env GPULET_NVML_LIBRARY)\n"
 	    "      --driver-root DIR    where the driver is installed (env NVIDIA_DRIVER_ROOT, default /)\n"

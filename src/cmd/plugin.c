@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gpulet plugin: drop-in for nvidia-device-plugin. Same flags, env vars and config file
- * (reference/device-plugin.md §1-2); the daemon itself is src/plugin/daemon.c.
+ * (docs/reference/device-plugin.md §1-2); the daemon itself is src/plugin/daemon.c.
  */
 #include <stdio.h>
 #include <stdlib.h>

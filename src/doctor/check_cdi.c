@@ -2,8 +2,8 @@
 /*
  * Link 6: the CDI specs containerd reads. "CDI enabled but nothing injected": spec missing,
  * unreadable, invalid, cdiVersion newer than the runtime knows, a device defined twice, or devices
- * that no longer exist (seed §3.3, reference/cdi.md §4–6). Parsing and validation are the cdi
- * module's (src/cdi/cdi.c); this file maps its problem categories onto doctor findings.
+ * that no longer exist (docs/reference/field-guide.md §3.3, docs/reference/cdi.md §4–6). Parsing and validation are the
+ * cdi module's (src/cdi/cdi.c); this file maps its problem categories onto doctor findings.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -41,7 +41,7 @@ size_t doctor_cdi_dir_files(const struct doctor_ctx *c, const char *dir, char na
 	return n;
 }
 
-/* cdi module category → doctor finding (same words: reference/cdi.md §4–6) */
+/* cdi module category → doctor finding (same words: docs/reference/cdi.md §4–6) */
 static const struct {
 	const char *category;
 	const char *id;
@@ -90,7 +90,7 @@ static const char *cdi_runtime_for(const struct doctor_ctx *c, char *why, size_t
 	return NULL;
 }
 
-/* Devices named by UUID in the specs that NVML does not know (reference/cdi.md §5.3 uuid names). */
+/* Devices named by UUID in the specs that NVML does not know (docs/reference/cdi.md §5.3 uuid names). */
 static void check_uuids(struct doctor_ctx *c, const char *const *dirs, size_t n)
 {
 	json_t *list = NULL, *e;

@@ -123,7 +123,8 @@ static void mode_string(mode_t m, char *buf)
 	buf[10] = '\0';
 }
 
-/* A GPU pod in --pods that runs as a non-root user: then 0660 device nodes break it (seed §4.2). */
+/* A GPU pod in --pods that runs as a non-root user: then 0660 device nodes break it (docs/reference/field-guide.md
+ * §4.2). */
 static const char *nonroot_gpu_pod(const struct doctor_ctx *c)
 {
 	size_t i;

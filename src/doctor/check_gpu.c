@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Link 3: NVML loads, and the GPUs are healthy (kernel-log XIDs, ECC double-bit errors, GPUs
- * fallen off the bus). An unhealthy GPU is why Allocatable is smaller than Capacity (seed §4.1).
+ * fallen off the bus). An unhealthy GPU is why Allocatable is smaller than Capacity (docs/reference/field-guide.md
+ * §4.1).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -139,7 +140,7 @@ static void add_seen(struct xid_seen *seen, size_t *n, size_t max, const struct 
 	(*n)++;
 }
 
-/* ids per XID class; 48 = double-bit ECC, 79 = fallen off the bus (reference/monitoring-doctor.md A7) */
+/* ids per XID class; 48 = double-bit ECC, 79 = fallen off the bus (docs/reference/monitoring-doctor.md A7) */
 static const struct {
 	unsigned xid;
 	const char *id;
@@ -237,9 +238,10 @@ int doctor_check_gpu_health(struct doctor_ctx *c)
 		if (!dbe)
 			dbe = doctor_find(c, "gpu.ecc-dbe");
 		if (!dbe)
-			dbe = doctor_report(c, "gpu.ecc-dbe", DOCTOR_FAIL, LINK_GPU, FIX_DBE,
-					    "uncorrectable (double-bit) ECC errors: the device plugin marks the GPU "
-					    "unhealthy, nvidia-smi still lists it (seed §4.1)");
+			dbe =
+			    doctor_report(c, "gpu.ecc-dbe", DOCTOR_FAIL, LINK_GPU, FIX_DBE,
+					  "uncorrectable (double-bit) ECC errors: the device plugin marks the GPU "
+					  "unhealthy, nvidia-smi still lists it (docs/reference/field-guide.md §4.1)");
 		doctor_evidence(dbe, "NVML: GPU %u %s has %llu volatile uncorrected ECC error(s)", g->index, g->uuid,
 				count);
 	}

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Links 7–10: kubelet is up, the device plugin registered where kubelet looks, the advertised MIG
- * layout matches the GPUs, and no device is held by a pod that is gone (seed §3.1, §4.1, §4.3).
- * Inputs are files only (device-plugins dir, kubelet_internal_checkpoint, pods dir, --pods,
+ * layout matches the GPUs, and no device is held by a pod that is gone (docs/reference/field-guide.md §3.1, §4.1,
+ * §4.3). Inputs are files only (device-plugins dir, kubelet_internal_checkpoint, pods dir, --pods,
  * --node): no API server needed.
  */
 #include <dirent.h>
@@ -428,7 +428,7 @@ int doctor_check_alloc(struct doctor_ctx *c)
 
 	if (doctor_need_checkpoint(c) <= 0)
 		return 0;
-	/* live kubelet: PodResources List shows what running pods hold (reference/monitoring-doctor.md A4) */
+	/* live kubelet: PodResources List shows what running pods hold (docs/reference/monitoring-doctor.md A4) */
 	if (!c->pods && exists(c, kd, "pod-resources/kubelet.sock", &st) && S_ISSOCK(st.st_mode) &&
 	    asprintf(&sock, "%s/pod-resources/kubelet.sock", kd) >= 0 &&
 	    podres_list(c->o->root, sock, 2000, NULL, &live, NULL) < 0)

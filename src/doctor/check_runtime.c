@@ -2,7 +2,7 @@
 /*
  * Links 4–5: the NVIDIA container toolkit and containerd's runtime configuration — the RuntimeClass
  * handler, the default runtime, CDI on/off and its spec dirs, and CDI plus the legacy hook both
- * injecting (seed §3.3, §4.2; reference/monitoring-doctor.md B3–B5).
+ * injecting (docs/reference/field-guide.md §3.3, §4.2; docs/reference/monitoring-doctor.md B3–B5).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -182,7 +182,7 @@ static void check_handler(struct doctor_ctx *c, const struct ctrd_facts *f, cons
 
 /*
  * kubelet's cgroupDriver (/var/lib/kubelet/config.yaml, KubeletConfiguration) must match the
- * runtime's SystemdCgroup, or containers of that runtime fail to start (reference/monitoring-doctor.md
+ * runtime's SystemdCgroup, or containers of that runtime fail to start (docs/reference/monitoring-doctor.md
  * B4 "Cgroup rule"). nvidia-ctk copies the option from runc, so a hand-written nvidia runtime is
  * where it goes wrong.
  */

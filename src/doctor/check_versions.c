@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Link 11: versions. An image built for a newer CUDA than the driver supports fails with
- * "CUDA driver version is insufficient for CUDA runtime version" (seed §6.4). The CUDA version
+ * "CUDA driver version is insufficient for CUDA runtime version" (docs/reference/field-guide.md §6.4). The CUDA version
  * comes from --cuda-version and from the GPU pods in --pods (CUDA_VERSION env, nvidia/cuda:<ver> tag).
  */
 #include <errno.h>
@@ -49,7 +49,8 @@ static void check_one(struct doctor_ctx *c, int cuda, const char *src, struct do
 	/*
 	 * Below the toolkit's own driver is a fail even inside minor-version compatibility: NVIDIA's
 	 * images carry NVIDIA_REQUIRE_CUDA=cuda>=X.Y, which the runtime hook enforces, and newer PTX
-	 * cannot be JIT-compiled by the older driver (reference/cuda-driver-table.md, seed §6.4).
+	 * cannot be JIT-compiled by the older driver (docs/reference/cuda-driver-table.md,
+	 * docs/reference/field-guide.md §6.4).
 	 */
 	if (!*f)
 		*f = doctor_report(

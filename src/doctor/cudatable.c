@@ -7,7 +7,7 @@
 #include "doctor/cudatable.h"
 #include "util/macro.h"
 
-#define RN "CUDA Toolkit Release Notes, Table 3 (reference/cuda-driver-table.md)"
+#define RN "CUDA Toolkit Release Notes, Table 3 (docs/reference/cuda-driver-table.md)"
 
 /* Newest first. GA rows: an update's own driver is only needed for that update's fixes. */
 static const struct cuda_row cuda_rows[] = {
@@ -21,7 +21,7 @@ static const struct cuda_row cuda_rows[] = {
     {7050, "352.31", RN},     {7000, "346.46", RN},
 };
 
-#define RN2 "CUDA Toolkit Release Notes, Table 2, minor version compatibility (reference/cuda-driver-table.md)"
+#define RN2 "CUDA Toolkit Release Notes, Table 2, minor version compatibility (docs/reference/cuda-driver-table.md)"
 static const struct cuda_compat_row compat_rows[] = {
     {13, "580", NULL, RN2},
     {12, "525.60.13", "580", RN2},
@@ -29,7 +29,7 @@ static const struct cuda_compat_row compat_rows[] = {
 };
 
 const struct toolkit_row toolkit_rows[] = {
-    /* the seed's case (driver 550 + toolkit 1.11: libcuda not found in the container) is covered here */
+    /* the field guide's case (driver 550 + toolkit 1.11: libcuda not found in the container) is covered here */
     {"535", "1.14.0", "the Shared Compiler Library libnvidia-gpucomp.so is not injected, so CUDA fails in containers",
      "nvidia-container-toolkit CHANGELOG 1.14.0~rc.2; field guide §2.1 (550 with toolkit 1.11)"},
     {"525", "1.12.1", "only one gsp*.bin GSP firmware file is injected; GPUs needing the others fail to initialise",

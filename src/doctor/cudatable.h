@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Version tables kept as data, each row with its source:
- * - CUDA toolkit → minimum Linux driver (reference/cuda-driver-table.md: CUDA release notes
+ * - CUDA toolkit → minimum Linux driver (docs/reference/cuda-driver-table.md: CUDA release notes
  *   Table 3 "toolkit-bundled driver" and Table 2 "minor-version compatibility").
  * - driver branch → minimum nvidia-container-toolkit (libraries the toolkit must know to inject).
  */

@@ -18,7 +18,7 @@
 
 /*
  * The chain, in order. requires: links whose failure already explains this check's symptom
- * (reference/monitoring-doctor.md B12: "each step's failure explains every later symptom").
+ * (docs/reference/monitoring-doctor.md B12: "each step's failure explains every later symptom").
  */
 const struct doctor_check doctor_checks[] = {
     {"driver", LINK_DRIVER, 0, "/proc/driver/nvidia/version, /sys/module/nvidia",
@@ -197,9 +197,9 @@ int doctor_need_checkpoint(struct doctor_ctx *c)
 }
 
 /*
- * containerd's CRI keys (reference/monitoring-doctor.md B4): v2 under io.containerd.grpc.v1.cri,
+ * containerd's CRI keys (docs/reference/monitoring-doctor.md B4): v2 under io.containerd.grpc.v1.cri,
  * v3 (containerd 2.x) under io.containerd.cri.v1.runtime. enable_cdi defaults to false in 1.7 and
- * true in 2.x (reference/cdi.md §6, containerd PR #9621).
+ * true in 2.x (docs/reference/cdi.md §6, containerd PR #9621).
  */
 void doctor_containerd_facts(const struct doctor_ctx *c, struct ctrd_facts *f)
 {

@@ -19,7 +19,8 @@
 
 enum doctor_severity { DOCTOR_OK, DOCTOR_WARN, DOCTOR_FAIL };
 
-/* Chain links, in the order the field guide walks them (seed §3–4, reference/monitoring-doctor.md B12). */
+/* Chain links, in the order the field guide walks them (docs/reference/field-guide.md §3–4,
+ * docs/reference/monitoring-doctor.md B12). */
 enum doctor_link {
 	LINK_DRIVER,
 	LINK_DEVNODE,

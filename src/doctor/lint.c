@@ -66,7 +66,7 @@ static bool ctr_wants_gpu(const json_t *ctr)
 /* ---- rules ---- */
 
 /*
- * Extended resources are set in limits; requests alone are rejected or ignored (seed §5.2).
+ * Extended resources are set in limits; requests alone are rejected or ignored (docs/reference/field-guide.md §5.2).
  * Returns the offending nvidia.com/<name> resource (why says how), NULL when none.
  */
 static const char *requested_without_limit(const struct lint_target *t, char *why, size_t size)
@@ -146,7 +146,8 @@ static bool tolerates(const json_t *spec, const char *key, const char *effect)
 	return false;
 }
 
-/* GPU nodes are tainted nvidia.com/gpu:NoSchedule (GPU Operator, seed §6.2); --node gives the real taints. */
+/* GPU nodes are tainted nvidia.com/gpu:NoSchedule (GPU Operator, docs/reference/field-guide.md §6.2); --node gives the
+ * real taints. */
 static bool missing_toleration(const struct lint_target *t, char *why, size_t size)
 {
 	const json_t *taints = json_object_get(json_object_get(t->lo->node, "spec"), "taints");
@@ -171,7 +172,7 @@ static bool missing_toleration(const struct lint_target *t, char *why, size_t si
 	return false;
 }
 
-/* Words that say "training": time-slicing has no memory or fault isolation (seed §6.1). */
+/* Words that say "training": time-slicing has no memory or fault isolation (docs/reference/field-guide.md §6.1). */
 static bool training_on_shared(const struct lint_target *t, char *why, size_t size)
 {
 	static const char *const words[] = {"train",    "torchrun",  "deepspeed",
@@ -211,7 +212,7 @@ static const json_t *sc_get(const struct lint_target *t, const char *key)
 	return v ? v : json_object_get(json_object_get(t->spec, "securityContext"), key);
 }
 
-/* A non-root container sees /dev/nvidia* as 0660 root:root on many nodes (seed §4.2). */
+/* A non-root container sees /dev/nvidia* as 0660 root:root on many nodes (docs/reference/field-guide.md §4.2). */
 static bool nonroot_no_device_access(const struct lint_target *t, char *why, size_t size)
 {
 	const json_t *user = sc_get(t, "runAsUser"), *nonroot = sc_get(t, "runAsNonRoot");

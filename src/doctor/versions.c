@@ -91,13 +91,13 @@ static void verdict(json_t *comp, enum doctor_severity sev, const char *source, 
 	    json_pack("{s:s, s:s, s:s}", "severity", doctor_severity_name(sev), "text", text, "source", source));
 }
 
-/* containerd and CDI: 1.6 has none, 1.7 needs enable_cdi, 2.x has it on (reference/cdi.md §6). */
+/* containerd and CDI: 1.6 has none, 1.7 needs enable_cdi, 2.x has it on (docs/reference/cdi.md §6). */
 static void containerd_verdicts(json_t *comp, const char *v)
 {
 	const char *rt = version_cmp(v, "1.7.13") >= 0 ? "containerd-1.7.13" : "containerd-1.7";
 
 	if (version_cmp(v, "1.7") < 0) {
-		verdict(comp, DOCTOR_WARN, "reference/real-peers.md §F; reference/cdi.md §6",
+		verdict(comp, DOCTOR_WARN, "docs/reference/real-peers.md §F; docs/reference/cdi.md §6",
 			"containerd %s has no CDI support (enable_cdi arrived in 1.7): GPUs only through the nvidia "
 			"runtime's hook",
 			v);
@@ -105,31 +105,31 @@ static void containerd_verdicts(json_t *comp, const char *v)
 	}
 	if (version_cmp(v, "2") < 0)
 		verdict(
-		    comp, DOCTOR_OK, "reference/cdi.md §6 (containerd PR #9666)",
+		    comp, DOCTOR_OK, "docs/reference/cdi.md §6 (containerd PR #9666)",
 		    "containerd %s supports CDI with enable_cdi = true (off by default in 1.7); spec cdiVersion <= %s",
 		    v, cdi_runtime_max_version(rt));
 	else
-		verdict(comp, DOCTOR_OK, "reference/cdi.md §6 (containerd PR #9621)",
+		verdict(comp, DOCTOR_OK, "docs/reference/cdi.md §6 (containerd PR #9621)",
 			"containerd %s has CDI on by default (config version 3)", v);
 }
 
-/* kubelet and the CDI devices field of Allocate (KEP-4009; reference/cdi.md §5). */
+/* kubelet and the CDI devices field of Allocate (KEP-4009; docs/reference/cdi.md §5). */
 static void kubelet_verdicts(json_t *comp, const char *v)
 {
 	const char *s = v[0] == 'v' ? v + 1 : v;
 
 	if (version_cmp(s, "1.28") < 0)
-		verdict(comp, DOCTOR_WARN, "KEP-4009, reference/cdi.md §5",
+		verdict(comp, DOCTOR_WARN, "KEP-4009, docs/reference/cdi.md §5",
 			"kubelet %s does not pass CDI device names from device plugins (cdi_devices needs 1.28+); CDI "
 			"only through annotations",
 			v);
 	else if (version_cmp(s, "1.29") < 0)
 		verdict(
-		    comp, DOCTOR_WARN, "KEP-4009, reference/cdi.md §5",
+		    comp, DOCTOR_WARN, "KEP-4009, docs/reference/cdi.md §5",
 		    "kubelet %s: CDI devices from device plugins need the DevicePluginCDIDevices feature gate (alpha)",
 		    v);
 	else
-		verdict(comp, DOCTOR_OK, "KEP-4009, reference/cdi.md §5",
+		verdict(comp, DOCTOR_OK, "KEP-4009, docs/reference/cdi.md §5",
 			"kubelet %s passes CDI device names from device plugins (beta 1.29, GA 1.31)", v);
 }
 
@@ -158,7 +158,7 @@ json_t *versions_ledger(struct doctor_ctx *c)
 	if (cuda) {
 		const struct cuda_compat_row *cr = cuda_compat_for(cuda / 1000);
 
-		verdict(comp, DOCTOR_OK, "reference/cuda-driver-table.md",
+		verdict(comp, DOCTOR_OK, "docs/reference/cuda-driver-table.md",
 			"images built for CUDA <= %s run; newer %d.x images only through minor-version compatibility "
 			"(driver >= %s), newer majors not at all",
 			v, cuda / 1000, cr ? cr->min_driver : "?");

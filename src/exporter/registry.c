@@ -2,7 +2,7 @@
 /*
  * The metric registry: one row per metric, dcgm-exporter's field name and type, its help text,
  * where NVML has the value (GPU, MIG instance) and the call that samples it. Names and types come
- * from dcgm-exporter etc/default-counters.csv (reference/monitoring-doctor.md A1); the ECC,
+ * from dcgm-exporter etc/default-counters.csv (docs/reference/monitoring-doctor.md A1); the ECC,
  * retired-page and row-remap rows are the ones that file ships commented out, turned on here
  * because the field guide's alerts need them. FB_TOTAL is not in dcgm's file but the GPU Operator's
  * recording rules read it (A6).

@@ -168,7 +168,7 @@ int32_t ldcache_host_arch(void)
 /*
  * Driver libraries by name without version. Source: libnvidia-container src/nvc_info.c
  * (utility_libs, compute_libs, video_libs, graphics_libs*, ngx_libs) as listed in
- * reference/cdi.md §7.4; nvidia-ctk additionally mounts every lib*.so.<driver version>, which
+ * docs/reference/cdi.md §7.4; nvidia-ctk additionally mounts every lib*.so.<driver version>, which
  * driver_discover() also does.
  */
 const struct driver_lib driver_libs[] = {

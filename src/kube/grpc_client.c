@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unary gRPC client over C-core; see grpc_client.h. Facts: reference/real-peers.md §A. */
+/* Unary gRPC client over C-core; see grpc_client.h. Facts: docs/reference/real-peers.md §A. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>

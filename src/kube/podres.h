@@ -2,7 +2,7 @@
 /*
  * kubelet PodResources API v1 client: which pod/namespace/container holds which device.
  * Device IDs are what the device plugin advertised: a GPU UUID, a MIG UUID, or a time-slicing
- * replica "<uuid>::<n>" (reference/monitoring-doctor.md A4, device-plugin.md §5).
+ * replica "<uuid>::<n>" (docs/reference/monitoring-doctor.md A4, device-plugin.md §5).
  */
 #pragma once
 

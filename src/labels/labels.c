@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* GFD-compatible labels; see labels.h. Each rule cites reference/device-plugin.md §9 (GFD). */
+/* GFD-compatible labels; see labels.h. Each rule cites docs/reference/device-plugin.md §9 (GFD). */
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -225,7 +225,7 @@ static void mixed_labels(struct builder *b, const struct node *n, const struct l
 		}
 }
 
-/* The seed's custom label: "a100" from "NVIDIA A100-SXM4-40GB", "t4" from "Tesla T4". */
+/* The field guide's custom label: "a100" from "NVIDIA A100-SXM4-40GB", "t4" from "Tesla T4". */
 static void gpu_type_auto(const char *name, char *out, size_t size)
 {
 	const char *p = name;

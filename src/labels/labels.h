@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * GPU Feature Discovery compatible node labels, written as an NFD local feature file
- * (`key=value` lines). Label names, values and rules: reference/device-plugin.md §9 and
+ * (`key=value` lines). Label names, values and rules: docs/reference/device-plugin.md §9 and
  * monitoring-doctor.md B10/B11.
  */
 #pragma once
@@ -25,7 +25,7 @@ struct labels_options {
 	bool timestamp;                /* nvidia.com/gfd.timestamp */
 	time_t now;
 	const char *machine; /* DMI product name (raw), NULL = no gpu.machine label */
-	/* The field guide's own labels (seed: gpu-type=a100, gpu-mig=enabled). NULL/false = off. */
+	/* The field guide's own labels (field guide: gpu-type=a100, gpu-mig=enabled). NULL/false = off. */
 	const char *gpu_type; /* value, or "auto" to derive it from the product name */
 	bool gpu_mig;
 };

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Our own subset of the NVML ABI (x86_64/aarch64 LP64), written from the NVML reference layout
- * tables (shared/reference/nvml-abi.md). gpulet never includes nvml.h and has no build-time
+ * tables (docs/reference/nvml-abi.md). gpulet never includes nvml.h and has no build-time
  * dependency on CUDA. Layouts are pinned with static asserts below; the fake NVML in tests/fakenvml
  * is built from this same header, so a layout mistake would show in both -- the asserts carry the
  * sizes measured against NVIDIA's header, which is the independent check.
@@ -203,7 +203,7 @@ typedef struct {
 } nvmlTemperature_t;
 #define nvmlTemperature_v1 0x0100000cu
 
-/* Sizes measured against NVIDIA's nvml.h (reference/nvml-abi.md). */
+/* Sizes measured against NVIDIA's nvml.h (docs/reference/nvml-abi.md). */
 _Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t layout");
 _Static_assert(offsetof(nvmlPciInfo_t, busId) == 36, "nvmlPciInfo_t.busId");
 _Static_assert(sizeof(nvmlMemory_t) == 24, "nvmlMemory_t layout");

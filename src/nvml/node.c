@@ -37,7 +37,7 @@ void mig_minors_free(struct mig_minors *m)
 
 /*
  * Lines look like "gpu0/gi1/access 12", "gpu0/gi1/ci0/access 13", "config 1", "monitor 2"
- * (reference/device-plugin.md §6). Only the access lines matter; others are skipped.
+ * (docs/reference/device-plugin.md §6). Only the access lines matter; others are skipped.
  */
 int mig_minors_parse(const char *text, struct mig_minors **ret, struct gerr *err)
 {
@@ -96,7 +96,7 @@ int mig_minors_lookup(const struct mig_minors *m, unsigned gpu, unsigned gi, int
 	return -ENOENT;
 }
 
-/* ---- MIG profile naming (go-nvlib rule, reference/nvml-abi.md "MIG profile names") ---- */
+/* ---- MIG profile naming (go-nvlib rule, docs/reference/nvml-abi.md "MIG profile names") ---- */
 
 void node_mig_profile_name(unsigned gi_slices, unsigned ci_slices, uint64_t mig_memory_mb, uint64_t gpu_memory_bytes,
 			   char *buf, size_t size)

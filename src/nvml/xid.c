@@ -7,7 +7,7 @@
 #include "nvml/xid.h"
 
 /*
- * One row per XID. Source of every row: reference/monitoring-doctor.md A7, which summarizes NVIDIA's
+ * One row per XID. Source of every row: docs/reference/monitoring-doctor.md A7, which summarizes NVIDIA's
  * XID catalog (docs.nvidia.com/deploy/xid-errors, "Resolution Bucket" column -> severity) and the
  * older docs' cause columns (-> app_error). Names are the catalog mnemonics without the
  * ROBUST_CHANNEL_ prefix; where the catalog groups codes (144-150, 155-158, 167-172) the name is

@@ -2,8 +2,8 @@
 /*
  * XID errors: what each code means, which ones make a GPU unhealthy (the device plugin's policy with
  * DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS), and the kernel-log lines that carry them
- * ("NVRM: Xid (PCI:0000:3b:00): 79, ..."). Facts: reference/monitoring-doctor.md A7,
- * reference/device-plugin.md §4.
+ * ("NVRM: Xid (PCI:0000:3b:00): 79, ..."). Facts: docs/reference/monitoring-doctor.md A7,
+ * docs/reference/device-plugin.md §4.
  */
 #pragma once
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Preferred allocation. Facts: reference/device-plugin.md §7 (go-gpuallocator's best-effort policy
+ * Preferred allocation. Facts: docs/reference/device-plugin.md §7 (go-gpuallocator's best-effort policy
  * and upstream's greedy distributed/packed policy). Our own algorithm: for whole GPUs an exact search
  * over all subsets of the right size (when there are few enough), maximizing the summed pair score,
  * ties broken by how well the GPUs left over stay connected (what upstream's partitioning aims at).

@@ -3,7 +3,7 @@
  * GetPreferredAllocation: which `size` devices of a resource kubelet should give a container.
  * Whole GPUs: the best-connected set by topology score (exact search when small, greedy otherwise).
  * Replicas and MIG devices: greedy, distributed (default) or packed over the physical devices.
- * Facts: reference/device-plugin.md §7.
+ * Facts: docs/reference/device-plugin.md §7.
  *
  * Unlike upstream (#2038, #231), the answer never depends on NVML at call time and never fails
  * because a GPU is lost: unhealthy devices are skipped (used only if nothing else is left) and IDs

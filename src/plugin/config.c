@@ -4,7 +4,7 @@
  * Values are applied in layers, default < file < env < flag (urfave/cli semantics upstream: a flag
  * counts as set when given on the command line or through its env var), each layer through the
  * same typed setter, so every value from every source is validated the same way.
- * Sources: reference/device-plugin.md §1 (flags, env, defaults) and §2 (v1 file).
+ * Sources: docs/reference/device-plugin.md §1 (flags, env, defaults) and §2 (v1 file).
  */
 #include <errno.h>
 #include <getopt.h>

@@ -2,7 +2,7 @@
 /*
  * Plugin configuration: every flag and env var of NVIDIA's k8s-device-plugin v0.20.0 plus the
  * `version: v1` config file, in one option table (config.c). Precedence as upstream:
- * command-line flag > env var > config file > built-in default (reference/device-plugin.md §1-2).
+ * command-line flag > env var > config file > built-in default (docs/reference/device-plugin.md §1-2).
  */
 #pragma once
 

@@ -139,7 +139,7 @@ static int h_snapshot(void *data, unsigned method, uint8_t **out, size_t *outlen
 static const struct gsrv_handler handler = {h_unary, h_snapshot};
 
 /* Where NVML lives as the plugin sees it: inside the plugin container the host driver root is
- * mounted at containerDriverRoot (reference/device-plugin.md §1, last paragraph). */
+ * mounted at containerDriverRoot (docs/reference/device-plugin.md §1, last paragraph). */
 static char *nvml_driver_root(const struct plugin_config *cfg)
 {
 	_cleanup_free_ char *ctr = NULL;
@@ -381,7 +381,7 @@ static void on_health(struct health_event *ev, void *userdata)
 /*
  * With a CDI device-list strategy the names Allocate returns must resolve: write the node's spec
  * for vendor k8s.device-plugin.nvidia.com, class gpu, named like --device-id-strategy, to
- * /var/run/cdi at every (re)build (reference/device-plugin.md §8).
+ * /var/run/cdi at every (re)build (docs/reference/device-plugin.md §8).
  */
 /* Returns 0 when written or not needed, -errno (logged) when a CDI strategy has no spec. */
 static int write_cdi_spec(const struct daemon *d)
@@ -727,7 +727,7 @@ int plugin_daemon_run(const struct config_args *args, const struct plugin_config
 	struct gerr err = {0};
 	int r, rc = 0;
 
-	/* upstream's env-only knobs for XID health checks (reference/device-plugin.md §1, §4) */
+	/* upstream's env-only knobs for XID health checks (docs/reference/device-plugin.md §1, §4) */
 	r = xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &d.policy, &err);
 	if (r < 0) {
 		log_error("Invalid health check settings", "error=\"%s\"", err.msg);

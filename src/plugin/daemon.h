@@ -3,7 +3,7 @@
  * The plugin daemon: one gRPC server per resource in the device-plugin dir, registration with
  * kubelet, and the loop that reacts to kubelet restarts (inotify on kubelet.sock), SIGHUP
  * (reload), SIGTERM/SIGINT/SIGQUIT (empty device list, sockets removed, exit 0).
- * Facts: reference/device-plugin.md §3.1-3.2.
+ * Facts: docs/reference/device-plugin.md §3.1-3.2.
  */
 #pragma once
 

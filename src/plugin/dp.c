@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * DevicePlugin service logic. Every reply is built in an arena, packed, and the arena released.
- * The Allocate steps follow reference/device-plugin.md §3.4 in upstream's order: CDI names, MPS,
+ * The Allocate steps follow docs/reference/device-plugin.md §3.4 in upstream's order: CDI names, MPS,
  * GDRCopy/GDS/MOFED envs, (stop if only CDI strategies), envvar, volume-mounts, device specs.
  */
 #include <errno.h>

@@ -2,7 +2,7 @@
 /*
  * The v1beta1.DevicePlugin service for one resource: request bytes in, reply bytes out.
  * Pure functions of (config, node, resource) so unit tests drive them without sockets.
- * Facts: reference/device-plugin.md §3.3 (methods, ValidateRequest) and §3.4 (Allocate).
+ * Facts: docs/reference/device-plugin.md §3.3 (methods, ValidateRequest) and §3.4 (Allocate).
  */
 #pragma once
 
@@ -21,7 +21,7 @@ struct arena;
 enum dp_method { DP_GET_OPTIONS, DP_LIST_AND_WATCH, DP_GET_PREFERRED, DP_ALLOCATE, DP_PRESTART, DP_N_METHODS };
 extern const struct gsrv_method dp_methods[DP_N_METHODS];
 
-/* CDI vendor and class of the devices the plugin hands out (reference/device-plugin.md §8). */
+/* CDI vendor and class of the devices the plugin hands out (docs/reference/device-plugin.md §8). */
 #define DP_CDI_VENDOR           "k8s.device-plugin.nvidia.com"
 #define DP_CDI_CLASS            "gpu"
 #define DP_CDI_KIND             DP_CDI_VENDOR "/" DP_CDI_CLASS

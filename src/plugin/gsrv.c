@@ -3,7 +3,7 @@
  * gRPC C-core server group. One completion queue, one thread. Every call is a struct gcall; every
  * batch completes on the queue with a tag that points into it. C-core allows one SEND_MESSAGE in
  * flight per call, and RECV_CLOSE_ON_SERVER of a stream needs its own batch/tag
- * (reference/real-peers.md §A), hence send_busy and the separate t_close tag.
+ * (docs/reference/real-peers.md §A), hence send_busy and the separate t_close tag.
  */
 #include <errno.h>
 #include <pthread.h>

@@ -4,7 +4,7 @@
  * servers (one per kubelet resource). Unary methods get the request bytes and return reply bytes;
  * server-streaming methods send a fresh snapshot each time gsrv_notify() says the state changed.
  * All handler callbacks run with the group lock held; callers change shared state under
- * gsrv_lock() too. Facts on C-core usage: reference/real-peers.md §A.
+ * gsrv_lock() too. Facts on C-core usage: docs/reference/real-peers.md §A.
  */
 #pragma once
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Health watcher. Three threads, one lock:
- *   events: nvmlEventSetWait_v2 in wait_ms slices (XID, ECC DBE/SBE; reference/nvml-abi.md events)
+ *   events: nvmlEventSetWait_v2 in wait_ms slices (XID, ECC DBE/SBE; docs/reference/nvml-abi.md events)
  *   kmsg:   follows the kernel log (/dev/kmsg records or a text file like tail -f) for "NVRM: Xid"
  *   timer:  every wait_ms checks recovery; every mig_poll_ms reloads the node (MIG layout, lost GPUs)
  * The lock guards the per-GPU state and serializes the callback.

@@ -5,7 +5,7 @@
  * re-partitions. It only reports through a callback; the caller (the plugin) applies the event to
  * its resources with resources_set_health() and re-sends ListAndWatch.
  *
- * What differs from upstream (reference/device-plugin.md §4, §11):
+ * What differs from upstream (docs/reference/device-plugin.md §4, §11):
  * - ECC double-bit events make the GPU unhealthy (upstream skips every non-XID event).
  * - events are mapped to the GPU by the handle we registered, so a GPU whose UUID can no longer be
  *   read is still named, and a wait error never marks every GPU unhealthy (#426).

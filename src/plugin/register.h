@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Registration client: /v1beta1.Registration/Register on kubelet's socket (reference/device-plugin.md §3.1). */
+/* Registration client: /v1beta1.Registration/Register on kubelet's socket (docs/reference/device-plugin.md §3.1). */
 #pragma once
 
 #include <stdbool.h>

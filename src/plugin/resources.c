@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Resources advertised to kubelet, built from the node model. Facts: reference/device-plugin.md
+ * Resources advertised to kubelet, built from the node model. Facts: docs/reference/device-plugin.md
  * §2 (built-in resources, sharing rules), §3.1 (socket names), §5 (replica IDs), §6 (MIG strategies).
  */
 #include <errno.h>

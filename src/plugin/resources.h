@@ -3,7 +3,7 @@
  * The resources the plugin advertises, derived from the node model and the sharing/MIG options:
  * one struct resource per kubelet resource name (one gRPC server each), each holding the devices
  * kubelet sees in ListAndWatch. A device is backed by a physical GPU or a MIG instance, possibly
- * as one of several time-slicing replicas. Facts: reference/device-plugin.md §3.3, §5, §6.
+ * as one of several time-slicing replicas. Facts: docs/reference/device-plugin.md §3.3, §5, §6.
  */
 #pragma once
 

@@ -5,7 +5,7 @@
 Schema (tests/fakenvml/fixture.schema.json, checked by python3-jsonschema, draft-07) catches typos
 that the fake would silently answer NOT_SUPPORTED for. Then facts no schema can say: model
 references, unique UUIDs/minors/bus ids, an NxN topology, MIG instances that fit their GPU, and
-each CI's `profile_name` equal to the name go-nvlib's rule gives (reference/nvml-abi.md), computed
+each CI's `profile_name` equal to the name go-nvlib's rule gives (docs/reference/nvml-abi.md), computed
 here independently of gpulet's C code.
 """
 import glob, json, math, os, sys

@@ -2,7 +2,7 @@
 /*
  * fakenvml_selftest: the fake NVML, dlopened the way gpulet does, answers per fixture, and its
  * run-time injection (fixture reload: GPU lost, MIG re-partition, init failure; event file; fault
- * knobs) works. Expected values come from the fixture files and from reference/nvml-abi.md.
+ * knobs) works. Expected values come from the fixture files and from docs/reference/nvml-abi.md.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -297,7 +297,7 @@ static void test_dgx_a100(void **state)
 	assert_int_equal(gi_info.placement.size, 4);
 	assert_int_equal(api->device_get_gpu_instance_by_id(gpu(6), 4, &gi), NVML_ERROR_NOT_FOUND);
 
-	/* GPU instance profiles, A100-40GB (reference/nvml-abi.md). */
+	/* GPU instance profiles, A100-40GB (docs/reference/nvml-abi.md). */
 	static const struct {
 		unsigned profile, slices;
 		unsigned long long mb;

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The CDI Go library 0.5.2 (Debian golang-github-container-orchestrated-devices-container-device-interface-dev,
-the code podman 4.3 vendors) as a second, runtime-free consumer of our specs (reference/real-peers.md §H).
+the code podman 4.3 vendors) as a second, runtime-free consumer of our specs (docs/reference/real-peers.md §H).
 
 A small Go program, built here in GOPATH mode, loads spec dirs with cdi.NewCache, reports per-file
 errors, lists devices and injects devices into an OCI spec. Checked:
@@ -150,7 +150,7 @@ def dev_edits(edits):
 
 
 # name -> (spec or raw text, the Go library 0.5.2 refuses it, gpulet validate reports a blocking error).
-# Where they differ, gpulet follows the newer CDI library or the OCI runtime spec (reference/cdi.md
+# Where they differ, gpulet follows the newer CDI library or the OCI runtime spec (docs/reference/cdi.md
 # §1-2): a spec without devices and a version lower than its fields need are refused by CDI >= 0.6
 # libraries; a relative hook path is refused by the OCI runtime at container creation.
 CASES = {

@@ -13,7 +13,7 @@ decoded by 4.3), so each podman runs in a private mount namespace (unshare -m) w
 /var/run get a throw-away overlay (so the cdi mount points can exist without creating them on the
 host) and temp dirs are bind-mounted over /etc/cdi and /var/run/cdi: nothing on the host is read
 from or written to those dirs. Podman's storage is a temp --root/--runroot with the vfs driver.
-Flags from reference/real-peers.md §D (runc, cgroupfs, ulimits below the hard limits).
+Flags from docs/reference/real-peers.md §D (runc, cgroupfs, ulimits below the hard limits).
 """
 import json
 import os

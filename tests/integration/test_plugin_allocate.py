@@ -4,7 +4,7 @@
 --device-id-strategy values, --pass-device-specs (control nodes present under the dev root,
 /dev/nvidia<minor>, MIG caps from mig-minors, --dev-root prefix), replica-ID stripping and
 de-duplication, MPS/GDRCopy/GDS/MOFED/IMEX extras. The expected values are computed here from
-the fixture and the node root, not taken from gpulet. Facts: reference/device-plugin.md §3.4."""
+the fixture and the node root, not taken from gpulet. Facts: docs/reference/device-plugin.md §3.4."""
 import os
 import re
 

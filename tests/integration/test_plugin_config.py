@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Flags, env vars and the `version: v1` config file (reference/device-plugin.md §1-2), read
+"""Flags, env vars and the `version: v1` config file (docs/reference/device-plugin.md §1-2), read
 through `gpulet plugin --print-config`: upstream defaults, every env var and flag alias,
 precedence flag > env > file > default, YAML and JSON files, bad files failing with
 file:line:col and the key, unknown keys warned, bounds; --fail-on-init-error."""
@@ -16,7 +16,7 @@ CLEAN = {k: v for k, v in os.environ.items() if k not in (
     "MIG_STRATEGY", "FAIL_ON_INIT_ERROR", "NVIDIA_DRIVER_ROOT", "NVIDIA_DEV_ROOT", "PASS_DEVICE_SPECS",
     "DEVICE_LIST_STRATEGY", "DEVICE_ID_STRATEGY", "CONFIG_FILE", "KUBELET_SOCKET", "LOG_LEVEL")}
 
-# reference/device-plugin.md §1: flag, env var(s), default as printed by --print-config
+# docs/reference/device-plugin.md §1: flag, env var(s), default as printed by --print-config
 DEFAULTS = {
     "mig-strategy": "none", "fail-on-init-error": True, "driver-root": "/", "dev-root": "",
     "pass-device-specs": False, "device-list-strategy": ["envvar"], "device-id-strategy": "uuid",

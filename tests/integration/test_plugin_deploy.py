@@ -3,7 +3,7 @@
 """deploy/ is consistent and accepted by independent parsers: PyYAML for the manifests, Python's
 tomllib and `containerd config dump` (containerd's own parser) for the containerd snippet, and
 gpulet itself for the env vars and the ConfigMap's config file. Checks the DaemonSet's contract
-(reference/device-plugin.md §10): kube-system, system-node-critical, nvidia.com/gpu toleration,
+(docs/reference/device-plugin.md §10): kube-system, system-node-critical, nvidia.com/gpu toleration,
 device-plugins and /var/run/cdi hostPaths, least privilege (no whole-host mount, no SA token,
 RuntimeDefault seccomp); RuntimeClass handler == containerd
 runtime name; CONFIG_FILE == the ConfigMap's mount."""

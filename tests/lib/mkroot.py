@@ -15,7 +15,7 @@ LIBDIR = "usr/lib/x86_64-linux-gnu"
 
 # Driver libraries: (name, SONAME, dev symlink?). SONAME "V" = the full driver version.
 # Names from libnvidia-container nvc_info.c's lists (utility, compute, video, graphics) as
-# reference/cdi.md §7.4 quotes them; SONAMEs as the 550 driver ships them.
+# docs/reference/cdi.md §7.4 quotes them; SONAMEs as the 550 driver ships them.
 LIBS = [
     ("libnvidia-ml", "libnvidia-ml.so.1", True),
     ("libnvidia-cfg", "libnvidia-cfg.so.1", True),

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Hand-built node models for the health/resources/alloc unit tests, so they run without the fake
- * NVML. Shapes follow reference/device-plugin.md §6 (A100 40GB MIG profiles).
+ * NVML. Shapes follow docs/reference/device-plugin.md §6 (A100 40GB MIG profiles).
  */
 #pragma once
 

@@ -57,7 +57,7 @@ static void test_cuda_verdicts(void **state)
 {
 	char why[512];
 
-	/* the seed's case: CUDA 12.2 needs 535, the node has 525 */
+	/* the field guide's case: CUDA 12.2 needs 535, the node has 525 */
 	assert_int_equal(cuda_check(12020, 12000, "525.60.13", why, sizeof(why)), CUDA_MINOR_COMPAT);
 	assert_int_equal(cuda_check(12020, 12020, "535.54.03", why, sizeof(why)), CUDA_OK);
 	/* NVML's CUDA version wins over the table */
@@ -75,7 +75,7 @@ static void test_cuda_verdicts(void **state)
 
 static void test_toolkit_table(void **state)
 {
-	/* the seed's case: driver 550 with toolkit 1.11 */
+	/* the field guide's case: driver 550 with toolkit 1.11 */
 	assert_non_null(toolkit_too_old("550.54.15", "1.11.0"));
 	assert_null(toolkit_too_old("550.54.15", "1.14.6"));
 	assert_null(toolkit_too_old("470.82.01", "1.11.0"));

@@ -62,7 +62,7 @@ static void test_profile_names(void **state)
 		uint64_t mig_mb, gpu_mib;
 		const char *want;
 	} rows[] = {
-	    /* A100-SXM4-40GB profiles (reference/nvml-abi.md, go-nvml mock a100) */
+	    /* A100-SXM4-40GB profiles (docs/reference/nvml-abi.md, go-nvml mock a100) */
 	    {1, 1, 4864, 40960, "1g.5gb"},
 	    {2, 2, 9856, 40960, "2g.10gb"},
 	    {3, 3, 19968, 40960, "3g.20gb"},
