@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Build a fake NVIDIA node root from a fake-NVML fixture (called through tests/lib/mkroot.sh).
 
-What a driver install leaves on a node, as far as gpulet looks (facts from shared/reference/cdi.md
+What a driver install leaves on a node, as far as gpulet looks (facts from docs/reference/cdi.md
 §7.3-7.5 and device-plugin.md §6): device nodes, /proc/driver/nvidia/version, the nvidia-caps
 mig-minors table, sysfs numa_node, the driver libraries with their SONAME symlink chains and a real
 ld.so.cache made by ldconfig, GSP firmware, utility binaries and the IPC sockets.
