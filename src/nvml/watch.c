@@ -33,14 +33,13 @@ struct nvml_watch {
 	atomic_bool stop;
 };
 
-int nvml_watch_new(struct nvml *nv, unsigned long long types, size_t n_gpus, struct nvml_watch **ret,
-		   struct gerr *err)
+int nvml_watch_new(struct nvml *nv, unsigned long long types, size_t n_gpus, struct nvml_watch **ret, struct gerr *err)
 {
 	_cleanup_(nvml_watch_freep) struct nvml_watch *w = NULL;
 	nvmlReturn_t rc;
 
-	if (!NVML_HAS(nv, event_set_create) || !NVML_HAS(nv, device_register_events) ||
-	    !NVML_HAS(nv, event_set_wait) || !NVML_HAS(nv, event_set_free))
+	if (!NVML_HAS(nv, event_set_create) || !NVML_HAS(nv, device_register_events) || !NVML_HAS(nv, event_set_wait) ||
+	    !NVML_HAS(nv, event_set_free))
 		return gerr_set(err, ENOSYS, "this NVML has no event API");
 	w = calloc(1, sizeof(*w));
 	if (!w)

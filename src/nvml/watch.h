@@ -26,7 +26,7 @@
 #include "nvml/nvml.h"
 
 /* The event types each user asks for (nvml.h "Event Types"). */
-#define NVML_WATCH_HEALTH_TYPES                                                                                \
+#define NVML_WATCH_HEALTH_TYPES \
 	(nvmlEventTypeXidCriticalError | nvmlEventTypeDoubleBitEccError | nvmlEventTypeSingleBitEccError)
 #define NVML_WATCH_XID_TYPES (nvmlEventTypeXidCriticalError | nvmlEventTypeDoubleBitEccError)
 
@@ -59,8 +59,7 @@ struct nvml_watch;
  * supports). -ENOSYS when this NVML has no event API (an optional part of the ABI), else the errno
  * of nvmlEventSetCreate; err says which.
  */
-int nvml_watch_new(struct nvml *nv, unsigned long long types, size_t n_gpus, struct nvml_watch **ret,
-		   struct gerr *err);
+int nvml_watch_new(struct nvml *nv, unsigned long long types, size_t n_gpus, struct nvml_watch **ret, struct gerr *err);
 
 /* Name slot i: the GPU with NVML index `index` and this UUID (events are matched by handle, then UUID). */
 void nvml_watch_set_gpu(struct nvml_watch *w, size_t i, unsigned index, const char *uuid);

@@ -61,16 +61,15 @@ uint64_t health_now_ms(void);
 /* ---- health.c: reporting and faults (lock held) ---- */
 void health_emit(struct health_watcher *w, struct health_event *ev);
 void health_event_init(struct health_event *ev, enum health_kind kind, const struct gpu_state *g, const char *source);
-void health_report_info(struct health_watcher *w, enum health_kind kind, const struct gpu_state *g,
-			const char *source, unsigned xid, const char *fmt, ...) _printf_(6, 7);
+void health_report_info(struct health_watcher *w, enum health_kind kind, const struct gpu_state *g, const char *source,
+			unsigned xid, const char *fmt, ...) _printf_(6, 7);
 void health_gpu_fault(struct health_watcher *w, struct gpu_state *g, int gi, int ci, enum health_kind kind,
 		      unsigned xid, bool permanent, const char *source, const char *reason);
 bool health_gpu_is_lost(const struct gpu_state *g);
-void health_gpu_lost(struct health_watcher *w, struct gpu_state *g, const char *source, unsigned xid,
-		     const char *why);
+void health_gpu_lost(struct health_watcher *w, struct gpu_state *g, const char *source, unsigned xid, const char *why);
 /* An XID from either source, with the policy applied. */
-void health_handle_xid(struct health_watcher *w, struct gpu_state *g, unsigned xid, int gi, int ci,
-		       const char *source, const char *text);
+void health_handle_xid(struct health_watcher *w, struct gpu_state *g, unsigned xid, int gi, int ci, const char *source,
+		       const char *text);
 void health_recover_tick(struct health_watcher *w);
 void health_nvml_lost_back(struct health_watcher *w, struct gpu_state *g);
 /* Take over the faults of the watcher being replaced, matched by UUID. */

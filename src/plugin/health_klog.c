@@ -50,7 +50,8 @@ static void klog_line(struct health_watcher *w, struct klog *k, const char *line
 		health_handle_xid(w, g, x.xid, -1, -1, "kmsg", x.text);
 	else
 		health_report_info(w, HEALTH_SOURCE_ERROR, NULL, "kmsg", x.xid,
-			    "kernel log XID %u for PCI %s, which is none of this node's GPUs", x.xid, x.pci_text);
+				   "kernel log XID %u for PCI %s, which is none of this node's GPUs", x.xid,
+				   x.pci_text);
 	pthread_mutex_unlock(&w->lock);
 }
 
@@ -135,10 +136,11 @@ void *health_kmsg_main(void *arg)
 	for (bool told = false; (r = klog_open(w, &k, true)) < 0; told = true) {
 		if (!told) {
 			pthread_mutex_lock(&w->lock);
-			health_report_info(w, HEALTH_SOURCE_ERROR, NULL, "kmsg", 0,
-				    "cannot read kernel log %s: %s; XIDs that NVML does not deliver (79 fallen off the "
-				    "bus) will be missed until it can be read; mount /dev/kmsg or give a log file",
-				    w->klog, strerror(-r));
+			health_report_info(
+			    w, HEALTH_SOURCE_ERROR, NULL, "kmsg", 0,
+			    "cannot read kernel log %s: %s; XIDs that NVML does not deliver (79 fallen off the "
+			    "bus) will be missed until it can be read; mount /dev/kmsg or give a log file",
+			    w->klog, strerror(-r));
 			pthread_mutex_unlock(&w->lock);
 		}
 		if (health_wait_stop(w, 1000))
