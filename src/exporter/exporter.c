@@ -6,6 +6,7 @@
 
 #include "exporter/exporter.h"
 #include "util/log.h"
+#include "util/thread.h"
 #include "nvml/xid.h"
 
 double exp_now_monotonic(void)
@@ -51,11 +52,7 @@ int exporter_init(struct exporter *e, const struct node *n, const char *hostname
 {
 	memset(e, 0, sizeof(*e));
 	pthread_mutex_init(&e->stop_lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&e->stop_cond, &ca);
-	pthread_condattr_destroy(&ca);
+	cond_init_monotonic(&e->stop_cond);
 	e->started_at = exp_now_monotonic();
 	xid_policy_default(&e->xid_policy);
 
@@ -226,23 +223,10 @@ void exporter_record_xid(struct exporter *e, size_t gi, unsigned xid)
 		 "uuid=%s index=%u xid=%u", eg->uuid, eg->nvml_index, xid);
 }
 
-static struct timespec deadline_after(clockid_t clock, int ms)
-{
-	struct timespec ts;
-	clock_gettime(clock, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
-}
-
 /* Sleep until the next interval or until stop; returns false when stopping. */
 static bool wait_interval(struct exporter *e, int ms)
 {
-	struct timespec ts = deadline_after(CLOCK_MONOTONIC, ms);
+	struct timespec ts = deadline_after_ms(CLOCK_MONOTONIC, ms);
 	pthread_mutex_lock(&e->stop_lock);
 	int r = 0;
 	while (!atomic_load(&e->stop) && r != ETIMEDOUT)
@@ -345,7 +329,7 @@ int exporter_start(struct exporter *e, struct nvml *nv, int interval_ms, struct 
 
 static int join_or_leave(pthread_t t, int timeout_ms, const char *what)
 {
-	struct timespec ts = deadline_after(CLOCK_REALTIME, timeout_ms);
+	struct timespec ts = deadline_after_ms(CLOCK_REALTIME, timeout_ms);
 	if (pthread_timedjoin_np(t, NULL, &ts) != 0) {
 		/* stuck inside NVML: it cannot be interrupted; the process exits without it */
 		log_warn("a thread is stuck in an NVML call; leaving it", "thread=%s", what);

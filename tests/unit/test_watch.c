@@ -166,7 +166,8 @@ static void test_register_events_and_failed_waits(void **state)
 	for (unsigned i = 0; i < N_GPUS; i++) {
 		json_error_t jerr;
 		json_t *fx = json_load_file(fixture, 0, &jerr);
-		const char *uuid = json_string_value(json_object_get(json_array_get(json_object_get(fx, "gpus"), i), "uuid"));
+		const char *uuid =
+		    json_string_value(json_object_get(json_array_get(json_object_get(fx, "gpus"), i), "uuid"));
 		nvml_watch_set_gpu(run.w, slot_of_index(i), i, uuid);
 		json_decref(fx);
 	}
