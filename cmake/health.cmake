@@ -5,6 +5,10 @@ gpulet_unit_test(health_alloc tests/unit/test_alloc.c)
 gpulet_unit_test(health_watcher tests/unit/test_health.c)
 add_dependencies(health_watcher fakenvml)
 set_tests_properties(health_watcher PROPERTIES TIMEOUT 120)
+# The one NVML event watcher (src/nvml/watch.c) that health and the exporter share.
+gpulet_unit_test(health_nvml_watch tests/unit/test_watch.c)
+add_dependencies(health_nvml_watch fakenvml)
+set_tests_properties(health_nvml_watch PROPERTIES TIMEOUT 60)
 
 # Benchmarks (bench/): print figures and ratios to a floor measured in the same run; no timed
 # assertions. Registered as tests with few iterations only so that they keep building and running.

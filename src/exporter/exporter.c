@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Exporter state, per-GPU sampler threads and the XID event thread; see exporter.h. */
+/* Exporter state, per-GPU sampler threads and the XID event thread (nvml/watch.h); see exporter.h. */
 #include <errno.h>
 #include <string.h>
 #include <time.h>
 
 #include "exporter/exporter.h"
 #include "util/log.h"
+#include "util/thread.h"
 #include "nvml/xid.h"
 
 double exp_now_monotonic(void)
@@ -51,11 +52,7 @@ int exporter_init(struct exporter *e, const struct node *n, const char *hostname
 {
 	memset(e, 0, sizeof(*e));
 	pthread_mutex_init(&e->stop_lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&e->stop_cond, &ca);
-	pthread_condattr_destroy(&ca);
+	cond_init_monotonic(&e->stop_cond);
 	e->started_at = exp_now_monotonic();
 	xid_policy_default(&e->xid_policy);
 
@@ -108,6 +105,8 @@ void exporter_free(struct exporter *e)
 		free(e->gpus[i].vals);
 		pthread_mutex_destroy(&e->gpus[i].lock);
 	}
+	nvml_watch_free(e->watch);
+	e->watch = NULL;
 	free(e->gpus);
 	free(e->devs);
 	e->gpus = NULL;
@@ -224,23 +223,10 @@ void exporter_record_xid(struct exporter *e, size_t gi, unsigned xid)
 		 "uuid=%s index=%u xid=%u", eg->uuid, eg->nvml_index, xid);
 }
 
-static struct timespec deadline_after(clockid_t clock, int ms)
-{
-	struct timespec ts;
-	clock_gettime(clock, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
-}
-
 /* Sleep until the next interval or until stop; returns false when stopping. */
 static bool wait_interval(struct exporter *e, int ms)
 {
-	struct timespec ts = deadline_after(CLOCK_MONOTONIC, ms);
+	struct timespec ts = deadline_after_ms(CLOCK_MONOTONIC, ms);
 	pthread_mutex_lock(&e->stop_lock);
 	int r = 0;
 	while (!atomic_load(&e->stop) && r != ETIMEDOUT)
@@ -259,61 +245,68 @@ static void *sampler_thread(void *arg)
 	return NULL;
 }
 
-static int gpu_by_handle(const struct exporter *e, nvmlDevice_t h)
+/* On the event thread: XIDs and double-bit ECC, as the plugin's health checker (device-plugin.md §4). */
+static void on_nvml_event(const struct nvml_watch_event *ev, void *userdata)
 {
-	for (size_t i = 0; i < e->n_gpus; i++)
-		if (e->gpus[i].handle == h)
-			return (int)i;
-	return -1;
+	struct exporter *e = userdata;
+	struct exp_gpu *eg = &e->gpus[ev->gpu];
+
+	switch (ev->kind) {
+	case NVML_WATCH_WAIT_ERROR:
+		/* the watcher waits again: XIDs are counted again as soon as NVML answers */
+		if (ev->first)
+			log_warn("NVML event wait failed; waiting for events again", "error=\"%s\"", ev->message);
+		break;
+	case NVML_WATCH_XID:
+		exporter_record_xid(e, ev->gpu, ev->xid);
+		break;
+	case NVML_WATCH_ECC_DBE:
+		pthread_mutex_lock(&eg->lock);
+		eg->st.dbe = true;
+		pthread_mutex_unlock(&eg->lock);
+		log_warn("double-bit ECC error, marking unhealthy device", "uuid=%s index=%u", eg->uuid,
+			 eg->nvml_index);
+		break;
+	default:
+		break;
+	}
 }
 
-/* NVML events: XIDs and double-bit ECC, as the plugin's health checker (device-plugin.md §4). */
+/* Registration runs here, not in exporter_start: an NVML call that hangs must not hold up the start. */
 static void *event_thread(void *arg)
 {
 	struct exporter *e = arg;
-	const struct nvml *nv = e->nv;
-	nvmlEventSet_t set = NULL;
-	if (nv->event_set_create(&set) != NVML_SUCCESS)
-		return NULL;
-	for (size_t i = 0; i < e->n_gpus; i++) {
-		unsigned long long supported = ~0ull,
-				   want = nvmlEventTypeXidCriticalError | nvmlEventTypeDoubleBitEccError;
-		if (!e->gpus[i].handle)
-			continue;
-		if (nv->device_get_supported_event_types)
-			nv->device_get_supported_event_types(e->gpus[i].handle, &supported);
-		nvmlReturn_t r = nv->device_register_events(e->gpus[i].handle, want & supported, set);
-		if (r != NVML_SUCCESS)
+	size_t registered = 0;
+
+	for (size_t i = 0; i < e->n_gpus && !atomic_load(&e->stop); i++) {
+		struct gerr err = {0};
+
+		if (nvml_watch_register(e->watch, i, &err) == 0)
+			registered++;
+		else
 			log_warn("cannot watch NVML events; XIDs of this GPU are not counted",
-				 "uuid=%s index=%u error=%s", e->gpus[i].uuid, e->gpus[i].nvml_index,
-				 nvml_return_name(r));
+				 "uuid=%s index=%u error=\"%s\"", e->gpus[i].uuid, e->gpus[i].nvml_index, err.msg);
 	}
-	while (!atomic_load(&e->stop)) {
-		nvmlEventData_t ev;
-		memset(&ev, 0, sizeof(ev));
-		nvmlReturn_t r = nv->event_set_wait(set, &ev, 1000);
-		if (r == NVML_ERROR_TIMEOUT)
-			continue;
-		if (r != NVML_SUCCESS) {
-			log_warn("NVML event wait failed; XID counting stops", "error=%s", nvml_return_name(r));
-			break;
-		}
-		int g = gpu_by_handle(e, ev.device);
-		if (g < 0)
-			continue;
-		if (ev.eventType & nvmlEventTypeXidCriticalError)
-			exporter_record_xid(e, (size_t)g, (unsigned)ev.eventData);
-		if (ev.eventType & nvmlEventTypeDoubleBitEccError) {
-			pthread_mutex_lock(&e->gpus[g].lock);
-			e->gpus[g].st.dbe = true;
-			pthread_mutex_unlock(&e->gpus[g].lock);
-			log_warn("double-bit ECC error, marking unhealthy device", "uuid=%s index=%u", e->gpus[g].uuid,
-				 e->gpus[g].nvml_index);
-		}
-	}
-	if (nv->event_set_free)
-		nv->event_set_free(set);
+	log_info("Watching NVML events", "gpus=%zu registered=%zu", e->n_gpus, registered);
+	nvml_watch_run(e->watch, 1000, on_nvml_event, e);
 	return NULL;
+}
+
+/* The NVML event watcher of every GPU, and its thread; without one the XID metrics stay 0. */
+static void start_events(struct exporter *e)
+{
+	struct gerr err = {0};
+
+	if (e->n_gpus == 0)
+		return;
+	if (nvml_watch_new(e->nv, NVML_WATCH_XID_TYPES, e->n_gpus, &e->watch, &err) < 0) {
+		log_warn("cannot watch NVML events; XIDs are not counted", "error=\"%s\"", err.msg);
+		return;
+	}
+	for (size_t i = 0; i < e->n_gpus; i++)
+		nvml_watch_set_gpu(e->watch, i, e->gpus[i].nvml_index, e->gpus[i].uuid);
+	if (pthread_create(&e->event_thread, NULL, event_thread, e) == 0)
+		e->event_running = true;
 }
 
 int exporter_start(struct exporter *e, struct nvml *nv, int interval_ms, struct gerr *err)
@@ -322,8 +315,6 @@ int exporter_start(struct exporter *e, struct nvml *nv, int interval_ms, struct 
 	e->interval_ms = interval_ms > 0 ? interval_ms : 5000;
 	for (size_t i = 0; i < e->n_gpus; i++) {
 		struct exp_gpu *eg = &e->gpus[i];
-		if (gpu_handle(nv, eg, &eg->handle) != NVML_SUCCESS)
-			eg->handle = NULL;
 		int r = pthread_create(&eg->thread, NULL, sampler_thread, eg);
 		if (r != 0) {
 			exporter_stop(e, 1000);
@@ -332,17 +323,13 @@ int exporter_start(struct exporter *e, struct nvml *nv, int interval_ms, struct 
 		}
 		eg->thread_running = true;
 	}
-	if (NVML_HAS(nv, event_set_create) && NVML_HAS(nv, device_register_events) && NVML_HAS(nv, event_set_wait) &&
-	    e->n_gpus > 0) {
-		if (pthread_create(&e->event_thread, NULL, event_thread, e) == 0)
-			e->event_running = true;
-	}
+	start_events(e);
 	return 0;
 }
 
 static int join_or_leave(pthread_t t, int timeout_ms, const char *what)
 {
-	struct timespec ts = deadline_after(CLOCK_REALTIME, timeout_ms);
+	struct timespec ts = deadline_after_ms(CLOCK_REALTIME, timeout_ms);
 	if (pthread_timedjoin_np(t, NULL, &ts) != 0) {
 		/* stuck inside NVML: it cannot be interrupted; the process exits without it */
 		log_warn("a thread is stuck in an NVML call; leaving it", "thread=%s", what);
@@ -359,6 +346,8 @@ int exporter_stop(struct exporter *e, int timeout_ms)
 	atomic_store(&e->stop, true);
 	pthread_cond_broadcast(&e->stop_cond);
 	pthread_mutex_unlock(&e->stop_lock);
+	if (e->watch)
+		nvml_watch_interrupt(e->watch);
 	for (size_t i = 0; i < e->n_gpus; i++)
 		if (e->gpus[i].thread_running) {
 			left += join_or_leave(e->gpus[i].thread, timeout_ms, e->gpus[i].uuid);

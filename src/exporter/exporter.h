@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The exporter: a registry of metrics (one table row each, dcgm-exporter names), one sampler
- * thread per physical GPU that polls NVML into that GPU's slot, an NVML event thread for XIDs,
+ * thread per physical GPU that polls NVML into that GPU's slot, an NVML event thread for XIDs
+ * (the one event watcher, nvml/watch.h, which keeps waiting after a failed wait),
  * and a renderer that turns the slots into Prometheus text 0.0.4. Scrapes only copy the slots
  * under their locks: they never call NVML, so a hung NVML call on one GPU only makes that GPU's
  * values older (gpulet_sample_age_seconds) and never blocks a scrape or hides the other GPUs.
@@ -17,6 +18,7 @@
 #include "util/err.h"
 #include "nvml/node.h"
 #include "nvml/nvml.h"
+#include "nvml/watch.h"
 #include "kube/podres.h"
 #include "nvml/xid.h"
 
@@ -95,7 +97,6 @@ struct exp_gpu {
 	size_t first_dev, n_devs; /* range in exporter.devs */
 	char uuid[NODE_UUID_MAX];
 	unsigned nvml_index;
-	nvmlDevice_t handle; /* for matching event data; set by exporter_start */
 	pthread_t thread;
 	bool thread_running;
 	struct exporter *e;
@@ -116,7 +117,8 @@ struct exporter {
 	atomic_bool layout_changed; /* a MIG instance is not where exporter_init saw it */
 	pthread_mutex_t stop_lock;
 	pthread_cond_t stop_cond;
-	pthread_t event_thread;
+	struct nvml_watch *watch; /* XID and ECC events; NULL without an event API */
+	pthread_t event_thread;   /* registers the GPUs, then runs the watcher */
 	bool event_running;
 	/* attribution */
 	struct podres_cache *podres; /* NULL: no pod labels */

@@ -10,6 +10,7 @@
 #include "gpulet_podres.pb-c.h"
 #include "kube/grpc_client.h"
 #include "kube/podres.h"
+#include "util/thread.h"
 
 #define PODRES_LIST_METHOD "/v1.PodResourcesLister/List"
 /* kubelet answers List from memory; 10 s is dcgm-exporter's dial timeout (monitoring-doctor.md A4). */
@@ -251,14 +252,7 @@ static void *cache_thread(void *arg)
 	struct podres_cache *c = arg;
 	pthread_mutex_lock(&c->lock);
 	while (!c->stop) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += c->interval_ms / 1000;
-		ts.tv_nsec += (long)(c->interval_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		struct timespec ts = deadline_after_ms(CLOCK_MONOTONIC, c->interval_ms);
 		int r = 0;
 		while (!c->stop && r != ETIMEDOUT)
 			r = pthread_cond_timedwait(&c->wake, &c->lock, &ts);
@@ -277,11 +271,7 @@ int podres_cache_start(struct podres_cache *c, const char *root, const char *soc
 {
 	memset(c, 0, sizeof(*c));
 	pthread_mutex_init(&c->lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->wake, &ca);
-	pthread_condattr_destroy(&ca);
+	cond_init_monotonic(&c->wake);
 	c->root = strdup(root ? root : "/");
 	c->socket = strdup(socket ? socket : PODRES_DEFAULT_SOCKET);
 	c->map = calloc(1, sizeof(*c->map));

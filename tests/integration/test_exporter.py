@@ -270,6 +270,35 @@ class Xid(unittest.TestCase):
         finally:
             ex.cleanup()
 
+    def test_xids_counted_after_a_failed_wait(self):
+        """nvmlEventSetWait fails twice: the exporter says so once and keeps counting XIDs (the old
+        event loop stopped for good after the first failure)."""
+        ex = Exporter(fixture("dgx-h100"), ["--collect-interval", "200", "--kubernetes=false"])
+        try:
+            deadline = time.time() + 15
+            while "Watching NVML events" not in ex.text() and time.time() < deadline:
+                time.sleep(0.05)
+            self.assertIn("registered=8", ex.text())
+            u1 = load("dgx-h100")["gpus"][1]["uuid"]
+            ex.add_event("xid 1 13")
+            ex.wait_for(lambda b: any(l["UUID"] == u1 and v == 1 for l, v in series(b, "gpulet_xid_errors_total")),
+                        what="the XID before the failures counted")
+            ex.add_event("wait_error UNKNOWN")
+            ex.add_event("wait_error GPU_IS_LOST")
+            ex.add_event("xid 1 13")
+            ex.add_event("xid 1 31")
+            body = ex.wait_for(lambda b: len(series(b, "gpulet_xid_errors_total")) == 2,
+                               what="XIDs counted after the failed waits")
+            counts = {(l["UUID"], l["xid"]): v for l, v in series(body, "gpulet_xid_errors_total")}
+            self.assertEqual(counts, {(u1, "13"): 2, (u1, "31"): 1})
+            last = {l["UUID"]: v for l, v in series(body, "DCGM_FI_DEV_XID_ERRORS")}
+            self.assertEqual(last[u1], 31)
+            # one line per failure streak, not one per failed wait
+            self.assertEqual(ex.text().count("NVML event wait failed"), 1, ex.text())
+            self.assertNotIn("XID counting stops", ex.text())
+        finally:
+            ex.cleanup()
+
 
 def pods_for(doc):
     """Whole GPU, a MIG instance, and two pods on replicas of one GPU (time-slicing)."""

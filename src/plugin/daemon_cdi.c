@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* CDI spec upkeep of `gpulet plugin`. */
+#include <errno.h>
+#include <string.h>
+
+#include "cdi/cdi.h"
+#include "plugin/daemon_int.h"
+#include "util/fileio.h"
+#include "util/log.h"
+
+/*
+ * With a CDI device-list strategy the names Allocate returns must resolve: write the node's spec
+ * for vendor k8s.device-plugin.nvidia.com, class gpu, named like --device-id-strategy, to
+ * /var/run/cdi at every (re)build (docs/reference/device-plugin.md §8).
+ * Returns 0 when written or not needed, -errno (logged) when a CDI strategy has no spec.
+ */
+int daemon_write_cdi_spec(const struct daemon *d)
+{
+	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
+	_cleanup_free_ char *dir = NULL;
+	json_t *spec = NULL;
+	struct gerr err = {0};
+	int r;
+
+	if (!(d->cfg.device_list_strategy & DLS_CDI_ANY) || !d->node)
+		return 0;
+	o.root = d->cfg.root;
+	o.driver_root = d->cfg.driver_root;
+	o.dev_root = d->cfg.dev_root[0] ? d->cfg.dev_root : NULL;
+	o.vendor = DP_CDI_VENDOR;
+	o.class = DP_CDI_CLASS;
+	o.names = streq(d->cfg.device_id_strategy, "index") ? CDI_NAMES_INDEX : CDI_NAMES_UUID;
+	dir = root_path(d->cfg.root, CDI_DYNAMIC_DIR);
+	r = dir ? cdi_generate(d->node, &o, &spec, &err) : gerr_set(&err, ENOMEM, "out of memory");
+	if (r >= 0)
+		r = cdi_write_spec(dir, DP_CDI_VENDOR "-" DP_CDI_CLASS ".json", spec, &err);
+	json_decref(spec);
+	if (r < 0)
+		log_error("Cannot write the CDI spec; CDI device names will not resolve in the runtime",
+			  "dir=%s error=\"%s\"", dir ? dir : CDI_DYNAMIC_DIR, err.msg);
+	else
+		log_info("Wrote CDI spec", "file=%s/%s", dir, DP_CDI_VENDOR "-" DP_CDI_CLASS ".json");
+	return r < 0 ? r : 0;
+}

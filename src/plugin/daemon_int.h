@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Inside `gpulet plugin` (not for other modules; see daemon.h). One daemon, four concerns:
+ *   daemon.c         lifecycle: build the node and resources, restart/reload, the main loop, signals
+ *   daemon_serve.c   the resource servers: one gRPC server per resource, registration with kubelet
+ *   daemon_health.c  the health watcher's queue: events in (watcher threads), transitions applied here
+ *   daemon_cdi.c     CDI spec upkeep for the CDI device-list strategies
+ * Threads: the main one (signals, inotify, registration, reloads, health updates), the gRPC
+ * completion-queue thread of the current server group (gsrv.c) and the health watcher's threads
+ * (plugin/health.h). Everything the gRPC thread reads (resource set, node, config) is replaced
+ * only after the group is freed, and changed in place (health) only under the group lock. The
+ * health watcher never touches that state: its callback queues the event and wakes the main
+ * thread through an eventfd.
+ */
+#pragma once
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "plugin/config.h"
+#include "plugin/dp.h"
+#include "plugin/gsrv.h"
+#include "plugin/health.h"
+#include "plugin/resources.h"
+#include "nvml/node.h"
+#include "nvml/nvml.h"
+#include "nvml/xid.h"
+
+struct served {
+	struct dp_ctx ctx;
+	struct gsrv *srv;
+	bool registered;
+	char path[PATH_MAX];
+	/* rejected requests: a misbehaving client retrying must not flood the log (gRPC thread only) */
+	long long reject_log_ms;
+	unsigned rejects_suppressed;
+};
+
+struct daemon {
+	const struct config_args *args;
+	struct plugin_config cfg;
+	struct nvml *nv;
+	struct node *node;
+	struct resource_set *rs;
+	struct gsrv_group *g;
+	struct served *sv;
+	size_t n_sv;
+	int sigfd, inofd;
+	char kubelet_name[NAME_MAX + 1]; /* basename of the kubelet socket, for inotify */
+	/* identity of the kubelet.sock every resource is registered with: an inotify event about the
+	 * same socket (it raced with a restart that already registered) needs no second restart */
+	dev_t kubelet_dev;
+	ino_t kubelet_ino;
+	struct timespec kubelet_ctime;
+	long long next_register_ms;
+	long long next_init_ms;
+	/* health: the watcher, and the queue its callback fills (under qlock) */
+	struct health_watcher *hw;
+	struct xid_policy policy;
+	int evfd;
+	pthread_mutex_t qlock;
+	struct health_item *q_head, **q_tail;
+	bool mig_changed;
+};
+
+struct health_item {
+	struct health_item *next;
+	char uuid[NODE_UUID_MAX];
+	int gi, ci;
+	bool healthy;
+	char reason[256];
+};
+
+enum restart_kind {
+	RESERVE, /* kubelet restarted or a socket vanished: serve the same devices again, fast */
+	REBUILD, /* the node changed: read NVML again */
+	RELOAD,  /* SIGHUP: read the config file and NVML again */
+};
+
+/* daemon.c */
+long long daemon_now_ms(void);
+/*
+ * Full restart (kubelet restart, SIGHUP, layout change): new config (optional), new node and
+ * resources, then swap. When the new state cannot be built the old one is served again, so one
+ * bad reload never takes the node's GPUs away.
+ */
+void daemon_restart(struct daemon *d, const char *why, enum restart_kind kind);
+
+/* daemon_serve.c */
+bool daemon_all_registered(const struct daemon *d);
+/* Register every resource not registered yet; quick_retries right after (re)serving. */
+void daemon_register_all(struct daemon *d, bool quick_retries);
+/* Serve d->rs: one server per resource, then register. */
+int daemon_start_serving(struct daemon *d, struct gerr *err);
+/* Stop serving; resources not in keep (NULL: all) first send kubelet an empty list. */
+void daemon_stop_serving(struct daemon *d, const struct resource_set *keep);
+
+/* daemon_health.c */
+/* (Re)start the health watcher on d->node; failing to is logged, devices stay as they are. */
+void daemon_health_restart(struct daemon *d);
+/*
+ * A rebuilt resource set starts healthy: carry over what the old one knew (an XID does not repeat
+ * itself), by physical GPU and MIG instance, since replica counts and names may have changed.
+ */
+void daemon_carry_health(const struct resource_set *old, const struct node *on, struct resource_set *rs,
+			 const struct node *n);
+/* Apply what the watcher queued (main thread, after the eventfd woke it). */
+void daemon_drain_health(struct daemon *d);
+/* Free what is still queued (after the watcher stopped). */
+void daemon_health_queue_free(struct daemon *d);
+
+/* daemon_cdi.c */
+/* Returns 0 when written or not needed, -errno (logged) when a CDI strategy has no spec. */
+int daemon_write_cdi_spec(const struct daemon *d);
