@@ -290,8 +290,9 @@ int cdi_generate(const struct node *n, const struct cdi_gen_options *o, json_t *
 	if (gen_common_edits(o, d, kind, &edits) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
 	/* Key order is the output order (jansson keeps insertion order). */
-	if (jset(spec, "cdiVersion", json_string(CDI_EARLIEST_VERSION)) < 0 || jset(spec, "kind", json_string(kind)) < 0 ||
-	    jset(spec, "devices", json_incref(devices)) < 0 || jset(spec, "containerEdits", json_incref(edits)) < 0 ||
+	if (jset(spec, "cdiVersion", json_string(CDI_EARLIEST_VERSION)) < 0 ||
+	    jset(spec, "kind", json_string(kind)) < 0 || jset(spec, "devices", json_incref(devices)) < 0 ||
+	    jset(spec, "containerEdits", json_incref(edits)) < 0 ||
 	    jset(spec, "cdiVersion", json_string(cdi_min_version(spec))) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
 	*ret = TAKE_PTR(spec);

@@ -117,7 +117,7 @@ static int scan_file(const char *path, size_t prio, const struct cdi_validate_op
 		cdi_problem(&v, "not-scanned", "", NULL, "runtimes read only *.json and *.yaml spec files");
 	if (!runtime_can_read(o, path, false)) {
 		cdi_problem(&v, "unreadable", "", NULL, "the runtime user %u cannot read %s", (unsigned)o->runtime_uid,
-			path);
+			    path);
 		return v.oom ? -ENOMEM : 0;
 	}
 	r = cdi_read_spec(path, &spec, &err);
@@ -175,8 +175,8 @@ static int report_duplicates(struct scan *s, const struct cdi_validate_options *
 
 			v.file = d->file;
 			if (d->prio < top->prio) {
-				cdi_problem(&v, "shadowed-device", "", NULL, "device %s is also defined in %s, which wins",
-					d->qname, top->file);
+				cdi_problem(&v, "shadowed-device", "", NULL,
+					    "device %s is also defined in %s, which wins", d->qname, top->file);
 				continue;
 			}
 			if (at_top < 2)
@@ -185,8 +185,8 @@ static int report_duplicates(struct scan *s, const struct cdi_validate_options *
 			const struct devref *other = k + 1 < j ? &s->devs[k + 1] : &s->devs[k - 1];
 
 			cdi_problem(&v, "duplicate-device", "", NULL,
-				"device %s is also defined in %s at the same priority: the runtime drops it", d->qname,
-				other->file);
+				    "device %s is also defined in %s at the same priority: the runtime drops it",
+				    d->qname, other->file);
 		}
 		i = j - 1;
 	}
@@ -236,8 +236,8 @@ static int scan_dir(const char *dir, size_t prio, const struct cdi_validate_opti
 	while ((de = readdir(dh))) {
 		char **nn;
 
-		if (de->d_name[0] == '.' ||
-		    (!cdi_has_ext(de->d_name, ".json") && !cdi_has_ext(de->d_name, ".yaml") && !cdi_has_ext(de->d_name, ".yml")))
+		if (de->d_name[0] == '.' || (!cdi_has_ext(de->d_name, ".json") && !cdi_has_ext(de->d_name, ".yaml") &&
+					     !cdi_has_ext(de->d_name, ".yml")))
 			continue;
 		nn = realloc(names, (n + 1) * sizeof(*nn));
 		if (!nn || !(nn[n] = strdup(de->d_name))) {

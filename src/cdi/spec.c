@@ -200,7 +200,6 @@ static bool env_has(const json_t *env, const char *entry)
 	return false;
 }
 
-
 /* ---- writing ------------------------------------------------------------------------------------ */
 
 static bool spec_is_ours(const json_t *spec, const char *kind)

@@ -74,8 +74,7 @@ static char *safe_strdup(const char *s)
 	return strdup(s ? s : "");
 }
 
-void cdi_problem(struct cdi_vctx *v, const char *code, const char *path, const char *fix, const char *fmt,
-				   ...)
+void cdi_problem(struct cdi_vctx *v, const char *code, const char *path, const char *fix, const char *fmt, ...)
 {
 	const struct code_info *ci = code_info(code);
 	struct cdi_report *rep = v->rep;
@@ -162,7 +161,7 @@ static void check_env(struct cdi_vctx *v, const json_t *a, const char *path)
 
 		if (!eq || eq == json_string_value(e))
 			cdi_problem(v, "invalid-env", path, NULL, "env entry %zu '%s' is not NAME=value", i,
-				json_string_value(e));
+				    json_string_value(e));
 	}
 }
 
@@ -171,8 +170,9 @@ static void check_node_type(struct cdi_vctx *v, const json_t *s, const char *pat
 	const char *t = json_string_value(s);
 
 	if (!streq(t, "") && !streq(t, "b") && !streq(t, "c") && !streq(t, "u") && !streq(t, "p"))
-		cdi_problem(v, "invalid-value", path, "use \"c\" (char), \"b\" (block), \"u\" or \"p\", or leave it out",
-			"device node type '%s' is not b, c, u or p", t);
+		cdi_problem(v, "invalid-value", path,
+			    "use \"c\" (char), \"b\" (block), \"u\" or \"p\", or leave it out",
+			    "device node type '%s' is not b, c, u or p", t);
 }
 
 static void check_permissions(struct cdi_vctx *v, const json_t *s, const char *path)
@@ -181,7 +181,7 @@ static void check_permissions(struct cdi_vctx *v, const json_t *s, const char *p
 
 	if (strspn(p, "rwm") != strlen(p) && !streq(p, "none"))
 		cdi_problem(v, "invalid-value", path, "use a combination of r, w and m",
-			"permissions '%s' is not a subset of rwm", p);
+			    "permissions '%s' is not a subset of rwm", p);
 }
 
 static void check_hook_name(struct cdi_vctx *v, const json_t *s, const char *path)
@@ -200,14 +200,14 @@ static void check_timeout(struct cdi_vctx *v, const json_t *i, const char *path)
 {
 	if (json_integer_value(i) <= 0)
 		cdi_problem(v, "invalid-value", path, "give a timeout in seconds greater than 0, or leave it out",
-			"hook timeout %" JSON_INTEGER_FORMAT " is not positive", json_integer_value(i));
+			    "hook timeout %" JSON_INTEGER_FORMAT " is not positive", json_integer_value(i));
 }
 
 static void check_device_name(struct cdi_vctx *v, const json_t *s, const char *path)
 {
 	if (!cdi_device_name_valid(json_string_value(s)))
 		cdi_problem(v, "invalid-device-name", path, NULL, "device name '%s' is not a valid CDI device name",
-			json_string_value(s));
+			    json_string_value(s));
 }
 
 static void check_host_exists(struct cdi_vctx *v, const char *host, const char *path, bool want_device)
@@ -221,8 +221,8 @@ static void check_host_exists(struct cdi_vctx *v, const char *host, const char *
 	if (r == -ENOENT || r == -ENOTDIR)
 		cdi_problem(v, "host-path-missing", path, NULL, "host path %s does not exist", host);
 	else if (r == 0 && want_device && !S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
-		cdi_problem(v, "not-a-device-node", path, NULL, "%s is not a device node; the runtime refuses to inject it",
-			host);
+		cdi_problem(v, "not-a-device-node", path, NULL,
+			    "%s is not a device node; the runtime refuses to inject it", host);
 }
 
 static void check_device_node(struct cdi_vctx *v, const json_t *n, const char *path)
@@ -271,7 +271,8 @@ static void check_edits_nonempty(struct cdi_vctx *v, const json_t *e, const char
 		if (x && !json_is_null(x) && (!json_is_array(x) || json_array_size(x) > 0))
 			return;
 	}
-	cdi_problem(v, "empty-edits", path, NULL, "the device's containerEdits are empty; the runtime rejects the spec");
+	cdi_problem(v, "empty-edits", path, NULL,
+		    "the device's containerEdits are empty; the runtime rejects the spec");
 }
 
 static void check_kind(struct cdi_vctx *v, const json_t *s, const char *path)
@@ -297,16 +298,17 @@ static void check_version(struct cdi_vctx *v, const json_t *s, const char *path)
 	}
 	if (cdi_version_cmp(ver, CDI_EARLIEST_VERSION) < 0) {
 		cdi_problem(v, "invalid-version", path, "use cdiVersion 0.3.0 or later",
-			"cdiVersion %s is older than any runtime loads (earliest " CDI_EARLIEST_VERSION ")", ver);
+			    "cdiVersion %s is older than any runtime loads (earliest " CDI_EARLIEST_VERSION ")", ver);
 		return;
 	}
 	v->version = ver;
 	if (v->o->runtime_version && cdi_version_cmp(ver, v->o->runtime_version) > 0)
-		cdi_problem(v, "version-too-new", path, NULL,
-			"cdiVersion %s is newer than the runtime%s%s understands (at most %s): it ignores the whole "
-			"file and its devices are unresolvable",
-			ver, v->o->runtime_name ? " " : "", v->o->runtime_name ? v->o->runtime_name : "",
-			v->o->runtime_version);
+		cdi_problem(
+		    v, "version-too-new", path, NULL,
+		    "cdiVersion %s is newer than the runtime%s%s understands (at most %s): it ignores the whole "
+		    "file and its devices are unresolvable",
+		    ver, v->o->runtime_name ? " " : "", v->o->runtime_name ? v->o->runtime_name : "",
+		    v->o->runtime_version);
 }
 
 static const struct field node_fields[] = {
@@ -504,15 +506,15 @@ static void check_spec(struct cdi_vctx *v, const json_t *spec)
 			    streq(name, json_string_value(json_object_get(other, "name")))) {
 				snprintf(path, sizeof(path), "$.devices[%zu].name", i);
 				cdi_problem(v, "duplicate-name", path, NULL,
-					"device '%s' is defined again (first at $.devices[%zu])", name, j);
+					    "device '%s' is defined again (first at $.devices[%zu])", name, j);
 				break;
 			}
 	}
 	rule = cdi_min_version_rule(spec);
 	if (v->version && rule && cdi_version_cmp(v->version, rule->version) < 0)
 		cdi_problem(v, "version-too-low", "$.cdiVersion", NULL,
-			"cdiVersion %s is too old for the fields used: %s needs %s", v->version, rule->what,
-			rule->version);
+			    "cdiVersion %s is too old for the fields used: %s needs %s", v->version, rule->what,
+			    rule->version);
 }
 
 int cdi_validate_spec(const char *file, const json_t *spec, const struct cdi_validate_options *o,

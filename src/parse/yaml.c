@@ -79,14 +79,14 @@ static const struct {
 	const char *s;
 	enum word w;
 } words[] = {
-    {"y", W_TRUE},     {"Y", W_TRUE},     {"yes", W_TRUE},     {"Yes", W_TRUE},     {"YES", W_TRUE},
-    {"true", W_TRUE},  {"True", W_TRUE},  {"TRUE", W_TRUE},    {"on", W_TRUE},      {"On", W_TRUE},
-    {"ON", W_TRUE},    {"n", W_FALSE},    {"N", W_FALSE},      {"no", W_FALSE},     {"No", W_FALSE},
-    {"NO", W_FALSE},   {"false", W_FALSE}, {"False", W_FALSE}, {"FALSE", W_FALSE},  {"off", W_FALSE},
-    {"Off", W_FALSE},  {"OFF", W_FALSE},  {"", W_NULL},        {"~", W_NULL},       {"null", W_NULL},
-    {"Null", W_NULL},  {"NULL", W_NULL},  {".nan", W_NAN},     {".NaN", W_NAN},     {".NAN", W_NAN},
-    {".inf", W_INF},   {".Inf", W_INF},   {".INF", W_INF},     {"+.inf", W_INF},    {"+.Inf", W_INF},
-    {"+.INF", W_INF},  {"-.inf", W_NEG_INF}, {"-.Inf", W_NEG_INF}, {"-.INF", W_NEG_INF},
+    {"y", W_TRUE},    {"Y", W_TRUE},        {"yes", W_TRUE},      {"Yes", W_TRUE},      {"YES", W_TRUE},
+    {"true", W_TRUE}, {"True", W_TRUE},     {"TRUE", W_TRUE},     {"on", W_TRUE},       {"On", W_TRUE},
+    {"ON", W_TRUE},   {"n", W_FALSE},       {"N", W_FALSE},       {"no", W_FALSE},      {"No", W_FALSE},
+    {"NO", W_FALSE},  {"false", W_FALSE},   {"False", W_FALSE},   {"FALSE", W_FALSE},   {"off", W_FALSE},
+    {"Off", W_FALSE}, {"OFF", W_FALSE},     {"", W_NULL},         {"~", W_NULL},        {"null", W_NULL},
+    {"Null", W_NULL}, {"NULL", W_NULL},     {".nan", W_NAN},      {".NaN", W_NAN},      {".NAN", W_NAN},
+    {".inf", W_INF},  {".Inf", W_INF},      {".INF", W_INF},      {"+.inf", W_INF},     {"+.Inf", W_INF},
+    {"+.INF", W_INF}, {"-.inf", W_NEG_INF}, {"-.Inf", W_NEG_INF}, {"-.INF", W_NEG_INF},
 };
 
 static int digit_value(char c)
@@ -235,7 +235,7 @@ static int read_scalar(struct reader *r, const yaml_event_t *ev, json_t **ret)
 	const char *s = (const char *)ev->data.scalar.value, *tag = (const char *)ev->data.scalar.tag;
 	size_t n = ev->data.scalar.length;
 	bool typed = tag ? tag_is(tag, YAML_BOOL_TAG) || tag_is(tag, YAML_INT_TAG) || tag_is(tag, YAML_FLOAT_TAG) ||
-				   tag_is(tag, YAML_NULL_TAG)
+			       tag_is(tag, YAML_NULL_TAG)
 			 : ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
 	json_t *v;
 	int k;
@@ -263,8 +263,8 @@ static int read_scalar(struct reader *r, const yaml_event_t *ev, json_t **ret)
 		if (!v)
 			return -ENOMEM;
 	}
-	if (tag && !(tag_is(tag, YAML_BOOL_TAG) ? json_is_boolean(v)
-		     : tag_is(tag, YAML_INT_TAG)  ? json_is_integer(v)
+	if (tag && !(tag_is(tag, YAML_BOOL_TAG)    ? json_is_boolean(v)
+		     : tag_is(tag, YAML_INT_TAG)   ? json_is_integer(v)
 		     : tag_is(tag, YAML_FLOAT_TAG) ? json_is_real(v)
 						   : json_is_null(v))) {
 		json_decref(v);
@@ -353,8 +353,7 @@ static int where_add(struct reader *r, const json_t *c, const char *key, size_t 
 	return 0;
 }
 
-static const struct where_entry *where_find(const struct yaml_where *w, const json_t *c, const char *key,
-					    size_t index)
+static const struct where_entry *where_find(const struct yaml_where *w, const json_t *c, const char *key, size_t index)
 {
 	/* from the end: a duplicate key read later (the one whose value won) is found first */
 	for (size_t i = w ? w->n : 0; i-- > 0;) {
@@ -569,7 +568,8 @@ static int read_stream(struct reader *r, json_t *docs)
 		if (json_array_append_new(docs, doc) < 0)
 			return -ENOMEM;
 		/* the documents array is the result only with YAML_ALL_DOCUMENTS */
-		if ((r->flags & YAML_ALL_DOCUMENTS) && (k = where_add(r, docs, NULL, json_array_size(docs) - 1, &m)) < 0)
+		if ((r->flags & YAML_ALL_DOCUMENTS) &&
+		    (k = where_add(r, docs, NULL, json_array_size(docs) - 1, &m)) < 0)
 			return k;
 	}
 }
@@ -577,8 +577,7 @@ static int read_stream(struct reader *r, json_t *docs)
 int yaml_to_json(const char *buf, size_t len, const char *filename, unsigned flags, json_t **ret,
 		 struct yaml_where **ret_where, struct gerr *err)
 {
-	struct reader r = {
-	    .name = filename, .flags = flags, .err = err, .max_nodes = YAML_MAX_EXPANDED + len};
+	struct reader r = {.name = filename, .flags = flags, .err = err, .max_nodes = YAML_MAX_EXPANDED + len};
 	json_auto_t *docs = json_array();
 	int k;
 

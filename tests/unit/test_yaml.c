@@ -51,8 +51,10 @@ static void expect_error(const char *yaml, unsigned flags, int code, const char 
 static void test_booleans_and_nulls(void **state)
 {
 	static const char *const trues[] = {"y", "Y", "yes", "Yes", "YES", "on", "On", "ON", "true", "True", "TRUE"};
-	static const char *const falses[] = {"n", "N", "no", "No", "NO", "off", "Off", "OFF", "false", "False", "FALSE"};
-	static const char *const strings[] = {"yEs", "oN", "tRUE", "nO", "nULL", "t", "f", "'yes'", "\"on\"", "!!str y"};
+	static const char *const falses[] = {"n",   "N",   "no",    "No",    "NO",   "off",
+					     "Off", "OFF", "false", "False", "FALSE"};
+	static const char *const strings[] = {"yEs", "oN", "tRUE",  "nO",     "nULL",
+					      "t",   "f",  "'yes'", "\"on\"", "!!str y"};
 	char buf[64];
 
 	for (size_t i = 0; i < ELEMENTSOF(trues); i++) {
@@ -131,8 +133,8 @@ static void test_alias_bomb(void **state)
 
 	for (int k = 1; k < 12; k++)
 		n += (size_t)snprintf(text + n, sizeof(text) - n,
-				      "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", k, k, k - 1, k - 1,
-				      k - 1, k - 1, k - 1, k - 1, k - 1, k - 1);
+				      "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", k, k, k - 1,
+				      k - 1, k - 1, k - 1, k - 1, k - 1, k - 1, k - 1);
 	expect_error(text, 0, E2BIG, "aliases expand");
 }
 
