@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/fileio.h"
 #include "kube/k8sobj.h"
@@ -46,37 +47,15 @@ int k8sobj_parse(const char *name, const char *text, size_t len, json_t **ret, s
 int k8sobj_load(const char *path, json_t **ret, struct gerr *err)
 {
 	_cleanup_free_ char *text = NULL;
+	bool in = streq(path, "-");
 	size_t len = 0;
 	int r;
 
-	if (streq(path, "-")) {
-		size_t cap = 0;
-
-		for (;;) {
-			size_t n;
-
-			if (len + 4096 > cap) {
-				char *nt = cap < K8S_MAX_FILE ? realloc(text, cap + 65536) : NULL;
-
-				if (!nt)
-					return gerr_set(err, EFBIG, "stdin: more than %u bytes", K8S_MAX_FILE);
-				text = nt;
-				cap += 65536;
-			}
-			n = fread(text + len, 1, cap - len - 1, stdin);
-			len += n;
-			if (n == 0)
-				break;
-		}
-		if (!text)
-			return -ENOMEM;
-		text[len] = '\0';
-	} else {
-		r = read_file(path, K8S_MAX_FILE, &text, &len, err);
-		if (r < 0)
-			return r;
-	}
-	return k8sobj_parse(streq(path, "-") ? "<stdin>" : path, text, len, ret, err);
+	r = in ? read_fd(STDIN_FILENO, "stdin", K8S_MAX_FILE, &text, &len, err)
+	       : read_file(path, K8S_MAX_FILE, &text, &len, err);
+	if (r < 0)
+		return r;
+	return k8sobj_parse(in ? "<stdin>" : path, text, len, ret, err);
 }
 
 json_t *k8sobj_pod_spec(const json_t *obj)
