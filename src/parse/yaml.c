@@ -282,8 +282,8 @@ static void go_float32_text(double d, char *buf, size_t n)
 	float f = (float)d;
 	int p, exp;
 
-	if (isnan(d) || isinf(d)) {
-		snprintf(buf, n, "%s", isnan(d) ? ".nan" : d > 0 ? ".inf" : "-.inf");
+	if (isnan(f) || isinf(f)) { /* 1e39 is +Inf as a float32: sigs.k8s.io/yaml writes ".inf" */
+		snprintf(buf, n, "%s", isnan(f) ? ".nan" : f > 0 ? ".inf" : "-.inf");
 		return;
 	}
 	for (p = 1; p < 9; p++) {

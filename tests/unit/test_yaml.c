@@ -104,6 +104,7 @@ static void test_keys(void **state)
 	expect("{1.0: 7}", "{\"1\": 7}");
 	expect("{1234567: 1, 0.00001: 2}", "{\"1234567\": 1, \"1e-05\": 2}");
 	expect("{1234567.0: 1}", "{\"1.234567e+06\": 1}");
+	expect("{1e39: 1, -1e300: 2}", "{\".inf\": 1, \"-.inf\": 2}"); /* +Inf as a float32 */
 	expect_error("~: 1\n", 0, EINVAL, "t.yaml:1:1: a mapping key must be");
 	expect_error("? [1]\n: 1\n", 0, EINVAL, "t.yaml:1:3: a mapping key must be");
 }
