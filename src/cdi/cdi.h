@@ -91,8 +91,9 @@ enum cdi_format { CDI_FORMAT_JSON, CDI_FORMAT_YAML };
 int cdi_format_spec(const json_t *spec, enum cdi_format f, char **ret, struct gerr *err);
 
 /*
- * Read a spec file: YAML (of which JSON is a subset) into a json_t. Integers stay integers,
- * quoted scalars stay strings. err says file:line:col of a syntax error.
+ * Read a spec file into a json_t: *.json with jansson, anything else with the one YAML reader
+ * (parse/yaml.h: scalars typed as the CDI Go library's sigs.k8s.io/yaml types them; a duplicate
+ * key is an error, as its yaml.UnmarshalStrict). err says file:line:col of a syntax error.
  */
 int cdi_read_spec(const char *path, json_t **ret, struct gerr *err);
 /* Same from memory; name is used in messages. */
