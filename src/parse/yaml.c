@@ -166,20 +166,27 @@ static bool float_syntax(const char *s)
  */
 static json_t *resolve_number(const char *s, int *ret_r)
 {
-	_cleanup_free_ char *plain = strdup(s);
+	_cleanup_free_ char *copy = NULL;
+	const char *plain = s;
 	unsigned long long mag;
 	bool sign, neg;
-	size_t k = 0;
 	double d;
 
-	*ret_r = plain ? 0 : -ENOMEM;
-	if (!plain)
-		return NULL;
+	*ret_r = 0;
 	if (*s != '.') {
-		for (const char *p = s; *p; p++)
-			if (*p != '_')
-				plain[k++] = *p;
-		plain[k] = '\0';
+		if (strchr(s, '_')) {
+			size_t k = 0;
+
+			if (!(copy = strdup(s))) {
+				*ret_r = -ENOMEM;
+				return NULL;
+			}
+			for (const char *p = s; *p; p++)
+				if (*p != '_')
+					copy[k++] = *p;
+			copy[k] = '\0';
+			plain = copy;
+		}
 		if (go_int(plain, &sign, &neg, &mag)) {
 			if (!neg && mag <= INT64_MAX)
 				return json_integer((json_int_t)mag);
@@ -202,7 +209,8 @@ static int resolve_plain(const char *s, json_t **ret)
 	json_t *v = NULL;
 	int r;
 
-	for (size_t i = 0; i < ELEMENTSOF(words); i++) {
+	/* every word starts with one of these (resolve()'s 'M', '.' and sign hints), or is empty */
+	for (size_t i = 0; (!*s || strchr("yYnNtTfFoO~.+-", *s)) && i < ELEMENTSOF(words); i++) {
 		if (!streq(s, words[i].s))
 			continue;
 		if (words[i].w >= W_NAN)
