@@ -10,8 +10,6 @@
 #include "host/driver.h"
 #include "util/fileio.h"
 
-/* ---- generation -------------------------------------------------------------------------------- */
-
 /* Mount options per driver file kind (nvidia-ctk internal/discover: mounts.go, ipc.go). */
 static const char *const lib_mount_options[] = {"ro", "nosuid", "nodev", "rbind", "rprivate", NULL};
 static const char *const ipc_mount_options[] = {"nosuid", "nodev", "rbind", "rprivate", "noexec", NULL};

@@ -9,8 +9,6 @@
 #include "cdi/internal.h"
 #include "util/fileio.h"
 
-/* ---- validation --------------------------------------------------------------------------------- */
-
 /* Problem codes: stable names, the doctor category, severity and the default fix. */
 static const struct code_info {
 	const char *code;

@@ -7,8 +7,6 @@
 
 #include "cdi/internal.h"
 
-/* ---- versions --------------------------------------------------------------------------------- */
-
 /* specs-go/version.go: every version CDI defines; the Go library refuses below 0.3.0. */
 static const char *const known_versions[] = {
     "0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "1.0.0", "1.1.0",
