@@ -6,8 +6,9 @@
  * The result is what sigs.k8s.io/yaml's YAMLToJSON makes of the same text, because that is what
  * reads these files for real (the CDI Go library, kubectl, the API server, the NVIDIA device
  * plugin). It converts YAML through its fork of go-yaml v2, so plain scalars are typed by go-yaml
- * v2's resolve table (github.com/kubernetes-sigs/yaml: goyaml.v2/resolve.go resolve(), and
- * yaml.go convertToJSONableObject() for keys):
+ * v2's resolve table (github.com/kubernetes-sigs/yaml: goyaml.v2/resolve.go resolve() as of
+ * commit b96582b, since moved to go.yaml.in/yaml/v2 unchanged; yaml.go convertToJSONableObject()
+ * for keys):
  *  - booleans: y Y yes Yes YES on On ON true True TRUE, and n N no No NO off Off OFF false False
  *    FALSE (YAML 1.1, not YAML 1.2's true/false only);
  *  - null: empty, ~ null Null NULL;
@@ -20,8 +21,11 @@
  *    plain keys.
  * Mapping keys are typed the same way and then written as JSON keys the way sigs.k8s.io/yaml
  * does: `1:` is "1", `on:` is "true", `1.5:` is "1.5"; a null or collection key is an error.
+ * (Decoding into a Go struct, sigs.k8s.io/yaml also turns a number or boolean into its text when
+ * the field is a string; we keep the JSON type and leave that judgement to the caller.)
  * Aliases share the anchored value (json_incref); a document whose aliases expand beyond a
- * bound is rejected (E2BIG), like go-yaml's "excessive aliasing". Nesting is bounded.
+ * bound is rejected (E2BIG), like go-yaml's "excessive aliasing"; so are more than 256 anchors.
+ * Nesting is bounded (64).
  * Errors are "FILE:LINE:COL: what" in err (1-based, the position libyaml reports).
  */
 #pragma once
