@@ -6,8 +6,8 @@
  * The result is what sigs.k8s.io/yaml's YAMLToJSON makes of the same text, because that is what
  * reads these files for real (the CDI Go library, kubectl, the API server, the NVIDIA device
  * plugin). It converts YAML through its fork of go-yaml v2, so plain scalars are typed by go-yaml
- * v2's resolve table (github.com/kubernetes-sigs/yaml: goyaml.v2/resolve.go resolve() as of
- * commit b96582b, since moved to go.yaml.in/yaml/v2 unchanged; yaml.go convertToJSONableObject()
+ * v2's resolve table (github.com/kubernetes-sigs/yaml: goyaml.v2/resolve.go resolve() (the fork
+ * before commit 69e45c1 moved it to go.yaml.in/yaml/v2); yaml.go convertToJSONableObject()
  * for keys):
  *  - booleans: y Y yes Yes YES on On ON true True TRUE, and n N no No NO off Off OFF false False
  *    FALSE (YAML 1.1, not YAML 1.2's true/false only);
