@@ -91,8 +91,9 @@ enum cdi_format { CDI_FORMAT_JSON, CDI_FORMAT_YAML };
 int cdi_format_spec(const json_t *spec, enum cdi_format f, char **ret, struct gerr *err);
 
 /*
- * Read a spec file: YAML (of which JSON is a subset) into a json_t. Integers stay integers,
- * quoted scalars stay strings. err says file:line:col of a syntax error.
+ * Read a spec file into a json_t: *.json with jansson, anything else with the one YAML reader
+ * (parse/yaml.h: scalars typed as the CDI Go library's sigs.k8s.io/yaml types them; a duplicate
+ * key is an error, as its yaml.UnmarshalStrict). err says file:line:col of a syntax error.
  */
 int cdi_read_spec(const char *path, json_t **ret, struct gerr *err);
 /* Same from memory; name is used in messages. */
@@ -101,7 +102,7 @@ int cdi_parse_spec(const char *name, const char *text, size_t len, json_t **ret,
 /* ---- validation ------------------------------------------------------------------------------ */
 
 /*
- * One problem. code is stable (a table row in cdi.c); category is what doctor reports it as:
+ * One problem. code is stable (a row of the table in validate.c); category is what doctor reports it as:
  *   "spec-invalid"     the file does not load in a runtime (syntax, version, kind, name, fields)
  *   "spec-unreadable"  the runtime cannot read the file/dir (permissions, not a regular file)
  *   "version-too-new"  cdiVersion newer than the runtime knows: silently ignored by it
@@ -174,7 +175,7 @@ int cdi_validate_dirs(const char *const *dirs, size_t n, const struct cdi_valida
 int cdi_validate_spec(const char *file, const json_t *spec, const struct cdi_validate_options *o,
 		      struct cdi_report *rep);
 
-/* Name syntax (pkg/parser): vendor, class (>= 2 chars, see cdi.c), device name. */
+/* Name syntax (pkg/parser): vendor, class (>= 2 chars, see versions.c), device name. */
 bool cdi_vendor_valid(const char *s);
 bool cdi_class_valid(const char *s);
 bool cdi_device_name_valid(const char *s);
