@@ -17,20 +17,11 @@
 
 #include "kube/checkpoint.h"
 #include "doctor/doctor.h"
+#include "doctor/kubelet_root.h"
 #include "util/fileio.h"
 #include "nvml/node.h"
 #include "kube/podres.h"
 #include "parse/toml.h"
-
-/* Where kubelets keep their root dir (the device-plugins dir is <root-dir>/device-plugins). */
-static const struct {
-	const char *dir;
-	const char *source;
-} kubelet_dirs[] = {
-    {"/var/lib/kubelet", "kubelet --root-dir default (kubeadm, k3s, rke2, kind)"},
-    {"/var/lib/k0s/kubelet", "k0s: kubelet root dir under its data dir"},
-    {"/var/snap/microk8s/common/var/lib/kubelet", "microk8s snap: --root-dir in args/kubelet"},
-};
 
 static bool exists(const struct doctor_ctx *c, const char *dir, const char *name, struct stat *st)
 {
@@ -73,13 +64,10 @@ static bool socket_answers(const char *path, int *state)
 	return r == 0 || r == -ENAMETOOLONG;
 }
 
-/* The kubelet root dir in use: the first candidate with device-plugins/kubelet.sock, else the default. */
-static const char *kubelet_dir(const struct doctor_ctx *c)
+/* The kubelet root dir in use, from the node's live configuration (doctor/kubelet_root.h). */
+static const char *kubelet_dir(struct doctor_ctx *c)
 {
-	for (size_t k = 0; k < ELEMENTSOF(kubelet_dirs); k++)
-		if (exists(c, kubelet_dirs[k].dir, "device-plugins/kubelet.sock", NULL))
-			return kubelet_dirs[k].dir;
-	return kubelet_dirs[0].dir;
+	return doctor_kubelet_dir(c);
 }
 
 int doctor_check_kubelet(struct doctor_ctx *c)
@@ -88,6 +76,7 @@ int doctor_check_kubelet(struct doctor_ctx *c)
 	struct doctor_finding *f;
 	struct stat st;
 
+	doctor_kubelet_root_findings(c);
 	if (!exists(c, kd, "device-plugins/kubelet.sock", &st)) {
 		f = doctor_report(
 		    c, "kubelet.not-running", DOCTOR_FAIL, LINK_KUBELET,
@@ -95,9 +84,12 @@ int doctor_check_kubelet(struct doctor_ctx *c)
 		    "once kubelet has created its Registration socket)",
 		    "kubelet's device-plugin Registration socket is missing: kubelet is not running (or "
 		    "uses another --root-dir), so no device plugin can register");
-		for (size_t k = 0; k < ELEMENTSOF(kubelet_dirs); k++)
-			doctor_evidence(f, "%s/device-plugins/kubelet.sock does not exist (%s)", kubelet_dirs[k].dir,
-					kubelet_dirs[k].source);
+		doctor_evidence(f, "%s/device-plugins/kubelet.sock does not exist", kd);
+		doctor_kubelet_root_evidence(c, f);
+		for (size_t k = 0; k < kroot_n_known; k++)
+			if (!streq(kroot_known[k].dir, kd))
+				doctor_evidence(f, "%s/device-plugins/kubelet.sock does not exist either (%s)",
+						kroot_known[k].dir, kroot_known[k].source);
 		return 0;
 	}
 	if (live_root(c) && S_ISSOCK(st.st_mode)) {
@@ -112,11 +104,13 @@ int doctor_check_kubelet(struct doctor_ctx *c)
 					  "systemctl restart kubelet; journalctl -u kubelet -e",
 					  "kubelet's Registration socket exists but nobody answers: kubelet is down");
 			doctor_evidence(f, "connect(%s): %s", p, strerror(-r));
+			doctor_kubelet_root_evidence(c, f);
 			return 0;
 		}
 	}
 	f = doctor_report(c, "kubelet.ok", DOCTOR_OK, LINK_KUBELET, NULL,
 			  "kubelet Registration socket in %s/device-plugins", kd);
+	doctor_kubelet_root_evidence(c, f);
 	if (!exists(c, kd, "pod-resources/kubelet.sock", NULL))
 		doctor_evidence(f, "no %s/pod-resources/kubelet.sock: the exporter cannot attribute GPUs to pods", kd);
 	return 0;
@@ -185,10 +179,42 @@ static bool checkpoint_has_nvidia(const struct checkpoint *ck)
 	return false;
 }
 
+/*
+ * Field guide case 4.1 step 2 (docs/reference/field-guide.md §4.1): the plugin serves its sockets in
+ * another kubelet root dir (mostly the default /var/lib/kubelet) than the one kubelet runs with.
+ */
+static bool socket_dir_mismatch(struct doctor_ctx *c, const char *kd)
+{
+	struct doctor_finding *f;
+	char other[512], fix[1024];
+
+	for (size_t k = 0; k < kroot_n_known; k++) {
+		if (streq(kroot_known[k].dir, kd) ||
+		    !plugin_sockets(c, kroot_known[k].dir, other, sizeof(other), NULL, 0, NULL))
+			continue;
+		snprintf(fix, sizeof(fix),
+			 "point the device plugin's hostPath volume at kubelet's dir %s/device-plugins (mounted "
+			 "where the plugin serves its socket, /var/lib/kubelet/device-plugins in the container), "
+			 "or start kubelet with --root-dir=%s; then restart the plugin pod",
+			 kd, kroot_known[k].dir);
+		f = doctor_report(c, "plugin.socket-dir-mismatch", DOCTOR_FAIL, LINK_PLUGIN, fix,
+				  "socket dir mismatch: the device plugin serves its socket in %s/device-plugins but "
+				  "kubelet watches %s/device-plugins, so it never registers and the node has no "
+				  "nvidia.com/gpu",
+				  kroot_known[k].dir, kd);
+		doctor_evidence(f, "plugin sockets in %s/device-plugins: %s (%s)", kroot_known[k].dir, other,
+				kroot_known[k].source);
+		doctor_evidence(f, "kubelet's Registration socket is in %s/device-plugins", kd);
+		doctor_kubelet_root_evidence(c, f);
+		return true;
+	}
+	return false;
+}
+
 int doctor_check_plugin(struct doctor_ctx *c)
 {
 	const char *kd = kubelet_dir(c);
-	char socks[512], other[512], stale[512];
+	char socks[512], stale[512], fix[512];
 	size_t n_stale = 0;
 	size_t n = plugin_sockets(c, kd, socks, sizeof(socks), live_root(c) ? stale : NULL, sizeof(stale), &n_stale);
 	struct doctor_finding *f;
@@ -197,28 +223,16 @@ int doctor_check_plugin(struct doctor_ctx *c)
 	long long alloc = quantity(node_status(c, "allocatable"), "nvidia.com/gpu");
 
 	if (!n) {
-		for (size_t k = 0; k < ELEMENTSOF(kubelet_dirs); k++) {
-			if (streq(kubelet_dirs[k].dir, kd) ||
-			    !plugin_sockets(c, kubelet_dirs[k].dir, other, sizeof(other), NULL, 0, NULL))
-				continue;
-			f = doctor_report(
-			    c, "plugin.socket-dir-mismatch", DOCTOR_FAIL, LINK_PLUGIN,
-			    "mount the kubelet's device-plugins dir into the plugin at the same path "
-			    "(hostPath volume), or set the plugin's socket dir to it",
-			    "the device plugin serves its socket in a directory kubelet does not watch: it "
-			    "never registers and the node has no nvidia.com/gpu");
-			doctor_evidence(f, "plugin sockets in %s/device-plugins: %s (%s)", kubelet_dirs[k].dir, other,
-					kubelet_dirs[k].source);
-			doctor_evidence(f, "kubelet's Registration socket is in %s/device-plugins", kd);
+		if (socket_dir_mismatch(c, kd))
 			return 0;
-		}
-		f = doctor_report(
-		    c, "plugin.not-registered", DOCTOR_FAIL, LINK_PLUGIN,
-		    "kubectl -n kube-system logs ds/nvidia-device-plugin-daemonset | grep -i 'Registered device "
-		    "plugin'; check the DaemonSet is scheduled on this node (nodeSelector, tolerations) and "
-		    "mounts /var/lib/kubelet/device-plugins",
-		    "no NVIDIA device plugin socket in kubelet's device-plugins dir: the plugin is not "
-		    "running here, so Allocatable has no nvidia.com/gpu (Insufficient nvidia.com/gpu)");
+		snprintf(fix, sizeof(fix),
+			 "kubectl -n kube-system logs ds/nvidia-device-plugin-daemonset | grep -i 'Registered device "
+			 "plugin'; check the DaemonSet is scheduled on this node (nodeSelector, tolerations) and "
+			 "mounts %s/device-plugins",
+			 kd);
+		f = doctor_report(c, "plugin.not-registered", DOCTOR_FAIL, LINK_PLUGIN, fix,
+				  "no NVIDIA device plugin socket in kubelet's device-plugins dir: the plugin is not "
+				  "running here, so Allocatable has no nvidia.com/gpu (Insufficient nvidia.com/gpu)");
 		doctor_evidence(f, "%s/device-plugins has no nvidia-*.sock", kd);
 		if (c->ckpt_state > 0 && !ck)
 			doctor_evidence(f,
