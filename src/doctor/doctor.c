@@ -190,8 +190,8 @@ int doctor_need_checkpoint(struct doctor_ctx *c)
 
 	if (c->ckpt_state)
 		return c->ckpt_state;
-	/* below kubelet's --root-dir (doctor/kubelet_root.h) */
-	snprintf(rel, sizeof(rel), "%s/device-plugins/kubelet_internal_checkpoint", doctor_kubelet_dir(c));
+	/* next to kubelet's device-plugin sockets (doctor/kubelet_root.h) */
+	snprintf(rel, sizeof(rel), "%s/kubelet_internal_checkpoint", doctor_device_plugin_dir(c));
 	p = doctor_path(c, rel);
 	if (!p)
 		return -ENOMEM;

@@ -16,10 +16,11 @@
 #include "kube/kubeletcfg.h"
 #include "util/fileio.h"
 
-#define KUBELET_DEFAULT  "/var/lib/kubelet" /* kubelet --root-dir default */
-#define KROOT_FILE_MAX   (1u << 20)         /* a config file larger than this is refused */
-#define KROOT_MAX_PROCS  100000             /* /proc entries looked at */
-#define KROOT_MAX_DROPIN 64                 /* drop-ins (kubelet.service.d, config.yaml.d) per source */
+#define KUBELET_DEFAULT  "/var/lib/kubelet"                /* kubelet --root-dir default */
+#define DEVICE_PLUGINS   "/var/lib/kubelet/device-plugins" /* fixed in kubelet (pluginapi.DevicePluginPath) */
+#define KROOT_FILE_MAX   (1u << 20)                        /* a config file larger than this is refused */
+#define KROOT_MAX_PROCS  100000                            /* /proc entries looked at */
+#define KROOT_MAX_DROPIN 64                                /* drop-ins (kubelet.service.d, config.yaml.d) per source */
 
 struct scan {
 	struct doctor_ctx *c;
@@ -567,6 +568,32 @@ static void choose(struct kubelet_root *k)
 		 "kubelet's default");
 }
 
+/* The device-plugins dir: below the root dir when kubelet's Registration socket is there, else the fixed one. */
+static void choose_dp(struct scan *s)
+{
+	struct kubelet_root *k = s->k;
+	char mine[300], rel[320];
+	_cleanup_free_ char *p = NULL;
+	struct stat st;
+
+	snprintf(mine, sizeof(mine), "%s/device-plugins", k->chosen.dir);
+	snprintf(rel, sizeof(rel), "%s/kubelet.sock", mine);
+	p = doctor_path(s->c, rel);
+	if (streq(mine, DEVICE_PLUGINS)) {
+		snprintf(k->dp_dir, sizeof(k->dp_dir), "%s", DEVICE_PLUGINS);
+	} else if (p && stat(p, &st) == 0) {
+		snprintf(k->dp_dir, sizeof(k->dp_dir), "%s", mine);
+		snprintf(k->dp_note, sizeof(k->dp_note), "this kubelet serves device plugins below its --root-dir (%s)",
+			 mine);
+	} else {
+		snprintf(k->dp_dir, sizeof(k->dp_dir), "%s", DEVICE_PLUGINS);
+		snprintf(k->dp_note, sizeof(k->dp_note),
+			 "device plugins: kubelet serves them at the fixed %s whatever its --root-dir (%s has no "
+			 "kubelet.sock)",
+			 DEVICE_PLUGINS, mine);
+	}
+}
+
 int doctor_need_kubelet_root(struct doctor_ctx *c)
 {
 	struct scan s = {.c = c};
@@ -579,6 +606,7 @@ int doctor_need_kubelet_root(struct doctor_ctx *c)
 	for (size_t k = 0; k < ELEMENTSOF(sources); k++)
 		sources[k](&s);
 	choose(s.k);
+	choose_dp(&s);
 	c->kroot = s.k;
 	return 0;
 }
@@ -586,6 +614,11 @@ int doctor_need_kubelet_root(struct doctor_ctx *c)
 const char *doctor_kubelet_dir(struct doctor_ctx *c)
 {
 	return doctor_need_kubelet_root(c) < 0 ? KUBELET_DEFAULT : c->kroot->chosen.dir;
+}
+
+const char *doctor_device_plugin_dir(struct doctor_ctx *c)
+{
+	return doctor_need_kubelet_root(c) < 0 ? DEVICE_PLUGINS : c->kroot->dp_dir;
 }
 
 void kubelet_root_free(struct kubelet_root *k)
@@ -598,6 +631,8 @@ void doctor_kubelet_root_evidence(struct doctor_ctx *c, struct doctor_finding *f
 	if (doctor_need_kubelet_root(c) < 0)
 		return;
 	doctor_evidence(f, "kubelet's root dir %s: %s", c->kroot->chosen.dir, c->kroot->chosen.source);
+	if (c->kroot->dp_note[0])
+		doctor_evidence(f, "%s", c->kroot->dp_note);
 }
 
 void doctor_kubelet_root_findings(struct doctor_ctx *c)

@@ -26,6 +26,8 @@ struct kroot_answer {
 
 struct kubelet_root {
 	struct kroot_answer chosen;
+	char dp_dir[300];  /* the device-plugins dir kubelet serves (kubelet.sock, plugin sockets, checkpoint) */
+	char dp_note[300]; /* why that one, when the root dir is not the default */
 	struct kroot_answer answers[KROOT_MAX_ANSWERS]; /* every source that said something, by precedence */
 	size_t n_answers;
 	char problems[KROOT_MAX_PROBLEMS][512]; /* sources that exist but could not be read or parsed */
@@ -44,6 +46,13 @@ extern const size_t kroot_n_known;
 int doctor_need_kubelet_root(struct doctor_ctx *c);
 /* The root dir in use ("/var/lib/kubelet" when nothing says otherwise). */
 const char *doctor_kubelet_dir(struct doctor_ctx *c);
+/*
+ * The device-plugins dir kubelet serves: released kubelets use the fixed /var/lib/kubelet/device-plugins
+ * whatever --root-dir says (docs/reference/kubelet-root-dir.md "Which paths follow --root-dir");
+ * <root-dir>/device-plugins when kubelet's Registration socket is there instead. The pod-resources
+ * socket and pods/ always follow the root dir.
+ */
+const char *doctor_device_plugin_dir(struct doctor_ctx *c);
 /* Evidence: where the root dir came from, and what other sources said. */
 void doctor_kubelet_root_evidence(struct doctor_ctx *c, struct doctor_finding *f);
 /* The warn findings kubelet.root-dir-conflict and kubelet.config-unreadable, when they apply. */

@@ -3,8 +3,9 @@
 """Doctor scenarios: each tests/scenarios/<name>/ is a node (built from a fake-NVML fixture with
 tests/lib/mkroot.sh, then the "healthy" base below, then the scenario's setup.sh), and expect.json
 says which finding ids `gpulet doctor --root ... --json` must report as fail / warn, which must
-not appear at all, and words a finding's evidence must hold; scenario.json's "kubelet_root" moves
-the healthy kubelet's root dir. Usage: run.py [--keep] [NAME...]; env GPULET, FAKE_NVML_LIB, GPULET_SRC."""
+not appear at all, and words a finding's evidence must hold; scenario.json's "kubelet_root" and
+"device_plugin_dir" move the healthy kubelet's root dir and device-plugins dir.
+Usage: run.py [--keep] [NAME...]; env GPULET, FAKE_NVML_LIB, GPULET_SRC."""
 import json, os, shutil, socket, subprocess, sys, tempfile, time
 
 SRC = os.environ.get("GPULET_SRC") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -93,25 +94,27 @@ def checkpoint(fixture, entries):
     return {"Data": {"PodDeviceEntries": entries, "RegisteredDevices": reg}, "Checksum": 1234567890}
 
 
-def healthy(root, fixture, kdir="/var/lib/kubelet"):
+def healthy(root, fixture, kdir="/var/lib/kubelet", dpdir="/var/lib/kubelet/device-plugins"):
     """A working node: containerd with the nvidia runtime and CDI, a CDI spec, kubelet and the plugin
     registered, one running pod holding GPU 0, toolkit new enough, a kernel log with an app XID.
-    kdir: kubelet's --root-dir (its sockets, checkpoint and pods/ go there)."""
+    kdir: kubelet's --root-dir (pod-resources/ and pods/ go there); dpdir: where kubelet serves device
+    plugins (kubelet.sock, plugin sockets, checkpoint): released kubelets use the fixed
+    /var/lib/kubelet/device-plugins whatever --root-dir says (docs/reference/kubelet-root-dir.md)."""
     put(root, "/etc/containerd/config.toml", CONTAINERD_V2)
     put(root, "/usr/bin/nvidia-container-runtime", "#!/bin/sh\nexec runc \"$@\"\n", 0o755)
     put(root, "/etc/cdi/nvidia.json", json.dumps(cdi_spec(fixture), indent=1))
     put(root, "/var/lib/dpkg/status", DPKG.format(toolkit="1.14.6"))
     put(root, "/var/lib/kubelet/config.yaml",
         "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n")
-    for s in ("device-plugins/kubelet.sock", "pod-resources/kubelet.sock", "device-plugins/nvidia-gpu.sock"):
-        bind_socket(root, f"{kdir}/{s}")
+    for s in (f"{dpdir}/kubelet.sock", f"{kdir}/pod-resources/kubelet.sock", f"{dpdir}/nvidia-gpu.sock"):
+        bind_socket(root, s)
     profiles = {p for g in fixture["gpus"] for _, p in mig_instances(g)}
     for p in sorted(profiles):
-        bind_socket(root, f"{kdir}/device-plugins/nvidia-mig-{p}.sock")
+        bind_socket(root, f"{dpdir}/nvidia-mig-{p}.sock")
     g0 = fixture["gpus"][0]
     entries = [{"PodUID": POD_UID, "ContainerName": "train", "ResourceName": "nvidia.com/gpu",
                 "DeviceIDs": {"0": [g0["uuid"]]}, "AllocResp": "CgA="}]
-    put(root, f"{kdir}/device-plugins/kubelet_internal_checkpoint",
+    put(root, f"{dpdir}/kubelet_internal_checkpoint",
         json.dumps(checkpoint(fixture, entries)))
     os.makedirs(os.path.join(root, kdir.lstrip("/"), f"pods/{POD_UID}/containers/train"), exist_ok=True)
     put(root, "/var/log/kern.log",
@@ -152,7 +155,7 @@ def run(name, keep):
             return [f"mkroot failed: {mk.stderr.strip()[-400:]}"]
         kdir = spec.get("kubelet_root", "/var/lib/kubelet")
         if spec.get("base", "healthy") == "healthy":
-            healthy(root, fixture, kdir)
+            healthy(root, fixture, kdir, spec.get("device_plugin_dir", "/var/lib/kubelet/device-plugins"))
         env = dict(os.environ, ROOT=root, SCEN=d, FIXTURE=nvml, GPULET=GPULET, POD_UID=POD_UID)
         if os.path.exists(os.path.join(d, "setup.sh")):
             st = subprocess.run(["sh", "-e", os.path.join(d, "setup.sh")], env=env, capture_output=True, text=True)

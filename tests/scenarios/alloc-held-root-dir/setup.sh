@@ -1,2 +1,2 @@
-# the checkpoint and pods/ are read below kubelet's --root-dir: the pod is gone from there
+# pods/ is read below kubelet's --root-dir: the pod is gone from there
 rm -rf "$ROOT/data/kubelet/pods/$POD_UID"
