@@ -101,7 +101,7 @@ int cdi_parse_spec(const char *name, const char *text, size_t len, json_t **ret,
 /* ---- validation ------------------------------------------------------------------------------ */
 
 /*
- * One problem. code is stable (a table row in cdi.c); category is what doctor reports it as:
+ * One problem. code is stable (a row of the table in validate.c); category is what doctor reports it as:
  *   "spec-invalid"     the file does not load in a runtime (syntax, version, kind, name, fields)
  *   "spec-unreadable"  the runtime cannot read the file/dir (permissions, not a regular file)
  *   "version-too-new"  cdiVersion newer than the runtime knows: silently ignored by it
@@ -174,7 +174,7 @@ int cdi_validate_dirs(const char *const *dirs, size_t n, const struct cdi_valida
 int cdi_validate_spec(const char *file, const json_t *spec, const struct cdi_validate_options *o,
 		      struct cdi_report *rep);
 
-/* Name syntax (pkg/parser): vendor, class (>= 2 chars, see cdi.c), device name. */
+/* Name syntax (pkg/parser): vendor, class (>= 2 chars, see versions.c), device name. */
 bool cdi_vendor_valid(const char *s);
 bool cdi_class_valid(const char *s);
 bool cdi_device_name_valid(const char *s);

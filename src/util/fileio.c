@@ -33,20 +33,11 @@ char *root_path(const char *root, const char *path)
 	return r;
 }
 
-int read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct gerr *err)
+int read_fd(int fd, const char *path, size_t max, char **ret, size_t *ret_len, struct gerr *err)
 {
-	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0, cap = 4096;
-	struct stat st;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return gerr_set(err, errno, "cannot open %s: %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0)
-		return gerr_set(err, errno, "cannot stat %s: %s", path, strerror(errno));
-	if (S_ISDIR(st.st_mode))
-		return gerr_set(err, EISDIR, "%s is a directory, expected a file", path);
 	buf = malloc(cap);
 	if (!buf)
 		return gerr_set(err, ENOMEM, "out of memory reading %s", path);
@@ -82,6 +73,21 @@ int read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct 
 		*ret_len = len;
 	*ret = TAKE_PTR(buf);
 	return 0;
+}
+
+int read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct gerr *err)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return gerr_set(err, errno, "cannot open %s: %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0)
+		return gerr_set(err, errno, "cannot stat %s: %s", path, strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return gerr_set(err, EISDIR, "%s is a directory, expected a file", path);
+	return read_fd(fd, path, max, ret, ret_len, err);
 }
 
 static int write_all(int fd, const void *data, size_t len)

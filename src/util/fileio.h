@@ -15,6 +15,8 @@ char *root_path(const char *root, const char *path);
  * *ret_len (optional) gets the length without the NUL.
  */
 int read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct gerr *err);
+/* The same from an open fd (stdin, a pipe), to its end; path names it in messages. */
+int read_fd(int fd, const char *path, size_t max, char **ret, size_t *ret_len, struct gerr *err);
 
 /*
  * Write data to path atomically: temp file in the same directory, fsync, rename, fsync of the dir.

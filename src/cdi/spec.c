@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* CDI spec files: format (JSON, YAML), parse, read, and write atomically without replacing foreign files. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "cdi/internal.h"
+#include "parse/yaml.h"
+#include "util/fileio.h"
+
+/* ---- YAML output -------------------------------------------------------------------------------- */
+
+/* A plain scalar a YAML 1.1 reader (go-yaml v2, PyYAML) would not read back as this string. */
+static bool needs_quotes(const char *s)
+{
+	static const char *const words[] = {"y",   "yes",  "n", "no",   "true", "false", "on",
+					    "off", "null", "~", ".inf", ".nan", "-.inf", "+.inf"};
+	size_t n = strlen(s);
+
+	if (n == 0 || isdigit((unsigned char)s[0]) || s[0] == '.' || s[0] == '+' ||
+	    (s[0] == '-' && (n == 1 || isdigit((unsigned char)s[1]) || s[1] == '.')))
+		return true;
+	for (size_t i = 0; i < ELEMENTSOF(words); i++)
+		if (strcasecmp(s, words[i]) == 0)
+			return true;
+	return false;
+}
+
+static int emit(yaml_emitter_t *e, yaml_event_t *ev)
+{
+	return yaml_emitter_emit(e, ev) ? 0 : -EIO;
+}
+
+static int emit_scalar(yaml_emitter_t *e, const char *s, bool quote)
+{
+	yaml_event_t ev;
+
+	if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), 1, 1,
+					  quote ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_ANY_SCALAR_STYLE))
+		return -ENOMEM;
+	return emit(e, &ev);
+}
+
+static int emit_json(yaml_emitter_t *e, const json_t *j)
+{
+	yaml_event_t ev;
+	const char *key;
+	json_t *v;
+	size_t i;
+	char buf[64];
+	int r = 0;
+
+	switch (json_typeof(j)) {
+	case JSON_OBJECT:
+		if (!yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE) ||
+		    emit(e, &ev) < 0)
+			return -EIO;
+		json_object_foreach ((json_t *)j, key, v) {
+			if ((r = emit_scalar(e, key, needs_quotes(key))) < 0 || (r = emit_json(e, v)) < 0)
+				return r;
+		}
+		return yaml_mapping_end_event_initialize(&ev) ? emit(e, &ev) : -ENOMEM;
+	case JSON_ARRAY:
+		if (!yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE) ||
+		    emit(e, &ev) < 0)
+			return -EIO;
+		json_array_foreach (j, i, v)
+			if ((r = emit_json(e, v)) < 0)
+				return r;
+		return yaml_sequence_end_event_initialize(&ev) ? emit(e, &ev) : -ENOMEM;
+	case JSON_STRING:
+		return emit_scalar(e, json_string_value(j), needs_quotes(json_string_value(j)));
+	case JSON_INTEGER:
+		snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(j));
+		return emit_scalar(e, buf, false);
+	case JSON_REAL:
+		snprintf(buf, sizeof(buf), "%.17g", json_real_value(j));
+		return emit_scalar(e, buf, false);
+	case JSON_TRUE:
+		return emit_scalar(e, "true", false);
+	case JSON_FALSE:
+		return emit_scalar(e, "false", false);
+	default:
+		return emit_scalar(e, "null", false);
+	}
+}
+
+static int format_yaml(const json_t *spec, char **ret)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	yaml_emitter_t e;
+	yaml_event_t ev;
+	FILE *f = open_memstream(&buf, &len);
+	int r = -ENOMEM;
+
+	if (!f)
+		return -ENOMEM;
+	if (!yaml_emitter_initialize(&e)) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	yaml_emitter_set_output_file(&e, f);
+	yaml_emitter_set_unicode(&e, 1);
+	yaml_emitter_set_width(&e, -1);
+	if (yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING) && emit(&e, &ev) == 0 &&
+	    yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 0) && emit(&e, &ev) == 0 &&
+	    emit_json(&e, spec) == 0 && yaml_document_end_event_initialize(&ev, 1) && emit(&e, &ev) == 0 &&
+	    yaml_stream_end_event_initialize(&ev) && emit(&e, &ev) == 0)
+		r = 0;
+	yaml_emitter_delete(&e);
+	if (fclose(f) != 0 || r < 0)
+		return -EIO;
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+int cdi_format_spec(const json_t *spec, enum cdi_format fmt, char **ret, struct gerr *err)
+{
+	char *s;
+	int r;
+
+	if (fmt == CDI_FORMAT_YAML) {
+		r = format_yaml(spec, ret);
+		return r < 0 ? gerr_set(err, -r, "cannot format the spec as YAML") : 0;
+	}
+	s = json_dumps(spec, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	if (!s)
+		return gerr_set(err, ENOMEM, "out of memory");
+	/* json_dumps output has no trailing newline; files and terminals want one. */
+	r = asprintf(ret, "%s\n", s);
+	free(s);
+	return r < 0 ? gerr_set(err, ENOMEM, "out of memory") : 0;
+}
+
+/* ---- reading ------------------------------------------------------------------------------------ */
+
+/* YAML through the one reader, strict about duplicate keys as the CDI library (yaml.UnmarshalStrict) */
+static int parse_yaml(const char *name, const char *text, size_t len, json_t **ret, struct gerr *err)
+{
+	json_t *doc = NULL;
+	int r;
+
+	r = yaml_to_json(text, len, name, YAML_STRICT, &doc, NULL, err);
+	if (r < 0)
+		return r;
+	if (!json_is_object(doc)) {
+		json_decref(doc);
+		return gerr_set(err, EINVAL, "%s: a CDI spec is a mapping (object) at the top level", name);
+	}
+	*ret = doc;
+	return 0;
+}
+
+int cdi_parse_spec(const char *name, const char *text, size_t len, json_t **ret, struct gerr *err)
+{
+	json_error_t je;
+	json_t *j;
+
+	if (!cdi_has_ext(name, ".json"))
+		return parse_yaml(name, text, len, ret, err);
+	/* jansson for *.json: exact line:column and duplicate keys, like the strict Go decoder. */
+	j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!j)
+		return gerr_set(err, EINVAL, "%s:%d:%d: %s", name, je.line, je.column, je.text);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return gerr_set(err, EINVAL, "%s: a CDI spec is a JSON object at the top level", name);
+	}
+	*ret = j;
+	return 0;
+}
+
+int cdi_read_spec(const char *path, json_t **ret, struct gerr *err)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	int r;
+
+	r = read_file(path, CDI_SPEC_MAX, &text, &len, err);
+	if (r < 0)
+		return r;
+	return cdi_parse_spec(path, text, len, ret, err);
+}
+
+static bool env_has(const json_t *env, const char *entry)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach (env, i, e)
+		if (json_is_string(e) && streq(json_string_value(e), entry))
+			return true;
+	return false;
+}
+
+/* ---- writing ------------------------------------------------------------------------------------ */
+
+static bool spec_is_ours(const json_t *spec, const char *kind)
+{
+	_cleanup_free_ char *marker = NULL;
+
+	if (!kind || asprintf(&marker, CDI_MARKER_ENV "=%s", kind) < 0)
+		return false;
+	return env_has(json_object_get(json_object_get(spec, "containerEdits"), "env"), marker);
+}
+
+/* mkdir -p of dir (0755); refuses when dir itself is a symlink or not a directory. */
+static int ensure_spec_dir(const char *dir, struct gerr *err)
+{
+	_cleanup_free_ char *copy = strdup(dir);
+	struct stat st;
+
+	if (!copy)
+		return gerr_set(err, ENOMEM, "out of memory");
+	if (lstat(dir, &st) == 0) {
+		if (S_ISLNK(st.st_mode)) {
+			char target[PATH_MAX] = "?";
+			ssize_t n = readlink(dir, target, sizeof(target) - 1);
+
+			if (n >= 0)
+				target[n] = 0;
+			return gerr_set(err, ELOOP,
+					"CDI spec dir %s is a symlink to %s; refusing to write through it (a runtime "
+					"may read a different dir). Replace it with a real directory",
+					dir, target);
+		}
+		if (!S_ISDIR(st.st_mode))
+			return gerr_set(err, ENOTDIR, "CDI spec dir %s exists but is not a directory", dir);
+		return 0;
+	}
+	for (char *p = copy + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(copy, 0755) < 0 && errno != EEXIST)
+			return gerr_set(err, errno, "cannot create %s: %s", copy, strerror(errno));
+		*p = '/';
+	}
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return gerr_set(err, errno, "cannot create CDI spec dir %s: %s", dir, strerror(errno));
+	return 0;
+}
+
+int cdi_write_spec(const char *dir, const char *file_name, json_t *spec, struct gerr *err)
+{
+	_cleanup_free_ char *path = NULL, *data = NULL, *old = NULL;
+	const char *kind = json_string_value(json_object_get(spec, "kind"));
+	bool yaml = cdi_has_ext(file_name, ".yaml");
+	size_t old_len;
+	struct stat st;
+	int r;
+
+	if (strchr(file_name, '/') || (!yaml && !cdi_has_ext(file_name, ".json")))
+		return gerr_set(err, EINVAL,
+				"CDI spec file name '%s' must be a plain name ending in .json or .yaml (runtimes read "
+				"only those)",
+				file_name);
+	r = ensure_spec_dir(dir, err);
+	if (r < 0)
+		return r;
+	if (asprintf(&path, "%s/%s", dir, file_name) < 0)
+		return gerr_set(err, ENOMEM, "out of memory");
+	r = cdi_format_spec(spec, yaml ? CDI_FORMAT_YAML : CDI_FORMAT_JSON, &data, err);
+	if (r < 0)
+		return r;
+	if (lstat(path, &st) == 0) {
+		json_auto_t *existing = NULL;
+		struct gerr perr = {0};
+
+		if (!S_ISREG(st.st_mode))
+			return gerr_set(err, EEXIST, "%s exists and is not a regular file; not replacing it", path);
+		r = read_file(path, CDI_SPEC_MAX, &old, &old_len, err);
+		if (r < 0)
+			return r;
+		if (old_len == strlen(data) && memcmp(old, data, old_len) == 0 && (st.st_mode & 07777) == 0644)
+			return 0; /* unchanged: no rename, no inotify event for the runtimes */
+		if (cdi_parse_spec(path, old, old_len, &existing, &perr) < 0 || !spec_is_ours(existing, kind))
+			return gerr_set(err, EEXIST,
+					"%s exists and was not written by gpulet for kind %s (no %s entry); not "
+					"replacing it. Move it away, or choose another file name",
+					path, kind ? kind : "?", CDI_MARKER_ENV);
+	}
+	return write_file_atomic(path, data, strlen(data), 0644, err);
+}
