@@ -7,8 +7,8 @@
 
 #include <jansson.h>
 
-#include "kube/k8sobj.h"
 #include "kube/kubeletcfg.h"
+#include "parse/yaml.h"
 
 #define KVAR_MAX 128 /* longest variable name we expand */
 
@@ -412,6 +412,8 @@ static int add_items(struct kargv *list, const json_t *v)
 	size_t i;
 	const json_t *it;
 
+	if (json_is_null(v)) /* "kubelet-arg:" with no value: an empty list */
+		return 0;
 	if (json_is_string(v))
 		return kargv_add(list, json_string_value(v), json_string_length(v));
 	if (!json_is_array(v))
@@ -430,18 +432,17 @@ static int add_items(struct kargv *list, const json_t *v)
 
 int k3s_config_kubelet_args(struct kargv *list, const char *name, const char *text, size_t len, struct gerr *err)
 {
-	json_t *docs = NULL, *doc;
+	json_t *doc = NULL;
 	const char *key;
 	json_t *v;
 	int r;
 
-	r = k8sobj_parse(name, text, len, &docs, err);
+	r = yaml_to_json(text, len, name, 0, &doc, NULL, err);
 	if (r < 0)
 		return r;
-	doc = json_array_get(docs, 0);
-	if (json_array_size(docs) > 1 || (doc && !json_is_object(doc))) {
-		json_decref(docs);
-		return gerr_set(err, EINVAL, "%s: expected one YAML map of flag names", name);
+	if (!json_is_object(doc) && !json_is_null(doc)) {
+		json_decref(doc);
+		return gerr_set(err, EINVAL, "%s: expected a YAML map of flag names", name);
 	}
 	json_object_foreach (doc, key, v) {
 		if (streq(key, "kubelet-arg"))
@@ -452,7 +453,9 @@ int k3s_config_kubelet_args(struct kargv *list, const char *name, const char *te
 		if (r < 0)
 			break;
 	}
-	json_decref(docs);
+	json_decref(doc);
+	if (r == -E2BIG)
+		return gerr_set(err, E2BIG, "%s: more than %d kubelet-arg items", name, KARGV_MAX);
 	if (r == -EINVAL)
 		return gerr_set(err, EINVAL, "%s: kubelet-arg must be a string or a list of strings", name);
 	return r;

@@ -69,7 +69,8 @@ int kunit_exec_argv(const char *exec_start, const struct kargv *env, struct karg
 int kexpand(const char *text, const struct kargv *vars, char **ret);
 
 /*
- * The kubelet-arg list of one k3s / rke2 config file (YAML, a map of flag names), applied to list the
+ * The kubelet-arg list of one k3s / rke2 config file (YAML read with parse/yaml.h, one document, a
+ * map of flag names; k3s reads it with go-yaml v2 as parse/yaml does), applied to list the
  * way k3s merges config.yaml and config.yaml.d/ *.yaml: "kubelet-arg" replaces the list,
  * "kubelet-arg+" appends to it; a string is a list of one. Items are "name=value" with or without
  * leading dashes. Not a map, or bad YAML: -EINVAL with words.
