@@ -188,8 +188,18 @@ static enum proc_kind proc_kind(const char *comm)
 	return streq(comm, "k0s") ? P_K0S : P_NONE;
 }
 
-/* One process that runs or embeds kubelet: its answer. */
-static void proc_answer(struct scan *s, const char *pid, enum proc_kind kind, const struct kargv *argv)
+/* The subcommand that runs kubelet (k3s/rke2 server|agent, k0s worker|controller), not a CLI tool
+ * of the same binary (k3s kubectl, k0s status). */
+static bool runs_kubelet(const struct kargv *argv, const char *a, const char *b)
+{
+	for (size_t k = 1; k < argv->n; k++)
+		if (streq(argv->v[k], a) || streq(argv->v[k], b))
+			return true;
+	return false;
+}
+
+/* One process that runs or embeds kubelet: its answer; false when it turns out not to run kubelet. */
+static bool proc_answer(struct scan *s, const char *pid, enum proc_kind kind, const struct kargv *argv)
 {
 	char where[128];
 	const char *v;
@@ -198,16 +208,20 @@ static void proc_answer(struct scan *s, const char *pid, enum proc_kind kind, co
 	switch (kind) {
 	case P_KUBELET:
 		if (strstr(argv->v[0], "hyperkube") && (argv->n < 2 || !streq(argv->v[1], "kubelet")))
-			return; /* hyperkube runs other components too */
+			return false; /* hyperkube runs other components too */
 		v = kargv_flag(argv, "root-dir");
 		answer(s, v ? v : KUBELET_DEFAULT, true, v, "%s: the running kubelet (pid %s) %s", where, pid,
 		       v ? "has --root-dir" : "runs without --root-dir (kubelet's default)");
 		break;
 	case P_K3S:
 	case P_RKE2:
+		if (!runs_kubelet(argv, "server", "agent"))
+			return false;
 		k3s_answer(s, kind == P_K3S ? "k3s" : "rke2", argv, where);
 		break;
 	case P_K0S:
+		if (!runs_kubelet(argv, "worker", "controller"))
+			return false;
 		k0s_answer(s, argv, true, where);
 		break;
 	case P_KUBELITE:
@@ -216,8 +230,9 @@ static void proc_answer(struct scan *s, const char *pid, enum proc_kind kind, co
 		microk8s_answer(s, v ? v : "/var/snap/microk8s/current/args/kubelet", true, where);
 		break;
 	default:
-		break;
+		return false;
 	}
+	return true;
 }
 
 /* Processes below root's /proc that run kubelet: a kubelet process first, then embedders. */
@@ -256,8 +271,8 @@ static void src_proc(struct scan *s)
 					problem(s, "%s: empty (the %s process is exiting or a zombie)", path, comm);
 				continue;
 			}
-			proc_answer(s, de->d_name, kind, &argv);
-			embedder = pass == 1;
+			if (proc_answer(s, de->d_name, kind, &argv))
+				embedder = pass == 1;
 		}
 		seen = 0;
 	}
