@@ -11,6 +11,7 @@ gpulet_unit_test(doctor_test_checkpoint tests/unit/test_checkpoint.c)
 gpulet_unit_test(doctor_test_doctor tests/unit/test_doctor.c)
 gpulet_unit_test(doctor_test_runtool tests/unit/test_doctor_runtool.c)
 gpulet_unit_test(doctor_test_k8sobj tests/unit/test_doctor_k8sobj.c)
+gpulet_unit_test(doctor_test_kubeletcfg tests/unit/test_kubeletcfg.c)
 # Every scenario under tests/scenarios: a fake node + expected findings, run through build/gpulet.
 gpulet_script_test(doctor_scenarios /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/scenarios/run.py)
 gpulet_script_test(doctor_lint /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/lint/run.py)

@@ -17,20 +17,11 @@
 
 #include "kube/checkpoint.h"
 #include "doctor/doctor.h"
+#include "doctor/kubelet_root.h"
 #include "util/fileio.h"
 #include "nvml/node.h"
 #include "kube/podres.h"
 #include "parse/toml.h"
-
-/* Where kubelets keep their root dir (the device-plugins dir is <root-dir>/device-plugins). */
-static const struct {
-	const char *dir;
-	const char *source;
-} kubelet_dirs[] = {
-    {"/var/lib/kubelet", "kubelet --root-dir default (kubeadm, k3s, rke2, kind)"},
-    {"/var/lib/k0s/kubelet", "k0s: kubelet root dir under its data dir"},
-    {"/var/snap/microk8s/common/var/lib/kubelet", "microk8s snap: --root-dir in args/kubelet"},
-};
 
 static bool exists(const struct doctor_ctx *c, const char *dir, const char *name, struct stat *st)
 {
@@ -73,31 +64,33 @@ static bool socket_answers(const char *path, int *state)
 	return r == 0 || r == -ENAMETOOLONG;
 }
 
-/* The kubelet root dir in use: the first candidate with device-plugins/kubelet.sock, else the default. */
-static const char *kubelet_dir(const struct doctor_ctx *c)
+/* The kubelet root dir in use, from the node's live configuration (doctor/kubelet_root.h). */
+static const char *kubelet_dir(struct doctor_ctx *c)
 {
-	for (size_t k = 0; k < ELEMENTSOF(kubelet_dirs); k++)
-		if (exists(c, kubelet_dirs[k].dir, "device-plugins/kubelet.sock", NULL))
-			return kubelet_dirs[k].dir;
-	return kubelet_dirs[0].dir;
+	return doctor_kubelet_dir(c);
 }
 
 int doctor_check_kubelet(struct doctor_ctx *c)
 {
-	const char *kd = kubelet_dir(c);
+	const char *kd = kubelet_dir(c), *dp = doctor_device_plugin_dir(c);
 	struct doctor_finding *f;
 	struct stat st;
 
-	if (!exists(c, kd, "device-plugins/kubelet.sock", &st)) {
+	doctor_kubelet_root_findings(c);
+	if (!exists(c, dp, "kubelet.sock", &st)) {
 		f = doctor_report(
 		    c, "kubelet.not-running", DOCTOR_FAIL, LINK_KUBELET,
 		    "systemctl status kubelet; journalctl -u kubelet -e (device plugins can only register "
 		    "once kubelet has created its Registration socket)",
 		    "kubelet's device-plugin Registration socket is missing: kubelet is not running (or "
 		    "uses another --root-dir), so no device plugin can register");
-		for (size_t k = 0; k < ELEMENTSOF(kubelet_dirs); k++)
-			doctor_evidence(f, "%s/device-plugins/kubelet.sock does not exist (%s)", kubelet_dirs[k].dir,
-					kubelet_dirs[k].source);
+		doctor_evidence(f, "%s/kubelet.sock does not exist", dp);
+		doctor_kubelet_root_evidence(c, f);
+		for (size_t k = 0; k < kroot_n_known; k++)
+			if (strncmp(dp, kroot_known[k].dir, strlen(kroot_known[k].dir)) ||
+			    !streq(dp + strlen(kroot_known[k].dir), "/device-plugins"))
+				doctor_evidence(f, "%s/device-plugins/kubelet.sock does not exist either (%s)",
+						kroot_known[k].dir, kroot_known[k].source);
 		return 0;
 	}
 	if (live_root(c) && S_ISSOCK(st.st_mode)) {
@@ -106,17 +99,18 @@ int doctor_check_kubelet(struct doctor_ctx *c)
 		int r;
 
 		/* below --root: with --live the root is the running node mounted elsewhere (/host) */
-		if (asprintf(&p, "%s/%s/device-plugins/kubelet.sock", c->o->root ? c->o->root : "", kd) >= 0 &&
+		if (asprintf(&p, "%s/%s/kubelet.sock", c->o->root ? c->o->root : "", dp) >= 0 &&
 		    !socket_answers(p, &r)) {
 			f = doctor_report(c, "kubelet.not-running", DOCTOR_FAIL, LINK_KUBELET,
 					  "systemctl restart kubelet; journalctl -u kubelet -e",
 					  "kubelet's Registration socket exists but nobody answers: kubelet is down");
 			doctor_evidence(f, "connect(%s): %s", p, strerror(-r));
+			doctor_kubelet_root_evidence(c, f);
 			return 0;
 		}
 	}
-	f = doctor_report(c, "kubelet.ok", DOCTOR_OK, LINK_KUBELET, NULL,
-			  "kubelet Registration socket in %s/device-plugins", kd);
+	f = doctor_report(c, "kubelet.ok", DOCTOR_OK, LINK_KUBELET, NULL, "kubelet Registration socket in %s", dp);
+	doctor_kubelet_root_evidence(c, f);
 	if (!exists(c, kd, "pod-resources/kubelet.sock", NULL))
 		doctor_evidence(f, "no %s/pod-resources/kubelet.sock: the exporter cannot attribute GPUs to pods", kd);
 	return 0;
@@ -134,7 +128,7 @@ static size_t plugin_sockets(const struct doctor_ctx *c, const char *dir, char *
 	struct dirent *de;
 	size_t n = 0, used = 0, sused = 0;
 
-	if (asprintf(&p, "%s/%s/device-plugins", c->o->root ? c->o->root : "", dir) < 0)
+	if (asprintf(&p, "%s/%s", c->o->root ? c->o->root : "", dir) < 0)
 		return 0;
 	d = opendir(p);
 	if (!d)
@@ -185,41 +179,81 @@ static bool checkpoint_has_nvidia(const struct checkpoint *ck)
 	return false;
 }
 
+/*
+ * Device-plugins dirs a plugin may serve its sockets in by mistake: each known kubelet root dir's and
+ * this kubelet's root dir's device-plugins, the fixed one; not dp (the one kubelet serves).
+ */
+static size_t mismatch_dirs(struct doctor_ctx *c, const char *dp, char dirs[][300], size_t max)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k <= kroot_n_known && n < max; k++) {
+		bool dup = false;
+
+		snprintf(dirs[n], sizeof(dirs[0]), "%s/device-plugins",
+			 k < kroot_n_known ? kroot_known[k].dir : kubelet_dir(c));
+		for (size_t i = 0; i < n && !dup; i++)
+			dup = streq(dirs[i], dirs[n]);
+		if (!dup && !streq(dirs[n], dp))
+			n++;
+	}
+	return n;
+}
+
+/*
+ * Field guide case 4.1 step 2 (docs/reference/field-guide.md §4.1): the plugin serves its sockets in
+ * another device-plugins dir than the one kubelet serves (docs/reference/kubelet-root-dir.md: released
+ * kubelets use the fixed /var/lib/kubelet/device-plugins whatever --root-dir says).
+ */
+static bool socket_dir_mismatch(struct doctor_ctx *c, const char *dp)
+{
+	struct doctor_finding *f;
+	char dirs[8][300], other[512], fix[1024];
+	size_t n = mismatch_dirs(c, dp, dirs, ELEMENTSOF(dirs));
+
+	for (size_t k = 0; k < n; k++) {
+		if (!plugin_sockets(c, dirs[k], other, sizeof(other), NULL, 0, NULL))
+			continue;
+		snprintf(fix, sizeof(fix),
+			 "point the device plugin DaemonSet's device-plugins hostPath volume at %s, the dir kubelet "
+			 "serves (mounted where the plugin serves its socket, /var/lib/kubelet/device-plugins in "
+			 "the container), instead of %s; then restart the plugin pod",
+			 dp, dirs[k]);
+		f = doctor_report(c, "plugin.socket-dir-mismatch", DOCTOR_FAIL, LINK_PLUGIN, fix,
+				  "socket dir mismatch: the device plugin serves its socket in %s but kubelet serves "
+				  "device plugins in %s, so it never registers and the node has no nvidia.com/gpu",
+				  dirs[k], dp);
+		doctor_evidence(f, "plugin sockets in %s: %s", dirs[k], other);
+		doctor_evidence(f, "kubelet's Registration socket is %s/kubelet.sock", dp);
+		doctor_kubelet_root_evidence(c, f);
+		return true;
+	}
+	return false;
+}
+
 int doctor_check_plugin(struct doctor_ctx *c)
 {
-	const char *kd = kubelet_dir(c);
-	char socks[512], other[512], stale[512];
+	const char *dp = doctor_device_plugin_dir(c);
+	char socks[512], stale[512], fix[512];
 	size_t n_stale = 0;
-	size_t n = plugin_sockets(c, kd, socks, sizeof(socks), live_root(c) ? stale : NULL, sizeof(stale), &n_stale);
+	size_t n = plugin_sockets(c, dp, socks, sizeof(socks), live_root(c) ? stale : NULL, sizeof(stale), &n_stale);
 	struct doctor_finding *f;
 	bool ck = doctor_need_checkpoint(c) > 0 && checkpoint_has_nvidia(c->ckpt);
 	long long cap = quantity(node_status(c, "capacity"), "nvidia.com/gpu");
 	long long alloc = quantity(node_status(c, "allocatable"), "nvidia.com/gpu");
 
 	if (!n) {
-		for (size_t k = 0; k < ELEMENTSOF(kubelet_dirs); k++) {
-			if (streq(kubelet_dirs[k].dir, kd) ||
-			    !plugin_sockets(c, kubelet_dirs[k].dir, other, sizeof(other), NULL, 0, NULL))
-				continue;
-			f = doctor_report(
-			    c, "plugin.socket-dir-mismatch", DOCTOR_FAIL, LINK_PLUGIN,
-			    "mount the kubelet's device-plugins dir into the plugin at the same path "
-			    "(hostPath volume), or set the plugin's socket dir to it",
-			    "the device plugin serves its socket in a directory kubelet does not watch: it "
-			    "never registers and the node has no nvidia.com/gpu");
-			doctor_evidence(f, "plugin sockets in %s/device-plugins: %s (%s)", kubelet_dirs[k].dir, other,
-					kubelet_dirs[k].source);
-			doctor_evidence(f, "kubelet's Registration socket is in %s/device-plugins", kd);
+		if (socket_dir_mismatch(c, dp))
 			return 0;
-		}
-		f = doctor_report(
-		    c, "plugin.not-registered", DOCTOR_FAIL, LINK_PLUGIN,
-		    "kubectl -n kube-system logs ds/nvidia-device-plugin-daemonset | grep -i 'Registered device "
-		    "plugin'; check the DaemonSet is scheduled on this node (nodeSelector, tolerations) and "
-		    "mounts /var/lib/kubelet/device-plugins",
-		    "no NVIDIA device plugin socket in kubelet's device-plugins dir: the plugin is not "
-		    "running here, so Allocatable has no nvidia.com/gpu (Insufficient nvidia.com/gpu)");
-		doctor_evidence(f, "%s/device-plugins has no nvidia-*.sock", kd);
+		snprintf(fix, sizeof(fix),
+			 "kubectl -n kube-system logs ds/nvidia-device-plugin-daemonset | grep -i 'Registered device "
+			 "plugin'; check the DaemonSet is scheduled on this node (nodeSelector, tolerations) and "
+			 "mounts %s",
+			 dp);
+		f = doctor_report(c, "plugin.not-registered", DOCTOR_FAIL, LINK_PLUGIN, fix,
+				  "no NVIDIA device plugin socket in kubelet's device-plugins dir: the plugin is not "
+				  "running here, so Allocatable has no nvidia.com/gpu (Insufficient nvidia.com/gpu)");
+		doctor_evidence(f, "%s has no nvidia-*.sock", dp);
 		if (c->ckpt_state > 0 && !ck)
 			doctor_evidence(f,
 					"kubelet_internal_checkpoint RegisteredDevices has no nvidia.com/* resource");
@@ -236,9 +270,9 @@ int doctor_check_plugin(struct doctor_ctx *c)
 		    "a device plugin socket is stale: nobody listens on it, so kubelet cannot allocate "
 		    "its GPUs (and drops them from Allocatable)");
 		doctor_evidence(f,
-				"%s/device-plugins: %s: socket is stale (the plugin died or was OOM-killed): "
+				"%s: %s: socket is stale (the plugin died or was OOM-killed): "
 				"connect() is refused",
-				kd, stale);
+				dp, stale);
 		if (n_stale < n)
 			doctor_evidence(f, "plugin sockets in that dir: %s", socks);
 		return 0;
@@ -248,7 +282,7 @@ int doctor_check_plugin(struct doctor_ctx *c)
 				  "the plugin's log should say 'Registered device plugin'; if it does not, restart it "
 				  "(kubectl -n kube-system delete pod -l name=nvidia-device-plugin-ds)",
 				  "the plugin socket exists but kubelet lists no nvidia.com/gpu: registration failed");
-		doctor_evidence(f, "%s/device-plugins: %s", kd, socks);
+		doctor_evidence(f, "%s: %s", dp, socks);
 		doctor_evidence(f, "--node: capacity nvidia.com/gpu absent or 0");
 		return 0;
 	}

@@ -11,6 +11,7 @@
 
 #include "kube/checkpoint.h"
 #include "doctor/doctor.h"
+#include "doctor/kubelet_root.h"
 #include "util/fileio.h"
 #include "nvml/node.h"
 #include "nvml/nvml.h"
@@ -42,14 +43,16 @@ const struct doctor_check doctor_checks[] = {
      "cdi.spec-missing cdi.spec-invalid cdi.spec-unreadable cdi.version-too-new cdi.duplicate-device "
      "cdi.stale-devices",
      doctor_check_cdi},
-    {"kubelet", LINK_KUBELET, 0, "/var/lib/kubelet/device-plugins/kubelet.sock, pod-resources socket",
-     "kubelet.not-running", doctor_check_kubelet},
+    {"kubelet", LINK_KUBELET, 0,
+     "kubelet's --root-dir (/proc, kubelet.service, kubeadm-flags.env, k3s/rke2/k0s/microk8s config), "
+     "<root-dir>/device-plugins/kubelet.sock, pod-resources socket",
+     "kubelet.not-running kubelet.root-dir-conflict kubelet.config-unreadable", doctor_check_kubelet},
     {"plugin", LINK_PLUGIN, L(LINK_KUBELET) | L(LINK_NVML) | L(LINK_DRIVER),
      "device-plugins/nvidia-*.sock, kubelet_internal_checkpoint, --node",
      "plugin.not-registered plugin.socket-dir-mismatch plugin.allocatable-short", doctor_check_plugin},
     {"mig", LINK_MIG, L(LINK_NVML) | L(LINK_DRIVER), "NVML MIG instances vs advertised resources, CDI",
      "mig.layout-stale mig.without-cdi", doctor_check_mig},
-    {"alloc", LINK_ALLOC, L(LINK_KUBELET), "kubelet_internal_checkpoint vs /var/lib/kubelet/pods, --pods",
+    {"alloc", LINK_ALLOC, L(LINK_KUBELET), "kubelet_internal_checkpoint vs <root-dir>/pods, --pods",
      "alloc.held-by-terminated-pod", doctor_check_alloc},
     {"cuda", LINK_VERSIONS, L(LINK_DRIVER), "--cuda-version, CUDA_VERSION of --pods images, driver",
      "cuda.driver-too-old", doctor_check_cuda},
@@ -180,12 +183,16 @@ int doctor_need_containerd(struct doctor_ctx *c)
 
 int doctor_need_checkpoint(struct doctor_ctx *c)
 {
-	_cleanup_free_ char *p = doctor_path(c, "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint");
+	_cleanup_free_ char *p = NULL;
+	char rel[300];
 	struct gerr err = {0};
 	int r;
 
 	if (c->ckpt_state)
 		return c->ckpt_state;
+	/* next to kubelet's device-plugin sockets (doctor/kubelet_root.h) */
+	snprintf(rel, sizeof(rel), "%s/kubelet_internal_checkpoint", doctor_device_plugin_dir(c));
+	p = doctor_path(c, rel);
 	if (!p)
 		return -ENOMEM;
 	r = checkpoint_load(p, &c->ckpt, &err);
@@ -486,6 +493,7 @@ void doctor_ctx_done(struct doctor_ctx *c)
 		free(c->ctrd_files[k]);
 	free(c->ctrd_files);
 	checkpoint_free(c->ckpt);
+	kubelet_root_free(c->kroot);
 	json_decref(c->pods);
 	json_decref(c->node_obj);
 	memset(c, 0, sizeof(*c));

@@ -70,6 +70,7 @@ struct toml;
 struct nvml;
 struct node;
 struct checkpoint;
+struct kubelet_root;
 
 /* What the checks read, loaded once and shared. Lazily filled by the doctor_need_* helpers. */
 struct doctor_ctx {
@@ -96,6 +97,8 @@ struct doctor_ctx {
 	struct toml *ctrd;
 	char **ctrd_files;
 	int ctrd_version;
+	/* kubelet's root dir and where it came from (doctor/kubelet_root.h) */
+	struct kubelet_root *kroot;
 	/* kubelet checkpoint */
 	int ckpt_state;
 	char ckpt_error[GERR_MAX];

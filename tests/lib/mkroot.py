@@ -7,7 +7,7 @@ What a driver install leaves on a node, as far as gpulet looks (facts from docs/
 mig-minors table, sysfs numa_node, the driver libraries with their SONAME symlink chains and a real
 ld.so.cache made by ldconfig, GSP firmware, utility binaries and the IPC sockets.
 """
-import argparse, json, os, shutil, socket, stat, subprocess, sys, tempfile
+import argparse, json, os, shlex, shutil, socket, stat, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
@@ -238,6 +238,12 @@ def main():
                          "(a driver upgraded without reboot)")
     ap.add_argument("--with-fakenvml", action="store_true",
                     help="install build/fakenvml/libnvidia-ml.so.1 as the driver's libnvidia-ml")
+    ap.add_argument("--proc", action="append", default=[], metavar="PID=ARGV",
+                    help="a process: proc/PID/comm (argv[0]'s name) and proc/PID/cmdline (ARGV split like a "
+                         "shell, NUL-separated), e.g. '4242=/usr/bin/kubelet --root-dir=/data/kubelet'")
+    ap.add_argument("--kubeadm-unit", action="store_true",
+                    help="kubelet as the kubeadm packages install it: usr/lib/systemd/system/kubelet.service, "
+                         "its drop-in kubelet.service.d/10-kubeadm.conf and var/lib/kubelet/kubeadm-flags.env")
     ap.add_argument("--build", default=os.environ.get("GPULET_BUILD") or os.path.join(SRC, "build"),
                     help="build dir holding the stub library cache (default $GPULET_BUILD or ./build)")
     a = ap.parse_args()
@@ -348,6 +354,31 @@ def main():
     put(dest, "etc/vulkan/icd.d/nvidia_icd.json",
         '{\n    "file_format_version" : "1.0.0",\n    "ICD": {\n        "library_path": "libGLX_nvidia.so.0",\n'
         '        "api_version" : "1.3.277"\n    }\n}\n')
+
+    # processes (what a doctor reads in /proc to find the running kubelet)
+    for spec in a.proc:
+        pid, _, cmd = spec.partition("=")
+        argv = shlex.split(cmd)
+        if not pid.isdigit() or not argv:
+            die("--proc wants PID=ARGV, got %r" % spec)
+        put(dest, "proc/%s/comm" % pid, os.path.basename(argv[0])[:15] + "\n")
+        put(dest, "proc/%s/cmdline" % pid, "".join(w + "\0" for w in argv))
+
+    if a.kubeadm_unit:  # docs/reference/kubelet-root-dir.md (kubeadm)
+        unit = "usr/lib/systemd/system/kubelet.service"
+        put(dest, unit, "[Unit]\nDescription=kubelet: The Kubernetes Node Agent\n\n"
+            "[Service]\nExecStart=/usr/bin/kubelet\nRestart=always\n")
+        put(dest, unit + ".d/10-kubeadm.conf", "[Service]\n"
+            'Environment="KUBELET_KUBECONFIG_ARGS=--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf '
+            '--kubeconfig=/etc/kubernetes/kubelet.conf"\n'
+            'Environment="KUBELET_CONFIG_ARGS=--config=/var/lib/kubelet/config.yaml"\n'
+            "EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env\n"
+            "EnvironmentFile=-/etc/default/kubelet\n"
+            "ExecStart=\n"
+            "ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS "
+            "$KUBELET_EXTRA_ARGS\n")
+        put(dest, "var/lib/kubelet/kubeadm-flags.env",
+            'KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=unix:///var/run/containerd/containerd.sock"\n')
 
     # IPC sockets (cdi.md §7.5)
     if not a.no_sockets:

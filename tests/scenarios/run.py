@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Doctor scenarios: each tests/scenarios/<name>/ is a node (built from a fake-NVML fixture with
 tests/lib/mkroot.sh, then the "healthy" base below, then the scenario's setup.sh), and expect.json
-says which finding ids `gpulet doctor --root ... --json` must report as fail / warn and which must
-not appear at all. Usage: run.py [--keep] [NAME...]; env GPULET, FAKE_NVML_LIB, GPULET_SRC."""
+says which finding ids `gpulet doctor --root ... --json` must report as fail / warn, which must
+not appear at all, and words a finding's evidence must hold; scenario.json's "kubelet_root" and
+"device_plugin_dir" move the healthy kubelet's root dir and device-plugins dir.
+Usage: run.py [--keep] [NAME...]; env GPULET, FAKE_NVML_LIB, GPULET_SRC."""
 import json, os, shutil, socket, subprocess, sys, tempfile, time
 
 SRC = os.environ.get("GPULET_SRC") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -92,26 +94,29 @@ def checkpoint(fixture, entries):
     return {"Data": {"PodDeviceEntries": entries, "RegisteredDevices": reg}, "Checksum": 1234567890}
 
 
-def healthy(root, fixture):
+def healthy(root, fixture, kdir="/var/lib/kubelet", dpdir="/var/lib/kubelet/device-plugins"):
     """A working node: containerd with the nvidia runtime and CDI, a CDI spec, kubelet and the plugin
-    registered, one running pod holding GPU 0, toolkit new enough, a kernel log with an app XID."""
+    registered, one running pod holding GPU 0, toolkit new enough, a kernel log with an app XID.
+    kdir: kubelet's --root-dir (pod-resources/ and pods/ go there); dpdir: where kubelet serves device
+    plugins (kubelet.sock, plugin sockets, checkpoint): released kubelets use the fixed
+    /var/lib/kubelet/device-plugins whatever --root-dir says (docs/reference/kubelet-root-dir.md)."""
     put(root, "/etc/containerd/config.toml", CONTAINERD_V2)
     put(root, "/usr/bin/nvidia-container-runtime", "#!/bin/sh\nexec runc \"$@\"\n", 0o755)
     put(root, "/etc/cdi/nvidia.json", json.dumps(cdi_spec(fixture), indent=1))
     put(root, "/var/lib/dpkg/status", DPKG.format(toolkit="1.14.6"))
     put(root, "/var/lib/kubelet/config.yaml",
         "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n")
-    for s in ("device-plugins/kubelet.sock", "pod-resources/kubelet.sock", "device-plugins/nvidia-gpu.sock"):
-        bind_socket(root, f"/var/lib/kubelet/{s}")
+    for s in (f"{dpdir}/kubelet.sock", f"{kdir}/pod-resources/kubelet.sock", f"{dpdir}/nvidia-gpu.sock"):
+        bind_socket(root, s)
     profiles = {p for g in fixture["gpus"] for _, p in mig_instances(g)}
     for p in sorted(profiles):
-        bind_socket(root, f"/var/lib/kubelet/device-plugins/nvidia-mig-{p}.sock")
+        bind_socket(root, f"{dpdir}/nvidia-mig-{p}.sock")
     g0 = fixture["gpus"][0]
     entries = [{"PodUID": POD_UID, "ContainerName": "train", "ResourceName": "nvidia.com/gpu",
                 "DeviceIDs": {"0": [g0["uuid"]]}, "AllocResp": "CgA="}]
-    put(root, "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint",
+    put(root, f"{dpdir}/kubelet_internal_checkpoint",
         json.dumps(checkpoint(fixture, entries)))
-    os.makedirs(os.path.join(root, f"var/lib/kubelet/pods/{POD_UID}/containers/train"), exist_ok=True)
+    os.makedirs(os.path.join(root, kdir.lstrip("/"), f"pods/{POD_UID}/containers/train"), exist_ok=True)
     put(root, "/var/log/kern.log",
         "Dec  2 10:00:00 node kernel: [   12.3] nvidia-nvlink: Nvlink Core is being initialized\n"
         "Dec  2 10:05:00 node kernel: [  300.1] NVRM: Xid (PCI:0000:07:00): 13, pid=4242, name=python, "
@@ -148,8 +153,9 @@ def run(name, keep):
                             capture_output=True, text=True)
         if mk.returncode != 0:
             return [f"mkroot failed: {mk.stderr.strip()[-400:]}"]
+        kdir = spec.get("kubelet_root", "/var/lib/kubelet")
         if spec.get("base", "healthy") == "healthy":
-            healthy(root, fixture)
+            healthy(root, fixture, kdir, spec.get("device_plugin_dir", "/var/lib/kubelet/device-plugins"))
         env = dict(os.environ, ROOT=root, SCEN=d, FIXTURE=nvml, GPULET=GPULET, POD_UID=POD_UID)
         if os.path.exists(os.path.join(d, "setup.sh")):
             st = subprocess.run(["sh", "-e", os.path.join(d, "setup.sh")], env=env, capture_output=True, text=True)
@@ -159,7 +165,7 @@ def run(name, keep):
         if "podres" in spec:  # a live kubelet PodResources server (python3-grpcio) on the node's socket
             ready = os.path.join(tmp, "podres.ready")
             standin = subprocess.Popen(["/usr/bin/python3", os.path.join(SRC, "tests", "integration", "podres_standin.py"),
-                                        os.path.join(root, "var/lib/kubelet/pod-resources/kubelet.sock"),
+                                        os.path.join(root, kdir.lstrip("/"), "pod-resources/kubelet.sock"),
                                         os.path.join(d, spec["podres"]), "--ready", ready],
                                        stderr=subprocess.DEVNULL)
             for _ in range(200):
@@ -194,6 +200,9 @@ def run(name, keep):
         for i in expect.get("skipped", []):
             if not any(i in s["ids"].split() for s in doc.get("skipped", [])):
                 errs.append(f"expected the check reporting {i} to be skipped (explained by an earlier failure)")
+        for i, wants in expect.get("evidence", {}).items():  # words the finding's evidence must hold
+            ev = " | ".join(e for f in doc["findings"] if f["id"] == i for e in f["evidence"])
+            errs += [f"{i}: evidence lacks {w!r}: {ev[:600]}" for w in wants if w not in ev]
         if expect.get("no_other_fail"):
             extra = [i for i, s in got.items() if s == "fail" and i not in expect.get("fail", [])]
             if extra:
