@@ -444,6 +444,15 @@ int doctor_load_inputs(struct doctor_ctx *c, const struct doctor_options *o)
 	return 0;
 }
 
+void doctor_skip(struct doctor_ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->skip_reason, sizeof(c->skip_reason), fmt, ap);
+	va_end(ap);
+}
+
 int doctor_run(struct doctor_ctx *c, const struct doctor_options *o)
 {
 	return doctor_run_table(c, o, doctor_checks, doctor_n_checks);
@@ -466,10 +475,15 @@ int doctor_run_table(struct doctor_ctx *c, const struct doctor_options *o, const
 								    ch->ids, "explained_by", why->id));
 			continue;
 		}
+		c->skip_reason[0] = '\0';
 		r = ch->run(c);
 		if (r == -ENOMEM)
 			return r;
-		if (c->n_findings == before) {
+		if (c->skip_reason[0]) {
+			json_array_append_new(c->skipped, json_pack("{s:s, s:s, s:s}", "check", ch->name, "ids",
+								    ch->ids, "reason", c->skip_reason));
+			c->skip_reason[0] = '\0';
+		} else if (c->n_findings == before) {
 			char id[64];
 
 			snprintf(id, sizeof(id), "%s.ok", ch->name);
@@ -598,12 +612,31 @@ json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_o
 	return doc;
 }
 
+/* The skipped checks that carry `key` ("explained_by" or "reason"), under one heading. */
+static void print_skipped(const struct doctor_ctx *c, const char *key, const char *heading, const char *arrow)
+{
+	bool first = true;
+	size_t i;
+	json_t *s;
+
+	json_array_foreach (c->skipped, i, s) {
+		const char *v = json_string_value(json_object_get(s, key));
+
+		if (!v)
+			continue;
+		if (first)
+			printf("\n  %s\n", heading);
+		first = false;
+		printf("    %-10s (%s) %s %s\n", json_string_value(json_object_get(s, "check")),
+		       json_string_value(json_object_get(s, "ids")), arrow, v);
+	}
+}
+
 /* The readable report: grouped by link in chain order, the first failure named as the root cause. */
 void doctor_print(const struct doctor_ctx *c, char *const *only, size_t n_only)
 {
 	const struct doctor_finding *root_cause = NULL;
-	size_t n_fail = 0, n_warn = 0, n_ok = 0, i;
-	json_t *s;
+	size_t n_fail = 0, n_warn = 0, n_ok = 0;
 
 	for (int l = 0; l < _LINK_MAX; l++)
 		for (size_t k = 0; k < c->n_findings; k++) {
@@ -632,13 +665,8 @@ void doctor_print(const struct doctor_ctx *c, char *const *only, size_t n_only)
 			if (f->fix[0])
 				printf("                  fix: %s\n", f->fix);
 		}
-	if (json_array_size(c->skipped)) {
-		printf("\n  not checked, already explained by an earlier failure:\n");
-		json_array_foreach (c->skipped, i, s)
-			printf("    %-10s (%s) <- %s\n", json_string_value(json_object_get(s, "check")),
-			       json_string_value(json_object_get(s, "ids")),
-			       json_string_value(json_object_get(s, "explained_by")));
-	}
+	print_skipped(c, "explained_by", "not checked, already explained by an earlier failure:", "<-");
+	print_skipped(c, "reason", "not checked here:", "--");
 	printf("\n");
 	if (root_cause)
 		printf("Root cause: %s (%s link): %s\nFix first: %s\n", root_cause->id,

@@ -78,8 +78,10 @@ struct doctor_ctx {
 	/* findings so far */
 	struct doctor_finding *findings;
 	size_t n_findings, cap_findings;
-	/* checks not run because a link they need already failed */
+	/* checks not run: a link they need already failed ("explained_by"), or the check could not run
+	 * here and said why ("reason", doctor_skip) */
 	json_t *skipped;
+	char skip_reason[256];     /* set by doctor_skip() while a check runs; "" otherwise */
 	unsigned failed_links;     /* bit per enum doctor_link with a fail */
 	int blocked_by[_LINK_MAX]; /* 1 + index of the finding that made a link's check skip; 0 none */
 
@@ -224,6 +226,12 @@ int doctor_run_table(struct doctor_ctx *c, const struct doctor_options *o, const
 extern const struct doctor_check probe_checks[];
 extern const size_t probe_n_checks;
 void doctor_ctx_done(struct doctor_ctx *c);
+
+/*
+ * The running check could not check anything here (an input is absent): it is listed under "skipped"
+ * with this reason instead of getting an ok finding, so nothing is called ok that was not checked.
+ */
+void doctor_skip(struct doctor_ctx *c, const char *fmt, ...) _printf_(2, 3);
 
 /* {"findings":[...], "skipped":[...]}; only ids in only[] (prefix match, "cdi." or exact) when given. */
 json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_only);

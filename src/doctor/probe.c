@@ -23,11 +23,17 @@
 	"containerd runtime), CDI is off or its spec was not injected, or nvidia.com/gpu is not in "              \
 	"resources.limits"
 
+/* open() errors that mean "no kernel driver behind this node" rather than "not allowed". */
+static bool no_driver_errno(int e)
+{
+	return e == ENXIO || e == ENODEV;
+}
+
 static int check_nodes(struct doctor_ctx *c)
 {
 	_cleanup_free_ char *dev = doctor_path(c, "/dev");
 	const char *vis = getenv("NVIDIA_VISIBLE_DEVICES");
-	struct doctor_finding *missing = NULL, *perm = NULL;
+	struct doctor_finding *missing = NULL, *perm = NULL, *nodrv = NULL;
 	size_t n_gpus = 0;
 	DIR *d;
 	struct dirent *de;
@@ -50,6 +56,19 @@ static int check_nodes(struct doctor_ctx *c)
 		fd = open(p, O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 		if (fd >= 0) {
 			close(fd);
+			continue;
+		}
+		if (no_driver_errno(errno)) {
+			if (!nodrv)
+				nodrv = doctor_report(
+				    c, "probe.driver-not-loaded", DOCTOR_FAIL, LINK_DRIVER,
+				    "on the node: lsmod | grep nvidia, dmesg | grep -i -e NVRM -e Xid, gpulet doctor; "
+				    "load "
+				    "the driver (modprobe nvidia) or reboot after a driver upgrade",
+				    "the GPU device nodes are in this container but no NVIDIA kernel driver answers "
+				    "behind "
+				    "them: the driver is not loaded on the node, or the GPU fell off the bus");
+			doctor_evidence(nodrv, "open /dev/%s: %s", n, strerror(errno));
 			continue;
 		}
 		if (errno != EACCES && errno != EPERM)
@@ -118,69 +137,118 @@ static int check_libraries(struct doctor_ctx *c)
 	return 0;
 }
 
-/* CUresult values (CUDA Driver API reference, enum cudaError_enum) and what they mean here. */
+/*
+ * CUresult values (CUDA Driver API reference, enum cudaError_enum), what they mean once the device nodes
+ * are known to be here and openable (cuinit runs only then), and which link of the chain is at fault.
+ */
 static const struct {
 	int code;
 	const char *name;
+	enum doctor_link link;
 	const char *meaning;
 } cu_results[] = {
-    {3, "CUDA_ERROR_NOT_INITIALIZED", "the driver could not be initialised"},
-    {35, "CUDA_ERROR_INSUFFICIENT_DRIVER",
+    {3, "CUDA_ERROR_NOT_INITIALIZED", LINK_DRIVER, "the driver could not be initialised"},
+    {35, "CUDA_ERROR_INSUFFICIENT_DRIVER", LINK_VERSIONS,
      "CUDA driver version is insufficient for CUDA runtime version: the driver is older than the image needs"},
-    {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected: " WHY_NO_GPU},
-    {101, "CUDA_ERROR_INVALID_DEVICE",
+    {100, "CUDA_ERROR_NO_DEVICE", LINK_DRIVER,
+     "no CUDA-capable device is detected although the device nodes open: CUDA_VISIBLE_DEVICES hides them, or "
+     "the node's kernel driver does not see the GPU"},
+    {101, "CUDA_ERROR_INVALID_DEVICE", LINK_DEVNODE,
      "the visible devices are invalid (NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES)"},
-    {304, "CUDA_ERROR_OPERATING_SYSTEM",
+    {304, "CUDA_ERROR_OPERATING_SYSTEM", LINK_DEVNODE,
      "an OS call failed: usually /dev/nvidia-uvm missing or not openable in the container"},
-    {803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+    {803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", LINK_DRIVER,
      "the container's libcuda and the node's kernel module are different versions (stale compat libraries or a "
      "driver upgrade without reboot)"},
-    {804, "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
+    {804, "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", LINK_TOOLKIT,
      "forward-compatibility libraries in the image do not support this GPU: use an image for the node's CUDA"},
-    {999, "CUDA_ERROR_UNKNOWN", "unknown error: check the node's kernel log for XIDs (gpulet doctor)"},
+    {999, "CUDA_ERROR_UNKNOWN", LINK_DRIVER, "unknown error: check the node's kernel log for XIDs (gpulet doctor)"},
 };
+
+struct cuda_api {
+	int (*init)(unsigned);
+	int (*driver_version)(int *);
+};
+
+/* dlopen libcuda and resolve what probe calls; 0 with *ret_h, or -ENOENT (not loadable) / -ENOSYS (not libcuda). */
+static int cuda_open(const char *path, void **ret_h, struct cuda_api *api, char *err, size_t size)
+{
+	void *h = open_lib(path, err, size);
+
+	if (!h)
+		return -ENOENT;
+	*(void **)&api->init = dlsym(h, "cuInit");
+	*(void **)&api->driver_version = dlsym(h, "cuDriverGetVersion");
+	if (!api->init || !api->driver_version) {
+		snprintf(err, size, "%s", dlerror());
+		dlclose(h);
+		return -ENOSYS;
+	}
+	*ret_h = h;
+	return 0;
+}
+
+static const char *cuda_path(const struct doctor_ctx *c)
+{
+	return c->o->cuda_library ? c->o->cuda_library : "libcuda.so.1";
+}
 
 static int check_cuinit(struct doctor_ctx *c)
 {
-	const char *cuda = c->o->cuda_library ? c->o->cuda_library : "libcuda.so.1";
+	const char *cuda = cuda_path(c), *name = "CUresult", *meaning = "cuInit failed";
+	enum doctor_link link = LINK_DRIVER;
+	struct cuda_api api;
 	char err[512];
-	void *h = open_lib(cuda, err, sizeof(err));
-	int (*cu_init)(unsigned);
-	int (*cu_version)(int *);
+	void *h;
 	int r, v = 0;
 	struct doctor_finding *f;
 
-	if (!h)
-		return 0; /* reported by the libraries step */
-	*(void **)&cu_init = dlsym(h, "cuInit");
-	*(void **)&cu_version = dlsym(h, "cuDriverGetVersion");
-	if (!cu_init || !cu_version) {
-		f = doctor_report(c, "probe.libcuda-broken", DOCTOR_FAIL, LINK_NVML,
-				  "the injected libcuda is not a CUDA driver library: check the CDI spec's mounts",
-				  "libcuda.so.1 lacks cuInit/cuDriverGetVersion");
-		doctor_evidence(f, "dlsym in %s: %s", cuda, dlerror());
-		dlclose(h);
+	r = cuda_open(cuda, &h, &api, err, sizeof(err));
+	if (r == -ENOENT) {
+		doctor_skip(c, "%s did not load", cuda);
 		return 0;
 	}
-	r = cu_init(0);
-	if (cu_version(&v) == 0 && v > 0)
-		c->node_cuda = v;
-	if (r != 0) {
-		const char *name = "CUresult", *meaning = "cuInit failed";
-
-		for (size_t k = 0; k < ELEMENTSOF(cu_results); k++)
-			if (cu_results[k].code == r) {
-				name = cu_results[k].name;
-				meaning = cu_results[k].meaning;
-			}
-		f = doctor_report(c, "probe.cuinit-failed", DOCTOR_FAIL, LINK_NVML,
-				  r == 35 ? "use an image built for the node's CUDA, or upgrade the node's driver"
-					  : "run gpulet doctor on the node to find the broken link",
-				  "cuInit(0) failed with %s (%d): %s", name, r, meaning);
-		doctor_evidence(f, "cuInit(0) = %d in %s", r, cuda);
+	if (r < 0) {
+		f = doctor_report(c, "probe.libcuda-broken", DOCTOR_FAIL, LINK_TOOLKIT,
+				  "the injected libcuda is not a CUDA driver library: check the CDI spec's mounts",
+				  "libcuda.so.1 lacks cuInit/cuDriverGetVersion");
+		doctor_evidence(f, "dlsym in %s: %s", cuda, err);
+		return 0;
 	}
+	r = api.init(0);
+	if (api.driver_version(&v) == 0 && v > 0)
+		c->node_cuda = v;
 	dlclose(h);
+	if (r == 0)
+		return 0;
+	for (size_t k = 0; k < ELEMENTSOF(cu_results); k++)
+		if (cu_results[k].code == r) {
+			name = cu_results[k].name;
+			meaning = cu_results[k].meaning;
+			link = cu_results[k].link;
+		}
+	f = doctor_report(c, "probe.cuinit-failed", DOCTOR_FAIL, link,
+			  r == 35 ? "use an image built for the node's CUDA, or upgrade the node's driver"
+				  : "run gpulet doctor on the node to find the broken link",
+			  "cuInit(0) failed with %s (%d): %s", name, r, meaning);
+	doctor_evidence(f, "cuInit(0) = %d in %s", r, cuda);
 	return 0;
+}
+
+/* The driver's CUDA version: cuDriverGetVersion answers without a device, so ask it if cuinit did not run. */
+static int driver_cuda(struct doctor_ctx *c)
+{
+	struct cuda_api api;
+	char err[512];
+	void *h;
+	int v = 0;
+
+	if (c->node_cuda || cuda_open(cuda_path(c), &h, &api, err, sizeof(err)) < 0)
+		return c->node_cuda;
+	if (api.driver_version(&v) == 0 && v > 0)
+		c->node_cuda = v;
+	dlclose(h);
+	return c->node_cuda;
 }
 
 static int check_cuda_version(struct doctor_ctx *c)
@@ -190,8 +258,19 @@ static int check_cuda_version(struct doctor_ctx *c)
 	int cuda;
 	struct doctor_finding *f;
 
-	if (!want || cuda_version_parse(want, &cuda) < 0 || !c->node_cuda)
+	if (!want) {
+		doctor_skip(c, "CUDA_VERSION is not set in this container (nvidia/cuda images set it): no CUDA to "
+			       "compare with the driver's");
 		return 0;
+	}
+	if (cuda_version_parse(want, &cuda) < 0) {
+		doctor_skip(c, "CUDA_VERSION=%s is not a CUDA version", want);
+		return 0;
+	}
+	if (!driver_cuda(c)) {
+		doctor_skip(c, "cuDriverGetVersion in %s gave no version", cuda_path(c));
+		return 0;
+	}
 	cuda_version_format(c->node_cuda, have, sizeof(have));
 	switch (cuda_check(cuda, c->node_cuda, NULL, why, sizeof(why))) {
 	case CUDA_OK:
@@ -199,6 +278,7 @@ static int check_cuda_version(struct doctor_ctx *c)
 			      "the driver supports CUDA %s, the image has CUDA_VERSION=%s", have, want);
 		return 0;
 	case CUDA_UNKNOWN:
+		doctor_skip(c, "CUDA %s or the driver's CUDA %s is not in gpulet's CUDA/driver table", want, have);
 		return 0;
 	default:
 		f = doctor_report(c, "probe.cuda-driver-too-old", DOCTOR_FAIL, LINK_VERSIONS,
@@ -214,11 +294,11 @@ static int check_cuda_version(struct doctor_ctx *c)
 }
 
 const struct doctor_check probe_checks[] = {
-    {"devnodes", LINK_DEVNODE, 0, "/dev/nvidia*, opened read-write", "probe.no-device-nodes probe.devnode-permission",
-     check_nodes},
+    {"devnodes", LINK_DEVNODE, 0, "/dev/nvidia*, opened read-write",
+     "probe.no-device-nodes probe.devnode-permission probe.driver-not-loaded", check_nodes},
     {"libraries", LINK_TOOLKIT, 0, "dlopen libcuda.so.1, libnvidia-ml.so.1", "probe.libcuda-missing probe.nvml-missing",
      check_libraries},
-    {"cuinit", LINK_NVML, L(LINK_DEVNODE) | L(LINK_TOOLKIT), "cuInit(0), cuDriverGetVersion",
+    {"cuinit", LINK_DRIVER, L(LINK_DRIVER) | L(LINK_DEVNODE) | L(LINK_TOOLKIT), "cuInit(0), cuDriverGetVersion",
      "probe.cuinit-failed probe.libcuda-broken", check_cuinit},
     {"cuda", LINK_VERSIONS, L(LINK_TOOLKIT), "CUDA_VERSION vs the driver's CUDA", "probe.cuda-driver-too-old",
      check_cuda_version},

@@ -47,6 +47,17 @@ try:
     root, bare = os.path.join(tmp, "root"), os.path.join(tmp, "bare")
     subprocess.run([mk, root, "single-t4"], check=True, capture_output=True)
     subprocess.run([mk, bare, "single-t4", "--no-devnodes"], check=True, capture_output=True)
+    # mkroot's nodes carry NVIDIA's numbers (195:N); with no kernel module here open() says ENXIO, which is
+    # what a container sees on a node whose driver is not loaded. For the cases where the driver answers,
+    # the nodes are re-made as 1:3 (/dev/null's numbers): they open like a driver-backed node.
+    nodrv = os.path.join(tmp, "nodrv")
+    subprocess.run([mk, nodrv, "single-t4"], check=True, capture_output=True)
+    for n in os.listdir(os.path.join(root, "dev")):
+        if n.startswith("nvidia") and n != "nvidia-caps":
+            p = os.path.join(root, "dev", n)
+            if os.path.exists(p) and not os.path.isdir(p):
+                os.unlink(p)
+                os.mknod(p, 0o20666, os.makedev(1, 3))
 
     rc, got, _ = probe(root, {"CUDA_VERSION": "12.4.1"})
     case("healthy", rc, got, absent=[i for i in got if got[i]["severity"] != "ok"], want_rc=0)
@@ -61,6 +72,19 @@ try:
 
     rc, got, _ = probe(root, {"FAKE_CUDA_INIT": "100"})
     case("cuInit no device", rc, got, ["probe.cuinit-failed"], [], 1, "CUDA_ERROR_NO_DEVICE")
+
+    rc, got, _ = probe(nodrv, {"FAKE_CUDA_INIT": "100", "CUDA_VERSION": "12.4.1"})
+    case("device nodes but no driver", rc, got, ["probe.driver-not-loaded"], ["probe.cuinit-failed",
+         "probe.no-device-nodes"], 1, "no NVIDIA kernel driver answers")
+    if got.get("probe.driver-not-loaded", {}).get("component") != "driver":
+        errs.append("device nodes but no driver: the failure must be named under the driver link")
+    if "probe.cuda-version.ok" not in got:
+        errs.append("device nodes but no driver: cuDriverGetVersion needs no device, the CUDA comparison must run")
+
+    rc, got, doc = probe(root)
+    skipped = {s["check"]: s for s in doc.get("skipped", [])} if isinstance(doc, dict) else {}
+    if "cuda.ok" in got or "CUDA_VERSION" not in skipped.get("cuda", {}).get("reason", ""):
+        errs.append(f"no CUDA_VERSION: the cuda check must say it was not checked, got {sorted(got)} {skipped}")
 
     rc, got, _ = probe(root, {"FAKE_CUDA_INIT": "35", "FAKE_CUDA_DRIVER_VERSION": "12020", "CUDA_VERSION": "12.4.1"})
     case("insufficient driver", rc, got, ["probe.cuinit-failed", "probe.cuda-driver-too-old"], [], 1,
