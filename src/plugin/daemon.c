@@ -129,10 +129,14 @@ void daemon_restart(struct daemon *d, const char *why, enum restart_kind kind)
 	}
 	r = build(d, newcfg, &n, &rs, &err);
 	if (r < 0) {
-		log_error("Cannot build the device list, serving the previous one", "error=\"%s\"", err.msg);
 		free(newcfg);
-		if (!d->rs)
+		if (!d->rs) {
+			/* never served: there is no previous list to fall back to */
+			log_warn("Still no devices, nothing is advertised; looking again later",
+				 "error=\"%s\" retry_s=%d", err.msg, INIT_RETRY_MS / 1000);
 			return;
+		}
+		log_error("Cannot build the device list, serving the previous one", "error=\"%s\"", err.msg);
 		daemon_stop_serving(d, d->rs);
 	} else {
 		daemon_stop_serving(d, rs);
@@ -316,7 +320,8 @@ int plugin_daemon_run(const struct config_args *args, const struct plugin_config
 			rc = 1;
 			goto out;
 		}
-		log_warn("No devices found. Waiting indefinitely.", "error=\"%s\"", err.msg);
+		log_warn("No devices found. Waiting indefinitely.", "error=\"%s\" retry_s=%d", err.msg,
+			 INIT_RETRY_MS / 1000);
 		d.next_init_ms = daemon_now_ms() + INIT_RETRY_MS;
 	} else {
 		/* serving CDI names no spec resolves would fail every pod at start, far from the cause */

@@ -181,13 +181,23 @@ def test_fail_on_init_error(h):
                 break
             subprocess.run(["sleep", "0.05"])
         check(p.poll() is None, "exited with --fail-on-init-error=false")
+        # a reload while nothing was ever served: no "previous" device list to fall back on
+        p.send_signal(signal.SIGHUP)
+        for _ in range(100):
+            log.seek(0)
+            if "Still no devices" in log.read():
+                break
+            subprocess.run(["sleep", "0.05"])
         p.send_signal(signal.SIGTERM)
         check(p.wait(10) == 0, "SIGTERM while waiting")
     finally:
         if p.poll() is None:
             p.kill()
     log.seek(0)
-    check("No devices found. Waiting indefinitely." in log.read(), "no waiting message")
+    text = log.read()
+    check("No devices found. Waiting indefinitely." in text, "no waiting message")
+    check("Still no devices" in text and "retry_s=30" in text, "a reload while waiting must say nothing is served")
+    check("serving the previous one" not in text, "there never was a previous device list: %r" % text)
 
 
 def test_cdi_spec_unwritable(h):
