@@ -137,7 +137,9 @@ static char *join_root(const char *base, const char *path)
 	return root_path(base, path);
 }
 
-static int add_file(struct discovery *d, enum driver_file_kind kind, const char *base, const char *path, bool is_dir)
+/* host_path = base + host, container_path = container (a symlink followed on the host side). */
+static int add_file_at(struct discovery *d, enum driver_file_kind kind, const char *base, const char *host,
+		       const char *container, bool is_dir)
 {
 	struct driver_info *in = d->info;
 	struct driver_file *f;
@@ -153,8 +155,8 @@ static int add_file(struct discovery *d, enum driver_file_kind kind, const char 
 	}
 	f = &in->files[in->n_files];
 	*f = (struct driver_file){.kind = kind, .is_dir = is_dir};
-	f->host_path = join_root(base, path);
-	f->container_path = strdup(path);
+	f->host_path = join_root(base, host);
+	f->container_path = strdup(container);
 	if (!f->host_path || !f->container_path) {
 		free(f->host_path);
 		free(f->container_path);
@@ -162,6 +164,11 @@ static int add_file(struct discovery *d, enum driver_file_kind kind, const char 
 	}
 	in->n_files++;
 	return 0;
+}
+
+static int add_file(struct discovery *d, enum driver_file_kind kind, const char *base, const char *path, bool is_dir)
+{
+	return add_file_at(d, kind, base, path, path, is_dir);
 }
 
 /* lstat/stat of base+path read under root. */
@@ -367,7 +374,7 @@ static void infer_version(struct discovery *d, const struct ldcache *c)
 static int discover_libraries(struct discovery *d, struct gerr *err)
 {
 	_cleanup_(ldcache_freep) struct ldcache *c = NULL;
-	_cleanup_free_ char *host = join_root(d->driver_root, "/etc/ld.so.cache"), *p = NULL;
+	_cleanup_free_ char *host = join_root(d->driver_root, "/etc/ld.so.cache"), *p = NULL, *versioned = NULL;
 	int32_t arch = ldcache_host_arch();
 	size_t first = d->info->n_files, last;
 	int r = 0;
@@ -395,12 +402,18 @@ static int discover_libraries(struct discovery *d, struct gerr *err)
 	}
 	for (size_t i = 0; !c && i < driver_n_lib_dirs && r >= 0; i++)
 		r = for_each_match(d, driver_lib_dirs[i], "lib*.so.*", add_library_cb, NULL);
-	/* vdpau/ next to each library dir is not in the cache (nvidia-ctk driver-nvml.go); each dir once. */
+	/*
+	 * Like nvidia-ctk (driver-nvml.go getVersionLibs, docs/reference/cdi.md §7.4): every
+	 * lib*.so.<version> in a dir that holds a driver library, though the cache lacks it (Debian's
+	 * nvidia/current: libnvidia-cfg, libnvidia-vulkan-producer), and vdpau/ next to each; each dir once.
+	 */
+	if (asprintf(&versioned, "lib*.so.%s", d->info->version) < 0)
+		return gerr_set(err, ENOMEM, "out of memory");
 	last = d->info->n_files;
 	for (size_t i = first; i < last && r >= 0; i++) {
 		const char *cp = d->info->files[i].container_path;
 		size_t n = (size_t)(strrchr(cp, '/') - cp);
-		_cleanup_free_ char *vd = NULL;
+		_cleanup_free_ char *vd = NULL, *dir = NULL;
 		bool seen = false;
 
 		for (size_t j = first; j < i && !seen; j++) {
@@ -410,9 +423,11 @@ static int discover_libraries(struct discovery *d, struct gerr *err)
 		}
 		if (seen || (n >= 6 && strncmp(cp + n - 6, "/vdpau", 6) == 0))
 			continue;
-		if (asprintf(&vd, "%.*s/vdpau", (int)n, cp) < 0)
+		if (asprintf(&vd, "%.*s/vdpau", (int)n, cp) < 0 || !(dir = strndup(cp, n ? n : 1)))
 			return gerr_set(err, ENOMEM, "out of memory");
-		r = for_each_match(d, vd, "libvdpau_nvidia.so.*", add_library_cb, NULL);
+		r = for_each_match(d, dir, versioned, add_library_cb, NULL);
+		if (r >= 0)
+			r = for_each_match(d, vd, "libvdpau_nvidia.so.*", add_library_cb, NULL);
 	}
 	return r < 0 ? gerr_set(err, -r, "driver discovery: %s", strerror(-r)) : 0;
 }
@@ -438,14 +453,16 @@ static int discover_fixed(struct discovery *d)
 		}
 	for (size_t i = 0; i < ELEMENTSOF(binaries) && r >= 0; i++)
 		for (size_t j = 0; j < ELEMENTSOF(bin_dirs); j++) {
-			_cleanup_free_ char *path = NULL;
+			_cleanup_free_ char *path = NULL, *target = NULL;
 
 			if (asprintf(&path, "%s/%s", bin_dirs[j], binaries[i]) < 0)
 				return -ENOMEM;
-			if (stat_under(d, d->driver_root, path, &st, true) < 0 || !S_ISREG(st.st_mode) ||
+			/* Debian: /usr/bin/nvidia-smi -> /etc/alternatives/... -> /usr/lib/nvidia/current/ */
+			if (resolve_in_root(d, path, &target) < 0 ||
+			    stat_under(d, d->driver_root, target, &st, false) < 0 || !S_ISREG(st.st_mode) ||
 			    !(st.st_mode & 0111))
 				continue;
-			r = add_file(d, DRIVER_BINARY, d->driver_root, path, false);
+			r = add_file_at(d, DRIVER_BINARY, d->driver_root, target, path, false);
 			break;
 		}
 	if (r >= 0 && d->info->version[0]) {

@@ -17,7 +17,7 @@ static const struct {
 	size_t offset;
 	int required;
 } nvml_symbol_table[] = {
-#define NVML_ROW(field, sym, args, req) {sym, offsetof(struct nvml, field), req},
+#define NVML_ROW(field, sym, args, req) {#sym, offsetof(struct nvml, field), req},
     NVML_SYMBOLS(NVML_ROW)
 #undef NVML_ROW
 };

@@ -16,7 +16,7 @@ static const struct {
 	const char *symbol;
 	int required;
 } symbols[] = {
-#define ROW(field, sym, args, req) {sym, req},
+#define ROW(field, sym, args, req) {#sym, req},
     NVML_SYMBOLS(ROW)
 #undef ROW
 };
