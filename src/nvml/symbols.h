@@ -67,3 +67,10 @@
 	  (nvmlDevice_t, unsigned, nvmlPciInfo_t *), 0)                                                                \
 	X(device_get_compute_running_processes, nvmlDeviceGetComputeRunningProcesses_v3,                               \
 	  (nvmlDevice_t, unsigned *, nvmlProcessInfo_t *), 0)
+
+/* One row of a {name, required} table: struct nvml_symbol t[] = {NVML_SYMBOLS(NVML_SYMBOL_ROW)}. */
+struct nvml_symbol {
+	const char *name;
+	int required;
+};
+#define NVML_SYMBOL_ROW(field, sym, args, req) {#sym, req},

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A fake libnvidia-ml.so.1 for tests: every NVML entry point gpulet resolves (NVML_SYMBOLS in
- * src/nvml/abi.h), answered from a JSON node fixture named by FAKE_NVML_FIXTURE.
+ * src/nvml/symbols.h), answered from a JSON node fixture named by FAKE_NVML_FIXTURE.
  *
  * Run-time injection while a daemon holds the library (tests/fakenvml/README.md):
  *   - the fixture is re-read whenever its inode, size or mtime changes, so a test rewrites it

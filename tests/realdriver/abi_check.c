@@ -14,14 +14,7 @@
 
 static const struct abi_row our_rows[] = {ABI_ROWS};
 
-static const struct {
-	const char *symbol;
-	int required;
-} symbols[] = {
-#define ROW(field, sym, args, req) {#sym, req},
-    NVML_SYMBOLS(ROW)
-#undef ROW
-};
+static const struct nvml_symbol symbols[] = {NVML_SYMBOLS(NVML_SYMBOL_ROW)};
 
 int main(int argc, char **argv)
 {
@@ -55,9 +48,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (unsigned i = 0; i < n_syms; i++)
-		if (!dlsym(dl, symbols[i].symbol)) {
+		if (!dlsym(dl, symbols[i].name)) {
 			fprintf(stderr, "%s: %s is not exported by %s\n", symbols[i].required ? "FAIL" : "note",
-				symbols[i].symbol, argv[1]);
+				symbols[i].name, argv[1]);
 			bad += symbols[i].required;
 			optional_missing += !symbols[i].required;
 		}
