@@ -86,11 +86,11 @@ static const char *const bin_dirs[] = {"/usr/bin", "/usr/sbin", "/bin", "/sbin",
 
 /*
  * The one list of driver library directories, inside the driver root, in search order. The NVML
- * loader (nvml/open.c) tries each for libnvidia-ml.so.1; discovery scans them when the root has
- * no ld.so.cache; doctor names them. Sources (docs/reference/cdi.md §7.4, real-driver.md):
- * nvidia-ctk pkg/lookup/library.go default search paths; Debian and Ubuntu's nvidia/current
- * (Debian's packages install there, reached through /etc/alternatives links); RHEL's usr/lib64;
- * usr/lib and lib last, where older NVML loaders also looked.
+ * loader (nvml/open.c; every verb, doctor and the plugin) tries each for libnvidia-ml.so.1;
+ * discovery scans them when the root has no ld.so.cache. Sources (docs/reference/cdi.md §7.4,
+ * docs/reference/real-driver.md): nvidia-ctk pkg/lookup/library.go default search paths; Debian's
+ * nvidia/current (its packages install there, reached through /etc/alternatives links); RHEL's
+ * usr/lib64; usr/lib and lib last, where older NVML loaders also looked.
  */
 const char *const driver_lib_dirs[] = {
     "/usr/lib64",

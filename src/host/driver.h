@@ -70,7 +70,8 @@ const char *driver_kind_name(enum driver_file_kind k);
 
 /*
  * The one list of directories (paths inside a driver root, in search order) where driver
- * libraries live: the NVML loader, discovery without an ld.so.cache and doctor all use it.
+ * libraries live: the NVML loader (so every verb, doctor and the plugin) and discovery without an
+ * ld.so.cache use it.
  */
 extern const char *const driver_lib_dirs[];
 extern const size_t driver_n_lib_dirs;
