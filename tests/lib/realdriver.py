@@ -29,6 +29,11 @@ import time
 
 SUITE = "bookworm"
 VERSION = "535.261.03"
+# Pinned: the goldens and docs/reference/real-driver.md describe exactly these. When Debian moves
+# on (a point release replaces them), the download fails naming the package: raise the versions,
+# rerun with GPULET_UPDATE_GOLDEN=1 and review the golden diff.
+DEB_VERSION = VERSION + "-1"
+DEV_VERSION = "11.8.86~11.8.0-5~deb12u1"  # libnvidia-ml-dev comes from nvidia-cuda-toolkit
 ARCH_DIR = "usr/lib/x86_64-linux-gnu"
 # What the tests use, nothing more (docs/reference/real-driver.md lists each package's files).
 PACKAGES = [
@@ -60,6 +65,10 @@ PACKAGES = [
 SYSTEM_SOURCES = "/etc/apt/sources.list.d/debian.sources"
 
 
+def pinned(pkg):
+    return f"{pkg}={DEV_VERSION if pkg == 'libnvidia-ml-dev' else DEB_VERSION}"
+
+
 def die(msg):
     sys.exit(f"realdriver: {msg}")
 
@@ -72,11 +81,20 @@ def run(cmd, **kw):
 
 
 def system_archive():
-    """URI and keyring of the system's main Debian archive stanza (deb822)."""
+    """URI and keyring of the system's main Debian archive: the deb822 stanza of debian.sources,
+    else the first `deb` line of the one-line sources.list format for the suite."""
     try:
         text = open(SYSTEM_SOURCES).read()
     except OSError as e:
-        die(f"cannot read {SYSTEM_SOURCES}: {e}")
+        try:
+            for line in open("/etc/apt/sources.list"):
+                m = re.match(r"deb\s+(?:\[(.*?)\]\s+)?(\S+)\s+(\S+)\s", line)
+                if m and m.group(3) == SUITE:
+                    keyring = re.search(r"signed-by=(\S+)", m.group(1) or "")
+                    return m.group(2), keyring.group(1) if keyring else ""
+        except OSError:
+            pass
+        die(f"cannot read {SYSTEM_SOURCES} ({e}) and /etc/apt/sources.list has no {SUITE} line")
     for stanza in re.split(r"\n\s*\n", text):
         fields = dict(re.findall(r"^([A-Za-z-]+):\s*(.*)$", stanza, re.M))
         if SUITE in fields.get("Suites", "").split():
@@ -95,7 +113,7 @@ def fetch(cache):
     """Download PACKAGES into cache/debs unless a previous run left all of them there."""
     debs = os.path.join(cache, "debs")
     stamp = os.path.join(debs, "PACKAGES")
-    want = "\n".join(PACKAGES) + "\n"
+    want = "\n".join(map(pinned, PACKAGES)) + "\n"
     if os.path.exists(stamp) and open(stamp).read() == want:
         return False
     uri, keyring = system_archive()
@@ -111,7 +129,7 @@ def fetch(cache):
     t0 = time.monotonic()
     run(["apt-get", *opts, "update"])
     tmp = tempfile.mkdtemp(dir=cache)
-    run(["apt-get", *opts, "download", *PACKAGES], cwd=tmp)
+    run(["apt-get", *opts, "download", *map(pinned, PACKAGES)], cwd=tmp)
     shutil.rmtree(debs, ignore_errors=True)
     shutil.rmtree(os.path.join(cache, "files"), ignore_errors=True)
     os.rename(tmp, debs)
