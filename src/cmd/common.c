@@ -33,17 +33,8 @@ int cmd_parse_bool(const char *s, bool *ret)
 
 int cmd_open_nvml(const struct cmd_nvml_opts *o, struct nvml **ret, struct gerr *err)
 {
-	const char *lib = o->library ? o->library : cmd_env_or("GPULET_NVML_LIBRARY", NULL);
-	/*
-	 * The driver root is a host path, like every other: under --root /host it is /host/run/nvidia/driver,
-	 * the same rule the plugin and doctor apply.
-	 */
-	_cleanup_free_ char *droot =
-	    root_path(o->root, o->driver_root ? o->driver_root : cmd_env_or("NVIDIA_DRIVER_ROOT", "/"));
-
-	if (!droot)
-		return gerr_set(err, ENOMEM, "out of memory");
-	return nvml_open(lib, droot, ret, err);
+	return nvml_open_host(
+	    &(struct nvml_host){.root = o->root, .library = o->library, .driver_root = o->driver_root}, ret, err);
 }
 
 int cmd_load_node(const struct cmd_nvml_opts *o, struct nvml **ret_nv, struct node **ret_node)

@@ -140,16 +140,13 @@ char *doctor_path(const struct doctor_ctx *c, const char *path)
 int doctor_need_nvml(struct doctor_ctx *c)
 {
 	struct gerr err = {0};
-	_cleanup_free_ char *droot = NULL;
 	int r;
 
 	if (c->nvml_state)
 		return c->nvml_state;
-	/* the driver root as seen from here: --root + driver root */
-	droot = root_path(c->o->root, c->o->driver_root ? c->o->driver_root : "/");
-	if (!droot)
-		return -ENOMEM;
-	r = nvml_open(c->o->nvml_library, droot, &c->nv, &err);
+	r = nvml_open_host(
+	    &(struct nvml_host){.root = c->o->root, .library = c->o->nvml_library, .driver_root = c->o->driver_root},
+	    &c->nv, &err);
 	if (r >= 0) {
 		r = node_load(c->nv, c->o->root, &c->node, &err);
 		if (r < 0) {

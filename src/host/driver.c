@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Driver root discovery and a bounds-checked ld.so.cache reader. See driver.h. */
+/* Driver root discovery. See driver.h. */
 #include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
@@ -10,158 +10,8 @@
 #include <unistd.h>
 
 #include "host/driver.h"
+#include "host/ldcache.h"
 #include "util/fileio.h"
-
-/* ---- ld.so.cache ------------------------------------------------------------------------------
- * Layouts from glibc sysdeps/generic/dl-cache.h (and checked against `ldconfig -p -C FILE`):
- *   old: "ld.so-1.7.0" (11 bytes, padded to 12), u32 nlibs, then nlibs x {i32 flags, u32 key,
- *        u32 value}; offsets relative to the end of that table.
- *   new: "glibc-ld.so.cache" "1.1", u32 nlibs, u32 len_strings, u8 flags (2 = little endian,
- *        3 = big endian, 0 = unknown), 3 pad, u32 extension_offset, 3 x u32 unused (48 bytes),
- *        then nlibs x {i32 flags, u32 key, u32 value, u32 osversion, u64 hwcap} (24 bytes);
- *        offsets relative to the start of the new header.
- *   compat: old table, then the new header aligned to 8; all offsets relative to the new header.
- */
-#define OLD_MAGIC        "ld.so-1.7.0"
-#define OLD_HEADER       16
-#define OLD_ENTRY        12
-#define NEW_MAGIC        "glibc-ld.so.cache1.1"
-#define NEW_HEADER       48
-#define NEW_ENTRY        24
-#define LDCACHE_MAX_SIZE (64u << 20)
-
-static uint32_t get_u32(const char *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-/* A string at base+off inside [0, len): must be NUL-terminated before len. */
-static const char *cache_string(const char *data, size_t len, size_t base, uint32_t off)
-{
-	size_t start = base + off;
-
-	if (base > len || off > len - base)
-		return NULL;
-	if (!memchr(data + start, 0, len - start))
-		return NULL;
-	return data + start;
-}
-
-static int parse_table(const char *data, size_t len, size_t table, size_t entry_size, uint32_t n, size_t strings_base,
-		       struct ldcache_entry **ret, struct gerr *err)
-{
-	_cleanup_free_ struct ldcache_entry *e = NULL;
-
-	if (table > len || (len - table) / entry_size < n)
-		return gerr_set(err, EBADMSG,
-				"ld.so.cache: %u entries do not fit in %zu bytes; the cache is "
-				"truncated, run ldconfig",
-				n, len);
-	e = calloc(n ? n : 1, sizeof(*e));
-	if (!e)
-		return gerr_set(err, ENOMEM, "out of memory");
-	for (uint32_t i = 0; i < n; i++) {
-		const char *p = data + table + (size_t)i * entry_size;
-
-		e[i].flags = (int32_t)get_u32(p);
-		e[i].key = cache_string(data, len, strings_base, get_u32(p + 4));
-		e[i].value = cache_string(data, len, strings_base, get_u32(p + 8));
-		if (!e[i].key || !e[i].value)
-			return gerr_set(err, EBADMSG, "ld.so.cache: entry %u points outside the file; run ldconfig", i);
-	}
-	*ret = TAKE_PTR(e);
-	return 0;
-}
-
-static int parse_new(const char *data, size_t len, size_t at, struct ldcache *c, struct gerr *err)
-{
-	const unsigned char le = 2, be = 3;
-	const uint16_t probe = 1;
-	unsigned char order, host = *(const unsigned char *)&probe ? le : be;
-
-	if (at > len || len - at < NEW_HEADER)
-		return gerr_set(err, EBADMSG, "ld.so.cache: new-format header truncated");
-	order = (unsigned char)data[at + 28];
-	if (order != 0 && order != host)
-		return gerr_set(err, EBADMSG,
-				"ld.so.cache: written for the other byte order; run ldconfig on "
-				"this host");
-	c->new_format = true;
-	c->n_entries = get_u32(data + at + 20);
-	return parse_table(data, len, at + NEW_HEADER, NEW_ENTRY, (uint32_t)c->n_entries, at, &c->entries, err);
-}
-
-int ldcache_parse(char *data, size_t len, struct ldcache **ret, struct gerr *err)
-{
-	_cleanup_free_ struct ldcache *c = calloc(1, sizeof(*c));
-	int r;
-
-	if (!c)
-		return gerr_set(err, ENOMEM, "out of memory");
-	if (len >= NEW_HEADER && memcmp(data, NEW_MAGIC, strlen(NEW_MAGIC)) == 0) {
-		r = parse_new(data, len, 0, c, err);
-	} else if (len >= OLD_HEADER && memcmp(data, OLD_MAGIC, strlen(OLD_MAGIC)) == 0) {
-		uint32_t n = get_u32(data + 12);
-		size_t end = OLD_HEADER + (size_t)n * OLD_ENTRY, at = (end + 7) & ~(size_t)7;
-
-		if (n > len / OLD_ENTRY || end > len)
-			return gerr_set(err, EBADMSG,
-					"ld.so.cache: %u entries do not fit in %zu bytes; run "
-					"ldconfig",
-					n, len);
-		if (at <= len && len - at >= NEW_HEADER && memcmp(data + at, NEW_MAGIC, strlen(NEW_MAGIC)) == 0) {
-			r = parse_new(data, len, at, c, err);
-		} else {
-			c->n_entries = n;
-			r = parse_table(data, len, OLD_HEADER, OLD_ENTRY, n, end, &c->entries, err);
-		}
-	} else {
-		return gerr_set(err, EBADMSG, "not an ld.so.cache (unknown magic); regenerate it with ldconfig");
-	}
-	if (r < 0)
-		return r;
-	c->data = data;
-	c->size = len;
-	*ret = TAKE_PTR(c);
-	return 0;
-}
-
-int ldcache_read(const char *path, struct ldcache **ret, struct gerr *err)
-{
-	_cleanup_free_ char *data = NULL;
-	size_t len;
-	int r;
-
-	r = read_file(path, LDCACHE_MAX_SIZE, &data, &len, err);
-	if (r < 0)
-		return r;
-	r = ldcache_parse(data, len, ret, err);
-	if (r < 0)
-		return gerr_prefix(err, "%s: ", path);
-	TAKE_PTR(data);
-	return 0;
-}
-
-void ldcache_free(struct ldcache *c)
-{
-	if (!c)
-		return;
-	free(c->data);
-	free(c->entries);
-	free(c);
-}
-
-int32_t ldcache_host_arch(void)
-{
-#if defined(__aarch64__)
-	return LDCACHE_FLAG_AARCH64_LIB64;
-#else
-	return LDCACHE_FLAG_X8664_LIB64;
-#endif
-}
 
 /* ---- tables ------------------------------------------------------------------------------------ */
 
@@ -234,8 +84,15 @@ static const char *const binaries[] = {
 };
 static const char *const bin_dirs[] = {"/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"};
 
-/* Library dirs searched when the root has no ld.so.cache (nvidia-ctk pkg/lookup/library.go). */
-static const char *const default_lib_dirs[] = {
+/*
+ * The one list of driver library directories, inside the driver root, in search order. The NVML
+ * loader (nvml/open.c; every verb, doctor and the plugin) tries each for libnvidia-ml.so.1;
+ * discovery scans them when the root has no ld.so.cache. Sources (docs/reference/cdi.md §7.4,
+ * docs/reference/real-driver.md): nvidia-ctk pkg/lookup/library.go default search paths; Debian's
+ * nvidia/current (its packages install there, reached through /etc/alternatives links); RHEL's
+ * usr/lib64; usr/lib and lib last, where older NVML loaders also looked.
+ */
+const char *const driver_lib_dirs[] = {
     "/usr/lib64",
     "/usr/lib/x86_64-linux-gnu",
     "/usr/lib/aarch64-linux-gnu",
@@ -244,7 +101,12 @@ static const char *const default_lib_dirs[] = {
     "/lib64",
     "/lib/x86_64-linux-gnu",
     "/lib/aarch64-linux-gnu",
+    "/lib/x86_64-linux-gnu/nvidia/current",
+    "/lib/aarch64-linux-gnu/nvidia/current",
+    "/usr/lib",
+    "/lib",
 };
+const size_t driver_n_lib_dirs = ELEMENTSOF(driver_lib_dirs);
 
 /* GSP firmware dir under the driver root (libnvidia-container: /lib/firmware/nvidia/%s/gsp*.bin). */
 #define FIRMWARE_DIR "/lib/firmware/nvidia"
@@ -275,7 +137,9 @@ static char *join_root(const char *base, const char *path)
 	return root_path(base, path);
 }
 
-static int add_file(struct discovery *d, enum driver_file_kind kind, const char *base, const char *path, bool is_dir)
+/* host_path = base + host, container_path = container (a symlink followed on the host side). */
+static int add_file_at(struct discovery *d, enum driver_file_kind kind, const char *base, const char *host,
+		       const char *container, bool is_dir)
 {
 	struct driver_info *in = d->info;
 	struct driver_file *f;
@@ -291,8 +155,8 @@ static int add_file(struct discovery *d, enum driver_file_kind kind, const char 
 	}
 	f = &in->files[in->n_files];
 	*f = (struct driver_file){.kind = kind, .is_dir = is_dir};
-	f->host_path = join_root(base, path);
-	f->container_path = strdup(path);
+	f->host_path = join_root(base, host);
+	f->container_path = strdup(container);
 	if (!f->host_path || !f->container_path) {
 		free(f->host_path);
 		free(f->container_path);
@@ -300,6 +164,11 @@ static int add_file(struct discovery *d, enum driver_file_kind kind, const char 
 	}
 	in->n_files++;
 	return 0;
+}
+
+static int add_file(struct discovery *d, enum driver_file_kind kind, const char *base, const char *path, bool is_dir)
+{
+	return add_file_at(d, kind, base, path, path, is_dir);
 }
 
 /* lstat/stat of base+path read under root. */
@@ -346,23 +215,19 @@ static void normalize_path(char *p)
 	*out = 0;
 }
 
-/*
- * Follow symlinks of the last component inside the driver root (absolute targets are taken
- * relative to it, as ldconfig -r does), at most 16 hops. *ret is the path inside the driver root.
- */
-static int resolve_in_root(const struct discovery *d, const char *path, char **ret)
+int driver_resolve(const char *root, const char *driver_root, const char *path, char **ret)
 {
 	_cleanup_free_ char *cur = strdup(path);
 
 	if (!cur)
 		return -ENOMEM;
 	for (int hop = 0; hop < 16; hop++) {
-		_cleanup_free_ char *host = join_root(d->driver_root, cur), *p = NULL, *next = NULL;
+		_cleanup_free_ char *host = join_root(driver_root, cur), *p = NULL, *next = NULL;
 		char target[PATH_MAX];
 		struct stat st;
 		ssize_t n;
 
-		p = host ? root_path(d->root, host) : NULL;
+		p = host ? root_path(root, host) : NULL;
 		if (!p)
 			return -ENOMEM;
 		if (lstat(p, &st) < 0)
@@ -391,6 +256,11 @@ static int resolve_in_root(const struct discovery *d, const char *path, char **r
 		cur = TAKE_PTR(next);
 	}
 	return -ELOOP;
+}
+
+static int resolve_in_root(const struct discovery *d, const char *path, char **ret)
+{
+	return driver_resolve(d->root, d->driver_root, path, ret);
 }
 
 static bool has_suffix(const char *s, const char *suffix)
@@ -504,7 +374,7 @@ static void infer_version(struct discovery *d, const struct ldcache *c)
 static int discover_libraries(struct discovery *d, struct gerr *err)
 {
 	_cleanup_(ldcache_freep) struct ldcache *c = NULL;
-	_cleanup_free_ char *host = join_root(d->driver_root, "/etc/ld.so.cache"), *p = NULL;
+	_cleanup_free_ char *host = join_root(d->driver_root, "/etc/ld.so.cache"), *p = NULL, *versioned = NULL;
 	int32_t arch = ldcache_host_arch();
 	size_t first = d->info->n_files, last;
 	int r = 0;
@@ -530,14 +400,20 @@ static int discover_libraries(struct discovery *d, struct gerr *err)
 			continue;
 		r = add_library(d, e->value);
 	}
-	for (size_t i = 0; !c && i < ELEMENTSOF(default_lib_dirs) && r >= 0; i++)
-		r = for_each_match(d, default_lib_dirs[i], "lib*.so.*", add_library_cb, NULL);
-	/* vdpau/ next to each library dir is not in the cache (nvidia-ctk driver-nvml.go); each dir once. */
+	for (size_t i = 0; !c && i < driver_n_lib_dirs && r >= 0; i++)
+		r = for_each_match(d, driver_lib_dirs[i], "lib*.so.*", add_library_cb, NULL);
+	/*
+	 * Like nvidia-ctk (driver-nvml.go getVersionLibs, docs/reference/cdi.md §7.4): every
+	 * lib*.so.<version> in a dir that holds a driver library, though the cache lacks it (Debian's
+	 * nvidia/current: libnvidia-cfg, libnvidia-vulkan-producer), and vdpau/ next to each; each dir once.
+	 */
+	if (asprintf(&versioned, "lib*.so.%s", d->info->version) < 0)
+		return gerr_set(err, ENOMEM, "out of memory");
 	last = d->info->n_files;
 	for (size_t i = first; i < last && r >= 0; i++) {
 		const char *cp = d->info->files[i].container_path;
 		size_t n = (size_t)(strrchr(cp, '/') - cp);
-		_cleanup_free_ char *vd = NULL;
+		_cleanup_free_ char *vd = NULL, *dir = NULL;
 		bool seen = false;
 
 		for (size_t j = first; j < i && !seen; j++) {
@@ -547,9 +423,11 @@ static int discover_libraries(struct discovery *d, struct gerr *err)
 		}
 		if (seen || (n >= 6 && strncmp(cp + n - 6, "/vdpau", 6) == 0))
 			continue;
-		if (asprintf(&vd, "%.*s/vdpau", (int)n, cp) < 0)
+		if (asprintf(&vd, "%.*s/vdpau", (int)n, cp) < 0 || !(dir = strndup(cp, n ? n : 1)))
 			return gerr_set(err, ENOMEM, "out of memory");
-		r = for_each_match(d, vd, "libvdpau_nvidia.so.*", add_library_cb, NULL);
+		r = for_each_match(d, dir, versioned, add_library_cb, NULL);
+		if (r >= 0)
+			r = for_each_match(d, vd, "libvdpau_nvidia.so.*", add_library_cb, NULL);
 	}
 	return r < 0 ? gerr_set(err, -r, "driver discovery: %s", strerror(-r)) : 0;
 }
@@ -575,14 +453,16 @@ static int discover_fixed(struct discovery *d)
 		}
 	for (size_t i = 0; i < ELEMENTSOF(binaries) && r >= 0; i++)
 		for (size_t j = 0; j < ELEMENTSOF(bin_dirs); j++) {
-			_cleanup_free_ char *path = NULL;
+			_cleanup_free_ char *path = NULL, *target = NULL;
 
 			if (asprintf(&path, "%s/%s", bin_dirs[j], binaries[i]) < 0)
 				return -ENOMEM;
-			if (stat_under(d, d->driver_root, path, &st, true) < 0 || !S_ISREG(st.st_mode) ||
+			/* Debian: /usr/bin/nvidia-smi -> /etc/alternatives/... -> /usr/lib/nvidia/current/ */
+			if (resolve_in_root(d, path, &target) < 0 ||
+			    stat_under(d, d->driver_root, target, &st, false) < 0 || !S_ISREG(st.st_mode) ||
 			    !(st.st_mode & 0111))
 				continue;
-			r = add_file(d, DRIVER_BINARY, d->driver_root, path, false);
+			r = add_file_at(d, DRIVER_BINARY, d->driver_root, target, path, false);
 			break;
 		}
 	if (r >= 0 && d->info->version[0]) {

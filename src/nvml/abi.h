@@ -10,7 +10,20 @@
 
 #include <stddef.h>
 
+/*
+ * NVML's enums are C enums in nvml.h; we use int, which has their size on every ABI NVML ships for
+ * (tests/realdriver/abi checks each against the real header). The parameter types keep nvml.h's
+ * names so the prototypes below read like NVIDIA's and compile against either header.
+ */
 typedef int nvmlReturn_t;
+typedef int nvmlBrandType_t;
+typedef int nvmlMemoryErrorType_t;
+typedef int nvmlEccCounterType_t;
+typedef int nvmlTemperatureSensors_t;
+typedef int nvmlClockType_t;
+typedef int nvmlPageRetirementCause_t;
+typedef int nvmlGpuTopologyLevel_t;
+typedef int nvmlEnableState_t;
 
 enum {
 	NVML_SUCCESS = 0,
@@ -217,65 +230,4 @@ _Static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32, "nvmlComputeInstanceInfo
 _Static_assert(sizeof(nvmlProcessInfo_t) == 24, "nvmlProcessInfo_t layout");
 _Static_assert(sizeof(nvmlTemperature_t) == 12, "nvmlTemperature_t layout");
 
-/*
- * Every NVML entry point gpulet may call: X(field, symbol, return-args, required).
- * `required` ones must resolve or the loader fails; the others degrade one feature when absent
- * (older drivers). The symbol is the versioned export the driver library really has.
- */
-#define NVML_SYMBOLS(X)                                                                                               \
-	X(init, "nvmlInit_v2", (void), 1)                                                                             \
-	X(shutdown, "nvmlShutdown", (void), 1)                                                                        \
-	X(system_get_driver_version, "nvmlSystemGetDriverVersion", (char *, unsigned), 1)                             \
-	X(system_get_nvml_version, "nvmlSystemGetNVMLVersion", (char *, unsigned), 0)                                 \
-	X(system_get_cuda_driver_version, "nvmlSystemGetCudaDriverVersion", (int *), 0)                               \
-	X(device_get_count, "nvmlDeviceGetCount_v2", (unsigned *), 1)                                                 \
-	X(device_get_handle_by_index, "nvmlDeviceGetHandleByIndex_v2", (unsigned, nvmlDevice_t *), 1)                 \
-	X(device_get_handle_by_uuid, "nvmlDeviceGetHandleByUUID", (const char *, nvmlDevice_t *), 0)                  \
-	X(device_get_uuid, "nvmlDeviceGetUUID", (nvmlDevice_t, char *, unsigned), 1)                                  \
-	X(device_get_name, "nvmlDeviceGetName", (nvmlDevice_t, char *, unsigned), 1)                                  \
-	X(device_get_minor_number, "nvmlDeviceGetMinorNumber", (nvmlDevice_t, unsigned *), 1)                         \
-	X(device_get_index, "nvmlDeviceGetIndex", (nvmlDevice_t, unsigned *), 0)                                      \
-	X(device_get_pci_info, "nvmlDeviceGetPciInfo_v3", (nvmlDevice_t, nvmlPciInfo_t *), 0)                         \
-	X(device_get_memory_info, "nvmlDeviceGetMemoryInfo", (nvmlDevice_t, nvmlMemory_t *), 0)                       \
-	X(device_get_cuda_compute_capability, "nvmlDeviceGetCudaComputeCapability", (nvmlDevice_t, int *, int *), 0)  \
-	X(device_get_architecture, "nvmlDeviceGetArchitecture", (nvmlDevice_t, unsigned *), 0)                        \
-	X(device_get_brand, "nvmlDeviceGetBrand", (nvmlDevice_t, int *), 0)                                           \
-	X(device_get_numa_node_id, "nvmlDeviceGetNumaNodeId", (nvmlDevice_t, unsigned *), 0)                          \
-	X(device_get_mig_mode, "nvmlDeviceGetMigMode", (nvmlDevice_t, unsigned *, unsigned *), 0)                     \
-	X(device_get_max_mig_device_count, "nvmlDeviceGetMaxMigDeviceCount", (nvmlDevice_t, unsigned *), 0)           \
-	X(device_get_mig_device_handle_by_index, "nvmlDeviceGetMigDeviceHandleByIndex",                               \
-	  (nvmlDevice_t, unsigned, nvmlDevice_t *), 0)                                                                \
-	X(device_is_mig_device_handle, "nvmlDeviceIsMigDeviceHandle", (nvmlDevice_t, unsigned *), 0)                  \
-	X(device_get_gpu_instance_id, "nvmlDeviceGetGpuInstanceId", (nvmlDevice_t, unsigned *), 0)                    \
-	X(device_get_compute_instance_id, "nvmlDeviceGetComputeInstanceId", (nvmlDevice_t, unsigned *), 0)            \
-	X(device_get_device_handle_from_mig_device_handle, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",            \
-	  (nvmlDevice_t, nvmlDevice_t *), 0)                                                                          \
-	X(device_get_attributes, "nvmlDeviceGetAttributes_v2", (nvmlDevice_t, nvmlDeviceAttributes_t *), 0)           \
-	X(device_get_gpu_instance_profile_info, "nvmlDeviceGetGpuInstanceProfileInfo",                                \
-	  (nvmlDevice_t, unsigned, nvmlGpuInstanceProfileInfo_t *), 0)                                                \
-	X(device_get_gpu_instance_by_id, "nvmlDeviceGetGpuInstanceById",                                              \
-	  (nvmlDevice_t, unsigned, nvmlGpuInstance_t *), 0)                                                           \
-	X(gpu_instance_get_info, "nvmlGpuInstanceGetInfo", (nvmlGpuInstance_t, nvmlGpuInstanceInfo_t *), 0)           \
-	X(event_set_create, "nvmlEventSetCreate", (nvmlEventSet_t *), 0)                                              \
-	X(device_register_events, "nvmlDeviceRegisterEvents", (nvmlDevice_t, unsigned long long, nvmlEventSet_t), 0)  \
-	X(device_get_supported_event_types, "nvmlDeviceGetSupportedEventTypes", (nvmlDevice_t, unsigned long long *), \
-	  0)                                                                                                          \
-	X(event_set_wait, "nvmlEventSetWait_v2", (nvmlEventSet_t, nvmlEventData_t *, unsigned), 0)                    \
-	X(event_set_free, "nvmlEventSetFree", (nvmlEventSet_t), 0)                                                    \
-	X(device_get_total_ecc_errors, "nvmlDeviceGetTotalEccErrors", (nvmlDevice_t, int, int, unsigned long long *), \
-	  0)                                                                                                          \
-	X(device_get_utilization_rates, "nvmlDeviceGetUtilizationRates", (nvmlDevice_t, nvmlUtilization_t *), 0)      \
-	X(device_get_temperature, "nvmlDeviceGetTemperature", (nvmlDevice_t, int, unsigned *), 0)                     \
-	X(device_get_power_usage, "nvmlDeviceGetPowerUsage", (nvmlDevice_t, unsigned *), 0)                           \
-	X(device_get_clock_info, "nvmlDeviceGetClockInfo", (nvmlDevice_t, int, unsigned *), 0)                        \
-	X(device_get_retired_pages, "nvmlDeviceGetRetiredPages",                                                      \
-	  (nvmlDevice_t, int, unsigned *, unsigned long long *), 0)                                                   \
-	X(device_get_remapped_rows, "nvmlDeviceGetRemappedRows",                                                      \
-	  (nvmlDevice_t, unsigned *, unsigned *, unsigned *, unsigned *), 0)                                          \
-	X(device_get_topology_common_ancestor, "nvmlDeviceGetTopologyCommonAncestor",                                 \
-	  (nvmlDevice_t, nvmlDevice_t, int *), 0)                                                                     \
-	X(device_get_nvlink_state, "nvmlDeviceGetNvLinkState", (nvmlDevice_t, unsigned, int *), 0)                    \
-	X(device_get_nvlink_remote_pci_info, "nvmlDeviceGetNvLinkRemotePciInfo_v2",                                   \
-	  (nvmlDevice_t, unsigned, nvmlPciInfo_t *), 0)                                                               \
-	X(device_get_compute_running_processes, "nvmlDeviceGetComputeRunningProcesses_v3",                            \
-	  (nvmlDevice_t, unsigned *, nvmlProcessInfo_t *), 0)
+#include "nvml/symbols.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * NVML loaded with dlopen. gpulet has no build-time NVML dependency: the symbol table is in
- * nvml_abi.h, each entry is resolved by its versioned name, and optional entries that an older
+ * NVML loaded with dlopen (open.c). gpulet has no build-time NVML dependency: the symbol table is in
+ * nvml/abi.h, each entry is resolved by its versioned name, and optional entries that an older
  * driver lacks are left NULL (callers check with NVML_HAS()).
  */
 #pragma once
@@ -23,12 +23,25 @@ struct nvml {
 
 #define NVML_HAS(nv, field) ((nv)->field != NULL)
 
+/* Where a verb finds NVML: its --root, --nvml-library and --driver-root (NULL = not given). */
+struct nvml_host {
+	const char *root;        /* every host path is read below it; NULL = "/" */
+	const char *library;     /* NULL or "": env GPULET_NVML_LIBRARY, else search the driver root */
+	const char *driver_root; /* a host path; NULL or "": env NVIDIA_DRIVER_ROOT, else "/" */
+};
+
+/*
+ * THE way gpulet opens NVML (every verb, doctor, the plugin): resolves the options above with
+ * their environment fallbacks, then nvml_open(library, root + driver root).
+ */
+int nvml_open_host(const struct nvml_host *h, struct nvml **ret, struct gerr *err);
+
 /*
  * Find and load libnvidia-ml.so.1 and call nvmlInit_v2.
- * library: explicit path (--nvml-library / GPULET_NVML_LIBRARY), or NULL to search.
- * driver_root: where the driver is installed ("/" or e.g. /run/nvidia/driver); searched in the
- * usual library directories below it, then by the system loader when driver_root is "/".
- * On failure err says what is missing, where gpulet looked and what to do.
+ * library: explicit path, or NULL to search.
+ * driver_root: where the driver is installed, as read from here ("/" or e.g. /run/nvidia/driver);
+ * searched in driver_lib_dirs (host/driver.h) below it, then by the system loader when
+ * driver_root is "/". On failure err says what is missing, where gpulet looked and what to do.
  */
 int nvml_open(const char *library, const char *driver_root, struct nvml **ret, struct gerr *err);
 void nvml_close(struct nvml *nv);
@@ -44,6 +57,3 @@ const char *nvml_strerror(const struct nvml *nv, nvmlReturn_t r);
 const char *nvml_return_name(nvmlReturn_t r);
 /* Reverse of nvml_return_name; returns -EINVAL for an unknown name. */
 int nvml_return_from_name(const char *name, nvmlReturn_t *ret);
-
-/* The library search list below a driver root (NULL-terminated), exposed for doctor and tests. */
-extern const char *const nvml_search_dirs[];

@@ -63,7 +63,8 @@ static int build(struct daemon *d, const struct plugin_config *cfg, struct node 
 	if (!d->nv) {
 		_cleanup_free_ char *droot = nvml_driver_root(cfg);
 
-		r = nvml_open(cfg->nvml_library[0] ? cfg->nvml_library : NULL, droot, &d->nv, err);
+		r = nvml_open_host(&(struct nvml_host){.library = cfg->nvml_library, .driver_root = droot}, &d->nv,
+				   err);
 		if (r < 0)
 			return r;
 	}

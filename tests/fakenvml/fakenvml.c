@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A fake libnvidia-ml.so.1 for tests: every NVML entry point gpulet resolves (NVML_SYMBOLS in
- * src/nvml/abi.h), answered from a JSON node fixture named by FAKE_NVML_FIXTURE.
+ * src/nvml/symbols.h), answered from a JSON node fixture named by FAKE_NVML_FIXTURE.
  *
  * Run-time injection while a daemon holds the library (tests/fakenvml/README.md):
  *   - the fixture is re-read whenever its inode, size or mtime changes, so a test rewrites it
@@ -513,8 +513,8 @@ API nvmlReturn_t nvmlInit_v2(void)
 API nvmlReturn_t nvmlShutdown(void)
 {
 	pthread_mutex_lock(&lock);
-	if (init_count == 0)
-		return leave(NVML_ERROR_UNINITIALIZED);
+	if (init_count == 0) /* the real library: SUCCESS before init and after a failed init */
+		return leave(NVML_SUCCESS);
 	if (--init_count == 0)
 		drop_fixture();
 	return leave(NVML_SUCCESS);
@@ -530,38 +530,46 @@ __attribute__((destructor)) static void fakenvml_unload(void)
 	pthread_mutex_unlock(&lock);
 }
 
+/*
+ * The real library's texts, read from NVIDIA's 535 libnvidia-ml.so.1 (docs/reference/real-driver.md;
+ * tests/realdriver/compare-fake.py compares every code). Codes it does not know are "Unknown Error".
+ */
+static const char *const error_texts[] = {
+    [NVML_SUCCESS] = "Success",
+    [NVML_ERROR_UNINITIALIZED] = "Uninitialized",
+    [NVML_ERROR_INVALID_ARGUMENT] = "Invalid Argument",
+    [NVML_ERROR_NOT_SUPPORTED] = "Not Supported",
+    [NVML_ERROR_NO_PERMISSION] = "Insufficient Permissions",
+    [NVML_ERROR_ALREADY_INITIALIZED] = "Already Initialized",
+    [NVML_ERROR_NOT_FOUND] = "Not Found",
+    [NVML_ERROR_INSUFFICIENT_SIZE] = "Insufficient Size",
+    [NVML_ERROR_INSUFFICIENT_POWER] = "Insufficient External Power",
+    [NVML_ERROR_DRIVER_NOT_LOADED] = "Driver Not Loaded",
+    [NVML_ERROR_TIMEOUT] = "Timeout",
+    [NVML_ERROR_IRQ_ISSUE] = "Interrupt Request Issue",
+    [NVML_ERROR_LIBRARY_NOT_FOUND] = "NVML Shared Library Not Found",
+    [NVML_ERROR_FUNCTION_NOT_FOUND] = "Function Not Found",
+    [NVML_ERROR_CORRUPTED_INFOROM] = "Corrupted infoROM",
+    [NVML_ERROR_GPU_IS_LOST] = "GPU is lost",
+    [NVML_ERROR_RESET_REQUIRED] = "GPU requires reset",
+    [NVML_ERROR_OPERATING_SYSTEM] = "GPU access blocked by the operating system",
+    [NVML_ERROR_LIB_RM_VERSION_MISMATCH] = "Driver/library version mismatch",
+    [NVML_ERROR_IN_USE] = "In use by another client",
+    [NVML_ERROR_MEMORY] = "Insufficient Memory",
+    [NVML_ERROR_NO_DATA] = "No data",
+    [NVML_ERROR_VGPU_ECC_NOT_SUPPORTED] = "vGPU ECC not supported",
+    [NVML_ERROR_INSUFFICIENT_RESOURCES] = "Insufficient Resources",
+    [NVML_ERROR_FREQ_NOT_SUPPORTED] = "Invalid Frequency",
+    [NVML_ERROR_ARGUMENT_VERSION_MISMATCH] = "Argument version mismatch",
+    [NVML_ERROR_DEPRECATED] = "Requested functionality has been deprecated",
+    [NVML_ERROR_NOT_READY] = "System is not in ready state",
+};
+
 API const char *nvmlErrorString(nvmlReturn_t result)
 {
-	/* Readable text made from the stable name: "GPU_IS_LOST" -> "GPU is lost". */
-	static const char *const acronyms[] = {"GPU", "IRQ", "RM", "VGPU", "ECC"};
-	static char text[64][48];
-	static char unknown[] = "Unknown Error";
-	static pthread_mutex_t text_lock = PTHREAD_MUTEX_INITIALIZER;
-	const char *name = nvml_return_name(result);
-	unsigned slot = (unsigned)result < 64 ? (unsigned)result : 63;
-
-	if (streq(name, "UNKNOWN"))
-		return unknown;
-	pthread_mutex_lock(&text_lock);
-	if (!text[slot][0]) {
-		char *save = NULL, words[48];
-
-		snprintf(words, sizeof(words), "%s", name);
-		for (char *w = strtok_r(words, "_", &save); w; w = strtok_r(NULL, "_", &save)) {
-			size_t n = strlen(text[slot]);
-			bool keep = false;
-
-			for (size_t k = 0; k < ELEMENTSOF(acronyms); k++)
-				keep |= streq(w, acronyms[k]);
-			for (char *p = w + 1; !keep && *p; p++)
-				*p = (char)(*p | 0x20);
-			if (n && !keep)
-				*w = (char)(*w | 0x20);
-			snprintf(text[slot] + n, sizeof(text[slot]) - n, "%s%s", n ? " " : "", w);
-		}
-	}
-	pthread_mutex_unlock(&text_lock);
-	return text[slot];
+	if (result >= 0 && (size_t)result < ELEMENTSOF(error_texts) && error_texts[result])
+		return error_texts[result];
+	return "Unknown Error";
 }
 
 API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned length)
@@ -570,9 +578,12 @@ API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned length)
 	return leave(copy_str(version, length, str_or(json_object_get(root, "driver_version"), "550.54.15")));
 }
 
+/* Answers before nvmlInit_v2 and without a driver, as the real library does (its own version). */
 API nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned length)
 {
-	SYSTEM_CALL();
+	pthread_mutex_lock(&lock);
+	if (init_count == 0 && !root_loaded)
+		(void)refresh();
 	return leave(copy_str(version, length, str_or(json_object_get(root, "nvml_version"), "12.550.54.15")));
 }
 

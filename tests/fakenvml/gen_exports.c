@@ -12,14 +12,7 @@
 
 #include "nvml/abi.h"
 
-static const struct {
-	const char *symbol;
-	int required;
-} symbols[] = {
-#define ROW(field, sym, args, req) {sym, req},
-    NVML_SYMBOLS(ROW)
-#undef ROW
-};
+static const struct nvml_symbol symbols[] = {NVML_SYMBOLS(NVML_SYMBOL_ROW)};
 
 int main(int argc, char **argv)
 {
@@ -33,9 +26,9 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(symbols) / sizeof(symbols[0]); i++) {
 		if (!strcmp(mode, "old") && !symbols[i].required)
 			continue;
-		if (!strcmp(mode, "broken") && !strcmp(symbols[i].symbol, "nvmlDeviceGetCount_v2"))
+		if (!strcmp(mode, "broken") && !strcmp(symbols[i].name, "nvmlDeviceGetCount_v2"))
 			continue;
-		printf("    %s;\n", symbols[i].symbol);
+		printf("    %s;\n", symbols[i].name);
 	}
 	printf("  local:\n    *;\n};\n");
 	return 0;

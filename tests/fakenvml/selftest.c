@@ -32,7 +32,7 @@ static const struct {
 	size_t offset;
 	int required;
 } symbols[] = {
-#define ROW(field, sym, args, req) {sym, offsetof(struct fakenvml_api, field), req},
+#define ROW(field, sym, args, req) {#sym, offsetof(struct fakenvml_api, field), req},
     NVML_SYMBOLS(ROW)
 #undef ROW
 };

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Fuzz target: an ld.so.cache image, old, new or combined format (src/host/driver.h). */
-#include "host/driver.h"
+/* Fuzz target: an ld.so.cache image, old, new or combined format (src/host/ldcache.h). */
+#include "host/ldcache.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

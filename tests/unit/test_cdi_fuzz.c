@@ -13,6 +13,7 @@
 
 #include "cdi/cdi.h"
 #include "host/driver.h"
+#include "host/ldcache.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

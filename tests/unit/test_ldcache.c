@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "host/driver.h"
+#include "host/ldcache.h"
 #include "util/fileio.h"
 #include "test_cdi_helpers.h"
 
