@@ -29,9 +29,10 @@ import time
 
 SUITE = "bookworm"
 VERSION = "535.261.03"
-# Pinned: the goldens and docs/reference/real-driver.md describe exactly these. When Debian moves
-# on (a point release replaces them), the download fails naming the package: raise the versions,
-# rerun with GPULET_UPDATE_GOLDEN=1 and review the golden diff.
+# Pinned: docs/reference/real-driver.md describes exactly these. When Debian moves on (a point release
+# replaces them, and the archive keeps only the newest), the pinned download fails; the archive's current
+# 535 packages are fetched instead, with a warning, and REALDRIVER_VERSION says which version the roots
+# hold (the goldens write the driver version as {driverVersion}). Then raise the pins here.
 DEB_VERSION = VERSION + "-1"
 DEV_VERSION = "11.8.86~11.8.0-5~deb12u1"  # libnvidia-ml-dev comes from nvidia-cuda-toolkit
 ARCH_DIR = "usr/lib/x86_64-linux-gnu"
@@ -114,7 +115,7 @@ def fetch(cache):
     debs = os.path.join(cache, "debs")
     stamp = os.path.join(debs, "PACKAGES")
     want = "\n".join(map(pinned, PACKAGES)) + "\n"
-    if os.path.exists(stamp) and open(stamp).read() == want:
+    if os.path.exists(stamp) and open(stamp).read() == want and os.path.exists(os.path.join(debs, "VERSION")):
         return False
     uri, keyring = system_archive()
     apt = os.path.join(cache, "apt")
@@ -129,11 +130,22 @@ def fetch(cache):
     t0 = time.monotonic()
     run(["apt-get", *opts, "update"])
     tmp = tempfile.mkdtemp(dir=cache)
-    run(["apt-get", *opts, "download", *map(pinned, PACKAGES)], cwd=tmp)
+    p = subprocess.run(["apt-get", *opts, "download", *map(pinned, PACKAGES)], cwd=tmp, capture_output=True,
+                       text=True)
+    if p.returncode != 0:
+        print(f"realdriver: WARNING: the pinned {DEB_VERSION} packages are not in the archive any more "
+              f"({p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode}); fetching the "
+              "archive's current ones: raise the pins in tests/lib/realdriver.py")
+        run(["apt-get", *opts, "download", *PACKAGES], cwd=tmp)
+    cuda = [n for n in os.listdir(tmp) if n.startswith("libcuda1_")]
+    if len(cuda) != 1:
+        die(f"no single libcuda1 package among the downloads: {sorted(os.listdir(tmp))}")
+    with open(os.path.join(tmp, "VERSION"), "w") as f:
+        f.write(cuda[0].split("_")[1].split("-")[0] + "\n")
     shutil.rmtree(debs, ignore_errors=True)
     shutil.rmtree(os.path.join(cache, "files"), ignore_errors=True)
     os.rename(tmp, debs)
-    size = sum(os.path.getsize(os.path.join(debs, n)) for n in os.listdir(debs))
+    size = sum(os.path.getsize(os.path.join(debs, n)) for n in os.listdir(debs) if n.endswith(".deb"))
     print(f"realdriver: fetched {len(PACKAGES)} packages, {size / 1e6:.1f} MB, in {time.monotonic() - t0:.1f} s")
     with open(stamp, "w") as f:
         f.write(want)
@@ -247,7 +259,8 @@ def setup(cache):
 
 def env(cache):
     deb = os.path.join(cache, "root-debian")
-    print(f"REALDRIVER_VERSION={VERSION}")
+    with open(os.path.join(cache, "debs", "VERSION")) as f:
+        print(f"REALDRIVER_VERSION={f.read().strip()}")
     print(f"REALDRIVER_ROOT_DEBIAN={deb}")
     print(f"REALDRIVER_ROOT_PLAIN={os.path.join(cache, 'root-plain')}")
     print(f"REALDRIVER_NVML={deb}/{ARCH_DIR}/nvidia/current/libnvidia-ml.so.1")

@@ -87,7 +87,7 @@ def main():
             check(p.returncode == 0, f"{layout}: cdi generate exit {p.returncode} {p.stderr.strip()}")
             if p.returncode != 0:
                 continue
-            spec = p.stdout.replace(root, "{driverRoot}")
+            spec = p.stdout.replace(root, "{driverRoot}").replace(version, "{driverVersion}")
             golden = os.path.join(GOLDEN, f"real535-{layout}.json")
             if UPDATE:
                 with open(golden, "w") as f:

@@ -8,7 +8,7 @@ namespace whose /dev is a tmpfs, so the real libcuda and the probe see the same 
                                 the CUDA comparison still runs (cuDriverGetVersion needs no device)
   - nodes 195:N, no driver   -> probe.driver-not-loaded (driver link), not "the container did not get a GPU"
   - CUDA_VERSION absent      -> the cuda check is listed as not checked, with the reason; never "ok"
-Usage: test_probe_real.py DRIVER_ROOT   (a root holding the extracted packages: usr/lib/x86_64-linux-gnu/...)"""
+Usage: test_probe.py DRIVER_ROOT   (a root holding the extracted packages: usr/lib/x86_64-linux-gnu/...)"""
 import glob, json, os, subprocess, sys
 
 SRC = os.environ.get("GPULET_SRC") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
