@@ -27,6 +27,7 @@
 #include "cdi/cdi.h"
 #include "plugin/dp.h"
 #include "util/fileio.h"
+#include "kube/grpc_client.h"
 #include "plugin/gsrv.h"
 #include "plugin/health.h"
 #include "util/log.h"
@@ -107,26 +108,26 @@ static void sleep_ms(int ms)
 }
 
 static int h_unary(void *data, unsigned method, const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen,
-		   char *msg, size_t msgsize)
+		   struct gerr *err)
 {
 	struct served *s = data;
-	int st = dp_unary(&s->ctx, method, in, inlen, out, outlen, msg, msgsize);
+	int r = dp_unary(&s->ctx, method, in, inlen, out, outlen, err);
 
 	long long t;
 
-	if (st == 0)
-		return st;
+	if (r == 0)
+		return r;
 	t = now_ms();
 	if (s->reject_log_ms && t - s->reject_log_ms < REJECT_LOG_MS) {
 		s->rejects_suppressed++;
-		return st;
+		return r;
 	}
 	log_warn("request rejected", "resource=%s method=%s status=%d error=\"%s\" suppressed=%u", s->ctx.res->name,
-		 method < DP_N_METHODS ? strrchr(dp_methods[method].path, '/') + 1 : "?", st, msg,
-		 s->rejects_suppressed);
+		 method < DP_N_METHODS ? strrchr(dp_methods[method].path, '/') + 1 : "?", grpc_status_from_errno(r),
+		 err->msg, s->rejects_suppressed);
 	s->reject_log_ms = t;
 	s->rejects_suppressed = 0;
-	return st;
+	return r;
 }
 
 static int h_snapshot(void *data, unsigned method, uint8_t **out, size_t *outlen)
