@@ -11,6 +11,7 @@
 
 #include "kube/checkpoint.h"
 #include "doctor/doctor.h"
+#include "util/enumtab.h"
 #include "util/fileio.h"
 #include "nvml/node.h"
 #include "nvml/nvml.h"
@@ -56,21 +57,27 @@ const struct doctor_check doctor_checks[] = {
 };
 const size_t doctor_n_checks = ELEMENTSOF(doctor_checks);
 
-static const char *const link_names[] = {
-    [LINK_DRIVER] = "driver",   [LINK_DEVNODE] = "devnode", [LINK_NVML] = "nvml",   [LINK_GPU] = "gpu",
-    [LINK_TOOLKIT] = "toolkit", [LINK_RUNTIME] = "runtime", [LINK_CDI] = "cdi",     [LINK_KUBELET] = "kubelet",
-    [LINK_PLUGIN] = "plugin",   [LINK_MIG] = "mig",         [LINK_ALLOC] = "alloc", [LINK_VERSIONS] = "versions",
-    [LINK_LINT] = "lint",
+static const struct enum_name link_names[] = {
+    {LINK_DRIVER, "driver"},   {LINK_DEVNODE, "devnode"}, {LINK_NVML, "nvml"},   {LINK_GPU, "gpu"},
+    {LINK_TOOLKIT, "toolkit"}, {LINK_RUNTIME, "runtime"}, {LINK_CDI, "cdi"},     {LINK_KUBELET, "kubelet"},
+    {LINK_PLUGIN, "plugin"},   {LINK_MIG, "mig"},         {LINK_ALLOC, "alloc"}, {LINK_VERSIONS, "versions"},
+    {LINK_LINT, "lint"},
+};
+
+static const struct enum_name severity_names[] = {
+    {DOCTOR_OK, "ok"},
+    {DOCTOR_WARN, "warn"},
+    {DOCTOR_FAIL, "fail"},
 };
 
 const char *doctor_link_name(enum doctor_link l)
 {
-	return l < _LINK_MAX ? link_names[l] : "?";
+	return enum_to_name(link_names, l, "?");
 }
 
 const char *doctor_severity_name(enum doctor_severity s)
 {
-	return s == DOCTOR_FAIL ? "fail" : s == DOCTOR_WARN ? "warn" : "ok";
+	return enum_to_name(severity_names, s, "ok");
 }
 
 struct doctor_finding *doctor_report(struct doctor_ctx *c, const char *id, enum doctor_severity sev,
