@@ -480,14 +480,14 @@ static int do_preferred(const struct dp_ctx *c, const uint8_t *in, size_t inlen,
 			ProtobufCMessage **ret, struct gerr *err)
 {
 	V1beta1__PreferredAllocationRequest *req = NULL;
-	enum replica_policy policy =
-	    streq(c->cfg->shared_devices_allocation_policy, "packed") ? REPLICA_PACKED : REPLICA_DISTRIBUTED;
+	struct resource_options ro;
 	V1beta1__PreferredAllocationResponse *resp;
 	void *list = NULL;
 	int r = unpack(&v1beta1__preferred_allocation_request__descriptor, in, inlen, &req, err);
 
 	if (r < 0)
 		return r;
+	config_resource_options(c->cfg, &ro); /* the one reading of sharedDevicesAllocationPolicy */
 	resp = new_reply(a, &v1beta1__preferred_allocation_response__descriptor, req->n_container_requests, &list);
 	if (resp)
 		resp->container_responses = list;
@@ -500,7 +500,7 @@ static int do_preferred(const struct dp_ctx *c, const uint8_t *in, size_t inlen,
 
 		if (!o)
 			break;
-		if (alloc_preferred(c->node, c->res, policy, (const char *const *)cr->available_deviceids,
+		if (alloc_preferred(c->node, c->res, ro.replica_policy, (const char *const *)cr->available_deviceids,
 				    cr->n_available_deviceids, (const char *const *)cr->must_include_deviceids,
 				    cr->n_must_include_deviceids, size, &ids, &aerr) < 0) {
 			/* whatever alloc says, the request is what cannot be met */
