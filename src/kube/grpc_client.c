@@ -94,14 +94,19 @@ struct unary_call {
 	bool started, done;
 };
 
+void grpc_call_drop(grpc_call *call, grpc_byte_buffer *sent, grpc_byte_buffer *received)
+{
+	if (call)
+		grpc_call_unref(call);
+	if (sent)
+		grpc_byte_buffer_destroy(sent);
+	if (received)
+		grpc_byte_buffer_destroy(received);
+}
+
 static void unary_call_release(struct unary_call *u)
 {
-	if (u->call)
-		grpc_call_unref(u->call);
-	if (u->send)
-		grpc_byte_buffer_destroy(u->send);
-	if (u->recv)
-		grpc_byte_buffer_destroy(u->recv);
+	grpc_call_drop(u->call, u->send, u->recv);
 	grpc_metadata_array_destroy(&u->initial_md);
 	grpc_metadata_array_destroy(&u->trailing_md);
 	grpc_slice_unref(u->details);

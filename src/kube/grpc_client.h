@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include <grpc/grpc.h>
+
 #include "util/err.h"
 
 /* One unary call of a batch: method and request in, result out. */
@@ -46,3 +48,6 @@ int grpc_status_to_errno(int status);
 int grpc_status_from_errno(int r);
 /* "INVALID_ARGUMENT" for 3, "UNKNOWN" for a code not in the table. */
 const char *grpc_status_name(int status);
+
+/* Unref a call and destroy the byte buffers it sent and received (each may be NULL); client and server. */
+void grpc_call_drop(grpc_call *call, grpc_byte_buffer *sent, grpc_byte_buffer *received);

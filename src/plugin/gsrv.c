@@ -130,15 +130,10 @@ static void call_free(struct gcall *c)
 			c->next->prev = c->prev;
 		c->srv->n_streams--;
 	}
-	if (c->call)
-		grpc_call_unref(c->call);
+	grpc_call_drop(c->call, c->send_bb, c->payload);
 	grpc_metadata_array_destroy(&c->md);
 	if (c->generic)
 		grpc_call_details_destroy(&c->call_details);
-	if (c->payload)
-		grpc_byte_buffer_destroy(c->payload);
-	if (c->send_bb)
-		grpc_byte_buffer_destroy(c->send_bb);
 	if (c->has_details)
 		grpc_slice_unref(c->details);
 	free(c);
