@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "plugin/resources.h"
 #include "util/enumtab.h"
 
 enum color { RED, GREEN, BLUE = 7 };
@@ -62,11 +63,33 @@ static void test_wide(void **state)
 	assert_int_equal(c, BLUE);
 }
 
+/* The tables converted to the idiom keep their words: upstream flags and GFD labels read them. */
+static void test_plugin_words(void **state)
+{
+	enum mig_strategy m = MIG_STRATEGY_NONE;
+	enum sharing_strategy sh = SHARING_NONE;
+	enum replica_policy p = REPLICA_DISTRIBUTED;
+
+	(void)state;
+	assert_int_equal(mig_strategy_from_name("mixed", &m), 0);
+	assert_int_equal(m, MIG_STRATEGY_MIXED);
+	assert_string_equal(mig_strategy_name(MIG_STRATEGY_SINGLE), "single");
+	assert_int_equal(mig_strategy_from_name("Mixed", &m), -EINVAL);
+	assert_int_equal(sharing_strategy_from_name("time-slicing", &sh), 0);
+	assert_int_equal(sh, SHARING_TIME_SLICING);
+	assert_string_equal(sharing_strategy_name(SHARING_MPS), "mps");
+	assert_string_equal(sharing_strategy_name(SHARING_NONE), "none");
+	assert_int_equal(replica_policy_from_name("packed", &p), 0);
+	assert_int_equal(p, REPLICA_PACKED);
+	assert_int_equal(replica_policy_from_name("spread", &p), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_plain),
 	    cmocka_unit_test(test_wide),
+	    cmocka_unit_test(test_plugin_words),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
