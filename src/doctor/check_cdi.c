@@ -178,9 +178,7 @@ int doctor_check_cdi(struct doctor_ctx *c)
 
 			if (!cat)
 				continue;
-			fd = doctor_find(c, cat->id);
-			if (!fd)
-				fd = doctor_report(c, cat->id, cat->sev, LINK_CDI, cat->fix, "%s", cat->summary);
+			fd = doctor_report_once(c, cat->id, cat->sev, LINK_CDI, cat->fix, "%s", cat->summary);
 			doctor_evidence(fd, "%s%s%s: %s [%s]", p->file, p->json_path && *p->json_path ? " " : "",
 					p->json_path ? p->json_path : "", p->message, p->code);
 			if (streq(p->category, "version-too-new"))

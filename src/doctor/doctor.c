@@ -80,12 +80,11 @@ const char *doctor_severity_name(enum doctor_severity s)
 	return enum_to_name(severity_names, s, "ok");
 }
 
-struct doctor_finding *doctor_report(struct doctor_ctx *c, const char *id, enum doctor_severity sev,
-				     enum doctor_link link, const char *fix, const char *fmt, ...)
+static struct doctor_finding *vreport(struct doctor_ctx *c, const char *id, enum doctor_severity sev,
+				      enum doctor_link link, const char *fix, const char *fmt, va_list ap)
 {
 	static struct doctor_finding oom; /* evidence into it is dropped; keeps callers simple */
 	struct doctor_finding *f;
-	va_list ap;
 
 	if (c->n_findings == c->cap_findings) {
 		size_t cap = c->cap_findings ? c->cap_findings * 2 : 16;
@@ -105,11 +104,35 @@ struct doctor_finding *doctor_report(struct doctor_ctx *c, const char *id, enum 
 	f->severity = sev;
 	f->link = link;
 	snprintf(f->fix, sizeof(f->fix), "%s", fix ? fix : "");
-	va_start(ap, fmt);
 	vsnprintf(f->summary, sizeof(f->summary), fmt, ap);
-	va_end(ap);
 	if (sev == DOCTOR_FAIL)
 		c->failed_links |= L(link);
+	return f;
+}
+
+struct doctor_finding *doctor_report(struct doctor_ctx *c, const char *id, enum doctor_severity sev,
+				     enum doctor_link link, const char *fix, const char *fmt, ...)
+{
+	struct doctor_finding *f;
+	va_list ap;
+
+	va_start(ap, fmt);
+	f = vreport(c, id, sev, link, fix, fmt, ap);
+	va_end(ap);
+	return f;
+}
+
+struct doctor_finding *doctor_report_once(struct doctor_ctx *c, const char *id, enum doctor_severity sev,
+					  enum doctor_link link, const char *fix, const char *fmt, ...)
+{
+	struct doctor_finding *f = doctor_find(c, id);
+	va_list ap;
+
+	if (f)
+		return f;
+	va_start(ap, fmt);
+	f = vreport(c, id, sev, link, fix, fmt, ap);
+	va_end(ap);
 	return f;
 }
 
