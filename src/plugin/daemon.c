@@ -111,23 +111,23 @@ static int h_unary(void *data, unsigned method, const uint8_t *in, size_t inlen,
 		   struct gerr *err)
 {
 	struct served *s = data;
-	int r = dp_unary(&s->ctx, method, in, inlen, out, outlen, err);
+	int st = dp_unary(&s->ctx, method, in, inlen, out, outlen, err);
 
 	long long t;
 
-	if (r == 0)
-		return r;
+	if (st == 0)
+		return st;
 	t = now_ms();
 	if (s->reject_log_ms && t - s->reject_log_ms < REJECT_LOG_MS) {
 		s->rejects_suppressed++;
-		return r;
+		return st;
 	}
 	log_warn("request rejected", "resource=%s method=%s status=%d error=\"%s\" suppressed=%u", s->ctx.res->name,
-		 method < DP_N_METHODS ? strrchr(dp_methods[method].path, '/') + 1 : "?", grpc_status_from_errno(r),
+		 method < DP_N_METHODS ? strrchr(dp_methods[method].path, '/') + 1 : "?", grpc_status_from_errno(st),
 		 err->msg, s->rejects_suppressed);
 	s->reject_log_ms = t;
 	s->rejects_suppressed = 0;
-	return r;
+	return st;
 }
 
 static int h_snapshot(void *data, unsigned method, uint8_t **out, size_t *outlen)

@@ -343,10 +343,9 @@ int dp_allocate_container(const struct dp_ctx *c, const V1beta1__ContainerAlloca
 	struct build b = {.a = a};
 	_cleanup_free_ const char **ids = NULL;
 	_cleanup_free_ const struct rdevice **devs = NULL;
+	struct gerr local;
 	size_t n;
 	int r;
-
-	struct gerr local;
 
 	if (!err)
 		err = &local; /* validate() appends to the message */
