@@ -14,8 +14,9 @@ function(fakenvml_variant target mode outdir)
     DEPENDS fakenvml_gen_exports
     COMMENT "fake NVML export list (${mode})")
   add_custom_target(${target}_map DEPENDS ${map})
-  # nvml.c gives the return-code name table (fixture error names); err.c/fileio.c are its deps.
-  add_library(${target} SHARED tests/fakenvml/fakenvml.c src/nvml/nvml.c src/util/err.c src/util/fileio.c)
+  # nvml.c gives the return-code name table (fixture error names); err.c/enumtab.c/fileio.c are its deps.
+  add_library(${target} SHARED tests/fakenvml/fakenvml.c src/nvml/nvml.c src/util/enumtab.c src/util/err.c
+              src/util/fileio.c)
   add_dependencies(${target} ${target}_map)
   target_include_directories(${target} PRIVATE src)
   target_link_libraries(${target} PRIVATE PkgConfig::JANSSON ${CMAKE_DL_LIBS} pthread)

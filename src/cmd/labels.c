@@ -78,22 +78,12 @@ static int parse_duration(const char *s, long long *ret_ms)
 
 static int parse_mig_strategy(const char *s, enum mig_strategy *ret)
 {
-	static const char *const names[] = {
-	    [MIG_STRATEGY_NONE] = "none", [MIG_STRATEGY_SINGLE] = "single", [MIG_STRATEGY_MIXED] = "mixed"};
-	for (size_t i = 0; i < ELEMENTSOF(names); i++)
-		if (streq(s, names[i]))
-			return *ret = (enum mig_strategy)i, 0;
-	return -1;
+	return mig_strategy_from_name(s, ret);
 }
 
 static int parse_sharing(const char *s, enum sharing_strategy *ret)
 {
-	static const char *const names[] = {
-	    [SHARING_NONE] = "none", [SHARING_TIME_SLICING] = "time-slicing", [SHARING_MPS] = "mps"};
-	for (size_t i = 0; i < ELEMENTSOF(names); i++)
-		if (streq(s, names[i]))
-			return *ret = (enum sharing_strategy)i, 0;
-	return -1;
+	return sharing_strategy_from_name(s, ret);
 }
 
 static const char *env2(const char *a, const char *b, const char *fallback)

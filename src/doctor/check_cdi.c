@@ -42,13 +42,14 @@ size_t doctor_cdi_dir_files(const struct doctor_ctx *c, const char *dir, char na
 }
 
 /* cdi module category → doctor finding (same words: docs/reference/cdi.md §4–6) */
-static const struct {
+struct category {
 	const char *category;
 	const char *id;
 	enum doctor_severity sev;
 	const char *summary;
 	const char *fix;
-} categories[] = {
+};
+static const struct category categories[] = {
     {"spec-invalid", "cdi.spec-invalid", DOCTOR_FAIL,
      "a CDI spec does not load: the runtime skips the whole file and its devices are unresolvable",
      "gpulet cdi validate FILE shows the field; regenerate with gpulet cdi generate (or nvidia-ctk cdi generate)"},
@@ -67,6 +68,15 @@ static const struct {
     {"warning", "cdi.warning", DOCTOR_WARN, "CDI specs work but probably not as meant",
      "see gpulet cdi validate for each warning"},
 };
+
+/* The row of a cdi module category ("stale-devices"); NULL for one the doctor does not map. */
+static const struct category *category_row(const char *category)
+{
+	for (size_t i = 0; i < ELEMENTSOF(categories); i++)
+		if (streq(categories[i].category, category))
+			return &categories[i];
+	return NULL;
+}
 
 /* containerd version from dpkg, to choose the CDI version limit of its vendored library. */
 static const char *cdi_runtime_for(const struct doctor_ctx *c, char *why, size_t size)
@@ -93,6 +103,7 @@ static const char *cdi_runtime_for(const struct doctor_ctx *c, char *why, size_t
 /* Devices named by UUID in the specs that NVML does not know (docs/reference/cdi.md §5.3 uuid names). */
 static void check_uuids(struct doctor_ctx *c, const char *const *dirs, size_t n)
 {
+	const struct category *stale = category_row("stale-devices");
 	json_t *list = NULL, *e;
 	struct doctor_finding *f = NULL;
 	size_t i;
@@ -106,8 +117,7 @@ static void check_uuids(struct doctor_ctx *c, const char *const *dirs, size_t n)
 		    node_find_mig(c->node, dev, NULL))
 			continue;
 		if (!f)
-			f = doctor_report(c, "cdi.stale-devices", DOCTOR_FAIL, LINK_CDI, categories[4].fix, "%s",
-					  categories[4].summary);
+			f = doctor_report(c, stale->id, stale->sev, LINK_CDI, stale->fix, "%s", stale->summary);
 		doctor_evidence(f, "%s (%s): no such GPU or MIG instance on this node now",
 				json_string_value(json_object_get(e, "name")),
 				json_string_value(json_object_get(e, "file")));
@@ -164,20 +174,15 @@ int doctor_check_cdi(struct doctor_ctx *c)
 			return r;
 		for (size_t k = 0; k < rep.n_problems; k++) {
 			const struct cdi_problem *p = &rep.problems[k];
+			const struct category *cat = category_row(p->category);
 
-			for (size_t i = 0; i < ELEMENTSOF(categories); i++) {
-				if (!streq(p->category, categories[i].category))
-					continue;
-				fd = doctor_find(c, categories[i].id);
-				if (!fd)
-					fd = doctor_report(c, categories[i].id, categories[i].sev, LINK_CDI,
-							   categories[i].fix, "%s", categories[i].summary);
-				doctor_evidence(fd, "%s%s%s: %s [%s]", p->file,
-						p->json_path && *p->json_path ? " " : "",
-						p->json_path ? p->json_path : "", p->message, p->code);
-				if (streq(p->category, "version-too-new"))
-					doctor_evidence(fd, "runtime: %s", why);
-			}
+			if (!cat)
+				continue;
+			fd = doctor_report_once(c, cat->id, cat->sev, LINK_CDI, cat->fix, "%s", cat->summary);
+			doctor_evidence(fd, "%s%s%s: %s [%s]", p->file, p->json_path && *p->json_path ? " " : "",
+					p->json_path ? p->json_path : "", p->message, p->code);
+			if (streq(p->category, "version-too-new"))
+				doctor_evidence(fd, "runtime: %s", why);
 		}
 		check_uuids(c, dirs, n_dirs);
 	}

@@ -191,12 +191,10 @@ int doctor_check_kernel_log(struct doctor_ctx *c)
 				id = xid_ids[i].id;
 				fix = xid_ids[i].fix;
 			}
-		f = doctor_find(c, id);
-		if (!f)
-			f = doctor_report(
-			    c, id, DOCTOR_FAIL, LINK_GPU, fix,
-			    "the kernel log has critical XIDs: the device plugin marks these GPUs unhealthy, "
-			    "so Allocatable < Capacity and multi-GPU pods stay Pending");
+		f = doctor_report_once(
+		    c, id, DOCTOR_FAIL, LINK_GPU, fix,
+		    "the kernel log has critical XIDs: the device plugin marks these GPUs unhealthy, "
+		    "so Allocatable < Capacity and multi-GPU pods stay Pending");
 		doctor_evidence(f, "%s: Xid %u (%s, %s) on %s, %u time(s): %s", src, seen[k].xid,
 				info ? info->name : "unknown", info ? xid_severity_name(info->severity) : "?",
 				seen[k].pci, seen[k].count, seen[k].text);
@@ -219,12 +217,10 @@ int doctor_check_gpu_health(struct doctor_ctx *c)
 
 		if (g->lost) {
 			if (!lost)
-				lost = doctor_find(c, "gpu.fallen-off-bus");
-			if (!lost)
-				lost =
-				    doctor_report(c, "gpu.fallen-off-bus", DOCTOR_FAIL, LINK_GPU, FIX_FALLEN,
-						  "a GPU is lost (fell off the bus): it is unusable until the node is "
-						  "rebooted, and Allocatable shrinks by one");
+				lost = doctor_report_once(
+				    c, "gpu.fallen-off-bus", DOCTOR_FAIL, LINK_GPU, FIX_FALLEN,
+				    "a GPU is lost (fell off the bus): it is unusable until the node is "
+				    "rebooted, and Allocatable shrinks by one");
 			doctor_evidence(lost, "NVML: GPU %u %s (%s) answers GPU_IS_LOST", g->index, g->uuid,
 					g->pci_bus_id);
 			continue;
@@ -236,12 +232,10 @@ int doctor_check_gpu_health(struct doctor_ctx *c)
 		    count == 0)
 			continue;
 		if (!dbe)
-			dbe = doctor_find(c, "gpu.ecc-dbe");
-		if (!dbe)
-			dbe =
-			    doctor_report(c, "gpu.ecc-dbe", DOCTOR_FAIL, LINK_GPU, FIX_DBE,
-					  "uncorrectable (double-bit) ECC errors: the device plugin marks the GPU "
-					  "unhealthy, nvidia-smi still lists it (docs/reference/field-guide.md §4.1)");
+			dbe = doctor_report_once(
+			    c, "gpu.ecc-dbe", DOCTOR_FAIL, LINK_GPU, FIX_DBE,
+			    "uncorrectable (double-bit) ECC errors: the device plugin marks the GPU "
+			    "unhealthy, nvidia-smi still lists it (docs/reference/field-guide.md §4.1)");
 		doctor_evidence(dbe, "NVML: GPU %u %s has %llu volatile uncorrected ECC error(s)", g->index, g->uuid,
 				count);
 	}

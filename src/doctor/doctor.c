@@ -12,6 +12,7 @@
 #include "kube/checkpoint.h"
 #include "doctor/doctor.h"
 #include "doctor/kubelet_root.h"
+#include "util/enumtab.h"
 #include "util/fileio.h"
 #include "nvml/node.h"
 #include "nvml/nvml.h"
@@ -59,29 +60,34 @@ const struct doctor_check doctor_checks[] = {
 };
 const size_t doctor_n_checks = ELEMENTSOF(doctor_checks);
 
-static const char *const link_names[] = {
-    [LINK_DRIVER] = "driver",   [LINK_DEVNODE] = "devnode", [LINK_NVML] = "nvml",   [LINK_GPU] = "gpu",
-    [LINK_TOOLKIT] = "toolkit", [LINK_RUNTIME] = "runtime", [LINK_CDI] = "cdi",     [LINK_KUBELET] = "kubelet",
-    [LINK_PLUGIN] = "plugin",   [LINK_MIG] = "mig",         [LINK_ALLOC] = "alloc", [LINK_VERSIONS] = "versions",
-    [LINK_LINT] = "lint",
+static const struct enum_name link_names[] = {
+    {LINK_DRIVER, "driver"},   {LINK_DEVNODE, "devnode"}, {LINK_NVML, "nvml"},   {LINK_GPU, "gpu"},
+    {LINK_TOOLKIT, "toolkit"}, {LINK_RUNTIME, "runtime"}, {LINK_CDI, "cdi"},     {LINK_KUBELET, "kubelet"},
+    {LINK_PLUGIN, "plugin"},   {LINK_MIG, "mig"},         {LINK_ALLOC, "alloc"}, {LINK_VERSIONS, "versions"},
+    {LINK_LINT, "lint"},
+};
+
+static const struct enum_name severity_names[] = {
+    {DOCTOR_OK, "ok"},
+    {DOCTOR_WARN, "warn"},
+    {DOCTOR_FAIL, "fail"},
 };
 
 const char *doctor_link_name(enum doctor_link l)
 {
-	return l < _LINK_MAX ? link_names[l] : "?";
+	return enum_to_name(link_names, l, "?");
 }
 
 const char *doctor_severity_name(enum doctor_severity s)
 {
-	return s == DOCTOR_FAIL ? "fail" : s == DOCTOR_WARN ? "warn" : "ok";
+	return enum_to_name(severity_names, s, "ok");
 }
 
-struct doctor_finding *doctor_report(struct doctor_ctx *c, const char *id, enum doctor_severity sev,
-				     enum doctor_link link, const char *fix, const char *fmt, ...)
+static struct doctor_finding *vreport(struct doctor_ctx *c, const char *id, enum doctor_severity sev,
+				      enum doctor_link link, const char *fix, const char *fmt, va_list ap)
 {
 	static struct doctor_finding oom; /* evidence into it is dropped; keeps callers simple */
 	struct doctor_finding *f;
-	va_list ap;
 
 	if (c->n_findings == c->cap_findings) {
 		size_t cap = c->cap_findings ? c->cap_findings * 2 : 16;
@@ -101,11 +107,35 @@ struct doctor_finding *doctor_report(struct doctor_ctx *c, const char *id, enum 
 	f->severity = sev;
 	f->link = link;
 	snprintf(f->fix, sizeof(f->fix), "%s", fix ? fix : "");
-	va_start(ap, fmt);
 	vsnprintf(f->summary, sizeof(f->summary), fmt, ap);
-	va_end(ap);
 	if (sev == DOCTOR_FAIL)
 		c->failed_links |= L(link);
+	return f;
+}
+
+struct doctor_finding *doctor_report(struct doctor_ctx *c, const char *id, enum doctor_severity sev,
+				     enum doctor_link link, const char *fix, const char *fmt, ...)
+{
+	struct doctor_finding *f;
+	va_list ap;
+
+	va_start(ap, fmt);
+	f = vreport(c, id, sev, link, fix, fmt, ap);
+	va_end(ap);
+	return f;
+}
+
+struct doctor_finding *doctor_report_once(struct doctor_ctx *c, const char *id, enum doctor_severity sev,
+					  enum doctor_link link, const char *fix, const char *fmt, ...)
+{
+	struct doctor_finding *f = doctor_find(c, id);
+	va_list ap;
+
+	if (f)
+		return f;
+	va_start(ap, fmt);
+	f = vreport(c, id, sev, link, fix, fmt, ap);
+	va_end(ap);
 	return f;
 }
 

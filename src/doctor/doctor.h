@@ -114,6 +114,9 @@ struct doctor_ctx {
 /* Add a finding; evidence lines are added with doctor_evidence() on the returned pointer. */
 struct doctor_finding *doctor_report(struct doctor_ctx *c, const char *id, enum doctor_severity sev,
 				     enum doctor_link link, const char *fix, const char *fmt, ...) _printf_(6, 7);
+/* The finding with this id: the one already reported (its evidence grows), else a new one as doctor_report. */
+struct doctor_finding *doctor_report_once(struct doctor_ctx *c, const char *id, enum doctor_severity sev,
+					  enum doctor_link link, const char *fix, const char *fmt, ...) _printf_(6, 7);
 void doctor_evidence(struct doctor_finding *f, const char *fmt, ...) _printf_(2, 3);
 
 /* Path below --root; aborts the check with -ENOMEM on allocation failure. */

@@ -11,6 +11,7 @@
 
 #include "host/driver.h"
 #include "host/ldcache.h"
+#include "util/enumtab.h"
 #include "util/fileio.h"
 
 /* ---- tables ------------------------------------------------------------------------------------ */
@@ -111,14 +112,14 @@ const size_t driver_n_lib_dirs = ELEMENTSOF(driver_lib_dirs);
 /* GSP firmware dir under the driver root (libnvidia-container: /lib/firmware/nvidia/%s/gsp*.bin). */
 #define FIRMWARE_DIR "/lib/firmware/nvidia"
 
-static const char *const kind_names[_DRIVER_KIND_MAX] = {
-    [DRIVER_DEVICE_NODE] = "device-node", [DRIVER_LIBRARY] = "library", [DRIVER_FIRMWARE] = "firmware",
-    [DRIVER_IPC_SOCKET] = "ipc",          [DRIVER_BINARY] = "binary",
+static const struct enum_name kind_names[] = {
+    {DRIVER_DEVICE_NODE, "device-node"}, {DRIVER_LIBRARY, "library"}, {DRIVER_FIRMWARE, "firmware"},
+    {DRIVER_IPC_SOCKET, "ipc"},          {DRIVER_BINARY, "binary"},
 };
 
 const char *driver_kind_name(enum driver_file_kind k)
 {
-	return k < _DRIVER_KIND_MAX ? kind_names[k] : "unknown";
+	return enum_to_name(kind_names, k, "unknown");
 }
 
 /* ---- discovery --------------------------------------------------------------------------------- */

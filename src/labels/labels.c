@@ -127,11 +127,6 @@ static void cuda_labels(struct builder *b, int v)
 	add(b, minor, NV "cuda.runtime.minor");
 }
 
-static const char *sharing_name(enum sharing_strategy s)
-{
-	return s == SHARING_TIME_SLICING ? "time-slicing" : s == SHARING_MPS ? "mps" : "none";
-}
-
 static bool shared(const struct labels_options *o)
 {
 	return o->sharing != SHARING_NONE && o->replicas > 1;
@@ -146,7 +141,7 @@ static void resource_labels(struct builder *b, const char *prefix, const char *p
 	add(b, prod, "%sproduct", prefix);
 	addu(b, count, prefix, "count");
 	addu(b, shared(o) ? o->replicas : 1, prefix, "replicas");
-	add(b, sharing_name(shared(o) ? o->sharing : SHARING_NONE), "%ssharing-strategy", prefix);
+	add(b, sharing_strategy_name(shared(o) ? o->sharing : SHARING_NONE), "%ssharing-strategy", prefix);
 	addu(b, memory_mib, prefix, "memory");
 }
 

@@ -5,12 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/enumtab.h"
 #include "util/fileio.h"
 #include "nvml/nvml.h"
 
 /* NVML return code -> errno and name. Errno chosen so that callers can branch on meaning. */
 static const struct {
-	nvmlReturn_t code;
+	nvmlReturn_t value;
 	int errnum;
 	const char *name;
 } nvml_codes[] = {
@@ -50,28 +51,19 @@ static const struct {
 
 int nvml_errno(nvmlReturn_t r)
 {
-	for (size_t i = 0; i < ELEMENTSOF(nvml_codes); i++)
-		if (nvml_codes[i].code == r)
-			return -nvml_codes[i].errnum;
-	return -EIO;
+	typeof(&nvml_codes[0]) row = enum_row(nvml_codes, r);
+
+	return row ? -row->errnum : -EIO;
 }
 
 const char *nvml_return_name(nvmlReturn_t r)
 {
-	for (size_t i = 0; i < ELEMENTSOF(nvml_codes); i++)
-		if (nvml_codes[i].code == r)
-			return nvml_codes[i].name;
-	return "UNKNOWN";
+	return enum_to_name(nvml_codes, r, "UNKNOWN");
 }
 
 int nvml_return_from_name(const char *name, nvmlReturn_t *ret)
 {
-	for (size_t i = 0; i < ELEMENTSOF(nvml_codes); i++)
-		if (streq(nvml_codes[i].name, name)) {
-			*ret = nvml_codes[i].code;
-			return 0;
-		}
-	return -EINVAL;
+	return enum_from_name(nvml_codes, name, ret);
 }
 
 const char *nvml_strerror(const struct nvml *nv, nvmlReturn_t r)

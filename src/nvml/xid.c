@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "nvml/xid.h"
+#include "util/enumtab.h"
 
 /*
  * One row per XID. Source of every row: docs/reference/monitoring-doctor.md A7, which summarizes NVIDIA's
@@ -75,13 +76,14 @@ const struct xid_info *xid_lookup(unsigned code)
 	return NULL;
 }
 
+static const struct enum_name xid_severity_names[] = {
+    {XID_SEV_INFO, "info"},     {XID_SEV_APP, "app"},           {XID_SEV_RESET, "reset"},
+    {XID_SEV_REBOOT, "reboot"}, {XID_SEV_HARDWARE, "hardware"},
+};
+
 const char *xid_severity_name(enum xid_severity s)
 {
-	static const char *const names[] = {
-	    [XID_SEV_INFO] = "info",     [XID_SEV_APP] = "app",           [XID_SEV_RESET] = "reset",
-	    [XID_SEV_REBOOT] = "reboot", [XID_SEV_HARDWARE] = "hardware",
-	};
-	return (unsigned)s < ELEMENTSOF(names) ? names[s] : "unknown";
+	return enum_to_name(xid_severity_names, s, "unknown");
 }
 
 bool xid_recoverable(unsigned code)

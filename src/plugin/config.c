@@ -1000,12 +1000,11 @@ int config_load(const struct config_args *args, struct plugin_config *ret, struc
 void config_resource_options(const struct plugin_config *cfg, struct resource_options *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->mig_strategy = streq(cfg->mig_strategy, "single")  ? MIG_STRATEGY_SINGLE
-			  : streq(cfg->mig_strategy, "mixed") ? MIG_STRATEGY_MIXED
-							      : MIG_STRATEGY_NONE;
+	o->mig_strategy = MIG_STRATEGY_NONE; /* the words were validated at load */
+	(void)mig_strategy_from_name(cfg->mig_strategy, &o->mig_strategy);
 	o->sharing = cfg->sharing;
-	o->replica_policy =
-	    streq(cfg->shared_devices_allocation_policy, "packed") ? REPLICA_PACKED : REPLICA_DISTRIBUTED;
+	o->replica_policy = REPLICA_DISTRIBUTED;
+	(void)replica_policy_from_name(cfg->shared_devices_allocation_policy, &o->replica_policy);
 	o->rename_by_default = cfg->rename_by_default;
 	o->fail_requests_greater_than_one = cfg->fail_requests_greater_than_one;
 	o->rules = cfg->rules;
@@ -1071,10 +1070,7 @@ char *config_to_json(const struct plugin_config *cfg)
 		json_array_append_new(rules, json_pack("{s:s, s:s, s:i}", "name", cfg->rules[i].name, "rename",
 						       cfg->rules[i].rename, "replicas", (int)cfg->rules[i].replicas));
 	json_object_set_new(o, "sharing",
-			    json_pack("{s:s, s:b, s:b, s:o}", "strategy",
-				      cfg->sharing == SHARING_MPS            ? "mps"
-				      : cfg->sharing == SHARING_TIME_SLICING ? "time-slicing"
-									     : "none",
+			    json_pack("{s:s, s:b, s:b, s:o}", "strategy", sharing_strategy_name(cfg->sharing),
 				      "renameByDefault", cfg->rename_by_default, "failRequestsGreaterThanOne",
 				      cfg->fail_requests_greater_than_one, "resources", rules));
 	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);

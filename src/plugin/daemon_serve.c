@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "kube/grpc_client.h"
 #include "plugin/daemon_int.h"
 #include "plugin/register.h"
 #include "util/log.h"
@@ -30,10 +31,10 @@ static void sleep_ms(int ms)
 }
 
 static int h_unary(void *data, unsigned method, const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen,
-		   char *msg, size_t msgsize)
+		   struct gerr *err)
 {
 	struct served *s = data;
-	int st = dp_unary(&s->ctx, method, in, inlen, out, outlen, msg, msgsize);
+	int st = dp_unary(&s->ctx, method, in, inlen, out, outlen, err);
 
 	long long t;
 
@@ -45,8 +46,8 @@ static int h_unary(void *data, unsigned method, const uint8_t *in, size_t inlen,
 		return st;
 	}
 	log_warn("request rejected", "resource=%s method=%s status=%d error=\"%s\" suppressed=%u", s->ctx.res->name,
-		 method < DP_N_METHODS ? strrchr(dp_methods[method].path, '/') + 1 : "?", st, msg,
-		 s->rejects_suppressed);
+		 method < DP_N_METHODS ? strrchr(dp_methods[method].path, '/') + 1 : "?", grpc_status_from_errno(st),
+		 err->msg, s->rejects_suppressed);
 	s->reject_log_ms = t;
 	s->rejects_suppressed = 0;
 	return st;

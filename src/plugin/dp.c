@@ -11,8 +11,6 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
-#include <grpc/status.h>
-
 #include "plugin/alloc.h"
 #include "plugin/arena.h"
 #include "plugin/dp.h"
@@ -174,40 +172,43 @@ static void random_uuid(char out[37])
 		 r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
 }
 
-static int validate(const struct dp_ctx *c, const V1beta1__ContainerAllocateRequest *req, char *msg, size_t msgsize)
+/* Append to err's message, as much as fits (err is never NULL here: see dp_unary). */
+static void append(struct gerr *err, const char *sep, const char *s)
+{
+	size_t off = strlen(err->msg);
+
+	snprintf(err->msg + off, sizeof(err->msg) - off, "%s%s", sep, s);
+}
+
+static int validate(const struct dp_ctx *c, const V1beta1__ContainerAllocateRequest *req, struct gerr *err)
 {
 	const struct resource *r = c->res;
-	size_t off = 0, bad = 0;
+	size_t n_bad = 0;
 
-	if (req->n_devices_ids == 0) {
-		snprintf(msg, msgsize, "invalid request for %s: a container request lists no device IDs", r->name);
-		return -EINVAL;
-	}
-	if (req->n_devices_ids > MAX_IDS) {
-		snprintf(msg, msgsize, "invalid request for %s: %zu device IDs, at most %d", r->name,
-			 req->n_devices_ids, MAX_IDS);
-		return -EINVAL;
-	}
+	if (req->n_devices_ids == 0)
+		return gerr_set(err, EINVAL, "invalid request for %s: a container request lists no device IDs",
+				r->name);
+	if (req->n_devices_ids > MAX_IDS)
+		return gerr_set(err, EINVAL, "invalid request for %s: %zu device IDs, at most %d", r->name,
+				req->n_devices_ids, MAX_IDS);
 	for (size_t i = 0; i < req->n_devices_ids; i++) {
 		if (resource_find_device(r, req->devices_ids[i]))
 			continue;
-		if (bad++ == 0)
-			off = (size_t)snprintf(msg, msgsize, "invalid request for %s: unknown device IDs: %s", r->name,
-					       req->devices_ids[i]);
-		else if (off < msgsize)
-			off += (size_t)snprintf(msg + off, msgsize - off, ", %s", req->devices_ids[i]);
+		if (n_bad++ == 0)
+			gerr_set(err, EINVAL, "invalid request for %s: unknown device IDs: %s", r->name,
+				 req->devices_ids[i]);
+		else
+			append(err, ", ", req->devices_ids[i]);
 	}
-	if (bad)
+	if (n_bad)
 		return -EINVAL;
 	if (r->replicas > 1 && c->cfg->fail_requests_greater_than_one && req->n_devices_ids > 1) {
-		off = (size_t)snprintf(msg, msgsize,
-				       "invalid request for %s: maximum request size for shared resources is 1; "
-				       "found %zu (IDs: ",
-				       r->name, req->n_devices_ids);
-		for (size_t i = 0; i < req->n_devices_ids && off < msgsize; i++)
-			off += (size_t)snprintf(msg + off, msgsize - off, "%s%s", i ? ", " : "", req->devices_ids[i]);
-		if (off < msgsize)
-			snprintf(msg + off, msgsize - off, ")");
+		gerr_set(err, EINVAL,
+			 "invalid request for %s: maximum request size for shared resources is 1; found %zu (IDs: ",
+			 r->name, req->n_devices_ids);
+		for (size_t i = 0; i < req->n_devices_ids; i++)
+			append(err, i ? ", " : "", req->devices_ids[i]);
+		append(err, "", ")");
 		return -EINVAL;
 	}
 	return 0;
@@ -335,25 +336,26 @@ static void add_device_specs(const struct dp_ctx *c, struct build *b, const stru
 	} while (0)
 
 int dp_allocate_container(const struct dp_ctx *c, const V1beta1__ContainerAllocateRequest *req, struct arena *a,
-			  V1beta1__ContainerAllocateResponse *resp, char *msg, size_t msgsize)
+			  V1beta1__ContainerAllocateResponse *resp, struct gerr *err)
 {
 	const struct plugin_config *cfg = c->cfg;
 	unsigned dls = cfg->device_list_strategy;
 	struct build b = {.a = a};
 	_cleanup_free_ const char **ids = NULL;
 	_cleanup_free_ const struct rdevice **devs = NULL;
+	struct gerr local;
 	size_t n;
 	int r;
 
-	r = validate(c, req, msg, msgsize);
+	if (!err)
+		err = &local; /* validate() appends to the message */
+	r = validate(c, req, err);
 	if (r < 0)
 		return r;
 	ids = calloc(req->n_devices_ids, sizeof(*ids));
 	devs = calloc(req->n_devices_ids, sizeof(*devs));
-	if (!ids || !devs) {
-		snprintf(msg, msgsize, "out of memory");
-		return -ENOMEM;
-	}
+	if (!ids || !devs)
+		return gerr_set(err, ENOMEM, "out of memory");
 	n = map_ids(c, req, a, ids, devs);
 
 	v1beta1__container_allocate_response__init(resp);
@@ -397,10 +399,8 @@ int dp_allocate_container(const struct dp_ctx *c, const V1beta1__ContainerAlloca
 	resp->n_mounts = b.n_mounts;
 	resp->devices = b.devs;
 	resp->n_devices = b.n_devs;
-	if (a->failed) {
-		snprintf(msg, msgsize, "out of memory building the Allocate response");
-		return -ENOMEM;
-	}
+	if (a->failed)
+		return gerr_set(err, ENOMEM, "out of memory building the Allocate response");
 	return 0;
 }
 
@@ -418,82 +418,92 @@ static int pack(const ProtobufCMessage *m, uint8_t **out, size_t *outlen)
 	return 0;
 }
 
-static int do_allocate(const struct dp_ctx *c, const uint8_t *in, size_t inlen, struct arena *a, ProtobufCMessage **ret,
-		       char *msg, size_t msgsize)
+/* Decode a request message; -EINVAL naming the message when the bytes do not decode. */
+static int unpack(const ProtobufCMessageDescriptor *d, const uint8_t *in, size_t inlen, void *ret, struct gerr *err)
 {
-	V1beta1__AllocateRequest *req = v1beta1__allocate_request__unpack(NULL, inlen, in);
+	ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, inlen, in);
+
+	if (!m)
+		return gerr_set(err, EINVAL, "cannot decode %s (%zu bytes)", d->short_name, inlen);
+	*(ProtobufCMessage **)ret = m;
+	return 0;
+}
+
+/*
+ * An empty reply in the arena and room for n container responses in *ret_list (Allocate and
+ * GetPreferredAllocation answer one response per container request). NULL when out of memory.
+ */
+static void *new_reply(struct arena *a, const ProtobufCMessageDescriptor *d, size_t n, void *ret_list)
+{
+	ProtobufCMessage *m = arena_alloc(a, d->sizeof_message);
+	void *list = arena_alloc(a, (n + 1) * sizeof(void *));
+
+	if (!m || !list)
+		return NULL;
+	protobuf_c_message_init(d, m);
+	*(void **)ret_list = list;
+	return m;
+}
+
+static int do_allocate(const struct dp_ctx *c, const uint8_t *in, size_t inlen, struct arena *a, ProtobufCMessage **ret,
+		       struct gerr *err)
+{
+	V1beta1__AllocateRequest *req = NULL;
 	V1beta1__AllocateResponse *resp;
-	int status = GRPC_STATUS_OK;
+	void *list = NULL;
+	int r = unpack(&v1beta1__allocate_request__descriptor, in, inlen, &req, err);
 
-	if (!req) {
-		snprintf(msg, msgsize, "cannot decode AllocateRequest (%zu bytes)", inlen);
-		return GRPC_STATUS_INVALID_ARGUMENT;
-	}
-	resp = arena_alloc(a, sizeof(*resp));
-	if (resp) {
-		v1beta1__allocate_response__init(resp);
-		resp->container_responses = arena_alloc(a, (req->n_container_requests + 1) * sizeof(void *));
-	}
-	if (!resp || !resp->container_responses) {
-		status = GRPC_STATUS_RESOURCE_EXHAUSTED;
-		snprintf(msg, msgsize, "out of memory");
-	} else if (req->n_container_requests == 0) {
-		status = GRPC_STATUS_INVALID_ARGUMENT;
-		snprintf(msg, msgsize, "invalid request for %s: no container requests", c->res->name);
-	}
-	for (size_t i = 0; status == GRPC_STATUS_OK && i < req->n_container_requests; i++) {
+	if (r < 0)
+		return r;
+	resp = new_reply(a, &v1beta1__allocate_response__descriptor, req->n_container_requests, &list);
+	if (resp)
+		resp->container_responses = list;
+	if (!resp)
+		r = gerr_set(err, ENOMEM, "out of memory");
+	else if (req->n_container_requests == 0)
+		r = gerr_set(err, EINVAL, "invalid request for %s: no container requests", c->res->name);
+	for (size_t i = 0; r == 0 && i < req->n_container_requests; i++) {
 		V1beta1__ContainerAllocateResponse *cr = arena_alloc(a, sizeof(*cr));
-		int r;
 
-		if (!cr) {
-			status = GRPC_STATUS_RESOURCE_EXHAUSTED;
-			snprintf(msg, msgsize, "out of memory");
-			break;
-		}
-		r = dp_allocate_container(c, req->container_requests[i], a, cr, msg, msgsize);
-		if (r < 0)
-			status = r == -EINVAL ? GRPC_STATUS_INVALID_ARGUMENT : GRPC_STATUS_RESOURCE_EXHAUSTED;
-		else
+		r = cr ? dp_allocate_container(c, req->container_requests[i], a, cr, err)
+		       : gerr_set(err, ENOMEM, "out of memory");
+		if (r == 0)
 			resp->container_responses[resp->n_container_responses++] = cr;
 	}
 	v1beta1__allocate_request__free_unpacked(req, NULL);
 	*ret = &resp->base;
-	return status;
+	return r;
 }
-
 /* GetPreferredAllocation: the policy is src/plugin/alloc.c (topology score, distributed/packed). */
 static int do_preferred(const struct dp_ctx *c, const uint8_t *in, size_t inlen, struct arena *a,
-			ProtobufCMessage **ret, char *msg, size_t msgsize)
+			ProtobufCMessage **ret, struct gerr *err)
 {
-	V1beta1__PreferredAllocationRequest *req = v1beta1__preferred_allocation_request__unpack(NULL, inlen, in);
-	enum replica_policy policy =
-	    streq(c->cfg->shared_devices_allocation_policy, "packed") ? REPLICA_PACKED : REPLICA_DISTRIBUTED;
+	V1beta1__PreferredAllocationRequest *req = NULL;
+	struct resource_options ro;
 	V1beta1__PreferredAllocationResponse *resp;
-	int status = GRPC_STATUS_OK;
+	void *list = NULL;
+	int r = unpack(&v1beta1__preferred_allocation_request__descriptor, in, inlen, &req, err);
 
-	if (!req) {
-		snprintf(msg, msgsize, "cannot decode PreferredAllocationRequest (%zu bytes)", inlen);
-		return GRPC_STATUS_INVALID_ARGUMENT;
-	}
-	resp = arena_alloc(a, sizeof(*resp));
-	if (resp) {
-		v1beta1__preferred_allocation_response__init(resp);
-		resp->container_responses = arena_alloc(a, (req->n_container_requests + 1) * sizeof(void *));
-	}
-	for (size_t i = 0; resp && resp->container_responses && i < req->n_container_requests; i++) {
+	if (r < 0)
+		return r;
+	config_resource_options(c->cfg, &ro); /* the one reading of sharedDevicesAllocationPolicy */
+	resp = new_reply(a, &v1beta1__preferred_allocation_response__descriptor, req->n_container_requests, &list);
+	if (resp)
+		resp->container_responses = list;
+	for (size_t i = 0; resp && i < req->n_container_requests; i++) {
 		const V1beta1__ContainerPreferredAllocationRequest *cr = req->container_requests[i];
 		V1beta1__ContainerPreferredAllocationResponse *o = arena_alloc(a, sizeof(*o));
 		_cleanup_free_ const char **ids = NULL;
-		struct gerr err = {0};
+		struct gerr aerr = {0};
 		size_t size = cr->allocation_size > 0 ? (size_t)cr->allocation_size : 0;
 
 		if (!o)
 			break;
-		if (alloc_preferred(c->node, c->res, policy, (const char *const *)cr->available_deviceids,
+		if (alloc_preferred(c->node, c->res, ro.replica_policy, (const char *const *)cr->available_deviceids,
 				    cr->n_available_deviceids, (const char *const *)cr->must_include_deviceids,
-				    cr->n_must_include_deviceids, size, &ids, &err) < 0) {
-			status = GRPC_STATUS_INVALID_ARGUMENT;
-			snprintf(msg, msgsize, "preferred allocation for %s: %s", c->res->name, err.msg);
+				    cr->n_must_include_deviceids, size, &ids, &aerr) < 0) {
+			/* whatever alloc says, the request is what cannot be met */
+			r = gerr_set(err, EINVAL, "preferred allocation for %s: %s", c->res->name, aerr.msg);
 			break;
 		}
 		v1beta1__container_preferred_allocation_response__init(o);
@@ -503,27 +513,26 @@ static int do_preferred(const struct dp_ctx *c, const uint8_t *in, size_t inlen,
 		resp->container_responses[resp->n_container_responses++] = o;
 	}
 	v1beta1__preferred_allocation_request__free_unpacked(req, NULL);
-	if (status == GRPC_STATUS_OK && (!resp || a->failed)) {
-		snprintf(msg, msgsize, "out of memory");
-		status = GRPC_STATUS_RESOURCE_EXHAUSTED;
-	}
+	if (r == 0 && (!resp || a->failed))
+		r = gerr_set(err, ENOMEM, "out of memory");
 	*ret = resp ? &resp->base : NULL;
-	return status;
+	return r;
 }
 
 int dp_unary(const struct dp_ctx *c, unsigned method, const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen,
-	     char *msg, size_t msgsize)
+	     struct gerr *err)
 {
 	struct arena a = {0};
 	ProtobufCMessage *reply = NULL;
 	V1beta1__DevicePluginOptions opts = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
 	V1beta1__PreStartContainerResponse pre = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
-	int status = GRPC_STATUS_OK;
+	struct gerr local;
+	int r = 0;
 
-	if (!c->res || c->empty) {
-		snprintf(msg, msgsize, "the device plugin is stopping");
-		return GRPC_STATUS_UNAVAILABLE;
-	}
+	if (!err)
+		err = &local;
+	if (!c->res || c->empty)
+		return gerr_set(err, ESHUTDOWN, "the device plugin is stopping");
 	switch (method) {
 	case DP_GET_OPTIONS:
 		opts.get_preferred_allocation_available = true;
@@ -533,21 +542,18 @@ int dp_unary(const struct dp_ctx *c, unsigned method, const uint8_t *in, size_t 
 		reply = &pre.base;
 		break;
 	case DP_ALLOCATE:
-		status = do_allocate(c, in, inlen, &a, &reply, msg, msgsize);
+		r = do_allocate(c, in, inlen, &a, &reply, err);
 		break;
 	case DP_GET_PREFERRED:
-		status = do_preferred(c, in, inlen, &a, &reply, msg, msgsize);
+		r = do_preferred(c, in, inlen, &a, &reply, err);
 		break;
 	default:
-		snprintf(msg, msgsize, "method %u not implemented", method);
-		status = GRPC_STATUS_UNIMPLEMENTED;
+		r = gerr_set(err, EOPNOTSUPP, "method %u not implemented", method);
 	}
-	if (status == GRPC_STATUS_OK && pack(reply, out, outlen) < 0) {
-		snprintf(msg, msgsize, "out of memory");
-		status = GRPC_STATUS_RESOURCE_EXHAUSTED;
-	}
+	if (r == 0 && pack(reply, out, outlen) < 0)
+		r = gerr_set(err, ENOMEM, "out of memory");
 	arena_release(&a);
-	return status;
+	return r;
 }
 
 int dp_snapshot(const struct dp_ctx *c, uint8_t **out, size_t *outlen)

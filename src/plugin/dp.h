@@ -35,15 +35,20 @@ struct dp_ctx {
 	bool empty; /* stopping: ListAndWatch sends no devices so kubelet drops the capacity */
 };
 
-/* gsrv unary handler: returns a grpc_status_code. */
+/*
+ * gsrv unary handler: 0 with the packed reply in out, or -errno with err (may be NULL) saying why;
+ * the server answers the gRPC status of that errno (kube/grpc_client.h): -EINVAL a bad request
+ * (INVALID_ARGUMENT), -ENOMEM (RESOURCE_EXHAUSTED), -ESHUTDOWN stopping (UNAVAILABLE),
+ * -EOPNOTSUPP an unknown method (UNIMPLEMENTED).
+ */
 int dp_unary(const struct dp_ctx *c, unsigned method, const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen,
-	     char *msg, size_t msgsize);
+	     struct gerr *err);
 /* gsrv snapshot handler: the packed ListAndWatchResponse. */
 int dp_snapshot(const struct dp_ctx *c, uint8_t **out, size_t *outlen);
 
 /*
- * One container's Allocate: validates the IDs and fills resp from the arena. Returns 0, or
- * -EINVAL with msg naming the offending IDs (the RPC then fails with INVALID_ARGUMENT).
+ * One container's Allocate: validates the IDs and fills resp from the arena. Returns 0, -ENOMEM,
+ * or -EINVAL with err naming the offending IDs (the RPC then fails with INVALID_ARGUMENT).
  */
 int dp_allocate_container(const struct dp_ctx *c, const V1beta1__ContainerAllocateRequest *req, struct arena *a,
-			  V1beta1__ContainerAllocateResponse *resp, char *msg, size_t msgsize);
+			  V1beta1__ContainerAllocateResponse *resp, struct gerr *err);

@@ -22,6 +22,7 @@
 #include <grpc/slice.h>
 #include <grpc/support/time.h>
 
+#include "kube/grpc_client.h"
 #include "plugin/gsrv.h"
 #include "util/macro.h"
 
@@ -129,15 +130,10 @@ static void call_free(struct gcall *c)
 			c->next->prev = c->prev;
 		c->srv->n_streams--;
 	}
-	if (c->call)
-		grpc_call_unref(c->call);
+	grpc_call_drop(c->call, c->send_bb, c->payload);
 	grpc_metadata_array_destroy(&c->md);
 	if (c->generic)
 		grpc_call_details_destroy(&c->call_details);
-	if (c->payload)
-		grpc_byte_buffer_destroy(c->payload);
-	if (c->send_bb)
-		grpc_byte_buffer_destroy(c->send_bb);
 	if (c->has_details)
 		grpc_slice_unref(c->details);
 	free(c);
@@ -365,40 +361,26 @@ void gsrv_notify(struct gsrv *s)
 		stream_kick(c);
 }
 
-static void unary_handle(struct gcall *c)
+/*
+ * Answer a unary call: the reply when r is 0, else the gRPC status of -errno r with err's message.
+ * The one place where errno becomes a gRPC status on the wire.
+ */
+static void unary_answer(struct gcall *c, int r, const uint8_t *out, size_t outlen, const struct gerr *err)
 {
-	struct gsrv *s = c->srv;
-	_cleanup_free_ uint8_t *out = NULL;
-	size_t outlen = 0, inlen = 0;
-	char msg[512] = "";
-	grpc_slice in = grpc_empty_slice();
 	grpc_op ops[4];
 	size_t n = 0;
-	int status;
-
-	if (c->payload) {
-		grpc_byte_buffer_reader r;
-
-		if (grpc_byte_buffer_reader_init(&r, c->payload)) {
-			in = grpc_byte_buffer_reader_readall(&r);
-			grpc_byte_buffer_reader_destroy(&r);
-		}
-		inlen = GRPC_SLICE_LENGTH(in);
-	}
-	status = s->h.unary(s->data, c->method, GRPC_SLICE_START_PTR(in), inlen, &out, &outlen, msg, sizeof(msg));
-	grpc_slice_unref(in);
 
 	memset(ops, 0, sizeof(ops));
 	ops[n++].op = GRPC_OP_SEND_INITIAL_METADATA;
-	if (status == GRPC_STATUS_OK) {
+	if (r >= 0) {
 		c->send_bb = bb_from(out, outlen);
 		ops[n].op = GRPC_OP_SEND_MESSAGE;
 		ops[n++].data.send_message.send_message = c->send_bb;
 	}
 	ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-	ops[n].data.send_status_from_server.status = status;
-	if (status != GRPC_STATUS_OK) {
-		c->details = grpc_slice_from_copied_string(msg);
+	ops[n].data.send_status_from_server.status = (grpc_status_code)grpc_status_from_errno(r);
+	if (r < 0) {
+		c->details = grpc_slice_from_copied_buffer(err->msg, strnlen(err->msg, GSRV_DETAILS_MAX - 1));
 		c->has_details = true;
 		ops[n].data.send_status_from_server.status_details = &c->details;
 	}
@@ -411,21 +393,34 @@ static void unary_handle(struct gcall *c)
 		c->finished = true;
 }
 
+static void unary_handle(struct gcall *c)
+{
+	struct gsrv *s = c->srv;
+	_cleanup_free_ uint8_t *out = NULL;
+	size_t outlen = 0, inlen = 0;
+	struct gerr err = {0};
+	grpc_slice in = grpc_empty_slice();
+	int r;
+
+	if (c->payload) {
+		grpc_byte_buffer_reader rd;
+
+		if (grpc_byte_buffer_reader_init(&rd, c->payload)) {
+			in = grpc_byte_buffer_reader_readall(&rd);
+			grpc_byte_buffer_reader_destroy(&rd);
+		}
+		inlen = GRPC_SLICE_LENGTH(in);
+	}
+	r = s->h.unary(s->data, c->method, GRPC_SLICE_START_PTR(in), inlen, &out, &outlen, &err);
+	grpc_slice_unref(in);
+	unary_answer(c, r, out, outlen, &err);
+}
+
 static void unimplemented(struct gcall *c)
 {
-	grpc_op ops[3];
+	struct gerr err = {0};
 
-	memset(ops, 0, sizeof(ops));
-	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-	ops[1].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-	ops[1].data.send_status_from_server.status = GRPC_STATUS_UNIMPLEMENTED;
-	c->details = grpc_slice_from_static_string("method not implemented by this device plugin");
-	c->has_details = true;
-	ops[1].data.send_status_from_server.status_details = &c->details;
-	ops[2].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-	ops[2].data.recv_close_on_server.cancelled = &c->cancelled;
-	if (start_batch(c, ops, 3, &c->t_send) < 0)
-		call_free(c);
+	unary_answer(c, gerr_set(&err, EOPNOTSUPP, "method not implemented by this device plugin"), NULL, 0, &err);
 }
 
 static void stream_begin(struct gcall *c)

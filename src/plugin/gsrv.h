@@ -14,6 +14,8 @@
 
 #include "util/err.h"
 
+#define GSRV_DETAILS_MAX 512
+
 struct gsrv_method {
 	const char *path; /* "/v1beta1.DevicePlugin/Allocate" */
 	bool streaming;   /* server streaming (ListAndWatch) */
@@ -21,11 +23,13 @@ struct gsrv_method {
 
 struct gsrv_handler {
 	/*
-	 * A unary call. Returns a grpc_status_code; when 0 (OK), out and outlen hold the packed reply
-	 * (malloc'ed; an empty message has outlen 0); otherwise msg says why.
+	 * A unary call. Returns 0 with the packed reply in out and outlen (malloc'ed; an empty message
+	 * has outlen 0), or -errno with err saying why. The server answers the gRPC status of that
+	 * errno (grpc_status_from_errno(), kube/grpc_client.h) with err's message as the status details
+	 * (at most GSRV_DETAILS_MAX - 1 bytes).
 	 */
 	int (*unary)(void *data, unsigned method, const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen,
-		     char *msg, size_t msgsize);
+		     struct gerr *err);
 	/* The message a streaming call sends now (malloc'ed). Returns 0 or -errno. */
 	int (*snapshot)(void *data, unsigned method, uint8_t **out, size_t *outlen);
 };

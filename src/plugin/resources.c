@@ -9,10 +9,52 @@
 #include <string.h>
 
 #include "plugin/resources.h"
+#include "util/enumtab.h"
 
 #define RES_PREFIX   "nvidia.com/"
 #define RES_NAME_MAX 63 /* full name limit upstream checks (rm.go, §2) */
 #define REPLICAS_MAX 1024
+
+/* Words of upstream's flags and GFD's labels (docs/reference/device-plugin.md §5, §6). */
+static const struct enum_name mig_strategy_names[] = {
+    {MIG_STRATEGY_NONE, "none"},
+    {MIG_STRATEGY_SINGLE, "single"},
+    {MIG_STRATEGY_MIXED, "mixed"},
+};
+static const struct enum_name sharing_names[] = {
+    {SHARING_NONE, "none"},
+    {SHARING_TIME_SLICING, "time-slicing"},
+    {SHARING_MPS, "mps"},
+};
+static const struct enum_name replica_policy_names[] = {
+    {REPLICA_DISTRIBUTED, "distributed"},
+    {REPLICA_PACKED, "packed"},
+};
+
+const char *mig_strategy_name(enum mig_strategy s)
+{
+	return enum_to_name(mig_strategy_names, s, "none");
+}
+
+int mig_strategy_from_name(const char *name, enum mig_strategy *ret)
+{
+	return enum_from_name(mig_strategy_names, name, ret);
+}
+
+const char *sharing_strategy_name(enum sharing_strategy s)
+{
+	return enum_to_name(sharing_names, s, "none");
+}
+
+int sharing_strategy_from_name(const char *name, enum sharing_strategy *ret)
+{
+	return enum_from_name(sharing_names, name, ret);
+}
+
+int replica_policy_from_name(const char *name, enum replica_policy *ret)
+{
+	return enum_from_name(replica_policy_names, name, ret);
+}
 
 void resource_set_free(struct resource_set *s)
 {

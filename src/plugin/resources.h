@@ -17,6 +17,17 @@ enum mig_strategy { MIG_STRATEGY_NONE, MIG_STRATEGY_SINGLE, MIG_STRATEGY_MIXED }
 enum sharing_strategy { SHARING_NONE, SHARING_TIME_SLICING, SHARING_MPS };
 enum replica_policy { REPLICA_DISTRIBUTED, REPLICA_PACKED };
 
+/*
+ * The names of these values where users write them (util/enumtab.h tables): --mig-strategy
+ * none|single|mixed, the sharing strategy none|time-slicing|mps (GFD's sharing-strategy label),
+ * --shared-devices-allocation-policy distributed|packed. *_from_name: 0, or -EINVAL for another word.
+ */
+const char *mig_strategy_name(enum mig_strategy s);
+int mig_strategy_from_name(const char *name, enum mig_strategy *ret);
+const char *sharing_strategy_name(enum sharing_strategy s);
+int sharing_strategy_from_name(const char *name, enum sharing_strategy *ret);
+int replica_policy_from_name(const char *name, enum replica_policy *ret);
+
 /* One `sharing.timeSlicing.resources[]` entry of the v1 config. */
 struct replica_rule {
 	char name[128];    /* resource it applies to: "nvidia.com/gpu", "nvidia.com/mig-1g.5gb" */

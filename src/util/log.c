@@ -6,27 +6,21 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/enumtab.h"
 #include "util/log.h"
 
 static enum log_level current = LOG_LVL_INFO;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static const struct {
-	const char *name;
-	enum log_level level;
-} level_names[] = {
-    {"debug", LOG_LVL_DEBUG},  {"info", LOG_LVL_INFO},   {"warn", LOG_LVL_WARN},
-    {"warning", LOG_LVL_WARN}, {"error", LOG_LVL_ERROR},
+/* The first row of a level is the name it is logged as; later rows are aliases --log-level accepts. */
+static const struct enum_name level_names[] = {
+    {LOG_LVL_DEBUG, "debug"}, {LOG_LVL_INFO, "info"},    {LOG_LVL_WARN, "warn"},
+    {LOG_LVL_ERROR, "error"}, {LOG_LVL_WARN, "warning"},
 };
 
 int log_set_level_name(const char *name)
 {
-	for (size_t i = 0; i < ELEMENTSOF(level_names); i++)
-		if (strcasecmp(name, level_names[i].name) == 0) {
-			current = level_names[i].level;
-			return 0;
-		}
-	return -EINVAL;
+	return enum_from_name_icase(level_names, name, &current);
 }
 
 void log_set_level(enum log_level l)
@@ -40,7 +34,6 @@ enum log_level log_get_level(void)
 
 void log_emit(enum log_level l, const char *msg, const char *kv, ...)
 {
-	static const char *const names[] = {"debug", "info", "warn", "error"};
 	char ts[64];
 	struct timespec now;
 	struct tm tm;
@@ -51,7 +44,8 @@ void log_emit(enum log_level l, const char *msg, const char *kv, ...)
 	gmtime_r(&now.tv_sec, &tm);
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
 	pthread_mutex_lock(&log_lock);
-	fprintf(stderr, "time=%s.%03ldZ level=%s msg=\"%s\"", ts, now.tv_nsec / 1000000, names[l], msg);
+	fprintf(stderr, "time=%s.%03ldZ level=%s msg=\"%s\"", ts, now.tv_nsec / 1000000,
+		enum_to_name(level_names, l, "?"), msg);
 	if (kv && *kv) {
 		va_list ap;
 

@@ -83,6 +83,34 @@ static void test_toolkit_table(void **state)
 	assert_null(toolkit_too_old("", "1.11.0"));
 }
 
+/* Findings are referenced by id: doctor_report_once grows the one finding of an id. */
+static void test_report_once(void **state)
+{
+	struct doctor_options o = {.root = "/"};
+	struct doctor_ctx c = {.o = &o};
+	struct doctor_finding *f;
+
+	(void)state;
+	f = doctor_report_once(&c, "cdi.stale-devices", DOCTOR_FAIL, LINK_CDI, "regenerate", "stale %d", 1);
+	doctor_evidence(f, "first");
+	doctor_report(&c, "cdi.warning", DOCTOR_WARN, LINK_CDI, "", "warn");
+	f = doctor_report_once(&c, "cdi.stale-devices", DOCTOR_FAIL, LINK_CDI, "other", "stale %d", 2);
+	doctor_evidence(f, "second");
+	assert_int_equal(c.n_findings, 2);
+	f = doctor_find(&c, "cdi.stale-devices");
+	assert_non_null(f);
+	assert_string_equal(f->summary, "stale 1");
+	assert_string_equal(f->fix, "regenerate");
+	assert_int_equal(f->n_evidence, 2);
+	assert_string_equal(f->evidence[1], "second");
+	assert_null(doctor_find(&c, "cdi.spec-invalid"));
+	assert_true(c.failed_links & L(LINK_CDI));
+	assert_string_equal(doctor_link_name(LINK_CDI), "cdi");
+	assert_string_equal(doctor_link_name(_LINK_MAX), "?");
+	assert_string_equal(doctor_severity_name(DOCTOR_WARN), "warn");
+	doctor_ctx_done(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -91,6 +119,7 @@ int main(void)
 	    cmocka_unit_test(test_version_cmp),
 	    cmocka_unit_test(test_cuda_verdicts),
 	    cmocka_unit_test(test_toolkit_table),
+	    cmocka_unit_test(test_report_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
 /*
  * The DevicePlugin service functions (src/plugin/dp.c) without sockets: an Allocate round trip
  * through protobuf-c bytes, and a deterministic fuzz smoke feeding random and mutated bytes to
- * every method: each call answers a gRPC status, never crashes (ASan/UBSan in the sanitizer build).
+ * every method: each call answers -errno whose gRPC status is OK or INVALID_ARGUMENT, never crashes (ASan/UBSan in the
+ * sanitizer build).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -15,6 +16,7 @@
 #include <cmocka.h>
 #include <grpc/status.h>
 
+#include "kube/grpc_client.h"
 #include "plugin/dp.h"
 
 static struct node_gpu gpus[2] = {
@@ -73,10 +75,11 @@ static void test_round_trip(void **state)
 	const char *ids[] = {"GPU-bbbb", "GPU-aaaa", "GPU-bbbb"};
 	uint8_t in[256], *out = NULL;
 	size_t inlen = pack_request(ids, 3, in), outlen = 0;
-	char msg[256] = "";
+	struct gerr err = {0};
 	V1beta1__AllocateResponse *resp;
+	int r;
 
-	assert_int_equal(dp_unary(&f->ctx, DP_ALLOCATE, in, inlen, &out, &outlen, msg, sizeof(msg)), GRPC_STATUS_OK);
+	assert_int_equal(dp_unary(&f->ctx, DP_ALLOCATE, in, inlen, &out, &outlen, &err), 0);
 	resp = v1beta1__allocate_response__unpack(NULL, outlen, out);
 	assert_non_null(resp);
 	assert_int_equal(resp->n_container_responses, 1);
@@ -89,9 +92,10 @@ static void test_round_trip(void **state)
 	ids[1] = "GPU-zzzz";
 	inlen = pack_request(ids, 3, in);
 	out = NULL;
-	assert_int_equal(dp_unary(&f->ctx, DP_ALLOCATE, in, inlen, &out, &outlen, msg, sizeof(msg)),
-			 GRPC_STATUS_INVALID_ARGUMENT);
-	assert_non_null(strstr(msg, "GPU-zzzz"));
+	r = dp_unary(&f->ctx, DP_ALLOCATE, in, inlen, &out, &outlen, &err);
+	assert_int_equal(r, -EINVAL);
+	assert_int_equal(grpc_status_from_errno(r), GRPC_STATUS_INVALID_ARGUMENT);
+	assert_non_null(strstr(err.msg, "GPU-zzzz"));
 	assert_null(out);
 }
 
@@ -107,7 +111,7 @@ static void test_fuzz(void **state)
 		size_t len = baselen;
 		uint8_t *out = NULL;
 		size_t outlen = 0;
-		char msg[512];
+		struct gerr err = {0};
 		unsigned method = (unsigned)iter % DP_N_METHODS;
 		int st;
 
@@ -127,7 +131,7 @@ static void test_fuzz(void **state)
 		}
 		if (method == DP_LIST_AND_WATCH)
 			continue; /* streaming: no request bytes */
-		st = dp_unary(&f->ctx, method, buf, len, &out, &outlen, msg, sizeof(msg));
+		st = grpc_status_from_errno(dp_unary(&f->ctx, method, buf, len, &out, &outlen, &err));
 		assert_true(st == GRPC_STATUS_OK || st == GRPC_STATUS_INVALID_ARGUMENT);
 		if (st == GRPC_STATUS_OK)
 			assert_true(out != NULL || outlen == 0);
@@ -135,11 +139,48 @@ static void test_fuzz(void **state)
 	}
 }
 
+/*
+ * Every refusal is -errno + gerr; the server answers the status of that errno (kube/grpc_client.c).
+ * kubelet's device manager reads these statuses: pinned here so the wire does not drift.
+ */
+static void test_refusals(void **state)
+{
+	struct fixture *f = *state;
+	const char *one[] = {"GPU-aaaa"};
+	uint8_t in[256], *out = NULL, garbage[] = {0xff, 0xff, 0xff, 0x20};
+	size_t inlen = pack_request(one, 1, in), outlen = 0;
+	struct gerr err = {0};
+	int r;
+
+	r = dp_unary(&f->ctx, DP_ALLOCATE, garbage, sizeof(garbage), &out, &outlen, &err);
+	assert_int_equal(grpc_status_from_errno(r), GRPC_STATUS_INVALID_ARGUMENT);
+	assert_string_equal(err.msg, "cannot decode AllocateRequest (4 bytes)");
+	r = dp_unary(&f->ctx, DP_GET_PREFERRED, garbage, sizeof(garbage), &out, &outlen, &err);
+	assert_int_equal(grpc_status_from_errno(r), GRPC_STATUS_INVALID_ARGUMENT);
+	assert_string_equal(err.msg, "cannot decode PreferredAllocationRequest (4 bytes)");
+	r = dp_unary(&f->ctx, DP_ALLOCATE, NULL, 0, &out, &outlen, &err);
+	assert_int_equal(grpc_status_from_errno(r), GRPC_STATUS_INVALID_ARGUMENT);
+	assert_string_equal(err.msg, "invalid request for nvidia.com/gpu: no container requests");
+	r = dp_unary(&f->ctx, DP_N_METHODS + 3, in, inlen, &out, &outlen, &err);
+	assert_int_equal(grpc_status_from_errno(r), GRPC_STATUS_UNIMPLEMENTED);
+	f->ctx.empty = true;
+	r = dp_unary(&f->ctx, DP_ALLOCATE, in, inlen, &out, &outlen, &err);
+	assert_int_equal(grpc_status_from_errno(r), GRPC_STATUS_UNAVAILABLE);
+	assert_string_equal(err.msg, "the device plugin is stopping");
+	assert_null(out);
+	/* and the NULL err of the -errno contract */
+	f->ctx.empty = false;
+	assert_int_equal(dp_unary(&f->ctx, DP_ALLOCATE, garbage, sizeof(garbage), &out, &outlen, NULL), -EINVAL);
+	assert_int_equal(dp_unary(&f->ctx, DP_ALLOCATE, in, inlen, &out, &outlen, NULL), 0);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fuzz, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
