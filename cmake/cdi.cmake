@@ -22,3 +22,5 @@ if(GPULET_FUZZ)
   target_link_libraries(fuzz_cdi PRIVATE gpulet_lib)
 endif()
 gpulet_script_test(cdi_cli /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_cli.py)
+# The one YAML reader (src/parse/yaml.c), pinned to sigs.k8s.io/yaml's typing.
+gpulet_unit_test(parse_yaml tests/unit/test_yaml.c)

@@ -12,11 +12,11 @@
 
 #include "cdi/cdi.h"
 #include "host/driver.h"
+#include "parse/yaml.h"
 #include "util/fileio.h"
 
-#define CDI_SPEC_MAX   (16u << 20) /* a spec larger than this is not a CDI spec */
-#define MARKER_ENV     "GPULET_CDI_SPEC"
-#define YAML_MAX_DEPTH 64
+#define CDI_SPEC_MAX (16u << 20) /* a spec larger than this is not a CDI spec */
+#define MARKER_ENV   "GPULET_CDI_SPEC"
 
 /* ---- versions --------------------------------------------------------------------------------- */
 
@@ -674,221 +674,15 @@ int cdi_format_spec(const json_t *spec, enum cdi_format fmt, char **ret, struct 
 
 /* ---- reading ------------------------------------------------------------------------------------ */
 
-struct yreader {
-	yaml_parser_t p;
-	const char *name;
-	struct gerr *err;
-	struct {
-		char *name;
-		json_t *value;
-	} anchors[32];
-	size_t n_anchors;
-};
-
-static int yerr(struct yreader *y, const yaml_mark_t *m, const char *what)
-{
-	return gerr_set(y->err, EINVAL, "%s:%zu:%zu: %s", y->name, m->line + 1, m->column + 1, what);
-}
-
-/* go-yaml v2 resolve table (what sigs.k8s.io/yaml, used by the CDI library, turns a plain scalar into). */
-static json_t *resolve_plain(const char *s)
-{
-	static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
-	static const char *const trues[] = {"y", "Y", "yes", "Yes", "YES", "on", "On", "ON", "true", "True", "TRUE"};
-	static const char *const falses[] = {"n",   "N",   "no",    "No",    "NO",   "off",
-					     "Off", "OFF", "false", "False", "FALSE"};
-	const char *p = s + (*s == '-' || *s == '+');
-	char *end;
-
-	for (size_t i = 0; i < ELEMENTSOF(nulls); i++)
-		if (streq(s, nulls[i]))
-			return json_null();
-	for (size_t i = 0; i < ELEMENTSOF(trues); i++)
-		if (streq(s, trues[i]))
-			return json_true();
-	for (size_t i = 0; i < ELEMENTSOF(falses); i++)
-		if (streq(s, falses[i]))
-			return json_false();
-	if (isdigit((unsigned char)*p)) {
-		long long v;
-		double d;
-
-		errno = 0;
-		v = strtoll(s, &end, 0);
-		if (!*end && errno == 0)
-			return json_integer(v);
-		d = strtod(s, &end);
-		if (!*end)
-			return json_real(d);
-	}
-	return json_string(s);
-}
-
-static int yread_node(struct yreader *y, yaml_event_t *ev, unsigned depth, json_t **ret);
-
-static int ynext(struct yreader *y, yaml_event_t *ev)
-{
-	if (!yaml_parser_parse(&y->p, ev)) {
-		const yaml_mark_t *m = &y->p.problem_mark;
-
-		return gerr_set(y->err, EINVAL, "%s:%zu:%zu: %s", y->name, m->line + 1, m->column + 1,
-				y->p.problem ? y->p.problem : "YAML syntax error");
-	}
-	return 0;
-}
-
-static int yread_collection(struct yreader *y, bool mapping, unsigned depth, json_t **ret)
-{
-	json_auto_t *c = mapping ? json_object() : json_array();
-
-	if (!c)
-		return -ENOMEM;
-	for (;;) {
-		yaml_event_t ev;
-		json_t *key = NULL, *val = NULL;
-		yaml_mark_t km;
-		int r;
-
-		if ((r = ynext(y, &ev)) < 0)
-			return r;
-		if (ev.type == (mapping ? YAML_MAPPING_END_EVENT : YAML_SEQUENCE_END_EVENT)) {
-			yaml_event_delete(&ev);
-			break;
-		}
-		km = ev.start_mark;
-		/* keys are taken as written ("y", "on" and "1" stay strings, as sigs.k8s.io/yaml does) */
-		if (mapping && ev.type == YAML_SCALAR_EVENT) {
-			key = json_stringn((const char *)ev.data.scalar.value, ev.data.scalar.length);
-			r = key ? 0 : yerr(y, &km, "key is not valid UTF-8");
-		} else
-			r = yread_node(y, &ev, depth + 1, mapping ? &key : &val);
-		yaml_event_delete(&ev);
-		if (r < 0)
-			return r;
-		if (!mapping) {
-			if (jpush(c, val) < 0)
-				return -ENOMEM;
-			continue;
-		}
-		if (!json_is_string(key)) {
-			json_decref(key);
-			return yerr(y, &km, "mapping keys must be strings");
-		}
-		if (json_object_get(c, json_string_value(key))) {
-			json_decref(key);
-			return yerr(y, &km, "duplicate key; strict CDI parsing rejects the file");
-		}
-		if ((r = ynext(y, &ev)) < 0) {
-			json_decref(key);
-			return r;
-		}
-		r = yread_node(y, &ev, depth + 1, &val);
-		yaml_event_delete(&ev);
-		if (r == 0)
-			r = jset(c, json_string_value(key), val);
-		json_decref(key);
-		if (r < 0)
-			return r;
-	}
-	*ret = TAKE_PTR(c);
-	return 0;
-}
-
-static int yremember(struct yreader *y, const yaml_char_t *anchor, json_t *v)
-{
-	if (!anchor)
-		return 0;
-	if (y->n_anchors == ELEMENTSOF(y->anchors))
-		return gerr_set(y->err, E2BIG, "%s: more than %zu YAML anchors", y->name, ELEMENTSOF(y->anchors));
-	y->anchors[y->n_anchors].name = strdup((const char *)anchor);
-	if (!y->anchors[y->n_anchors].name)
-		return -ENOMEM;
-	y->anchors[y->n_anchors++].value = json_incref(v);
-	return 0;
-}
-
-static int yread_node(struct yreader *y, yaml_event_t *ev, unsigned depth, json_t **ret)
-{
-	const yaml_char_t *anchor = NULL;
-	json_t *v = NULL;
-	int r;
-
-	if (depth > YAML_MAX_DEPTH)
-		return yerr(y, &ev->start_mark, "nested too deeply for a CDI spec");
-	switch (ev->type) {
-	case YAML_SCALAR_EVENT: {
-		const char *s = (const char *)ev->data.scalar.value;
-		const char *tag = (const char *)ev->data.scalar.tag;
-
-		anchor = ev->data.scalar.anchor;
-		if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !(tag && streq(tag, YAML_STR_TAG)))
-			v = resolve_plain(s);
-		else
-			v = json_stringn(s, ev->data.scalar.length);
-		if (!v)
-			return yerr(y, &ev->start_mark, "string is not valid UTF-8 or has a NUL byte");
-		break;
-	}
-	case YAML_SEQUENCE_START_EVENT:
-	case YAML_MAPPING_START_EVENT:
-		anchor = ev->type == YAML_MAPPING_START_EVENT ? ev->data.mapping_start.anchor
-							      : ev->data.sequence_start.anchor;
-		r = yread_collection(y, ev->type == YAML_MAPPING_START_EVENT, depth, &v);
-		if (r < 0)
-			return r;
-		break;
-	case YAML_ALIAS_EVENT:
-		for (size_t i = 0; i < y->n_anchors && !v; i++)
-			if (streq(y->anchors[i].name, (const char *)ev->data.alias.anchor))
-				v = json_incref(y->anchors[i].value);
-		if (!v)
-			return yerr(y, &ev->start_mark, "unknown YAML alias");
-		break;
-	default:
-		return yerr(y, &ev->start_mark, "unexpected YAML event");
-	}
-	r = yremember(y, anchor, v);
-	if (r < 0) {
-		json_decref(v);
-		return r;
-	}
-	*ret = v;
-	return 0;
-}
-
+/* YAML through the one reader, strict about duplicate keys as the CDI library (yaml.UnmarshalStrict) */
 static int parse_yaml(const char *name, const char *text, size_t len, json_t **ret, struct gerr *err)
 {
-	struct yreader y = {.name = name, .err = err};
-	yaml_event_t ev;
 	json_t *doc = NULL;
-	int r = 0;
+	int r;
 
-	if (!yaml_parser_initialize(&y.p))
-		return gerr_set(err, ENOMEM, "out of memory");
-	yaml_parser_set_input_string(&y.p, (const unsigned char *)text, len);
-	/* stream start, document start, node, document end, [another document = error], stream end */
-	while (r == 0 && (r = ynext(&y, &ev)) == 0) {
-		yaml_event_type_t t = ev.type;
-
-		if (t == YAML_STREAM_END_EVENT) {
-			yaml_event_delete(&ev);
-			break;
-		}
-		if (t == YAML_DOCUMENT_START_EVENT && doc)
-			r = yerr(&y, &ev.start_mark, "more than one YAML document; a CDI spec is one document");
-		else if (t != YAML_STREAM_START_EVENT && t != YAML_DOCUMENT_START_EVENT && t != YAML_DOCUMENT_END_EVENT)
-			r = yread_node(&y, &ev, 0, &doc);
-		yaml_event_delete(&ev);
-	}
-	yaml_parser_delete(&y.p);
-	for (size_t i = 0; i < y.n_anchors; i++) {
-		free(y.anchors[i].name);
-		json_decref(y.anchors[i].value);
-	}
-	if (r < 0) {
-		json_decref(doc);
-		return r == -ENOMEM ? gerr_set(err, ENOMEM, "out of memory") : r;
-	}
+	r = yaml_to_json(text, len, name, YAML_STRICT, &doc, NULL, err);
+	if (r < 0)
+		return r;
 	if (!json_is_object(doc)) {
 		json_decref(doc);
 		return gerr_set(err, EINVAL, "%s: a CDI spec is a mapping (object) at the top level", name);

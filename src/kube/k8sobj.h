@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Kubernetes objects from YAML or JSON files (kubectl -o json/yaml output, manifests with several
- * `---` documents, `kind: List`), as jansson values. Plain YAML scalars are typed the way
- * Kubernetes' YAML (YAML 1.1 core subset) reads them: null/~, true/false, integers, floats;
- * quoted scalars stay strings. Anchors and aliases are resolved.
+ * `---` documents, `kind: List`), as jansson values, read by the one YAML reader (parse/yaml.h),
+ * which types scalars the way kubectl and the API server (sigs.k8s.io/yaml) do.
  */
 #pragma once
 

@@ -247,7 +247,8 @@ static void test_yaml_parse_errors(void **state)
 	    {"a: 1\n---\nb: 2\n", "more than one YAML document"},
 	    {"a: *nope\n", "unknown YAML alias"},
 	};
-	const char *anchors = "x: &e [\"A=1\"]\ny: *e\nn: 010\nh: 0x1f\nf: 1.5\ns: !!str 12\nq: '7'\nb: Yes\nz: ~\n";
+	/* not "y:"/"n:": those keys are booleans for sigs.k8s.io/yaml (tests/unit/test_yaml.c) */
+	const char *anchors = "x: &e [\"A=1\"]\nal: *e\noct: 010\nh: 0x1f\nf: 1.5\ns: !!str 12\nq: '7'\nb: Yes\nz: ~\n";
 	json_auto_t *j = NULL;
 	struct gerr err = {0};
 
@@ -260,8 +261,8 @@ static void test_yaml_parse_errors(void **state)
 			fail_msg("row %zu: '%s' lacks '%s'", i, err.msg, rows[i].msg);
 	}
 	assert_int_equal(cdi_parse_spec("x.yaml", anchors, strlen(anchors), &j, &err), 0);
-	assert_true(json_equal(json_object_get(j, "x"), json_object_get(j, "y")));
-	assert_int_equal(json_integer_value(json_object_get(j, "n")), 8); /* YAML 1.1 octal */
+	assert_true(json_equal(json_object_get(j, "x"), json_object_get(j, "al")));
+	assert_int_equal(json_integer_value(json_object_get(j, "oct")), 8); /* YAML 1.1 octal */
 	assert_int_equal(json_integer_value(json_object_get(j, "h")), 31);
 	assert_true(json_is_real(json_object_get(j, "f")));
 	assert_string_equal(json_string_value(json_object_get(j, "s")), "12");
