@@ -8,6 +8,7 @@ says "unknown option"); a known one is taken, with 1 as its value or as an opera
 ends the run. The option rows of `VERB --help` must name the same set: an option that is accepted and
 not listed (doctor --runtime-user once) or listed and not accepted fails the test.
 """
+import concurrent.futures
 import glob
 import os
 import re
@@ -90,8 +91,10 @@ def main():
         check("Example:" in h.stdout, f"{name} --help has an example")
         longs, shorts = listed(h.stdout)
         check(len(longs) >= 2, f"{name} --help lists options: {sorted(longs)}")
-        acc_long = {w for w in sorted(words | longs) if accepted(verb, "--" + w)}
-        acc_short = {c for c in letters if accepted(verb, "-" + c)}
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            tried = sorted(words | longs)
+            acc_long = {w for w, ok in zip(tried, pool.map(lambda w: accepted(verb, "--" + w), tried)) if ok}
+            acc_short = {c for c, ok in zip(letters, pool.map(lambda c: accepted(verb, "-" + c), letters)) if ok}
         for w in sorted(longs - acc_long):
             check(False, f"{name}: --{w} is in --help but not accepted")
         for w in sorted(acc_long - longs):
