@@ -10,9 +10,9 @@
 #include "util/log.h"
 #include "util/macro.h"
 
-#define MAX_ROWS     48
-#define HELP_COLUMN  30 /* where the help text of an option starts */
-#define HELP_WIDTH   110
+#define MAX_ROWS    48
+#define HELP_COLUMN 30 /* where the help text of an option starts */
+#define HELP_WIDTH  110
 
 static const struct cmd_opt help_row = {.name = "help", .short_name = 'h', .kind = CMD_OPT_HELP, .help = "this text"};
 
@@ -261,9 +261,9 @@ static void help_row_print(FILE *f, const struct cmd_opt *o)
 		snprintf(left + l, sizeof(left) - l, ", --%s%s", o->alias, arg);
 	l = (size_t)snprintf(text, sizeof(text), "%s", o->help);
 	if (o->env[0] || o->def)
-		snprintf(text + l, sizeof(text) - l, " (%s%s%s%s%s%s%s)", o->env[0] ? "env " : "", o->env[0] ? o->env[0] : "",
-			 o->env[1] ? ", " : "", o->env[1] ? o->env[1] : "", o->env[0] && o->def ? "; " : "",
-			 o->def ? "default " : "", o->def ? o->def : "");
+		snprintf(text + l, sizeof(text) - l, " (%s%s%s%s%s%s%s)", o->env[0] ? "env " : "",
+			 o->env[0] ? o->env[0] : "", o->env[1] ? ", " : "", o->env[1] ? o->env[1] : "",
+			 o->env[0] && o->def ? "; " : "", o->def ? "default " : "", o->def ? o->def : "");
 	at = (size_t)fprintf(f, "  %s", left);
 	if (at + 2 > HELP_COLUMN)
 		fprintf(f, "\n%*s", HELP_COLUMN, "");

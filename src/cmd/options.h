@@ -46,17 +46,17 @@ struct cmd_opt {
 	const char *env[2]; /* env vars read when the flag is absent, first set wins */
 	const char *def;    /* default, applied through the same setter and shown in --help */
 	const char *help;
-	size_t off;                                                      /* STR, SET, BOOL: field in opts */
-	int (*call)(void *opts, const char *value, struct gerr *err);    /* CALL */
-	const char *want; /* CALL: what a valid value looks like, for the usage error */
+	size_t off;                                                   /* STR, SET, BOOL: field in opts */
+	int (*call)(void *opts, const char *value, struct gerr *err); /* CALL */
+	const char *want;       /* CALL: what a valid value looks like, for the usage error */
 	unsigned long min, max; /* UINT */
 };
 
 /* A verb: its rows and the text around them in --help. */
 struct cmd_verb {
-	const char *name;     /* "doctor", "cdi generate": the usage line and the prefix of messages */
-	const char *synopsis; /* after the name: "[OPTIONS]", "[OPTIONS] FILE...|-" */
-	const char *about;    /* paragraph under the usage line */
+	const char *name;           /* "doctor", "cdi generate": the usage line and the prefix of messages */
+	const char *synopsis;       /* after the name: "[OPTIONS]", "[OPTIONS] FILE...|-" */
+	const char *about;          /* paragraph under the usage line */
 	const struct cmd_opt *opts; /* ends with CMD_OPT_END; --help is added */
 	void (*notes)(FILE *f);     /* more text after the options, or NULL */
 	const char *footer;         /* exit status, JSON shape, ... or NULL */
@@ -86,20 +86,46 @@ int cmd_parse_user(const char *s, unsigned *ret_uid, unsigned *ret_gid);
 bool cmd_print_json(const char *verb, json_t *doc);
 
 /* Rows shared by several verbs: one definition each, used by every verb that takes the option. */
-#define CMD_OPT_JSON(text)                                                                                             \
-	{.name = "json", .kind = CMD_OPT_SET, .help = text, .off = offsetof(struct cmd_common, json)}
-#define CMD_OPT_ROOT                                                                                                   \
-	{.name = "root", .kind = CMD_OPT_STR, .arg = "DIR", .help = "host root: every host path is read under it (default /; /host in a pod)", .off = offsetof(struct cmd_common, nvml.root)}
-#define CMD_OPT_NVML_LIBRARY                                                                                           \
-	{.name = "nvml-library", .kind = CMD_OPT_STR, .arg = "PATH", .env = {"GPULET_NVML_LIBRARY"}, .help = "libnvidia-ml.so.1 to load; default: searched under the driver root", .off = offsetof(struct cmd_common, nvml.library)}
-#define CMD_OPT_DRIVER_ROOT                                                                                            \
-	{.name = "driver-root", .kind = CMD_OPT_STR, .arg = "DIR", .env = {"NVIDIA_DRIVER_ROOT"}, .help = "where the driver is installed, below --root; default /, /run/nvidia/driver with the GPU Operator", .off = offsetof(struct cmd_common, nvml.driver_root)}
+#define CMD_OPT_JSON(text)                                                                                  \
+	{                                                                                                   \
+		.name = "json", .kind = CMD_OPT_SET, .help = text, .off = offsetof(struct cmd_common, json) \
+	}
+#define CMD_OPT_ROOT                                                                               \
+	{                                                                                          \
+		.name = "root", .kind = CMD_OPT_STR, .arg = "DIR",                                 \
+		.help = "host root: every host path is read under it (default /; /host in a pod)", \
+		.off = offsetof(struct cmd_common, nvml.root)                                      \
+	}
+#define CMD_OPT_NVML_LIBRARY                                                                                \
+	{                                                                                                   \
+		.name = "nvml-library", .kind = CMD_OPT_STR, .arg = "PATH", .env = {"GPULET_NVML_LIBRARY"}, \
+		.help = "libnvidia-ml.so.1 to load; default: searched under the driver root",               \
+		.off = offsetof(struct cmd_common, nvml.library)                                            \
+	}
+#define CMD_OPT_DRIVER_ROOT                                                                                        \
+	{                                                                                                          \
+		.name = "driver-root", .kind = CMD_OPT_STR, .arg = "DIR", .env = {"NVIDIA_DRIVER_ROOT"},           \
+		.help = "where the driver is installed, below --root; default /, /run/nvidia/driver with the GPU " \
+			"Operator",                                                                                \
+		.off = offsetof(struct cmd_common, nvml.driver_root)                                               \
+	}
 /* NVML and the host: --nvml-library, --driver-root, --root */
 #define CMD_OPTS_NVML CMD_OPT_NVML_LIBRARY, CMD_OPT_DRIVER_ROOT, CMD_OPT_ROOT
-#define CMD_OPT_PODS                                                                                                   \
-	{.name = "pods", .kind = CMD_OPT_STR, .arg = "FILE", .help = "kubectl get pods -A -o json output (pod facts, no API server needed)", .off = offsetof(struct cmd_common, pods_file)}
-#define CMD_OPT_NODE                                                                                                   \
-	{.name = "node", .kind = CMD_OPT_STR, .arg = "FILE", .help = "kubectl get node NAME -o json output (capacity, taints, versions)", .off = offsetof(struct cmd_common, node_file)}
-#define CMD_OPT_LOG_LEVEL                                                                                 \
-	{.name = "log-level", .kind = CMD_OPT_CALL, .arg = "LEVEL", .env = {"LOG_LEVEL"}, .def = "info", .help = "log verbosity", .call = cmd_set_log_level, .want = "debug|info|warn|error"}
+#define CMD_OPT_PODS                                                                            \
+	{                                                                                       \
+		.name = "pods", .kind = CMD_OPT_STR, .arg = "FILE",                             \
+		.help = "kubectl get pods -A -o json output (pod facts, no API server needed)", \
+		.off = offsetof(struct cmd_common, pods_file)                                   \
+	}
+#define CMD_OPT_NODE                                                                         \
+	{                                                                                    \
+		.name = "node", .kind = CMD_OPT_STR, .arg = "FILE",                          \
+		.help = "kubectl get node NAME -o json output (capacity, taints, versions)", \
+		.off = offsetof(struct cmd_common, node_file)                                \
+	}
+#define CMD_OPT_LOG_LEVEL                                                                                       \
+	{                                                                                                       \
+		.name = "log-level", .kind = CMD_OPT_CALL, .arg = "LEVEL", .env = {"LOG_LEVEL"}, .def = "info", \
+		.help = "log verbosity", .call = cmd_set_log_level, .want = "debug|info|warn|error"             \
+	}
 int cmd_set_log_level(void *opts, const char *value, struct gerr *err);
