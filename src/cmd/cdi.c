@@ -98,62 +98,32 @@ static int set_runtime_user(void *opts, const char *value, struct gerr *err)
 	}
 
 static const struct cmd_opt generate_opts[] = {
-    {.name = "output",
-     .short_name = 'o',
-     .kind = CMD_OPT_STR,
-     .arg = "DIR|FILE|-",
-     .def = "-",
-     .help = "where to write (-: stdout); a DIR (existing, or ending in /) gets VENDOR-CLASS.EXT",
-     .off = CDI_F(output)},
-    {.name = "format",
-     .short_name = 'f',
-     .kind = CMD_OPT_CALL,
-     .arg = "json|yaml",
-     .help = "output format (default: from FILE's extension, else yaml)",
-     .call = set_format,
-     .want = "json or yaml"},
-    {.name = "vendor",
-     .kind = CMD_OPT_STR,
-     .arg = "NAME",
-     .help = "vendor part of the kind (default nvidia.com)",
-     .off = CDI_F(gen.vendor)},
-    {.name = "class",
-     .kind = CMD_OPT_STR,
-     .arg = "NAME",
-     .help = "class part of the kind (default gpu)",
-     .off = CDI_F(gen.class)},
-    {.name = "device-name-strategy",
-     .kind = CMD_OPT_CALL,
-     .arg = "S",
-     .help = "index, uuid or both (repeatable; default both)",
-     .call = add_strategy,
-     .want = "index, uuid or both"},
-    {.name = "no-all-device",
-     .kind = CMD_OPT_SET,
-     .help = "do not add the 'all' device",
-     .off = CDI_F(gen.no_all_device)},
+    CMD_ROW("output", 'o', CMD_OPT_STR, "DIR|FILE|-",
+	    "where to write (-: stdout); a DIR (existing, or ending in /) gets VENDOR-CLASS.EXT", .def = "-",
+	    .off = CDI_F(output)),
+    CMD_ROW("format", 'f', CMD_OPT_CALL, "json|yaml", "output format (default: from FILE's extension, else yaml)",
+	    .call = set_format, .want = "json or yaml"),
+    CMD_ROW("vendor", 0, CMD_OPT_STR, "NAME", "vendor part of the kind (default nvidia.com)", .off = CDI_F(gen.vendor)),
+    CMD_ROW("class", 0, CMD_OPT_STR, "NAME", "class part of the kind (default gpu)", .off = CDI_F(gen.class)),
+    CMD_ROW("device-name-strategy", 0, CMD_OPT_CALL, "S", "index, uuid or both (repeatable; default both)",
+	    .call = add_strategy, .want = "index, uuid or both"),
+    CMD_ROW("no-all-device", 0, CMD_OPT_SET, NULL, "do not add the 'all' device", .off = CDI_F(gen.no_all_device)),
     CMD_OPT_DRIVER_ROOT,
-    {.name = "dev-root",
-     .kind = CMD_OPT_STR,
-     .arg = "DIR",
-     .help = "host dir holding dev/nvidia* (default: the driver root)",
-     .off = CDI_F(gen.dev_root)},
+    CMD_ROW("dev-root", 0, CMD_OPT_STR, "DIR", "host dir holding dev/nvidia* (default: the driver root)",
+	    .off = CDI_F(gen.dev_root)),
     CMD_OPT_ROOT,
     CMD_OPT_NVML_LIBRARY,
     {0},
 };
 
-static const struct cmd_verb generate_verb = {
-    .name = "cdi generate",
-    .synopsis = "[OPTIONS]",
+static const struct cmd_verb generate_verb = CMD_VERB(
+    "cdi generate", "[OPTIONS]", generate_opts,
+    "gpulet cdi generate --vendor k8s.device-plugin.nvidia.com --device-name-strategy uuid \\\n"
+    "           --format json --output /var/run/cdi",
     .about = "Write a CDI spec: one device per GPU, per MIG instance (GPU:MIG and MIG UUID) and 'all', with\n"
 	     "the driver's device nodes, libraries, firmware, IPC sockets and tools. cdiVersion is the lowest\n"
 	     "that covers the fields used, so podman 4.3 and containerd 1.7 load it. --root is not written\n"
-	     "into the spec.",
-    .opts = generate_opts,
-    .example = "gpulet cdi generate --vendor k8s.device-plugin.nvidia.com --device-name-strategy uuid \\\n"
-	       "           --format json --output /var/run/cdi",
-};
+	     "into the spec.");
 
 static const struct cmd_opt list_opts[] = {
     CDI_OPT_DIR("a spec dir, repeatable, lowest priority first (default /etc/cdi /var/run/cdi)"),
@@ -162,14 +132,10 @@ static const struct cmd_opt list_opts[] = {
     {0},
 };
 
-static const struct cmd_verb list_verb = {
-    .name = "cdi list",
-    .synopsis = "[OPTIONS]",
-    .about = "Devices defined by the spec dirs (later dir wins; a device defined twice in one dir is\n"
-	     "dropped by runtimes and shown as a conflict).",
-    .opts = list_opts,
-    .example = "gpulet cdi list --json | jq -r '.[].name'",
-};
+static const struct cmd_verb list_verb =
+    CMD_VERB("cdi list", "[OPTIONS]", list_opts, "gpulet cdi list --json | jq -r '.[].name'",
+	     .about = "Devices defined by the spec dirs (later dir wins; a device defined twice in one dir is\n"
+		      "dropped by runtimes and shown as a conflict).");
 
 static void validate_notes(FILE *f)
 {
@@ -181,42 +147,26 @@ static void validate_notes(FILE *f)
 static const struct cmd_opt validate_opts[] = {
     CDI_OPT_DIR("a spec dir, repeatable, lowest priority first"),
     CMD_OPT_ROOT,
-    {.name = "runtime",
-     .kind = CMD_OPT_CALL,
-     .arg = "NAME",
-     .help = "the consuming runtime; its highest cdiVersion applies (list below)",
-     .call = set_runtime},
-    {.name = "runtime-cdi-version",
-     .kind = CMD_OPT_STR,
-     .arg = "V",
-     .help = "highest cdiVersion the runtime understands (e.g. 0.5.0)",
-     .off = CDI_F(val.runtime_version)},
-    {.name = "runtime-user",
-     .kind = CMD_OPT_CALL,
-     .arg = "UID[:GID]",
-     .help = "the user the runtime reads specs as (default 0)",
-     .call = set_runtime_user,
-     .want = "UID or UID:GID"},
-    {.name = "no-host-paths",
-     .kind = CMD_OPT_SET,
-     .help = "do not check that host paths exist",
-     .off = CDI_F(val.no_host_paths)},
+    CMD_ROW("runtime", 0, CMD_OPT_CALL, "NAME", "the consuming runtime; its highest cdiVersion applies (list below)",
+	    .call = set_runtime),
+    CMD_ROW("runtime-cdi-version", 0, CMD_OPT_STR, "V", "highest cdiVersion the runtime understands (e.g. 0.5.0)",
+	    .off = CDI_F(val.runtime_version)),
+    CMD_ROW("runtime-user", 0, CMD_OPT_CALL, "UID[:GID]", "the user the runtime reads specs as (default 0)",
+	    .call = set_runtime_user, .want = "UID or UID:GID"),
+    CMD_ROW("no-host-paths", 0, CMD_OPT_SET, NULL, "do not check that host paths exist",
+	    .off = CDI_F(val.no_host_paths)),
     CMD_OPT_JSON("print JSON {files, errors, warnings, problems[]}"),
     {0},
 };
 
-static const struct cmd_verb validate_verb = {
-    .name = "cdi validate",
-    .synopsis = "[FILE...] [OPTIONS]",
-    .about = "Check CDI specs as the CDI spec and real runtimes read them: syntax, cdiVersion, kind and\n"
-	     "device names, field types, devices defined twice, host paths that do not exist, files the\n"
-	     "runtime user cannot read. Without FILE and --dir, checks /etc/cdi and /var/run/cdi.",
-    .opts = validate_opts,
-    .notes = validate_notes,
-    .footer = "Exit status: 0 when no errors (warnings allowed), 1 otherwise, 2 usage.",
-    .example = "gpulet cdi validate --runtime podman-4.3 /etc/cdi/nvidia.yaml",
-    .operands = true,
-};
+static const struct cmd_verb validate_verb =
+    CMD_VERB("cdi validate", "[FILE...] [OPTIONS]", validate_opts,
+	     "gpulet cdi validate --runtime podman-4.3 /etc/cdi/nvidia.yaml",
+	     .about = "Check CDI specs as the CDI spec and real runtimes read them: syntax, cdiVersion, kind and\n"
+		      "device names, field types, devices defined twice, host paths that do not exist, files the\n"
+		      "runtime user cannot read. Without FILE and --dir, checks /etc/cdi and /var/run/cdi.",
+	     .notes = validate_notes,
+	     .footer = "Exit status: 0 when no errors (warnings allowed), 1 otherwise, 2 usage.", .operands = true);
 
 static bool ends_with(const char *s, const char *suffix)
 {

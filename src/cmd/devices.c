@@ -13,13 +13,9 @@ static const struct cmd_opt devices_opts[] = {
     {0},
 };
 
-static const struct cmd_verb devices_verb = {
-    .name = "devices",
-    .synopsis = "[OPTIONS]",
-    .about = "Show the GPUs and MIG instances the driver reports, with their health.",
-    .opts = devices_opts,
-    .example = "gpulet devices --json | jq '.gpus[].uuid'",
-};
+static const struct cmd_verb devices_verb =
+    CMD_VERB("devices", "[OPTIONS]", devices_opts, "gpulet devices --json | jq '.gpus[].uuid'",
+	     .about = "Show the GPUs and MIG instances the driver reports, with their health.");
 
 static void print_table(const struct node *n)
 {

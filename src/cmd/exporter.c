@@ -29,81 +29,36 @@ struct exporter_opts {
 #define EXP_F(field) offsetof(struct exporter_opts, field)
 /* Flags and env vars of dcgm-exporter where it has them (docs/reference/monitoring-doctor.md A3). */
 static const struct cmd_opt exporter_opts[] = {
-    {.name = "address",
-     .short_name = 'a',
-     .alias = "listen",
-     .kind = CMD_OPT_STR,
-     .arg = "ADDR",
-     .env = {"DCGM_EXPORTER_LISTEN"},
-     .def = ":9400",
-     .help = "listen address",
-     .off = EXP_F(address)},
-    {.name = "collect-interval",
-     .short_name = 'c',
-     .kind = CMD_OPT_UINT,
-     .arg = "MS",
-     .env = {"DCGM_EXPORTER_INTERVAL"},
-     .def = "5000",
-     .help = "NVML sampling interval in ms",
-     .off = EXP_F(interval_ms),
-     .min = 100,
-     .max = 3600 * 1000},
-    {.name = "kubernetes",
-     .short_name = 'k',
-     .kind = CMD_OPT_BOOL,
-     .env = {"DCGM_EXPORTER_KUBERNETES"},
-     .def = "true",
-     .help = "pod attribution",
-     .off = EXP_F(kubernetes)},
-    {.name = "pod-resources-socket",
-     .alias = "pod-resources-kubelet-socket",
-     .kind = CMD_OPT_STR,
-     .arg = "PATH",
-     .env = {"DCGM_POD_RESOURCES_KUBELET_SOCKET"},
-     .def = PODRES_DEFAULT_SOCKET,
-     .help = "kubelet PodResources socket under --root",
-     .off = EXP_F(socket)},
-    {.name = "pod-resources-interval",
-     .kind = CMD_OPT_UINT,
-     .arg = "MS",
-     .def = "10000",
-     .help = "how often pod attribution is refreshed, in ms",
-     .off = EXP_F(podres_ms),
-     .min = 100,
-     .max = 3600 * 1000},
-    {.name = "kubernetes-virtual-gpus",
-     .kind = CMD_OPT_BOOL,
-     .env = {"KUBERNETES_VIRTUAL_GPUS"},
-     .def = "false",
-     .help = "one series per pod sharing a GPU, label vgpu",
-     .off = EXP_F(virtual_gpus)},
-    {.name = "nvidia-resource-names",
-     .kind = CMD_OPT_STR,
-     .arg = "LIST",
-     .env = {"NVIDIA_RESOURCE_NAMES"},
-     .help = "extra resource names to attribute, comma-separated",
-     .off = EXP_F(resource_names)},
-    {.name = "no-hostname",
-     .short_name = 'n',
-     .kind = CMD_OPT_SET,
-     .env = {"DCGM_EXPORTER_NO_HOSTNAME"},
-     .help = "no Hostname label",
-     .off = EXP_F(no_hostname)},
+    CMD_ROW("address", 'a', CMD_OPT_STR, "ADDR", "listen address", .alias = "listen", .env = {"DCGM_EXPORTER_LISTEN"},
+	    .def = ":9400", .off = EXP_F(address)),
+    CMD_ROW("collect-interval", 'c', CMD_OPT_UINT, "MS", "NVML sampling interval in ms",
+	    .env = {"DCGM_EXPORTER_INTERVAL"}, .def = "5000", .off = EXP_F(interval_ms), .min = 100,
+	    .max = 3600 * 1000),
+    CMD_ROW("kubernetes", 'k', CMD_OPT_BOOL, NULL, "pod attribution", .env = {"DCGM_EXPORTER_KUBERNETES"},
+	    .def = "true", .off = EXP_F(kubernetes)),
+    CMD_ROW("pod-resources-socket", 0, CMD_OPT_STR, "PATH", "kubelet PodResources socket under --root",
+	    .alias = "pod-resources-kubelet-socket", .env = {"DCGM_POD_RESOURCES_KUBELET_SOCKET"},
+	    .def = PODRES_DEFAULT_SOCKET, .off = EXP_F(socket)),
+    CMD_ROW("pod-resources-interval", 0, CMD_OPT_UINT, "MS", "how often pod attribution is refreshed, in ms",
+	    .def = "10000", .off = EXP_F(podres_ms), .min = 100, .max = 3600 * 1000),
+    CMD_ROW("kubernetes-virtual-gpus", 0, CMD_OPT_BOOL, NULL, "one series per pod sharing a GPU, label vgpu",
+	    .env = {"KUBERNETES_VIRTUAL_GPUS"}, .def = "false", .off = EXP_F(virtual_gpus)),
+    CMD_ROW("nvidia-resource-names", 0, CMD_OPT_STR, "LIST", "extra resource names to attribute, comma-separated",
+	    .env = {"NVIDIA_RESOURCE_NAMES"}, .off = EXP_F(resource_names)),
+    CMD_ROW("no-hostname", 'n', CMD_OPT_SET, NULL, "no Hostname label", .env = {"DCGM_EXPORTER_NO_HOSTNAME"},
+	    .off = EXP_F(no_hostname)),
     CMD_OPTS_NVML,
     CMD_OPT_LOG_LEVEL,
     {0},
 };
 
-static const struct cmd_verb exporter_verb = {
-    .name = "exporter",
-    .synopsis = "[OPTIONS]",
+static const struct cmd_verb exporter_verb = CMD_VERB(
+    "exporter", "[OPTIONS]", exporter_opts,
+    "gpulet exporter --address :9400 --collect-interval 1000 & curl -s localhost:9400/metrics",
     .about = "Serve GPU metrics for Prometheus at /metrics (dcgm-exporter names and labels, with pod/namespace/\n"
 	     "container from kubelet) and /healthz. Scrapes never wait on NVML: samplers run per GPU.",
-    .opts = exporter_opts,
     .footer = "XIDs that make a GPU unhealthy follow the device plugin: env DP_DISABLE_HEALTHCHECKS,\n"
-	      "DP_ENABLE_HEALTHCHECKS (default: all but application XIDs 13,31,43,45,68,109).",
-    .example = "gpulet exporter --address :9400 --collect-interval 1000 & curl -s localhost:9400/metrics",
-};
+	      "DP_ENABLE_HEALTHCHECKS (default: all but application XIDs 13,31,43,45,68,109).");
 
 /* Split "a,b,c" into a NULL-terminated array pointing into a copy. */
 static char **split_names(const char *list, char **ret_copy)
@@ -169,10 +124,7 @@ int cmd_exporter(int argc, char **argv)
 
 	/* every thread inherits the blocked set; the main thread takes the signals with sigwait */
 	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	cmd_block_stop_signals(&set);
 	signal(SIGPIPE, SIG_IGN);
 
 	struct gerr err = {0};

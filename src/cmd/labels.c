@@ -60,118 +60,63 @@ static int set_sleep(void *opts, const char *value, struct gerr *err)
 	return parse_duration(value, &((struct labels_cli *)opts)->sleep_ms);
 }
 
+static const char *const mig_names[] = {
+    [MIG_STRATEGY_NONE] = "none", [MIG_STRATEGY_SINGLE] = "single", [MIG_STRATEGY_MIXED] = "mixed"};
+static const char *const sharing_names[] = {
+    [SHARING_NONE] = "none", [SHARING_TIME_SLICING] = "time-slicing", [SHARING_MPS] = "mps"};
+
 static int set_mig_strategy(void *opts, const char *value, struct gerr *err)
 {
-	static const char *const names[] = {
-	    [MIG_STRATEGY_NONE] = "none", [MIG_STRATEGY_SINGLE] = "single", [MIG_STRATEGY_MIXED] = "mixed"};
-	int i = name_index(names, ELEMENTSOF(names), value);
+	int i = name_index(mig_names, ELEMENTSOF(mig_names), value);
 
-	if (i >= 0)
-		((struct labels_cli *)opts)->lo.mig_strategy = (enum mig_strategy)i;
-	return i < 0 ? i : 0;
+	return i < 0 ? i : (((struct labels_cli *)opts)->lo.mig_strategy = (enum mig_strategy)i, 0);
 }
 
 static int set_sharing(void *opts, const char *value, struct gerr *err)
 {
-	static const char *const names[] = {
-	    [SHARING_NONE] = "none", [SHARING_TIME_SLICING] = "time-slicing", [SHARING_MPS] = "mps"};
-	int i = name_index(names, ELEMENTSOF(names), value);
+	int i = name_index(sharing_names, ELEMENTSOF(sharing_names), value);
 
-	if (i >= 0)
-		((struct labels_cli *)opts)->lo.sharing = (enum sharing_strategy)i;
-	return i < 0 ? i : 0;
+	return i < 0 ? i : (((struct labels_cli *)opts)->lo.sharing = (enum sharing_strategy)i, 0);
 }
 
 #define LABELS_F(field) offsetof(struct labels_cli, field)
 /* Flags and env vars of GPU Feature Discovery where it has them (docs/reference/device-plugin.md §9). */
 static const struct cmd_opt labels_opts[] = {
-    {.name = "output-file",
-     .short_name = 'o',
-     .alias = "output",
-     .kind = CMD_OPT_STR,
-     .arg = "FILE",
-     .env = {"GFD_OUTPUT_FILE"},
-     .def = LABELS_DEFAULT_OUTPUT,
-     .help = "feature file under --root; '-' prints to stdout",
-     .off = LABELS_F(output)},
-    {.name = "oneshot",
-     .kind = CMD_OPT_SET,
-     .env = {"GFD_ONESHOT"},
-     .help = "label once and exit",
-     .off = LABELS_F(oneshot)},
-    {.name = "sleep-interval",
-     .kind = CMD_OPT_CALL,
-     .arg = "D",
-     .env = {"GFD_SLEEP_INTERVAL"},
-     .def = "60s",
-     .help = "time between relabelings: 60s, 5m, 500ms, infinite",
-     .call = set_sleep,
-     .want = "a duration from 100ms to 7 days (60s, 5m, 500ms) or infinite"},
-    {.name = "no-timestamp",
-     .kind = CMD_OPT_SET,
-     .env = {"GFD_NO_TIMESTAMP"},
-     .help = "no nvidia.com/gfd.timestamp label",
-     .off = LABELS_F(no_timestamp)},
-    {.name = "mig-strategy",
-     .kind = CMD_OPT_CALL,
-     .arg = "S",
-     .env = {"GFD_MIG_STRATEGY", "MIG_STRATEGY"},
-     .def = "none",
-     .help = "how MIG devices are labeled",
-     .call = set_mig_strategy,
-     .want = "none|single|mixed"},
-    {.name = "fail-on-init-error",
-     .kind = CMD_OPT_BOOL,
-     .env = {"GFD_FAIL_ON_INIT_ERROR", "FAIL_ON_INIT_ERROR"},
-     .def = "true",
-     .help = "exit when NVML fails",
-     .off = LABELS_F(fail_on_init_error)},
-    {.name = "machine-type-file",
-     .kind = CMD_OPT_STR,
-     .arg = "F",
-     .env = {"GFD_MACHINE_TYPE_FILE"},
-     .def = LABELS_DEFAULT_MACHINE_FILE,
-     .help = "DMI product name under --root",
-     .off = LABELS_F(machine_file)},
-    {.name = "sharing-strategy",
-     .kind = CMD_OPT_CALL,
-     .arg = "S",
-     .def = "none",
-     .help = "with --replicas N: the v1 config's sharing block",
-     .call = set_sharing,
-     .want = "none|time-slicing|mps"},
-    {.name = "replicas",
-     .kind = CMD_OPT_UINT,
-     .arg = "N",
-     .help = "replicas per GPU when shared",
-     .off = LABELS_F(lo.replicas),
-     .min = 0,
-     .max = 1024},
-    {.name = "rename-by-default",
-     .kind = CMD_OPT_SET,
-     .help = "shared resource is nvidia.com/gpu.shared; labels follow",
-     .off = LABELS_F(lo.rename_by_default)},
-    {.name = "gpu-type",
-     .kind = CMD_OPT_STR,
-     .arg = "VALUE",
-     .help = "also write the field guide's custom label gpu-type=VALUE ('auto': from the product)",
-     .off = LABELS_F(gpu_type)},
-    {.name = "gpu-mig-label",
-     .kind = CMD_OPT_SET,
-     .help = "also write gpu-mig=enabled|disabled",
-     .off = LABELS_F(gpu_mig)},
+    CMD_ROW("output-file", 'o', CMD_OPT_STR, "FILE", "feature file under --root; '-' prints to stdout",
+	    .alias = "output", .env = {"GFD_OUTPUT_FILE"}, .def = LABELS_DEFAULT_OUTPUT, .off = LABELS_F(output)),
+    CMD_ROW("oneshot", 0, CMD_OPT_SET, NULL, "label once and exit", .env = {"GFD_ONESHOT"}, .off = LABELS_F(oneshot)),
+    CMD_ROW("sleep-interval", 0, CMD_OPT_CALL, "D", "time between relabelings: 60s, 5m, 500ms, infinite",
+	    .env = {"GFD_SLEEP_INTERVAL"}, .def = "60s", .call = set_sleep,
+	    .want = "a duration from 100ms to 7 days (60s, 5m, 500ms) or infinite"),
+    CMD_ROW("no-timestamp", 0, CMD_OPT_SET, NULL, "no nvidia.com/gfd.timestamp label", .env = {"GFD_NO_TIMESTAMP"},
+	    .off = LABELS_F(no_timestamp)),
+    CMD_ROW("mig-strategy", 0, CMD_OPT_CALL, "S", "none, single or mixed: how MIG devices are labeled",
+	    .env = {"GFD_MIG_STRATEGY", "MIG_STRATEGY"}, .def = "none", .call = set_mig_strategy,
+	    .want = "none|single|mixed"),
+    CMD_ROW("fail-on-init-error", 0, CMD_OPT_BOOL, NULL, "exit when NVML fails",
+	    .env = {"GFD_FAIL_ON_INIT_ERROR", "FAIL_ON_INIT_ERROR"}, .def = "true",
+	    .off = LABELS_F(fail_on_init_error)),
+    CMD_ROW("machine-type-file", 0, CMD_OPT_STR, "F", "DMI product name under --root", .env = {"GFD_MACHINE_TYPE_FILE"},
+	    .def = LABELS_DEFAULT_MACHINE_FILE, .off = LABELS_F(machine_file)),
+    CMD_ROW("sharing-strategy", 0, CMD_OPT_CALL, "S",
+	    "none, time-slicing or mps; with --replicas N, the v1 config's sharing block", .def = "none",
+	    .call = set_sharing, .want = "none|time-slicing|mps"),
+    CMD_ROW("replicas", 0, CMD_OPT_UINT, "N", "replicas per GPU when shared", .off = LABELS_F(lo.replicas), .min = 0,
+	    .max = 1024),
+    CMD_ROW("rename-by-default", 0, CMD_OPT_SET, NULL, "shared resource is nvidia.com/gpu.shared; labels follow",
+	    .off = LABELS_F(lo.rename_by_default)),
+    CMD_ROW("gpu-type", 0, CMD_OPT_STR, "VALUE",
+	    "also write the field guide's custom label gpu-type=VALUE ('auto': from the product)",
+	    .off = LABELS_F(gpu_type)),
+    CMD_ROW("gpu-mig-label", 0, CMD_OPT_SET, NULL, "also write gpu-mig=enabled|disabled", .off = LABELS_F(gpu_mig)),
     CMD_OPTS_NVML,
     {0},
 };
 
-static const struct cmd_verb labels_verb = {
-    .name = "labels",
-    .synopsis = "[OPTIONS]",
+static const struct cmd_verb labels_verb = CMD_VERB(
+    "labels", "[OPTIONS]", labels_opts, "gpulet labels --oneshot --mig-strategy mixed --output-file - | grep mig-",
     .about = "Write GFD-compatible node labels (nvidia.com/gpu.product, gpu.count, mig.strategy, ...) to an NFD\n"
-	     "local feature file, atomically, every --sleep-interval; --oneshot writes once and exits.",
-    .opts = labels_opts,
-    .example = "gpulet labels --oneshot --mig-strategy mixed --output-file - | grep mig-",
-};
+	     "local feature file, atomically, every --sleep-interval; --oneshot writes once and exits.");
 
 static int parse_args(int argc, char **argv, struct labels_cli *c)
 {
@@ -237,10 +182,7 @@ int cmd_labels(int argc, char **argv)
 	if (r != CMD_CONTINUE)
 		return r;
 	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	cmd_block_stop_signals(&set);
 
 	struct gerr err = {0};
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;

@@ -20,38 +20,27 @@ struct lint_cli {
 
 static const struct cmd_opt lint_opts[] = {
     CMD_OPT_JSON("print JSON: {\"findings\":[{id,severity,component,summary,evidence,fix}]}"),
-    {.name = "runtime-class",
-     .kind = CMD_OPT_STR,
-     .arg = "NAME",
-     .help = "GPU pods must set this runtimeClassName",
-     .off = offsetof(struct lint_cli, lo.runtime_class)},
-    {.name = "driver-version",
-     .kind = CMD_OPT_STR,
-     .arg = "V",
-     .help = "the nodes' driver (e.g. 535.161.08): flag images needing newer CUDA",
-     .off = offsetof(struct lint_cli, lo.driver_version)},
+    CMD_ROW("runtime-class", 0, CMD_OPT_STR, "NAME", "GPU pods must set this runtimeClassName",
+	    .off = offsetof(struct lint_cli, lo.runtime_class)),
+    CMD_ROW("driver-version", 0, CMD_OPT_STR, "V",
+	    "the nodes' driver (e.g. 535.161.08): flag images needing newer CUDA",
+	    .off = offsetof(struct lint_cli, lo.driver_version)),
     CMD_OPT_NODE,
     /* not CMD_OPT_ROOT: without --root lint reads no node facts at all */
-    {.name = "root",
-     .kind = CMD_OPT_STR,
-     .arg = "DIR",
-     .help = "read node facts from a node root: driver version, whether containerd needs a RuntimeClass (CDI off, "
-	     "default runc), /dev/nvidia* modes",
-     .off = offsetof(struct cmd_common, nvml.root)},
+    CMD_ROW("root", 0, CMD_OPT_STR, "DIR",
+	    "read node facts from a node root: driver version, whether containerd needs a RuntimeClass (CDI off, "
+	    "default runc), /dev/nvidia* modes",
+	    .off = offsetof(struct cmd_common, nvml.root)),
     {0},
 };
 
-static const struct cmd_verb lint_verb = {
-    .name = "lint",
-    .synopsis = "[OPTIONS] FILE...|-",
+static const struct cmd_verb lint_verb = CMD_VERB(
+    "lint", "[OPTIONS] FILE...|-", lint_opts,
+    "helm template . | gpulet lint --driver-version 535.161.08 --runtime-class nvidia -",
     .about = "Check GPU workloads (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, List;\n"
 	     "YAML or JSON, several documents per file) for the mistakes that leave a GPU pod Pending or\n"
 	     "without a GPU. --node checks tolerations against the node's taints.",
-    .opts = lint_opts,
-    .footer = "Exit status: 0 no failure, 1 a rule failed or a file did not parse, 2 usage.",
-    .example = "helm template . | gpulet lint --driver-version 535.161.08 --runtime-class nvidia -",
-    .operands = true,
-};
+    .footer = "Exit status: 0 no failure, 1 a rule failed or a file did not parse, 2 usage.", .operands = true);
 
 /* Node facts from --root, reusing doctor's readers: driver version, runtime class need, device modes. */
 static void facts_from_root(const char *root, struct lint_options *lo, char *driver, size_t size, struct doctor_ctx *dc,

@@ -85,6 +85,18 @@ int cmd_parse_user(const char *s, unsigned *ret_uid, unsigned *ret_gid);
 /* Print doc as indented JSON on stdout; false (and a message naming the verb) when it cannot. */
 bool cmd_print_json(const char *verb, json_t *doc);
 
+/* A verb: what every verb has, then designated fields for the rest (.about, .notes, .footer, .operands). */
+#define CMD_VERB(name_, synopsis_, opts_, example_, ...)                                                      \
+	{                                                                                                     \
+		.name = (name_), .synopsis = (synopsis_), .opts = (opts_), .example = (example_), __VA_ARGS__ \
+	}
+
+/* A row: what every option has, then designated fields for the rest (.env, .def, .off, .call, ...). */
+#define CMD_ROW(name_, short_, kind_, arg_, help_, ...)                                                               \
+	{                                                                                                             \
+		.name = (name_), .short_name = (short_), .kind = (kind_), .arg = (arg_), .help = (help_), __VA_ARGS__ \
+	}
+
 /* Rows shared by several verbs: one definition each, used by every verb that takes the option. */
 #define CMD_OPT_JSON(text)                                                                                  \
 	{                                                                                                   \

@@ -15,39 +15,30 @@ struct probe_cli {
 static const struct cmd_opt probe_opts[] = {
     CMD_OPT_JSON("print JSON: {\"findings\":[{id,severity,component,summary,evidence,fix}]}"),
     CMD_OPT_ROOT,
-    {.name = "cuda-library",
-     .kind = CMD_OPT_STR,
-     .arg = "PATH",
-     .help = "libcuda to load (default libcuda.so.1 through the dynamic linker)",
-     .off = offsetof(struct probe_cli, cuda_library)},
+    CMD_ROW("cuda-library", 0, CMD_OPT_STR, "PATH", "libcuda to load (default libcuda.so.1 through the dynamic linker)",
+	    .off = offsetof(struct probe_cli, cuda_library)),
     /* no env: inside a container the library is the one the dynamic linker finds */
-    {.name = "nvml-library",
-     .kind = CMD_OPT_STR,
-     .arg = "PATH",
-     .help = "libnvidia-ml to load (default libnvidia-ml.so.1 through the dynamic linker)",
-     .off = offsetof(struct cmd_common, nvml.library)},
+    CMD_ROW("nvml-library", 0, CMD_OPT_STR, "PATH",
+	    "libnvidia-ml to load (default libnvidia-ml.so.1 through the dynamic linker)",
+	    .off = offsetof(struct cmd_common, nvml.library)),
     {0},
 };
 
-static const struct cmd_verb probe_verb = {
-    .name = "probe",
-    .synopsis = "[OPTIONS]",
-    .about = "Inside a container: are the GPU device nodes here and openable, does the dynamic linker\n"
-	     "find the driver libraries, does cuInit succeed, is the driver's CUDA new enough for\n"
-	     "CUDA_VERSION? Each failure is explained with its likely cause on the node.",
-    .opts = probe_opts,
+static const struct cmd_verb probe_verb = CMD_VERB(
+    "probe", "[OPTIONS]", probe_opts, "kubectl exec -it POD -- gpulet probe",
     .footer = "Exit status: 0 the GPU is usable, 1 it is not, 2 usage.",
-    .example = "kubectl exec -it POD -- gpulet probe",
-};
+    .about = "Inside a container: are the GPU device nodes here and openable, does the dynamic linker find the\n"
+	     "driver libraries, does cuInit succeed, is the driver's CUDA new enough for CUDA_VERSION? Each\n"
+	     "failure is explained with its likely cause on the node.");
 
 int cmd_probe(int argc, char **argv)
 {
 	struct probe_cli cli = {0};
-	struct doctor_ctx c = {0};
 	int rc = cmd_parse(&probe_verb, argc, argv, &cli);
 
 	if (rc != CMD_CONTINUE)
 		return rc;
+	struct doctor_ctx c = {0};
 	struct doctor_options o = {.root = cli.c.nvml.root ? cli.c.nvml.root : "/",
 				   .nvml_library = cli.c.nvml.library,
 				   .cuda_library = cli.cuda_library};

@@ -18,16 +18,12 @@ static const struct cmd_opt versions_opts[] = {
     {0},
 };
 
-static const struct cmd_verb versions_verb = {
-    .name = "versions",
-    .synopsis = "[OPTIONS]",
-    .about = "The version ledger (driver, CUDA driver API, toolkit, plugin, operator, containerd, kubelet)\n"
-	     "with compatibility verdicts from tables that name their sources. --pods gives the plugin and\n"
-	     "operator image tags, --node the kubelet and containerd versions.",
-    .opts = versions_opts,
-    .footer = "Exit status: 0 no incompatibility, 1 a verdict failed, 2 usage.",
-    .example = "gpulet versions --root /host --node node.json --json",
-};
+static const struct cmd_verb versions_verb =
+    CMD_VERB("versions", "[OPTIONS]", versions_opts, "gpulet versions --root /host --node node.json --json",
+	     .about = "The version ledger (driver, CUDA driver API, toolkit, plugin, operator, containerd, kubelet)\n"
+		      "with compatibility verdicts from tables that name their sources. --pods gives the plugin and\n"
+		      "operator image tags, --node the kubelet and containerd versions.",
+	     .footer = "Exit status: 0 no incompatibility, 1 a verdict failed, 2 usage.");
 
 int cmd_versions(int argc, char **argv)
 {
