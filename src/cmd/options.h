@@ -46,7 +46,7 @@ struct cmd_opt {
 	const char *env[2]; /* env vars read when the flag is absent, first set wins */
 	const char *def;    /* default, applied through the same setter and shown in --help */
 	const char *help;
-	size_t off;                                                   /* STR, SET, BOOL: field in opts */
+	size_t off;                                                   /* STR, SET, BOOL, UINT: field in opts */
 	int (*call)(void *opts, const char *value, struct gerr *err); /* CALL */
 	const char *want;       /* CALL: what a valid value looks like, for the usage error */
 	unsigned long min, max; /* UINT */

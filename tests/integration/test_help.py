@@ -15,19 +15,11 @@ import re
 import subprocess
 import sys
 
-SRC = os.environ.get("GPULET_SRC") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-GPULET = os.environ.get("GPULET") or os.path.join(SRC, "build", "gpulet")
+from test_cdi_testlib import GPULET, SRC, check, finish  # paths from CTest's environment, failure bookkeeping
+
 REJECTED = re.compile(r"unrecognized option|invalid option|unknown option|ambiguous")
 # a clean environment: env fallbacks (LOG_LEVEL=bogus, ...) must not decide the outcome
 ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}
-
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def run(args):
@@ -105,8 +97,7 @@ def main():
         print(f"{name}: {len(longs)} long, {len(shorts)} short options, all listed and accepted")
     # the known bug this test was written for
     check("--runtime-user" in run(["doctor", "--help"]).stdout, "doctor --help lists --runtime-user")
-    print("help: %d failures" % len(failures))
-    return 1 if failures else 0
+    return finish("every verb's --help lists exactly the options it accepts")
 
 
 if __name__ == "__main__":
