@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "cdi/cdi.h"
-#include "cmd/cmd.h"
+#include "cmd/options.h"
 #include "util/fileio.h"
 #include "nvml/nvml.h"
 
@@ -26,61 +26,16 @@ static void cdi_help(FILE *f)
 		   "Example: gpulet cdi generate --output /var/run/cdi --format json\n");
 }
 
-static void generate_help(FILE *f)
-{
-	fprintf(f, "Usage: gpulet cdi generate [OPTIONS]\n\n"
-		   "Write a CDI spec: one device per GPU, per MIG instance (GPU:MIG and MIG UUID) and 'all', with\n"
-		   "the driver's device nodes, libraries, firmware, IPC sockets and tools. cdiVersion is the lowest\n"
-		   "that covers the fields used, so podman 4.3 and containerd 1.7 load it.\n\n"
-		   "  --output DIR|FILE|-          where to write (default -: stdout); a DIR gets VENDOR-CLASS.EXT\n"
-		   "  --format json|yaml           output format (default: from FILE's extension, else yaml)\n"
-		   "  --vendor NAME                vendor part of the kind (default nvidia.com)\n"
-		   "  --class NAME                 class part of the kind (default gpu)\n"
-		   "  --device-name-strategy S     index, uuid or both (repeatable; default both)\n"
-		   "  --no-all-device              do not add the 'all' device\n"
-		   "  --driver-root DIR            host dir the driver is installed under (default /)\n"
-		   "  --dev-root DIR               host dir holding dev/nvidia* (default: the driver root)\n"
-		   "  --root DIR                   read the host under this prefix (default /); not in the spec\n"
-		   "  --nvml-library PATH          libnvidia-ml.so.1 to load (env GPULET_NVML_LIBRARY)\n"
-		   "  -h, --help                   this text\n\n"
-		   "Example: gpulet cdi generate --vendor k8s.device-plugin.nvidia.com --device-name-strategy uuid \\\n"
-		   "           --format json --output /var/run/cdi\n");
-}
+struct cdi_cli {
+	struct cmd_common c;
+	struct cdi_gen_options gen;
+	struct cdi_validate_options val;
+	const char *output, *format;
+	const char *dirs[MAX_DIRS];
+	size_t n_dirs;
+};
 
-static void list_help(FILE *f)
-{
-	fprintf(f, "Usage: gpulet cdi list [OPTIONS]\n\n"
-		   "Devices defined by the spec dirs (later dir wins; a device defined twice in one dir is\n"
-		   "dropped by runtimes and shown as a conflict).\n\n"
-		   "  --dir DIR      a spec dir, repeatable, lowest priority first (default /etc/cdi /var/run/cdi)\n"
-		   "  --root DIR     read the dirs under this prefix (default /)\n"
-		   "  --json         print JSON\n"
-		   "  -h, --help     this text\n\n"
-		   "Example: gpulet cdi list --json | jq -r '.[].name'\n");
-}
-
-static void validate_help(FILE *f)
-{
-	fprintf(f, "Usage: gpulet cdi validate [FILE...] [OPTIONS]\n\n"
-		   "Check CDI specs as the CDI spec and real runtimes read them: syntax, cdiVersion, kind and\n"
-		   "device names, field types, devices defined twice, host paths that do not exist, files the\n"
-		   "runtime user cannot read. Without FILE and --dir, checks /etc/cdi and /var/run/cdi.\n"
-		   "Exit 0 when no errors (warnings allowed), 1 otherwise.\n\n"
-		   "  --dir DIR                   a spec dir, repeatable, lowest priority first\n"
-		   "  --root DIR                  read dirs and host paths under this prefix (default /)\n"
-		   "  --runtime NAME              the consuming runtime; its highest cdiVersion applies:\n");
-	for (size_t i = 0; i < cdi_n_runtimes; i++)
-		fprintf(f, "                                %-18s %s\n", cdi_runtimes[i].name,
-			cdi_runtimes[i].max_version);
-	fprintf(f, "  --runtime-cdi-version V     highest cdiVersion the runtime understands (e.g. 0.5.0)\n"
-		   "  --runtime-user UID[:GID]    the user the runtime reads specs as (default 0)\n"
-		   "  --no-host-paths             do not check that host paths exist\n"
-		   "  --json                      print JSON {files, errors, warnings, problems[]}\n"
-		   "  -h, --help                  this text\n\n"
-		   "Example: gpulet cdi validate --runtime podman-4.3 /etc/cdi/nvidia.yaml\n");
-}
-
-static int parse_strategy(const char *s, unsigned *names)
+static int add_strategy(void *opts, const char *value, struct gerr *err)
 {
 	static const struct {
 		const char *name;
@@ -92,12 +47,126 @@ static int parse_strategy(const char *s, unsigned *names)
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(strategies); i++)
-		if (streq(s, strategies[i].name)) {
-			*names |= strategies[i].bits;
+		if (streq(value, strategies[i].name)) {
+			((struct cdi_cli *)opts)->gen.names |= strategies[i].bits;
 			return 0;
 		}
 	return -EINVAL;
 }
+
+static int set_format(void *opts, const char *value, struct gerr *err)
+{
+	if (!streq(value, "json") && !streq(value, "yaml"))
+		return -EINVAL;
+	((struct cdi_cli *)opts)->format = value;
+	return 0;
+}
+
+static int add_dir(void *opts, const char *value, struct gerr *err)
+{
+	struct cdi_cli *cli = opts;
+
+	if (cli->n_dirs == MAX_DIRS)
+		return gerr_set(err, E2BIG, "at most %d --dir", MAX_DIRS);
+	cli->dirs[cli->n_dirs++] = value;
+	return 0;
+}
+
+static int set_runtime(void *opts, const char *value, struct gerr *err)
+{
+	struct cdi_validate_options *o = &((struct cdi_cli *)opts)->val;
+
+	o->runtime_name = value;
+	o->runtime_version = cdi_runtime_max_version(value);
+	if (!o->runtime_version)
+		return gerr_set(err, EINVAL,
+				"unknown --runtime; see --help for the list, or give --runtime-cdi-version");
+	return 0;
+}
+
+static int set_runtime_user(void *opts, const char *value, struct gerr *err)
+{
+	struct cdi_validate_options *o = &((struct cdi_cli *)opts)->val;
+
+	return cmd_parse_user(value, &o->runtime_uid, &o->runtime_gid);
+}
+
+#define CDI_F(field) offsetof(struct cdi_cli, field)
+#define CDI_OPT_DIR(text)                                                                        \
+	{                                                                                        \
+		.name = "dir", .kind = CMD_OPT_CALL, .arg = "DIR", .help = text, .call = add_dir \
+	}
+
+static const struct cmd_opt generate_opts[] = {
+    CMD_ROW("output", 'o', CMD_OPT_STR, "DIR|FILE|-",
+	    "where to write (-: stdout); a DIR (existing, or ending in /) gets VENDOR-CLASS.EXT", .def = "-",
+	    .off = CDI_F(output)),
+    CMD_ROW("format", 'f', CMD_OPT_CALL, "json|yaml", "output format (default: from FILE's extension, else yaml)",
+	    .call = set_format, .want = "json or yaml"),
+    CMD_ROW("vendor", 0, CMD_OPT_STR, "NAME", "vendor part of the kind (default nvidia.com)", .off = CDI_F(gen.vendor)),
+    CMD_ROW("class", 0, CMD_OPT_STR, "NAME", "class part of the kind (default gpu)", .off = CDI_F(gen.class)),
+    CMD_ROW("device-name-strategy", 0, CMD_OPT_CALL, "S", "index, uuid or both (repeatable; default both)",
+	    .call = add_strategy, .want = "index, uuid or both"),
+    CMD_ROW("no-all-device", 0, CMD_OPT_SET, NULL, "do not add the 'all' device", .off = CDI_F(gen.no_all_device)),
+    CMD_OPT_DRIVER_ROOT,
+    CMD_ROW("dev-root", 0, CMD_OPT_STR, "DIR", "host dir holding dev/nvidia* (default: the driver root)",
+	    .off = CDI_F(gen.dev_root)),
+    CMD_OPT_ROOT,
+    CMD_OPT_NVML_LIBRARY,
+    {0},
+};
+
+static const struct cmd_verb generate_verb = CMD_VERB(
+    "cdi generate", "[OPTIONS]", generate_opts,
+    "gpulet cdi generate --vendor k8s.device-plugin.nvidia.com --device-name-strategy uuid \\\n"
+    "           --format json --output /var/run/cdi",
+    .about = "Write a CDI spec: one device per GPU, per MIG instance (GPU:MIG and MIG UUID) and 'all', with\n"
+	     "the driver's device nodes, libraries, firmware, IPC sockets and tools. cdiVersion is the lowest\n"
+	     "that covers the fields used, so podman 4.3 and containerd 1.7 load it. --root is not written\n"
+	     "into the spec.");
+
+static const struct cmd_opt list_opts[] = {
+    CDI_OPT_DIR("a spec dir, repeatable, lowest priority first (default /etc/cdi /var/run/cdi)"),
+    CMD_OPT_ROOT,
+    CMD_OPT_JSON("print JSON"),
+    {0},
+};
+
+static const struct cmd_verb list_verb =
+    CMD_VERB("cdi list", "[OPTIONS]", list_opts, "gpulet cdi list --json | jq -r '.[].name'",
+	     .about = "Devices defined by the spec dirs (later dir wins; a device defined twice in one dir is\n"
+		      "dropped by runtimes and shown as a conflict).");
+
+static void validate_notes(FILE *f)
+{
+	fprintf(f, "\nRuntimes --runtime knows, with the highest cdiVersion each understands:\n");
+	for (size_t i = 0; i < cdi_n_runtimes; i++)
+		fprintf(f, "  %-18s %s\n", cdi_runtimes[i].name, cdi_runtimes[i].max_version);
+}
+
+static const struct cmd_opt validate_opts[] = {
+    CDI_OPT_DIR("a spec dir, repeatable, lowest priority first"),
+    CMD_OPT_ROOT,
+    CMD_ROW("runtime", 0, CMD_OPT_CALL, "NAME", "the consuming runtime; its highest cdiVersion applies (list below)",
+	    .call = set_runtime),
+    CMD_ROW("runtime-cdi-version", 0, CMD_OPT_STR, "V", "highest cdiVersion the runtime understands (e.g. 0.5.0)",
+	    .off = CDI_F(val.runtime_version)),
+    CMD_ROW("runtime-user", 0, CMD_OPT_CALL, "UID[:GID]", "the user the runtime reads specs as (default 0)",
+	    .call = set_runtime_user, .want = "UID or UID:GID"),
+    CMD_ROW("no-host-paths", 0, CMD_OPT_SET, NULL, "do not check that host paths exist",
+	    .off = CDI_F(val.no_host_paths)),
+    CMD_OPT_JSON("print JSON {files, errors, warnings, problems[]}"),
+    {0},
+};
+
+static const struct cmd_verb validate_verb =
+    CMD_VERB("cdi validate", "[FILE...] [OPTIONS]", validate_opts,
+	     "gpulet cdi validate --runtime podman-4.3 /etc/cdi/nvidia.yaml",
+	     .about = "Check CDI specs as the CDI spec and real runtimes read them: syntax, cdiVersion, kind and\n"
+		      "device names, field types, devices defined twice, host paths that do not exist, files the\n"
+		      "runtime user cannot read. Without FILE and --dir, checks /etc/cdi and /var/run/cdi.",
+	     .notes = validate_notes,
+	     .footer = "Exit status: 0 when no errors (warnings allowed), 1 otherwise, 2 usage.", .operands = true);
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -145,158 +214,53 @@ static int write_output(const char *output, json_t *spec, enum cdi_format fmt, c
 
 static int cdi_generate_cmd(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"output", required_argument, NULL, 'o'},
-	    {"format", required_argument, NULL, 'f'},
-	    {"vendor", required_argument, NULL, 'V'},
-	    {"class", required_argument, NULL, 'C'},
-	    {"device-name-strategy", required_argument, NULL, 'S'},
-	    {"no-all-device", no_argument, NULL, 'A'},
-	    {"driver-root", required_argument, NULL, 'D'},
-	    {"dev-root", required_argument, NULL, 'E'},
-	    {"root", required_argument, NULL, 'r'},
-	    {"nvml-library", required_argument, NULL, 'L'},
-	    {"help", no_argument, NULL, 'h'},
-	    {},
-	};
-	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
-	struct cmd_nvml_opts no = {0};
+	struct cdi_cli cli = {.gen = CDI_GEN_OPTIONS_INIT};
+	struct cdi_gen_options *o = &cli.gen;
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
 	_cleanup_(node_freep) struct node *n = NULL;
 	json_auto_t *spec = NULL;
-	const char *output = "-", *format = NULL;
 	enum cdi_format fmt;
 	struct gerr err = {0};
-	int c;
+	int r = cmd_parse(&generate_verb, argc, argv, &cli);
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "ho:f:", opts, NULL)) != -1)
-		switch (c) {
-		case 'o':
-			output = optarg;
-			break;
-		case 'f':
-			format = optarg;
-			break;
-		case 'V':
-			o.vendor = optarg;
-			break;
-		case 'C':
-			o.class = optarg;
-			break;
-		case 'S':
-			if (parse_strategy(optarg, &o.names) < 0) {
-				fprintf(
-				    stderr,
-				    "gpulet cdi generate: --device-name-strategy is index, uuid or both, not '%s'\n",
-				    optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'A':
-			o.no_all_device = true;
-			break;
-		case 'D':
-			o.driver_root = no.driver_root = optarg;
-			break;
-		case 'E':
-			o.dev_root = optarg;
-			break;
-		case 'r':
-			o.root = no.root = optarg;
-			break;
-		case 'L':
-			no.library = optarg;
-			break;
-		case 'h':
-			generate_help(stdout);
-			return 0;
-		default:
-			generate_help(stderr);
-			return EXIT_USAGE;
-		}
-	if (optind < argc) {
-		fprintf(stderr, "gpulet cdi generate: unexpected argument '%s'\n", argv[optind]);
-		return EXIT_USAGE;
-	}
-	if (format && !streq(format, "json") && !streq(format, "yaml")) {
-		fprintf(stderr, "gpulet cdi generate: --format is json or yaml, not '%s'\n", format);
-		return EXIT_USAGE;
-	}
-	fmt = format ? (streq(format, "json") ? CDI_FORMAT_JSON : CDI_FORMAT_YAML)
-		     : (ends_with(output, ".json") ? CDI_FORMAT_JSON : CDI_FORMAT_YAML);
-	if (!o.driver_root)
-		o.driver_root = cmd_env_or("NVIDIA_DRIVER_ROOT", "/");
-	if (cmd_load_node(&no, &nv, &n) < 0)
+	if (r != CMD_CONTINUE)
+		return r;
+	fmt = cli.format ? (streq(cli.format, "json") ? CDI_FORMAT_JSON : CDI_FORMAT_YAML)
+			 : (ends_with(cli.output, ".json") ? CDI_FORMAT_JSON : CDI_FORMAT_YAML);
+	o->root = cli.c.nvml.root;
+	o->driver_root = cli.c.nvml.driver_root ? cli.c.nvml.driver_root : "/";
+	if (cmd_load_node(&cli.c.nvml, &nv, &n) < 0)
 		return 1;
-	if (cdi_generate(n, &o, &spec, &err) < 0) {
+	if (cdi_generate(n, o, &spec, &err) < 0) {
 		fprintf(stderr, "gpulet cdi generate: %s\n", err.msg);
 		return 1;
 	}
-	return write_output(output, spec, fmt, o.vendor ? o.vendor : "nvidia.com", o.class ? o.class : "gpu");
+	return write_output(cli.output, spec, fmt, o->vendor ? o->vendor : "nvidia.com", o->class ? o->class : "gpu");
 }
 
 static int print_json(json_t *doc)
 {
-	int r = doc ? json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : -1;
+	bool ok = cmd_print_json("cdi", doc);
 
 	json_decref(doc);
-	if (r < 0) {
-		fprintf(stderr, "gpulet cdi: out of memory\n");
-		return 1;
-	}
-	putchar('\n');
-	return 0;
+	return ok ? 0 : 1;
 }
 
 static int cdi_list_cmd(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"dir", required_argument, NULL, 'd'},
-	    {"root", required_argument, NULL, 'r'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {},
-	};
-	const char *dirs[MAX_DIRS], *root = NULL;
-	size_t n_dirs = 0, i;
+	struct cdi_cli cli = {0};
+	size_t i;
 	json_t *list = NULL, *e;
 	struct gerr err = {0};
-	bool json = false;
-	int c;
+	int r = cmd_parse(&list_verb, argc, argv, &cli);
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1)
-		switch (c) {
-		case 'd':
-			if (n_dirs == MAX_DIRS) {
-				fprintf(stderr, "gpulet cdi list: at most %d --dir\n", MAX_DIRS);
-				return EXIT_USAGE;
-			}
-			dirs[n_dirs++] = optarg;
-			break;
-		case 'r':
-			root = optarg;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			list_help(stdout);
-			return 0;
-		default:
-			list_help(stderr);
-			return EXIT_USAGE;
-		}
-	if (optind < argc) {
-		fprintf(stderr, "gpulet cdi list: unexpected argument '%s'\n", argv[optind]);
-		return EXIT_USAGE;
-	}
-	if (cdi_list_dirs(root, dirs, n_dirs, &list, &err) < 0) {
+	if (r != CMD_CONTINUE)
+		return r;
+	if (cdi_list_dirs(cli.c.nvml.root, cli.dirs, cli.n_dirs, &list, &err) < 0) {
 		fprintf(stderr, "gpulet cdi list: %s\n", err.msg);
 		return 1;
 	}
-	if (json)
+	if (cli.c.json)
 		return print_json(list);
 	json_array_foreach (list, i, e) {
 		printf("%s\t%s%s\n", json_string_value(json_object_get(e, "name")),
@@ -323,23 +287,6 @@ static void print_report(const struct cdi_report *rep)
 	printf("%zu file%s checked, %zu error%s, %zu warning%s\n", rep->n_files, rep->n_files == 1 ? "" : "s",
 	       rep->n_errors, rep->n_errors == 1 ? "" : "s", rep->n_problems - rep->n_errors,
 	       rep->n_problems - rep->n_errors == 1 ? "" : "s");
-}
-
-static int parse_user(const char *s, struct cdi_validate_options *o)
-{
-	unsigned uid, gid;
-	char tail;
-
-	if (sscanf(s, "%u:%u%c", &uid, &gid, &tail) == 2) {
-		o->runtime_uid = uid;
-		o->runtime_gid = gid;
-		return 0;
-	}
-	if (sscanf(s, "%u%c", &uid, &tail) == 1) {
-		o->runtime_uid = o->runtime_gid = uid;
-		return 0;
-	}
-	return -EINVAL;
 }
 
 /*
@@ -369,83 +316,27 @@ static int check_spec_dir(const char *root, const char *dir)
 
 static int cdi_validate_cmd(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"dir", required_argument, NULL, 'd'},
-	    {"root", required_argument, NULL, 'r'},
-	    {"runtime", required_argument, NULL, 'R'},
-	    {"runtime-cdi-version", required_argument, NULL, 'v'},
-	    {"runtime-user", required_argument, NULL, 'u'},
-	    {"no-host-paths", no_argument, NULL, 'P'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {},
-	};
 	_cleanup_(cdi_report_clear) struct cdi_report rep = {0};
-	struct cdi_validate_options o = {0};
-	const char *dirs[MAX_DIRS];
-	size_t n_dirs = 0;
-	bool json = false;
-	int c, r = 0;
+	struct cdi_cli cli = {0};
+	struct cdi_validate_options *o = &cli.val;
+	int r = cmd_parse(&validate_verb, argc, argv, &cli);
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1)
-		switch (c) {
-		case 'd':
-			if (n_dirs == MAX_DIRS) {
-				fprintf(stderr, "gpulet cdi validate: at most %d --dir\n", MAX_DIRS);
-				return EXIT_USAGE;
-			}
-			dirs[n_dirs++] = optarg;
-			break;
-		case 'r':
-			o.root = optarg;
-			break;
-		case 'R':
-			o.runtime_name = optarg;
-			o.runtime_version = cdi_runtime_max_version(optarg);
-			if (!o.runtime_version) {
-				fprintf(stderr,
-					"gpulet cdi validate: unknown --runtime '%s'; see --help for the list, or "
-					"give --runtime-cdi-version\n",
-					optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'v':
-			o.runtime_version = optarg;
-			break;
-		case 'u':
-			if (parse_user(optarg, &o) < 0) {
-				fprintf(stderr, "gpulet cdi validate: --runtime-user is UID or UID:GID, not '%s'\n",
-					optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'P':
-			o.no_host_paths = true;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			validate_help(stdout);
-			return 0;
-		default:
-			validate_help(stderr);
-			return EXIT_USAGE;
-		}
-	for (size_t i = 0; i < n_dirs; i++)
-		if (check_spec_dir(o.root, dirs[i]) < 0)
+	if (r != CMD_CONTINUE)
+		return r;
+	r = 0;
+	o->root = cli.c.nvml.root;
+	for (size_t i = 0; i < cli.n_dirs; i++)
+		if (check_spec_dir(o->root, cli.dirs[i]) < 0)
 			return 1;
 	if (optind < argc)
-		r = cdi_validate_files((const char *const *)argv + optind, (size_t)(argc - optind), &o, &rep);
-	if (r >= 0 && (n_dirs > 0 || optind == argc))
-		r = cdi_validate_dirs(dirs, n_dirs, &o, &rep);
+		r = cdi_validate_files((const char *const *)argv + optind, (size_t)(argc - optind), o, &rep);
+	if (r >= 0 && (cli.n_dirs > 0 || optind == argc))
+		r = cdi_validate_dirs(cli.dirs, cli.n_dirs, o, &rep);
 	if (r < 0) {
 		fprintf(stderr, "gpulet cdi validate: %s\n", strerror(-r));
 		return 1;
 	}
-	if (json) {
+	if (cli.c.json) {
 		if (print_json(cdi_report_to_json(&rep)) != 0)
 			return 1;
 	} else {

@@ -2,6 +2,7 @@
 /* Subcommand entry points and the option plumbing they share. */
 #pragma once
 
+#include <signal.h>
 #include <stdbool.h>
 
 #define EXIT_USAGE 2
@@ -19,6 +20,12 @@ int cmd_labels(int argc, char **argv);
 
 /* A boolean flag or env value: 1/true/yes/on, 0/false/no/off (any case); -EINVAL otherwise. */
 int cmd_parse_bool(const char *s, bool *ret);
+
+/*
+ * Block SIGTERM and SIGINT (set gets them) in this thread and every thread it starts, so that a
+ * daemon verb's main thread takes them with sigwait/sigtimedwait.
+ */
+void cmd_block_stop_signals(sigset_t *set);
 
 /* Environment fallbacks shared by the verbs that open NVML. */
 const char *cmd_env_or(const char *name, const char *fallback);

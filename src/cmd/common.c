@@ -4,6 +4,8 @@
 #include <stdlib.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <strings.h>
 
@@ -29,6 +31,14 @@ int cmd_parse_bool(const char *s, bool *ret)
 			return *ret = false, 0;
 	}
 	return -EINVAL;
+}
+
+void cmd_block_stop_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, set, NULL);
 }
 
 int cmd_open_nvml(const struct cmd_nvml_opts *o, struct nvml **ret, struct gerr *err)

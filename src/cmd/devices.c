@@ -1,24 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpulet devices: what NVML sees -- GPUs, MIG instances, health -- as a table or JSON. */
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd/cmd.h"
+#include "cmd/options.h"
 #include "nvml/node.h"
 
-static void devices_help(FILE *f)
-{
-	fprintf(f, "Usage: gpulet devices [OPTIONS]\n\n"
-		   "Show the GPUs and MIG instances the driver reports, with their health.\n\n"
-		   "  --json                 print a JSON document instead of the table\n"
-		   "  --nvml-library PATH    libnvidia-ml.so.1 to load (env GPULET_NVML_LIBRARY)\n"
-		   "  --driver-root DIR      where the driver is installed (env NVIDIA_DRIVER_ROOT, default /)\n"
-		   "  --root DIR             host root for /sys and /proc lookups (default /)\n"
-		   "  -h, --help             this text\n\n"
-		   "Example: gpulet devices --json | jq '.gpus[].uuid'\n");
-}
+static const struct cmd_opt devices_opts[] = {
+    CMD_OPT_JSON("print a JSON document instead of the table"),
+    CMD_OPTS_NVML,
+    {0},
+};
+
+static const struct cmd_verb devices_verb =
+    CMD_VERB("devices", "[OPTIONS]", devices_opts, "gpulet devices --json | jq '.gpus[].uuid'",
+	     .about = "Show the GPUs and MIG instances the driver reports, with their health.");
 
 static void print_table(const struct node *n)
 {
@@ -69,58 +66,22 @@ static void print_table(const struct node *n)
 
 int cmd_devices(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"nvml-library", required_argument, NULL, 'L'},
-	    {"driver-root", required_argument, NULL, 'D'},
-	    {"root", required_argument, NULL, 'r'},
-	    {"help", no_argument, NULL, 'h'},
-	    {},
-	};
-	struct cmd_nvml_opts o = {0};
+	struct cmd_common o = {0};
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
 	_cleanup_(node_freep) struct node *n = NULL;
-	int json = 0, c;
+	int r = cmd_parse(&devices_verb, argc, argv, &o);
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1)
-		switch (c) {
-		case 'j':
-			json = 1;
-			break;
-		case 'L':
-			o.library = optarg;
-			break;
-		case 'D':
-			o.driver_root = optarg;
-			break;
-		case 'r':
-			o.root = optarg;
-			break;
-		case 'h':
-			devices_help(stdout);
-			return 0;
-		default:
-			devices_help(stderr);
-			return EXIT_USAGE;
-		}
-	if (optind < argc) {
-		fprintf(stderr, "gpulet devices: unexpected argument '%s'\n", argv[optind]);
-		return EXIT_USAGE;
-	}
-	if (cmd_load_node(&o, &nv, &n) < 0)
+	if (r != CMD_CONTINUE)
+		return r;
+	if (cmd_load_node(&o.nvml, &nv, &n) < 0)
 		return 1;
-	if (json) {
-		json_t *doc = node_to_json(n);
-
-		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0) {
-			json_decref(doc);
-			fprintf(stderr, "gpulet devices: out of memory\n");
-			return 1;
-		}
-		putchar('\n');
-		json_decref(doc);
-	} else
+	if (!o.json) {
 		print_table(n);
-	return 0;
+		return 0;
+	}
+	json_t *doc = node_to_json(n);
+	bool ok = cmd_print_json("devices", doc);
+
+	json_decref(doc);
+	return ok ? 0 : 1;
 }

@@ -4,14 +4,13 @@
  * from the kubelet PodResources API. Flags and env vars are dcgm-exporter's where it has them
  * (docs/reference/monitoring-doctor.md A3).
  */
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "cmd/cmd.h"
+#include "cmd/options.h"
 #include "exporter/exporter.h"
 #include "util/log.h"
 
@@ -20,169 +19,46 @@
 /* NVML kept loaded for a sampler stuck in a hung call when we return (see cmd_exporter). */
 static struct nvml *stuck_nv;
 
-static void exporter_help(FILE *f)
-{
-	fprintf(
-	    f,
-	    "Usage: gpulet exporter [OPTIONS]\n\n"
-	    "Serve GPU metrics for Prometheus at /metrics (dcgm-exporter names and labels, with pod/namespace/\n"
-	    "container from kubelet) and /healthz. Scrapes never wait on NVML: samplers run per GPU.\n\n"
-	    "  -a, --address ADDR          listen address (env DCGM_EXPORTER_LISTEN, default :9400); alias --listen\n"
-	    "  -c, --collect-interval MS   NVML sampling interval (env DCGM_EXPORTER_INTERVAL, default 5000)\n"
-	    "  -k, --kubernetes[=BOOL]     pod attribution (env DCGM_EXPORTER_KUBERNETES, default true)\n"
-	    "      --pod-resources-socket PATH  kubelet PodResources socket under --root (env\n"
-	    "                              DCGM_POD_RESOURCES_KUBELET_SOCKET, default " PODRES_DEFAULT_SOCKET ")\n"
-	    "      --pod-resources-interval MS  how often attribution is refreshed (default 10000)\n"
-	    "      --kubernetes-virtual-gpus[=BOOL]  one series per pod sharing a GPU, label vgpu (env\n"
-	    "                              KUBERNETES_VIRTUAL_GPUS, default false)\n"
-	    "      --nvidia-resource-names LIST  extra resource names to attribute (env NVIDIA_RESOURCE_NAMES)\n"
-	    "  -n, --no-hostname           no Hostname label (env DCGM_EXPORTER_NO_HOSTNAME)\n"
-	    "      --nvml-library PATH     libnvidia-ml.so.1 to load (env GPULET_NVML_LIBRARY)\n"
-	    "      --driver-root DIR       where the driver is installed (env NVIDIA_DRIVER_ROOT, default /)\n"
-	    "      --root DIR              host root for /sys, /proc and the kubelet socket (default /)\n"
-	    "      --log-level LEVEL       debug|info|warn|error (env LOG_LEVEL, default info)\n"
-	    "  XIDs that make a GPU unhealthy follow the device plugin: env DP_DISABLE_HEALTHCHECKS,\n"
-	    "  DP_ENABLE_HEALTHCHECKS (default: all but application XIDs 13,31,43,45,68,109).\n"
-	    "  -h, --help                  this text\n\n"
-	    "Example: gpulet exporter --address :9400 --collect-interval 1000 & curl -s localhost:9400/metrics\n");
-}
-
-static int parse_ms(const char *s, int min, int *ret)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (!*s || *end || v < min || v > 3600 * 1000)
-		return -1;
-	*ret = (int)v;
-	return 0;
-}
-
 struct exporter_opts {
-	const char *address, *socket, *resource_names, *log_level;
-	int interval_ms, podres_ms;
+	struct cmd_common c;
+	const char *address, *socket, *resource_names;
+	unsigned interval_ms, podres_ms;
 	bool kubernetes, virtual_gpus, no_hostname;
-	struct cmd_nvml_opts nvml;
 };
 
-static int env_bool(const char *name, bool *v)
-{
-	const char *s = getenv(name);
-	return s && *s && cmd_parse_bool(s, v) < 0 ? -1 : 0;
-}
+#define EXP_F(field) offsetof(struct exporter_opts, field)
+/* Flags and env vars of dcgm-exporter where it has them (docs/reference/monitoring-doctor.md A3). */
+static const struct cmd_opt exporter_opts[] = {
+    CMD_ROW("address", 'a', CMD_OPT_STR, "ADDR", "listen address", .alias = "listen", .env = {"DCGM_EXPORTER_LISTEN"},
+	    .def = ":9400", .off = EXP_F(address)),
+    CMD_ROW("collect-interval", 'c', CMD_OPT_UINT, "MS", "NVML sampling interval in ms",
+	    .env = {"DCGM_EXPORTER_INTERVAL"}, .def = "5000", .off = EXP_F(interval_ms), .min = 100,
+	    .max = 3600 * 1000),
+    CMD_ROW("kubernetes", 'k', CMD_OPT_BOOL, NULL, "pod attribution", .env = {"DCGM_EXPORTER_KUBERNETES"},
+	    .def = "true", .off = EXP_F(kubernetes)),
+    CMD_ROW("pod-resources-socket", 0, CMD_OPT_STR, "PATH", "kubelet PodResources socket under --root",
+	    .alias = "pod-resources-kubelet-socket", .env = {"DCGM_POD_RESOURCES_KUBELET_SOCKET"},
+	    .def = PODRES_DEFAULT_SOCKET, .off = EXP_F(socket)),
+    CMD_ROW("pod-resources-interval", 0, CMD_OPT_UINT, "MS", "how often pod attribution is refreshed, in ms",
+	    .def = "10000", .off = EXP_F(podres_ms), .min = 100, .max = 3600 * 1000),
+    CMD_ROW("kubernetes-virtual-gpus", 0, CMD_OPT_BOOL, NULL, "one series per pod sharing a GPU, label vgpu",
+	    .env = {"KUBERNETES_VIRTUAL_GPUS"}, .def = "false", .off = EXP_F(virtual_gpus)),
+    CMD_ROW("nvidia-resource-names", 0, CMD_OPT_STR, "LIST", "extra resource names to attribute, comma-separated",
+	    .env = {"NVIDIA_RESOURCE_NAMES"}, .off = EXP_F(resource_names)),
+    CMD_ROW("no-hostname", 'n', CMD_OPT_SET, NULL, "no Hostname label", .env = {"DCGM_EXPORTER_NO_HOSTNAME"},
+	    .off = EXP_F(no_hostname)),
+    CMD_OPTS_NVML,
+    CMD_OPT_LOG_LEVEL,
+    {0},
+};
 
-static int defaults_from_env(struct exporter_opts *o)
-{
-	o->address = cmd_env_or("DCGM_EXPORTER_LISTEN", ":9400");
-	o->socket = cmd_env_or("DCGM_POD_RESOURCES_KUBELET_SOCKET", PODRES_DEFAULT_SOCKET);
-	o->resource_names = cmd_env_or("NVIDIA_RESOURCE_NAMES", NULL);
-	o->log_level = cmd_env_or("LOG_LEVEL", NULL);
-	o->interval_ms = 5000;
-	o->podres_ms = 10000;
-	o->kubernetes = true;
-	const char *iv = getenv("DCGM_EXPORTER_INTERVAL");
-	if (iv && *iv && parse_ms(iv, 100, &o->interval_ms) < 0) {
-		fprintf(stderr, "gpulet exporter: DCGM_EXPORTER_INTERVAL='%s' is not 100..3600000 ms\n", iv);
-		return -1;
-	}
-	if (env_bool("DCGM_EXPORTER_KUBERNETES", &o->kubernetes) < 0 ||
-	    env_bool("KUBERNETES_VIRTUAL_GPUS", &o->virtual_gpus) < 0 ||
-	    env_bool("DCGM_EXPORTER_NO_HOSTNAME", &o->no_hostname) < 0) {
-		fprintf(stderr, "gpulet exporter: a boolean environment variable is not true/false\n");
-		return -1;
-	}
-	return 0;
-}
-
-static int parse_args(int argc, char **argv, struct exporter_opts *o)
-{
-	enum { O_SOCKET = 256, O_PODRES_MS, O_VGPU, O_NAMES, O_LIB, O_DRIVER_ROOT, O_ROOT, O_LOG };
-	static const struct option opts[] = {
-	    {"address", required_argument, NULL, 'a'},
-	    {"listen", required_argument, NULL, 'a'},
-	    {"collect-interval", required_argument, NULL, 'c'},
-	    {"kubernetes", optional_argument, NULL, 'k'},
-	    {"pod-resources-socket", required_argument, NULL, O_SOCKET},
-	    {"pod-resources-kubelet-socket", required_argument, NULL, O_SOCKET},
-	    {"pod-resources-interval", required_argument, NULL, O_PODRES_MS},
-	    {"kubernetes-virtual-gpus", optional_argument, NULL, O_VGPU},
-	    {"nvidia-resource-names", required_argument, NULL, O_NAMES},
-	    {"no-hostname", no_argument, NULL, 'n'},
-	    {"nvml-library", required_argument, NULL, O_LIB},
-	    {"driver-root", required_argument, NULL, O_DRIVER_ROOT},
-	    {"root", required_argument, NULL, O_ROOT},
-	    {"log-level", required_argument, NULL, O_LOG},
-	    {"help", no_argument, NULL, 'h'},
-	    {},
-	};
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "a:c:k::nh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'a':
-			o->address = optarg;
-			break;
-		case 'c':
-			if (parse_ms(optarg, 100, &o->interval_ms) < 0) {
-				fprintf(stderr, "gpulet exporter: --collect-interval '%s': want 100..3600000 ms\n",
-					optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'k':
-		case O_VGPU:
-			if (cmd_parse_bool(optarg ? optarg : "true", c == 'k' ? &o->kubernetes : &o->virtual_gpus) <
-			    0) {
-				fprintf(stderr, "gpulet exporter: '%s' is not true/false\n", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case O_SOCKET:
-			o->socket = optarg;
-			break;
-		case O_PODRES_MS:
-			if (parse_ms(optarg, 100, &o->podres_ms) < 0) {
-				fprintf(stderr,
-					"gpulet exporter: --pod-resources-interval '%s': want 100..3600000 ms\n",
-					optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case O_NAMES:
-			o->resource_names = optarg;
-			break;
-		case 'n':
-			o->no_hostname = true;
-			break;
-		case O_LIB:
-			o->nvml.library = optarg;
-			break;
-		case O_DRIVER_ROOT:
-			o->nvml.driver_root = optarg;
-			break;
-		case O_ROOT:
-			o->nvml.root = optarg;
-			break;
-		case O_LOG:
-			o->log_level = optarg;
-			break;
-		case 'h':
-			exporter_help(stdout);
-			return 0;
-		default:
-			exporter_help(stderr);
-			return EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "gpulet exporter: unexpected argument '%s'\n", argv[optind]);
-		return EXIT_USAGE;
-	}
-	if (o->log_level && log_set_level_name(o->log_level) < 0) {
-		fprintf(stderr, "gpulet exporter: unknown log level '%s' (debug|info|warn|error)\n", o->log_level);
-		return EXIT_USAGE;
-	}
-	return -1; /* continue */
-}
+static const struct cmd_verb exporter_verb = CMD_VERB(
+    "exporter", "[OPTIONS]", exporter_opts,
+    "gpulet exporter --address :9400 --collect-interval 1000 & curl -s localhost:9400/metrics",
+    .about = "Serve GPU metrics for Prometheus at /metrics (dcgm-exporter names and labels, with pod/namespace/\n"
+	     "container from kubelet) and /healthz. Scrapes never wait on NVML: samplers run per GPU.",
+    .footer = "XIDs that make a GPU unhealthy follow the device plugin: env DP_DISABLE_HEALTHCHECKS,\n"
+	      "DP_ENABLE_HEALTHCHECKS (default: all but application XIDs 13,31,43,45,68,109).");
 
 /* Split "a,b,c" into a NULL-terminated array pointing into a copy. */
 static char **split_names(const char *list, char **ret_copy)
@@ -227,7 +103,7 @@ static int load_node(const struct exporter_opts *o, const sigset_t *set, struct 
 		struct gerr err = {0};
 		_cleanup_(nvml_closep) struct nvml *nv = NULL;
 		struct node *n = NULL;
-		if (cmd_open_nvml(&o->nvml, &nv, &err) >= 0 && node_load(nv, o->nvml.root, &n, &err) >= 0) {
+		if (cmd_open_nvml(&o->c.nvml, &nv, &err) >= 0 && node_load(nv, o->c.nvml.root, &n, &err) >= 0) {
 			*ret_nv = TAKE_PTR(nv);
 			*ret_n = n;
 			return 0;
@@ -242,18 +118,13 @@ static int load_node(const struct exporter_opts *o, const sigset_t *set, struct 
 int cmd_exporter(int argc, char **argv)
 {
 	struct exporter_opts o = {0};
-	if (defaults_from_env(&o) < 0)
-		return EXIT_USAGE;
-	int r = parse_args(argc, argv, &o);
-	if (r >= 0)
+	int r = cmd_parse(&exporter_verb, argc, argv, &o);
+	if (r != CMD_CONTINUE)
 		return r;
 
 	/* every thread inherits the blocked set; the main thread takes the signals with sigwait */
 	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	cmd_block_stop_signals(&set);
 	signal(SIGPIPE, SIG_IGN);
 
 	struct gerr err = {0};
@@ -263,7 +134,7 @@ int cmd_exporter(int argc, char **argv)
 		log_error("cannot start the exporter", "error=\"%s\"", err.msg);
 		return 1;
 	}
-	log_info("Starting exporter", "address=%s port=%u collect_interval_ms=%d kubernetes=%s", o.address,
+	log_info("Starting exporter", "address=%s port=%u collect_interval_ms=%u kubernetes=%s", o.address,
 		 exp_http_port(http), o.interval_ms, o.kubernetes ? "true" : "false");
 
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
@@ -301,7 +172,8 @@ int cmd_exporter(int argc, char **argv)
 	_cleanup_free_ char *names_copy = NULL;
 	_cleanup_free_ char **names = split_names(o.resource_names, &names_copy);
 	if (o.kubernetes) {
-		if (podres_cache_start(&pc, o.nvml.root, o.socket, o.podres_ms, (const char *const *)names, &err) < 0) {
+		if (podres_cache_start(&pc, o.c.nvml.root, o.socket, o.podres_ms, (const char *const *)names, &err) <
+		    0) {
 			log_error("cannot start pod attribution", "error=\"%s\"", err.msg);
 			exp_http_stop(http);
 			exporter_free(&e);

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpulet lint: check GPU Pod/Deployment/Job/DaemonSet YAML for the field guide's mistakes. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,26 +8,39 @@
 
 #include <jansson.h>
 
-#include "cmd/cmd.h"
+#include "cmd/options.h"
 #include "doctor/doctor.h"
 #include "util/fileio.h"
 #include "kube/k8sobj.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f, "Usage: gpulet lint [OPTIONS] FILE...|-\n"
-		   "Check GPU workloads (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, List;\n"
-		   "YAML or JSON, several documents per file) for the mistakes that leave a GPU pod Pending or\n"
-		   "without a GPU.\n\n"
-		   "  --json                  {\"findings\":[{id,severity,component,summary,evidence,fix}]}\n"
-		   "  --runtime-class NAME    GPU pods must set this runtimeClassName\n"
-		   "  --driver-version V      the nodes' driver (e.g. 535.161.08): flag images needing newer CUDA\n"
-		   "  --node FILE             kubectl get node NAME -o json: check tolerations against its taints\n"
-		   "  --root DIR              read node facts from a node root: driver version, whether containerd\n"
-		   "                          needs a RuntimeClass (CDI off, default runc), /dev/nvidia* modes\n\n"
-		   "Exit status: 0 no failure, 1 a rule failed or a file did not parse, 2 usage.\n"
-		   "Example: helm template . | gpulet lint --driver-version 535.161.08 --runtime-class nvidia -\n");
-}
+struct lint_cli {
+	struct cmd_common c;
+	struct lint_options lo;
+};
+
+static const struct cmd_opt lint_opts[] = {
+    CMD_OPT_JSON("print JSON: {\"findings\":[{id,severity,component,summary,evidence,fix}]}"),
+    CMD_ROW("runtime-class", 0, CMD_OPT_STR, "NAME", "GPU pods must set this runtimeClassName",
+	    .off = offsetof(struct lint_cli, lo.runtime_class)),
+    CMD_ROW("driver-version", 0, CMD_OPT_STR, "V",
+	    "the nodes' driver (e.g. 535.161.08): flag images needing newer CUDA",
+	    .off = offsetof(struct lint_cli, lo.driver_version)),
+    CMD_OPT_NODE,
+    /* not CMD_OPT_ROOT: without --root lint reads no node facts at all */
+    CMD_ROW("root", 0, CMD_OPT_STR, "DIR",
+	    "read node facts from a node root: driver version, whether containerd needs a RuntimeClass (CDI off, "
+	    "default runc), /dev/nvidia* modes",
+	    .off = offsetof(struct cmd_common, nvml.root)),
+    {0},
+};
+
+static const struct cmd_verb lint_verb = CMD_VERB(
+    "lint", "[OPTIONS] FILE...|-", lint_opts,
+    "helm template . | gpulet lint --driver-version 535.161.08 --runtime-class nvidia -",
+    .about = "Check GPU workloads (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, List;\n"
+	     "YAML or JSON, several documents per file) for the mistakes that leave a GPU pod Pending or\n"
+	     "without a GPU. --node checks tolerations against the node's taints.",
+    .footer = "Exit status: 0 no failure, 1 a rule failed or a file did not parse, 2 usage.", .operands = true);
 
 /* Node facts from --root, reusing doctor's readers: driver version, runtime class need, device modes. */
 static void facts_from_root(const char *root, struct lint_options *lo, char *driver, size_t size, struct doctor_ctx *dc,
@@ -56,54 +68,22 @@ static void facts_from_root(const char *root, struct lint_options *lo, char *dri
 
 int cmd_lint(int argc, char **argv)
 {
-	enum { O_JSON = 256, O_RC, O_DRIVER, O_NODE, O_ROOT };
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, O_JSON},
-	    {"runtime-class", required_argument, NULL, O_RC},
-	    {"driver-version", required_argument, NULL, O_DRIVER},
-	    {"node", required_argument, NULL, O_NODE},
-	    {"root", required_argument, NULL, O_ROOT},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
-	};
-	struct lint_options lo = {0};
+	struct lint_cli cli = {0};
+	struct lint_options *lo = &cli.lo;
 	struct doctor_options dopt = {0};
 	struct doctor_ctx c = {0}, dc = {0};
-	const char *root = NULL, *node_file = NULL;
+	const char *node_file;
 	json_t *node = NULL;
 	char driver[64];
-	bool json = false;
-	int opt, r, rc = 0;
+	int r, rc = cmd_parse(&lint_verb, argc, argv, &cli);
 
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (opt) {
-		case O_JSON:
-			json = true;
-			break;
-		case O_RC:
-			lo.runtime_class = optarg;
-			break;
-		case O_DRIVER:
-			lo.driver_version = optarg;
-			break;
-		case O_NODE:
-			node_file = optarg;
-			break;
-		case O_ROOT:
-			root = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return EXIT_USAGE;
-		}
-	}
+	if (rc != CMD_CONTINUE)
+		return rc;
+	rc = 0;
+	node_file = cli.c.node_file;
 	if (optind >= argc) {
-		fprintf(stderr, "gpulet lint: no FILE given (use - for stdin)\n");
-		usage(stderr);
+		cmd_usage_error(&lint_verb, "no FILE given (use - for stdin)");
+		cmd_help(&lint_verb, stderr);
 		return EXIT_USAGE;
 	}
 	if (node_file) {
@@ -114,10 +94,10 @@ int cmd_lint(int argc, char **argv)
 			fprintf(stderr, "gpulet lint: %s:%d:%d: %s\n", node_file, je.line, je.column, je.text);
 			return EXIT_USAGE;
 		}
-		lo.node = node;
+		lo->node = node;
 	}
-	if (root)
-		facts_from_root(root, &lo, driver, sizeof(driver), &dc, &dopt);
+	if (cli.c.nvml.root)
+		facts_from_root(cli.c.nvml.root, lo, driver, sizeof(driver), &dc, &dopt);
 	c.o = &dopt;
 	c.skipped = json_array();
 	for (int k = optind; k < argc; k++) {
@@ -145,18 +125,17 @@ int cmd_lint(int argc, char **argv)
 			doctor_evidence(f, "%s", err.msg[0] ? err.msg : strerror(-r));
 			continue;
 		}
-		lint_objects(&c, streq(argv[k], "-") ? "<stdin>" : argv[k], objs, &lo);
+		lint_objects(&c, streq(argv[k], "-") ? "<stdin>" : argv[k], objs, lo);
 		json_decref(objs);
 	}
 	for (size_t k = 0; k < c.n_findings; k++)
 		if (c.findings[k].severity == DOCTOR_FAIL)
 			rc = 1;
-	if (json) {
+	if (cli.c.json) {
 		json_t *doc = doctor_to_json(&c, NULL, 0);
 
 		json_object_del(doc, "skipped");
-		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-		putchar('\n');
+		cmd_print_json("lint", doc);
 		json_decref(doc);
 	} else if (c.n_findings) {
 		doctor_print(&c, NULL, 0);

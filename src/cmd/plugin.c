@@ -22,9 +22,7 @@ static void help(void)
 	       "Options:\n");
 	config_print_help(stdout);
 	printf(
-	    "  --print-config\n      print the effective config as JSON and exit\n"
-	    "  --help\n\n"
-	    "Example:\n"
+	    "\nExample:\n"
 	    "  gpulet plugin --mig-strategy=mixed --device-list-strategy=cdi-cri --config-file=/config/config.yaml\n");
 }
 

@@ -15,7 +15,6 @@
 #include "parse/toml.h"
 #include "parse/toml_int.h"
 
-
 /* ---- lexing helpers ---- */
 
 int toml_perr(struct parser *ps, const char *at, const char *fmt, ...)
@@ -274,9 +273,9 @@ int toml_parse_string(struct parser *ps, bool multiline_ok, char **ret)
 			r = toml_bput(&b, "\n", 1);
 			toml_newline(ps);
 		} else if (toml_is_ctrl(c)) {
-			r = toml_perr(ps, ps->p,
-				 c == '\n' ? "newline in a single-line string" : "control character 0x%02x in a string",
-				 c);
+			r = toml_perr(
+			    ps, ps->p,
+			    c == '\n' ? "newline in a single-line string" : "control character 0x%02x in a string", c);
 		} else {
 			r = toml_bput(&b, ps->p++, 1);
 		}
@@ -297,7 +296,6 @@ static bool toml_is_bare(char c)
 {
 	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
 }
-
 
 void toml_key_clear(struct key *k)
 {
@@ -334,7 +332,7 @@ int toml_parse_key(struct parser *ps, struct key *k)
 			if (ps->p == s) {
 				toml_key_clear(k);
 				return toml_at_end(ps) ? toml_perr(ps, s, "expected a key")
-						  : toml_perr(ps, s, "expected a key, found '%c'", *s);
+						       : toml_perr(ps, s, "expected a key, found '%c'", *s);
 			}
 			part = strndup(s, (size_t)(ps->p - s));
 			if (!part) {
@@ -495,8 +493,8 @@ bool toml_looks_datetime(const char *s, size_t n)
 {
 	size_t k = 0;
 
-	if (n >= 10 && toml_isdig(s[0]) && toml_isdig(s[1]) && toml_isdig(s[2]) && toml_isdig(s[3]) && s[4] == '-' && toml_isdig(s[5]) &&
-	    toml_isdig(s[6]) && s[7] == '-' && toml_isdig(s[8]) && toml_isdig(s[9])) {
+	if (n >= 10 && toml_isdig(s[0]) && toml_isdig(s[1]) && toml_isdig(s[2]) && toml_isdig(s[3]) && s[4] == '-' &&
+	    toml_isdig(s[5]) && toml_isdig(s[6]) && s[7] == '-' && toml_isdig(s[8]) && toml_isdig(s[9])) {
 		k = 10;
 		if (k == n)
 			return true;
@@ -504,8 +502,8 @@ bool toml_looks_datetime(const char *s, size_t n)
 			return false;
 		k++;
 	}
-	if (n - k < 8 || !toml_isdig(s[k]) || !toml_isdig(s[k + 1]) || s[k + 2] != ':' || !toml_isdig(s[k + 3]) || !toml_isdig(s[k + 4]) ||
-	    s[k + 5] != ':' || !toml_isdig(s[k + 6]) || !toml_isdig(s[k + 7]))
+	if (n - k < 8 || !toml_isdig(s[k]) || !toml_isdig(s[k + 1]) || s[k + 2] != ':' || !toml_isdig(s[k + 3]) ||
+	    !toml_isdig(s[k + 4]) || s[k + 5] != ':' || !toml_isdig(s[k + 6]) || !toml_isdig(s[k + 7]))
 		return false;
 	k += 8;
 	if (k < n && s[k] == '.') {
@@ -519,11 +517,10 @@ bool toml_looks_datetime(const char *s, size_t n)
 	if (k < n && (s[k] == 'Z' || s[k] == 'z'))
 		k++;
 	else if (k < n && (s[k] == '+' || s[k] == '-')) {
-		if (n - k != 6 || !toml_isdig(s[k + 1]) || !toml_isdig(s[k + 2]) || s[k + 3] != ':' || !toml_isdig(s[k + 4]) ||
-		    !toml_isdig(s[k + 5]))
+		if (n - k != 6 || !toml_isdig(s[k + 1]) || !toml_isdig(s[k + 2]) || s[k + 3] != ':' ||
+		    !toml_isdig(s[k + 4]) || !toml_isdig(s[k + 5]))
 			return false;
 		k += 6;
 	}
 	return k == n;
 }
-

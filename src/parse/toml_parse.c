@@ -15,7 +15,6 @@
 #include "parse/toml.h"
 #include "parse/toml_int.h"
 
-
 static int parse_value(struct parser *ps, struct toml **ret);
 
 static void freeze(struct toml *t)
@@ -229,7 +228,7 @@ static int child_table(struct parser *ps, struct toml *t, const char *name, bool
 		}
 		if (c->flags & F_FROZEN)
 			return toml_perr(ps, at, "table '%s' was written inline (line %u) and cannot be extended", name,
-				    c->line);
+					 c->line);
 		if (dotted && (c->flags & F_EXPLICIT))
 			return toml_perr(ps, at, "table '%s' was defined in another section (line %u)", name, c->line);
 		*ret = c;
@@ -303,8 +302,8 @@ static int parse_header(struct parser *ps, struct toml *root, struct toml **ret)
 		return r;
 	if (toml_at_end(ps) || *ps->p != ']' || (aot && (ps->end - ps->p < 2 || ps->p[1] != ']'))) {
 		toml_key_clear(&k);
-		return toml_perr(ps, at,
-			    aot ? "unclosed table array header, expected ']]'" : "unclosed table header, expected ']'");
+		return toml_perr(
+		    ps, at, aot ? "unclosed table array header, expected ']]'" : "unclosed table header, expected ']'");
 	}
 	ps->p += aot ? 2 : 1;
 	for (size_t i = 0; i + 1 < k.n; i++) {
@@ -332,7 +331,7 @@ static int parse_header(struct parser *ps, struct toml *root, struct toml **ret)
 			arr = t->vals[idx];
 			if (arr->type != TOML_ARRAY || !(arr->flags & F_AOT)) {
 				r = toml_perr(ps, at, "'%s' is already defined (line %u) and is not an array of tables",
-					 last, arr->line);
+					      last, arr->line);
 				goto out;
 			}
 		}
@@ -445,4 +444,3 @@ int toml_load_file(const char *path, struct toml **ret, struct gerr *err)
 	*ret = t;
 	return 0;
 }
-

@@ -173,6 +173,30 @@ static void test_unknown_keys_warn(void **state)
 }
 
 /* Deterministic mutation smoke: flip, insert and delete bytes of the valid file. */
+/*
+ * The file is read by parse/yaml, typed as sigs.k8s.io/yaml types it for the upstream plugin
+ * (api/config/v1 is unmarshalled through it): YAML 1.1 booleans, null keeps the default, and a
+ * JSON file (YAML's flow style) is the same config.
+ */
+static void test_yaml_typing(void **state)
+{
+	static const char text[] = "version: v1\nflags:\n  failOnInitError: no\n  migStrategy: ~\n"
+				   "  plugin:\n    passDeviceSpecs: yes\n";
+	static const char json[] = "{\"version\": \"v1\", \"flags\": {\"migStrategy\": \"mixed\", "
+				   "\"plugin\": {\"deviceListStrategy\": [\"envvar\", \"cdi-cri\"]}}}";
+	struct plugin_config c;
+
+	defaults(&c);
+	assert_int_equal(config_apply_file_text(&c, text, strlen(text), "c.yaml", NULL), 0);
+	assert_false(c.fail_on_init_error);
+	assert_true(c.pass_device_specs);
+	assert_string_equal(c.mig_strategy, "none");
+	defaults(&c);
+	assert_int_equal(config_apply_file_text(&c, json, strlen(json), "c.json", NULL), 0);
+	assert_string_equal(c.mig_strategy, "mixed");
+	assert_int_equal(c.device_list_strategy, DLS_ENVVAR | DLS_CDI_CRI);
+}
+
 static void test_mutations(void **state)
 {
 	uint32_t seed = 12345;
@@ -222,6 +246,7 @@ int main(void)
 	    cmocka_unit_test(test_bad),
 	    cmocka_unit_test(test_dots_not_dotdot),
 	    cmocka_unit_test(test_unknown_keys_warn),
+	    cmocka_unit_test(test_yaml_typing),
 	    cmocka_unit_test(test_mutations),
 	};
 

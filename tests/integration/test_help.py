@@ -1,0 +1,104 @@
+#!/usr/bin/python3
+"""Every verb's --help lists exactly the options the verb accepts.
+
+What a verb accepts is found without reading its help: every word spelled as a string in the
+command-line sources (and every letter, for short options) is tried as `gpulet VERB --WORD 1 --help`.
+getopt rejects an unknown option before it reaches --help ("unrecognized option", exit 2; the plugin
+says "unknown option"); a known one is taken, with 1 as its value or as an operand, and --help then
+ends the run. The option rows of `VERB --help` must name the same set: an option that is accepted and
+not listed (doctor --runtime-user once) or listed and not accepted fails the test.
+"""
+import concurrent.futures
+import glob
+import os
+import re
+import subprocess
+import sys
+
+from test_cdi_testlib import GPULET, SRC, check, finish  # paths from CTest's environment, failure bookkeeping
+
+REJECTED = re.compile(r"unrecognized option|invalid option|unknown option|ambiguous")
+# a clean environment: env fallbacks (LOG_LEVEL=bogus, ...) must not decide the outcome
+ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"}
+
+
+def run(args):
+    return subprocess.run([GPULET, *args], capture_output=True, text=True, env=ENV, timeout=30,
+                          stdin=subprocess.DEVNULL)
+
+
+def verbs():
+    """Verbs from the verb tables in the source (main.c, and cdi's sub-verbs), not from any help."""
+    main = open(os.path.join(SRC, "src", "main.c")).read()
+    cdi = open(os.path.join(SRC, "src", "cmd", "cdi.c")).read()
+    out = [[v] for v in re.findall(r'\{"([a-z]+)", cmd_[a-z]+,', main) if v != "cdi"]
+    out += [["cdi", v] for v in re.findall(r'\{"([a-z]+)", cdi_[a-z]+_cmd\}', cdi)]
+    return out
+
+
+def candidates():
+    """Option-like string literals of the command-line sources ("json", "--root ...") and their --words."""
+    words = set()
+    files = glob.glob(os.path.join(SRC, "src", "cmd", "*.[ch]")) + glob.glob(os.path.join(SRC, "src", "plugin", "config*.[ch]"))
+    files.append(os.path.join(SRC, "src", "main.c"))
+    for path in files:
+        for lit in re.findall(r'"((?:[^"\\\n]|\\.)*)"', open(path).read()):
+            m = re.fullmatch(r"-{0,2}([a-z][a-z0-9-]*)", lit)
+            if m:
+                words.add(m.group(1))
+            words |= set(re.findall(r"--([a-z][a-z0-9-]*)", lit))
+    return words
+
+
+def listed(help_text):
+    """Options named in the option rows of a --help text: lines that start with two spaces and a dash."""
+    longs, shorts = set(), set()
+    for line in help_text.splitlines():
+        if not re.match(r"^  -", line):
+            continue
+        left = re.split(r"\s{2,}", line.strip())[0]
+        longs |= set(re.findall(r"--([a-z0-9][a-z0-9-]*)", left))
+        shorts |= set(re.findall(r"(?:^|\s)-([a-zA-Z])\b(?!-)", left))
+    return longs, shorts
+
+
+def accepted(verb, arg):
+    r = run([*verb, arg, "1", "--help"])
+    out = r.stderr + r.stdout
+    if REJECTED.search(out):
+        check(r.returncode == 2, f"{' '.join(verb)} {arg}: rejected but exit {r.returncode}, not 2")
+        return False
+    return True
+
+
+def main():
+    words = candidates()
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + [chr(c) for c in range(ord("A"), ord("Z") + 1)]
+    all_verbs = verbs()
+    check(len(all_verbs) >= 11, f"verb tables found: {all_verbs}")
+    for verb in all_verbs:
+        name = " ".join(verb)
+        h = run([*verb, "--help"])
+        check(h.returncode == 0, f"{name} --help: exit {h.returncode}")
+        check("Example:" in h.stdout, f"{name} --help has an example")
+        longs, shorts = listed(h.stdout)
+        check(len(longs) >= 2, f"{name} --help lists options: {sorted(longs)}")
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            tried = sorted(words | longs)
+            acc_long = {w for w, ok in zip(tried, pool.map(lambda w: accepted(verb, "--" + w), tried)) if ok}
+            acc_short = {c for c, ok in zip(letters, pool.map(lambda c: accepted(verb, "-" + c), letters)) if ok}
+        for w in sorted(longs - acc_long):
+            check(False, f"{name}: --{w} is in --help but not accepted")
+        for w in sorted(acc_long - longs):
+            # getopt_long takes a unique prefix of a long option; that is not another option
+            if not any(l.startswith(w) for l in longs):
+                check(False, f"{name}: --{w} is accepted but not in --help")
+        check(acc_short == shorts, f"{name}: short options accepted {sorted(acc_short)}, listed {sorted(shorts)}")
+        print(f"{name}: {len(longs)} long, {len(shorts)} short options, all listed and accepted")
+    # the known bug this test was written for
+    check("--runtime-user" in run(["doctor", "--help"]).stdout, "doctor --help lists --runtime-user")
+    return finish("every verb's --help lists exactly the options it accepts")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
