@@ -97,7 +97,8 @@ static bool wait_signal(const sigset_t *set, int seconds)
 }
 
 /* NVML and the node, retried until they load: a pod that crash-loops on NVML explains nothing. */
-static int load_node(const struct exporter_opts *o, const sigset_t *set, struct nvml **ret_nv, struct node **ret_n)
+static int load_node(const struct exporter_opts *o, const sigset_t *set, struct exp_http *http, struct nvml **ret_nv,
+		     struct node **ret_n)
 {
 	for (;;) {
 		struct gerr err = {0};
@@ -108,8 +109,10 @@ static int load_node(const struct exporter_opts *o, const sigset_t *set, struct 
 			*ret_n = n;
 			return 0;
 		}
-		log_error("cannot load NVML; /metrics serves gpulet_exporter_ready 0, retrying",
+		log_error("cannot load NVML; /metrics serves gpulet_exporter_ready 0 and /healthz 503 with this error, "
+			  "retrying",
 			  "error=\"%s\" retry_s=%d", err.msg, NVML_RETRY_S);
+		exp_http_set_not_ready(http, err.msg);
 		if (wait_signal(set, NVML_RETRY_S))
 			return -1;
 	}
@@ -139,7 +142,7 @@ int cmd_exporter(int argc, char **argv)
 
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
 	_cleanup_(node_freep) struct node *n = NULL;
-	if (load_node(&o, &set, &nv, &n) < 0) {
+	if (load_node(&o, &set, http, &nv, &n) < 0) {
 		exp_http_stop(http);
 		return 0;
 	}

@@ -174,5 +174,7 @@ struct exp_http_options {
 int exp_http_start(const struct exp_http_options *o, struct exp_http **ret, struct gerr *err);
 /* Publish the exporter once it is ready (NULL before: /metrics serves the gpulet_* basics). */
 void exp_http_set_exporter(struct exp_http *h, struct exporter *e);
+/* Why the exporter is not ready yet (NVML's error and what to do): /healthz answers it with 503. */
+void exp_http_set_not_ready(struct exp_http *h, const char *why);
 unsigned exp_http_port(const struct exp_http *h);
 void exp_http_stop(struct exp_http *h);

@@ -19,8 +19,11 @@
 
 struct exp_http {
 	struct MHD_Daemon *daemon;
+	/* the one readiness flag: /healthz and gpulet_exporter_ready both read this pointer */
 	_Atomic(struct exporter *) exporter;
 	unsigned port;
+	pthread_mutex_t lock; /* guards why_not_ready */
+	char why_not_ready[GERR_MAX];
 };
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, char *body, size_t len,
@@ -43,6 +46,22 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 static enum MHD_Result text(struct MHD_Connection *c, unsigned status, const char *msg)
 {
 	return reply(c, status, "text/plain; charset=utf-8", (char *)msg, strlen(msg), MHD_RESPMEM_PERSISTENT);
+}
+
+/* 503 with the reason NVML did not load (what and what to do), or "starting" before the first try ended. */
+static enum MHD_Result not_ready(struct exp_http *h, struct MHD_Connection *c)
+{
+	char *body = NULL;
+	int n;
+
+	pthread_mutex_lock(&h->lock);
+	n = h->why_not_ready[0] ? asprintf(&body, "not ready: %s\n", h->why_not_ready)
+				: asprintf(&body, "starting: loading NVML\n");
+	pthread_mutex_unlock(&h->lock);
+	if (n < 0)
+		return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready\n");
+	return reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", body, (size_t)n,
+		     MHD_RESPMEM_MUST_FREE);
 }
 
 static void render_podres_stats(struct strbuf *b, const struct podres_cache *pc)
@@ -88,9 +107,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		return serve_metrics(h, c);
 	if (streq(url, "/healthz") || streq(url, "/health")) {
 		/* dcgm-exporter's probe path is /health; Kubernetes habit is /healthz: answer both */
-		return atomic_load(&h->exporter)
-			   ? text(c, MHD_HTTP_OK, "ok\n")
-			   : text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "starting: NVML not loaded yet\n");
+		return atomic_load(&h->exporter) ? text(c, MHD_HTTP_OK, "ok\n") : not_ready(h, c);
 	}
 	if (streq(url, "/"))
 		return text(c, MHD_HTTP_OK, "gpulet exporter: metrics at /metrics, health at /healthz\n");
@@ -156,6 +173,7 @@ int exp_http_start(const struct exp_http_options *o, struct exp_http **ret, stru
 	struct exp_http *h = calloc(1, sizeof(*h));
 	if (!h)
 		return gerr_set(err, ENOMEM, "exporter: out of memory");
+	pthread_mutex_init(&h->lock, NULL);
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | (v6 ? MHD_USE_IPv6 : 0);
 	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handler, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				     MHD_OPTION_CONNECTION_LIMIT, o->max_connections ? o->max_connections : 64u,
@@ -163,6 +181,7 @@ int exp_http_start(const struct exp_http_options *o, struct exp_http **ret, stru
 				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_CONN_TIMEOUT_S,
 				     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY, MHD_OPTION_END);
 	if (!h->daemon) {
+		pthread_mutex_destroy(&h->lock);
 		free(h);
 		return gerr_set(err, EADDRINUSE,
 				"exporter: cannot listen on %s (port in use or address not on this host); pick "
@@ -180,6 +199,13 @@ void exp_http_set_exporter(struct exp_http *h, struct exporter *e)
 	atomic_store(&h->exporter, e);
 }
 
+void exp_http_set_not_ready(struct exp_http *h, const char *why)
+{
+	pthread_mutex_lock(&h->lock);
+	snprintf(h->why_not_ready, sizeof(h->why_not_ready), "%s", why);
+	pthread_mutex_unlock(&h->lock);
+}
+
 unsigned exp_http_port(const struct exp_http *h)
 {
 	return h->port;
@@ -190,5 +216,6 @@ void exp_http_stop(struct exp_http *h)
 	if (!h)
 		return;
 	MHD_stop_daemon(h->daemon);
+	pthread_mutex_destroy(&h->lock);
 	free(h);
 }

@@ -10,6 +10,7 @@ reached the three ways NVML is opened (nvml_open_host): --driver-root, NVIDIA_DR
 --root, and --nvml-library.
 """
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -66,25 +67,31 @@ def run_exporter(args, env):
     port = free_port()
     p = subprocess.Popen([GPULET, "exporter", f"--address=127.0.0.1:{port}", "--kubernetes=false", *args],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    metrics = ""
+    metrics = healthz = ""
     for _ in range(100):
         time.sleep(0.1)
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
-                s.sendall(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
-                metrics = b"".join(iter(lambda: s.recv(65536), b"")).decode()
+            metrics = get(port, "/metrics")
+            healthz = get(port, "/healthz")
+            if "not ready:" in healthz:  # the first NVML try has ended: /healthz carries its error
                 break
         except OSError:
             continue
-    time.sleep(0.5)
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=30)
-    return p.returncode, out + metrics, err
+    return p.returncode, out + metrics, err, healthz
+
+
+def get(port, path):
+    with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+        s.sendall(f"GET {path} HTTP/1.0\r\nHost: x\r\n\r\n".encode())
+        return b"".join(iter(lambda: s.recv(65536), b"")).decode()
 
 
 def run(verb, args, env, tmp):
     if verb == "exporter":
-        return run_exporter(args, env)
+        rc, out, err, healthz = run_exporter(args, env)
+        return rc, out + healthz, err
     argv = {
         "devices": ["devices"],
         "cdi generate": ["cdi", "generate", "--output=-"],
@@ -129,6 +136,9 @@ def main():
                     check("modprobe nvidia" in text, f"{what}: says what to do (modprobe nvidia)")
                     if verb == "exporter":
                         check("gpulet_exporter_ready 0" in text, f"{what}: /metrics says not ready")
+                        check(re.search(r"HTTP/1\.\d 503.*not ready: NVML from \S+ failed to initialize: Driver Not "
+                                        r"Loaded.*modprobe nvidia", text, re.S) is not None,
+                              f"{what}: /healthz answers 503 with NVML's error and the fix")
                     if verb == "doctor":
                         check("nvml.load-failed" in text, f"{what}: finding nvml.load-failed")
                     if rc not in (0, 1) or failures and failures[-1].startswith(what):
