@@ -157,6 +157,27 @@ static int label_once(struct labels_cli *c, struct nvml *nv)
 	return 0;
 }
 
+/*
+ * NVML for the labels. Without it GFD with --fail-on-init-error=false writes only what needs no GPU
+ * (the timestamp); we say so, and try again at every relabelling so the labels appear once the driver does.
+ */
+static int open_nvml(struct labels_cli *c, struct nvml **ret)
+{
+	struct gerr err = {0};
+	int r = cmd_open_nvml(&c->c.nvml, ret, &err);
+
+	if (r >= 0)
+		return r;
+	if (c->fail_on_init_error || c->oneshot)
+		log_error("cannot load NVML", "error=\"%s\"", err.msg);
+	else
+		log_warn("cannot load NVML: no GPU labels are written (only the timestamp); trying again at each "
+			 "relabelling",
+			 "error=\"%s\" sleep_interval_ms=%lld", err.msg, c->sleep_ms);
+	*ret = NULL;
+	return r;
+}
+
 int cmd_labels(int argc, char **argv)
 {
 	struct labels_cli c = {0};
@@ -166,15 +187,12 @@ int cmd_labels(int argc, char **argv)
 	sigset_t set;
 	cmd_block_stop_signals(&set);
 
-	struct gerr err = {0};
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
-	if (cmd_open_nvml(&c.c.nvml, &nv, &err) < 0) {
-		log_error("cannot load NVML", "error=\"%s\"", err.msg);
-		if (c.fail_on_init_error)
-			return 1;
-		nv = NULL; /* GFD with --fail-on-init-error=false: label what we can (timestamp) */
-	}
+	if (open_nvml(&c, &nv) < 0 && c.fail_on_init_error)
+		return 1;
 	for (;;) {
+		if (!nv && open_nvml(&c, &nv) >= 0)
+			log_info("NVML loaded, labelling the GPUs", NULL);
 		r = label_once(&c, nv);
 		if (c.oneshot)
 			return r;

@@ -132,6 +132,34 @@ class FeatureFile(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("gfd.timestamp", read(self.out))
 
+    def test_daemon_labels_once_the_driver_appears(self):
+        """--fail-on-init-error=false without NVML: says no GPU labels are written and looks again at each
+        relabelling, so the GPU labels appear once the driver does (here: the library path comes to exist)."""
+        lib = os.path.join(self.root, "late", "libnvidia-ml.so.1")
+        e = dict(os.environ, FAKE_NVML_FIXTURE=fixture("single-t4"))
+        proc = subprocess.Popen([GPULET, "labels", "--sleep-interval", "200ms", "--fail-on-init-error=false",
+                                 "--nvml-library", lib, "--root", self.root], env=e, stderr=subprocess.PIPE,
+                                text=True)
+        try:
+            for _ in range(100):
+                if os.path.exists(self.out):
+                    break
+                time.sleep(0.05)
+            self.assertIn("gfd.timestamp", read(self.out))
+            self.assertNotIn("gpu.count", read(self.out))
+            os.makedirs(os.path.dirname(lib))
+            os.symlink(FAKE, lib)
+            deadline = time.time() + 10
+            while time.time() < deadline and "gpu.count=1\n" not in read(self.out):
+                time.sleep(0.05)
+            self.assertIn("nvidia.com/gpu.count=1\n", read(self.out))
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(10)
+        log = proc.stderr.read()
+        self.assertIn("no GPU labels are written (only the timestamp); trying again", log)
+        self.assertIn("NVML loaded, labelling the GPUs", log)
+
     def test_daemon_relabels_and_removes_on_stop(self):
         tmpfx = os.path.join(self.root, "fx.json")
         shutil.copy(fixture("dgx-h100"), tmpfx)
