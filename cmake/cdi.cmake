@@ -1,7 +1,5 @@
 # CDI generate / list / validate, driver discovery and ld.so.cache: tests and benchmark.
-gpulet_unit_test(cdi_ldcache tests/unit/test_ldcache.c)
-gpulet_unit_test(cdi_driver tests/unit/test_driver.c)
-gpulet_unit_test(cdi_core tests/unit/test_cdi.c)
+gpulet_unit_test(cdi_unit tests/unit/test_cdi.c)
 gpulet_script_test(cdi_golden /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_golden.py)
 gpulet_script_test(cdi_schema /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_schema.py)
 # podman + runc as the CDI consumer; needs root (mknod, unshare -m), as CI runs.
@@ -22,5 +20,3 @@ if(GPULET_FUZZ)
   target_link_libraries(fuzz_cdi PRIVATE gpulet_lib)
 endif()
 gpulet_script_test(cdi_cli /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_cli.py)
-# The one YAML reader (src/parse/yaml.c), pinned to sigs.k8s.io/yaml's typing.
-gpulet_unit_test(parse_yaml tests/unit/test_yaml.c)

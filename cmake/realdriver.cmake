@@ -25,9 +25,6 @@ realdriver_test(realdriver_verbs /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/real
 # cdi generate on both roots: golden + nvidia-ctk's lists
 realdriver_test(realdriver_cdi /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/realdriver/test_cdi.py)
 
-# The loader's side without the network: nvml_open_host's flags and env, Debian's layout (fake NVML)
-gpulet_unit_test(realdriver_nvml_open tests/unit/test_nvml_open.c)
-add_dependencies(realdriver_nvml_open fakenvml)
 # gpulet probe with the real libcuda.so.1: no device nodes, nodes without a driver, no CUDA_VERSION
 realdriver_test(realdriver_probe /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/realdriver/test_probe.py
                 ${GPULET_REALDRIVER_DIR}/root-plain)

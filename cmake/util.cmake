@@ -1,0 +1,2 @@
+# src/util: the enum <-> string table idiom.
+gpulet_unit_test(util_enumtab tests/unit/test_enumtab.c)
