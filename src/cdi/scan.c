@@ -144,12 +144,10 @@ static int scan_file(const char *path, size_t prio, const struct cdi_validate_op
 static int devref_cmp(const void *a, const void *b)
 {
 	const struct devref *x = a, *y = b;
-	int c = strcmp(x->qname, y->qname);
+	int c;
 
-	if (c)
+	if ((c = strcmp(x->qname, y->qname)) || (c = CMP(x->prio, y->prio)))
 		return c;
-	if (x->prio != y->prio)
-		return x->prio < y->prio ? -1 : 1;
 	return strcmp(x->file, y->file);
 }
 

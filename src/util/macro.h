@@ -57,3 +57,5 @@ static inline void fclosep(FILE **f)
 #define streq(a, b) (strcmp((a), (b)) == 0)
 #define MIN(a, b)   ((a) < (b) ? (a) : (b))
 #define MAX(a, b)   ((a) > (b) ? (a) : (b))
+/* Three-way comparison for qsort comparators: -1, 0 or 1. */
+#define CMP(a, b) (((a) > (b)) - ((a) < (b)))
