@@ -311,6 +311,14 @@ static bool resources_have_gpu(const json_t *res)
 	return false;
 }
 
+bool doctor_container_wants_gpu(const json_t *ctr)
+{
+	const json_t *res = json_object_get(ctr, "resources");
+
+	return resources_have_gpu(json_object_get(res, "limits")) ||
+	       resources_have_gpu(json_object_get(res, "requests"));
+}
+
 bool doctor_pod_requests_gpu(const json_t *pod)
 {
 	const json_t *spec = json_object_get(pod, "spec");
@@ -321,10 +329,7 @@ bool doctor_pod_requests_gpu(const json_t *pod)
 		json_t *ctr;
 
 		json_array_foreach (json_object_get(spec, lists[l]), i, ctr) {
-			const json_t *res = json_object_get(ctr, "resources");
-
-			if (resources_have_gpu(json_object_get(res, "limits")) ||
-			    resources_have_gpu(json_object_get(res, "requests")))
+			if (doctor_container_wants_gpu(ctr))
 				return true;
 		}
 	}

@@ -208,6 +208,8 @@ struct lint_options {
 	bool node_dev_nonworld;     /* node's /dev/nvidia* are not world rw (from --root) */
 };
 int lint_objects(struct doctor_ctx *c, const char *file, const json_t *objs, const struct lint_options *lo);
+/* A pod spec container asking for an nvidia.com/ resource in its limits or requests. */
+bool doctor_container_wants_gpu(const json_t *ctr);
 
 /*
  * Usage check of what the user named: --root must be a directory; --kernel-log, --pods, --node
