@@ -24,6 +24,14 @@ static void freeze(struct toml *t)
 		freeze(t->vals[k]);
 }
 
+/* After a list item: ',' (1: another item follows) or close (0: the list ends), else the error msg. */
+static int list_next(struct parser *ps, char close, const char *msg)
+{
+	if (toml_at_end(ps) || (*ps->p != ',' && *ps->p != close))
+		return toml_perr(ps, ps->p, "%s", msg);
+	return *ps->p++ == ',';
+}
+
 static int parse_array(struct parser *ps, struct toml **ret)
 {
 	_cleanup_(toml_freep) struct toml *a = toml_new_value(TOML_ARRAY, ps);
@@ -54,15 +62,11 @@ static int parse_array(struct parser *ps, struct toml **ret)
 		r = toml_skip_ws_nl(ps);
 		if (r < 0)
 			return r;
-		if (!toml_at_end(ps) && *ps->p == ',') {
-			ps->p++;
-			continue;
-		}
-		if (!toml_at_end(ps) && *ps->p == ']') {
-			ps->p++;
+		r = list_next(ps, ']', "expected ',' or ']' in an array");
+		if (r < 0)
+			return r;
+		if (r == 0)
 			break;
-		}
-		return toml_perr(ps, ps->p, "expected ',' or ']' in an array");
 	}
 	*ret = TAKE_PTR(a);
 	return 0;
@@ -107,15 +111,11 @@ static int parse_inline_table(struct parser *ps, struct toml **ret)
 		if (r < 0)
 			return r;
 		toml_skip_ws(ps);
-		if (!toml_at_end(ps) && *ps->p == ',') {
-			ps->p++;
-			continue;
-		}
-		if (!toml_at_end(ps) && *ps->p == '}') {
-			ps->p++;
+		r = list_next(ps, '}', "expected ',' or '}' in an inline table (which must stay on one line)");
+		if (r < 0)
+			return r;
+		if (r == 0)
 			break;
-		}
-		return toml_perr(ps, ps->p, "expected ',' or '}' in an inline table (which must stay on one line)");
 	}
 	*ret = TAKE_PTR(t);
 	return 0;
