@@ -42,6 +42,20 @@ static inline void fclosep(FILE **f)
 		fclose(*f);
 }
 
+/*
+ * Double an array's allocation (first: the size of a first one): realloc of p to 2 * *cap elements of size
+ * bytes. Returns the new array and updates *cap, or NULL (p and *cap untouched) when out of memory.
+ */
+static inline void *grow_alloc(void *p, size_t *cap, size_t size, size_t first)
+{
+	size_t c = *cap ? *cap * 2 : first;
+	void *np = realloc(p, c * size);
+
+	if (np)
+		*cap = c;
+	return np;
+}
+
 #define _cleanup_free_   _cleanup_(freep)
 #define _cleanup_close_  _cleanup_(closep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
