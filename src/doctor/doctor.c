@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The check table, the runner that attributes symptoms to the earliest broken link, shared facts. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -163,6 +164,23 @@ struct doctor_finding *doctor_find(struct doctor_ctx *c, const char *id)
 char *doctor_path(const struct doctor_ctx *c, const char *path)
 {
 	return root_path(c->o->root, path);
+}
+
+size_t doctor_dir_names(const struct doctor_ctx *c, const char *dir, bool (*keep)(const char *name), char names[][256],
+			size_t max)
+{
+	_cleanup_free_ char *p = doctor_path(c, dir);
+	DIR *d = p ? opendir(p) : NULL;
+	struct dirent *de;
+	size_t n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < max)
+		if (de->d_name[0] != '.' && strlen(de->d_name) < 256 && (!keep || keep(de->d_name)))
+			snprintf(names[n++], 256, "%s", de->d_name);
+	closedir(d);
+	return n;
 }
 
 /* ---- lazily loaded facts ---- */
