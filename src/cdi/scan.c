@@ -59,11 +59,9 @@ struct scan {
 
 static void scan_done(struct scan *s)
 {
-	for (size_t i = 0; i < s->n_devs; i++)
-		free(s->devs[i].qname);
+	free_members(s->devs, s->n_devs, qname);
 	for (size_t i = 0; i < s->n_files; i++)
 		free(s->files[i]);
-	free(s->devs);
 	free(s->files);
 }
 

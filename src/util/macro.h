@@ -56,6 +56,14 @@ static inline void *grow_alloc(void *p, size_t *cap, size_t size, size_t first)
 	return np;
 }
 
+/* Free the owned pointer member of each of arr's n elements, then arr itself. */
+#define free_members(arr, n, member)                   \
+	do {                                           \
+		for (size_t _i_ = 0; _i_ < (n); _i_++) \
+			free((arr)[_i_].member);       \
+		free(arr);                             \
+	} while (0)
+
 #define _cleanup_free_   _cleanup_(freep)
 #define _cleanup_close_  _cleanup_(closep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
