@@ -56,17 +56,22 @@ static inline void *grow_alloc(void *p, size_t *cap, size_t size, size_t first)
 	return np;
 }
 
-/* Free the owned pointer member of each of arr's n elements, then arr itself. */
-#define free_members(arr, n, member)                   \
-	do {                                           \
-		for (size_t _i_ = 0; _i_ < (n); _i_++) \
-			free((arr)[_i_].member);       \
-		free(arr);                             \
+/* Free the owned pointer member(s) (one or two) of each of arr's n elements, then arr itself. */
+#define free_members(arr, n, ...)                                                         \
+	do {                                                                              \
+		for (size_t _i_ = 0; _i_ < (n); _i_++) {                                  \
+			FREE_MEMBERS_PICK_(__VA_ARGS__, FREE_MEMBERS_2_, FREE_MEMBERS_1_) \
+			((arr)[_i_], __VA_ARGS__)                                         \
+		}                                                                         \
+		free(arr);                                                                \
 	} while (0)
+#define FREE_MEMBERS_PICK_(_1, _2, name, ...) name
+#define FREE_MEMBERS_1_(e, a)                 free((e).a);
+#define FREE_MEMBERS_2_(e, a, b)              free((e).a), free((e).b);
 
-#define _cleanup_free_   _cleanup_(freep)
-#define _cleanup_close_  _cleanup_(closep)
-#define _cleanup_fclose_ _cleanup_(fclosep)
+#define _cleanup_free_                        _cleanup_(freep)
+#define _cleanup_close_                       _cleanup_(closep)
+#define _cleanup_fclose_                      _cleanup_(fclosep)
 
 /* Define a cleanup function for a type with its own free(), e.g. DEFINE_TRIVIAL_CLEANUP(node, node_free). */
 #define DEFINE_CLEANUP_FUNC(type, func)      \
