@@ -59,11 +59,9 @@ struct scan {
 
 static void scan_done(struct scan *s)
 {
-	for (size_t i = 0; i < s->n_devs; i++)
-		free(s->devs[i].qname);
+	free_members(s->devs, s->n_devs, qname);
 	for (size_t i = 0; i < s->n_files; i++)
 		free(s->files[i]);
-	free(s->devs);
 	free(s->files);
 }
 
@@ -144,12 +142,10 @@ static int scan_file(const char *path, size_t prio, const struct cdi_validate_op
 static int devref_cmp(const void *a, const void *b)
 {
 	const struct devref *x = a, *y = b;
-	int c = strcmp(x->qname, y->qname);
+	int c;
 
-	if (c)
+	if ((c = strcmp(x->qname, y->qname)) || (c = CMP(x->prio, y->prio)))
 		return c;
-	if (x->prio != y->prio)
-		return x->prio < y->prio ? -1 : 1;
 	return strcmp(x->file, y->file);
 }
 

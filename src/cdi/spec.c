@@ -177,16 +177,14 @@ int cdi_parse_spec(const char *name, const char *text, size_t len, json_t **ret,
 	return 0;
 }
 
+static int parse_spec_text(const char *path, char **text, size_t len, void *ret, struct gerr *err)
+{
+	return cdi_parse_spec(path, *text, len, ret, err);
+}
+
 int cdi_read_spec(const char *path, json_t **ret, struct gerr *err)
 {
-	_cleanup_free_ char *text = NULL;
-	size_t len;
-	int r;
-
-	r = read_file(path, CDI_SPEC_MAX, &text, &len, err);
-	if (r < 0)
-		return r;
-	return cdi_parse_spec(path, text, len, ret, err);
+	return read_and_parse(path, CDI_SPEC_MAX, parse_spec_text, ret, err);
 }
 
 static bool env_has(const json_t *env, const char *entry)

@@ -5,7 +5,6 @@
  * that no longer exist (docs/reference/field-guide.md §3.3, docs/reference/cdi.md §4–6). Parsing and validation are the
  * cdi module's (src/cdi/cdi.c); this file maps its problem categories onto doctor findings.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,25 +19,16 @@
 
 #include "cdi/cdi.h"
 
+static bool spec_name(const char *name)
+{
+	size_t l = strlen(name);
+
+	return l > 5 && (streq(name + l - 5, ".json") || streq(name + l - 5, ".yaml"));
+}
+
 size_t doctor_cdi_dir_files(const struct doctor_ctx *c, const char *dir, char names[][256], size_t max)
 {
-	_cleanup_free_ char *p = doctor_path(c, dir);
-	DIR *d = p ? opendir(p) : NULL;
-	struct dirent *de;
-	size_t n = 0;
-
-	if (!d)
-		return 0;
-	while ((de = readdir(d)) && n < max) {
-		size_t l = strlen(de->d_name);
-
-		if (de->d_name[0] == '.' || l >= 256)
-			continue;
-		if ((l > 5 && streq(de->d_name + l - 5, ".json")) || (l > 5 && streq(de->d_name + l - 5, ".yaml")))
-			snprintf(names[n++], 256, "%s", de->d_name);
-	}
-	closedir(d);
-	return n;
+	return doctor_dir_names(c, dir, spec_name, names, max);
 }
 
 /* cdi module category → doctor finding (same words: docs/reference/cdi.md §4–6) */

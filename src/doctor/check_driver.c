@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Links 1–2: the kernel driver is loaded and its device nodes exist with usable permissions. */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,25 +90,22 @@ int doctor_check_driver(struct doctor_ctx *c)
 static size_t driver_gpu_minors(const struct doctor_ctx *c, int *minors, char (*pci)[32], size_t max)
 {
 	_cleanup_free_ char *dir = doctor_path(c, "/proc/driver/nvidia/gpus");
-	DIR *d = dir ? opendir(dir) : NULL;
-	struct dirent *de;
+	char names[64][256];
+	size_t n_names = doctor_dir_names(c, "/proc/driver/nvidia/gpus", NULL, names, ELEMENTSOF(names));
 	size_t n = 0;
 
-	if (!d)
-		return 0;
-	while ((de = readdir(d)) && n < max) {
+	for (size_t k = 0; dir && k < n_names && n < max; k++) {
 		_cleanup_free_ char *p = NULL, *text = NULL;
 		const char *m;
 
-		if (de->d_name[0] == '.' || asprintf(&p, "%s/%s/information", dir, de->d_name) < 0)
+		if (asprintf(&p, "%s/%s/information", dir, names[k]) < 0)
 			continue;
 		if (read_file(p, 1 << 16, &text, NULL, NULL) < 0 || !(m = strstr(text, "Device Minor:")))
 			continue;
 		minors[n] = atoi(m + strlen("Device Minor:"));
-		snprintf(pci[n], sizeof(pci[n]), "%s", de->d_name);
+		snprintf(pci[n], sizeof(pci[n]), "%s", names[k]);
 		n++;
 	}
-	closedir(d);
 	return n;
 }
 

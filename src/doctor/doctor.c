@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The check table, the runner that attributes symptoms to the earliest broken link, shared facts. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -165,6 +166,23 @@ char *doctor_path(const struct doctor_ctx *c, const char *path)
 	return root_path(c->o->root, path);
 }
 
+size_t doctor_dir_names(const struct doctor_ctx *c, const char *dir, bool (*keep)(const char *name), char names[][256],
+			size_t max)
+{
+	_cleanup_free_ char *p = doctor_path(c, dir);
+	DIR *d = p ? opendir(p) : NULL;
+	struct dirent *de;
+	size_t n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < max)
+		if (de->d_name[0] != '.' && strlen(de->d_name) < 256 && (!keep || keep(de->d_name)))
+			snprintf(names[n++], 256, "%s", de->d_name);
+	closedir(d);
+	return n;
+}
+
 /* ---- lazily loaded facts ---- */
 
 int doctor_need_nvml(struct doctor_ctx *c)
@@ -311,6 +329,14 @@ static bool resources_have_gpu(const json_t *res)
 	return false;
 }
 
+bool doctor_container_wants_gpu(const json_t *ctr)
+{
+	const json_t *res = json_object_get(ctr, "resources");
+
+	return resources_have_gpu(json_object_get(res, "limits")) ||
+	       resources_have_gpu(json_object_get(res, "requests"));
+}
+
 bool doctor_pod_requests_gpu(const json_t *pod)
 {
 	const json_t *spec = json_object_get(pod, "spec");
@@ -321,10 +347,7 @@ bool doctor_pod_requests_gpu(const json_t *pod)
 		json_t *ctr;
 
 		json_array_foreach (json_object_get(spec, lists[l]), i, ctr) {
-			const json_t *res = json_object_get(ctr, "resources");
-
-			if (resources_have_gpu(json_object_get(res, "limits")) ||
-			    resources_have_gpu(json_object_get(res, "requests")))
+			if (doctor_container_wants_gpu(ctr))
 				return true;
 		}
 	}

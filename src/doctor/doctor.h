@@ -143,6 +143,10 @@ size_t doctor_cdi_dirs(const struct doctor_ctx *c, const char **dirs, size_t max
 /* First finding with this id, NULL when none yet. */
 struct doctor_finding *doctor_find(struct doctor_ctx *c, const char *id);
 
+/* Entries of dir below root that keep accepts (NULL: all), dot entries skipped; names[k] gets each, at most max. */
+size_t doctor_dir_names(const struct doctor_ctx *c, const char *dir, bool (*keep)(const char *name), char names[][256],
+			size_t max);
+
 /* Regular *.json / *.yaml files in a CDI dir below root (what a runtime reads); names[k] gets each. */
 size_t doctor_cdi_dir_files(const struct doctor_ctx *c, const char *dir, char names[][256], size_t max);
 
@@ -208,6 +212,8 @@ struct lint_options {
 	bool node_dev_nonworld;     /* node's /dev/nvidia* are not world rw (from --root) */
 };
 int lint_objects(struct doctor_ctx *c, const char *file, const json_t *objs, const struct lint_options *lo);
+/* A pod spec container asking for an nvidia.com/ resource in its limits or requests. */
+bool doctor_container_wants_gpu(const json_t *ctr);
 
 /*
  * Usage check of what the user named: --root must be a directory; --kernel-log, --pods, --node

@@ -44,25 +44,6 @@ static bool node_devs_closed(const struct lint_target *t)
 	return t->lo->node_dev_nonworld;
 }
 
-static bool has_gpu(const json_t *list)
-{
-	const char *k;
-	json_t *v;
-
-	json_object_foreach ((json_t *)list, k, v) {
-		if (!strncmp(k, "nvidia.com/", 11))
-			return true;
-	}
-	return false;
-}
-
-static bool ctr_wants_gpu(const json_t *ctr)
-{
-	const json_t *res = json_object_get(ctr, "resources");
-
-	return has_gpu(json_object_get(res, "limits")) || has_gpu(json_object_get(res, "requests"));
-}
-
 /* ---- rules ---- */
 
 /*
@@ -307,7 +288,7 @@ int lint_objects(struct doctor_ctx *c, const char *file, const json_t *objs, con
 		if (!t.spec)
 			continue;
 		json_array_foreach (json_object_get(t.spec, "containers"), k, ctr)
-			gpu |= ctr_wants_gpu(ctr);
+			gpu |= doctor_container_wants_gpu(ctr);
 		if (!gpu)
 			continue;
 		snprintf(t.where, sizeof(t.where), "%s: %s %s/%s", file, kind,
@@ -319,7 +300,7 @@ int lint_objects(struct doctor_ctx *c, const char *file, const json_t *objs, con
 		json_array_foreach (json_object_get(t.spec, "containers"), k, ctr) {
 			char base[512];
 
-			if (!ctr_wants_gpu(ctr))
+			if (!doctor_container_wants_gpu(ctr))
 				continue;
 			snprintf(base, sizeof(base), "%s", t.where);
 			t.ctr = ctr;

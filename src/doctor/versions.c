@@ -133,6 +133,43 @@ static void kubelet_verdicts(json_t *comp, const char *v)
 			"kubelet %s passes CDI device names from device plugins (beta 1.29, GA 1.31)", v);
 }
 
+/* containerd and kubelet: --node's nodeInfo, else dpkg, else (live only) the binary's --version. */
+struct daemon_row {
+	const char *name;
+	const char *node_field; /* status.nodeInfo.<node_field> */
+	const char *prefix;     /* the nodeInfo value must start with this; stripped */
+	const char *pkgs[2];    /* dpkg packages, in order */
+	void (*verdicts)(json_t *comp, const char *v);
+};
+
+static const struct daemon_row daemon_rows[] = {
+    {"containerd", "containerRuntimeVersion", "containerd://", {"containerd", "containerd.io"}, containerd_verdicts},
+    {"kubelet", "kubeletVersion", "", {"kubelet", NULL}, kubelet_verdicts},
+};
+
+static void daemon_version(const struct doctor_ctx *c, json_t *list, const struct daemon_row *d)
+{
+	const char *ni = node_info(c, d->node_field);
+	size_t pl = strlen(d->prefix);
+	char v[128], src[256];
+	json_t *comp;
+
+	if (ni && !strncmp(ni, d->prefix, pl)) {
+		snprintf(v, sizeof(v), "%s", ni + pl);
+		snprintf(src, sizeof(src), "--node status.nodeInfo.%s", d->node_field);
+	} else if (doctor_dpkg_version(c, d->pkgs[0], v, sizeof(v)) ||
+		   (d->pkgs[1] && doctor_dpkg_version(c, d->pkgs[1], v, sizeof(v)))) {
+		snprintf(src, sizeof(src), "dpkg");
+	} else if (live(c) && command_version(d->name, v, sizeof(v))) {
+		snprintf(src, sizeof(src), "%s --version", d->name);
+	} else {
+		v[0] = '\0';
+	}
+	comp = component(list, d->name, v, v[0] ? src : "not found");
+	if (v[0])
+		d->verdicts(comp, v);
+}
+
 json_t *versions_ledger(struct doctor_ctx *c)
 {
 	json_t *list = json_array(), *comp;
@@ -185,42 +222,7 @@ json_t *versions_ledger(struct doctor_ctx *c)
 	/* operator */
 	if (pod_image_tag(c, "gpu-operator", v, sizeof(v)))
 		component(list, "operator", v, "--pods: gpu-operator image tag");
-	/* containerd */
-	{
-		const char *ni = node_info(c, "containerRuntimeVersion"); /* "containerd://1.7.2" */
-
-		if (ni && !strncmp(ni, "containerd://", 13)) {
-			snprintf(v, sizeof(v), "%s", ni + 13);
-			snprintf(src, sizeof(src), "--node status.nodeInfo.containerRuntimeVersion");
-		} else if (doctor_dpkg_version(c, "containerd", v, sizeof(v)) ||
-			   doctor_dpkg_version(c, "containerd.io", v, sizeof(v))) {
-			snprintf(src, sizeof(src), "dpkg");
-		} else if (live(c) && command_version("containerd", v, sizeof(v))) {
-			snprintf(src, sizeof(src), "containerd --version");
-		} else {
-			v[0] = '\0';
-		}
-		comp = component(list, "containerd", v, v[0] ? src : "not found");
-		if (v[0])
-			containerd_verdicts(comp, v);
-	}
-	/* kubelet */
-	{
-		const char *ni = node_info(c, "kubeletVersion");
-
-		if (ni) {
-			snprintf(v, sizeof(v), "%s", ni);
-			snprintf(src, sizeof(src), "--node status.nodeInfo.kubeletVersion");
-		} else if (doctor_dpkg_version(c, "kubelet", v, sizeof(v))) {
-			snprintf(src, sizeof(src), "dpkg");
-		} else if (live(c) && command_version("kubelet", v, sizeof(v))) {
-			snprintf(src, sizeof(src), "kubelet --version");
-		} else {
-			v[0] = '\0';
-		}
-		comp = component(list, "kubelet", v, v[0] ? src : "not found");
-		if (v[0])
-			kubelet_verdicts(comp, v);
-	}
+	for (size_t k = 0; k < ELEMENTSOF(daemon_rows); k++)
+		daemon_version(c, list, &daemon_rows[k]);
 	return list;
 }

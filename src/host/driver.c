@@ -554,11 +554,7 @@ void driver_info_free(struct driver_info *d)
 {
 	if (!d)
 		return;
-	for (size_t i = 0; i < d->n_files; i++) {
-		free(d->files[i].host_path);
-		free(d->files[i].container_path);
-	}
-	free(d->files);
+	free_members(d->files, d->n_files, host_path, container_path);
 	for (size_t i = 0; i < d->n_lib_dirs; i++)
 		free(d->lib_dirs[i]);
 	free(d->lib_dirs);

@@ -124,20 +124,20 @@ int ldcache_parse(char *data, size_t len, struct ldcache **ret, struct gerr *err
 	return 0;
 }
 
-int ldcache_read(const char *path, struct ldcache **ret, struct gerr *err)
+/* On success the cache keeps the file's bytes. */
+static int parse_data(const char *path, char **data, size_t len, void *ret, struct gerr *err)
 {
-	_cleanup_free_ char *data = NULL;
-	size_t len;
-	int r;
+	int r = ldcache_parse(*data, len, ret, err);
 
-	r = read_file(path, LDCACHE_MAX_SIZE, &data, &len, err);
-	if (r < 0)
-		return r;
-	r = ldcache_parse(data, len, ret, err);
 	if (r < 0)
 		return gerr_prefix(err, "%s: ", path);
-	TAKE_PTR(data);
+	*data = NULL;
 	return 0;
+}
+
+int ldcache_read(const char *path, struct ldcache **ret, struct gerr *err)
+{
+	return read_and_parse(path, LDCACHE_MAX_SIZE, parse_data, ret, err);
 }
 
 void ldcache_free(struct ldcache *c)

@@ -155,16 +155,14 @@ int checkpoint_parse(const char *text, size_t len, const char *name, struct chec
 	return 0;
 }
 
+static int parse_text(const char *path, char **text, size_t len, void *ret, struct gerr *err)
+{
+	return checkpoint_parse(*text, len, path, ret, err);
+}
+
 int checkpoint_load(const char *path, struct checkpoint **ret, struct gerr *err)
 {
-	_cleanup_free_ char *text = NULL;
-	size_t len;
-	int r;
-
-	r = read_file(path, CHECKPOINT_MAX, &text, &len, err);
-	if (r < 0)
-		return r;
-	return checkpoint_parse(text, len, path, ret, err);
+	return read_and_parse(path, CHECKPOINT_MAX, parse_text, ret, err);
 }
 
 const struct checkpoint_registered *checkpoint_find_resource(const struct checkpoint *c, const char *resource)

@@ -81,14 +81,10 @@ static int strcmp0(const char *a, const char *b)
 static int device_cmp(const void *a, const void *b)
 {
 	const struct podres_device *x = a, *y = b;
-	int r = strcmp(x->base, y->base);
-	if (r)
-		return r;
-	if (x->replica != y->replica)
-		return x->replica < y->replica ? -1 : 1;
-	if ((r = strcmp0(x->ns, y->ns)))
-		return r;
-	if ((r = strcmp0(x->pod, y->pod)))
+	int r;
+
+	if ((r = strcmp(x->base, y->base)) || (r = CMP(x->replica, y->replica)) || (r = strcmp0(x->ns, y->ns)) ||
+	    (r = strcmp0(x->pod, y->pod)))
 		return r;
 	return strcmp0(x->container, y->container);
 }

@@ -13,11 +13,7 @@ void label_set_free(struct label_set *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->n; i++) {
-		free(s->v[i].key);
-		free(s->v[i].value);
-	}
-	free(s->v);
+	free_members(s->v, s->n, key, value);
 	free(s);
 }
 

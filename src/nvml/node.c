@@ -154,9 +154,7 @@ void node_free(struct node *n)
 {
 	if (!n)
 		return;
-	for (size_t i = 0; i < n->n_gpus; i++)
-		free(n->gpus[i].migs);
-	free(n->gpus);
+	free_members(n->gpus, n->n_gpus, migs);
 	free(n->nvlinks);
 	free(n->pcie_level);
 	free(n);

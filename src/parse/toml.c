@@ -58,8 +58,8 @@ void toml_free(struct toml *t)
 int toml_add(struct toml *t, char *key, struct toml *v)
 {
 	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 4;
-		struct toml **nv = realloc(t->vals, cap * sizeof(*nv));
+		size_t cap = t->cap;
+		struct toml **nv = grow_alloc(t->vals, &cap, sizeof(*nv), 4);
 
 		if (!nv)
 			return -ENOMEM;

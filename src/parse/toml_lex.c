@@ -59,8 +59,8 @@ static int toml_skip_comment(struct parser *ps)
 	return 0;
 }
 
-/* Expect end of line (after optional whitespace and comment). */
-int toml_expect_eol(struct parser *ps)
+/* Skip whitespace and a comment, then one newline: 1 when a newline was taken, 0 when not. */
+static int skip_line_end(struct parser *ps)
 {
 	int r;
 
@@ -73,31 +73,30 @@ int toml_expect_eol(struct parser *ps)
 	if (*ps->p == '\r' && ps->p + 1 < ps->end && ps->p[1] == '\n')
 		ps->p++;
 	if (*ps->p != '\n')
-		return toml_perr(ps, ps->p, "expected the end of the line, found '%c'", *ps->p);
+		return 0;
 	ps->p++;
 	toml_newline(ps);
-	return 0;
+	return 1;
+}
+
+/* Expect end of line (after optional whitespace and comment). */
+int toml_expect_eol(struct parser *ps)
+{
+	int r = skip_line_end(ps);
+
+	if (r == 0 && !toml_at_end(ps))
+		return toml_perr(ps, ps->p, "expected the end of the line, found '%c'", *ps->p);
+	return MIN(r, 0);
 }
 
 /* Whitespace, comments and newlines, as allowed inside arrays. */
 int toml_skip_ws_nl(struct parser *ps)
 {
-	for (;;) {
-		int r;
+	int r;
 
-		toml_skip_ws(ps);
-		r = toml_skip_comment(ps);
-		if (r < 0)
-			return r;
-		if (toml_at_end(ps))
-			return 0;
-		if (*ps->p == '\r' && ps->p + 1 < ps->end && ps->p[1] == '\n')
-			ps->p++;
-		if (*ps->p != '\n')
-			return 0;
-		ps->p++;
-		toml_newline(ps);
-	}
+	while ((r = skip_line_end(ps)) > 0)
+		;
+	return r;
 }
 
 /* ---- strings ---- */

@@ -24,6 +24,25 @@ static void freeze(struct toml *t)
 		freeze(t->vals[k]);
 }
 
+/*
+ * After a list item: skip blanks (newlines and comments too in an array; an inline table stays on one line),
+ * then ',' (1: another item follows) or close (0: the list ends), else the error msg.
+ */
+static int list_next(struct parser *ps, char close, const char *msg)
+{
+	int r = 0;
+
+	if (close == ']')
+		r = toml_skip_ws_nl(ps);
+	else
+		toml_skip_ws(ps);
+	if (r < 0)
+		return r;
+	if (toml_at_end(ps) || (*ps->p != ',' && *ps->p != close))
+		return toml_perr(ps, ps->p, "%s", msg);
+	return *ps->p++ == ',';
+}
+
 static int parse_array(struct parser *ps, struct toml **ret)
 {
 	_cleanup_(toml_freep) struct toml *a = toml_new_value(TOML_ARRAY, ps);
@@ -32,7 +51,7 @@ static int parse_array(struct parser *ps, struct toml **ret)
 	if (!a)
 		return -ENOMEM;
 	ps->p++; /* [ */
-	for (;;) {
+	do {
 		struct toml *v;
 
 		r = toml_skip_ws_nl(ps);
@@ -51,19 +70,9 @@ static int parse_array(struct parser *ps, struct toml **ret)
 			toml_free(v);
 			return -ENOMEM;
 		}
-		r = toml_skip_ws_nl(ps);
-		if (r < 0)
-			return r;
-		if (!toml_at_end(ps) && *ps->p == ',') {
-			ps->p++;
-			continue;
-		}
-		if (!toml_at_end(ps) && *ps->p == ']') {
-			ps->p++;
-			break;
-		}
-		return toml_perr(ps, ps->p, "expected ',' or ']' in an array");
-	}
+	} while ((r = list_next(ps, ']', "expected ',' or ']' in an array")) > 0);
+	if (r < 0)
+		return r;
 	*ret = TAKE_PTR(a);
 	return 0;
 }
@@ -84,7 +93,7 @@ static int parse_inline_table(struct parser *ps, struct toml **ret)
 		*ret = TAKE_PTR(t);
 		return 0;
 	}
-	for (;;) {
+	do {
 		struct key k;
 		struct toml *v;
 
@@ -106,17 +115,9 @@ static int parse_inline_table(struct parser *ps, struct toml **ret)
 		toml_key_clear(&k);
 		if (r < 0)
 			return r;
-		toml_skip_ws(ps);
-		if (!toml_at_end(ps) && *ps->p == ',') {
-			ps->p++;
-			continue;
-		}
-		if (!toml_at_end(ps) && *ps->p == '}') {
-			ps->p++;
-			break;
-		}
-		return toml_perr(ps, ps->p, "expected ',' or '}' in an inline table (which must stay on one line)");
-	}
+	} while ((r = list_next(ps, '}', "expected ',' or '}' in an inline table (which must stay on one line)")) > 0);
+	if (r < 0)
+		return r;
 	*ret = TAKE_PTR(t);
 	return 0;
 }
@@ -200,13 +201,11 @@ static int parse_value(struct parser *ps, struct toml **ret)
 static int pend(struct parser *ps, struct toml *t)
 {
 	if (ps->n_pending == ps->cap_pending) {
-		size_t cap = ps->cap_pending ? ps->cap_pending * 2 : 16;
-		struct toml **np = realloc(ps->pending, cap * sizeof(*np));
+		struct toml **np = grow_alloc(ps->pending, &ps->cap_pending, sizeof(*np), 16);
 
 		if (!np)
 			return -ENOMEM;
 		ps->pending = np;
-		ps->cap_pending = cap;
 	}
 	ps->pending[ps->n_pending++] = t;
 	return 0;

@@ -397,9 +397,7 @@ void yaml_where_free(struct yaml_where *w)
 {
 	if (!w)
 		return;
-	for (size_t i = 0; i < w->n; i++)
-		free(w->e[i].key);
-	free(w->e);
+	free_members(w->e, w->n, key);
 	free(w);
 }
 

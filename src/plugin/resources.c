@@ -60,9 +60,7 @@ void resource_set_free(struct resource_set *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->n; i++)
-		free(s->res[i].devices);
-	free(s->res);
+	free_members(s->res, s->n, devices);
 	free(s);
 }
 

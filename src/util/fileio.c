@@ -90,6 +90,18 @@ int read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct 
 	return read_fd(fd, path, max, ret, ret_len, err);
 }
 
+int read_and_parse(const char *path, size_t max, read_parse_fn parse, void *ret, struct gerr *err)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	int r;
+
+	r = read_file(path, max, &text, &len, err);
+	if (r < 0)
+		return r;
+	return parse(path, &text, len, ret, err);
+}
+
 static int write_all(int fd, const void *data, size_t len)
 {
 	const char *p = data;

@@ -15,6 +15,12 @@ char *root_path(const char *root, const char *path);
  * *ret_len (optional) gets the length without the NUL.
  */
 int read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct gerr *err);
+/*
+ * read_file, then parse(path, &text, len, ret, err); parse may keep the text (it then sets *text to NULL),
+ * otherwise it is freed here.
+ */
+typedef int (*read_parse_fn)(const char *path, char **text, size_t len, void *ret, struct gerr *err);
+int read_and_parse(const char *path, size_t max, read_parse_fn parse, void *ret, struct gerr *err);
 /* The same from an open fd (stdin, a pipe), to its end; path names it in messages. */
 int read_fd(int fd, const char *path, size_t max, char **ret, size_t *ret_len, struct gerr *err);
 

@@ -42,9 +42,36 @@ static inline void fclosep(FILE **f)
 		fclose(*f);
 }
 
-#define _cleanup_free_   _cleanup_(freep)
-#define _cleanup_close_  _cleanup_(closep)
-#define _cleanup_fclose_ _cleanup_(fclosep)
+/*
+ * Double an array's allocation (first: the size of a first one): realloc of p to 2 * *cap elements of size
+ * bytes. Returns the new array and updates *cap, or NULL (p and *cap untouched) when out of memory.
+ */
+static inline void *grow_alloc(void *p, size_t *cap, size_t size, size_t first)
+{
+	size_t c = *cap ? *cap * 2 : first;
+	void *np = realloc(p, c * size);
+
+	if (np)
+		*cap = c;
+	return np;
+}
+
+/* Free the owned pointer member(s) (one or two) of each of arr's n elements, then arr itself. */
+#define free_members(arr, n, ...)                                                         \
+	do {                                                                              \
+		for (size_t _i_ = 0; _i_ < (n); _i_++) {                                  \
+			FREE_MEMBERS_PICK_(__VA_ARGS__, FREE_MEMBERS_2_, FREE_MEMBERS_1_) \
+			((arr)[_i_], __VA_ARGS__)                                         \
+		}                                                                         \
+		free(arr);                                                                \
+	} while (0)
+#define FREE_MEMBERS_PICK_(_1, _2, name, ...) name
+#define FREE_MEMBERS_1_(e, a)                 free((e).a);
+#define FREE_MEMBERS_2_(e, a, b)              free((e).a), free((e).b);
+
+#define _cleanup_free_                        _cleanup_(freep)
+#define _cleanup_close_                       _cleanup_(closep)
+#define _cleanup_fclose_                      _cleanup_(fclosep)
 
 /* Define a cleanup function for a type with its own free(), e.g. DEFINE_TRIVIAL_CLEANUP(node, node_free). */
 #define DEFINE_CLEANUP_FUNC(type, func)      \
@@ -57,3 +84,5 @@ static inline void fclosep(FILE **f)
 #define streq(a, b) (strcmp((a), (b)) == 0)
 #define MIN(a, b)   ((a) < (b) ? (a) : (b))
 #define MAX(a, b)   ((a) > (b) ? (a) : (b))
+/* Three-way comparison for qsort comparators: -1, 0 or 1. */
+#define CMP(a, b) (((a) > (b)) - ((a) < (b)))
