@@ -328,8 +328,11 @@ class Attribution(unittest.TestCase):
         try:
             ex = Exporter(fixture("dgx-a100"), ["--collect-interval", "200", "--pod-resources-interval", "200"] + extra,
                           root=root)
-            body = ex.wait_for(lambda b: "gpulet_pod_gpu_allocated{" in b and "GPU_I_PROFILE" in b,
-                               what="attribution")
+            # attribution, and a first utilization sample of GPUs 0 and 1, which the tests compare (on a
+            # loaded machine the samplers may lag the PodResources refresh)
+            util = ['DCGM_FI_DEV_GPU_UTIL{' + 'gpu="%d",UUID="%s"' % (i, doc["gpus"][i]["uuid"]) for i in (0, 1)]
+            body = ex.wait_for(lambda b: "gpulet_pod_gpu_allocated{" in b and "GPU_I_PROFILE" in b and
+                               all(u in b for u in util), what="attribution and GPU 0/1 utilization")
             return doc, ex, pr, body
         except BaseException:
             pr.stop()
