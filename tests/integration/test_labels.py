@@ -40,6 +40,13 @@ def uniform_mig_fixture(dest):
     return dest
 
 
+def wait_until(pred, seconds):
+    """Poll pred every 50 ms for up to `seconds`; the caller asserts what it waited for."""
+    deadline = time.time() + seconds
+    while time.time() < deadline and not pred():
+        time.sleep(0.05)
+
+
 def read(path):
     with open(path) as f:
         return f.read()
@@ -141,17 +148,12 @@ class FeatureFile(unittest.TestCase):
                                  "--nvml-library", lib, "--root", self.root], env=e, stderr=subprocess.PIPE,
                                 text=True)
         try:
-            for _ in range(100):
-                if os.path.exists(self.out):
-                    break
-                time.sleep(0.05)
+            wait_until(lambda: os.path.exists(self.out), 5)
             self.assertIn("gfd.timestamp", read(self.out))
             self.assertNotIn("gpu.count", read(self.out))
             os.makedirs(os.path.dirname(lib))
             os.symlink(FAKE, lib)
-            deadline = time.time() + 10
-            while time.time() < deadline and "gpu.count=1\n" not in read(self.out):
-                time.sleep(0.05)
+            wait_until(lambda: "gpu.count=1\n" in read(self.out), 10)
             self.assertIn("nvidia.com/gpu.count=1\n", read(self.out))
         finally:
             proc.send_signal(signal.SIGTERM)
@@ -167,10 +169,7 @@ class FeatureFile(unittest.TestCase):
         proc = subprocess.Popen([GPULET, "labels", "--sleep-interval", "200ms", "--no-timestamp", "--nvml-library",
                                  FAKE, "--root", self.root], env=e, stderr=subprocess.PIPE, text=True)
         try:
-            for _ in range(100):
-                if os.path.exists(self.out):
-                    break
-                time.sleep(0.05)
+            wait_until(lambda: os.path.exists(self.out), 5)
             self.assertIn("nvidia.com/gpu.count=8\n", read(self.out))
             import json
             doc = json.loads(read(tmpfx))
@@ -178,9 +177,7 @@ class FeatureFile(unittest.TestCase):
             with open(tmpfx + ".new", "w") as f:
                 json.dump(doc, f)
             os.replace(tmpfx + ".new", tmpfx)
-            deadline = time.time() + 10
-            while time.time() < deadline and "gpu.count=7\n" not in read(self.out):
-                time.sleep(0.05)
+            wait_until(lambda: "gpu.count=7\n" in read(self.out), 10)
             self.assertIn("nvidia.com/gpu.count=7\n", read(self.out))
         finally:
             proc.send_signal(signal.SIGTERM)
