@@ -28,9 +28,10 @@ static void render_findings(const struct doctor_finding *const *ranked, size_t n
 	      "# TYPE gpulet_doctor_finding gauge\n",
 	      f);
 	for (size_t k = 0; k < n; k++)
-		fprintf(f, "gpulet_doctor_finding{node=\"%s\",id=\"%s\",severity=\"%s\",component=\"%s\",rank=\"%zu\"} 1\n",
-			node, ranked[k]->id, doctor_severity_name(ranked[k]->severity),
-			doctor_link_name(ranked[k]->link), k);
+		fprintf(
+		    f, "gpulet_doctor_finding{node=\"%s\",id=\"%s\",severity=\"%s\",component=\"%s\",rank=\"%zu\"} 1\n",
+		    node, ranked[k]->id, doctor_severity_name(ranked[k]->severity), doctor_link_name(ranked[k]->link),
+		    k);
 }
 
 static void render_root_cause(const struct doctor_finding *f, const char *node, FILE *out)

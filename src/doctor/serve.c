@@ -49,8 +49,7 @@ static double now_s(clockid_t clk)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, const char *body,
-			     size_t len)
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, const char *body, size_t len)
 {
 	struct MHD_Response *resp = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
 	enum MHD_Result r;
@@ -101,8 +100,8 @@ static struct MHD_Daemon *listen_on(const char *address, struct published *p, st
 	if (net_parse_address("--serve-metrics", address, &ss, &len, &v6, err) < 0)
 		return NULL;
 	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | (v6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL,
-			     handler, p, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
-			     16u, MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+			     handler, p, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, 16u,
+			     MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
 	if (!d) {
 		gerr_set(err, EADDRINUSE,
 			 "cannot listen on %s (port in use or address not on this host); pick another with "
@@ -143,7 +142,8 @@ static void walk(const struct doctor_options *o, struct doctor_run_info *ri, enu
 	ri->finished_at = now_s(CLOCK_REALTIME);
 	f = r < 0 ? NULL : open_memstream(&buf, &len);
 	if (!f) {
-		log_error("Doctor walk failed, serving the previous findings", "error=\"%s\"", strerror(r < 0 ? -r : ENOMEM));
+		log_error("Doctor walk failed, serving the previous findings", "error=\"%s\"",
+			  strerror(r < 0 ? -r : ENOMEM));
 		doctor_ctx_done(&c);
 		return;
 	}
@@ -158,8 +158,8 @@ static void walk(const struct doctor_options *o, struct doctor_run_info *ri, enu
 	p->text = buf;
 	p->len = len;
 	pthread_mutex_unlock(&p->lock);
-	log_info("Walked the chain", "trigger=%s findings=%zu duration_ms=%.1f",
-		 doctor_trigger_names[t], c.n_findings, ri->duration_s * 1e3);
+	log_info("Walked the chain", "trigger=%s findings=%zu duration_ms=%.1f", doctor_trigger_names[t], c.n_findings,
+		 ri->duration_s * 1e3);
 	doctor_ctx_done(&c);
 }
 
@@ -210,8 +210,8 @@ static void serve_loop(const struct doctor_options *o, const struct doctor_serve
 		}
 		if (now_s(CLOCK_MONOTONIC) < due)
 			continue;
-		walk(o, &ri, change_due && change_due <= next_interval ? DOCTOR_TRIGGER_CHANGE : DOCTOR_TRIGGER_INTERVAL,
-		     p);
+		walk(o, &ri,
+		     change_due && change_due <= next_interval ? DOCTOR_TRIGGER_CHANGE : DOCTOR_TRIGGER_INTERVAL, p);
 		last_walk = now_s(CLOCK_MONOTONIC);
 		next_interval = last_walk + so->interval_s;
 		change_due = 0;
