@@ -49,6 +49,9 @@ struct daemon {
 	struct served *sv;
 	size_t n_sv;
 	int sigfd, inofd;
+	int inowd;                       /* watch on the kubelet socket's dir; -1 until the dir exists */
+	char kubelet_dir[PATH_MAX];      /* dirname of the kubelet socket */
+	bool watch_warned;               /* the dir was missing (logged once) */
 	char kubelet_name[NAME_MAX + 1]; /* basename of the kubelet socket, for inotify */
 	/* identity of the kubelet.sock every resource is registered with: an inotify event about the
 	 * same socket (it raced with a restart that already registered) needs no second restart */
@@ -57,6 +60,9 @@ struct daemon {
 	struct timespec kubelet_ctime;
 	long long next_register_ms;
 	long long next_init_ms;
+	/* the sockets could not be created: try again then (backoff up to upstream's 30 s) */
+	long long next_serve_ms;
+	unsigned serve_failures;
 	/* health: the watcher, and the queue its callback fills (under qlock) */
 	struct health_watcher *hw;
 	struct xid_policy policy;
@@ -93,8 +99,13 @@ void daemon_restart(struct daemon *d, const char *why, enum restart_kind kind);
 bool daemon_all_registered(const struct daemon *d);
 /* Register every resource not registered yet; quick_retries right after (re)serving. */
 void daemon_register_all(struct daemon *d, bool quick_retries);
-/* Serve d->rs: one server per resource, then register. */
+/* Serve d->rs: one server per resource, then register. On failure nothing is left served. */
 int daemon_start_serving(struct daemon *d, struct gerr *err);
+/*
+ * daemon_start_serving(), and when it fails log why and schedule another try (every failure is
+ * logged; 1 s, 2 s, ... up to 30 s apart). Returns its result.
+ */
+int daemon_serve_or_retry(struct daemon *d);
 /* Stop serving; resources not in keep (NULL: all) first send kubelet an empty list. */
 void daemon_stop_serving(struct daemon *d, const struct resource_set *keep);
 

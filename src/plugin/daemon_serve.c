@@ -19,9 +19,10 @@
  * be listening when inotify reports it (ms since the first try). */
 static const int register_backoff_ms[] = {0, 5, 10, 20, 40, 80, 160, 320, 640};
 #define REGISTER_TIMEOUT_MS 5000
-#define REGISTER_RETRY_MS   2000 /* then every 2 s (upstream waits 30 s) */
-#define STOP_FLUSH_MS       1000 /* how long SIGTERM waits for the empty list to go out */
-#define REJECT_LOG_MS       1000 /* at most one "request rejected" line per resource this often (F8) */
+#define REGISTER_RETRY_MS   2000  /* then every 2 s (upstream waits 30 s) */
+#define STOP_FLUSH_MS       1000  /* how long SIGTERM waits for the empty list to go out */
+#define REJECT_LOG_MS       1000  /* at most one "request rejected" line per resource this often (F8) */
+#define SERVE_RETRY_MAX_MS  30000 /* sockets that cannot be created: upstream's restart timeout */
 
 static void sleep_ms(int ms)
 {
@@ -170,7 +171,7 @@ void daemon_stop_serving(struct daemon *d, const struct resource_set *keep)
 	d->n_sv = 0;
 }
 
-int daemon_start_serving(struct daemon *d, struct gerr *err)
+static int start_serving(struct daemon *d, struct gerr *err)
 {
 	struct plugin_config *cfg = &d->cfg;
 	int r;
@@ -193,10 +194,38 @@ int daemon_start_serving(struct daemon *d, struct gerr *err)
 		log_info("Serving device plugin", "resource=%s socket=%s devices=%zu", s->ctx.res->name, s->path,
 			 s->ctx.res->n_devices);
 	}
-	r = gsrv_group_run(d->g, err);
-	if (r < 0)
+	return gsrv_group_run(d->g, err);
+}
+
+int daemon_start_serving(struct daemon *d, struct gerr *err)
+{
+	int r = start_serving(d, err);
+
+	if (r < 0) {
+		/* half a set of sockets would register some resources and not others: none instead */
+		daemon_stop_serving(d, NULL);
 		return r;
+	}
 	log_unhealthy(d->rs);
 	daemon_register_all(d, true);
 	return 0;
+}
+
+int daemon_serve_or_retry(struct daemon *d)
+{
+	struct gerr err = {0};
+	int r = daemon_start_serving(d, &err), retry_ms;
+
+	if (r >= 0) {
+		d->serve_failures = 0;
+		d->next_serve_ms = 0;
+		return r;
+	}
+	/* upstream retries every 30 s; starting at 1 s picks up a dir that appears a moment later */
+	retry_ms = d->serve_failures < 5 ? 1000 << d->serve_failures : SERVE_RETRY_MAX_MS;
+	d->serve_failures++;
+	d->next_serve_ms = daemon_now_ms() + retry_ms;
+	log_error("Cannot serve the device plugins, will retry", "error=\"%s\" attempt=%u retry_s=%d", err.msg,
+		  d->serve_failures, retry_ms / 1000);
+	return r;
 }
