@@ -314,6 +314,8 @@ const struct opt *config_opt_by_key(const char *key)
 	return NULL;
 }
 
+static const char *env_of(const struct opt *o, const char **name);
+
 static const struct opt *opt_by_flag(const char *flag)
 {
 	for (size_t i = 0; i < ELEMENTSOF(opts); i++)
@@ -397,6 +399,15 @@ int config_parse_args(int argc, char **argv, struct config_args **ret, bool *hel
 		return gerr_set(err, EINVAL, "unexpected argument '%s'; see 'gpulet plugin --help'", argv[optind]);
 	*ret = TAKE_PTR(a);
 	return 0;
+}
+
+void config_args_default(struct config_args *a, const char *flag, const char *value)
+{
+	const struct opt *o = opt_by_flag(flag);
+	const char *envname;
+
+	if (a && o && !a->val[o - opts] && !env_of(o, &envname))
+		a->val[o - opts] = value;
 }
 
 /* ---- layers ---------------------------------------------------------------------------------- */

@@ -151,6 +151,7 @@ void daemon_restart(struct daemon *d, const char *why, enum restart_kind kind)
 		log_config(&d->cfg);
 		daemon_write_cdi_spec(d);
 		daemon_health_restart(d);
+		daemon_mps_reset(d);
 	}
 serve:
 	(void)daemon_serve_or_retry(d);
@@ -264,6 +265,7 @@ static void loop(struct daemon *d)
 		}
 		if (n > 0 && (pfd[2].revents & POLLIN))
 			daemon_drain_health(d);
+		daemon_mps_check(d, false);
 		if (n > 0 && d->inofd >= 0 && (pfd[1].revents & POLLIN) && read_inotify(d)) {
 			char why[PATH_MAX + 64];
 			struct stat st;
@@ -356,6 +358,7 @@ int plugin_daemon_run(const struct config_args *args, const struct plugin_config
 			goto out;
 		}
 		daemon_health_restart(&d);
+		daemon_mps_reset(&d);
 		r = daemon_serve_or_retry(&d);
 		/* another live plugin serves these sockets: two DaemonSets on one node is a mistake to
 		 * fix, not to wait out (docs/reference/device-plugin.md §3.1) */

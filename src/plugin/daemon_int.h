@@ -70,6 +70,14 @@ struct daemon {
 	pthread_mutex_t qlock;
 	struct health_item *q_head, **q_tail;
 	bool mig_changed;
+	/* MPS: each MPS resource's readiness, checked every few seconds (daemon_mps.c) */
+	struct daemon_mps {
+		char res[128];
+		char why[512]; /* "" ready; read by the gRPC thread under the group lock */
+		bool checked;
+	} mps[8];
+	size_t n_mps;
+	long long next_mps_ms;
 };
 
 struct health_item {
@@ -122,6 +130,14 @@ void daemon_carry_health(const struct resource_set *old, const struct node *on, 
 void daemon_drain_health(struct daemon *d);
 /* Free what is still queued (after the watcher stopped). */
 void daemon_health_queue_free(struct daemon *d);
+
+/* daemon_mps.c */
+/* After d->rs changed: the MPS resources to watch, checked now (before they are served). */
+void daemon_mps_reset(struct daemon *d);
+/* Check again when due (force: now); a change is logged and sent to kubelet. */
+void daemon_mps_check(struct daemon *d, bool force);
+/* What dp_ctx.mps_unready points to for resource name: NULL when it is not shared with MPS. */
+const char *daemon_mps_reason(const struct daemon *d, const char *name);
 
 /* daemon_cdi.c */
 /* Returns 0 when written or not needed, -errno (logged) when a CDI strategy has no spec. */
