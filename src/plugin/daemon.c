@@ -247,7 +247,8 @@ static void loop(struct daemon *d)
 	for (;;) {
 		/* a negative fd (no kubelet socket to watch) is skipped by poll() */
 		struct pollfd pfd[3] = {{d->sigfd, POLLIN, 0}, {d->inofd, POLLIN, 0}, {d->evfd, POLLIN, 0}};
-		int n = poll(pfd, ELEMENTSOF(pfd), TICK_MS);
+		long long due = d->next_register_ms ? d->next_register_ms - daemon_now_ms() : TICK_MS;
+		int n = poll(pfd, ELEMENTSOF(pfd), (int)MAX(0, MIN(due, TICK_MS)));
 
 		if (n < 0 && errno != EINTR)
 			break;
@@ -304,10 +305,8 @@ static void loop(struct daemon *d)
 			}
 			continue;
 		}
-		if (d->next_register_ms && daemon_now_ms() >= d->next_register_ms) {
-			d->next_register_ms = 0;
+		if (d->next_register_ms && daemon_now_ms() >= d->next_register_ms)
 			daemon_register_all(d, false);
-		}
 	}
 }
 

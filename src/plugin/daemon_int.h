@@ -59,6 +59,8 @@ struct daemon {
 	ino_t kubelet_ino;
 	struct timespec kubelet_ctime;
 	long long next_register_ms;
+	long long register_t0; /* first try after (re)serving */
+	size_t register_step;  /* index in the quick retry schedule */
 	long long next_init_ms;
 	/* the sockets could not be created: try again then (backoff up to upstream's 30 s) */
 	long long next_serve_ms;
@@ -105,8 +107,11 @@ void daemon_restart(struct daemon *d, const char *why, enum restart_kind kind);
 
 /* daemon_serve.c */
 bool daemon_all_registered(const struct daemon *d);
-/* Register every resource not registered yet; quick_retries right after (re)serving. */
-void daemon_register_all(struct daemon *d, bool quick_retries);
+/*
+ * Register every resource not registered yet, once; first: right after (re)serving, which starts
+ * the quick retry schedule. A retry is due at next_register_ms (the main loop calls again).
+ */
+void daemon_register_all(struct daemon *d, bool first);
 /* Serve d->rs: one server per resource, then register. On failure nothing is left served. */
 int daemon_start_serving(struct daemon *d, struct gerr *err);
 /*

@@ -16,20 +16,13 @@
 #include "util/log.h"
 
 /* Register retry schedule right after (re)serving: kubelet may have bound kubelet.sock but not yet
- * be listening when inotify reports it (ms since the first try). */
-static const int register_backoff_ms[] = {0, 5, 10, 20, 40, 80, 160, 320, 640};
+ * be listening when inotify reports it (ms since the first try; kept by the main loop, no sleep). */
+static const int register_backoff_ms[] = {0, 2, 5, 10, 20, 40, 80, 160, 320, 640};
 #define REGISTER_TIMEOUT_MS 5000
 #define REGISTER_RETRY_MS   2000  /* then every 2 s (upstream waits 30 s) */
 #define STOP_FLUSH_MS       1000  /* how long SIGTERM waits for the empty list to go out */
 #define REJECT_LOG_MS       1000  /* at most one "request rejected" line per resource this often (F8) */
 #define SERVE_RETRY_MAX_MS  30000 /* sockets that cannot be created: upstream's restart timeout */
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
 
 static int h_unary(void *data, unsigned method, const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen,
 		   struct gerr *err)
@@ -71,51 +64,47 @@ bool daemon_all_registered(const struct daemon *d)
 	return true;
 }
 
-void daemon_register_all(struct daemon *d, bool quick_retries)
+void daemon_register_all(struct daemon *d, bool first)
 {
 	const struct plugin_config *cfg = &d->cfg;
 	_cleanup_free_ struct plugin_registration *regs = NULL;
 	_cleanup_free_ struct served **who = NULL;
-	long long t0 = daemon_now_ms();
+	long long t = daemon_now_ms();
+	bool refused = false;
 	size_t n = 0;
 
 	if (!cfg->kubelet_socket[0])
 		return; /* upstream: empty --kubelet-socket serves without registering */
+	if (first) {
+		d->register_t0 = t;
+		d->register_step = 0;
+	}
+	d->next_register_ms = 0;
 	regs = calloc(d->n_sv + 1, sizeof(*regs));
 	who = calloc(d->n_sv + 1, sizeof(*who));
 	if (!regs || !who) {
-		d->next_register_ms = daemon_now_ms() + REGISTER_RETRY_MS;
+		d->next_register_ms = t + REGISTER_RETRY_MS;
 		return;
 	}
-	for (size_t k = 0; k < (quick_retries ? ELEMENTSOF(register_backoff_ms) : 1); k++) {
-		long long wait = t0 + register_backoff_ms[k] - daemon_now_ms();
-		bool refused = false;
-
-		n = 0;
-		for (size_t i = 0; i < d->n_sv; i++)
-			if (!d->sv[i].registered) {
-				/* the endpoint is the socket's name inside kubelet's device-plugin dir */
-				regs[n] = (struct plugin_registration){.endpoint = d->sv[i].ctx.res->socket,
-								       .resource_name = d->sv[i].ctx.res->name,
-								       .preferred_allocation = true};
-				who[n++] = &d->sv[i];
-			}
-		if (n == 0)
-			return;
-		if (wait > 0)
-			sleep_ms((int)wait);
-		plugin_register(cfg->kubelet_socket, regs, n, REGISTER_TIMEOUT_MS);
-		for (size_t i = 0; i < n; i++) {
-			if (regs[i].result == 0) {
-				who[i]->registered = true;
-				log_info("Registered device plugin", "resource=%s socket=%s kubelet=%s latency_ms=%lld",
-					 regs[i].resource_name, gsrv_socket(who[i]->srv), cfg->kubelet_socket,
-					 daemon_now_ms() - t0);
-			}
-			refused |= regs[i].result == -ECONNREFUSED;
+	for (size_t i = 0; i < d->n_sv; i++)
+		if (!d->sv[i].registered) {
+			/* the endpoint is the socket's name inside kubelet's device-plugin dir */
+			regs[n] = (struct plugin_registration){.endpoint = d->sv[i].ctx.res->socket,
+							       .resource_name = d->sv[i].ctx.res->name,
+							       .preferred_allocation = true};
+			who[n++] = &d->sv[i];
 		}
-		if (!refused)
-			break;
+	if (n == 0)
+		return;
+	plugin_register(cfg->kubelet_socket, regs, n, REGISTER_TIMEOUT_MS);
+	for (size_t i = 0; i < n; i++) {
+		if (regs[i].result == 0) {
+			who[i]->registered = true;
+			log_info("Registered device plugin", "resource=%s socket=%s kubelet=%s latency_ms=%lld",
+				 regs[i].resource_name, gsrv_socket(who[i]->srv), cfg->kubelet_socket,
+				 daemon_now_ms() - d->register_t0);
+		}
+		refused |= regs[i].result == -ECONNREFUSED || regs[i].result == -ENOENT;
 	}
 	if (daemon_all_registered(d)) {
 		struct stat st;
@@ -125,13 +114,22 @@ void daemon_register_all(struct daemon *d, bool quick_retries)
 			d->kubelet_ino = st.st_ino;
 			d->kubelet_ctime = st.st_ctim;
 		}
+		return;
+	}
+	/*
+	 * Right after (re)serving, kubelet may have bound kubelet.sock but not be listening yet: try
+	 * again soon, from the main loop, so that a kubelet restart seen meanwhile (inotify) is acted
+	 * on at once instead of after a sleep.
+	 */
+	if (refused && ++d->register_step < ELEMENTSOF(register_backoff_ms)) {
+		d->next_register_ms = d->register_t0 + register_backoff_ms[d->register_step];
+		return;
 	}
 	for (size_t i = 0; i < n; i++)
-		if (regs[i].result < 0) {
+		if (regs[i].result < 0)
 			log_warn("Could not register device plugin, will retry", "resource=%s kubelet=%s error=\"%s\"",
 				 regs[i].resource_name, cfg->kubelet_socket, regs[i].err.msg);
-			d->next_register_ms = daemon_now_ms() + REGISTER_RETRY_MS;
-		}
+	d->next_register_ms = daemon_now_ms() + REGISTER_RETRY_MS;
 }
 
 static void log_unhealthy(const struct resource_set *rs)

@@ -98,8 +98,9 @@ static int compute_mode(struct sup *s, const struct sdaemon *dm, const char *mod
 	char out[1024];
 
 	if (!s->smi)
-		return gerr_set(err, ENOENT, "nvidia-smi not found under the root or the driver root: it sets the "
-					     "compute mode of the GPUs shared with MPS");
+		return gerr_set(err, ENOENT,
+				"nvidia-smi not found under the root or the driver root: it sets the "
+				"compute mode of the GPUs shared with MPS");
 	for (size_t k = 0; k < dm->lim.n_gpus; k++) {
 		char *argv[] = {s->smi, "-i", (char *)dm->lim.gpus[k].uuid, "-c", (char *)mode, NULL};
 		int r = mps_run(s->smi, argv, envp, NULL, out, sizeof(out), MPS_TIMEOUT_MS);
@@ -259,8 +260,9 @@ static int load(struct sup *s, struct gerr *err)
 	if (s->cfg.sharing != SHARING_MPS)
 		return 0;
 	if (!s->bin)
-		return gerr_set(err, ENOENT, "%s not found in /usr/bin, /usr/sbin, /usr/local/bin or /bin under the "
-					     "root or the driver root",
+		return gerr_set(err, ENOENT,
+				"%s not found in /usr/bin, /usr/sbin, /usr/local/bin or /bin under the "
+				"root or the driver root",
 				MPS_CONTROL_BIN);
 	if (!s->nv) {
 		_cleanup_free_ char *droot = root_path(s->cfg.root, s->cfg.driver_root);
@@ -392,7 +394,7 @@ int mps_daemon_run(const struct config_args *args, const struct plugin_config *c
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN); /* a closed log pipe must not kill us with the daemons still running */
-	s.args = NULL; /* the first start uses the config cmd_ already loaded */
+	s.args = NULL;            /* the first start uses the config cmd_ already loaded */
 	restart(&s, &next_retry);
 	s.args = args;
 	for (;;) {
@@ -449,8 +451,9 @@ int mps_mount_shm(const struct plugin_config *cfg, char *opts, size_t size, stru
 		return gerr_set(err, -r, "cannot create %s: %s", dir, strerror(-r));
 	snprintf(opts, size, "size=%s", sz);
 	if (mount("shm", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RELATIME, opts) < 0)
-		return gerr_set(err, errno, "cannot mount a tmpfs on %s (%s): %s; the container needs privileges "
-					    "(CAP_SYS_ADMIN) as upstream's init container has",
+		return gerr_set(err, errno,
+				"cannot mount a tmpfs on %s (%s): %s; the container needs privileges "
+				"(CAP_SYS_ADMIN) as upstream's init container has",
 				dir, opts, strerror(errno));
 	return 0;
 }

@@ -55,9 +55,9 @@ static void test_paths(void **state)
 	assert_string_equal(buf, "/mps/nvidia.com/gpu/.started");
 	assert_int_equal(mps_path("/run/nvidia/mps", NULL, MPS_READY, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "/run/nvidia/mps/.ready");
-	assert_int_equal(mps_path("/mps", "nvidia.com/a-very-long-resource-name-that-does-not-fit", MPS_PIPE, buf,
-				  sizeof(buf)),
-			 -ENAMETOOLONG);
+	assert_int_equal(
+	    mps_path("/mps", "nvidia.com/a-very-long-resource-name-that-does-not-fit", MPS_PIPE, buf, sizeof(buf)),
+	    -ENAMETOOLONG);
 }
 
 static void test_shm_size(void **state)
