@@ -258,12 +258,21 @@ void mps_shm_size(const char *meminfo, char *buf, size_t size)
 {
 	const char *p = meminfo ? strstr(meminfo, "MemTotal:") : NULL;
 	unsigned long long kb;
-	char unit[8] = "";
+	char *end;
 
-	/* "MemTotal:       131072000 kB": half of it, with the unit's first letter, as upstream */
-	if (p && (p == meminfo || p[-1] == '\n') && sscanf(p + 9, "%llu %1[A-Za-z]", &kb, unit) >= 1) {
-		snprintf(buf, size, "%llu%s", kb / 2, unit);
-		return;
+	/* "MemTotal:       131072000 kB": half of it, with the unit's first letter, as upstream; a
+	 * number that does not parse (upstream: Atoi fails) gives the fallback */
+	if (p && (p == meminfo || p[-1] == '\n')) {
+		p += strlen("MemTotal:");
+		p += strspn(p, " \t");
+		errno = 0;
+		kb = strtoull(p, &end, 10);
+		if (!errno && end != p && *p != '-' && *p != '+') {
+			end += *end == ' ';
+			snprintf(buf, size, "%llu%.*s", kb / 2,
+				 (*end >= 'a' && *end <= 'z') || (*end >= 'A' && *end <= 'Z'), end);
+			return;
+		}
 	}
 	snprintf(buf, size, "65536k");
 }

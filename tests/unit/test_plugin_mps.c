@@ -77,6 +77,10 @@ static void test_shm_size(void **state)
 	assert_string_equal(buf, "65536k");
 	mps_shm_size("XMemTotal: 10 kB\n", buf, sizeof(buf));
 	assert_string_equal(buf, "65536k");
+	mps_shm_size("MemTotal: 99999999999999999999999999 kB\n", buf, sizeof(buf)); /* Atoi would fail */
+	assert_string_equal(buf, "65536k");
+	mps_shm_size("MemTotal: -4 kB\n", buf, sizeof(buf));
+	assert_string_equal(buf, "65536k");
 }
 
 /* A command that forks a child holding stdout open returns when the command itself exits. */
