@@ -18,6 +18,7 @@
 #include "util/log.h"
 
 #define MPS_CHECK_MS 5000
+#define MPS_PROBE_MS 1000 /* the main loop waits for the answer: a hung daemon must not hold it long */
 
 /* The MPS root as this process sees it: --mps-root under --root, else upstream's container mount /mps. */
 static char *plugin_mps_root(const struct plugin_config *cfg)
@@ -99,6 +100,6 @@ void daemon_mps_check(struct daemon *d, bool force)
 			set_state(d, &d->mps[i], "out of memory");
 			continue;
 		}
-		set_state(d, &d->mps[i], mps_ready(bin, root, d->mps[i].res, &err) < 0 ? err.msg : "");
+		set_state(d, &d->mps[i], mps_ready(bin, root, d->mps[i].res, MPS_PROBE_MS, &err) < 0 ? err.msg : "");
 	}
 }

@@ -161,8 +161,8 @@ static void trim(char *s)
 		s[--l] = '\0';
 }
 
-int mps_control(const char *bin, const char *root, const char *resource, const char *cmd, char *out, size_t size,
-		struct gerr *err)
+static int control(const char *bin, const char *root, const char *resource, const char *cmd, char *out, size_t size,
+		   int timeout_ms, struct gerr *err)
 {
 	char pipe_env[PATH_MAX + 32], log_env[PATH_MAX + 32], pipe[PATH_MAX], log[PATH_MAX];
 	char *argv[] = {(char *)bin, NULL};
@@ -175,11 +175,11 @@ int mps_control(const char *bin, const char *root, const char *resource, const c
 	/* upstream's EnvVars(): exactly these two, nothing else */
 	snprintf(pipe_env, sizeof(pipe_env), "CUDA_MPS_PIPE_DIRECTORY=%s", pipe);
 	snprintf(log_env, sizeof(log_env), "CUDA_MPS_LOG_DIRECTORY=%s", log);
-	r = mps_run(bin, argv, envp, cmd, out, size, MPS_TIMEOUT_MS);
+	r = mps_run(bin, argv, envp, cmd, out, size, timeout_ms);
 	trim(out);
 	if (r == -ETIMEDOUT)
 		return gerr_set(err, ETIMEDOUT, "%s did not answer '%s' within %d ms (pipe dir %s)", bin, cmd,
-				MPS_TIMEOUT_MS, pipe);
+				timeout_ms, pipe);
 	if (r < 0)
 		return gerr_set(err, -r, "cannot run %s: %s", bin, strerror(-r));
 	if (r != 0)
@@ -191,7 +191,13 @@ int mps_control(const char *bin, const char *root, const char *resource, const c
 	return 0;
 }
 
-int mps_ready(const char *bin, const char *root, const char *resource, struct gerr *err)
+int mps_control(const char *bin, const char *root, const char *resource, const char *cmd, char *out, size_t size,
+		struct gerr *err)
+{
+	return control(bin, root, resource, cmd, out, size, MPS_TIMEOUT_MS, err);
+}
+
+int mps_ready(const char *bin, const char *root, const char *resource, int timeout_ms, struct gerr *err)
 {
 	char ready[PATH_MAX], out[256], *end;
 	struct stat st;
@@ -209,7 +215,7 @@ int mps_ready(const char *bin, const char *root, const char *resource, struct ge
 				"%s not found in /usr/bin, /usr/sbin, /usr/local/bin or /bin under the root or the "
 				"driver root; it is needed to ask the MPS control daemon whether it runs",
 				MPS_CONTROL_BIN);
-	r = mps_control(bin, root, resource, MPS_QUERY, out, sizeof(out), err);
+	r = control(bin, root, resource, MPS_QUERY, out, sizeof(out), timeout_ms, err);
 	if (r < 0)
 		return r;
 	/* the answer is the percentage, e.g. "100.0" */

@@ -49,9 +49,10 @@ int mps_control(const char *bin, const char *root, const char *resource, const c
 /*
  * Is the MPS control daemon for resource ready? root/.ready exists (written by the
  * mps-control-daemon once every daemon runs with its limits) and the daemon answers
- * get_default_active_thread_percentage with a number. 0 ready, else -errno with err saying why.
+ * get_default_active_thread_percentage with a number within timeout_ms. 0 ready, else -errno with
+ * err saying why.
  */
-int mps_ready(const char *bin, const char *root, const char *resource, struct gerr *err);
+int mps_ready(const char *bin, const char *root, const char *resource, int timeout_ms, struct gerr *err);
 
 /* The limits of one resource's daemon (upstream Daemon.Start). */
 struct mps_limits {

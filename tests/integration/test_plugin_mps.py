@@ -18,6 +18,7 @@ start (never exercised here). Where a GPU is needed a stand-in nvidia-smi record
   * the control daemon killed: the supervisor notices, restarts it, .ready comes back;
   * SIGTERM: quit sent, .ready/.started/log dir removed, compute mode DEFAULT; the plugin goes back
     to an empty list;
+  * a daemon that hangs is not ready (1 s probe timeout), and is used once it answers;
   * mount-shm: a tmpfs of half MemTotal with upstream's options (when this machine lets us mount).
 """
 import os
@@ -208,6 +209,34 @@ def test_mps_fail_safe(h, m):
     h.check_alive()
 
 
+def test_mps_hung_daemon(h):
+    """A control daemon that never answers (stand-in: the client hangs) is not taken for ready: the
+    probe gives up after 1 s, no devices are listed; once it answers, the replicas come back."""
+    ctl = os.path.join(h.root, "usr/bin/nvidia-cuda-mps-control")
+    os.makedirs(os.path.dirname(ctl), exist_ok=True)
+    with open(ctl, "w") as f:
+        f.write("#!/bin/sh\nexec sleep 30\n")
+    os.chmod(ctl, 0o755)
+    os.makedirs(os.path.join(h.root, MPS_ROOT.lstrip("/")), exist_ok=True)
+    open(os.path.join(h.root, MPS_ROOT.lstrip("/"), ".ready"), "w").close()
+    cfg = os.path.join(h.tmp, "mps.yaml")
+    with open(cfg, "w") as f:
+        f.write(CONFIG)
+    h.start_standin()
+    mark = h.start_plugin("--config-file", cfg, "--mps-root", MPS_ROOT, wait_resources=())
+    h.wait_list("nvidia.com/gpu", start=mark, pred=lambda d: d == [])
+    h.wait_log(r"reason=\"[^\"]*did not answer 'get_default_active_thread_percentage' within 1000 ms")
+    with open(ctl + ".new", "w") as f:
+        f.write("#!/bin/sh\nread cmd\necho 50.0\n")
+    os.chmod(ctl + ".new", 0o755)
+    os.rename(ctl + ".new", ctl)
+    h.wait_list("nvidia.com/gpu", start=mark, pred=lambda d: len(d) == 16, timeout=15)
+    h.check_alive()
+
+
+test_mps_hung_daemon.harness_args = {"fixture": "pcie-4gpu"}
+
+
 def test_mps_mount_shm(h):
     with open(os.path.join(h.root, "proc/meminfo"), "w") as f:
         f.write("MemTotal:        2000 kB\nMemFree:  1000 kB\n")
@@ -242,4 +271,5 @@ test_mps_mount_shm.harness_args = {"fixture": "pcie-4gpu"}
 if __name__ == "__main__":
     run(test_mps_real_nvidia_smi_without_gpu)
     run(test_mps_fail_safe)
+    run(test_mps_hung_daemon)
     run(test_mps_mount_shm)
