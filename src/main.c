@@ -21,6 +21,8 @@ static const struct verb {
     {"exporter", cmd_exporter, "Prometheus /metrics with pod attribution (replaces dcgm-exporter)"},
     {"labels", cmd_labels, "NFD feature file with GFD-compatible labels"},
     {"probe", cmd_probe, "inside a container: is the GPU really usable here?"},
+    {"mps-control-daemon", cmd_mps_control_daemon,
+     "start and supervise NVIDIA MPS control daemons (replaces mps-control-daemon)"},
 };
 
 static void usage(FILE *f)

@@ -10,6 +10,7 @@
 /* Each verb: parse its options with getopt_long, call core, print, return the exit code. */
 int cmd_devices(int argc, char **argv);
 int cmd_plugin(int argc, char **argv);
+int cmd_mps_control_daemon(int argc, char **argv);
 int cmd_cdi(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_lint(int argc, char **argv);

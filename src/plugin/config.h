@@ -82,6 +82,8 @@ void config_args_free(struct config_args *a);
 /* --print-config: print the effective config as JSON and exit. */
 bool config_args_print_only(const struct config_args *a);
 DEFINE_CLEANUP_FUNC(struct config_args, config_args_free)
+/* Give flag a value when neither the command line nor its env var did (a verb's own default). */
+void config_args_default(struct config_args *a, const char *flag, const char *value);
 
 /*
  * Build the effective config: defaults, then the config file (--config-file / CONFIG_FILE, a path

@@ -293,12 +293,14 @@ static int resource_name(struct yctx *y, struct yval n, const char *key, char *o
 struct sharing_cfg {
 	int rename_by_default, fail_gt1;
 	struct replica_rule rules[CONFIG_MAX_RULES];
+	struct yaml_pos rename_at[CONFIG_MAX_RULES]; /* where each rule's `rename` is, for the warning */
 	size_t n_rules;
 	bool present;
 };
 
 /* One entry of sharing.*.resources: {name, rename, replicas, devices}. */
-static int parse_rule(struct yctx *y, struct yval e, const char *ekey, struct replica_rule *rule, bool mps)
+static int parse_rule(struct yctx *y, struct yval e, const char *ekey, struct replica_rule *rule,
+		      struct yaml_pos *rename_at, bool mps)
 {
 	static const char *const rknown[] = {"name", "rename", "replicas", "devices", NULL};
 	struct yval v;
@@ -329,6 +331,7 @@ static int parse_rule(struct yctx *y, struct yval e, const char *ekey, struct re
 	if (v.v && json_is_string(v.v) && *json_string_value(v.v) &&
 	    (r = resource_name(y, v, ekey, rule->rename, sizeof(rule->rename))) < 0)
 		return r;
+	*rename_at = v.pos;
 	v = member(y, e.v, "devices");
 	if (v.v && !(json_is_string(v.v) && streq(json_string_value(v.v), "all")))
 		config_warn(y->cfg, "%s:%u:%u: %s.devices: only \"all\" is supported (as upstream); using all", y->name,
@@ -369,31 +372,43 @@ static int parse_sharing(struct yctx *y, struct yval m, const char *prefix, stru
 			return yerr(y, item.pos, ekey, "expected a mapping {name, replicas}");
 		if (s->n_rules >= CONFIG_MAX_RULES)
 			return yerr(y, item.pos, ekey, "at most %d sharing resources", CONFIG_MAX_RULES);
-		if ((r = parse_rule(y, item, ekey, &s->rules[s->n_rules], mps)) < 0)
+		if ((r = parse_rule(y, item, ekey, &s->rules[s->n_rules], &s->rename_at[s->n_rules], mps)) < 0)
 			return r;
 		s->n_rules++;
 	}
 	return 0;
 }
 
-/* The sharing section chosen (time-slicing or MPS) into the config, with the renames it implies. */
-static void apply_sharing(struct plugin_config *c, const struct sharing_cfg *s, bool mps)
+/*
+ * The sharing section chosen (time-slicing or MPS) into the config. Renaming is upstream's
+ * DisableResourceNamingInConfig(): a rule's own `rename` is dropped with a warning, the only name a
+ * shared resource gets is <name>.shared with renameByDefault (docs/reference/device-plugin.md §2.2).
+ */
+static void apply_sharing(struct yctx *y, struct sharing_cfg *s, bool mps)
 {
+	struct plugin_config *c = y->cfg;
+	const char *id = mps ? "mps" : "timeSlicing";
+
 	c->sharing = mps ? SHARING_MPS : SHARING_TIME_SLICING;
 	c->rename_by_default = s->rename_by_default == 1;
 	/* nil failRequestsGreaterThanOne: false for time-slicing, true for MPS (NewConfig) */
 	c->fail_requests_greater_than_one = s->fail_gt1 >= 0 ? s->fail_gt1 == 1 : mps;
+	for (size_t i = 0; i < s->n_rules; i++) {
+		struct replica_rule *rule = &s->rules[i];
+		char def[sizeof(rule->rename)] = "";
+
+		if (c->rename_by_default) /* name <= 63: checked by resource_name() */
+			snprintf(def, sizeof(def), "%s.shared", rule->name);
+		if (rule->rename[0] && !streq(rule->rename, def))
+			config_warn(c,
+				    "%s:%u:%u: sharing.%s.resources[%zu].rename: setting 'rename' is not supported "
+				    "(as upstream); the resource is advertised as %s",
+				    y->name, s->rename_at[i].line, s->rename_at[i].col, id, i,
+				    def[0] ? def : rule->name);
+		memcpy(rule->rename, def, sizeof(def));
+	}
 	memcpy(c->rules, s->rules, sizeof(c->rules));
 	c->n_rules = s->n_rules;
-	for (size_t i = 0; i < c->n_rules; i++) {
-		struct replica_rule *rule = &c->rules[i];
-		size_t l = strlen(rule->name); /* <= 63: checked by resource_name() */
-
-		if (!rule->rename[0] && c->rename_by_default && l + sizeof(".shared") <= sizeof(rule->rename)) {
-			memcpy(rule->rename, rule->name, l);
-			memcpy(rule->rename + l, ".shared", sizeof(".shared"));
-		}
-	}
 }
 
 static int apply_document(struct yctx *y, struct yval root)
@@ -435,10 +450,14 @@ static int apply_document(struct yctx *y, struct yval root)
 		return r;
 	if ((v = member(y, sh.v, "mps")).v && (r = parse_sharing(y, v, "sharing.mps", &mps, true)) < 0)
 		return r;
+	/* upstream's Sharing.SharingStrategy(): MPS with replicas wins over time-slicing */
 	if (ts.present && mps.present)
-		return yerr(y, sh.pos, "sharing", "timeSlicing and mps are mutually exclusive");
+		config_warn(y->cfg,
+			    "%s:%u:%u: sharing: both timeSlicing and mps are set; using mps (as upstream), "
+			    "timeSlicing is ignored",
+			    y->name, sh.pos.line, sh.pos.col);
 	if (ts.present || mps.present)
-		apply_sharing(y->cfg, mps.present ? &mps : &ts, mps.present);
+		apply_sharing(y, mps.present ? &mps : &ts, mps.present);
 	return 0;
 }
 
