@@ -68,6 +68,7 @@ tar --sort=name --numeric-owner -C "$root" -cf "$out/rootfs.tar" .
 podman import --quiet \
 	--change 'ENTRYPOINT ["/usr/bin/gpulet"]' \
 	--change 'CMD ["--help"]' \
+	--change 'ENV PATH=/usr/bin' \
 	--change "LABEL org.opencontainers.image.version=$version" \
 	--change 'LABEL org.opencontainers.image.title=gpulet' \
 	--change "LABEL org.opencontainers.image.description=gpulet: device plugin, CDI, doctor, exporter and GFD labels for NVIDIA GPU nodes; Debian 12 packages only" \

@@ -436,6 +436,15 @@ def test_kustomize_base():
         check(sorted(map(key, out)) == sorted(map(key, helm_lib.load_base())), "kustomize lost or added objects")
         check(sorted(map(key, out)) == sorted(map(key, helm_lib.template(release="gpulet", namespace="kube-system"))),
               "kustomize base differs from the chart's objects")
+    # the README's overlay: the base with the image moved to another registry
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "kustomization.yaml"), "w") as f:
+            f.write("resources: [%s]\nimages: [{name: ghcr.io/gpulet/gpulet, newName: registry.example.com/gpulet}]\n"
+                    % os.path.relpath(BASE, tmp))
+        p = run([kubectl, "kustomize", tmp])
+        images = set(re.findall(r"image: (\S+)", p.stdout))
+        check(p.returncode == 0 and images == {"registry.example.com/gpulet:%s" % chart_meta()["appVersion"]},
+              "overlay of the base: rc %d, images %s %s" % (p.returncode, images, p.stderr))
     # the base is a render of the defaults: it passes the same checks
     check_render("kustomize-base", {}, namespace="kube-system")
 
