@@ -64,15 +64,24 @@ printf 'root:x:0:\n' >"$root/etc/group"
 	"$root/usr/bin/gpulet" --help >/dev/null ||
 	{ echo "build.sh: gpulet does not start from the image root" >&2; exit 1; }
 
-tar --sort=name --numeric-owner -C "$root" -cf "$out/rootfs.tar" .
-podman import --quiet \
-	--change 'ENTRYPOINT ["/usr/bin/gpulet"]' \
-	--change 'CMD ["--help"]' \
-	--change 'ENV PATH=/usr/bin' \
-	--change "LABEL org.opencontainers.image.version=$version" \
-	--change 'LABEL org.opencontainers.image.title=gpulet' \
-	--change "LABEL org.opencontainers.image.description=gpulet: device plugin, CDI, doctor, exporter and GFD labels for NVIDIA GPU nodes; Debian 12 packages only" \
-	"$out/rootfs.tar" "$image:$version" >/dev/null
+# a fixed mtime makes the tar a function of its contents: the same gpulet and base give the same
+# digest, and a rerun that would import an identical image keeps the one there
+tar --sort=name --numeric-owner --mtime=@0 -C "$root" -cf "$out/rootfs.tar" .
+digest=$(sha256sum "$out/rootfs.tar" | cut -c1-64)
+old=$(podman image inspect --format '{{index .Labels "io.gpulet.rootfs"}} {{.Id}}' "$image:$version" 2>/dev/null || true)
+if [ "${old%% *}" != "$digest" ]; then
+	podman import --quiet \
+		--change 'ENTRYPOINT ["/usr/bin/gpulet"]' \
+		--change 'CMD ["--help"]' \
+		--change 'ENV PATH=/usr/bin' \
+		--change "LABEL org.opencontainers.image.version=$version" \
+		--change 'LABEL org.opencontainers.image.title=gpulet' \
+		--change "LABEL org.opencontainers.image.description=gpulet: device plugin, CDI, doctor, exporter and GFD labels for NVIDIA GPU nodes; Debian 12 packages only" \
+		--change "LABEL io.gpulet.rootfs=$digest" \
+		"$out/rootfs.tar" "$image:$version" >/dev/null
+	# the image this one replaces, once untagged
+	[ -z "$old" ] || podman rmi --force "${old#* }" >/dev/null 2>&1 || true
+fi
 podman tag "$image:$version" "gpulet:$version"
 rm -rf "$root" "$out/rootfs.tar"
 size=$(podman image inspect --format '{{.Size}}' "$image:$version")

@@ -6,13 +6,25 @@
 set -eu
 bin=$1
 [ -x "$bin" ] || { echo "runtime-packages.sh: $bin is not an executable (build gpulet first)" >&2; exit 1; }
-ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | sort -u | while read -r lib; do
-	# dpkg records the path a package ships (/lib/... or /usr/lib/... on merged-/usr systems): ask
-	# for the path ldd printed, then its other spelling
-	alt=$(printf '%s' "$lib" | sed 's|^/usr/lib/|/lib/|; t; s|^/lib/|/usr/lib/|; t; s|^/lib64/|/usr/lib64/|')
-	pkg=$(dpkg -S "$lib" 2>/dev/null || dpkg -S "$alt" 2>/dev/null || dpkg -S "$(readlink -f "$lib")" 2>/dev/null) || {
+libs=$(ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | sort -u)
+# dpkg records the path a package ships (/lib/... or /usr/lib/... on merged-/usr systems): ask for
+# every spelling of every library in one dpkg -S (each call reads the whole database)
+spellings() {
+	for lib in $libs; do
+		printf '%s\n' "$lib" "$(readlink -f "$lib")"
+		printf '%s\n' "$lib" | sed -n 's|^/usr/lib/|/lib/|p; s|^/lib/|/usr/lib/|p; s|^/lib64/|/usr/lib64/|p'
+	done | sort -u
+}
+owners=$(dpkg -S $(spellings) 2>/dev/null || true)
+for lib in $libs; do
+	real=$(readlink -f "$lib")
+	found=no
+	for p in "$lib" "$real" "/usr$lib" "${lib#/usr}"; do
+		if printf '%s\n' "$owners" | grep -q ": $p\$"; then found=yes; fi
+	done
+	[ $found = yes ] || {
 		echo "runtime-packages.sh: no Debian package holds $lib (gpulet must link only Debian 12 libraries)" >&2
 		exit 1
 	}
-	printf '%s\n' "$pkg" | head -n1 | cut -d: -f1
-done | sed 's/,.*//' | sort -u
+done
+printf '%s\n' "$owners" | sed 's/: .*//; s/:[a-z0-9]*$//' | tr ',' '\n' | sed 's/^ *//' | sort -u
