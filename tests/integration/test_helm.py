@@ -49,9 +49,6 @@ def check(cond, msg):
 RUNTIME_ENV = {"NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "NVIDIA_MIG_MONITOR_DEVICES"}
 # Read by gpulet but not listed in the verb's --help (src/cmd/exporter.c: the Hostname label).
 UNDOCUMENTED_ENV = {"exporter": {"NODE_NAME"}}
-# Flags of the doctor's metrics mode, written on another branch: accepted as missing from
-# `doctor --help` until that mode lands, checked like every other flag once it has.
-PENDING_FLAGS = {"doctor": {"--serve-metrics", "--interval"}}
 
 # What each verb reads and writes on the host, by host path (the contract each verb's code has:
 # plugin src/host/driver.c, src/nvml/node.c, src/cdi/; labels src/labels/; exporter src/kube/podres.c;
@@ -74,7 +71,6 @@ WRITES = {
 UNDER_ROOT = {"plugin": PLUGIN_READS | {"/var/run/cdi"}, "doctor": {"/"}}
 
 _HELP = {}
-_PENDING_SEEN = set()
 
 
 def help_text(verb):
@@ -96,12 +92,6 @@ def check_flags_env(name, verb, c):
     for a in c.get("args", []):
         flag = a.split("=", 1)[0]
         if flag in words:
-            continue
-        if flag in PENDING_FLAGS.get(verb, ()):
-            if (verb, flag) in _PENDING_SEEN:
-                continue
-            _PENDING_SEEN.add((verb, flag))
-            print("PENDING %s: %s %s not in this binary yet (the doctor's metrics mode)" % (name, verb, flag))
             continue
         check(False, "%s: %s passes %s, which `gpulet %s --help` does not list" % (name, verb, flag, verb))
     envs = set(re.findall(r"\b[A-Z][A-Z0-9_]{2,}\b", text))
