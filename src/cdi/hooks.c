@@ -35,7 +35,7 @@ static const struct {
 	const char *target;
 	const char *link;
 } extra_links[] = {
-    {"libcuda.so.%s", "libcuda.so.1", "libcuda.so"}, /* applications dlopen("libcuda.so") */
+    {"libcuda.so.%s", "libcuda.so.1", "libcuda.so"},       /* applications dlopen("libcuda.so") */
     {"libGLX_nvidia.so.%s", NULL, "libGLX_indirect.so.0"}, /* GLVND's indirect GLX */
     {"libnvidia-opticalflow.so.%s", "libnvidia-opticalflow.so.1", "libnvidia-opticalflow.so"},
 };
@@ -55,10 +55,11 @@ int cdi_hooks_parse_disabled(const char *list, unsigned *ret, struct gerr *err)
 				known = true;
 			}
 		if (!known)
-			return gerr_set(err, EINVAL,
-					"unknown hook '%.*s' to disable; use all, or create-symlinks, enable-cuda-compat, "
-					"update-ldcache, disable-device-node-modification (comma-separated)",
-					(int)len, p);
+			return gerr_set(
+			    err, EINVAL,
+			    "unknown hook '%.*s' to disable; use all, or create-symlinks, enable-cuda-compat, "
+			    "update-ldcache, disable-device-node-modification (comma-separated)",
+			    (int)len, p);
 		p += len;
 		p += strspn(p, ", ");
 	}
@@ -248,8 +249,8 @@ int cdi_add_hooks(json_t *edits, const char *driver_version, const struct cdi_ho
 				"--nvidia-cdi-hook-path",
 				strerror(-r));
 	if (path[0] != '/')
-		return gerr_set(err, EINVAL, "--nvidia-cdi-hook-path '%s' is not an absolute path; the runtime needs one",
-				path);
+		return gerr_set(err, EINVAL,
+				"--nvidia-cdi-hook-path '%s' is not an absolute path; the runtime needs one", path);
 	r = scan_mounts(json_object_get(edits, "mounts"), driver_version, dirs, links);
 	if (r == 0)
 		r = build_hooks(hooks, path, prefix, driver_version, o, dirs, links);

@@ -110,7 +110,8 @@ int cdihook_create_symlinks(int root_fd, const char *const *links, size_t n, str
 		if (seen)
 			continue;
 		if (!sep || strstr(sep + 2, "::"))
-			return gerr_set(err, EINVAL, "--link '%s': expected TARGET::LINK (e.g. libcuda.so.1::/usr/lib64/libcuda.so)",
+			return gerr_set(err, EINVAL,
+					"--link '%s': expected TARGET::LINK (e.g. libcuda.so.1::/usr/lib64/libcuda.so)",
 					links[i]);
 		target = strndup(links[i], (size_t)(sep - links[i]));
 		if (!target)
@@ -134,8 +135,7 @@ static long version_major(const char *v)
 	return (*end == '.' || *end == '\0') ? m : -1;
 }
 
-int cdihook_enable_cuda_compat(int root_fd, const char *host_driver_version, const char *compat_dir,
-			       struct gerr *err)
+int cdihook_enable_cuda_compat(int root_fd, const char *host_driver_version, const char *compat_dir, struct gerr *err)
 {
 	_cleanup_free_ char *found = NULL, *text = NULL;
 	long host = version_major(host_driver_version);

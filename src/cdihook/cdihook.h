@@ -48,7 +48,7 @@ int oci_state_rootfs(const struct oci_state *s, char **ret, struct gerr *err);
 int cdihook_create_symlinks(int root_fd, const char *const *links, size_t n, struct gerr *err);
 
 struct cdihook_ldcache_options {
-	const char *ldconfig_path; /* host ldconfig; "@" prefix allowed; NULL = /sbin/ldconfig */
+	const char *ldconfig_path;  /* host ldconfig; "@" prefix allowed; NULL = /sbin/ldconfig */
 	const char *const *folders; /* container dirs holding injected libraries */
 	size_t n_folders;
 };
@@ -63,8 +63,7 @@ int cdihook_update_ldcache(int root_fd, const struct cdihook_ldcache_options *o,
  * libcuda.so.X.Y whose major version is newer than the host driver's, add the dir to
  * ld.so.conf.d (00-compat-*). A NULL/empty host version is a no-op, as upstream.
  */
-int cdihook_enable_cuda_compat(int root_fd, const char *host_driver_version, const char *compat_dir,
-			       struct gerr *err);
+int cdihook_enable_cuda_compat(int root_fd, const char *host_driver_version, const char *compat_dir, struct gerr *err);
 
 /*
  * disable-device-node-modification: when the host's params file (NULL = /proc/driver/nvidia/params)

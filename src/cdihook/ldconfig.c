@@ -91,10 +91,11 @@ static int check_static_elf(int fd, const char *path, struct gerr *err)
 		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != (ssize_t)sizeof(ph))
 			return gerr_set(err, ENOEXEC, "--ldconfig-path %s: truncated ELF file", path);
 		if (ph.p_type == PT_INTERP)
-			return gerr_set(err, ENOEXEC,
-					"--ldconfig-path %s is dynamically linked: chrooted into the container it would "
-					"load the container's libc; give glibc's static ldconfig",
-					path);
+			return gerr_set(
+			    err, ENOEXEC,
+			    "--ldconfig-path %s is dynamically linked: chrooted into the container it would "
+			    "load the container's libc; give glibc's static ldconfig",
+			    path);
 	}
 	return 0;
 }
@@ -191,8 +192,8 @@ int cdihook_update_ldcache(int root_fd, const struct cdihook_ldcache_options *o,
 		return gerr_set(err, ENOMEM, "out of memory");
 	exe_fd = open(exe, O_RDONLY | O_CLOEXEC);
 	if (exe_fd < 0)
-		return gerr_set(err, errno, "--ldconfig-path %s: %s; give the host's ldconfig (e.g. /sbin/ldconfig)", exe,
-				strerror(errno));
+		return gerr_set(err, errno, "--ldconfig-path %s: %s; give the host's ldconfig (e.g. /sbin/ldconfig)",
+				exe, strerror(errno));
 	r = check_static_elf(exe_fd, exe, err);
 	if (r < 0)
 		return r;

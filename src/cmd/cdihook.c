@@ -40,8 +40,8 @@ static int add_list(void *opts, const char *value, struct gerr *err)
 }
 
 #define HOOK_F(field) offsetof(struct hook_cli, field)
-#define OPT_CONTAINER_SPEC                                                                                   \
-	CMD_ROW("container-spec", 0, CMD_OPT_STR, "FILE",                                                    \
+#define OPT_CONTAINER_SPEC                                                                                         \
+	CMD_ROW("container-spec", 0, CMD_OPT_STR, "FILE",                                                          \
 		"read the OCI state from FILE instead of stdin (empty or -: stdin); for testing the hook by hand", \
 		.off = HOOK_F(container_spec))
 

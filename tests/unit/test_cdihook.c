@@ -326,7 +326,8 @@ static void test_update_ldcache(void **state)
 	snprintf(p, sizeof(p), "%s/etc/ld.so.cache", t->root);
 	assert_int_equal(ldcache_read(p, &c, NULL), 0);
 	for (size_t i = 0; i < c->n_entries; i++)
-		found = found || (streq(c->entries[i].key, "libz.so.1") && streq(c->entries[i].value, "/usr/lib64/libz.so.1"));
+		found = found ||
+			(streq(c->entries[i].key, "libz.so.1") && streq(c->entries[i].value, "/usr/lib64/libz.so.1"));
 	assert_true(found);
 	snprintf(p, sizeof(p), "%s/etc/ld.so.conf", t->root); /* made, as the image had none */
 	assert_int_equal(access(p, F_OK), 0);
