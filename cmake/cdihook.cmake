@@ -8,3 +8,5 @@ gpulet_script_test(cdihook_podman /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/int
 set_tests_properties(cdihook_podman PROPERTIES LABELS "no-asan" RUN_SERIAL TRUE FIXTURES_REQUIRED realdriver
                      SKIP_RETURN_CODE 77)
 set_property(TEST cdihook_podman APPEND PROPERTY ENVIRONMENT "CC=${CMAKE_C_COMPILER}")
+# the plugin's CDI upkeep writes the same hooks from --nvidia-cdi-hook-path / --cdi-disable-hooks
+gpulet_script_test(cdihook_plugin /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_hook_plugin.py)
