@@ -80,25 +80,18 @@ static bool is_lib_name(const char *base)
 	return so && (so[3] == '\0' || so[3] == '.');
 }
 
-static bool mounted(const json_t *mounts, const char *path)
-{
-	const json_t *m;
-	size_t i;
-
-	json_array_foreach (mounts, i, m)
-		if (streq(json_string_value(json_object_get(m, "containerPath")), path))
-			return true;
-	return false;
-}
-
-static bool array_has(const json_t *a, const char *s)
+/* Whether array a holds s: as an element (key NULL) or as member key of an element. */
+static bool array_has(const json_t *a, const char *key, const char *s)
 {
 	const json_t *v;
 	size_t i;
 
-	json_array_foreach (a, i, v)
-		if (streq(json_string_value(v), s))
+	json_array_foreach (a, i, v) {
+		const char *x = json_string_value(key ? json_object_get(v, key) : v);
+
+		if (x && streq(x, s))
 			return true;
+	}
 	return false;
 }
 
@@ -116,7 +109,7 @@ static int scan_mounts(const json_t *mounts, const char *version, json_t *dirs, 
 		if (!slash || !is_lib_name(slash + 1))
 			continue;
 		dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
-		if (!dir || (!array_has(dirs, dir) && jpush(dirs, json_string(dir)) < 0))
+		if (!dir || (!array_has(dirs, NULL, dir) && jpush(dirs, json_string(dir)) < 0))
 			return -ENOMEM;
 		for (size_t k = 0; version && k < ELEMENTSOF(extra_links); k++) {
 			char file[NAME_MAX + 1], link[PATH_MAX];
@@ -125,12 +118,12 @@ static int scan_mounts(const json_t *mounts, const char *version, json_t *dirs, 
 			snprintf(file, sizeof(file), extra_links[k].file, version);
 			snprintf(link, sizeof(link), "%s/%s", dir, extra_links[k].link);
 			/* a link the spec already mounts is there; a rename over a mount point would fail */
-			if (!streq(slash + 1, file) || mounted(mounts, link))
+			if (!streq(slash + 1, file) || array_has(mounts, "containerPath", link))
 				continue;
 			s = json_sprintf("%s::%s", extra_links[k].target ? extra_links[k].target : file, link);
 			if (!s)
 				return -ENOMEM;
-			if (array_has(links, json_string_value(s)))
+			if (array_has(links, NULL, json_string_value(s)))
 				json_decref(s);
 			else if (jpush(links, s) < 0)
 				return -ENOMEM;
