@@ -155,9 +155,15 @@ int cdihook_enable_cuda_compat(int root_fd, const char *host_driver_version, con
 		close(fd);
 		return gerr_set(err, errno, "reading %s in the container: %s", compat_dir, strerror(errno));
 	}
-	while ((de = readdir(d)))
-		if (fnmatch("libcuda.so.*.*", de->d_name, 0) == 0 && de->d_type == DT_REG && n++ == 0)
+	while ((de = readdir(d))) {
+		struct stat st;
+		bool reg = de->d_type == DT_REG ||
+			   (de->d_type == DT_UNKNOWN && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISREG(st.st_mode)); /* file systems without d_type */
+
+		if (fnmatch("libcuda.so.*.*", de->d_name, 0) == 0 && reg && n++ == 0)
 			found = strdup(de->d_name);
+	}
 	closedir(d);
 	/* one compat libcuda, newer major than the host's; anything else: leave the image alone */
 	if (n != 1 || !found || host < 0 || version_major(found + strlen("libcuda.so.")) <= host)

@@ -116,9 +116,12 @@ int oci_state_rootfs(const struct oci_state *s, char **ret, struct gerr *err)
 			return gerr_set(err, EINVAL, "the OCI state's bundle '%s' is not an absolute path", s->bundle);
 		if (asprintf(&config, "%s/config.json", s->bundle) < 0)
 			return gerr_set(err, ENOMEM, "out of memory");
-		r = read_file(config, OCI_CONFIG_MAX, &text, &len, err);
+		r = read_file(config, OCI_CONFIG_MAX, &text, &len, NULL);
 		if (r < 0)
-			return r;
+			return gerr_set(err, -r,
+					"reading %s to find the rootfs: %s; the OCI state's \"bundle\" must be the "
+					"container's bundle dir (the runtime passes it when it runs the hook)",
+					config, strerror(-r));
 		r = oci_config_root(config, text, len, &path, err);
 		if (r < 0)
 			return r;
