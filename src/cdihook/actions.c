@@ -218,7 +218,8 @@ int cdihook_disable_devnode_mod(int root_fd, const char *host_params, struct ger
 	/* a private tmpfs, not attached anywhere: nothing is left in the container's tree but the file mount */
 	fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
 	if (fs < 0 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-		return gerr_set(err, errno, "creating a tmpfs for the params copy: %s", strerror(errno));
+		return gerr_set(err, errno, "creating a tmpfs for the params copy: %s%s", strerror(errno),
+				errno == ENOSYS ? " (the new mount API needs Linux 5.2)" : "");
 	mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
 	if (mnt < 0)
 		return gerr_set(err, errno, "mounting the tmpfs: %s", strerror(errno));

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -102,14 +103,14 @@ static int check_static_elf(int fd, const char *path, struct gerr *err)
 
 /*
  * fork; the child chroots into the rootfs and runs the already-opened ldconfig with an empty
- * environment. Errors before the exec come back through a close-on-exec pipe.
+ * environment. Errors before the exec come back through a close-on-exec pipe: {step, errno},
+ * step 0 the chroot, 1 the exec.
  */
 static int run_chrooted(int root_fd, int exe_fd, const char *exe, struct gerr *err)
 {
 	char *const argv[] = {"ldconfig", "-f", "/etc/ld.so.conf", "-C", "/etc/ld.so.cache", NULL};
 	char *const envp[] = {NULL};
-	int p[2], child_errno = 0, status;
-	const char *step = "chroot into the rootfs";
+	int p[2], child[2] = {0, 0}, status;
 	pid_t pid;
 	ssize_t n;
 
@@ -122,23 +123,32 @@ static int run_chrooted(int root_fd, int exe_fd, const char *exe, struct gerr *e
 		return gerr_set(err, errno, "fork: %s", strerror(errno));
 	}
 	if (pid == 0) {
-		int e;
+		int e[2] = {0, 0};
 
-		if (fchdir(root_fd) == 0 && chroot(".") == 0 && chdir("/") == 0)
-			fexecve(exe_fd, argv, envp);
-		e = errno;
-		(void)!write(p[1], &e, sizeof(e));
+		if (fchdir(root_fd) == 0 && chroot(".") == 0 && chdir("/") == 0) {
+			/* execveat by fd: no path of the host is looked up after the chroot (not fexecve,
+			 * whose fallback /proc/self/fd/N does not exist inside the rootfs) */
+			syscall(SYS_execveat, exe_fd, "", argv, envp, AT_EMPTY_PATH);
+			e[0] = 1;
+		}
+		e[1] = errno;
+		(void)!write(p[1], e, sizeof(e));
 		_exit(127);
 	}
 	close(p[1]);
-	n = read(p[0], &child_errno, sizeof(child_errno));
+	n = read(p[0], child, sizeof(child));
 	close(p[0]);
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return gerr_set(err, errno, "waitpid: %s", strerror(errno));
-	if (n == (ssize_t)sizeof(child_errno))
-		return gerr_set(err, child_errno, "running %s: %s failed: %s (the hook needs root or CAP_SYS_CHROOT)",
-				exe, step, strerror(child_errno));
+	if (n == (ssize_t)sizeof(child) && child[0] == 0)
+		return gerr_set(err, child[1],
+				"running %s: chroot into the rootfs failed: %s (the hook needs root or "
+				"CAP_SYS_CHROOT)",
+				exe, strerror(child[1]));
+	if (n == (ssize_t)sizeof(child))
+		return gerr_set(err, child[1], "running %s inside the rootfs: execveat: %s%s", exe, strerror(child[1]),
+				child[1] == ENOSYS ? " (execveat needs Linux 3.19)" : "");
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return gerr_set(err, EIO, "%s in the container's rootfs failed (%s %d); its message is above", exe,
 				WIFEXITED(status) ? "exit status" : "signal",

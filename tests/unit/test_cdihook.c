@@ -322,15 +322,6 @@ static void test_update_ldcache(void **state)
 	mkdir_at(t->root, "usr/lib64");
 	snprintf(p, sizeof(p), "%s/usr/lib64/libz.so.1", t->root);
 	copy_file("/lib/x86_64-linux-gnu/libz.so.1", p);
-	assert_int_equal(cdihook_update_ldcache(t->root_fd, &o, &err), 0);
-	snprintf(p, sizeof(p), "%s/etc/ld.so.cache", t->root);
-	assert_int_equal(ldcache_read(p, &c, NULL), 0);
-	for (size_t i = 0; i < c->n_entries; i++)
-		found = found ||
-			(streq(c->entries[i].key, "libz.so.1") && streq(c->entries[i].value, "/usr/lib64/libz.so.1"));
-	assert_true(found);
-	snprintf(p, sizeof(p), "%s/etc/ld.so.conf", t->root); /* made, as the image had none */
-	assert_int_equal(access(p, F_OK), 0);
 	/* a script or a dynamic binary is refused before anything runs */
 	put(t->tmp, "ldconfig-script", "#!/bin/sh\n");
 	snprintf(p, sizeof(p), "%s/ldconfig-script", t->tmp);
@@ -340,6 +331,20 @@ static void test_update_ldcache(void **state)
 	o.ldconfig_path = "/bin/true";
 	assert_int_equal(cdihook_update_ldcache(t->root_fd, &o, &err), -ENOEXEC);
 	assert_non_null(strstr(err.msg, "dynamically linked"));
+	/* valgrind runs an exec by fd through /proc/self/fd, which the chroot hides: the run is
+	 * checked natively (and by cdihook_podman) */
+	if (getenv("LD_PRELOAD") && strstr(getenv("LD_PRELOAD"), "vgpreload"))
+		skip();
+	o.ldconfig_path = "/sbin/ldconfig";
+	assert_int_equal(cdihook_update_ldcache(t->root_fd, &o, &err), 0);
+	snprintf(p, sizeof(p), "%s/etc/ld.so.cache", t->root);
+	assert_int_equal(ldcache_read(p, &c, NULL), 0);
+	for (size_t i = 0; i < c->n_entries; i++)
+		found = found ||
+			(streq(c->entries[i].key, "libz.so.1") && streq(c->entries[i].value, "/usr/lib64/libz.so.1"));
+	assert_true(found);
+	snprintf(p, sizeof(p), "%s/etc/ld.so.conf", t->root); /* made, as the image had none */
+	assert_int_equal(access(p, F_OK), 0);
 }
 
 /* In a private mount namespace: the container's params file gets a read-only copy saying 0. */
@@ -364,7 +369,7 @@ static void test_devnode_params(void **state)
 		char buf[256] = "";
 		FILE *f;
 
-		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0)
 			_exit(77);
 		struct gerr err = {0};
 
@@ -374,7 +379,7 @@ static void test_devnode_params(void **state)
 		root_fd = open(t->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (root_fd < 0 || cdihook_disable_devnode_mod(root_fd, host, &err) < 0) {
 			fprintf(stderr, "%s\n", err.msg);
-			_exit(1);
+			_exit(err.code == ENOSYS ? 77 : 1); /* no fsopen (before 5.2, or valgrind): skipped */
 		}
 		snprintf(p, sizeof(p), "%s/proc/driver/nvidia/params", t->root);
 		f = fopen(p, "r");
