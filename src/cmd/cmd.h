@@ -18,6 +18,7 @@ int cmd_versions(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
 int cmd_labels(int argc, char **argv);
+int cmd_cdihook(int argc, char **argv);
 
 /* A boolean flag or env value: 1/true/yes/on, 0/false/no/off (any case); -EINVAL otherwise. */
 int cmd_parse_bool(const char *s, bool *ret);
