@@ -115,7 +115,8 @@ static void gpu_mode(const char *root, const struct node *n, struct labels_host 
 			continue;
 		node_pci_sysfs_id(g->pci_bus_id, dev, sizeof(dev));
 		if (!g->pci_bus_id[0] || read_pci_attr(root, dev, "vendor", vendor, sizeof(vendor)) < 0 ||
-		    strcasecmp(vendor, PCI_VENDOR_NV) != 0 || read_pci_attr(root, dev, "class", class, sizeof(class)) < 0)
+		    strcasecmp(vendor, PCI_VENDOR_NV) != 0 ||
+		    read_pci_attr(root, dev, "class", class, sizeof(class)) < 0)
 			return;
 		c = strtoul(class, &end, 0);
 		if (end == class || *end)
