@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Black-box tests of `gpulet labels`: golden files per fixture and MIG strategy (tests/golden/labels,
-regenerate with --update and review the diff against device-plugin.md §9), the NFD feature file
-written atomically under --root, GFD's env vars, relabeling and removal on SIGTERM."""
+"""Black-box tests of `gpulet labels`: golden files per fixture x MIG strategy x sharing mode
+(tests/golden/labels; regenerate with --update), each also checked key by key against an independent
+model of GFD v0.20's label rules (docs/reference/gfd-labels.md); the plugin's config file and GFD's
+flags and env vars with their precedence; the NFD feature file written atomically under --root,
+relabeling, SIGHUP reload and removal on SIGTERM."""
 import json
 import os
 import re
@@ -467,6 +469,159 @@ class FeatureFile(unittest.TestCase):
             proc.wait(10)
         self.assertEqual(proc.returncode, 0, proc.stderr.read())
         self.assertFalse(os.path.exists(self.out))
+
+
+class ConfigAndFlags(unittest.TestCase):
+    """The plugin's config file and GFD's flags: flag > env var > file > default, as GFD (urfave/cli)."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp()
+        make_root(load("dgx-a100"), self.root)
+
+    def tearDown(self):
+        shutil.rmtree(self.root)
+
+    def write(self, name, doc):
+        path = os.path.join(self.root, name)
+        with open(path, "w") as f:
+            f.write(doc if isinstance(doc, str) else json.dumps(doc))
+        return path
+
+    def labels(self, args, env=None, fx="dgx-a100", out="/out"):
+        p = run(args, fx, self.root, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return parse_labels(read(os.path.join(self.root, out.lstrip("/")))), p.stderr
+
+    def test_file_sets_gfd_flags(self):
+        with open(os.path.join(self.root, "machine"), "w") as f:
+            f.write("Custom Box\n")
+        cfg = self.write("c.yaml", "version: v1\nflags:\n  migStrategy: mixed\n  gfd:\n    oneshot: true\n"
+                                   "    noTimestamp: true\n    outputFile: /from-file\n    machineTypeFile: /machine\n")
+        got, _ = self.labels(["--config-file", cfg], out="/from-file")
+        self.assertEqual(got[NV + "mig.strategy"], "mixed")
+        self.assertEqual(got[NV + "gpu.machine"], "Custom-Box")
+        self.assertNotIn(NV + "gfd.timestamp", got)
+
+    def test_precedence(self):
+        cfg = self.write("c.yaml", {"version": "v1", "flags": {"migStrategy": "mixed", "gfd": {"noTimestamp": True}}})
+        base = ["--oneshot", "-o", "/out", "--config-file", cfg]
+        got, _ = self.labels(base)
+        self.assertEqual(got[NV + "mig.strategy"], "mixed")                   # file > default
+        got, _ = self.labels(base, env={"MIG_STRATEGY": "single"})
+        self.assertEqual(got[NV + "mig.strategy"], "single")                  # env > file
+        got, _ = self.labels(base + ["--mig-strategy", "none"], env={"MIG_STRATEGY": "single"})
+        self.assertNotIn(NV + "mig.strategy", got)                             # flag > env
+        self.assertNotIn(NV + "gfd.timestamp", got)
+        got, _ = self.labels(base + ["--no-timestamp=false"])
+        self.assertIn(NV + "gfd.timestamp", got)                               # a switch set false beats the file
+        # both env vars of --config-file: GFD_CONFIG_FILE first, then CONFIG_FILE
+        other = self.write("o.yaml", {"version": "v1", "flags": {"migStrategy": "single"}})
+        got, _ = self.labels(["--oneshot", "-o", "/out"], env={"GFD_CONFIG_FILE": other, "CONFIG_FILE": cfg})
+        self.assertEqual(got[NV + "mig.strategy"], "single")
+        got, _ = self.labels(["--oneshot", "-o", "/out"], env={"CONFIG_FILE": cfg})
+        self.assertEqual(got[NV + "mig.strategy"], "mixed")
+
+    def test_sharing_from_file(self):
+        cfg = self.write("ts.yaml", "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                                    "    - name: nvidia.com/gpu\n      replicas: 5\n")
+        got, _ = self.labels(["--oneshot", "-o", "/out", "--config-file", cfg], fx="single-t4")
+        self.assertEqual(got[NV + "gpu.replicas"], "5")
+        self.assertEqual(got[NV + "gpu.product"], "Tesla-T4-SHARED")
+        self.assertEqual(got[NV + "gpu.sharing-strategy"], "time-slicing")
+        cfg = self.write("mps.yaml", "version: v1\nsharing:\n  mps:\n    resources:\n"
+                                     "    - name: nvidia.com/gpu\n      replicas: 3\n")
+        got, _ = self.labels(["--oneshot", "-o", "/out", "--config-file", cfg], fx="single-t4")
+        self.assertEqual(got[NV + "mps.capable"], "true")   # what the MPS control daemon's nodeSelector needs
+        self.assertEqual(got[NV + "gpu.sharing-strategy"], "mps")
+
+    def test_bad_config_file(self):
+        for text, want in (("version: v1\nflags: [\n", "c.yaml:"), ("version: v2\n", "unknown version"),
+                           ("version: v1\nflags:\n  gfd:\n    noTimestamp: maybe\n", "flags.gfd.noTimestamp"),
+                           ("version: v1\nflags:\n  gfd:\n    sleepInterval: soon\n", "flags.gfd.sleepInterval")):
+            cfg = self.write("c.yaml", text)
+            p = run(["--oneshot", "-o", "/out", "--config-file", cfg], "dgx-a100", self.root)
+            self.assertEqual(p.returncode, 1, text)
+            self.assertIn(want, p.stderr, text)
+            self.assertFalse(os.path.exists(os.path.join(self.root, "out")))
+        p = run(["--oneshot", "-o", "/out", "--config-file", "/nonexistent.yaml"], "dgx-a100", self.root)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("/nonexistent.yaml", p.stderr)
+
+    def test_gfd_flags_accepted(self):
+        args = ["--oneshot", "-o", "/out", "--use-node-feature-api", "--device-discovery-strategy", "nvml",
+                "--driver-root-ctr-path", "/driver-root", "--kubeconfig", "/k", "--kube-api-qps", "5",
+                "--kube-api-burst", "10", "--namespace", "gpu-operator", "--node-name", "n1", "--pod-name", "gfd-x"]
+        got, err = self.labels(args)
+        self.assertEqual(got[NV + "gpu.count"], "8")
+        self.assertEqual(err.count("no Kubernetes API client"), 1, err)  # one clear warning
+        for env in ({"USE_NODE_FEATURE_API": "true"}, {"GFD_USE_NODE_FEATURE_API": "1"}):
+            _, err = self.labels(["--oneshot", "-o", "/out"], env=env)
+            self.assertEqual(err.count("no Kubernetes API client"), 1, err)
+        cfg = self.write("nfd.yaml", "version: v1\nflags:\n  useNodeFeatureAPI: true\n")
+        _, err = self.labels(["--oneshot", "-o", "/out", "--config-file", cfg])
+        self.assertEqual(err.count("no Kubernetes API client"), 1, err)
+        _, err = self.labels(["--oneshot", "-o", "/out", "--use-node-feature-api=false", "--config-file", cfg])
+        self.assertNotIn("no Kubernetes API client", err)
+        _, err = self.labels(["--oneshot", "-o", "/out", "--container-driver-root", "/x"],
+                             env={"DEVICE_DISCOVERY_STRATEGY": "tegra"})
+        self.assertIn("NVML only", err)
+        p = run(["--oneshot", "-o", "/out", "--device-discovery-strategy", "bogus"], "dgx-a100", self.root)
+        self.assertEqual(p.returncode, 2)
+
+    def test_machine_file_missing(self):
+        os.remove(os.path.join(self.root, "sys/class/dmi/id/product_name"))
+        got, _ = self.labels(["--oneshot", "-o", "/out"])
+        self.assertEqual(got[NV + "gpu.machine"], "unknown")
+
+    def daemon(self, args, fx="dgx-a100"):
+        e = {k: v for k, v in os.environ.items() if k not in ENV_CLEAR}
+        e.update(FAKE_NVML_FIXTURE=fixture_path(fx))
+        return subprocess.Popen([GPULET, "labels", "--nvml-library", FAKE, "--root", self.root, "-o", "/out",
+                                 "--no-timestamp"] + args, env=e, stderr=subprocess.PIPE, text=True)
+
+    def test_sighup_reads_the_config_again(self):
+        cfg = self.write("c.yaml", {"version": "v1", "flags": {"migStrategy": "none"}})
+        out = os.path.join(self.root, "out")
+        proc = self.daemon(["--config-file", cfg, "--sleep-interval", "1h"])
+        try:
+            wait_until(lambda: os.path.exists(out), 5)
+            self.assertNotIn(NV + "mig.strategy", parse_labels(read(out)))
+            self.write("c.yaml", {"version": "v1", "flags": {"migStrategy": "mixed"}})
+            proc.send_signal(signal.SIGHUP)
+            wait_until(lambda: "mig.strategy=mixed" in read(out), 5)
+            self.assertIn("mig.strategy=mixed", read(out))
+            self.assertIsNone(proc.poll())
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(10)
+        self.assertEqual(proc.returncode, 0, proc.stderr.read())
+        self.assertFalse(os.path.exists(out))
+
+    def test_infinite_sleep_keeps_the_file(self):
+        out = os.path.join(self.root, "out")
+        proc = self.daemon(["--sleep-interval", "infinite"])
+        try:
+            wait_until(lambda: os.path.exists(out), 5)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(10)
+        proc.stderr.close()
+        self.assertEqual(proc.returncode, 0)
+        self.assertTrue(os.path.exists(out))  # GFD leaves it: nothing would write it again
+
+    def test_mps_with_mig_labels_nothing(self):
+        out = os.path.join(self.root, "out")
+        with open(out, "w") as f:
+            f.write("nvidia.com/gpu.count=8\n")  # a previous run's labels
+        cfg = self.write("mps.yaml", {"version": "v1", "sharing": {"mps": {"resources": [
+            {"name": "nvidia.com/gpu", "replicas": 2}]}}})
+        proc = self.daemon(["--config-file", cfg, "--sleep-interval", "200ms"])
+        proc.wait(10)
+        err = proc.stderr.read()
+        proc.stderr.close()
+        self.assertEqual(proc.returncode, 1, err)
+        self.assertIn("MPS sharing is not supported with MIG", err)
+        self.assertFalse(os.path.exists(out))
 
 
 if __name__ == "__main__":
