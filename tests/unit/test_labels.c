@@ -5,7 +5,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "labels/labels.h"
@@ -327,6 +330,98 @@ static void test_vgpu(void **state)
 	host = (struct labels_host){0};
 }
 
+/* ---- labels_read_host on a fake root ---- */
+
+static char root[64];
+
+static void put(const char *rel, const void *data, size_t len)
+{
+	char path[256], *slash;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	for (slash = strchr(path + strlen(root) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		mkdir(path, 0755);
+		*slash = '/';
+	}
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, len, f), len);
+	fclose(f);
+}
+
+static void pci_dev(const char *dev, const char *vendor, const char *class, const uint8_t *cfg, size_t cfg_len)
+{
+	char rel[128];
+
+	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s/vendor", dev);
+	put(rel, vendor, strlen(vendor));
+	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s/class", dev);
+	put(rel, class, strlen(class));
+	if (cfg) {
+		snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s/config", dev);
+		put(rel, cfg, cfg_len);
+	}
+}
+
+static void test_read_host(void **state)
+{
+	struct labels_host h;
+	uint8_t plain[256], vgpu[256];
+	char cmd[128];
+
+	snprintf(root, sizeof(root), "/tmp/gpulet-labels-unit.XXXXXX");
+	assert_non_null(mkdtemp(root));
+	a100_node(false, false);
+	snprintf(gpus[0].pci_bus_id, sizeof(gpus[0].pci_bus_id), "00000000:07:00.0");
+	snprintf(gpus[1].pci_bus_id, sizeof(gpus[1].pci_bus_id), "00000000:0F:00.0");
+
+	labels_read_host(root, &nd, "/sys/class/dmi/id/product_name", &h); /* nothing there */
+	assert_null(h.machine);
+	assert_string_equal(h.gpu_mode, "unknown");
+	assert_false(h.vgpu_known); /* no sys/bus/pci/devices: GFD's scan fails */
+	labels_host_clear(&h);
+
+	put("sys/class/dmi/id/product_name", "DGX H100\n", 9);
+	pci_config(plain, "", "");
+	plain[0x63] = 'X'; /* a vendor capability, not vGPU's */
+	pci_dev("0000:07:00.0", "0x10de\n", "0x030200\n", plain, sizeof(plain));
+	pci_dev("0000:0f:00.0", "0x10de\n", "0x030200\n", plain, sizeof(plain));
+	pci_dev("0000:00:1f.0", "0x8086\n", "0x060100\n", NULL, 0); /* not NVIDIA: no config needed */
+	labels_read_host(root, &nd, "/sys/class/dmi/id/product_name", &h);
+	assert_string_equal(h.machine, "DGX H100\n");
+	assert_string_equal(h.gpu_mode, "compute");
+	assert_true(h.vgpu_known);
+	assert_int_equal(h.n_vgpu, 0);
+	labels_host_clear(&h);
+
+	pci_dev("0000:0f:00.0", "0x10de\n", "0x030000\n", plain, sizeof(plain)); /* two classes */
+	labels_read_host(root, &nd, NULL, &h);
+	assert_null(h.machine);
+	assert_string_equal(h.gpu_mode, "unknown");
+	labels_host_clear(&h);
+
+	pci_dev("0000:07:00.0", "0x10de\n", "0x030000\n", plain, sizeof(plain));
+	pci_config(vgpu, "550.54.16", "r550_40");
+	pci_dev("0000:0f:00.0", "0x10de\n", "0x030000\n", vgpu, sizeof(vgpu));
+	labels_read_host(root, &nd, NULL, &h);
+	assert_string_equal(h.gpu_mode, "graphics");
+	assert_true(h.vgpu_known);
+	assert_int_equal(h.n_vgpu, 1);
+	assert_string_equal(h.vgpu_host_driver_version, "550.54.16");
+	assert_string_equal(h.vgpu_host_driver_branch, "r550_40");
+	labels_host_clear(&h);
+
+	pci_dev("0000:07:00.0", "0x10de\n", "0x030000\n", plain, 64); /* an unprivileged read: scan fails */
+	labels_read_host(root, &nd, NULL, &h);
+	assert_false(h.vgpu_known);
+	assert_int_equal(h.n_vgpu, 0);
+	labels_host_clear(&h);
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void test_custom_labels(void **state)
 {
 	a100_node(true, false);
@@ -393,6 +488,7 @@ int main(void)
 	    cmocka_unit_test(test_sharing),
 	    cmocka_unit_test(test_profile_names_and_clique),
 	    cmocka_unit_test(test_vgpu),
+	    cmocka_unit_test(test_read_host),
 	    cmocka_unit_test(test_custom_labels),
 	    cmocka_unit_test(test_family_table),
 	    cmocka_unit_test(test_no_gpu_and_format),
