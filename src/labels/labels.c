@@ -11,9 +11,9 @@
 
 #include "labels/labels.h"
 
-#define NV        "nvidia.com/"
-#define GPU_RES   NV "gpu"
-#define NAME_MAX_ 256
+#define NV             "nvidia.com/"
+#define GPU_RES        NV "gpu"
+#define LABEL_PART_MAX 256
 
 void label_set_free(struct label_set *s)
 {
@@ -191,7 +191,7 @@ static unsigned replicas_of(const struct res *r)
 static void base_labels(struct builder *b, const struct res *r, unsigned long long count, const char *const *parts,
 			size_t n_parts)
 {
-	char product[3 * NAME_MAX_] = "", part[NAME_MAX_];
+	char product[3 * LABEL_PART_MAX] = "", part[LABEL_PART_MAX];
 	unsigned replicas = replicas_of(r);
 	size_t o = 0;
 
@@ -229,8 +229,7 @@ static void gpu_resource_labels(struct builder *b, const struct node_gpu *g, uns
 	}
 }
 
-/* The GPU index of the first and last usable GPU named like gpus[i] with the same MIG mode, and how many of that name.
- */
+/* GFD's count of a model: every usable GPU of that name, in MIG mode or not. */
 static size_t name_count(const struct node *n, const char *name)
 {
 	size_t c = 0;
@@ -240,6 +239,7 @@ static size_t name_count(const struct node *n, const char *name)
 	return c;
 }
 
+/* gpus[i] is the first usable GPU of its name among those with its MIG mode. */
 static bool first_of_name(const struct node *n, size_t i, bool mig_enabled)
 {
 	for (size_t k = 0; k < i; k++)
@@ -354,7 +354,7 @@ static void mixed_labels(struct builder *b, const struct node *n, const struct l
 /* GFD's -MIG-INVALID block: the first MIG-enabled GPU's model, everything else zero and no strategy. */
 static void single_invalid(struct builder *b, const struct node_gpu *first_enabled)
 {
-	char product[NAME_MAX_ + 16];
+	char product[LABEL_PART_MAX + 16];
 
 	labels_sanitize(first_enabled->name, product, sizeof(product) - 12);
 	if (product[0])
