@@ -585,3 +585,27 @@ char *config_to_json(const struct plugin_config *cfg)
 	json_decref(o);
 	return s;
 }
+
+/* gpulet labels (GFD): the same defaults and the same file reader, without the plugin's env and flags. */
+int config_load_file(const char *path, struct plugin_config *ret, struct gerr *err)
+{
+	_cleanup_free_ struct plugin_config *c = calloc(1, sizeof(*c));
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	int r;
+
+	if (!c)
+		return gerr_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < ELEMENTSOF(opts); i++)
+		if (opts[i].type != T_ACTION && (r = config_opt_set(c, &opts[i], opts[i].def, "default", err)) < 0)
+			return r;
+	if (path && *path) {
+		r = read_file(path, CONFIG_FILE_MAX, &text, &len, err);
+		if (r < 0)
+			return gerr_prefix(err, "reading the config file %s: ", path), r;
+		if ((r = config_apply_file_text(c, text, len, path, err)) < 0)
+			return r;
+	}
+	*ret = *c;
+	return 0;
+}

@@ -187,12 +187,37 @@ static bool is_known_unused(const char *key)
 
 static int walk_options(struct yctx *y, struct yval map, const char *prefix);
 
+const char *const config_gfd_keys[CONFIG_GFD_N] = {
+    [CONFIG_GFD_ONESHOT] = "flags.gfd.oneshot",
+    [CONFIG_GFD_NO_TIMESTAMP] = "flags.gfd.noTimestamp",
+    [CONFIG_GFD_SLEEP_INTERVAL] = "flags.gfd.sleepInterval",
+    [CONFIG_GFD_OUTPUT_FILE] = "flags.gfd.outputFile",
+    [CONFIG_GFD_MACHINE_TYPE_FILE] = "flags.gfd.machineTypeFile",
+    [CONFIG_GFD_USE_NODE_FEATURE_API] = "flags.useNodeFeatureAPI", /* under flags, not flags.gfd */
+};
+
+/* A GFD key: kept as text for gpulet labels, which checks the value; 1 = handled, 0 = not a GFD key. */
+static int gfd_option(struct yctx *y, const char *key, struct yval v)
+{
+	for (size_t i = 0; i < CONFIG_GFD_N; i++)
+		if (streq(config_gfd_keys[i], key)) {
+			if (json_is_null(v.v))
+				return 1;
+			return value_text(y, v, key, false, y->cfg->gfd[i], sizeof(y->cfg->gfd[i])) < 0 ? -EINVAL : 1;
+		}
+	return 0;
+}
+
 static int apply_option(struct yctx *y, const char *key, struct yval v)
 {
 	const struct opt *o = config_opt_by_key(key);
 	char text[PATH_MAX], src[PATH_MAX + 64];
 
 	if (!o) {
+		int g = gfd_option(y, key, v);
+
+		if (g != 0)
+			return g < 0 ? g : 0;
 		if (streq(key, "flags.plugin") || streq(key, "flags.gfd"))
 			return walk_options(y, v, key); /* fails on anything but a mapping */
 		if (!is_known_unused(key))
