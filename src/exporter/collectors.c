@@ -63,10 +63,11 @@ static int quoted(struct csv *c, const char *file, struct gerr *err)
 				   (*c->s == '\r' && c->s + 1 < c->end && c->s[1] == '\n')) {
 				return 0;
 			} else {
-				return gerr_set(err, EINVAL,
-						"%s:%u: text after a closing '\"'; write a quote inside a quoted field as "
-						"\"\"",
-						file, c->line);
+				return gerr_set(
+				    err, EINVAL,
+				    "%s:%u: text after a closing '\"'; write a quote inside a quoted field as "
+				    "\"\"",
+				    file, c->line);
 			}
 		} else if (ch == '\n') {
 			c->line++;
@@ -89,10 +90,11 @@ static int field(struct csv *c, bool *last, const char *file, struct gerr *err)
 	} else {
 		while (c->s < c->end && *c->s != ',' && *c->s != '\n') {
 			if (*c->s == '"')
-				return gerr_set(err, EINVAL,
-						"%s:%u: a '\"' inside an unquoted field; quote the whole field (\"...\") "
-						"and write the quote as \"\"",
-						file, c->line);
+				return gerr_set(
+				    err, EINVAL,
+				    "%s:%u: a '\"' inside an unquoted field; quote the whole field (\"...\") "
+				    "and write the quote as \"\"",
+				    file, c->line);
 			int r = put(c, *c->s++, file, err);
 			if (r < 0)
 				return r;
@@ -115,8 +117,10 @@ static int classify(struct exp_counter *k, const char *file, struct gerr *err)
 	for (size_t i = 0; i < ELEMENTSOF(prom_types); i++)
 		type_ok |= streq(k->type, prom_types[i]);
 	if (strlen(k->name) > EXP_COLLECTORS_MAX_NAME || !*k->name)
-		return gerr_set(err, EINVAL, "%s:%u: the field name is empty or too long; the first column is a DCGM "
-				"field such as DCGM_FI_DEV_GPU_TEMP", file, k->line);
+		return gerr_set(err, EINVAL,
+				"%s:%u: the field name is empty or too long; the first column is a DCGM "
+				"field such as DCGM_FI_DEV_GPU_TEMP",
+				file, k->line);
 	int m = exp_metric_by_name(k->name);
 	if (m >= 0) {
 		k->kind = EXP_COUNTER_METRIC;
@@ -183,8 +187,7 @@ static void counter_free(struct exp_counter *k)
 	memset(k, 0, sizeof(*k));
 }
 
-int exp_collectors_parse(const char *text, size_t len, const char *file, struct exp_collectors *ret,
-			 struct gerr *err)
+int exp_collectors_parse(const char *text, size_t len, const char *file, struct exp_collectors *ret, struct gerr *err)
 {
 	struct exp_collectors c = {0};
 	struct csv *in = calloc(1, sizeof(*in));

@@ -43,8 +43,7 @@ struct exp_collectors {
  * An unknown field name, a Prometheus type dcgm-exporter does not know, a record without
  * exactly 3 fields or a stray quote is an error; ret is written only on success.
  */
-int exp_collectors_parse(const char *text, size_t len, const char *file, struct exp_collectors *ret,
-			 struct gerr *err);
+int exp_collectors_parse(const char *text, size_t len, const char *file, struct exp_collectors *ret, struct gerr *err);
 /* Read path (at most EXP_COLLECTORS_MAX_BYTES) and parse it. */
 int exp_collectors_load(const char *path, struct exp_collectors *ret, struct gerr *err);
 void exp_collectors_free(struct exp_collectors *c);

@@ -538,8 +538,11 @@ int exporter_start(struct exporter *e, struct nvml *nv, int interval_ms, struct 
 {
 	e->nv = nv;
 	e->interval_ms = interval_ms > 0 ? interval_ms : 5000;
-	/* three missed rounds (at least 10 s): a sampler stuck in NVML stops serving its old values */
-	e->stale_s = MAX(3.0 * e->interval_ms / 1000.0, 10.0);
+	/*
+	 * Three missed rounds and a second: a sampler stuck in a hung NVML call stops serving its old
+	 * values (they would look current); gpulet_sample_age_seconds keeps saying how old they are.
+	 */
+	e->stale_s = 3.0 * e->interval_ms / 1000.0 + 1.0;
 	for (size_t i = 0; i < e->n_gpus; i++) {
 		struct exp_gpu *eg = &e->gpus[i];
 		int r = pthread_create(&eg->thread, NULL, sampler_thread, eg);
