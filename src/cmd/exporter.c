@@ -144,7 +144,8 @@ static const char *const ignored_why[IGN_COUNT] = {
     [IGN_SWITCH_DEVICES] = "NVSwitch metrics are not served",
     [IGN_CPU_DEVICES] = "CPU metrics are not served",
     [IGN_CONFIGMAP] = "ConfigMaps are not read: mount it as a file and pass -f",
-    [IGN_GPU_ID_TYPE] = "devices are matched by UUID and by nvidiaN name alike",
+    [IGN_GPU_ID_TYPE] = "devices are matched by UUID (GPU-..., MIG-...); nvidiaN device-name ids (GKE) are not "
+			"attributed",
     [IGN_POD_LABELS] = "pod Kubernetes labels are not added (no API server access)",
     [IGN_POD_UID] = "the pod_uid label is not added (PodResources has no UID)",
     [IGN_POD_LABEL_REGEX] = "pod Kubernetes labels are not added",
