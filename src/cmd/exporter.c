@@ -284,31 +284,45 @@ static void warn_collectors(const struct exp_collectors *c)
 	}
 }
 
+/*
+ * What is served: --debug, -d, the flags that mean nothing here (warned), the collectors file (read
+ * before NVML, so a typo fails the pod at once, naming file and line). CMD_CONTINUE or an exit code.
+ */
+static int served_set(const struct exporter_opts *o, struct exp_config *cfg)
+{
+	/* static: the exporter keeps pointers into it (help texts) while a stuck sampler may still run */
+	static struct exp_collectors collectors;
+
+	if (o->debug)
+		log_set_level_name("debug");
+	*cfg = (struct exp_config){.mig_parent = o->mig_parent};
+	if (parse_devices(o->devices, &cfg->devices) < 0)
+		return cmd_usage_error(&exporter_verb, "--devices '%s': use f, g or i (optionally g:RANGE, i:RANGE)",
+				       o->devices);
+	warn_ignored(o);
+	if (o->collectors) {
+		struct gerr err = {0};
+		if (exp_collectors_load(o->collectors, &collectors, &err) < 0) {
+			log_error("cannot read the collectors file", "error=\"%s\"", err.msg);
+			return 1;
+		}
+		warn_collectors(&collectors);
+		cfg->collectors = &collectors;
+		log_info("Collectors file read", "file=%s fields=%zu", o->collectors, collectors.n);
+	}
+	return CMD_CONTINUE;
+}
+
 int cmd_exporter(int argc, char **argv)
 {
 	struct exporter_opts o = {0};
 	int r = cmd_parse(&exporter_verb, argc, argv, &o);
 	if (r != CMD_CONTINUE)
 		return r;
-	if (o.debug)
-		log_set_level_name("debug");
-	struct exp_config cfg = {.mig_parent = o.mig_parent};
-	if (parse_devices(o.devices, &cfg.devices) < 0)
-		return cmd_usage_error(&exporter_verb, "--devices '%s': use f, g or i (optionally g:RANGE, i:RANGE)",
-				       o.devices);
-	warn_ignored(&o);
-	/* static: the exporter keeps pointers into it (help texts) while a stuck sampler may still run */
-	static struct exp_collectors collectors;
-	if (o.collectors) {
-		struct gerr cerr = {0};
-		if (exp_collectors_load(o.collectors, &collectors, &cerr) < 0) {
-			log_error("cannot read the collectors file", "error=\"%s\"", cerr.msg);
-			return 1;
-		}
-		warn_collectors(&collectors);
-		cfg.collectors = &collectors;
-		log_info("Collectors file read", "file=%s fields=%zu", o.collectors, collectors.n);
-	}
+	struct exp_config cfg;
+	r = served_set(&o, &cfg);
+	if (r != CMD_CONTINUE)
+		return r;
 
 	/* every thread inherits the blocked set; the main thread takes the signals with sigwait */
 	sigset_t set;

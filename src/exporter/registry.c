@@ -33,14 +33,20 @@ static nvmlReturn_t get_temp(const struct nvml *nv, nvmlDevice_t dev, int arg, d
 	return r;
 }
 
+/* An NVML call with one unsigned result (NULL: the driver lacks it), times scale. */
+static nvmlReturn_t one_uint(nvmlReturn_t (*fn)(nvmlDevice_t, unsigned *), nvmlDevice_t dev, double scale, double *ret)
+{
+	unsigned v;
+	nvmlReturn_t r = fn ? fn(dev, &v) : NVML_ERROR_FUNCTION_NOT_FOUND;
+	if (r == NVML_SUCCESS)
+		*ret = v * scale;
+	return r;
+}
+
 /* NVML reports milliwatts; dcgm's field is watts. */
 static nvmlReturn_t get_power(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret)
 {
-	unsigned mw;
-	nvmlReturn_t r = nv->device_get_power_usage ? nv->device_get_power_usage(dev, &mw) : NVML_ERROR_NOT_SUPPORTED;
-	if (r == NVML_SUCCESS)
-		*ret = mw / 1000.0;
-	return r;
+	return one_uint(nv->device_get_power_usage, dev, 1 / 1000.0, ret);
 }
 
 /* arg 0: gpu %, 1: memory (copy engine) % */
@@ -177,12 +183,7 @@ static nvmlReturn_t get_energy(const struct nvml *nv, nvmlDevice_t dev, int arg,
 
 static nvmlReturn_t get_replay(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret)
 {
-	unsigned n;
-	nvmlReturn_t r = nv->device_get_pcie_replay_counter ? nv->device_get_pcie_replay_counter(dev, &n)
-							    : NVML_ERROR_FUNCTION_NOT_FOUND;
-	if (r == NVML_SUCCESS)
-		*ret = n;
-	return r;
+	return one_uint(nv->device_get_pcie_replay_counter, dev, 1, ret);
 }
 
 /* arg 0: encoder, 1: decoder utilisation in % */
