@@ -73,10 +73,40 @@ void prom_escape(const char *in, char *out, size_t size)
 		out[o < size ? o : size - 1] = '\0';
 }
 
+/* Append s as is (the hot path of a scrape: no format parsing). */
+static void put_str(struct strbuf *b, const char *s)
+{
+	size_t n = strlen(s);
+	if (b->oom)
+		return;
+	if (b->cap - b->len <= n) {
+		size_t ncap = MAX(b->cap * 2, b->len + n + 4096);
+		char *p = realloc(b->s, ncap);
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->s = p;
+		b->cap = ncap;
+	}
+	memcpy(b->s + b->len, s, n + 1);
+	b->len += n;
+}
+
 /* Values as Prometheus parses them; integers without an exponent up to 2^53. */
 static void put_value(struct strbuf *b, double v)
 {
-	if (isnan(v))
+	if (v >= 0 && v < 9007199254740992.0 && v == floor(v)) {
+		char digits[24], *p = digits + sizeof(digits);
+		unsigned long long u = (unsigned long long)v;
+		*--p = '\0';
+		*--p = '\n';
+		do
+			*--p = (char)('0' + u % 10);
+		while ((u /= 10));
+		*--p = ' ';
+		put_str(b, p);
+	} else if (isnan(v))
 		strbuf_printf(b, " NaN\n");
 	else if (isinf(v))
 		strbuf_printf(b, v > 0 ? " +Inf\n" : " -Inf\n");
@@ -167,7 +197,12 @@ static void device_line(struct strbuf *b, const struct exporter *e, const struct
 {
 	size_t n = a->count[d];
 	for (size_t k = 0; k < MAX(n, (size_t)1); k++) {
-		strbuf_printf(b, "%s{%s%s%s}", name, e->devs[d].labels, e->hostname_labels, n ? suffix(a, d, k) : "");
+		put_str(b, name);
+		put_str(b, "{");
+		put_str(b, e->devs[d].labels);
+		put_str(b, e->hostname_labels);
+		put_str(b, n ? suffix(a, d, k) : "");
+		put_str(b, "}");
 		put_value(b, v);
 	}
 }
