@@ -594,6 +594,26 @@ class Mig(unittest.TestCase):
                 self.assertEqual(len(parents), 1)
                 self.assertEqual(len([l for l, _ in series(body, "DCGM_FI_DEV_FB_USED") if l["gpu"] == "6"]), 5)
 
+    def test_gpm_per_gpu_instance(self):
+        """On Hopper the GPM ratios are per MIG instance (nvmlGpmMigSampleGet with the GPU instance id);
+        every compute instance of one GPU instance shows that instance's value."""
+        ex = Exporter(fixture("mig-ci-split"), ["--collect-interval", "200", "--kubernetes=false"])
+        try:
+            body = ex.wait_for(lambda b: len(series(b, "DCGM_FI_PROF_GR_ENGINE_ACTIVE")) == 5, what="GPM per instance")
+            doc = load("mig-ci-split")
+            gi1 = doc["gpus"][0]["mig"][0]["gpm"]
+            gpu = doc["models"]["h100-sxm5-80gb"]["telemetry"]["gpm"]
+            got = sorted((l["gpu"], l.get("GPU_I_ID"), l.get("GPU_CI_ID"), v)
+                         for l, v in series(body, "DCGM_FI_PROF_GR_ENGINE_ACTIVE"))
+            want = sorted([("0", "1", None, gi1["graphics"] / 100)] +
+                          [("0", "2", str(c), gpu["graphics"] / 100) for c in range(3)] +
+                          [("1", None, None, gpu["graphics"] / 100)])
+            self.assertEqual(got, want)
+            rc, out = promcheck(body)
+            self.assertEqual(rc, 0, out)
+        finally:
+            ex.cleanup()
+
     def test_devices_g_serves_gpus_only(self):
         body = self.scrape(["-d", "g"], fb_series=8)
         self.assertNotIn("GPU_I_ID", "".join(l for l in body.splitlines() if l.startswith("DCGM_")))
