@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
 """HTTP benchmark of `gpulet exporter` on the 8 GPU + 14 MIG bench node with every device held by a
-pod (python3-grpcio PodResources stand-in): 10k scrapes over one keep-alive connection.
+pod (python3-grpcio PodResources stand-in) and every field gpulet serves (-f with the collectors file
+`bench_exporter --csv` prints): 10k scrapes over one keep-alive connection.
 Prints latency against a floor measured in the same run (GET /healthz on the same connection: the
-server's fixed cost), server CPU per scrape (/proc/PID/stat) and RSS every 1000 scrapes (goal: under
-16 MiB and flat). usage: bench_exporter.py [SCRAPES]"""
+server's fixed cost), server CPU per scrape (/proc/PID/stat) and RSS every 1000 scrapes (goals, issue
+14: p99 <= 2 ms, RSS <= 20 MiB and flat). usage: bench_exporter.py [SCRAPES]"""
 import http.client
 import json
 import os
@@ -67,7 +68,11 @@ def main():
                 {"name": "main", "devices": [{"resource_name": res, "device_ids": [dev]}]}]})
     root = os.path.join(tmp, "root")
     pr = PodResources(os.path.join(root, "var/lib/kubelet/pod-resources/kubelet.sock"), pods)
-    ex = Exporter(fx, ["--collect-interval", "3600000"], root=root)
+    csv = os.path.join(tmp, "all-fields.csv")
+    build = os.environ.get("GPULET_BUILD", os.path.join(SRC, "build"))
+    with open(csv, "w") as f:
+        subprocess.run([os.path.join(build, "bench_exporter"), "--csv"], stdout=f, check=True)
+    ex = Exporter(fx, ["--collect-interval", "3600000", "-f", csv], root=root)
     try:
         ex.wait_for(lambda b: b.count("gpulet_pod_gpu_allocated{") == len(pods) and "DCGM_FI_DEV_FB_USED" in b,
                     what="every pod attributed")
@@ -75,7 +80,8 @@ def main():
         conn = http.client.HTTPConnection("127.0.0.1", ex.port, timeout=10)
         for _ in range(100):
             timed_get(conn, "/metrics")
-        floor = statistics.median(timed_get(conn, "/healthz")[0] for _ in range(1000))
+        floors = sorted(timed_get(conn, "/healthz")[0] for _ in range(1000))
+        floor, floor99 = statistics.median(floors), floors[int(len(floors) * 0.99)]
         rss = [(0, rss_kib(pid))]
         lat = []
         c0 = cpu_s(pid)
@@ -89,8 +95,12 @@ def main():
         lat.sort()
         med = statistics.median(lat)
         print("bench_exporter.py: 8 GPUs + 14 MIG instances, every device held by a pod; %d scrapes of %d bytes" % (N, size))
-        print("latency  median %.3f ms  p99 %.3f ms (client side, keep-alive)" % (med * 1e3, lat[int(len(lat) * 0.99)] * 1e3))
-        print("floor    median %.3f ms (GET /healthz, same connection)   ratio %.2f x floor" % (floor * 1e3, med / floor))
+        p99 = lat[int(len(lat) * 0.99)]
+        fams = sum(1 for l in ex.scrape().splitlines() if l.startswith("# TYPE DCGM_"))
+        print("fields   %d DCGM families served (every field NVML gives on this node)" % fams)
+        print("latency  median %.3f ms  p99 %.3f ms (client side, keep-alive; goal p99 <= 2 ms)" % (med * 1e3, p99 * 1e3))
+        print("floor    median %.3f ms  p99 %.3f ms (GET /healthz, same connection)   ratio median %.2f x, p99 %.2f x floor"
+              % (floor * 1e3, floor99 * 1e3, med / floor, p99 / floor99))
         print("cpu      %.1f us per scrape (server utime+stime / scrapes)" % (cpu * 1e6))
         print("rss      " + "  ".join("%dk:%.1fMiB" % (n // 1000, k / 1024) for n, k in rss))
         grow = rss[-1][1] - rss[1][1]
@@ -98,7 +108,7 @@ def main():
               "its abseil/ssl deps, libc), Pss %.1f MiB" % (rollup_kib(pid, "Anonymous") / 1024,
                                                           (rss[-1][1] - rollup_kib(pid, "Anonymous")) / 1024,
                                                           rollup_kib(pid, "Pss") / 1024))
-        print("rss      after %d scrapes %.1f MiB (goal < 16 MiB), growth from 1k to %dk: %+d KiB" %
+        print("rss      after %d scrapes %.1f MiB (goal <= 20 MiB), growth from 1k to %dk: %+d KiB" %
               (N, rss[-1][1] / 1024, N // 1000, grow))
     finally:
         ex.cleanup()

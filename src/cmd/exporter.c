@@ -19,14 +19,55 @@
 /* NVML kept loaded for a sampler stuck in a hung call when we return (see cmd_exporter). */
 static struct nvml *stuck_nv;
 
+/* dcgm-exporter flags that mean nothing here: accepted, one warning each (see ignored_flags[]). */
+enum {
+	IGN_WEB_CONFIG,
+	IGN_XID_WINDOW,
+	IGN_OLD_NAMESPACE,
+	IGN_REMOTE_HE,
+	IGN_SWITCH_DEVICES,
+	IGN_CPU_DEVICES,
+	IGN_CONFIGMAP,
+	IGN_GPU_ID_TYPE,
+	IGN_POD_LABELS,
+	IGN_POD_UID,
+	IGN_POD_LABEL_REGEX,
+	IGN_DRA,
+	IGN_CLOCK_WINDOW,
+	IGN_HPC_DIR,
+	IGN_LOG_FORMAT,
+	IGN_DCGM_LOG,
+	IGN_DCGM_LOG_LEVEL,
+	IGN_FAKE_GPUS,
+	IGN_SYSTEMD_SOCKET,
+	IGN_PPROF,
+	IGN_BIND_WATCH,
+	IGN_BIND_POLL,
+	IGN_DUMP,
+	IGN_DUMP_DIR,
+	IGN_DUMP_RETENTION,
+	IGN_DUMP_COMPRESSION,
+	IGN_STARTUP_VALIDATE,
+	IGN_COUNT
+};
+
 struct exporter_opts {
 	struct cmd_common c;
-	const char *address, *socket, *resource_names;
+	const char *address, *socket, *resource_names, *collectors, *devices;
 	unsigned interval_ms, podres_ms;
-	bool kubernetes, virtual_gpus, no_hostname;
+	bool kubernetes, virtual_gpus, no_hostname, mig_parent, debug, replace_blanks;
+	const char *ignored[IGN_COUNT]; /* the value given, or NULL */
+	bool ignored_set[IGN_COUNT];    /* the boolean ones: given as true */
 };
 
 #define EXP_F(field) offsetof(struct exporter_opts, field)
+/* A dcgm-exporter flag kept for compatibility: its value is recorded and warned about, not used. */
+#define IGNORED_STR(name_, short_, env_, idx)                                                                       \
+	CMD_ROW(name_, short_, CMD_OPT_STR, "X", "accepted for dcgm-exporter compatibility; no effect (a warning)", \
+		.env = {env_}, .off = EXP_F(ignored) + (idx) * sizeof(const char *))
+#define IGNORED_BOOL(name_, short_, env_, idx)                                                                        \
+	CMD_ROW(name_, short_, CMD_OPT_BOOL, NULL, "accepted for dcgm-exporter compatibility; no effect (a warning)", \
+		.env = {env_}, .off = EXP_F(ignored_set) + (idx) * sizeof(bool))
 /* Flags and env vars of dcgm-exporter where it has them (docs/reference/monitoring-doctor.md A3). */
 static const struct cmd_opt exporter_opts[] = {
     CMD_ROW("address", 'a', CMD_OPT_STR, "ADDR", "listen address", .alias = "listen", .env = {"DCGM_EXPORTER_LISTEN"},
@@ -47,9 +88,83 @@ static const struct cmd_opt exporter_opts[] = {
 	    .env = {"NVIDIA_RESOURCE_NAMES"}, .off = EXP_F(resource_names)),
     CMD_ROW("no-hostname", 'n', CMD_OPT_SET, NULL, "no Hostname label", .env = {"DCGM_EXPORTER_NO_HOSTNAME"},
 	    .off = EXP_F(no_hostname)),
+    CMD_ROW("collectors", 'f', CMD_OPT_STR, "FILE",
+	    "dcgm-exporter collectors CSV (field, type, help per line); default: the built-in set",
+	    .env = {"DCGM_EXPORTER_COLLECTORS"}, .off = EXP_F(collectors)),
+    CMD_ROW("devices", 'd', CMD_OPT_STR, "f|g|i",
+	    "series per GPU with MIG: f its instances (a GPU without MIG: the GPU), g GPUs only, i instances only",
+	    .env = {"DCGM_EXPORTER_DEVICES_STR"}, .def = "f", .off = EXP_F(devices)),
+    CMD_ROW("mig-parent-metrics", 0, CMD_OPT_BOOL, NULL,
+	    "also serve a MIG GPU's own series next to its instances' (sums per namespace then count it twice)",
+	    .env = {"GPULET_EXPORTER_MIG_PARENT_METRICS"}, .def = "false", .off = EXP_F(mig_parent)),
+    CMD_ROW("replace-blanks-in-model-name", 0, CMD_OPT_BOOL, NULL, "modelName label with '-' for spaces",
+	    .env = {"DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME"}, .def = "false", .off = EXP_F(replace_blanks)),
+    CMD_ROW("debug", 0, CMD_OPT_BOOL, NULL, "same as --log-level debug", .env = {"DCGM_EXPORTER_DEBUG"}, .def = "false",
+	    .off = EXP_F(debug)),
+    IGNORED_STR("web-config-file", 0, "DCGM_EXPORTER_WEB_CONFIG_FILE", IGN_WEB_CONFIG),
+    IGNORED_STR("xid-count-window-size", 'x', "DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE", IGN_XID_WINDOW),
+    IGNORED_BOOL("use-old-namespace", 'o', "DCGM_EXPORTER_USE_OLD_NAMESPACE", IGN_OLD_NAMESPACE),
+    IGNORED_STR("remote-hostengine-info", 'r', "DCGM_REMOTE_HOSTENGINE_INFO", IGN_REMOTE_HE),
+    IGNORED_STR("switch-devices", 's', "DCGM_EXPORTER_OTHER_DEVICES_STR", IGN_SWITCH_DEVICES),
+    IGNORED_STR("cpu-devices", 'p', "DCGM_EXPORTER_CPU_DEVICES_STR", IGN_CPU_DEVICES),
+    IGNORED_STR("configmap-data", 'm', "DCGM_EXPORTER_CONFIGMAP_DATA", IGN_CONFIGMAP),
+    IGNORED_STR("kubernetes-gpu-id-type", 0, "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", IGN_GPU_ID_TYPE),
+    IGNORED_BOOL("kubernetes-enable-pod-labels", 0, "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", IGN_POD_LABELS),
+    IGNORED_BOOL("kubernetes-enable-pod-uid", 0, "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", IGN_POD_UID),
+    IGNORED_STR("kubernetes-pod-label-allowlist-regex", 0, "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
+		IGN_POD_LABEL_REGEX),
+    IGNORED_BOOL("kubernetes-enable-dra", 0, "KUBERNETES_ENABLE_DRA", IGN_DRA),
+    IGNORED_STR("clock-events-count-window-size", 0, "DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE", IGN_CLOCK_WINDOW),
+    IGNORED_STR("hpc-job-mapping-dir", 0, "DCGM_HPC_JOB_MAPPING_DIR", IGN_HPC_DIR),
+    IGNORED_STR("log-format", 0, "DCGM_EXPORTER_LOG_FORMAT", IGN_LOG_FORMAT),
+    IGNORED_BOOL("enable-dcgm-log", 0, "DCGM_EXPORTER_ENABLE_DCGM_LOG", IGN_DCGM_LOG),
+    IGNORED_STR("dcgm-log-level", 0, "DCGM_EXPORTER_DCGM_LOG_LEVEL", IGN_DCGM_LOG_LEVEL),
+    IGNORED_BOOL("fake-gpus", 0, "DCGM_EXPORTER_USE_FAKE_GPUS", IGN_FAKE_GPUS),
+    IGNORED_BOOL("web-systemd-socket", 0, "DCGM_EXPORTER_SYSTEMD_SOCKET", IGN_SYSTEMD_SOCKET),
+    IGNORED_BOOL("enable-pprof", 0, "DCGM_EXPORTER_ENABLE_PPROF", IGN_PPROF),
+    IGNORED_BOOL("enable-gpu-bind-unbind-watch", 0, "DCGM_EXPORTER_ENABLE_GPU_BIND_UNBIND_WATCH", IGN_BIND_WATCH),
+    IGNORED_STR("gpu-bind-unbind-poll-interval", 0, "DCGM_EXPORTER_GPU_BIND_UNBIND_POLL_INTERVAL", IGN_BIND_POLL),
+    IGNORED_BOOL("dump-enabled", 0, "DCGM_EXPORTER_DUMP_ENABLED", IGN_DUMP),
+    IGNORED_STR("dump-directory", 0, "DCGM_EXPORTER_DUMP_DIRECTORY", IGN_DUMP_DIR),
+    IGNORED_STR("dump-retention", 0, "DCGM_EXPORTER_DUMP_RETENTION", IGN_DUMP_RETENTION),
+    IGNORED_BOOL("dump-compression", 0, "DCGM_EXPORTER_DUMP_COMPRESSION", IGN_DUMP_COMPRESSION),
+    IGNORED_BOOL("disable-startup-validate", 0, "DISABLE_STARTUP_VALIDATE", IGN_STARTUP_VALIDATE),
     CMD_OPTS_NVML,
     CMD_OPT_LOG_LEVEL,
     {0},
+};
+
+/* Why each ignored flag means nothing here (the one warning it gets). */
+static const char *const ignored_why[IGN_COUNT] = {
+    [IGN_WEB_CONFIG] = "TLS and basic auth are not built in: serve /metrics plain on the pod network or put a "
+		       "TLS proxy (kube-rbac-proxy) in front",
+    [IGN_XID_WINDOW] = "DCGM_EXP_XID_ERRORS_COUNT is not served; gpulet_xid_errors_total counts XIDs by code",
+    [IGN_OLD_NAMESPACE] = "the 1.x metric names are not served",
+    [IGN_REMOTE_HE] = "there is no DCGM host engine: gpulet reads NVML directly",
+    [IGN_SWITCH_DEVICES] = "NVSwitch metrics are not served",
+    [IGN_CPU_DEVICES] = "CPU metrics are not served",
+    [IGN_CONFIGMAP] = "ConfigMaps are not read: mount it as a file and pass -f",
+    [IGN_GPU_ID_TYPE] = "devices are matched by UUID (GPU-..., MIG-...); nvidiaN device-name ids (GKE) are not "
+			"attributed",
+    [IGN_POD_LABELS] = "pod Kubernetes labels are not added (no API server access)",
+    [IGN_POD_UID] = "the pod_uid label is not added (PodResources has no UID)",
+    [IGN_POD_LABEL_REGEX] = "pod Kubernetes labels are not added",
+    [IGN_DRA] = "DRA claims are not attributed",
+    [IGN_CLOCK_WINDOW] = "DCGM_EXP_CLOCK_EVENTS_COUNT is not served",
+    [IGN_HPC_DIR] = "the hpc_job label is not added",
+    [IGN_LOG_FORMAT] = "logs are logfmt",
+    [IGN_DCGM_LOG] = "there is no DCGM library",
+    [IGN_DCGM_LOG_LEVEL] = "there is no DCGM library",
+    [IGN_FAKE_GPUS] = "use GPULET_NVML_LIBRARY with the fake NVML instead",
+    [IGN_SYSTEMD_SOCKET] = "socket activation is not supported; --address is used",
+    [IGN_PPROF] = "there is no pprof",
+    [IGN_BIND_WATCH] = "GPU bind/unbind is not watched: a changed GPU set restarts the exporter",
+    [IGN_BIND_POLL] = "GPU bind/unbind is not watched",
+    [IGN_DUMP] = "debug dumps are not written",
+    [IGN_DUMP_DIR] = "debug dumps are not written",
+    [IGN_DUMP_RETENTION] = "debug dumps are not written",
+    [IGN_DUMP_COMPRESSION] = "debug dumps are not written",
+    [IGN_STARTUP_VALIDATE] = "startup checks are gpulet doctor's",
 };
 
 static const struct cmd_verb exporter_verb = CMD_VERB(
@@ -118,10 +233,94 @@ static int load_node(const struct exporter_opts *o, const sigset_t *set, struct 
 	}
 }
 
+/* dcgm-exporter's -d: f, g or i, optionally with an id range (not applied here: all devices). */
+static int parse_devices(const char *s, enum exp_devices *ret)
+{
+	if (!s || !*s || !strchr("fgi", s[0]) || (s[1] && s[1] != ':') || (s[0] == 'f' && s[1]))
+		return -1;
+	*ret = s[0] == 'g' ? EXP_DEVICES_GPUS : s[0] == 'i' ? EXP_DEVICES_INSTANCES : EXP_DEVICES_FLEX;
+	if (s[1])
+		log_warn("device id ranges are not applied; every GPU and instance of that kind is served",
+			 "devices=%s", s);
+	return 0;
+}
+
+static void warn_ignored(const struct exporter_opts *o)
+{
+	for (size_t i = 0; i < IGN_COUNT; i++) {
+		if (!o->ignored[i] && !o->ignored_set[i])
+			continue;
+		const char *flag = "?";
+		for (const struct cmd_opt *r = exporter_opts; r->name; r++)
+			if (r->off == EXP_F(ignored) + i * sizeof(const char *) ||
+			    r->off == EXP_F(ignored_set) + i * sizeof(bool))
+				flag = r->name;
+		log_warn("dcgm-exporter option accepted but has no effect", "flag=--%s why=\"%s\"", flag,
+			 ignored_why[i]);
+	}
+}
+
+/* What a collectors file asks for that is served differently or not at all: one warning each. */
+static void warn_collectors(const struct exp_collectors *c)
+{
+	for (size_t k = 0; k < c->n; k++) {
+		const struct exp_counter *ct = &c->v[k];
+		bool dup = false;
+		for (size_t j = 0; j < k; j++)
+			dup |= streq(c->v[j].name, ct->name);
+		if (dup)
+			log_warn("field listed twice in the collectors file; the first line is used",
+				 "file=%s line=%u "
+				 "field=%s",
+				 c->file, ct->line, ct->name);
+		else if (ct->kind == EXP_COUNTER_UNAVAILABLE ||
+			 (ct->kind == EXP_COUNTER_METRIC && streq(ct->type, "label")))
+			log_warn(
+			    "field has no NVML source in gpulet; not served (see gpulet_exporter_field_unavailable)",
+			    "file=%s line=%u field=%s", c->file, ct->line, ct->name);
+		else if (streq(ct->type, "histogram") || streq(ct->type, "summary"))
+			log_warn("a single value cannot be a histogram or summary; served as gauge",
+				 "file=%s line=%u field=%s", c->file, ct->line, ct->name);
+	}
+}
+
+/*
+ * What is served: --debug, -d, the flags that mean nothing here (warned), the collectors file (read
+ * before NVML, so a typo fails the pod at once, naming file and line). CMD_CONTINUE or an exit code.
+ */
+static int served_set(const struct exporter_opts *o, struct exp_config *cfg)
+{
+	/* static: the exporter keeps pointers into it (help texts) while a stuck sampler may still run */
+	static struct exp_collectors collectors;
+
+	if (o->debug)
+		log_set_level_name("debug");
+	*cfg = (struct exp_config){.mig_parent = o->mig_parent};
+	if (parse_devices(o->devices, &cfg->devices) < 0)
+		return cmd_usage_error(&exporter_verb, "--devices '%s': use f, g or i (optionally g:RANGE, i:RANGE)",
+				       o->devices);
+	warn_ignored(o);
+	if (o->collectors) {
+		struct gerr err = {0};
+		if (exp_collectors_load(o->collectors, &collectors, &err) < 0) {
+			log_error("cannot read the collectors file", "error=\"%s\"", err.msg);
+			return 1;
+		}
+		warn_collectors(&collectors);
+		cfg->collectors = &collectors;
+		log_info("Collectors file read", "file=%s fields=%zu", o->collectors, collectors.n);
+	}
+	return CMD_CONTINUE;
+}
+
 int cmd_exporter(int argc, char **argv)
 {
 	struct exporter_opts o = {0};
 	int r = cmd_parse(&exporter_verb, argc, argv, &o);
+	if (r != CMD_CONTINUE)
+		return r;
+	struct exp_config cfg;
+	r = served_set(&o, &cfg);
 	if (r != CMD_CONTINUE)
 		return r;
 
@@ -159,11 +358,16 @@ int cmd_exporter(int argc, char **argv)
 	 */
 	static struct exporter e;
 	static struct podres_cache pc;
+	for (size_t i = 0; o.replace_blanks && i < n->n_gpus; i++)
+		for (char *p = n->gpus[i].name; *p; p++)
+			if (*p == ' ')
+				*p = '-';
 	if (exporter_init(&e, n, o.no_hostname ? NULL : host, &err) < 0) {
 		log_error("cannot start the exporter", "error=\"%s\"", err.msg);
 		exp_http_stop(http);
 		return 1;
 	}
+	exporter_configure(&e, &cfg);
 	e.virtual_gpus = o.virtual_gpus;
 	if (xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &e.xid_policy, &err) <
 	    0) {

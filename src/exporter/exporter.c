@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Exporter state, per-GPU sampler threads and the XID event thread (nvml/watch.h); see exporter.h. */
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -86,6 +87,7 @@ int exporter_init(struct exporter *e, const struct node *n, const char *hostname
 			const struct node_mig *m = j ? &g->migs[j - 1] : NULL;
 			d->gpu = (unsigned)i;
 			d->mig = m ? (int)m->index : -1;
+			d->gi = m ? m->gi : 0;
 			snprintf(d->attr_uuid, sizeof(d->attr_uuid), "%s", m ? m->uuid : g->uuid);
 			device_labels(d, g, m);
 		}
@@ -94,17 +96,90 @@ int exporter_init(struct exporter *e, const struct node *n, const char *hostname
 	if (hostname)
 		prom_escape(hostname, host, sizeof(host));
 	prom_escape(n->driver_version, drv, sizeof(drv));
-	snprintf(e->hostname_labels, sizeof(e->hostname_labels), "%s%s%s,DCGM_FI_DRIVER_VERSION=\"%s\"",
-		 hostname ? ",Hostname=\"" : "", host, hostname ? "\"" : "", drv);
+	snprintf(e->host_labels, sizeof(e->host_labels), "%s%s%s", hostname ? ",Hostname=\"" : "", host,
+		 hostname ? "\"" : "");
+	snprintf(e->driver_labels, sizeof(e->driver_labels), ",DCGM_FI_DRIVER_VERSION=\"%s\"", drv);
+	exporter_configure(e, NULL);
 	return 0;
+}
+
+/*
+ * dcgm-exporter's -d: f (default) serves a GPU's MIG instances when it has some, else the GPU;
+ * g only GPUs; i only instances. mig_parent (gpulet's option) keeps a MIG GPU's own series too.
+ */
+static bool device_shown(const struct exporter *e, const struct exp_device *d, enum exp_devices mode, bool parent)
+{
+	bool has_migs = e->gpus[d->gpu].n_devs > 1;
+	switch (mode) {
+	case EXP_DEVICES_GPUS:
+		return d->mig < 0;
+	case EXP_DEVICES_INSTANCES:
+		return d->mig >= 0 || (parent && has_migs);
+	default:
+		return d->mig >= 0 || !has_migs || parent;
+	}
+}
+
+void exporter_configure(struct exporter *e, const struct exp_config *cfg)
+{
+	const struct exp_collectors *c = cfg ? cfg->collectors : NULL;
+
+	e->enabled = 0;
+	e->xid_enabled = e->driver_label = c == NULL;
+	e->xid_type = "gauge";
+	e->xid_help = "Value of the last XID error encountered.";
+	e->n_unavailable_names = 0;
+	free(e->unavailable_names);
+	e->unavailable_names = NULL;
+	for (int i = 0; i < EXP_METRIC_COUNT; i++) {
+		e->type[i] = exp_metrics[i].type;
+		e->help[i] = exp_metrics[i].help;
+		if (!c && exp_metrics[i].builtin)
+			e->enabled |= 1ull << i;
+	}
+	if (c && c->n)
+		e->unavailable_names = calloc(c->n, sizeof(*e->unavailable_names));
+	for (size_t k = 0; c && k < c->n; k++) {
+		const struct exp_counter *ct = &c->v[k];
+		/* a label-typed numeric field, or one listed twice: exporter_collectors_warnings() says so */
+		bool label = streq(ct->type, "label");
+		if (ct->kind == EXP_COUNTER_METRIC && !label && !(e->enabled & (1ull << ct->metric))) {
+			e->enabled |= 1ull << ct->metric;
+			/* histogram and summary need buckets/quantiles: served as gauge */
+			e->type[ct->metric] = streq(ct->type, "counter") ? "counter" : "gauge";
+			e->help[ct->metric] = ct->help;
+		} else if (ct->kind == EXP_COUNTER_XID && !e->xid_enabled) {
+			e->xid_enabled = true;
+			e->xid_type = streq(ct->type, "counter") ? "counter" : "gauge";
+			e->xid_help = ct->help;
+		} else if (ct->kind == EXP_COUNTER_DRIVER) {
+			e->driver_label = true;
+		} else if ((ct->kind == EXP_COUNTER_UNAVAILABLE || (label && ct->kind == EXP_COUNTER_METRIC)) &&
+			   e->unavailable_names) {
+			e->unavailable_names[e->n_unavailable_names++] = ct->name;
+		}
+	}
+	snprintf(e->hostname_labels, sizeof(e->hostname_labels), "%s%s", e->host_labels,
+		 e->driver_label ? e->driver_labels : "");
+	for (size_t i = 0; i < e->n_devs; i++)
+		e->devs[i].shown =
+		    device_shown(e, &e->devs[i], cfg ? cfg->devices : EXP_DEVICES_FLEX, cfg && cfg->mig_parent);
 }
 
 void exporter_free(struct exporter *e)
 {
 	for (size_t i = 0; i < e->n_gpus; i++) {
-		free(e->gpus[i].vals);
-		pthread_mutex_destroy(&e->gpus[i].lock);
+		struct exp_gpu *eg = &e->gpus[i];
+		for (size_t j = 0; eg->gpm && j < eg->n_devs; j++)
+			for (int k = 0; k < 2; k++)
+				if (eg->gpm[j].s[k] && e->nv && e->nv->gpm_sample_free)
+					e->nv->gpm_sample_free(eg->gpm[j].s[k]);
+		free(eg->gpm);
+		free(eg->vals);
+		pthread_mutex_destroy(&eg->lock);
 	}
+	free(e->unavailable_names);
+	e->unavailable_names = NULL;
 	nvml_watch_free(e->watch);
 	e->watch = NULL;
 	free(e->gpus);
@@ -123,26 +198,183 @@ static nvmlReturn_t gpu_handle(const struct nvml *nv, const struct exp_gpu *eg, 
 	return nv->device_get_handle_by_index(eg->nvml_index, ret);
 }
 
-/* Sample one device into v; count real failures (a feature the device lacks is not one). */
-static void sample_device(const struct nvml *nv, nvmlDevice_t h, bool mig, struct exp_values *v, uint64_t *errors,
-			  bool *lost)
+/* A feature the device lacks is no failure: no sample, no error count (as dcgm-exporter's blanks). */
+static bool not_there(nvmlReturn_t r)
 {
-	v->valid = 0;
-	for (size_t i = 0; i < EXP_METRIC_COUNT; i++) {
-		const struct exp_metric_def *m = &exp_metrics[i];
-		if (!(m->scope & (mig ? EXP_SCOPE_MIG : EXP_SCOPE_GPU)))
-			continue;
-		double x;
-		nvmlReturn_t r = m->get(nv, h, m->arg, &x);
-		if (r == NVML_SUCCESS) {
-			v->v[i] = x;
-			v->valid |= 1ull << i;
-		} else if (r != NVML_ERROR_NOT_SUPPORTED && r != NVML_ERROR_FUNCTION_NOT_FOUND) {
-			(*errors)++;
-			if (r == NVML_ERROR_GPU_IS_LOST)
-				*lost = true;
+	return r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_FUNCTION_NOT_FOUND || r == NVML_ERROR_NO_DATA;
+}
+
+/* What one sampling round of one GPU collects. */
+struct sample_round {
+	uint64_t errors;
+	bool lost;
+	uint64_t seen;
+	double now;
+};
+
+static void count_failure(struct sample_round *sr, nvmlReturn_t r)
+{
+	if (not_there(r))
+		return;
+	sr->errors++;
+	sr->lost |= r == NVML_ERROR_GPU_IS_LOST;
+}
+
+/* Does this GPU have GPM (asked once)? Then allocate two samples per device. */
+static bool gpm_ready(struct exporter *e, struct exp_gpu *eg, nvmlDevice_t h)
+{
+	const struct nvml *nv = e->nv;
+	uint64_t gpm_rows = 0;
+
+	for (int i = 0; i < EXP_METRIC_COUNT; i++)
+		if (exp_metrics[i].gpm)
+			gpm_rows |= 1ull << i;
+	if (!(e->enabled & gpm_rows))
+		return false;
+	if (eg->gpm_support == 0) {
+		nvmlGpmSupport_t sup = {.version = NVML_GPM_SUPPORT_VERSION};
+		bool api = nv->gpm_query_device_support && nv->gpm_sample_alloc && nv->gpm_sample_get &&
+			   nv->gpm_metrics_get && nv->gpm_sample_free;
+		nvmlReturn_t r = api ? nv->gpm_query_device_support(h, &sup) : NVML_ERROR_FUNCTION_NOT_FOUND;
+		if (r != NVML_SUCCESS && !not_there(r))
+			return false; /* ask again next round */
+		eg->gpm_support = r == NVML_SUCCESS && sup.isSupportedDevice ? 1 : -1;
+		if (eg->gpm_support > 0 && !(eg->gpm = calloc(eg->n_devs, sizeof(*eg->gpm))))
+			eg->gpm_support = -1;
+		for (size_t j = 0; eg->gpm_support > 0 && j < eg->n_devs; j++)
+			for (int k = 0; k < 2; k++)
+				if (nv->gpm_sample_alloc(&eg->gpm[j].s[k]) != NVML_SUCCESS)
+					eg->gpm_support = -1;
+		if (eg->gpm_support < 0)
+			log_debug("GPM not supported: DCGM_FI_PROF_* fields from GPM are not served for this GPU",
+				  "uuid=%s index=%u", eg->uuid, eg->nvml_index);
+	}
+	return eg->gpm_support > 0;
+}
+
+/* GPM: take this round's sample of device j and read the metrics against the last one. */
+static void sample_gpm(struct exporter *e, struct exp_gpu *eg, size_t j, nvmlDevice_t parent, struct exp_values *v,
+		       struct sample_round *sr)
+{
+	const struct nvml *nv = e->nv;
+	struct exp_gpm *g = &eg->gpm[j];
+	const struct exp_device *d = &e->devs[eg->first_dev + j];
+	nvmlReturn_t r = d->mig < 0               ? nv->gpm_sample_get(parent, g->s[g->cur])
+			 : nv->gpm_mig_sample_get ? nv->gpm_mig_sample_get(parent, d->gi, g->s[g->cur])
+						  : NVML_ERROR_FUNCTION_NOT_FOUND;
+	if (r != NVML_SUCCESS) {
+		count_failure(sr, r);
+		g->have_prev = false;
+		return;
+	}
+	if (g->have_prev) {
+		/* about 4 KiB: NVML's version 1 layout */
+		nvmlGpmMetricsGet_t mg = {
+		    .version = NVML_GPM_METRICS_GET_VERSION, .sample1 = g->s[g->cur ^ 1], .sample2 = g->s[g->cur]};
+		int rows[EXP_METRIC_COUNT];
+		for (int i = 0; i < EXP_METRIC_COUNT; i++)
+			if (exp_metrics[i].gpm && (e->enabled & (1ull << i)) &&
+			    (exp_metrics[i].scope & (d->mig < 0 ? EXP_SCOPE_GPU : EXP_SCOPE_MIG))) {
+				rows[mg.numMetrics] = i;
+				mg.metrics[mg.numMetrics++].metricId = exp_metrics[i].gpm;
+			}
+		r = mg.numMetrics ? nv->gpm_metrics_get(&mg) : NVML_SUCCESS;
+		if (r != NVML_SUCCESS)
+			count_failure(sr, r);
+		for (unsigned k = 0; r == NVML_SUCCESS && k < mg.numMetrics; k++) {
+			if (mg.metrics[k].nvmlReturn != NVML_SUCCESS) {
+				count_failure(sr, mg.metrics[k].nvmlReturn);
+				continue;
+			}
+			v->v[rows[k]] = mg.metrics[k].value * exp_metrics[rows[k]].gpm_scale;
+			v->valid |= 1ull << rows[k];
 		}
 	}
+	g->cur ^= 1;
+	g->have_prev = true;
+}
+
+/* A counter made a rate (EXP_SCOPE_RATE): growth per second / 1000, 0 on the first round, as DCGM. */
+static double rate_of(struct exp_gpu *eg, double counter, double now)
+{
+	double dt = now - eg->rate_prev[1], v = 0;
+	if (eg->rate_have_prev && dt > 0 && counter >= eg->rate_prev[0])
+		v = floor((counter - eg->rate_prev[0]) / dt / 1000.0);
+	eg->rate_prev[0] = counter;
+	eg->rate_prev[1] = now;
+	eg->rate_have_prev = true;
+	return v;
+}
+
+/* Sample one device (index j of GPU eg) into v; NOT_SUPPORTED and friends leave the field out. */
+static void sample_device(struct exporter *e, struct exp_gpu *eg, size_t j, nvmlDevice_t h, nvmlDevice_t parent,
+			  bool gpm, struct exp_values *v, struct sample_round *sr)
+{
+	bool mig = j > 0;
+	v->valid = 0;
+	if (gpm)
+		sample_gpm(e, eg, j, parent, v, sr);
+	for (size_t i = 0; i < EXP_METRIC_COUNT; i++) {
+		const struct exp_metric_def *m = &exp_metrics[i];
+		if (!(e->enabled & (1ull << i)) || !(m->scope & (mig ? EXP_SCOPE_MIG : EXP_SCOPE_GPU)) ||
+		    (v->valid & (1ull << i)) || !m->get)
+			continue;
+		double x;
+		nvmlReturn_t r = m->get(e->nv, h, m->arg, &x);
+		if (r != NVML_SUCCESS) {
+			count_failure(sr, r);
+			continue;
+		}
+		v->v[i] = m->scope & EXP_SCOPE_RATE ? rate_of(eg, x, sr->now) : x;
+		v->valid |= 1ull << i;
+	}
+	sr->seen |= v->valid;
+}
+
+/* The MIG instance j of GPU eg, if it is still the one exporter_init saw. */
+static nvmlReturn_t mig_handle(struct exporter *e, struct exp_gpu *eg, size_t j, nvmlDevice_t h, nvmlDevice_t *ret)
+{
+	const struct nvml *nv = e->nv;
+	const struct exp_device *d = &e->devs[eg->first_dev + j];
+	char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = "";
+	nvmlReturn_t r = nv->device_get_mig_device_handle_by_index
+			     ? nv->device_get_mig_device_handle_by_index(h, (unsigned)d->mig, ret)
+			     : NVML_ERROR_NOT_SUPPORTED;
+	if (r == NVML_SUCCESS)
+		r = nv->device_get_uuid(*ret, uuid, sizeof(uuid));
+	if (r == NVML_SUCCESS && !streq(uuid, d->attr_uuid)) {
+		/* MIG re-partitioned: this index is another instance now; never mislabel it */
+		if (!atomic_exchange(&e->layout_changed, true))
+			log_warn("MIG layout changed", "uuid=%s index=%u mig_index=%d expected=%s found=%s", eg->uuid,
+				 eg->nvml_index, d->mig, d->attr_uuid, uuid);
+		return NVML_ERROR_NOT_FOUND;
+	}
+	return r;
+}
+
+/* After every GPU's second round: the enabled fields no device gave are unavailable on this node. */
+static void note_first_round(struct exporter *e)
+{
+	if (atomic_fetch_add(&e->first_samples, 1) + 1 != e->n_gpus)
+		return;
+	uint64_t seen = 0;
+	for (size_t g = 0; g < e->n_gpus; g++) {
+		pthread_mutex_lock(&e->gpus[g].lock);
+		seen |= e->gpus[g].seen;
+		pthread_mutex_unlock(&e->gpus[g].lock);
+	}
+	e->unsupported = e->enabled & ~seen;
+	atomic_store(&e->probed, true);
+	char names[EXP_METRIC_COUNT * 48] = "";
+	size_t len = 0;
+	for (int i = 0; i < EXP_METRIC_COUNT; i++)
+		if (e->unsupported & (1ull << i))
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", len ? "," : "",
+						exp_metrics[i].name);
+	if (len)
+		log_warn("fields not available from NVML on this node (DCGM_FI_PROF_* need GPM: Hopper or newer); "
+			 "not served, listed by gpulet_exporter_field_unavailable",
+			 "fields=%s", names);
 }
 
 void exporter_sample_gpu(struct exporter *e, size_t gi)
@@ -150,52 +382,45 @@ void exporter_sample_gpu(struct exporter *e, size_t gi)
 	struct exp_gpu *eg = &e->gpus[gi];
 	const struct nvml *nv = e->nv;
 	struct exp_values vals[eg->n_devs];
-	uint64_t errors = 0;
-	bool lost = false;
+	struct sample_round sr = {.now = exp_now_monotonic()};
 	nvmlDevice_t h;
 
 	memset(vals, 0, sizeof(vals));
 	nvmlReturn_t r = gpu_handle(nv, eg, &h);
 	if (r == NVML_SUCCESS) {
-		sample_device(nv, h, false, &vals[0], &errors, &lost);
+		bool gpm = gpm_ready(e, eg, h);
+		sample_device(e, eg, 0, h, h, gpm, &vals[0], &sr);
 		for (size_t j = 1; j < eg->n_devs; j++) {
-			const struct exp_device *d = &e->devs[eg->first_dev + j];
 			nvmlDevice_t mh;
-			nvmlReturn_t mr = nv->device_get_mig_device_handle_by_index
-					      ? nv->device_get_mig_device_handle_by_index(h, (unsigned)d->mig, &mh)
-					      : NVML_ERROR_NOT_SUPPORTED;
-			char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = "";
+			nvmlReturn_t mr = mig_handle(e, eg, j, h, &mh);
 			if (mr == NVML_SUCCESS)
-				mr = nv->device_get_uuid(mh, uuid, sizeof(uuid));
-			if (mr == NVML_SUCCESS && !streq(uuid, d->attr_uuid)) {
-				/* MIG re-partitioned: this index is another instance now; never mislabel it */
-				if (!atomic_exchange(&e->layout_changed, true))
-					log_warn("MIG layout changed",
-						 "uuid=%s index=%u mig_index=%d expected=%s found=%s", eg->uuid,
-						 eg->nvml_index, d->mig, d->attr_uuid, uuid);
-				continue;
-			}
-			if (mr == NVML_SUCCESS)
-				sample_device(nv, mh, true, &vals[j], &errors, &lost);
-			else
-				errors++;
+				sample_device(e, eg, j, mh, h, gpm, &vals[j], &sr);
+			else if (mr != NVML_ERROR_NOT_FOUND)
+				count_failure(&sr, mr == NVML_ERROR_NOT_SUPPORTED ? NVML_ERROR_UNKNOWN : mr);
 		}
 	} else {
-		errors++;
-		lost = r == NVML_ERROR_GPU_IS_LOST;
+		sr.errors++;
+		sr.lost = r == NVML_ERROR_GPU_IS_LOST;
 	}
 
 	pthread_mutex_lock(&eg->lock);
 	bool was_lost = eg->st.lost;
-	/* a GPU that cannot even be opened keeps its last values, marked by their age */
-	if (r == NVML_SUCCESS) {
-		memcpy(eg->vals, vals, sizeof(vals));
+	/*
+	 * A GPU that cannot be opened serves no values (dcgm-exporter leaves blanks out): the last
+	 * ones would look current. Its sample age keeps growing from the last complete sample.
+	 */
+	memcpy(eg->vals, vals, sizeof(vals));
+	if (r == NVML_SUCCESS)
 		eg->st.sampled_at = exp_now_monotonic();
-	}
-	eg->st.nvml_errors += errors;
-	eg->st.lost |= lost; /* sticky like the plugin's health: a lost GPU needs a reset */
+	eg->seen |= sr.seen;
+	eg->st.nvml_errors += sr.errors;
+	eg->st.lost |= sr.lost; /* sticky like the plugin's health: a lost GPU needs a reset */
+	/* GPM gives its first values on the second round: judge after two */
+	bool judge = eg->st.rounds < 2 && ++eg->st.rounds == 2;
 	pthread_mutex_unlock(&eg->lock);
-	if (lost && !was_lost)
+	if (judge)
+		note_first_round(e);
+	if (sr.lost && !was_lost)
 		log_warn("GPU is lost, marking unhealthy device", "uuid=%s index=%u", eg->uuid, eg->nvml_index);
 }
 
@@ -313,6 +538,11 @@ int exporter_start(struct exporter *e, struct nvml *nv, int interval_ms, struct 
 {
 	e->nv = nv;
 	e->interval_ms = interval_ms > 0 ? interval_ms : 5000;
+	/*
+	 * Three missed rounds and a second: a sampler stuck in a hung NVML call stops serving its old
+	 * values (they would look current); gpulet_sample_age_seconds keeps saying how old they are.
+	 */
+	e->stale_s = 3.0 * e->interval_ms / 1000.0 + 1.0;
 	for (size_t i = 0; i < e->n_gpus; i++) {
 		struct exp_gpu *eg = &e->gpus[i];
 		int r = pthread_create(&eg->thread, NULL, sampler_thread, eg);

@@ -22,17 +22,24 @@
 #include "nvml/watch.h"
 #include "kube/podres.h"
 #include "nvml/xid.h"
+#include "exporter/collectors.h"
 
-/* Metric ids, in the order of exp_metrics[] (registry.c). */
+/* Metric ids, in the order of exp_metrics[] (registry.c): dcgm-exporter's CSV order. */
 enum exp_metric_id {
 	EXP_SM_CLOCK,
 	EXP_MEM_CLOCK,
+	EXP_MEMORY_TEMP,
 	EXP_GPU_TEMP,
 	EXP_POWER_USAGE,
+	EXP_TOTAL_ENERGY,
+	EXP_PCIE_REPLAY,
 	EXP_GPU_UTIL,
 	EXP_MEM_COPY_UTIL,
+	EXP_ENC_UTIL,
+	EXP_DEC_UTIL,
 	EXP_FB_FREE,
 	EXP_FB_USED,
+	EXP_FB_RESERVED,
 	EXP_FB_TOTAL,
 	EXP_ECC_SBE_VOL,
 	EXP_ECC_DBE_VOL,
@@ -40,25 +47,47 @@ enum exp_metric_id {
 	EXP_ECC_DBE_AGG,
 	EXP_RETIRED_SBE,
 	EXP_RETIRED_DBE,
-	EXP_CORRECTABLE_REMAPPED_ROWS,
+	EXP_RETIRED_PENDING,
+	EXP_NVLINK_BANDWIDTH_TOTAL,
 	EXP_UNCORRECTABLE_REMAPPED_ROWS,
+	EXP_CORRECTABLE_REMAPPED_ROWS,
 	EXP_ROW_REMAP_FAILURE,
+	EXP_PROF_GR_ENGINE_ACTIVE,
+	EXP_PROF_SM_ACTIVE,
+	EXP_PROF_SM_OCCUPANCY,
+	EXP_PROF_PIPE_TENSOR_ACTIVE,
+	EXP_PROF_DRAM_ACTIVE,
+	EXP_PROF_PIPE_FP64_ACTIVE,
+	EXP_PROF_PIPE_FP32_ACTIVE,
+	EXP_PROF_PIPE_FP16_ACTIVE,
+	EXP_PROF_PCIE_TX_BYTES,
+	EXP_PROF_PCIE_RX_BYTES,
+	EXP_PROF_NVLINK_TX_BYTES,
+	EXP_PROF_NVLINK_RX_BYTES,
 	EXP_METRIC_COUNT
 };
+_Static_assert(EXP_METRIC_COUNT <= 64, "exp_values.valid is a 64-bit mask");
 
-#define EXP_SCOPE_GPU 1u
-#define EXP_SCOPE_MIG 2u
+#define EXP_SCOPE_GPU     1u /* sampled on the GPU's handle */
+#define EXP_SCOPE_MIG     2u /* sampled on each MIG instance (its own value) */
+#define EXP_SCOPE_INHERIT 4u /* a MIG instance's series shows its GPU's value, as dcgm-exporter */
+#define EXP_SCOPE_RATE    8u /* get() gives a counter; the value is its growth per second / 1000 */
 
-/* One row of the registry: a metric and the NVML call that samples it. */
+/* One row of the registry: a metric and the NVML call (or GPM metric) that samples it. */
 struct exp_metric_def {
 	const char *name;
-	const char *type; /* "gauge" | "counter" */
+	const char *type; /* "gauge" | "counter": dcgm-exporter's default-counters.csv */
 	const char *help;
-	unsigned scope; /* EXP_SCOPE_* where NVML has the value */
-	nvmlReturn_t (*get)(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret);
+	unsigned scope;                                                                     /* EXP_SCOPE_* */
+	nvmlReturn_t (*get)(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret); /* NULL: GPM only */
 	int arg;
+	unsigned gpm;     /* NVML_GPM_METRIC_* preferred where the GPU has GPM, 0: none */
+	double gpm_scale; /* GPM value -> field unit (percent -> ratio, MiB/s -> B/s) */
+	bool builtin;     /* in the set served without a collectors file */
 };
 extern const struct exp_metric_def exp_metrics[EXP_METRIC_COUNT];
+/* The row index of a DCGM field name, or -1. */
+int exp_metric_by_name(const char *name);
 
 /* Values of one device (GPU or MIG instance) at one sample; valid bit i = exp_metrics[i] present. */
 struct exp_values {
@@ -72,6 +101,8 @@ struct exp_device {
 	char attr_uuid[NODE_UUID_MAX]; /* the UUID kubelet reports for it (GPU or MIG UUID) */
 	unsigned gpu;                  /* index into exporter.gpus */
 	int mig;                       /* -1 for a whole GPU, else the NVML MIG device index */
+	unsigned gi;                   /* GPU instance id of a MIG instance (GPM samples it) */
+	bool shown;                    /* its DCGM series are rendered (--devices, --mig-parent-metrics) */
 };
 
 #define EXP_XID_CODES 32
@@ -86,14 +117,28 @@ struct exp_gpu_state {
 		unsigned code;
 		uint64_t count;
 	} xids[EXP_XID_CODES];
+	unsigned rounds;    /* sampling rounds finished (values or not), counted to 2 */
 	bool lost;          /* NVML answered GPU_IS_LOST */
 	bool xid_unhealthy; /* a critical XID was seen (plugin policy) */
 	bool dbe;           /* a double-bit ECC event was seen */
 };
 
+/* The two GPM samples of one device (metrics come from consecutive samples). */
+struct exp_gpm {
+	nvmlGpmSample_t s[2];
+	int cur;
+	bool have_prev;
+};
+
 struct exp_gpu {
 	pthread_mutex_t lock;
 	struct exp_gpu_state st;
+	uint64_t seen; /* fields any of its devices gave a value for (under lock) */
+	/* sampler-thread only */
+	int gpm_support;     /* 0 not asked yet, 1 yes, -1 no */
+	struct exp_gpm *gpm; /* n_devs entries once gpm_support is 1 */
+	double rate_prev[2]; /* EXP_SCOPE_RATE: last counter value and its time, per GPU */
+	bool rate_have_prev;
 	struct exp_values *vals;  /* n_devs entries: the GPU, then its MIG instances */
 	size_t first_dev, n_devs; /* range in exporter.devs */
 	char uuid[NODE_UUID_MAX];
@@ -109,7 +154,9 @@ struct exporter {
 	struct exp_gpu *gpus;
 	size_t n_gpus;
 	struct xid_policy xid_policy; /* which XIDs make a GPU unhealthy (default: the plugin's) */
-	char hostname_labels[384];    /* ,Hostname="…",DCGM_FI_DRIVER_VERSION="…" or "" parts */
+	char hostname_labels[512];    /* host_labels + driver_labels (when the driver label is served) */
+	char host_labels[300];        /* ,Hostname="…" or "" */
+	char driver_labels[200];      /* ,DCGM_FI_DRIVER_VERSION="…" */
 	double started_at;            /* CLOCK_MONOTONIC seconds */
 	/* sampling */
 	struct nvml *nv;
@@ -121,6 +168,18 @@ struct exporter {
 	struct nvml_watch *watch; /* XID and ECC events; NULL without an event API */
 	pthread_t event_thread;   /* registers the GPUs, then runs the watcher */
 	bool event_running;
+	/* what is served (exporter_configure) */
+	uint64_t enabled;                   /* exp_metrics rows served */
+	const char *type[EXP_METRIC_COUNT]; /* the collectors file's type and help, else the row's */
+	const char *help[EXP_METRIC_COUNT];
+	bool xid_enabled, driver_label; /* DCGM_FI_DEV_XID_ERRORS, DCGM_FI_DRIVER_VERSION label */
+	const char *xid_type, *xid_help;
+	const char **unavailable_names; /* collectors fields with no NVML source in gpulet */
+	size_t n_unavailable_names;
+	double stale_s;            /* values older than this are not served (a hung GPU) */
+	atomic_uint first_samples; /* GPUs that finished two sampling rounds */
+	atomic_bool probed;        /* every GPU sampled once: unsupported is final */
+	uint64_t unsupported;      /* enabled fields no device gave (set once, with probed) */
 	/* attribution */
 	struct podres_cache *podres; /* NULL: no pod labels */
 	bool virtual_gpus;           /* one series per pod sharing a device, with label vgpu */
@@ -130,6 +189,20 @@ struct exporter {
 /* The device list and label strings from a loaded node. hostname NULL: no Hostname label. */
 int exporter_init(struct exporter *e, const struct node *n, const char *hostname, struct gerr *err);
 void exporter_free(struct exporter *e);
+
+/* Which series a GPU with MIG instances has: dcgm-exporter's -d f (default), g, i. */
+enum exp_devices { EXP_DEVICES_FLEX, EXP_DEVICES_GPUS, EXP_DEVICES_INSTANCES };
+
+struct exp_config {
+	const struct exp_collectors *collectors; /* NULL: the built-in set; must outlive the exporter */
+	enum exp_devices devices;
+	bool mig_parent; /* keep a MIG GPU's own series next to its instances' */
+};
+/*
+ * Choose the served fields and devices (after exporter_init, before exporter_start). Without it
+ * the built-in set and dcgm-exporter's default device choice are served.
+ */
+void exporter_configure(struct exporter *e, const struct exp_config *cfg);
 
 /* Start one sampler per GPU and the XID event thread. nv must outlive exporter_stop(). */
 int exporter_start(struct exporter *e, struct nvml *nv, int interval_ms, struct gerr *err);

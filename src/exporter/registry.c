@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The metric registry: one row per metric, dcgm-exporter's field name and type, its help text,
- * where NVML has the value (GPU, MIG instance) and the call that samples it. Names and types come
- * from dcgm-exporter etc/default-counters.csv (docs/reference/monitoring-doctor.md A1); the ECC,
- * retired-page and row-remap rows are the ones that file ships commented out, turned on here
- * because the field guide's alerts need them. FB_TOTAL is not in dcgm's file but the GPU Operator's
- * recording rules read it (A6).
+ * The metric registry: one row per DCGM field gpulet can give from NVML, with dcgm-exporter's
+ * name, type and help (etc/default-counters.csv and etc/dcp-metrics-included.csv), where NVML has
+ * the value (GPU, MIG instance, or the GPU's value shown on its instances) and the call or GPM
+ * metric that samples it. docs/reference/dcgm-exporter.md has the table with units and the NVML
+ * source of each row. Rows marked builtin are served without a collectors file: dcgm-exporter's
+ * default set, plus the ECC, retired-page and row-remap rows that file ships commented out (the
+ * field guide's alerts need them) and FB_TOTAL (the GPU Operator's recording rules read it).
  */
+#include <string.h>
+
 #include "exporter/exporter.h"
 
 /* NVML_CLOCK_* (arg) in MHz */
@@ -30,14 +33,20 @@ static nvmlReturn_t get_temp(const struct nvml *nv, nvmlDevice_t dev, int arg, d
 	return r;
 }
 
+/* An NVML call with one unsigned result (NULL: the driver lacks it), times scale. */
+static nvmlReturn_t one_uint(nvmlReturn_t (*fn)(nvmlDevice_t, unsigned *), nvmlDevice_t dev, double scale, double *ret)
+{
+	unsigned v;
+	nvmlReturn_t r = fn ? fn(dev, &v) : NVML_ERROR_FUNCTION_NOT_FOUND;
+	if (r == NVML_SUCCESS)
+		*ret = v * scale;
+	return r;
+}
+
 /* NVML reports milliwatts; dcgm's field is watts. */
 static nvmlReturn_t get_power(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret)
 {
-	unsigned mw;
-	nvmlReturn_t r = nv->device_get_power_usage ? nv->device_get_power_usage(dev, &mw) : NVML_ERROR_NOT_SUPPORTED;
-	if (r == NVML_SUCCESS)
-		*ret = mw / 1000.0;
-	return r;
+	return one_uint(nv->device_get_power_usage, dev, 1 / 1000.0, ret);
 }
 
 /* arg 0: gpu %, 1: memory (copy engine) % */
@@ -51,13 +60,28 @@ static nvmlReturn_t get_util(const struct nvml *nv, nvmlDevice_t dev, int arg, d
 	return r;
 }
 
-/* arg 0: free, 1: used, 2: total; MiB as dcgm (MIG handles report the instance's memory) */
+/*
+ * arg 0: free, 1: used, 2: total, 3: reserved; MiB as dcgm. nvmlDeviceGetMemoryInfo_v2 where the
+ * driver has it (as DCGM on r510+: reserved is apart from used), else v1 (no reserved). MIG
+ * handles report the instance's memory.
+ */
 static nvmlReturn_t get_fb(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret)
 {
-	nvmlMemory_t m;
-	nvmlReturn_t r = nv->device_get_memory_info ? nv->device_get_memory_info(dev, &m) : NVML_ERROR_NOT_SUPPORTED;
+	unsigned long long v[4];
+	nvmlReturn_t r;
+	if (nv->device_get_memory_info_v2) {
+		nvmlMemory_v2_t m = {.version = nvmlMemory_v2};
+		r = nv->device_get_memory_info_v2(dev, &m);
+		v[0] = m.free, v[1] = m.used, v[2] = m.total, v[3] = m.reserved;
+	} else {
+		nvmlMemory_t m;
+		r = nv->device_get_memory_info ? nv->device_get_memory_info(dev, &m) : NVML_ERROR_FUNCTION_NOT_FOUND;
+		if (arg == 3 && r == NVML_SUCCESS)
+			r = NVML_ERROR_NOT_SUPPORTED;
+		v[0] = m.free, v[1] = m.used, v[2] = m.total, v[3] = 0;
+	}
 	if (r == NVML_SUCCESS)
-		*ret = (double)(arg == 0 ? m.free : arg == 1 ? m.used : m.total) / 1048576.0;
+		*ret = (double)v[arg] / 1048576.0;
 	return r;
 }
 
@@ -97,42 +121,219 @@ static nvmlReturn_t get_remap(const struct nvml *nv, nvmlDevice_t dev, int arg, 
 	return r;
 }
 
+/* Memory temperature: a field value (NVML_FI_DEV_MEMORY_TEMP), HBM boards only. */
+static nvmlReturn_t get_field(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret)
+{
+	nvmlFieldValue_t f = {.fieldId = (unsigned)arg};
+	nvmlReturn_t r =
+	    nv->device_get_field_values ? nv->device_get_field_values(dev, 1, &f) : NVML_ERROR_FUNCTION_NOT_FOUND;
+	if (r != NVML_SUCCESS)
+		return r;
+	if (f.nvmlReturn != NVML_SUCCESS)
+		return f.nvmlReturn;
+	switch (f.valueType) {
+	case NVML_VALUE_TYPE_DOUBLE:
+		*ret = f.value.dVal;
+		break;
+	case NVML_VALUE_TYPE_UNSIGNED_INT:
+		*ret = f.value.uiVal;
+		break;
+	case NVML_VALUE_TYPE_UNSIGNED_LONG:
+		*ret = (double)f.value.ulVal;
+		break;
+	case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+		*ret = (double)f.value.ullVal;
+		break;
+	case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+		*ret = (double)f.value.sllVal;
+		break;
+	default:
+		return NVML_ERROR_UNKNOWN;
+	}
+	return NVML_SUCCESS;
+}
+
+/* NVLink data counters of all links, RX + TX, in KiB (a counter; EXP_SCOPE_RATE makes it MiB/s). */
+static nvmlReturn_t get_nvlink(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret)
+{
+	double rx, tx;
+	nvmlFieldValue_t f[2] = {{.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, .scopeId = 0xffffffffu},
+				 {.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, .scopeId = 0xffffffffu}};
+	nvmlReturn_t r =
+	    nv->device_get_field_values ? nv->device_get_field_values(dev, 2, f) : NVML_ERROR_FUNCTION_NOT_FOUND;
+	if (r != NVML_SUCCESS)
+		return r;
+	if (f[0].nvmlReturn != NVML_SUCCESS || f[1].nvmlReturn != NVML_SUCCESS)
+		return f[0].nvmlReturn != NVML_SUCCESS ? f[0].nvmlReturn : f[1].nvmlReturn;
+	rx = (double)f[0].value.ullVal;
+	tx = (double)f[1].value.ullVal;
+	*ret = rx + tx;
+	return NVML_SUCCESS;
+}
+
+static nvmlReturn_t get_energy(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret)
+{
+	unsigned long long mj;
+	nvmlReturn_t r = nv->device_get_total_energy_consumption ? nv->device_get_total_energy_consumption(dev, &mj)
+								 : NVML_ERROR_FUNCTION_NOT_FOUND;
+	if (r == NVML_SUCCESS)
+		*ret = (double)mj;
+	return r;
+}
+
+static nvmlReturn_t get_replay(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret)
+{
+	return one_uint(nv->device_get_pcie_replay_counter, dev, 1, ret);
+}
+
+/* arg 0: encoder, 1: decoder utilisation in % */
+static nvmlReturn_t get_codec(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret)
+{
+	unsigned u, period;
+	nvmlReturn_t (*fn)(nvmlDevice_t, unsigned *, unsigned *) =
+	    arg ? nv->device_get_decoder_utilization : nv->device_get_encoder_utilization;
+	nvmlReturn_t r = fn ? fn(dev, &u, &period) : NVML_ERROR_FUNCTION_NOT_FOUND;
+	if (r == NVML_SUCCESS)
+		*ret = u;
+	return r;
+}
+
+/* PCIe throughput: NVML's KiB/s over a 20 ms window -> bytes/s (the GPM value is preferred) */
+static nvmlReturn_t get_pcie(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret)
+{
+	unsigned kib;
+	nvmlReturn_t r = nv->device_get_pcie_throughput ? nv->device_get_pcie_throughput(dev, arg, &kib)
+							: NVML_ERROR_FUNCTION_NOT_FOUND;
+	if (r == NVML_SUCCESS)
+		*ret = kib * 1024.0;
+	return r;
+}
+
+static nvmlReturn_t get_retired_pending(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret)
+{
+	nvmlEnableState_t p;
+	nvmlReturn_t r = nv->device_get_retired_pages_pending_status
+			     ? nv->device_get_retired_pages_pending_status(dev, &p)
+			     : NVML_ERROR_FUNCTION_NOT_FOUND;
+	if (r == NVML_SUCCESS)
+		*ret = p == NVML_FEATURE_ENABLED;
+	return r;
+}
+
 #define ECC(type, counter) (((type) << 1) | (counter))
 #define G                  EXP_SCOPE_GPU
+#define GI                 (EXP_SCOPE_GPU | EXP_SCOPE_INHERIT)
 #define GM                 (EXP_SCOPE_GPU | EXP_SCOPE_MIG)
+#define PCT                0.01      /* GPM percent -> DCGM ratio */
+#define MIBS               1048576.0 /* GPM MiB/s -> DCGM bytes/s */
 
+/* name, type, help as dcgm-exporter's CSV; scope; getter, arg; GPM metric, scale; builtin */
 const struct exp_metric_def exp_metrics[EXP_METRIC_COUNT] = {
-    [EXP_SM_CLOCK] = {"DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", G, get_clock, NVML_CLOCK_SM},
-    [EXP_MEM_CLOCK] = {"DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", G, get_clock,
-		       NVML_CLOCK_MEM},
-    [EXP_GPU_TEMP] = {"DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", G, get_temp, 0},
-    [EXP_POWER_USAGE] = {"DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", G, get_power, 0},
-    /* MIG handles answer NOT_SUPPORTED on real drivers (dcgm-exporter #3, #50): then no series */
-    [EXP_GPU_UTIL] = {"DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", GM, get_util, 0},
-    [EXP_MEM_COPY_UTIL] = {"DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", GM, get_util, 1},
-    [EXP_FB_FREE] = {"DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", GM, get_fb, 0},
-    [EXP_FB_USED] = {"DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", GM, get_fb, 1},
-    [EXP_FB_TOTAL] = {"DCGM_FI_DEV_FB_TOTAL", "gauge", "Framebuffer memory total (in MiB).", GM, get_fb, 2},
+    [EXP_SM_CLOCK] = {"DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", GI, get_clock, NVML_CLOCK_SM,
+		      .builtin = true},
+    [EXP_MEM_CLOCK] = {"DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", GI, get_clock,
+		       NVML_CLOCK_MEM, .builtin = true},
+    [EXP_MEMORY_TEMP] = {"DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).", GI, get_field,
+			 NVML_FI_DEV_MEMORY_TEMP, .builtin = true},
+    [EXP_GPU_TEMP] = {"DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", GI, get_temp, 0, .builtin = true},
+    [EXP_POWER_USAGE] = {"DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", GI, get_power, 0, .builtin = true},
+    [EXP_TOTAL_ENERGY] = {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+			  "Total energy consumption since boot (in mJ).", GI, get_energy, 0, .builtin = true},
+    [EXP_PCIE_REPLAY] = {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.", GI, get_replay,
+			 0, .builtin = true},
+    /* MIG handles answer NOT_SUPPORTED on real drivers (dcgm-exporter #3, #50): no instance series */
+    [EXP_GPU_UTIL] = {"DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", GM, get_util, 0, .builtin = true},
+    [EXP_MEM_COPY_UTIL] = {"DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", GM, get_util, 1,
+			   .builtin = true},
+    [EXP_ENC_UTIL] = {"DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).", GM, get_codec, 0,
+		      .builtin = true},
+    [EXP_DEC_UTIL] = {"DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).", GM, get_codec, 1,
+		      .builtin = true},
+    [EXP_FB_FREE] = {"DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", GM, get_fb, 0,
+		     .builtin = true},
+    [EXP_FB_USED] = {"DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", GM, get_fb, 1,
+		     .builtin = true},
+    [EXP_FB_RESERVED] = {"DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).", GM, get_fb, 3,
+			 .builtin = true},
+    [EXP_FB_TOTAL] = {"DCGM_FI_DEV_FB_TOTAL", "gauge", "Framebuffer memory total (in MiB).", GM, get_fb, 2,
+		      .builtin = true},
     [EXP_ECC_SBE_VOL] = {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors.",
-			 G, get_ecc, ECC(NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC)},
+			 GI, get_ecc, ECC(NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC), .builtin = true},
     [EXP_ECC_DBE_VOL] = {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors.",
-			 G, get_ecc, ECC(NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC)},
+			 GI, get_ecc, ECC(NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC), .builtin = true},
     [EXP_ECC_SBE_AGG] = {"DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "counter",
-			 "Total number of single-bit persistent ECC errors.", G, get_ecc,
-			 ECC(NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC)},
+			 "Total number of single-bit persistent ECC errors.", GI, get_ecc,
+			 ECC(NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC), .builtin = true},
     [EXP_ECC_DBE_AGG] = {"DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter",
-			 "Total number of double-bit persistent ECC errors.", G, get_ecc,
-			 ECC(NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC)},
+			 "Total number of double-bit persistent ECC errors.", GI, get_ecc,
+			 ECC(NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC), .builtin = true},
     [EXP_RETIRED_SBE] = {"DCGM_FI_DEV_RETIRED_SBE", "counter",
-			 "Total number of retired pages due to single-bit errors.", G, get_retired,
-			 NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS},
+			 "Total number of retired pages due to single-bit errors.", GI, get_retired,
+			 NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, .builtin = true},
     [EXP_RETIRED_DBE] = {"DCGM_FI_DEV_RETIRED_DBE", "counter",
-			 "Total number of retired pages due to double-bit errors.", G, get_retired,
-			 NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR},
-    [EXP_CORRECTABLE_REMAPPED_ROWS] = {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
-				       "Number of remapped rows for correctable errors.", G, get_remap, 0},
+			 "Total number of retired pages due to double-bit errors.", GI, get_retired,
+			 NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, .builtin = true},
+    [EXP_RETIRED_PENDING] = {"DCGM_FI_DEV_RETIRED_PENDING", "counter", "Total number of pages pending retirement.", GI,
+			     get_retired_pending, 0, .builtin = true},
+    /* DCGM publishes the growth of the RX+TX KiB counters per second / 1000, typed counter in the CSV */
+    [EXP_NVLINK_BANDWIDTH_TOTAL] = {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter",
+				    "Total number of NVLink bandwidth counters for all lanes.", GI | EXP_SCOPE_RATE,
+				    get_nvlink, 0, .builtin = true},
     [EXP_UNCORRECTABLE_REMAPPED_ROWS] = {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
-					 "Number of remapped rows for uncorrectable errors.", G, get_remap, 1},
-    [EXP_ROW_REMAP_FAILURE] = {"DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed.", G,
-			       get_remap, 2},
+					 "Number of remapped rows for uncorrectable errors", GI, get_remap, 1,
+					 .builtin = true},
+    [EXP_CORRECTABLE_REMAPPED_ROWS] = {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
+				       "Number of remapped rows for correctable errors", GI, get_remap, 0,
+				       .builtin = true},
+    [EXP_ROW_REMAP_FAILURE] = {"DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed", GI,
+			       get_remap, 2, .builtin = true},
+    /* DCP fields from NVML's GPM (Hopper and newer); per MIG instance through nvmlGpmMigSampleGet */
+    [EXP_PROF_GR_ENGINE_ACTIVE] = {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge",
+				   "Ratio of time the graphics engine is active.", GM, NULL, 0,
+				   NVML_GPM_METRIC_GRAPHICS_UTIL, PCT, true},
+    [EXP_PROF_SM_ACTIVE] = {"DCGM_FI_PROF_SM_ACTIVE", "gauge",
+			    "The ratio of cycles an SM has at least 1 warp assigned.", GM, NULL, 0,
+			    NVML_GPM_METRIC_SM_UTIL, PCT, false},
+    [EXP_PROF_SM_OCCUPANCY] = {"DCGM_FI_PROF_SM_OCCUPANCY", "gauge", "The ratio of number of warps resident on an SM.",
+			       GM, NULL, 0, NVML_GPM_METRIC_SM_OCCUPANCY, PCT, false},
+    [EXP_PROF_PIPE_TENSOR_ACTIVE] = {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
+				     "Ratio of cycles the tensor (HMMA) pipe is active.", GM, NULL, 0,
+				     NVML_GPM_METRIC_ANY_TENSOR_UTIL, PCT, true},
+    [EXP_PROF_DRAM_ACTIVE] = {"DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
+			      "Ratio of cycles the device memory interface is active sending or receiving data.", GM,
+			      NULL, 0, NVML_GPM_METRIC_DRAM_BW_UTIL, PCT, true},
+    [EXP_PROF_PIPE_FP64_ACTIVE] = {"DCGM_FI_PROF_PIPE_FP64_ACTIVE", "gauge",
+				   "Ratio of cycles the fp64 pipes are active.", GM, NULL, 0, NVML_GPM_METRIC_FP64_UTIL,
+				   PCT, false},
+    [EXP_PROF_PIPE_FP32_ACTIVE] = {"DCGM_FI_PROF_PIPE_FP32_ACTIVE", "gauge",
+				   "Ratio of cycles the fp32 pipes are active.", GM, NULL, 0, NVML_GPM_METRIC_FP32_UTIL,
+				   PCT, false},
+    [EXP_PROF_PIPE_FP16_ACTIVE] = {"DCGM_FI_PROF_PIPE_FP16_ACTIVE", "gauge",
+				   "Ratio of cycles the fp16 pipes are active.", GM, NULL, 0, NVML_GPM_METRIC_FP16_UTIL,
+				   PCT, false},
+    /* PCIe: GPM where the GPU has it, else nvmlDeviceGetPcieThroughput; a device-wide value */
+    [EXP_PROF_PCIE_TX_BYTES] = {"DCGM_FI_PROF_PCIE_TX_BYTES", "gauge",
+				"The rate of data transmitted over the PCIe bus - including both protocol headers and "
+				"data payloads - in bytes per second.",
+				GI, get_pcie, NVML_PCIE_UTIL_TX_BYTES, NVML_GPM_METRIC_PCIE_TX_PER_SEC, MIBS, true},
+    [EXP_PROF_PCIE_RX_BYTES] = {"DCGM_FI_PROF_PCIE_RX_BYTES", "gauge",
+				"The rate of data received over the PCIe bus - including both protocol headers and "
+				"data payloads - in bytes per second.",
+				GI, get_pcie, NVML_PCIE_UTIL_RX_BYTES, NVML_GPM_METRIC_PCIE_RX_PER_SEC, MIBS, true},
+    [EXP_PROF_NVLINK_TX_BYTES] = {"DCGM_FI_PROF_NVLINK_TX_BYTES", "gauge",
+				  "The rate of data transmitted over NVLink, not including protocol headers, in bytes "
+				  "per second.",
+				  GI, NULL, 0, NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, MIBS, false},
+    [EXP_PROF_NVLINK_RX_BYTES] = {"DCGM_FI_PROF_NVLINK_RX_BYTES", "gauge",
+				  "The rate of data received over NVLink, not including protocol headers, in bytes per "
+				  "second.",
+				  GI, NULL, 0, NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, MIBS, false},
 };
+
+int exp_metric_by_name(const char *name)
+{
+	for (int i = 0; i < EXP_METRIC_COUNT; i++)
+		if (streq(exp_metrics[i].name, name))
+			return i;
+	return -1;
+}

@@ -56,10 +56,40 @@ void strbuf_printf(struct strbuf *b, const char *fmt, ...)
 	}
 }
 
+/* Append s as is (the hot path of a scrape: no format parsing). */
+static void put_str(struct strbuf *b, const char *s)
+{
+	size_t n = strlen(s);
+	if (b->oom)
+		return;
+	if (b->cap - b->len <= n) {
+		size_t ncap = MAX(b->cap * 2, b->len + n + 4096);
+		char *p = realloc(b->s, ncap);
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->s = p;
+		b->cap = ncap;
+	}
+	memcpy(b->s + b->len, s, n + 1);
+	b->len += n;
+}
+
 /* Values as Prometheus parses them; integers without an exponent up to 2^53. */
 static void put_value(struct strbuf *b, double v)
 {
-	if (isnan(v))
+	if (v >= 0 && v < 9007199254740992.0 && v == floor(v)) {
+		char digits[24], *p = digits + sizeof(digits);
+		unsigned long long u = (unsigned long long)v;
+		*--p = '\0';
+		*--p = '\n';
+		do
+			*--p = (char)('0' + u % 10);
+		while ((u /= 10));
+		*--p = ' ';
+		put_str(b, p);
+	} else if (isnan(v))
 		strbuf_printf(b, " NaN\n");
 	else if (isinf(v))
 		strbuf_printf(b, v > 0 ? " +Inf\n" : " -Inf\n");
@@ -150,7 +180,12 @@ static void device_line(struct strbuf *b, const struct exporter *e, const struct
 {
 	size_t n = a->count[d];
 	for (size_t k = 0; k < MAX(n, (size_t)1); k++) {
-		strbuf_printf(b, "%s{%s%s%s}", name, e->devs[d].labels, e->hostname_labels, n ? suffix(a, d, k) : "");
+		put_str(b, name);
+		put_str(b, "{");
+		put_str(b, e->devs[d].labels);
+		put_str(b, e->hostname_labels);
+		put_str(b, n ? suffix(a, d, k) : "");
+		put_str(b, "}");
 		put_value(b, v);
 	}
 }
@@ -184,28 +219,78 @@ static void render_pod_allocation(struct strbuf *b, const struct exporter *e, co
 	}
 }
 
+/* Is GPU g's sample too old to serve (a sampler stuck in a hung NVML call)? */
+static bool stale(const struct exporter *e, const struct exp_gpu_state *st, double now)
+{
+	return e->stale_s > 0 && st->sampled_at > 0 && now - st->sampled_at > e->stale_s;
+}
+
+/* Field i of device d as served: an instance shows its GPU's value for device-wide fields. */
+static bool device_value(const struct exporter *e, const struct exp_values *vals, size_t d, size_t i, double *ret)
+{
+	const struct exp_device *dev = &e->devs[d];
+	size_t src = dev->mig >= 0 && (exp_metrics[i].scope & EXP_SCOPE_INHERIT) ? e->gpus[dev->gpu].first_dev : d;
+	if (!(vals[src].valid & (1ull << i)))
+		return false;
+	*ret = vals[src].v[i];
+	return true;
+}
+
+static void render_fields(struct strbuf *b, const struct exporter *e, const struct attribution *a,
+			  const struct exp_values *vals, const struct exp_gpu_state *st, double now)
+{
+	for (size_t i = 0; i < EXP_METRIC_COUNT; i++) {
+		if (!(e->enabled & (1ull << i)))
+			continue;
+		bool header = false;
+		for (size_t d = 0; d < e->n_devs; d++) {
+			double v;
+			if (!e->devs[d].shown || stale(e, &st[e->devs[d].gpu], now) || !device_value(e, vals, d, i, &v))
+				continue;
+			if (!header) {
+				family(b, exp_metrics[i].name, e->type[i], e->help[i]);
+				header = true;
+			}
+			device_line(b, e, a, d, exp_metrics[i].name, v);
+		}
+	}
+	if (!e->n_gpus || !e->xid_enabled)
+		return;
+	family(b, "DCGM_FI_DEV_XID_ERRORS", e->xid_type, e->xid_help);
+	for (size_t d = 0; d < e->n_devs; d++)
+		if (e->devs[d].shown)
+			device_line(b, e, a, d, "DCGM_FI_DEV_XID_ERRORS", st[e->devs[d].gpu].last_xid);
+}
+
+/* The fields asked for that this node cannot serve, one series each (issue 14). */
+static void render_unavailable(struct strbuf *b, const struct exporter *e)
+{
+	bool probed = atomic_load(&e->probed);
+	if (!e->n_unavailable_names && !(probed && e->unsupported))
+		return;
+	family(b, "gpulet_exporter_field_unavailable", "gauge",
+	       "1 for each field of the collectors set this node does not serve, with the reason (NVML has no "
+	       "source for it, or no GPU here supports it).");
+	for (size_t k = 0; k < e->n_unavailable_names; k++) {
+		char name[256];
+		prom_escape(e->unavailable_names[k], name, sizeof(name));
+		strbuf_printf(b, "gpulet_exporter_field_unavailable{field=\"%s\",reason=\"no NVML source\"} 1\n", name);
+	}
+	for (int i = 0; probed && i < EXP_METRIC_COUNT; i++)
+		if (e->unsupported & (1ull << i))
+			strbuf_printf(b, "gpulet_exporter_field_unavailable{field=\"%s\",reason=\"%s\"} 1\n",
+				      exp_metrics[i].name,
+				      exp_metrics[i].gpm && !exp_metrics[i].get ? "needs GPM (Hopper or newer)"
+										: "not supported by these GPUs");
+}
+
 static void render_devices(struct strbuf *b, const struct exporter *e, const struct attribution *a,
 			   const struct exp_values *vals, const struct exp_gpu_state *st, double now)
 {
-	for (size_t i = 0; i < EXP_METRIC_COUNT; i++) {
-		const struct exp_metric_def *m = &exp_metrics[i];
-		bool header = false;
-		for (size_t d = 0; d < e->n_devs; d++) {
-			if (!(vals[d].valid & (1ull << i)))
-				continue;
-			if (!header) {
-				family(b, m->name, m->type, m->help);
-				header = true;
-			}
-			device_line(b, e, a, d, m->name, vals[d].v[i]);
-		}
-	}
+	render_fields(b, e, a, vals, st, now);
+	render_unavailable(b, e);
 	if (!e->n_gpus)
 		return;
-	family(b, "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.");
-	for (size_t g = 0; g < e->n_gpus; g++)
-		device_line(b, e, a, e->gpus[g].first_dev, "DCGM_FI_DEV_XID_ERRORS", st[g].last_xid);
-
 	bool header = false;
 	for (size_t g = 0; g < e->n_gpus; g++)
 		for (size_t k = 0; k < st[g].n_xids; k++) {

@@ -254,4 +254,96 @@ _Static_assert(offsetof(nvmlGpuFabricInfo_t, cliqueId) == 20, "nvmlGpuFabricInfo
 _Static_assert(offsetof(nvmlGpuFabricInfo_t, state) == 24, "nvmlGpuFabricInfo_t.state");
 /* ---- end labels block ---- */
 
+/*
+ * ---- Exporter counters (issue 14): field values, energy, PCIe, codec utilisation, GPM ----------
+ * Layouts as in NVIDIA's nvml.h (CUDA 11.8 and later; tests/realdriver compares every one).
+ */
+typedef int nvmlPcieUtilCounter_t;
+typedef int nvmlValueType_t;
+enum { NVML_PCIE_UTIL_TX_BYTES = 0, NVML_PCIE_UTIL_RX_BYTES = 1 };
+enum {
+	NVML_VALUE_TYPE_DOUBLE = 0,
+	NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+	NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+	NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+	NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+};
+/* nvmlDeviceGetFieldValues field ids (nvml.h NVML_FI_*). */
+#define NVML_FI_DEV_MEMORY_TEMP               82
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX 138 /* KiB since boot; scopeId = link, UINT_MAX = all */
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX 139
+
+typedef union nvmlValue_st {
+	double dVal;
+	unsigned int uiVal;
+	unsigned long ulVal;
+	unsigned long long ullVal;
+	signed long long sllVal;
+} nvmlValue_t;
+
+typedef struct nvmlFieldValue_st {
+	unsigned int fieldId;
+	unsigned int scopeId;
+	long long timestamp;
+	long long latencyUsec;
+	nvmlValueType_t valueType;
+	nvmlReturn_t nvmlReturn;
+	nvmlValue_t value;
+} nvmlFieldValue_t;
+
+/* GPM (GPU performance monitoring, Hopper and newer): two samples make one metric reading. */
+typedef struct nvmlGpmSample_st *nvmlGpmSample_t;
+enum {
+	NVML_GPM_METRIC_GRAPHICS_UTIL = 1,
+	NVML_GPM_METRIC_SM_UTIL = 2,
+	NVML_GPM_METRIC_SM_OCCUPANCY = 3,
+	NVML_GPM_METRIC_INTEGER_UTIL = 4,
+	NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5,
+	NVML_GPM_METRIC_DFMA_TENSOR_UTIL = 6,
+	NVML_GPM_METRIC_HMMA_TENSOR_UTIL = 7,
+	NVML_GPM_METRIC_IMMA_TENSOR_UTIL = 9,
+	NVML_GPM_METRIC_DRAM_BW_UTIL = 10,
+	NVML_GPM_METRIC_FP64_UTIL = 11,
+	NVML_GPM_METRIC_FP32_UTIL = 12,
+	NVML_GPM_METRIC_FP16_UTIL = 13,
+	NVML_GPM_METRIC_PCIE_TX_PER_SEC = 20, /* MiB/s */
+	NVML_GPM_METRIC_PCIE_RX_PER_SEC = 21,
+	NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC = 60,
+	NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC = 61,
+	/* the array bound of nvmlGpmMetricsGet_t version 1 (the 520-535 drivers' header) */
+	NVML_GPM_METRIC_MAX = 98,
+};
+#define NVML_GPM_METRICS_GET_VERSION 1
+#define NVML_GPM_SUPPORT_VERSION     1
+
+typedef struct {
+	unsigned int metricId;
+	nvmlReturn_t nvmlReturn;
+	double value;
+	struct {
+		char *shortName;
+		char *longName;
+		char *unit;
+	} metricInfo;
+} nvmlGpmMetric_t;
+
+typedef struct {
+	unsigned int version;
+	unsigned int numMetrics;
+	nvmlGpmSample_t sample1;
+	nvmlGpmSample_t sample2;
+	nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+
+typedef struct {
+	unsigned int version;
+	unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
+
+_Static_assert(sizeof(nvmlFieldValue_t) == 40, "nvmlFieldValue_t layout");
+_Static_assert(sizeof(nvmlGpmMetric_t) == 40, "nvmlGpmMetric_t layout");
+_Static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24, "nvmlGpmMetricsGet_t.metrics");
+_Static_assert(sizeof(nvmlGpmSupport_t) == 8, "nvmlGpmSupport_t layout");
+/* ---- end of the exporter counters block ---------------------------------------------------- */
+
 #include "nvml/symbols.h"

@@ -6,6 +6,30 @@
 #pragma once
 
 /*
+ * Exporter counters (issue 14): the dcgm-exporter default and DCP fields NVML can give
+ * (docs/reference/dcgm-exporter.md has the field -> call table). All optional: a driver without
+ * one serves the others, and the field is listed as unavailable.
+ */
+#define NVML_SYMBOLS_EXPORTER(X)                                                                                      \
+	X(device_get_field_values, nvmlDeviceGetFieldValues, (nvmlDevice_t, int, nvmlFieldValue_t *), 0)              \
+	X(device_get_total_energy_consumption, nvmlDeviceGetTotalEnergyConsumption,                                   \
+	  (nvmlDevice_t, unsigned long long *), 0)                                                                    \
+	X(device_get_pcie_replay_counter, nvmlDeviceGetPcieReplayCounter, (nvmlDevice_t, unsigned *), 0)              \
+	X(device_get_encoder_utilization, nvmlDeviceGetEncoderUtilization, (nvmlDevice_t, unsigned *, unsigned *), 0) \
+	X(device_get_decoder_utilization, nvmlDeviceGetDecoderUtilization, (nvmlDevice_t, unsigned *, unsigned *), 0) \
+	X(device_get_memory_info_v2, nvmlDeviceGetMemoryInfo_v2, (nvmlDevice_t, nvmlMemory_v2_t *), 0)                \
+	X(device_get_pcie_throughput, nvmlDeviceGetPcieThroughput, (nvmlDevice_t, nvmlPcieUtilCounter_t, unsigned *), \
+	  0)                                                                                                          \
+	X(device_get_retired_pages_pending_status, nvmlDeviceGetRetiredPagesPendingStatus,                            \
+	  (nvmlDevice_t, nvmlEnableState_t *), 0)                                                                     \
+	X(gpm_query_device_support, nvmlGpmQueryDeviceSupport, (nvmlDevice_t, nvmlGpmSupport_t *), 0)                 \
+	X(gpm_sample_alloc, nvmlGpmSampleAlloc, (nvmlGpmSample_t *), 0)                                               \
+	X(gpm_sample_free, nvmlGpmSampleFree, (nvmlGpmSample_t), 0)                                                   \
+	X(gpm_sample_get, nvmlGpmSampleGet, (nvmlDevice_t, nvmlGpmSample_t), 0)                                       \
+	X(gpm_mig_sample_get, nvmlGpmMigSampleGet, (nvmlDevice_t, unsigned, nvmlGpmSample_t), 0)                      \
+	X(gpm_metrics_get, nvmlGpmMetricsGet, (nvmlGpmMetricsGet_t *), 0)
+
+/*
  * Every NVML entry point gpulet may call: X(field, symbol, return-args, required).
  * `required` ones must resolve or the loader fails; the others degrade one feature when absent
  * (older drivers). The symbol is the versioned export the driver library really has, as an
@@ -68,7 +92,8 @@
 	X(device_get_compute_running_processes, nvmlDeviceGetComputeRunningProcesses_v3,                               \
 	  (nvmlDevice_t, unsigned *, nvmlProcessInfo_t *), 0)                                                          \
 	/* labels: fabric clique (nvidia.com/gpu.clique) */                                                            \
-	X(device_get_gpu_fabric_info, nvmlDeviceGetGpuFabricInfo, (nvmlDevice_t, nvmlGpuFabricInfo_t *), 0)
+	X(device_get_gpu_fabric_info, nvmlDeviceGetGpuFabricInfo, (nvmlDevice_t, nvmlGpuFabricInfo_t *), 0)            \
+	NVML_SYMBOLS_EXPORTER(X)
 
 /* One row of a {name, required} table: struct nvml_symbol t[] = {NVML_SYMBOLS(NVML_SYMBOL_ROW)}. */
 struct nvml_symbol {

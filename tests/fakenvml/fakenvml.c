@@ -1424,6 +1424,286 @@ API nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, 
 	}
 }
 
+/* ---- exporter counters (issue 14): field values, energy, PCIe, codecs, memory v2, GPM ------- */
+
+/* An unsigned telemetry value, NOT_SUPPORTED when the fixture does not have it. */
+static nvmlReturn_t tel_uint(const struct gpu_slot *g, const char *key, unsigned *out)
+{
+	return put_uint(out, tel_get(g, key));
+}
+
+API nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long *energy)
+{
+	json_t *v;
+
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!energy)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	v = tel_get(c.g, "energy_mj");
+	if (!v)
+		return leave(NVML_ERROR_NOT_SUPPORTED);
+	*energy = (unsigned long long)int_or(v, 0);
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned *value)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	return leave(tel_uint(c.g, "pcie_replay", value));
+}
+
+/* Encoder/decoder utilisation: MIG handles answer NOT_SUPPORTED, as for nvmlDeviceGetUtilizationRates. */
+static nvmlReturn_t codec_util(const struct gpu_slot *g, const char *key, unsigned *util, unsigned *period)
+{
+	if (!util || !period)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*period = 167000; /* what an A100 reports, in us */
+	return tel_uint(g, key, util);
+}
+
+API nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned *util, unsigned *period)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	return leave(codec_util(c.g, "enc_util", util, period));
+}
+
+API nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned *util, unsigned *period)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	return leave(codec_util(c.g, "dec_util", util, period));
+}
+
+/* PCIe throughput in KiB/s over NVML's 20 ms window: telemetry pcie_kib_per_s {tx, rx}. */
+API nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, int counter, unsigned *value)
+{
+	json_t *v;
+
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!value || counter < NVML_PCIE_UTIL_TX_BYTES || counter > NVML_PCIE_UTIL_RX_BYTES)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	v = tel_get(c.g, "pcie_kib_per_s");
+	if (!v)
+		return leave(NVML_ERROR_NOT_SUPPORTED);
+	return leave(put_uint(value, json_object_get(v, counter == NVML_PCIE_UTIL_TX_BYTES ? "tx" : "rx")));
+}
+
+API nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, int *pending)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!pending)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	if (!tel_get(c.g, "retired_pages"))
+		return leave(NVML_ERROR_NOT_SUPPORTED); /* no page retirement: Ampere and newer remap rows */
+	*pending = json_is_true(tel_get(c.g, "retired_pending")) ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+	return leave(NVML_SUCCESS);
+}
+
+/* v2 adds the memory the driver reserves (telemetry memory_reserved_mib; none on a MIG handle). */
+API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
+{
+	nvmlMemory_t m;
+	unsigned long long reserved = 0;
+	nvmlReturn_t r;
+
+	if (!memory)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (memory->version != nvmlMemory_v2)
+		return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+	r = nvmlDeviceGetMemoryInfo(device, &m);
+	if (r != NVML_SUCCESS)
+		return r;
+	pthread_mutex_lock(&lock);
+	if (handle_valid(device) && device->mig < 0)
+		reserved = (unsigned long long)int_or(tel_get(&slots[device->gpu], "memory_reserved_mib"), 0) * MIB;
+	pthread_mutex_unlock(&lock);
+	memory->total = m.total;
+	memory->reserved = reserved < m.free ? reserved : m.free;
+	memory->used = m.used;
+	memory->free = m.free - memory->reserved;
+	return NVML_SUCCESS;
+}
+
+/* One field of nvmlDeviceGetFieldValues, from telemetry. */
+static void field_value(const struct gpu_slot *g, nvmlFieldValue_t *f)
+{
+	json_t *v = NULL;
+
+	f->timestamp = now_ms() * 1000LL;
+	f->latencyUsec = 0;
+	switch (f->fieldId) {
+	case NVML_FI_DEV_MEMORY_TEMP:
+		v = tel_get(g, "memory_temp_c");
+		f->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+		f->value.uiVal = (unsigned)int_or(v, 0);
+		break;
+	case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX:
+	case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
+		v = json_object_get(tel_get(g, "nvlink_kib"),
+				    f->fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX ? "tx" : "rx");
+		f->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+		f->value.ullVal = (unsigned long long)int_or(v, 0);
+		break;
+	default:
+		break;
+	}
+	f->nvmlReturn = v ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+}
+
+API nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldValue_t *values)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	if (count < 0 || (count && !values))
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	for (int i = 0; i < count; i++)
+		field_value(c.g, &values[i]);
+	return leave(NVML_SUCCESS);
+}
+
+/*
+ * GPM. A sample records the fixture's "gpm" values (the GPU's telemetry, or a GPU instance's
+ * "gpm") at the time of nvmlGpmSampleGet; nvmlGpmMetricsGet answers sample2's values, and only
+ * for two samples of the same device and instance taken in order, as NVML needs.
+ */
+#define GPM_MAGIC 0x67706d73u
+struct nvmlGpmSample_st {
+	unsigned magic;
+	bool filled;
+	unsigned gpu;
+	unsigned gi; /* NO_ID: the whole GPU */
+	long seq;
+	double value[NVML_GPM_METRIC_MAX];
+	bool has[NVML_GPM_METRIC_MAX];
+};
+static long gpm_seq;
+
+static const struct {
+	const char *key;
+	unsigned id;
+} gpm_keys[] = {
+    {"graphics", NVML_GPM_METRIC_GRAPHICS_UTIL},
+    {"sm", NVML_GPM_METRIC_SM_UTIL},
+    {"sm_occupancy", NVML_GPM_METRIC_SM_OCCUPANCY},
+    {"integer", NVML_GPM_METRIC_INTEGER_UTIL},
+    {"tensor", NVML_GPM_METRIC_ANY_TENSOR_UTIL},
+    {"dfma", NVML_GPM_METRIC_DFMA_TENSOR_UTIL},
+    {"hmma", NVML_GPM_METRIC_HMMA_TENSOR_UTIL},
+    {"imma", NVML_GPM_METRIC_IMMA_TENSOR_UTIL},
+    {"dram", NVML_GPM_METRIC_DRAM_BW_UTIL},
+    {"fp64", NVML_GPM_METRIC_FP64_UTIL},
+    {"fp32", NVML_GPM_METRIC_FP32_UTIL},
+    {"fp16", NVML_GPM_METRIC_FP16_UTIL},
+    {"pcie_tx_mib_s", NVML_GPM_METRIC_PCIE_TX_PER_SEC},
+    {"pcie_rx_mib_s", NVML_GPM_METRIC_PCIE_RX_PER_SEC},
+    {"nvlink_rx_mib_s", NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC},
+    {"nvlink_tx_mib_s", NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC},
+};
+
+static bool gpm_supported(const struct gpu_slot *g)
+{
+	return json_is_true(gpu_get(g, "gpm_supported"));
+}
+
+API nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t *support)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!support)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	if (support->version != NVML_GPM_SUPPORT_VERSION)
+		return leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+	support->isSupportedDevice = gpm_supported(c.g);
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t *sample)
+{
+	struct nvmlGpmSample_st *p;
+
+	SYSTEM_CALL();
+	if (!sample)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return leave(NVML_ERROR_MEMORY);
+	p->magic = GPM_MAGIC;
+	*sample = p;
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample)
+{
+	if (!sample || sample->magic != GPM_MAGIC)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	sample->magic = 0;
+	free(sample);
+	return NVML_SUCCESS;
+}
+
+static nvmlReturn_t gpm_fill(const struct gpu_slot *g, unsigned gi, json_t *values, nvmlGpmSample_t sample)
+{
+	if (!sample || sample->magic != GPM_MAGIC)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (!gpm_supported(g))
+		return NVML_ERROR_NOT_SUPPORTED;
+	memset(sample->has, 0, sizeof(sample->has));
+	for (size_t i = 0; i < ELEMENTSOF(gpm_keys); i++) {
+		json_t *v = json_object_get(values, gpm_keys[i].key);
+		if (json_is_number(v)) {
+			sample->value[gpm_keys[i].id] = json_number_value(v);
+			sample->has[gpm_keys[i].id] = true;
+		}
+	}
+	sample->filled = true;
+	sample->gpu = g->index;
+	sample->gi = gi;
+	sample->seq = ++gpm_seq;
+	return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t sample)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	return leave(gpm_fill(c.g, NO_ID, tel_get(c.g, "gpm"), sample));
+}
+
+API nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned gi, nvmlGpmSample_t sample)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	for (unsigned j = 0; j < MAX_MIGS; j++) {
+		const struct mig_slot *m = &c.g->migs[j];
+		json_t *v;
+		if (!m->present || m->gi != gi)
+			continue;
+		v = json_object_get(m->gi_spec, "gpm");
+		return leave(gpm_fill(c.g, gi, v ? v : tel_get(c.g, "gpm"), sample));
+	}
+	return leave(NVML_ERROR_NOT_FOUND);
+}
+
+API nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *get)
+{
+	const struct nvmlGpmSample_st *a, *b;
+
+	SYSTEM_CALL();
+	if (!get)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	if (get->version != NVML_GPM_METRICS_GET_VERSION)
+		return leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+	a = get->sample1;
+	b = get->sample2;
+	if (get->numMetrics > NVML_GPM_METRIC_MAX || !a || !b || a == b || a->magic != GPM_MAGIC ||
+	    b->magic != GPM_MAGIC || !a->filled || !b->filled || a->gpu != b->gpu || a->gi != b->gi || a->seq >= b->seq)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	for (unsigned i = 0; i < get->numMetrics; i++) {
+		nvmlGpmMetric_t *m = &get->metrics[i];
+		bool ok = m->metricId < NVML_GPM_METRIC_MAX && b->has[m->metricId];
+		m->nvmlReturn = ok ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+		m->value = ok ? b->value[m->metricId] : 0;
+		memset(&m->metricInfo, 0, sizeof(m->metricInfo));
+	}
+	return leave(NVML_SUCCESS);
+}
+/* ---- end of the exporter counters block ---------------------------------------------------- */
+
 /*
  * ---- labels block: nvmlDeviceGetGpuFabricInfo from the GPU's (or model's) "fabric" object:
  * {"cluster_uuid": "8-4-4-4-12 hex", "clique_id": N, "state": 0..3, "status": return name}.
@@ -1524,4 +1804,19 @@ API const struct fakenvml_api fakenvml_api = {
     .device_get_nvlink_remote_pci_info = nvmlDeviceGetNvLinkRemotePciInfo_v2,
     .device_get_compute_running_processes = nvmlDeviceGetComputeRunningProcesses_v3,
     .device_get_gpu_fabric_info = nvmlDeviceGetGpuFabricInfo, /* labels */
+    /* exporter counters (issue 14) */
+    .device_get_field_values = nvmlDeviceGetFieldValues,
+    .device_get_total_energy_consumption = nvmlDeviceGetTotalEnergyConsumption,
+    .device_get_pcie_replay_counter = nvmlDeviceGetPcieReplayCounter,
+    .device_get_encoder_utilization = nvmlDeviceGetEncoderUtilization,
+    .device_get_decoder_utilization = nvmlDeviceGetDecoderUtilization,
+    .device_get_memory_info_v2 = nvmlDeviceGetMemoryInfo_v2,
+    .device_get_pcie_throughput = nvmlDeviceGetPcieThroughput,
+    .device_get_retired_pages_pending_status = nvmlDeviceGetRetiredPagesPendingStatus,
+    .gpm_query_device_support = nvmlGpmQueryDeviceSupport,
+    .gpm_sample_alloc = nvmlGpmSampleAlloc,
+    .gpm_sample_free = nvmlGpmSampleFree,
+    .gpm_sample_get = nvmlGpmSampleGet,
+    .gpm_mig_sample_get = nvmlGpmMigSampleGet,
+    .gpm_metrics_get = nvmlGpmMetricsGet,
 };

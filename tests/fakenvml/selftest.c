@@ -887,14 +887,87 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* ---- exporter counters (issue 14): field values, energy, PCIe, codecs, memory v2, GPM ------- */
+static void test_exporter_counters(void **state)
+{
+	nvmlFieldValue_t f[3] = {{.fieldId = NVML_FI_DEV_MEMORY_TEMP},
+				 {.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, .scopeId = 0xffffffffu},
+				 {.fieldId = 9999}};
+	nvmlMemory_v2_t m2 = {.version = nvmlMemory_v2};
+	nvmlGpmSupport_t sup = {.version = NVML_GPM_SUPPORT_VERSION};
+	nvmlGpmSample_t s1, s2;
+	nvmlGpmMetricsGet_t mg = {.version = NVML_GPM_METRICS_GET_VERSION, .numMetrics = 2};
+	unsigned long long mj;
+	unsigned u, period;
+	nvmlDevice_t mh;
+
+	use_fixture("dgx-h100");
+	assert_int_equal(api->init(), NVML_SUCCESS);
+	assert_int_equal(api->device_get_field_values(gpu(0), 3, f), NVML_SUCCESS);
+	assert_int_equal(f[0].nvmlReturn, NVML_SUCCESS);
+	assert_int_equal(f[0].valueType, NVML_VALUE_TYPE_UNSIGNED_INT);
+	assert_int_equal(f[0].value.uiVal, 38);
+	assert_int_equal(f[1].value.ullVal, 123456);
+	assert_int_equal(f[2].nvmlReturn, NVML_ERROR_NOT_SUPPORTED);
+	assert_int_equal(api->device_get_total_energy_consumption(gpu(0), &mj), NVML_SUCCESS);
+	assert_true(mj > 0);
+	assert_int_equal(api->device_get_encoder_utilization(gpu(0), &u, &period), NVML_SUCCESS);
+	assert_int_equal(api->device_get_pcie_throughput(gpu(0), NVML_PCIE_UTIL_RX_BYTES, &u), NVML_SUCCESS);
+	assert_int_equal(u, 4096);
+	assert_int_equal(api->device_get_memory_info_v2(gpu(0), &m2), NVML_SUCCESS);
+	assert_int_equal(m2.reserved, 637 * MIB);
+	assert_int_equal(m2.total, m2.free + m2.used + m2.reserved);
+	m2.version = 1;
+	assert_int_equal(api->device_get_memory_info_v2(gpu(0), &m2), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+	/* GPM: two samples in order make one reading; the metric ids of nvml.h */
+	assert_int_equal(api->gpm_query_device_support(gpu(0), &sup), NVML_SUCCESS);
+	assert_int_equal(sup.isSupportedDevice, 1);
+	assert_int_equal(api->gpm_sample_alloc(&s1), NVML_SUCCESS);
+	assert_int_equal(api->gpm_sample_alloc(&s2), NVML_SUCCESS);
+	assert_int_equal(api->gpm_sample_get(gpu(0), s1), NVML_SUCCESS);
+	mg.sample1 = s1;
+	mg.sample2 = s1;
+	assert_int_equal(api->gpm_metrics_get(&mg), NVML_ERROR_INVALID_ARGUMENT);
+	assert_int_equal(api->gpm_sample_get(gpu(0), s2), NVML_SUCCESS);
+	mg.sample2 = s2;
+	mg.metrics[0].metricId = NVML_GPM_METRIC_ANY_TENSOR_UTIL;
+	mg.metrics[1].metricId = 30 /* NVDEC 0: not in the fixture */;
+	assert_int_equal(api->gpm_metrics_get(&mg), NVML_SUCCESS);
+	assert_int_equal(mg.metrics[0].nvmlReturn, NVML_SUCCESS);
+	assert_true(mg.metrics[0].value == 44.0);
+	assert_int_equal(mg.metrics[1].nvmlReturn, NVML_ERROR_NOT_SUPPORTED);
+	mg.sample1 = s2;
+	mg.sample2 = s1; /* out of order */
+	assert_int_equal(api->gpm_metrics_get(&mg), NVML_ERROR_INVALID_ARGUMENT);
+	assert_int_equal(api->gpm_sample_free(s1), NVML_SUCCESS);
+	assert_int_equal(api->gpm_sample_free(s2), NVML_SUCCESS);
+	assert_int_equal(api->shutdown(), NVML_SUCCESS);
+
+	/* Ampere: no GPM; codec utilisation and PCIe replays are GPU-only calls */
+	use_fixture("dgx-a100");
+	assert_int_equal(api->init(), NVML_SUCCESS);
+	sup.isSupportedDevice = 7;
+	assert_int_equal(api->gpm_query_device_support(gpu(0), &sup), NVML_SUCCESS);
+	assert_int_equal(sup.isSupportedDevice, 0);
+	assert_int_equal(api->gpm_sample_alloc(&s1), NVML_SUCCESS);
+	assert_int_equal(api->gpm_sample_get(gpu(0), s1), NVML_ERROR_NOT_SUPPORTED);
+	assert_int_equal(api->gpm_sample_free(s1), NVML_SUCCESS);
+	assert_int_equal(api->device_get_mig_device_handle_by_index(gpu(6), 0, &mh), NVML_SUCCESS);
+	assert_int_equal(api->device_get_decoder_utilization(mh, &u, &period), NVML_ERROR_NOT_SUPPORTED);
+	assert_int_equal(api->device_get_pcie_replay_counter(gpu(6), &u), NVML_SUCCESS);
+	assert_int_equal(api->shutdown(), NVML_SUCCESS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_exports),     cmocka_unit_test(test_dgx_a100),    cmocka_unit_test(test_dgx_h100),
-	    cmocka_unit_test(test_single_t4),   cmocka_unit_test(test_no_gpu),      cmocka_unit_test(test_pcie_4gpu),
-	    cmocka_unit_test(test_mixed),       cmocka_unit_test(test_reload),      cmocka_unit_test(test_events),
-	    cmocka_unit_test(test_fault_knobs), cmocka_unit_test(test_bad_fixture), cmocka_unit_test(test_mig_ci_split),
-	    cmocka_unit_test(test_degraded),
+	    cmocka_unit_test(test_exports),     cmocka_unit_test(test_dgx_a100),
+	    cmocka_unit_test(test_dgx_h100),    cmocka_unit_test(test_single_t4),
+	    cmocka_unit_test(test_no_gpu),      cmocka_unit_test(test_pcie_4gpu),
+	    cmocka_unit_test(test_mixed),       cmocka_unit_test(test_reload),
+	    cmocka_unit_test(test_events),      cmocka_unit_test(test_fault_knobs),
+	    cmocka_unit_test(test_bad_fixture), cmocka_unit_test(test_mig_ci_split),
+	    cmocka_unit_test(test_degraded),    cmocka_unit_test(test_exporter_counters),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -5,7 +5,8 @@
 promtool check metrics exits 1 on a parse error and 3 on lint problems. Two lint rules cannot be
 met while keeping dcgm-exporter's names, which Grafana dashboards depend on (monitoring-doctor.md A1/A2):
   * the label `modelName` is camelCase;
-  * dcgm counters such as DCGM_FI_DEV_ECC_DBE_VOL_TOTAL / DCGM_FI_DEV_RETIRED_SBE lack a lowercase `_total`.
+  * dcgm counters such as DCGM_FI_DEV_ECC_DBE_VOL_TOTAL / DCGM_FI_DEV_RETIRED_SBE lack a lowercase `_total`,
+    and DCGM_FI_DEV_PCIE_REPLAY_COUNTER has 'counter' in its name.
 So: (1) the raw scrape must parse (rc 0 or 3, never 1); (2) with modelName renamed to model_name, the only
 lint lines left must be the `_total` rule on DCGM_* counters; every gpulet_* metric must be clean.
 usage: promcheck.py < scrape.txt   (exit 0 = pass; prints what failed)
@@ -14,7 +15,9 @@ import re
 import subprocess
 import sys
 
-ALLOWED = re.compile(r'^DCGM_FI_[A-Z0-9_]+ counter metrics should have "_total" suffix$')
+ALLOWED = re.compile(r'^DCGM_FI_[A-Z0-9_]+ counter metrics should have "_total" suffix$'
+                     # dcgm-exporter's default counter DCGM_FI_DEV_PCIE_REPLAY_COUNTER (issue 14)
+                     r"|^DCGM_FI_DEV_PCIE_REPLAY_COUNTER metric name should not include type 'counter'$")
 
 
 def promtool(text):

@@ -5,9 +5,11 @@ pod attribution through a python3-grpcio PodResources server, a hung NVML call o
 NVML events, HTTP limits. Run by CTest (exporter_integration)."""
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -139,7 +141,8 @@ class Http(unittest.TestCase):
 class NvmlFaults(unittest.TestCase):
     def test_hung_call_on_one_gpu(self):
         """GPU 3 hangs in nvmlDeviceGetUtilizationRates: scrapes stay fast, the others stay fresh,
-        GPU 3 keeps its last values and its sample age grows."""
+        GPU 3's sample age grows and, after three missed rounds (+1 s), its last values are no longer
+        served (issue 14: they would look current)."""
         ex = Exporter(fixture("dgx-h100"), ["--collect-interval", "200", "--kubernetes=false"])
         try:
             ex.wait_for(lambda b: len(series(b, "DCGM_FI_DEV_GPU_UTIL")) == 8, what="8 GPUs sampled")
@@ -159,8 +162,10 @@ class NvmlFaults(unittest.TestCase):
             for uuid, age in ages.items():
                 if uuid != hung:
                     self.assertLess(age, 1.5, uuid)
-            util = {l["UUID"] for l, _ in series(body, "DCGM_FI_DEV_GPU_UTIL")}
-            self.assertEqual(len(util), 8, "the hung GPU's last values or another GPU went missing")
+            for name in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
+                         "DCGM_FI_DEV_FB_USED"):
+                uuids = {l["UUID"] for l, _ in series(body, name)}
+                self.assertEqual(uuids, {g["uuid"] for g in doc["gpus"]} - {hung}, name)
             # stopping does not wait for the hung call forever
             t0 = time.time()
             self.assertEqual(ex.stop(timeout=15), 0)
@@ -196,6 +201,13 @@ class NvmlFaults(unittest.TestCase):
                                              series(b, "gpulet_gpu_healthy")), what="lost GPU unhealthy")
             self.assertEqual(sum(1 for _, v in series(body, "gpulet_gpu_healthy") if v == 1), 7)
             self.assertIn("GPU is lost", ex.text())
+            # a lost GPU serves no last temperature, power, utilisation or memory (issue 14)
+            body = ex.scrape()
+            for name in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
+                         "DCGM_FI_DEV_FB_USED"):
+                self.assertEqual([l for l, _ in series(body, name) if l["UUID"] == lost], [], name)
+                self.assertEqual(len(series(body, name)), 7, name)
+            self.assertIn(lost, {l["UUID"] for l, _ in series(body, "gpulet_sample_age_seconds")})
         finally:
             ex.cleanup()
 
@@ -419,6 +431,197 @@ class Deploy(unittest.TestCase):
         for c in exp["containers"]:
             self.assertEqual(c["securityContext"]["capabilities"]["drop"], ["ALL"])
             self.assertFalse(c["securityContext"]["allowPrivilegeEscalation"])
+
+
+COLLECTORS = os.path.join(SRC, "tests", "integration", "collectors", "dcgm-default.csv")
+
+
+def csv_rows(path):
+    """(field, type, help) of a collectors file, read as dcgm-exporter reads it (Python's csv module:
+    an independent reader of the same RFC 4180 records)."""
+    import csv
+    with open(path, newline="") as f:
+        rows = [r for r in csv.reader(f) if r and not r[0].startswith("#")]
+    return [tuple(x.strip() for x in r) for r in rows]
+
+
+def families(body):
+    """{name: (type, help)} of the # TYPE / # HELP lines of a scrape."""
+    out, helps = {}, {}
+    for line in body.splitlines():
+        if line.startswith("# HELP "):
+            name, _, text = line[7:].partition(" ")
+            helps[name] = text
+        elif line.startswith("# TYPE "):
+            name, _, typ = line[7:].partition(" ")
+            out[name] = (typ, helps.get(name))
+    return out
+
+
+class Collectors(unittest.TestCase):
+    """Issue 14: dcgm-exporter's collectors file, its counters, GPM, unavailable fields, flags."""
+
+    def test_dcgm_default_fields_on_h100(self):
+        """Every default and DCP field NVML gives is served with the file's name, type and help; GPM
+        ratios on Hopper; a DCGM field with no NVML source is listed once by the info metric."""
+        ex = Exporter(fixture("dgx-h100"), ["-f", COLLECTORS, "--collect-interval", "200", "--kubernetes=false"])
+        try:
+            body = ex.wait_for(lambda b: len(series(b, "DCGM_FI_PROF_GR_ENGINE_ACTIVE")) == 8 and
+                               "gpulet_exporter_field_unavailable" in b, what="GPM values and the probe")
+            rc, out = promcheck(body)
+            self.assertEqual(rc, 0, out)
+            fam = families(body)
+            rows = csv_rows(COLLECTORS)
+            served = [r for r in rows if r[1] != "label" and r[0] != "DCGM_FI_DEV_VGPU_LICENSE_STATUS"]
+            for name, typ, help_ in served:
+                self.assertEqual(fam.get(name), (typ, help_), name)
+            self.assertEqual(len(fam.keys() & {r[0] for r in rows}), len(served))
+            # fields not in the file are not served (ECC is not in dcgm-exporter's default set)
+            self.assertNotIn("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", fam)
+            self.assertNotIn("DCGM_FI_DEV_FB_TOTAL", fam)
+            doc = load("dgx-h100")
+            gpm = doc["models"]["h100-sxm5-80gb"]["telemetry"]["gpm"]
+            tel = doc["models"]["h100-sxm5-80gb"]["telemetry"]
+            one = lambda name: {v for _, v in series(body, name)}
+            self.assertEqual(one("DCGM_FI_PROF_GR_ENGINE_ACTIVE"), {gpm["graphics"] / 100})
+            self.assertEqual(one("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"), {gpm["tensor"] / 100})
+            self.assertEqual(one("DCGM_FI_PROF_DRAM_ACTIVE"), {gpm["dram"] / 100})
+            self.assertEqual(one("DCGM_FI_PROF_PCIE_TX_BYTES"), {gpm["pcie_tx_mib_s"] * 1048576})
+            self.assertEqual(one("DCGM_FI_DEV_MEMORY_TEMP"), {tel["memory_temp_c"]})
+            self.assertEqual(one("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"), {tel["energy_mj"]})
+            self.assertEqual(one("DCGM_FI_DEV_FB_RESERVED"), {tel["memory_reserved_mib"]})
+            unavailable = series(body, "gpulet_exporter_field_unavailable")
+            self.assertEqual([l["field"] for l, _ in unavailable], ["DCGM_FI_DEV_VGPU_LICENSE_STATUS"])
+            labels = series(body, "DCGM_FI_DEV_GPU_TEMP")[0][0]
+            self.assertEqual(labels["DCGM_FI_DRIVER_VERSION"], doc["driver_version"])
+            self.assertEqual(ex.text().count("DCGM_FI_DEV_VGPU_LICENSE_STATUS"), 1, ex.text())
+        finally:
+            ex.cleanup()
+
+    def test_no_gpm_on_a100_one_warning(self):
+        """dgx-a100 has no GPM: the GPM fields are absent, listed, and warned about once; PCIe bytes come
+        from NVML's PCIe throughput instead."""
+        env = {"DCGM_EXPORTER_COLLECTORS": COLLECTORS}  # the env var, as the GPU Operator sets it
+        ex = Exporter(fixture("dgx-a100"), ["--collect-interval", "200", "--kubernetes=false"], env=env)
+        try:
+            body = ex.wait_for(lambda b: "gpulet_exporter_field_unavailable" in b and
+                               "needs GPM" in b, what="the probe")
+            time.sleep(0.5)
+            body = ex.scrape()
+            for f in ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE"):
+                self.assertEqual(series(body, f), [], f)
+                self.assertIn(f, {l["field"] for l, _ in series(body, "gpulet_exporter_field_unavailable")})
+            warn = [l for l in ex.text().splitlines() if "level=warn" in l and "DCGM_FI_PROF_GR_ENGINE_ACTIVE" in l]
+            self.assertEqual(len(warn), 1, ex.text())
+            tel = load("dgx-a100")["models"]["a100-sxm4-40gb"]["telemetry"]
+            tx = {v for l, v in series(body, "DCGM_FI_PROF_PCIE_TX_BYTES")}
+            self.assertEqual(tx, {tel["pcie_kib_per_s"]["tx"] * 1024})
+        finally:
+            ex.cleanup()
+
+    def test_bad_collectors_file_names_file_and_line(self):
+        d = tempfile.mkdtemp(prefix="gpulet-csv-")
+        cases = {
+            "DCGM_FI_DEV_GPU_TEMPERATURE, gauge, typo\n": (2, "unknown field 'DCGM_FI_DEV_GPU_TEMPERATURE'"),
+            "DCGM_FI_DEV_GPU_TEMP, gage, typo\n": (2, "unknown Prometheus type 'gage'"),
+            "DCGM_FI_DEV_GPU_TEMP, gauge\n": (2, "2 fields where dcgm-exporter needs 3"),
+            'DCGM_FI_DEV_GPU_TEMP, gauge, a "quote"\n': (2, "inside an unquoted field"),
+        }
+        try:
+            for text, (line, words) in cases.items():
+                with self.subTest(text=text):
+                    path = os.path.join(d, "c.csv")
+                    with open(path, "w") as f:
+                        f.write("# header\n" + text)
+                    p = subprocess.run([os.environ.get("GPULET", os.path.join(SRC, "build", "gpulet")), "exporter",
+                                        "-f", path, "--address", "127.0.0.1:0"], capture_output=True, text=True,
+                                       timeout=20)
+                    self.assertEqual(p.returncode, 1, p.stderr)
+                    self.assertIn("%s:%d:" % (path, line), p.stderr)
+                    self.assertIn(words, p.stderr)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+    def test_upstream_flags_are_accepted(self):
+        """The flags dcgm-exporter's chart and DaemonSets pass start the exporter; those that mean
+        nothing here say so once each."""
+        ex = Exporter(fixture("single-t4"), [
+            "-f", COLLECTORS, "--web-config-file", "/etc/dcgm-exporter/web-config.yaml", "-x", "300000",
+            "-o", "--kubernetes-gpu-id-type", "device-name", "-d", "f", "-r", "localhost:5555",
+            "--kubernetes-enable-pod-labels", "--debug", "--kubernetes=false"])
+        try:
+            ex.wait_for(lambda b: "DCGM_FI_DEV_GPU_TEMP{" in b, what="first sample")
+            log = ex.text()
+            for flag in ("web-config-file", "xid-count-window-size", "use-old-namespace", "kubernetes-gpu-id-type",
+                         "remote-hostengine-info", "kubernetes-enable-pod-labels"):
+                self.assertEqual(log.count("flag=--%s " % flag), 1, (flag, log))
+            self.assertIn("level=debug", log)
+        finally:
+            ex.cleanup()
+
+
+class Mig(unittest.TestCase):
+    """Issue 14 point 4: a MIG GPU's series are its instances' by default (dcgm-exporter's -d f)."""
+
+    def scrape(self, args, env=None, fb_series=13):
+        ex = Exporter(fixture("dgx-a100"), ["--collect-interval", "200", "--kubernetes=false"] + args, env=env)
+        try:
+            return ex.wait_for(lambda b: len({l["gpu"] for l, _ in series(b, "DCGM_FI_DEV_GPU_TEMP")}) == 8 and
+                               len(series(b, "DCGM_FI_DEV_FB_TOTAL")) >= fb_series, what="all GPUs sampled")
+        finally:
+            ex.cleanup()
+
+    def test_instances_only_by_default(self):
+        body = self.scrape([])
+        doc = load("dgx-a100")
+        parents = [l for l, _ in series(body, "DCGM_FI_DEV_FB_USED") if l["gpu"] in ("6", "7") and "GPU_I_ID" not in l]
+        self.assertEqual(parents, [])
+        # the memory of a namespace is counted once: instances' FB_USED sum to the processes on them
+        g6 = doc["gpus"][6]
+        used6 = sum(v for l, v in series(body, "DCGM_FI_DEV_FB_USED") if l["gpu"] == "6")
+        self.assertEqual(used6, sum(p["used_mib"] for p in g6["telemetry"]["processes"]))
+        # device-wide fields show the GPU's value on each instance; GPU_UTIL is not per instance
+        temps = [(l.get("GPU_I_ID"), v) for l, v in series(body, "DCGM_FI_DEV_GPU_TEMP") if l["gpu"] == "6"]
+        self.assertEqual(sorted(t[0] for t in temps), sorted(str(m["gi"]) for m in g6["mig"]))
+        self.assertEqual({t[1] for t in temps}, {doc["models"]["a100-sxm4-40gb"]["telemetry"]["temperature_c"]})
+        self.assertEqual([l for l, _ in series(body, "DCGM_FI_DEV_GPU_UTIL") if l["gpu"] == "6"], [])
+        xid = [l for l, _ in series(body, "DCGM_FI_DEV_XID_ERRORS") if l["gpu"] == "6"]
+        self.assertEqual(len(xid), len(g6["mig"]))
+        rc, out = promcheck(body)
+        self.assertEqual(rc, 0, out)
+
+    def test_parent_kept_on_request(self):
+        for args, env in ((["--mig-parent-metrics"], None), ([], {"GPULET_EXPORTER_MIG_PARENT_METRICS": "true"})):
+            with self.subTest(args=args, env=env):
+                body = self.scrape(args, env, fb_series=15)
+                parents = [l for l, _ in series(body, "DCGM_FI_DEV_FB_USED") if l["gpu"] == "6" and "GPU_I_ID" not in l]
+                self.assertEqual(len(parents), 1)
+                self.assertEqual(len([l for l, _ in series(body, "DCGM_FI_DEV_FB_USED") if l["gpu"] == "6"]), 5)
+
+    def test_gpm_per_gpu_instance(self):
+        """On Hopper the GPM ratios are per MIG instance (nvmlGpmMigSampleGet with the GPU instance id);
+        every compute instance of one GPU instance shows that instance's value."""
+        ex = Exporter(fixture("mig-ci-split"), ["--collect-interval", "200", "--kubernetes=false"])
+        try:
+            body = ex.wait_for(lambda b: len(series(b, "DCGM_FI_PROF_GR_ENGINE_ACTIVE")) == 5, what="GPM per instance")
+            doc = load("mig-ci-split")
+            gi1 = doc["gpus"][0]["mig"][0]["gpm"]
+            gpu = doc["models"]["h100-sxm5-80gb"]["telemetry"]["gpm"]
+            got = sorted((l["gpu"], l.get("GPU_I_ID"), l.get("GPU_CI_ID"), v)
+                         for l, v in series(body, "DCGM_FI_PROF_GR_ENGINE_ACTIVE"))
+            want = sorted([("0", "1", None, gi1["graphics"] / 100)] +
+                          [("0", "2", str(c), gpu["graphics"] / 100) for c in range(3)] +
+                          [("1", None, None, gpu["graphics"] / 100)])
+            self.assertEqual(got, want)
+            rc, out = promcheck(body)
+            self.assertEqual(rc, 0, out)
+        finally:
+            ex.cleanup()
+
+    def test_devices_g_serves_gpus_only(self):
+        body = self.scrape(["-d", "g"], fb_series=8)
+        self.assertNotIn("GPU_I_ID", "".join(l for l in body.splitlines() if l.startswith("DCGM_")))
+        self.assertEqual(len(series(body, "DCGM_FI_DEV_FB_USED")), 8)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@
 
 /* Not in CUDA 11.8's nvml.h; the prototype of NVML 12's header (docs/reference/nvml-abi.md). */
 nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int *node);
+/* Not in CUDA 11.8's nvml.h either (GPM of one MIG instance, NVML 12 header; issue 14). */
+nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId, nvmlGpmSample_t gpmSample);
 
 /* labels: not in CUDA 11.8's nvml.h either; type and prototype as NVML 12's header has them. */
 #ifndef NVML_GPU_FABRIC_UUID_LEN

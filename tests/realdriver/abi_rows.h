@@ -10,6 +10,73 @@
  */
 #pragma once
 
+/* Exporter counters (issue 14): field values, PCIe counters, GPM. */
+#define ABI_STRUCTS_EXPORTER(S, F)               \
+	S(nvmlValue_t)                           \
+	F(nvmlValue_t, dVal)                     \
+	F(nvmlValue_t, uiVal)                    \
+	F(nvmlValue_t, ulVal)                    \
+	F(nvmlValue_t, ullVal)                   \
+	F(nvmlValue_t, sllVal)                   \
+	S(nvmlFieldValue_t)                      \
+	F(nvmlFieldValue_t, fieldId)             \
+	F(nvmlFieldValue_t, scopeId)             \
+	F(nvmlFieldValue_t, timestamp)           \
+	F(nvmlFieldValue_t, latencyUsec)         \
+	F(nvmlFieldValue_t, valueType)           \
+	F(nvmlFieldValue_t, nvmlReturn)          \
+	F(nvmlFieldValue_t, value)               \
+	S(nvmlGpmMetric_t)                       \
+	F(nvmlGpmMetric_t, metricId)             \
+	F(nvmlGpmMetric_t, nvmlReturn)           \
+	F(nvmlGpmMetric_t, value)                \
+	F(nvmlGpmMetric_t, metricInfo)           \
+	F(nvmlGpmMetric_t, metricInfo.shortName) \
+	F(nvmlGpmMetric_t, metricInfo.longName)  \
+	F(nvmlGpmMetric_t, metricInfo.unit)      \
+	S(nvmlGpmMetricsGet_t)                   \
+	F(nvmlGpmMetricsGet_t, version)          \
+	F(nvmlGpmMetricsGet_t, numMetrics)       \
+	F(nvmlGpmMetricsGet_t, sample1)          \
+	F(nvmlGpmMetricsGet_t, sample2)          \
+	F(nvmlGpmMetricsGet_t, metrics)          \
+	S(nvmlGpmSupport_t)                      \
+	F(nvmlGpmSupport_t, version)             \
+	F(nvmlGpmSupport_t, isSupportedDevice)   \
+	S(nvmlPcieUtilCounter_t)                 \
+	S(nvmlValueType_t)
+
+#define ABI_CONSTANTS_EXPORTER(C)                  \
+	C(NVML_PCIE_UTIL_TX_BYTES)                 \
+	C(NVML_PCIE_UTIL_RX_BYTES)                 \
+	C(NVML_VALUE_TYPE_DOUBLE)                  \
+	C(NVML_VALUE_TYPE_UNSIGNED_INT)            \
+	C(NVML_VALUE_TYPE_UNSIGNED_LONG)           \
+	C(NVML_VALUE_TYPE_UNSIGNED_LONG_LONG)      \
+	C(NVML_VALUE_TYPE_SIGNED_LONG_LONG)        \
+	C(NVML_FI_DEV_MEMORY_TEMP)                 \
+	C(NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX)   \
+	C(NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX)   \
+	C(NVML_GPM_METRIC_GRAPHICS_UTIL)           \
+	C(NVML_GPM_METRIC_SM_UTIL)                 \
+	C(NVML_GPM_METRIC_SM_OCCUPANCY)            \
+	C(NVML_GPM_METRIC_INTEGER_UTIL)            \
+	C(NVML_GPM_METRIC_ANY_TENSOR_UTIL)         \
+	C(NVML_GPM_METRIC_DFMA_TENSOR_UTIL)        \
+	C(NVML_GPM_METRIC_HMMA_TENSOR_UTIL)        \
+	C(NVML_GPM_METRIC_IMMA_TENSOR_UTIL)        \
+	C(NVML_GPM_METRIC_DRAM_BW_UTIL)            \
+	C(NVML_GPM_METRIC_FP64_UTIL)               \
+	C(NVML_GPM_METRIC_FP32_UTIL)               \
+	C(NVML_GPM_METRIC_FP16_UTIL)               \
+	C(NVML_GPM_METRIC_PCIE_TX_PER_SEC)         \
+	C(NVML_GPM_METRIC_PCIE_RX_PER_SEC)         \
+	C(NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC) \
+	C(NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC) \
+	C(NVML_GPM_METRIC_MAX)                     \
+	C(NVML_GPM_METRICS_GET_VERSION)            \
+	C(NVML_GPM_SUPPORT_VERSION)
+
 #define ABI_STRUCTS(S, F)                                                                \
 	S(nvmlPciInfo_t)                                                                 \
 	F(nvmlPciInfo_t, busIdLegacy)                                                    \
@@ -88,7 +155,8 @@
 	S(nvmlClockType_t)                                                               \
 	S(nvmlPageRetirementCause_t)                                                     \
 	S(nvmlGpuTopologyLevel_t)                                                        \
-	S(nvmlEnableState_t)
+	S(nvmlEnableState_t)                                                             \
+	ABI_STRUCTS_EXPORTER(S, F)
 
 #define ABI_CONSTANTS(C)                                             \
 	C(NVML_SUCCESS)                                              \
@@ -158,7 +226,8 @@
 	C(NVML_GPU_INSTANCE_PROFILE_8_SLICE)                         \
 	C(NVML_GPU_INSTANCE_PROFILE_6_SLICE)                         \
 	C(NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1)                    \
-	C(nvmlMemory_v2)
+	C(nvmlMemory_v2)                                             \
+	ABI_CONSTANTS_EXPORTER(C)
 
 /*
  * In our subset but not in CUDA 11.8's nvml.h (added by later NVML headers; values and layouts in
@@ -167,12 +236,12 @@
  * of the fake only) and NVML_NVLINK_MAX_LINKS (18 in 11.8, 36 in ours; node.c stops at the first
  * link the driver refuses, so a 535 driver answers INVALID_ARGUMENT at link 18 and the loop ends).
  */
-#define ABI_NEWER_THAN_HEADER                                                                           \
-	"NVML_ERROR_DEPRECATED NVML_ERROR_NOT_READY NVML_ERROR_GPU_NOT_FOUND NVML_ERROR_INVALID_STATE " \
-	"NVML_ERROR_RESET_TYPE_NOT_SUPPORTED NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 "                   \
-	"NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 NVML_GPU_INSTANCE_PROFILE_COUNT NVML_NVLINK_MAX_LINKS " \
-	"nvmlTemperature_t "                                                                            \
-	"nvmlTemperature_v1 nvmlDeviceGetNumaNodeId (prototype declared in abi_real.c) "                \
+#define ABI_NEWER_THAN_HEADER                                                                                 \
+	"NVML_ERROR_DEPRECATED NVML_ERROR_NOT_READY NVML_ERROR_GPU_NOT_FOUND NVML_ERROR_INVALID_STATE "       \
+	"NVML_ERROR_RESET_TYPE_NOT_SUPPORTED NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 "                         \
+	"NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 NVML_GPU_INSTANCE_PROFILE_COUNT NVML_NVLINK_MAX_LINKS "       \
+	"nvmlTemperature_t "                                                                                  \
+	"nvmlTemperature_v1 nvmlDeviceGetNumaNodeId nvmlGpmMigSampleGet (prototypes declared in abi_real.c) " \
 	"nvmlGpuFabricInfo_t nvmlDeviceGetGpuFabricInfo (labels; declared in abi_real.c)"
 
 struct abi_row {

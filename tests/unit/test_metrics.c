@@ -271,6 +271,170 @@ static void test_promtool(void **state)
 	exporter_free(&e);
 }
 
+/* ---- issue 14: collectors file, served set, MIG series, stale values ---------------------- */
+
+static struct exp_collectors parse_ok(const char *text)
+{
+	struct exp_collectors c;
+	struct gerr err = {0};
+	int r = exp_collectors_parse(text, strlen(text), "c.csv", &c, &err);
+	if (r < 0)
+		fail_msg("%s", err.msg);
+	return c;
+}
+
+static void parse_fails(const char *text, const char *where, const char *words)
+{
+	struct exp_collectors c;
+	struct gerr err = {0};
+	assert_true(exp_collectors_parse(text, strlen(text), "c.csv", &c, &err) < 0);
+	if (!strstr(err.msg, where) || !strstr(err.msg, words))
+		fail_msg("message '%s' lacks '%s' / '%s'", err.msg, where, words);
+}
+
+/* The records dcgm-exporter's Go encoding/csv reader accepts, read the same way. */
+static void test_collectors_parse(void **state)
+{
+	struct exp_collectors c = parse_ok("# comment, with, commas\r\n"
+					   "\n"
+					   "   \n"
+					   "DCGM_FI_DEV_GPU_TEMP,  gauge, GPU temperature (in C).\r\n"
+					   "DCGM_FI_DEV_DEC_UTIL ,gauge,\"a, b \"\"quoted\"\"\"\n"
+					   "\"DCGM_FI_DEV_FB_USED\",counter,\"two\nlines\"\n"
+					   "DCGM_FI_DEV_XID_ERRORS, gauge, x\n"
+					   "DCGM_FI_DRIVER_VERSION, label, v\n"
+					   "DCGM_FI_DEV_VGPU_LICENSE_STATUS, gauge, no source\n"
+					   "DCGM_EXP_XID_ERRORS_COUNT, counter, exporter-made\n"
+					   "DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO, gauge, the DCGM 4.6 name");
+	assert_int_equal(c.n, 8);
+	assert_string_equal(c.v[0].name, "DCGM_FI_DEV_GPU_TEMP");
+	assert_string_equal(c.v[0].help, "GPU temperature (in C).");
+	assert_int_equal(c.v[0].line, 4);
+	assert_int_equal(c.v[0].kind, EXP_COUNTER_METRIC);
+	assert_int_equal(c.v[0].metric, EXP_GPU_TEMP);
+	assert_string_equal(c.v[1].name, "DCGM_FI_DEV_DEC_UTIL");
+	assert_string_equal(c.v[1].help, "a, b \"quoted\"");
+	assert_string_equal(c.v[2].help, "two\nlines");
+	assert_string_equal(c.v[2].type, "counter");
+	assert_int_equal(c.v[3].line, 8); /* after a quoted line break */
+	assert_int_equal(c.v[3].kind, EXP_COUNTER_XID);
+	assert_int_equal(c.v[4].kind, EXP_COUNTER_DRIVER);
+	assert_int_equal(c.v[5].kind, EXP_COUNTER_UNAVAILABLE);
+	assert_int_equal(c.v[6].kind, EXP_COUNTER_UNAVAILABLE);
+	assert_int_equal(c.v[7].kind, EXP_COUNTER_UNAVAILABLE);
+	exp_collectors_free(&c);
+	c = parse_ok("");
+	assert_int_equal(c.n, 0);
+	exp_collectors_free(&c);
+}
+
+static void test_collectors_errors(void **state)
+{
+	parse_fails("# x\nDCGM_FI_DEV_GPU_TEMPERATURE, gauge, t\n",
+		    "c.csv:2:", "unknown field 'DCGM_FI_DEV_GPU_TEMPERATURE'");
+	parse_fails("DCGM_FI_DEV_GPU_TEMP, gage, t\n", "c.csv:1:", "unknown Prometheus type 'gage'");
+	parse_fails("DCGM_FI_DEV_GPU_TEMP, gauge\n", "c.csv:1:", "2 fields");
+	parse_fails("DCGM_FI_DEV_GPU_TEMP, gauge, a, b\n", "c.csv:1:", "4 fields");
+	parse_fails("DCGM_FI_DEV_GPU_TEMP, gauge, a \"b\"\n", "c.csv:1:", "inside an unquoted field");
+	/* Go's reader does not trim before a quote either: a space then '"' is a bare quote */
+	parse_fails("DCGM_FI_DEV_GPU_TEMP, gauge, \"b\"\n", "c.csv:1:", "inside an unquoted field");
+	parse_fails("\n\nDCGM_FI_DEV_GPU_TEMP, gauge,\"open\n", "c.csv:3:", "not closed");
+	parse_fails("DCGM_FI_DEV_GPU_TEMP, gauge,\"a\"b\n", "c.csv:1:", "after a closing");
+	parse_fails(", gauge, x\n", "c.csv:1:", "field name is empty");
+	struct exp_collectors c;
+	struct gerr err = {0};
+	assert_true(exp_collectors_parse("DCGM_FI_DEV_GPU_TEMP, gauge, x\0y\n", 33, "c.csv", &c, &err) < 0);
+	assert_non_null(strstr(err.msg, "binary"));
+}
+
+/* A collectors file decides the served fields, their type and help, and the driver label. */
+static void test_configure_from_collectors(void **state)
+{
+	make_node();
+	struct exporter e;
+	assert_int_equal(exporter_init(&e, &test_node, "node-1", NULL), 0);
+	struct exp_collectors c = parse_ok("DCGM_FI_DEV_GPU_TEMP, counter, my help\n"
+					   "DCGM_FI_DEV_POWER_USAGE, histogram, p\n"
+					   "DCGM_FI_DEV_VGPU_LICENSE_STATUS, gauge, v\n");
+	struct exp_config cfg = {.collectors = &c};
+	exporter_configure(&e, &cfg);
+	assert_int_equal(e.enabled, (1ull << EXP_GPU_TEMP) | (1ull << EXP_POWER_USAGE));
+	set_value(&e, 0, EXP_GPU_TEMP, 40);
+	set_value(&e, 0, EXP_POWER_USAGE, 70);
+	set_value(&e, 0, EXP_FB_USED, 1); /* sampled but not asked for: not served */
+	_cleanup_free_ char *t = render(&e, NULL);
+	assert_non_null(strstr(t, "# HELP DCGM_FI_DEV_GPU_TEMP my help\n# TYPE DCGM_FI_DEV_GPU_TEMP counter\n"));
+	assert_non_null(strstr(t, "# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"));
+	assert_null(strstr(t, "DCGM_FI_DEV_FB_USED"));
+	assert_null(strstr(t, "DCGM_FI_DEV_XID_ERRORS"));
+	assert_null(strstr(t, "DCGM_FI_DRIVER_VERSION=")); /* not listed: no label */
+	assert_non_null(strstr(t, "gpulet_exporter_field_unavailable{field=\"DCGM_FI_DEV_VGPU_LICENSE_STATUS\","
+				  "reason=\"no NVML source\"} 1\n"));
+	exporter_free(&e);
+	exp_collectors_free(&c);
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/* dcgm-exporter's -d f: a MIG GPU's series are its instances'; device-wide values inherited. */
+static void test_mig_series(void **state)
+{
+	make_node();
+	struct exporter e;
+	assert_int_equal(exporter_init(&e, &test_node, "node-1", NULL), 0);
+	set_value(&e, 1, EXP_GPU_TEMP, 61);  /* GPU 1 (MIG) */
+	set_value(&e, 1, EXP_FB_USED, 5000); /* the parent's own memory figure */
+	set_value(&e, 1, EXP_GPU_UTIL, 50);  /* GPU-wide utilisation, not per instance */
+	set_value(&e, 2, EXP_FB_USED, 100);  /* MIG A */
+	set_value(&e, 3, EXP_FB_USED, 200);  /* MIG B */
+	_cleanup_free_ char *t = render(&e, NULL);
+	assert_int_equal(count(t, "DCGM_FI_DEV_GPU_TEMP{gpu=\"1\""), 2);
+	assert_int_equal(count(t, "GPU_I_ID=\"5\",Hostname=\"node-1\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 61\n"), 1);
+	assert_int_equal(count(t, "DCGM_FI_DEV_FB_USED{gpu=\"1\""), 2);
+	assert_null(strstr(t, "} 5000\n"));
+	assert_null(strstr(t, "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\""));
+	assert_int_equal(count(t, "DCGM_FI_DEV_XID_ERRORS{gpu=\"1\""), 2);
+
+	struct exp_config cfg = {.mig_parent = true};
+	exporter_configure(&e, &cfg);
+	_cleanup_free_ char *p = render(&e, NULL);
+	assert_int_equal(count(p, "DCGM_FI_DEV_FB_USED{gpu=\"1\""), 3);
+	assert_non_null(strstr(p, "} 5000\n"));
+	assert_non_null(strstr(p, "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\""));
+
+	cfg = (struct exp_config){.devices = EXP_DEVICES_GPUS};
+	exporter_configure(&e, &cfg);
+	_cleanup_free_ char *g = render(&e, NULL);
+	assert_int_equal(count(g, "DCGM_FI_DEV_FB_USED{gpu=\"1\""), 1);
+	assert_null(strstr(g, "GPU_I_ID=\"1\",Hostname=\"node-1\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 100"));
+	exporter_free(&e);
+}
+
+/* A GPU whose sampler is stuck serves no values once they are older than stale_s. */
+static void test_stale_values_left_out(void **state)
+{
+	make_node();
+	struct exporter e;
+	assert_int_equal(exporter_init(&e, &test_node, "node-1", NULL), 0);
+	set_value(&e, 0, EXP_GPU_TEMP, 40);
+	e.stale_s = 1.6;
+	struct strbuf b = {0};
+	double now = exp_now_monotonic();
+	assert_int_equal(exporter_render(&e, NULL, now + 1.0, &b), 0);
+	assert_non_null(strstr(b.s, "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\""));
+	assert_int_equal(exporter_render(&e, NULL, now + 2.0, &b), 0);
+	assert_null(strstr(b.s, "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\""));
+	assert_non_null(strstr(b.s, "gpulet_sample_age_seconds{gpu=\"0\""));
+	strbuf_free(&b);
+	exporter_free(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -282,6 +446,11 @@ int main(void)
 	    cmocka_unit_test(test_sample_age),
 	    cmocka_unit_test(test_not_ready),
 	    cmocka_unit_test(test_promtool),
+	    cmocka_unit_test(test_collectors_parse),
+	    cmocka_unit_test(test_collectors_errors),
+	    cmocka_unit_test(test_configure_from_collectors),
+	    cmocka_unit_test(test_mig_series),
+	    cmocka_unit_test(test_stale_values_left_out),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
