@@ -55,11 +55,26 @@ struct cdi_gen_options {
 	 * edits), so cdi_write_spec() may later replace it. true in CDI_GEN_OPTIONS_INIT.
 	 */
 	bool owner_marker;
+	/* A partial spec (see struct cdi_gen_warnings) is an error instead: nothing is returned. */
+	bool strict;
+	/* Where the partial-spec items go; NULL = not collected (they are still left out). */
+	struct cdi_gen_warnings *warnings;
 };
 #define CDI_GEN_OPTIONS_INIT         \
 	{                            \
 		.owner_marker = true \
 	}
+
+/*
+ * What a generated spec leaves out while the rest still works, one line per item naming it: a
+ * lost GPU, a GPU or MIG device node that does not exist, a driver library's dangling link, an
+ * expected library that is missing (driver_libs[].need). Owned by the caller.
+ */
+struct cdi_gen_warnings {
+	char **items;
+	size_t n;
+};
+void cdi_gen_warnings_clear(struct cdi_gen_warnings *w);
 
 /*
  * Build the spec for node n: one device per GPU without MIG (a MIG-enabled GPU gets none, only
@@ -70,7 +85,11 @@ struct cdi_gen_options {
  * libraries, firmware, IPC sockets, utility binaries and env (NVIDIA_VISIBLE_DEVICES=void,
  * NVIDIA_CTK_LIBCUDA_DIR, the owner marker). cdiVersion is the lowest that covers the fields used
  * (0.5.0 with index names or a dev/driver root other than /, else 0.3.0). *ret is a new reference.
- * -ENODEV when the node has no GPU (a spec without devices is invalid); -EINVAL for a bad kind.
+ *
+ * A spec that would fail at injection is never returned: -ENOENT when the driver root or dev root
+ * does not exist, or the control nodes (nvidiactl, nvidia-uvm), libnvidia-ml or libcuda are
+ * missing; -ENODEV when no GPU is left (a spec without devices is invalid); -EINVAL for a bad
+ * kind; with o->strict, -EIO when anything would be left out. err says what, where and the fix.
  */
 int cdi_generate(const struct node *n, const struct cdi_gen_options *o, json_t **ret, struct gerr *err);
 

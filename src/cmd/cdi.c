@@ -108,6 +108,10 @@ static const struct cmd_opt generate_opts[] = {
     CMD_ROW("device-name-strategy", 0, CMD_OPT_CALL, "S", "index, uuid or both (repeatable; default both)",
 	    .call = add_strategy, .want = "index, uuid or both"),
     CMD_ROW("no-all-device", 0, CMD_OPT_SET, NULL, "do not add the 'all' device", .off = CDI_F(gen.no_all_device)),
+    CMD_ROW("strict", 0, CMD_OPT_SET, NULL,
+	    "fail (exit 1, nothing written) when the spec would leave something out: a lost GPU, a missing "
+	    "device node, a dangling library link, an expected library",
+	    .off = CDI_F(gen.strict)),
     CMD_OPT_DRIVER_ROOT,
     CMD_ROW("dev-root", 0, CMD_OPT_STR, "DIR", "host dir holding dev/nvidia* (default: the driver root)",
 	    .off = CDI_F(gen.dev_root)),
@@ -218,6 +222,7 @@ static int cdi_generate_cmd(int argc, char **argv)
 	struct cdi_gen_options *o = &cli.gen;
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
 	_cleanup_(node_freep) struct node *n = NULL;
+	_cleanup_(cdi_gen_warnings_clear) struct cdi_gen_warnings warnings = {0};
 	json_auto_t *spec = NULL;
 	enum cdi_format fmt;
 	struct gerr err = {0};
@@ -231,9 +236,17 @@ static int cdi_generate_cmd(int argc, char **argv)
 	o->driver_root = cli.c.nvml.driver_root ? cli.c.nvml.driver_root : "/";
 	if (cmd_load_node(&cli.c.nvml, &nv, &n) < 0)
 		return 1;
+	o->warnings = &warnings;
 	if (cdi_generate(n, o, &spec, &err) < 0) {
 		fprintf(stderr, "gpulet cdi generate: %s\n", err.msg);
 		return 1;
+	}
+	if (warnings.n > 0) {
+		fprintf(stderr, "gpulet cdi generate: warning: the spec leaves out %zu item%s:\n", warnings.n,
+			warnings.n == 1 ? "" : "s");
+		for (size_t i = 0; i < warnings.n; i++)
+			fprintf(stderr, "  - %s\n", warnings.items[i]);
+		fprintf(stderr, "  (--strict makes this an error)\n");
 	}
 	return write_output(cli.output, spec, fmt, o->vendor ? o->vendor : "nvidia.com", o->class ? o->class : "gpu");
 }

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,41 +25,45 @@
  * driver_discover() also does.
  */
 const struct driver_lib driver_libs[] = {
-    {"libnvidia-ml.so", "utility"},
-    {"libnvidia-cfg.so", "utility"},
-    {"libnvidia-nscq.so", "utility"},
-    {"libcuda.so", "compute"},
-    {"libcudadebugger.so", "compute"},
-    {"libnvidia-opencl.so", "compute"},
-    {"libnvidia-gpucomp.so", "compute"},
-    {"libnvidia-ptxjitcompiler.so", "compute"},
-    {"libnvidia-fatbinaryloader.so", "compute"},
-    {"libnvidia-allocator.so", "compute"},
-    {"libnvidia-compiler.so", "compute"},
-    {"libnvidia-pkcs11.so", "compute"},
-    {"libnvidia-pkcs11-openssl3.so", "compute"},
-    {"libnvidia-nvvm.so", "compute"},
-    {"libnvidia-tileiras.so", "compute"},
-    {"libvdpau_nvidia.so", "video"},
-    {"libnvidia-encode.so", "video"},
-    {"libnvidia-opticalflow.so", "video"},
-    {"libnvcuvid.so", "video"},
-    {"libnvidia-eglcore.so", "graphics"},
-    {"libnvidia-glcore.so", "graphics"},
-    {"libnvidia-tls.so", "graphics"},
-    {"libnvidia-glsi.so", "graphics"},
-    {"libnvidia-fbc.so", "graphics"},
-    {"libnvidia-ifr.so", "graphics"},
-    {"libnvidia-rtcore.so", "graphics"},
-    {"libnvoptix.so", "graphics"},
-    {"libGLX_nvidia.so", "graphics-glvnd"},
-    {"libEGL_nvidia.so", "graphics-glvnd"},
-    {"libGLESv2_nvidia.so", "graphics-glvnd"},
-    {"libGLESv1_CM_nvidia.so", "graphics-glvnd"},
-    {"libnvidia-glvkspirv.so", "graphics-glvnd"},
-    {"libnvidia-cbl.so", "graphics-glvnd"},
-    {"libnvidia-ngx.so", "ngx"},
-    {"libnvidia-sandboxutils.so", "utility"}, /* newer drivers; nvidia-ctk uses it (cdi.md §7.4) */
+    {"libnvidia-ml.so", "utility", DRIVER_LIB_REQUIRED, "NVML: nvidia-smi and every NVML client in the container"},
+    {"libnvidia-cfg.so", "utility", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-nscq.so", "utility", DRIVER_LIB_OPTIONAL, NULL},
+    {"libcuda.so", "compute", DRIVER_LIB_REQUIRED, "the CUDA driver API: no CUDA program starts"},
+    {"libcudadebugger.so", "compute", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-opencl.so", "compute", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-gpucomp.so", "compute", DRIVER_LIB_OPTIONAL, NULL},
+    /* Every driver package set ships these two next to libcuda (docs/reference/real-driver.md). */
+    {"libnvidia-ptxjitcompiler.so", "compute", DRIVER_LIB_EXPECTED,
+     "PTX JIT: CUDA programs built for another GPU architecture fail to load their kernels"},
+    {"libnvidia-fatbinaryloader.so", "compute", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-allocator.so", "compute", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-compiler.so", "compute", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-pkcs11.so", "compute", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-pkcs11-openssl3.so", "compute", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-nvvm.so", "compute", DRIVER_LIB_EXPECTED, "NVVM: runtime compilation (NVRTC, Numba, CuPy) fails"},
+    {"libnvidia-nvvm70.so", "compute", DRIVER_LIB_OPTIONAL, NULL}, /* nvidia-ctk's legacy NVVM (cdi.md §7.4) */
+    {"libnvidia-tileiras.so", "compute", DRIVER_LIB_OPTIONAL, NULL},
+    {"libvdpau_nvidia.so", "video", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-encode.so", "video", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-opticalflow.so", "video", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvcuvid.so", "video", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-eglcore.so", "graphics", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-glcore.so", "graphics", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-tls.so", "graphics", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-glsi.so", "graphics", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-fbc.so", "graphics", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-ifr.so", "graphics", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-rtcore.so", "graphics", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvoptix.so", "graphics", DRIVER_LIB_OPTIONAL, NULL},
+    {"libGLX_nvidia.so", "graphics-glvnd", DRIVER_LIB_OPTIONAL, NULL},
+    {"libEGL_nvidia.so", "graphics-glvnd", DRIVER_LIB_OPTIONAL, NULL},
+    {"libGLESv2_nvidia.so", "graphics-glvnd", DRIVER_LIB_OPTIONAL, NULL},
+    {"libGLESv1_CM_nvidia.so", "graphics-glvnd", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-glvkspirv.so", "graphics-glvnd", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-cbl.so", "graphics-glvnd", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-ngx.so", "ngx", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-sandboxutils.so", "utility", DRIVER_LIB_OPTIONAL,
+     NULL}, /* newer drivers; nvidia-ctk uses it (cdi.md §7.4) */
 };
 const size_t driver_n_libs = ELEMENTSOF(driver_libs);
 
@@ -264,6 +270,30 @@ static int resolve_in_root(const struct discovery *d, const char *path, char **r
 	return driver_resolve(d->root, d->driver_root, path, ret);
 }
 
+/* Append a warning line (once: the cache and the dir scan may meet the same link). */
+_printf_(2, 3) static int add_warning(struct driver_info *in, const char *fmt, ...)
+{
+	_cleanup_free_ char *w = NULL;
+	char **nw;
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&w, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < in->n_warnings; i++)
+		if (streq(in->warnings[i], w))
+			return 0;
+	nw = realloc(in->warnings, (in->n_warnings + 1) * sizeof(*nw));
+	if (!nw)
+		return -ENOMEM;
+	in->warnings = nw;
+	in->warnings[in->n_warnings++] = TAKE_PTR(w);
+	return 0;
+}
+
 static bool has_suffix(const char *s, const char *suffix)
 {
 	size_t a = strlen(s), b = strlen(suffix);
@@ -271,15 +301,55 @@ static bool has_suffix(const char *s, const char *suffix)
 	return a >= b && streq(s + a - b, suffix);
 }
 
+/* file_name is name.<something> ("libcuda.so" matches "libcuda.so.1", not "libcuda.so-x"). */
+static bool is_library(const char *file_name, const char *name)
+{
+	size_t n = strlen(name);
+
+	return strncmp(file_name, name, n) == 0 && file_name[n] == '.';
+}
+
 static bool known_library(const char *file_name)
 {
-	for (size_t i = 0; i < driver_n_libs; i++) {
-		size_t n = strlen(driver_libs[i].name);
-
-		if (strncmp(file_name, driver_libs[i].name, n) == 0 && file_name[n] == '.')
+	for (size_t i = 0; i < driver_n_libs; i++)
+		if (is_library(file_name, driver_libs[i].name))
 			return true;
-	}
 	return false;
+}
+
+const struct driver_file *driver_find_library(const struct driver_info *d, const char *name)
+{
+	for (size_t i = 0; i < d->n_files; i++) {
+		const struct driver_file *f = &d->files[i];
+
+		if (f->kind == DRIVER_LIBRARY && is_library(strrchr(f->container_path, '/') + 1, name))
+			return f;
+	}
+	return NULL;
+}
+
+/*
+ * A known driver library's link that leads nowhere: the runtime would fail to mount it, so it is
+ * left out, and the user hears about it (a stale ld.so.cache after a driver upgrade or removal).
+ */
+static int warn_dangling(struct discovery *d, const char *path)
+{
+	_cleanup_free_ char *host = join_root(d->driver_root, path), *p = NULL;
+	char target[PATH_MAX];
+	ssize_t n;
+
+	if (!known_library(strrchr(path, '/') + 1))
+		return 0;
+	p = host ? root_path(d->root, host) : NULL;
+	if (!p)
+		return -ENOMEM;
+	n = readlink(p, target, sizeof(target) - 1);
+	if (n < 0)
+		return 0; /* not a link: simply absent (a cache entry for a removed file) */
+	target[n] = 0;
+	return add_warning(d->info,
+			   "%s: dangling link to %s (left out; reinstall the driver libraries or run ldconfig)", host,
+			   target);
 }
 
 /*
@@ -295,8 +365,11 @@ static int add_library(struct discovery *d, const char *path)
 	struct stat st;
 	int r;
 
-	if (resolve_in_root(d, path, &target) < 0)
-		return 0;
+	r = resolve_in_root(d, path, &target);
+	if (r == -ENOENT)
+		return warn_dangling(d, path);
+	if (r < 0)
+		return r == -ENOMEM ? r : 0;
 	if (stat_under(d, d->driver_root, target, &st, false) < 0 || !S_ISREG(st.st_mode))
 		return 0;
 	name = strrchr(target, '/') + 1;
@@ -558,5 +631,8 @@ void driver_info_free(struct driver_info *d)
 	for (size_t i = 0; i < d->n_lib_dirs; i++)
 		free(d->lib_dirs[i]);
 	free(d->lib_dirs);
+	for (size_t i = 0; i < d->n_warnings; i++)
+		free(d->warnings[i]);
+	free(d->warnings);
 	free(d);
 }

@@ -5,6 +5,7 @@ JSON against the files written, and `cdi validate` exit codes, --json shape and 
 """
 import json
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -14,6 +15,55 @@ import yaml
 from test_cdi_testlib import check, finish, generate, gpulet, mkroot
 
 FIXTURE = "single-t4"
+
+
+def no_silent_broken_spec(tmp):
+    """generate refuses (exit 1, what/where/fix, no file) when the driver cannot work in a container, and
+    names each item a partial spec leaves out (exit 0), an error with --strict."""
+    root = os.path.join(tmp, "broken")
+    mkroot(root, FIXTURE)
+    out = os.path.join(tmp, "broken-out")
+    libdir = os.path.join(root, "usr/lib/x86_64-linux-gnu")
+    ver = json.load(open(os.path.join(os.environ["GPULET_SRC"], "tests/fixtures", FIXTURE + ".json")))["driver_version"]
+    refusals = [
+        (["--driver-root", "/nonexistent"], None, ["driver root /nonexistent does not exist", "Fix:"]),
+        (["--dev-root", "/nonexistent"], None, ["dev root /nonexistent does not exist", "--dev-root"]),
+        ([], "dev/nvidiactl", ["/dev/nvidiactl does not exist", "Fix:"]),
+        ([], "dev/nvidia-uvm", ["/dev/nvidia-uvm does not exist", "nvidia-modprobe"]),
+        ([], f"usr/lib/x86_64-linux-gnu/libcuda.so.{ver}", [f"libcuda.so.{ver} not found", "CUDA driver API"]),
+        ([], f"usr/lib/x86_64-linux-gnu/libnvidia-ml.so.{ver}", [f"libnvidia-ml.so.{ver} not found", "Fix:"]),
+    ]
+    for args, remove, words in refusals:
+        saved = None
+        if remove:
+            saved = os.path.join(tmp, "saved")
+            os.rename(os.path.join(root, remove), saved)
+        r = generate(FIXTURE, root, args + ["--output", out + "/"])
+        check(r.returncode == 1 and all(w in r.stderr for w in words), f"refused {args or remove}: {r.stderr.strip()}")
+        check(not os.path.exists(out), f"refused {args or remove}: nothing written")
+        if saved:
+            os.rename(saved, os.path.join(root, remove))
+    # partial: the GPU node gone on a 1-GPU node is no spec at all; a missing expected library and its
+    # SONAME link left dangling in ld.so.cache are warnings that name them, and errors with --strict
+    os.rename(os.path.join(root, "dev/nvidia0"), os.path.join(tmp, "nv0"))
+    r = generate(FIXTURE, root, ["--output", out + "/"])
+    check(r.returncode == 1 and "/dev/nvidia0 does not exist" in r.stderr and not os.path.exists(out),
+          f"GPU node missing: {r.stderr.strip()}")
+    os.rename(os.path.join(tmp, "nv0"), os.path.join(root, "dev/nvidia0"))
+    os.unlink(os.path.join(libdir, f"libnvidia-ptxjitcompiler.so.{ver}"))
+    r = generate(FIXTURE, root, ["--output", out + "/"])
+    check(r.returncode == 0 and "leaves out 2 items" in r.stderr and "PTX JIT" in r.stderr
+          and "libnvidia-ptxjitcompiler.so.1: dangling link" in r.stderr, f"partial: {r.stderr}")
+    check(os.path.exists(os.path.join(out, "nvidia.com-gpu.yaml")), "partial spec written")
+    shutil.rmtree(out)
+    r = generate(FIXTURE, root, ["--strict", "--output", out + "/"])
+    check(r.returncode == 1 and "(--strict)" in r.stderr and "ptxjitcompiler.so.1: dangling" in r.stderr
+          and not os.path.exists(out), f"--strict: {r.stderr}")
+    # a lost GPU (degraded fixture) is named
+    deg = os.path.join(tmp, "degraded")
+    mkroot(deg, "degraded")
+    r = generate("degraded", deg, [])
+    check(r.returncode == 0 and "GPU 2" in r.stderr and "lost" in r.stderr, f"lost GPU named: {r.stderr}")
 
 
 def main():
@@ -87,6 +137,7 @@ def main():
         os.chmod(path, 0o600)
         r = gpulet(["cdi", "validate", "--runtime-user", "1000:1000", "--root", root])
         check(r.returncode == 1 and "error[unreadable]" in r.stdout, f"--runtime-user: {r.stdout}")
+        no_silent_broken_spec(tmp)
     return finish("cdi command line")
 
 

@@ -72,22 +72,28 @@ def main():
     with open(os.path.join(SRC, "tests/fixtures/single-t4.json")) as f:
         fixture = json.load(f)
     fixture["driver_version"], fixture["nvml_version"] = version, "12." + version
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as fx:
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as fx, tempfile.TemporaryDirectory() as devroot:
         json.dump(fixture, fx)
         fx.flush()
+        # The packages hold no /dev: the nodes a loaded driver creates (plain files; generate checks
+        # that they exist) live in their own dev root, written into the golden as {devRoot}.
+        os.makedirs(os.path.join(devroot, "dev"))
+        for node in ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"] + ["nvidia%d" % g["minor"] for g in fixture["gpus"]]:
+            open(os.path.join(devroot, "dev", node), "w").close()
         for layout in ("debian", "plain"):
             root = facts["REALDRIVER_ROOT_" + layout.upper()]
             if not os.path.isdir(root):
                 check(False, f"{root} missing: the realdriver_setup fixture failed")
                 continue
             env = {k: v for k, v in os.environ.items() if k not in ("GPULET_NVML_LIBRARY", "NVIDIA_DRIVER_ROOT")}
-            p = subprocess.run([GPULET, "cdi", "generate", f"--driver-root={root}", f"--nvml-library={FAKE}",
+            p = subprocess.run([GPULET, "cdi", "generate", f"--driver-root={root}", f"--dev-root={devroot}", f"--nvml-library={FAKE}",
                                 "--format=json", "--output=-"], capture_output=True, text=True,
                                env=dict(env, FAKE_NVML_FIXTURE=fx.name))
             check(p.returncode == 0, f"{layout}: cdi generate exit {p.returncode} {p.stderr.strip()}")
+            check("warning" not in p.stderr, f"{layout}: a complete driver leaves nothing out: {p.stderr.strip()}")
             if p.returncode != 0:
                 continue
-            spec = p.stdout.replace(root, "{driverRoot}").replace(version, "{driverVersion}")
+            spec = p.stdout.replace(devroot, "{devRoot}").replace(root, "{driverRoot}").replace(version, "{driverVersion}")
             golden = os.path.join(GOLDEN, f"real535-{layout}.json")
             if UPDATE:
                 with open(golden, "w") as f:
