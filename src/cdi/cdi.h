@@ -104,6 +104,8 @@ const char *cdi_min_version(const json_t *spec);
  * Writing the same bytes again is a no-op (no rename, so watchers see no event).
  */
 int cdi_write_spec(const char *dir, const char *file_name, json_t *spec, struct gerr *err);
+/* A plain name ending in .json or .yaml (what runtimes read); -EINVAL with err otherwise. */
+int cdi_spec_file_name_ok(const char *file_name, struct gerr *err);
 
 /* Serialise: JSON (indented, stable key order) or YAML. *ret is malloc'd, NUL-terminated. */
 enum cdi_format { CDI_FORMAT_JSON, CDI_FORMAT_YAML };
@@ -193,6 +195,35 @@ int cdi_validate_dirs(const char *const *dirs, size_t n, const struct cdi_valida
 /* Validate one parsed spec (file is for messages; host paths checked under o->root). */
 int cdi_validate_spec(const char *file, const json_t *spec, const struct cdi_validate_options *o,
 		      struct cdi_report *rep);
+
+/*
+ * Before writing spec as dir/file_name: the files a runtime would read beside it that define the
+ * same devices, found by the scan validate and list use. dir's priority comes from its name: a
+ * dir ending in /etc/cdi has the matching .../var/run/cdi above it, one ending in /var/run/cdi or
+ * /run/cdi has .../etc/cdi below it (docs/reference/cdi.md §4). One problem per other file, its
+ * message the shared device names (comma-separated), its file the other file:
+ *   "conflict-same-dir"  error   same dir: the runtime drops the devices defined twice
+ *   "conflict-shadowed"  error   the higher dir: the runtime uses that file, not ours
+ *   "conflict-shadows"   warning the lower dir: ours wins
+ * dir/file_name itself (the file being replaced) does not count. -ENOMEM only.
+ */
+int cdi_spec_conflicts(const char *dir, const char *file_name, const json_t *spec, struct cdi_report *rep);
+
+/*
+ * 0 when path does not exist or was written by gpulet for kind (our marker); -EEXIST with err
+ * saying whose it is otherwise (a foreign file, another kind's marker, not a regular file).
+ */
+int cdi_spec_replaceable(const char *path, const char *kind, struct gerr *err);
+
+/* Rename path to path + ".gpulet-replaced" (runtimes read only *.json, *.yaml); *ret the new name. */
+#define CDI_REPLACED_SUFFIX ".gpulet-replaced"
+int cdi_move_aside(const char *path, char **ret, struct gerr *err);
+
+/*
+ * The path a spec dir is read at: an absolute dir under root, a relative one as given (relative
+ * to the working dir, never under root). NULL on ENOMEM.
+ */
+char *cdi_dir_path(const char *root, const char *dir);
 
 /* Name syntax (pkg/parser): vendor, class (>= 2 chars, see versions.c), device name. */
 bool cdi_vendor_valid(const char *s);

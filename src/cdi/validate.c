@@ -57,6 +57,15 @@ static const struct code_info {
      "regenerate the spec (gpulet cdi generate) after a driver or GPU change, or remove the entry"},
     {"not-a-device-node", "stale-devices", true, "point hostPath at a character or block device"},
     {"not-scanned", "warning", false, "rename the file to .json or .yaml; runtimes read only those"},
+    /* cdi_spec_conflicts(): what generate finds next to the file it is about to write */
+    {"conflict-same-dir", "duplicate-device", true,
+     "remove that file (or rerun with --force, which moves it aside): runtimes drop a device defined twice in "
+     "one dir, and every container asking for it fails"},
+    {"conflict-shadowed", "duplicate-device", true,
+     "remove that file (or rerun with --force, which moves it aside): the runtime uses it instead of the spec "
+     "written now"},
+    {"conflict-shadows", "warning", false,
+     "remove the older file when it is no longer needed; the spec written now wins over it"},
 };
 
 static const struct code_info *code_info(const char *code)

@@ -31,6 +31,7 @@ struct cdi_cli {
 	struct cdi_gen_options gen;
 	struct cdi_validate_options val;
 	const char *output, *format;
+	bool force;
 	const char *dirs[MAX_DIRS];
 	size_t n_dirs;
 };
@@ -108,6 +109,11 @@ static const struct cmd_opt generate_opts[] = {
     CMD_ROW("device-name-strategy", 0, CMD_OPT_CALL, "S", "index, uuid or both (repeatable; default both)",
 	    .call = add_strategy, .want = "index, uuid or both"),
     CMD_ROW("no-all-device", 0, CMD_OPT_SET, NULL, "do not add the 'all' device", .off = CDI_F(gen.no_all_device)),
+    CMD_ROW("force", 0, CMD_OPT_SET, NULL,
+	    "replace what stands in the way, after saying what: a spec of the same devices in the output dir or in "
+	    "the dir that wins over it is moved aside to FILE" CDI_REPLACED_SUFFIX ", so is a foreign file at the "
+	    "output path",
+	    .off = CDI_F(force)),
     CMD_ROW("strict", 0, CMD_OPT_SET, NULL,
 	    "fail (exit 1, nothing written) when the spec would leave something out: a lost GPU, a missing "
 	    "device node, a dangling library link, an expected library",
@@ -179,16 +185,117 @@ static bool ends_with(const char *s, const char *suffix)
 	return a >= b && streq(s + a - b, suffix);
 }
 
+#define GEN "gpulet cdi generate: "
+
+/*
+ * Files that would make the devices written now unusable: another spec of the same devices in
+ * the dir (dropped as duplicates) or in the higher-priority dir (used instead). Without force:
+ * print each with the fix, return 1. With force: return 0 and the files to move aside in *aside.
+ */
+static int check_conflicts(const char *dir, const char *file, json_t *spec, bool force, struct cdi_report *aside)
+{
+	_cleanup_(cdi_report_clear) struct cdi_report rep = {0};
+	size_t errors = 0;
+
+	if (cdi_spec_conflicts(dir, file, spec, &rep) < 0) {
+		fprintf(stderr, GEN "out of memory\n");
+		return 1;
+	}
+	for (size_t i = 0; i < rep.n_problems; i++) {
+		const struct cdi_problem *p = &rep.problems[i];
+
+		if (!p->error) {
+			fprintf(stderr, GEN "note: %s also defines %s; the spec written now wins over it\n", p->file,
+				p->message);
+			continue;
+		}
+		errors++;
+		if (!force)
+			fprintf(stderr, GEN "%s defines %s too, %s: %s\n  fix: %s\n", p->file, p->message,
+				streq(p->code, "conflict-same-dir") ? "in the same dir" : "in the dir that wins",
+				streq(p->code, "conflict-same-dir")
+				    ? "runtimes drop devices defined twice at one priority (podman: unresolvable CDI "
+				      "devices)"
+				    : "runtimes use its definitions instead of the ones written now",
+				p->fix);
+	}
+	if (errors > 0 && !force) {
+		fprintf(stderr, GEN "nothing written: %zu conflicting spec file%s\n", errors, errors == 1 ? "" : "s");
+		return 1;
+	}
+	*aside = rep;
+	rep = (struct cdi_report){0};
+	return 0;
+}
+
+/* --force: say what is replaced, then move it aside (after ours is written: never a moment without). */
+static int move_conflicts(const struct cdi_report *aside)
+{
+	for (size_t i = 0; i < aside->n_problems; i++) {
+		_cleanup_free_ char *to = NULL;
+		struct gerr err = {0};
+
+		if (!aside->problems[i].error)
+			continue;
+		if (cdi_move_aside(aside->problems[i].file, &to, &err) < 0) {
+			fprintf(stderr, GEN "%s\n", err.msg);
+			return 1;
+		}
+		fprintf(stderr, GEN "replaced %s (moved to %s)\n", aside->problems[i].file, to);
+	}
+	return 0;
+}
+
+/* Write dir/file: refuse a foreign file and conflicts unless force, then write atomically. */
+static int write_file(const char *dir, const char *file, json_t *spec, bool force)
+{
+	_cleanup_(cdi_report_clear) struct cdi_report aside = {0};
+	_cleanup_free_ char *path = NULL, *moved = NULL;
+	const char *kind = json_string_value(json_object_get(spec, "kind"));
+	struct gerr err = {0}, foreign = {0};
+
+	if (asprintf(&path, "%s/%s", dir, file) < 0)
+		return 1;
+	if (cdi_spec_file_name_ok(file, &err) < 0) {
+		fprintf(stderr, GEN "%s\n", err.msg);
+		return 1;
+	}
+	if (cdi_spec_replaceable(path, kind, &foreign) < 0 && (!force || foreign.code != EEXIST)) {
+		fprintf(stderr, GEN "%s%s\n", foreign.msg, foreign.code == EEXIST ? " (or --force)" : "");
+		return 1;
+	}
+	if (check_conflicts(dir, file, spec, force, &aside) != 0)
+		return 1;
+	for (size_t i = 0; i < aside.n_problems; i++)
+		if (aside.problems[i].error)
+			fprintf(stderr, GEN "--force: replacing %s (defines %s)\n", aside.problems[i].file,
+				aside.problems[i].message);
+	if (foreign.code) {
+		fprintf(stderr, GEN "--force: replacing %s: %s\n", path, foreign.msg);
+		if (cdi_move_aside(path, &moved, &err) < 0) {
+			fprintf(stderr, GEN "%s\n", err.msg);
+			return 1;
+		}
+	}
+	if (cdi_write_spec(dir, file, spec, &err) < 0) {
+		fprintf(stderr, GEN "%s%s%s\n", err.msg, moved ? "; the old file is at " : "", moved ? moved : "");
+		return 1;
+	}
+	fprintf(stderr, GEN "wrote %s\n", path);
+	return move_conflicts(&aside);
+}
+
 /* Write to --output: "-" stdout, an existing dir or one ending in '/', else a file path. */
-static int write_output(const char *output, json_t *spec, enum cdi_format fmt, const char *vendor, const char *class)
+static int write_output(const struct cdi_cli *cli, json_t *spec, enum cdi_format fmt)
 {
 	_cleanup_free_ char *text = NULL, *dir = NULL, *file = NULL, *copy1 = NULL, *copy2 = NULL;
+	const char *output = cli->output;
 	struct gerr err = {0};
 	struct stat st;
 
 	if (streq(output, "-")) {
 		if (cdi_format_spec(spec, fmt, &text, &err) < 0) {
-			fprintf(stderr, "gpulet cdi generate: %s\n", err.msg);
+			fprintf(stderr, GEN "%s\n", err.msg);
 			return 1;
 		}
 		fputs(text, stdout);
@@ -196,7 +303,10 @@ static int write_output(const char *output, json_t *spec, enum cdi_format fmt, c
 	}
 	if ((stat(output, &st) == 0 && S_ISDIR(st.st_mode)) || ends_with(output, "/")) {
 		dir = strdup(output);
-		if (asprintf(&file, "%s-%s.%s", vendor, class, fmt == CDI_FORMAT_JSON ? "json" : "yaml") < 0)
+		for (size_t n = dir ? strlen(dir) : 0; n > 1 && dir[n - 1] == '/'; n--)
+			dir[n - 1] = 0;
+		if (asprintf(&file, "%s-%s.%s", cli->gen.vendor ? cli->gen.vendor : "nvidia.com",
+			     cli->gen.class ? cli->gen.class : "gpu", fmt == CDI_FORMAT_JSON ? "json" : "yaml") < 0)
 			file = NULL;
 	} else {
 		copy1 = strdup(output);
@@ -205,15 +315,10 @@ static int write_output(const char *output, json_t *spec, enum cdi_format fmt, c
 		file = copy2 ? strdup(basename(copy2)) : NULL;
 	}
 	if (!dir || !file) {
-		fprintf(stderr, "gpulet cdi generate: out of memory\n");
+		fprintf(stderr, GEN "out of memory\n");
 		return 1;
 	}
-	if (cdi_write_spec(dir, file, spec, &err) < 0) {
-		fprintf(stderr, "gpulet cdi generate: %s\n", err.msg);
-		return 1;
-	}
-	fprintf(stderr, "gpulet cdi generate: wrote %s/%s\n", dir, file);
-	return 0;
+	return write_file(dir, file, spec, cli->force);
 }
 
 static int cdi_generate_cmd(int argc, char **argv)
@@ -248,7 +353,7 @@ static int cdi_generate_cmd(int argc, char **argv)
 			fprintf(stderr, "  - %s\n", warnings.items[i]);
 		fprintf(stderr, "  (--strict makes this an error)\n");
 	}
-	return write_output(cli.output, spec, fmt, o->vendor ? o->vendor : "nvidia.com", o->class ? o->class : "gpu");
+	return write_output(&cli, spec, fmt);
 }
 
 static int print_json(json_t *doc)

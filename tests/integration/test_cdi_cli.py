@@ -66,6 +66,62 @@ def no_silent_broken_spec(tmp):
     check(r.returncode == 0 and "GPU 2" in r.stderr and "lost" in r.stderr, f"lost GPU named: {r.stderr}")
 
 
+# nvidia-ctk's spec for the same kind, as `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` names it
+CTK_SPEC = ("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: \"0\"\n  containerEdits:\n    deviceNodes:\n"
+            "    - path: /dev/nvidia0\n- name: all\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia0\n"
+            "containerEdits:\n  env: [NVIDIA_VISIBLE_DEVICES=void]\n")
+
+
+def no_conflicts(tmp):
+    """generate refuses to write beside a spec of the same devices (same dir, or the dir that wins),
+    naming it, as validate and list see the conflict; --force says what it replaces, then moves it aside."""
+    root = os.path.join(tmp, "conflicts")
+    mkroot(root, FIXTURE)
+    etc, run = os.path.join(root, "etc/cdi"), os.path.join(root, "var/run/cdi")
+    os.makedirs(etc)
+    os.makedirs(run)
+    ctk = os.path.join(etc, "nvidia.yaml")
+    with open(ctk, "w") as f:
+        f.write(CTK_SPEC)
+    ours = os.path.join(etc, "nvidia.com-gpu.yaml")
+    r = generate(FIXTURE, root, ["--output", etc + "/"])
+    check(r.returncode == 1 and ctk + " defines nvidia.com/gpu=0, nvidia.com/gpu=all too, in the same dir" in r.stderr
+          and "fix:" in r.stderr and not os.path.exists(ours), f"same-dir conflict refused: {r.stderr}")
+    # the shadow case: ours in /etc/cdi, nvidia-ctk's in /var/run/cdi (which wins)
+    os.rename(ctk, os.path.join(run, "nvidia.yaml"))
+    r = generate(FIXTURE, root, ["--output", etc + "/"])
+    check(r.returncode == 1 and os.path.join(run, "nvidia.yaml") + " defines" in r.stderr
+          and "in the dir that wins" in r.stderr and not os.path.exists(ours), f"shadowed refused: {r.stderr}")
+    # ours in /var/run/cdi over one in /etc/cdi: written, with a note
+    os.rename(os.path.join(run, "nvidia.yaml"), ctk)
+    r = generate(FIXTURE, root, ["--output", run + "/"])
+    check(r.returncode == 0 and "note: " + ctk in r.stderr and "wins over it" in r.stderr, f"shadows: {r.stderr}")
+    os.unlink(os.path.join(run, "nvidia.com-gpu.yaml"))
+    # --force in the same dir: says what it replaces, moves it aside; validate then finds no conflict
+    r = generate(FIXTURE, root, ["--output", etc + "/", "--force"])
+    moved = ctk + ".gpulet-replaced"
+    check(r.returncode == 0 and "--force: replacing " + ctk in r.stderr and f"moved to {moved}" in r.stderr
+          and r.stderr.index("--force: replacing") < r.stderr.index("wrote "), f"--force: {r.stderr}")
+    check(os.path.exists(ours) and os.path.exists(moved) and not os.path.exists(ctk), "--force moved it aside")
+    v = gpulet(["cdi", "validate", "--no-host-paths", "--root", root])
+    check(v.returncode == 0 and "duplicate-device" not in v.stdout, f"validate after --force: {v.stdout}")
+    # validate and list see the same conflict generate refused
+    os.rename(moved, ctk)
+    v = gpulet(["cdi", "validate", "--no-host-paths", "--dir", etc])
+    check(v.returncode == 1 and "duplicate-device" in v.stdout and ctk in v.stdout, f"validate sees it: {v.stdout}")
+    os.unlink(ctk)
+    # a file at the output path with our marker for another kind: the message says which kind
+    other = os.path.join(etc, "other.yaml")
+    r = generate(FIXTURE, root, ["--output", other, "--vendor", "example.com"])
+    check(r.returncode == 0, f"example.com spec: {r.stderr}")
+    r = generate(FIXTURE, root, ["--output", other])
+    check(r.returncode == 1 and "written by gpulet for kind example.com/gpu, not nvidia.com/gpu" in r.stderr
+          and "no GPULET_CDI_SPEC" not in r.stderr, f"marker of another kind: {r.stderr}")
+    r = generate(FIXTURE, root, ["--output", other, "--force"])
+    check(r.returncode == 0 and "--force: replacing " + other in r.stderr and os.path.exists(other + ".gpulet-replaced"),
+          f"--force over another kind's file: {r.stderr}")
+
+
 def main():
     r = gpulet(["cdi", "--help"])
     check(r.returncode == 0 and "Example:" in r.stdout, "cdi --help")
@@ -138,6 +194,7 @@ def main():
         r = gpulet(["cdi", "validate", "--runtime-user", "1000:1000", "--root", root])
         check(r.returncode == 1 and "error[unreadable]" in r.stdout, f"--runtime-user: {r.stdout}")
         no_silent_broken_spec(tmp)
+        no_conflicts(tmp)
     return finish("cdi command line")
 
 
