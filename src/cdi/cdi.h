@@ -172,6 +172,7 @@ struct cdi_runtime {
 	const char *name;
 	const char *max_version;
 	const char *source;
+	bool v_prefix; /* loads cdiVersion "v0.5.0" (CDI library >= 0.5.4) */
 };
 extern const struct cdi_runtime cdi_runtimes[];
 extern const size_t cdi_n_runtimes;

@@ -127,7 +127,7 @@ static int scan_file(const char *path, size_t prio, const struct cdi_validate_op
 		cdi_problem(&v, "missing-file", "", NULL, "%s", err.msg);
 	else if (r < 0)
 		cdi_problem(&v, "parse-error", "", NULL, "%s", err.msg);
-	else if (cdi_validate_spec(path, spec, o, rep) < 0)
+	else if (cdi_canonical_keys(&v, spec) < 0 || cdi_validate_spec(path, spec, o, rep) < 0)
 		return -ENOMEM;
 	if (v.oom)
 		return -ENOMEM;

@@ -364,6 +364,34 @@ static int print_json(json_t *doc)
 	return ok ? 0 : 1;
 }
 
+/*
+ * A --dir the user names must exist: an empty or mistyped spec dir is the field guide's silent
+ * failure (the runtime finds no spec and says nothing), so validate must not report "0 errors".
+ */
+static int check_spec_dir(const char *verb, const char *root, const char *dir)
+{
+	_cleanup_free_ char *path = cdi_dir_path(root, dir);
+	const char *reason;
+	struct stat st;
+
+	if (!path)
+		return -ENOMEM;
+	if (stat(path, &st) < 0)
+		reason = strerror(errno);
+	else if (!S_ISDIR(st.st_mode))
+		reason = "not a directory";
+	else
+		return 0;
+	fprintf(stderr,
+		"gpulet cdi %s: --dir %s: %s; check the path against the runtime's cdi_spec_dirs (default "
+		"/etc/cdi and /var/run/cdi)%s\n",
+		verb, path, reason,
+		dir[0] == '/' && root && strcmp(root, "/") ? "; an absolute --dir is looked up under --root"
+		: dir[0] != '/'                            ? "; a relative --dir is read from the working dir"
+							   : "");
+	return -ENOENT;
+}
+
 static int cdi_list_cmd(int argc, char **argv)
 {
 	struct cdi_cli cli = {0};
@@ -374,6 +402,9 @@ static int cdi_list_cmd(int argc, char **argv)
 
 	if (r != CMD_CONTINUE)
 		return r;
+	for (i = 0; i < cli.n_dirs; i++)
+		if (check_spec_dir("list", cli.c.nvml.root, cli.dirs[i]) < 0)
+			return 1;
 	if (cdi_list_dirs(cli.c.nvml.root, cli.dirs, cli.n_dirs, &list, &err) < 0) {
 		fprintf(stderr, "gpulet cdi list: %s\n", err.msg);
 		return 1;
@@ -407,31 +438,6 @@ static void print_report(const struct cdi_report *rep)
 	       rep->n_problems - rep->n_errors == 1 ? "" : "s");
 }
 
-/*
- * A --dir the user names must exist: an empty or mistyped spec dir is the field guide's silent
- * failure (the runtime finds no spec and says nothing), so validate must not report "0 errors".
- */
-static int check_spec_dir(const char *root, const char *dir)
-{
-	_cleanup_free_ char *path = root_path(root, dir);
-	const char *reason;
-	struct stat st;
-
-	if (!path)
-		return -ENOMEM;
-	if (stat(path, &st) < 0)
-		reason = strerror(errno);
-	else if (!S_ISDIR(st.st_mode))
-		reason = "not a directory";
-	else
-		return 0;
-	fprintf(stderr,
-		"gpulet cdi validate: --dir %s: %s; check the path against the runtime's cdi_spec_dirs (default "
-		"/etc/cdi and /var/run/cdi)%s\n",
-		path, reason, root && strcmp(root, "/") ? "; --dir is looked up under --root" : "");
-	return -ENOENT;
-}
-
 static int cdi_validate_cmd(int argc, char **argv)
 {
 	_cleanup_(cdi_report_clear) struct cdi_report rep = {0};
@@ -444,7 +450,7 @@ static int cdi_validate_cmd(int argc, char **argv)
 	r = 0;
 	o->root = cli.c.nvml.root;
 	for (size_t i = 0; i < cli.n_dirs; i++)
-		if (check_spec_dir(o->root, cli.dirs[i]) < 0)
+		if (check_spec_dir("validate", o->root, cli.dirs[i]) < 0)
 			return 1;
 	if (optind < argc)
 		r = cdi_validate_files((const char *const *)argv + optind, (size_t)(argc - optind), o, &rep);

@@ -1,18 +1,21 @@
 #!/usr/bin/python3
 """Black-box tests of the `gpulet cdi` command line: help and usage exit codes, --output forms
 (stdout, DIR/, FILE.json, FILE.yaml, refusing FILE.yml and a foreign file), `cdi list` text and
-JSON against the files written, and `cdi validate` exit codes, --json shape and --runtime-user.
+JSON against the files written, and `cdi validate` exit codes, --json shape and --runtime-user; a
+relative --dir; generate's refusals (missing roots, control nodes, libcuda, libnvidia-ml), partial-spec
+warnings and --strict; conflicting specs (same dir, the dir that wins) and --force.
 """
 import json
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 
 import yaml
 
-from test_cdi_testlib import check, finish, generate, gpulet, mkroot
+from test_cdi_testlib import GPULET, check, finish, generate, gpulet, mkroot
 
 FIXTURE = "single-t4"
 
@@ -193,6 +196,15 @@ def main():
         os.chmod(path, 0o600)
         r = gpulet(["cdi", "validate", "--runtime-user", "1000:1000", "--root", root])
         check(r.returncode == 1 and "error[unreadable]" in r.stdout, f"--runtime-user: {r.stdout}")
+        # a relative --dir is read from the working dir (not from /); a missing one is an error for list too
+        rel = subprocess.run([GPULET, "cdi", "list", "--dir", "var/run/cdi"], cwd=root, capture_output=True, text=True)
+        check(rel.returncode == 0 and "nvidia.com/gpu=0\t" in rel.stdout, f"list relative --dir: {rel.stdout}")
+        rel = subprocess.run([GPULET, "cdi", "validate", "--no-host-paths", "--dir", "var/run/cdi"], cwd=root,
+                             capture_output=True, text=True)
+        check(rel.returncode == 0 and "2 files checked" in rel.stdout, f"validate relative --dir: {rel.stdout}")
+        rel = subprocess.run([GPULET, "cdi", "list", "--dir", "no/such"], cwd=root, capture_output=True, text=True)
+        check(rel.returncode == 1 and "relative --dir is read from the working dir" in rel.stderr,
+              f"list missing relative --dir: {rel.stderr}")
         no_silent_broken_spec(tmp)
         no_conflicts(tmp)
     return finish("cdi command line")
