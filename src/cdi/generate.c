@@ -25,10 +25,8 @@
 static const char *const lib_mount_options[] = {"ro", "nosuid", "nodev", "rbind", "rprivate", NULL};
 static const char *const ipc_mount_options[] = {"nosuid", "nodev", "rbind", "rprivate", "noexec", NULL};
 static const char *const *const mount_options[_DRIVER_KIND_MAX] = {
-    [DRIVER_LIBRARY] = lib_mount_options,
-    [DRIVER_FIRMWARE] = lib_mount_options,
-    [DRIVER_BINARY] = lib_mount_options,
-    [DRIVER_IPC_SOCKET] = ipc_mount_options,
+    [DRIVER_LIBRARY] = lib_mount_options,    [DRIVER_FIRMWARE] = lib_mount_options, [DRIVER_BINARY] = lib_mount_options,
+    [DRIVER_IPC_SOCKET] = ipc_mount_options, [DRIVER_CONFIG] = lib_mount_options, /* mounts-to-container-path.go */
 };
 
 /*

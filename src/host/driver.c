@@ -115,12 +115,60 @@ const char *const driver_lib_dirs[] = {
 };
 const size_t driver_n_lib_dirs = ELEMENTSOF(driver_lib_dirs);
 
+/*
+ * Driver libraries without the driver's version in their name, matched as PREFIX<version>
+ * (nvidia-ctk pkg/nvcdi/driver-nvml.go getLegacyNVVMLibraryMounts, internal/discover/graphics.go;
+ * docs/reference/cdi.md §7.4). dotted: the EGL platform libraries have their own X.Y.Z version,
+ * so only a name with a '.' after the prefix is the library file (the SONAME link is mounted too).
+ */
+static const struct {
+	const char *prefix;
+	bool dotted;
+} unversioned_libs[] = {
+    {"libnvidia-nvvm70.so.", false},      {"libnvidia-egl-gbm.so.", true}, {"libnvidia-egl-wayland.so.", true},
+    {"libnvidia-egl-wayland2.so.", true}, {"libnvidia-egl-xcb.so.", true}, {"libnvidia-egl-xlib.so.", true},
+};
+
+/*
+ * Config files the loaders in the container read (nvidia-ctk internal/discover/graphics.go
+ * newGraphicsConfigsDiscoverer, newVulkanConfigsDiscover; docs/reference/cdi.md §7.5): found as
+ * <search dir>/<name> under the driver root, mounted at <container dir>/<name> so the container's
+ * loader finds them wherever the host installed them. Search dirs: /etc, then the XDG data dirs'
+ * defaults /usr/local/share, /usr/share; the Vulkan files also at the driver root itself (GKE's
+ * <driver root>/vulkan/icd.d). The first file found for a name wins.
+ */
+static const struct {
+	const char *name;
+	const char *container_dir;
+	bool at_root;
+} config_files[] = {
+    {"glvnd/egl_vendor.d/10_nvidia.json", "/usr/share", false}, /* EGL vendor (libglvnd) */
+    {"egl/egl_external_platform.d/15_nvidia_gbm.json", "/usr/share", false},
+    {"egl/egl_external_platform.d/10_nvidia_wayland.json", "/usr/share", false},
+    {"egl/egl_external_platform.d/09_nvidia_wayland2.json", "/usr/share", false},
+    {"egl/egl_external_platform.d/20_nvidia_xcb.json", "/usr/share", false},
+    {"egl/egl_external_platform.d/20_nvidia_xlib.json", "/usr/share", false},
+    {"nvidia/nvoptix.bin", "/usr/share", false}, /* OptiX data */
+    {"X11/xorg.conf.d/10-nvidia.conf", "/usr/share", false},
+    {"X11/xorg.conf.d/nvidia-drm-outputclass.conf", "/usr/share", false},
+    {"OpenCL/vendors/nvidia.icd", "/etc", false}, /* OpenCL ICD loader */
+    {"vulkan/icd.d/nvidia_icd.json", "/etc", true},
+    {"vulkan/icd.d/nvidia_layers.json", "/etc", true},
+    {"vulkan/implicit_layer.d/nvidia_layers.json", "/etc", true},
+#if defined(__x86_64__)
+    {"vulkan/icd.d/nvidia_icd.x86_64.json", "/etc", true}, /* some RPM packages */
+#elif defined(__aarch64__)
+    {"vulkan/icd.d/nvidia_icd.aarch64.json", "/etc", true},
+#endif
+};
+static const char *const config_dirs[] = {"/etc", "/usr/local/share", "/usr/share"};
+
 /* GSP firmware dir under the driver root (libnvidia-container: /lib/firmware/nvidia/%s/gsp*.bin). */
 #define FIRMWARE_DIR "/lib/firmware/nvidia"
 
 static const struct enum_name kind_names[] = {
     {DRIVER_DEVICE_NODE, "device-node"}, {DRIVER_LIBRARY, "library"}, {DRIVER_FIRMWARE, "firmware"},
-    {DRIVER_IPC_SOCKET, "ipc"},          {DRIVER_BINARY, "binary"},
+    {DRIVER_IPC_SOCKET, "ipc"},          {DRIVER_BINARY, "binary"},   {DRIVER_CONFIG, "config"},
 };
 
 const char *driver_kind_name(enum driver_file_kind k)
@@ -417,6 +465,83 @@ static int add_library_cb(struct discovery *d, const char *path, void *userdata)
 	return add_library(d, path);
 }
 
+/* A link or file named like unversioned_libs[i]: kept when it resolves to the library file. */
+static int add_unversioned_cb(struct discovery *d, const char *path, void *userdata)
+{
+	size_t i = *(const size_t *)userdata, n = strlen(unversioned_libs[i].prefix);
+	_cleanup_free_ char *target = NULL;
+	const char *name;
+	struct stat st;
+	int r;
+
+	r = resolve_in_root(d, path, &target);
+	if (r == -ENOENT)
+		return warn_dangling(d, path);
+	if (r < 0 || stat_under(d, d->driver_root, target, &st, false) < 0 || !S_ISREG(st.st_mode))
+		return r == -ENOMEM ? r : 0;
+	name = strrchr(target, '/') + 1;
+	if (strncmp(name, unversioned_libs[i].prefix, n) != 0 || !name[n] ||
+	    (unversioned_libs[i].dotted && !strchr(name + n, '.')))
+		return 0;
+	r = add_file(d, DRIVER_LIBRARY, d->driver_root, target, false);
+	if (r == 0 && !streq(target, path))
+		r = add_file(d, DRIVER_LIBRARY, d->driver_root, path, false);
+	return r;
+}
+
+/* unversioned_libs[] in every library dir, each real dir once (/lib may be a link to /usr/lib). */
+static int discover_unversioned(struct discovery *d)
+{
+	struct stat seen[ELEMENTSOF(driver_lib_dirs)];
+	size_t n_seen = 0;
+	int r = 0;
+
+	for (size_t i = 0; i < driver_n_lib_dirs && r >= 0; i++) {
+		struct stat st;
+		bool dup = false;
+
+		if (stat_under(d, d->driver_root, driver_lib_dirs[i], &st, true) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		for (size_t j = 0; j < n_seen && !dup; j++)
+			dup = seen[j].st_dev == st.st_dev && seen[j].st_ino == st.st_ino;
+		if (dup)
+			continue;
+		seen[n_seen++] = st;
+		for (size_t k = 0; k < ELEMENTSOF(unversioned_libs) && r >= 0; k++) {
+			char pattern[64];
+
+			snprintf(pattern, sizeof(pattern), "%s*", unversioned_libs[k].prefix);
+			r = for_each_match(d, driver_lib_dirs[i], pattern, add_unversioned_cb, &k);
+		}
+	}
+	return r;
+}
+
+/* config_files[]: the first regular file (links followed inside the driver root) of each name. */
+static int discover_configs(struct discovery *d)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(config_files) && r >= 0; i++)
+		for (size_t j = 0; j <= ELEMENTSOF(config_dirs); j++) {
+			_cleanup_free_ char *path = NULL, *target = NULL, *container = NULL;
+			struct stat st;
+
+			if (j == ELEMENTSOF(config_dirs) && !config_files[i].at_root)
+				break;
+			if (asprintf(&path, "%s/%s", j < ELEMENTSOF(config_dirs) ? config_dirs[j] : "",
+				     config_files[i].name) < 0 ||
+			    asprintf(&container, "%s/%s", config_files[i].container_dir, config_files[i].name) < 0)
+				return -ENOMEM;
+			if (resolve_in_root(d, path, &target) < 0 ||
+			    stat_under(d, d->driver_root, target, &st, false) < 0 || !S_ISREG(st.st_mode))
+				continue;
+			r = add_file_at(d, DRIVER_CONFIG, d->driver_root, target, container, false);
+			break;
+		}
+	return r;
+}
+
 static int add_firmware_cb(struct discovery *d, const char *path, void *userdata)
 {
 	struct stat st;
@@ -503,6 +628,8 @@ static int discover_libraries(struct discovery *d, struct gerr *err)
 		if (r >= 0)
 			r = for_each_match(d, vd, "libvdpau_nvidia.so.*", add_library_cb, NULL);
 	}
+	if (r >= 0)
+		r = discover_unversioned(d);
 	return r < 0 ? gerr_set(err, -r, "driver discovery: %s", strerror(-r)) : 0;
 }
 
@@ -539,6 +666,8 @@ static int discover_fixed(struct discovery *d)
 			r = add_file_at(d, DRIVER_BINARY, d->driver_root, target, path, false);
 			break;
 		}
+	if (r >= 0)
+		r = discover_configs(d);
 	if (r >= 0 && d->info->version[0]) {
 		if (asprintf(&fw, FIRMWARE_DIR "/%s", d->info->version) < 0)
 			return -ENOMEM;

@@ -23,13 +23,14 @@ enum driver_file_kind {
 	DRIVER_FIRMWARE,
 	DRIVER_IPC_SOCKET,
 	DRIVER_BINARY,
+	DRIVER_CONFIG, /* ICD and vendor files of the OpenCL, Vulkan and EGL loaders, at their standard paths */
 	_DRIVER_KIND_MAX,
 };
 
 struct driver_file {
 	enum driver_file_kind kind;
 	char *host_path;      /* as the runtime sees it on the host (driver_root/dev_root + path) */
-	char *container_path; /* where it goes in the container */
+	char *container_path; /* where it goes in the container (a config file: its loader's standard path) */
 	bool is_dir;          /* IPC: /tmp/nvidia-mps is a directory */
 };
 

@@ -163,6 +163,55 @@ static void test_partial_is_a_warning_and_strict_an_error(void **state)
 	assert_int_equal(t->w.n, 0); /* not handed over on failure */
 }
 
+/* The container path of the spec-level mount whose host path ends in suffix, or NULL. */
+static const char *mounted_at(const json_t *spec, const char *suffix)
+{
+	const json_t *m;
+	size_t i;
+
+	json_array_foreach (json_object_get(json_object_get(spec, "containerEdits"), "mounts"), i, m) {
+		const char *h = json_string_value(json_object_get(m, "hostPath"));
+
+		if (strlen(h) >= strlen(suffix) && streq(h + strlen(h) - strlen(suffix), suffix))
+			return json_string_value(json_object_get(m, "containerPath"));
+	}
+	return NULL;
+}
+
+/* ICD and vendor files at the loaders' standard paths; libraries named without the driver version. */
+static void test_config_files_and_unversioned_libraries(void **state)
+{
+	struct run *t = *state;
+
+	assert_int_equal(
+	    shf("cd '%s' && mkdir -p etc/OpenCL/vendors usr/share/vulkan/icd.d usr/share/glvnd/egl_vendor.d "
+		"vulkan/implicit_layer.d usr/local/share/egl/egl_external_platform.d && "
+		"touch etc/OpenCL/vendors/nvidia.icd usr/share/vulkan/icd.d/nvidia_icd.json "
+		"vulkan/implicit_layer.d/nvidia_layers.json usr/local/share/egl/egl_external_platform.d/"
+		"15_nvidia_gbm.json && ln -s ../../../../real.json usr/share/glvnd/egl_vendor.d/10_nvidia.json "
+		"&& touch real.json && cd usr/lib/x86_64-linux-gnu && touch libnvidia-egl-gbm.so.1.1.2 "
+		"libnvidia-nvvm70.so.4 && ln -s libnvidia-egl-gbm.so.1.1.2 libnvidia-egl-gbm.so.1 && "
+		"ln -s libnvidia-egl-gbm.so.1 libnvidia-egl-gbm.so && touch libnvidia-egl-wayland.so.1",
+		t->root),
+	    0);
+	assert_int_equal(gen(t, &node2, NULL, NULL, true), 0);
+	assert_string_equal(mounted_at(t->spec, "/etc/OpenCL/vendors/nvidia.icd"), "/etc/OpenCL/vendors/nvidia.icd");
+	assert_string_equal(mounted_at(t->spec, "/usr/share/vulkan/icd.d/nvidia_icd.json"),
+			    "/etc/vulkan/icd.d/nvidia_icd.json");
+	/* the Vulkan files are also looked for at the driver root itself (GKE) */
+	assert_string_equal(mounted_at(t->spec, "/vulkan/implicit_layer.d/nvidia_layers.json"),
+			    "/etc/vulkan/implicit_layer.d/nvidia_layers.json");
+	assert_string_equal(mounted_at(t->spec, "/usr/local/share/egl/egl_external_platform.d/15_nvidia_gbm.json"),
+			    "/usr/share/egl/egl_external_platform.d/15_nvidia_gbm.json");
+	/* a link is followed inside the driver root: the file itself is mounted at the standard path */
+	assert_string_equal(mounted_at(t->spec, "/real.json"), "/usr/share/glvnd/egl_vendor.d/10_nvidia.json");
+	assert_non_null(mounted_at(t->spec, "/libnvidia-egl-gbm.so.1.1.2"));
+	assert_non_null(mounted_at(t->spec, "/libnvidia-egl-gbm.so.1"));
+	assert_non_null(mounted_at(t->spec, "/libnvidia-nvvm70.so.4"));
+	/* no X.Y version of its own: not the EGL platform library file */
+	assert_null(mounted_at(t->spec, "/libnvidia-egl-wayland.so.1"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -170,6 +219,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_missing_roots_are_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_required_files_are_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_partial_is_a_warning_and_strict_an_error, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_config_files_and_unversioned_libraries, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -44,9 +44,9 @@ static char *codes(const char *text, const char *runtime)
 		assert_string_equal(got_, want);                  \
 	} while (0)
 
-#define DEV(edits)                                                                                  \
-	"{\"cdiVersion\":\"0.5.0\",\"kind\":\"example.com/gpu\",\"devices\":[{\"name\":\"d\",\"containerEdits\":" \
-	edits "}]}"
+#define DEV(edits)                                          \
+	"{\"cdiVersion\":\"0.5.0\",\"kind\":\"example.com/" \
+	"gpu\",\"devices\":[{\"name\":\"d\",\"containerEdits\":" edits "}]}"
 
 static void test_v_prefix_per_runtime(void **state)
 {
@@ -134,16 +134,18 @@ static void test_conflicts(void **state)
 	assert_int_equal(rep.n_problems, 3);
 	for (size_t i = 0; i < rep.n_problems; i++)
 		assert_string_equal(rep.problems[i].code, streq(rep.problems[i].file + strlen(run), "/late.json")
-								  ? "conflict-same-dir"
-								  : "conflict-shadows");
+							      ? "conflict-same-dir"
+							      : "conflict-shadows");
 	rm_tree(tmp);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_v_prefix_per_runtime), cmocka_unit_test(test_keys_without_case),
-	    cmocka_unit_test(test_go_types_and_values),  cmocka_unit_test(test_relative_dir_path),
+	    cmocka_unit_test(test_v_prefix_per_runtime),
+	    cmocka_unit_test(test_keys_without_case),
+	    cmocka_unit_test(test_go_types_and_values),
+	    cmocka_unit_test(test_relative_dir_path),
 	    cmocka_unit_test(test_conflicts),
 	};
 
