@@ -406,29 +406,50 @@ static int warn_dangling(struct discovery *d, const char *path)
  * nvidia-ctk, any library with exactly the driver's version. Both the link and the file are
  * mounted, so the container has the SONAME without an ldconfig hook.
  */
-static int add_library(struct discovery *d, const char *path)
+/*
+ * The regular file a library candidate path leads to (*ret, inside the driver root): 1 found, 0 not
+ * a library file (a dangling link of a known library is a warning), -ENOMEM.
+ */
+static int library_file(struct discovery *d, const char *path, char **ret)
 {
-	_cleanup_free_ char *target = NULL, *suffix = NULL;
-	const char *name;
+	_cleanup_free_ char *target = NULL;
 	struct stat st;
-	int r;
+	int r = resolve_in_root(d, path, &target);
 
-	r = resolve_in_root(d, path, &target);
 	if (r == -ENOENT)
 		return warn_dangling(d, path);
 	if (r < 0)
 		return r == -ENOMEM ? r : 0;
 	if (stat_under(d, d->driver_root, target, &st, false) < 0 || !S_ISREG(st.st_mode))
 		return 0;
+	*ret = TAKE_PTR(target);
+	return 1;
+}
+
+/* The library file and, when path is a link to it (its SONAME), the link too. */
+static int add_library_at(struct discovery *d, const char *target, const char *path)
+{
+	int r = add_file(d, DRIVER_LIBRARY, d->driver_root, target, false);
+
+	if (r == 0 && !streq(target, path))
+		r = add_file(d, DRIVER_LIBRARY, d->driver_root, path, false);
+	return r;
+}
+
+static int add_library(struct discovery *d, const char *path)
+{
+	_cleanup_free_ char *target = NULL, *suffix = NULL;
+	const char *name;
+	int r = library_file(d, path, &target);
+
+	if (r <= 0)
+		return r;
 	name = strrchr(target, '/') + 1;
 	if (asprintf(&suffix, ".so.%s", d->info->version) < 0)
 		return -ENOMEM;
 	if (!has_suffix(name, suffix) || (!known_library(name) && strncmp(name, "lib", 3) != 0))
 		return 0;
-	r = add_file(d, DRIVER_LIBRARY, d->driver_root, target, false);
-	if (r == 0 && !streq(target, path))
-		r = add_file(d, DRIVER_LIBRARY, d->driver_root, path, false);
-	return r;
+	return add_library_at(d, target, path);
 }
 
 /* Every entry of a dir under the driver root matching pattern, as paths inside the root. */
@@ -471,22 +492,15 @@ static int add_unversioned_cb(struct discovery *d, const char *path, void *userd
 	size_t i = *(const size_t *)userdata, n = strlen(unversioned_libs[i].prefix);
 	_cleanup_free_ char *target = NULL;
 	const char *name;
-	struct stat st;
-	int r;
+	int r = library_file(d, path, &target);
 
-	r = resolve_in_root(d, path, &target);
-	if (r == -ENOENT)
-		return warn_dangling(d, path);
-	if (r < 0 || stat_under(d, d->driver_root, target, &st, false) < 0 || !S_ISREG(st.st_mode))
-		return r == -ENOMEM ? r : 0;
+	if (r <= 0)
+		return r;
 	name = strrchr(target, '/') + 1;
 	if (strncmp(name, unversioned_libs[i].prefix, n) != 0 || !name[n] ||
 	    (unversioned_libs[i].dotted && !strchr(name + n, '.')))
 		return 0;
-	r = add_file(d, DRIVER_LIBRARY, d->driver_root, target, false);
-	if (r == 0 && !streq(target, path))
-		r = add_file(d, DRIVER_LIBRARY, d->driver_root, path, false);
-	return r;
+	return add_library_at(d, target, path);
 }
 
 /* unversioned_libs[] in every library dir, each real dir once (/lib may be a link to /usr/lib). */
