@@ -48,7 +48,8 @@ static const struct code_info {
      "kind is vendor/class: start with a letter, end with a letter or digit, middle letters, digits, '_', "
      "'.', '-'"},
     {"class-too-short", "spec-invalid", true,
-     "use a class of 2 or more characters (e.g. gpu); a 1-character class crashes the CDI 0.5 Go library"},
+     "use a class of 2 or more characters (e.g. gpu); a 1-character class crashes the CDI Go library 0.5.2 (podman "
+     "4.3) while it scans the dir"},
     {"invalid-device-name", "spec-invalid", true,
      "device names start and end with a letter or digit; middle letters, digits, '_', '.', ':', '-'"},
     {"duplicate-name", "spec-invalid", true, "give every device in a spec a distinct name"},

@@ -131,9 +131,12 @@ static const struct cmd_verb generate_verb = CMD_VERB(
     "gpulet cdi generate --vendor k8s.device-plugin.nvidia.com --device-name-strategy uuid \\\n"
     "           --format json --output /var/run/cdi",
     .about = "Write a CDI spec: one device per GPU, per MIG instance (GPU:MIG and MIG UUID) and 'all', with\n"
-	     "the driver's device nodes, libraries, firmware, IPC sockets and tools. cdiVersion is the lowest\n"
-	     "that covers the fields used, so podman 4.3 and containerd 1.7 load it. --root is not written\n"
-	     "into the spec.");
+	     "the driver's device nodes, libraries, ICD files, firmware, IPC sockets and tools. cdiVersion is\n"
+	     "the lowest that covers the fields used, so podman 4.3 and containerd 1.7 load it. --root is not\n"
+	     "written into the spec. Nothing is written when the driver cannot work in a container (no\n"
+	     "nvidiactl, nvidia-uvm, libcuda or libnvidia-ml) or when another spec defines the same devices\n"
+	     "beside it or in the dir that wins (--force moves that one aside); what a partial spec leaves\n"
+	     "out is a warning naming each item (--strict: an error).");
 
 static const struct cmd_opt list_opts[] = {
     CDI_OPT_DIR("a spec dir, repeatable, lowest priority first (default /etc/cdi /var/run/cdi)"),
