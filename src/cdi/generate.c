@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cdi/hooks.h"
 #include "cdi/internal.h"
 #include "host/driver.h"
 #include "util/fileio.h"
@@ -463,9 +464,12 @@ static int build_spec(struct gen *g, const struct node *n, const char *kind, jso
 				"none of the %zu GPUs can be put in the spec (%s); a spec without devices is "
 				"invalid, so nothing is written. Check 'gpulet devices' and the dev root",
 				n->n_gpus, g->warnings.n ? g->warnings.items[0] : "no device nodes");
-	/* 4. spec-level edits (the OCI hooks are added to them here too, from hooks.c) */
+	/* 4. spec-level edits, then the OCI hooks (hooks.c) */
 	if (gen_common_edits(o, d, kind, &edits) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
+	r = cdi_add_hooks(edits, d->version, o->hooks, err);
+	if (r < 0)
+		return r;
 	/* 5. the spec; key order is the output order (jansson keeps insertion order) */
 	if (jset(spec, "cdiVersion", json_string(CDI_EARLIEST_VERSION)) < 0 ||
 	    jset(spec, "kind", json_string(kind)) < 0 || jset(spec, "devices", json_incref(g->devices)) < 0 ||

@@ -86,8 +86,9 @@ def main():
                 check(False, f"{root} missing: the realdriver_setup fixture failed")
                 continue
             env = {k: v for k, v in os.environ.items() if k not in ("GPULET_NVML_LIBRARY", "NVIDIA_DRIVER_ROOT")}
-            p = subprocess.run([GPULET, "cdi", "generate", f"--driver-root={root}", f"--dev-root={devroot}", f"--nvml-library={FAKE}",
-                                "--format=json", "--output=-"], capture_output=True, text=True,
+            p = subprocess.run([GPULET, "cdi", "generate", f"--driver-root={root}", f"--dev-root={devroot}",
+                                f"--nvml-library={FAKE}", "--nvidia-cdi-hook-path=/usr/bin/gpulet", "--format=json",
+                                "--output=-"], capture_output=True, text=True,
                                env=dict(env, FAKE_NVML_FIXTURE=fx.name))
             check(p.returncode == 0, f"{layout}: cdi generate exit {p.returncode} {p.stderr.strip()}")
             check("warning" not in p.stderr, f"{layout}: a complete driver leaves nothing out: {p.stderr.strip()}")

@@ -17,10 +17,10 @@ for r in rules:  # every alert tells the operator which doctor check to run
 yaml.safe_dump(doc["spec"], open(sys.argv[2], "w"), sort_keys=False)
 PY
 promtool check rules "$tmp/rules.yaml"
-cp "$src/tests/rules/gpulet-rules.test.yaml" "$tmp/"
-promtool test rules "$tmp/gpulet-rules.test.yaml"
+cp "$src"/tests/rules/*.test.yaml "$tmp/"
+promtool test rules "$tmp"/*.test.yaml
 # every alert in the file has a test
 for a in $(grep -o 'alert: [A-Za-z]*' "$src/deploy/prometheus-rules.yaml" | cut -d' ' -f2); do
-	grep -q "alertname: $a\$" "$src/tests/rules/gpulet-rules.test.yaml" || { echo "alert $a has no promtool test"; exit 1; }
+	cat "$src"/tests/rules/*.test.yaml | grep -q "alertname: $a\$" || { echo "alert $a has no promtool test"; exit 1; }
 done
 echo "rules OK"
