@@ -1,5 +1,9 @@
 # CDI generate / list / validate, driver discovery and ld.so.cache: tests and benchmark.
 gpulet_unit_test(cdi_unit tests/unit/test_cdi.c)
+# generate: refusals (roots, control nodes, libcuda, libnvidia-ml), partial-spec warnings, --strict
+gpulet_unit_test(cdi_generate_unit tests/unit/test_cdi_generate.c)
+# validate as the CDI Go library reads: v prefix per runtime, key case, Go types; conflicts before a write
+gpulet_unit_test(cdi_validate_unit tests/unit/test_cdi_validate.c)
 gpulet_script_test(cdi_golden /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_golden.py)
 gpulet_script_test(cdi_schema /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_schema.py)
 # podman + runc as the CDI consumer; needs root (mknod, unshare -m), as CI runs.

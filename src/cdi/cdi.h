@@ -57,6 +57,10 @@ struct cdi_gen_options {
 	 * edits), so cdi_write_spec() may later replace it. true in CDI_GEN_OPTIONS_INIT.
 	 */
 	bool owner_marker;
+	/* A partial spec (see struct cdi_gen_warnings) is an error instead: nothing is returned. */
+	bool strict;
+	/* Where the partial-spec items go; NULL = not collected (they are still left out). */
+	struct cdi_gen_warnings *warnings;
 	/* OCI hooks in the spec-level edits (cdi/hooks.h); NULL = all, run by this gpulet binary */
 	const struct cdi_hook_options *hooks;
 };
@@ -64,6 +68,17 @@ struct cdi_gen_options {
 	{                            \
 		.owner_marker = true \
 	}
+
+/*
+ * What a generated spec leaves out while the rest still works, one line per item naming it: a
+ * lost GPU, a GPU or MIG device node that does not exist, a driver library's dangling link, an
+ * expected library that is missing (driver_libs[].need). Owned by the caller.
+ */
+struct cdi_gen_warnings {
+	char **items;
+	size_t n;
+};
+void cdi_gen_warnings_clear(struct cdi_gen_warnings *w);
 
 /*
  * Build the spec for node n: one device per GPU without MIG (a MIG-enabled GPU gets none, only
@@ -74,7 +89,11 @@ struct cdi_gen_options {
  * libraries, firmware, IPC sockets, utility binaries and env (NVIDIA_VISIBLE_DEVICES=void,
  * NVIDIA_CTK_LIBCUDA_DIR, the owner marker). cdiVersion is the lowest that covers the fields used
  * (0.5.0 with index names or a dev/driver root other than /, else 0.3.0). *ret is a new reference.
- * -ENODEV when the node has no GPU (a spec without devices is invalid); -EINVAL for a bad kind.
+ *
+ * A spec that would fail at injection is never returned: -ENOENT when the driver root or dev root
+ * does not exist, or the control nodes (nvidiactl, nvidia-uvm), libnvidia-ml or libcuda are
+ * missing; -ENODEV when no GPU is left (a spec without devices is invalid); -EINVAL for a bad
+ * kind; with o->strict, -EIO when anything would be left out. err says what, where and the fix.
  */
 int cdi_generate(const struct node *n, const struct cdi_gen_options *o, json_t **ret, struct gerr *err);
 
@@ -89,6 +108,8 @@ const char *cdi_min_version(const json_t *spec);
  * Writing the same bytes again is a no-op (no rename, so watchers see no event).
  */
 int cdi_write_spec(const char *dir, const char *file_name, json_t *spec, struct gerr *err);
+/* A plain name ending in .json or .yaml (what runtimes read); -EINVAL with err otherwise. */
+int cdi_spec_file_name_ok(const char *file_name, struct gerr *err);
 
 /* Serialise: JSON (indented, stable key order) or YAML. *ret is malloc'd, NUL-terminated. */
 enum cdi_format { CDI_FORMAT_JSON, CDI_FORMAT_YAML };
@@ -155,6 +176,7 @@ struct cdi_runtime {
 	const char *name;
 	const char *max_version;
 	const char *source;
+	bool v_prefix; /* loads cdiVersion "v0.5.0" (CDI library >= 0.5.4) */
 };
 extern const struct cdi_runtime cdi_runtimes[];
 extern const size_t cdi_n_runtimes;
@@ -178,6 +200,35 @@ int cdi_validate_dirs(const char *const *dirs, size_t n, const struct cdi_valida
 /* Validate one parsed spec (file is for messages; host paths checked under o->root). */
 int cdi_validate_spec(const char *file, const json_t *spec, const struct cdi_validate_options *o,
 		      struct cdi_report *rep);
+
+/*
+ * Before writing spec as dir/file_name: the files a runtime would read beside it that define the
+ * same devices, found by the scan validate and list use. dir's priority comes from its name: a
+ * dir ending in /etc/cdi has the matching .../var/run/cdi above it, one ending in /var/run/cdi or
+ * /run/cdi has .../etc/cdi below it (docs/reference/cdi.md §4). One problem per other file, its
+ * message the shared device names (comma-separated), its file the other file:
+ *   "conflict-same-dir"  error   same dir: the runtime drops the devices defined twice
+ *   "conflict-shadowed"  error   the higher dir: the runtime uses that file, not ours
+ *   "conflict-shadows"   warning the lower dir: ours wins
+ * dir/file_name itself (the file being replaced) does not count. -ENOMEM only.
+ */
+int cdi_spec_conflicts(const char *dir, const char *file_name, const json_t *spec, struct cdi_report *rep);
+
+/*
+ * 0 when path does not exist or was written by gpulet for kind (our marker); -EEXIST with err
+ * saying whose it is otherwise (a foreign file, another kind's marker, not a regular file).
+ */
+int cdi_spec_replaceable(const char *path, const char *kind, struct gerr *err);
+
+/* Rename path to path + ".gpulet-replaced" (runtimes read only *.json, *.yaml); *ret the new name. */
+#define CDI_REPLACED_SUFFIX ".gpulet-replaced"
+int cdi_move_aside(const char *path, char **ret, struct gerr *err);
+
+/*
+ * The path a spec dir is read at: an absolute dir under root, a relative one as given (relative
+ * to the working dir, never under root). NULL on ENOMEM.
+ */
+char *cdi_dir_path(const char *root, const char *dir);
 
 /* Name syntax (pkg/parser): vendor, class (>= 2 chars, see versions.c), device name. */
 bool cdi_vendor_valid(const char *s);

@@ -1,10 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* CDI spec generation for a node: device nodes per GPU and MIG instance, the driver's common edits. */
+/*
+ * CDI spec generation for a node, top to bottom as cdi_generate() runs it:
+ *   1. the roots: the driver root and dev root exist (check_roots)
+ *   2. the driver: discover its files, refuse a driver root without what every CUDA container
+ *      needs, note what is left out (check_driver)
+ *   3. the devices: one per GPU and MIG instance whose nodes exist, and "all" (gen_gpu)
+ *   4. the spec-level edits: control nodes, libraries, files, env (gen_common_edits)
+ *   5. the spec: kind, version, and the strict/partial verdict (cdi_generate)
+ * Writing it (atomic, ours only) is cdi_write_spec() in spec.c.
+ */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cdi/hooks.h"
 #include "cdi/internal.h"
@@ -15,24 +26,81 @@
 static const char *const lib_mount_options[] = {"ro", "nosuid", "nodev", "rbind", "rprivate", NULL};
 static const char *const ipc_mount_options[] = {"nosuid", "nodev", "rbind", "rprivate", "noexec", NULL};
 static const char *const *const mount_options[_DRIVER_KIND_MAX] = {
-    [DRIVER_LIBRARY] = lib_mount_options,
-    [DRIVER_FIRMWARE] = lib_mount_options,
-    [DRIVER_BINARY] = lib_mount_options,
-    [DRIVER_IPC_SOCKET] = ipc_mount_options,
+    [DRIVER_LIBRARY] = lib_mount_options,    [DRIVER_FIRMWARE] = lib_mount_options, [DRIVER_BINARY] = lib_mount_options,
+    [DRIVER_IPC_SOCKET] = ipc_mount_options, [DRIVER_CONFIG] = lib_mount_options, /* mounts-to-container-path.go */
+};
+
+/*
+ * Control device nodes a CUDA container cannot work without (nvidia-ctk mounts the same four,
+ * docs/reference/cdi.md §7.3; nvidia-uvm-tools and nvidia-modeset stay optional: the driver
+ * creates them only for profilers and display use).
+ */
+static const struct {
+	const char *path;
+	const char *fix;
+} required_nodes[] = {
+    {"/dev/nvidiactl", "load the nvidia kernel module (nvidia-smi or nvidia-modprobe creates the node)"},
+    {"/dev/nvidia-uvm", "load nvidia-uvm and create its node (nvidia-modprobe -u -c0)"},
 };
 
 struct gen {
 	const struct cdi_gen_options *o;
-	const char *dev_root;
+	const char *driver_root, *dev_root;
 	json_t *devices;
-	json_t *all_nodes; /* union for the "all" device */
+	json_t *all_nodes;                /* union for the "all" device */
+	struct cdi_gen_warnings warnings; /* what is left out; handed to o->warnings */
 };
+
+void cdi_gen_warnings_clear(struct cdi_gen_warnings *w)
+{
+	for (size_t i = 0; i < w->n; i++)
+		free(w->items[i]);
+	free(w->items);
+	*w = (struct cdi_gen_warnings){0};
+}
+
+static int warn_str(struct gen *g, const char *s)
+{
+	char **ni = realloc(g->warnings.items, (g->warnings.n + 1) * sizeof(*ni));
+
+	if (!ni)
+		return -ENOMEM;
+	g->warnings.items = ni;
+	if (!(ni[g->warnings.n] = strdup(s)))
+		return -ENOMEM;
+	g->warnings.n++;
+	return 0;
+}
+
+_printf_(2, 3) static int warn(struct gen *g, const char *fmt, ...)
+{
+	_cleanup_free_ char *s = NULL;
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	return r < 0 ? -ENOMEM : warn_str(g, s);
+}
 
 static char *join_host(const char *base, const char *path)
 {
 	if (!base || !*base || streq(base, "/"))
 		return strdup(path);
 	return root_path(base, path);
+}
+
+/* 1 when the node path (inside the dev root) exists where gpulet reads the host, 0 if not. */
+static int node_exists(const struct gen *g, const char *path)
+{
+	_cleanup_free_ char *host = join_host(g->dev_root, path), *p = NULL;
+	struct stat st;
+
+	p = host ? root_path(g->o->root, host) : NULL;
+	if (!p)
+		return -ENOMEM;
+	return stat(p, &st) == 0;
 }
 
 /*
@@ -66,18 +134,25 @@ static bool nodes_have_path(const json_t *nodes, const char *path)
 	return false;
 }
 
-/* Append a device node for path to nodes (and to the "all" union). */
+/* Append a device node for path to nodes. */
 static int push_node(struct gen *g, json_t *nodes, const char *path)
 {
-	json_t *n = device_node(g->dev_root, path, NULL);
+	return jpush(nodes, device_node(g->dev_root, path, NULL));
+}
 
-	if (!n)
-		return -ENOMEM;
-	if (!nodes_have_path(g->all_nodes, path) && json_array_append(g->all_nodes, n) < 0) {
-		json_decref(n);
-		return -ENOMEM;
+/* The "all" device gets the nodes of every device in the spec, each once, in first-seen order. */
+static int add_to_all(struct gen *g, const json_t *nodes)
+{
+	const json_t *n;
+	size_t i;
+
+	json_array_foreach (nodes, i, n) {
+		const char *path = json_string_value(json_object_get(n, "path"));
+
+		if (!nodes_have_path(g->all_nodes, path) && json_array_append(g->all_nodes, (json_t *)n) < 0)
+			return -ENOMEM;
 	}
-	return jpush(nodes, n);
+	return 0;
 }
 
 static int add_device(struct gen *g, const char *name, const json_t *nodes)
@@ -107,7 +182,7 @@ static int add_named(struct gen *g, const char *index_name, const char *uuid, co
 		r = add_device(g, index_name, nodes);
 	if (r == 0 && (names & CDI_NAMES_UUID) && uuid[0])
 		r = add_device(g, uuid, nodes);
-	return r;
+	return r == 0 ? add_to_all(g, nodes) : r;
 }
 
 static int drm_filter(const struct dirent *de)
@@ -143,11 +218,46 @@ static int push_drm_nodes(struct gen *g, json_t *nodes, const struct node_gpu *g
 
 		snprintf(path, sizeof(path), "/dev/dri/%s", list[i]->d_name);
 		if (r == 0)
+			r = node_exists(g, path);
+		if (r == 0)
+			r = warn(g,
+				 "GPU %u %s: %s (sysfs lists it) does not exist under the dev root; left out of the "
+				 "GPU's device",
+				 gpu->index, gpu->uuid, path);
+		else if (r == 1)
 			r = push_node(g, nodes, path);
 		free(list[i]);
 	}
 	free(list);
 	return r;
+}
+
+/* One MIG device: the parent's nodes + its GI and CI cap nodes, left out when a cap node is missing. */
+static int gen_mig(struct gen *g, const struct node_gpu *gpu, const struct node_mig *m, const json_t *parent)
+{
+	json_auto_t *mig_nodes = json_deep_copy(parent);
+	const int caps[] = {m->gi_cap_minor, m->ci_cap_minor};
+	char path[64], name[32];
+	int r = 0;
+
+	if (!mig_nodes)
+		return -ENOMEM;
+	/* /proc/driver/nvidia-caps/mig-minors → /dev/nvidia-caps/nvidia-cap<N> (nvcaps.go) */
+	for (size_t c = 0; c < ELEMENTSOF(caps); c++) {
+		if (caps[c] < 0)
+			continue;
+		snprintf(path, sizeof(path), "/dev/nvidia-caps/nvidia-cap%d", caps[c]);
+		r = node_exists(g, path);
+		if (r == 0)
+			return warn(g,
+				    "MIG device %s (GPU %u, MIG %u): %s does not exist under the dev root; left out "
+				    "(nvidia-modprobe -f /proc/driver/nvidia-caps/mig-minors creates the cap nodes)",
+				    m->uuid, gpu->index, m->index, path);
+		if (r < 0 || (r = push_node(g, mig_nodes, path)) < 0)
+			return r;
+	}
+	snprintf(name, sizeof(name), "%u:%u", gpu->index, m->index);
+	return add_named(g, name, m->uuid, mig_nodes);
 }
 
 static int gen_gpu(struct gen *g, const struct node_gpu *gpu)
@@ -158,9 +268,19 @@ static int gen_gpu(struct gen *g, const struct node_gpu *gpu)
 
 	if (!nodes)
 		return -ENOMEM;
+	if (gpu->lost || !gpu->uuid[0])
+		return warn(g,
+			    "GPU %u%s%s: lost (NVML cannot read it); left out until it is reset or the node "
+			    "reboots",
+			    gpu->index, gpu->pci_bus_id[0] ? " at " : "", gpu->pci_bus_id);
 	snprintf(path, sizeof(path), "/dev/nvidia%u", gpu->minor);
-	r = push_node(g, nodes, path);
-	if (r < 0)
+	r = node_exists(g, path);
+	if (r == 0)
+		return warn(g,
+			    "GPU %u %s: %s does not exist under the dev root %s; left out with its MIG devices "
+			    "(check --dev-root; nvidia-modprobe -c%u creates it)",
+			    gpu->index, gpu->uuid, path, g->dev_root, gpu->minor);
+	if (r < 0 || (r = push_node(g, nodes, path)) < 0)
 		return r;
 	/* MIG enabled: only the MIG devices are usable (nvidia-ctk skips the full GPU too). */
 	if (!gpu->mig_enabled) {
@@ -171,23 +291,8 @@ static int gen_gpu(struct gen *g, const struct node_gpu *gpu)
 		if (r == 0)
 			r = add_named(g, name, gpu->uuid, full);
 	}
-	for (size_t i = 0; r == 0 && i < gpu->n_migs; i++) {
-		const struct node_mig *m = &gpu->migs[i];
-		json_auto_t *mig_nodes = json_deep_copy(nodes);
-		const int caps[] = {m->gi_cap_minor, m->ci_cap_minor};
-
-		if (!mig_nodes)
-			return -ENOMEM;
-		/* /proc/driver/nvidia-caps/mig-minors → /dev/nvidia-caps/nvidia-cap<N> (nvcaps.go) */
-		for (size_t c = 0; r == 0 && c < ELEMENTSOF(caps); c++)
-			if (caps[c] >= 0) {
-				snprintf(path, sizeof(path), "/dev/nvidia-caps/nvidia-cap%d", caps[c]);
-				r = push_node(g, mig_nodes, path);
-			}
-		snprintf(name, sizeof(name), "%u:%u", gpu->index, m->index);
-		if (r == 0)
-			r = add_named(g, name, m->uuid, mig_nodes);
-	}
+	for (size_t i = 0; r == 0 && i < gpu->n_migs; i++)
+		r = gen_mig(g, gpu, &gpu->migs[i], nodes);
 	return r;
 }
 
@@ -247,21 +352,143 @@ static int gen_common_edits(const struct cdi_gen_options *o, const struct driver
 	return 0;
 }
 
-int cdi_generate(const struct node *n, const struct cdi_gen_options *o, json_t **ret, struct gerr *err)
+/* 1. A root the user names must exist: a typo would otherwise give a spec without any driver file. */
+static int check_root(const struct cdi_gen_options *o, const char *dir, const char *what, const char *flag,
+		      struct gerr *err)
 {
-	const char *vendor = o->vendor ? o->vendor : "nvidia.com", *class = o->class ? o->class : "gpu";
-	const char *driver_root = o->driver_root && *o->driver_root ? o->driver_root : "/";
+	_cleanup_free_ char *p = root_path(o->root, dir);
+	struct stat st;
+
+	if (!p)
+		return gerr_set(err, ENOMEM, "out of memory");
+	if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
+		return 0;
+	return gerr_set(err, ENOENT,
+			"the %s %s does not exist%s%s%s; nothing written. Fix: give %s the host dir the driver is "
+			"installed under (/ for a host install, /run/nvidia/driver with the GPU Operator)",
+			what, dir, streq(p, dir) ? "" : " (read at ", streq(p, dir) ? "" : p, streq(p, dir) ? "" : ")",
+			flag);
+}
+
+/* 2. What every CUDA container needs must be there; what is merely missing becomes a warning. */
+static int check_driver(struct gen *g, const struct driver_info *d, struct gerr *err)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(required_nodes); i++) {
+		bool found = false;
+
+		for (size_t j = 0; j < d->n_files && !found; j++)
+			found = d->files[j].kind == DRIVER_DEVICE_NODE &&
+				streq(d->files[j].container_path, required_nodes[i].path);
+		if (!found)
+			return gerr_set(err, ENOENT,
+					"%s does not exist under the dev root %s; a spec without it fails in every "
+					"container, so nothing is written. Fix: %s, or give --dev-root the dir holding "
+					"dev/nvidia*",
+					required_nodes[i].path, g->dev_root, required_nodes[i].fix);
+	}
+	for (size_t i = 0; i < driver_n_libs && r >= 0; i++) {
+		const struct driver_lib *l = &driver_libs[i];
+
+		if (l->need == DRIVER_LIB_OPTIONAL || driver_find_library(d, l->name))
+			continue;
+		if (l->need == DRIVER_LIB_REQUIRED)
+			return gerr_set(err, ENOENT,
+					"%s.%s not found under the driver root %s (ld.so.cache%s); without it %s, so "
+					"nothing is written. Fix: install the driver's user-space libraries, or give "
+					"--driver-root the dir the driver is installed under",
+					l->name, d->version[0] ? d->version : "*", g->driver_root,
+					d->ldcache_found ? " and the library dirs"
+							 : " missing; searched the library dirs",
+					l->what);
+		r = warn(g, "%s.%s not found under the driver root %s: %s (install it with the driver)", l->name,
+			 d->version[0] ? d->version : "*", g->driver_root, l->what);
+	}
+	for (size_t i = 0; i < d->n_warnings && r >= 0; i++)
+		r = warn_str(g, d->warnings[i]);
+	return r < 0 ? gerr_set(err, -r, "out of memory") : 0;
+}
+
+/* 5. With --strict a partial spec is an error naming every item (as many as the message holds). */
+static int strict_error(const struct gen *g, struct gerr *err)
+{
+	char buf[GERR_MAX];
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < g->warnings.n && used < sizeof(buf); i++)
+		used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s", i ? "; " : "", g->warnings.items[i]);
+	return gerr_set(err, EIO,
+			"the spec would leave out %zu item%s (--strict): %s. Nothing written. Fix them, or "
+			"drop --strict to write the partial spec",
+			g->warnings.n, g->warnings.n == 1 ? "" : "s", buf);
+}
+
+static int build_spec(struct gen *g, const struct node *n, const char *kind, json_t **ret, struct gerr *err)
+{
+	const struct cdi_gen_options *o = g->o;
 	struct driver_options dopt = {
 	    .root = o->root,
-	    .driver_root = driver_root,
+	    .driver_root = g->driver_root,
 	    .dev_root = o->dev_root,
 	    .version = n->driver_version[0] ? n->driver_version : NULL,
 	};
 	_cleanup_(driver_info_freep) struct driver_info *d = NULL;
-	json_auto_t *spec = json_object(), *devices = json_array(), *all = json_array(), *edits = NULL;
+	json_auto_t *spec = json_object(), *edits = NULL;
+	int r;
+
+	if (!spec)
+		return gerr_set(err, ENOMEM, "out of memory");
+	/* 1. roots */
+	r = check_root(o, g->driver_root, "driver root", "--driver-root", err);
+	if (r == 0 && !streq(g->dev_root, g->driver_root))
+		r = check_root(o, g->dev_root, "dev root", "--dev-root", err);
+	if (r < 0)
+		return r;
+	/* 2. driver */
+	r = driver_discover(&dopt, &d, err);
+	if (r == 0)
+		r = check_driver(g, d, err);
+	if (r < 0)
+		return r;
+	/* 3. devices */
+	for (size_t i = 0; r == 0 && i < n->n_gpus; i++)
+		r = gen_gpu(g, &n->gpus[i]);
+	if (r == 0 && !o->no_all_device && json_array_size(g->all_nodes) > 0)
+		r = add_device(g, "all", g->all_nodes);
+	if (r < 0)
+		return gerr_set(err, -r, "building the CDI spec: %s", strerror(-r));
+	if (json_array_size(g->devices) == 0)
+		return gerr_set(err, ENODEV,
+				"none of the %zu GPUs can be put in the spec (%s); a spec without devices is "
+				"invalid, so nothing is written. Check 'gpulet devices' and the dev root",
+				n->n_gpus, g->warnings.n ? g->warnings.items[0] : "no device nodes");
+	/* 4. spec-level edits, then the OCI hooks (hooks.c) */
+	if (gen_common_edits(o, d, kind, &edits) < 0)
+		return gerr_set(err, ENOMEM, "out of memory");
+	r = cdi_add_hooks(edits, d->version, o->hooks, err);
+	if (r < 0)
+		return r;
+	/* 5. the spec; key order is the output order (jansson keeps insertion order) */
+	if (jset(spec, "cdiVersion", json_string(CDI_EARLIEST_VERSION)) < 0 ||
+	    jset(spec, "kind", json_string(kind)) < 0 || jset(spec, "devices", json_incref(g->devices)) < 0 ||
+	    jset(spec, "containerEdits", json_incref(edits)) < 0 ||
+	    jset(spec, "cdiVersion", json_string(cdi_min_version(spec))) < 0)
+		return gerr_set(err, ENOMEM, "out of memory");
+	if (o->strict && g->warnings.n > 0)
+		return strict_error(g, err);
+	*ret = TAKE_PTR(spec);
+	return 0;
+}
+
+int cdi_generate(const struct node *n, const struct cdi_gen_options *o, json_t **ret, struct gerr *err)
+{
+	const char *vendor = o->vendor ? o->vendor : "nvidia.com", *class = o->class ? o->class : "gpu";
+	json_auto_t *devices = json_array(), *all = json_array();
 	_cleanup_free_ char *kind = NULL;
 	struct gen g = {.o = o, .devices = devices, .all_nodes = all};
-	int r = 0;
+	int r;
 
 	if (!cdi_vendor_valid(vendor) || !cdi_class_valid(class))
 		return gerr_set(
@@ -269,34 +496,18 @@ int cdi_generate(const struct node *n, const struct cdi_gen_options *o, json_t *
 		    "invalid CDI kind '%s/%s': vendor and class start with a letter, end with a letter or "
 		    "digit, use only letters, digits, '_', '.', '-', and the class has at least 2 characters",
 		    vendor, class);
-	if (!spec || !devices || !all || asprintf(&kind, "%s/%s", vendor, class) < 0)
-		return gerr_set(err, ENOMEM, "out of memory");
-	g.dev_root = o->dev_root && *o->dev_root ? o->dev_root : driver_root;
-	for (size_t i = 0; r == 0 && i < n->n_gpus; i++)
-		if (n->gpus[i].uuid[0])
-			r = gen_gpu(&g, &n->gpus[i]);
-	if (r == 0 && !o->no_all_device && json_array_size(all) > 0)
-		r = add_device(&g, "all", all);
-	if (r < 0)
-		return gerr_set(err, -r, "building the CDI spec: %s", strerror(-r));
-	if (json_array_size(devices) == 0)
+	if (n->n_gpus == 0)
 		return gerr_set(err, ENODEV,
 				"no GPUs on this node, so no CDI devices; a spec without devices is invalid. Check "
 				"'gpulet devices' and the driver");
-	r = driver_discover(&dopt, &d, err);
-	if (r < 0)
-		return r;
-	if (gen_common_edits(o, d, kind, &edits) < 0)
+	if (!devices || !all || asprintf(&kind, "%s/%s", vendor, class) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
-	r = cdi_add_hooks(edits, d->version, o->hooks, err);
-	if (r < 0)
-		return r;
-	/* Key order is the output order (jansson keeps insertion order). */
-	if (jset(spec, "cdiVersion", json_string(CDI_EARLIEST_VERSION)) < 0 ||
-	    jset(spec, "kind", json_string(kind)) < 0 || jset(spec, "devices", json_incref(devices)) < 0 ||
-	    jset(spec, "containerEdits", json_incref(edits)) < 0 ||
-	    jset(spec, "cdiVersion", json_string(cdi_min_version(spec))) < 0)
-		return gerr_set(err, ENOMEM, "out of memory");
-	*ret = TAKE_PTR(spec);
-	return 0;
+	g.driver_root = o->driver_root && *o->driver_root ? o->driver_root : "/";
+	g.dev_root = o->dev_root && *o->dev_root ? o->dev_root : g.driver_root;
+	r = build_spec(&g, n, kind, ret, err);
+	if (r >= 0 && o->warnings)
+		*o->warnings = g.warnings;
+	else
+		cdi_gen_warnings_clear(&g.warnings);
+	return r;
 }

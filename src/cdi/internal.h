@@ -43,6 +43,7 @@ static inline bool cdi_has_ext(const char *name, const char *ext)
 int cdi_parse_version(const char *s, unsigned v[3]);
 int cdi_version_cmp(const char *a, const char *b);
 bool cdi_version_known(const char *s);
+bool cdi_runtime_refuses_v_prefix(const char *runtime_name, const char *runtime_version);
 
 /* The newest feature a spec uses, and the cdiVersion it needs. */
 struct cdi_version_rule {
@@ -64,6 +65,10 @@ struct cdi_vctx {
 	int oom;
 	const char *version; /* the spec's cdiVersion when valid, else NULL */
 };
+
+/* Rename case variants of the spec's keys to its spelling, as Go's JSON decoding reads them;
+ * each is a "key-case" warning in v (NULL: quietly). -ENOMEM only. */
+int cdi_canonical_keys(struct cdi_vctx *v, json_t *spec);
 
 /* Append a problem with code (a row of validate.c's table) at path; fix NULL = the row's fix. */
 void cdi_problem(struct cdi_vctx *v, const char *code, const char *path, const char *fix, const char *fmt, ...)

@@ -127,7 +127,7 @@ static int scan_file(const char *path, size_t prio, const struct cdi_validate_op
 		cdi_problem(&v, "missing-file", "", NULL, "%s", err.msg);
 	else if (r < 0)
 		cdi_problem(&v, "parse-error", "", NULL, "%s", err.msg);
-	else if (cdi_validate_spec(path, spec, o, rep) < 0)
+	else if (cdi_canonical_keys(&v, spec) < 0 || cdi_validate_spec(path, spec, o, rep) < 0)
 		return -ENOMEM;
 	if (v.oom)
 		return -ENOMEM;
@@ -149,44 +149,61 @@ static int devref_cmp(const void *a, const void *b)
 	return strcmp(x->file, y->file);
 }
 
+/*
+ * The devices of s grouped by qualified name, each group sorted by priority (lowest first) then
+ * file: the order in which a runtime's later dir wins. fn gets each group.
+ */
+typedef int (*group_fn)(const struct devref *grp, size_t n, void *userdata);
+
+static int each_group(struct scan *s, group_fn fn, void *userdata)
+{
+	int r = 0;
+
+	if (s->n_devs > 1)
+		qsort(s->devs, s->n_devs, sizeof(*s->devs), devref_cmp);
+	for (size_t i = 0, j; r >= 0 && i < s->n_devs; i = j) {
+		for (j = i + 1; j < s->n_devs && streq(s->devs[j].qname, s->devs[i].qname); j++)
+			;
+		r = fn(&s->devs[i], j - i, userdata);
+	}
+	return r;
+}
+
 /* Duplicates: same name at one priority = error on each file; at a lower priority = shadowed warning. */
+static int report_group(const struct devref *grp, size_t n, void *userdata)
+{
+	struct cdi_vctx *v = userdata;
+	const struct devref *top = &grp[n - 1];
+	size_t at_top = 0;
+
+	for (size_t k = 0; k < n; k++)
+		at_top += grp[k].prio == top->prio;
+	for (size_t k = 0; k < n; k++) {
+		const struct devref *d = &grp[k];
+
+		v->file = d->file;
+		if (d->prio < top->prio) {
+			cdi_problem(v, "shadowed-device", "", NULL, "device %s is also defined in %s, which wins",
+				    d->qname, top->file);
+			continue;
+		}
+		if (at_top < 2)
+			continue;
+		/* name the other file at this priority */
+		const struct devref *other = k + 1 < n ? &grp[k + 1] : &grp[k - 1];
+
+		cdi_problem(v, "duplicate-device", "", NULL,
+			    "device %s is also defined in %s at the same priority: the runtime drops it", d->qname,
+			    other->file);
+	}
+	return v->oom ? -ENOMEM : 0;
+}
+
 static int report_duplicates(struct scan *s, const struct cdi_validate_options *o, struct cdi_report *rep)
 {
 	struct cdi_vctx v = {.o = o, .rep = rep};
 
-	if (s->n_devs > 1)
-		qsort(s->devs, s->n_devs, sizeof(*s->devs), devref_cmp);
-	for (size_t i = 0; i < s->n_devs; i++) {
-		size_t j = i + 1;
-
-		while (j < s->n_devs && streq(s->devs[j].qname, s->devs[i].qname))
-			j++;
-		const struct devref *top = &s->devs[j - 1];
-		size_t at_top = 0;
-
-		for (size_t k = i; k < j; k++)
-			at_top += s->devs[k].prio == top->prio;
-		for (size_t k = i; k < j; k++) {
-			const struct devref *d = &s->devs[k];
-
-			v.file = d->file;
-			if (d->prio < top->prio) {
-				cdi_problem(&v, "shadowed-device", "", NULL,
-					    "device %s is also defined in %s, which wins", d->qname, top->file);
-				continue;
-			}
-			if (at_top < 2)
-				continue;
-			/* name the other file at this priority */
-			const struct devref *other = k + 1 < j ? &s->devs[k + 1] : &s->devs[k - 1];
-
-			cdi_problem(&v, "duplicate-device", "", NULL,
-				    "device %s is also defined in %s at the same priority: the runtime drops it",
-				    d->qname, other->file);
-		}
-		i = j - 1;
-	}
-	return v.oom ? -ENOMEM : 0;
+	return each_group(s, report_group, &v);
 }
 
 int cdi_validate_files(const char *const *files, size_t n, const struct cdi_validate_options *o, struct cdi_report *rep)
@@ -207,11 +224,16 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+char *cdi_dir_path(const char *root, const char *dir)
+{
+	return dir[0] == '/' ? root_path(root, dir) : strdup(dir);
+}
+
 /* Spec files of one dir in name order (the CDI cache is not recursive). */
 static int scan_dir(const char *dir, size_t prio, const struct cdi_validate_options *o, struct cdi_report *rep,
 		    struct scan *s)
 {
-	_cleanup_free_ char *p = root_path(o->root, dir);
+	_cleanup_free_ char *p = cdi_dir_path(o->root, dir);
 	struct cdi_vctx v = {.o = o, .rep = rep};
 	char **names = NULL;
 	size_t n = 0;
@@ -289,6 +311,24 @@ int cdi_validate_dirs(const char *const *dirs, size_t n, const struct cdi_valida
 	return r;
 }
 
+static int list_group(const struct devref *grp, size_t n, void *userdata)
+{
+	const struct devref *top = &grp[n - 1];
+	const char *eq = strchr(top->qname, '=');
+	json_t *e, *shadows;
+
+	e = json_pack("{s:s, s:s%, s:s, s:s, s:[], s:b}", "name", top->qname, "kind", top->qname,
+		      (size_t)(eq - top->qname), "device", eq + 1, "file", top->file, "shadows", "conflict",
+		      n > 1 && grp[n - 2].prio == top->prio);
+	shadows = json_object_get(e, "shadows");
+	for (size_t k = 0; e && k + 1 < n; k++)
+		if (jpush(shadows, json_string(grp[k].file)) < 0) {
+			json_decref(e);
+			return -ENOMEM;
+		}
+	return jpush(userdata, e);
+}
+
 int cdi_list_dirs(const char *root, const char *const *dirs, size_t n, json_t **ret, struct gerr *err)
 {
 	struct cdi_validate_options o = {.root = root, .no_host_paths = true};
@@ -300,32 +340,134 @@ int cdi_list_dirs(const char *root, const char *const *dirs, size_t n, json_t **
 	if (!out)
 		return gerr_set(err, ENOMEM, "out of memory");
 	r = scan_dirs(dirs, n, &o, &rep, &s);
-	if (r >= 0 && s.n_devs > 1)
-		qsort(s.devs, s.n_devs, sizeof(*s.devs), devref_cmp);
-	for (size_t i = 0; r >= 0 && i < s.n_devs; i++) {
-		size_t j = i + 1;
-		const struct devref *top;
-		json_t *e, *shadows;
-
-		while (j < s.n_devs && streq(s.devs[j].qname, s.devs[i].qname))
-			j++;
-		top = &s.devs[j - 1];
-		e = json_pack("{s:s, s:s%, s:s, s:s, s:[], s:b}", "name", top->qname, "kind", top->qname,
-			      (size_t)(strchr(top->qname, '=') - top->qname), "device", strchr(top->qname, '=') + 1,
-			      "file", top->file, "shadows", "conflict", j - i > 1 && s.devs[j - 2].prio == top->prio);
-		shadows = json_object_get(e, "shadows");
-		for (size_t k = i; e && k + 1 < j; k++)
-			if (jpush(shadows, json_string(s.devs[k].file)) < 0)
-				r = -ENOMEM;
-		if (jpush(out, e) < 0)
-			r = -ENOMEM;
-		i = j - 1;
-	}
+	if (r >= 0)
+		r = each_group(&s, list_group, out);
 	scan_done(&s);
 	if (r < 0)
 		return gerr_set(err, -r, "listing CDI devices: %s", strerror(-r));
 	*ret = TAKE_PTR(out);
 	return 0;
+}
+
+/* ---- conflicts of a spec about to be written ------------------------------------------------- */
+
+/* The standard spec dirs by priority, and the suffixes that name them (/var/run is a link to /run). */
+static const struct {
+	const char *suffix, *other;
+	bool other_wins;
+} std_dirs[] = {
+    {CDI_STATIC_DIR, CDI_DYNAMIC_DIR, true},
+    {CDI_DYNAMIC_DIR, CDI_STATIC_DIR, false},
+    {"/run/cdi", CDI_STATIC_DIR, false},
+};
+
+struct conflicts {
+	const char *target; /* the file we write */
+	struct cdi_report *rep;
+	size_t target_prio;
+	int oom;
+};
+
+static int conflict_group(const struct devref *grp, size_t n, void *userdata)
+{
+	struct conflicts *c = userdata;
+	struct cdi_vctx v = {.rep = c->rep};
+	bool ours = false;
+
+	for (size_t k = 0; k < n; k++)
+		ours = ours || streq(grp[k].file, c->target);
+	for (size_t k = 0; ours && k < n; k++) {
+		const struct devref *d = &grp[k];
+		const char *code = d->prio == c->target_prio  ? "conflict-same-dir"
+				   : d->prio > c->target_prio ? "conflict-shadowed"
+							      : "conflict-shadows";
+
+		if (streq(d->file, c->target))
+			continue;
+		v.file = d->file;
+		cdi_problem(&v, code, "", NULL, "%s", d->qname);
+	}
+	return v.oom ? -ENOMEM : 0;
+}
+
+/* One problem per other file: its code, and the device names it shares with ours in the message. */
+static int merge_by_file(struct cdi_report *in, struct cdi_report *out)
+{
+	struct cdi_vctx v = {.rep = out};
+
+	for (size_t i = 0; i < in->n_problems; i++) {
+		const struct cdi_problem *p = &in->problems[i];
+		_cleanup_free_ char *names = strdup(p->message);
+		bool seen = false;
+
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = streq(in->problems[j].file, p->file);
+		for (size_t j = i + 1; names && !seen && j < in->n_problems; j++) {
+			char *more = NULL;
+
+			if (!streq(in->problems[j].file, p->file))
+				continue;
+			if (asprintf(&more, "%s, %s", names, in->problems[j].message) < 0)
+				more = NULL;
+			free(names);
+			names = more;
+		}
+		if (!names)
+			return -ENOMEM;
+		if (seen)
+			continue;
+		v.file = p->file;
+		cdi_problem(&v, p->code, "", NULL, "%s", names);
+	}
+	return v.oom ? -ENOMEM : 0;
+}
+
+int cdi_spec_conflicts(const char *dir, const char *file_name, const json_t *spec, struct cdi_report *rep)
+{
+	struct cdi_validate_options o = {.no_host_paths = true};
+	_cleanup_(cdi_report_clear) struct cdi_report scratch = {0}, per_dev = {0};
+	_cleanup_free_ char *p = cdi_dir_path(NULL, dir), *target = NULL, *other = NULL;
+	struct conflicts c = {.rep = &per_dev, .target_prio = 1};
+	struct scan s = {0};
+	size_t len, w = 0;
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	len = strlen(p);
+	while (len > 1 && p[len - 1] == '/')
+		p[--len] = 0;
+	if (asprintf(&target, "%s/%s", p, file_name) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < ELEMENTSOF(std_dirs) && !other; i++) {
+		size_t n = strlen(std_dirs[i].suffix);
+
+		if (len >= n && streq(p + len - n, std_dirs[i].suffix) &&
+		    asprintf(&other, "%.*s%s", (int)(len - n), p, std_dirs[i].other) < 0)
+			return -ENOMEM;
+		if (other)
+			c.target_prio = std_dirs[i].other_wins ? 0 : 1;
+	}
+	c.target = target;
+	r = scan_dir(p, c.target_prio, &o, &scratch, &s);
+	if (r >= 0 && other)
+		r = scan_dir(other, 1 - c.target_prio, &o, &scratch, &s);
+	/* the file we replace does not count; ours takes its place */
+	for (size_t i = 0; r >= 0 && i < s.n_devs; i++) {
+		if (streq(s.devs[i].file, target))
+			free(s.devs[i].qname);
+		else
+			s.devs[w++] = s.devs[i];
+	}
+	s.n_devs = w;
+	if (r >= 0)
+		r = scan_add_devices(&s, target, c.target_prio, spec);
+	if (r >= 0)
+		r = each_group(&s, conflict_group, &c);
+	if (r >= 0)
+		r = merge_by_file(&per_dev, rep);
+	scan_done(&s);
+	return r < 0 ? r : 0;
 }
 
 void cdi_report_clear(struct cdi_report *r)

@@ -187,26 +187,69 @@ int cdi_read_spec(const char *path, json_t **ret, struct gerr *err)
 	return read_and_parse(path, CDI_SPEC_MAX, parse_spec_text, ret, err);
 }
 
-static bool env_has(const json_t *env, const char *entry)
+/* ---- writing ------------------------------------------------------------------------------------ */
+
+/* The kind our marker names in spec ("" when it has none). Points into spec. */
+static const char *marker_kind(const json_t *spec)
 {
 	const json_t *e;
 	size_t i;
 
-	json_array_foreach (env, i, e)
-		if (json_is_string(e) && streq(json_string_value(e), entry))
-			return true;
-	return false;
+	json_array_foreach (json_object_get(json_object_get(spec, "containerEdits"), "env"), i, e) {
+		const char *s = json_string_value(e);
+
+		if (s && strncmp(s, CDI_MARKER_ENV "=", strlen(CDI_MARKER_ENV) + 1) == 0)
+			return s + strlen(CDI_MARKER_ENV) + 1;
+	}
+	return "";
 }
 
-/* ---- writing ------------------------------------------------------------------------------------ */
-
-static bool spec_is_ours(const json_t *spec, const char *kind)
+int cdi_spec_replaceable(const char *path, const char *kind, struct gerr *err)
 {
-	_cleanup_free_ char *marker = NULL;
+	_cleanup_free_ char *old = NULL;
+	json_auto_t *existing = NULL;
+	struct gerr perr = {0};
+	size_t old_len;
+	struct stat st;
+	const char *mk;
+	int r;
 
-	if (!kind || asprintf(&marker, CDI_MARKER_ENV "=%s", kind) < 0)
-		return false;
-	return env_has(json_object_get(json_object_get(spec, "containerEdits"), "env"), marker);
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : gerr_set(err, errno, "cannot stat %s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return gerr_set(err, EEXIST, "%s exists and is not a regular file; not replacing it", path);
+	r = read_file(path, CDI_SPEC_MAX, &old, &old_len, err);
+	if (r < 0)
+		return r;
+	if (cdi_parse_spec(path, old, old_len, &existing, &perr) < 0)
+		return gerr_set(err, EEXIST,
+				"%s exists and does not parse as a CDI spec (%s); not replacing it. Move it away, or "
+				"choose another file name",
+				path, perr.msg);
+	mk = marker_kind(existing);
+	if (kind && streq(mk, kind))
+		return 0;
+	if (mk[0])
+		return gerr_set(err, EEXIST,
+				"%s was written by gpulet for kind %s, not %s; not replacing it. Choose another file "
+				"name (the default is VENDOR-CLASS.EXT), or move it away",
+				path, mk, kind ? kind : "?");
+	return gerr_set(err, EEXIST,
+			"%s exists and was not written by gpulet (no %s entry; kind %s); not replacing it. Move it "
+			"away, or choose another file name",
+			path, CDI_MARKER_ENV, json_string_value(json_object_get(existing, "kind")) ?: "?");
+}
+
+int cdi_move_aside(const char *path, char **ret, struct gerr *err)
+{
+	_cleanup_free_ char *to = NULL;
+
+	if (asprintf(&to, "%s" CDI_REPLACED_SUFFIX, path) < 0)
+		return gerr_set(err, ENOMEM, "out of memory");
+	if (rename(path, to) < 0)
+		return gerr_set(err, errno, "cannot move %s aside to %s: %s", path, to, strerror(errno));
+	*ret = TAKE_PTR(to);
+	return 0;
 }
 
 /* mkdir -p of dir (0755); refuses when dir itself is a symlink or not a directory. */
@@ -246,6 +289,16 @@ static int ensure_spec_dir(const char *dir, struct gerr *err)
 	return 0;
 }
 
+int cdi_spec_file_name_ok(const char *file_name, struct gerr *err)
+{
+	if (strchr(file_name, '/') || (!cdi_has_ext(file_name, ".yaml") && !cdi_has_ext(file_name, ".json")))
+		return gerr_set(err, EINVAL,
+				"CDI spec file name '%s' must be a plain name ending in .json or .yaml (runtimes read "
+				"only those)",
+				file_name);
+	return 0;
+}
+
 int cdi_write_spec(const char *dir, const char *file_name, json_t *spec, struct gerr *err)
 {
 	_cleanup_free_ char *path = NULL, *data = NULL, *old = NULL;
@@ -255,11 +308,9 @@ int cdi_write_spec(const char *dir, const char *file_name, json_t *spec, struct 
 	struct stat st;
 	int r;
 
-	if (strchr(file_name, '/') || (!yaml && !cdi_has_ext(file_name, ".json")))
-		return gerr_set(err, EINVAL,
-				"CDI spec file name '%s' must be a plain name ending in .json or .yaml (runtimes read "
-				"only those)",
-				file_name);
+	r = cdi_spec_file_name_ok(file_name, err);
+	if (r < 0)
+		return r;
 	r = ensure_spec_dir(dir, err);
 	if (r < 0)
 		return r;
@@ -268,22 +319,12 @@ int cdi_write_spec(const char *dir, const char *file_name, json_t *spec, struct 
 	r = cdi_format_spec(spec, yaml ? CDI_FORMAT_YAML : CDI_FORMAT_JSON, &data, err);
 	if (r < 0)
 		return r;
-	if (lstat(path, &st) == 0) {
-		json_auto_t *existing = NULL;
-		struct gerr perr = {0};
-
-		if (!S_ISREG(st.st_mode))
-			return gerr_set(err, EEXIST, "%s exists and is not a regular file; not replacing it", path);
-		r = read_file(path, CDI_SPEC_MAX, &old, &old_len, err);
-		if (r < 0)
-			return r;
-		if (old_len == strlen(data) && memcmp(old, data, old_len) == 0 && (st.st_mode & 07777) == 0644)
-			return 0; /* unchanged: no rename, no inotify event for the runtimes */
-		if (cdi_parse_spec(path, old, old_len, &existing, &perr) < 0 || !spec_is_ours(existing, kind))
-			return gerr_set(err, EEXIST,
-					"%s exists and was not written by gpulet for kind %s (no %s entry); not "
-					"replacing it. Move it away, or choose another file name",
-					path, kind ? kind : "?", CDI_MARKER_ENV);
-	}
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0644 &&
+	    read_file(path, CDI_SPEC_MAX, &old, &old_len, NULL) == 0 && old_len == strlen(data) &&
+	    memcmp(old, data, old_len) == 0)
+		return 0; /* unchanged: no rename, no inotify event for the runtimes */
+	r = cdi_spec_replaceable(path, kind, err);
+	if (r < 0)
+		return r;
 	return write_file_atomic(path, data, strlen(data), 0644, err);
 }

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "cdi/internal.h"
@@ -32,13 +33,23 @@ static const struct code_info {
      "regenerate with the lowest cdiVersion covering the fields used (gpulet cdi generate does), or "
      "upgrade the runtime"},
     {"version-too-low", "spec-invalid", true,
-     "raise cdiVersion to the version named, or drop the field; CDI libraries from 0.6 refuse the file "
-     "(0.5 loads it)"},
+     "raise cdiVersion to the version named, or drop the field: CDI libraries from 0.5.4 on refuse the file "
+     "(0.5.0-0.5.3, as in podman 4.3, still load it)"},
+    {"version-v-prefix", "warning", false,
+     "write the version without the 'v' (e.g. 0.5.0): CDI libraries before 0.5.4 (podman 4.3, containerd "
+     "1.7.0-1.7.12) ignore the file"},
+    {"key-case", "warning", false,
+     "spell the key as the CDI spec does: the CDI Go library ignores case in keys, other consumers may not"},
+    {"no-libraries", "warning", false,
+     "regenerate the spec with the driver root the libraries are under (gpulet cdi generate --driver-root): "
+     "without libcuda the container finds no CUDA driver unless the image ships one of the exact driver "
+     "version"},
     {"invalid-kind", "spec-invalid", true,
      "kind is vendor/class: start with a letter, end with a letter or digit, middle letters, digits, '_', "
      "'.', '-'"},
     {"class-too-short", "spec-invalid", true,
-     "use a class of 2 or more characters (e.g. gpu); a 1-character class crashes the CDI 0.5 Go library"},
+     "use a class of 2 or more characters (e.g. gpu); a 1-character class crashes the CDI Go library 0.5.2 (podman "
+     "4.3) while it scans the dir"},
     {"invalid-device-name", "spec-invalid", true,
      "device names start and end with a letter or digit; middle letters, digits, '_', '.', ':', '-'"},
     {"duplicate-name", "spec-invalid", true, "give every device in a spec a distinct name"},
@@ -57,6 +68,15 @@ static const struct code_info {
      "regenerate the spec (gpulet cdi generate) after a driver or GPU change, or remove the entry"},
     {"not-a-device-node", "stale-devices", true, "point hostPath at a character or block device"},
     {"not-scanned", "warning", false, "rename the file to .json or .yaml; runtimes read only those"},
+    /* cdi_spec_conflicts(): what generate finds next to the file it is about to write */
+    {"conflict-same-dir", "duplicate-device", true,
+     "remove that file (or rerun with --force, which moves it aside): runtimes drop a device defined twice in "
+     "one dir, and every container asking for it fails"},
+    {"conflict-shadowed", "duplicate-device", true,
+     "remove that file (or rerun with --force, which moves it aside): the runtime uses it instead of the spec "
+     "written now"},
+    {"conflict-shadows", "warning", false,
+     "remove the older file when it is no longer needed; the spec written now wins over it"},
 };
 
 static const struct code_info *code_info(const char *code)
@@ -177,9 +197,11 @@ static void check_permissions(struct cdi_vctx *v, const json_t *s, const char *p
 {
 	const char *p = json_string_value(s);
 
-	if (strspn(p, "rwm") != strlen(p) && !streq(p, "none"))
-		cdi_problem(v, "invalid-value", path, "use a combination of r, w and m",
-			    "permissions '%s' is not a subset of rwm", p);
+	/* "none" (empty cgroup permissions) is in the CDI library's main branch only, after 1.1.0 */
+	if (strspn(p, "rwm") != strlen(p))
+		cdi_problem(v, "invalid-value", path, "use a combination of r, w and m, or leave it out",
+			    "permissions '%s' is not a subset of rwm%s", p,
+			    streq(p, "none") ? " ('none' is unknown to every released CDI library)" : "");
 }
 
 static void check_hook_name(struct cdi_vctx *v, const json_t *s, const char *path)
@@ -299,6 +321,22 @@ static void check_version(struct cdi_vctx *v, const json_t *s, const char *path)
 			    "cdiVersion %s is older than any runtime loads (earliest " CDI_EARLIEST_VERSION ")", ver);
 		return;
 	}
+	if (ver[0] == 'v') {
+		if (cdi_runtime_refuses_v_prefix(v->o->runtime_name, v->o->runtime_version)) {
+			cdi_problem(
+			    v, "invalid-version", path,
+			    "write the version without the 'v' (e.g. 0.5.0); CDI libraries before 0.5.4 look the "
+			    "version up as written",
+			    "cdiVersion '%s' has a 'v' prefix, which the runtime%s%s (a CDI library before 0.5.4) "
+			    "does not know: it ignores the whole file and its devices are unresolvable",
+			    ver, v->o->runtime_name ? " " : "", v->o->runtime_name ? v->o->runtime_name : "");
+			return;
+		}
+		cdi_problem(v, "version-v-prefix", path, NULL,
+			    "cdiVersion '%s' has a 'v' prefix: CDI libraries from 0.5.4 read it as %s, older ones "
+			    "do not know it",
+			    ver, ver + 1);
+	}
 	v->version = ver;
 	if (v->o->runtime_version && cdi_version_cmp(ver, v->o->runtime_version) > 0)
 		cdi_problem(
@@ -315,7 +353,7 @@ static const struct field node_fields[] = {
     {"type", F_STRING, false, NULL, check_node_type},
     {"major", F_INT, false, NULL, NULL},
     {"minor", F_INT, false, NULL, NULL},
-    {"fileMode", F_INT, false, NULL, NULL},
+    {"fileMode", F_UINT32, false, NULL, NULL}, /* *os.FileMode, a uint32 */
     {"permissions", F_STRING, false, NULL, check_permissions},
     {"uid", F_UINT32, false, NULL, NULL},
     {"gid", F_UINT32, false, NULL, NULL},
@@ -484,6 +522,40 @@ static void walk(struct cdi_vctx *v, const json_t *obj, const struct field *fiel
 	}
 }
 
+/* A spec that puts NVIDIA device nodes into a container should bring the driver libraries too. */
+static bool edits_have(const json_t *edits, const char *array, const char *key, const char *needle)
+{
+	const json_t *it;
+	size_t i;
+
+	json_array_foreach (json_object_get(edits, array), i, it) {
+		const char *s = json_string_value(json_object_get(it, key));
+
+		if (s && strstr(s, needle))
+			return true;
+	}
+	return false;
+}
+
+static void check_libraries(struct cdi_vctx *v, const json_t *spec)
+{
+	const json_t *edits = json_object_get(spec, "containerEdits"), *d;
+	bool nvidia = edits_have(edits, "deviceNodes", "path", "/dev/nvidia");
+	bool libs = edits_have(edits, "mounts", "containerPath", ".so");
+	size_t i;
+
+	json_array_foreach (json_object_get(spec, "devices"), i, d) {
+		const json_t *de = json_object_get(d, "containerEdits");
+
+		nvidia = nvidia || edits_have(de, "deviceNodes", "path", "/dev/nvidia");
+		libs = libs || edits_have(de, "mounts", "containerPath", ".so");
+	}
+	if (nvidia && !libs)
+		cdi_problem(v, "no-libraries", "$", NULL,
+			    "the spec injects NVIDIA device nodes but mounts no library (no libcuda, no "
+			    "libnvidia-ml)");
+}
+
 /* Checks across the whole spec: at least one device, unique names, the minimum version. */
 static void check_spec(struct cdi_vctx *v, const json_t *spec)
 {
@@ -508,6 +580,7 @@ static void check_spec(struct cdi_vctx *v, const json_t *spec)
 				break;
 			}
 	}
+	check_libraries(v, spec);
 	rule = cdi_min_version_rule(spec);
 	if (v->version && rule && cdi_version_cmp(v->version, rule->version) < 0)
 		cdi_problem(v, "version-too-low", "$.cdiVersion", NULL,
@@ -515,12 +588,79 @@ static void check_spec(struct cdi_vctx *v, const json_t *spec)
 			    rule->version);
 }
 
+static const struct field *field_named(const struct field *fields, const char *key, bool exact)
+{
+	for (const struct field *f = fields; f && f->key; f++)
+		if (exact ? streq(f->key, key) : strcasecmp(f->key, key) == 0)
+			return f;
+	return NULL;
+}
+
+/*
+ * The CDI library decodes with Go's encoding/json (through sigs.k8s.io/yaml), which matches a
+ * key to a field whatever its case: "devicenodes" is deviceNodes, and of two keys naming one
+ * field the later wins (docs/reference/cdi.md §2). Rename such keys to the spec's spelling, per
+ * the field tables and recursively, so every check reads one spelling; each is a warning.
+ */
+static int canonical_object(struct cdi_vctx *v, json_t *obj, const struct field *fields, const char *path)
+{
+	json_auto_t *out = json_object();
+	const char *key;
+	json_t *val;
+	char sub[512];
+
+	if (!out)
+		return -ENOMEM;
+	json_object_foreach (obj, key, val) {
+		const struct field *f = field_named(fields, key, true) ?: field_named(fields, key, false);
+		const char *name = f ? f->key : key;
+
+		if (f && !streq(key, f->key) && v) {
+			snprintf(sub, sizeof(sub), "%s.%s", path, key);
+			cdi_problem(v, "key-case", sub, NULL, "key '%s' is read as '%s'%s", key, f->key,
+				    json_object_get(out, f->key) ? ", replacing the earlier one (the later key wins)"
+								 : "");
+		}
+		if (json_object_set(out, name, val) < 0)
+			return -ENOMEM;
+	}
+	if (json_object_clear(obj) < 0 || json_object_update(obj, out) < 0)
+		return -ENOMEM;
+	for (const struct field *f = fields; f && f->key; f++) {
+		json_t *x = json_object_get(obj, f->key), *e;
+		size_t i;
+		int r = 0;
+
+		snprintf(sub, sizeof(sub), "%s.%s", path, f->key);
+		if (f->type == F_OBJECT && json_is_object(x))
+			r = canonical_object(v, x, f->sub, sub);
+		json_array_foreach (f->type == F_ARRAY ? x : NULL, i, e) {
+			char elem[540];
+
+			snprintf(elem, sizeof(elem), "%s[%zu]", sub, i);
+			if (r >= 0 && json_is_object(e))
+				r = canonical_object(v, e, f->sub, elem);
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int cdi_canonical_keys(struct cdi_vctx *v, json_t *spec)
+{
+	return canonical_object(v, spec, spec_fields, "$");
+}
+
 int cdi_validate_spec(const char *file, const json_t *spec, const struct cdi_validate_options *o,
 		      struct cdi_report *rep)
 {
 	struct cdi_vctx v = {.o = o, .rep = rep, .file = file};
+	json_auto_t *copy = json_deep_copy(spec);
 
-	walk(&v, spec, spec_fields, "$");
-	check_spec(&v, spec);
+	if (!copy || cdi_canonical_keys(&v, copy) < 0)
+		return -ENOMEM;
+	walk(&v, copy, spec_fields, "$");
+	check_spec(&v, copy);
 	return v.oom ? -ENOMEM : 0;
 }

@@ -12,27 +12,55 @@ static const char *const known_versions[] = {
     "0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "1.0.0", "1.1.0",
 };
 
-/* Runtimes and the newest cdiVersion they load; a newer spec is silently skipped by them. */
+/*
+ * Runtimes and the newest cdiVersion they load; a newer spec is silently skipped by them. v_prefix:
+ * the library takes "v0.5.0" as 0.5.0 (pkg/cdi/version.go from CDI 0.5.4 on); before 0.5.4 the
+ * version is looked up as written and "v0.5.0" is an invalid version (docs/reference/cdi.md §1).
+ */
 const struct cdi_runtime cdi_runtimes[] = {
-    {"podman-4.3", "0.5.0", "podman 4.3.1 (Debian 12): a 0.6.0 spec is ignored (docs/reference/real-peers.md §D)"},
-    {"cdi-0.5", "0.5.0", "CDI Go library 0.5.x specs-go CurrentVersion (Debian 0.5.2; real-peers.md §H)"},
+    {"podman-4.3", "0.5.0", "podman 4.3.1 (Debian 12): a 0.6.0 spec is ignored (docs/reference/real-peers.md §D)",
+     false},
+    {"cdi-0.5", "0.5.0",
+     "CDI Go library 0.5.x specs-go CurrentVersion (Debian 0.5.2; real-peers.md §H); 0.5.0-0.5.3 refuse a "
+     "'v' prefix",
+     false},
     {"containerd-1.7", "0.5.0",
-     "containerd 1.7.0-1.7.12 vendor CDI 0.5.x; release/1.7 moved to CDI v0.6.2 in containerd PR #9685"},
-    {"containerd-1.7.13", "0.6.0", "containerd PR #9685 (Jan 2024): CDI v0.6.2 on release/1.7"},
-    {"cdi-0.6", "0.6.0", "CDI library v0.6.x (annotations, dotted class)"},
-    {"cdi-0.7", "0.7.0", "CDI library v0.7.x (intelRdt, additionalGids)"},
-    {"cdi-0.8", "0.8.0", "CDI library v0.8.x"},
-    {"cdi-1.0", "1.0.0", "CDI library v1.0.x"},
-    {"cdi-1.1", "1.1.0", "CDI library v1.1.x (netDevices)"},
+     "containerd 1.7.0-1.7.12 vendor CDI 0.5.x; release/1.7 moved to CDI v0.6.2 in containerd PR #9685", false},
+    {"containerd-1.7.13", "0.6.0", "containerd PR #9685 (Jan 2024): CDI v0.6.2 on release/1.7", true},
+    {"cdi-0.6", "0.6.0", "CDI library v0.6.x (annotations, dotted class)", true},
+    {"cdi-0.7", "0.7.0", "CDI library v0.7.x (intelRdt, additionalGids)", true},
+    {"cdi-0.8", "0.8.0", "CDI library v0.8.x", true},
+    {"cdi-1.0", "1.0.0", "CDI library v1.0.x", true},
+    {"cdi-1.1", "1.1.0", "CDI library v1.1.x (netDevices)", true},
 };
 const size_t cdi_n_runtimes = ELEMENTSOF(cdi_runtimes);
 
-const char *cdi_runtime_max_version(const char *runtime)
+static const struct cdi_runtime *runtime_row(const char *runtime)
 {
 	for (size_t i = 0; runtime && i < cdi_n_runtimes; i++)
 		if (streq(cdi_runtimes[i].name, runtime))
-			return cdi_runtimes[i].max_version;
+			return &cdi_runtimes[i];
 	return NULL;
+}
+
+const char *cdi_runtime_max_version(const char *runtime)
+{
+	const struct cdi_runtime *r = runtime_row(runtime);
+
+	return r ? r->max_version : NULL;
+}
+
+/*
+ * Does the consuming runtime refuse "v0.5.0"? A known runtime says; a bare --runtime-cdi-version
+ * below 0.6.0 may be any 0.5.x library, so the answer is yes (the safe side for a validator).
+ */
+bool cdi_runtime_refuses_v_prefix(const char *runtime_name, const char *runtime_version)
+{
+	const struct cdi_runtime *r = runtime_row(runtime_name);
+
+	if (r)
+		return !r->v_prefix;
+	return runtime_version && cdi_version_cmp(runtime_version, "0.6.0") < 0;
 }
 
 /* "v1.2.3" or "1.2.3" → numbers; -EINVAL for anything else. */

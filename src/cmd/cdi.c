@@ -33,6 +33,7 @@ struct cdi_cli {
 	struct cdi_validate_options val;
 	struct cdi_hook_options hooks;
 	const char *output, *format;
+	bool force;
 	const char *dirs[MAX_DIRS];
 	size_t n_dirs;
 };
@@ -115,6 +116,15 @@ static const struct cmd_opt generate_opts[] = {
     CMD_ROW("device-name-strategy", 0, CMD_OPT_CALL, "S", "index, uuid or both (repeatable; default both)",
 	    .call = add_strategy, .want = "index, uuid or both"),
     CMD_ROW("no-all-device", 0, CMD_OPT_SET, NULL, "do not add the 'all' device", .off = CDI_F(gen.no_all_device)),
+    CMD_ROW("force", 0, CMD_OPT_SET, NULL,
+	    "replace what stands in the way, after saying what: a spec of the same devices in the output dir or in "
+	    "the dir that wins over it is moved aside to FILE" CDI_REPLACED_SUFFIX ", so is a foreign file at the "
+	    "output path",
+	    .off = CDI_F(force)),
+    CMD_ROW("strict", 0, CMD_OPT_SET, NULL,
+	    "fail (exit 1, nothing written) when the spec would leave something out: a lost GPU, a missing "
+	    "device node, a dangling library link, an expected library",
+	    .off = CDI_F(gen.strict)),
     CMD_OPT_DRIVER_ROOT,
     CMD_ROW("dev-root", 0, CMD_OPT_STR, "DIR", "host dir holding dev/nvidia* (default: the driver root)",
 	    .off = CDI_F(gen.dev_root)),
@@ -134,9 +144,12 @@ static const struct cmd_verb generate_verb = CMD_VERB(
     "gpulet cdi generate --vendor k8s.device-plugin.nvidia.com --device-name-strategy uuid \\\n"
     "           --format json --output /var/run/cdi",
     .about = "Write a CDI spec: one device per GPU, per MIG instance (GPU:MIG and MIG UUID) and 'all', with\n"
-	     "the driver's device nodes, libraries, firmware, IPC sockets and tools. cdiVersion is the lowest\n"
-	     "that covers the fields used, so podman 4.3 and containerd 1.7 load it. --root is not written\n"
-	     "into the spec.");
+	     "the driver's device nodes, libraries, ICD files, firmware, IPC sockets and tools. cdiVersion is\n"
+	     "the lowest that covers the fields used, so podman 4.3 and containerd 1.7 load it. --root is not\n"
+	     "written into the spec. Nothing is written when the driver cannot work in a container (no\n"
+	     "nvidiactl, nvidia-uvm, libcuda or libnvidia-ml) or when another spec defines the same devices\n"
+	     "beside it or in the dir that wins (--force moves that one aside); what a partial spec leaves\n"
+	     "out is a warning naming each item (--strict: an error).");
 
 static const struct cmd_opt list_opts[] = {
     CDI_OPT_DIR("a spec dir, repeatable, lowest priority first (default /etc/cdi /var/run/cdi)"),
@@ -188,16 +201,117 @@ static bool ends_with(const char *s, const char *suffix)
 	return a >= b && streq(s + a - b, suffix);
 }
 
+#define GEN "gpulet cdi generate: "
+
+/*
+ * Files that would make the devices written now unusable: another spec of the same devices in
+ * the dir (dropped as duplicates) or in the higher-priority dir (used instead). Without force:
+ * print each with the fix, return 1. With force: return 0 and the files to move aside in *aside.
+ */
+static int check_conflicts(const char *dir, const char *file, json_t *spec, bool force, struct cdi_report *aside)
+{
+	_cleanup_(cdi_report_clear) struct cdi_report rep = {0};
+	size_t errors = 0;
+
+	if (cdi_spec_conflicts(dir, file, spec, &rep) < 0) {
+		fprintf(stderr, GEN "out of memory\n");
+		return 1;
+	}
+	for (size_t i = 0; i < rep.n_problems; i++) {
+		const struct cdi_problem *p = &rep.problems[i];
+
+		if (!p->error) {
+			fprintf(stderr, GEN "note: %s also defines %s; the spec written now wins over it\n", p->file,
+				p->message);
+			continue;
+		}
+		errors++;
+		if (!force)
+			fprintf(stderr, GEN "%s defines %s too, %s: %s\n  fix: %s\n", p->file, p->message,
+				streq(p->code, "conflict-same-dir") ? "in the same dir" : "in the dir that wins",
+				streq(p->code, "conflict-same-dir")
+				    ? "runtimes drop devices defined twice at one priority (podman: unresolvable CDI "
+				      "devices)"
+				    : "runtimes use its definitions instead of the ones written now",
+				p->fix);
+	}
+	if (errors > 0 && !force) {
+		fprintf(stderr, GEN "nothing written: %zu conflicting spec file%s\n", errors, errors == 1 ? "" : "s");
+		return 1;
+	}
+	*aside = rep;
+	rep = (struct cdi_report){0};
+	return 0;
+}
+
+/* --force: say what is replaced, then move it aside (after ours is written: never a moment without). */
+static int move_conflicts(const struct cdi_report *aside)
+{
+	for (size_t i = 0; i < aside->n_problems; i++) {
+		_cleanup_free_ char *to = NULL;
+		struct gerr err = {0};
+
+		if (!aside->problems[i].error)
+			continue;
+		if (cdi_move_aside(aside->problems[i].file, &to, &err) < 0) {
+			fprintf(stderr, GEN "%s\n", err.msg);
+			return 1;
+		}
+		fprintf(stderr, GEN "replaced %s (moved to %s)\n", aside->problems[i].file, to);
+	}
+	return 0;
+}
+
+/* Write dir/file: refuse a foreign file and conflicts unless force, then write atomically. */
+static int write_file(const char *dir, const char *file, json_t *spec, bool force)
+{
+	_cleanup_(cdi_report_clear) struct cdi_report aside = {0};
+	_cleanup_free_ char *path = NULL, *moved = NULL;
+	const char *kind = json_string_value(json_object_get(spec, "kind"));
+	struct gerr err = {0}, foreign = {0};
+
+	if (asprintf(&path, "%s/%s", dir, file) < 0)
+		return 1;
+	if (cdi_spec_file_name_ok(file, &err) < 0) {
+		fprintf(stderr, GEN "%s\n", err.msg);
+		return 1;
+	}
+	if (cdi_spec_replaceable(path, kind, &foreign) < 0 && (!force || foreign.code != EEXIST)) {
+		fprintf(stderr, GEN "%s%s\n", foreign.msg, foreign.code == EEXIST ? " (or --force)" : "");
+		return 1;
+	}
+	if (check_conflicts(dir, file, spec, force, &aside) != 0)
+		return 1;
+	for (size_t i = 0; i < aside.n_problems; i++)
+		if (aside.problems[i].error)
+			fprintf(stderr, GEN "--force: replacing %s (defines %s)\n", aside.problems[i].file,
+				aside.problems[i].message);
+	if (foreign.code) {
+		fprintf(stderr, GEN "--force: replacing %s: %s\n", path, foreign.msg);
+		if (cdi_move_aside(path, &moved, &err) < 0) {
+			fprintf(stderr, GEN "%s\n", err.msg);
+			return 1;
+		}
+	}
+	if (cdi_write_spec(dir, file, spec, &err) < 0) {
+		fprintf(stderr, GEN "%s%s%s\n", err.msg, moved ? "; the old file is at " : "", moved ? moved : "");
+		return 1;
+	}
+	fprintf(stderr, GEN "wrote %s\n", path);
+	return move_conflicts(&aside);
+}
+
 /* Write to --output: "-" stdout, an existing dir or one ending in '/', else a file path. */
-static int write_output(const char *output, json_t *spec, enum cdi_format fmt, const char *vendor, const char *class)
+static int write_output(const struct cdi_cli *cli, json_t *spec, enum cdi_format fmt)
 {
 	_cleanup_free_ char *text = NULL, *dir = NULL, *file = NULL, *copy1 = NULL, *copy2 = NULL;
+	const char *output = cli->output;
 	struct gerr err = {0};
 	struct stat st;
 
 	if (streq(output, "-")) {
 		if (cdi_format_spec(spec, fmt, &text, &err) < 0) {
-			fprintf(stderr, "gpulet cdi generate: %s\n", err.msg);
+			fprintf(stderr, GEN "%s\n", err.msg);
 			return 1;
 		}
 		fputs(text, stdout);
@@ -205,7 +319,10 @@ static int write_output(const char *output, json_t *spec, enum cdi_format fmt, c
 	}
 	if ((stat(output, &st) == 0 && S_ISDIR(st.st_mode)) || ends_with(output, "/")) {
 		dir = strdup(output);
-		if (asprintf(&file, "%s-%s.%s", vendor, class, fmt == CDI_FORMAT_JSON ? "json" : "yaml") < 0)
+		for (size_t n = dir ? strlen(dir) : 0; n > 1 && dir[n - 1] == '/'; n--)
+			dir[n - 1] = 0;
+		if (asprintf(&file, "%s-%s.%s", cli->gen.vendor ? cli->gen.vendor : "nvidia.com",
+			     cli->gen.class ? cli->gen.class : "gpu", fmt == CDI_FORMAT_JSON ? "json" : "yaml") < 0)
 			file = NULL;
 	} else {
 		copy1 = strdup(output);
@@ -214,15 +331,10 @@ static int write_output(const char *output, json_t *spec, enum cdi_format fmt, c
 		file = copy2 ? strdup(basename(copy2)) : NULL;
 	}
 	if (!dir || !file) {
-		fprintf(stderr, "gpulet cdi generate: out of memory\n");
+		fprintf(stderr, GEN "out of memory\n");
 		return 1;
 	}
-	if (cdi_write_spec(dir, file, spec, &err) < 0) {
-		fprintf(stderr, "gpulet cdi generate: %s\n", err.msg);
-		return 1;
-	}
-	fprintf(stderr, "gpulet cdi generate: wrote %s/%s\n", dir, file);
-	return 0;
+	return write_file(dir, file, spec, cli->force);
 }
 
 static int cdi_generate_cmd(int argc, char **argv)
@@ -231,6 +343,7 @@ static int cdi_generate_cmd(int argc, char **argv)
 	struct cdi_gen_options *o = &cli.gen;
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
 	_cleanup_(node_freep) struct node *n = NULL;
+	_cleanup_(cdi_gen_warnings_clear) struct cdi_gen_warnings warnings = {0};
 	json_auto_t *spec = NULL;
 	enum cdi_format fmt;
 	struct gerr err = {0};
@@ -245,11 +358,19 @@ static int cdi_generate_cmd(int argc, char **argv)
 	o->hooks = &cli.hooks;
 	if (cmd_load_node(&cli.c.nvml, &nv, &n) < 0)
 		return 1;
+	o->warnings = &warnings;
 	if (cdi_generate(n, o, &spec, &err) < 0) {
 		fprintf(stderr, "gpulet cdi generate: %s\n", err.msg);
 		return 1;
 	}
-	return write_output(cli.output, spec, fmt, o->vendor ? o->vendor : "nvidia.com", o->class ? o->class : "gpu");
+	if (warnings.n > 0) {
+		fprintf(stderr, "gpulet cdi generate: warning: the spec leaves out %zu item%s:\n", warnings.n,
+			warnings.n == 1 ? "" : "s");
+		for (size_t i = 0; i < warnings.n; i++)
+			fprintf(stderr, "  - %s\n", warnings.items[i]);
+		fprintf(stderr, "  (--strict makes this an error)\n");
+	}
+	return write_output(&cli, spec, fmt);
 }
 
 static int print_json(json_t *doc)
@@ -258,6 +379,34 @@ static int print_json(json_t *doc)
 
 	json_decref(doc);
 	return ok ? 0 : 1;
+}
+
+/*
+ * A --dir the user names must exist: an empty or mistyped spec dir is the field guide's silent
+ * failure (the runtime finds no spec and says nothing), so validate must not report "0 errors".
+ */
+static int check_spec_dir(const char *verb, const char *root, const char *dir)
+{
+	_cleanup_free_ char *path = cdi_dir_path(root, dir);
+	const char *reason;
+	struct stat st;
+
+	if (!path)
+		return -ENOMEM;
+	if (stat(path, &st) < 0)
+		reason = strerror(errno);
+	else if (!S_ISDIR(st.st_mode))
+		reason = "not a directory";
+	else
+		return 0;
+	fprintf(stderr,
+		"gpulet cdi %s: --dir %s: %s; check the path against the runtime's cdi_spec_dirs (default "
+		"/etc/cdi and /var/run/cdi)%s\n",
+		verb, path, reason,
+		dir[0] == '/' && root && strcmp(root, "/") ? "; an absolute --dir is looked up under --root"
+		: dir[0] != '/'                            ? "; a relative --dir is read from the working dir"
+							   : "");
+	return -ENOENT;
 }
 
 static int cdi_list_cmd(int argc, char **argv)
@@ -270,6 +419,9 @@ static int cdi_list_cmd(int argc, char **argv)
 
 	if (r != CMD_CONTINUE)
 		return r;
+	for (i = 0; i < cli.n_dirs; i++)
+		if (check_spec_dir("list", cli.c.nvml.root, cli.dirs[i]) < 0)
+			return 1;
 	if (cdi_list_dirs(cli.c.nvml.root, cli.dirs, cli.n_dirs, &list, &err) < 0) {
 		fprintf(stderr, "gpulet cdi list: %s\n", err.msg);
 		return 1;
@@ -303,31 +455,6 @@ static void print_report(const struct cdi_report *rep)
 	       rep->n_problems - rep->n_errors == 1 ? "" : "s");
 }
 
-/*
- * A --dir the user names must exist: an empty or mistyped spec dir is the field guide's silent
- * failure (the runtime finds no spec and says nothing), so validate must not report "0 errors".
- */
-static int check_spec_dir(const char *root, const char *dir)
-{
-	_cleanup_free_ char *path = root_path(root, dir);
-	const char *reason;
-	struct stat st;
-
-	if (!path)
-		return -ENOMEM;
-	if (stat(path, &st) < 0)
-		reason = strerror(errno);
-	else if (!S_ISDIR(st.st_mode))
-		reason = "not a directory";
-	else
-		return 0;
-	fprintf(stderr,
-		"gpulet cdi validate: --dir %s: %s; check the path against the runtime's cdi_spec_dirs (default "
-		"/etc/cdi and /var/run/cdi)%s\n",
-		path, reason, root && strcmp(root, "/") ? "; --dir is looked up under --root" : "");
-	return -ENOENT;
-}
-
 static int cdi_validate_cmd(int argc, char **argv)
 {
 	_cleanup_(cdi_report_clear) struct cdi_report rep = {0};
@@ -340,7 +467,7 @@ static int cdi_validate_cmd(int argc, char **argv)
 	r = 0;
 	o->root = cli.c.nvml.root;
 	for (size_t i = 0; i < cli.n_dirs; i++)
-		if (check_spec_dir(o->root, cli.dirs[i]) < 0)
+		if (check_spec_dir("validate", o->root, cli.dirs[i]) < 0)
 			return 1;
 	if (optind < argc)
 		r = cdi_validate_files((const char *const *)argv + optind, (size_t)(argc - optind), o, &rep);

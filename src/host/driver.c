@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,41 +25,45 @@
  * driver_discover() also does.
  */
 const struct driver_lib driver_libs[] = {
-    {"libnvidia-ml.so", "utility"},
-    {"libnvidia-cfg.so", "utility"},
-    {"libnvidia-nscq.so", "utility"},
-    {"libcuda.so", "compute"},
-    {"libcudadebugger.so", "compute"},
-    {"libnvidia-opencl.so", "compute"},
-    {"libnvidia-gpucomp.so", "compute"},
-    {"libnvidia-ptxjitcompiler.so", "compute"},
-    {"libnvidia-fatbinaryloader.so", "compute"},
-    {"libnvidia-allocator.so", "compute"},
-    {"libnvidia-compiler.so", "compute"},
-    {"libnvidia-pkcs11.so", "compute"},
-    {"libnvidia-pkcs11-openssl3.so", "compute"},
-    {"libnvidia-nvvm.so", "compute"},
-    {"libnvidia-tileiras.so", "compute"},
-    {"libvdpau_nvidia.so", "video"},
-    {"libnvidia-encode.so", "video"},
-    {"libnvidia-opticalflow.so", "video"},
-    {"libnvcuvid.so", "video"},
-    {"libnvidia-eglcore.so", "graphics"},
-    {"libnvidia-glcore.so", "graphics"},
-    {"libnvidia-tls.so", "graphics"},
-    {"libnvidia-glsi.so", "graphics"},
-    {"libnvidia-fbc.so", "graphics"},
-    {"libnvidia-ifr.so", "graphics"},
-    {"libnvidia-rtcore.so", "graphics"},
-    {"libnvoptix.so", "graphics"},
-    {"libGLX_nvidia.so", "graphics-glvnd"},
-    {"libEGL_nvidia.so", "graphics-glvnd"},
-    {"libGLESv2_nvidia.so", "graphics-glvnd"},
-    {"libGLESv1_CM_nvidia.so", "graphics-glvnd"},
-    {"libnvidia-glvkspirv.so", "graphics-glvnd"},
-    {"libnvidia-cbl.so", "graphics-glvnd"},
-    {"libnvidia-ngx.so", "ngx"},
-    {"libnvidia-sandboxutils.so", "utility"}, /* newer drivers; nvidia-ctk uses it (cdi.md §7.4) */
+    {"libnvidia-ml.so", "utility", DRIVER_LIB_REQUIRED, "NVML: nvidia-smi and every NVML client in the container"},
+    {"libnvidia-cfg.so", "utility", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-nscq.so", "utility", DRIVER_LIB_OPTIONAL, NULL},
+    {"libcuda.so", "compute", DRIVER_LIB_REQUIRED, "the CUDA driver API: no CUDA program starts"},
+    {"libcudadebugger.so", "compute", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-opencl.so", "compute", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-gpucomp.so", "compute", DRIVER_LIB_OPTIONAL, NULL},
+    /* Every driver package set ships these two next to libcuda (docs/reference/real-driver.md). */
+    {"libnvidia-ptxjitcompiler.so", "compute", DRIVER_LIB_EXPECTED,
+     "PTX JIT: CUDA programs built for another GPU architecture fail to load their kernels"},
+    {"libnvidia-fatbinaryloader.so", "compute", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-allocator.so", "compute", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-compiler.so", "compute", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-pkcs11.so", "compute", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-pkcs11-openssl3.so", "compute", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-nvvm.so", "compute", DRIVER_LIB_EXPECTED, "NVVM: runtime compilation (NVRTC, Numba, CuPy) fails"},
+    {"libnvidia-nvvm70.so", "compute", DRIVER_LIB_OPTIONAL, NULL}, /* nvidia-ctk's legacy NVVM (cdi.md §7.4) */
+    {"libnvidia-tileiras.so", "compute", DRIVER_LIB_OPTIONAL, NULL},
+    {"libvdpau_nvidia.so", "video", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-encode.so", "video", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-opticalflow.so", "video", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvcuvid.so", "video", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-eglcore.so", "graphics", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-glcore.so", "graphics", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-tls.so", "graphics", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-glsi.so", "graphics", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-fbc.so", "graphics", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-ifr.so", "graphics", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-rtcore.so", "graphics", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvoptix.so", "graphics", DRIVER_LIB_OPTIONAL, NULL},
+    {"libGLX_nvidia.so", "graphics-glvnd", DRIVER_LIB_OPTIONAL, NULL},
+    {"libEGL_nvidia.so", "graphics-glvnd", DRIVER_LIB_OPTIONAL, NULL},
+    {"libGLESv2_nvidia.so", "graphics-glvnd", DRIVER_LIB_OPTIONAL, NULL},
+    {"libGLESv1_CM_nvidia.so", "graphics-glvnd", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-glvkspirv.so", "graphics-glvnd", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-cbl.so", "graphics-glvnd", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-ngx.so", "ngx", DRIVER_LIB_OPTIONAL, NULL},
+    {"libnvidia-sandboxutils.so", "utility", DRIVER_LIB_OPTIONAL,
+     NULL}, /* newer drivers; nvidia-ctk uses it (cdi.md §7.4) */
 };
 const size_t driver_n_libs = ELEMENTSOF(driver_libs);
 
@@ -109,12 +115,60 @@ const char *const driver_lib_dirs[] = {
 };
 const size_t driver_n_lib_dirs = ELEMENTSOF(driver_lib_dirs);
 
+/*
+ * Driver libraries without the driver's version in their name, matched as PREFIX<version>
+ * (nvidia-ctk pkg/nvcdi/driver-nvml.go getLegacyNVVMLibraryMounts, internal/discover/graphics.go;
+ * docs/reference/cdi.md §7.4). dotted: the EGL platform libraries have their own X.Y.Z version,
+ * so only a name with a '.' after the prefix is the library file (the SONAME link is mounted too).
+ */
+static const struct {
+	const char *prefix;
+	bool dotted;
+} unversioned_libs[] = {
+    {"libnvidia-nvvm70.so.", false},      {"libnvidia-egl-gbm.so.", true}, {"libnvidia-egl-wayland.so.", true},
+    {"libnvidia-egl-wayland2.so.", true}, {"libnvidia-egl-xcb.so.", true}, {"libnvidia-egl-xlib.so.", true},
+};
+
+/*
+ * Config files the loaders in the container read (nvidia-ctk internal/discover/graphics.go
+ * newGraphicsConfigsDiscoverer, newVulkanConfigsDiscover; docs/reference/cdi.md §7.5): found as
+ * <search dir>/<name> under the driver root, mounted at <container dir>/<name> so the container's
+ * loader finds them wherever the host installed them. Search dirs: /etc, then the XDG data dirs'
+ * defaults /usr/local/share, /usr/share; the Vulkan files also at the driver root itself (GKE's
+ * <driver root>/vulkan/icd.d). The first file found for a name wins.
+ */
+static const struct {
+	const char *name;
+	const char *container_dir;
+	bool at_root;
+} config_files[] = {
+    {"glvnd/egl_vendor.d/10_nvidia.json", "/usr/share", false}, /* EGL vendor (libglvnd) */
+    {"egl/egl_external_platform.d/15_nvidia_gbm.json", "/usr/share", false},
+    {"egl/egl_external_platform.d/10_nvidia_wayland.json", "/usr/share", false},
+    {"egl/egl_external_platform.d/09_nvidia_wayland2.json", "/usr/share", false},
+    {"egl/egl_external_platform.d/20_nvidia_xcb.json", "/usr/share", false},
+    {"egl/egl_external_platform.d/20_nvidia_xlib.json", "/usr/share", false},
+    {"nvidia/nvoptix.bin", "/usr/share", false}, /* OptiX data */
+    {"X11/xorg.conf.d/10-nvidia.conf", "/usr/share", false},
+    {"X11/xorg.conf.d/nvidia-drm-outputclass.conf", "/usr/share", false},
+    {"OpenCL/vendors/nvidia.icd", "/etc", false}, /* OpenCL ICD loader */
+    {"vulkan/icd.d/nvidia_icd.json", "/etc", true},
+    {"vulkan/icd.d/nvidia_layers.json", "/etc", true},
+    {"vulkan/implicit_layer.d/nvidia_layers.json", "/etc", true},
+#if defined(__x86_64__)
+    {"vulkan/icd.d/nvidia_icd.x86_64.json", "/etc", true}, /* some RPM packages */
+#elif defined(__aarch64__)
+    {"vulkan/icd.d/nvidia_icd.aarch64.json", "/etc", true},
+#endif
+};
+static const char *const config_dirs[] = {"/etc", "/usr/local/share", "/usr/share"};
+
 /* GSP firmware dir under the driver root (libnvidia-container: /lib/firmware/nvidia/%s/gsp*.bin). */
 #define FIRMWARE_DIR "/lib/firmware/nvidia"
 
 static const struct enum_name kind_names[] = {
     {DRIVER_DEVICE_NODE, "device-node"}, {DRIVER_LIBRARY, "library"}, {DRIVER_FIRMWARE, "firmware"},
-    {DRIVER_IPC_SOCKET, "ipc"},          {DRIVER_BINARY, "binary"},
+    {DRIVER_IPC_SOCKET, "ipc"},          {DRIVER_BINARY, "binary"},   {DRIVER_CONFIG, "config"},
 };
 
 const char *driver_kind_name(enum driver_file_kind k)
@@ -264,6 +318,30 @@ static int resolve_in_root(const struct discovery *d, const char *path, char **r
 	return driver_resolve(d->root, d->driver_root, path, ret);
 }
 
+/* Append a warning line (once: the cache and the dir scan may meet the same link). */
+_printf_(2, 3) static int add_warning(struct driver_info *in, const char *fmt, ...)
+{
+	_cleanup_free_ char *w = NULL;
+	char **nw;
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&w, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < in->n_warnings; i++)
+		if (streq(in->warnings[i], w))
+			return 0;
+	nw = realloc(in->warnings, (in->n_warnings + 1) * sizeof(*nw));
+	if (!nw)
+		return -ENOMEM;
+	in->warnings = nw;
+	in->warnings[in->n_warnings++] = TAKE_PTR(w);
+	return 0;
+}
+
 static bool has_suffix(const char *s, const char *suffix)
 {
 	size_t a = strlen(s), b = strlen(suffix);
@@ -271,15 +349,55 @@ static bool has_suffix(const char *s, const char *suffix)
 	return a >= b && streq(s + a - b, suffix);
 }
 
+/* file_name is name.<something> ("libcuda.so" matches "libcuda.so.1", not "libcuda.so-x"). */
+static bool is_library(const char *file_name, const char *name)
+{
+	size_t n = strlen(name);
+
+	return strncmp(file_name, name, n) == 0 && file_name[n] == '.';
+}
+
 static bool known_library(const char *file_name)
 {
-	for (size_t i = 0; i < driver_n_libs; i++) {
-		size_t n = strlen(driver_libs[i].name);
-
-		if (strncmp(file_name, driver_libs[i].name, n) == 0 && file_name[n] == '.')
+	for (size_t i = 0; i < driver_n_libs; i++)
+		if (is_library(file_name, driver_libs[i].name))
 			return true;
-	}
 	return false;
+}
+
+const struct driver_file *driver_find_library(const struct driver_info *d, const char *name)
+{
+	for (size_t i = 0; i < d->n_files; i++) {
+		const struct driver_file *f = &d->files[i];
+
+		if (f->kind == DRIVER_LIBRARY && is_library(strrchr(f->container_path, '/') + 1, name))
+			return f;
+	}
+	return NULL;
+}
+
+/*
+ * A known driver library's link that leads nowhere: the runtime would fail to mount it, so it is
+ * left out, and the user hears about it (a stale ld.so.cache after a driver upgrade or removal).
+ */
+static int warn_dangling(struct discovery *d, const char *path)
+{
+	_cleanup_free_ char *host = join_root(d->driver_root, path), *p = NULL;
+	char target[PATH_MAX];
+	ssize_t n;
+
+	if (!known_library(strrchr(path, '/') + 1))
+		return 0;
+	p = host ? root_path(d->root, host) : NULL;
+	if (!p)
+		return -ENOMEM;
+	n = readlink(p, target, sizeof(target) - 1);
+	if (n < 0)
+		return 0; /* not a link: simply absent (a cache entry for a removed file) */
+	target[n] = 0;
+	return add_warning(d->info,
+			   "%s: dangling link to %s (left out; reinstall the driver libraries or run ldconfig)", host,
+			   target);
 }
 
 /*
@@ -288,26 +406,50 @@ static bool known_library(const char *file_name)
  * nvidia-ctk, any library with exactly the driver's version. Both the link and the file are
  * mounted, so the container has the SONAME without an ldconfig hook.
  */
+/*
+ * The regular file a library candidate path leads to (*ret, inside the driver root): 1 found, 0 not
+ * a library file (a dangling link of a known library is a warning), -ENOMEM.
+ */
+static int library_file(struct discovery *d, const char *path, char **ret)
+{
+	_cleanup_free_ char *target = NULL;
+	struct stat st;
+	int r = resolve_in_root(d, path, &target);
+
+	if (r == -ENOENT)
+		return warn_dangling(d, path);
+	if (r < 0)
+		return r == -ENOMEM ? r : 0;
+	if (stat_under(d, d->driver_root, target, &st, false) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	*ret = TAKE_PTR(target);
+	return 1;
+}
+
+/* The library file and, when path is a link to it (its SONAME), the link too. */
+static int add_library_at(struct discovery *d, const char *target, const char *path)
+{
+	int r = add_file(d, DRIVER_LIBRARY, d->driver_root, target, false);
+
+	if (r == 0 && !streq(target, path))
+		r = add_file(d, DRIVER_LIBRARY, d->driver_root, path, false);
+	return r;
+}
+
 static int add_library(struct discovery *d, const char *path)
 {
 	_cleanup_free_ char *target = NULL, *suffix = NULL;
 	const char *name;
-	struct stat st;
-	int r;
+	int r = library_file(d, path, &target);
 
-	if (resolve_in_root(d, path, &target) < 0)
-		return 0;
-	if (stat_under(d, d->driver_root, target, &st, false) < 0 || !S_ISREG(st.st_mode))
-		return 0;
+	if (r <= 0)
+		return r;
 	name = strrchr(target, '/') + 1;
 	if (asprintf(&suffix, ".so.%s", d->info->version) < 0)
 		return -ENOMEM;
 	if (!has_suffix(name, suffix) || (!known_library(name) && strncmp(name, "lib", 3) != 0))
 		return 0;
-	r = add_file(d, DRIVER_LIBRARY, d->driver_root, target, false);
-	if (r == 0 && !streq(target, path))
-		r = add_file(d, DRIVER_LIBRARY, d->driver_root, path, false);
-	return r;
+	return add_library_at(d, target, path);
 }
 
 /* Every entry of a dir under the driver root matching pattern, as paths inside the root. */
@@ -342,6 +484,76 @@ static int for_each_match(struct discovery *d, const char *dir, const char *patt
 static int add_library_cb(struct discovery *d, const char *path, void *userdata)
 {
 	return add_library(d, path);
+}
+
+/* A link or file named like unversioned_libs[i]: kept when it resolves to the library file. */
+static int add_unversioned_cb(struct discovery *d, const char *path, void *userdata)
+{
+	size_t i = *(const size_t *)userdata, n = strlen(unversioned_libs[i].prefix);
+	_cleanup_free_ char *target = NULL;
+	const char *name;
+	int r = library_file(d, path, &target);
+
+	if (r <= 0)
+		return r;
+	name = strrchr(target, '/') + 1;
+	if (strncmp(name, unversioned_libs[i].prefix, n) != 0 || !name[n] ||
+	    (unversioned_libs[i].dotted && !strchr(name + n, '.')))
+		return 0;
+	return add_library_at(d, target, path);
+}
+
+/* unversioned_libs[] in every library dir, each real dir once (/lib may be a link to /usr/lib). */
+static int discover_unversioned(struct discovery *d)
+{
+	struct stat seen[ELEMENTSOF(driver_lib_dirs)];
+	size_t n_seen = 0;
+	int r = 0;
+
+	for (size_t i = 0; i < driver_n_lib_dirs && r >= 0; i++) {
+		struct stat st;
+		bool dup = false;
+
+		if (stat_under(d, d->driver_root, driver_lib_dirs[i], &st, true) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		for (size_t j = 0; j < n_seen && !dup; j++)
+			dup = seen[j].st_dev == st.st_dev && seen[j].st_ino == st.st_ino;
+		if (dup)
+			continue;
+		seen[n_seen++] = st;
+		for (size_t k = 0; k < ELEMENTSOF(unversioned_libs) && r >= 0; k++) {
+			char pattern[64];
+
+			snprintf(pattern, sizeof(pattern), "%s*", unversioned_libs[k].prefix);
+			r = for_each_match(d, driver_lib_dirs[i], pattern, add_unversioned_cb, &k);
+		}
+	}
+	return r;
+}
+
+/* config_files[]: the first regular file (links followed inside the driver root) of each name. */
+static int discover_configs(struct discovery *d)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(config_files) && r >= 0; i++)
+		for (size_t j = 0; j <= ELEMENTSOF(config_dirs); j++) {
+			_cleanup_free_ char *path = NULL, *target = NULL, *container = NULL;
+			struct stat st;
+
+			if (j == ELEMENTSOF(config_dirs) && !config_files[i].at_root)
+				break;
+			if (asprintf(&path, "%s/%s", j < ELEMENTSOF(config_dirs) ? config_dirs[j] : "",
+				     config_files[i].name) < 0 ||
+			    asprintf(&container, "%s/%s", config_files[i].container_dir, config_files[i].name) < 0)
+				return -ENOMEM;
+			if (resolve_in_root(d, path, &target) < 0 ||
+			    stat_under(d, d->driver_root, target, &st, false) < 0 || !S_ISREG(st.st_mode))
+				continue;
+			r = add_file_at(d, DRIVER_CONFIG, d->driver_root, target, container, false);
+			break;
+		}
+	return r;
 }
 
 static int add_firmware_cb(struct discovery *d, const char *path, void *userdata)
@@ -430,6 +642,8 @@ static int discover_libraries(struct discovery *d, struct gerr *err)
 		if (r >= 0)
 			r = for_each_match(d, vd, "libvdpau_nvidia.so.*", add_library_cb, NULL);
 	}
+	if (r >= 0)
+		r = discover_unversioned(d);
 	return r < 0 ? gerr_set(err, -r, "driver discovery: %s", strerror(-r)) : 0;
 }
 
@@ -466,6 +680,8 @@ static int discover_fixed(struct discovery *d)
 			r = add_file_at(d, DRIVER_BINARY, d->driver_root, target, path, false);
 			break;
 		}
+	if (r >= 0)
+		r = discover_configs(d);
 	if (r >= 0 && d->info->version[0]) {
 		if (asprintf(&fw, FIRMWARE_DIR "/%s", d->info->version) < 0)
 			return -ENOMEM;
@@ -558,5 +774,8 @@ void driver_info_free(struct driver_info *d)
 	for (size_t i = 0; i < d->n_lib_dirs; i++)
 		free(d->lib_dirs[i]);
 	free(d->lib_dirs);
+	for (size_t i = 0; i < d->n_warnings; i++)
+		free(d->warnings[i]);
+	free(d->warnings);
 	free(d);
 }

@@ -23,13 +23,14 @@ enum driver_file_kind {
 	DRIVER_FIRMWARE,
 	DRIVER_IPC_SOCKET,
 	DRIVER_BINARY,
+	DRIVER_CONFIG, /* ICD and vendor files of the OpenCL, Vulkan and EGL loaders, at their standard paths */
 	_DRIVER_KIND_MAX,
 };
 
 struct driver_file {
 	enum driver_file_kind kind;
 	char *host_path;      /* as the runtime sees it on the host (driver_root/dev_root + path) */
-	char *container_path; /* where it goes in the container */
+	char *container_path; /* where it goes in the container (a config file: its loader's standard path) */
 	bool is_dir;          /* IPC: /tmp/nvidia-mps is a directory */
 };
 
@@ -40,6 +41,12 @@ struct driver_info {
 	char **lib_dirs; /* container dirs holding the versioned libraries (NVIDIA_CTK_LIBCUDA_DIR) */
 	size_t n_lib_dirs;
 	bool ldcache_found; /* false: libraries were searched in the default dirs only */
+	/*
+	 * What discovery skipped that a user should hear about, one line per item: a driver
+	 * library's link whose target is missing (a stale ld.so.cache after a driver upgrade).
+	 */
+	char **warnings;
+	size_t n_warnings;
 };
 
 struct driver_options {
@@ -51,22 +58,36 @@ struct driver_options {
 
 /*
  * Find what the driver installed. Missing pieces are not errors (a file absent is simply not
- * listed); returns -errno only on out-of-memory or an unreadable ld.so.cache that exists
- * (then err names it). Files are sorted by kind, then container path, without duplicates.
+ * listed, a dangling link of a driver library is a line in warnings); the caller decides what it
+ * needs (driver_find_library(), driver_libs[].need). Returns -errno only on out-of-memory or an
+ * unreadable ld.so.cache that exists (then err names it). Files are sorted by kind, then
+ * container path, without duplicates.
  */
 int driver_discover(const struct driver_options *o, struct driver_info **ret, struct gerr *err);
 void driver_info_free(struct driver_info *d);
 DEFINE_CLEANUP_FUNC(struct driver_info, driver_info_free)
 
-/* The known driver library names (libnvidia-container nvc_info.c lists), for doctor. */
+/* How much a container needs a driver library. */
+enum driver_lib_need {
+	DRIVER_LIB_OPTIONAL, /* a workload of its group needs it; nodes without it are normal */
+	DRIVER_LIB_EXPECTED, /* every driver install has it; missing = a broken or partial install */
+	DRIVER_LIB_REQUIRED, /* no CUDA container works without it */
+};
+
+/* The known driver library names (libnvidia-container nvc_info.c lists, nvidia-ctk's lists). */
 struct driver_lib {
 	const char *name;  /* "libcuda.so" */
 	const char *group; /* "compute", "utility", "video", "graphics", … */
+	enum driver_lib_need need;
+	const char *what; /* what breaks without it (for messages), NULL for optional ones */
 };
 extern const struct driver_lib driver_libs[];
 extern const size_t driver_n_libs;
 
 const char *driver_kind_name(enum driver_file_kind k);
+
+/* The first library file of d named name.* ("libcuda.so" finds libcuda.so.1 or libcuda.so.535…). */
+const struct driver_file *driver_find_library(const struct driver_info *d, const char *name);
 
 /*
  * The one list of directories (paths inside a driver root, in search order) where driver

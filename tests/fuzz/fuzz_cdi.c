@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Fuzz target: a CDI spec file, JSON or YAML (src/cdi/cdi.h): read, validate, re-serialise. */
+/*
+ * Fuzz target: a CDI spec file, JSON or YAML (src/cdi/cdi.h): read, validate (keys of any case
+ * renamed as Go reads them; a 0.5 runtime's version rules), re-serialise.
+ */
 #include "cdi/cdi.h"
 #include "fuzz.h"
 
@@ -8,7 +11,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	json_t *spec = NULL;
 	struct gerr err = {0};
 	struct cdi_report rep = {0};
-	struct cdi_validate_options o = {.root = "/nonexistent-fuzz-root", .no_host_paths = true};
+	struct cdi_validate_options o = {.root = "/nonexistent-fuzz-root",
+					 .no_host_paths = true,
+					 .runtime_name = "podman-4.3",
+					 .runtime_version = "0.5.0"};
 	char *out = NULL;
 
 	if (cdi_parse_spec("fuzz.yaml", (const char *)data, size, &spec, &err) < 0)

@@ -1,19 +1,128 @@
 #!/usr/bin/python3
 """Black-box tests of the `gpulet cdi` command line: help and usage exit codes, --output forms
 (stdout, DIR/, FILE.json, FILE.yaml, refusing FILE.yml and a foreign file), `cdi list` text and
-JSON against the files written, and `cdi validate` exit codes, --json shape and --runtime-user.
+JSON against the files written, and `cdi validate` exit codes, --json shape and --runtime-user; a
+relative --dir; generate's refusals (missing roots, control nodes, libcuda, libnvidia-ml), partial-spec
+warnings and --strict; conflicting specs (same dir, the dir that wins) and --force.
 """
 import json
 import os
+import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 
 import yaml
 
-from test_cdi_testlib import check, finish, generate, gpulet, mkroot
+from test_cdi_testlib import GPULET, check, finish, generate, gpulet, mkroot
 
 FIXTURE = "single-t4"
+
+
+def no_silent_broken_spec(tmp):
+    """generate refuses (exit 1, what/where/fix, no file) when the driver cannot work in a container, and
+    names each item a partial spec leaves out (exit 0), an error with --strict."""
+    root = os.path.join(tmp, "broken")
+    mkroot(root, FIXTURE)
+    out = os.path.join(tmp, "broken-out")
+    libdir = os.path.join(root, "usr/lib/x86_64-linux-gnu")
+    ver = json.load(open(os.path.join(os.environ["GPULET_SRC"], "tests/fixtures", FIXTURE + ".json")))["driver_version"]
+    refusals = [
+        (["--driver-root", "/nonexistent"], None, ["driver root /nonexistent does not exist", "Fix:"]),
+        (["--dev-root", "/nonexistent"], None, ["dev root /nonexistent does not exist", "--dev-root"]),
+        ([], "dev/nvidiactl", ["/dev/nvidiactl does not exist", "Fix:"]),
+        ([], "dev/nvidia-uvm", ["/dev/nvidia-uvm does not exist", "nvidia-modprobe"]),
+        ([], f"usr/lib/x86_64-linux-gnu/libcuda.so.{ver}", [f"libcuda.so.{ver} not found", "CUDA driver API"]),
+        ([], f"usr/lib/x86_64-linux-gnu/libnvidia-ml.so.{ver}", [f"libnvidia-ml.so.{ver} not found", "Fix:"]),
+    ]
+    for args, remove, words in refusals:
+        saved = None
+        if remove:
+            saved = os.path.join(tmp, "saved")
+            os.rename(os.path.join(root, remove), saved)
+        r = generate(FIXTURE, root, args + ["--output", out + "/"])
+        check(r.returncode == 1 and all(w in r.stderr for w in words), f"refused {args or remove}: {r.stderr.strip()}")
+        check(not os.path.exists(out), f"refused {args or remove}: nothing written")
+        if saved:
+            os.rename(saved, os.path.join(root, remove))
+    # partial: the GPU node gone on a 1-GPU node is no spec at all; a missing expected library and its
+    # SONAME link left dangling in ld.so.cache are warnings that name them, and errors with --strict
+    os.rename(os.path.join(root, "dev/nvidia0"), os.path.join(tmp, "nv0"))
+    r = generate(FIXTURE, root, ["--output", out + "/"])
+    check(r.returncode == 1 and "/dev/nvidia0 does not exist" in r.stderr and not os.path.exists(out),
+          f"GPU node missing: {r.stderr.strip()}")
+    os.rename(os.path.join(tmp, "nv0"), os.path.join(root, "dev/nvidia0"))
+    os.unlink(os.path.join(libdir, f"libnvidia-ptxjitcompiler.so.{ver}"))
+    r = generate(FIXTURE, root, ["--output", out + "/"])
+    check(r.returncode == 0 and "leaves out 2 items" in r.stderr and "PTX JIT" in r.stderr
+          and "libnvidia-ptxjitcompiler.so.1: dangling link" in r.stderr, f"partial: {r.stderr}")
+    check(os.path.exists(os.path.join(out, "nvidia.com-gpu.yaml")), "partial spec written")
+    shutil.rmtree(out)
+    r = generate(FIXTURE, root, ["--strict", "--output", out + "/"])
+    check(r.returncode == 1 and "(--strict)" in r.stderr and "ptxjitcompiler.so.1: dangling" in r.stderr
+          and not os.path.exists(out), f"--strict: {r.stderr}")
+    # a lost GPU (degraded fixture) is named
+    deg = os.path.join(tmp, "degraded")
+    mkroot(deg, "degraded")
+    r = generate("degraded", deg, [])
+    check(r.returncode == 0 and "GPU 2" in r.stderr and "lost" in r.stderr, f"lost GPU named: {r.stderr}")
+
+
+# nvidia-ctk's spec for the same kind, as `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` names it
+CTK_SPEC = ("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: \"0\"\n  containerEdits:\n    deviceNodes:\n"
+            "    - path: /dev/nvidia0\n- name: all\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia0\n"
+            "containerEdits:\n  env: [NVIDIA_VISIBLE_DEVICES=void]\n")
+
+
+def no_conflicts(tmp):
+    """generate refuses to write beside a spec of the same devices (same dir, or the dir that wins),
+    naming it, as validate and list see the conflict; --force says what it replaces, then moves it aside."""
+    root = os.path.join(tmp, "conflicts")
+    mkroot(root, FIXTURE)
+    etc, run = os.path.join(root, "etc/cdi"), os.path.join(root, "var/run/cdi")
+    os.makedirs(etc)
+    os.makedirs(run)
+    ctk = os.path.join(etc, "nvidia.yaml")
+    with open(ctk, "w") as f:
+        f.write(CTK_SPEC)
+    ours = os.path.join(etc, "nvidia.com-gpu.yaml")
+    r = generate(FIXTURE, root, ["--output", etc + "/"])
+    check(r.returncode == 1 and ctk + " defines nvidia.com/gpu=0, nvidia.com/gpu=all too, in the same dir" in r.stderr
+          and "fix:" in r.stderr and not os.path.exists(ours), f"same-dir conflict refused: {r.stderr}")
+    # the shadow case: ours in /etc/cdi, nvidia-ctk's in /var/run/cdi (which wins)
+    os.rename(ctk, os.path.join(run, "nvidia.yaml"))
+    r = generate(FIXTURE, root, ["--output", etc + "/"])
+    check(r.returncode == 1 and os.path.join(run, "nvidia.yaml") + " defines" in r.stderr
+          and "in the dir that wins" in r.stderr and not os.path.exists(ours), f"shadowed refused: {r.stderr}")
+    # ours in /var/run/cdi over one in /etc/cdi: written, with a note
+    os.rename(os.path.join(run, "nvidia.yaml"), ctk)
+    r = generate(FIXTURE, root, ["--output", run + "/"])
+    check(r.returncode == 0 and "note: " + ctk in r.stderr and "wins over it" in r.stderr, f"shadows: {r.stderr}")
+    os.unlink(os.path.join(run, "nvidia.com-gpu.yaml"))
+    # --force in the same dir: says what it replaces, moves it aside; validate then finds no conflict
+    r = generate(FIXTURE, root, ["--output", etc + "/", "--force"])
+    moved = ctk + ".gpulet-replaced"
+    check(r.returncode == 0 and "--force: replacing " + ctk in r.stderr and f"moved to {moved}" in r.stderr
+          and r.stderr.index("--force: replacing") < r.stderr.index("wrote "), f"--force: {r.stderr}")
+    check(os.path.exists(ours) and os.path.exists(moved) and not os.path.exists(ctk), "--force moved it aside")
+    v = gpulet(["cdi", "validate", "--no-host-paths", "--root", root])
+    check(v.returncode == 0 and "duplicate-device" not in v.stdout, f"validate after --force: {v.stdout}")
+    # validate and list see the same conflict generate refused
+    os.rename(moved, ctk)
+    v = gpulet(["cdi", "validate", "--no-host-paths", "--dir", etc])
+    check(v.returncode == 1 and "duplicate-device" in v.stdout and ctk in v.stdout, f"validate sees it: {v.stdout}")
+    os.unlink(ctk)
+    # a file at the output path with our marker for another kind: the message says which kind
+    other = os.path.join(etc, "other.yaml")
+    r = generate(FIXTURE, root, ["--output", other, "--vendor", "example.com"])
+    check(r.returncode == 0, f"example.com spec: {r.stderr}")
+    r = generate(FIXTURE, root, ["--output", other])
+    check(r.returncode == 1 and "written by gpulet for kind example.com/gpu, not nvidia.com/gpu" in r.stderr
+          and "no GPULET_CDI_SPEC" not in r.stderr, f"marker of another kind: {r.stderr}")
+    r = generate(FIXTURE, root, ["--output", other, "--force"])
+    check(r.returncode == 0 and "--force: replacing " + other in r.stderr and os.path.exists(other + ".gpulet-replaced"),
+          f"--force over another kind's file: {r.stderr}")
 
 
 def main():
@@ -87,6 +196,17 @@ def main():
         os.chmod(path, 0o600)
         r = gpulet(["cdi", "validate", "--runtime-user", "1000:1000", "--root", root])
         check(r.returncode == 1 and "error[unreadable]" in r.stdout, f"--runtime-user: {r.stdout}")
+        # a relative --dir is read from the working dir (not from /); a missing one is an error for list too
+        rel = subprocess.run([GPULET, "cdi", "list", "--dir", "var/run/cdi"], cwd=root, capture_output=True, text=True)
+        check(rel.returncode == 0 and "nvidia.com/gpu=0\t" in rel.stdout, f"list relative --dir: {rel.stdout}")
+        rel = subprocess.run([GPULET, "cdi", "validate", "--no-host-paths", "--dir", "var/run/cdi"], cwd=root,
+                             capture_output=True, text=True)
+        check(rel.returncode == 0 and "2 files checked" in rel.stdout, f"validate relative --dir: {rel.stdout}")
+        rel = subprocess.run([GPULET, "cdi", "list", "--dir", "no/such"], cwd=root, capture_output=True, text=True)
+        check(rel.returncode == 1 and "relative --dir is read from the working dir" in rel.stderr,
+              f"list missing relative --dir: {rel.stderr}")
+        no_silent_broken_spec(tmp)
+        no_conflicts(tmp)
     return finish("cdi command line")
 
 

@@ -15,7 +15,7 @@ import tempfile
 
 import yaml
 
-from test_cdi_testlib import FIXTURES, SRC, check, finish, generate, gpulet, load_fixture, mkroot
+from test_cdi_testlib import CONFIG_FILES, FIXTURES, SRC, check, finish, generate, gpulet, load_fixture, mkroot
 
 GOLDEN = os.path.join(SRC, "tests/golden/cdi")
 UPDATE = os.environ.get("GPULET_UPDATE_GOLDEN") == "1"
@@ -84,6 +84,7 @@ def expected_mounts(root, ver):
     for s in ("run/nvidia-persistenced/socket", "run/nvidia-fabricmanager/socket"):
         if os.path.exists(os.path.join(root, s)):
             want.add("/" + s)
+    want |= {c for h, c in CONFIG_FILES.items() if os.path.exists(os.path.join(root, h.lstrip("/")))}
     return want
 
 

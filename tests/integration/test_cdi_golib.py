@@ -7,8 +7,11 @@ errors, lists devices and injects devices into an OCI spec. Checked:
   * every generated spec of every fixture loads without error, its device list equals
     `gpulet cdi list --json`, and injecting a GPU, a MIG instance and `all` yields the device nodes,
     mounts and env of our spec;
-  * a table of broken specs: the Go library refuses each file when `gpulet cdi validate` reports an
-    error that stops loading, and accepts the controls (three rows where gpulet is stricter, with why);
+  * a table of >= 30 hand-written specs (cdiVersion 0.2.0 ... 1.0.0, v0.5.0, annotations, intelRdt,
+    additionalGids, netDevices, hooks, device node fields, case variants of keys, YAML typing): the Go
+    library refuses each file exactly when `gpulet cdi validate --runtime podman-4.3` reports an error
+    that stops loading; the rows where gpulet is stricter carry the reason, which
+    docs/reference/cdi.md §8 must list;
   * a 1-character class makes the library panic while scanning (why validate insists on >= 2).
 """
 import json
@@ -145,42 +148,101 @@ BASE = {"cdiVersion": "0.5.0", "kind": "example.com/gpu",
         "devices": [{"name": "d0", "containerEdits": {"env": ["A=1"]}}]}
 
 
-def dev_edits(edits):
-    return dict(BASE, devices=[{"name": "d0", "containerEdits": edits}])
+def dev_edits(edits, version="0.5.0"):
+    return dict(BASE, cdiVersion=version, devices=[{"name": "d0", "containerEdits": edits}])
 
 
-# name -> (spec or raw text, the Go library 0.5.2 refuses it, gpulet validate reports a blocking error).
-# Where they differ, gpulet follows the newer CDI library or the OCI runtime spec (docs/reference/cdi.md
-# §1-2): a spec without devices and a version lower than its fields need are refused by CDI >= 0.6
-# libraries; a relative hook path is refused by the OCI runtime at container creation.
+def spec_edits(edits, version="0.5.0"):
+    return dict(BASE, cdiVersion=version, containerEdits=edits)
+
+
+NODE = {"path": "/dev/null"}
+HOOK = {"hookName": "createContainer", "path": "/bin/true"}
+# Deliberate disagreements: gpulet follows the newer CDI libraries or the OCI runtime, where the
+# 0.5.2 library (podman 4.3) is looser. Each is listed in docs/reference/cdi.md §8.
+NEWER_LIBS = "CDI libraries from 0.5.4 on refuse a cdiVersion lower than the fields need; 0.5.2 does not check"
+OCI_ABS = "the OCI runtime refuses a relative path at container creation"
+OCI_TIMEOUT = "the OCI runtime spec requires a hook timeout greater than zero"
+NO_DEVICES = "CDI libraries from 1.0.0 on refuse a spec without devices (0.5.2 loads it and defines nothing)"
+
+# name -> (spec or raw text, the Go library 0.5.2 refuses it, gpulet validate --runtime podman-4.3 reports
+# a blocking error, why they differ or None). Hand-written: cdiVersion 0.3.0 ... 1.0.0, v-prefix,
+# annotations, intelRdt, additionalGids, netDevices, hooks, device node fields, mounts, case variants of
+# keys (Go's JSON decoding matches keys without regard to case), YAML typing.
 CASES = {
-    "control.json": (BASE, False, False),
-    "version-060.json": (dict(BASE, cdiVersion="0.6.0"), True, True),
-    "version-999.json": (dict(BASE, cdiVersion="9.9.9"), True, True),
-    "bad-name.json": (dict(BASE, devices=[{"name": "b c", "containerEdits": {"env": ["A=1"]}}]), True, True),
-    "bad-kind.json": (dict(BASE, kind="example.com"), True, True),
-    "unknown-field.json": (dict(BASE, bogus=1), True, True),
-    "empty-edits.json": (dev_edits({}), True, True),
-    "dup-name.json": (dict(BASE, devices=BASE["devices"] * 2), True, True),
-    "bad-env.json": (dev_edits({"env": ["=1"]}), True, True),
-    "bad-hook.json": (dev_edits({"hooks": [{"hookName": "bogus", "path": "/bin/true"}]}), True, True),
-    "wrong-type.json": (dev_edits({"deviceNodes": [{"path": "/dev/null", "major": "1"}]}), True, True),
-    "syntax.json": ("{\"cdiVersion\": ", True, True),
+    "control.json": (BASE, False, False, None),
+    "version-030.json": (dict(BASE, cdiVersion="0.3.0"), False, False, None),
+    "version-040-mount-type.json": (spec_edits({"mounts": [{"hostPath": "/a", "containerPath": "/a",
+                                                            "type": "bind"}]}, "0.4.0"), False, False, None),
+    "version-030-mount-type.json": (spec_edits({"mounts": [{"hostPath": "/a", "containerPath": "/a",
+                                                            "type": "bind"}]}, "0.3.0"), False, True, NEWER_LIBS),
+    "version-v050.json": (dict(BASE, cdiVersion="v0.5.0"), True, True, None),
+    "version-060.json": (dict(BASE, cdiVersion="0.6.0"), True, True, None),
+    "version-070.json": (dict(BASE, cdiVersion="0.7.0"), True, True, None),
+    "version-080.json": (dict(BASE, cdiVersion="0.8.0"), True, True, None),
+    "version-100.json": (dict(BASE, cdiVersion="1.0.0"), True, True, None),
+    "version-999.json": (dict(BASE, cdiVersion="9.9.9"), True, True, None),
+    "version-020.json": (dict(BASE, cdiVersion="0.2.0"), False, True,
+                         "every CDI library refuses a cdiVersion below 0.3.0 from 0.5.4 on; 0.5.2 still loads 0.2.0"),
+    "annotations-050.json": (dict(BASE, annotations={"a": "b"}), True, True, None),
+    "device-annotations-060.json": (dict(BASE, cdiVersion="0.6.0", devices=[
+        {"name": "d0", "annotations": {"a": "b"}, "containerEdits": {"env": ["A=1"]}}]), True, True, None),
+    "intelrdt-050.json": (spec_edits({"intelRdt": {"closID": "c1"}}), True, True, None),
+    "additionalgids-050.json": (dev_edits({"env": ["A=1"], "additionalGids": [44]}), True, True, None),
+    "netdevices-050.json": (dev_edits({"netDevices": [{"hostInterfaceName": "eth0", "name": "e0"}]}), True, True,
+                            None),
+    "dotted-class-050.json": (dict(BASE, kind="example.com/gpu.x"), True, True, None),
+    "bad-name.json": (dict(BASE, devices=[{"name": "b c", "containerEdits": {"env": ["A=1"]}}]), True, True, None),
+    "colon-name.json": (dict(BASE, devices=[{"name": "a:b", "containerEdits": {"env": ["A=1"]}}]), False, False,
+                        None),
+    "bad-kind.json": (dict(BASE, kind="example.com"), True, True, None),
+    "unknown-field.json": (dict(BASE, bogus=1), True, True, None),
+    "empty-edits.json": (dev_edits({}), True, True, None),
+    "null-edits.json": (dict(BASE, devices=[{"name": "d0", "containerEdits": None}]), True, True, None),
+    "dup-name.json": (dict(BASE, devices=BASE["devices"] * 2), True, True, None),
+    "bad-env.json": (dev_edits({"env": ["=1"]}), True, True, None),
+    "env-no-equals.json": (dev_edits({"env": ["A"]}), True, True, None),
+    "hook-ok.json": (dev_edits({"hooks": [dict(HOOK, args=["true"], env=["X=1"], timeout=5)]}), False, False,
+                     None),
+    "bad-hook.json": (dev_edits({"hooks": [{"hookName": "bogus", "path": "/bin/true"}]}), True, True, None),
+    "hook-empty-path.json": (dev_edits({"hooks": [dict(HOOK, path="")]}), True, True, None),
+    "hook-bad-env.json": (dev_edits({"hooks": [dict(HOOK, env=["X"])]}), True, True, None),
+    "hook-timeout-0.json": (dev_edits({"hooks": [dict(HOOK, timeout=0)]}), False, True, OCI_TIMEOUT),
+    "relative-hook.json": (dev_edits({"hooks": [{"hookName": "prestart", "path": "bin/true"}]}), False, True,
+                           OCI_ABS),
+    "node-full.json": (dev_edits({"deviceNodes": [dict(NODE, type="c", major=1, minor=3, fileMode=438,
+                                                       permissions="rw", uid=0, gid=0)]}), False, False, None),
+    "node-type-x.json": (dev_edits({"deviceNodes": [dict(NODE, type="x")]}), True, True, None),
+    "node-permissions-none.json": (dev_edits({"deviceNodes": [dict(NODE, permissions="none")]}), True, True, None),
+    "node-filemode-negative.json": (dev_edits({"deviceNodes": [dict(NODE, fileMode=-1)]}), True, True, None),
+    "node-uid-string.json": (dev_edits({"deviceNodes": [dict(NODE, uid="0")]}), True, True, None),
+    "wrong-type.json": (dev_edits({"deviceNodes": [{"path": "/dev/null", "major": "1"}]}), True, True, None),
+    "mount-no-container-path.json": (dev_edits({"mounts": [{"hostPath": "/a"}]}), True, True, None),
+    "case-devicenodes.json": (dev_edits({"devicenodes": [NODE]}), False, False, None),
+    "case-top-level.json": ({"CDIVersion": "0.5.0", "KIND": "example.com/gpu",
+                             "Devices": [{"Name": "d0", "ContainerEdits": {"Env": ["A=1"]}}]}, False, False, None),
+    "case-misspelt.json": (dev_edits({"devicenodez": [NODE]}), True, True, None),
+    "case-yaml.yaml": ("cdiVersion: 0.5.0\nkind: example.com/yc\ndevices:\n- name: d0\n  containeredits:\n"
+                       "    ENV: [B=2]\n    deviceNodes:\n    - PATH: /dev/null\n      hostpath: /dev/null\n",
+                       False, False, None),
+    "syntax.json": ("{\"cdiVersion\": ", True, True, None),
     "yaml-ok.yaml": ("cdiVersion: 0.5.0\nkind: example.com/yy\ndevices:\n- name: \"0\"\n  containerEdits:\n"
-                     "    env: [B=2]\n", False, False),
-    "no-devices.json": (dict(BASE, devices=[]), False, True),
-    "relative-hook.json": (dev_edits({"hooks": [{"hookName": "prestart", "path": "bin/true"}]}), False, True),
+                     "    env: [B=2]\n", False, False, None),
+    "yaml-bool-env.yaml": ("cdiVersion: 0.5.0\nkind: example.com/yb\ndevices:\n- name: d0\n  containerEdits:\n"
+                           "    env: [yes]\n", True, True, None),
+    "no-devices.json": (dict(BASE, devices=[]), False, True, NO_DEVICES),
     "yaml-digit-030.yaml": ("cdiVersion: 0.3.0\nkind: example.com/zz\ndevices:\n- name: \"0\"\n  containerEdits:\n"
-                            "    env: [B=2]\n", False, True),
+                            "    env: [B=2]\n", False, True, NEWER_LIBS),
 }
 
 
 def bad_specs(exe, tmp):
     d = os.path.join(tmp, "cases")
     os.makedirs(d)
-    for i, (name, (spec, _, _)) in enumerate(CASES.items()):
+    for i, (name, (spec, _, _, _)) in enumerate(CASES.items()):
         if isinstance(spec, dict):  # a distinct kind per file, so files do not collide on device names
-            spec = dict(spec, kind=spec["kind"].replace("example.com", "e%d.example.com" % i))
+            key = next(k for k in spec if k.lower() == "kind")
+            spec = dict(spec, **{key: spec[key].replace("example.com", "e%d.example.com" % i)})
         with open(os.path.join(d, name), "w") as f:
             f.write(spec if isinstance(spec, str) else json.dumps(spec))
     r, out = golib(exe, [d])
@@ -188,7 +250,8 @@ def bad_specs(exe, tmp):
     v = gpulet(["cdi", "validate", "--json", "--no-host-paths", "--runtime", "podman-4.3", "--dir", d])
     problems = json.loads(v.stdout)["problems"]
     blocking = {"spec-invalid", "spec-unreadable", "version-too-new"}
-    for name, (_, go_refuses, we_refuse) in CASES.items():
+    disagree = 0
+    for name, (_, go_refuses, we_refuse, why) in CASES.items():
         path = os.path.join(d, name)
         go_err = out is not None and path in out["errors"]
         ours = [p["code"] for p in problems if p["file"] == path and p["severity"] == "error"
@@ -196,6 +259,12 @@ def bad_specs(exe, tmp):
         check(go_err == go_refuses, f"{name}: Go library {'refused' if go_err else 'accepted'} it "
                                  f"({out['errors'].get(path) if out else '?'})")
         check(bool(ours) == we_refuse, f"{name}: gpulet validate {ours or 'accepted it'}")
+        check((go_refuses != we_refuse) == (why is not None), f"{name}: a disagreement has a reason, an agreement none")
+        disagree += why is not None
+    check(len(CASES) >= 30, f"{len(CASES)} cases (at least 30)")
+    doc = open(os.path.join(os.environ["GPULET_SRC"], "docs/reference/cdi.md")).read()
+    for why in {c[3] for c in CASES.values() if c[3]}:
+        check(why in doc, f"deliberate disagreement listed in docs/reference/cdi.md: {why}")
 
     # 1-character class: the library panics while scanning the dir (lib 0.5.2 bug)
     d1 = os.path.join(tmp, "one-char-class")

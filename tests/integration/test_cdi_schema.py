@@ -62,6 +62,9 @@ def main():
                 continue
             root = os.path.join(tmp, fixture)
             mkroot(root, fixture)
+            # the driver root /run/nvidia/driver (GPU Operator layout) must exist: here it is the root itself
+            os.makedirs(os.path.join(root, "run/nvidia"), exist_ok=True)
+            os.symlink("../..", os.path.join(root, "run/nvidia/driver"))
             for args in VARIANTS:
                 r = generate(fixture, root, args)
                 where = f"{fixture} {' '.join(args)}"

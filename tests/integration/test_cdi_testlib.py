@@ -12,6 +12,25 @@ GPULET = os.environ["GPULET"]
 FAKE = os.environ["FAKE_NVML_LIB"]
 FIXTURES = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(SRC, "tests/fixtures/*.json")))
 failures = []
+# Config files: host path in the root -> where nvidia-ctk mounts it (graphics.go: the EGL files under
+# /usr/share, the OpenCL ICD and the Vulkan files under /etc, found in /etc, /usr/local/share or /usr/share).
+CONFIG_FILES = {
+    "/usr/share/glvnd/egl_vendor.d/10_nvidia.json": "/usr/share/glvnd/egl_vendor.d/10_nvidia.json",
+    "/usr/share/egl/egl_external_platform.d/10_nvidia_wayland.json":
+        "/usr/share/egl/egl_external_platform.d/10_nvidia_wayland.json",
+    "/usr/share/egl/egl_external_platform.d/15_nvidia_gbm.json":
+        "/usr/share/egl/egl_external_platform.d/15_nvidia_gbm.json",
+    "/etc/OpenCL/vendors/nvidia.icd": "/etc/OpenCL/vendors/nvidia.icd",
+    "/etc/vulkan/icd.d/nvidia_icd.json": "/etc/vulkan/icd.d/nvidia_icd.json",
+    "/usr/share/vulkan/icd.d/nvidia_icd.json": "/etc/vulkan/icd.d/nvidia_icd.json",
+    "/etc/vulkan/implicit_layer.d/nvidia_layers.json": "/etc/vulkan/implicit_layer.d/nvidia_layers.json",
+    "/usr/share/vulkan/implicit_layer.d/nvidia_layers.json": "/etc/vulkan/implicit_layer.d/nvidia_layers.json",
+}
+# Libraries without the driver version in the name (driver-nvml.go, graphics.go): name prefix, and
+# whether only a file with its own X.Y version counts (the SONAME link resolves to it).
+UNVERSIONED = [("libnvidia-nvvm70.so.", False), ("libnvidia-egl-gbm.so.", True), ("libnvidia-egl-wayland.so.", True),
+               ("libnvidia-egl-wayland2.so.", True), ("libnvidia-egl-xcb.so.", True), ("libnvidia-egl-xlib.so.", True)]
+
 # The hook binary the CDI tests write into specs (cdi generate's default is the running gpulet, whose
 # path differs per build): stable in the goldens, and present in every fake root so validate finds it.
 HOOK = "/usr/bin/gpulet"

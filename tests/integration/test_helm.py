@@ -54,7 +54,7 @@ UNDOCUMENTED_ENV = {"exporter": {"NODE_NAME"}}
 # plugin src/host/driver.c, src/nvml/node.c, src/cdi/; labels src/labels/; exporter src/kube/podres.c;
 # doctor every link of the chain, `gpulet doctor --list`).
 PLUGIN_READS = {"/usr", "/lib", "/lib64", "/etc/ld.so.cache", "/proc/driver", "/sys/bus/pci", "/sys/devices",
-                "/dev", "/run/nvidia-persistenced", "/run/nvidia-fabricmanager"}
+                "/dev", "/run/nvidia-persistenced", "/run/nvidia-fabricmanager", "/etc/OpenCL/vendors", "/etc/vulkan"}
 HOST_PATHS = {
     "plugin": PLUGIN_READS | {"/var/lib/kubelet/device-plugins", "/var/run/cdi"},
     "labels": {"/etc/kubernetes/node-feature-discovery/features.d", "/sys/class/dmi/id"},

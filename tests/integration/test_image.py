@@ -152,8 +152,10 @@ def jload(p, what):
 
 def test_cli(image, h):
     # cdi generate: the same spec from inside the image as from the built binary on the same root
-    a = in_image(image, h, "cdi", "generate", "--root", "/host", "--format", "json")
-    b = on_host(h, "cdi", "generate", "--root", h.root, "--format", "json")
+    # the hooks' binary defaults to the running gpulet, whose path differs: name one
+    hook = "--nvidia-cdi-hook-path=/usr/bin/gpulet"
+    a = in_image(image, h, "cdi", "generate", "--root", "/host", "--format", "json", hook)
+    b = on_host(h, "cdi", "generate", "--root", h.root, "--format", "json", hook)
     check(a.returncode == 0, "cdi generate in the image: %s" % a.stderr)
     spec = jload(a, "cdi generate in the image")
     check(spec == jload(b, "cdi generate outside") and spec["devices"], "cdi generate differs in the image:\n%s\n%s"

@@ -6,7 +6,7 @@
     realdriver.py env CACHE_DIR        print the KEY=VALUE facts tests read (after setup)
 
 Nothing is installed and the machine's apt sources are not changed: a private deb822 sources file
-(Components: non-free, same archive URI, suite and keyring as the system's debian.sources) lives in
+(Components: main non-free, same archive URI, suite and keyring as the system's debian.sources) lives in
 CACHE_DIR/apt, and apt-get reads only it (Dir::Etc::sourcelist=/dev/null, Dir::Etc::sourceparts).
 The packages are unpacked with dpkg-deb -x into two roots (docs/reference/real-driver.md):
 
@@ -35,6 +35,8 @@ VERSION = "535.261.03"
 # hold (the goldens write the driver version as {driverVersion}). Then raise the pins here.
 DEB_VERSION = VERSION + "-1"
 DEV_VERSION = "11.8.86~11.8.0-5~deb12u1"  # libnvidia-ml-dev comes from nvidia-cuda-toolkit
+# Packages not built from the driver carry their own versions (main: NVIDIA's open EGL platform library).
+OWN_VERSIONS = {"libnvidia-ml-dev": DEV_VERSION, "libnvidia-egl-wayland1": "1:1.1.10-1"}
 ARCH_DIR = "usr/lib/x86_64-linux-gnu"
 # What the tests use, nothing more (docs/reference/real-driver.md lists each package's files).
 PACKAGES = [
@@ -62,12 +64,13 @@ PACKAGES = [
     "nvidia-vulkan-common",
     "nvidia-smi",
     "nvidia-cuda-mps",
+    "libnvidia-egl-wayland1",  # (main) libnvidia-egl-wayland.so.1.1.10 + its EGL external platform file
 ]
 SYSTEM_SOURCES = "/etc/apt/sources.list.d/debian.sources"
 
 
 def pinned(pkg):
-    return f"{pkg}={DEV_VERSION if pkg == 'libnvidia-ml-dev' else DEB_VERSION}"
+    return f"{pkg}={OWN_VERSIONS.get(pkg, DEB_VERSION)}"
 
 
 def die(msg):
@@ -123,7 +126,7 @@ def fetch(cache):
     for d in ("sources", "lists/partial", "cache/archives/partial"):
         os.makedirs(os.path.join(apt, d))
     with open(os.path.join(apt, "sources", "nonfree.sources"), "w") as f:
-        f.write(f"Types: deb\nURIs: {uri}\nSuites: {SUITE}\nComponents: non-free\n")
+        f.write(f"Types: deb\nURIs: {uri}\nSuites: {SUITE}\nComponents: main non-free\n")
         if keyring:
             f.write(f"Signed-By: {keyring}\n")
     opts = apt_options(apt)

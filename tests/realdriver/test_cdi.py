@@ -8,15 +8,18 @@ Two checks per root:
   - the spec, with the root's path written as {driverRoot}, is byte-identical to
     tests/golden/cdi/real535-<layout>.json (GPULET_UPDATE_GOLDEN=1 rewrites it);
   - every library, binary and ICD/config file of nvidia-ctk's lists (docs/reference/cdi.md §7.4,
-    §7.5) that the packages contain is mounted, except the ones named in KNOWN_MISSING, which
-    issue 13 adds to the discovery tables. A file found that is listed there fails too, so the
-    list shrinks as discovery grows.
+    §7.5) that the packages contain is mounted, at the container path nvidia-ctk uses, except the
+    ones named in KNOWN_MISSING (none now). A file found that is listed there fails too, so the list
+    can only shrink.
 """
 import json
 import os
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.environ["GPULET_SRC"], "tests/integration"))
+from test_cdi_testlib import CONFIG_FILES, UNVERSIONED  # noqa: E402  (nvidia-ctk's lists, one copy)
 
 SRC = os.environ["GPULET_SRC"]
 BUILD = os.environ["GPULET_BUILD"]
@@ -30,13 +33,7 @@ UPDATE = os.environ.get("GPULET_UPDATE_GOLDEN") == "1"
 BINARIES = ["nvidia-smi", "nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control",
             "nvidia-cuda-mps-server", "nvidia-imex", "nvidia-imex-ctl"]
 BIN_DIRS = ["/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"]
-CONFIG_FILES = ["/usr/share/glvnd/egl_vendor.d/10_nvidia.json", "/etc/OpenCL/vendors/nvidia.icd",
-                "/etc/vulkan/icd.d/nvidia_icd.json", "/usr/share/vulkan/icd.d/nvidia_icd.json",
-                "/etc/vulkan/implicit_layer.d/nvidia_layers.json",
-                "/usr/share/vulkan/implicit_layer.d/nvidia_layers.json"]
-# What today's discovery does not mount: ICD and config files are not discovered at all (issue 13).
-KNOWN_MISSING = ["/etc/OpenCL/vendors/nvidia.icd", "/usr/share/glvnd/egl_vendor.d/10_nvidia.json",
-                 "/usr/share/vulkan/icd.d/nvidia_icd.json", "/usr/share/vulkan/implicit_layer.d/nvidia_layers.json"]
+KNOWN_MISSING = []
 failures = []
 
 
@@ -53,15 +50,18 @@ def expected(root, version):
     for d, _, files in os.walk(root):
         for f in files:
             p = os.path.join(d, f)
-            if f.startswith("lib") and f.endswith(".so." + version) and os.path.isfile(p) and not os.path.islink(p):
+            if not os.path.isfile(p) or os.path.islink(p) or not f.startswith("lib"):
+                continue
+            if f.endswith(".so." + version) or any(f.startswith(pre) and (not dotted or "." in f[len(pre):])
+                                                   for pre, dotted in UNVERSIONED):
                 want.append("/" + os.path.relpath(p, root))
     for b in BINARIES:
         for d in BIN_DIRS:
             if os.path.lexists(os.path.join(root, d.lstrip("/"), b)):
                 want.append(f"{d}/{b}")
                 break
-    want += [c for c in CONFIG_FILES if os.path.lexists(os.path.join(root, c.lstrip("/")))]
-    return sorted(want)
+    want += [c for h, c in CONFIG_FILES.items() if os.path.exists(os.path.join(root, h.lstrip("/")))]
+    return sorted(set(want))
 
 
 def main():
@@ -72,22 +72,29 @@ def main():
     with open(os.path.join(SRC, "tests/fixtures/single-t4.json")) as f:
         fixture = json.load(f)
     fixture["driver_version"], fixture["nvml_version"] = version, "12." + version
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as fx:
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as fx, tempfile.TemporaryDirectory() as devroot:
         json.dump(fixture, fx)
         fx.flush()
+        # The packages hold no /dev: the nodes a loaded driver creates (plain files; generate checks
+        # that they exist) live in their own dev root, written into the golden as {devRoot}.
+        os.makedirs(os.path.join(devroot, "dev"))
+        for node in ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"] + ["nvidia%d" % g["minor"] for g in fixture["gpus"]]:
+            open(os.path.join(devroot, "dev", node), "w").close()
         for layout in ("debian", "plain"):
             root = facts["REALDRIVER_ROOT_" + layout.upper()]
             if not os.path.isdir(root):
                 check(False, f"{root} missing: the realdriver_setup fixture failed")
                 continue
             env = {k: v for k, v in os.environ.items() if k not in ("GPULET_NVML_LIBRARY", "NVIDIA_DRIVER_ROOT")}
-            p = subprocess.run([GPULET, "cdi", "generate", f"--driver-root={root}", f"--nvml-library={FAKE}",
-                                "--nvidia-cdi-hook-path=/usr/bin/gpulet", "--format=json", "--output=-"], capture_output=True, text=True,
+            p = subprocess.run([GPULET, "cdi", "generate", f"--driver-root={root}", f"--dev-root={devroot}",
+                                f"--nvml-library={FAKE}", "--nvidia-cdi-hook-path=/usr/bin/gpulet", "--format=json",
+                                "--output=-"], capture_output=True, text=True,
                                env=dict(env, FAKE_NVML_FIXTURE=fx.name))
             check(p.returncode == 0, f"{layout}: cdi generate exit {p.returncode} {p.stderr.strip()}")
+            check("warning" not in p.stderr, f"{layout}: a complete driver leaves nothing out: {p.stderr.strip()}")
             if p.returncode != 0:
                 continue
-            spec = p.stdout.replace(root, "{driverRoot}").replace(version, "{driverVersion}")
+            spec = p.stdout.replace(devroot, "{devRoot}").replace(root, "{driverRoot}").replace(version, "{driverVersion}")
             golden = os.path.join(GOLDEN, f"real535-{layout}.json")
             if UPDATE:
                 with open(golden, "w") as f:

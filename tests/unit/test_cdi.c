@@ -34,9 +34,12 @@ static json_t *gen(const char *dev_root, unsigned names, struct gerr *err)
 	json_t *spec = NULL;
 	int r;
 
+	if (!root)
+		abort();
 	o.root = root;
 	o.dev_root = dev_root;
 	o.names = names;
+	assert_int_equal(mk_driver(root, dev_root, test_node.driver_version), 0);
 	r = cdi_generate(&test_node, &o, &spec, err);
 	rm_tree(root);
 	return r < 0 ? NULL : spec;
@@ -145,11 +148,15 @@ static void test_generate_drm_nodes(void **state)
 	json_auto_t *spec = NULL;
 	struct gerr err = {0};
 
+	if (!root)
+		abort();
 	assert_int_equal(
 	    shf("mkdir -p '%s/sys/bus/pci/devices/0000:0a:00.0/drm/renderD128' "
 		"'%s/sys/bus/pci/devices/0000:0a:00.0/drm/card0' '%s/sys/bus/pci/devices/0000:0a:00.0/drm/controlD64'",
 		root, root, root),
 	    0);
+	assert_int_equal(mk_driver(root, NULL, test_node.driver_version), 0);
+	assert_int_equal(shf("cd '%s' && mkdir -p dev/dri && touch dev/dri/card0 dev/dri/renderD128", root), 0);
 	snprintf(gpus[0].pci_bus_id, sizeof(gpus[0].pci_bus_id), "00000000:0A:00.0");
 	o.root = root;
 	assert_int_equal(cdi_generate(&test_node, &o, &spec, &err), 0);

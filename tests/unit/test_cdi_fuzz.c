@@ -62,12 +62,16 @@ static const char *const seeds[] = {
     "\"timeout\":3}]}}],\"containerEdits\":{\"additionalGids\":[5],\"intelRdt\":{\"closID\":\"x\"}}}",
     "\x01---\ncdiVersion: 0.5.0\nkind: a.com/bb\ndevices:\n- name: \"1:0\"\n  containerEdits:\n    env: [&e A=1, *e]\n"
     "    deviceNodes:\n    - {path: /dev/x, type: c, major: 0x10}\n",
+    /* keys of any case (renamed as Go reads them), a 'v' version, 'none' permissions */
+    "\x04"
+    "CDIVersion: v0.5.0\nKIND: a.com/bb\ndevices:\n- Name: d\n  containeredits:\n    ENV: [A=1]\n    env: [B=2]\n"
+    "    devicenodes:\n    - {PATH: /dev/nvidia0, FileMode: -1, permissions: none}\nannotations: {KIND: x}\n",
     "\x02glibc-ld.so.cache1.1\x02\x00\x00\x00\x10\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
     "\x00\x00\x00\x00\x00\x00\x00\x03\x03\x00\x00\x60\x00\x00\x00\x68\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
     "\x00\x00\x00\x00\x03\x03\x00\x00\x6e\x00\x00\x00\x68\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
     "\x00libA.so\x00/l/a\x00libB.so\x00",
 };
-static const size_t seed_len[] = {0, 0, 48 + 48 + 22};
+static const size_t seed_len[] = {0, 0, 0, 48 + 48 + 22};
 
 /* xorshift: the same mutations every run, so a failure reproduces. */
 static uint32_t rnd(uint32_t *s)

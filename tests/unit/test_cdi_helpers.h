@@ -58,3 +58,19 @@ static inline void rm_tree(const char *dir)
 	if (dir && strncmp(dir, "/tmp/gpulet-cdi-test.", 21) == 0)
 		shf("rm -rf '%s'", dir);
 }
+
+/*
+ * The least a driver root needs for cdi_generate() to write a spec for test_node-like nodes:
+ * control nodes, GPU nodes nvidia0 and nvidia3, the MIG cap nodes 12, 13, 21, 22 (plain files: the
+ * generator checks that they exist) under root/dev_sub/dev, and libcuda + libnvidia-ml of version
+ * in root/usr/lib/x86_64-linux-gnu (found by the library-dir scan; no ld.so.cache).
+ */
+static inline int mk_driver(const char *root, const char *dev_sub, const char *version)
+{
+	return shf("d='%s%s/dev' && mkdir -p \"$d/nvidia-caps\" '%s/usr/lib/x86_64-linux-gnu' && "
+		   "touch \"$d/nvidiactl\" \"$d/nvidia-uvm\" \"$d/nvidia0\" \"$d/nvidia3\" "
+		   "\"$d/nvidia-caps/nvidia-cap12\" \"$d/nvidia-caps/nvidia-cap13\" \"$d/nvidia-caps/nvidia-cap21\" "
+		   "\"$d/nvidia-caps/nvidia-cap22\" && cd '%s/usr/lib/x86_64-linux-gnu' && "
+		   "touch libcuda.so.%s libnvidia-ml.so.%s libnvidia-ptxjitcompiler.so.%s libnvidia-nvvm.so.%s",
+		   root, dev_sub ? dev_sub : "", root, root, version, version, version, version);
+}
