@@ -165,11 +165,15 @@ void prom_escape(const char *in, char *out, size_t size);
 
 double exp_now_monotonic(void);
 
-/* HTTP side (http.c): /metrics and /healthz with libmicrohttpd. */
+/*
+ * HTTP side (http.c): /metrics and /healthz with libmicrohttpd, one epoll thread, keep-alive.
+ * Readiness is one flag, the published exporter: /healthz, /health and gpulet_exporter_ready all
+ * answer from one load of it per request.
+ */
 struct exp_http;
 struct exp_http_options {
-	const char *address; /* ":9400", "127.0.0.1:9400", "[::1]:9400", port 0 = any free */
-	unsigned max_connections;
+	const char *address;      /* ":9400", "127.0.0.1:9400", "[::1]:9400", port 0 = any free */
+	unsigned max_connections; /* 0: 1024, at most what RLIMIT_NOFILE leaves; a quarter per client IP */
 };
 int exp_http_start(const struct exp_http_options *o, struct exp_http **ret, struct gerr *err);
 /* Publish the exporter once it is ready (NULL before: /metrics serves the gpulet_* basics). */
