@@ -158,6 +158,7 @@ void exporter_sample_gpu(struct exporter *e, size_t gi)
 	nvmlReturn_t r = gpu_handle(nv, eg, &h);
 	if (r == NVML_SUCCESS) {
 		sample_device(nv, h, false, &vals[0], &errors, &lost);
+		exp_health_update(eg, nv, h);
 		for (size_t j = 1; j < eg->n_devs; j++) {
 			const struct exp_device *d = &e->devs[eg->first_dev + j];
 			nvmlDevice_t mh;

@@ -21,6 +21,7 @@
 #include "nvml/watch.h"
 #include "kube/podres.h"
 #include "nvml/xid.h"
+#include "exporter/health.h"
 
 /* Metric ids, in the order of exp_metrics[] (registry.c). */
 enum exp_metric_id {
@@ -85,9 +86,10 @@ struct exp_gpu_state {
 		unsigned code;
 		uint64_t count;
 	} xids[EXP_XID_CODES];
-	bool lost;          /* NVML answered GPU_IS_LOST */
-	bool xid_unhealthy; /* a critical XID was seen (plugin policy) */
-	bool dbe;           /* a double-bit ECC event was seen */
+	bool lost;                /* NVML answered GPU_IS_LOST */
+	bool xid_unhealthy;       /* a critical XID was seen (plugin policy) */
+	bool dbe;                 /* a double-bit ECC event was seen */
+	struct exp_health health; /* NVML's current state (health.h), read by every sample */
 };
 
 struct exp_gpu {

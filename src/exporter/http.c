@@ -119,6 +119,7 @@ static enum MHD_Result serve_metrics(struct exp_http *h, struct MHD_Connection *
 		pthread_mutex_unlock(&e->podres->lock);
 	} else
 		r = exporter_render(e, NULL, exp_now_monotonic(), &b);
+	exp_health_render(&b, e);
 	render_start_time(&b, h->started_at);
 	if (r < 0 || b.oom) {
 		strbuf_free(&b);
