@@ -94,9 +94,10 @@ void exp_health_render(struct strbuf *b, struct exporter *e)
 			if (!(hs.known & (1u << i)))
 				continue;
 			if (!header) {
-				strbuf_printf(b, "# HELP gpulet_gpu_health_condition 1 while NVML reports the condition "
-						 "on this GPU now (it holds until a GPU reset).\n"
-						 "# TYPE gpulet_gpu_health_condition gauge\n");
+				strbuf_printf(b,
+					      "# HELP gpulet_gpu_health_condition 1 while NVML reports the condition "
+					      "on this GPU now (it holds until a GPU reset).\n"
+					      "# TYPE gpulet_gpu_health_condition gauge\n");
 				header = true;
 			}
 			strbuf_printf(b, "gpulet_gpu_health_condition{%s%s,condition=\"%s\"} %d\n",

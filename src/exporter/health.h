@@ -14,7 +14,7 @@
 
 /* One bit per condition, in the order of exp_health_conds[] (health.c). */
 enum exp_health_cond {
-	EXP_HEALTH_DBE_VOLATILE,     /* uncorrectable ECC errors since the last driver load or GPU reset */
+	EXP_HEALTH_DBE_VOLATILE,      /* uncorrectable ECC errors since the last driver load or GPU reset */
 	EXP_HEALTH_ROW_REMAP_PENDING, /* a row remap waits for a GPU reset (Ampere and newer) */
 	EXP_HEALTH_ROW_REMAP_FAILURE, /* a row could not be remapped: the GPU needs replacing */
 	EXP_HEALTH_COND_COUNT
