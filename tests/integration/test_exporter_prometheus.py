@@ -51,18 +51,17 @@ EXPECT = {
 
 
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A loopback port nobody listens on now (Prometheus and a restarted exporter need a fixed one)."""
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        return s.getsockname()[1]
 
 
 def pods_for(doc):
     """A whole GPU and a MIG instance held by pods; every other GPU is unattributed."""
     return [
         {"name": "train-0", "namespace": "ml", "containers": [
-            {"name": "worker", "devices": [{"resource_name": "nvidia.com/gpu", "device_ids": [doc["gpus"][0]["uuid"]]}]}]},
+            {"name": "worker", "devices": [{"resource_name": "nvidia.com/gpu",
+                                            "device_ids": [doc["gpus"][0]["uuid"]]}]}]},
         {"name": "infer-a", "namespace": "web", "containers": [
             {"name": "srv", "devices": [{"resource_name": "nvidia.com/mig-3g.20gb",
                                          "device_ids": [doc["gpus"][6]["mig"][0]["cis"][0]["uuid"]]}]}]},
@@ -310,8 +309,8 @@ class Alerts(unittest.TestCase):
                 doc["gpus"][1]["telemetry"]["ecc"]["dbe_volatile"] = 0
                 doc["gpus"][1]["telemetry"]["remapped_rows"]["pending"] = False
                 write_json_atomic(ex2.fixture, doc)
-                body = ex2.wait_for(lambda b: [v for l, v in series(b, "gpulet_gpu_healthy") if l["UUID"] == bad] == [1],
-                                    what="healthy after reset")
+                body = ex2.wait_for(lambda b: [v for l, v in series(b, "gpulet_gpu_healthy")
+                                               if l["UUID"] == bad] == [1], what="healthy after reset")
                 self.assertEqual([v for l, v in series(body, "gpulet_gpu_health_condition") if l["UUID"] == bad],
                                  [0, 0, 0])
             finally:
