@@ -2,3 +2,4 @@
 # flag, alert rules judged by promtool, the shipped dashboard evaluated by a real Prometheus.
 gpulet_script_test(exporter_http /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_exporter_http.py)
 gpulet_script_test(exporter_prometheus /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_exporter_prometheus.py)
+gpulet_unit_test(exporter_health tests/unit/test_exporter_health.c)

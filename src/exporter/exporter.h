@@ -175,7 +175,7 @@ double exp_now_monotonic(void);
 struct exp_http;
 struct exp_http_options {
 	const char *address;      /* ":9400", "127.0.0.1:9400", "[::1]:9400", port 0 = any free */
-	unsigned max_connections; /* 0: 1024, at most what RLIMIT_NOFILE leaves; a quarter per client IP */
+	unsigned max_connections; /* 0: 1024; never more than RLIMIT_NOFILE leaves (http.c) */
 };
 int exp_http_start(const struct exp_http_options *o, struct exp_http **ret, struct gerr *err);
 /* Publish the exporter once it is ready (NULL before: /metrics serves the gpulet_* basics). */

@@ -4,10 +4,12 @@
  * non-blocking I/O and renders in turn (a render takes about a millisecond): a client that connects
  * and sends nothing, sends half a request or never reads its answer costs one idle slot and never
  * holds up anyone else. Connections are kept alive (HTTP/1.1, no Connection: close unless the
- * client asks). Connections, per-IP connections, idle time and the memory a request may use are
- * bounded so a misbehaving client cannot grow us; the limits are high enough that Prometheus, which
- * often shares its IP with other clients (a node, a sidecar, a loopback test), still gets in while
- * hundreds of stalled connections wait for their timeout (docs/reference/alerts.md, "HTTP").
+ * client asks). Connections, idle time and the memory a request may use are bounded so a
+ * misbehaving client cannot grow us. There is no per-address limit: libmicrohttpd accepts and
+ * closes a connection over that limit, which refuses Prometheus itself when it shares its address
+ * with the stalled clients (a node, a sidecar, loopback). Past the global limit libmicrohttpd stops
+ * accepting instead, and new connections wait in the kernel's listen backlog until a slot frees
+ * (docs/reference/alerts.md, "HTTP").
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,13 +27,12 @@
  * its keep-alive connection is reused, short enough that stalled connections free their slot */
 #define HTTP_CONN_TIMEOUT_S  65
 #define HTTP_CONN_LIMIT      1024u /* default total; never more than the open-files limit allows */
-#define HTTP_PER_IP_DIVISOR  4     /* one address may hold a quarter of the slots */
 #define HTTP_FDS_KEPT_FOR_US 64    /* NVML, the PodResources socket, logs, epoll */
 
 struct exp_http {
 	struct MHD_Daemon *daemon;
 	/*
-	 * The one readiness flag. Each request loads it once (ready_state()), and /healthz, /health
+	 * The one readiness flag. Each request loads it once (handler()), and /healthz, /health
 	 * and gpulet_exporter_ready all answer from that one load: they cannot disagree.
 	 */
 	_Atomic(struct exporter *) exporter;
@@ -136,9 +137,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	if (!streq(method, MHD_HTTP_METHOD_GET) && !streq(method, MHD_HTTP_METHOD_HEAD))
 		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
 	/*
-	 * Answer on the second call, once MHD has read the whole request: a response queued on the
-	 * first call (headers only) makes MHD close the connection after it, as the body might still
-	 * be coming, and every scrape would pay a new TCP connection (no keep-alive).
+	 * Answer on the second call, once MHD has read the whole request: libmicrohttpd 0.9.75 sends a
+	 * response queued on the first call (headers only) with Connection: close, as a body might
+	 * still be coming, and every scrape paid a new TCP connection (tests: exporter_http).
 	 */
 	if (*con_cls != &seen) {
 		*con_cls = &seen;
@@ -245,8 +246,7 @@ int exp_http_start(const struct exp_http_options *o, struct exp_http **ret, stru
 	/* epoll in one internal thread: every socket non-blocking, no thread per connection */
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | (v6 ? MHD_USE_IPv6 : 0);
 	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handler, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-				     MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-				     MAX(limit / HTTP_PER_IP_DIVISOR, 1u), MHD_OPTION_CONNECTION_TIMEOUT,
+				     MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT,
 				     (unsigned)HTTP_CONN_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 				     (size_t)HTTP_CONN_MEMORY, MHD_OPTION_END);
 	if (!h->daemon) {

@@ -12,6 +12,7 @@ Run by CTest (exporter_http)."""
 import http.client
 import json
 import os
+import resource
 import socket
 import sys
 import tempfile
@@ -118,6 +119,41 @@ class Readiness(unittest.TestCase):
         self.assertEqual(late, [], "not ready after a ready answer had arrived (endpoint, seconds later)")
         print("readiness: %d requests, %d not ready, %d ready, none disagreeing" %
               (len(log), sum(1 for x in log if not x[3]), sum(1 for x in log if x[3])))
+
+
+class Bounded(unittest.TestCase):
+    def test_connection_limit_queues_instead_of_refusing(self):
+        # a low open-files limit (256) makes the exporter keep 64 descriptors for itself: 192 slots
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+        try:
+            ex = Exporter(fixture("single-t4"), ["--kubernetes=false"])
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        flood = []
+        try:
+            ex.wait_for(lambda b: "gpulet_exporter_ready 1" in b, what="ready")
+            fds0 = len(os.listdir("/proc/%d/fd" % ex.proc.pid))
+            flood = [socket.create_connection(("127.0.0.1", ex.port), timeout=5) for _ in range(300)]
+            time.sleep(0.5)
+            fds1 = len(os.listdir("/proc/%d/fd" % ex.proc.pid))
+            self.assertLessEqual(fds1 - fds0, 192, "connections past the limit were accepted")
+            self.assertGreaterEqual(fds1 - fds0, 150, "the flood did not reach the exporter")
+            # a scrape waits in the listen backlog (not refused), behind the ~108 flood connections
+            # queued before it, and is answered once enough slots free
+            waiting = socket.create_connection(("127.0.0.1", ex.port), timeout=10)
+            waiting.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            for s in flood[:150]:
+                s.close()
+            self.assertTrue(waiting.recv(64).startswith(b"HTTP/1.1 200"))
+            waiting.close()
+            status, _, _, _ = raw_request(ex.port, "/metrics")
+            self.assertEqual(status, 200)
+            print("connection limit: exporter fds %d -> %d with %d connections open" % (fds0, fds1, len(flood)))
+        finally:
+            for s in flood:
+                s.close()
+            ex.cleanup()
 
 
 class Stalled(unittest.TestCase):
