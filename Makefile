@@ -2,6 +2,7 @@
 #   make demo   installs what is missing, builds, runs gpulet on a simulated DGX A100 node
 #   make test   installs what is missing, builds, runs every test, then again under ASan+UBSan,
 #               then a short libFuzzer run of every parser
+#   make image  the OCI image from Debian 12 packages (deploy/image/build.sh), tagged with the version
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -10,12 +11,14 @@ JOBS       ?= $(shell nproc)
 PACKAGES   := $(shell grep -v '^\#' .ci/packages.txt)
 FIXTURE    ?= dgx-a100
 
-.PHONY: all deps build asan-build demo test unit-test asan-test fuzz-test format-check format clean
+.PHONY: all deps build asan-build demo test unit-test asan-test fuzz-test format-check format clean \
+	image chart-files deploy-render
 
 all: build
 
 deps:
-	@missing=$$(for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	@provided=$$(dpkg-query -W -f '$${Provides}\n' | tr ',' '\n' | sed 's/^ *//; s/[ (].*//' | sort -u); \
+	missing=$$(for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo "$$provided" | grep -qx "$$p" || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing:" $$missing; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
@@ -54,6 +57,20 @@ format:
 	git ls-files '*.c' '*.h' | xargs clang-format -i
 
 test: deps format-check unit-test asan-test fuzz-test
+
+# The image: a minimal Debian 12 root (mmdebstrap, cached in $(BUILD)/image) holding the libraries
+# gpulet loads, plus gpulet and its command-name links; prints the tag and size. IMAGE=registry/name
+# to tag it for your registry.
+image: deps build
+	sh deploy/image/build.sh $(BUILD)
+
+# The Helm chart carries copies of the alert rules and the dashboard (test_helm.py checks they match).
+chart-files:
+	/usr/bin/python3 tests/integration/helm_lib.py chart-files
+
+# deploy/kustomize/base/gpulet.yaml rendered from the chart (real helm, fetched into $(BUILD)/k8stools)
+deploy-render: chart-files
+	GPULET_BUILD=$(CURDIR)/$(BUILD) /usr/bin/python3 tests/integration/helm_lib.py render-base
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

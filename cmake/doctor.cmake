@@ -20,3 +20,5 @@ gpulet_script_test(doctor_probe /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integ
 gpulet_script_test(doctor_bench /usr/bin/python3 ${CMAKE_SOURCE_DIR}/bench/bench_doctor.py 3)
 gpulet_script_test(doctor_usage /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/scenarios/test_usage.py)
 gpulet_script_test(doctor_live_sockets /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/scenarios/test_live_sockets.py)
+# The doctor as a DaemonSet (--serve-metrics) on healthy and broken nodes; promtool judges metrics and alerts.
+gpulet_script_test(doctor_serve /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/scenarios/test_serve.py)

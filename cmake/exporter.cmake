@@ -25,16 +25,12 @@ find_program(PROMTOOL_EXECUTABLE promtool)
 # Unit tests
 gpulet_unit_test(kube_podres tests/unit/test_podres.c)
 gpulet_unit_test(exporter_metrics tests/unit/test_metrics.c)
-gpulet_unit_test(labels_unit tests/unit/test_labels.c)
 
 # Black-box: the real binary on the fake NVML, judged by promtool and python3-grpcio.
 gpulet_script_test(exporter_integration /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_exporter.py)
 
 # Alert rules: promtool check rules + test rules (every alert firing and not firing).
 gpulet_script_test(exporter_rules sh ${CMAKE_SOURCE_DIR}/tests/rules/run_rules_test.sh)
-
-# gpulet labels: golden files per fixture and MIG strategy, the NFD feature file, GFD env vars.
-gpulet_script_test(labels_golden /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_labels.py)
 
 # Benchmarks (not tests): bench/bench_exporter.sh runs both the render and the HTTP/RSS benchmark.
 add_executable(bench_exporter bench/bench_exporter.c)

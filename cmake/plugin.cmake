@@ -37,6 +37,7 @@ add_custom_target(plugin_pyproto ALL DEPENDS ${PLUGIN_GEN}/py/deviceplugin_pb2.p
 
 gpulet_unit_test(plugin_config_unit tests/unit/test_plugin_config.c)
 gpulet_unit_test(plugin_allocate_unit tests/unit/test_plugin_allocate.c)
+gpulet_unit_test(plugin_mps_unit tests/unit/test_plugin_mps.c)
 
 file(GLOB PLUGIN_PY_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/integration/test_plugin*.py)
 foreach(t ${PLUGIN_PY_TESTS})

@@ -21,6 +21,9 @@ static const struct verb {
     {"exporter", cmd_exporter, "Prometheus /metrics with pod attribution (replaces dcgm-exporter)"},
     {"labels", cmd_labels, "NFD feature file with GFD-compatible labels"},
     {"probe", cmd_probe, "inside a container: is the GPU really usable here?"},
+    {"mps-control-daemon", cmd_mps_control_daemon,
+     "start and supervise NVIDIA MPS control daemons (replaces mps-control-daemon)"},
+    {"cdi-hook", cmd_cdihook, "the OCI hook CDI specs name (nvidia-cdi-hook's actions)"},
 };
 
 static void usage(FILE *f)
@@ -34,6 +37,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	/* installed or linked as nvidia-cdi-hook, a CDI spec may name gpulet by that name */
+	if (argc > 0 && streq(basename(argv[0]), "nvidia-cdi-hook"))
+		exit(cmd_cdihook(argc, argv));
 	if (argc < 2) {
 		usage(stderr);
 		exit(EXIT_USAGE);

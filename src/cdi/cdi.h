@@ -27,6 +27,8 @@
 #include "util/err.h"
 #include "nvml/node.h"
 
+struct cdi_hook_options;
+
 #define CDI_STATIC_DIR  "/etc/cdi"
 #define CDI_DYNAMIC_DIR "/var/run/cdi" /* wins over /etc/cdi (later dir = higher priority) */
 
@@ -55,6 +57,8 @@ struct cdi_gen_options {
 	 * edits), so cdi_write_spec() may later replace it. true in CDI_GEN_OPTIONS_INIT.
 	 */
 	bool owner_marker;
+	/* OCI hooks in the spec-level edits (cdi/hooks.h); NULL = all, run by this gpulet binary */
+	const struct cdi_hook_options *hooks;
 };
 #define CDI_GEN_OPTIONS_INIT         \
 	{                            \

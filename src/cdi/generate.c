@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cdi/hooks.h"
 #include "cdi/internal.h"
 #include "host/driver.h"
 #include "util/fileio.h"
@@ -287,6 +288,9 @@ int cdi_generate(const struct node *n, const struct cdi_gen_options *o, json_t *
 		return r;
 	if (gen_common_edits(o, d, kind, &edits) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
+	r = cdi_add_hooks(edits, d->version, o->hooks, err);
+	if (r < 0)
+		return r;
 	/* Key order is the output order (jansson keeps insertion order). */
 	if (jset(spec, "cdiVersion", json_string(CDI_EARLIEST_VERSION)) < 0 ||
 	    jset(spec, "kind", json_string(kind)) < 0 || jset(spec, "devices", json_incref(devices)) < 0 ||

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cdi/cdi.h"
+#include "cdi/hooks.h"
 #include "cmd/options.h"
 #include "util/fileio.h"
 #include "nvml/nvml.h"
@@ -30,6 +31,7 @@ struct cdi_cli {
 	struct cmd_common c;
 	struct cdi_gen_options gen;
 	struct cdi_validate_options val;
+	struct cdi_hook_options hooks;
 	const char *output, *format;
 	const char *dirs[MAX_DIRS];
 	size_t n_dirs;
@@ -52,6 +54,11 @@ static int add_strategy(void *opts, const char *value, struct gerr *err)
 			return 0;
 		}
 	return -EINVAL;
+}
+
+static int set_disabled_hooks(void *opts, const char *value, struct gerr *err)
+{
+	return cdi_hooks_parse_disabled(value, &((struct cdi_cli *)opts)->hooks.disabled, err);
 }
 
 static int set_format(void *opts, const char *value, struct gerr *err)
@@ -111,6 +118,12 @@ static const struct cmd_opt generate_opts[] = {
     CMD_OPT_DRIVER_ROOT,
     CMD_ROW("dev-root", 0, CMD_OPT_STR, "DIR", "host dir holding dev/nvidia* (default: the driver root)",
 	    .off = CDI_F(gen.dev_root)),
+    CMD_ROW("nvidia-cdi-hook-path", 0, CMD_OPT_STR, "PATH",
+	    "host path of the hook binary in the spec's hooks (default: this gpulet; a binary named "
+	    "nvidia-cdi-hook or nvidia-ctk gets that tool's arguments)",
+	    .alias = "nvidia-ctk-path", .off = CDI_F(hooks.path)),
+    CMD_ROW("cdi-disable-hooks", 0, CMD_OPT_CALL, "all|NAME,...", "leave these OCI hooks out of the spec",
+	    .call = set_disabled_hooks, .want = "all, or hook names separated by commas"),
     CMD_OPT_ROOT,
     CMD_OPT_NVML_LIBRARY,
     {0},
@@ -229,6 +242,7 @@ static int cdi_generate_cmd(int argc, char **argv)
 			 : (ends_with(cli.output, ".json") ? CDI_FORMAT_JSON : CDI_FORMAT_YAML);
 	o->root = cli.c.nvml.root;
 	o->driver_root = cli.c.nvml.driver_root ? cli.c.nvml.driver_root : "/";
+	o->hooks = &cli.hooks;
 	if (cmd_load_node(&cli.c.nvml, &nv, &n) < 0)
 		return 1;
 	if (cdi_generate(n, o, &spec, &err) < 0) {

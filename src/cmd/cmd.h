@@ -10,6 +10,7 @@
 /* Each verb: parse its options with getopt_long, call core, print, return the exit code. */
 int cmd_devices(int argc, char **argv);
 int cmd_plugin(int argc, char **argv);
+int cmd_mps_control_daemon(int argc, char **argv);
 int cmd_cdi(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_lint(int argc, char **argv);
@@ -17,6 +18,7 @@ int cmd_versions(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
 int cmd_labels(int argc, char **argv);
+int cmd_cdihook(int argc, char **argv);
 
 /* A boolean flag or env value: 1/true/yes/on, 0/false/no/off (any case); -EINVAL otherwise. */
 int cmd_parse_bool(const char *s, bool *ret);

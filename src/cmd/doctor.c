@@ -5,15 +5,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "cmd/options.h"
 #include "doctor/doctor.h"
+#include "doctor/serve.h"
+#include "util/log.h"
 
 struct doctor_cli {
 	struct cmd_common c;
 	struct doctor_options o;
+	struct doctor_serve_options serve;
 	char *only[64]; /* pointers into argv, which --only splits in place */
 	size_t n_only;
 };
@@ -74,6 +78,20 @@ static const struct cmd_opt doctor_opts[] = {
 	    "(always on for ROOT /)",
 	    .off = DOCTOR_F(live)),
     CMD_ROW("list", 0, CMD_OPT_CALL, NULL, "list the checks, their inputs and finding ids", .call = list_checks),
+    CMD_ROW("serve-metrics", 0, CMD_OPT_STR, "ADDR",
+	    "stay running: re-check every --interval and after a node change, serve the findings as Prometheus "
+	    "metrics on ADDR (:9402) with /healthz",
+	    .off = offsetof(struct doctor_cli, serve.address)),
+    CMD_ROW("interval", 0, CMD_OPT_UINT, "SECONDS", "with --serve-metrics: re-check this often",
+	    .off = offsetof(struct doctor_cli, serve.interval_s), .def = "300", .min = 1, .max = 86400),
+    CMD_ROW("recheck-delay", 0, CMD_OPT_UINT, "SECONDS",
+	    "with --serve-metrics: after a change to device nodes, CDI, containerd or device-plugin dirs, wait "
+	    "this long (and at least this long since the last check)",
+	    .off = offsetof(struct doctor_cli, serve.delay_s), .def = "5", .min = 0, .max = 3600),
+    CMD_ROW("node-name", 0, CMD_OPT_STR, "NAME",
+	    "with --serve-metrics: the node label of the metrics (default: host name)", .env = {"NODE_NAME"},
+	    .off = offsetof(struct doctor_cli, serve.node_name)),
+    CMD_OPT_LOG_LEVEL,
     {0},
 };
 
@@ -111,6 +129,28 @@ static int check_only(struct doctor_cli *cli, int argc, char **argv)
 	return CMD_CONTINUE;
 }
 
+/* gpulet doctor --serve-metrics: the node daemon of the doctor DaemonSet (doctor/serve.h). */
+static int serve(struct doctor_cli *cli)
+{
+	char host[256] = "";
+	struct gerr err = {0};
+	sigset_t stop;
+
+	if (cli->c.json || cli->n_only)
+		return cmd_usage_error(&doctor_verb, "--serve-metrics reports every finding as metrics; drop %s",
+				       cli->c.json ? "--json" : "--only");
+	if (!cli->serve.node_name) {
+		gethostname(host, sizeof(host) - 1);
+		cli->serve.node_name = host;
+	}
+	cmd_block_stop_signals(&stop);
+	if (doctor_serve(&cli->o, &cli->serve, &err) < 0) {
+		fprintf(stderr, "gpulet doctor: %s\n", err.msg);
+		return 1;
+	}
+	return 0;
+}
+
 int cmd_doctor(int argc, char **argv)
 {
 	struct doctor_cli cli = {0};
@@ -133,6 +173,8 @@ int cmd_doctor(int argc, char **argv)
 		fprintf(stderr, "gpulet doctor: %s\n", err.msg[0] ? err.msg : strerror(-r));
 		return r == -ENOMEM ? 1 : EXIT_USAGE;
 	}
+	if (cli.serve.address)
+		return serve(&cli);
 	r = doctor_run(&c, o);
 	if (r < 0) {
 		fprintf(stderr, "gpulet doctor: out of memory\n");

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * gpulet labels: GPU Feature Discovery compatible labels in an NFD local feature file. Flags and
- * env vars are GFD's where it has them (docs/reference/device-plugin.md §9).
+ * gpulet labels: GPU Feature Discovery compatible labels in an NFD local feature file. Flags, env
+ * vars and the v1 config file are GFD's (docs/reference/gfd-labels.md "Options"): precedence
+ * flag > env var > config file > default, the file read by the plugin's own reader.
  */
 #include <errno.h>
 #include <signal.h>
@@ -10,34 +11,52 @@
 #include <time.h>
 
 #include "cmd/options.h"
-#include "util/fileio.h"
 #include "labels/labels.h"
+#include "plugin/config.h"
+#include "util/fileio.h"
 #include "util/log.h"
 
 struct labels_cli {
 	struct cmd_common c;
-	const char *output, *machine_file, *gpu_type;
-	bool oneshot, fail_on_init_error, gpu_mig, no_timestamp;
+	/* GFD options the config file may also set: NULL (strings) until a flag or env var gives them */
+	const char *output, *machine_file, *mig_strategy, *sleep_interval, *discovery, *ctr_driver_root;
+	bool oneshot, no_timestamp, fail_on_init_error, use_nfd_api; /* see bool_set */
+	const char *config_file;
+	/* the Kubernetes client of --use-node-feature-api: accepted, not used (no API client here) */
+	const char *kubeconfig, *kube_qps, *kube_burst, *namespace, *node_name, *pod_name;
+	/* gpulet's own */
+	const char *gpu_type, *sharing_flag;
+	bool gpu_mig, rename_flag;
+	unsigned replicas;
+	/* resolved */
+	struct {
+		bool oneshot, no_timestamp, fail_on_init_error, use_nfd_api;
+	} bool_set;         /* given by a flag or env var */
 	long long sleep_ms; /* < 0: infinite */
+	struct plugin_config *cfg;
 	struct labels_options lo;
+	const struct labels_cli *parsed; /* the values as parsed, layered again on SIGHUP */
 };
 
-/* Go-style durations GFD accepts for --sleep-interval: "60s", "1m30s" is not needed: one unit. */
+/* Go-style durations GFD accepts for --sleep-interval: "60s", "500ms", "5m", "1h", or a number of seconds. */
 static int parse_duration(const char *s, long long *ret_ms)
 {
-	if (streq(s, "infinite"))
-		return *ret_ms = -1, 0;
-	char *end;
-	double v = strtod(s, &end);
 	static const struct {
 		const char *unit;
 		double ms;
 	} units[] = {{"", 1000}, {"s", 1000}, {"ms", 1}, {"m", 60000}, {"h", 3600000}};
+	char *end;
+	double v;
+
+	if (streq(s, "infinite"))
+		return *ret_ms = -1, 0;
+	v = strtod(s, &end);
 	if (end == s || v < 0)
 		return -1;
 	for (size_t i = 0; i < ELEMENTSOF(units); i++)
 		if (streq(end, units[i].unit)) {
 			double ms = v * units[i].ms;
+
 			if (ms < 100 || ms > 86400000.0 * 7)
 				return -1;
 			*ret_ms = (long long)ms;
@@ -46,47 +65,69 @@ static int parse_duration(const char *s, long long *ret_ms)
 	return -1;
 }
 
-static int set_sleep(void *opts, const char *value, struct gerr *err)
-{
-	return parse_duration(value, &((struct labels_cli *)opts)->sleep_ms);
-}
-
-static int set_mig_strategy(void *opts, const char *value, struct gerr *err)
-{
-	return mig_strategy_from_name(value, &((struct labels_cli *)opts)->lo.mig_strategy);
-}
-
-static int set_sharing(void *opts, const char *value, struct gerr *err)
-{
-	return sharing_strategy_from_name(value, &((struct labels_cli *)opts)->lo.sharing);
-}
-
 #define LABELS_F(field) offsetof(struct labels_cli, field)
-/* Flags and env vars of GPU Feature Discovery where it has them (docs/reference/device-plugin.md §9). */
+/*
+ * GFD v0.20's flags and env vars (cmd/gpu-feature-discovery/main.go, internal/flags), then gpulet's.
+ * Rows the config file can also set have no .def here: their defaults are applied after the file.
+ */
 static const struct cmd_opt labels_opts[] = {
-    CMD_ROW("output-file", 'o', CMD_OPT_STR, "FILE", "feature file under --root; '-' prints to stdout",
-	    .alias = "output", .env = {"GFD_OUTPUT_FILE"}, .def = LABELS_DEFAULT_OUTPUT, .off = LABELS_F(output)),
-    CMD_ROW("oneshot", 0, CMD_OPT_SET, NULL, "label once and exit", .env = {"GFD_ONESHOT"}, .off = LABELS_F(oneshot)),
-    CMD_ROW("sleep-interval", 0, CMD_OPT_CALL, "D", "time between relabelings: 60s, 5m, 500ms, infinite",
-	    .env = {"GFD_SLEEP_INTERVAL"}, .def = "60s", .call = set_sleep,
-	    .want = "a duration from 100ms to 7 days (60s, 5m, 500ms) or infinite"),
-    CMD_ROW("no-timestamp", 0, CMD_OPT_SET, NULL, "no nvidia.com/gfd.timestamp label", .env = {"GFD_NO_TIMESTAMP"},
-	    .off = LABELS_F(no_timestamp)),
-    CMD_ROW("mig-strategy", 0, CMD_OPT_CALL, "S", "none, single or mixed: how MIG devices are labeled",
-	    .env = {"GFD_MIG_STRATEGY", "MIG_STRATEGY"}, .def = "none", .call = set_mig_strategy,
-	    .want = "none|single|mixed"),
-    CMD_ROW("fail-on-init-error", 0, CMD_OPT_BOOL, NULL, "exit when NVML fails",
-	    .env = {"GFD_FAIL_ON_INIT_ERROR", "FAIL_ON_INIT_ERROR"}, .def = "true",
-	    .off = LABELS_F(fail_on_init_error)),
-    CMD_ROW("machine-type-file", 0, CMD_OPT_STR, "F", "DMI product name under --root", .env = {"GFD_MACHINE_TYPE_FILE"},
-	    .def = LABELS_DEFAULT_MACHINE_FILE, .off = LABELS_F(machine_file)),
-    CMD_ROW("sharing-strategy", 0, CMD_OPT_CALL, "S",
-	    "none, time-slicing or mps; with --replicas N, the v1 config's sharing block", .def = "none",
-	    .call = set_sharing, .want = "none|time-slicing|mps"),
-    CMD_ROW("replicas", 0, CMD_OPT_UINT, "N", "replicas per GPU when shared", .off = LABELS_F(lo.replicas), .min = 0,
-	    .max = 1024),
-    CMD_ROW("rename-by-default", 0, CMD_OPT_SET, NULL, "shared resource is nvidia.com/gpu.shared; labels follow",
-	    .off = LABELS_F(lo.rename_by_default)),
+    CMD_ROW("output-file", 'o', CMD_OPT_STR, "FILE",
+	    "feature file under --root; '-' or '' prints to stdout (default " LABELS_DEFAULT_OUTPUT
+	    "; file: flags.gfd.outputFile)",
+	    .alias = "output", .env = {"GFD_OUTPUT_FILE"}, .off = LABELS_F(output)),
+    CMD_ROW("oneshot", 0, CMD_OPT_BOOL, NULL, "label once and exit (file: flags.gfd.oneshot)", .env = {"GFD_ONESHOT"},
+	    .off = LABELS_F(oneshot)),
+    CMD_ROW("sleep-interval", 0, CMD_OPT_STR, "D",
+	    "time between relabelings: 60s, 5m, 500ms, infinite (default 60s; file: flags.gfd.sleepInterval)",
+	    .env = {"GFD_SLEEP_INTERVAL"}, .off = LABELS_F(sleep_interval)),
+    CMD_ROW("no-timestamp", 0, CMD_OPT_BOOL, NULL, "no nvidia.com/gfd.timestamp label (file: flags.gfd.noTimestamp)",
+	    .env = {"GFD_NO_TIMESTAMP"}, .off = LABELS_F(no_timestamp)),
+    CMD_ROW("mig-strategy", 0, CMD_OPT_STR, "S",
+	    "none, single or mixed: how MIG devices are labeled (default none; file: flags.migStrategy)",
+	    .env = {"GFD_MIG_STRATEGY", "MIG_STRATEGY"}, .off = LABELS_F(mig_strategy)),
+    CMD_ROW("fail-on-init-error", 0, CMD_OPT_BOOL, NULL,
+	    "exit when NVML fails (default true; file: flags.failOnInitError)",
+	    .env = {"GFD_FAIL_ON_INIT_ERROR", "FAIL_ON_INIT_ERROR"}, .off = LABELS_F(fail_on_init_error)),
+    CMD_ROW("machine-type-file", 0, CMD_OPT_STR, "F",
+	    "DMI product name under --root (default " LABELS_DEFAULT_MACHINE_FILE "; file: flags.gfd.machineTypeFile)",
+	    .env = {"GFD_MACHINE_TYPE_FILE"}, .off = LABELS_F(machine_file)),
+    CMD_ROW("config-file", 0, CMD_OPT_STR, "FILE",
+	    "the plugin's version: v1 config file (YAML or JSON): migStrategy, sharing, flags.gfd.*",
+	    .env = {"GFD_CONFIG_FILE", "CONFIG_FILE"}, .off = LABELS_F(config_file)),
+    CMD_ROW("use-node-feature-api", 0, CMD_OPT_BOOL, NULL,
+	    "publish through NFD's NodeFeature API; gpulet has no Kubernetes client and writes the feature file "
+	    "instead, with a warning (default false; file: flags.useNodeFeatureAPI)",
+	    .env = {"GFD_USE_NODE_FEATURE_API", "USE_NODE_FEATURE_API"}, .off = LABELS_F(use_nfd_api)),
+    CMD_ROW("device-discovery-strategy", 0, CMD_OPT_STR, "S",
+	    "auto, nvml, tegra or vfio; gpulet discovers GPUs through NVML (default auto; file: "
+	    "flags.deviceDiscoveryStrategy)",
+	    .env = {"DEVICE_DISCOVERY_STRATEGY"}, .off = LABELS_F(discovery)),
+    CMD_ROW("driver-root-ctr-path", 0, CMD_OPT_STR, "DIR",
+	    "where the driver root is mounted in the container; accepted for GFD, NVML is found through --driver-root "
+	    "(default /driver-root; file: flags.plugin.containerDriverRoot)",
+	    .alias = "container-driver-root", .env = {"DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"},
+	    .off = LABELS_F(ctr_driver_root)),
+    CMD_ROW("kubeconfig", 0, CMD_OPT_STR, "FILE", "Kubernetes client of --use-node-feature-api: accepted, not used",
+	    .env = {"KUBECONFIG"}, .off = LABELS_F(kubeconfig)),
+    CMD_ROW("kube-api-qps", 0, CMD_OPT_STR, "N", "accepted with --kubeconfig, not used", .env = {"KUBE_API_QPS"},
+	    .def = "5", .off = LABELS_F(kube_qps)),
+    CMD_ROW("kube-api-burst", 0, CMD_OPT_STR, "N", "accepted with --kubeconfig, not used", .env = {"KUBE_API_BURST"},
+	    .def = "10", .off = LABELS_F(kube_burst)),
+    CMD_ROW("namespace", 0, CMD_OPT_STR, "NS", "NodeFeature namespace: accepted, not used", .env = {"NAMESPACE"},
+	    .def = "default", .off = LABELS_F(namespace)),
+    CMD_ROW("node-name", 0, CMD_OPT_STR, "NAME", "NodeFeature node: accepted, not used", .env = {"NODE_NAME"},
+	    .off = LABELS_F(node_name)),
+    CMD_ROW("pod-name", 0, CMD_OPT_STR, "NAME", "NodeFeature owner pod: accepted, not used", .env = {"POD_NAME"},
+	    .off = LABELS_F(pod_name)),
+    CMD_ROW("sharing-strategy", 0, CMD_OPT_STR, "S",
+	    "gpulet: none, time-slicing or mps for nvidia.com/gpu with --replicas N, without a config file "
+	    "(the file's sharing section otherwise)",
+	    .off = LABELS_F(sharing_flag)),
+    CMD_ROW("replicas", 0, CMD_OPT_UINT, "N", "gpulet: replicas of nvidia.com/gpu with --sharing-strategy",
+	    .off = LABELS_F(replicas), .min = 0, .max = 1024),
+    CMD_ROW("rename-by-default", 0, CMD_OPT_SET, NULL,
+	    "gpulet: sharing.*.renameByDefault with --sharing-strategy (no -SHARED suffix)",
+	    .off = LABELS_F(rename_flag)),
     CMD_ROW("gpu-type", 0, CMD_OPT_STR, "VALUE",
 	    "also write the field guide's custom label gpu-type=VALUE ('auto': from the product)",
 	    .off = LABELS_F(gpu_type)),
@@ -96,60 +137,207 @@ static const struct cmd_opt labels_opts[] = {
 };
 
 static const struct cmd_verb labels_verb = CMD_VERB(
-    "labels", "[OPTIONS]", labels_opts, "gpulet labels --oneshot --mig-strategy mixed --output-file - | grep mig-",
+    "labels", "[OPTIONS]", labels_opts, "gpulet labels --oneshot --config-file /config/config.yaml --output-file -",
     .about = "Write GFD-compatible node labels (nvidia.com/gpu.product, gpu.count, mig.strategy, ...) to an NFD\n"
-	     "local feature file, atomically, every --sleep-interval; --oneshot writes once and exits.");
+	     "local feature file, atomically, every --sleep-interval; --oneshot writes once and exits. SIGHUP\n"
+	     "reads the config file again.");
 
+/*
+ * Parse twice with the switches preset to false, then true: a switch neither flag nor env var gave
+ * keeps its preset, so it differs between the two; it is then the file's or the default.
+ */
 static int parse_args(int argc, char **argv, struct labels_cli *c)
 {
+	struct labels_cli probe = {0};
 	int r = cmd_parse(&labels_verb, argc, argv, c);
 
 	if (r != CMD_CONTINUE)
 		return r;
-	c->lo.timestamp = !c->no_timestamp;
-	if (c->lo.sharing != SHARING_NONE && c->lo.replicas < 2)
-		return cmd_usage_error(&labels_verb, "--sharing-strategy %s needs --replicas 2 or more",
-				       c->lo.sharing == SHARING_MPS ? "mps" : "time-slicing");
+	probe.oneshot = probe.no_timestamp = probe.fail_on_init_error = probe.use_nfd_api = true;
+	if (cmd_parse(&labels_verb, argc, argv, &probe) != CMD_CONTINUE)
+		return EXIT_USAGE;
+	c->bool_set.oneshot = probe.oneshot == c->oneshot;
+	c->bool_set.no_timestamp = probe.no_timestamp == c->no_timestamp;
+	c->bool_set.fail_on_init_error = probe.fail_on_init_error == c->fail_on_init_error;
+	c->bool_set.use_nfd_api = probe.use_nfd_api == c->use_nfd_api;
 	return CMD_CONTINUE;
+}
+
+/* A value from a flag/env var (given), else the file's text (file_text non-empty), else the default. */
+static const char *layer(const char *given, const char *file_text, const char *def)
+{
+	return given ? given : file_text && file_text[0] ? file_text : def;
+}
+
+/* A switch: flag/env var, else the file's boolean, else the default; -EINVAL when the file's is not a boolean. */
+static int layer_bool(bool given, bool value, const char *file_text, const char *key, bool *ret)
+{
+	if (given)
+		return *ret = value, 0;
+	if (!file_text[0])
+		return 0;
+	if (cmd_parse_bool(file_text, ret) < 0) {
+		log_error("bad value in the config file", "key=%s value=\"%s\" want=true|false", key, file_text);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Sharing: gpulet's --sharing-strategy/--replicas for nvidia.com/gpu, else the file's section. */
+static int resolve_sharing(struct labels_cli *c)
+{
+	static struct replica_rule flag_rule = {.name = "nvidia.com/gpu"};
+	enum sharing_strategy s = SHARING_NONE;
+
+	if (c->sharing_flag && sharing_strategy_from_name(c->sharing_flag, &s) < 0)
+		return cmd_usage_error(&labels_verb, "--sharing-strategy '%s' is not valid: none|time-slicing|mps",
+				       c->sharing_flag);
+	if (s != SHARING_NONE && c->replicas < 2)
+		return cmd_usage_error(&labels_verb, "--sharing-strategy %s needs --replicas 2 or more",
+				       sharing_strategy_name(s));
+	if (s != SHARING_NONE) {
+		flag_rule.replicas = c->replicas;
+		c->lo.sharing = s;
+		c->lo.rules = &flag_rule;
+		c->lo.n_rules = 1;
+		c->lo.rename_by_default = c->rename_flag;
+		return 0;
+	}
+	c->lo.sharing = c->cfg->n_rules ? c->cfg->sharing : SHARING_NONE;
+	c->lo.rules = c->cfg->rules;
+	c->lo.n_rules = c->cfg->n_rules;
+	c->lo.rename_by_default = c->cfg->rename_by_default || c->rename_flag;
+	return 0;
+}
+
+/* The string options: flag > env > file > default, then checked. 0, EXIT_USAGE, or 1 for a bad file value. */
+static int resolve_strings(struct labels_cli *c)
+{
+	const char *mig = layer(c->mig_strategy, c->cfg->mig_strategy, "none");
+	const char *sleep = layer(c->sleep_interval, c->cfg->gfd[CONFIG_GFD_SLEEP_INTERVAL], "60s");
+	const char *disc = layer(c->discovery, c->cfg->device_discovery_strategy, "auto");
+	static const char *const strategies[] = {"auto", "nvml", "tegra", "vfio"};
+	bool disc_ok = false;
+
+	c->output = layer(c->output, c->cfg->gfd[CONFIG_GFD_OUTPUT_FILE], LABELS_DEFAULT_OUTPUT);
+	c->machine_file =
+	    layer(c->machine_file, c->cfg->gfd[CONFIG_GFD_MACHINE_TYPE_FILE], LABELS_DEFAULT_MACHINE_FILE);
+	c->ctr_driver_root = layer(c->ctr_driver_root, c->cfg->container_driver_root, "/driver-root");
+	if (mig_strategy_from_name(mig, &c->lo.mig_strategy) < 0) {
+		if (c->mig_strategy)
+			return cmd_usage_error(&labels_verb, "--mig-strategy '%s' is not valid: none|single|mixed",
+					       mig);
+		return log_error("bad value in the config file", "key=flags.migStrategy value=\"%s\"", mig), 1;
+	}
+	if (parse_duration(sleep, &c->sleep_ms) < 0) {
+		if (c->sleep_interval)
+			return cmd_usage_error(&labels_verb,
+					       "--sleep-interval '%s' is not valid: a duration from 100ms to 7 days "
+					       "(60s, 5m, 500ms) or infinite",
+					       sleep);
+		return log_error("bad value in the config file", "key=flags.gfd.sleepInterval value=\"%s\"", sleep), 1;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(strategies); i++)
+		disc_ok |= streq(disc, strategies[i]);
+	if (!disc_ok)
+		return cmd_usage_error(&labels_verb,
+				       "--device-discovery-strategy '%s' is not valid: auto|nvml|tegra|vfio", disc);
+	if (!streq(disc, "auto") && !streq(disc, "nvml"))
+		log_warn("gpulet labels discovers GPUs through NVML only; using NVML", "device_discovery_strategy=%s",
+			 disc);
+	return 0;
+}
+
+/* Load the config file and layer every option; 0 or the exit code. Again on SIGHUP. */
+static int load_config(struct labels_cli *c)
+{
+	struct gerr err = {0};
+	struct plugin_config *cfg = calloc(1, sizeof(*cfg));
+	int r;
+
+	if (!cfg)
+		return log_error("out of memory", NULL), 1;
+	if (c->parsed) { /* start again from the flags and env vars */
+		const struct labels_cli *p = c->parsed;
+
+		free(c->cfg);
+		*c = *p;
+		c->parsed = p;
+	}
+	if (config_load_file(c->config_file, cfg, &err) < 0) {
+		free(cfg);
+		return log_error("cannot load the config file", "path=%s error=\"%s\"", c->config_file, err.msg), 1;
+	}
+	if (cfg->warnings[0])
+		log_warn("config file", "path=%s warnings=\"%s\"", c->config_file, cfg->warnings);
+	free(c->cfg);
+	c->cfg = cfg;
+	if ((r = resolve_strings(c)) != 0 || (r = resolve_sharing(c)) != 0)
+		return r;
+	c->fail_on_init_error = c->bool_set.fail_on_init_error ? c->fail_on_init_error : cfg->fail_on_init_error;
+	if (layer_bool(c->bool_set.oneshot, c->oneshot, cfg->gfd[CONFIG_GFD_ONESHOT], "flags.gfd.oneshot",
+		       &c->oneshot) < 0 ||
+	    layer_bool(c->bool_set.no_timestamp, c->no_timestamp, cfg->gfd[CONFIG_GFD_NO_TIMESTAMP],
+		       "flags.gfd.noTimestamp", &c->no_timestamp) < 0 ||
+	    layer_bool(c->bool_set.use_nfd_api, c->use_nfd_api, cfg->gfd[CONFIG_GFD_USE_NODE_FEATURE_API],
+		       "flags.useNodeFeatureAPI", &c->use_nfd_api) < 0)
+		return 1;
+	if (c->use_nfd_api)
+		log_warn(
+		    "--use-node-feature-api: gpulet has no Kubernetes API client; writing the NFD feature file instead "
+		    "(NFD's local source reads it)",
+		    "output=%s", c->output);
+	c->lo.timestamp = !c->no_timestamp;
+	c->lo.gpu_type = c->gpu_type;
+	c->lo.gpu_mig = c->gpu_mig;
+	return 0;
+}
+
+static bool to_stdout(const struct labels_cli *c)
+{
+	return streq(c->output, "-") || !c->output[0];
 }
 
 static int write_output(const struct labels_cli *c, const char *text)
 {
-	if (streq(c->output, "-"))
-		return fputs(text, stdout) < 0 ? -EIO : 0;
-	_cleanup_free_ char *path = root_path(c->c.nvml.root, c->output);
+	_cleanup_free_ char *path = NULL;
 	struct gerr err = {0};
+	int r;
+
+	if (to_stdout(c))
+		return fputs(text, stdout) < 0 || fflush(stdout) != 0 ? -EIO : 0;
+	path = root_path(c->c.nvml.root, c->output);
 	if (!path)
 		return -ENOMEM;
-	int r = write_file_atomic(path, text, strlen(text), 0644, &err);
+	r = write_file_atomic(path, text, strlen(text), 0644, &err);
 	if (r < 0)
 		log_error("cannot write the feature file", "path=%s error=\"%s\"", path, err.msg);
 	return r;
 }
 
-/* One labeling pass: read the node, compute, write. Returns 0, or 1 for a failure to report. */
+/* One labeling pass: read the node and the host, compute, write. 0, 1 (NVML) or 2 (GFD refuses to label). */
 static int label_once(struct labels_cli *c, struct nvml *nv)
 {
 	struct gerr err = {0};
 	_cleanup_(node_freep) struct node *n = NULL;
 	_cleanup_(label_set_freep) struct label_set *s = NULL;
-	_cleanup_free_ char *text = NULL, *machine = NULL;
+	_cleanup_free_ char *text = NULL;
+	struct labels_host host;
+	struct node empty = {0};
+	int r;
+
 	if (nv && node_load(nv, c->c.nvml.root, &n, &err) < 0) {
 		log_error("cannot read the GPUs", "error=\"%s\"", err.msg);
 		if (c->fail_on_init_error)
 			return 1;
 	}
-	_cleanup_free_ char *mpath = root_path(c->c.nvml.root, c->machine_file);
-	if (mpath && read_file(mpath, 4096, &machine, NULL, NULL) >= 0)
-		machine[strcspn(machine, "\n")] = '\0';
-	c->lo.machine = machine;
+	labels_read_host(c->c.nvml.root, n ? n : &empty, c->machine_file, &host);
 	c->lo.now = time(NULL);
-	c->lo.gpu_type = c->gpu_type;
-	c->lo.gpu_mig = c->gpu_mig;
-	struct node empty = {0};
-	if (labels_build(n ? n : &empty, &c->lo, &s, &err) < 0) {
+	r = labels_build(n ? n : &empty, &c->lo, &host, &s, &err);
+	labels_host_clear(&host);
+	if (r < 0) {
 		log_error("cannot compute labels", "error=\"%s\"", err.msg);
-		return 1;
+		return 2;
 	}
 	if (labels_format(s, &text) < 0 || write_output(c, text) < 0)
 		return 1;
@@ -178,40 +366,80 @@ static int open_nvml(struct labels_cli *c, struct nvml **ret)
 	return r;
 }
 
-int cmd_labels(int argc, char **argv)
+/* As GFD: a stopped labeler's file goes, unless it was meant to outlive it (oneshot, infinite sleep). */
+static void remove_output(const struct labels_cli *c)
 {
-	struct labels_cli c = {0};
-	int r = parse_args(argc, argv, &c);
-	if (r != CMD_CONTINUE)
-		return r;
-	sigset_t set;
-	cmd_block_stop_signals(&set);
+	_cleanup_free_ char *path = NULL;
 
+	if (to_stdout(c) || c->oneshot || c->sleep_ms < 0)
+		return;
+	path = root_path(c->c.nvml.root, c->output);
+	if (path && unlink(path) < 0 && errno != ENOENT)
+		log_warn("cannot remove the feature file", "path=%s error=%s", path, strerror(errno));
+}
+
+/* Sleep until the next pass: 0 time to relabel, SIGHUP to reload, another signal to stop. */
+static int wait_next(const struct labels_cli *c, const sigset_t *set)
+{
+	struct timespec ts = {.tv_sec = c->sleep_ms / 1000, .tv_nsec = (c->sleep_ms % 1000) * 1000000L};
+	int sig = 0;
+
+	if (c->sleep_ms < 0)
+		return sigwait(set, &sig) == 0 ? sig : SIGTERM;
+	sig = sigtimedwait(set, NULL, &ts);
+	return sig > 0 ? sig : 0;
+}
+
+static int run(struct labels_cli *c, const sigset_t *set)
+{
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
-	if (open_nvml(&c, &nv) < 0 && c.fail_on_init_error)
+	int r, sig;
+
+	if (open_nvml(c, &nv) < 0 && c->fail_on_init_error)
 		return 1;
 	for (;;) {
-		if (!nv && open_nvml(&c, &nv) >= 0)
+		if (!nv && open_nvml(c, &nv) >= 0)
 			log_info("NVML loaded, labelling the GPUs", NULL);
-		r = label_once(&c, nv);
-		if (c.oneshot)
-			return r;
-		if (r && c.fail_on_init_error)
-			return r;
-		if (c.sleep_ms < 0) {
-			int sig;
-			sigwait(&set, &sig);
+		r = label_once(c, nv);
+		if (c->oneshot)
+			return r ? 1 : 0;
+		if (r == 2 || (r && c->fail_on_init_error))
+			break;
+		sig = wait_next(c, set);
+		if (sig == SIGHUP) {
+			log_info("SIGHUP: reading the config file again", "path=%s",
+				 c->config_file ? c->config_file : "");
+			if ((r = load_config(c)) != 0)
+				break;
+			continue;
+		}
+		if (sig > 0) {
+			r = 0;
 			break;
 		}
-		struct timespec ts = {.tv_sec = c.sleep_ms / 1000, .tv_nsec = (c.sleep_ms % 1000) * 1000000L};
-		if (sigtimedwait(&set, NULL, &ts) > 0)
-			break;
 	}
-	/* as GFD: labels of a stopped labeler must not outlive it */
-	if (!streq(c.output, "-")) {
-		_cleanup_free_ char *path = root_path(c.c.nvml.root, c.output);
-		if (path && unlink(path) < 0 && errno != ENOENT)
-			log_warn("cannot remove the feature file", "path=%s error=%s", path, strerror(errno));
+	remove_output(c);
+	return r ? 1 : 0;
+}
+
+int cmd_labels(int argc, char **argv)
+{
+	struct labels_cli c = {0}, parsed;
+	sigset_t set;
+	int r = parse_args(argc, argv, &c);
+
+	if (r != CMD_CONTINUE)
+		return r;
+	parsed = c;
+	c.parsed = &parsed;
+	r = load_config(&c);
+	if (r == 0) {
+		cmd_block_stop_signals(&set);
+		sigaddset(&set, SIGHUP); /* GFD reloads its config on SIGHUP (the chart's config-manager sends it) */
+		sigaddset(&set, SIGQUIT);
+		pthread_sigmask(SIG_BLOCK, &set, NULL);
+		r = run(&c, &set);
 	}
-	return 0;
+	free(c.cfg);
+	return r;
 }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "util/err.h"
+#include "util/prom.h"
 #include "nvml/node.h"
 #include "nvml/nvml.h"
 #include "nvml/watch.h"
@@ -161,9 +162,6 @@ void strbuf_printf(struct strbuf *b, const char *fmt, ...) _printf_(2, 3);
  * map: pod attribution (NULL: none). now: CLOCK_MONOTONIC seconds. Returns -ENOMEM or 0.
  */
 int exporter_render(struct exporter *e, const struct podres_map *map, double now, struct strbuf *b);
-
-/* Label value escaping of the text format: \ → \\, " → \", newline → \n. */
-void prom_escape(const char *in, char *out, size_t size);
 
 double exp_now_monotonic(void);
 

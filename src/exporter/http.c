@@ -11,17 +11,15 @@
  * accepting instead, and new connections wait in the kernel's listen backlog until a slot frees
  * (docs/reference/alerts.md, "HTTP").
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
-#include <netinet/in.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 
 #include "exporter/exporter.h"
+#include "util/netaddr.h"
 
-#define CONTENT_TYPE_METRICS "text/plain; version=0.0.4; charset=utf-8"
 #define HTTP_CONN_MEMORY     (32 * 1024) /* request line + headers; beyond that MHD answers 431/413 */
 /* idle seconds before a connection is closed: longer than Prometheus' usual 15-30 s interval, so
  * its keep-alive connection is reused, short enough that stalled connections free their slot */
@@ -126,7 +124,7 @@ static enum MHD_Result serve_metrics(struct exp_http *h, struct MHD_Connection *
 		strbuf_free(&b);
 		return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 	}
-	return reply(c, MHD_HTTP_OK, CONTENT_TYPE_METRICS, TAKE_PTR(b.s), b.len, MHD_RESPMEM_MUST_FREE);
+	return reply(c, MHD_HTTP_OK, PROM_CONTENT_TYPE, TAKE_PTR(b.s), b.len, MHD_RESPMEM_MUST_FREE);
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -179,60 +177,12 @@ static unsigned http_connection_limit(unsigned asked)
 	return MAX(limit, 1u);
 }
 
-/* ":9400", "0.0.0.0:9400", "127.0.0.1:0", "[::1]:9400", "9400" */
-static int parse_address(const char *addr, struct sockaddr_storage *ss, socklen_t *len, bool *v6, struct gerr *err)
-{
-	char host[128] = "";
-	const char *port_s;
-	memset(ss, 0, sizeof(*ss));
-	if (addr[0] == '[') {
-		const char *end = strchr(addr, ']');
-		if (!end || end[1] != ':' || (size_t)(end - addr - 1) >= sizeof(host))
-			return gerr_set(err, EINVAL, "--address '%s': expected [IPv6]:PORT", addr);
-		memcpy(host, addr + 1, (size_t)(end - addr - 1));
-		port_s = end + 2;
-	} else {
-		const char *colon = strrchr(addr, ':');
-		if (colon) {
-			if ((size_t)(colon - addr) >= sizeof(host))
-				return gerr_set(err, EINVAL, "--address '%s': host too long", addr);
-			memcpy(host, addr, (size_t)(colon - addr));
-			port_s = colon + 1;
-		} else
-			port_s = addr;
-	}
-	char *end;
-	errno = 0;
-	long port = strtol(port_s, &end, 10);
-	if (!*port_s || *end || errno || port < 0 || port > 65535)
-		return gerr_set(err, EINVAL, "--address '%s': port must be 0-65535 (e.g. :9400)", addr);
-	struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
-	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-	if (!host[0] || streq(host, "0.0.0.0") || inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
-		in4->sin_family = AF_INET;
-		in4->sin_port = htons((uint16_t)port);
-		if (!host[0])
-			in4->sin_addr.s_addr = htonl(INADDR_ANY);
-		*len = sizeof(*in4);
-		*v6 = false;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons((uint16_t)port);
-		*len = sizeof(*in6);
-		*v6 = true;
-		return 0;
-	}
-	return gerr_set(err, EINVAL, "--address '%s': '%s' is not an IP address (use :PORT for all)", addr, host);
-}
-
 int exp_http_start(const struct exp_http_options *o, struct exp_http **ret, struct gerr *err)
 {
 	struct sockaddr_storage ss;
 	socklen_t slen = 0;
 	bool v6 = false;
-	int r = parse_address(o->address ? o->address : ":9400", &ss, &slen, &v6, err);
+	int r = net_parse_address("--address", o->address ? o->address : ":9400", &ss, &slen, &v6, err);
 	if (r < 0)
 		return r;
 	struct exp_http *h = calloc(1, sizeof(*h));

@@ -230,4 +230,28 @@ _Static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32, "nvmlComputeInstanceInfo
 _Static_assert(sizeof(nvmlProcessInfo_t) == 24, "nvmlProcessInfo_t layout");
 _Static_assert(sizeof(nvmlTemperature_t) == 12, "nvmlTemperature_t layout");
 
+/*
+ * ---- labels: GPU fabric (NVLink domain) membership, for GFD's nvidia.com/gpu.clique ----
+ * nvmlDeviceGetGpuFabricInfo and its struct arrived with NVML 12 (R525+); the 535 library exports
+ * it, CUDA 11.8's nvml.h does not declare it. Layout from NVML 12's nvml.h (docs/reference/gfd-labels.md).
+ */
+#define NVML_GPU_FABRIC_UUID_LEN            16
+#define NVML_GPU_FABRIC_STATE_NOT_SUPPORTED 0
+#define NVML_GPU_FABRIC_STATE_NOT_STARTED   1
+#define NVML_GPU_FABRIC_STATE_IN_PROGRESS   2
+#define NVML_GPU_FABRIC_STATE_COMPLETED     3
+typedef unsigned char nvmlGpuFabricState_t;
+
+typedef struct {
+	unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+	nvmlReturn_t status; /* meaningful once state is COMPLETED */
+	unsigned int cliqueId;
+	nvmlGpuFabricState_t state;
+} nvmlGpuFabricInfo_t;
+
+_Static_assert(sizeof(nvmlGpuFabricInfo_t) == 28, "nvmlGpuFabricInfo_t layout");
+_Static_assert(offsetof(nvmlGpuFabricInfo_t, cliqueId) == 20, "nvmlGpuFabricInfo_t.cliqueId");
+_Static_assert(offsetof(nvmlGpuFabricInfo_t, state) == 24, "nvmlGpuFabricInfo_t.state");
+/* ---- end labels block ---- */
+
 #include "nvml/symbols.h"

@@ -247,6 +247,13 @@ static void load_mig(struct nvml *nv, nvmlDevice_t parent, struct node_gpu *g, c
 			m->gi_slices = attr.gpuInstanceSliceCount;
 			m->ci_slices = attr.computeInstanceSliceCount;
 			m->memory_mb = attr.memorySizeMB;
+			/* labels block: GFD's MIG attribute labels */
+			m->multiprocessors = attr.multiprocessorCount;
+			m->engines_copy = attr.sharedCopyEngineCount;
+			m->engines_decoder = attr.sharedDecoderCount;
+			m->engines_encoder = attr.sharedEncoderCount;
+			m->engines_jpeg = attr.sharedJpegCount;
+			m->engines_ofa = attr.sharedOfaCount;
 			node_mig_profile_name(m->gi_slices, m->ci_slices, m->memory_mb, g->memory_total, base,
 					      sizeof(base));
 			snprintf(m->profile, sizeof(m->profile), "%s%s", base, mig_profile_suffix(nv, parent, m->gi));
@@ -260,6 +267,40 @@ static void load_mig(struct nvml *nv, nvmlDevice_t parent, struct node_gpu *g, c
 		g->n_migs++;
 	}
 }
+
+/*
+ * ---- labels block: fabric membership (GFD's gpu.clique) ----
+ * NOT_SUPPORTED (no NVLink fabric) and an old driver without the call leave fabric_known false;
+ * other errors are noted like any failed query.
+ */
+static void load_fabric(struct nvml *nv, nvmlDevice_t h, struct node_gpu *g)
+{
+	nvmlGpuFabricInfo_t fi;
+	nvmlReturn_t r;
+
+	if (!NVML_HAS(nv, device_get_gpu_fabric_info) || g->lost)
+		return;
+	memset(&fi, 0, sizeof(fi));
+	r = nv->device_get_gpu_fabric_info(h, &fi);
+	if (r == NVML_ERROR_NOT_SUPPORTED)
+		return;
+	if (r != NVML_SUCCESS) {
+		gpu_note(g, nv, "nvmlDeviceGetGpuFabricInfo", r);
+		return;
+	}
+	g->fabric_known = true;
+	g->fabric_state = fi.state;
+	g->fabric_status = fi.status;
+	g->fabric_clique = fi.cliqueId;
+	memcpy(g->fabric_cluster_uuid, fi.clusterUuid, sizeof(g->fabric_cluster_uuid));
+}
+
+/* The sysfs name of a GPU's PCI function, for readers of sys/bus/pci/devices (labels' gpu.mode). */
+void node_pci_sysfs_id(const char *nvml_bus_id, char *buf, size_t size)
+{
+	pci_sysfs_id(nvml_bus_id, buf, size);
+}
+/* ---- end labels block ---- */
 
 static void load_gpu(struct nvml *nv, const char *root, unsigned i, struct node_gpu *g, nvmlDevice_t *ret_h,
 		     const struct mig_minors *mm)
@@ -339,6 +380,7 @@ static void load_gpu(struct nvml *nv, const char *root, unsigned i, struct node_
 	}
 	if (g->mig_enabled && !g->lost)
 		load_mig(nv, h, g, mm);
+	load_fabric(nv, h, g);
 }
 
 static int find_gpu_by_bus(const struct node *n, const char *bus)

@@ -25,6 +25,9 @@ struct node_mig {
 	uint64_t memory_mb;
 	int gi_cap_minor; /* /dev/nvidia-caps/nvidia-cap<N> for this GI access, -1 unknown */
 	int ci_cap_minor; /* same for the CI access */
+	/* labels: the rest of nvmlDeviceGetAttributes_v2 (GFD's mig-<profile>.multiprocessors, .engines.*) */
+	unsigned multiprocessors;
+	unsigned engines_copy, engines_decoder, engines_encoder, engines_jpeg, engines_ofa;
 };
 
 enum node_health {
@@ -53,6 +56,12 @@ struct node_gpu {
 	bool remap_pending;        /* a memory row remap waits for a GPU reset */
 	bool remap_failed;         /* row remapping failed: the GPU needs service */
 	char error[256];           /* why a partially read GPU is incomplete, "" if complete */
+	/* labels: nvmlDeviceGetGpuFabricInfo (GFD's gpu.clique); fabric_known false when not answered */
+	bool fabric_known;
+	unsigned char fabric_state; /* NVML_GPU_FABRIC_STATE_* */
+	int fabric_status;          /* nvmlReturn_t, meaningful when the state is COMPLETED */
+	unsigned fabric_clique;
+	unsigned char fabric_cluster_uuid[16];
 };
 
 struct node {
@@ -105,6 +114,9 @@ void node_mig_profile_name(unsigned gi_slices, unsigned ci_slices, uint64_t mig_
  * failed: needs a reset or service), "degraded" (some NVML queries failed), or "healthy".
  */
 const char *node_gpu_health(const struct node_gpu *g);
+
+/* labels: "0000:07:00.0", the sysfs name of NVML's "00000000:07:00.0" (lowercase, 4-digit domain). */
+void node_pci_sysfs_id(const char *nvml_bus_id, char *buf, size_t size);
 
 /* JSON document of the node (jansson json_t *), stable keys; used by `devices --json` and others. */
 struct json_t;

@@ -66,7 +66,9 @@
 	X(device_get_nvlink_remote_pci_info, nvmlDeviceGetNvLinkRemotePciInfo_v2,                                      \
 	  (nvmlDevice_t, unsigned, nvmlPciInfo_t *), 0)                                                                \
 	X(device_get_compute_running_processes, nvmlDeviceGetComputeRunningProcesses_v3,                               \
-	  (nvmlDevice_t, unsigned *, nvmlProcessInfo_t *), 0)
+	  (nvmlDevice_t, unsigned *, nvmlProcessInfo_t *), 0)                                                          \
+	/* labels: fabric clique (nvidia.com/gpu.clique) */                                                            \
+	X(device_get_gpu_fabric_info, nvmlDeviceGetGpuFabricInfo, (nvmlDevice_t, nvmlGpuFabricInfo_t *), 0)
 
 /* One row of a {name, required} table: struct nvml_symbol t[] = {NVML_SYMBOLS(NVML_SYMBOL_ROW)}. */
 struct nvml_symbol {

@@ -19,10 +19,11 @@
 #include "plugin/config_int.h"
 #include "util/fileio.h"
 
-#define CONFIG_FILE_MAX (1024 * 1024)
-#define HELP_SHORT      'h' /* -h: --help */
+#define CONFIG_FILE_MAX            (1024 * 1024)
+#define HELP_SHORT                 'h'                               /* -h: --help */
+#define DEFAULT_DEVICE_PLUGIN_PATH "/var/lib/kubelet/device-plugins" /* pluginapi.DevicePluginPath */
 
-#define F(field)        offsetof(struct plugin_config, field), sizeof(((struct plugin_config *)0)->field)
+#define F(field)                   offsetof(struct plugin_config, field), sizeof(((struct plugin_config *)0)->field)
 
 /* Every row: main.go flag of nvidia-device-plugin v0.20.0 (api/config/v1/flags.go for the key),
  * unless marked gpulet. */
@@ -202,11 +203,11 @@ static const struct opt opts[] = {
      NULL,
      {"CONFIG_FILE"},
      NULL,
-     T_PATH,
+     T_FILE,
      "",
      F(config_file),
      NULL,
-     "version: v1 config file (YAML or JSON)"},
+     "version: v1 config file (YAML or JSON); a relative path is taken from the working directory"},
     {"cdi-feature-flags",
      NULL,
      {"CDI_FEATURE_FLAGS"},
@@ -225,16 +226,18 @@ static const struct opt opts[] = {
      F(cdi_disable_hooks),
      NULL,
      "CDI hooks to leave out (all)"},
-    /* gpulet: upstream hard-codes the dir (pluginapi.DevicePluginPath); tests and odd kubelets need it */
+    /* gpulet: upstream hard-codes the dir (pluginapi.DevicePluginPath); "" = the kubelet socket's dir,
+     * where kubelet dials the endpoint it was given (docs/reference/device-plugin.md §3.1) */
     {"device-plugin-path",
      NULL,
      {"DP_DEVICE_PLUGIN_PATH"},
      NULL,
      T_PATH,
-     "/var/lib/kubelet/device-plugins",
+     "",
      F(device_plugin_path),
      NULL,
-     "kubelet device-plugin dir where the plugin sockets are created"},
+     "dir where the plugin sockets are created (default: the directory of --kubelet-socket, or "
+     "/var/lib/kubelet/device-plugins when it is empty)"},
     /* gpulet: NVML location override, e.g. a fake NVML in tests */
     {"nvml-library",
      NULL,
@@ -310,6 +313,8 @@ const struct opt *config_opt_by_key(const char *key)
 			return &opts[i];
 	return NULL;
 }
+
+static const char *env_of(const struct opt *o, const char **name);
 
 static const struct opt *opt_by_flag(const char *flag)
 {
@@ -396,6 +401,15 @@ int config_parse_args(int argc, char **argv, struct config_args **ret, bool *hel
 	return 0;
 }
 
+void config_args_default(struct config_args *a, const char *flag, const char *value)
+{
+	const struct opt *o = opt_by_flag(flag);
+	const char *envname;
+
+	if (a && o && !a->val[o - opts] && !env_of(o, &envname))
+		a->val[o - opts] = value;
+}
+
 /* ---- layers ---------------------------------------------------------------------------------- */
 
 static const char *env_of(const struct opt *o, const char **name)
@@ -409,6 +423,23 @@ static const char *env_of(const struct opt *o, const char **name)
 		}
 	}
 	return NULL;
+}
+
+/* Values that follow from others when not given (docs/reference/device-plugin.md §3.1). */
+static void config_derive(struct plugin_config *c)
+{
+	const char *slash = strrchr(c->kubelet_socket, '/');
+
+	if (c->device_plugin_path[0])
+		return;
+	/* kubelet resolves a registered endpoint inside its own socket's dir: serve there */
+	if (!c->kubelet_socket[0])
+		snprintf(c->device_plugin_path, sizeof(c->device_plugin_path), "%s", DEFAULT_DEVICE_PLUGIN_PATH);
+	else if (slash == c->kubelet_socket)
+		snprintf(c->device_plugin_path, sizeof(c->device_plugin_path), "/");
+	else
+		snprintf(c->device_plugin_path, sizeof(c->device_plugin_path), "%.*s", (int)(slash - c->kubelet_socket),
+			 c->kubelet_socket);
 }
 
 int config_load(const struct config_args *args, struct plugin_config *ret, struct gerr *err)
@@ -460,6 +491,7 @@ int config_load(const struct config_args *args, struct plugin_config *ret, struc
 		if (r < 0)
 			return r;
 	}
+	config_derive(c);
 	r = config_validate(c, err);
 	if (r < 0)
 		return r;
@@ -552,4 +584,28 @@ char *config_to_json(const struct plugin_config *cfg)
 	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(o);
 	return s;
+}
+
+/* gpulet labels (GFD): the same defaults and the same file reader, without the plugin's env and flags. */
+int config_load_file(const char *path, struct plugin_config *ret, struct gerr *err)
+{
+	_cleanup_free_ struct plugin_config *c = calloc(1, sizeof(*c));
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	int r;
+
+	if (!c)
+		return gerr_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < ELEMENTSOF(opts); i++)
+		if (opts[i].type != T_ACTION && (r = config_opt_set(c, &opts[i], opts[i].def, "default", err)) < 0)
+			return r;
+	if (path && *path) {
+		r = read_file(path, CONFIG_FILE_MAX, &text, &len, err);
+		if (r < 0)
+			return gerr_prefix(err, "reading the config file %s: ", path), r;
+		if ((r = config_apply_file_text(c, text, len, path, err)) < 0)
+			return r;
+	}
+	*ret = *c;
+	return 0;
 }

@@ -28,6 +28,21 @@ enum device_id_strategy { DEVICE_ID_UUID, DEVICE_ID_INDEX };
 #define CONFIG_MAX_RULES 16
 #define CONFIG_STR       256
 
+/*
+ * GPU Feature Discovery's own keys of the same v1 file (flags.gfd.*, flags.useNodeFeatureAPI): the
+ * plugin ignores them; `gpulet labels` reads them from plugin_config.gfd[] as written ("" = absent).
+ */
+enum config_gfd_key {
+	CONFIG_GFD_ONESHOT,
+	CONFIG_GFD_NO_TIMESTAMP,
+	CONFIG_GFD_SLEEP_INTERVAL,
+	CONFIG_GFD_OUTPUT_FILE,
+	CONFIG_GFD_MACHINE_TYPE_FILE,
+	CONFIG_GFD_USE_NODE_FEATURE_API,
+	CONFIG_GFD_N,
+};
+extern const char *const config_gfd_keys[CONFIG_GFD_N];
+
 struct plugin_config {
 	/* flags.* shared with GFD */
 	char mig_strategy[16]; /* none|single|mixed */
@@ -66,6 +81,8 @@ struct plugin_config {
 	bool fail_requests_greater_than_one;
 	struct replica_rule rules[CONFIG_MAX_RULES];
 	size_t n_rules;
+	/* GFD's keys (enum config_gfd_key) as the file writes them, "" = not in the file */
+	char gfd[CONFIG_GFD_N][CONFIG_STR];
 	/* warnings collected while loading (unknown keys, ignored sections), '\n'-separated */
 	char warnings[2048];
 };
@@ -82,6 +99,8 @@ void config_args_free(struct config_args *a);
 /* --print-config: print the effective config as JSON and exit. */
 bool config_args_print_only(const struct config_args *a);
 DEFINE_CLEANUP_FUNC(struct config_args, config_args_free)
+/* Give flag a value when neither the command line nor its env var did (a verb's own default). */
+void config_args_default(struct config_args *a, const char *flag, const char *value);
 
 /*
  * Build the effective config: defaults, then the config file (--config-file / CONFIG_FILE, a path
@@ -89,6 +108,12 @@ DEFINE_CLEANUP_FUNC(struct config_args, config_args_free)
  * file:line:col and the key; an out-of-range value names its source.
  */
 int config_load(const struct config_args *args, struct plugin_config *ret, struct gerr *err);
+
+/*
+ * Defaults, then the v1 file at path (as given): no env vars, no command line, no cross-option
+ * validation. For `gpulet labels`, which layers its own flags and env vars (GFD's) on top.
+ */
+int config_load_file(const char *path, struct plugin_config *ret, struct gerr *err);
 
 /* Load only a YAML/JSON v1 config text into cfg (on top of what is there); name is for messages. */
 int config_apply_file_text(struct plugin_config *cfg, const char *text, size_t len, const char *name, struct gerr *err);

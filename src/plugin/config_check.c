@@ -5,10 +5,12 @@
  * options together. Sources: docs/reference/device-plugin.md §1-2.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "plugin/config_int.h"
 
@@ -76,6 +78,25 @@ int config_opt_set(struct plugin_config *c, const struct opt *o, const char *v, 
 					src, o->flag, v);
 		/* fall through */
 	case T_STR:
+		if (len >= o->size)
+			return gerr_set(err, ENAMETOOLONG, "%s: %s is longer than %zu characters", src, o->flag,
+					o->size - 1);
+		memcpy(p, v, len + 1);
+		return 0;
+	case T_FILE:
+		/* as upstream's os.Open: relative to the working directory; kept absolute, so a
+		 * SIGHUP reload reads the same file */
+		if (len && v[0] != '/') {
+			char cwd[PATH_MAX];
+
+			if (!getcwd(cwd, sizeof(cwd)))
+				return gerr_set(err, errno, "%s: %s: cannot resolve the relative path \"%s\": %s", src,
+						o->flag, v, strerror(errno));
+			if ((size_t)snprintf(p, o->size, "%s/%s", cwd, v) >= o->size)
+				return gerr_set(err, ENAMETOOLONG, "%s: %s is longer than %zu characters", src, o->flag,
+						o->size - 1);
+			return 0;
+		}
 		if (len >= o->size)
 			return gerr_set(err, ENAMETOOLONG, "%s: %s is longer than %zu characters", src, o->flag,
 					o->size - 1);

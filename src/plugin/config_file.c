@@ -187,12 +187,37 @@ static bool is_known_unused(const char *key)
 
 static int walk_options(struct yctx *y, struct yval map, const char *prefix);
 
+const char *const config_gfd_keys[CONFIG_GFD_N] = {
+    [CONFIG_GFD_ONESHOT] = "flags.gfd.oneshot",
+    [CONFIG_GFD_NO_TIMESTAMP] = "flags.gfd.noTimestamp",
+    [CONFIG_GFD_SLEEP_INTERVAL] = "flags.gfd.sleepInterval",
+    [CONFIG_GFD_OUTPUT_FILE] = "flags.gfd.outputFile",
+    [CONFIG_GFD_MACHINE_TYPE_FILE] = "flags.gfd.machineTypeFile",
+    [CONFIG_GFD_USE_NODE_FEATURE_API] = "flags.useNodeFeatureAPI", /* under flags, not flags.gfd */
+};
+
+/* A GFD key: kept as text for gpulet labels, which checks the value; 1 = handled, 0 = not a GFD key. */
+static int gfd_option(struct yctx *y, const char *key, struct yval v)
+{
+	for (size_t i = 0; i < CONFIG_GFD_N; i++)
+		if (streq(config_gfd_keys[i], key)) {
+			if (json_is_null(v.v))
+				return 1;
+			return value_text(y, v, key, false, y->cfg->gfd[i], sizeof(y->cfg->gfd[i])) < 0 ? -EINVAL : 1;
+		}
+	return 0;
+}
+
 static int apply_option(struct yctx *y, const char *key, struct yval v)
 {
 	const struct opt *o = config_opt_by_key(key);
 	char text[PATH_MAX], src[PATH_MAX + 64];
 
 	if (!o) {
+		int g = gfd_option(y, key, v);
+
+		if (g != 0)
+			return g < 0 ? g : 0;
 		if (streq(key, "flags.plugin") || streq(key, "flags.gfd"))
 			return walk_options(y, v, key); /* fails on anything but a mapping */
 		if (!is_known_unused(key))
@@ -293,12 +318,14 @@ static int resource_name(struct yctx *y, struct yval n, const char *key, char *o
 struct sharing_cfg {
 	int rename_by_default, fail_gt1;
 	struct replica_rule rules[CONFIG_MAX_RULES];
+	struct yaml_pos rename_at[CONFIG_MAX_RULES]; /* where each rule's `rename` is, for the warning */
 	size_t n_rules;
 	bool present;
 };
 
 /* One entry of sharing.*.resources: {name, rename, replicas, devices}. */
-static int parse_rule(struct yctx *y, struct yval e, const char *ekey, struct replica_rule *rule, bool mps)
+static int parse_rule(struct yctx *y, struct yval e, const char *ekey, struct replica_rule *rule,
+		      struct yaml_pos *rename_at, bool mps)
 {
 	static const char *const rknown[] = {"name", "rename", "replicas", "devices", NULL};
 	struct yval v;
@@ -329,6 +356,7 @@ static int parse_rule(struct yctx *y, struct yval e, const char *ekey, struct re
 	if (v.v && json_is_string(v.v) && *json_string_value(v.v) &&
 	    (r = resource_name(y, v, ekey, rule->rename, sizeof(rule->rename))) < 0)
 		return r;
+	*rename_at = v.pos;
 	v = member(y, e.v, "devices");
 	if (v.v && !(json_is_string(v.v) && streq(json_string_value(v.v), "all")))
 		config_warn(y->cfg, "%s:%u:%u: %s.devices: only \"all\" is supported (as upstream); using all", y->name,
@@ -369,31 +397,43 @@ static int parse_sharing(struct yctx *y, struct yval m, const char *prefix, stru
 			return yerr(y, item.pos, ekey, "expected a mapping {name, replicas}");
 		if (s->n_rules >= CONFIG_MAX_RULES)
 			return yerr(y, item.pos, ekey, "at most %d sharing resources", CONFIG_MAX_RULES);
-		if ((r = parse_rule(y, item, ekey, &s->rules[s->n_rules], mps)) < 0)
+		if ((r = parse_rule(y, item, ekey, &s->rules[s->n_rules], &s->rename_at[s->n_rules], mps)) < 0)
 			return r;
 		s->n_rules++;
 	}
 	return 0;
 }
 
-/* The sharing section chosen (time-slicing or MPS) into the config, with the renames it implies. */
-static void apply_sharing(struct plugin_config *c, const struct sharing_cfg *s, bool mps)
+/*
+ * The sharing section chosen (time-slicing or MPS) into the config. Renaming is upstream's
+ * DisableResourceNamingInConfig(): a rule's own `rename` is dropped with a warning, the only name a
+ * shared resource gets is <name>.shared with renameByDefault (docs/reference/device-plugin.md §2.2).
+ */
+static void apply_sharing(struct yctx *y, struct sharing_cfg *s, bool mps)
 {
+	struct plugin_config *c = y->cfg;
+	const char *id = mps ? "mps" : "timeSlicing";
+
 	c->sharing = mps ? SHARING_MPS : SHARING_TIME_SLICING;
 	c->rename_by_default = s->rename_by_default == 1;
 	/* nil failRequestsGreaterThanOne: false for time-slicing, true for MPS (NewConfig) */
 	c->fail_requests_greater_than_one = s->fail_gt1 >= 0 ? s->fail_gt1 == 1 : mps;
+	for (size_t i = 0; i < s->n_rules; i++) {
+		struct replica_rule *rule = &s->rules[i];
+		char def[sizeof(rule->rename)] = "";
+
+		if (c->rename_by_default) /* name <= 63: checked by resource_name() */
+			snprintf(def, sizeof(def), "%s.shared", rule->name);
+		if (rule->rename[0] && !streq(rule->rename, def))
+			config_warn(c,
+				    "%s:%u:%u: sharing.%s.resources[%zu].rename: setting 'rename' is not supported "
+				    "(as upstream); the resource is advertised as %s",
+				    y->name, s->rename_at[i].line, s->rename_at[i].col, id, i,
+				    def[0] ? def : rule->name);
+		memcpy(rule->rename, def, sizeof(def));
+	}
 	memcpy(c->rules, s->rules, sizeof(c->rules));
 	c->n_rules = s->n_rules;
-	for (size_t i = 0; i < c->n_rules; i++) {
-		struct replica_rule *rule = &c->rules[i];
-		size_t l = strlen(rule->name); /* <= 63: checked by resource_name() */
-
-		if (!rule->rename[0] && c->rename_by_default && l + sizeof(".shared") <= sizeof(rule->rename)) {
-			memcpy(rule->rename, rule->name, l);
-			memcpy(rule->rename + l, ".shared", sizeof(".shared"));
-		}
-	}
 }
 
 static int apply_document(struct yctx *y, struct yval root)
@@ -435,10 +475,14 @@ static int apply_document(struct yctx *y, struct yval root)
 		return r;
 	if ((v = member(y, sh.v, "mps")).v && (r = parse_sharing(y, v, "sharing.mps", &mps, true)) < 0)
 		return r;
+	/* upstream's Sharing.SharingStrategy(): MPS with replicas wins over time-slicing */
 	if (ts.present && mps.present)
-		return yerr(y, sh.pos, "sharing", "timeSlicing and mps are mutually exclusive");
+		config_warn(y->cfg,
+			    "%s:%u:%u: sharing: both timeSlicing and mps are set; using mps (as upstream), "
+			    "timeSlicing is ignored",
+			    y->name, sh.pos.line, sh.pos.col);
 	if (ts.present || mps.present)
-		apply_sharing(y->cfg, mps.present ? &mps : &ts, mps.present);
+		apply_sharing(y, mps.present ? &mps : &ts, mps.present);
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 enum opt_type {
 	T_STR,     /* free string, bounded by the field */
 	T_PATH,    /* absolute path or "" */
+	T_FILE,    /* a path read as given, not under --root; a relative one is made absolute from the cwd */
 	T_BOOL,    /* Go strconv.ParseBool spellings */
 	T_ENUM,    /* one of choices */
 	T_DLS,     /* comma list of device list strategies -> DLS_* bits */

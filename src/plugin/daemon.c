@@ -151,11 +151,10 @@ void daemon_restart(struct daemon *d, const char *why, enum restart_kind kind)
 		log_config(&d->cfg);
 		daemon_write_cdi_spec(d);
 		daemon_health_restart(d);
+		daemon_mps_reset(d);
 	}
 serve:
-	err = (struct gerr){0};
-	if (daemon_start_serving(d, &err) < 0)
-		log_error("Cannot serve the device plugins, will retry", "error=\"%s\"", err.msg);
+	(void)daemon_serve_or_retry(d);
 }
 
 static bool sockets_present(const struct daemon *d)
@@ -168,9 +167,28 @@ static bool sockets_present(const struct daemon *d)
 	return true;
 }
 
+/*
+ * Watch the kubelet socket's dir for kubelet restarts. A dir that does not exist yet (the kubelet
+ * not installed yet, a hostPath mount not there yet) is looked for again every tick instead of
+ * exiting as upstream does; true when the watch is in place.
+ */
+static bool watch_kubelet_dir(struct daemon *d)
+{
+	if (d->inofd < 0 || d->inowd >= 0)
+		return true;
+	d->inowd = inotify_add_watch(d->inofd, d->kubelet_dir, IN_CREATE | IN_MOVED_TO);
+	if (d->inowd >= 0)
+		return true;
+	if (!d->watch_warned)
+		log_warn("Cannot watch the kubelet socket's directory for kubelet restarts, will retry",
+			 "dir=%s error=\"%s\" hint=\"mount the kubelet device-plugins dir into the plugin pod\"",
+			 d->kubelet_dir, strerror(errno));
+	d->watch_warned = true;
+	return false;
+}
+
 static int setup_fds(struct daemon *d, struct gerr *err)
 {
-	_cleanup_free_ char *dir = NULL;
 	const char *slash;
 	sigset_t mask;
 
@@ -188,25 +206,18 @@ static int setup_fds(struct daemon *d, struct gerr *err)
 	signal(SIGPIPE, SIG_IGN);
 
 	d->inofd = -1;
+	d->inowd = -1;
 	if (!d->cfg.kubelet_socket[0])
 		return 0;
 	slash = strrchr(d->cfg.kubelet_socket, '/');
 	snprintf(d->kubelet_name, sizeof(d->kubelet_name), "%s", slash ? slash + 1 : d->cfg.kubelet_socket);
-	dir = slash ? strndup(d->cfg.kubelet_socket, (size_t)(slash - d->cfg.kubelet_socket)) : strdup(".");
-	if (!dir)
-		return gerr_set(err, ENOMEM, "out of memory");
-	if (!*dir) {
-		free(dir);
-		dir = strdup("/");
-	}
+	snprintf(d->kubelet_dir, sizeof(d->kubelet_dir), "%.*s",
+		 slash && slash != d->cfg.kubelet_socket ? (int)(slash - d->cfg.kubelet_socket) : 1,
+		 slash ? d->cfg.kubelet_socket : ".");
 	d->inofd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	if (d->inofd < 0)
 		return gerr_set(err, errno, "inotify_init1: %s", strerror(errno));
-	if (inotify_add_watch(d->inofd, dir, IN_CREATE | IN_MOVED_TO) < 0)
-		return gerr_set(err, errno,
-				"cannot watch %s for kubelet restarts: %s; the directory must exist (mount the "
-				"kubelet device-plugins dir into the plugin pod)",
-				dir, strerror(errno));
+	watch_kubelet_dir(d);
 	return 0;
 }
 
@@ -236,7 +247,8 @@ static void loop(struct daemon *d)
 	for (;;) {
 		/* a negative fd (no kubelet socket to watch) is skipped by poll() */
 		struct pollfd pfd[3] = {{d->sigfd, POLLIN, 0}, {d->inofd, POLLIN, 0}, {d->evfd, POLLIN, 0}};
-		int n = poll(pfd, ELEMENTSOF(pfd), TICK_MS);
+		long long due = d->next_register_ms ? d->next_register_ms - daemon_now_ms() : TICK_MS;
+		int n = poll(pfd, ELEMENTSOF(pfd), (int)MAX(0, MIN(due, TICK_MS)));
 
 		if (n < 0 && errno != EINTR)
 			break;
@@ -254,6 +266,7 @@ static void loop(struct daemon *d)
 		}
 		if (n > 0 && (pfd[2].revents & POLLIN))
 			daemon_drain_health(d);
+		daemon_mps_check(d, false);
 		if (n > 0 && d->inofd >= 0 && (pfd[1].revents & POLLIN) && read_inotify(d)) {
 			char why[PATH_MAX + 64];
 			struct stat st;
@@ -273,6 +286,18 @@ static void loop(struct daemon *d)
 			daemon_restart(d, "a plugin socket was removed", RESERVE);
 			continue;
 		}
+		if (d->watch_warned && d->inowd < 0 && watch_kubelet_dir(d)) {
+			log_info("Watching the kubelet socket's directory", "dir=%s", d->kubelet_dir);
+			if (d->rs) {
+				daemon_restart(d, "the kubelet socket's directory appeared", RESERVE);
+				continue;
+			}
+		}
+		if (!d->g && d->rs) {
+			if (d->next_serve_ms && daemon_now_ms() >= d->next_serve_ms)
+				daemon_restart(d, "creating the plugin sockets again", RESERVE);
+			continue;
+		}
 		if (!d->g) {
 			if (daemon_now_ms() >= d->next_init_ms) {
 				d->next_init_ms = daemon_now_ms() + INIT_RETRY_MS;
@@ -280,16 +305,14 @@ static void loop(struct daemon *d)
 			}
 			continue;
 		}
-		if (d->next_register_ms && daemon_now_ms() >= d->next_register_ms) {
-			d->next_register_ms = 0;
+		if (d->next_register_ms && daemon_now_ms() >= d->next_register_ms)
 			daemon_register_all(d, false);
-		}
 	}
 }
 
 int plugin_daemon_run(const struct config_args *args, const struct plugin_config *cfg)
 {
-	struct daemon d = {.args = args, .cfg = *cfg, .sigfd = -1, .inofd = -1, .evfd = -1};
+	struct daemon d = {.args = args, .cfg = *cfg, .sigfd = -1, .inofd = -1, .inowd = -1, .evfd = -1};
 	struct gerr err = {0};
 	int r, rc = 0;
 
@@ -334,15 +357,14 @@ int plugin_daemon_run(const struct config_args *args, const struct plugin_config
 			goto out;
 		}
 		daemon_health_restart(&d);
-		err = (struct gerr){0};
-		r = daemon_start_serving(&d, &err);
-		if (r < 0) {
-			log_error("Cannot serve the device plugins", "error=\"%s\"", err.msg);
-			/* another plugin serves these sockets: waiting would only fight it for them */
-			if (d.cfg.fail_on_init_error || r == -EADDRINUSE) {
-				rc = 1;
-				goto out;
-			}
+		daemon_mps_reset(&d);
+		r = daemon_serve_or_retry(&d);
+		/* another live plugin serves these sockets: two DaemonSets on one node is a mistake to
+		 * fix, not to wait out (docs/reference/device-plugin.md §3.1) */
+		if (r == -EADDRINUSE) {
+			log_error("Another plugin serves this device-plugin dir, exiting", NULL);
+			rc = 1;
+			goto out;
 		}
 	}
 	loop(&d);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cdi/cdi.h"
+#include "cdi/hooks.h"
 #include "plugin/daemon_int.h"
 #include "util/fileio.h"
 #include "util/log.h"
@@ -11,12 +12,14 @@
 /*
  * With a CDI device-list strategy the names Allocate returns must resolve: write the node's spec
  * for vendor k8s.device-plugin.nvidia.com, class gpu, named like --device-id-strategy, to
- * /var/run/cdi at every (re)build (docs/reference/device-plugin.md §8).
+ * /var/run/cdi at every (re)build (docs/reference/device-plugin.md §8), with the OCI hooks of
+ * --nvidia-cdi-hook-path minus --cdi-disable-hooks (docs/reference/cdi-hook.md §4).
  * Returns 0 when written or not needed, -errno (logged) when a CDI strategy has no spec.
  */
 int daemon_write_cdi_spec(const struct daemon *d)
 {
 	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
+	struct cdi_hook_options hooks = {.path = d->cfg.nvidia_cdi_hook_path};
 	_cleanup_free_ char *dir = NULL;
 	json_t *spec = NULL;
 	struct gerr err = {0};
@@ -30,8 +33,12 @@ int daemon_write_cdi_spec(const struct daemon *d)
 	o.vendor = DP_CDI_VENDOR;
 	o.class = DP_CDI_CLASS;
 	o.names = streq(d->cfg.device_id_strategy, "index") ? CDI_NAMES_INDEX : CDI_NAMES_UUID;
+	o.hooks = &hooks;
 	dir = root_path(d->cfg.root, CDI_DYNAMIC_DIR);
-	r = dir ? cdi_generate(d->node, &o, &spec, &err) : gerr_set(&err, ENOMEM, "out of memory");
+	/* --nvidia-cdi-hook-path and --cdi-disable-hooks, as `gpulet cdi generate` takes them */
+	r = cdi_hooks_parse_disabled(d->cfg.cdi_disable_hooks, &hooks.disabled, &err);
+	if (r >= 0)
+		r = dir ? cdi_generate(d->node, &o, &spec, &err) : gerr_set(&err, ENOMEM, "out of memory");
 	if (r >= 0)
 		r = cdi_write_spec(dir, DP_CDI_VENDOR "-" DP_CDI_CLASS ".json", spec, &err);
 	json_decref(spec);

@@ -49,6 +49,9 @@ struct daemon {
 	struct served *sv;
 	size_t n_sv;
 	int sigfd, inofd;
+	int inowd;                       /* watch on the kubelet socket's dir; -1 until the dir exists */
+	char kubelet_dir[PATH_MAX];      /* dirname of the kubelet socket */
+	bool watch_warned;               /* the dir was missing (logged once) */
 	char kubelet_name[NAME_MAX + 1]; /* basename of the kubelet socket, for inotify */
 	/* identity of the kubelet.sock every resource is registered with: an inotify event about the
 	 * same socket (it raced with a restart that already registered) needs no second restart */
@@ -56,7 +59,12 @@ struct daemon {
 	ino_t kubelet_ino;
 	struct timespec kubelet_ctime;
 	long long next_register_ms;
+	long long register_t0; /* first try after (re)serving */
+	size_t register_step;  /* index in the quick retry schedule */
 	long long next_init_ms;
+	/* the sockets could not be created: try again then (backoff up to upstream's 30 s) */
+	long long next_serve_ms;
+	unsigned serve_failures;
 	/* health: the watcher, and the queue its callback fills (under qlock) */
 	struct health_watcher *hw;
 	struct xid_policy policy;
@@ -64,6 +72,14 @@ struct daemon {
 	pthread_mutex_t qlock;
 	struct health_item *q_head, **q_tail;
 	bool mig_changed;
+	/* MPS: each MPS resource's readiness, checked every few seconds (daemon_mps.c) */
+	struct daemon_mps {
+		char res[128];
+		char why[512]; /* "" ready; read by the gRPC thread under the group lock */
+		bool checked;
+	} mps[8];
+	size_t n_mps;
+	long long next_mps_ms;
 };
 
 struct health_item {
@@ -91,10 +107,18 @@ void daemon_restart(struct daemon *d, const char *why, enum restart_kind kind);
 
 /* daemon_serve.c */
 bool daemon_all_registered(const struct daemon *d);
-/* Register every resource not registered yet; quick_retries right after (re)serving. */
-void daemon_register_all(struct daemon *d, bool quick_retries);
-/* Serve d->rs: one server per resource, then register. */
+/*
+ * Register every resource not registered yet, once; first: right after (re)serving, which starts
+ * the quick retry schedule. A retry is due at next_register_ms (the main loop calls again).
+ */
+void daemon_register_all(struct daemon *d, bool first);
+/* Serve d->rs: one server per resource, then register. On failure nothing is left served. */
 int daemon_start_serving(struct daemon *d, struct gerr *err);
+/*
+ * daemon_start_serving(), and when it fails log why and schedule another try (every failure is
+ * logged; 1 s, 2 s, ... up to 30 s apart). Returns its result.
+ */
+int daemon_serve_or_retry(struct daemon *d);
 /* Stop serving; resources not in keep (NULL: all) first send kubelet an empty list. */
 void daemon_stop_serving(struct daemon *d, const struct resource_set *keep);
 
@@ -111,6 +135,14 @@ void daemon_carry_health(const struct resource_set *old, const struct node *on, 
 void daemon_drain_health(struct daemon *d);
 /* Free what is still queued (after the watcher stopped). */
 void daemon_health_queue_free(struct daemon *d);
+
+/* daemon_mps.c */
+/* After d->rs changed: the MPS resources to watch, checked now (before they are served). */
+void daemon_mps_reset(struct daemon *d);
+/* Check again when due (force: now); a change is logged and sent to kubelet. */
+void daemon_mps_check(struct daemon *d, bool force);
+/* What dp_ctx.mps_unready points to for resource name: NULL when it is not shared with MPS. */
+const char *daemon_mps_reason(const struct daemon *d, const char *name);
 
 /* daemon_cdi.c */
 /* Returns 0 when written or not needed, -errno (logged) when a CDI strategy has no spec. */

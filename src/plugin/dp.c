@@ -533,6 +533,9 @@ int dp_unary(const struct dp_ctx *c, unsigned method, const uint8_t *in, size_t 
 		err = &local;
 	if (!c->res || c->empty)
 		return gerr_set(err, ESHUTDOWN, "the device plugin is stopping");
+	if (c->mps_unready && *c->mps_unready && method != DP_GET_OPTIONS)
+		return gerr_set(err, EPROTO, "%s: waiting for its MPS control daemon: %s", c->res->name,
+				c->mps_unready);
 	switch (method) {
 	case DP_GET_OPTIONS:
 		opts.get_preferred_allocation_available = true;
@@ -560,7 +563,7 @@ int dp_snapshot(const struct dp_ctx *c, uint8_t **out, size_t *outlen)
 {
 	V1beta1__ListAndWatchResponse resp = V1BETA1__LIST_AND_WATCH_RESPONSE__INIT;
 	struct arena a = {0};
-	size_t n = c->res && !c->empty ? c->res->n_devices : 0;
+	size_t n = c->res && !c->empty && !(c->mps_unready && *c->mps_unready) ? c->res->n_devices : 0;
 	int r;
 
 	resp.devices = arena_alloc(&a, (n + 1) * sizeof(void *));

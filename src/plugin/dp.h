@@ -33,6 +33,9 @@ struct dp_ctx {
 	const struct node *node;
 	const struct resource *res;
 	bool empty; /* stopping: ListAndWatch sends no devices so kubelet drops the capacity */
+	/* MPS: why the resource's MPS control daemon is not ready ("" ready, NULL not MPS); while it is
+	 * not, no devices are listed and requests fail (docs/reference/device-plugin.md §5.1) */
+	const char *mps_unready;
 };
 
 /*

@@ -1425,6 +1425,48 @@ API nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, 
 }
 
 /*
+ * ---- labels block: nvmlDeviceGetGpuFabricInfo from the GPU's (or model's) "fabric" object:
+ * {"cluster_uuid": "8-4-4-4-12 hex", "clique_id": N, "state": 0..3, "status": return name}.
+ * No "fabric": NOT_SUPPORTED (a GPU outside any NVLink fabric, as on PCIe systems).
+ */
+static void fabric_uuid(const char *s, unsigned char out[NVML_GPU_FABRIC_UUID_LEN])
+{
+	unsigned n = 0;
+
+	memset(out, 0, NVML_GPU_FABRIC_UUID_LEN);
+	for (; s && *s && n < 2 * NVML_GPU_FABRIC_UUID_LEN; s++) {
+		int v = *s >= '0' && *s <= '9'   ? *s - '0'
+			: *s >= 'a' && *s <= 'f' ? *s - 'a' + 10
+			: *s >= 'A' && *s <= 'F' ? *s - 'A' + 10
+						 : -1;
+
+		if (v < 0)
+			continue; /* the dashes */
+		out[n / 2] = (unsigned char)(out[n / 2] | (n % 2 ? v : v << 4));
+		n++;
+	}
+}
+
+API nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t *info)
+{
+	json_t *f;
+
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!info)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	f = gpu_get(c.g, "fabric");
+	if (!f)
+		return leave(NVML_ERROR_NOT_SUPPORTED);
+	memset(info, 0, sizeof(*info));
+	fabric_uuid(str_or(json_object_get(f, "cluster_uuid"), ""), info->clusterUuid);
+	info->cliqueId = (unsigned)int_or(json_object_get(f, "clique_id"), 0);
+	info->state = (nvmlGpuFabricState_t)int_or(json_object_get(f, "state"), NVML_GPU_FABRIC_STATE_COMPLETED);
+	info->status = return_code(json_object_get(f, "status"));
+	return leave(NVML_SUCCESS);
+}
+/* ---- end labels block ---- */
+
+/*
  * Every entry point under its NVML_SYMBOLS field name: the assignment type-checks each prototype
  * against our ABI header, and the selftest compares each pointer with dlsym(symbol), which checks
  * that field and exported name agree.
@@ -1481,4 +1523,5 @@ API const struct fakenvml_api fakenvml_api = {
     .device_get_nvlink_state = nvmlDeviceGetNvLinkState,
     .device_get_nvlink_remote_pci_info = nvmlDeviceGetNvLinkRemotePciInfo_v2,
     .device_get_compute_running_processes = nvmlDeviceGetComputeRunningProcesses_v3,
+    .device_get_gpu_fabric_info = nvmlDeviceGetGpuFabricInfo, /* labels */
 };

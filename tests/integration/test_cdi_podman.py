@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-from test_cdi_testlib import check, finish, gpulet, load_fixture, mkroot
+from test_cdi_testlib import GPULET, check, finish, gpulet, load_fixture, mkroot
 from test_cdi_testlib import generate as gpulet_generate
 
 FIXTURE = "dgx-a100"
@@ -75,8 +75,9 @@ class Podman:
 
 def generate(root, out_dir, strategy):
     # driver root = the fake root as the host sees it (mkroot host_view), so the spec's host
-    # paths point at its real device nodes
-    r = gpulet_generate(FIXTURE, root, ["--driver-root", root, "--vendor", VENDOR, "--device-name-strategy",
+    # paths point at its real device nodes; the hooks run, with this gpulet as their binary
+    r = gpulet_generate(FIXTURE, root, ["--nvidia-cdi-hook-path", os.path.realpath(GPULET), "--driver-root", root,
+                                        "--vendor", VENDOR, "--device-name-strategy",
                                         strategy, "--format", "json", "--output", out_dir + "/"])
     check(r.returncode == 0, f"generate {strategy}: {r.stderr.strip()}")
     return os.path.join(out_dir, VENDOR + "-gpu.json")

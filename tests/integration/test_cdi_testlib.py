@@ -12,6 +12,9 @@ GPULET = os.environ["GPULET"]
 FAKE = os.environ["FAKE_NVML_LIB"]
 FIXTURES = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(SRC, "tests/fixtures/*.json")))
 failures = []
+# The hook binary the CDI tests write into specs (cdi generate's default is the running gpulet, whose
+# path differs per build): stable in the goldens, and present in every fake root so validate finds it.
+HOOK = "/usr/bin/gpulet"
 
 
 def check(cond, what):
@@ -45,15 +48,19 @@ def mkroot(dest, fixture, host_view=False, options=()):
     runtime on this machine will open them (like /run/nvidia/driver on a real node)."""
     subprocess.run(["sh", os.path.join(SRC, "tests/lib/mkroot.sh"), dest, fixture] + list(options), check=True,
                    capture_output=True, env=dict(os.environ, GPULET_BUILD=BUILD))
+    os.makedirs(os.path.dirname(os.path.join(dest, HOOK.lstrip("/"))), exist_ok=True)
+    with open(os.path.join(dest, HOOK.lstrip("/")), "w") as f:
+        os.fchmod(f.fileno(), 0o755)
     if host_view:
         os.makedirs(os.path.dirname(dest + dest), exist_ok=True)
         os.symlink(dest, dest + dest)
 
 
 def generate(fixture, root, args):
-    """gpulet cdi generate against the fake NVML answering from fixture."""
+    """gpulet cdi generate against the fake NVML answering from fixture (hooks run by HOOK unless args say)."""
     env = dict(os.environ, FAKE_NVML_FIXTURE=fixture_path(fixture))
-    return subprocess.run([GPULET, "cdi", "generate", "--nvml-library", FAKE, "--root", root] + args, env=env,
+    hook = [] if "--nvidia-cdi-hook-path" in args else ["--nvidia-cdi-hook-path", HOOK]
+    return subprocess.run([GPULET, "cdi", "generate", "--nvml-library", FAKE, "--root", root] + hook + args, env=env,
                           capture_output=True, text=True, timeout=60)
 
 

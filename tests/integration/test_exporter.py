@@ -395,14 +395,18 @@ class Attribution(unittest.TestCase):
 
 class Deploy(unittest.TestCase):
     def test_daemonset_args_are_real_flags(self):
-        """Every flag deploy/exporter-daemonset.yaml passes is one the binary documents."""
-        import yaml
-        with open(os.path.join(SRC, "deploy", "exporter-daemonset.yaml")) as f:
-            docs = [d for d in yaml.safe_load_all(f) if d]
-        ds = next(d for d in docs if d["kind"] == "DaemonSet")
-        self.assertEqual(next(d for d in docs if d["kind"] == "Service")["metadata"]["name"], "gpulet-exporter")
-        for c in ds["spec"]["template"]["spec"]["containers"]:
-            verb, flags = c["args"][0], [a.split("=")[0] for a in c["args"][1:]]
+        """Every flag the exporter and labels DaemonSets pass (the kustomize base, generated from the
+        Helm chart) is one the binary documents."""
+        from helm_lib import find, load_base
+        docs = load_base()
+        self.assertEqual(next(d for d in docs if d["kind"] == "Service" and "exporter" in d["metadata"]["name"])
+                         ["metadata"]["name"], "gpulet-exporter")
+        ds = find(docs, "DaemonSet", "exporter")
+        containers = ds["spec"]["template"]["spec"]["containers"]
+        self.assertEqual([c["command"][1] for c in containers], ["exporter"])
+        for c in containers:
+            verb, flags = c["command"][1], [a.split("=")[0] for a in c["args"]]
+            self.assertTrue(flags)
             helptext = subprocess.run([os.environ.get("GPULET", os.path.join(SRC, "build", "gpulet")), verb, "--help"],
                                       capture_output=True, text=True).stdout
             for flag in flags:
@@ -411,12 +415,12 @@ class Deploy(unittest.TestCase):
     def test_same_nodes_as_plugin_and_least_privilege(self):
         """The exporter runs where the plugin runs (stock NFD labels, not only the GPU Operator's) and
         keeps the same fences: seccomp RuntimeDefault, no service-account token, no capabilities."""
-        import yaml
+        from helm_lib import find, load_base
+        docs = load_base()
 
-        def pod(name):
-            with open(os.path.join(SRC, "deploy", name)) as f:
-                return next(d for d in yaml.safe_load_all(f) if d and d["kind"] == "DaemonSet")["spec"]["template"]["spec"]
-        exp, plug = pod("exporter-daemonset.yaml"), pod("daemonset.yaml")
+        def pod(component):
+            return find(docs, "DaemonSet", component)["spec"]["template"]["spec"]
+        exp, plug = pod("exporter"), pod("device-plugin")
         self.assertEqual(exp["affinity"], plug["affinity"])
         self.assertNotIn("nodeSelector", exp)
         self.assertEqual(exp["securityContext"]["seccompProfile"]["type"], "RuntimeDefault")

@@ -5,7 +5,7 @@ exporter on fake-NVML fixtures (issue 14 points 5, 6 and the ServiceMonitor of p
 - every panel query of deploy/grafana-dashboard.json returns data on the fixtures that support it;
   panels whose metric does not exist on this branch yet are listed in PENDING with the reason, and
   the test fails as soon as their metric appears (turn the panel on then);
-- the shipped ServiceMonitor's labelling, applied the way the Prometheus Operator applies it, keeps
+- the ServiceMonitor of the Helm chart (rendered by real helm), applied the way the Prometheus Operator applies it, keeps
   unattributed GPUs out of the exporter's namespace (and the old honorLabels: true did not);
 - the shipped rules on the `degraded` fixture: the DBE and row-remap alerts fire from NVML's current
   state and keep firing (same activeAt) across an exporter restart; after a GPU reset health is back.
@@ -25,6 +25,7 @@ import urllib.request
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import helm_lib  # noqa: E402
 from exporter_lib import SRC, Exporter, PodResources, fixture, series, write_json_atomic  # noqa: E402
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
@@ -69,10 +70,9 @@ def pods_for(doc):
 
 
 def servicemonitor_endpoint():
-    """The endpoint of the ServiceMonitor shipped in deploy/exporter-daemonset.yaml."""
-    with open(os.path.join(SRC, "deploy", "exporter-daemonset.yaml")) as f:
-        sm = next(d for d in yaml.safe_load_all(f) if d and d.get("kind") == "ServiceMonitor")
-    return sm["spec"]["endpoints"][0]
+    """The exporter's ServiceMonitor endpoint as the shipped Helm chart renders it (real helm)."""
+    docs = helm_lib.template(values={"metrics": {"serviceMonitor": {"enabled": True}}})
+    return helm_lib.find(docs, "ServiceMonitor", "exporter")["spec"]["endpoints"][0]
 
 
 def operator_job(name, endpoint, target):

@@ -173,9 +173,18 @@ def test_allocate_replicas(h):
     expect(one(h, "nvidia.com/gpu", g[3] + "::0", g[3] + "::2"), envs={"NVIDIA_VISIBLE_DEVICES": "3"},
            cdi=[KIND + "=3"])
 
-    # MPS: pipe dir env and the two mounts below --mps-root
+    # MPS: pipe dir env and the two mounts below --mps-root. Replicas are served only while the MPS
+    # control daemon is ready (issue 15 §4; tested with NVIDIA's real binary in test_plugin_mps.py):
+    # here a stand-in answers the plugin's probe and the root has the .ready file.
     with open(cfg, "w") as f:
         f.write("version: v1\nsharing:\n  mps:\n    resources:\n    - name: gpu\n      replicas: 2\n")
+    os.makedirs(os.path.join(h.root, "run/nvidia/mps"), exist_ok=True)
+    open(os.path.join(h.root, "run/nvidia/mps/.ready"), "w").close()
+    ctl = os.path.join(h.root, "usr/bin/nvidia-cuda-mps-control")
+    os.makedirs(os.path.dirname(ctl), exist_ok=True)
+    with open(ctl, "w") as f:
+        f.write("#!/bin/sh\nread cmd\n[ \"$cmd\" = get_default_active_thread_percentage ] && echo 100.0\n")
+    os.chmod(ctl, 0o755)
     restart(h, "--config-file", cfg, "--mps-root=/run/nvidia/mps")
     expect(one(h, "nvidia.com/gpu", g[0] + "::1"),
            envs={"CUDA_MPS_PIPE_DIRECTORY": "/mps/nvidia.com/gpu/pipe", "NVIDIA_VISIBLE_DEVICES": g[0]},

@@ -102,8 +102,37 @@ def test_config_sources(h):
     c, _ = gp("--print-config", "--config-file", f)
     check(c["sharing"] == {"strategy": "time-slicing", "renameByDefault": True, "failRequestsGreaterThanOne": False,
                            "resources": [{"name": "nvidia.com/gpu", "rename": "nvidia.com/gpu.shared", "replicas": 10},
-                                         {"name": "nvidia.com/mig-1g.5gb", "rename": "nvidia.com/small",
+                                         {"name": "nvidia.com/mig-1g.5gb", "rename": "nvidia.com/mig-1g.5gb.shared",
                                           "replicas": 2}]}, "time-slicing %r" % c["sharing"])
+    # issue 15 §5: `rename` forced off as upstream (DisableResourceNamingInConfig), with a located warning
+    _, err = gp("--print-config", "--config-file", f)
+    check("%s:10:15: sharing.timeSlicing.resources[1].rename: setting 'rename' is not supported" % f in err,
+          "rename warning: %r" % err)
+    # timeSlicing + mps: mps wins (upstream Sharing.SharingStrategy), with a warning
+    f = cfgfile(tmp, "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 8}\n"
+                     "  mps:\n    resources:\n    - {name: gpu, replicas: 2, rename: foo}\n")
+    c, err = gp("--print-config", "--config-file", f, "--mps-root=/run/nvidia/mps")
+    check(c["sharing"] == {"strategy": "mps", "renameByDefault": False, "failRequestsGreaterThanOne": True,
+                           "resources": [{"name": "nvidia.com/gpu", "rename": "", "replicas": 2}]},
+          "mps wins: %r" % c["sharing"])
+    check("using mps (as upstream)" in err and "advertised as nvidia.com/gpu" in err, "warnings %r" % err)
+    # a relative --config-file / CONFIG_FILE is read from the working directory (upstream os.Open)
+    cfgfile(tmp, "version: v1\nflags:\n  migStrategy: single\n", "rel.yaml")
+    for how in ("flag", "env"):
+        p = subprocess.run([GPULET, "plugin", "--print-config"] + (["--config-file", "rel.yaml"] if how == "flag"
+                                                                   else []),
+                           capture_output=True, text=True, cwd=tmp, timeout=20,
+                           env=dict(CLEAN, **({"CONFIG_FILE": "rel.yaml"} if how == "env" else {})))
+        check(p.returncode == 0, "relative config (%s): %s" % (how, p.stderr))
+        c = json.loads(p.stdout)
+        check(os.path.realpath(c["config-file"]) == os.path.realpath(os.path.join(tmp, "rel.yaml")),
+              "relative kept absolute: %r" % c["config-file"])
+        check(c["mig-strategy"] == "single", "relative config (%s) not read: %r" % (how, c))
+    # issue 15 §6: without --device-plugin-path the sockets go next to --kubelet-socket
+    c, _ = gp("--print-config", "--kubelet-socket", "/var/lib/k0s/kubelet/device-plugins/kubelet.sock")
+    check(c["device-plugin-path"] == "/var/lib/k0s/kubelet/device-plugins", "derived dir %r" % c["device-plugin-path"])
+    c, _ = gp("--print-config", "--kubelet-socket", "/a/kubelet.sock", "--device-plugin-path", "/b")
+    check(c["device-plugin-path"] == "/b", "explicit dir wins %r" % c["device-plugin-path"])
 
     # unknown keys: warned with file:line:col, not fatal; GFD keys accepted silently
     f = cfgfile(tmp, "version: v1\nflags:\n  migStrategy: none\n  colour: blue\n  gfd:\n    oneshot: true\nextra: 1\n")
@@ -123,8 +152,6 @@ BAD = [  # (file text, expected words in the error)
     ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 100000\n", "from 2 to 1024"),
     ("version: v1\nsharing:\n  timeSlicing:\n    resources: []\n", "sharing.timeSlicing.resources: a non-empty list"),
     ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - replicas: 2\n", "name is required"),
-    ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 2}\n  mps:\n    resources:\n"
-     "    - {name: gpu, replicas: 2}\n", "mutually exclusive"),
     ("version: v1\nflags:\n  nvidiaDriverRoot: relative/path\n", "must be an absolute path"),
     ("version: v1\nflags:\n  nvidiaDriverRoot: /../../../etc\n", ":3:21: flags.nvidiaDriverRoot: driver-root: path "
      "must not contain '..'"),

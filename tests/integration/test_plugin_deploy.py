@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""deploy/ is consistent and accepted by independent parsers: PyYAML for the manifests, Python's
+"""deploy/ is consistent and accepted by independent parsers: real helm renders the chart
+(deploy/helm/gpulet with ci/time-slicing-values.yaml, the former static example), PyYAML for the manifests, Python's
 tomllib and `containerd config dump` (containerd's own parser) for the containerd snippet, and
 gpulet itself for the env vars and the ConfigMap's config file. Checks the DaemonSet's contract
 (docs/reference/device-plugin.md §10): kube-system, system-node-critical, nvidia.com/gpu toleration,
@@ -15,14 +16,16 @@ import tomllib
 
 import yaml
 
+from helm_lib import CHART, find, template
 from plugin_lib import FAKE_NVML_LIB, FIXTURES, GPULET, MKROOT, SRC, check
 
 DEPLOY = os.path.join(SRC, "deploy")
 
 
-def load(name):
-    with open(os.path.join(DEPLOY, name)) as f:
-        return list(yaml.safe_load_all(f))
+def render():
+    """The chart with the example values (ConfigMap with time-slicing, GFD on), as helm renders it."""
+    with open(os.path.join(CHART, "ci", "time-slicing-values.yaml")) as f:
+        return template(values=yaml.safe_load(f))
 
 
 def check_pruned_root(host_paths):
@@ -54,9 +57,10 @@ def check_pruned_root(host_paths):
 
 
 def main():
-    (ds,) = load("daemonset.yaml")
-    (rc,) = load("runtimeclass.yaml")
-    (cm,) = load("configmap-example.yaml")
+    docs = render()
+    ds = find(docs, "DaemonSet", "device-plugin")
+    rc = find(docs, "RuntimeClass")
+    cm = find(docs, "ConfigMap")
     with open(os.path.join(DEPLOY, "containerd-snippet.toml"), "rb") as f:
         toml = tomllib.load(f)
 

@@ -12,7 +12,7 @@ import subprocess
 
 import grpc
 
-from plugin_lib import GPULET, check, pb, run
+from plugin_lib import FAKE_NVML_LIB, GPULET, check, pb, run
 
 
 def test_registration_mixed(h):
@@ -101,7 +101,62 @@ def test_registration_socket_owner(h):
     h.check_alive()
 
 
+def test_registration_endpoint_dir(h):
+    """Issue 15 §6: with only --kubelet-socket D/kubelet.sock the endpoint socket is served in D,
+    where kubelet dials the registered endpoint name (no --device-plugin-path)."""
+    h.start_standin()
+    args = ["--nvml-library", FAKE_NVML_LIB, "--root", h.root, "--kubelet-socket", os.path.join(h.dp, "kubelet.sock")]
+    mark = h.events.mark()
+    h.log = open(h.log_path, "a")
+    h.plugin = subprocess.Popen([GPULET, "plugin", *args], stdout=h.log, stderr=subprocess.STDOUT,
+                                env=h.plugin_env())
+    h.wait_list("nvidia.com/gpu", start=mark)
+    check(stat.S_ISSOCK(os.stat(h.sock("nvidia.com/gpu")).st_mode), "socket not in the kubelet socket's dir")
+    h.wait_log(r'msg="Registered device plugin" resource=nvidia\.com/gpu socket=%s' % re.escape(h.sock("nvidia.com/gpu")))
+    h.check_alive()
+
+
+def test_registration_socket_retry(h):
+    """Issue 15 §5: a socket that cannot be created is retried (each failure logged), never exit 1:
+    a regular file where the socket goes; once it is removed the plugin serves and registers."""
+    h.start_standin()
+    with open(h.sock("nvidia.com/gpu"), "w") as f:
+        f.write("not a socket")
+    h.log = open(h.log_path, "a")
+    mark = h.events.mark()
+    h.plugin = subprocess.Popen([GPULET, "plugin", *h.base_args()], stdout=h.log, stderr=subprocess.STDOUT,
+                                env=h.plugin_env())
+    h.wait_log(r'msg="Cannot serve the device plugins, will retry" error="%s exists and is not a socket[^"]*" '
+               r'attempt=2 retry_s=2' % re.escape(h.sock("nvidia.com/gpu")))
+    h.check_alive()
+    check(not any(e["event"] == "register" for e in h.events.items[mark:]), "registered without a socket")
+    os.unlink(h.sock("nvidia.com/gpu"))
+    h.wait_list("nvidia.com/gpu", start=mark, timeout=15)
+    check(stat.S_ISSOCK(os.stat(h.sock("nvidia.com/gpu")).st_mode), "no socket after the retry")
+    h.check_alive()
+
+
+def test_registration_dir_appears(h):
+    """The kubelet socket's dir does not exist yet (upstream exits): the plugin waits, and serves
+    and registers once the dir and kubelet are there."""
+    os.rmdir(h.dp)
+    h.log = open(h.log_path, "a")
+    h.plugin = subprocess.Popen([GPULET, "plugin", *h.base_args()], stdout=h.log, stderr=subprocess.STDOUT,
+                                env=h.plugin_env())
+    h.wait_log(r"Cannot watch the kubelet socket's directory for kubelet restarts, will retry")
+    h.wait_log(r'msg="Cannot serve the device plugins, will retry"')
+    h.check_alive()
+    os.makedirs(h.dp)
+    h.start_standin()
+    h.wait_list("nvidia.com/gpu", timeout=15)
+    h.wait_log(r"Watching the kubelet socket's directory")
+    h.check_alive()
+
+
 if __name__ == "__main__":
     run(test_registration_mixed)
     run(test_registration_none_strategy)
     run(test_registration_socket_owner)
+    run(test_registration_endpoint_dir)
+    run(test_registration_socket_retry)
+    run(test_registration_dir_appears)

@@ -14,6 +14,19 @@
 /* Not in CUDA 11.8's nvml.h; the prototype of NVML 12's header (docs/reference/nvml-abi.md). */
 nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int *node);
 
+/* labels: not in CUDA 11.8's nvml.h either; type and prototype as NVML 12's header has them. */
+#ifndef NVML_GPU_FABRIC_UUID_LEN
+#define NVML_GPU_FABRIC_UUID_LEN 16
+typedef unsigned char nvmlGpuFabricState_t;
+typedef struct {
+	unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+	nvmlReturn_t status;
+	unsigned int cliqueId;
+	nvmlGpuFabricState_t state;
+} nvmlGpuFabricInfo_t;
+nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t *gpuFabricInfo);
+#endif
+
 #include "nvml/symbols.h"
 
 const struct abi_row abi_real_rows[] = {ABI_ROWS};

@@ -172,7 +172,8 @@
 	"NVML_ERROR_RESET_TYPE_NOT_SUPPORTED NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 "                   \
 	"NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 NVML_GPU_INSTANCE_PROFILE_COUNT NVML_NVLINK_MAX_LINKS " \
 	"nvmlTemperature_t "                                                                            \
-	"nvmlTemperature_v1 nvmlDeviceGetNumaNodeId (prototype declared in abi_real.c)"
+	"nvmlTemperature_v1 nvmlDeviceGetNumaNodeId (prototype declared in abi_real.c) "                \
+	"nvmlGpuFabricInfo_t nvmlDeviceGetGpuFabricInfo (labels; declared in abi_real.c)"
 
 struct abi_row {
 	const char *what;

@@ -82,7 +82,7 @@ def main():
                 continue
             env = {k: v for k, v in os.environ.items() if k not in ("GPULET_NVML_LIBRARY", "NVIDIA_DRIVER_ROOT")}
             p = subprocess.run([GPULET, "cdi", "generate", f"--driver-root={root}", f"--nvml-library={FAKE}",
-                                "--format=json", "--output=-"], capture_output=True, text=True,
+                                "--nvidia-cdi-hook-path=/usr/bin/gpulet", "--format=json", "--output=-"], capture_output=True, text=True,
                                env=dict(env, FAKE_NVML_FIXTURE=fx.name))
             check(p.returncode == 0, f"{layout}: cdi generate exit {p.returncode} {p.stderr.strip()}")
             if p.returncode != 0:

@@ -136,11 +136,10 @@ def patch(doc, path, value):
     cur[int(last) if isinstance(cur, list) else last] = value
 
 
-def run(name, keep):
+def build_node(name, tmp):
+    """Scenario name's node under tmp: (root, fixture file, kubelet root dir), or raise RuntimeError."""
     d = os.path.join(HERE, name)
     spec = json.load(open(os.path.join(d, "scenario.json")))
-    expect = json.load(open(os.path.join(d, "expect.json")))
-    tmp = tempfile.mkdtemp(prefix="scen-")
     root = os.path.join(tmp, "root")
     fx_name = spec.get("fixture", "dgx-a100")
     fixture = json.load(open(os.path.join(SRC, "tests", "fixtures", f"{fx_name}.json")))
@@ -148,19 +147,32 @@ def run(name, keep):
         patch(fixture, k, v)
     nvml = os.path.join(tmp, "nvml.json")
     json.dump(fixture, open(nvml, "w"))
+    mk = subprocess.run([os.path.join(SRC, "tests", "lib", "mkroot.sh"), root, nvml, *spec.get("mkroot", [])],
+                        capture_output=True, text=True)
+    if mk.returncode != 0:
+        raise RuntimeError(f"mkroot failed: {mk.stderr.strip()[-400:]}")
+    kdir = spec.get("kubelet_root", "/var/lib/kubelet")
+    if spec.get("base", "healthy") == "healthy":
+        healthy(root, fixture, kdir, spec.get("device_plugin_dir", "/var/lib/kubelet/device-plugins"))
+    env = dict(os.environ, ROOT=root, SCEN=d, FIXTURE=nvml, GPULET=GPULET, POD_UID=POD_UID)
+    if os.path.exists(os.path.join(d, "setup.sh")):
+        st = subprocess.run(["sh", "-e", os.path.join(d, "setup.sh")], env=env, capture_output=True, text=True)
+        if st.returncode != 0:
+            raise RuntimeError(f"setup.sh failed: {st.stderr.strip()[-400:]}")
+    return root, nvml, kdir
+
+
+def run(name, keep):
+    d = os.path.join(HERE, name)
+    spec = json.load(open(os.path.join(d, "scenario.json")))
+    expect = json.load(open(os.path.join(d, "expect.json")))
+    tmp = tempfile.mkdtemp(prefix="scen-")
     try:
-        mk = subprocess.run([os.path.join(SRC, "tests", "lib", "mkroot.sh"), root, nvml, *spec.get("mkroot", [])],
-                            capture_output=True, text=True)
-        if mk.returncode != 0:
-            return [f"mkroot failed: {mk.stderr.strip()[-400:]}"]
-        kdir = spec.get("kubelet_root", "/var/lib/kubelet")
-        if spec.get("base", "healthy") == "healthy":
-            healthy(root, fixture, kdir, spec.get("device_plugin_dir", "/var/lib/kubelet/device-plugins"))
+        try:
+            root, nvml, kdir = build_node(name, tmp)
+        except RuntimeError as e:
+            return [str(e)]
         env = dict(os.environ, ROOT=root, SCEN=d, FIXTURE=nvml, GPULET=GPULET, POD_UID=POD_UID)
-        if os.path.exists(os.path.join(d, "setup.sh")):
-            st = subprocess.run(["sh", "-e", os.path.join(d, "setup.sh")], env=env, capture_output=True, text=True)
-            if st.returncode != 0:
-                return [f"setup.sh failed: {st.stderr.strip()[-400:]}"]
         standin = None
         if "podres" in spec:  # a live kubelet PodResources server (python3-grpcio) on the node's socket
             ready = os.path.join(tmp, "podres.ready")

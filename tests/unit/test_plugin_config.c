@@ -103,8 +103,64 @@ static void test_valid(void **state)
 	assert_string_equal(c.rules[0].rename, "nvidia.com/gpu.shared");
 	assert_int_equal(c.rules[0].replicas, 4);
 	assert_string_equal(c.rules[1].name, "nvidia.com/mig-1g.5gb");
-	assert_string_equal(c.rules[1].rename, "nvidia.com/small");
+	/* issue 15 §5: a rule's own rename is forced off as upstream's DisableResourceNamingInConfig();
+	 * with renameByDefault the name is <name>.shared, with a warning pointing at the key */
+	assert_string_equal(c.rules[1].rename, "nvidia.com/mig-1g.5gb.shared");
+	assert_non_null(strstr(c.warnings, "c.yaml:17:15: sharing.timeSlicing.resources[1].rename: setting 'rename' "
+					   "is not supported"));
 	assert_false(c.fail_requests_greater_than_one);
+}
+
+/* Without renameByDefault a rename is dropped: the resource keeps its own name. */
+static void test_rename_forced_off(void **state)
+{
+	static const char text[] = "sharing:\n  mps:\n    resources:\n    - name: gpu\n      replicas: 2\n"
+				   "      rename: foo\n";
+	struct plugin_config c;
+	struct gerr err = {0};
+
+	defaults(&c);
+	assert_int_equal(config_apply_file_text(&c, text, strlen(text), "c.yaml", &err), 0);
+	assert_string_equal(c.rules[0].rename, "");
+	assert_non_null(strstr(c.warnings, "advertised as nvidia.com/gpu"));
+}
+
+/* timeSlicing and mps together: mps wins, as upstream's Sharing.SharingStrategy(), with a warning. */
+static void test_mps_wins(void **state)
+{
+	static const char text[] = "sharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 8}\n"
+				   "  mps:\n    resources:\n    - {name: gpu, replicas: 3}\n";
+	struct plugin_config c;
+	struct gerr err = {0};
+
+	defaults(&c);
+	assert_int_equal(config_apply_file_text(&c, text, strlen(text), "c.yaml", &err), 0);
+	assert_int_equal(c.sharing, SHARING_MPS);
+	assert_int_equal(c.n_rules, 1);
+	assert_int_equal(c.rules[0].replicas, 3);
+	assert_true(c.fail_requests_greater_than_one);
+	assert_non_null(strstr(c.warnings, "using mps (as upstream)"));
+}
+
+/* issue 15 §6: the sockets go where kubelet looks for the endpoint, next to its own socket. */
+static void test_device_plugin_path_default(void **state)
+{
+	struct plugin_config c;
+
+	defaults(&c);
+	assert_string_equal(c.device_plugin_path, "/var/lib/kubelet/device-plugins");
+	setenv("KUBELET_SOCKET", "/var/snap/k8s/device-plugins/kubelet.sock", 1);
+	assert_int_equal(config_load(NULL, &c, NULL), 0);
+	assert_string_equal(c.device_plugin_path, "/var/snap/k8s/device-plugins");
+	setenv("KUBELET_SOCKET", "/kubelet.sock", 1);
+	assert_int_equal(config_load(NULL, &c, NULL), 0);
+	assert_string_equal(c.device_plugin_path, "/");
+	setenv("KUBELET_SOCKET", "", 1); /* an empty env var is unset, as urfave/cli reads it */
+	setenv("DP_DEVICE_PLUGIN_PATH", "/explicit", 1);
+	assert_int_equal(config_load(NULL, &c, NULL), 0);
+	assert_string_equal(c.device_plugin_path, "/explicit");
+	unsetenv("KUBELET_SOCKET");
+	unsetenv("DP_DEVICE_PLUGIN_PATH");
 }
 
 static const struct {
@@ -241,13 +297,11 @@ static void test_mutations(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_valid),
-	    cmocka_unit_test(test_health_options),
-	    cmocka_unit_test(test_bad),
-	    cmocka_unit_test(test_dots_not_dotdot),
-	    cmocka_unit_test(test_unknown_keys_warn),
-	    cmocka_unit_test(test_yaml_typing),
-	    cmocka_unit_test(test_mutations),
+	    cmocka_unit_test(test_valid),           cmocka_unit_test(test_rename_forced_off),
+	    cmocka_unit_test(test_mps_wins),        cmocka_unit_test(test_device_plugin_path_default),
+	    cmocka_unit_test(test_health_options),  cmocka_unit_test(test_bad),
+	    cmocka_unit_test(test_dots_not_dotdot), cmocka_unit_test(test_unknown_keys_warn),
+	    cmocka_unit_test(test_yaml_typing),     cmocka_unit_test(test_mutations),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,12 @@
+# gpulet cdi-hook: the OCI hook CDI specs name (src/cdihook/, src/cmd/cdihook.c).
+# Path confinement and the actions on temp rootfs trees; the OCI state reader's fuzz target is in
+# fuzz.cmake's list (tests/fuzz/fuzz_ocistate.c).
+gpulet_unit_test(cdihook_unit tests/unit/test_cdihook.c)
+# podman + runc run a glibc container whose library layout differs from the driver root's, both
+# ways: dlopen("libcuda.so.1") works with the hooks, fails without. Needs root, like cdi_podman.
+gpulet_script_test(cdihook_podman /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_hook_podman.py)
+set_tests_properties(cdihook_podman PROPERTIES LABELS "no-asan" RUN_SERIAL TRUE FIXTURES_REQUIRED realdriver
+                     SKIP_RETURN_CODE 77)
+set_property(TEST cdihook_podman APPEND PROPERTY ENVIRONMENT "CC=${CMAKE_C_COMPILER}")
+# the plugin's CDI upkeep writes the same hooks from --nvidia-cdi-hook-path / --cdi-disable-hooks
+gpulet_script_test(cdihook_plugin /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_hook_plugin.py)

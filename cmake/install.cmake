@@ -1,0 +1,9 @@
+# `cmake --install build --prefix /usr` (DESTDIR for a root): gpulet and the program names it answers
+# to, as links, so manifests written for NVIDIA's images (command: nvidia-device-plugin, ...) run it.
+# The image (deploy/image/build.sh) is made this way.
+include(GNUInstallDirs)
+install(TARGETS gpulet RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+set(GPULET_PROGRAM_NAMES nvidia-device-plugin gpu-feature-discovery mps-control-daemon nvidia-cdi-hook)
+foreach(n ${GPULET_PROGRAM_NAMES})
+  install(CODE "file(CREATE_LINK gpulet \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/${n}\" SYMBOLIC)")
+endforeach()

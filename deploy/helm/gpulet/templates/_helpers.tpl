@@ -1,0 +1,182 @@
+{{/* Names, labels and the shared pieces of every gpulet pod. */}}
+{{- define "gpulet.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "gpulet.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gpulet.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride -}}
+{{- end -}}
+
+{{- define "gpulet.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "gpulet.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* selector labels of one component: (dict "root" $ "component" "device-plugin") */}}
+{{- define "gpulet.selectorLabels" -}}
+{{- if .root.Values.selectorLabelsOverride -}}
+{{ toYaml .root.Values.selectorLabelsOverride }}
+app.kubernetes.io/component: {{ .component }}
+{{- else -}}
+app.kubernetes.io/name: {{ include "gpulet.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+{{- end }}
+
+{{- define "gpulet.image" -}}
+{{- .Values.image.repository -}}:{{- .Values.image.tag | default .Chart.AppVersion -}}
+{{- end }}
+
+{{/* The plugin's config file: ConfigMap name ("" when none) and the key used as the file. */}}
+{{- define "gpulet.configMapName" -}}
+{{- if and .Values.config.name (not (empty .Values.config.map)) -}}
+{{- fail "config.name and config.map are both set: use one (name: an existing ConfigMap; map: built by this chart)" -}}
+{{- else if .Values.config.name -}}
+{{- .Values.config.name -}}
+{{- else if not (empty .Values.config.map) -}}
+{{- printf "%s-configs" (include "gpulet.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gpulet.configKey" -}}
+{{- $m := .Values.config.map -}}
+{{- if .Values.config.default -}}
+{{- if and (not (empty $m)) (not (hasKey $m .Values.config.default)) -}}
+{{- fail (printf "config.default %q is not a key of config.map (keys: %s)" .Values.config.default (keys $m | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- .Values.config.default -}}
+{{- else if or (empty $m) (hasKey $m "default") -}}
+default
+{{- else if eq (len $m) 1 -}}
+{{- keys $m | first -}}
+{{- else -}}
+{{- fail (printf "config.map has several configs (%s): set config.default to the one to use (gpulet has no per-node config-manager)" (keys $m | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Container security context: the user's, or no capabilities, read-only root, no escalation. */}}
+{{- define "gpulet.containerSecurityContext" -}}
+{{- if . -}}
+{{ toYaml . }}
+{{- else -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: ["ALL"]
+{{- end -}}
+{{- end -}}
+
+{{/* Pod-level fields shared by every gpulet DaemonSet: (dict "root" $ "hostNetwork" BOOL "runtimeClassName" NAME) */}}
+{{- define "gpulet.podCommon" -}}
+{{- $v := .root.Values -}}
+{{- with $v.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with .runtimeClassName }}
+runtimeClassName: {{ . }}
+{{- end }}
+{{- with $v.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if .hostNetwork }}
+hostNetwork: true
+dnsPolicy: ClusterFirstWithHostNet
+{{- end }}
+# no gpulet verb calls the API server: no service-account token in the pod
+automountServiceAccountToken: false
+securityContext:
+  {{- if $v.podSecurityContext }}
+  {{- toYaml $v.podSecurityContext | nindent 2 }}
+  {{- else }}
+  # every syscall of plugin, labels, exporter and doctor is inside the runtime's default profile
+  seccompProfile:
+    type: RuntimeDefault
+  {{- end }}
+{{- with $v.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Env for the nvidia runtime: it injects the GPU device nodes and libnvidia-ml into the pod. */}}
+{{- define "gpulet.runtimeEnv" -}}
+- name: NVIDIA_VISIBLE_DEVICES
+  value: all
+- name: NVIDIA_DRIVER_CAPABILITIES
+  value: {{ .caps }}
+# lets NVML in the pod read MIG memory (upstream issue #399). Always set, not only when a MIG
+# strategy is configured as upstream does: MIG can be enabled on a running node and gpulet
+# re-advertises the new layout live.
+- name: NVIDIA_MIG_MONITOR_DEVICES
+  value: all
+{{- end -}}
+
+{{/* prometheus.io scrape annotations for a metrics port */}}
+{{- define "gpulet.scrapeAnnotations" -}}
+{{- if .root.Values.metrics.scrapeAnnotations }}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ .port | quote }}
+prometheus.io/path: /metrics
+{{- end }}
+{{- end -}}
+
+{{/* ServiceMonitor for a component's headless Service: (dict "root" $ "component" NAME) */}}
+{{- define "gpulet.serviceMonitor" -}}
+{{- $sm := .root.Values.metrics.serviceMonitor -}}
+{{- if $sm.enabled }}
+---
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata:
+  name: {{ include "gpulet.fullname" .root }}-{{ .component }}
+  namespace: {{ include "gpulet.namespace" .root }}
+  labels:
+    {{- include "gpulet.labels" .root | nindent 4 }}
+    app.kubernetes.io/component: {{ .component }}
+    {{- with $sm.additionalLabels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  selector:
+    matchLabels:
+      {{- include "gpulet.selectorLabels" (dict "root" .root "component" .component) | nindent 6 }}
+  endpoints:
+    - port: metrics
+      interval: {{ $sm.interval }}
+      honorLabels: {{ $sm.honorLabels }}
+      {{- if eq .component "exporter" }}
+      # The exporter writes pod/namespace/container of the pod that holds each GPU; the target's own
+      # (the exporter pod's) are dropped, so a GPU no pod holds has none instead of the exporter's
+      # namespace, and the exporter's arrive unrenamed (docs/reference/alerts.md, "Labels").
+      relabelings:
+        - action: labeldrop
+          regex: (pod|namespace|container)
+      {{- end }}
+{{- end }}
+{{- end -}}

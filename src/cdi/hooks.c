@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The hooks of a generated spec, in nvidia-ctk's order and shape (internal/discover/hooks.go,
+ * ldconfig.go, symlinks.go; docs/reference/cdi-hook.md §4): all createContainer, env
+ * NVIDIA_CTK_DEBUG=false, argv[0] the binary's name.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cdi/hooks.h"
+#include "cdi/internal.h"
+
+static const struct {
+	const char *name;
+	unsigned bit;
+} hook_names[] = {
+    {"create-symlinks", CDI_HOOK_CREATE_SYMLINKS},
+    {"enable-cuda-compat", CDI_HOOK_CUDA_COMPAT},
+    {"update-ldcache", CDI_HOOK_LDCACHE},
+    {"disable-device-node-modification", CDI_HOOK_DEVNODES},
+    {"all", CDI_HOOK_ALL},
+};
+
+/*
+ * Links nvidia-ctk adds for a mounted driver library (symlinks.go getLinksForMount): the
+ * file name pattern (%s = driver version), the link's target (NULL = the file itself) and name.
+ */
+static const struct {
+	const char *file;
+	const char *target;
+	const char *link;
+} extra_links[] = {
+    {"libcuda.so.%s", "libcuda.so.1", "libcuda.so"},       /* applications dlopen("libcuda.so") */
+    {"libGLX_nvidia.so.%s", NULL, "libGLX_indirect.so.0"}, /* GLVND's indirect GLX */
+    {"libnvidia-opticalflow.so.%s", "libnvidia-opticalflow.so.1", "libnvidia-opticalflow.so"},
+};
+
+int cdi_hooks_parse_disabled(const char *list, unsigned *ret, struct gerr *err)
+{
+	unsigned bits = 0;
+	const char *p = list ? list : "";
+
+	while (*p) {
+		size_t len = strcspn(p, ", ");
+		bool known = len == 0;
+
+		for (size_t i = 0; i < ELEMENTSOF(hook_names) && !known; i++)
+			if (strlen(hook_names[i].name) == len && strncmp(p, hook_names[i].name, len) == 0) {
+				bits |= hook_names[i].bit;
+				known = true;
+			}
+		if (!known)
+			return gerr_set(
+			    err, EINVAL,
+			    "unknown hook '%.*s' to disable; use all, or create-symlinks, enable-cuda-compat, "
+			    "update-ldcache, disable-device-node-modification (comma-separated)",
+			    (int)len, p);
+		p += len;
+		p += strspn(p, ", ");
+	}
+	*ret = bits;
+	return 0;
+}
+
+/* lib?*.so or lib?*.so.<anything>: what nvidia-ctk calls a library (ldconfig.go isLibName) */
+static bool is_lib_name(const char *base)
+{
+	const char *so;
+
+	if (fnmatch("lib?*.so*", base, 0) != 0)
+		return false;
+	so = strstr(base, ".so");
+	while (so && strstr(so + 1, ".so"))
+		so = strstr(so + 1, ".so");
+	return so && (so[3] == '\0' || so[3] == '.');
+}
+
+/* Whether array a holds s: as an element (key NULL) or as member key of an element. */
+static bool array_has(const json_t *a, const char *key, const char *s)
+{
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach (a, i, v) {
+		const char *x = json_string_value(key ? json_object_get(v, key) : v);
+
+		if (x && streq(x, s))
+			return true;
+	}
+	return false;
+}
+
+/* Library dirs (for update-ldcache) and the extra links (for create-symlinks) of the mounts. */
+static int scan_mounts(const json_t *mounts, const char *version, json_t *dirs, json_t *links)
+{
+	const json_t *m;
+	size_t i;
+
+	json_array_foreach (mounts, i, m) {
+		const char *path = json_string_value(json_object_get(m, "containerPath"));
+		const char *slash = path ? strrchr(path, '/') : NULL;
+		_cleanup_free_ char *dir = NULL;
+
+		if (!slash || !is_lib_name(slash + 1))
+			continue;
+		dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+		if (!dir || (!array_has(dirs, NULL, dir) && jpush(dirs, json_string(dir)) < 0))
+			return -ENOMEM;
+		for (size_t k = 0; version && k < ELEMENTSOF(extra_links); k++) {
+			char file[NAME_MAX + 1], link[PATH_MAX];
+			json_t *s;
+
+			snprintf(file, sizeof(file), extra_links[k].file, version);
+			snprintf(link, sizeof(link), "%s/%s", dir, extra_links[k].link);
+			/* a link the spec already mounts is there; a rename over a mount point would fail */
+			if (!streq(slash + 1, file) || array_has(mounts, "containerPath", link))
+				continue;
+			s = json_sprintf("%s::%s", extra_links[k].target ? extra_links[k].target : file, link);
+			if (!s)
+				return -ENOMEM;
+			if (array_has(links, NULL, json_string_value(s)))
+				json_decref(s);
+			else if (jpush(links, s) < 0)
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* The binary and the argv prefix: nvidia-cdi-hook ACTION, nvidia-ctk hook ACTION, gpulet cdi-hook ACTION. */
+static int hook_binary(const struct cdi_hook_options *o, char **ret_path, json_t **ret_prefix)
+{
+	char self[PATH_MAX];
+	const char *path = o && o->path && *o->path ? o->path : NULL, *base;
+	json_t *prefix;
+	ssize_t n;
+
+	if (!path) {
+		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n < 0)
+			return -errno;
+		self[n] = '\0';
+		path = self;
+	}
+	base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	if (streq(base, "nvidia-cdi-hook"))
+		prefix = json_pack("[s]", "nvidia-cdi-hook");
+	else if (streq(base, "nvidia-ctk"))
+		prefix = json_pack("[ss]", "nvidia-ctk", "hook");
+	else
+		prefix = json_pack("[ss]", "gpulet", "cdi-hook");
+	*ret_path = strdup(path);
+	if (!prefix || !*ret_path) {
+		json_decref(prefix);
+		free(*ret_path);
+		return -ENOMEM;
+	}
+	*ret_prefix = prefix;
+	return 0;
+}
+
+/* One hook: prefix + action + args (args is consumed). */
+static int push_hook(json_t *hooks, const char *path, const json_t *prefix, const char *action, json_t *args)
+{
+	json_t *argv = json_deep_copy(prefix);
+	json_t *h;
+
+	if (!argv || !args || jpush(argv, json_string(action)) < 0 || json_array_extend(argv, args) < 0) {
+		json_decref(argv);
+		json_decref(args);
+		return -ENOMEM;
+	}
+	json_decref(args);
+	h = json_pack("{s:s, s:s, s:o, s:[s]}", "hookName", "createContainer", "path", path, "args", argv, "env",
+		      "NVIDIA_CTK_DEBUG=false");
+	return jpush(hooks, h);
+}
+
+/* ["--flag", v1, "--flag", v2, ...] */
+static json_t *repeat_flag(const char *flag, const json_t *values)
+{
+	json_t *a = json_array();
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach (values, i, v)
+		if (!a || jpush(a, json_string(flag)) < 0 || jpush(a, json_incref((json_t *)v)) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+static int build_hooks(json_t *hooks, const char *path, const json_t *prefix, const char *version,
+		       const struct cdi_hook_options *o, const json_t *dirs, const json_t *links)
+{
+	unsigned off = o ? o->disabled : 0;
+	json_t *ld;
+	int r = 0;
+
+	if (!(off & CDI_HOOK_CREATE_SYMLINKS) && json_array_size(links) > 0)
+		r = push_hook(hooks, path, prefix, "create-symlinks", repeat_flag("--link", links));
+	if (r == 0 && !(off & CDI_HOOK_CUDA_COMPAT) && version && *version)
+		r = push_hook(hooks, path, prefix, "enable-cuda-compat",
+			      json_pack("[s+]", "--host-driver-version=", version));
+	if (r == 0 && !(off & CDI_HOOK_LDCACHE) && json_array_size(dirs) > 0) {
+		ld = o && o->ldconfig_path ? json_pack("[ss]", "--ldconfig-path", o->ldconfig_path) : json_array();
+		json_t *folders = repeat_flag("--folder", dirs);
+
+		if (!ld || !folders || json_array_extend(ld, folders) < 0) {
+			json_decref(ld);
+			json_decref(folders);
+			return -ENOMEM;
+		}
+		json_decref(folders);
+		r = push_hook(hooks, path, prefix, "update-ldcache", ld);
+	}
+	if (r == 0 && !(off & CDI_HOOK_DEVNODES))
+		r = push_hook(hooks, path, prefix, "disable-device-node-modification", json_array());
+	return r;
+}
+
+int cdi_add_hooks(json_t *edits, const char *driver_version, const struct cdi_hook_options *o, struct gerr *err)
+{
+	json_auto_t *hooks = json_array(), *dirs = json_array(), *links = json_array(), *prefix = NULL;
+	_cleanup_free_ char *path = NULL;
+	int r;
+
+	if (o && (o->disabled & CDI_HOOK_ALL) == CDI_HOOK_ALL)
+		return 0;
+	if (!hooks || !dirs || !links)
+		return gerr_set(err, ENOMEM, "out of memory");
+	r = hook_binary(o, &path, &prefix);
+	if (r < 0)
+		return gerr_set(err, -r,
+				"finding this gpulet binary for the CDI hooks (/proc/self/exe): %s; give "
+				"--nvidia-cdi-hook-path",
+				strerror(-r));
+	if (path[0] != '/')
+		return gerr_set(err, EINVAL,
+				"--nvidia-cdi-hook-path '%s' is not an absolute path; the runtime needs one", path);
+	r = scan_mounts(json_object_get(edits, "mounts"), driver_version, dirs, links);
+	if (r == 0)
+		r = build_hooks(hooks, path, prefix, driver_version, o, dirs, links);
+	if (r == 0 && json_array_size(hooks) > 0)
+		r = jset(edits, "hooks", json_incref(hooks));
+	return r < 0 ? gerr_set(err, -r, "building the CDI hooks: %s", strerror(-r)) : 0;
+}

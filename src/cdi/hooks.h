@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The OCI hooks a generated CDI spec carries, as nvidia-ctk writes them (docs/reference/cdi-hook.md
+ * §4): createContainer hooks running `gpulet cdi-hook ACTION` (or nvidia-cdi-hook / nvidia-ctk hook,
+ * by the binary's name) that make the injected driver libraries findable in any image layout.
+ */
+#pragma once
+
+#include <jansson.h>
+
+#include "util/err.h"
+
+/* Hook names, as bits (the names are nvidia-cdi-hook's actions). */
+enum cdi_hook {
+	CDI_HOOK_CREATE_SYMLINKS = 1 << 0,
+	CDI_HOOK_CUDA_COMPAT = 1 << 1,
+	CDI_HOOK_LDCACHE = 1 << 2,
+	CDI_HOOK_DEVNODES = 1 << 3,
+	CDI_HOOK_ALL = (1 << 4) - 1,
+};
+
+struct cdi_hook_options {
+	const char *path;          /* host path of the hook binary; NULL or "" = this gpulet (/proc/self/exe) */
+	const char *ldconfig_path; /* --ldconfig-path for update-ldcache; NULL = the hook's default */
+	unsigned disabled;         /* enum cdi_hook bits left out */
+};
+
+/*
+ * "all", or hook names separated by commas ("update-ldcache,create-symlinks"); "" = none.
+ * -EINVAL with err naming the unknown hook.
+ */
+int cdi_hooks_parse_disabled(const char *list, unsigned *ret, struct gerr *err);
+
+/*
+ * Append the hooks to the spec-level containerEdits edits (they read its "mounts"): create-symlinks
+ * for libcuda.so (and the other links nvidia-ctk adds) that are not mounted, enable-cuda-compat with
+ * the driver version, update-ldcache with every dir holding a mounted library,
+ * disable-device-node-modification. o NULL = every hook, this gpulet as the binary.
+ */
+int cdi_add_hooks(json_t *edits, const char *driver_version, const struct cdi_hook_options *o, struct gerr *err);

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gpulet's OCI hook for CDI specs: the four actions of NVIDIA's nvidia-cdi-hook that make injected
+ * driver libraries usable in a container (docs/reference/cdi-hook.md). The runtime runs the hook
+ * as a createContainer hook: in the container's mount namespace, before pivot_root, with the OCI
+ * state JSON on stdin. Every path the actions touch is resolved inside the rootfs (inroot.h).
+ *
+ *	struct oci_state st = {0};
+ *	r = oci_state_parse(text, len, &st, &err);         // stdin
+ *	r = oci_state_rootfs(&st, &rootfs, &err);          // bundle/config.json root.path
+ *	root_fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+ *	r = cdihook_update_ldcache(root_fd, &ldopts, &err);
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util/err.h"
+
+#define OCI_STATE_MAX  (1u << 20)  /* the state is a few hundred bytes; more is not a state */
+#define OCI_CONFIG_MAX (16u << 20) /* config.json with many mounts and env stays far below */
+
+/* What the hook needs from the OCI state (runtime-spec runtime.md "State"). */
+struct oci_state {
+	char *id;
+	char *bundle; /* absolute path of the bundle dir (REQUIRED by the spec) */
+	char *root;   /* crun's non-standard "root" (the rootfs path), NULL when absent */
+};
+void oci_state_clear(struct oci_state *s);
+
+/* Parse the state JSON (name is for messages, e.g. "stdin"). Fields of the wrong type are errors. */
+int oci_state_parse(const char *name, const char *text, size_t len, struct oci_state *ret, struct gerr *err);
+
+/* root.path of a config.json text (runtime-spec config.md "Root"); *ret is malloc'd. */
+int oci_config_root(const char *name, const char *text, size_t len, char **ret, struct gerr *err);
+
+/*
+ * The container's rootfs on the host: state "root" if given, else root.path of
+ * <bundle>/config.json, relative to the bundle when not absolute. "/" is refused: the hook
+ * would then edit the host.
+ */
+int oci_state_rootfs(const struct oci_state *s, char **ret, struct gerr *err);
+
+/* ---- actions (root_fd: an O_PATH|O_DIRECTORY fd of the rootfs) ---- */
+
+/* create-symlinks: each "target::link"; an existing link to the same target is kept. */
+int cdihook_create_symlinks(int root_fd, const char *const *links, size_t n, struct gerr *err);
+
+struct cdihook_ldcache_options {
+	const char *ldconfig_path;  /* host ldconfig; "@" prefix allowed; NULL = /sbin/ldconfig */
+	const char *const *folders; /* container dirs holding injected libraries */
+	size_t n_folders;
+};
+/*
+ * update-ldcache: write the folders and the container's system dirs into ld.so.conf.d drop-ins,
+ * then run the host's static ldconfig chrooted into the rootfs.
+ */
+int cdihook_update_ldcache(int root_fd, const struct cdihook_ldcache_options *o, struct gerr *err);
+
+/*
+ * enable-cuda-compat: when the container's compat dir (NULL = /usr/local/cuda/compat) holds one
+ * libcuda.so.X.Y whose major version is newer than the host driver's, add the dir to
+ * ld.so.conf.d (00-compat-*). A NULL/empty host version is a no-op, as upstream.
+ */
+int cdihook_enable_cuda_compat(int root_fd, const char *host_driver_version, const char *compat_dir, struct gerr *err);
+
+/*
+ * disable-device-node-modification: when the host's params file (NULL = /proc/driver/nvidia/params)
+ * says "ModifyDeviceFiles: 1", mount a read-only copy saying 0 over the container's
+ * /proc/driver/nvidia/params. No params file, or already 0: nothing to do.
+ */
+int cdihook_disable_devnode_mod(int root_fd, const char *host_params, struct gerr *err);
+
+/* Write text as path inside the root (parents created), atomically, mode 0644. */
+int cdihook_write_in_root(int root_fd, const char *path, const char *text, struct gerr *err);

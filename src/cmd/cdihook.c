@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gpulet cdi-hook ACTION [OPTIONS]: the OCI hook named by CDI specs, with nvidia-cdi-hook's command
+ * line (docs/reference/cdi-hook.md), so a spec may name either binary. Installed or linked as
+ * "nvidia-cdi-hook", gpulet answers to that name too (src/main.c).
+ *
+ * The runtime shows the hook's stderr when it fails: every failure is one line there, saying
+ * what failed, where, and what to do.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cdihook/cdihook.h"
+#include "cmd/cmd.h"
+#include "cmd/options.h"
+#include "util/fileio.h"
+
+#define MAX_ARGS 512 /* --folder / --link given more often than this is not a spec we wrote */
+
+struct hook_cli {
+	struct cmd_common c;
+	const char *container_spec;
+	const char *ldconfig_path, *host_driver_version, *host_cuda_version, *compat_root;
+	const char *list[MAX_ARGS];
+	size_t n_list;
+};
+
+static int add_list(void *opts, const char *value, struct gerr *err)
+{
+	struct hook_cli *cli = opts;
+
+	if (cli->n_list == MAX_ARGS)
+		return gerr_set(err, E2BIG, "given more than %d times", MAX_ARGS);
+	cli->list[cli->n_list++] = value;
+	return 0;
+}
+
+#define HOOK_F(field) offsetof(struct hook_cli, field)
+#define OPT_CONTAINER_SPEC                                                                                         \
+	CMD_ROW("container-spec", 0, CMD_OPT_STR, "FILE",                                                          \
+		"read the OCI state from FILE instead of stdin (empty or -: stdin); for testing the hook by hand", \
+		.off = HOOK_F(container_spec))
+
+static const struct cmd_opt ldcache_opts[] = {
+    CMD_ROW("folder", 0, CMD_OPT_CALL, "DIR", "a container dir holding injected libraries (repeatable)",
+	    .call = add_list),
+    CMD_ROW("ldconfig-path", 0, CMD_OPT_STR, "PATH",
+	    "the host's static ldconfig (@ prefix allowed; PATH.real is preferred when it exists)",
+	    .def = "/sbin/ldconfig", .off = HOOK_F(ldconfig_path)),
+    OPT_CONTAINER_SPEC,
+    {0},
+};
+static const struct cmd_opt symlinks_opts[] = {
+    CMD_ROW("link", 0, CMD_OPT_CALL, "TARGET::LINK", "create LINK -> TARGET in the container (repeatable)",
+	    .call = add_list),
+    OPT_CONTAINER_SPEC,
+    {0},
+};
+static const struct cmd_opt compat_opts[] = {
+    CMD_ROW("host-driver-version", 0, CMD_OPT_STR, "VERSION",
+	    "the host driver's version; without it the hook does nothing", .off = HOOK_F(host_driver_version)),
+    CMD_ROW("host-cuda-version", 0, CMD_OPT_STR, "VERSION", "accepted for compatibility; not used",
+	    .off = HOOK_F(host_cuda_version)),
+    CMD_ROW("cuda-compat-container-root", 0, CMD_OPT_STR, "DIR", "where the image keeps the CUDA compat libraries",
+	    .def = "/usr/local/cuda/compat", .off = HOOK_F(compat_root)),
+    OPT_CONTAINER_SPEC,
+    {0},
+};
+static const struct cmd_opt plain_opts[] = {
+    OPT_CONTAINER_SPEC,
+    {0},
+};
+
+enum hook_action { HOOK_LDCACHE, HOOK_SYMLINKS, HOOK_COMPAT, HOOK_DEVNODES, HOOK_NOOP };
+
+static const struct hook_verb {
+	const char *name;
+	enum hook_action action;
+	struct cmd_verb verb;
+} hook_verbs[] = {
+    {"update-ldcache", HOOK_LDCACHE,
+     CMD_VERB("cdi-hook update-ldcache", "[OPTIONS]", ldcache_opts,
+	      "gpulet cdi-hook update-ldcache --folder /usr/lib64 < state.json",
+	      .about = "Add the folders to the container's ld.so.conf.d and rebuild its ld.so.cache with the host's\n"
+		       "ldconfig, chrooted into the container's rootfs.")},
+    {"create-symlinks", HOOK_SYMLINKS,
+     CMD_VERB("cdi-hook create-symlinks", "[OPTIONS]", symlinks_opts,
+	      "gpulet cdi-hook create-symlinks --link libcuda.so.1::/usr/lib64/libcuda.so < state.json",
+	      .about = "Create symlinks inside the container's rootfs (an existing one to the same target is kept).")},
+    {"enable-cuda-compat", HOOK_COMPAT,
+     CMD_VERB("cdi-hook enable-cuda-compat", "[OPTIONS]", compat_opts,
+	      "gpulet cdi-hook enable-cuda-compat --host-driver-version=535.261.03 < state.json",
+	      .about = "When the image's CUDA compat libcuda is newer (major version) than the host driver, put\n"
+		       "its dir first in ld.so.conf.d (00-compat-gpulet.conf). Runs before update-ldcache.")},
+    {"disable-device-node-modification", HOOK_DEVNODES,
+     CMD_VERB("cdi-hook disable-device-node-modification", "[OPTIONS]", plain_opts,
+	      "gpulet cdi-hook disable-device-node-modification < state.json",
+	      .about = "When the driver lets user space create device nodes (ModifyDeviceFiles: 1), mount a\n"
+		       "read-only copy of /proc/driver/nvidia/params saying 0 in the container.")},
+    {"noop", HOOK_NOOP, CMD_VERB("cdi-hook noop", "", plain_opts, "gpulet cdi-hook noop")},
+};
+
+static void hook_help(FILE *f)
+{
+	fprintf(f, "Usage: gpulet cdi-hook [--debug] [--quiet] ACTION [OPTIONS]   (or: nvidia-cdi-hook ACTION ...)\n\n"
+		   "The OCI createContainer hook that CDI specs name; reads the OCI state on stdin and acts only\n"
+		   "inside the container's rootfs. Actions:\n");
+	for (size_t i = 0; i + 1 < ELEMENTSOF(hook_verbs); i++)
+		fprintf(f, "  %s\n", hook_verbs[i].name);
+	fprintf(f, "\nAn unknown ACTION is a warning and exit 0, as nvidia-cdi-hook (a newer spec still starts).\n"
+		   "Run 'gpulet cdi-hook ACTION --help' for an action's options.\n"
+		   "Example: gpulet cdi-hook update-ldcache --folder /usr/lib/x86_64-linux-gnu < state.json\n");
+}
+
+/* The rootfs of the container the OCI state (stdin or --container-spec) names, opened O_PATH. */
+static int open_rootfs(const char *spec, char **ret_path, struct gerr *err)
+{
+	_cleanup_(oci_state_clear) struct oci_state st = {0};
+	_cleanup_free_ char *text = NULL, *rootfs = NULL;
+	const char *name = spec && *spec && !streq(spec, "-") ? spec : "stdin";
+	size_t len;
+	int r, fd;
+
+	if (streq(name, "stdin"))
+		r = read_fd(STDIN_FILENO, name, OCI_STATE_MAX, &text, &len, err);
+	else
+		r = read_file(spec, OCI_STATE_MAX, &text, &len, err);
+	if (r < 0)
+		return r;
+	r = oci_state_parse(name, text, len, &st, err);
+	if (r < 0)
+		return r;
+	r = oci_state_rootfs(&st, &rootfs, err);
+	if (r < 0)
+		return r;
+	fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return gerr_set(err, errno, "the container's rootfs %s: %s", rootfs, strerror(errno));
+	*ret_path = TAKE_PTR(rootfs);
+	return fd;
+}
+
+static int run_action(const struct hook_verb *hv, struct hook_cli *cli, struct gerr *err)
+{
+	_cleanup_free_ char *rootfs = NULL;
+	_cleanup_close_ int root_fd = -1;
+	struct cdihook_ldcache_options lo = {cli->ldconfig_path, cli->list, cli->n_list};
+	int r;
+
+	if (hv->action == HOOK_NOOP || (hv->action == HOOK_COMPAT && !cli->host_driver_version))
+		return 0;
+	root_fd = open_rootfs(cli->container_spec, &rootfs, err);
+	if (root_fd < 0)
+		return root_fd;
+	switch (hv->action) {
+	case HOOK_LDCACHE:
+		r = cdihook_update_ldcache(root_fd, &lo, err);
+		break;
+	case HOOK_SYMLINKS:
+		r = cdihook_create_symlinks(root_fd, cli->list, cli->n_list, err);
+		break;
+	case HOOK_COMPAT:
+		r = cdihook_enable_cuda_compat(root_fd, cli->host_driver_version, cli->compat_root, err);
+		break;
+	case HOOK_DEVNODES:
+		r = cdihook_disable_devnode_mod(root_fd, NULL, err);
+		break;
+	default:
+		r = 0;
+	}
+	if (r < 0)
+		gerr_prefix(err, "rootfs %s: ", rootfs);
+	return r;
+}
+
+int cmd_cdihook(int argc, char **argv)
+{
+	struct hook_cli cli = {0};
+	struct gerr err = {0};
+	int i = 1, r;
+
+	/* nvidia-cdi-hook's global flags: logging only; accepted before the action */
+	while (i < argc && (streq(argv[i], "--debug") || streq(argv[i], "-d") || streq(argv[i], "--quiet")))
+		i++;
+	if (i < argc && (streq(argv[i], "--help") || streq(argv[i], "-h") || streq(argv[i], "help"))) {
+		hook_help(stdout);
+		return 0;
+	}
+	for (size_t k = 0; i < argc && k < ELEMENTSOF(hook_verbs); k++) {
+		const struct hook_verb *hv = &hook_verbs[k];
+
+		if (!streq(argv[i], hv->name))
+			continue;
+		r = cmd_parse(&hv->verb, argc - i, argv + i, &cli);
+		if (r != CMD_CONTINUE)
+			return r;
+		if (run_action(hv, &cli, &err) < 0) {
+			fprintf(stderr, "gpulet cdi-hook %s: %s\n", hv->name, err.msg);
+			return 1;
+		}
+		return 0;
+	}
+	fprintf(stderr, "gpulet cdi-hook: warning: %s '%s'; nothing done (a spec from a newer toolkit?)\n",
+		i < argc ? "unsupported hook" : "no hook given", i < argc ? argv[i] : "");
+	return 0;
+}

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The doctor as a daemon (doctor/serve.h). One thread walks the chain and publishes the rendered
+ * metrics; libmicrohttpd's thread only copies the last published text, so a slow walk (a hung
+ * runtime tool, a kubelet socket that does not answer) never blocks a scrape.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <microhttpd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "doctor/serve.h"
+#include "util/log.h"
+#include "util/macro.h"
+#include "util/netaddr.h"
+#include "util/prom.h"
+
+/* Node paths whose change is worth a re-check, below --root (docs/reference/monitoring-doctor.md). */
+static const char *const watched[] = {
+    "/dev",
+    "/etc/cdi",
+    "/var/run/cdi",
+    "/run/cdi",
+    "/etc/containerd",
+    "/etc/containerd/conf.d",
+    "/etc/nvidia-container-runtime",
+    "/var/lib/kubelet/device-plugins",
+};
+
+struct published {
+	pthread_mutex_t lock;
+	char *text; /* the last walk's metrics; NULL until one walk ended */
+	size_t len;
+};
+
+static double now_s(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, const char *body, size_t len)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result r;
+
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	r = MHD_queue_response(c, status, resp);
+	MHD_destroy_response(resp);
+	return r;
+}
+
+static enum MHD_Result text(struct MHD_Connection *c, unsigned status, const char *msg)
+{
+	return reply(c, status, "text/plain; charset=utf-8", msg, strlen(msg));
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			       const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+	struct published *p = cls;
+	enum MHD_Result r;
+
+	if (!streq(method, MHD_HTTP_METHOD_GET) && !streq(method, MHD_HTTP_METHOD_HEAD))
+		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+	if (!streq(url, "/metrics") && !streq(url, "/healthz"))
+		return text(c, streq(url, "/") ? MHD_HTTP_OK : MHD_HTTP_NOT_FOUND,
+			    "gpulet doctor: findings at /metrics, health at /healthz\n");
+	pthread_mutex_lock(&p->lock);
+	if (!p->text)
+		r = text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "starting: the first walk of the chain is running\n");
+	else if (streq(url, "/healthz"))
+		r = text(c, MHD_HTTP_OK, "ok\n");
+	else
+		r = reply(c, MHD_HTTP_OK, PROM_CONTENT_TYPE, p->text, p->len);
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
+static struct MHD_Daemon *listen_on(const char *address, struct published *p, struct gerr *err)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	bool v6;
+	struct MHD_Daemon *d;
+	const union MHD_DaemonInfo *info;
+
+	if (net_parse_address("--serve-metrics", address, &ss, &len, &v6, err) < 0)
+		return NULL;
+	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | (v6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL,
+			     handler, p, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, 16u,
+			     MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+	if (!d) {
+		gerr_set(err, EADDRINUSE,
+			 "cannot listen on %s (port in use or address not on this host); pick another with "
+			 "--serve-metrics",
+			 address);
+		return NULL;
+	}
+	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	log_info("Serving doctor metrics", "address=%s port=%u", address, info ? info->port : 0);
+	return d;
+}
+
+/* Watch what exists of the watched paths; a path created later is watched after the next walk. */
+static void add_watches(int fd, const char *root)
+{
+	for (size_t k = 0; k < ELEMENTSOF(watched); k++) {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s%s", streq(root, "/") ? "" : root, watched[k]);
+		(void)inotify_add_watch(fd, path,
+					IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE |
+					    IN_ATTRIB | IN_DELETE_SELF | IN_ONLYDIR);
+	}
+}
+
+/* One walk: run the checks, render, publish. The previous text stays when this walk runs out of memory. */
+static void walk(const struct doctor_options *o, struct doctor_run_info *ri, enum doctor_trigger t, struct published *p)
+{
+	struct doctor_ctx c = {0};
+	double t0 = now_s(CLOCK_MONOTONIC);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int r = doctor_run(&c, o);
+
+	ri->runs[t]++;
+	ri->duration_s = now_s(CLOCK_MONOTONIC) - t0;
+	ri->finished_at = now_s(CLOCK_REALTIME);
+	f = r < 0 ? NULL : open_memstream(&buf, &len);
+	if (!f) {
+		log_error("Doctor walk failed, serving the previous findings", "error=\"%s\"",
+			  strerror(r < 0 ? -r : ENOMEM));
+		doctor_ctx_done(&c);
+		return;
+	}
+	doctor_render_metrics(&c, ri, f);
+	if (fclose(f) != 0) {
+		free(buf);
+		doctor_ctx_done(&c);
+		return;
+	}
+	pthread_mutex_lock(&p->lock);
+	free(p->text);
+	p->text = buf;
+	p->len = len;
+	pthread_mutex_unlock(&p->lock);
+	log_info("Walked the chain", "trigger=%s findings=%zu duration_ms=%.1f", doctor_trigger_names[t], c.n_findings,
+		 ri->duration_s * 1e3);
+	doctor_ctx_done(&c);
+}
+
+/* Drain the inotify queue; true when something changed. */
+static bool drain(int fd)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool any = false;
+
+	while (read(fd, buf, sizeof(buf)) > 0)
+		any = true;
+	return any;
+}
+
+/* Milliseconds until the next walk is due (-1: none pending), for poll(). */
+static int wait_ms(double due)
+{
+	double left = due - now_s(CLOCK_MONOTONIC);
+
+	return left <= 0 ? 0 : left > INT_MAX / 1000.0 ? INT_MAX : (int)(left * 1000.0) + 1;
+}
+
+/* The loop: walk at start, then when the interval or a change (after its debounce) comes due. */
+static void serve_loop(const struct doctor_options *o, const struct doctor_serve_options *so, int sfd, int ifd,
+		       struct published *p)
+{
+	struct doctor_run_info ri = {.node = so->node_name, .interval_s = so->interval_s};
+	double next_interval, change_due = 0, last_walk;
+
+	walk(o, &ri, DOCTOR_TRIGGER_START, p);
+	last_walk = now_s(CLOCK_MONOTONIC);
+	next_interval = last_walk + so->interval_s;
+	for (;;) {
+		double due = change_due && change_due < next_interval ? change_due : next_interval;
+		struct pollfd fds[] = {{.fd = sfd, .events = POLLIN}, {.fd = ifd, .events = POLLIN}};
+		int n = poll(fds, ifd >= 0 ? 2 : 1, wait_ms(due));
+
+		if (n < 0 && errno != EINTR)
+			return;
+		if (n > 0 && fds[0].revents)
+			return; /* SIGTERM or SIGINT */
+		if (n > 0 && ifd >= 0 && fds[1].revents && drain(ifd)) {
+			double earliest = last_walk + so->delay_s;
+			double quiet = now_s(CLOCK_MONOTONIC) + so->delay_s;
+
+			change_due = quiet > earliest ? quiet : earliest;
+			continue;
+		}
+		if (now_s(CLOCK_MONOTONIC) < due)
+			continue;
+		walk(o, &ri,
+		     change_due && change_due <= next_interval ? DOCTOR_TRIGGER_CHANGE : DOCTOR_TRIGGER_INTERVAL, p);
+		last_walk = now_s(CLOCK_MONOTONIC);
+		next_interval = last_walk + so->interval_s;
+		change_due = 0;
+		if (ifd >= 0)
+			add_watches(ifd, o->root);
+	}
+}
+
+int doctor_serve(const struct doctor_options *o, const struct doctor_serve_options *so, struct gerr *err)
+{
+	struct published p = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	struct MHD_Daemon *d;
+	sigset_t stop;
+	int sfd, ifd;
+
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sfd = signalfd(-1, &stop, SFD_CLOEXEC);
+	if (sfd < 0)
+		return gerr_set(err, errno, "signalfd: %s", strerror(errno));
+	d = listen_on(so->address, &p, err);
+	if (!d) {
+		close(sfd);
+		return -(err->code ? err->code : EINVAL);
+	}
+	ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (ifd < 0)
+		log_warn("Cannot watch the node for changes, re-checking on the interval only", "error=\"%s\"",
+			 strerror(errno));
+	else
+		add_watches(ifd, o->root);
+	serve_loop(o, so, sfd, ifd, &p);
+	log_info("Stopping", NULL);
+	MHD_stop_daemon(d);
+	if (ifd >= 0)
+		close(ifd);
+	close(sfd);
+	free(p.text);
+	return 0;
+}

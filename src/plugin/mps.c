@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * NVIDIA MPS helpers shared by `gpulet plugin` (the readiness check) and `gpulet mps-control-daemon`
+ * (start, limits, stop). Facts: docs/reference/device-plugin.md §5.1 (upstream's
+ * cmd/mps-control-daemon/mps/{daemon,root}.go, internal/plugin/mps.go; what the real 535
+ * nvidia-cuda-mps-control does without a GPU).
+ *
+ * Tools are never looked up through $PATH and never run through a shell: fixed dirs under --root
+ * (and the driver roots), posix_spawn with a fixed argv and environment.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plugin/mps.h"
+#include "util/fileio.h"
+#include "util/macro.h"
+
+static long long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int mps_path(const char *root, const char *resource, enum mps_path which, char *buf, size_t size)
+{
+	static const char *const leaf[] = {"pipe", "log", ".started"};
+	int n;
+
+	if (which == MPS_READY)
+		n = snprintf(buf, size, "%s/%s", root, MPS_READY_FILE);
+	else
+		n = snprintf(buf, size, "%s/%s/%s", root, resource, leaf[which]);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+char *mps_find_tool(const struct plugin_config *cfg, const char *name)
+{
+	/* the host's own dirs, then the driver root (host path, and where the plugin pod mounts it) */
+	const char *const roots[] = {"/", cfg->driver_root, cfg->container_driver_root};
+	static const char *const dirs[] = {"/usr/bin", "/usr/sbin", "/usr/local/bin", "/bin"};
+
+	for (size_t i = 0; i < ELEMENTSOF(roots); i++) {
+		if (!roots[i][0] || (i > 0 && streq(roots[i], "/")))
+			continue;
+		for (size_t k = 0; k < ELEMENTSOF(dirs); k++) {
+			_cleanup_free_ char *under = NULL;
+			char rel[PATH_MAX];
+
+			snprintf(rel, sizeof(rel), "%s/%s/%s", roots[i], dirs[k], name);
+			under = root_path(cfg->root, rel);
+			if (under && access(under, X_OK) == 0)
+				return TAKE_PTR(under);
+		}
+	}
+	return NULL;
+}
+
+/* Collect the child's output until the child itself exits (a daemonized grandchild may keep the pipe). */
+static int collect(pid_t pid, int rfd, char *out, size_t size, int timeout_ms)
+{
+	long long deadline = mono_ms() + timeout_ms;
+	size_t len = 0;
+	int status = 0;
+	bool done = false;
+
+	while (!done) {
+		struct pollfd pfd = {.fd = rfd, .events = POLLIN};
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		char chunk[512];
+		ssize_t n;
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w == 0 && mono_ms() >= deadline) {
+			kill(pid, SIGKILL);
+			(void)waitpid(pid, &status, 0);
+			out[len] = '\0';
+			return -ETIMEDOUT;
+		}
+		if (w != 0) {
+			done = true; /* what it wrote before exiting is still in the pipe: drain it */
+			if (w < 0)
+				status = 127 << 8;
+		} else if (poll(&pfd, 1, 5) <= 0) {
+			continue;
+		}
+		while ((n = read(rfd, chunk, sizeof(chunk))) > 0)
+			for (ssize_t i = 0; i < n && len + 1 < size; i++)
+				out[len++] = chunk[i];
+	}
+	out[len] = '\0';
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int mps_run(const char *path, char *const argv[], char *const envp[], const char *input, char *out, size_t size,
+	    int timeout_ms)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, dfl;
+	int in[2] = {-1, -1}, o[2] = {-1, -1}, r;
+	pid_t pid;
+
+	if (size == 0)
+		return -EINVAL;
+	if (pipe2(in, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(o, O_CLOEXEC | O_NONBLOCK) < 0) {
+		r = -errno;
+		close(in[0]);
+		close(in[1]);
+		return r;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
+	posix_spawn_file_actions_adddup2(&fa, o[1], STDOUT_FILENO);
+	posix_spawn_file_actions_adddup2(&fa, o[1], STDERR_FILENO);
+	/* the daemons block their signals for signalfd and ignore SIGPIPE: the child must not inherit that */
+	posix_spawnattr_init(&at);
+	sigemptyset(&none);
+	sigemptyset(&dfl);
+	sigaddset(&dfl, SIGPIPE);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &dfl);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	r = -posix_spawn(&pid, path, &fa, &at, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	close(in[0]);
+	close(o[1]);
+	if (r == 0 && input) {
+		/* a command line is far below the pipe's buffer: this write does not block */
+		(void)!write(in[1], input, strlen(input));
+	}
+	close(in[1]);
+	if (r == 0)
+		r = collect(pid, o[0], out, size, timeout_ms);
+	else
+		out[0] = '\0';
+	close(o[0]);
+	return r;
+}
+
+static void trim(char *s)
+{
+	size_t l = strlen(s);
+
+	while (l && (s[l - 1] == '\n' || s[l - 1] == '\r' || s[l - 1] == ' '))
+		s[--l] = '\0';
+}
+
+static int control(const char *bin, const char *root, const char *resource, const char *cmd, char *out, size_t size,
+		   int timeout_ms, struct gerr *err)
+{
+	char pipe_env[PATH_MAX + 32], log_env[PATH_MAX + 32], pipe[PATH_MAX], log[PATH_MAX];
+	char *argv[] = {(char *)bin, NULL};
+	char *envp[] = {pipe_env, log_env, NULL};
+	int r;
+
+	if (mps_path(root, resource, MPS_PIPE, pipe, sizeof(pipe)) < 0 ||
+	    mps_path(root, resource, MPS_LOG, log, sizeof(log)) < 0)
+		return gerr_set(err, ENAMETOOLONG, "MPS root %s: path too long", root);
+	/* upstream's EnvVars(): exactly these two, nothing else */
+	snprintf(pipe_env, sizeof(pipe_env), "CUDA_MPS_PIPE_DIRECTORY=%s", pipe);
+	snprintf(log_env, sizeof(log_env), "CUDA_MPS_LOG_DIRECTORY=%s", log);
+	r = mps_run(bin, argv, envp, cmd, out, size, timeout_ms);
+	trim(out);
+	if (r == -ETIMEDOUT)
+		return gerr_set(err, ETIMEDOUT, "%s did not answer '%s' within %d ms (pipe dir %s)", bin, cmd,
+				timeout_ms, pipe);
+	if (r < 0)
+		return gerr_set(err, -r, "cannot run %s: %s", bin, strerror(-r));
+	if (r != 0)
+		return gerr_set(err, EIO, "'%s' to the MPS control daemon (pipe dir %s) failed with exit status %d: %s",
+				cmd, pipe, r, out[0] ? out : "(no output)");
+	/* the real binary exits 0 after an unknown command too, saying so */
+	if (strncmp(out, "Unknown command", 15) == 0)
+		return gerr_set(err, EINVAL, "the MPS control daemon refused '%s': %s", cmd, out);
+	return 0;
+}
+
+int mps_control(const char *bin, const char *root, const char *resource, const char *cmd, char *out, size_t size,
+		struct gerr *err)
+{
+	return control(bin, root, resource, cmd, out, size, MPS_TIMEOUT_MS, err);
+}
+
+int mps_ready(const char *bin, const char *root, const char *resource, int timeout_ms, struct gerr *err)
+{
+	char ready[PATH_MAX], out[256], *end;
+	struct stat st;
+	int r;
+
+	if (mps_path(root, resource, MPS_READY, ready, sizeof(ready)) < 0)
+		return gerr_set(err, ENAMETOOLONG, "MPS root %s: path too long", root);
+	if (stat(ready, &st) < 0)
+		return gerr_set(err, errno,
+				"%s: %s; the MPS control daemon (gpulet mps-control-daemon or NVIDIA's) has not "
+				"started every daemon with its limits yet",
+				ready, strerror(errno));
+	if (!bin)
+		return gerr_set(err, ENOENT,
+				"%s not found in /usr/bin, /usr/sbin, /usr/local/bin or /bin under the root or the "
+				"driver root; it is needed to ask the MPS control daemon whether it runs",
+				MPS_CONTROL_BIN);
+	r = control(bin, root, resource, MPS_QUERY, out, sizeof(out), timeout_ms, err);
+	if (r < 0)
+		return r;
+	/* the answer is the percentage, e.g. "100.0" */
+	if (strtod(out, &end) <= 0 || end == out)
+		return gerr_set(err, EPROTO, "the MPS control daemon answered '%s' with '%s', not a percentage",
+				MPS_QUERY, out);
+	return 0;
+}
+
+void mps_limits(const struct node *n, const struct resource *r, struct mps_limits *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	for (size_t i = 0; i < r->n_devices; i++) {
+		const struct rdevice *d = &r->devices[i];
+		size_t k;
+
+		if (d->gpu >= n->n_gpus)
+			continue;
+		for (k = 0; k < ret->n_gpus; k++)
+			if (streq(ret->gpus[k].uuid, d->uuid))
+				break;
+		if (k == ret->n_gpus) {
+			if (k == ELEMENTSOF(ret->gpus))
+				continue;
+			snprintf(ret->gpus[k].index, sizeof(ret->gpus[k].index), "%s", d->index);
+			snprintf(ret->gpus[k].uuid, sizeof(ret->gpus[k].uuid), "%s", d->uuid);
+			/* the total first; divided by the replicas below */
+			ret->gpus[k].pinned_mib = n->gpus[d->gpu].memory_total;
+			ret->n_gpus++;
+		}
+	}
+	if (!ret->n_gpus)
+		return;
+	/* upstream: 100 / (devices / GPUs), and memory / replicas of that GPU, in MiB */
+	ret->thread_percentage = (unsigned)(100 / (r->n_devices / ret->n_gpus ? r->n_devices / ret->n_gpus : 1));
+	for (size_t k = 0; k < ret->n_gpus; k++) {
+		size_t reps = 0;
+
+		for (size_t i = 0; i < r->n_devices; i++)
+			reps += streq(r->devices[i].uuid, ret->gpus[k].uuid);
+		ret->gpus[k].pinned_mib = reps ? ret->gpus[k].pinned_mib / reps / 1024 / 1024 : 0;
+	}
+}
+
+void mps_shm_size(const char *meminfo, char *buf, size_t size)
+{
+	const char *p = meminfo ? strstr(meminfo, "MemTotal:") : NULL;
+	unsigned long long kb;
+	char *end;
+
+	/* "MemTotal:       131072000 kB": half of it, with the unit's first letter, as upstream; a
+	 * number that does not parse (upstream: Atoi fails) gives the fallback */
+	if (p && (p == meminfo || p[-1] == '\n')) {
+		p += strlen("MemTotal:");
+		p += strspn(p, " \t");
+		errno = 0;
+		kb = strtoull(p, &end, 10);
+		if (!errno && end != p && *p != '-' && *p != '+') {
+			end += *end == ' ';
+			snprintf(buf, size, "%llu%.*s", kb / 2,
+				 (*end >= 'a' && *end <= 'z') || (*end >= 'A' && *end <= 'Z'), end);
+			return;
+		}
+	}
+	snprintf(buf, size, "65536k");
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * NVIDIA MPS as the upstream device plugin uses it (docs/reference/device-plugin.md §5.1): the
+ * per-resource dir layout under the MPS root, the limits each control daemon gets, running
+ * `nvidia-cuda-mps-control` (start, commands on its stdin) and the readiness check the plugin
+ * makes before it hands out MPS replicas. Computes and runs; never logs.
+ */
+#pragma once
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nvml/node.h"
+#include "plugin/config.h"
+#include "plugin/resources.h"
+#include "util/err.h"
+
+#define MPS_CONTAINER_ROOT "/mps" /* where upstream's chart mounts the MPS root in its containers */
+#define MPS_CONTROL_BIN    "nvidia-cuda-mps-control"
+#define MPS_READY_FILE     ".ready"
+#define MPS_QUERY          "get_default_active_thread_percentage" /* upstream's health probe */
+#define MPS_TIMEOUT_MS     5000
+
+/* <root>/<resource>/pipe, <root>/<resource>/log, <root>/<resource>/.started, <root>/.ready */
+enum mps_path { MPS_PIPE, MPS_LOG, MPS_STARTED, MPS_READY };
+int mps_path(const char *root, const char *resource, enum mps_path which, char *buf, size_t size);
+
+/* A host tool (nvidia-cuda-mps-control, nvidia-smi) in the fixed tool dirs under cfg's roots; NULL if none. */
+char *mps_find_tool(const struct plugin_config *cfg, const char *name);
+
+/*
+ * Run path with argv and envp (NULL-terminated), input written to its stdin (may be NULL), its
+ * stdout and stderr into out (NUL-terminated, truncated to size). Only the direct child is waited
+ * for, so a command that daemonizes (`-d`) returns when its parent exits. Returns the exit status
+ * (>= 0), -ETIMEDOUT (killed after timeout_ms) or -errno.
+ */
+int mps_run(const char *path, char *const argv[], char *const envp[], const char *input, char *out, size_t size,
+	    int timeout_ms);
+
+/*
+ * One command to the control daemon whose pipe dir is root/<resource>/pipe, as upstream's
+ * EchoPipeToControl. 0 with its answer in out, or -errno with err saying what it printed.
+ */
+int mps_control(const char *bin, const char *root, const char *resource, const char *cmd, char *out, size_t size,
+		struct gerr *err);
+
+/*
+ * Is the MPS control daemon for resource ready? root/.ready exists (written by the
+ * mps-control-daemon once every daemon runs with its limits) and the daemon answers
+ * get_default_active_thread_percentage with a number within timeout_ms. 0 ready, else -errno with
+ * err saying why.
+ */
+int mps_ready(const char *bin, const char *root, const char *resource, int timeout_ms, struct gerr *err);
+
+/* The limits of one resource's daemon (upstream Daemon.Start). */
+struct mps_limits {
+	unsigned thread_percentage; /* 100 / replicas per GPU; 0 = not set */
+	size_t n_gpus;
+	struct {
+		char index[16];
+		char uuid[NODE_UUID_MAX];
+		uint64_t pinned_mib; /* memory / replicas, MiB; 0 = not set (memory unknown) */
+	} gpus[64];
+};
+void mps_limits(const struct node *n, const struct resource *r, struct mps_limits *ret);
+
+/* The tmpfs size upstream's mount-shm gives <root>/shm: half of MemTotal from meminfo text, else 65536k. */
+void mps_shm_size(const char *meminfo, char *buf, size_t size);

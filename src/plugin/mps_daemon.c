@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `gpulet mps-control-daemon`: starts NVIDIA's nvidia-cuda-mps-control -d for every resource shared
+ * with MPS, with the limits upstream's mps-control-daemon sets, writes the root's .ready file once
+ * all run, and supervises them: their control.log lines go to our log, every few seconds each is
+ * asked get_default_active_thread_percentage, and one that stops answering makes us remove .ready
+ * (the plugin then lists no devices) and start them all again. A start that fails is retried every
+ * 30 s, as upstream. SIGHUP restarts, SIGTERM/SIGINT/SIGQUIT stop the daemons and exit 0.
+ * Facts: docs/reference/device-plugin.md §5.1.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nvml/node.h"
+#include "nvml/nvml.h"
+#include "plugin/mps.h"
+#include "plugin/mps_daemon.h"
+#include "util/fileio.h"
+#include "util/log.h"
+
+#define RETRY_MS   30000 /* upstream: "Retrying in 30s..." */
+#define CHECK_MS   5000
+#define TICK_MS    1000
+#define MAX_DAEMON 8
+
+struct sdaemon {
+	const struct resource *res;
+	struct mps_limits lim;
+	char log_file[PATH_MAX];
+	off_t log_off;
+	bool probe_answer; /* the next log line answers our probe */
+	bool started;
+};
+
+struct sup {
+	const struct config_args *args;
+	struct plugin_config cfg;
+	char root[PATH_MAX];
+	char *bin, *smi;
+	struct nvml *nv;
+	struct node *node;
+	struct resource_set *rs;
+	struct sdaemon dm[MAX_DAEMON];
+	size_t n;
+	bool ready;
+};
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char tmp[PATH_MAX];
+
+	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	for (char *p = tmp + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+				return -errno;
+			*p = '/';
+		}
+	return mkdir(tmp, mode) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+static int touch(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+/* nvidia-smi -i <uuid> -c <mode> (upstream setComputeMode): needs a GPU; its output says why not. */
+static int compute_mode(struct sup *s, const struct sdaemon *dm, const char *mode, struct gerr *err)
+{
+	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
+	char out[1024];
+
+	if (!s->smi)
+		return gerr_set(err, ENOENT,
+				"nvidia-smi not found under the root or the driver root: it sets the "
+				"compute mode of the GPUs shared with MPS");
+	for (size_t k = 0; k < dm->lim.n_gpus; k++) {
+		char *argv[] = {s->smi, "-i", (char *)dm->lim.gpus[k].uuid, "-c", (char *)mode, NULL};
+		int r = mps_run(s->smi, argv, envp, NULL, out, sizeof(out), MPS_TIMEOUT_MS);
+
+		if (r != 0)
+			return gerr_set(err, r < 0 ? -r : EIO, "nvidia-smi -i %s -c %s failed (%s): %s",
+					dm->lim.gpus[k].uuid, mode, r < 0 ? strerror(-r) : "exit status", out);
+	}
+	return 0;
+}
+
+/* nvidia-cuda-mps-control -d with the resource's pipe and log dirs (upstream Daemon.Start). */
+static int start_control(struct sup *s, const struct sdaemon *dm, struct gerr *err)
+{
+	char pipe[PATH_MAX], log[PATH_MAX], pe[PATH_MAX + 32], le[PATH_MAX + 32], out[1024];
+	char *argv[] = {s->bin, "-d", NULL}, *envp[] = {pe, le, NULL};
+	int r;
+
+	if (mps_path(s->root, dm->res->name, MPS_PIPE, pipe, sizeof(pipe)) < 0 ||
+	    mps_path(s->root, dm->res->name, MPS_LOG, log, sizeof(log)) < 0)
+		return gerr_set(err, ENAMETOOLONG, "MPS root %s: path too long", s->root);
+	if ((r = mkdir_p(pipe, 0755)) < 0 || (r = mkdir_p(log, 0755)) < 0)
+		return gerr_set(err, -r, "cannot create %s or %s: %s", pipe, log, strerror(-r));
+	snprintf(pe, sizeof(pe), "CUDA_MPS_PIPE_DIRECTORY=%s", pipe);
+	snprintf(le, sizeof(le), "CUDA_MPS_LOG_DIRECTORY=%s", log);
+	for (int attempt = 0;; attempt++) {
+		r = mps_run(s->bin, argv, envp, NULL, out, sizeof(out), MPS_TIMEOUT_MS);
+		if (r == 0)
+			return 0;
+		/* one left by an earlier run of ours that was killed: ask it to quit, start ours */
+		if (attempt == 0 && r > 0 && strstr(out, "already running")) {
+			char ans[256];
+
+			log_warn("An MPS control daemon already runs for this resource; asking it to quit",
+				 "resource=%s pipe=%s", dm->res->name, pipe);
+			(void)mps_control(s->bin, s->root, dm->res->name, "quit", ans, sizeof(ans), NULL);
+			usleep(200 * 1000);
+			continue;
+		}
+		return gerr_set(err, r < 0 ? -r : EIO, "%s -d (pipe dir %s) failed (%s %d): %s", s->bin, pipe,
+				r < 0 ? strerror(-r) : "exit status", r, out[0] ? out : "(no output)");
+	}
+}
+
+static int set_limits(struct sup *s, const struct sdaemon *dm, struct gerr *err)
+{
+	char cmd[128], out[256];
+	int r;
+
+	for (size_t k = 0; k < dm->lim.n_gpus; k++) {
+		if (!dm->lim.gpus[k].pinned_mib)
+			continue;
+		snprintf(cmd, sizeof(cmd), "set_default_device_pinned_mem_limit %s %lluM", dm->lim.gpus[k].index,
+			 (unsigned long long)dm->lim.gpus[k].pinned_mib);
+		if ((r = mps_control(s->bin, s->root, dm->res->name, cmd, out, sizeof(out), err)) < 0)
+			return r;
+	}
+	if (dm->lim.thread_percentage) {
+		snprintf(cmd, sizeof(cmd), "set_default_active_thread_percentage %u", dm->lim.thread_percentage);
+		if ((r = mps_control(s->bin, s->root, dm->res->name, cmd, out, sizeof(out), err)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int start_one(struct sup *s, struct sdaemon *dm, struct gerr *err)
+{
+	char started[PATH_MAX];
+	int r;
+
+	if ((r = compute_mode(s, dm, "EXCLUSIVE_PROCESS", err)) < 0)
+		return r;
+	log_info("Starting MPS daemon", "resource=%s gpus=%zu thread_percentage=%u", dm->res->name, dm->lim.n_gpus,
+		 dm->lim.thread_percentage);
+	if ((r = start_control(s, dm, err)) < 0)
+		return r;
+	dm->started = true;
+	if ((r = set_limits(s, dm, err)) < 0)
+		return r;
+	for (size_t k = 0; k < dm->lim.n_gpus; k++)
+		log_info("MPS limits set", "resource=%s uuid=%s index=%s pinned_mem_limit=%lluM", dm->res->name,
+			 dm->lim.gpus[k].uuid, dm->lim.gpus[k].index, (unsigned long long)dm->lim.gpus[k].pinned_mib);
+	if (mps_path(s->root, dm->res->name, MPS_STARTED, started, sizeof(started)) < 0 || (r = touch(started)) < 0)
+		return gerr_set(err, r < 0 ? -r : ENAMETOOLONG, "cannot create %s", started);
+	(void)mps_path(s->root, dm->res->name, MPS_LOG, dm->log_file, sizeof(dm->log_file));
+	strncat(dm->log_file, "/control.log", sizeof(dm->log_file) - strlen(dm->log_file) - 1);
+	dm->log_off = 0;
+	return 0;
+}
+
+static void remove_dir_files(const char *dir)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *e;
+
+	if (!dp)
+		return;
+	while ((e = readdir(dp)))
+		if (e->d_type != DT_DIR)
+			(void)unlinkat(dirfd(dp), e->d_name, 0);
+	closedir(dp);
+	(void)rmdir(dir);
+}
+
+static void stop_all(struct sup *s)
+{
+	char path[PATH_MAX], out[256];
+
+	if (s->root[0] && mps_path(s->root, NULL, MPS_READY, path, sizeof(path)) == 0 && unlink(path) < 0 &&
+	    errno != ENOENT)
+		log_warn("Failed to remove .ready file", "path=%s error=\"%s\"", path, strerror(errno));
+	s->ready = false;
+	for (size_t i = 0; i < s->n; i++) {
+		struct sdaemon *dm = &s->dm[i];
+		struct gerr err = {0};
+
+		if (!dm->started)
+			continue;
+		if (mps_control(s->bin, s->root, dm->res->name, "quit", out, sizeof(out), &err) < 0)
+			log_warn("Error sending quit to the MPS control daemon", "resource=%s error=\"%s\"",
+				 dm->res->name, err.msg);
+		else
+			log_info("Stopped MPS control daemon", "resource=%s", dm->res->name);
+		err = (struct gerr){0};
+		if (compute_mode(s, dm, "DEFAULT", &err) < 0)
+			log_warn("Cannot set the compute mode back to DEFAULT", "resource=%s error=\"%s\"",
+				 dm->res->name, err.msg);
+		if (mps_path(s->root, dm->res->name, MPS_STARTED, path, sizeof(path)) == 0)
+			(void)unlink(path);
+		if (mps_path(s->root, dm->res->name, MPS_LOG, path, sizeof(path)) == 0)
+			remove_dir_files(path);
+		dm->started = false;
+	}
+	s->n = 0;
+}
+
+/* Config, NVML and the MPS resources, as the plugin builds them (same config, same resource names). */
+static int load(struct sup *s, struct gerr *err)
+{
+	_cleanup_free_ char *root = NULL;
+	struct resource_options o;
+	int r;
+
+	if (s->args && (r = config_load(s->args, &s->cfg, err)) < 0)
+		return r;
+	if (!(root = root_path(s->cfg.root, s->cfg.mps_root)) || strlen(root) >= sizeof(s->root))
+		return gerr_set(err, ENAMETOOLONG, "MPS root too long");
+	snprintf(s->root, sizeof(s->root), "%s", root);
+	free(s->bin);
+	free(s->smi);
+	s->bin = mps_find_tool(&s->cfg, MPS_CONTROL_BIN);
+	s->smi = mps_find_tool(&s->cfg, "nvidia-smi");
+	resource_set_free(s->rs);
+	node_free(s->node);
+	s->rs = NULL;
+	s->node = NULL;
+	if (s->cfg.sharing != SHARING_MPS)
+		return 0;
+	if (!s->bin)
+		return gerr_set(err, ENOENT,
+				"%s not found in /usr/bin, /usr/sbin, /usr/local/bin or /bin under the "
+				"root or the driver root",
+				MPS_CONTROL_BIN);
+	if (!s->nv) {
+		_cleanup_free_ char *droot = root_path(s->cfg.root, s->cfg.driver_root);
+
+		r = nvml_open_host(
+		    &(struct nvml_host){.root = s->cfg.root, .library = s->cfg.nvml_library, .driver_root = droot},
+		    &s->nv, err);
+		if (r < 0)
+			return r;
+	}
+	if ((r = node_load(s->nv, s->cfg.root, &s->node, err)) < 0)
+		return r;
+	config_resource_options(&s->cfg, &o);
+	return resources_build(s->node, &o, &s->rs, err);
+}
+
+/* Upstream startDaemons(): every shared resource gets a daemon; all start, then .ready. */
+static int start_all(struct sup *s, struct gerr *err)
+{
+	char ready[PATH_MAX];
+	int r;
+
+	log_info("Loading configuration.", NULL);
+	if ((r = load(s, err)) < 0)
+		return r;
+	for (size_t i = 0; s->rs && i < s->rs->n && s->n < MAX_DAEMON; i++) {
+		const struct resource *res = &s->rs->res[i];
+
+		if (res->replicas < 2 || !res->n_devices) {
+			log_info("Resource is not shared", "resource=%s", res->name);
+			continue;
+		}
+		s->dm[s->n] = (struct sdaemon){.res = res};
+		mps_limits(s->node, res, &s->dm[s->n].lim);
+		s->n++;
+	}
+	if (!s->n)
+		log_info("No devices are configured for MPS sharing; Waiting indefinitely.", NULL);
+	for (size_t i = 0; i < s->n; i++)
+		if ((r = start_one(s, &s->dm[i], err)) < 0)
+			return gerr_prefix(err, "starting the MPS daemon for %s: ", s->dm[i].res->name), r;
+	if ((r = mkdir_p(s->root, 0755)) < 0 || mps_path(s->root, NULL, MPS_READY, ready, sizeof(ready)) < 0 ||
+	    (r = touch(ready)) < 0)
+		return gerr_set(err, r < 0 ? -r : ENAMETOOLONG, "failed to create the .ready file in %s", s->root);
+	s->ready = true;
+	log_info("MPS control daemons ready", "root=%s daemons=%zu ready_file=%s", s->root, s->n, ready);
+	return 0;
+}
+
+/* The lines the control daemon added to control.log since the last look (upstream tails it). */
+static void tail_logs(struct sup *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct sdaemon *dm = &s->dm[i];
+		char buf[8192];
+		ssize_t n;
+		int fd;
+
+		if (!dm->started || (fd = open(dm->log_file, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		n = pread(fd, buf, sizeof(buf) - 1, dm->log_off);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		for (char *line = buf, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+			bool ours;
+
+			*nl = '\0';
+			for (char *q = line; *q; q++)
+				if (*q == '"')
+					*q = '\'';
+			/* our own health probe every few seconds: debug, not a flood of info lines */
+			ours = dm->probe_answer || strstr(line, "Accepting connection") || strstr(line, "NEW UI") ||
+			       strstr(line, "UI closed") || strstr(line, "Cmd:" MPS_QUERY);
+			dm->probe_answer = strstr(line, "Cmd:" MPS_QUERY) != NULL;
+			log_emit(ours ? LOG_LVL_DEBUG : LOG_LVL_INFO, "MPS control daemon", "resource=%s log=\"%s\"",
+				 dm->res->name, line);
+			dm->log_off += nl - line + 1;
+		}
+	}
+}
+
+/* false when a daemon stopped answering (logged). */
+static bool check_all(struct sup *s)
+{
+	char out[256];
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct gerr err = {0};
+
+		if (mps_control(s->bin, s->root, s->dm[i].res->name, MPS_QUERY, out, sizeof(out), &err) < 0) {
+			log_error("MPS control daemon stopped answering; restarting the MPS daemons",
+				  "resource=%s error=\"%s\"", s->dm[i].res->name, err.msg);
+			return false;
+		}
+	}
+	return true;
+}
+
+static void restart(struct sup *s, long long *next_retry)
+{
+	struct gerr err = {0};
+
+	stop_all(s);
+	log_info("Starting Daemons.", NULL);
+	*next_retry = 0;
+	if (start_all(s, &err) < 0) {
+		log_error("Failed to start MPS daemon; retrying", "error=\"%s\" retry_s=%d", err.msg, RETRY_MS / 1000);
+		stop_all(s);
+		*next_retry = now_ms() + RETRY_MS;
+	}
+}
+
+int mps_daemon_run(const struct config_args *args, const struct plugin_config *cfg)
+{
+	struct sup s = {.args = args, .cfg = *cfg};
+	long long next_retry = 0, next_check = 0;
+	sigset_t mask;
+	int sigfd;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGQUIT);
+	sigaddset(&mask, SIGHUP);
+	if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0 || (sigfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0) {
+		log_error("Cannot start the MPS control daemon supervisor", "error=\"signalfd: %s\"", strerror(errno));
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN); /* a closed log pipe must not kill us with the daemons still running */
+	s.args = NULL;            /* the first start uses the config cmd_ already loaded */
+	restart(&s, &next_retry);
+	s.args = args;
+	for (;;) {
+		struct pollfd pfd = {sigfd, POLLIN, 0};
+		struct signalfd_siginfo si;
+
+		if (poll(&pfd, 1, TICK_MS) > 0 && read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+			if (si.ssi_signo != SIGHUP) {
+				log_info("Received signal, shutting down.", "signal=%s", strsignal((int)si.ssi_signo));
+				break;
+			}
+			log_info("Received SIGHUP, restarting.", NULL);
+			restart(&s, &next_retry);
+			continue;
+		}
+		tail_logs(&s);
+		if (next_retry && now_ms() >= next_retry) {
+			restart(&s, &next_retry);
+			continue;
+		}
+		if (s.ready && s.n && now_ms() >= next_check) {
+			next_check = now_ms() + CHECK_MS;
+			if (!check_all(&s))
+				restart(&s, &next_retry);
+		}
+	}
+	stop_all(&s);
+	resource_set_free(s.rs);
+	node_free(s.node);
+	nvml_close(s.nv);
+	free(s.bin);
+	free(s.smi);
+	close(sigfd);
+	log_info("Stopped", NULL);
+	return 0;
+}
+
+int mps_mount_shm(const struct plugin_config *cfg, char *opts, size_t size, struct gerr *err)
+{
+	_cleanup_free_ char *root = root_path(cfg->root, cfg->mps_root), *meminfo_path = NULL, *meminfo = NULL;
+	char dir[PATH_MAX], sz[64];
+	int r;
+
+	if (!root || snprintf(dir, sizeof(dir), "%s/shm", root) >= (int)sizeof(dir))
+		return gerr_set(err, ENAMETOOLONG, "MPS root too long");
+	meminfo_path = root_path(cfg->root, "/proc/meminfo");
+	if (!meminfo_path || read_file(meminfo_path, 1 << 20, &meminfo, NULL, NULL) < 0)
+		meminfo = NULL; /* upstream falls back to 65536k */
+	mps_shm_size(meminfo, sz, sizeof(sz));
+	/* upstream's CleanupMountPoint: unmount what is there (a restart of the init container) */
+	if (umount2(dir, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+		return gerr_set(err, errno, "cannot unmount %s: %s", dir, strerror(errno));
+	if ((r = mkdir_p(dir, 0755)) < 0)
+		return gerr_set(err, -r, "cannot create %s: %s", dir, strerror(-r));
+	snprintf(opts, size, "size=%s", sz);
+	if (mount("shm", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RELATIME, opts) < 0)
+		return gerr_set(err, errno,
+				"cannot mount a tmpfs on %s (%s): %s; the container needs privileges "
+				"(CAP_SYS_ADMIN) as upstream's init container has",
+				dir, opts, strerror(errno));
+	return 0;
+}

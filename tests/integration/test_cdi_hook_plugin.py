@@ -1,0 +1,65 @@
+#!/usr/bin/python3
+"""The plugin's CDI upkeep writes the hooks of the same generator as `gpulet cdi generate`, from its
+flags of the same names: --nvidia-cdi-hook-path (NVIDIA_CDI_HOOK_PATH; upstream default
+/usr/bin/nvidia-ctk, whose hooks run as `nvidia-ctk hook ACTION`) and --cdi-disable-hooks
+(CDI_DISABLE_HOOKS). Judged on the spec file in <root>/var/run/cdi, compared hook for hook with
+`gpulet cdi generate` given the same options."""
+import json
+import os
+import subprocess
+
+from plugin_lib import FAKE_NVML_LIB, GPULET, check, run
+
+SPEC = "var/run/cdi/k8s.device-plugin.nvidia.com-gpu.json"
+
+
+def plugin_hooks(h, *args, env=None):
+    h.start_plugin("--device-list-strategy", "cdi-cri", *args, env=env)
+    with open(os.path.join(h.root, SPEC)) as f:
+        spec = json.load(f)
+    h.stop_plugin()
+    return spec["containerEdits"].get("hooks", [])
+
+
+def generate_hooks(h, *args):
+    p = subprocess.run([GPULET, "cdi", "generate", "--nvml-library", FAKE_NVML_LIB, "--root", h.root, "--vendor",
+                        "k8s.device-plugin.nvidia.com", "--device-name-strategy", "uuid", "--format", "json", *args],
+                       capture_output=True, text=True, env=h.plugin_env(), timeout=30)
+    check(p.returncode == 0, "cdi generate %s: %s" % (args, p.stderr))
+    return json.loads(p.stdout)["containerEdits"].get("hooks", [])
+
+
+def actions(hooks):
+    return [x["args"][2] if x["args"][0] == "nvidia-ctk" or x["args"][0] == "gpulet" else x["args"][1] for x in hooks]
+
+
+def test_plugin_hooks(h):
+    h.start_standin()
+    hooks = plugin_hooks(h)
+    check(hooks and all(x["path"] == "/usr/bin/nvidia-ctk" and x["args"][:2] == ["nvidia-ctk", "hook"] and
+                        x["hookName"] == "createContainer" for x in hooks), "default: nvidia-ctk hook: %r" % hooks)
+    check(actions(hooks) == ["create-symlinks", "enable-cuda-compat", "update-ldcache",
+                             "disable-device-node-modification"], "default actions %r" % actions(hooks))
+    check(hooks == generate_hooks(h, "--nvidia-cdi-hook-path", "/usr/bin/nvidia-ctk"), "same hooks as cdi generate")
+
+    hooks = plugin_hooks(h, "--nvidia-cdi-hook-path", "/opt/gpulet/nvidia-cdi-hook", "--cdi-disable-hooks",
+                         "enable-cuda-compat,create-symlinks")
+    check(actions(hooks) == ["update-ldcache", "disable-device-node-modification"] and
+          all(x["args"][0] == "nvidia-cdi-hook" and x["path"] == "/opt/gpulet/nvidia-cdi-hook" for x in hooks),
+          "flags: %r" % hooks)
+    check(hooks == generate_hooks(h, "--nvidia-cdi-hook-path", "/opt/gpulet/nvidia-cdi-hook", "--cdi-disable-hooks",
+                                  "enable-cuda-compat,create-symlinks"), "same hooks as cdi generate with the flags")
+
+    hooks = plugin_hooks(h, env={"CDI_DISABLE_HOOKS": "all", "NVIDIA_CDI_HOOK_PATH": "/usr/local/bin/gpulet"})
+    check(hooks == [], "CDI_DISABLE_HOOKS=all: no hooks: %r" % hooks)
+    hooks = plugin_hooks(h, env={"NVIDIA_CDI_HOOK_PATH": "/usr/local/bin/gpulet"})
+    check(hooks and all(x["args"][:2] == ["gpulet", "cdi-hook"] for x in hooks), "env path: %r" % hooks)
+
+    p = subprocess.run([GPULET, "plugin", *h.base_args(), "--device-list-strategy", "cdi-cri", "--cdi-disable-hooks",
+                        "bogus"], capture_output=True, text=True, env=h.plugin_env(), timeout=20)
+    check(p.returncode == 1 and "unknown hook 'bogus'" in p.stderr, "bad --cdi-disable-hooks: %d %s" %
+          (p.returncode, p.stderr))
+
+
+if __name__ == "__main__":
+    run(test_plugin_hooks)

@@ -1,0 +1,457 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""The Helm chart deploy/helm/gpulet, judged by the real helm v4 (lint, template) and kubectl 1.33
+(kustomize), over a matrix of values, and the rendered manifests judged against the binary:
+
+- every flag and env var a container passes is one `gpulet VERB --help` documents (or one the
+  nvidia container runtime reads, or a listed undocumented one found in the binary), and gpulet
+  accepts them: `plugin --print-config` and `labels --oneshot` run with the rendered env and args
+  and give the effective settings the values asked for;
+- each container's host mounts are exactly what its verb reads (plugin: the driver files, /proc,
+  /sys, /dev below --root; labels: features.d and DMI; exporter: the PodResources socket; doctor:
+  the host's / read-only), writable only where the verb writes;
+- least privilege: no privileged, no capabilities, read-only root filesystem, no privilege
+  escalation, RuntimeDefault seccomp, no service-account token;
+- the keys shared with NVIDIA's chart are there and mean the same (docs/reference/helm-chart.md);
+- the kustomize base is the chart's render and `kubectl kustomize` renders it; the chart's copies
+  of the alert rules and dashboard equal deploy/'s; the chart version is gpulet's."""
+import copy
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import helm_lib  # noqa: E402
+from helm_lib import BASE, CHART, CHART_FILES, SRC, find, run  # noqa: E402
+
+BUILD = os.environ.get("GPULET_BUILD") or os.path.join(SRC, "build")
+GPULET = os.environ.get("GPULET") or os.path.join(BUILD, "gpulet")
+FAKE_NVML_LIB = os.environ.get("FAKE_NVML_LIB") or os.path.join(BUILD, "fakenvml", "libnvidia-ml.so.1")
+FIXTURE = os.path.join(SRC, "tests", "fixtures", "dgx-a100.json")
+SANITIZED = os.path.exists(GPULET) and b"__asan_init" in open(GPULET, "rb").read()
+FAILS = []
+
+
+def check(cond, msg):
+    if not cond:
+        FAILS.append(msg)
+        print("FAIL:", msg)
+    return cond
+
+
+# Env vars read by the nvidia container runtime (it injects the device nodes and libnvidia-ml into
+# the pod), not by gpulet (docs/reference/device-plugin.md §1, helm daemonset-device-plugin.yml).
+RUNTIME_ENV = {"NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "NVIDIA_MIG_MONITOR_DEVICES"}
+# Read by gpulet but not listed in the verb's --help (src/cmd/exporter.c: the Hostname label).
+UNDOCUMENTED_ENV = {"exporter": {"NODE_NAME"}}
+
+# What each verb reads and writes on the host, by host path (the contract each verb's code has:
+# plugin src/host/driver.c, src/nvml/node.c, src/cdi/; labels src/labels/; exporter src/kube/podres.c;
+# doctor every link of the chain, `gpulet doctor --list`).
+PLUGIN_READS = {"/usr", "/lib", "/lib64", "/etc/ld.so.cache", "/proc/driver", "/sys/bus/pci", "/sys/devices",
+                "/dev", "/run/nvidia-persistenced", "/run/nvidia-fabricmanager"}
+HOST_PATHS = {
+    "plugin": PLUGIN_READS | {"/var/lib/kubelet/device-plugins", "/var/run/cdi"},
+    "labels": {"/etc/kubernetes/node-feature-discovery/features.d", "/sys/class/dmi/id"},
+    "exporter": {"/var/lib/kubelet/pod-resources"},
+    "doctor": {"/"},
+}
+WRITES = {
+    "plugin": {"/var/lib/kubelet/device-plugins", "/var/run/cdi"},
+    "labels": {"/etc/kubernetes/node-feature-discovery/features.d"},
+    "exporter": set(),
+    "doctor": set(),
+}
+# where each verb expects a host path inside the container: below --root=/host, or at the host path
+UNDER_ROOT = {"plugin": PLUGIN_READS | {"/var/run/cdi"}, "doctor": {"/"}}
+
+_HELP = {}
+
+
+def help_text(verb):
+    if verb not in _HELP:
+        p = run([GPULET, verb, "--help"])
+        check(p.returncode == 0, "gpulet %s --help: rc %d" % (verb, p.returncode))
+        _HELP[verb] = p.stdout
+    return _HELP[verb]
+
+
+def binary_has(s):
+    with open(GPULET, "rb") as f:
+        return s.encode() in f.read()
+
+
+def check_flags_env(name, verb, c):
+    text = help_text(verb)
+    words = set(re.findall(r"--[a-z0-9-]+", text))
+    for a in c.get("args", []):
+        flag = a.split("=", 1)[0]
+        if flag in words:
+            continue
+        check(False, "%s: %s passes %s, which `gpulet %s --help` does not list" % (name, verb, flag, verb))
+    envs = set(re.findall(r"\b[A-Z][A-Z0-9_]{2,}\b", text))
+    for e in c.get("env", []):
+        n = e["name"]
+        if n in envs or n in RUNTIME_ENV:
+            continue
+        if n in UNDOCUMENTED_ENV.get(verb, ()):
+            check(binary_has(n), "%s: env %s is not read by the binary" % (name, n))
+            continue
+        check(False, "%s: env %s is not one `gpulet %s --help` lists" % (name, n, verb))
+
+
+def check_security(name, pod, c, values):
+    sc = c.get("securityContext", {})
+    check(not sc.get("privileged"), "%s: privileged" % name)
+    check(sc.get("allowPrivilegeEscalation") is False, "%s: allowPrivilegeEscalation must be false" % name)
+    check(sc.get("readOnlyRootFilesystem") is True, "%s: readOnlyRootFilesystem must be true" % name)
+    caps = sc.get("capabilities", {})
+    check(caps.get("drop") == ["ALL"] and not caps.get("add"), "%s: capabilities %r (drop ALL, add none)" % (name, caps))
+    check(pod.get("automountServiceAccountToken") is False, "%s: service-account token mounted" % name)
+    check(pod.get("securityContext", {}).get("seccompProfile") == {"type": "RuntimeDefault"},
+          "%s: pod seccompProfile %r" % (name, pod.get("securityContext")))
+    for k in ("hostPID", "hostIPC"):
+        check(not pod.get(k), "%s: %s" % (name, k))
+
+
+def check_mounts(name, verb, pod, c, values, kube):
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    droot = os.path.normpath(values.get("nvidiaDriverRoot") or "/")
+    expect = set(HOST_PATHS[verb])
+    if verb == "plugin" and droot != "/":
+        expect.add(droot)
+    seen = set()
+    for m in c.get("volumeMounts", []):
+        hp = vols[m["name"]].get("hostPath")
+        if not hp:
+            continue
+        path = hp["path"]
+        seen.add(path)
+        writable = path in WRITES[verb]
+        check(writable or m.get("readOnly") is True, "%s: hostPath %s must be readOnly" % (name, path))
+        check(not writable or not m.get("readOnly"), "%s: hostPath %s must be writable" % (name, path))
+        under_root = path in UNDER_ROOT.get(verb, ()) or (verb == "plugin" and path == droot != "/")
+        want = ("/host" + path).rstrip("/") if under_root else path
+        check(m["mountPath"] == want, "%s: %s mounted at %s, expected %s" % (name, path, m["mountPath"], want))
+        if verb == "doctor":
+            rro = kube >= (1, 30)
+            check((m.get("recursiveReadOnly") == "IfPossible") == rro,
+                  "%s: recursiveReadOnly %r on Kubernetes %s" % (name, m.get("recursiveReadOnly"), kube))
+    check(seen == expect, "%s: host mounts %s, expected exactly %s (missing %s, extra %s)"
+          % (name, sorted(seen), sorted(expect), sorted(expect - seen), sorted(seen - expect)))
+    if "--root=/host" in c.get("args", []):
+        check(verb in UNDER_ROOT, "%s: --root=/host for a verb that reads no host root" % name)
+
+
+def env_of(c, config_dir, values):
+    """The container's env with the ConfigMap's file materialized in config_dir."""
+    env = {}
+    for e in c.get("env", []):
+        if "value" in e:
+            env[e["name"]] = e["value"]
+    if "CONFIG_FILE" in env:
+        key = os.path.basename(env["CONFIG_FILE"])
+        cmap = values.get("config", {}).get("map") or {}
+        path = os.path.join(config_dir, key)
+        with open(path, "w") as f:
+            f.write(cmap.get(key, "version: v1\n"))
+        env["CONFIG_FILE"] = path
+    return env
+
+
+def check_plugin_accepts(name, c, values):
+    """gpulet takes the rendered env and args and they mean what the values say."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = env_of(c, tmp, values)
+        p = run([GPULET, "plugin", "--print-config", *c["args"]], env=dict(os.environ, **env))
+        if not check(p.returncode == 0 and p.stderr == "", "%s: plugin rejects its settings: %s" % (name, p.stderr)):
+            return
+        eff = json.loads(p.stdout)
+    want = {"migStrategy": ("mig-strategy", lambda v: v), "failOnInitError": ("fail-on-init-error", bool),
+            "deviceListStrategy": ("device-list-strategy", lambda v: v.split(",")),
+            "deviceIDStrategy": ("device-id-strategy", lambda v: v), "nvidiaDriverRoot": ("driver-root", lambda v: v),
+            "compatWithCPUManager": ("pass-device-specs", bool)}
+    for key, (field, conv) in want.items():
+        v = values.get(key)
+        if v is not None:
+            check(eff[field] == conv(v), "%s: values %s=%r gave %s=%r" % (name, key, v, field, eff[field]))
+    check(eff["root"] == "/host" and eff["mps-root"] == values.get("mps", {}).get("root", "/run/nvidia/mps"),
+          "%s: root %r, mps-root %r" % (name, eff["root"], eff["mps-root"]))
+    return eff
+
+
+def check_labels_accepts(name, c, values):
+    """`gpulet labels --oneshot` with the rendered env and args (output to stdout) on the fake NVML."""
+    args = [a for a in c["args"] if not a.startswith("--output-file")]
+    env = dict(os.environ, FAKE_NVML_FIXTURE=FIXTURE, **env_of(c, "/nonexistent", values))
+    if SANITIZED:  # keep the fake NVML mapped past dlclose, as plugin_lib.Harness.plugin_env explains
+        env["LD_PRELOAD"] = FAKE_NVML_LIB
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+    p = run([GPULET, "labels", "--oneshot", "--output-file", "-", "--nvml-library", FAKE_NVML_LIB, *args], env=env)
+    if not check(p.returncode == 0, "%s: labels rejects its settings: %s" % (name, p.stderr)):
+        return ""
+    return p.stdout
+
+
+def check_services(name, docs):
+    pods = {d["metadata"]["name"]: d for d in docs if d["kind"] == "DaemonSet"}
+    for ds in pods.values():
+        sel = ds["spec"]["selector"]["matchLabels"]
+        labels = ds["spec"]["template"]["metadata"]["labels"]
+        check(sel.items() <= labels.items(), "%s: %s selector %r not in its pod labels" % (name, ds["metadata"]["name"], sel))
+    for svc in (d for d in docs if d["kind"] == "Service"):
+        sel = svc["spec"]["selector"]
+        hits = [ds for ds in pods.values() if sel.items() <= ds["spec"]["template"]["metadata"]["labels"].items()]
+        check(len(hits) == 1, "%s: Service %s selects %d DaemonSets" % (name, svc["metadata"]["name"], len(hits)))
+        for ds in hits:
+            (c,) = ds["spec"]["template"]["spec"]["containers"]
+            ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
+            check(svc["spec"]["ports"][0]["targetPort"] in ports, "%s: Service %s targets a port the pod lacks"
+                  % (name, svc["metadata"]["name"]))
+            ann = ds["spec"]["template"]["metadata"].get("annotations", {})
+            if "prometheus.io/port" in ann:
+                check(int(ann["prometheus.io/port"]) == ports["metrics"], "%s: scrape annotation port" % name)
+            addr = [a for a in c["args"] if a.startswith(("--address=", "--serve-metrics="))]
+            check(addr and addr[0].endswith(":%d" % ports["metrics"]), "%s: listen %r vs containerPort %d"
+                  % (name, addr, ports["metrics"]))
+    for sm in (d for d in docs if d["kind"] == "ServiceMonitor"):
+        sel = sm["spec"]["selector"]["matchLabels"]
+        svcs = [s for s in docs if s["kind"] == "Service" and sel.items() <= s["metadata"]["labels"].items()]
+        check(len(svcs) == 1 and sm["spec"]["endpoints"][0]["port"] in [p["name"] for p in svcs[0]["spec"]["ports"]],
+              "%s: ServiceMonitor %s matches %d Services" % (name, sm["metadata"]["name"], len(svcs)))
+
+
+def check_render(name, values, kube="1.33.0", namespace="gpulet"):
+    helm, _ = helm_lib.fetch()
+    with tempfile.TemporaryDirectory() as tmp:
+        vf = os.path.join(tmp, "v.yaml")
+        with open(vf, "w") as f:
+            yaml.safe_dump(values, f)
+        p = run([helm, "lint", "--strict", CHART, "--values", vf, "--kube-version", kube, "--namespace", namespace])
+        check(p.returncode == 0, "%s: helm lint: %s %s" % (name, p.stdout[-2000:], p.stderr[-2000:]))
+    docs = helm_lib.template(values=values, namespace=namespace, kube_version=kube)
+    kv = tuple(int(x) for x in kube.split(".")[:2])
+    cluster_scoped = {"RuntimeClass"}
+    for d in docs:
+        if d["kind"] not in cluster_scoped:
+            check(d["metadata"].get("namespace") == namespace, "%s: %s %s not in namespace %s"
+                  % (name, d["kind"], d["metadata"]["name"], namespace))
+    image = "%s:%s" % (values.get("image", {}).get("repository", "ghcr.io/gpulet/gpulet"),
+                       values.get("image", {}).get("tag") or chart_meta()["appVersion"])
+    verbs = {}
+    for ds in (d for d in docs if d["kind"] == "DaemonSet"):
+        pod = ds["spec"]["template"]["spec"]
+        for c in pod["containers"]:
+            cname = "%s/%s/%s" % (name, ds["metadata"]["name"], c["name"])
+            check(c["command"][0] == "/usr/bin/gpulet" and len(c["command"]) == 2, "%s: command %r" % (cname, c["command"]))
+            verb = c["command"][1]
+            check(verb in HOST_PATHS and verb not in verbs, "%s: verb %s" % (cname, verb))
+            verbs[verb] = (pod, c)
+            check(c["image"] == image, "%s: image %s, expected %s" % (cname, c["image"], image))
+            check_flags_env(cname, verb, c)
+            check_security(cname, pod, c, values)
+            check_mounts(cname, verb, pod, c, values, kv)
+            rc = values.get("runtimeClassName", "nvidia")
+            if verb == "doctor":
+                rc = values.get("doctor", {}).get("runtimeClassName") or rc
+            check(pod.get("runtimeClassName") == (rc or None), "%s: runtimeClassName %r" % (cname, pod.get("runtimeClassName")))
+    check_services(name, docs)
+    return docs, verbs
+
+
+def chart_meta():
+    with open(os.path.join(CHART, "Chart.yaml")) as f:
+        return yaml.safe_load(f)
+
+
+def chart_values():
+    with open(os.path.join(CHART, "values.yaml")) as f:
+        return yaml.safe_load(f)
+
+
+def deep_set(d, dotted, v):
+    keys = dotted.split(".")
+    for k in keys[:-1]:
+        d = d.setdefault(k, {})
+    d[keys[-1]] = v
+
+
+def dig(d, dotted):
+    for k in dotted.split("."):
+        if not isinstance(d, dict) or k not in d:
+            return KeyError
+        d = d[k]
+    return d
+
+
+# Keys of NVIDIA's chart (deployments/helm/nvidia-device-plugin/values.yaml) that gpulet's chart has
+# with the same meaning; docs/reference/helm-chart.md is the table with the sources.
+UPSTREAM_KEYS = ["config.name", "config.map", "config.default", "compatWithCPUManager", "migStrategy",
+                 "failOnInitError", "deviceListStrategy", "deviceIDStrategy", "nvidiaDriverRoot", "nvidiaDevRoot",
+                 "gdrcopyEnabled", "gdsEnabled", "mofedEnabled", "deviceDiscoveryStrategy", "nameOverride",
+                 "fullnameOverride", "namespaceOverride", "selectorLabelsOverride", "imagePullSecrets",
+                 "image.repository", "image.pullPolicy", "image.tag", "updateStrategy", "podAnnotations",
+                 "podSecurityContext", "securityContext", "resources", "nodeSelector", "affinity", "tolerations",
+                 "priorityClassName", "runtimeClassName", "devicePlugin.enabled", "gfd.enabled", "gfd.nameOverride",
+                 "gfd.noTimestamp", "gfd.sleepInterval", "gfd.securityContext", "mps.root", "cdi.nvidiaHookPath",
+                 "cdi.featureFlags"]
+
+
+def test_matrix():
+    defaults = chart_values()
+    with open(os.path.join(CHART, "ci", "time-slicing-values.yaml")) as f:
+        ts = yaml.safe_load(f)
+    # an upstream user's values file, keys as nvidia-device-plugin's chart spells them
+    upstream = {"migStrategy": "mixed", "failOnInitError": False, "deviceListStrategy": "envvar,cdi-annotations",
+                "deviceIDStrategy": "index", "nvidiaDriverRoot": "/run/nvidia/driver", "compatWithCPUManager": True,
+                "gdsEnabled": True, "mofedEnabled": False, "deviceDiscoveryStrategy": "nvml",
+                "cdi": {"nvidiaHookPath": "/usr/local/nvidia/toolkit/nvidia-cdi-hook", "featureFlags": "x"},
+                "gfd": {"enabled": True, "sleepInterval": "30s", "noTimestamp": True},
+                "config": {"name": "my-plugin-config", "default": "config.yaml"},
+                "nodeSelector": {"nvidia.com/gpu.present": "true"}, "tolerations": [], "affinity": None,
+                "priorityClassName": "", "resources": {}, "runtimeClassName": "nvidia",
+                "image": {"repository": "registry.example/gpulet", "tag": "dev"}}
+    everything = {"gfd": {"enabled": True}, "exporter": {"kubernetesVirtualGPUs": True, "port": 9500},
+                  "doctor": {"port": 9502, "interval": 60, "live": False, "runtimeClassName": "nvidia-doctor"},
+                  "metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True},
+                              "dashboard": {"enabled": os.path.exists(os.path.join(CHART, "files", CHART_FILES[1]))}}}
+    only_plugin = {"exporter": {"enabled": False}, "doctor": {"enabled": False}, "runtimeClassName": None,
+                   "deviceListStrategy": None, "metrics": {"scrapeAnnotations": False}}
+    matrix = [("defaults", {}, "1.33.0"), ("defaults-k8s-1.29", {}, "1.29.0"), ("time-slicing", ts, "1.33.0"),
+              ("upstream-values", upstream, "1.31.0"), ("everything", everything, "1.33.0"),
+              ("only-plugin", only_plugin, "1.26.0")]
+    for name, values, kube in matrix:
+        docs, verbs = check_render(name, values, kube)
+        merged = copy.deepcopy(defaults)
+        for k, v in values.items():
+            if isinstance(v, dict) and isinstance(merged.get(k), dict):
+                merged[k].update(v)
+            else:
+                merged[k] = v
+        if "plugin" in verbs:
+            check_plugin_accepts(name, verbs["plugin"][1], merged)
+        if "labels" in verbs:
+            out = check_labels_accepts(name, verbs["labels"][1], merged)
+            if name == "time-slicing":
+                check("nvidia.com/gpu.replicas=4" in out and "nvidia.com/gpu.sharing-strategy=time-slicing" in out,
+                      "time-slicing: the labels miss the ConfigMap's sharing: %s" % out[:400])
+        print("PASS render %s (kube %s): %d objects, verbs %s" % (name, kube, len(docs), sorted(verbs)))
+        if name == "defaults":
+            check(set(verbs) == {"plugin", "exporter", "doctor"}, "defaults run %s" % sorted(verbs))
+        if name == "only-plugin":
+            check(set(verbs) == {"plugin"} and not [d for d in docs if d["kind"] == "RuntimeClass"],
+                  "only-plugin renders %s" % [d["kind"] for d in docs])
+        if name == "everything":
+            kinds = sorted(d["kind"] for d in docs)
+            check(kinds.count("ServiceMonitor") == 2 and "PrometheusRule" in kinds, "everything: kinds %s" % kinds)
+            rule = find(docs, "PrometheusRule")
+            with open(os.path.join(SRC, "deploy", "prometheus-rules.yaml")) as f:
+                check(rule["spec"] == yaml.safe_load(f)["spec"], "PrometheusRule spec differs from deploy/'s rules")
+            check(verbs["doctor"][0]["runtimeClassName"] == "nvidia-doctor", "doctor.runtimeClassName ignored")
+        if name == "upstream-values":
+            pod, c = verbs["plugin"]
+            env = {e["name"]: e.get("value") for e in c["env"]}
+            check(env.get("CONFIG_FILE") == "/config/config.yaml" and env.get("GDS_ENABLED") == "true"
+                  and env.get("NVIDIA_CDI_HOOK_PATH") == "/usr/local/nvidia/toolkit/nvidia-cdi-hook",
+                  "upstream values not passed: %r" % env)
+            vols = {v["name"]: v for v in pod["volumes"]}
+            check(any(v.get("configMap", {}).get("name") == "my-plugin-config" for v in vols.values()),
+                  "config.name not mounted")
+            # (a map value is merged with the default by helm: null, not {}, removes the default affinity)
+            check(pod.get("nodeSelector") == {"nvidia.com/gpu.present": "true"} and "affinity" not in pod
+                  and "priorityClassName" not in pod and "tolerations" not in pod,
+                  "scheduling values not applied: %r" % {k: pod.get(k) for k in
+                                                         ("nodeSelector", "affinity", "priorityClassName", "tolerations")})
+            _, lc = verbs["labels"]
+            lenv = {e["name"]: e.get("value") for e in lc["env"]}
+            check(lenv.get("GFD_SLEEP_INTERVAL") == "30s" and lenv.get("GFD_NO_TIMESTAMP") == "true"
+                  and lenv.get("MIG_STRATEGY") == "mixed", "gfd values not passed: %r" % lenv)
+
+
+def test_upstream_keys():
+    values = chart_values()
+    for key in UPSTREAM_KEYS:
+        check(dig(values, key) is not KeyError, "values.yaml lacks upstream key %s" % key)
+    path = os.path.join(SRC, "docs", "reference", "helm-chart.md")
+    doc = open(path).read() if check(os.path.exists(path), "docs/reference/helm-chart.md missing") else ""
+    for key in UPSTREAM_KEYS:
+        check("`%s`" % key in doc, "docs/reference/helm-chart.md does not map %s" % key)
+
+
+def test_bad_values():
+    """Values gpulet cannot honour fail the render with a message that says what to set."""
+    cases = [({"config": {"map": {"a": "version: v1", "b": "version: v1"}}}, "set config.default"),
+             ({"config": {"map": {"a": "version: v1"}, "name": "x"}}, "use one"),
+             ({"config": {"map": {"a": "version: v1"}, "default": "b"}}, "is not a key of config.map")]
+    for values, words in cases:
+        try:
+            helm_lib.template(values=values)
+            check(False, "helm template accepted %r" % values)
+        except RuntimeError as e:
+            check(words in str(e), "helm template of %r: %s (expected %r)" % (values, e, words))
+    # one config in the map is used without naming it (upstream's "single" fallback)
+    docs = helm_lib.template(values={"config": {"map": {"only": "version: v1"}}})
+    env = {e["name"]: e.get("value") for e in find(docs, "DaemonSet", "device-plugin")
+           ["spec"]["template"]["spec"]["containers"][0]["env"]}
+    check(env.get("CONFIG_FILE") == "/config/only", "single config: CONFIG_FILE %r" % env.get("CONFIG_FILE"))
+
+
+def test_files_and_version():
+    for name in CHART_FILES:
+        src, dst = os.path.join(SRC, "deploy", name), os.path.join(CHART, "files", name)
+        if check(os.path.exists(src) == os.path.exists(dst),
+                 "deploy/%s and the chart's files/%s: one exists without the other (make chart-files)" % (name, name)):
+            if os.path.exists(src):
+                check(open(src, "rb").read() == open(dst, "rb").read(),
+                      "the chart's files/%s differs from deploy/%s: run `make chart-files`" % (name, name))
+    ver = re.search(r'set\(GPULET_VERSION "([^"]+)"\)', open(os.path.join(SRC, "CMakeLists.txt")).read()).group(1)
+    meta = chart_meta()
+    check(meta["version"] == ver and meta["appVersion"] == ver, "Chart.yaml %s/%s, gpulet %s"
+          % (meta["version"], meta["appVersion"], ver))
+    kust = yaml.safe_load(open(os.path.join(BASE, "kustomization.yaml")))
+    check(kust["images"][0]["newTag"] == ver, "kustomization image tag %s, gpulet %s" % (kust["images"][0]["newTag"], ver))
+
+
+def test_kustomize_base():
+    with open(os.path.join(BASE, "gpulet.yaml")) as f:
+        committed = f.read()
+    check(committed == helm_lib.base_text(),
+          "deploy/kustomize/base/gpulet.yaml is not the chart's render: run `make deploy-render`")
+    _, kubectl = helm_lib.fetch()
+    p = run([kubectl, "kustomize", BASE])
+    if check(p.returncode == 0, "kubectl kustomize: %s" % p.stderr):
+        out = [d for d in yaml.safe_load_all(p.stdout) if d]
+        key = lambda d: (d["kind"], d["metadata"]["name"])  # noqa: E731
+        check(sorted(map(key, out)) == sorted(map(key, helm_lib.load_base())), "kustomize lost or added objects")
+        check(sorted(map(key, out)) == sorted(map(key, helm_lib.template(release="gpulet", namespace="kube-system"))),
+              "kustomize base differs from the chart's objects")
+    # the README's overlay: the base with the image moved to another registry
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "kustomization.yaml"), "w") as f:
+            f.write("resources: [%s]\nimages: [{name: ghcr.io/gpulet/gpulet, newName: registry.example.com/gpulet}]\n"
+                    % os.path.relpath(BASE, tmp))
+        p = run([kubectl, "kustomize", tmp])
+        images = set(re.findall(r"image: (\S+)", p.stdout))
+        check(p.returncode == 0 and images == {"registry.example.com/gpulet:%s" % chart_meta()["appVersion"]},
+              "overlay of the base: rc %d, images %s %s" % (p.returncode, images, p.stderr))
+    # the base is a render of the defaults: it passes the same checks
+    check_render("kustomize-base", {}, namespace="kube-system")
+
+
+def main():
+    for t in (test_files_and_version, test_upstream_keys, test_bad_values, test_matrix, test_kustomize_base):
+        n = len(FAILS)
+        t()
+        print("%s %s" % ("PASS" if len(FAILS) == n else "FAIL", t.__name__))
+    if FAILS:
+        raise SystemExit("FAIL: %d problems (first: %s)" % (len(FAILS), FAILS[0]))
+    print("PASS helm chart")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,237 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""The OCI image (`make image`, deploy/image/build.sh) run with podman + runc against a fake node
+root (tests/lib/mkroot.sh) and the fake NVML, both mounted, the way the Helm chart runs it: no
+network (loopback only), read-only root filesystem, no capabilities, no new privileges.
+
+  * the image holds gpulet, its command-name links and the libraries ldd lists, nothing else:
+    no shell, every library resolved by the image's own loader;
+  * `plugin` registers with the kubelet stand-in (tests/integration/kubelet_standin.py, on this
+    machine) through the bind-mounted device-plugin dir and answers Allocate with the CDI device
+    names; its CDI spec lands in the mounted /var/run/cdi;
+  * `cdi generate`, `doctor --root /host` and `labels --oneshot` give inside the image what the
+    built binary gives outside it on the same root;
+  * `exporter` serves /metrics on the container's loopback (read from its network namespace).
+
+Builds the image first (cached Debian root: seconds). Exit 77 (CTest skip) only when podman cannot
+run containers here or the Debian archive cannot be reached for the first build."""
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plugin_lib import BUILD, FAKE_NVML_LIB, GPULET, SRC, Harness, check, fail  # noqa: E402
+
+SKIP = 77
+PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs"]
+# as the chart runs gpulet (deploy/helm/gpulet): no network, read-only root, no capabilities;
+# ulimits below this machine's hard limits (docs/reference/real-peers.md, podman + runc)
+RUN = ["run", "--rm", "--network", "none", "--read-only", "--cap-drop", "all",
+       "--security-opt", "no-new-privileges", "--ulimit", "nofile=20000:20000", "--ulimit", "nproc=4096:4096"]
+NVML_IN = "/fakenvml/libnvidia-ml.so.1"
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def build_image():
+    if sh(["sh", "-c", "command -v podman && command -v runc"]).returncode != 0:
+        print("SKIP: podman or runc is not installed (make deps)")
+        raise SystemExit(SKIP)
+    r = sh(["sh", os.path.join(SRC, "deploy", "image", "build.sh"), BUILD], timeout=900)
+    if r.returncode == 3:
+        print("SKIP: the Debian archive cannot be reached for the image's first build:\n" + r.stderr)
+        raise SystemExit(SKIP)
+    check(r.returncode == 0, "deploy/image/build.sh: rc %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
+    print(r.stdout.strip())
+    with open(os.path.join(BUILD, "image", "tag")) as f:
+        image = f.read().strip()
+    p = sh(PODMAN + RUN + [image, "--help"])
+    if p.returncode != 0 and "gpulet" not in p.stdout:
+        print("SKIP: podman cannot run a container here: %s" % p.stderr.strip())
+        raise SystemExit(SKIP)
+    return image
+
+
+class Node(Harness):
+    """The plugin harness's fake node; gpulet runs in the image with the node mounted."""
+
+    def mounts(self, cdi_rw=False):
+        m = ["-v", "%s:/host:ro" % self.root,
+             "-v", "%s:/fakenvml:ro" % os.path.dirname(FAKE_NVML_LIB),
+             "-v", "%s:/fixture.json:ro" % self.fixture,
+             "-v", "%s:/nvml-events:ro" % self.events_file,
+             "-e", "FAKE_NVML_FIXTURE=/fixture.json", "-e", "FAKE_NVML_EVENTS=/nvml-events",
+             "-e", "GPULET_NVML_LIBRARY=" + NVML_IN]
+        if cdi_rw:
+            os.makedirs(os.path.join(self.root, "var/run/cdi"), exist_ok=True)
+            m += ["-v", "%s:/host/var/run/cdi" % os.path.join(self.root, "var/run/cdi")]
+        return m
+
+
+def check_contents(image):
+    cid = sh(PODMAN + ["create", image]).stdout.strip()
+    try:
+        tar = sh(["sh", "-c", "podman export %s | tar -tv" % cid]).stdout
+    finally:
+        sh(PODMAN + ["rm", cid])
+    names = {line.split()[5].lstrip("./"): line for line in tar.splitlines() if len(line.split()) >= 6}
+    check("usr/bin/gpulet" in names, "no /usr/bin/gpulet in the image")
+    for link in ("nvidia-device-plugin", "gpu-feature-discovery", "mps-control-daemon", "nvidia-cdi-hook"):
+        line = names.get("usr/bin/" + link, "")
+        check(line.startswith("l") and line.endswith("-> gpulet"), "usr/bin/%s is not a link to gpulet: %r" % (link, line))
+    programs = [n for n in names if not names[n].startswith("d") and
+                (n.startswith(("bin/", "sbin/", "usr/sbin/")) or
+                 (n.startswith("usr/bin/") and not names[n].startswith("l") and n != "usr/bin/gpulet"))]
+    check(not programs, "programs besides gpulet in the image: %s" % programs[:10])
+    # every library the binary needs resolves inside the image, with the image's loader
+    p = sh(PODMAN + RUN + ["--entrypoint", "/lib64/ld-linux-x86-64.so.2", image, "--list", "/usr/bin/gpulet"])
+    check(p.returncode == 0 and "not found" not in p.stdout and "libgrpc.so" in p.stdout,
+          "ld.so --list in the image: rc %d %s %s" % (p.returncode, p.stdout[-800:], p.stderr))
+    size = int(sh(PODMAN + ["image", "inspect", "--format", "{{.Size}}", image]).stdout.strip())
+    print("PASS image contents: gpulet, 4 command-name links, no shell, %d libraries resolved; %.1f MiB"
+          % (p.stdout.count("=>"), size / 1048576))
+
+
+def test_plugin(image, h):
+    h.start_standin()
+    mark = h.events.mark()
+    name = "gpulet-image-test-plugin-%d" % os.getpid()
+    h.log = open(h.log_path, "a")
+    h.plugin = subprocess.Popen(
+        PODMAN + RUN + ["--name", name, "-v", "%s:/var/lib/kubelet/device-plugins" % h.dp] + h.mounts(cdi_rw=True) +
+        ["-e", "DEVICE_LIST_STRATEGY=cdi-cri", "-e", "GRPC_VERBOSITY=error", "--entrypoint", "/usr/bin/gpulet",
+         image, "plugin", "--root=/host"], stdout=h.log, stderr=subprocess.STDOUT)
+    try:
+        reg = h.events.wait(lambda e: e["event"] == "register", start=mark, timeout=60, what="Register from the image")
+        check(reg.get("resource") == "nvidia.com/gpu" and reg.get("endpoint") == "nvidia-gpu.sock",
+              "registered %r" % reg)
+        lst = h.wait_list("nvidia.com/gpu", start=mark, timeout=30)
+        ids = [d["id"] for d in lst["devices"]]
+        check(len(ids) == len(h.fixture_data()["gpus"]), "devices %r" % ids)
+        resp = h.allocate("nvidia.com/gpu", ids[:1])
+        (cr,) = resp.container_responses
+        cdi = [d.name for d in cr.cdi_devices]
+        specs = os.listdir(os.path.join(h.root, "var/run/cdi"))
+        check(len(specs) == 1, "the plugin in the image wrote %r into the mounted /var/run/cdi" % specs)
+        with open(os.path.join(h.root, "var/run/cdi", specs[0])) as f:
+            spec = json.load(f)
+        names = {"%s=%s" % (spec["kind"], d["name"]) for d in spec["devices"]}
+        check(len(cdi) == 1 and cdi[0] in names and ids[0] in cdi[0],
+              "Allocate of %s from the image: cdi_devices %r, not a device of the spec it wrote (%s)"
+              % (ids[0], cdi, sorted(names)[:4]))
+        print("PASS plugin in the image: registered, %d devices listed, Allocate -> %s, spec %s"
+              % (len(ids), cdi, specs))
+    finally:
+        sh(PODMAN + ["stop", "-t", "5", name])
+        h.plugin.wait(timeout=30)
+        h.plugin = None
+    check("Registered device plugin" in h.log_text(), "plugin log: %s" % h.log_text()[-2000:])
+
+
+def in_image(image, h, *args):
+    return sh(PODMAN + RUN + h.mounts() + ["--entrypoint", "/usr/bin/gpulet", image, *args], timeout=120)
+
+
+def on_host(h, *args):
+    env = dict(os.environ, FAKE_NVML_FIXTURE=h.fixture, FAKE_NVML_EVENTS=h.events_file,
+               GPULET_NVML_LIBRARY=FAKE_NVML_LIB)
+    return sh([GPULET, *args], env=env, timeout=120)
+
+
+def jload(p, what):
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        fail("%s: rc %d, not JSON: %s %s" % (what, p.returncode, p.stdout[:400], p.stderr[-1500:]))
+
+
+def test_cli(image, h):
+    # cdi generate: the same spec from inside the image as from the built binary on the same root
+    a = in_image(image, h, "cdi", "generate", "--root", "/host", "--format", "json")
+    b = on_host(h, "cdi", "generate", "--root", h.root, "--format", "json")
+    check(a.returncode == 0, "cdi generate in the image: %s" % a.stderr)
+    spec = jload(a, "cdi generate in the image")
+    check(spec == jload(b, "cdi generate outside") and spec["devices"], "cdi generate differs in the image:\n%s\n%s"
+          % (a.stdout[:800], b.stdout[:800]))
+    # doctor: the same findings
+    a = in_image(image, h, "doctor", "--root", "/host", "--json")
+    b = on_host(h, "doctor", "--root", h.root, "--json")
+    check(a.returncode in (0, 1) and a.returncode == b.returncode, "doctor rc %d in the image, %d outside: %s"
+          % (a.returncode, b.returncode, a.stderr))
+    ids = lambda p, w: sorted((f["id"], f["severity"]) for f in jload(p, w)["findings"])  # noqa: E731
+    da, db = ids(a, "doctor in the image"), ids(b, "doctor outside")
+    check(da == db, "doctor findings differ in the image:\n%s\n%s" % (da, db))
+    # labels --oneshot: the same labels
+    a = in_image(image, h, "labels", "--oneshot", "--no-timestamp", "--output-file", "-")
+    b = on_host(h, "labels", "--oneshot", "--no-timestamp", "--output-file", "-")
+    check(a.returncode == 0 and a.stdout == b.stdout and "nvidia.com/gpu.count=" in a.stdout,
+          "labels differ in the image: %s\n%s\n%s" % (a.stderr, a.stdout[:500], b.stdout[:500]))
+    print("PASS cdi generate (%d devices), doctor (%d findings, rc %d), labels (%d) in the image = outside"
+          % (len(spec["devices"]), len(db), b.returncode,
+             a.stdout.count("\n")))
+
+
+def test_exporter(image, h):
+    name = "gpulet-image-test-exporter-%d" % os.getpid()
+    r = sh(PODMAN + RUN + ["-d", "--name", name] + h.mounts() +
+           ["--entrypoint", "/usr/bin/gpulet", image, "exporter", "--address", "127.0.0.1:9400",
+            "--kubernetes=false", "--collect-interval", "500"])
+    check(r.returncode == 0, "exporter in the image: %s" % r.stderr)
+    try:
+        pid = sh(PODMAN + ["inspect", "--format", "{{.State.Pid}}", name]).stdout.strip()
+        # the container has only a loopback: read /metrics from inside its network namespace
+        getter = ("import sys,urllib.request;"
+                  "sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:9400/metrics',timeout=5).read().decode())")
+        body, deadline = "", time.time() + 30
+        while time.time() < deadline:
+            p = sh(["nsenter", "-t", pid, "-n", "/usr/bin/python3", "-c", getter])
+            body = p.stdout
+            if "gpulet_exporter_ready 1" in body and "DCGM_FI_DEV_GPU_UTIL{" in body:
+                break
+            time.sleep(0.5)
+        uuids = {g["uuid"] for g in h.fixture_data()["gpus"]}
+        seen = {u for u in uuids if 'UUID="%s"' % u in body}
+        check(seen == uuids, "exporter in the image: /metrics has GPUs %s of %s:\n%s" % (sorted(seen), sorted(uuids),
+                                                                                         body[:1500]))
+        # and nothing answers from outside: --network none
+        try:
+            urllib.request.urlopen("http://127.0.0.1:9400/metrics", timeout=1)
+            outside = True
+        except OSError:
+            outside = False
+        check(not outside, "the exporter in a --network none container answered on this machine's :9400")
+        print("PASS exporter in the image: /metrics on the container's loopback, %d GPUs" % len(seen))
+    finally:
+        sh(PODMAN + ["rm", "-f", "-t", "2", name])
+
+
+def main():
+    t0 = time.time()
+    image = build_image()
+    check_contents(image)
+    h = Node()
+    try:
+        test_plugin(image, h)
+        test_cli(image, h)
+        test_exporter(image, h)
+    except AssertionError as e:
+        print("FAIL: %s" % e)
+        if os.path.exists(h.log_path):
+            print("--- plugin log (tail) ---\n" + h.log_text()[-3000:])
+        raise SystemExit(1)
+    finally:
+        h.close()
+    print("PASS image (%.1fs)" % (time.time() - t0))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except AssertionError as e:
+        print("FAIL: %s" % e)
+        raise SystemExit(1)
