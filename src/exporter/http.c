@@ -20,7 +20,7 @@
 #include "exporter/exporter.h"
 #include "util/netaddr.h"
 
-#define HTTP_CONN_MEMORY     (32 * 1024) /* request line + headers; beyond that MHD answers 431/413 */
+#define HTTP_CONN_MEMORY (32 * 1024) /* request line + headers; beyond that MHD answers 431/413 */
 /* idle seconds before a connection is closed: longer than Prometheus' usual 15-30 s interval, so
  * its keep-alive connection is reused, short enough that stalled connections free their slot */
 #define HTTP_CONN_TIMEOUT_S  65
