@@ -390,6 +390,7 @@ void exporter_sample_gpu(struct exporter *e, size_t gi)
 	if (r == NVML_SUCCESS) {
 		bool gpm = gpm_ready(e, eg, h);
 		sample_device(e, eg, 0, h, h, gpm, &vals[0], &sr);
+		exp_health_update(eg, nv, h);
 		for (size_t j = 1; j < eg->n_devs; j++) {
 			nvmlDevice_t mh;
 			nvmlReturn_t mr = mig_handle(e, eg, j, h, &mh);

@@ -23,6 +23,7 @@
 #include "kube/podres.h"
 #include "nvml/xid.h"
 #include "exporter/collectors.h"
+#include "exporter/health.h"
 
 /* Metric ids, in the order of exp_metrics[] (registry.c): dcgm-exporter's CSV order. */
 enum exp_metric_id {
@@ -117,10 +118,11 @@ struct exp_gpu_state {
 		unsigned code;
 		uint64_t count;
 	} xids[EXP_XID_CODES];
-	unsigned rounds;    /* sampling rounds finished (values or not), counted to 2 */
-	bool lost;          /* NVML answered GPU_IS_LOST */
-	bool xid_unhealthy; /* a critical XID was seen (plugin policy) */
-	bool dbe;           /* a double-bit ECC event was seen */
+	unsigned rounds;          /* sampling rounds finished (values or not), counted to 2 */
+	bool lost;                /* NVML answered GPU_IS_LOST */
+	bool xid_unhealthy;       /* a critical XID was seen (plugin policy) */
+	bool dbe;                 /* a double-bit ECC event was seen */
+	struct exp_health health; /* NVML's current state (health.h), read by every sample */
 };
 
 /* The two GPM samples of one device (metrics come from consecutive samples). */
@@ -236,11 +238,15 @@ int exporter_render(struct exporter *e, const struct podres_map *map, double now
 
 double exp_now_monotonic(void);
 
-/* HTTP side (http.c): /metrics and /healthz with libmicrohttpd. */
+/*
+ * HTTP side (http.c): /metrics and /healthz with libmicrohttpd, one epoll thread, keep-alive.
+ * Readiness is one flag, the published exporter: /healthz, /health and gpulet_exporter_ready all
+ * answer from one load of it per request.
+ */
 struct exp_http;
 struct exp_http_options {
-	const char *address; /* ":9400", "127.0.0.1:9400", "[::1]:9400", port 0 = any free */
-	unsigned max_connections;
+	const char *address;      /* ":9400", "127.0.0.1:9400", "[::1]:9400", port 0 = any free */
+	unsigned max_connections; /* 0: 1024; never more than RLIMIT_NOFILE leaves (http.c) */
 };
 int exp_http_start(const struct exp_http_options *o, struct exp_http **ret, struct gerr *err);
 /* Publish the exporter once it is ready (NULL before: /metrics serves the gpulet_* basics). */

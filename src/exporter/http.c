@@ -1,25 +1,41 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * /metrics and /healthz over libmicrohttpd. One internal polling thread serves requests in turn
- * (a render takes well under a millisecond); connections, per-IP connections, idle time and the
- * memory a request may use are bounded so a misbehaving client cannot grow us.
+ * /metrics and /healthz over libmicrohttpd. One internal epoll thread serves every connection with
+ * non-blocking I/O and renders in turn (a render takes about a millisecond): a client that connects
+ * and sends nothing, sends half a request or never reads its answer costs one idle slot and never
+ * holds up anyone else. Connections are kept alive (HTTP/1.1, no Connection: close unless the
+ * client asks). Connections, idle time and the memory a request may use are bounded so a
+ * misbehaving client cannot grow us. There is no per-address limit: libmicrohttpd accepts and
+ * closes a connection over that limit, which refuses Prometheus itself when it shares its address
+ * with the stalled clients (a node, a sidecar, loopback). Past the global limit libmicrohttpd stops
+ * accepting instead, and new connections wait in the kernel's listen backlog until a slot frees
+ * (docs/reference/alerts.md, "HTTP").
  */
 #include <errno.h>
 #include <microhttpd.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #include "exporter/exporter.h"
 #include "util/netaddr.h"
 
-#define HTTP_CONN_MEMORY    (32 * 1024) /* request line + headers; beyond that MHD answers 431/413 */
-#define HTTP_CONN_TIMEOUT_S 10
-#define HTTP_PER_IP_LIMIT   16
+#define HTTP_CONN_MEMORY (32 * 1024) /* request line + headers; beyond that MHD answers 431/413 */
+/* idle seconds before a connection is closed: longer than Prometheus' usual 15-30 s interval, so
+ * its keep-alive connection is reused, short enough that stalled connections free their slot */
+#define HTTP_CONN_TIMEOUT_S  65
+#define HTTP_CONN_LIMIT      1024u /* default total; never more than the open-files limit allows */
+#define HTTP_FDS_KEPT_FOR_US 64    /* NVML, the PodResources socket, logs, epoll */
 
 struct exp_http {
 	struct MHD_Daemon *daemon;
-	/* the one readiness flag: /healthz and gpulet_exporter_ready both read this pointer */
+	/*
+	 * The one readiness flag. Each request loads it once (handler()), and /healthz, /health
+	 * and gpulet_exporter_ready all answer from that one load: they cannot disagree.
+	 */
 	_Atomic(struct exporter *) exporter;
 	unsigned port;
+	double started_at;    /* wall clock: gpulet_exporter_start_time_seconds */
 	pthread_mutex_t lock; /* guards why_not_ready */
 	char why_not_ready[GERR_MAX];
 };
@@ -75,9 +91,23 @@ static void render_podres_stats(struct strbuf *b, const struct podres_cache *pc)
 		      (unsigned long long)pc->errors, pc->last_success);
 }
 
-static enum MHD_Result serve_metrics(struct exp_http *h, struct MHD_Connection *c)
+/*
+ * When this process started serving (wall clock): the alert rules tell an exporter restart (counters
+ * back to nothing) from new XIDs with it (docs/reference/alerts.md, GpuXidError).
+ */
+static void render_start_time(struct strbuf *b, double started_at)
 {
-	struct exporter *e = atomic_load(&h->exporter);
+	strbuf_printf(b,
+		      "# HELP gpulet_exporter_start_time_seconds When this exporter process started, in seconds "
+		      "since the epoch.\n"
+		      "# TYPE gpulet_exporter_start_time_seconds gauge\n"
+		      "gpulet_exporter_start_time_seconds %.3f\n",
+		      started_at);
+}
+
+/* e: the readiness flag as this request loaded it (NULL: not ready, gpulet_exporter_ready 0). */
+static enum MHD_Result serve_metrics(struct exp_http *h, struct MHD_Connection *c, struct exporter *e)
+{
 	struct strbuf b = {0};
 	int r;
 	if (e && e->podres) {
@@ -88,6 +118,8 @@ static enum MHD_Result serve_metrics(struct exp_http *h, struct MHD_Connection *
 		pthread_mutex_unlock(&e->podres->lock);
 	} else
 		r = exporter_render(e, NULL, exp_now_monotonic(), &b);
+	exp_health_render(&b, e);
+	render_start_time(&b, h->started_at);
 	if (r < 0 || b.oom) {
 		strbuf_free(&b);
 		return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
@@ -98,18 +130,51 @@ static enum MHD_Result serve_metrics(struct exp_http *h, struct MHD_Connection *
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 			       const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
+	static int seen; /* the marker of a request whose headers were already handed to us */
 	struct exp_http *h = cls;
 	if (!streq(method, MHD_HTTP_METHOD_GET) && !streq(method, MHD_HTTP_METHOD_HEAD))
 		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+	/*
+	 * Answer on the second call, once MHD has read the whole request: libmicrohttpd 0.9.75 sends a
+	 * response queued on the first call (headers only) with Connection: close, as a body might
+	 * still be coming, and every scrape paid a new TCP connection (tests: exporter_http).
+	 */
+	if (*con_cls != &seen) {
+		*con_cls = &seen;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		*upload_data_size = 0; /* a GET with a body: ignore the body, answer at its end */
+		return MHD_YES;
+	}
+	/* loaded once: whatever this request answers about readiness comes from this one value */
+	struct exporter *e = atomic_load(&h->exporter);
 	if (streq(url, "/metrics"))
-		return serve_metrics(h, c);
+		return serve_metrics(h, c, e);
 	if (streq(url, "/healthz") || streq(url, "/health")) {
 		/* dcgm-exporter's probe path is /health; Kubernetes habit is /healthz: answer both */
-		return atomic_load(&h->exporter) ? text(c, MHD_HTTP_OK, "ok\n") : not_ready(h, c);
+		return e ? text(c, MHD_HTTP_OK, "ok\n") : not_ready(h, c);
 	}
 	if (streq(url, "/"))
 		return text(c, MHD_HTTP_OK, "gpulet exporter: metrics at /metrics, health at /healthz\n");
 	return text(c, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
+}
+
+/*
+ * The connection limit: asked for (0: HTTP_CONN_LIMIT), but leaving HTTP_FDS_KEPT_FOR_US descriptors
+ * of the open-files limit to the rest of the process, so accept() never starves NVML or kubelet.
+ */
+static unsigned http_connection_limit(unsigned asked)
+{
+	unsigned limit = asked ? asked : HTTP_CONN_LIMIT;
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+		rlim_t room =
+		    rl.rlim_cur > 2 * HTTP_FDS_KEPT_FOR_US ? rl.rlim_cur - HTTP_FDS_KEPT_FOR_US : rl.rlim_cur / 2;
+		if ((rlim_t)limit > room)
+			limit = (unsigned)room;
+	}
+	return MAX(limit, 1u);
 }
 
 int exp_http_start(const struct exp_http_options *o, struct exp_http **ret, struct gerr *err)
@@ -124,12 +189,16 @@ int exp_http_start(const struct exp_http_options *o, struct exp_http **ret, stru
 	if (!h)
 		return gerr_set(err, ENOMEM, "exporter: out of memory");
 	pthread_mutex_init(&h->lock, NULL);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	h->started_at = (double)now.tv_sec + now.tv_nsec / 1e9;
+	unsigned limit = http_connection_limit(o->max_connections);
+	/* epoll in one internal thread: every socket non-blocking, no thread per connection */
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | (v6 ? MHD_USE_IPv6 : 0);
 	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handler, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-				     MHD_OPTION_CONNECTION_LIMIT, o->max_connections ? o->max_connections : 64u,
-				     MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTP_PER_IP_LIMIT,
-				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_CONN_TIMEOUT_S,
-				     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY, MHD_OPTION_END);
+				     MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT,
+				     (unsigned)HTTP_CONN_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+				     (size_t)HTTP_CONN_MEMORY, MHD_OPTION_END);
 	if (!h->daemon) {
 		pthread_mutex_destroy(&h->lock);
 		free(h);

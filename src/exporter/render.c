@@ -190,11 +190,6 @@ static void device_line(struct strbuf *b, const struct exporter *e, const struct
 	}
 }
 
-static bool gpu_healthy(const struct exp_gpu_state *st)
-{
-	return !st->lost && !st->xid_unhealthy && !st->dbe;
-}
-
 static void render_pod_allocation(struct strbuf *b, const struct exporter *e, const struct podres_map *map)
 {
 	bool header = false;
@@ -305,11 +300,12 @@ static void render_devices(struct strbuf *b, const struct exporter *e, const str
 		}
 
 	family(b, "gpulet_gpu_healthy", "gauge",
-	       "1 when the device is healthy as the device plugin sees it: not lost, no critical XID, no double-bit "
-	       "ECC event.");
+	       "1 when the device is healthy: not lost, no critical XID or double-bit ECC event (the device "
+	       "plugin's rules), and NVML reports no volatile double-bit ECC error, pending row remap or remap "
+	       "failure now (gpulet_gpu_health_condition).");
 	for (size_t d = 0; d < e->n_devs; d++) {
 		strbuf_printf(b, "gpulet_gpu_healthy{%s%s}", e->devs[d].labels, e->hostname_labels);
-		put_value(b, gpu_healthy(&st[e->devs[d].gpu]));
+		put_value(b, exp_health_ok(&st[e->devs[d].gpu]));
 	}
 	family(b, "gpulet_sample_age_seconds", "gauge",
 	       "Seconds since this GPU was last sampled completely (grows while an NVML call hangs).");

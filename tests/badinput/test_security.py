@@ -194,8 +194,10 @@ def group_exporter(tmp):
         rss1 = int(re.search(r"VmRSS:\s+(\d+)", open("/proc/%d/status" % p.pid).read()).group(1))
         print("info: exporter fds %d idle -> %d with %d client connections open; RSS %d -> %d KiB" % (
             fds0, fds1, len(flood), rss0, rss1))
-        case("exporter.connections-bounded", fds1 - fds0 <= 70,
-             "fds grew by %d with %d idle connections (limit 64 global, 16 per IP)" % (fds1 - fds0, len(flood)))
+        # one descriptor per connection at most; the global limit (1024, less under a low RLIMIT_NOFILE)
+        # and the backlog past it are tested by exporter_http (issue 14: no per-address limit any more)
+        case("exporter.connections-bounded", fds1 - fds0 <= len(flood) + 6,
+             "fds grew by %d with %d idle connections" % (fds1 - fds0, len(flood)))
         case("exporter.body-not-buffered", rss1 - rss0 < 32768, "RSS grew %d KiB after a 4 MiB body" % (rss1 - rss0))
         for s in flood:
             s.close()

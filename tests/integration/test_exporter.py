@@ -25,6 +25,13 @@ def promcheck(body):
     return p.returncode, p.stdout.decode() + p.stderr.decode()
 
 
+def nvml_bad(doc, g):
+    """A condition health.c reads from NVML's current state holds on fixture GPU g."""
+    t = dict(doc["models"][g["model"]].get("telemetry", {}), **g.get("telemetry", {}))
+    rr = t.get("remapped_rows", {})
+    return t.get("ecc", {}).get("dbe_volatile", 0) > 0 or bool(rr.get("pending")) or bool(rr.get("failure"))
+
+
 def load(name):
     with open(fixture(name)) as f:
         return json.load(f)
@@ -52,8 +59,9 @@ class Fixtures(unittest.TestCase):
                     # a GPU lost before the exporter started cannot even tell its UUID
                     self.assertEqual(sorted(l["UUID"] for l, _ in ages if l["UUID"]),
                                      sorted(g["uuid"] for g in gpus if not g.get("lost")))
+                    # unhealthy: lost, or NVML reports a volatile DBE / pending remap / remap failure now
                     lost = [l["gpu"] for l, v in healthy if v == 0 and "GPU_I_ID" not in l]
-                    self.assertEqual(lost, [str(i) for i, g in enumerate(gpus) if g.get("lost")])
+                    self.assertEqual(lost, [str(i) for i, g in enumerate(gpus) if g.get("lost") or nvml_bad(doc, g)])
                     for labels, _ in ages:
                         if not labels["UUID"]:
                             continue

@@ -170,5 +170,13 @@ spec:
     - port: metrics
       interval: {{ $sm.interval }}
       honorLabels: {{ $sm.honorLabels }}
+      {{- if eq .component "exporter" }}
+      # The exporter writes pod/namespace/container of the pod that holds each GPU; the target's own
+      # (the exporter pod's) are dropped, so a GPU no pod holds has none instead of the exporter's
+      # namespace, and the exporter's arrive unrenamed (docs/reference/alerts.md, "Labels").
+      relabelings:
+        - action: labeldrop
+          regex: (pod|namespace|container)
+      {{- end }}
 {{- end }}
 {{- end -}}

@@ -1,0 +1,5 @@
+# Exporter operations (issue 14): HTTP behaviour under stalled clients and keep-alive, one readiness
+# flag, alert rules judged by promtool, the shipped dashboard evaluated by a real Prometheus.
+gpulet_script_test(exporter_http /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_exporter_http.py)
+gpulet_script_test(exporter_prometheus /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_exporter_prometheus.py)
+gpulet_unit_test(exporter_health tests/unit/test_exporter_health.c)
