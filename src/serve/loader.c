@@ -88,7 +88,8 @@ static void *open_module(enum serve_module m, struct gerr *err)
 		snprintf(path, sizeof(path), "%s/%s/%s", dir, dirs[i], files[m]);
 		r = check_file(path, &exe, err);
 		if (r == -ENOENT) {
-			snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), "%s%s", *tried ? ", " : "", path);
+			snprintf(tried + strlen(tried), sizeof(tried) - strlen(tried), "%s%s", *tried ? ", " : "",
+				 path);
 			continue;
 		}
 		if (r < 0)
@@ -100,16 +101,18 @@ static void *open_module(enum serve_module m, struct gerr *err)
 		}
 		const char *abi = dlsym(h, SERVE_ABI_SYMBOL);
 		if (!abi || strcmp(abi, SERVE_ABI) != 0) {
-			gerr_set(err, ENOEXEC, "%s is from another build (%s, this gpulet is %s): install gpulet and its "
-					       "modules from the same build",
+			gerr_set(err, ENOEXEC,
+				 "%s is from another build (%s, this gpulet is %s): install gpulet and its "
+				 "modules from the same build",
 				 path, abi ? abi : "no version", SERVE_ABI);
 			dlclose(h);
 			return NULL;
 		}
 		return h;
 	}
-	gerr_set(err, ENOENT, "%s not found (tried %s): it holds gpulet's gRPC/HTTP serving code and is installed "
-			      "with gpulet",
+	gerr_set(err, ENOENT,
+		 "%s not found (tried %s): it holds gpulet's gRPC/HTTP serving code and is installed "
+		 "with gpulet",
 		 files[m], tried);
 	return NULL;
 }
@@ -127,6 +130,7 @@ void *serve_symbol(enum serve_module m, const char *name, struct gerr *err)
 		return NULL;
 	sym = dlsym(h, name);
 	if (!sym)
-		gerr_set(err, ENOEXEC, "%s has no %s: install gpulet and its modules from the same build", files[m], name);
+		gerr_set(err, ENOEXEC, "%s has no %s: install gpulet and its modules from the same build", files[m],
+			 name);
 	return sym;
 }

@@ -28,27 +28,30 @@ enum serve_module {
  * its stand-in in trampolines.c (the compiler checks it against the header's prototype) and is
  * kept in the module by module.c. Core code calls these functions by their usual names.
  */
-#define SERVE_EXPORTS(X)                                                                          \
-	X(SERVE_GRPC, cmd_plugin)                                                                 \
-	X(SERVE_GRPC, podres_list)                                                                \
-	X(SERVE_GRPC, podres_find)                                                                \
-	X(SERVE_GRPC, podres_map_free)                                                            \
-	X(SERVE_HTTP, cmd_exporter)                                                               \
-	X(SERVE_HTTP, exp_http_start)                                                             \
-	X(SERVE_HTTP, exp_http_set_exporter)                                                      \
-	X(SERVE_HTTP, exp_http_set_not_ready)                                                     \
-	X(SERVE_HTTP, exp_http_port)                                                              \
+#define SERVE_EXPORTS(X)                      \
+	X(SERVE_GRPC, cmd_plugin)             \
+	X(SERVE_GRPC, podres_list)            \
+	X(SERVE_GRPC, podres_find)            \
+	X(SERVE_GRPC, podres_map_free)        \
+	X(SERVE_HTTP, cmd_exporter)           \
+	X(SERVE_HTTP, exp_http_start)         \
+	X(SERVE_HTTP, exp_http_set_exporter)  \
+	X(SERVE_HTTP, exp_http_set_not_ready) \
+	X(SERVE_HTTP, exp_http_port)          \
 	X(SERVE_HTTP, exp_http_stop)
 
 /* A module from another build is refused: both sides compare this string. */
-#define SERVE_ABI "gpulet-module/1 " GPULET_VERSION
+#define SERVE_ABI        "gpulet-module/1 " GPULET_VERSION
 #define SERVE_ABI_SYMBOL "gpulet_module_abi"
 
 /* The file name of a module ("gpulet-grpc.so") and where it is looked for, relative to the
  * directory of the running executable: the build tree keeps them side by side, an install puts
  * them in <prefix>/lib/gpulet next to <prefix>/bin/gpulet. */
 const char *serve_module_file(enum serve_module m);
-#define SERVE_MODULE_DIRS {".", "../lib/gpulet"}
+#define SERVE_MODULE_DIRS            \
+	{                            \
+		".", "../lib/gpulet" \
+	}
 
 /*
  * The address of name in module m, loading the module on first use (thread-safe). NULL when the

@@ -17,40 +17,40 @@
 #define STAND_IN __attribute__((visibility("hidden")))
 
 /* The module's fn, resolved once; NULL (and err filled) when the module cannot be loaded. */
-#define RESOLVE(mod, fn, err)                                                                   \
-	({                                                                                      \
-		static typeof(&fn) p_;                                                          \
-		typeof(&fn) f_ = __atomic_load_n(&p_, __ATOMIC_ACQUIRE);                        \
-		if (!f_) {                                                                      \
-			f_ = (typeof(&fn))serve_symbol(mod, #fn, err);                          \
-			__atomic_store_n(&p_, f_, __ATOMIC_RELEASE);                            \
-		}                                                                               \
-		f_;                                                                             \
+#define RESOLVE(mod, fn, err)                                            \
+	({                                                               \
+		static typeof(&fn) p_;                                   \
+		typeof(&fn) f_ = __atomic_load_n(&p_, __ATOMIC_ACQUIRE); \
+		if (!f_) {                                               \
+			f_ = (typeof(&fn))serve_symbol(mod, #fn, err);   \
+			__atomic_store_n(&p_, f_, __ATOMIC_RELEASE);     \
+		}                                                        \
+		f_;                                                      \
 	})
 
 /* A function that only takes objects the module made: reached only once the module is loaded. */
-#define MUST_RESOLVE(mod, fn)                                                                   \
-	({                                                                                      \
-		struct gerr e_ = {0};                                                           \
-		typeof(&fn) g_ = RESOLVE(mod, fn, &e_);                                         \
-		if (!g_) { /* cannot happen: the object came from the loaded module */          \
-			fprintf(stderr, "gpulet: %s\n", e_.msg);                                \
-			abort();                                                                \
-		}                                                                               \
-		g_;                                                                             \
+#define MUST_RESOLVE(mod, fn)                                                          \
+	({                                                                             \
+		struct gerr e_ = {0};                                                  \
+		typeof(&fn) g_ = RESOLVE(mod, fn, &e_);                                \
+		if (!g_) { /* cannot happen: the object came from the loaded module */ \
+			fprintf(stderr, "gpulet: %s\n", e_.msg);                       \
+			abort();                                                       \
+		}                                                                      \
+		g_;                                                                    \
 	})
 
 /* A verb that lives in a module: the reason on stderr and exit status 1 when it cannot be loaded. */
-#define VERB_STAND_IN(mod, fn)                                                                  \
-	STAND_IN int fn(int argc, char **argv)                                                  \
-	{                                                                                       \
-		struct gerr e = {0};                                                            \
-		typeof(&fn) f = RESOLVE(mod, fn, &e);                                           \
-		if (!f) {                                                                       \
-			fprintf(stderr, "gpulet %s: %s\n", argv[0], e.msg);                     \
-			return 1;                                                               \
-		}                                                                               \
-		return f(argc, argv);                                                           \
+#define VERB_STAND_IN(mod, fn)                                              \
+	STAND_IN int fn(int argc, char **argv)                              \
+	{                                                                   \
+		struct gerr e = {0};                                        \
+		typeof(&fn) f = RESOLVE(mod, fn, &e);                       \
+		if (!f) {                                                   \
+			fprintf(stderr, "gpulet %s: %s\n", argv[0], e.msg); \
+			return 1;                                           \
+		}                                                           \
+		return f(argc, argv);                                       \
 	}
 
 VERB_STAND_IN(SERVE_GRPC, cmd_plugin)
