@@ -4,3 +4,12 @@ gpulet_script_test(cmd_help /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integrati
 gpulet_script_test(cmd_devices /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_devices.py)
 # Go-style single-dash long flags (src/util/argv.c), under every verb's option parsing.
 gpulet_unit_test(cmd_argv tests/unit/test_argv.c)
+# Lean start-up: what build/gpulet and its serving modules load, and the modules' search and refusal.
+gpulet_script_test(cmd_lean /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_lean.py)
+set_property(TEST cmd_lean APPEND PROPERTY ENVIRONMENT "CC=${CMAKE_C_COMPILER}")
+# Links named after the upstream programs (nvidia-device-plugin, gpu-feature-discovery, ...).
+gpulet_script_test(cmd_argv0 /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_argv0.py)
+set_tests_properties(cmd_argv0 PROPERTIES TIMEOUT 120)
+# Benchmark (prints ratios to /bin/true, asserts nothing); registered with 3 runs so that it keeps
+# working: /usr/bin/python3 bench/bench_startup.py [RUNS] [OTHER_GPULET]
+gpulet_script_test(cmd_bench_startup /usr/bin/python3 ${CMAKE_SOURCE_DIR}/bench/bench_startup.py 3)

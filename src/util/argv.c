@@ -54,7 +54,7 @@ void argv_single_dash_longs(int argc, char **argv, const struct option *lo, cons
 			char *rewritten = NULL;
 
 			if (asprintf(&rewritten, "-%s", a) < 0)
-				return; /* out of memory: getopt then reports the token as it is */
+				return;      /* out of memory: getopt then reports the token as it is */
 			argv[i] = rewritten; /* lives as long as argv (the verb's whole run) */
 			if (has_arg == required_argument && !a[1 + len])
 				i++;

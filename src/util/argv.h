@@ -10,4 +10,3 @@
  */
 struct option;
 void argv_single_dash_longs(int argc, char **argv, const struct option *lo, const char *shorts);
-

@@ -15,9 +15,12 @@
 
 /* as cmd_parse() builds them for a verb with -o FILE, -k[=BOOL], -n and long names */
 static const struct option lo[] = {
-    {"output", required_argument, NULL, 'o'}, {"kubernetes", optional_argument, NULL, 'k'},
-    {"no-hostname", no_argument, NULL, 'n'},  {"mig-strategy", required_argument, NULL, 256},
-    {"json", no_argument, NULL, 257},         {"on", no_argument, NULL, 258}, /* spelled with short letters */
+    {"output", required_argument, NULL, 'o'},
+    {"kubernetes", optional_argument, NULL, 'k'},
+    {"no-hostname", no_argument, NULL, 'n'},
+    {"mig-strategy", required_argument, NULL, 256},
+    {"json", no_argument, NULL, 257},
+    {"on", no_argument, NULL, 258}, /* spelled with short letters */
     {NULL, 0, NULL, 0},
 };
 static const char shorts[] = "o:k::nh";
