@@ -13,3 +13,8 @@ set_tests_properties(cmd_argv0 PROPERTIES TIMEOUT 120)
 # Benchmark (prints ratios to /bin/true, asserts nothing); registered with 3 runs so that it keeps
 # working: /usr/bin/python3 bench/bench_startup.py [RUNS] [OTHER_GPULET]
 gpulet_script_test(cmd_bench_startup /usr/bin/python3 ${CMAKE_SOURCE_DIR}/bench/bench_startup.py 3)
+# build/gpulet-probe in a podman container of a bare glibc root, CDI injecting the device nodes and the
+# real libcuda.so.1 (needs root for mknod/unshare, as cdi_podman; the realdriver files, as realdriver_*).
+gpulet_script_test(cmd_probe_podman /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_probe_podman.py
+                   ${CMAKE_BINARY_DIR}/realdriver/root-plain)
+set_tests_properties(cmd_probe_podman PROPERTIES LABELS "no-asan" RUN_SERIAL TRUE FIXTURES_REQUIRED realdriver)
