@@ -18,3 +18,8 @@ gpulet_script_test(cmd_bench_startup /usr/bin/python3 ${CMAKE_SOURCE_DIR}/bench/
 gpulet_script_test(cmd_probe_podman /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_probe_podman.py
                    ${CMAKE_BINARY_DIR}/realdriver/root-plain)
 set_tests_properties(cmd_probe_podman PROPERTIES LABELS "no-asan" RUN_SERIAL TRUE FIXTURES_REQUIRED realdriver)
+# Benchmark (prints, asserts nothing): the plugin's PSS from a private copy of its libraries, alone and
+# next to the exporter and labels; registered with few calls so that it keeps working.
+# /usr/bin/python3 bench/bench_pss.py [ALLOCATES] [OTHER_GPULET]
+gpulet_script_test(cmd_bench_pss /usr/bin/python3 ${CMAKE_SOURCE_DIR}/bench/bench_pss.py 20)
+set_tests_properties(cmd_bench_pss PROPERTIES TIMEOUT 120)
