@@ -27,7 +27,7 @@ static const struct verb {
 /*
  * Invoked under an upstream program's name (a link in the image, as the upstream chart's
  * `command:` lines and config-manager's PROCESS_TO_SIGNAL expect), gpulet runs the verb that
- * replaces it with the same arguments and environment (docs/reference/device-plugin.md §12).
+ * replaces it with the same arguments and environment (docs/reference/device-plugin.md §10).
  */
 static const struct {
 	const char *program, *verb;

@@ -94,7 +94,8 @@ static void *open_module(enum serve_module m, struct gerr *err)
 		}
 		if (r < 0)
 			return NULL;
-		void *h = dlopen(path, RTLD_LAZY | RTLD_LOCAL); /* NOW would bind every symbol of libgrpc, absl, ...: pages */
+		void *h =
+		    dlopen(path, RTLD_LAZY | RTLD_LOCAL); /* NOW would bind every symbol of libgrpc, absl, ...: pages */
 		if (!h) {
 			gerr_set(err, ENOEXEC, "cannot load %s: %s", path, dlerror());
 			return NULL;

@@ -72,7 +72,7 @@ def accepted(verb, arg):
     return True
 
 
-# verbs that stand in for an upstream program, and that program (docs/reference/device-plugin.md §12)
+# verbs that stand in for an upstream program, and that program (docs/reference/device-plugin.md §10)
 UPSTREAM = {"plugin": "nvidia-device-plugin", "labels": "gpu-feature-discovery", "exporter": "dcgm-exporter",
             "cdi": "nvidia-ctk cdi", "mps-control-daemon": "mps-control-daemon", "cdi-hook": "nvidia-cdi-hook"}
 
