@@ -135,3 +135,17 @@ void *serve_symbol(enum serve_module m, const char *name, struct gerr *err)
 			 name);
 	return sym;
 }
+
+#ifdef __SANITIZE_ADDRESS__
+/*
+ * A module holds its own copy of the objects the executable also has and, by ELF interposition,
+ * uses the executable's (module.h): its global registrations then name the executable's globals
+ * a second time, which ASan's one-definition check reports. That sharing is the design, so the
+ * sanitizer build of gpulet turns the check off (ASAN_OPTIONS still overrides it).
+ */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "detect_odr_violation=0";
+}
+#endif
