@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/options.h"
 #include "util/macro.h"
 
 static const struct verb {
@@ -26,20 +27,103 @@ static const struct verb {
     {"cdi-hook", cmd_cdihook, "the OCI hook CDI specs name (nvidia-cdi-hook's actions)"},
 };
 
+/*
+ * Invoked under an upstream program's name (a link in the image, as the upstream chart's
+ * `command:` lines and config-manager's PROCESS_TO_SIGNAL expect), gpulet runs the verb that
+ * replaces it with the same arguments and environment (docs/reference/device-plugin.md §10).
+ */
+static const struct {
+	const char *program, *verb;
+} programs[] = {
+    {"nvidia-device-plugin", "plugin"},
+    {"gpu-feature-discovery", "labels"},
+    {"mps-control-daemon", "mps-control-daemon"},
+    {"nvidia-cdi-hook", "cdi-hook"},
+};
+
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: gpulet COMMAND [OPTIONS]\n\nCommands:\n");
 	for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
 		fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
 	fprintf(f, "\nRun 'gpulet COMMAND --help' for a command's options.\n"
+		   "Invoked as ");
+	for (size_t i = 0; i < ELEMENTSOF(programs); i++)
+		fprintf(f, "%s%s", i ? ", " : "", programs[i].program);
+	fprintf(f, " (a link to gpulet),\nit runs the command that replaces that program.\n"
 		   "Example: gpulet devices --json\n");
+}
+
+static bool is_version_flag(const char *a)
+{
+	return streq(a, "--version") || streq(a, "-version");
+}
+
+/*
+ * --version first, for every verb (a verb that dispatches to sub-verbs, like cdi, has no option
+ * table); anywhere before "--" for the verbs that parse their options without cmd_parse(), which
+ * takes --version itself, as upstream's CLI does.
+ */
+static bool wants_version(const char *verb, int argc, char **argv)
+{
+	static const char *const own_parser[] = {"plugin", "mps-control-daemon"};
+	bool anywhere = false;
+
+	for (size_t i = 0; i < ELEMENTSOF(own_parser); i++)
+		anywhere |= streq(verb, own_parser[i]);
+	for (int i = 1; i < argc && !streq(argv[i], "--"); i++)
+		if (is_version_flag(argv[i]) && (i == 1 || anywhere))
+			return true;
+	return false;
+}
+
+/* Run verb name with args (args[0] is the verb name); EXIT_USAGE when there is no such verb. */
+static int run_verb(const char *name, int argc, char **args)
+{
+	for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
+		if (!streq(name, verbs[i].name))
+			continue;
+		if (wants_version(name, argc, args)) {
+			cmd_print_version(stdout, name);
+			return EXIT_SUCCESS;
+		}
+		return verbs[i].run(argc, args);
+	}
+	return -1;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* The verb for argv[0]'s file name, or NULL when it is not an upstream program's name. */
+static const char *program_verb(const char *argv0)
+{
+	for (size_t i = 0; i < ELEMENTSOF(programs); i++)
+		if (streq(base_name(argv0), programs[i].program))
+			return programs[i].verb;
+	return NULL;
 }
 
 int main(int argc, char **argv)
 {
-	/* installed or linked as nvidia-cdi-hook, a CDI spec may name gpulet by that name */
-	if (argc > 0 && streq(basename(argv[0]), "nvidia-cdi-hook"))
-		exit(cmd_cdihook(argc, argv));
+	const char *as = argc > 0 ? program_verb(argv[0]) : NULL;
+	int rc;
+
+	if (as) {
+		const char *invoked = base_name(argv[0]);
+
+		argv[0] = (char *)as; /* the verb sees itself as argv[0], as under `gpulet VERB` */
+		rc = run_verb(as, argc, argv);
+		if (rc < 0) {
+			fprintf(stderr, "gpulet: invoked as %s, but this build has no '%s' command\n", invoked, as);
+			exit(EXIT_FAILURE);
+		}
+		exit(rc);
+	}
 	if (argc < 2) {
 		usage(stderr);
 		exit(EXIT_USAGE);
@@ -48,13 +132,13 @@ int main(int argc, char **argv)
 		usage(stdout);
 		exit(EXIT_SUCCESS);
 	}
-	if (streq(argv[1], "--version")) {
-		printf("gpulet %s\n", GPULET_VERSION);
+	if (is_version_flag(argv[1])) {
+		cmd_print_version(stdout, NULL);
 		exit(EXIT_SUCCESS);
 	}
-	for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-		if (streq(argv[1], verbs[i].name))
-			exit(verbs[i].run(argc - 1, argv + 1));
+	rc = run_verb(argv[1], argc - 1, argv + 1);
+	if (rc >= 0)
+		exit(rc);
 	fprintf(stderr, "gpulet: unknown command '%s'\n\n", argv[1]);
 	usage(stderr);
 	exit(EXIT_USAGE);

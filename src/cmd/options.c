@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cmd/options.h"
+#include "util/argv.h"
 #include "util/log.h"
 #include "util/macro.h"
 
@@ -14,7 +15,40 @@
 #define HELP_COLUMN 30 /* where the help text of an option starts */
 #define HELP_WIDTH  110
 
-static const struct cmd_opt help_row = {.name = "help", .short_name = 'h', .kind = CMD_OPT_HELP, .help = "this text"};
+/* Rows every verb gets after its own. */
+static const struct cmd_opt extra_rows[] = {
+    {.name = "help", .short_name = 'h', .kind = CMD_OPT_HELP, .help = "this text"},
+    {.name = "version",
+     .kind = CMD_OPT_VERSION,
+     .help = "gpulet's version and the upstream version this command matches"},
+};
+
+/*
+ * The upstream programs gpulet's verbs stand in for, and the upstream version whose flags, env vars
+ * and output they were checked against (docs/reference/: device-plugin.md for k8s-device-plugin
+ * v0.20.0, monitoring-doctor.md for dcgm-exporter, cdi.md for the NVIDIA Container Toolkit).
+ */
+static const struct {
+	const char *verb, *program, *upstream;
+} upstreams[] = {
+    {"plugin", "nvidia-device-plugin", "NVIDIA k8s-device-plugin v0.20.0"},
+    {"labels", "gpu-feature-discovery", "NVIDIA k8s-device-plugin v0.20.0 (GPU Feature Discovery)"},
+    {"mps-control-daemon", "mps-control-daemon", "NVIDIA k8s-device-plugin v0.20.0"},
+    {"exporter", "dcgm-exporter", "NVIDIA dcgm-exporter 4.5.3-4.8.2"},
+    {"cdi", "nvidia-ctk cdi", "NVIDIA Container Toolkit (snapshot d34b304, 2026-08)"},
+    {"cdi-hook", "nvidia-cdi-hook", "NVIDIA Container Toolkit (snapshot d34b304, 2026-08)"},
+};
+
+void cmd_print_version(FILE *f, const char *verb)
+{
+	size_t l = verb ? strcspn(verb, " ") : 0;
+
+	fprintf(f, "gpulet version %s\n", GPULET_VERSION);
+	for (size_t i = 0; i < ELEMENTSOF(upstreams); i++)
+		if (!verb || (strlen(upstreams[i].verb) == l && strncmp(verb, upstreams[i].verb, l) == 0))
+			fprintf(f, "gpulet %s replaces %s, matching %s\n", upstreams[i].verb, upstreams[i].program,
+				upstreams[i].upstream);
+}
 
 int cmd_usage_error(const struct cmd_verb *v, const char *fmt, ...)
 {
@@ -82,10 +116,10 @@ static size_t n_rows(const struct cmd_verb *v)
 	return n;
 }
 
-/* The row at index i, counting the --help row every verb gets after its own. */
+/* The row at index i, counting the rows every verb gets after its own. */
 static const struct cmd_opt *row(const struct cmd_verb *v, size_t i)
 {
-	return i < n_rows(v) ? &v->opts[i] : &help_row;
+	return i < n_rows(v) ? &v->opts[i] : &extra_rows[i - n_rows(v)];
 }
 
 /* Set one row from a value; src names where the value came from ("--flag", "env X", "default"). */
@@ -124,6 +158,9 @@ static int apply(const struct cmd_verb *v, const struct cmd_opt *o, void *opts, 
 		break;
 	case CMD_OPT_HELP:
 		cmd_help(v, stdout);
+		return CMD_OPT_DONE;
+	case CMD_OPT_VERSION:
+		cmd_print_version(stdout, v->name);
 		return CMD_OPT_DONE;
 	case CMD_OPT_END:
 		break;
@@ -175,7 +212,7 @@ int cmd_parse(const struct cmd_verb *v, int argc, char **argv, void *opts)
 {
 	struct option lo[2 * MAX_ROWS + 1] = {0};
 	char shorts[3 * MAX_ROWS + 1] = "", flag[64];
-	size_t n = 0, total = n_rows(v) + 1;
+	size_t n = 0, total = n_rows(v) + ELEMENTSOF(extra_rows);
 	int c, r;
 
 	if (total > MAX_ROWS)
@@ -201,6 +238,7 @@ int cmd_parse(const struct cmd_verb *v, int argc, char **argv, void *opts)
 			shorts[l] = '\0';
 		}
 	}
+	argv_single_dash_longs(argc, argv, lo, shorts);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
 		const struct cmd_opt *o = NULL;
@@ -279,7 +317,7 @@ void cmd_help(const struct cmd_verb *v, FILE *f)
 	if (v->about)
 		fprintf(f, "%s\n\n", v->about);
 	fprintf(f, "Options:\n");
-	for (size_t i = 0; i <= n_rows(v); i++)
+	for (size_t i = 0; i < n_rows(v) + ELEMENTSOF(extra_rows); i++)
 		help_row_print(f, row(v, i));
 	if (v->notes)
 		v->notes(f);

@@ -26,13 +26,14 @@ struct cmd_common {
 };
 
 enum cmd_opt_kind {
-	CMD_OPT_END,  /* ends a table */
-	CMD_OPT_STR,  /* const char * at .off: the value as given */
-	CMD_OPT_SET,  /* bool at .off: true when given (an env value is read as a boolean) */
-	CMD_OPT_BOOL, /* bool at .off from an optional BOOL (cmd_parse_bool; no value: true) */
-	CMD_OPT_UINT, /* unsigned at .off, a number in [.min, .max] */
-	CMD_OPT_CALL, /* .call(opts, value, err): 0 ok, CMD_OPT_DONE to exit 0, <0 usage error */
-	CMD_OPT_HELP, /* print --help on stdout and exit 0 */
+	CMD_OPT_END,     /* ends a table */
+	CMD_OPT_STR,     /* const char * at .off: the value as given */
+	CMD_OPT_SET,     /* bool at .off: true when given (an env value is read as a boolean) */
+	CMD_OPT_BOOL,    /* bool at .off from an optional BOOL (cmd_parse_bool; no value: true) */
+	CMD_OPT_UINT,    /* unsigned at .off, a number in [.min, .max] */
+	CMD_OPT_CALL,    /* .call(opts, value, err): 0 ok, CMD_OPT_DONE to exit 0, <0 usage error */
+	CMD_OPT_HELP,    /* print --help on stdout and exit 0 */
+	CMD_OPT_VERSION, /* print gpulet's version and the upstream one the verb matches, exit 0 */
 };
 
 #define CMD_OPT_DONE 1
@@ -72,6 +73,12 @@ struct cmd_verb {
 #define CMD_CONTINUE (-1)
 int cmd_parse(const struct cmd_verb *v, int argc, char **argv, void *opts);
 void cmd_help(const struct cmd_verb *v, FILE *f);
+
+/*
+ * gpulet's version and, for a verb that replaces an upstream program, the program and upstream
+ * version it matches (verb NULL: every one), on f.
+ */
+void cmd_print_version(FILE *f, const char *verb);
 
 /* "gpulet VERB: message" on stderr; returns EXIT_USAGE. */
 int cmd_usage_error(const struct cmd_verb *v, const char *fmt, ...) _printf_(2, 3);

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "plugin/config_int.h"
+#include "util/argv.h"
 #include "util/fileio.h"
 
 #define CONFIG_FILE_MAX            (1024 * 1024)
@@ -365,6 +366,7 @@ int config_parse_args(int argc, char **argv, struct config_args **ret, bool *hel
 	}
 	lo[n] = (struct option){0};
 
+	argv_single_dash_longs(argc, argv, lo, ":h"); /* -mig-strategy=mixed, as upstream's CLI */
 	optind = 1;
 	opterr = 0;
 	/* leading ':': a missing value is ':' (not '?'), so it gets its own message */

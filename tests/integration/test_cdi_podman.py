@@ -51,13 +51,16 @@ class Podman:
             shutil.rmtree(d, ignore_errors=True)
             os.makedirs(d)
 
-    def run(self, devices, script="env; ls -l /dev; ls -l /dev/nvidia-caps 2>/dev/null; true"):
+    def run(self, devices, script="env; ls -l /dev; ls -l /dev/nvidia-caps 2>/dev/null; true", command=None, env=()):
+        """command: argv to run instead of `/bin/sh -c script`; env: NAME=VALUE strings for podman -e."""
         argv = ["podman", "--root", os.path.join(self.tmp, "storage"), "--runroot", os.path.join(self.tmp, "runroot"),
                 "--storage-driver", "vfs", "--runtime", "runc", "--cgroup-manager", "cgroupfs", "run", "--rm",
                 "--ulimit", "nofile=20000:20000", "--ulimit", "nproc=4096:4096", "--network", "none"]
         for d in devices:
             argv += ["--device", d]
-        argv += ["--rootfs", self.rootfs, "/bin/sh", "-c", script]
+        for e in env:
+            argv += ["-e", e]
+        argv += ["--rootfs", self.rootfs] + (command or ["/bin/sh", "-c", script])
         # overlays first (mount points without touching the host), then our dirs over them
         ov = os.path.join(self.tmp, "overlay")
         script_ns = ["set -e"]

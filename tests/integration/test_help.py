@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Every verb's --help lists exactly the options the verb accepts.
+"""Every verb's --help lists exactly the options the verb accepts; every verb takes its long options with
+one dash as well (-mig-strategy=mixed, as upstream's urfave/cli) and --version.
 
 What a verb accepts is found without reading its help: every word spelled as a string in the
 command-line sources (and every letter, for short options) is tried as `gpulet VERB --WORD 1 --help`.
@@ -31,7 +32,7 @@ def verbs():
     """Verbs from the verb tables in the source (main.c, and cdi's sub-verbs), not from any help."""
     main = open(os.path.join(SRC, "src", "main.c")).read()
     cdi = open(os.path.join(SRC, "src", "cmd", "cdi.c")).read()
-    out = [[v] for v in re.findall(r'\{"([a-z]+)", cmd_[a-z]+,', main) if v != "cdi"]
+    out = [[v] for v in re.findall(r'\{"([a-z-]+)", cmd_[a-z_]+,', main) if v != "cdi"]
     out += [["cdi", v] for v in re.findall(r'\{"([a-z]+)", cdi_[a-z]+_cmd\}', cdi)]
     return out
 
@@ -71,6 +72,27 @@ def accepted(verb, arg):
     return True
 
 
+# verbs that stand in for an upstream program, and that program (docs/reference/device-plugin.md §10)
+UPSTREAM = {"plugin": "nvidia-device-plugin", "labels": "gpu-feature-discovery", "exporter": "dcgm-exporter",
+            "cdi": "nvidia-ctk cdi", "mps-control-daemon": "mps-control-daemon", "cdi-hook": "nvidia-cdi-hook"}
+
+
+def check_version(verb):
+    """VERB --version (and -version): gpulet's version, and the upstream program and version it matches."""
+    name = " ".join(verb)
+    version = re.search(r'set\(GPULET_VERSION "([^"]+)"\)', open(os.path.join(SRC, "CMakeLists.txt")).read()).group(1)
+    for flag in ("--version", "-version"):
+        r = run([*verb, flag])
+        check(r.returncode == 0, f"{name} {flag}: exit {r.returncode}")
+        lines = r.stdout.splitlines()
+        check(lines[:1] == [f"gpulet version {version}"], f"{name} {flag}: first line {lines[:1]}")
+        up = UPSTREAM.get(verb[0])
+        if up:
+            check(any(f"replaces {up}, matching " in line for line in lines), f"{name} {flag}: names {up}: {lines}")
+        else:
+            check(len(lines) == 1, f"{name} {flag}: no upstream to name: {lines}")
+
+
 def main():
     words = candidates()
     letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + [chr(c) for c in range(ord("A"), ord("Z") + 1)]
@@ -94,7 +116,17 @@ def main():
             if not any(l.startswith(w) for l in longs):
                 check(False, f"{name}: --{w} is accepted but not in --help")
         check(acc_short == shorts, f"{name}: short options accepted {sorted(acc_short)}, listed {sorted(shorts)}")
-        print(f"{name}: {len(longs)} long, {len(shorts)} short options, all listed and accepted")
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            one_dash = sorted(longs)
+            for w, ok in zip(one_dash, pool.map(lambda w: accepted(verb, "-" + w), one_dash)):
+                check(ok, f"{name}: -{w} (one dash) is not accepted like --{w}")
+        check(not accepted(verb, "-no-such-option"), f"{name}: -no-such-option is accepted")
+        check_version(verb)
+        print(f"{name}: {len(longs)} long, {len(shorts)} short options, all listed and accepted (also with one dash)")
+    top = run(["--version"])
+    check(top.returncode == 0 and all(f"replaces {p}," in top.stdout for p in UPSTREAM.values()),
+          f"gpulet --version names every upstream program: {top.stdout}")
+    check(run(["cdi", "--version"]).stdout.startswith("gpulet version "), "gpulet cdi --version")
     # the known bug this test was written for
     check("--runtime-user" in run(["doctor", "--help"]).stdout, "doctor --help lists --runtime-user")
     return finish("every verb's --help lists exactly the options it accepts")

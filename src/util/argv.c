@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Go-style single-dash long flags for getopt_long (argv.h). */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/argv.h"
+#include "util/macro.h"
+
+static bool is_long(const struct option *lo, const char *name, size_t len, int *ret_has_arg)
+{
+	for (; lo->name; lo++)
+		if (strlen(lo->name) == len && strncmp(lo->name, name, len) == 0) {
+			*ret_has_arg = lo->has_arg;
+			return true;
+		}
+	return false;
+}
+
+/* Does a short-option group (the token without its '-') take the next token as a value? */
+static bool short_group_takes_next(const char *group, const char *shorts)
+{
+	for (const char *c = group; *c; c++) {
+		const char *s = *c == ':' ? NULL : strchr(shorts, *c);
+
+		if (!s)
+			return false;
+		if (s[1] == ':') /* takes a value: the rest of the token, or (required, nothing left) the next one */
+			return s[2] != ':' && c[1] == '\0';
+	}
+	return false;
+}
+
+void argv_single_dash_longs(int argc, char **argv, const struct option *lo, const char *shorts)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		size_t len;
+		int has_arg = no_argument;
+
+		if (streq(a, "--"))
+			return;
+		if (a[0] != '-' || a[1] == '\0')
+			continue; /* an operand, or "-" (stdin) */
+		if (a[1] == '-') {
+			len = strcspn(a + 2, "=");
+			if (is_long(lo, a + 2, len, &has_arg) && has_arg == required_argument && !a[2 + len])
+				i++; /* "--name value": the value is not an option */
+			continue;
+		}
+		len = strcspn(a + 1, "=");
+		if (len >= 2 && strspn(a + 1, shorts) < len && is_long(lo, a + 1, len, &has_arg)) {
+			char *rewritten = NULL;
+
+			if (asprintf(&rewritten, "-%s", a) < 0)
+				return;      /* out of memory: getopt then reports the token as it is */
+			argv[i] = rewritten; /* lives as long as argv (the verb's whole run) */
+			if (has_arg == required_argument && !a[1 + len])
+				i++;
+		} else if (short_group_takes_next(a + 1, shorts)) {
+			i++;
+		}
+	}
+}
