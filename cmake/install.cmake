@@ -7,3 +7,9 @@ set(GPULET_PROGRAM_NAMES nvidia-device-plugin gpu-feature-discovery mps-control-
 foreach(n ${GPULET_PROGRAM_NAMES})
   install(CODE "file(CREATE_LINK gpulet \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/${n}\" SYMBOLIC)")
 endforeach()
+# The serving modules (docs/HACKING.md "Lean start-up"): the loader looks in ../lib/gpulet from bin/.
+install(TARGETS gpulet_grpc gpulet_http LIBRARY DESTINATION lib/gpulet PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+# gpulet probe for any container: needs only glibc.
+if(TARGET gpulet_probe)
+  install(TARGETS gpulet_probe RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()

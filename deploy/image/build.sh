@@ -25,8 +25,10 @@ done
 
 out=$build/image
 mkdir -p "$out"
-keep=$("$src/deploy/image/runtime-packages.sh" "$build/gpulet")
-libs=$(ldd "$build/gpulet" | awk '$2 == "=>" {print $1} $1 ~ /^\// {print $1}' | sed 's|.*/||' | sort -u)
+# gpulet and the serving modules it loads on demand (docs/HACKING.md "Lean start-up")
+bins="$build/gpulet $build/gpulet-grpc.so $build/gpulet-http.so"
+keep=$("$src/deploy/image/runtime-packages.sh" $bins)
+libs=$(for b in $bins; do ldd "$b"; done | awk '$2 == "=>" {print $1} $1 ~ /^\// {print $1}' | sed 's|.*/||' | sort -u)
 sources="deb $mirror bookworm main
 deb $mirror bookworm-updates main
 deb $security bookworm-security main"

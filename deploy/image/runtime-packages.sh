@@ -1,12 +1,13 @@
 #!/bin/sh
-# runtime-packages.sh BINARY: the Debian packages that hold the shared libraries BINARY loads at
-# start (ldd's whole closure, mapped to packages with dpkg -S), one per line, sorted. The image
+# runtime-packages.sh BINARY...: the Debian packages that hold the shared libraries the BINARYs (gpulet
+# and its serving modules) load (ldd's whole closure, mapped to packages with dpkg -S), one per line, sorted. The image
 # holds exactly these (deploy/image/build.sh). Libraries gpulet dlopens at run time come from the
 # node, not the image: libnvidia-ml.so.1 (driver root) and libcuda.so.1 (probe).
 set -eu
-bin=$1
-[ -x "$bin" ] || { echo "runtime-packages.sh: $bin is not an executable (build gpulet first)" >&2; exit 1; }
-libs=$(ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | sort -u)
+for bin in "$@"; do
+	[ -f "$bin" ] || { echo "runtime-packages.sh: $bin is missing (build gpulet first)" >&2; exit 1; }
+done
+libs=$(for bin in "$@"; do ldd "$bin"; done | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | sort -u)
 # dpkg records the path a package ships (/lib/... or /usr/lib/... on merged-/usr systems): ask for
 # every spelling of every library in one dpkg -S (each call reads the whole database)
 spellings() {
