@@ -21,7 +21,6 @@ static void help(void)
 	       "Precedence: flag > env var > config file > default.\n\n"
 	       "Options:\n");
 	config_print_help(stdout);
-	printf("  --version\n      gpulet's version and the upstream version this command matches\n"); /* main.c */
 	printf(
 	    "\nExample:\n"
 	    "  gpulet plugin --mig-strategy=mixed --device-list-strategy=cdi-cri --config-file=/config/config.yaml\n");

@@ -538,6 +538,8 @@ void config_print_help(FILE *f)
 		fprintf(f, "\n      env %s%s%s, default \"%s\"%s%s\n", o->env[0], o->env[1] ? ", " : "",
 			o->env[1] ? o->env[1] : "", o->def, o->key ? ", config key " : "", o->key ? o->key : "");
 	}
+	/* taken by main.c before the verb runs, for every verb that replaces an upstream program */
+	fprintf(f, "  --version\n      gpulet's version and the upstream version this command matches\n");
 }
 
 char *config_to_json(const struct plugin_config *cfg)

@@ -18,6 +18,25 @@ static bool is_long(const struct option *lo, const char *name, size_t len, int *
 	return false;
 }
 
+/* "no-such-option": a Go-style flag name (words joined by dashes), which no group of short options
+ * with an attached value looks like ("-c500", "-f/etc/x.csv"): as "--no-such-option" getopt names it
+ * unrecognized instead of reading "-n -o -such-option". */
+static bool looks_long(const char *name, size_t len)
+{
+	size_t word = strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789");
+
+	return word > 0 && word < len && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") == len &&
+	       name[len - 1] != '-';
+}
+
+/* Is c a short option that takes a value ("-ofile-name" is -o with "file-name")? */
+static bool takes_value(char c, const char *shorts)
+{
+	const char *s = c == ':' ? NULL : strchr(shorts, c);
+
+	return s && s[1] == ':';
+}
+
 /* Does a short-option group (the token without its '-') take the next token as a value? */
 static bool short_group_takes_next(const char *group, const char *shorts)
 {
@@ -50,7 +69,8 @@ void argv_single_dash_longs(int argc, char **argv, const struct option *lo, cons
 			continue;
 		}
 		len = strcspn(a + 1, "=");
-		if (len >= 2 && strspn(a + 1, shorts) < len && is_long(lo, a + 1, len, &has_arg)) {
+		if (len >= 2 && strspn(a + 1, shorts) < len &&
+		    (is_long(lo, a + 1, len, &has_arg) || (looks_long(a + 1, len) && !takes_value(a[1], shorts)))) {
 			char *rewritten = NULL;
 
 			if (asprintf(&rewritten, "-%s", a) < 0)

@@ -84,14 +84,20 @@ def check_contents(image):
     for link in ("nvidia-device-plugin", "gpu-feature-discovery", "mps-control-daemon", "nvidia-cdi-hook"):
         line = names.get("usr/bin/" + link, "")
         check(line.startswith("l") and line.endswith("-> gpulet"), "usr/bin/%s is not a link to gpulet: %r" % (link, line))
+    # the serving modules gpulet loads on demand (docs/HACKING.md "Lean start-up"), and the glibc-only probe
+    for f in ("usr/lib/gpulet/gpulet-grpc.so", "usr/lib/gpulet/gpulet-http.so", "usr/bin/gpulet-probe"):
+        check(f in names, "no /%s in the image" % f)
     programs = [n for n in names if not names[n].startswith("d") and
                 (n.startswith(("bin/", "sbin/", "usr/sbin/")) or
-                 (n.startswith("usr/bin/") and not names[n].startswith("l") and n != "usr/bin/gpulet"))]
+                 (n.startswith("usr/bin/") and not names[n].startswith("l") and
+                  n not in ("usr/bin/gpulet", "usr/bin/gpulet-probe")))]
     check(not programs, "programs besides gpulet in the image: %s" % programs[:10])
-    # every library the binary needs resolves inside the image, with the image's loader
-    p = sh(PODMAN + RUN + ["--entrypoint", "/lib64/ld-linux-x86-64.so.2", image, "--list", "/usr/bin/gpulet"])
-    check(p.returncode == 0 and "not found" not in p.stdout and "libgrpc.so" in p.stdout,
-          "ld.so --list in the image: rc %d %s %s" % (p.returncode, p.stdout[-800:], p.stderr))
+    # every library gpulet and its modules need resolves inside the image, with the image's loader
+    for binary, needs in (("/usr/bin/gpulet", "libjansson.so"), ("/usr/lib/gpulet/gpulet-grpc.so", "libgrpc.so"),
+                          ("/usr/lib/gpulet/gpulet-http.so", "libmicrohttpd.so")):
+        p = sh(PODMAN + RUN + ["--entrypoint", "/lib64/ld-linux-x86-64.so.2", image, "--list", binary])
+        check(p.returncode == 0 and "not found" not in p.stdout and needs in p.stdout,
+              "ld.so --list %s in the image: rc %d %s %s" % (binary, p.returncode, p.stdout[-800:], p.stderr))
     size = int(sh(PODMAN + ["image", "inspect", "--format", "{{.Size}}", image]).stdout.strip())
     print("PASS image contents: gpulet, 4 command-name links, no shell, %d libraries resolved; %.1f MiB"
           % (p.stdout.count("=>"), size / 1048576))

@@ -52,6 +52,10 @@ static void test_rewritten(void **state)
 	       (const char *[]){"verb", "--mig-strategy=mixed", "--json", "--output", "f", NULL});
 	expect((const char *[]){"verb", "-kubernetes=false", "-no-hostname", NULL},
 	       (const char *[]){"verb", "--kubernetes=false", "--no-hostname", NULL});
+	/* an unknown Go-style name becomes an unknown long option (getopt names it), not "-n -o -such-option";
+	 * a short option's attached value with a dash in it is not a name */
+	expect((const char *[]){"verb", "-no-such-option", "-ok-2", "-o/x-y", NULL},
+	       (const char *[]){"verb", "--no-such-option", "-ok-2", "-o/x-y", NULL});
 }
 
 static void test_left_alone(void **state)
