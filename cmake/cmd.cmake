@@ -7,6 +7,7 @@ gpulet_unit_test(cmd_argv tests/unit/test_argv.c)
 # Lean start-up: what build/gpulet and its serving modules load, and the modules' search and refusal.
 gpulet_script_test(cmd_lean /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_lean.py)
 set_property(TEST cmd_lean APPEND PROPERTY ENVIRONMENT "CC=${CMAKE_C_COMPILER}")
+set_tests_properties(cmd_lean PROPERTIES LABELS "no-asan") # the sanitizer build is not lean (CMakeLists.txt)
 # Links named after the upstream programs (nvidia-device-plugin, gpu-feature-discovery, ...).
 gpulet_script_test(cmd_argv0 /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_argv0.py)
 set_tests_properties(cmd_argv0 PROPERTIES TIMEOUT 120)
