@@ -224,10 +224,15 @@ class NvmlFaults(unittest.TestCase):
         GPU_I_ID, and the exporter exits (to be restarted on the new layout) saying why."""
         ex = Exporter(fixture("dgx-a100"), ["--collect-interval", "200", "--kubernetes=false"])
         try:
-            ex.wait_for(lambda b: "GPU_I_PROFILE" in b, what="MIG series")
             doc = load("dgx-a100")
             migs = doc["gpus"][6]["mig"]
             totals = {str(m["gi"]): None for m in migs}
+
+            def gpu6_instances(b):
+                return {l["GPU_I_ID"] for l, _ in series(b, "DCGM_FI_DEV_FB_TOTAL") if l["gpu"] == "6" and "GPU_I_ID" in l}
+
+            # every instance sampled once before the swap, so each has its own value to compare with
+            ex.wait_for(lambda b: gpu6_instances(b) == set(totals), what="every MIG instance of GPU 6 sampled")
             body = ex.scrape()
             for l, v in series(body, "DCGM_FI_DEV_FB_TOTAL"):
                 if l["gpu"] == "6" and "GPU_I_ID" in l:
