@@ -70,7 +70,8 @@ int labels_vgpu_parse(const uint8_t *cfg, size_t len, char *version, size_t vsiz
 			break;
 		}
 	}
-	if (!cap || cap_len < 5 || cap[3] != 'V' || cap[4] != 'F')
+	/* the signature is read only where it lies inside the space: a capability at its very end may lack it */
+	if (!cap || cap_len < 5 || cap + 5 > cfg + len || cap[3] != 'V' || cap[4] != 'F')
 		return 0;
 	if (cap + cap_len > cfg + len)
 		return gerr_set(err, EINVAL, "vGPU capability of %zu bytes runs past the config space", cap_len);

@@ -310,6 +310,10 @@ static void test_vgpu(void **state)
 	cfg[0x41] = 0x40; /* a capability list that loops */
 	cfg[0x40] = 0x01;
 	assert_int_equal(labels_vgpu_parse(cfg, sizeof(cfg), v, sizeof(v), b, sizeof(b), &err), 0);
+	cfg[0x41] = 0xfd; /* a vendor capability in the last three bytes: its signature lies past the space */
+	cfg[0xfd] = 0x09;
+	cfg[0xff] = 0x20;
+	assert_int_equal(labels_vgpu_parse(cfg, sizeof(cfg), v, sizeof(v), b, sizeof(b), &err), 0);
 
 	a100_node(false, false);
 	struct labels_options o = {0};
