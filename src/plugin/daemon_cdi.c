@@ -20,6 +20,7 @@ int daemon_write_cdi_spec(const struct daemon *d)
 {
 	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
 	struct cdi_hook_options hooks = {.path = d->cfg.nvidia_cdi_hook_path};
+	_cleanup_(cdi_gen_warnings_clear) struct cdi_gen_warnings left_out = {0};
 	_cleanup_free_ char *dir = NULL;
 	json_t *spec = NULL;
 	struct gerr err = {0};
@@ -34,6 +35,7 @@ int daemon_write_cdi_spec(const struct daemon *d)
 	o.class = DP_CDI_CLASS;
 	o.names = streq(d->cfg.device_id_strategy, "index") ? CDI_NAMES_INDEX : CDI_NAMES_UUID;
 	o.hooks = &hooks;
+	o.warnings = &left_out; /* a partial spec is still written (as `cdi generate` does), but never silently */
 	dir = root_path(d->cfg.root, CDI_DYNAMIC_DIR);
 	/* --nvidia-cdi-hook-path and --cdi-disable-hooks, as `gpulet cdi generate` takes them */
 	r = cdi_hooks_parse_disabled(d->cfg.cdi_disable_hooks, &hooks.disabled, &err);
@@ -47,5 +49,7 @@ int daemon_write_cdi_spec(const struct daemon *d)
 			  "dir=%s error=\"%s\"", dir ? dir : CDI_DYNAMIC_DIR, err.msg);
 	else
 		log_info("Wrote CDI spec", "file=%s/%s", dir, DP_CDI_VENDOR "-" DP_CDI_CLASS ".json");
+	for (size_t i = 0; r >= 0 && i < left_out.n; i++)
+		log_warn("The CDI spec leaves this out", "item=\"%s\"", left_out.items[i]);
 	return r < 0 ? r : 0;
 }

@@ -55,6 +55,12 @@ def test_plugin_hooks(h):
     hooks = plugin_hooks(h, env={"NVIDIA_CDI_HOOK_PATH": "/usr/local/bin/gpulet"})
     check(hooks and all(x["args"][:2] == ["gpulet", "cdi-hook"] for x in hooks), "env path: %r" % hooks)
 
+    # a partial spec is written but said: each item it leaves out is a warning in the plugin's log
+    os.unlink(os.path.join(h.root, "dev", "nvidia3"))
+    plugin_hooks(h)
+    check(any("leaves this out" in line and "nvidia3" in line for line in h.log_text().splitlines()),
+          "no warning for the missing /dev/nvidia3:\n%s" % h.log_text()[-2000:])
+
     p = subprocess.run([GPULET, "plugin", *h.base_args(), "--device-list-strategy", "cdi-cri", "--cdi-disable-hooks",
                         "bogus"], capture_output=True, text=True, env=h.plugin_env(), timeout=20)
     check(p.returncode == 1 and "unknown hook 'bogus'" in p.stderr, "bad --cdi-disable-hooks: %d %s" %
