@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Helpers shared by the exporter's black-box tests and benchmark: run `gpulet exporter` on the fake
 NVML, scrape it, run the python3-grpcio PodResources stand-in."""
+import atexit
 import json
 import os
 import re
@@ -18,6 +19,19 @@ GPULET = os.environ.get("GPULET", os.path.join(BUILD, "gpulet"))
 FAKE = os.environ.get("FAKE_NVML_LIB", os.path.join(BUILD, "fakenvml", "libnvidia-ml.so.1"))
 FIXTURES = os.path.join(SRC, "tests", "fixtures")
 PY = "/usr/bin/python3"
+
+
+_CHILDREN = []
+
+
+@atexit.register
+def _kill_children():
+    """A child left running by a failed test keeps CTest's output pipe open, and CTest then waits for
+    its timeout instead of reporting the failure."""
+    for p in _CHILDREN:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def fixture(name):
@@ -51,6 +65,7 @@ class Exporter:
                "--root", root or self.dir] + list(args)
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=e)
+        _CHILDREN.append(self.proc)
         self.port = self._wait_port()
 
     def _wait_port(self):
@@ -136,6 +151,7 @@ class PodResources:
         ready = os.path.join(self.dir, "ready")
         self.proc = subprocess.Popen([PY, os.path.join(SRC, "tests", "integration", "podres_standin.py"), sock,
                                       self.pods, "--ready", ready])
+        _CHILDREN.append(self.proc)
         for _ in range(300):
             if os.path.exists(ready):
                 return
@@ -151,6 +167,10 @@ class PodResources:
         os.replace(tmp, self.pods)
 
     def stop(self):
+        """Idempotent: tests call it mid-way (kubelet goes away) and again on the way out."""
+        if self.proc.poll() is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            return
         self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(10)

@@ -356,8 +356,14 @@ class Attribution(unittest.TestCase):
             # attribution, and a first utilization sample of GPUs 0 and 1, which the tests compare (on a
             # loaded machine the samplers may lag the PodResources refresh)
             util = ['DCGM_FI_DEV_GPU_UTIL{' + 'gpu="%d",UUID="%s"' % (i, doc["gpus"][i]["uuid"]) for i in (0, 1)]
+            g6 = doc["gpus"][6]
+
+            def mig_fb(b):  # the first memory sample of GPU 6's MIG instance, which lags under ASan
+                return any(l["UUID"] == g6["uuid"] and l.get("GPU_I_ID") == str(g6["mig"][0]["gi"])
+                           for l, _ in series(b, "DCGM_FI_DEV_FB_USED"))
             body = ex.wait_for(lambda b: "gpulet_pod_gpu_allocated{" in b and "GPU_I_PROFILE" in b and
-                               all(u in b for u in util), what="attribution and GPU 0/1 utilization")
+                               all(u in b for u in util) and mig_fb(b),
+                               what="attribution, GPU 0/1 utilization and GPU 6's MIG memory")
             return doc, ex, pr, body
         except BaseException:
             pr.stop()
@@ -395,6 +401,7 @@ class Attribution(unittest.TestCase):
                                what="PodResources errors counted")
             self.assertIn("infer-a", body)
         finally:
+            pr.stop()
             ex.cleanup()
 
     def test_virtual_gpus(self):
