@@ -10,6 +10,32 @@
 #include "util/log.h"
 
 /*
+ * Another spec of our devices beside ours (runtimes drop both) or in the dir that wins (used
+ * instead): say so with the file and the fix, as `cdi generate` refuses. Ours is still written:
+ * Allocate's names need it, and the plugin must not leave the node without a spec.
+ */
+static void log_conflicts(const char *dir, const char *file, const json_t *spec)
+{
+	_cleanup_(cdi_report_clear) struct cdi_report rep = {0};
+
+	if (cdi_spec_conflicts(dir, file, spec, &rep) < 0)
+		return;
+	for (size_t i = 0; i < rep.n_problems; i++) {
+		const struct cdi_problem *p = &rep.problems[i];
+
+		bool same_dir = streq(p->code, "conflict-same-dir");
+
+		if (p->error)
+			log_error("Another CDI spec defines the plugin's devices; the runtime will not use ours",
+				  "file=%s devices=\"%s\" where=%s fix=\"%s\"", p->file, p->message,
+				  same_dir ? "same-dir" : "dir-that-wins",
+				  same_dir ? "remove that file: runtimes drop a device defined twice in one dir, and "
+					     "every container asking for it fails"
+					   : "remove that file: runtimes use its definitions instead of the plugin's");
+	}
+}
+
+/*
  * With a CDI device-list strategy the names Allocate returns must resolve: write the node's spec
  * for vendor k8s.device-plugin.nvidia.com, class gpu, named like --device-id-strategy, to
  * /var/run/cdi at every (re)build (docs/reference/device-plugin.md §8), with the OCI hooks of
@@ -41,14 +67,16 @@ int daemon_write_cdi_spec(const struct daemon *d)
 	r = cdi_hooks_parse_disabled(d->cfg.cdi_disable_hooks, &hooks.disabled, &err);
 	if (r >= 0)
 		r = dir ? cdi_generate(d->node, &o, &spec, &err) : gerr_set(&err, ENOMEM, "out of memory");
-	if (r >= 0)
-		r = cdi_write_spec(dir, DP_CDI_VENDOR "-" DP_CDI_CLASS ".json", spec, &err);
+	if (r >= 0) {
+		log_conflicts(dir, DP_CDI_SPEC_FILE, spec);
+		r = cdi_write_spec(dir, DP_CDI_SPEC_FILE, spec, &err);
+	}
 	json_decref(spec);
 	if (r < 0)
 		log_error("Cannot write the CDI spec; CDI device names will not resolve in the runtime",
 			  "dir=%s error=\"%s\"", dir ? dir : CDI_DYNAMIC_DIR, err.msg);
 	else
-		log_info("Wrote CDI spec", "file=%s/%s", dir, DP_CDI_VENDOR "-" DP_CDI_CLASS ".json");
+		log_info("Wrote CDI spec", "file=%s/%s", dir, DP_CDI_SPEC_FILE);
 	for (size_t i = 0; r >= 0 && i < left_out.n; i++)
 		log_warn("The CDI spec leaves this out", "item=\"%s\"", left_out.items[i]);
 	return r < 0 ? r : 0;

@@ -25,6 +25,7 @@ extern const struct gsrv_method dp_methods[DP_N_METHODS];
 #define DP_CDI_VENDOR           "k8s.device-plugin.nvidia.com"
 #define DP_CDI_CLASS            "gpu"
 #define DP_CDI_KIND             DP_CDI_VENDOR "/" DP_CDI_CLASS
+#define DP_CDI_SPEC_FILE        DP_CDI_VENDOR "-" DP_CDI_CLASS ".json" /* in /var/run/cdi */
 #define DP_CDI_IMEX_KIND        "k8s.device-plugin.nvidia.com/imex-channel"
 #define DP_VISIBLE_DEVICES_ROOT "/var/run/nvidia-container-devices"
 

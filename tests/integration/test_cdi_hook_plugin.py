@@ -61,6 +61,16 @@ def test_plugin_hooks(h):
     check(any("leaves this out" in line and "nvidia3" in line for line in h.log_text().splitlines()),
           "no warning for the missing /dev/nvidia3:\n%s" % h.log_text()[-2000:])
 
+    # another spec of the same devices beside ours: runtimes drop both, so the log names the file and the fix
+    other = os.path.join(h.root, "var/run/cdi/copy-of-ours.json")
+    with open(os.path.join(h.root, SPEC)) as src, open(other, "w") as dst:
+        dst.write(src.read())
+    plugin_hooks(h)
+    os.unlink(other)
+    bad = [line for line in h.log_text().splitlines() if "Another CDI spec defines" in line]
+    check(bad and "copy-of-ours.json" in bad[-1] and "where=same-dir" in bad[-1] and "fix=" in bad[-1],
+          "no error for the conflicting spec:\n%s" % h.log_text()[-2000:])
+
     p = subprocess.run([GPULET, "plugin", *h.base_args(), "--device-list-strategy", "cdi-cri", "--cdi-disable-hooks",
                         "bogus"], capture_output=True, text=True, env=h.plugin_env(), timeout=20)
     check(p.returncode == 1 and "unknown hook 'bogus'" in p.stderr, "bad --cdi-disable-hooks: %d %s" %
