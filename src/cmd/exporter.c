@@ -98,7 +98,8 @@ static const struct cmd_opt exporter_opts[] = {
 	    "also serve a MIG GPU's own series next to its instances' (sums per namespace then count it twice)",
 	    .env = {"GPULET_EXPORTER_MIG_PARENT_METRICS"}, .def = "false", .off = EXP_F(mig_parent)),
     CMD_ROW("replace-blanks-in-model-name", 0, CMD_OPT_BOOL, NULL, "modelName label with '-' for spaces",
-	    .env = {"DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME"}, .def = "false", .off = EXP_F(replace_blanks)),
+	    .alias = "rbmn", .env = {"DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME"}, .def = "false",
+	    .off = EXP_F(replace_blanks)),
     CMD_ROW("debug", 0, CMD_OPT_BOOL, NULL, "same as --log-level debug", .env = {"DCGM_EXPORTER_DEBUG"}, .def = "false",
 	    .off = EXP_F(debug)),
     IGNORED_STR("web-config-file", 0, "DCGM_EXPORTER_WEB_CONFIG_FILE", IGN_WEB_CONFIG),
@@ -276,7 +277,7 @@ static void warn_collectors(const struct exp_collectors *c)
 		else if (ct->kind == EXP_COUNTER_UNAVAILABLE ||
 			 (ct->kind == EXP_COUNTER_METRIC && streq(ct->type, "label")))
 			log_warn(
-			    "field has no NVML source in gpulet; not served (see gpulet_exporter_field_unavailable)",
+			    "gpulet does not sample this field; not served (see gpulet_exporter_field_unavailable)",
 			    "file=%s line=%u field=%s", c->file, ct->line, ct->name);
 		else if (streq(ct->type, "histogram") || streq(ct->type, "summary"))
 			log_warn("a single value cannot be a histogram or summary; served as gauge",

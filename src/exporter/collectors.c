@@ -238,7 +238,7 @@ int exp_collectors_load(const char *path, struct exp_collectors *ret, struct ger
 	size_t len = 0;
 	int r = read_file(path, EXP_COLLECTORS_MAX_BYTES, &text, &len, err);
 	if (r < 0)
-		return gerr_prefix(err, "collectors file (-f, DCGM_EXPORTER_COLLECTORS)");
+		return gerr_prefix(err, "collectors file (-f, DCGM_EXPORTER_COLLECTORS): ");
 	return exp_collectors_parse(text, len, path, ret, err);
 }
 

@@ -3,7 +3,7 @@
  * Every field name DCGM knows (NVIDIA/DCGM 4.6.0 dcgmlib/dcgm_fields.h: the DCGM_FI_* field ids,
  * current names and the legacy aliases dcgm-exporter CSV files still use) and the exporter-made
  * DCGM_EXP_* names of dcgm-exporter (internal/pkg/counters). A collectors file naming one of these
- * is valid even where gpulet has no NVML source for it (the field is then listed as unavailable);
+ * is valid even where gpulet does not sample it (the field is then listed as unavailable);
  * any other name is a typo and an error (docs/reference/dcgm-exporter.md). Generated from the
  * header with: grep -oE "^#define DCGM_FI_[A-Z0-9_]+" dcgm_fields.h, minus range markers.
  */

@@ -357,12 +357,25 @@ static void note_first_round(struct exporter *e)
 {
 	if (atomic_fetch_add(&e->first_samples, 1) + 1 != e->n_gpus)
 		return;
-	uint64_t seen = 0;
+	uint64_t seen = 0, gpm_only = 0;
+	char no_gpm[512] = "";
+	size_t n_no_gpm = 0;
+	for (int i = 0; i < EXP_METRIC_COUNT; i++)
+		if (!exp_metrics[i].get && exp_metrics[i].gpm)
+			gpm_only |= 1ull << i;
 	for (size_t g = 0; g < e->n_gpus; g++) {
 		pthread_mutex_lock(&e->gpus[g].lock);
 		seen |= e->gpus[g].seen;
+		if (e->gpus[g].gpm_support < 0 && n_no_gpm < sizeof(no_gpm))
+			n_no_gpm += (size_t)snprintf(no_gpm + n_no_gpm, sizeof(no_gpm) - n_no_gpm, "%s%s",
+						     n_no_gpm ? "," : "", e->gpus[g].uuid);
 		pthread_mutex_unlock(&e->gpus[g].lock);
 	}
+	/* a node mixing GPUs with and without GPM: the GPM fields are served, but not for these */
+	if (e->enabled & gpm_only & seen && n_no_gpm)
+		log_warn(
+		    "GPUs without GPM (Hopper or newer has it): their DCGM_FI_PROF_* fields from GPM are not served",
+		    "uuids=%s", no_gpm);
 	e->unsupported = e->enabled & ~seen;
 	atomic_store(&e->probed, true);
 	char names[EXP_METRIC_COUNT * 48] = "";

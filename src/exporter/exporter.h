@@ -176,7 +176,7 @@ struct exporter {
 	const char *help[EXP_METRIC_COUNT];
 	bool xid_enabled, driver_label; /* DCGM_FI_DEV_XID_ERRORS, DCGM_FI_DRIVER_VERSION label */
 	const char *xid_type, *xid_help;
-	const char **unavailable_names; /* collectors fields with no NVML source in gpulet */
+	const char **unavailable_names; /* collectors fields gpulet does not sample */
 	size_t n_unavailable_names;
 	double stale_s;            /* values older than this are not served (a hung GPU) */
 	atomic_uint first_samples; /* GPUs that finished two sampling rounds */

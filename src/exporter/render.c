@@ -264,12 +264,13 @@ static void render_unavailable(struct strbuf *b, const struct exporter *e)
 	if (!e->n_unavailable_names && !(probed && e->unsupported))
 		return;
 	family(b, "gpulet_exporter_field_unavailable", "gauge",
-	       "1 for each field of the collectors set this node does not serve, with the reason (NVML has no "
-	       "source for it, or no GPU here supports it).");
+	       "1 for each field of the collectors set this node does not serve, with the reason (gpulet does not "
+	       "sample it, or no GPU here supports it).");
 	for (size_t k = 0; k < e->n_unavailable_names; k++) {
 		char name[256];
 		prom_escape(e->unavailable_names[k], name, sizeof(name));
-		strbuf_printf(b, "gpulet_exporter_field_unavailable{field=\"%s\",reason=\"no NVML source\"} 1\n", name);
+		strbuf_printf(b, "gpulet_exporter_field_unavailable{field=\"%s\",reason=\"not sampled by gpulet\"} 1\n",
+			      name);
 	}
 	for (int i = 0; probed && i < EXP_METRIC_COUNT; i++)
 		if (e->unsupported & (1ull << i))

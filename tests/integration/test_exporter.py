@@ -483,7 +483,7 @@ class Collectors(unittest.TestCase):
 
     def test_dcgm_default_fields_on_h100(self):
         """Every default and DCP field NVML gives is served with the file's name, type and help; GPM
-        ratios on Hopper; a DCGM field with no NVML source is listed once by the info metric."""
+        ratios on Hopper; a DCGM field gpulet does not sample is listed once by the info metric."""
         ex = Exporter(fixture("dgx-h100"), ["-f", COLLECTORS, "--collect-interval", "200", "--kubernetes=false"])
         try:
             body = ex.wait_for(lambda b: len(series(b, "DCGM_FI_PROF_GR_ENGINE_ACTIVE")) == 8 and
@@ -539,6 +539,29 @@ class Collectors(unittest.TestCase):
         finally:
             ex.cleanup()
 
+    def test_mixed_gpm_node_warns_once_naming_the_gpus(self):
+        """dgx-h100 with GPU 2 lacking GPM: the GPM fields are served for the other seven, not listed as
+        unavailable, and one warning names GPU 2."""
+        doc = load("dgx-h100")
+        doc["gpus"][2]["gpm_supported"] = False
+        d = tempfile.mkdtemp(prefix="gpulet-mixed-")
+        write_json_atomic(os.path.join(d, "mixed.json"), doc)
+        ex = Exporter(os.path.join(d, "mixed.json"), ["--collect-interval", "200", "--kubernetes=false"])
+        try:
+            body = ex.wait_for(lambda b: len(series(b, "DCGM_FI_PROF_GR_ENGINE_ACTIVE")) == 7 and
+                               "GPUs without GPM" in ex.text(), what="GPM values and the warning")
+            gpm_uuids = {l["UUID"] for l, _ in series(body, "DCGM_FI_PROF_GR_ENGINE_ACTIVE")}
+            self.assertNotIn(doc["gpus"][2]["uuid"], gpm_uuids)
+            self.assertNotIn("DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+                             {l["field"] for l, _ in series(body, "gpulet_exporter_field_unavailable")})
+            time.sleep(0.5)
+            warn = [l for l in ex.text().splitlines() if "GPUs without GPM" in l]
+            self.assertEqual(len(warn), 1, ex.text())
+            self.assertIn("uuids=" + doc["gpus"][2]["uuid"], warn[0])
+        finally:
+            ex.cleanup()
+            shutil.rmtree(d, ignore_errors=True)
+
     def test_bad_collectors_file_names_file_and_line(self):
         d = tempfile.mkdtemp(prefix="gpulet-csv-")
         cases = {
@@ -568,9 +591,14 @@ class Collectors(unittest.TestCase):
         ex = Exporter(fixture("single-t4"), [
             "-f", COLLECTORS, "--web-config-file", "/etc/dcgm-exporter/web-config.yaml", "-x", "300000",
             "-o", "--kubernetes-gpu-id-type", "device-name", "-d", "f", "-r", "localhost:5555",
-            "--kubernetes-enable-pod-labels", "--debug", "--kubernetes=false"])
+            "--kubernetes-enable-pod-labels", "--debug", "--kubernetes=false", "-rbmn"])
         try:
-            ex.wait_for(lambda b: "DCGM_FI_DEV_GPU_TEMP{" in b, what="first sample")
+            body = ex.wait_for(lambda b: "DCGM_FI_DEV_GPU_TEMP{" in b, what="first sample")
+            # -rbmn is upstream's alias of --replace-blanks-in-model-name, not -r with the value "bmn"
+            model = load("single-t4")["models"][load("single-t4")["gpus"][0]["model"]]["name"]
+            self.assertIn(" ", model)
+            self.assertEqual({l["modelName"] for l, _ in series(body, "DCGM_FI_DEV_GPU_TEMP")},
+                             {model.replace(" ", "-")})
             log = ex.text()
             for flag in ("web-config-file", "xid-count-window-size", "use-old-namespace", "kubernetes-gpu-id-type",
                          "remote-hostengine-info", "kubernetes-enable-pod-labels"):

@@ -242,6 +242,12 @@ class Dashboard(unittest.TestCase):
             report.append("%-34s %s" % (title, " ".join(counts)))
         print("\n".join(report))
 
+    def test_xid_panel_counts_the_first_xid(self):
+        """One XID 31 on GPU 3: the table says 1 (increase() alone reads a counter series born at 1 as 0)."""
+        expr = dict(panel_exprs(self.dash))["XID errors in the last hour"]
+        res = self.prom.query(grafana_expand(expr, self.instance("dgx-a100")))
+        self.assertEqual([(r["metric"]["gpu"], r["metric"]["xid"], r["value"][1]) for r in res], [("3", "31", "1")])
+
     def test_template_variables(self):
         # label_values(DCGM_FI_DEV_GPU_TEMP, instance) lists every node; gpu lists the GPUs of one
         inst = {r["metric"]["instance"] for r in self.prom.query(

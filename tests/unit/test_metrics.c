@@ -369,7 +369,7 @@ static void test_configure_from_collectors(void **state)
 	assert_null(strstr(t, "DCGM_FI_DEV_XID_ERRORS"));
 	assert_null(strstr(t, "DCGM_FI_DRIVER_VERSION=")); /* not listed: no label */
 	assert_non_null(strstr(t, "gpulet_exporter_field_unavailable{field=\"DCGM_FI_DEV_VGPU_LICENSE_STATUS\","
-				  "reason=\"no NVML source\"} 1\n"));
+				  "reason=\"not sampled by gpulet\"} 1\n"));
 	exporter_free(&e);
 	exp_collectors_free(&c);
 }
