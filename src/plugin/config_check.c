@@ -183,6 +183,11 @@ void config_warn(struct plugin_config *c, const char *fmt, ...)
 
 int config_validate(const struct plugin_config *c, struct gerr *err)
 {
+	/* the file is shared with labels, which takes vfio (GPUs passed through to VMs); the plugin does not */
+	if (streq(c->device_discovery_strategy, "vfio"))
+		return gerr_set(err, EINVAL,
+				"--device-discovery-strategy=vfio is for labels (GPU Feature Discovery) only; "
+				"the device plugin takes auto, nvml or tegra");
 	if ((c->device_list_strategy & DLS_CDI_ANY) && streq(c->device_discovery_strategy, "tegra"))
 		return gerr_set(err, EINVAL,
 				"CDI --device-list-strategy options are only supported on NVML-based systems; "

@@ -567,6 +567,11 @@ class ConfigAndFlags(unittest.TestCase):
         self.assertIn("NVML only", err)
         p = run(["--oneshot", "-o", "/out", "--device-discovery-strategy", "bogus"], "dgx-a100", self.root)
         self.assertEqual(p.returncode, 2)
+        # GFD takes vfio from the shared config file too (the plugin refuses it: test_plugin_config)
+        cfg = self.write("vfio.yaml", "version: v1\nflags:\n  deviceDiscoveryStrategy: vfio\n")
+        got, err = self.labels(["--oneshot", "-o", "/out", "--config-file", cfg])
+        self.assertEqual(got[NV + "gpu.count"], "8")
+        self.assertIn("device_discovery_strategy=vfio", err)
 
     def test_machine_file_missing(self):
         os.remove(os.path.join(self.root, "sys/class/dmi/id/product_name"))

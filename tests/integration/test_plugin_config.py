@@ -188,6 +188,10 @@ def test_config_errors(h):
     _, err = gp("--print-config", "--config-file", cfgfile(h.tmp, "sharing:\n  mps:\n    resources:\n"
                                                                    "    - {name: gpu, replicas: 2}\n"), rc=1)
     check("--mps-root" in err, "MPS needs --mps-root: %r" % err)
+    # vfio is GFD's (the shared file may say so for labels); the plugin refuses it, as upstream's does
+    vfio = cfgfile(h.tmp, "version: v1\nflags:\n  deviceDiscoveryStrategy: vfio\n", "vfio.yaml")
+    _, err = gp("--print-config", "--config-file", vfio, rc=1)
+    check("vfio is for labels" in err, "vfio in the plugin: %r" % err)
 
 
 def test_fail_on_init_error(h):
