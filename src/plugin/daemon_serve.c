@@ -192,8 +192,10 @@ static int start_serving(struct daemon *d, struct gerr *err)
 		if (r < 0)
 			return r;
 		d->n_sv++;
-		log_info("Serving device plugin", "resource=%s socket=%s devices=%zu", s->ctx.res->name, s->path,
-			 s->ctx.res->n_devices);
+		/* while the MPS daemon is not ready the list kubelet gets is empty: say so, not the replicas */
+		log_info("Serving device plugin", "resource=%s socket=%s devices=%zu%s", s->ctx.res->name, s->path,
+			 s->ctx.mps_unready ? 0 : s->ctx.res->n_devices,
+			 s->ctx.mps_unready ? " (empty until the MPS control daemon is ready)" : "");
 	}
 	return gsrv_group_run(d->g, err);
 }

@@ -157,6 +157,7 @@ def test_mps_fail_safe(h, m):
     h.wait_list("nvidia.com/gpu", start=mark, pred=lambda d: d == [])
     h.wait_log(r'msg="Waiting for the MPS control daemon; advertising no devices for this resource" '
                r'resource=nvidia\.com/gpu reason="[^"]*\.ready: No such file or directory')
+    h.wait_log(r'msg="Serving device plugin" resource=nvidia\.com/gpu [^\n]*devices=0 \(empty until the MPS')
     try:
         h.allocate("nvidia.com/gpu", ["GPU-b1e2f3a4-0516-4728-893a-4b5c6d7e8f90::0"])
         fail("Allocate answered without an MPS daemon")
