@@ -352,10 +352,18 @@ static nvmlReturn_t mig_handle(struct exporter *e, struct exp_gpu *eg, size_t j,
 	return r;
 }
 
-/* After every GPU's second round: the enabled fields no device gave are unavailable on this node. */
-static void note_first_round(struct exporter *e)
+#define LATE_JUDGE_S 5.0 /* past the stale age: slow GPUs have had their rounds, hung ones will not */
+
+/*
+ * After every GPU's second round: the enabled fields no device gave are unavailable on this node.
+ * late: a GPU that hangs from the start never finishes its rounds; once it counts as stale, judge
+ * on the GPUs that did (the hung one gives nothing either way).
+ */
+static void note_first_round(struct exporter *e, bool late)
 {
-	if (atomic_fetch_add(&e->first_samples, 1) + 1 != e->n_gpus)
+	if (!late && atomic_fetch_add(&e->first_samples, 1) + 1 != e->n_gpus)
+		return;
+	if (atomic_exchange(&e->judged, true))
 		return;
 	uint64_t seen = 0, gpm_only = 0;
 	char no_gpm[512] = "";
@@ -430,10 +438,12 @@ void exporter_sample_gpu(struct exporter *e, size_t gi)
 	eg->st.nvml_errors += sr.errors;
 	eg->st.lost |= sr.lost; /* sticky like the plugin's health: a lost GPU needs a reset */
 	/* GPM gives its first values on the second round: judge after two */
-	bool judge = eg->st.rounds < 2 && ++eg->st.rounds == 2;
+	bool judge = eg->st.rounds < 2 && ++eg->st.rounds == 2, done = eg->st.rounds == 2;
 	pthread_mutex_unlock(&eg->lock);
 	if (judge)
-		note_first_round(e);
+		note_first_round(e, false);
+	else if (done && !atomic_load(&e->judged) && sr.now - e->started_at > e->stale_s + LATE_JUDGE_S)
+		note_first_round(e, true);
 	if (sr.lost && !was_lost)
 		log_warn("GPU is lost, marking unhealthy device", "uuid=%s index=%u", eg->uuid, eg->nvml_index);
 }

@@ -181,6 +181,7 @@ struct exporter {
 	double stale_s;            /* values older than this are not served (a hung GPU) */
 	atomic_uint first_samples; /* GPUs that finished two sampling rounds */
 	atomic_bool probed;        /* every GPU sampled once: unsupported is final */
+	atomic_bool judged;        /* note_first_round ran (once, on time or late) */
 	uint64_t unsupported;      /* enabled fields no device gave (set once, with probed) */
 	/* attribution */
 	struct podres_cache *podres; /* NULL: no pod labels */

@@ -181,6 +181,26 @@ class NvmlFaults(unittest.TestCase):
         finally:
             ex.cleanup()
 
+    def test_gpu_hung_from_the_start_does_not_hold_back_the_probe(self):
+        """GPU 3 hangs in its very first round: the fields no GPU gives are still found and listed,
+        once its values count as stale (plus 5 s for slow ones)."""
+        doc = load("dgx-a100")
+        doc["gpus"][3]["delay_ms"] = {"nvmlDeviceGetUtilizationRates": 60000}
+        d = tempfile.mkdtemp(prefix="gpulet-hung-")
+        write_json_atomic(os.path.join(d, "hung.json"), doc)
+        ex = Exporter(os.path.join(d, "hung.json"), ["--collect-interval", "200", "--kubernetes=false"])
+        try:
+            t0 = time.time()
+            body = ex.wait_for(lambda b: "needs GPM" in b, timeout=30, what="the late probe")
+            self.assertGreater(time.time() - t0, 1.5)  # not before the hung GPU is stale
+            self.assertIn("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+                          {l["field"] for l, _ in series(body, "gpulet_exporter_field_unavailable")})
+            self.assertEqual(ex.text().count("fields not available from NVML on this node"), 1, ex.text())
+            self.assertEqual(ex.stop(timeout=15), 0)
+        finally:
+            ex.cleanup()
+            shutil.rmtree(d, ignore_errors=True)
+
     def test_failing_call_counts_errors_and_keeps_others(self):
         ex = Exporter(fixture("dgx-h100"), ["--collect-interval", "200", "--kubernetes=false"])
         try:
