@@ -367,6 +367,11 @@ def test_matrix():
                   and "priorityClassName" not in pod and "tolerations" not in pod,
                   "scheduling values not applied: %r" % {k: pod.get(k) for k in
                                                          ("nodeSelector", "affinity", "priorityClassName", "tolerations")})
+            # the doctor reads the driver below /host like the plugin: without it, nvml.load-failed on
+            # every GPU Operator node
+            _, dc = verbs["doctor"]
+            denv = {e["name"]: e.get("value") for e in dc["env"]}
+            check(denv.get("NVIDIA_DRIVER_ROOT") == "/run/nvidia/driver", "doctor lacks the driver root: %r" % denv)
             _, lc = verbs["labels"]
             lenv = {e["name"]: e.get("value") for e in lc["env"]}
             check(lenv.get("GFD_SLEEP_INTERVAL") == "30s" and lenv.get("GFD_NO_TIMESTAMP") == "true"
