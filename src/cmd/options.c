@@ -2,9 +2,11 @@
 /* The option engine of every verb but plugin: getopt_long, env fallbacks, defaults and --help from one table. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd/options.h"
 #include "util/argv.h"
@@ -60,6 +62,25 @@ int cmd_usage_error(const struct cmd_verb *v, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	return EXIT_USAGE;
+}
+
+int cmd_set_root(void *opts, const char *value, struct gerr *err)
+{
+	static char abs[PATH_MAX]; /* one --root per process */
+	struct cmd_common *c = opts;
+
+	if (!*value || *value == '/') {
+		c->nvml.root = value;
+		return 0;
+	}
+	if (!getcwd(abs, sizeof(abs)))
+		return gerr_set(err, errno, "cannot make '%s' absolute: %s; give an absolute path", value,
+				strerror(errno));
+	if (strlen(abs) + 1 + strlen(value) >= sizeof(abs))
+		return gerr_set(err, ENAMETOOLONG, "'%s' is too long", value);
+	strcat(strcat(abs, "/"), value);
+	c->nvml.root = abs;
+	return 0;
 }
 
 int cmd_parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *ret)

@@ -86,6 +86,9 @@ int cmd_usage_error(const struct cmd_verb *v, const char *fmt, ...) _printf_(2, 
 /* An unsigned number in [min, max] (a bounded count or interval); -EINVAL otherwise. */
 int cmd_parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *ret);
 
+/* --root: struct cmd_common's nvml.root, made absolute (host paths are joined to it as "/x"). */
+int cmd_set_root(void *opts, const char *value, struct gerr *err);
+
 /* UID or UID:GID (a lone UID is also the GID); -EINVAL otherwise. */
 int cmd_parse_user(const char *s, unsigned *ret_uid, unsigned *ret_gid);
 
@@ -111,9 +114,9 @@ bool cmd_print_json(const char *verb, json_t *doc);
 	}
 #define CMD_OPT_ROOT                                                                               \
 	{                                                                                          \
-		.name = "root", .kind = CMD_OPT_STR, .arg = "DIR",                                 \
+		.name = "root", .kind = CMD_OPT_CALL, .arg = "DIR",                                \
 		.help = "host root: every host path is read under it (default /; /host in a pod)", \
-		.off = offsetof(struct cmd_common, nvml.root)                                      \
+		.call = cmd_set_root                                                               \
 	}
 #define CMD_OPT_NVML_LIBRARY                                                                                \
 	{                                                                                                   \

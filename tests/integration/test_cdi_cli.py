@@ -205,6 +205,14 @@ def main():
         rel = subprocess.run([GPULET, "cdi", "list", "--dir", "no/such"], cwd=root, capture_output=True, text=True)
         check(rel.returncode == 1 and "relative --dir is read from the working dir" in rel.stderr,
               f"list missing relative --dir: {rel.stderr}")
+        # a relative --root is read from the working dir, NVML search included (it used to look in /node/...)
+        lib = os.path.join(root, "usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1")
+        os.unlink(lib)
+        shutil.copy(os.environ["FAKE_NVML_LIB"], lib)
+        fx = os.path.join(os.environ["GPULET_SRC"], "tests/fixtures", FIXTURE + ".json")
+        rel = subprocess.run([GPULET, "cdi", "generate", "--root", "node", "--nvidia-cdi-hook-path", "/usr/bin/h"],
+                             cwd=tmp, capture_output=True, text=True, env=dict(os.environ, FAKE_NVML_FIXTURE=fx))
+        check(rel.returncode == 0 and "kind: nvidia.com/gpu" in rel.stdout, f"relative --root: {rel.stderr}")
         no_silent_broken_spec(tmp)
         no_conflicts(tmp)
     return finish("cdi command line")
