@@ -15,6 +15,7 @@ host) and temp dirs are bind-mounted over /etc/cdi and /var/run/cdi: nothing on 
 from or written to those dirs. Podman's storage is a temp --root/--runroot with the vfs driver.
 Flags from docs/reference/real-peers.md §D (runc, cgroupfs, ulimits below the hard limits).
 """
+import contextlib
 import json
 import os
 import re
@@ -22,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 from test_cdi_testlib import GPULET, check, finish, gpulet, load_fixture, mkroot
 from test_cdi_testlib import generate as gpulet_generate
@@ -33,6 +35,26 @@ def need(tool):
     if not shutil.which(tool):
         print(f"FAIL: {tool} not found; install it (it is in .ci/packages.txt)")
         sys.exit(1)
+
+
+@contextlib.contextmanager
+def podman_tmpdir(prefix):
+    """A temp dir for podman's storage and the rootfs. After `podman run` returns for a container that
+    failed to start, podman's cleanup may still write in the storage for a moment: removing the dir
+    is retried instead of failing a test whose checks all passed."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield tmp
+    finally:
+        for _ in range(50):
+            try:
+                shutil.rmtree(tmp)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.2)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 class Podman:
@@ -109,7 +131,7 @@ def main():
     fx = load_fixture(FIXTURE)
     gpu0, mig_gpu = fx["gpus"][0], fx["gpus"][6]
     mig0 = mig_gpu["mig"][0]["cis"][0]["uuid"]
-    with tempfile.TemporaryDirectory(prefix="gpulet-cdi-podman.") as tmp:
+    with podman_tmpdir("gpulet-cdi-podman.") as tmp:
         root = os.path.join(tmp, "node")
         mkroot(root, FIXTURE, host_view=True, options=["--drm"])
         check(os.path.exists(os.path.join(root, "dev/nvidia0")) and

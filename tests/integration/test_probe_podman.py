@@ -19,9 +19,8 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 
-from test_cdi_podman import Podman, need
+from test_cdi_podman import Podman, podman_tmpdir, need
 from test_cdi_testlib import BUILD, check, finish
 
 PROBE = os.path.join(BUILD, "gpulet-probe")
@@ -84,7 +83,7 @@ def main():
         check(os.path.exists(lib), f"{lib}: the real driver files were fetched")
     n = needed(PROBE)
     check(n == {"libc.so.6"}, f"gpulet-probe needs only libc (and the loader): NEEDED {sorted(n)}")
-    with tempfile.TemporaryDirectory(prefix="gpulet-probe-podman.") as tmp:
+    with podman_tmpdir("gpulet-probe-podman.") as tmp:
         p = Podman(tmp)
         shutil.rmtree(p.rootfs)
         bare_rootfs(p.rootfs)
