@@ -27,7 +27,7 @@ static const struct {
 };
 
 /*
- * Links nvidia-ctk adds for a mounted driver library (symlinks.go getLinksForMount): the
+ * Links nvidia-ctk adds for a mounted driver library (symlinks.go getLinksForMount, graphics.go): the
  * file name pattern (%s = driver version), the link's target (NULL = the file itself) and name.
  */
 static const struct {
@@ -38,6 +38,9 @@ static const struct {
     {"libcuda.so.%s", "libcuda.so.1", "libcuda.so"},       /* applications dlopen("libcuda.so") */
     {"libGLX_nvidia.so.%s", NULL, "libGLX_indirect.so.0"}, /* GLVND's indirect GLX */
     {"libnvidia-opticalflow.so.%s", "libnvidia-opticalflow.so.1", "libnvidia-opticalflow.so"},
+    /* graphics (graphics.go graphicsDriverLibraries.Hooks): GBM's backend, Vulkan's producer */
+    {"libnvidia-allocator.so.%s", "../libnvidia-allocator.so.1", "gbm/nvidia-drm_gbm.so"},
+    {"libnvidia-vulkan-producer.so.%s", NULL, "libnvidia-vulkan-producer.so"},
 };
 
 int cdi_hooks_parse_disabled(const char *list, unsigned *ret, struct gerr *err)

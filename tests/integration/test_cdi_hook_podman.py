@@ -30,9 +30,8 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
-from test_cdi_podman import Podman
+from test_cdi_podman import Podman, podman_tmpdir
 from test_cdi_testlib import BUILD, FAKE, GPULET, SRC, check, finish, mkroot
 
 ARCH = "x86_64-linux-gnu"
@@ -192,9 +191,14 @@ def direction(p, name, template, fixture_file, driver_root, dev_root, hook_path,
     if hook_path:
         check(all(a[0] == "nvidia-cdi-hook" and a[1] != "cdi-hook" for a in hook_args(spec)),
               f"{name}: a binary named nvidia-cdi-hook gets nvidia-cdi-hook's args: {hook_args(spec)}")
-    r = p.run_in(template, ["nvidia.com/gpu=0"], script)
+    # every link of create-symlinks is there, pointing where the spec says (gbm/ made on the way)
+    links = [a.split("::") for h in hook_args(spec) if "create-symlinks" in h for a in h if "::" in a]
+    check(any(lk.endswith("/gbm/nvidia-drm_gbm.so") for _, lk in links), f"{name}: the GBM backend link: {links}")
+    r = p.run_in(template, ["nvidia.com/gpu=0"], script + "; ls -l " + " ".join(lk for _, lk in links))
     print(f"--- {name}, with hooks: rc {r.returncode}\n{r.stdout}{r.stderr[-2000:]}")
     check(r.returncode == 0 and "DLOPEN OK" in r.stdout, f"{name}: dlopen succeeds with the hooks")
+    for target, lk in links:
+        check(f"{lk} -> {target}" in r.stdout, f"{name}: {lk} -> {target} in the container")
     check("version=12020" in r.stdout, f"{name}: the real libcuda answers cuDriverGetVersion (12.2 for 535)")
     check(libdir in r.stdout, f"{name}: the hook's drop-in names {libdir}")
 
@@ -252,7 +256,7 @@ def main():
         ["/usr/bin/python3", os.path.join(SRC, "tests/lib/realdriver.py"), "env",
          os.path.join(BUILD, "realdriver")]).split())
     version, plain = facts["REALDRIVER_VERSION"], facts["REALDRIVER_ROOT_PLAIN"]
-    with tempfile.TemporaryDirectory(prefix="gpulet-cdi-hook.") as tmp:
+    with podman_tmpdir("gpulet-cdi-hook.") as tmp:
         p = preflight(tmp)
         with open(os.path.join(SRC, "tests/fixtures/single-t4.json")) as f:
             fixture = json.load(f)
