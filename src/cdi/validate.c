@@ -193,6 +193,19 @@ static void check_node_type(struct cdi_vctx *v, const json_t *s, const char *pat
 			    "device node type '%s' is not b, c, u or p", t);
 }
 
+/* The CLOS is a resctrl dir name: "/" (the root CLOS) or a file name (container-edits.go IntelRdt) */
+static void check_closid(struct cdi_vctx *v, const json_t *s, const char *path)
+{
+	const char *c = json_string_value(s);
+
+	if (!streq(c, "/") && (strlen(c) >= 4096 || streq(c, ".") || streq(c, "..") || strpbrk(c, "/\n")))
+		cdi_problem(v, "invalid-value", path,
+			    "use a resctrl group name (no '/' or newline, not . or ..) or \"/\"",
+			    "intelRdt closID '%s' is not a file name: CDI libraries that know intelRdt (0.7.0 and "
+			    "later) refuse the spec",
+			    c);
+}
+
 static void check_permissions(struct cdi_vctx *v, const json_t *s, const char *path)
 {
 	const char *p = json_string_value(s);
@@ -372,7 +385,7 @@ static const struct field hook_fields[] = {
     {"timeout", F_INT, false, NULL, check_timeout},      {0},
 };
 static const struct field rdt_fields[] = {
-    {"closID", F_STRING, false, NULL, NULL},         {"l3CacheSchema", F_STRING, false, NULL, NULL},
+    {"closID", F_STRING, false, NULL, check_closid}, {"l3CacheSchema", F_STRING, false, NULL, NULL},
     {"memBwSchema", F_STRING, false, NULL, NULL},    {"schemata", F_STRING_ARRAY, false, NULL, NULL},
     {"enableMonitoring", F_BOOL, false, NULL, NULL}, {"enableCMT", F_BOOL, false, NULL, NULL},
     {"enableMBM", F_BOOL, false, NULL, NULL},        {0},

@@ -80,6 +80,16 @@ static void test_go_types_and_values(void **state)
 		     "");
 	ASSERT_CODES(DEV("{\"deviceNodes\":[{\"path\":\"/dev/null\",\"permissions\":\"none\"}]}"), NULL,
 		     "E:invalid-value");
+	/* intelRdt.closID is a resctrl dir name or "/" (the CDI library refuses the spec otherwise) */
+#define RDT(clos)                                                                                              \
+	"{\"cdiVersion\":\"0.7.0\",\"kind\":\"example.com/gpu\",\"containerEdits\":{\"intelRdt\":{\"closID\":" \
+	"\"" clos "\"}},\"devices\":[{\"name\":\"d\",\"containerEdits\":{\"env\":[\"A=1\"]}}]}"
+	ASSERT_CODES(RDT("c1"), "cdi-1.0", "");
+	ASSERT_CODES(RDT("/"), "cdi-1.0", "");
+	ASSERT_CODES(RDT("a/b"), "cdi-1.0", "E:invalid-value");
+	ASSERT_CODES(RDT(".."), "cdi-1.0", "E:invalid-value");
+	ASSERT_CODES(RDT("a\\nb"), "cdi-1.0", "E:invalid-value");
+#undef RDT
 	/* NVIDIA nodes without any library: works, but CUDA finds no driver */
 	ASSERT_CODES(DEV("{\"deviceNodes\":[{\"path\":\"/dev/nvidia0\"}]}"), NULL, "no-libraries");
 	ASSERT_CODES(DEV("{\"deviceNodes\":[{\"path\":\"/dev/nvidia0\"}],\"mounts\":[{\"hostPath\":\"/l/libcuda.so.1\","
