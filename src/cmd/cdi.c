@@ -132,6 +132,10 @@ static const struct cmd_opt generate_opts[] = {
 	    "host path of the hook binary in the spec's hooks (default: this gpulet; a binary named "
 	    "nvidia-cdi-hook or nvidia-ctk gets that tool's arguments)",
 	    .alias = "nvidia-ctk-path", .off = CDI_F(hooks.path)),
+    CMD_ROW("ldconfig-path", 0, CMD_OPT_STR, "PATH",
+	    "host path of the ldconfig the update-ldcache hook runs (a static ELF; default: the hook's, "
+	    "/sbin/ldconfig, or /sbin/ldconfig.real where that exists)",
+	    .env = {"NVIDIA_CTK_CDI_GENERATE_LDCONFIG_PATH"}, .off = CDI_F(hooks.ldconfig_path)),
     CMD_ROW("cdi-disable-hooks", 0, CMD_OPT_CALL, "all|NAME,...", "leave these OCI hooks out of the spec",
 	    .call = set_disabled_hooks, .want = "all, or hook names separated by commas"),
     CMD_OPT_ROOT,

@@ -145,6 +145,13 @@ def main():
         r = generate(FIXTURE, root, [])
         check(r.returncode == 0 and r.stdout.startswith("---\n"), "default output: YAML on stdout")
         check(yaml.safe_load(r.stdout)["kind"] == "nvidia.com/gpu", "default kind nvidia.com/gpu")
+        for how in (["--ldconfig-path", "/sbin/ldconfig.real"], []):  # nvidia-ctk's flag and env var
+            env = dict(os.environ, NVIDIA_CTK_CDI_GENERATE_LDCONFIG_PATH="/sbin/ldconfig.real") if not how else None
+            r = generate(FIXTURE, root, how, env=env)
+            hooks = yaml.safe_load(r.stdout)["containerEdits"]["hooks"]
+            ld = [h["args"] for h in hooks if "update-ldcache" in h["args"]]
+            at = ld[0].index("update-ldcache") + 1 if len(ld) == 1 else 0
+            check(ld and ld[0][at:at + 2] == ["--ldconfig-path", "/sbin/ldconfig.real"], f"{how or 'env'}: {ld}")
 
         r = generate(FIXTURE, root, ["--output", out + "/", "--format", "json", "--no-all-device"])
         path = os.path.join(out, "nvidia.com-gpu.json")

@@ -75,9 +75,9 @@ def mkroot(dest, fixture, host_view=False, options=()):
         os.symlink(dest, dest + dest)
 
 
-def generate(fixture, root, args):
+def generate(fixture, root, args, env=None):
     """gpulet cdi generate against the fake NVML answering from fixture (hooks run by HOOK unless args say)."""
-    env = dict(os.environ, FAKE_NVML_FIXTURE=fixture_path(fixture))
+    env = dict(env or os.environ, FAKE_NVML_FIXTURE=fixture_path(fixture))
     hook = [] if "--nvidia-cdi-hook-path" in args else ["--nvidia-cdi-hook-path", HOOK]
     return subprocess.run([GPULET, "cdi", "generate", "--nvml-library", FAKE, "--root", root] + hook + args, env=env,
                           capture_output=True, text=True, timeout=60)
