@@ -55,20 +55,30 @@ UNDOCUMENTED_ENV = {"exporter": {"NODE_NAME"}}
 # doctor every link of the chain, `gpulet doctor --list`).
 PLUGIN_READS = {"/usr", "/lib", "/lib64", "/etc/ld.so.cache", "/proc/driver", "/sys/bus/pci", "/sys/devices",
                 "/dev", "/run/nvidia-persistenced", "/run/nvidia-fabricmanager", "/etc/OpenCL/vendors", "/etc/vulkan"}
+# MPS (src/plugin/mps.c, daemon_mps.c): the control daemons' dir (values mps.root, here its default)
+# and the tmpfs mount-shm puts under it; the plugin asks the daemons over their sockets there
+MPS, MPS_SHM = "{mps}", "{mps}/shm"
 HOST_PATHS = {
-    "plugin": PLUGIN_READS | {"/var/lib/kubelet/device-plugins", "/var/run/cdi"},
+    "plugin": PLUGIN_READS | {"/var/lib/kubelet/device-plugins", "/var/run/cdi", MPS, MPS_SHM},
     "labels": {"/etc/kubernetes/node-feature-discovery/features.d", "/sys/class/dmi/id"},
     "exporter": {"/var/lib/kubelet/pod-resources"},
     "doctor": {"/"},
+    "mps-control-daemon": {MPS, MPS_SHM},
 }
 WRITES = {
-    "plugin": {"/var/lib/kubelet/device-plugins", "/var/run/cdi"},
+    "plugin": {"/var/lib/kubelet/device-plugins", "/var/run/cdi", MPS, MPS_SHM},
     "labels": {"/etc/kubernetes/node-feature-discovery/features.d"},
     "exporter": set(),
     "doctor": set(),
+    "mps-control-daemon": {MPS, MPS_SHM},
 }
-# where each verb expects a host path inside the container: below --root=/host, or at the host path
-UNDER_ROOT = {"plugin": PLUGIN_READS | {"/var/run/cdi"}, "doctor": {"/"}}
+# where each verb expects a host path inside the container: below --root=/host, at a fixed container
+# path (upstream's /mps, the MPS tmpfs as /dev/shm), or at the host path
+UNDER_ROOT = {"plugin": PLUGIN_READS | {"/var/run/cdi", MPS}, "doctor": {"/"}}
+AT = {"plugin": {MPS_SHM: "/dev/shm"}, "mps-control-daemon": {MPS: "/mps", MPS_SHM: "/dev/shm"}}
+# Verbs that cannot run unprivileged, with the reason: nvidia-smi sets the compute mode, and the
+# MPS tmpfs is a mount the host must see (upstream runs the same containers privileged).
+PRIVILEGED = {"mps-control-daemon"}
 
 _HELP = {}
 
@@ -105,14 +115,18 @@ def check_flags_env(name, verb, c):
         check(False, "%s: env %s is not one `gpulet %s --help` lists" % (name, n, verb))
 
 
-def check_security(name, pod, c, values):
+def check_security(name, pod, c, values, verb):
     sc = c.get("securityContext", {})
+    check(pod.get("automountServiceAccountToken") is False, "%s: service-account token mounted" % name)
+    if verb in PRIVILEGED:
+        check(sc.get("privileged") is True and sc.get("readOnlyRootFilesystem") is True,
+              "%s: privileged with a read-only root" % name)
+        return
     check(not sc.get("privileged"), "%s: privileged" % name)
     check(sc.get("allowPrivilegeEscalation") is False, "%s: allowPrivilegeEscalation must be false" % name)
     check(sc.get("readOnlyRootFilesystem") is True, "%s: readOnlyRootFilesystem must be true" % name)
     caps = sc.get("capabilities", {})
     check(caps.get("drop") == ["ALL"] and not caps.get("add"), "%s: capabilities %r (drop ALL, add none)" % (name, caps))
-    check(pod.get("automountServiceAccountToken") is False, "%s: service-account token mounted" % name)
     check(pod.get("securityContext", {}).get("seccompProfile") == {"type": "RuntimeDefault"},
           "%s: pod seccompProfile %r" % (name, pod.get("securityContext")))
     for k in ("hostPID", "hostIPC"):
@@ -122,7 +136,11 @@ def check_security(name, pod, c, values):
 def check_mounts(name, verb, pod, c, values, kube):
     vols = {v["name"]: v for v in pod.get("volumes", [])}
     droot = os.path.normpath(values.get("nvidiaDriverRoot") or "/")
-    expect = set(HOST_PATHS[verb])
+    mps = os.path.normpath((values.get("mps") or {}).get("root") or "/run/nvidia/mps")
+
+    def host(paths):
+        return {p.format(mps=mps) for p in paths}
+    expect = host(HOST_PATHS[verb])
     if verb == "plugin" and droot != "/":
         expect.add(droot)
     seen = set()
@@ -132,11 +150,12 @@ def check_mounts(name, verb, pod, c, values, kube):
             continue
         path = hp["path"]
         seen.add(path)
-        writable = path in WRITES[verb]
+        writable = path in host(WRITES[verb])
         check(writable or m.get("readOnly") is True, "%s: hostPath %s must be readOnly" % (name, path))
         check(not writable or not m.get("readOnly"), "%s: hostPath %s must be writable" % (name, path))
-        under_root = path in UNDER_ROOT.get(verb, ()) or (verb == "plugin" and path == droot != "/")
-        want = ("/host" + path).rstrip("/") if under_root else path
+        under_root = path in host(UNDER_ROOT.get(verb, ())) or (verb == "plugin" and path == droot != "/")
+        at = {p.format(mps=mps): where for p, where in AT.get(verb, {}).items()}
+        want = at.get(path) or (("/host" + path).rstrip("/") if under_root else path)
         check(m["mountPath"] == want, "%s: %s mounted at %s, expected %s" % (name, path, m["mountPath"], want))
         if verb == "doctor":
             rro = kube >= (1, 30)
@@ -185,14 +204,16 @@ def check_plugin_accepts(name, c, values):
     return eff
 
 
-def check_labels_accepts(name, c, values):
+def check_labels_accepts(name, c, values, fixture=FIXTURE):
     """`gpulet labels --oneshot` with the rendered env and args (output to stdout) on the fake NVML."""
     args = [a for a in c["args"] if not a.startswith("--output-file")]
-    env = dict(os.environ, FAKE_NVML_FIXTURE=FIXTURE, **env_of(c, "/nonexistent", values))
-    if SANITIZED:  # keep the fake NVML mapped past dlclose, as plugin_lib.Harness.plugin_env explains
-        env["LD_PRELOAD"] = FAKE_NVML_LIB
-        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
-    p = run([GPULET, "labels", "--oneshot", "--output-file", "-", "--nvml-library", FAKE_NVML_LIB, *args], env=env)
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, FAKE_NVML_FIXTURE=fixture, **env_of(c, tmp, values))
+        if SANITIZED:  # keep the fake NVML mapped past dlclose, as plugin_lib.Harness.plugin_env explains
+            env["LD_PRELOAD"] = FAKE_NVML_LIB
+            env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+        p = run([GPULET, "labels", "--oneshot", "--output-file", "-", "--nvml-library", FAKE_NVML_LIB, *args],
+                env=env)
     if not check(p.returncode == 0, "%s: labels rejects its settings: %s" % (name, p.stderr)):
         return ""
     return p.stdout
@@ -254,7 +275,7 @@ def check_render(name, values, kube="1.33.0", namespace="gpulet"):
             verbs[verb] = (pod, c)
             check(c["image"] == image, "%s: image %s, expected %s" % (cname, c["image"], image))
             check_flags_env(cname, verb, c)
-            check_security(cname, pod, c, values)
+            check_security(cname, pod, c, values, verb)
             check_mounts(cname, verb, pod, c, values, kv)
             rc = values.get("runtimeClassName", "nvidia")
             if verb == "doctor":
@@ -322,9 +343,12 @@ def test_matrix():
                               "dashboard": {"enabled": os.path.exists(os.path.join(CHART, "files", CHART_FILES[1]))}}}
     only_plugin = {"exporter": {"enabled": False}, "doctor": {"enabled": False}, "runtimeClassName": None,
                    "deviceListStrategy": None, "metrics": {"scrapeAnnotations": False}}
+    # MPS sharing: labels set nvidia.com/mps.capable, the MPS daemons' nodeSelector (a node without MIG)
+    mps = {"gfd": {"enabled": True}, "config": {"map": {"default": "version: v1\nsharing:\n  mps:\n    resources:\n"
+                                                                   "    - {name: nvidia.com/gpu, replicas: 2}\n"}}}
     matrix = [("defaults", {}, "1.33.0"), ("defaults-k8s-1.29", {}, "1.29.0"), ("time-slicing", ts, "1.33.0"),
               ("upstream-values", upstream, "1.31.0"), ("everything", everything, "1.33.0"),
-              ("only-plugin", only_plugin, "1.26.0")]
+              ("only-plugin", only_plugin, "1.26.0"), ("mps", mps, "1.33.0")]
     for name, values, kube in matrix:
         docs, verbs = check_render(name, values, kube)
         merged = copy.deepcopy(defaults)
@@ -336,15 +360,27 @@ def test_matrix():
         if "plugin" in verbs:
             check_plugin_accepts(name, verbs["plugin"][1], merged)
         if "labels" in verbs:
-            out = check_labels_accepts(name, verbs["labels"][1], merged)
+            fx = os.path.join(SRC, "tests", "fixtures", "single-t4.json") if name == "mps" else FIXTURE
+            out = check_labels_accepts(name, verbs["labels"][1], merged, fx)
+            if name == "mps":
+                sel = verbs["mps-control-daemon"][0]["nodeSelector"]
+                check(all("%s=%s" % kv in out for kv in sel.items()) and "nvidia.com/gpu.replicas=2" in out,
+                      "mps: the labels do not select the MPS daemons' nodes (%r): %s" % (sel, out[:600]))
             if name == "time-slicing":
                 check("nvidia.com/gpu.replicas=4" in out and "nvidia.com/gpu.sharing-strategy=time-slicing" in out,
                       "time-slicing: the labels miss the ConfigMap's sharing: %s" % out[:400])
         print("PASS render %s (kube %s): %d objects, verbs %s" % (name, kube, len(docs), sorted(verbs)))
         if name == "defaults":
-            check(set(verbs) == {"plugin", "exporter", "doctor"}, "defaults run %s" % sorted(verbs))
+            check(set(verbs) == {"plugin", "mps-control-daemon", "exporter", "doctor"},
+                  "defaults run %s" % sorted(verbs))
+            # the MPS daemons: only where `gpulet labels` found an MPS config, their tmpfs made first
+            pod, _ = verbs["mps-control-daemon"]
+            init = pod.get("initContainers", [])
+            check(pod.get("nodeSelector") == {"nvidia.com/mps.capable": "true"}, "mps nodeSelector %r" % pod)
+            check([c["command"][1:] for c in init] == [["mps-control-daemon", "mount-shm"]] and
+                  init[0]["volumeMounts"][0]["mountPropagation"] == "Bidirectional", "mps init %r" % init)
         if name == "only-plugin":
-            check(set(verbs) == {"plugin"} and not [d for d in docs if d["kind"] == "RuntimeClass"],
+            check(set(verbs) == {"plugin", "mps-control-daemon"} and not [d for d in docs if d["kind"] == "RuntimeClass"],
                   "only-plugin renders %s" % [d["kind"] for d in docs])
         if name == "everything":
             kinds = sorted(d["kind"] for d in docs)
@@ -369,6 +405,9 @@ def test_matrix():
                                                          ("nodeSelector", "affinity", "priorityClassName", "tolerations")})
             # the doctor reads the driver below /host like the plugin: without it, nvml.load-failed on
             # every GPU Operator node
+            mpod, _ = verbs["mps-control-daemon"]
+            check(mpod.get("nodeSelector") == {"nvidia.com/gpu.present": "true", "nvidia.com/mps.capable": "true"},
+                  "mps nodeSelector with the values' %r" % mpod.get("nodeSelector"))
             _, dc = verbs["doctor"]
             denv = {e["name"]: e.get("value") for e in dc["env"]}
             check(denv.get("NVIDIA_DRIVER_ROOT") == "/run/nvidia/driver", "doctor lacks the driver root: %r" % denv)

@@ -89,7 +89,9 @@ def main():
     check(pod.get("automountServiceAccountToken") is False, "automountServiceAccountToken must be false")
     check(pod.get("securityContext", {}).get("seccompProfile") == {"type": "RuntimeDefault"},
           "pod seccompProfile RuntimeDefault: %r" % pod.get("securityContext"))
-    writable = {"/var/lib/kubelet/device-plugins", "/var/run/cdi"}
+    # MPS: the daemons' sockets (asked before replicas are advertised) and their tmpfs, as /dev/shm
+    writable = {"/var/lib/kubelet/device-plugins", "/var/run/cdi", "/run/nvidia/mps", "/run/nvidia/mps/shm"}
+    at = {"/run/nvidia/mps/shm": "/dev/shm"}
     secret = ("/", "/etc", "/var", "/var/lib", "/var/lib/kubelet", "/run", "/var/run", "/root", "/home")
     for m in c["volumeMounts"]:
         hp = vols[m["name"]].get("hostPath")
@@ -97,8 +99,9 @@ def main():
             continue
         check(hp["path"] not in secret, "hostPath %s exposes more than gpulet reads" % hp["path"])
         check(hp["path"] in writable or m.get("readOnly") is True, "hostPath %s must be readOnly" % hp["path"])
-        if hp["path"] not in writable:
-            check(m["mountPath"] == root + hp["path"], "%s mounted at %s, not under --root" % (hp["path"], m["mountPath"]))
+        want = at.get(hp["path"], root + hp["path"])
+        if hp["path"] not in writable or hp["path"].startswith("/run/nvidia/mps"):
+            check(m["mountPath"] == want, "%s mounted at %s, not %s" % (hp["path"], m["mountPath"], want))
     # what the plugin reads (src/host/driver.c, node.c, cdi.c) is reachable below --root
     host = {vols[m["name"]]["hostPath"]["path"] for m in c["volumeMounts"] if vols[m["name"]].get("hostPath")}
     for need in ("/etc/ld.so.cache", "/usr/lib", "/lib/firmware/nvidia", "/lib64", "/usr/bin",

@@ -83,7 +83,8 @@ capabilities:
 {{- end -}}
 {{- end -}}
 
-{{/* Pod-level fields shared by every gpulet DaemonSet: (dict "root" $ "hostNetwork" BOOL "runtimeClassName" NAME) */}}
+{{/* Pod-level fields shared by every gpulet DaemonSet: (dict "root" $ "hostNetwork" BOOL "runtimeClassName" NAME
+     ["nodeSelector" labels the DaemonSet needs on top of .Values.nodeSelector]) */}}
 {{- define "gpulet.podCommon" -}}
 {{- $v := .root.Values -}}
 {{- with $v.priorityClassName }}
@@ -110,7 +111,7 @@ securityContext:
   seccompProfile:
     type: RuntimeDefault
   {{- end }}
-{{- with $v.nodeSelector }}
+{{- with merge (dict) (.nodeSelector | default dict) ($v.nodeSelector | default dict) }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
