@@ -12,10 +12,12 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cdi/hooks.h"
 #include "cdi/internal.h"
@@ -48,6 +50,7 @@ struct gen {
 	const char *driver_root, *dev_root;
 	json_t *devices;
 	json_t *all_nodes;                /* union for the "all" device */
+	json_t *links;                    /* device name -> its create-symlinks links (DRM by-path) */
 	struct cdi_gen_warnings warnings; /* what is left out; handed to o->warnings */
 };
 
@@ -172,16 +175,43 @@ static int add_device(struct gen *g, const char *name, const json_t *nodes)
 	return jpush(g->devices, dev);
 }
 
-/* One device per selected name for these nodes. */
-static int add_named(struct gen *g, const char *index_name, const char *uuid, const json_t *nodes)
+/* Remember links for device name (and for "all"); they become its create-symlinks hook later. */
+static int add_links(struct gen *g, const char *name, json_t *links)
+{
+	json_t *all = json_object_get(g->links, "all");
+
+	if (json_array_size(links) == 0)
+		return 0;
+	if (!all && jset(g->links, "all", all = json_array()) < 0)
+		return -ENOMEM;
+	if (jset(g->links, name, json_incref(links)) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < json_array_size(links); i++) {
+		json_t *l = json_array_get(links, i);
+		bool seen = false;
+
+		for (size_t k = 0; k < json_array_size(all) && !seen; k++)
+			seen = json_equal(json_array_get(all, k), l);
+		if (!seen && json_array_append(all, l) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* One device per selected name for these nodes (and links, for create-symlinks). */
+static int add_named(struct gen *g, const char *index_name, const char *uuid, const json_t *nodes, json_t *links)
 {
 	unsigned names = g->o->names ? g->o->names : CDI_NAMES_BOTH;
 	int r = 0;
 
 	if (names & CDI_NAMES_INDEX)
 		r = add_device(g, index_name, nodes);
+	if (r == 0 && (names & CDI_NAMES_INDEX))
+		r = add_links(g, index_name, links);
 	if (r == 0 && (names & CDI_NAMES_UUID) && uuid[0])
 		r = add_device(g, uuid, nodes);
+	if (r == 0 && (names & CDI_NAMES_UUID) && uuid[0])
+		r = add_links(g, uuid, links);
 	return r == 0 ? add_to_all(g, nodes) : r;
 }
 
@@ -191,24 +221,62 @@ static int drm_filter(const struct dirent *de)
 }
 
 /*
- * DRM nodes of a full GPU: the card* and renderD* entries of its sysfs drm/ dir become
- * /dev/dri/<name> (nvidia-ctk internal/platform-support/dgpu/nvml.go; sysfs read under --root).
+ * The GPU's /dev/dri/by-path/pci-<busid>-card|render links whose node the device has, as
+ * "TARGET::LINK" for create-symlinks (nvidia-ctk dgpu/by-path-hooks.go): udev makes them, runc does
+ * not, and Vulkan/EGL pick a GPU by them.
  */
-static int push_drm_nodes(struct gen *g, json_t *nodes, const struct node_gpu *gpu)
+static int push_by_path_links(struct gen *g, const json_t *nodes, const char *busid, json_t *links)
+{
+	static const char *const kinds[] = {"card", "render"};
+
+	for (size_t i = 0; i < ELEMENTSOF(kinds); i++) {
+		char link[128], target[PATH_MAX], node[PATH_MAX + 16];
+		_cleanup_free_ char *host = NULL, *p = NULL;
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "/dev/dri/by-path/pci-%s-%s", busid, kinds[i]);
+		host = join_host(g->dev_root, link);
+		p = host ? root_path(g->o->root, host) : NULL;
+		if (!p)
+			return -ENOMEM;
+		n = readlink(p, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		/* udev's "../card1"; an absolute target is taken as it is */
+		if (target[0] == '/')
+			snprintf(node, sizeof(node), "%s", target);
+		else if (strncmp(target, "../", 3) == 0 && !strchr(target + 3, '/'))
+			snprintf(node, sizeof(node), "/dev/dri/%s", target + 3);
+		else
+			continue;
+		if (nodes_have_path(nodes, node) && jpush(links, json_sprintf("%s::%s", target, link)) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * DRM nodes of a full GPU: the card* and renderD* entries of its sysfs drm/ dir become
+ * /dev/dri/<name> (nvidia-ctk internal/platform-support/dgpu/nvml.go; sysfs read under --root),
+ * and their by-path links go to links.
+ */
+static int push_drm_nodes(struct gen *g, json_t *nodes, const struct node_gpu *gpu, json_t *links)
 {
 	const char *rest = strchr(gpu->pci_bus_id, ':');
 	_cleanup_free_ char *dir = NULL;
 	struct dirent **list = NULL;
-	char rel[128];
+	char busid[64], rel[128];
 	unsigned dom;
 	int n, r = 0;
 
 	if (!rest || sscanf(gpu->pci_bus_id, "%x:", &dom) != 1)
 		return 0;
 	/* NVML "00000000:07:00.0" -> sysfs "0000:07:00.0" */
-	snprintf(rel, sizeof(rel), "/sys/bus/pci/devices/%04x%s/drm", dom, rest);
-	for (char *c = rel; *c; c++)
+	snprintf(busid, sizeof(busid), "%04x%s", dom, rest);
+	for (char *c = busid; *c; c++)
 		*c = (char)tolower((unsigned char)*c);
+	snprintf(rel, sizeof(rel), "/sys/bus/pci/devices/%s/drm", busid);
 	dir = root_path(g->o->root, rel);
 	if (!dir)
 		return -ENOMEM;
@@ -229,7 +297,8 @@ static int push_drm_nodes(struct gen *g, json_t *nodes, const struct node_gpu *g
 		free(list[i]);
 	}
 	free(list);
-	return r;
+	/* "0000:07:00.0", as sysfs names it */
+	return r == 0 && n > 0 ? push_by_path_links(g, nodes, busid, links) : r;
 }
 
 /* One MIG device: the parent's nodes + its GI and CI cap nodes, left out when a cap node is missing. */
@@ -257,7 +326,7 @@ static int gen_mig(struct gen *g, const struct node_gpu *gpu, const struct node_
 			return r;
 	}
 	snprintf(name, sizeof(name), "%u:%u", gpu->index, m->index);
-	return add_named(g, name, m->uuid, mig_nodes);
+	return add_named(g, name, m->uuid, mig_nodes, NULL);
 }
 
 static int gen_gpu(struct gen *g, const struct node_gpu *gpu)
@@ -284,12 +353,12 @@ static int gen_gpu(struct gen *g, const struct node_gpu *gpu)
 		return r;
 	/* MIG enabled: only the MIG devices are usable (nvidia-ctk skips the full GPU too). */
 	if (!gpu->mig_enabled) {
-		json_auto_t *full = json_deep_copy(nodes);
+		json_auto_t *full = json_deep_copy(nodes), *links = json_array();
 
 		snprintf(name, sizeof(name), "%u", gpu->index);
-		r = full ? push_drm_nodes(g, full, gpu) : -ENOMEM;
+		r = full && links ? push_drm_nodes(g, full, gpu, links) : -ENOMEM;
 		if (r == 0)
-			r = add_named(g, name, gpu->uuid, full);
+			r = add_named(g, name, gpu->uuid, full, links);
 	}
 	for (size_t i = 0; r == 0 && i < gpu->n_migs; i++)
 		r = gen_mig(g, gpu, &gpu->migs[i], nodes);
@@ -425,6 +494,30 @@ static int strict_error(const struct gen *g, struct gerr *err)
 			g->warnings.n, g->warnings.n == 1 ? "" : "s", buf);
 }
 
+/* Each device's create-symlinks hook for the links gen_gpu found (after the spec hooks: the binary is good). */
+static int add_device_hooks(struct gen *g, struct gerr *err)
+{
+	const json_t *dev;
+	size_t i;
+
+	json_array_foreach (g->devices, i, dev) {
+		const json_t *links = json_object_get(g->links, json_string_value(json_object_get(dev, "name")));
+		json_t *hooks = NULL;
+		int r;
+
+		if (!links)
+			continue;
+		r = cdi_device_link_hooks(links, g->o->hooks, &hooks, err);
+		if (r < 0)
+			return r;
+		if (json_array_size(hooks) == 0)
+			json_decref(hooks);
+		else if (jset(json_object_get(dev, "containerEdits"), "hooks", hooks) < 0)
+			return gerr_set(err, ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 static int build_spec(struct gen *g, const struct node *n, const char *kind, json_t **ret, struct gerr *err)
 {
 	const struct cdi_gen_options *o = g->o;
@@ -468,6 +561,8 @@ static int build_spec(struct gen *g, const struct node *n, const char *kind, jso
 	if (gen_common_edits(o, d, kind, &edits) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
 	r = cdi_add_hooks(edits, d->version, o->hooks, err);
+	if (r == 0)
+		r = add_device_hooks(g, err);
 	if (r < 0)
 		return r;
 	/* 5. the spec; key order is the output order (jansson keeps insertion order) */
@@ -487,7 +582,8 @@ int cdi_generate(const struct node *n, const struct cdi_gen_options *o, json_t *
 	const char *vendor = o->vendor ? o->vendor : "nvidia.com", *class = o->class ? o->class : "gpu";
 	json_auto_t *devices = json_array(), *all = json_array();
 	_cleanup_free_ char *kind = NULL;
-	struct gen g = {.o = o, .devices = devices, .all_nodes = all};
+	json_auto_t *links = json_object();
+	struct gen g = {.o = o, .devices = devices, .all_nodes = all, .links = links};
 	int r;
 
 	if (!cdi_vendor_valid(vendor) || !cdi_class_valid(class))
@@ -500,7 +596,7 @@ int cdi_generate(const struct node *n, const struct cdi_gen_options *o, json_t *
 		return gerr_set(err, ENODEV,
 				"no GPUs on this node, so no CDI devices; a spec without devices is invalid. Check "
 				"'gpulet devices' and the driver");
-	if (!devices || !all || asprintf(&kind, "%s/%s", vendor, class) < 0)
+	if (!devices || !all || !links || asprintf(&kind, "%s/%s", vendor, class) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
 	g.driver_root = o->driver_root && *o->driver_root ? o->driver_root : "/";
 	g.dev_root = o->dev_root && *o->dev_root ? o->dev_root : g.driver_root;

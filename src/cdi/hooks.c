@@ -228,6 +228,42 @@ static int build_hooks(json_t *hooks, const char *path, const json_t *prefix, co
 	return r;
 }
 
+/* The hook binary's host path (absolute) and argv prefix, or an error that says what to give. */
+static int binary_checked(const struct cdi_hook_options *o, char **ret_path, json_t **ret_prefix, struct gerr *err)
+{
+	int r = hook_binary(o, ret_path, ret_prefix);
+
+	if (r < 0)
+		return gerr_set(err, -r,
+				"finding this gpulet binary for the CDI hooks (/proc/self/exe): %s; give "
+				"--nvidia-cdi-hook-path",
+				strerror(-r));
+	if ((*ret_path)[0] != '/')
+		return gerr_set(err, EINVAL,
+				"--nvidia-cdi-hook-path '%s' is not an absolute path; the runtime needs one",
+				*ret_path);
+	return 0;
+}
+
+int cdi_device_link_hooks(const json_t *links, const struct cdi_hook_options *o, json_t **ret, struct gerr *err)
+{
+	json_auto_t *hooks = json_array(), *prefix = NULL;
+	_cleanup_free_ char *path = NULL;
+	int r;
+
+	if (!hooks)
+		return gerr_set(err, ENOMEM, "out of memory");
+	if (json_array_size(links) > 0 && !(o && (o->disabled & CDI_HOOK_CREATE_SYMLINKS))) {
+		r = binary_checked(o, &path, &prefix, err);
+		if (r < 0)
+			return r;
+		if (push_hook(hooks, path, prefix, "create-symlinks", repeat_flag("--link", links)) < 0)
+			return gerr_set(err, ENOMEM, "out of memory");
+	}
+	*ret = json_incref(hooks);
+	return 0;
+}
+
 int cdi_add_hooks(json_t *edits, const char *driver_version, const struct cdi_hook_options *o, struct gerr *err)
 {
 	json_auto_t *hooks = json_array(), *dirs = json_array(), *links = json_array(), *prefix = NULL;
@@ -238,15 +274,9 @@ int cdi_add_hooks(json_t *edits, const char *driver_version, const struct cdi_ho
 		return 0;
 	if (!hooks || !dirs || !links)
 		return gerr_set(err, ENOMEM, "out of memory");
-	r = hook_binary(o, &path, &prefix);
+	r = binary_checked(o, &path, &prefix, err);
 	if (r < 0)
-		return gerr_set(err, -r,
-				"finding this gpulet binary for the CDI hooks (/proc/self/exe): %s; give "
-				"--nvidia-cdi-hook-path",
-				strerror(-r));
-	if (path[0] != '/')
-		return gerr_set(err, EINVAL,
-				"--nvidia-cdi-hook-path '%s' is not an absolute path; the runtime needs one", path);
+		return r;
 	r = scan_mounts(json_object_get(edits, "mounts"), driver_version, dirs, links);
 	if (r == 0)
 		r = build_hooks(hooks, path, prefix, driver_version, o, dirs, links);

@@ -38,3 +38,10 @@ int cdi_hooks_parse_disabled(const char *list, unsigned *ret, struct gerr *err);
  * disable-device-node-modification. o NULL = every hook, this gpulet as the binary.
  */
 int cdi_add_hooks(json_t *edits, const char *driver_version, const struct cdi_hook_options *o, struct gerr *err);
+
+/*
+ * A device's own hooks: create-symlinks for links ("TARGET::LINK"), e.g. the GPU's
+ * /dev/dri/by-path links (docs/reference/cdi.md §7.3). *ret: a new hooks array, empty when links
+ * is empty or create-symlinks is disabled.
+ */
+int cdi_device_link_hooks(const json_t *links, const struct cdi_hook_options *o, json_t **ret, struct gerr *err);

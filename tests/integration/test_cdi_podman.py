@@ -149,7 +149,7 @@ def run_tests(p, root, fx, gpu0, mig_gpu, mig0, minors):
     spec_path = generate(root, p.run_dir, "uuid")
     v = validate(["--runtime", "podman-4.3", spec_path])
     check(v.returncode == 0, f"validate of the generated spec: {v.stdout}")
-    script = ("env; ls -l /dev /dev/dri; ls /usr/lib/x86_64-linux-gnu /lib/firmware/nvidia/*; "
+    script = ("env; ls -l /dev /dev/dri /dev/dri/by-path; ls /usr/lib/x86_64-linux-gnu /lib/firmware/nvidia/*; "
               "ls -l /run/nvidia-persistenced/socket; cat /usr/bin/nvidia-smi")
     r = p.run([f"{VENDOR}/gpu={gpu0['uuid']}"], script)
     check(r.returncode == 0, f"podman GPU uuid: rc {r.returncode} {r.stderr.strip()}")
@@ -163,6 +163,12 @@ def run_tests(p, root, fx, gpu0, mig_gpu, mig0, minors):
     check(node_line(out, "card0") == "c 226 0" and node_line(out, "renderD128") == "c 226 128",
           "the GPU's DRM nodes inside")
     check(node_line(out, "card1") is None, "only the requested GPU's DRM nodes")
+    # the device's create-symlinks hook (gpulet cdi-hook, run by runc) made udev's by-path links
+    dom, rest = gpu0["pci_bus_id"].split(":", 1)
+    busid = ("%04x:%s" % (int(dom, 16), rest)).lower()
+    check(re.search(r"pci-%s-card -> \.\./card0$" % re.escape(busid), out, re.M) and
+          re.search(r"pci-%s-render -> \.\./renderD128$" % re.escape(busid), out, re.M),
+          f"the GPU's /dev/dri/by-path links inside: {out[out.find('by-path'):][:300]}")
     for lib in ("libcuda.so.1", "libcuda.so." + fx["driver_version"], "libnvidia-ml.so.1"):
         check(re.search(r"^%s$" % re.escape(lib), out, re.M), f"{lib} mounted inside")
     check("gsp_ga10x.bin" in out, "GSP firmware inside")

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "cdi/cdi.h"
+#include "cdi/hooks.h"
 #include "util/fileio.h"
 #include "test_cdi_helpers.h"
 
@@ -156,7 +157,14 @@ static void test_generate_drm_nodes(void **state)
 		root, root, root),
 	    0);
 	assert_int_equal(mk_driver(root, NULL, test_node.driver_version), 0);
-	assert_int_equal(shf("cd '%s' && mkdir -p dev/dri && touch dev/dri/card0 dev/dri/renderD128", root), 0);
+	/* udev's by-path links: the card's becomes the device's create-symlinks hook; a link to a node the
+	 * device does not have (controlD64) and one of another GPU are not */
+	assert_int_equal(shf("cd '%s' && mkdir -p dev/dri/by-path && touch dev/dri/card0 dev/dri/renderD128 && "
+			     "ln -s ../card0 dev/dri/by-path/pci-0000:0a:00.0-card && "
+			     "ln -s ../controlD64 dev/dri/by-path/pci-0000:0a:00.0-render && "
+			     "ln -s ../card1 dev/dri/by-path/pci-0000:0b:00.0-card",
+			     root),
+			 0);
 	snprintf(gpus[0].pci_bus_id, sizeof(gpus[0].pci_bus_id), "00000000:0A:00.0");
 	o.root = root;
 	assert_int_equal(cdi_generate(&test_node, &o, &spec, &err), 0);
@@ -165,6 +173,30 @@ static void test_generate_drm_nodes(void **state)
 	assert_string_equal(p0, "/dev/nvidia0 /dev/dri/card0 /dev/dri/renderD128");
 	pall = node_paths(device(spec, "all"));
 	assert_non_null(strstr(pall, "/dev/dri/card0 /dev/dri/renderD128"));
+	for (size_t i = 0; i < 3; i++) {
+		const char *name = (const char *[]){"0", "GPU-0000", "all"}[i];
+		const json_t *hooks = json_object_get(json_object_get(device(spec, name), "containerEdits"), "hooks");
+		const json_t *args = json_object_get(json_array_get(hooks, 0), "args");
+		size_t n = json_array_size(args);
+
+		assert_int_equal(json_array_size(hooks), 1);
+		assert_string_equal(json_string_value(json_array_get(args, n - 3)), "create-symlinks");
+		assert_string_equal(json_string_value(json_array_get(args, n - 1)),
+				    "../card0::/dev/dri/by-path/pci-0000:0a:00.0-card");
+	}
+	assert_null(json_object_get(json_object_get(device(spec, "1:2"), "containerEdits"), "hooks"));
+	json_decref(spec);
+	spec = NULL;
+	/* --cdi-disable-hooks create-symlinks: no device hook */
+	{
+		struct cdi_hook_options h = {.disabled = CDI_HOOK_CREATE_SYMLINKS};
+
+		o.hooks = &h;
+		snprintf(gpus[0].pci_bus_id, sizeof(gpus[0].pci_bus_id), "00000000:0A:00.0");
+		assert_int_equal(cdi_generate(&test_node, &o, &spec, &err), 0);
+		gpus[0].pci_bus_id[0] = 0;
+		assert_null(json_object_get(json_object_get(device(spec, "0"), "containerEdits"), "hooks"));
+	}
 	rm_tree(root);
 }
 
