@@ -202,16 +202,13 @@ static int add_links(struct gen *g, const char *name, json_t *links)
 static int add_named(struct gen *g, const char *index_name, const char *uuid, const json_t *nodes, json_t *links)
 {
 	unsigned names = g->o->names ? g->o->names : CDI_NAMES_BOTH;
+	const char *const named[] = {names & CDI_NAMES_INDEX ? index_name : NULL,
+				     names & CDI_NAMES_UUID && uuid[0] ? uuid : NULL};
 	int r = 0;
 
-	if (names & CDI_NAMES_INDEX)
-		r = add_device(g, index_name, nodes);
-	if (r == 0 && (names & CDI_NAMES_INDEX))
-		r = add_links(g, index_name, links);
-	if (r == 0 && (names & CDI_NAMES_UUID) && uuid[0])
-		r = add_device(g, uuid, nodes);
-	if (r == 0 && (names & CDI_NAMES_UUID) && uuid[0])
-		r = add_links(g, uuid, links);
+	for (size_t i = 0; r == 0 && i < ELEMENTSOF(named); i++)
+		if (named[i] && (r = add_device(g, named[i], nodes)) == 0)
+			r = add_links(g, named[i], links);
 	return r == 0 ? add_to_all(g, nodes) : r;
 }
 
@@ -297,7 +294,6 @@ static int push_drm_nodes(struct gen *g, json_t *nodes, const struct node_gpu *g
 		free(list[i]);
 	}
 	free(list);
-	/* "0000:07:00.0", as sysfs names it */
 	return r == 0 && n > 0 ? push_by_path_links(g, nodes, busid, links) : r;
 }
 
