@@ -22,7 +22,6 @@ static void log_conflicts(const char *dir, const char *file, const json_t *spec)
 		return;
 	for (size_t i = 0; i < rep.n_problems; i++) {
 		const struct cdi_problem *p = &rep.problems[i];
-
 		bool same_dir = streq(p->code, "conflict-same-dir");
 
 		if (p->error)
