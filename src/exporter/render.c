@@ -328,7 +328,8 @@ static void render_devices(struct strbuf *b, const struct exporter *e, const str
 int exporter_render(struct exporter *e, const struct podres_map *map, double now, struct strbuf *b)
 {
 	strbuf_reset(b);
-	family(b, "gpulet_exporter_ready", "gauge", "1 once NVML is loaded and the GPUs are known.");
+	/* the help must not begin with the value: `grep 'gpulet_exporter_ready 1'` would match it */
+	family(b, "gpulet_exporter_ready", "gauge", "Whether NVML is loaded and the GPUs are known: 1 yes, 0 not yet.");
 	strbuf_printf(b, "gpulet_exporter_ready");
 	put_value(b, e ? 1 : 0);
 	if (!e)

@@ -45,7 +45,7 @@ class Fixtures(unittest.TestCase):
                 doc = load(name)
                 ex = Exporter(fixture(name), ["--collect-interval", "200", "--kubernetes=false"])
                 try:
-                    body = ex.wait_for(lambda b: "gpulet_exporter_ready 1" in b and
+                    body = ex.wait_for(lambda b: "\ngpulet_exporter_ready 1\n" in b and
                                        (not doc["gpus"] or "DCGM_FI_DEV_FB_FREE" in b), what="first sample")
                     rc, out = promcheck(body)
                     self.assertEqual(rc, 0, out)
@@ -102,7 +102,7 @@ class Http(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.ex = Exporter(fixture("single-t4"), ["--kubernetes=false"])
-        cls.ex.wait_for(lambda b: "gpulet_exporter_ready 1" in b, what="ready")
+        cls.ex.wait_for(lambda b: "\ngpulet_exporter_ready 1\n" in b, what="ready")
 
     @classmethod
     def tearDownClass(cls):

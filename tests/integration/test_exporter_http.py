@@ -132,7 +132,7 @@ class Bounded(unittest.TestCase):
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         flood = []
         try:
-            ex.wait_for(lambda b: "gpulet_exporter_ready 1" in b, what="ready")
+            ex.wait_for(lambda b: "\ngpulet_exporter_ready 1\n" in b, what="ready")
             fds0 = len(os.listdir("/proc/%d/fd" % ex.proc.pid))
             flood = [socket.create_connection(("127.0.0.1", ex.port), timeout=5) for _ in range(300)]
             time.sleep(0.5)

@@ -199,7 +199,7 @@ def test_exporter(image, h):
         while time.time() < deadline:
             p = sh(["nsenter", "-t", pid, "-n", "/usr/bin/python3", "-c", getter])
             body = p.stdout
-            if "gpulet_exporter_ready 1" in body and "DCGM_FI_DEV_GPU_UTIL{" in body:
+            if "\ngpulet_exporter_ready 1\n" in body and "DCGM_FI_DEV_GPU_UTIL{" in body:
                 break
             time.sleep(0.5)
         uuids = {g["uuid"] for g in h.fixture_data()["gpus"]}

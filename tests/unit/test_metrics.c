@@ -234,8 +234,9 @@ static void test_not_ready(void **state)
 {
 	struct strbuf b = {0};
 	assert_int_equal(exporter_render(NULL, NULL, 0, &b), 0);
-	assert_string_equal(b.s, "# HELP gpulet_exporter_ready 1 once NVML is loaded and the GPUs are known.\n"
-				 "# TYPE gpulet_exporter_ready gauge\ngpulet_exporter_ready 0\n");
+	assert_string_equal(
+	    b.s, "# HELP gpulet_exporter_ready Whether NVML is loaded and the GPUs are known: 1 yes, 0 not yet.\n"
+		 "# TYPE gpulet_exporter_ready gauge\ngpulet_exporter_ready 0\n");
 	strbuf_free(&b);
 }
 
