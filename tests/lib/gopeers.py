@@ -1,0 +1,115 @@
+#!/usr/bin/python3
+"""The Go programs gpulet lives among (kubelet, kube-apiserver, containerd, crictl, nvidia-ctk,
+NVIDIA's device plugin), built by the tests from their Go modules through the module proxy.
+
+Nothing of theirs enters the clone: each build happens in a throwaway module under the cache dir
+(GPULET_PEERS_CACHE, default ~/.cache/gpulet-peers), keyed by name and version, and the Go sources
+stay in Go's module cache. A second call with the same inputs returns the binaries at once; two
+test processes building the same peer wait for each other (a lock file), never build twice.
+
+    gopeers.py build NAME MODULE VERSION PKG...     build (once) and print the binaries' paths
+
+Library use:
+    bins = gopeers.build("crictl", "sigs.k8s.io/cri-tools", "v1.34.0", ["sigs.k8s.io/cri-tools/cmd/crictl"])
+    bins["crictl"]  -> /root/.cache/gpulet-peers/crictl-v1.34.0/bin/crictl
+
+A failed build raises GoBuildError with go's own output: without the registries the tests fail,
+they never skip.
+"""
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+CACHE = os.environ.get("GPULET_PEERS_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "gpulet-peers")
+
+
+class GoBuildError(RuntimeError):
+    pass
+
+
+def _go():
+    go = shutil.which("go") or "/usr/local/go/bin/go"
+    if not os.access(go, os.X_OK):
+        raise GoBuildError("no Go toolchain on PATH (the tests build their Go peers with it)")
+    return go
+
+
+def _run(cmd, cwd, env, timeout):
+    p = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise GoBuildError("%s failed (exit %d) in %s:\n%s" % (" ".join(cmd), p.returncode, cwd, p.stdout[-6000:]))
+    return p.stdout
+
+
+def _gomod(name, module, version, replace):
+    lines = ["module gpulet.test/peers/%s" % name, "", "go 1.24", "", "require %s %s" % (module, version)]
+    for old, new in replace:
+        lines.append("replace %s => %s" % (old, new))
+    return "\n".join(lines) + "\n"
+
+
+def build(name, module, version, packages, replace=(), tags=(), cgo=False, ldflags="", timeout=3600):
+    """Build each package path of module@version into CACHE/NAME-VERSION/bin; return {binary: path}.
+
+    replace: (old, new) pairs for the throwaway go.mod, e.g. ("k8s.io/api", "k8s.io/api v0.34.1") for
+    a module whose own go.mod points its staging modules at local dirs (replace lines of a dependency
+    are ignored by Go). tags, cgo and ldflags are passed to go build.
+    """
+    inputs = {"module": module, "version": version, "packages": sorted(packages),
+              "replace": [list(r) for r in replace], "tags": sorted(tags), "cgo": bool(cgo),
+              "ldflags": ldflags}
+    top = os.path.join(CACHE, "%s-%s" % (name, version))
+    bindir = os.path.join(top, "bin")
+    stamp = os.path.join(top, "built.json")
+    bins = {p.rstrip("/").rsplit("/", 1)[-1]: os.path.join(bindir, p.rstrip("/").rsplit("/", 1)[-1]) for p in packages}
+    os.makedirs(top, exist_ok=True)
+    with open(os.path.join(top, "lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            with open(stamp) as f:
+                if json.load(f) == inputs and all(os.access(b, os.X_OK) for b in bins.values()):
+                    return bins
+        except (OSError, ValueError):
+            pass
+        work = tempfile.mkdtemp(prefix="mod.", dir=top)
+        try:
+            with open(os.path.join(work, "go.mod"), "w") as f:
+                f.write(_gomod(name, module, version, replace))
+            env = dict(os.environ, CGO_ENABLED="1" if cgo else "0", GOFLAGS="-mod=mod -buildvcs=false",
+                       GOTOOLCHAIN="local")
+            _run([_go(), "mod", "download", module], work, env, timeout)
+            tmpbin = os.path.join(work, "bin")
+            os.makedirs(tmpbin)
+            cmd = [_go(), "build", "-trimpath", "-o", tmpbin + "/"]
+            if tags:
+                cmd += ["-tags", ",".join(tags)]
+            if ldflags:
+                cmd += ["-ldflags", ldflags]
+            _run(cmd + list(packages), work, env, timeout)
+            os.makedirs(bindir, exist_ok=True)
+            for b, path in bins.items():
+                os.replace(os.path.join(tmpbin, b), path)
+            with open(stamp + ".tmp", "w") as f:
+                json.dump(inputs, f)
+            os.replace(stamp + ".tmp", stamp)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return bins
+
+
+def main(argv):
+    if len(argv) < 5 or argv[1] != "build":
+        sys.stderr.write(__doc__)
+        return 2
+    for b, path in sorted(build(argv[2], argv[3], argv[4], argv[5:]).items()):
+        print("%s\t%s" % (b, path))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
