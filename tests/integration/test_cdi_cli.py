@@ -152,6 +152,21 @@ def main():
             ld = [h["args"] for h in hooks if "update-ldcache" in h["args"]]
             at = ld[0].index("update-ldcache") + 1 if len(ld) == 1 else 0
             check(ld and ld[0][at:at + 2] == ["--ldconfig-path", "/sbin/ldconfig.real"], f"{how or 'env'}: {ld}")
+        # a relative ldconfig would be the image's (hooks run in the rootfs): refused, flag or env; '@/' kept
+        for how, env in ((["--ldconfig-path", "sbin/ldconfig"], None), (["--ldconfig-path", "@sbin/ldconfig"], None),
+                         ([], dict(os.environ, NVIDIA_CTK_CDI_GENERATE_LDCONFIG_PATH="sbin/ldconfig"))):
+            r = generate(FIXTURE, root, how, env=env)
+            check(r.returncode == 2 and "not an absolute path" in r.stderr and
+                  ("--ldconfig-path" in r.stderr if how else "NVIDIA_CTK_CDI_GENERATE_LDCONFIG_PATH" in r.stderr),
+                  f"relative ldconfig {how or 'env'}: {r.returncode} {r.stderr.strip()}")
+        r = generate(FIXTURE, root, ["--ldconfig-path", "@/sbin/ldconfig"])
+        check(r.returncode == 0 and "'@/sbin/ldconfig'" in r.stdout, f"@/sbin/ldconfig: {r.stderr.strip()}")
+        # without a hook path (empty: the default) the hooks run the static gpulet-cdi-hook beside this gpulet
+        r = generate(FIXTURE, root, ["--nvidia-cdi-hook-path", ""])
+        hooks = yaml.safe_load(r.stdout)["containerEdits"]["hooks"] if r.returncode == 0 else []
+        static = os.path.join(os.path.dirname(os.path.realpath(GPULET)), "gpulet-cdi-hook")
+        check(hooks and all(h["path"] == static and h["args"][0] == "gpulet-cdi-hook" for h in hooks),
+              f"default hook binary: {[(h['path'], h['args'][:2]) for h in hooks]} {r.stderr.strip()}")
 
         r = generate(FIXTURE, root, ["--output", out + "/", "--format", "json", "--no-all-device"])
         path = os.path.join(out, "nvidia.com-gpu.json")
