@@ -100,11 +100,10 @@ static int check_static_elf(int fd, const char *path, struct gerr *err)
 		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != (ssize_t)sizeof(ph))
 			return gerr_set(err, ENOEXEC, "--ldconfig-path %s: truncated ELF file", path);
 		if (ph.p_type == PT_INTERP)
-			return gerr_set(
-			    err, ENOEXEC,
-			    "--ldconfig-path %s is dynamically linked: chrooted into the container it would "
-			    "load the container's libc; give glibc's static ldconfig",
-			    path);
+			return gerr_set(err, ENOEXEC,
+					"--ldconfig-path %s is dynamically linked: pivoted into the container it would "
+					"load the container's libc; give glibc's static ldconfig",
+					path);
 	}
 	return 0;
 }
