@@ -183,9 +183,14 @@ int cdihook_run_isolated(const struct cdihook_jail *j, struct gerr *err)
 {
 	unsigned timeout = j->timeout_s ? j->timeout_s : CDIHOOK_LDCONFIG_TIMEOUT_S;
 	int p[2], msg[2] = {0, 0}, status = 0, r;
+	struct stat host;
 	ssize_t n;
 	pid_t pid;
 
+	/* the caller checked it (cdihook_open_rootfs); a library function does not rely on that */
+	if (stat("/", &host) < 0 || (host.st_dev == j->dev && host.st_ino == j->ino))
+		return gerr_set(err, EINVAL, "refusing to run %s with the host's \"/\" as the container's rootfs",
+				j->name);
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return gerr_set(err, errno, "pipe: %s", strerror(errno));
 	/* a fork that is also pid 1 of a new pid namespace, in new mount/ipc/uts/net namespaces */

@@ -378,6 +378,17 @@ static void test_time_bound(void **state)
 	assert_non_null(strstr(err.msg, "did not finish within 1 s"));
 	assert_null(strchr(err.msg, '\n'));
 	assert_true(time(NULL) - start < 10);
+	/* the host's "/" itself is refused, whatever the caller checked */
+	{
+		struct stat host;
+		struct cdihook_jail h = j;
+
+		assert_int_equal(stat("/", &host), 0);
+		h.dev = host.st_dev;
+		h.ino = host.st_ino;
+		h.rootfs = "/";
+		assert_int_equal(cdihook_run_isolated(&h, &err), -EINVAL);
+	}
 	/* the rootfs swapped for another directory after the check: refused */
 	j.ino++;
 	j.argv = (char *const[]){"ldconfig", NULL};
