@@ -11,6 +11,7 @@
  *	                                                  no /proc/<pid>/root, cwd, exe, fd/ magic links
  *	  pivot_root into it, the old root detached       no path names the host's tree any more
  *	  every fd above 2 close-on-exec, no parent-death survivor
+ *	  capabilities cut to what writing files in the rootfs needs, no_new_privs
  *	  execveat(ldconfig's fd opened on the host, empty environment)
  *
  * The parent waits at most timeout_s, then kills the child: killing pid 1 of a pid namespace
@@ -18,6 +19,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -40,7 +42,7 @@
 #define FD_LOOP_LIMIT 65536 /* the fallback's bound where close_range is missing (Linux < 5.11) */
 
 /* The child's steps, in order; a failed one comes back to the parent as {step, errno}. */
-enum step { STEP_SLAVE, STEP_REOPEN, STEP_SAME, STEP_BIND, STEP_PROC, STEP_PIVOT, STEP_FDS, STEP_EXEC };
+enum step { STEP_SLAVE, STEP_REOPEN, STEP_SAME, STEP_BIND, STEP_PROC, STEP_PIVOT, STEP_FDS, STEP_CAPS, STEP_EXEC };
 static const char *const step_what[] = {
     [STEP_SLAVE] = "making / a slave mount in the new mount namespace",
     [STEP_REOPEN] = "re-opening the rootfs in the new mount namespace",
@@ -49,6 +51,7 @@ static const char *const step_what[] = {
     [STEP_PROC] = "covering the rootfs's /proc with an empty read-only tmpfs",
     [STEP_PIVOT] = "pivot_root into the rootfs",
     [STEP_FDS] = "marking inherited file descriptors close-on-exec",
+    [STEP_CAPS] = "dropping capabilities",
     [STEP_EXEC] = "execveat",
 };
 
@@ -115,6 +118,22 @@ static int cloexec_all(void)
 	return rl.rlim_cur <= FD_LOOP_LIMIT ? 0 : -EMFILE;
 }
 
+/*
+ * ldconfig reads the image's ELF files: should one exploit it, it holds no more than file access
+ * (root's other capabilities, CAP_SYS_ADMIN and CAP_MKNOD above all, leave the bounding set, so
+ * the exec does not grant them) and cannot gain privileges by a set-uid file.
+ */
+static int drop_capabilities(void)
+{
+	const unsigned long keep =
+	    1UL << CAP_CHOWN | 1UL << CAP_DAC_OVERRIDE | 1UL << CAP_DAC_READ_SEARCH | 1UL << CAP_FOWNER;
+
+	for (int cap = 0; cap < 64; cap++)
+		if (!(keep & 1UL << cap) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			return -errno; /* EINVAL: past the kernel's last capability */
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ? -errno : 0;
+}
+
 static _Noreturn void child_fail(int report, enum step s, int e)
 {
 	int msg[2] = {(int)s, e};
@@ -152,6 +171,9 @@ static _Noreturn void child(const struct cdihook_jail *j, int report)
 	r = cloexec_all();
 	if (r < 0)
 		child_fail(report, STEP_FDS, -r);
+	r = drop_capabilities();
+	if (r < 0)
+		child_fail(report, STEP_CAPS, -r);
 	syscall(SYS_execveat, j->exe_fd, "", j->argv, envp, AT_EMPTY_PATH);
 	child_fail(report, STEP_EXEC, errno);
 }

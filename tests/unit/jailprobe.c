@@ -6,15 +6,20 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 extern char **environ;
 
 int main(int argc, char **argv)
 {
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct caps[2] = {{0}};
 	struct stat st;
 	int fds = 0, procs = 0;
 	DIR *d;
@@ -40,5 +45,9 @@ int main(int argc, char **argv)
 	fprintf(f, "proc_1_root %d\n", lstat("/proc/1/root", &st) == 0);
 	fprintf(f, "marker %d\n", access("/marker-inside", F_OK) == 0);
 	fprintf(f, "cwd_marker %d\n", access("marker-inside", F_OK) == 0);
+	if (syscall(SYS_capget, &hdr, caps) == 0)
+		fprintf(f, "caps %#x:%#x\n", caps[1].effective, caps[0].effective);
+	fprintf(f, "sys_admin_bound %d\n", (int)prctl(PR_CAPBSET_READ, CAP_SYS_ADMIN, 0, 0, 0));
+	fprintf(f, "no_new_privs %d\n", (int)prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0));
 	return fclose(f) == 0 ? 0 : 1;
 }

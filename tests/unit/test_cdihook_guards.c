@@ -325,7 +325,9 @@ static void run_probe_in_child(const struct tree *t, bool link)
 static void test_isolation(void **state)
 {
 	struct tree *t = *state;
-	const char *want = "pid 1\nfds 0\nenv 0\nproc_entries 0\nproc_1_root 0\nmarker 1\ncwd_marker 1\n";
+	/* effective: CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER (bits 0-3) and nothing else */
+	const char *want = "pid 1\nfds 0\nenv 0\nproc_entries 0\nproc_1_root 0\nmarker 1\ncwd_marker 1\n"
+			   "caps 0:0xf\nsys_admin_bound 0\nno_new_privs 1\n";
 	char report[256];
 
 	if (geteuid() != 0)
