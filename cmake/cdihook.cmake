@@ -10,3 +10,12 @@ set_tests_properties(cdihook_podman PROPERTIES LABELS "no-asan" RUN_SERIAL TRUE 
 set_property(TEST cdihook_podman APPEND PROPERTY ENVIRONMENT "CC=${CMAKE_C_COMPILER}")
 # the plugin's CDI upkeep writes the same hooks from --nvidia-cdi-hook-path / --cdi-disable-hooks
 gpulet_script_test(cdihook_plugin /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_cdi_hook_plugin.py)
+# The guards of issue 20 (rootfs identity, relative ldconfig, temp names, swapped components, the
+# isolation seen from inside by build/cdihook_jailprobe, a static stand-in for ldconfig).
+add_executable(cdihook_jailprobe tests/unit/jailprobe.c)
+target_compile_options(cdihook_jailprobe PRIVATE -fno-sanitize=all)
+target_link_options(cdihook_jailprobe PRIVATE -fno-sanitize=all -static)
+gpulet_unit_test(cdihook_guards tests/unit/test_cdihook_guards.c)
+target_compile_definitions(cdihook_guards PRIVATE JAILPROBE="$<TARGET_FILE:cdihook_jailprobe>")
+add_dependencies(cdihook_guards cdihook_jailprobe)
+target_link_libraries(cdihook_guards PRIVATE pthread)

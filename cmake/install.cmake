@@ -3,7 +3,10 @@
 # The image (deploy/image/build.sh) is made this way.
 include(GNUInstallDirs)
 install(TARGETS gpulet RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-set(GPULET_PROGRAM_NAMES nvidia-device-plugin gpu-feature-discovery mps-control-daemon nvidia-cdi-hook)
+set(GPULET_PROGRAM_NAMES nvidia-device-plugin gpu-feature-discovery mps-control-daemon)
+if(NOT TARGET gpulet_cdi_hook)
+  list(APPEND GPULET_PROGRAM_NAMES nvidia-cdi-hook)
+endif()
 foreach(n ${GPULET_PROGRAM_NAMES})
   install(CODE "file(CREATE_LINK gpulet \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/${n}\" SYMBOLIC)")
 endforeach()
@@ -12,4 +15,9 @@ install(TARGETS gpulet_grpc gpulet_http LIBRARY DESTINATION lib/gpulet PERMISSIO
 # gpulet probe for any container: needs only glibc.
 if(TARGET gpulet_probe)
   install(TARGETS gpulet_probe RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+# The static CDI hook generated specs name (docs/reference/cdi-hook.md §5), also as nvidia-cdi-hook.
+if(TARGET gpulet_cdi_hook)
+  install(TARGETS gpulet_cdi_hook RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(CODE "file(CREATE_LINK gpulet-cdi-hook \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/nvidia-cdi-hook\" SYMBOLIC)")
 endif()

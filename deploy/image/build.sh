@@ -65,6 +65,9 @@ printf 'root:x:0:\n' >"$root/etc/group"
 "$root/lib64/ld-linux-x86-64.so.2" --library-path "$root/lib/x86_64-linux-gnu:$root/usr/lib/x86_64-linux-gnu" \
 	"$root/usr/bin/gpulet" --help >/dev/null ||
 	{ echo "build.sh: gpulet does not start from the image root" >&2; exit 1; }
+# the CDI hook is static: it runs with no loader and no library at all
+"$root/usr/bin/gpulet-cdi-hook" --help >/dev/null && ! ldd "$root/usr/bin/gpulet-cdi-hook" >/dev/null 2>&1 ||
+	{ echo "build.sh: /usr/bin/gpulet-cdi-hook is missing or not static" >&2; exit 1; }
 
 # a fixed mtime makes the tar a function of its contents: the same gpulet and base give the same
 # digest, and a rerun that would import an identical image keeps the one there

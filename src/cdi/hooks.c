@@ -135,35 +135,56 @@ static int scan_mounts(const json_t *mounts, const char *version, json_t *dirs, 
 	return 0;
 }
 
-/* The binary and the argv prefix: nvidia-cdi-hook ACTION, nvidia-ctk hook ACTION, gpulet cdi-hook ACTION. */
+/*
+ * Default hook binary: the static gpulet-cdi-hook installed next to the running gpulet (a hook
+ * that no LD_PRELOAD can reach), else the running binary itself. *ret (malloc'd) is absolute.
+ */
+static int default_hook_path(char **ret)
+{
+	char self[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n < 0)
+		return -errno;
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (slash && asprintf(ret, "%.*s/%s", (int)(slash - self), self, CDI_STATIC_HOOK) >= 0) {
+		if (access(*ret, X_OK) == 0)
+			return 0;
+		free(*ret);
+	}
+	*ret = strdup(self);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/*
+ * The binary and the argv prefix: nvidia-cdi-hook ACTION, gpulet-cdi-hook ACTION, nvidia-ctk hook
+ * ACTION, gpulet cdi-hook ACTION. *ret_path is set only on success.
+ */
 static int hook_binary(const struct cdi_hook_options *o, char **ret_path, json_t **ret_prefix)
 {
-	char self[PATH_MAX];
-	const char *path = o && o->path && *o->path ? o->path : NULL, *base;
+	_cleanup_free_ char *path = NULL;
+	const char *base;
 	json_t *prefix;
-	ssize_t n;
+	int r;
 
-	if (!path) {
-		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-		if (n < 0)
-			return -errno;
-		self[n] = '\0';
-		path = self;
-	}
+	if (o && o->path && *o->path)
+		path = strdup(o->path);
+	else if ((r = default_hook_path(&path)) < 0)
+		return r;
+	if (!path)
+		return -ENOMEM;
 	base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	if (streq(base, "nvidia-cdi-hook"))
-		prefix = json_pack("[s]", "nvidia-cdi-hook");
+	if (streq(base, "nvidia-cdi-hook") || streq(base, CDI_STATIC_HOOK))
+		prefix = json_pack("[s]", base);
 	else if (streq(base, "nvidia-ctk"))
 		prefix = json_pack("[ss]", "nvidia-ctk", "hook");
 	else
 		prefix = json_pack("[ss]", "gpulet", "cdi-hook");
-	*ret_path = strdup(path);
-	if (!prefix || !*ret_path) {
-		json_decref(prefix);
-		free(*ret_path);
+	if (!prefix)
 		return -ENOMEM;
-	}
 	*ret_prefix = prefix;
+	*ret_path = TAKE_PTR(path);
 	return 0;
 }
 
@@ -235,7 +256,7 @@ static int binary_checked(const struct cdi_hook_options *o, char **ret_path, jso
 
 	if (r < 0)
 		return gerr_set(err, -r,
-				"finding this gpulet binary for the CDI hooks (/proc/self/exe): %s; give "
+				"finding the hook binary for the CDI hooks (/proc/self/exe): %s; give "
 				"--nvidia-cdi-hook-path",
 				strerror(-r));
 	if ((*ret_path)[0] != '/')

@@ -19,8 +19,12 @@ enum cdi_hook {
 	CDI_HOOK_ALL = (1 << 4) - 1,
 };
 
+/* The static hook executable's name, installed next to gpulet (docs/reference/cdi-hook.md §4). */
+#define CDI_STATIC_HOOK "gpulet-cdi-hook"
+
 struct cdi_hook_options {
-	const char *path;          /* host path of the hook binary; NULL or "" = this gpulet (/proc/self/exe) */
+	const char *path;          /* host path of the hook binary; NULL or "" = CDI_STATIC_HOOK next to
+				      this gpulet when it is there, else this gpulet (/proc/self/exe) */
 	const char *ldconfig_path; /* --ldconfig-path for update-ldcache; NULL = the hook's default */
 	unsigned disabled;         /* enum cdi_hook bits left out */
 };

@@ -24,10 +24,18 @@
 #define CONTAINER_PARAMS    "/proc/driver/nvidia/params"
 #define PARAMS_MAX          (64u << 10)
 
-/* A temp name beside name in dir_fd; the pid keeps two hooks of two containers apart. */
-static void temp_name(char *buf, size_t size, const char *name)
+/*
+ * A temp name beside name (buf of NAME_MAX + 1); the pid keeps two hooks of two containers apart.
+ * A name too long to carry gets a short one, never a cut one (two cut names could be the same).
+ */
+static int temp_name(char *buf, size_t size, const char *name)
 {
-	snprintf(buf, size, ".%s.gpulet-%ld", name, (long)getpid());
+	int n = snprintf(buf, size, ".%s.gpulet-%ld", name, (long)getpid());
+
+	if (n > 0 && (size_t)n < size && n <= NAME_MAX)
+		return 0;
+	n = snprintf(buf, size, ".gpulet-%ld.tmp", (long)getpid());
+	return n > 0 && (size_t)n < size ? 0 : -ENAMETOOLONG;
 }
 
 int cdihook_write_in_root(int root_fd, const char *path, const char *text, struct gerr *err)
@@ -40,7 +48,8 @@ int cdihook_write_in_root(int root_fd, const char *path, const char *text, struc
 	dir = inroot_open_parent(root_fd, path, true, &name);
 	if (dir < 0)
 		return gerr_set(err, -dir, "creating the directory of %s in the container: %s", path, strerror(-dir));
-	temp_name(tmp, sizeof(tmp), name);
+	if (temp_name(tmp, sizeof(tmp), name) < 0)
+		return gerr_set(err, ENAMETOOLONG, "writing %s in the container: no temp name fits", path);
 	(void)unlinkat(dir, tmp, 0);
 	fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
@@ -84,7 +93,8 @@ static int create_link(int root_fd, const char *target, const char *link, struct
 		if (streq(cur, target))
 			return 0;
 	}
-	temp_name(tmp, sizeof(tmp), name);
+	if (temp_name(tmp, sizeof(tmp), name) < 0)
+		return gerr_set(err, ENAMETOOLONG, "--link %s::%s: no temp name fits", target, link);
 	(void)unlinkat(dir, tmp, 0);
 	if (symlinkat(target, dir, tmp) < 0)
 		return gerr_set(err, errno, "--link %s::%s: creating the symlink: %s", target, link, strerror(errno));

@@ -8,13 +8,14 @@
  *	struct oci_state st = {0};
  *	r = oci_state_parse(text, len, &st, &err);         // stdin
  *	r = oci_state_rootfs(&st, &rootfs, &err);          // bundle/config.json root.path
- *	root_fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
- *	r = cdihook_update_ldcache(root_fd, &ldopts, &err);
+ *	root_fd = cdihook_open_rootfs(rootfs, &err);        // refused when it is the host's "/"
+ *	r = cdihook_update_ldcache(root_fd, &ldopts, &err); // ldopts.rootfs = rootfs
  */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "util/err.h"
 
@@ -42,19 +43,31 @@ int oci_config_root(const char *name, const char *text, size_t len, char **ret, 
  */
 int oci_state_rootfs(const struct oci_state *s, char **ret, struct gerr *err);
 
+/*
+ * Open the rootfs (O_PATH|O_DIRECTORY) and refuse it when it is the host's "/" by identity
+ * (st_dev/st_ino), whatever the text: "/.", "/tmp/..", a symlink to "/", "/proc/self/root".
+ * Returns the fd or -errno with err set.
+ */
+int cdihook_open_rootfs(const char *rootfs, struct gerr *err);
+
 /* ---- actions (root_fd: an O_PATH|O_DIRECTORY fd of the rootfs) ---- */
 
 /* create-symlinks: each "target::link"; an existing link to the same target is kept. */
 int cdihook_create_symlinks(int root_fd, const char *const *links, size_t n, struct gerr *err);
 
+/* How long ldconfig may run before it is killed (a FIFO in ld.so.conf blocks it forever). */
+#define CDIHOOK_LDCONFIG_TIMEOUT_S 30
+
 struct cdihook_ldcache_options {
-	const char *ldconfig_path;  /* host ldconfig; "@" prefix allowed; NULL = /sbin/ldconfig */
+	const char *ldconfig_path;  /* host ldconfig, absolute; "@" prefix allowed; NULL = /sbin/ldconfig */
 	const char *const *folders; /* container dirs holding injected libraries */
 	size_t n_folders;
+	const char *rootfs; /* the rootfs's host path, re-opened in the new mount namespace */
+	unsigned timeout_s; /* 0 = CDIHOOK_LDCONFIG_TIMEOUT_S; never more than that */
 };
 /*
  * update-ldcache: write the folders and the container's system dirs into ld.so.conf.d drop-ins,
- * then run the host's static ldconfig chrooted into the rootfs.
+ * then run the host's static ldconfig isolated in the rootfs (cdihook_run_isolated).
  */
 int cdihook_update_ldcache(int root_fd, const struct cdihook_ldcache_options *o, struct gerr *err);
 
@@ -71,6 +84,26 @@ int cdihook_enable_cuda_compat(int root_fd, const char *host_driver_version, con
  * /proc/driver/nvidia/params. No params file, or already 0: nothing to do.
  */
 int cdihook_disable_devnode_mod(int root_fd, const char *host_params, struct gerr *err);
+
+/*
+ * --ldconfig-path must name a host file by an absolute path ("@" prefix allowed): the runtime runs
+ * hooks with the rootfs as working directory, so a relative one would run the image's binary as
+ * root. err says why, without the option's name.
+ */
+int cdihook_check_ldconfig_path(const char *path, struct gerr *err);
+
+/* A host executable run over a rootfs in new namespaces (isolate.c). */
+struct cdihook_jail {
+	const char *rootfs; /* host path; re-opened after the unshare and compared with dev/ino */
+	dev_t dev;
+	ino_t ino;
+	int exe_fd;         /* the executable, opened on the host */
+	const char *name;   /* for messages */
+	char *const *argv;  /* run with an empty environment */
+	unsigned timeout_s; /* 0 = CDIHOOK_LDCONFIG_TIMEOUT_S */
+};
+/* Run it (docs/reference/cdi-hook.md §5); 0 when it exits 0, else -errno with err set. */
+int cdihook_run_isolated(const struct cdihook_jail *j, struct gerr *err);
 
 /* Write text as path inside the root (parents created), atomically, mode 0644. */
 int cdihook_write_in_root(int root_fd, const char *path, const char *text, struct gerr *err);

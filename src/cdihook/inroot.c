@@ -54,7 +54,7 @@ static int splice_link(struct walk *w, const char *name, const char *after, int 
 		return -ELOOP;
 	n = readlinkat(walk_cur(w), name, target, sizeof(target) - 1);
 	if (n < 0)
-		return -errno;
+		return errno == EINVAL ? -EAGAIN : -errno; /* no longer a link since fstatat: walk again */
 	target[n] = '\0';
 	if (target[0] == '/')
 		walk_reset(w);
@@ -65,6 +65,21 @@ static int splice_link(struct walk *w, const char *name, const char *after, int 
 	return 0;
 }
 
+/*
+ * errno of an open of name that fstatat had seen otherwise: when the entry is now a directory or a
+ * symlink (swapped since: ELOOP, or ENOTDIR/EINVAL for O_PATH|O_NOFOLLOW on a link), -EAGAIN to
+ * walk again; a plain file or nothing keeps the real error.
+ */
+static int swapped_or(int dir, const char *name, int e)
+{
+	struct stat st;
+
+	if ((e == ELOOP || e == ENOTDIR || e == EINVAL) && fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode)))
+		return -EAGAIN;
+	return -e;
+}
+
 static int walk_step(struct walk *w, const char *name)
 {
 	int fd;
@@ -73,9 +88,24 @@ static int walk_step(struct walk *w, const char *name)
 		return -ENAMETOOLONG;
 	fd = openat(walk_cur(w), name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ELOOP ? -EAGAIN : -errno; /* became a symlink since fstatat: retry */
+		return swapped_or(walk_cur(w), name, errno);
 	w->fds[w->depth++] = fd;
 	return 0;
+}
+
+/* The last component; one that became a symlink after fstatat when it was to be followed: retry. */
+static int walk_last(struct walk *w, const char *name, int flags, bool follow, mode_t mode)
+{
+	struct stat st;
+	int fd = openat(walk_cur(w), name, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+
+	if (fd < 0)
+		return follow ? swapped_or(walk_cur(w), name, errno) : -errno;
+	if (follow && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
+		close(fd);
+		return -EAGAIN;
+	}
+	return fd;
 }
 
 static int walk_run(struct walk *w, char **buf, int flags, mode_t mode)
@@ -116,11 +146,8 @@ static int walk_run(struct walk *w, char **buf, int flags, mode_t mode)
 				return r;
 			continue;
 		}
-		if (last) {
-			int fd = openat(walk_cur(w), name, flags | O_NOFOLLOW | O_CLOEXEC, mode);
-
-			return fd < 0 ? -errno : fd;
-		}
+		if (last)
+			return walk_last(w, name, flags, follow, mode);
 		r = walk_step(w, name);
 		if (r < 0)
 			return r;
@@ -169,7 +196,58 @@ int inroot_open(int root_fd, const char *path, int flags, mode_t mode)
 	return -errno;
 }
 
-int inroot_mkdir_p(int root_fd, const char *path, mode_t mode)
+static int mkdir_p(int root_fd, const char *path, mode_t mode, int links);
+
+/*
+ * name in parent exists (mkdirat said EEXIST) yet does not open as a directory: a dangling
+ * symlink is followed by creating its target inside the root, as a chrooted `mkdir -p` of the
+ * link's target would; anything else keeps the error.
+ */
+static int mkdir_link_target(int root_fd, int parent, const char *dir, const char *name, mode_t mode, int links)
+{
+	_cleanup_free_ char *next = NULL;
+	char target[PATH_MAX];
+	ssize_t n;
+
+	if (links >= INROOT_MAX_LINKS)
+		return -ELOOP;
+	n = readlinkat(parent, name, target, sizeof(target) - 1);
+	if (n < 0)
+		return errno == EINVAL ? -ENOTDIR : -errno; /* not a link: a file is in the way */
+	target[n] = '\0';
+	if (asprintf(&next, "%s/%s", target[0] == '/' ? "" : dir, target) < 0)
+		return -ENOMEM;
+	return mkdir_p(root_fd, next, mode, links + 1);
+}
+
+/* One component: the last of p, named by s, below an existing dir; created when missing. */
+static int mkdir_one(int root_fd, const char *p, const char *s, mode_t mode, int links)
+{
+	_cleanup_free_ char *dir = strndup(p, (size_t)(s - p));
+	_cleanup_close_ int parent = -1;
+	int fd = inroot_open(root_fd, p, O_PATH | O_DIRECTORY, 0);
+
+	if (fd != -ENOENT)
+		return fd;
+	if (!dir)
+		return -ENOMEM;
+	parent = inroot_open(root_fd, *dir ? dir : "/", O_PATH | O_DIRECTORY, 0);
+	if (parent < 0)
+		return parent;
+	if (mkdirat(parent, s, mode) < 0 && errno != EEXIST)
+		return -errno;
+	fd = inroot_open(root_fd, p, O_PATH | O_DIRECTORY, 0);
+	if (fd != -ENOENT)
+		return fd;
+	/* EEXIST, yet it does not resolve: a dangling link */
+	fd = mkdir_link_target(root_fd, parent, *dir ? dir : "/", s, mode, links);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return inroot_open(root_fd, p, O_PATH | O_DIRECTORY, 0);
+}
+
+static int mkdir_p(int root_fd, const char *path, mode_t mode, int links)
 {
 	_cleanup_free_ char *p = strdup(path);
 	char *s;
@@ -186,31 +264,18 @@ int inroot_mkdir_p(int root_fd, const char *path, mode_t mode)
 		e = s + strcspn(s, "/");
 		save = *e;
 		*e = '\0';
-		fd = inroot_open(root_fd, p, O_PATH | O_DIRECTORY, 0);
-		if (fd == -ENOENT) {
-			char c = *s;
-			int parent;
-
-			*s = '\0';
-			parent = inroot_open(root_fd, *p ? p : "/", O_PATH | O_DIRECTORY, 0);
-			*s = c;
-			if (parent < 0)
-				return parent;
-			if (mkdirat(parent, s, mode) < 0 && errno != EEXIST) {
-				int r = -errno;
-
-				close(parent);
-				return r;
-			}
-			close(parent);
-			fd = inroot_open(root_fd, p, O_PATH | O_DIRECTORY, 0);
-		}
+		fd = mkdir_one(root_fd, p, s, mode, links);
 		if (fd < 0 || !save)
 			return fd;
 		close(fd);
 		*e = save;
 		s = e;
 	}
+}
+
+int inroot_mkdir_p(int root_fd, const char *path, mode_t mode)
+{
+	return mkdir_p(root_fd, path, mode, 0);
 }
 
 int inroot_open_parent(int root_fd, const char *path, bool create, const char **ret_name)

@@ -32,5 +32,8 @@ int inroot_open_walk(int root_fd, const char *path, int flags, mode_t mode);
  */
 int inroot_open_parent(int root_fd, const char *path, bool create, const char **ret_name);
 
-/* mkdir -p of path inside the root; returns an O_PATH|O_DIRECTORY fd of it or -errno. */
+/*
+ * mkdir -p of path inside the root; returns an O_PATH|O_DIRECTORY fd of it or -errno. A dangling
+ * symlink on the way gets its target created (resolved inside the root, at most INROOT_MAX_LINKS).
+ */
 int inroot_mkdir_p(int root_fd, const char *path, mode_t mode);

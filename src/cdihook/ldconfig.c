@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * update-ldcache: the container's ld.so.conf.d gets the injected library dirs and the system dirs
- * its own dynamic loader uses, then the host's ldconfig rebuilds /etc/ld.so.cache chrooted into
- * the rootfs (docs/reference/cdi-hook.md §2.2). The ldconfig must be a static ELF: a script would
- * need a shell, and a dynamic one would load the container's ld.so after the chroot.
+ * its own dynamic loader uses, then the host's ldconfig rebuilds /etc/ld.so.cache inside the
+ * rootfs, isolated in new namespaces (isolate.c; docs/reference/cdi-hook.md §2.2, §5). The ldconfig
+ * must be a static ELF: a script would need a shell, and a dynamic one would load the container's
+ * ld.so after the pivot_root.
  */
 #include <elf.h>
 #include <errno.h>
@@ -12,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cdihook/cdihook.h"
@@ -54,6 +53,15 @@ static const char *system_dirs(int root_fd)
 	return "/lib\n/usr/lib\n" LIB64;
 }
 
+int cdihook_check_ldconfig_path(const char *path, struct gerr *err)
+{
+	if (!path || !*path || path[*path == '@'] == '/')
+		return 0;
+	return gerr_set(err, EINVAL,
+			"not an absolute path: the runtime runs hooks in the container's rootfs, so it would name "
+			"the image's file; give the host's ldconfig, e.g. /sbin/ldconfig");
+}
+
 /* "/sbin/ldconfig" or "@/sbin/ldconfig" → /sbin/ldconfig.real when that exists (Ubuntu's wrapper script). */
 static char *ldconfig_binary(const char *path)
 {
@@ -92,67 +100,11 @@ static int check_static_elf(int fd, const char *path, struct gerr *err)
 		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != (ssize_t)sizeof(ph))
 			return gerr_set(err, ENOEXEC, "--ldconfig-path %s: truncated ELF file", path);
 		if (ph.p_type == PT_INTERP)
-			return gerr_set(
-			    err, ENOEXEC,
-			    "--ldconfig-path %s is dynamically linked: chrooted into the container it would "
-			    "load the container's libc; give glibc's static ldconfig",
-			    path);
+			return gerr_set(err, ENOEXEC,
+					"--ldconfig-path %s is dynamically linked: pivoted into the container it would "
+					"load the container's libc; give glibc's static ldconfig",
+					path);
 	}
-	return 0;
-}
-
-/*
- * fork; the child chroots into the rootfs and runs the already-opened ldconfig with an empty
- * environment. Errors before the exec come back through a close-on-exec pipe: {step, errno},
- * step 0 the chroot, 1 the exec.
- */
-static int run_chrooted(int root_fd, int exe_fd, const char *exe, struct gerr *err)
-{
-	char *const argv[] = {"ldconfig", "-f", "/etc/ld.so.conf", "-C", "/etc/ld.so.cache", NULL};
-	char *const envp[] = {NULL};
-	int p[2], child[2] = {0, 0}, status;
-	pid_t pid;
-	ssize_t n;
-
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return gerr_set(err, errno, "pipe: %s", strerror(errno));
-	pid = fork();
-	if (pid < 0) {
-		close(p[0]);
-		close(p[1]);
-		return gerr_set(err, errno, "fork: %s", strerror(errno));
-	}
-	if (pid == 0) {
-		int e[2] = {0, 0};
-
-		if (fchdir(root_fd) == 0 && chroot(".") == 0 && chdir("/") == 0) {
-			/* execveat by fd: no path of the host is looked up after the chroot (not fexecve,
-			 * whose fallback /proc/self/fd/N does not exist inside the rootfs) */
-			syscall(SYS_execveat, exe_fd, "", argv, envp, AT_EMPTY_PATH);
-			e[0] = 1;
-		}
-		e[1] = errno;
-		(void)!write(p[1], e, sizeof(e));
-		_exit(127);
-	}
-	close(p[1]);
-	n = read(p[0], child, sizeof(child));
-	close(p[0]);
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return gerr_set(err, errno, "waitpid: %s", strerror(errno));
-	if (n == (ssize_t)sizeof(child) && child[0] == 0)
-		return gerr_set(err, child[1],
-				"running %s: chroot into the rootfs failed: %s (the hook needs root or "
-				"CAP_SYS_CHROOT)",
-				exe, strerror(child[1]));
-	if (n == (ssize_t)sizeof(child))
-		return gerr_set(err, child[1], "running %s inside the rootfs: execveat: %s%s", exe, strerror(child[1]),
-				child[1] == ENOSYS ? " (execveat needs Linux 3.19)" : "");
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return gerr_set(err, EIO, "%s in the container's rootfs failed (%s %d); its message is above", exe,
-				WIFEXITED(status) ? "exit status" : "signal",
-				WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 	return 0;
 }
 
@@ -196,10 +148,23 @@ int cdihook_update_ldcache(int root_fd, const struct cdihook_ldcache_options *o,
 {
 	_cleanup_free_ char *exe = ldconfig_binary(o->ldconfig_path), *folders = folders_text(o);
 	_cleanup_close_ int exe_fd = -1;
+	char *const argv[] = {"ldconfig", "-f", "/etc/ld.so.conf", "-C", "/etc/ld.so.cache", NULL};
+	struct cdihook_jail j = {.rootfs = o->rootfs, .name = NULL, .argv = argv, .timeout_s = o->timeout_s};
+	struct stat st;
 	int r;
 
+	r = cdihook_check_ldconfig_path(o->ldconfig_path, err);
+	if (r < 0) {
+		gerr_prefix(err, "--ldconfig-path '%s': ", o->ldconfig_path);
+		return r;
+	}
+	if (!o->rootfs || o->timeout_s > CDIHOOK_LDCONFIG_TIMEOUT_S)
+		return gerr_set(err, EINVAL, "update-ldcache: no rootfs path, or a time bound over %d s",
+				CDIHOOK_LDCONFIG_TIMEOUT_S);
 	if (!exe || !folders)
 		return gerr_set(err, ENOMEM, "out of memory");
+	if (fstat(root_fd, &st) < 0)
+		return gerr_set(err, errno, "the rootfs: %s", strerror(errno));
 	exe_fd = open(exe, O_RDONLY | O_CLOEXEC);
 	if (exe_fd < 0)
 		return gerr_set(err, errno, "--ldconfig-path %s: %s; give the host's ldconfig (e.g. /sbin/ldconfig)",
@@ -214,5 +179,9 @@ int cdihook_update_ldcache(int root_fd, const struct cdihook_ldcache_options *o,
 		r = cdihook_write_in_root(root_fd, SYSTEM_CONF, system_dirs(root_fd), err);
 	if (r < 0)
 		return r;
-	return run_chrooted(root_fd, exe_fd, exe, err);
+	j.dev = st.st_dev;
+	j.ino = st.st_ino;
+	j.exe_fd = exe_fd;
+	j.name = exe;
+	return cdihook_run_isolated(&j, err);
 }

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The OCI state on the hook's stdin and the rootfs it names (runtime-spec runtime.md, config.md). */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cdihook/cdihook.h"
 #include "util/fileio.h"
@@ -138,4 +141,21 @@ int oci_state_rootfs(const struct oci_state *s, char **ret, struct gerr *err)
 	}
 	*ret = out;
 	return 0;
+}
+
+int cdihook_open_rootfs(const char *rootfs, struct gerr *err)
+{
+	_cleanup_close_ int fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct stat st, host;
+
+	if (fd < 0)
+		return gerr_set(err, errno, "the container's rootfs %s: %s", rootfs, strerror(errno));
+	if (fstat(fd, &st) < 0 || stat("/", &host) < 0)
+		return gerr_set(err, errno, "the container's rootfs %s: stat: %s", rootfs, strerror(errno));
+	if (st.st_dev == host.st_dev && st.st_ino == host.st_ino)
+		return gerr_set(err, EINVAL,
+				"the container's rootfs %s is the host's \"/\"; refusing to edit the host (check the "
+				"bundle's config.json root.path)",
+				rootfs);
+	return TAKE_FD(fd);
 }

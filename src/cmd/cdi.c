@@ -11,6 +11,7 @@
 
 #include "cdi/cdi.h"
 #include "cdi/hooks.h"
+#include "cdihook/cdihook.h"
 #include "cmd/options.h"
 #include "util/fileio.h"
 #include "nvml/nvml.h"
@@ -60,6 +61,12 @@ static int add_strategy(void *opts, const char *value, struct gerr *err)
 static int set_disabled_hooks(void *opts, const char *value, struct gerr *err)
 {
 	return cdi_hooks_parse_disabled(value, &((struct cdi_cli *)opts)->hooks.disabled, err);
+}
+
+static int set_ldconfig_path(void *opts, const char *value, struct gerr *err)
+{
+	((struct cdi_cli *)opts)->hooks.ldconfig_path = value;
+	return cdihook_check_ldconfig_path(value, err);
 }
 
 static int set_format(void *opts, const char *value, struct gerr *err)
@@ -129,13 +136,14 @@ static const struct cmd_opt generate_opts[] = {
     CMD_ROW("dev-root", 0, CMD_OPT_STR, "DIR", "host dir holding dev/nvidia* (default: the driver root)",
 	    .off = CDI_F(gen.dev_root)),
     CMD_ROW("nvidia-cdi-hook-path", 0, CMD_OPT_STR, "PATH",
-	    "host path of the hook binary in the spec's hooks (default: this gpulet; a binary named "
+	    "host path of the hook binary in the spec's hooks (default: gpulet-cdi-hook beside this gpulet, else this "
+	    "gpulet; a binary named "
 	    "nvidia-cdi-hook or nvidia-ctk gets that tool's arguments)",
 	    .alias = "nvidia-ctk-path", .off = CDI_F(hooks.path)),
-    CMD_ROW("ldconfig-path", 0, CMD_OPT_STR, "PATH",
-	    "host path of the ldconfig the update-ldcache hook runs (a static ELF; default: the hook's, "
-	    "/sbin/ldconfig, or /sbin/ldconfig.real where that exists)",
-	    .env = {"NVIDIA_CTK_CDI_GENERATE_LDCONFIG_PATH"}, .off = CDI_F(hooks.ldconfig_path)),
+    CMD_ROW("ldconfig-path", 0, CMD_OPT_CALL, "PATH",
+	    "absolute host path of the ldconfig the update-ldcache hook runs (a static ELF; @ prefix allowed; "
+	    "default: the hook's, /sbin/ldconfig, or /sbin/ldconfig.real where that exists)",
+	    .env = {"NVIDIA_CTK_CDI_GENERATE_LDCONFIG_PATH"}, .call = set_ldconfig_path),
     CMD_ROW("cdi-disable-hooks", 0, CMD_OPT_CALL, "all|NAME,...", "leave these OCI hooks out of the spec",
 	    .call = set_disabled_hooks, .want = "all, or hook names separated by commas"),
     CMD_OPT_ROOT,

@@ -19,7 +19,8 @@
 #include "cmd/options.h"
 #include "util/fileio.h"
 
-#define MAX_ARGS 512 /* --folder / --link given more often than this is not a spec we wrote */
+#define MAX_ARGS             512 /* --folder / --link given more often than this is not a spec we wrote */
+#define LDCONFIG_TIMEOUT_ENV "GPULET_CDI_HOOK_LDCONFIG_TIMEOUT"
 
 struct hook_cli {
 	struct cmd_common c;
@@ -39,6 +40,12 @@ static int add_list(void *opts, const char *value, struct gerr *err)
 	return 0;
 }
 
+static int set_ldconfig_path(void *opts, const char *value, struct gerr *err)
+{
+	((struct hook_cli *)opts)->ldconfig_path = value;
+	return cdihook_check_ldconfig_path(value, err);
+}
+
 #define HOOK_F(field) offsetof(struct hook_cli, field)
 #define OPT_CONTAINER_SPEC                                                                                         \
 	CMD_ROW("container-spec", 0, CMD_OPT_STR, "FILE",                                                          \
@@ -48,9 +55,9 @@ static int add_list(void *opts, const char *value, struct gerr *err)
 static const struct cmd_opt ldcache_opts[] = {
     CMD_ROW("folder", 0, CMD_OPT_CALL, "DIR", "a container dir holding injected libraries (repeatable)",
 	    .call = add_list),
-    CMD_ROW("ldconfig-path", 0, CMD_OPT_STR, "PATH",
-	    "the host's static ldconfig (@ prefix allowed; PATH.real is preferred when it exists)",
-	    .def = "/sbin/ldconfig", .off = HOOK_F(ldconfig_path)),
+    CMD_ROW("ldconfig-path", 0, CMD_OPT_CALL, "PATH",
+	    "the host's static ldconfig, absolute (@ prefix allowed; PATH.real is preferred when it exists)",
+	    .def = "/sbin/ldconfig", .call = set_ldconfig_path),
     OPT_CONTAINER_SPEC,
     {0},
 };
@@ -86,7 +93,9 @@ static const struct hook_verb {
      CMD_VERB("cdi-hook update-ldcache", "[OPTIONS]", ldcache_opts,
 	      "gpulet cdi-hook update-ldcache --folder /usr/lib64 < state.json",
 	      .about = "Add the folders to the container's ld.so.conf.d and rebuild its ld.so.cache with the host's\n"
-		       "ldconfig, chrooted into the container's rootfs.")},
+		       "static ldconfig, run in new mount and pid namespaces pivoted into the container's rootfs,\n"
+		       "with /proc covered, no inherited fds and an empty environment; killed after 30 s\n"
+		       "(GPULET_CDI_HOOK_LDCONFIG_TIMEOUT=SECONDS shortens that).")},
     {"create-symlinks", HOOK_SYMLINKS,
      CMD_VERB("cdi-hook create-symlinks", "[OPTIONS]", symlinks_opts,
 	      "gpulet cdi-hook create-symlinks --link libcuda.so.1::/usr/lib64/libcuda.so < state.json",
@@ -137,27 +146,52 @@ static int open_rootfs(const char *spec, char **ret_path, struct gerr *err)
 	r = oci_state_rootfs(&st, &rootfs, err);
 	if (r < 0)
 		return r;
-	fd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	fd = cdihook_open_rootfs(rootfs, err);
 	if (fd < 0)
-		return gerr_set(err, errno, "the container's rootfs %s: %s", rootfs, strerror(errno));
+		return fd;
 	*ret_path = TAKE_PTR(rootfs);
 	return fd;
+}
+
+/*
+ * GPULET_CDI_HOOK_LDCONFIG_TIMEOUT: whole seconds, 1 to CDIHOOK_LDCONFIG_TIMEOUT_S; it can only
+ * shorten the bound (for tests). Unset or empty: the default.
+ */
+static int ldconfig_timeout(unsigned *ret, struct gerr *err)
+{
+	const char *v = getenv(LDCONFIG_TIMEOUT_ENV);
+	char *end;
+	unsigned long n;
+
+	*ret = 0;
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || *end || *v < '1' || *v > '9' || n > CDIHOOK_LDCONFIG_TIMEOUT_S)
+		return gerr_set(err, EINVAL, "%s='%s': give whole seconds from 1 to %d (it can only shorten the bound)",
+				LDCONFIG_TIMEOUT_ENV, v, CDIHOOK_LDCONFIG_TIMEOUT_S);
+	*ret = (unsigned)n;
+	return 0;
 }
 
 static int run_action(const struct hook_verb *hv, struct hook_cli *cli, struct gerr *err)
 {
 	_cleanup_free_ char *rootfs = NULL;
 	_cleanup_close_ int root_fd = -1;
-	struct cdihook_ldcache_options lo = {cli->ldconfig_path, cli->list, cli->n_list};
+	struct cdihook_ldcache_options lo = {cli->ldconfig_path, cli->list, cli->n_list, NULL, 0};
 	int r;
 
 	if (hv->action == HOOK_NOOP || (hv->action == HOOK_COMPAT && !cli->host_driver_version))
 		return 0;
+	if (hv->action == HOOK_LDCACHE && ldconfig_timeout(&lo.timeout_s, err) < 0)
+		return -EINVAL;
 	root_fd = open_rootfs(cli->container_spec, &rootfs, err);
 	if (root_fd < 0)
 		return root_fd;
 	switch (hv->action) {
 	case HOOK_LDCACHE:
+		lo.rootfs = rootfs;
 		r = cdihook_update_ldcache(root_fd, &lo, err);
 		break;
 	case HOOK_SYMLINKS:

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -18,6 +19,35 @@ import yaml
 from test_cdi_testlib import GPULET, check, finish, generate, gpulet, mkroot
 
 FIXTURE = "single-t4"
+
+
+def static_hook(hook, root):
+    """build/gpulet-cdi-hook: no program interpreter (ldd: not dynamic), deaf to LD_PRELOAD, and the
+    hook's own refusals (docs/reference/cdi-hook.md §5, §6)."""
+    with open(hook, "rb") as f:
+        elf = f.read()
+    phoff, phentsize, phnum = struct.unpack_from("<Q", elf, 32)[0], *struct.unpack_from("<HH", elf, 54)
+    types = [struct.unpack_from("<I", elf, phoff + i * phentsize)[0] for i in range(phnum)]
+    # the sanitizer build links it dynamically (ASan cannot be static): the refusals below still apply
+    if "libasan" not in subprocess.run(["ldd", GPULET], capture_output=True, text=True).stdout:
+        check(elf[:4] == b"\x7fELF" and 3 not in types, "gpulet-cdi-hook has no PT_INTERP: it is static")
+        ldd = subprocess.run(["ldd", hook], capture_output=True, text=True)
+        check(ldd.returncode != 0 and "not a dynamic executable" in ldd.stdout + ldd.stderr, f"ldd: {ldd.stdout}")
+        r = subprocess.run([hook, "--help"], capture_output=True, text=True,
+                           env=dict(os.environ, LD_PRELOAD="/nonexistent/evil.so", LD_LIBRARY_PATH="/nonexistent"))
+        check(r.returncode == 0 and "update-ldcache" in r.stdout and not r.stderr, f"LD_PRELOAD ignored: {r.stderr}")
+    state = json.dumps({"bundle": "/nonexistent", "root": root})
+    for args, env, rc, what in ((["--ldconfig-path", "sbin/ldconfig"], {}, 2, "'sbin/ldconfig' is not valid"),
+                                ([], {"GPULET_CDI_HOOK_LDCONFIG_TIMEOUT": "31"}, 1, "from 1 to 30"),
+                                ([], {"GPULET_CDI_HOOK_LDCONFIG_TIMEOUT": "5s"}, 1, "from 1 to 30")):
+        r = subprocess.run([hook, "update-ldcache", *args, "--folder", "/usr/lib64"], input=state, text=True,
+                           capture_output=True, env=dict(os.environ, **env))
+        check(r.returncode == rc and what in r.stderr and r.stderr.count("\n") == 1,
+              f"hook {args} {env}: {r.returncode} {r.stderr!r}")
+    for bad in ("/", "/.", "/tmp/..", "/proc/self/root"):
+        r = subprocess.run([hook, "create-symlinks", "--link", "a::/b"], input=json.dumps({"root": bad}), text=True,
+                           capture_output=True)
+        check(r.returncode == 1 and "is the host's \"/\"" in r.stderr, f"rootfs {bad}: {r.stderr!r}")
 
 
 def no_silent_broken_spec(tmp):
@@ -152,6 +182,22 @@ def main():
             ld = [h["args"] for h in hooks if "update-ldcache" in h["args"]]
             at = ld[0].index("update-ldcache") + 1 if len(ld) == 1 else 0
             check(ld and ld[0][at:at + 2] == ["--ldconfig-path", "/sbin/ldconfig.real"], f"{how or 'env'}: {ld}")
+        # a relative ldconfig would be the image's (hooks run in the rootfs): refused, flag or env; '@/' kept
+        for how, env in ((["--ldconfig-path", "sbin/ldconfig"], None), (["--ldconfig-path", "@sbin/ldconfig"], None),
+                         ([], dict(os.environ, NVIDIA_CTK_CDI_GENERATE_LDCONFIG_PATH="sbin/ldconfig"))):
+            r = generate(FIXTURE, root, how, env=env)
+            check(r.returncode == 2 and "not an absolute path" in r.stderr and
+                  ("--ldconfig-path" in r.stderr if how else "NVIDIA_CTK_CDI_GENERATE_LDCONFIG_PATH" in r.stderr),
+                  f"relative ldconfig {how or 'env'}: {r.returncode} {r.stderr.strip()}")
+        r = generate(FIXTURE, root, ["--ldconfig-path", "@/sbin/ldconfig"])
+        check(r.returncode == 0 and "'@/sbin/ldconfig'" in r.stdout, f"@/sbin/ldconfig: {r.stderr.strip()}")
+        # without a hook path (empty: the default) the hooks run the static gpulet-cdi-hook beside this gpulet
+        r = generate(FIXTURE, root, ["--nvidia-cdi-hook-path", ""])
+        hooks = yaml.safe_load(r.stdout)["containerEdits"]["hooks"] if r.returncode == 0 else []
+        static = os.path.join(os.path.dirname(os.path.realpath(GPULET)), "gpulet-cdi-hook")
+        check(hooks and all(h["path"] == static and h["args"][0] == "gpulet-cdi-hook" for h in hooks),
+              f"default hook binary: {[(h['path'], h['args'][:2]) for h in hooks]} {r.stderr.strip()}")
+        static_hook(static, root)
 
         r = generate(FIXTURE, root, ["--output", out + "/", "--format", "json", "--no-all-device"])
         path = os.path.join(out, "nvidia.com-gpu.json")

@@ -81,16 +81,19 @@ def check_contents(image):
         sh(PODMAN + ["rm", cid])
     names = {line.split()[5].lstrip("./"): line for line in tar.splitlines() if len(line.split()) >= 6}
     check("usr/bin/gpulet" in names, "no /usr/bin/gpulet in the image")
-    for link in ("nvidia-device-plugin", "gpu-feature-discovery", "mps-control-daemon", "nvidia-cdi-hook"):
+    for link, to in (("nvidia-device-plugin", "gpulet"), ("gpu-feature-discovery", "gpulet"),
+                     ("mps-control-daemon", "gpulet"), ("nvidia-cdi-hook", "gpulet-cdi-hook")):
         line = names.get("usr/bin/" + link, "")
-        check(line.startswith("l") and line.endswith("-> gpulet"), "usr/bin/%s is not a link to gpulet: %r" % (link, line))
-    # the serving modules gpulet loads on demand (docs/HACKING.md "Lean start-up"), and the glibc-only probe
-    for f in ("usr/lib/gpulet/gpulet-grpc.so", "usr/lib/gpulet/gpulet-http.so", "usr/bin/gpulet-probe"):
+        check(line.startswith("l") and line.endswith("-> " + to), "usr/bin/%s is not a link to %s: %r" % (link, to, line))
+    # the serving modules gpulet loads on demand (docs/HACKING.md "Lean start-up"), the glibc-only probe
+    # and the static CDI hook (docs/reference/cdi-hook.md §5)
+    for f in ("usr/lib/gpulet/gpulet-grpc.so", "usr/lib/gpulet/gpulet-http.so", "usr/bin/gpulet-probe",
+              "usr/bin/gpulet-cdi-hook"):
         check(f in names, "no /%s in the image" % f)
     programs = [n for n in names if not names[n].startswith("d") and
                 (n.startswith(("bin/", "sbin/", "usr/sbin/")) or
                  (n.startswith("usr/bin/") and not names[n].startswith("l") and
-                  n not in ("usr/bin/gpulet", "usr/bin/gpulet-probe")))]
+                  n not in ("usr/bin/gpulet", "usr/bin/gpulet-probe", "usr/bin/gpulet-cdi-hook")))]
     check(not programs, "programs besides gpulet in the image: %s" % programs[:10])
     # every library gpulet and its modules need resolves inside the image, with the image's loader
     for binary, needs in (("/usr/bin/gpulet", "libjansson.so"), ("/usr/lib/gpulet/gpulet-grpc.so", "libgrpc.so"),

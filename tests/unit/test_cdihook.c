@@ -305,12 +305,12 @@ static void copy_file(const char *from, const char *to)
 	assert_int_equal(system(cmd), 0);
 }
 
-/* The machine's static ldconfig, chrooted: a library in /usr/lib64 is in the new cache. */
+/* The machine's static ldconfig, isolated in the rootfs: a library in /usr/lib64 is in the new cache. */
 static void test_update_ldcache(void **state)
 {
 	struct tree *t = *state;
 	const char *folders[] = {"/usr/lib64", "/usr/lib64"};
-	struct cdihook_ldcache_options o = {"/sbin/ldconfig", folders, 2};
+	struct cdihook_ldcache_options o = {"/sbin/ldconfig", folders, 2, t->root, 0};
 	_cleanup_(ldcache_freep) struct ldcache *c = NULL;
 	char p[256];
 	struct gerr err = {0};
