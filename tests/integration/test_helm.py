@@ -66,17 +66,18 @@ PLUGIN_READS = {"/usr", "/lib", "/lib64", "/etc/ld.so.cache", "/proc/driver", "/
 # and the tmpfs mount-shm puts under it; the plugin asks the daemons over their sockets there
 MPS, MPS_SHM = "{mps}", "{mps}/shm"
 # The doctor (src/doctor/, `gpulet doctor --list`; the chart's gpulet.doctorMounts names the check of
-# each): the driver files and what CDI specs name (as the plugin's), /proc (driver, the running
-# kubelet's command line), /sys, /dev, package versions, containerd's and the NVIDIA runtime's
+# each): the driver files and what CDI specs name (as the plugin's), /proc/driver, /sys, /dev, package
+# versions, containerd's and the NVIDIA runtime's
 # config, the CDI dirs, and of kubelet's dir only its config, device-plugins/ and pod-resources/.
 # test_doctor_view proves this list complete; values doctor.kernelLog adds /var/log.
 DOCTOR_READS = {"/usr", "/lib", "/lib64", "/run/nvidia-persistenced", "/run/nvidia-fabricmanager",
-                "/etc/OpenCL/vendors", "/etc/vulkan", "/proc", "/sys/module", "/sys/bus/pci", "/sys/devices", "/dev",
+                "/etc/OpenCL/vendors", "/etc/vulkan", "/proc/driver", "/sys/module", "/sys/bus/pci", "/sys/devices", "/dev",
                 "/var/lib/dpkg", "/etc/containerd", "/etc/nvidia-container-runtime", "/etc/cdi", "/var/run/cdi",
                 "/run/cdi", "/var/lib/kubelet/config.yaml", "/var/lib/kubelet/device-plugins",
                 "/var/lib/kubelet/pod-resources"}
-# never mounted whole by any DaemonSet, and what no mount may reach (other pods' secrets, kubelet's keys)
-NEVER_WHOLE = {"/", "/etc", "/var/lib/kubelet"}
+# never mounted whole by any DaemonSet, and what no mount may reach (other pods' secrets, kubelet's keys);
+# /proc whole has every process's root and environment behind its <pid>/ magic links
+NEVER_WHOLE = {"/", "/etc", "/var/lib/kubelet", "/proc", "/sys"}
 KUBELET_PRIVATE = ("/var/lib/kubelet/pods", "/var/lib/kubelet/pki")
 HOST_PATHS = {
     "plugin": PLUGIN_READS | {"/var/lib/kubelet/device-plugins", "/var/run/cdi", MPS, MPS_SHM},
@@ -681,12 +682,16 @@ def doctor_findings(root, c, fixture, wrap=(), podres=True):
     return p.returncode, {f["id"]: f["severity"] for f in doc["findings"]}, doc
 
 
-# What the doctor reads on a node and the chart leaves out on purpose (docs/security.md, values.yaml):
-# kubelet's env files and unit drop-ins under /etc name its --root-dir, which the running kubelet's
-# command line in /proc gives in the pod; /var/log holds every pod's logs (doctor.kernelLog mounts it);
-# pods/ holds other pods' secrets (with --live the PodResources socket answers instead).
-NOT_MOUNTED = ("/var/lib/kubelet/kubeadm-flags.env", "/etc/default/kubelet", "/etc/sysconfig/kubelet",
+# What the doctor reads on a node and the chart leaves out on purpose (docs/reference/helm-chart.md §4,
+# values.yaml): /proc/<pid> (the running kubelet's command line: other processes' roots and environment
+# sit beside it), kubelet's env files and unit drop-ins under /etc (they too only name its --root-dir);
+# /var/log holds every pod's logs (doctor.kernelLog mounts it); pods/ holds other pods' secrets (with
+# --live the PodResources socket answers instead).
+NOT_MOUNTED = ("/proc", "/var/lib/kubelet/kubeadm-flags.env", "/etc/default/kubelet", "/etc/sysconfig/kubelet",
                "/etc/systemd/system", "/run/systemd/system", "/etc/rancher", "/var/log", "/var/lib/kubelet/pods")
+# the one difference that makes in what the doctor says: where the kubelet root dir's answer came from
+# (the running kubelet on the node, its unit file in the pod); the dir itself must be the same
+ROOT_DIR_SOURCE = re.compile(r"^(kubelet's root dir \S+): .*")
 
 
 def under(path, dirs):
@@ -719,8 +724,8 @@ def compare_view(label, tmp, full, fixture, values, kube="1.33.0"):
     rc_view, got_view, doc = doctor_findings(view, c, fixture)
     # what each finding says, paths below the root written as host paths; a check that read less in the
     # pod says something else. Not mounted without doctor.kernelLog: the kernel log, and the doctor says so.
-    said = lambda d, root: {f["id"]: (f["summary"], [e.replace(root, "") for e in f["evidence"]])  # noqa: E731
-                            for f in d.get("findings", [])}
+    said = lambda d, root: {f["id"]: (f["summary"], [ROOT_DIR_SOURCE.sub(r"\1", e.replace(root, ""))  # noqa: E731
+                                                     for e in f["evidence"]]) for f in d.get("findings", [])}
     s_full, s_view = said(doc_full, full), said(doc, view)
     if not (values.get("doctor") or {}).get("kernelLog"):
         check("no kernel log" in s_view.get("kernel-log.ok", ("",))[0], "%s: kernel-log.ok %r" % (label, s_view.get("kernel-log.ok")))

@@ -191,9 +191,9 @@ type: Directory / File where every node running kubelet has the path; DirectoryO
 FileOrCreate where a node may lack it (k3s/RKE2 have no /etc/containerd nor /var/lib/kubelet/config.yaml,
 RPM nodes no /var/lib/dpkg): kubelet then creates it empty, as for the plugin's optional dirs, and
 the pod starts. Left out on purpose (docs/security.md): /var/lib/kubelet/pods (other pods' secrets)
-and pki/, /etc/rancher (the join token), the systemd unit dirs under /etc and /run and kubelet's env
-files (the running kubelet's command line in /proc names its root dir), /var/log unless
-doctor.kernelLog (other pods' logs).
+and pki/, /etc/rancher (the join token), /proc/<pid> (other processes' roots and environment), the
+systemd unit dirs under /etc and /run and kubelet's env files (they only name kubelet's --root-dir),
+/var/log unless doctor.kernelLog (other pods' logs).
 */}}
 {{- define "gpulet.doctorMounts" -}}
 {{- $droot := .Values.nvidiaDriverRoot | default "/" | clean -}}
@@ -212,9 +212,12 @@ doctor.kernelLog (other pods' logs).
 - {name: host-fabricmanager, path: /run/nvidia-fabricmanager, type: DirectoryOrCreate}
 - {name: host-opencl-vendors, path: /etc/OpenCL/vendors, type: DirectoryOrCreate}
 - {name: host-vulkan, path: /etc/vulkan, type: DirectoryOrCreate}
-# driver link: /proc/driver/nvidia, nvidia-caps mig-minors; kubelet link: /proc/<pid>/comm and
-# cmdline find the running kubelet and its --root-dir (the whole /proc: pids are not known ahead)
-- {name: host-proc, path: /proc, type: Directory}
+# driver link: /proc/driver/nvidia (version, gpus), nvidia-caps mig-minors. Not the whole /proc: its
+# /proc/<pid>/root and environ magic links would hand the pod the files (writable ones too: a bind's
+# read-only flag does not reach another mount namespace) of every uid-0 process without capabilities,
+# the plugin's /var/run/cdi among them; the running kubelet's --root-dir then comes from its unit
+# files under /usr/lib and /lib and the sockets present
+- {name: host-proc-driver, path: /proc/driver, type: Directory}
 # /sys/module/nvidia (module loaded); NUMA of each GPU: /sys/bus/pci/devices/* link into /sys/devices
 - {name: host-sys-module, path: /sys/module, type: Directory}
 - {name: host-sys-bus-pci, path: /sys/bus/pci, type: Directory}
