@@ -728,10 +728,12 @@ def compare_view(label, tmp, full, fixture, values, kube="1.33.0"):
                                                      for e in f["evidence"]]) for f in d.get("findings", [])}
     s_full, s_view = said(doc_full, full), said(doc, view)
     if not (values.get("doctor") or {}).get("kernelLog"):
-        check("no kernel log" in s_view.get("kernel-log.ok", ("",))[0], "%s: kernel-log.ok %r" % (label, s_view.get("kernel-log.ok")))
+        kl = s_view.get("kernel-log.ok", ("",))
+        check("no kernel log" in kl[0], "%s: kernel-log.ok %r" % (label, kl))
         s_full.pop("kernel-log.ok", None), s_view.pop("kernel-log.ok", None)
     for i in sorted(set(s_full) & set(s_view)):
-        check(s_full[i] == s_view[i], "%s: %s says %r through the mounts, %r on the whole node" % (label, i, s_view[i], s_full[i]))
+        check(s_full[i] == s_view[i], "%s: %s says %r through the mounts, %r on the whole node"
+              % (label, i, s_view[i], s_full[i]))
     check(got_view == got_full and rc_view == rc_full,
           "%s: the doctor through the chart's mounts differs from the whole node: rc %s vs %s, only in the "
           "view %s, only on the node %s" % (label, rc_view, rc_full, sorted(set(got_view.items()) - set(got_full.items())),
