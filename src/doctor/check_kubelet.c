@@ -459,6 +459,9 @@ int doctor_check_alloc(struct doctor_ctx *c)
 	_cleanup_free_ char *sock = NULL;
 	struct doctor_finding *f = NULL;
 	struct stat st;
+	/* no pods/ under root at all: not mounted (the chart's doctor keeps other pods' dirs out), not a
+	 * kubelet without pods; without PodResources nothing then says whether a holder is gone */
+	bool have_pods = exists(c, kd, "pods", NULL), unknown = false;
 
 	if (doctor_need_checkpoint(c) <= 0)
 		return 0;
@@ -471,7 +474,7 @@ int doctor_check_alloc(struct doctor_ctx *c)
 		const struct checkpoint_entry *e = &c->ckpt->entries[k];
 		const json_t *pod = c->pods ? pod_by_uid(c, e->pod_uid) : NULL;
 		char pods_dir[300], ids[512];
-		const char *why;
+		const char *why = NULL;
 		size_t used = 0;
 
 		if (strncmp(e->resource, "nvidia.com/", 11))
@@ -485,9 +488,11 @@ int doctor_check_alloc(struct doctor_ctx *c)
 			why = "is not in --pods";
 		else if (live && !held_by_listed_pod(live, e->device_ids, e->n_ids))
 			why = "is not running: kubelet's PodResources List shows no pod holding these devices";
+		else if (!live && !have_pods)
+			unknown = true;
 		else if (!live && !exists(c, kd, pods_dir, NULL))
 			why = "has no directory under the kubelet's pods/ any more";
-		else
+		if (!why)
 			continue;
 		if (!f)
 			f = doctor_report(
@@ -505,5 +510,12 @@ int doctor_check_alloc(struct doctor_ctx *c)
 				pod ? json_string_value(json_object_get(json_object_get(pod, "metadata"), "name")) : "",
 				e->container, why, e->resource, ids);
 	}
+	if (unknown)
+		doctor_skip(
+		    c,
+		    "kubelet's PodResources socket (%s/pod-resources/kubelet.sock) does not answer and %s/pods is "
+		    "not under --root (not mounted): cannot tell whether the pods holding GPUs still exist; run "
+		    "with --live where kubelet answers, or give --pods",
+		    kd, kd);
 	return 0;
 }

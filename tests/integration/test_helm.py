@@ -9,19 +9,26 @@
   and give the effective settings the values asked for;
 - each container's host mounts are exactly what its verb reads (plugin: the driver files, /proc,
   /sys, /dev below --root; labels: features.d and DMI; exporter: the PodResources socket; doctor:
-  the host's / read-only), writable only where the verb writes;
+  each input of its checks, read-only), writable only where the verb writes; none is the host's /,
+  /etc or /var/lib/kubelet as a whole, none reaches kubelet's pki/ or other pods' dirs (pods/);
+- the doctor's mounts are complete: `gpulet doctor` on a healthy fake node copied through only the
+  rendered DaemonSet's hostPaths finds what it finds on the whole node (test_doctor_view);
 - least privilege: no privileged, no capabilities, read-only root filesystem, no privilege
   escalation, RuntimeDefault seccomp, no service-account token;
 - the keys shared with NVIDIA's chart are there and mean the same (docs/reference/helm-chart.md);
 - the kustomize base is the chart's render and `kubectl kustomize` renders it; the chart's copies
   of the alert rules and dashboard equal deploy/'s; the chart version is gpulet's."""
 import copy
+import importlib.util
 import json
 import os
 import re
+import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 import yaml
 
@@ -58,11 +65,25 @@ PLUGIN_READS = {"/usr", "/lib", "/lib64", "/etc/ld.so.cache", "/proc/driver", "/
 # MPS (src/plugin/mps.c, daemon_mps.c): the control daemons' dir (values mps.root, here its default)
 # and the tmpfs mount-shm puts under it; the plugin asks the daemons over their sockets there
 MPS, MPS_SHM = "{mps}", "{mps}/shm"
+# The doctor (src/doctor/, `gpulet doctor --list`; the chart's gpulet.doctorMounts names the check of
+# each): the driver files and what CDI specs name (as the plugin's), /proc/driver, /sys, /dev, package
+# versions, containerd's and the NVIDIA runtime's
+# config, the CDI dirs, and of kubelet's dir only its config, device-plugins/ and pod-resources/.
+# test_doctor_view proves this list complete; values doctor.kernelLog adds /var/log.
+DOCTOR_READS = {"/usr", "/lib", "/lib64", "/run/nvidia-persistenced", "/run/nvidia-fabricmanager",
+                "/etc/OpenCL/vendors", "/etc/vulkan", "/proc/driver", "/sys/module", "/sys/bus/pci", "/sys/devices", "/dev",
+                "/var/lib/dpkg", "/etc/containerd", "/etc/nvidia-container-runtime", "/etc/cdi", "/var/run/cdi",
+                "/run/cdi", "/var/lib/kubelet/config.yaml", "/var/lib/kubelet/device-plugins",
+                "/var/lib/kubelet/pod-resources"}
+# never mounted whole by any DaemonSet, and what no mount may reach (other pods' secrets, kubelet's keys);
+# /proc whole has every process's root and environment behind its <pid>/ magic links
+NEVER_WHOLE = {"/", "/etc", "/var/lib/kubelet", "/proc", "/sys"}
+KUBELET_PRIVATE = ("/var/lib/kubelet/pods", "/var/lib/kubelet/pki")
 HOST_PATHS = {
     "plugin": PLUGIN_READS | {"/var/lib/kubelet/device-plugins", "/var/run/cdi", MPS, MPS_SHM},
     "labels": {"/etc/kubernetes/node-feature-discovery/features.d", "/sys/class/dmi/id"},
     "exporter": {"/var/lib/kubelet/pod-resources"},
-    "doctor": {"/"},
+    "doctor": DOCTOR_READS,
     "mps-control-daemon": {MPS, MPS_SHM},
 }
 WRITES = {
@@ -74,7 +95,7 @@ WRITES = {
 }
 # where each verb expects a host path inside the container: below --root=/host, at a fixed container
 # path (upstream's /mps, the MPS tmpfs as /dev/shm), or at the host path
-UNDER_ROOT = {"plugin": PLUGIN_READS | {"/var/run/cdi", MPS}, "doctor": {"/"}}
+UNDER_ROOT = {"plugin": PLUGIN_READS | {"/var/run/cdi", MPS}, "doctor": DOCTOR_READS | {"/var/log"}}
 AT = {"plugin": {MPS_SHM: "/dev/shm"}, "mps-control-daemon": {MPS: "/mps", MPS_SHM: "/dev/shm"}}
 # Verbs that cannot run unprivileged, with the reason: nvidia-smi sets the compute mode, and the
 # MPS tmpfs is a mount the host must see (upstream runs the same containers privileged).
@@ -141,8 +162,10 @@ def check_mounts(name, verb, pod, c, values, kube):
     def host(paths):
         return {p.format(mps=mps) for p in paths}
     expect = host(HOST_PATHS[verb])
-    if verb == "plugin" and droot != "/":
+    if verb in ("plugin", "doctor") and droot != "/":
         expect.add(droot)
+    if verb == "doctor" and (values.get("doctor") or {}).get("kernelLog"):
+        expect.add("/var/log")
     seen = set()
     for m in c.get("volumeMounts", []):
         hp = vols[m["name"]].get("hostPath")
@@ -150,21 +173,34 @@ def check_mounts(name, verb, pod, c, values, kube):
             continue
         path = hp["path"]
         seen.add(path)
+        check_reach(name, path)
         writable = path in host(WRITES[verb])
         check(writable or m.get("readOnly") is True, "%s: hostPath %s must be readOnly" % (name, path))
         check(not writable or not m.get("readOnly"), "%s: hostPath %s must be writable" % (name, path))
-        under_root = path in host(UNDER_ROOT.get(verb, ())) or (verb == "plugin" and path == droot != "/")
+        under_root = path in host(UNDER_ROOT.get(verb, ())) or (verb in ("plugin", "doctor") and path == droot != "/")
         at = {p.format(mps=mps): where for p, where in AT.get(verb, {}).items()}
         want = at.get(path) or (("/host" + path).rstrip("/") if under_root else path)
         check(m["mountPath"] == want, "%s: %s mounted at %s, expected %s" % (name, path, m["mountPath"], want))
         if verb == "doctor":
-            rro = kube >= (1, 30)
-            check((m.get("recursiveReadOnly") == "IfPossible") == rro,
-                  "%s: recursiveReadOnly %r on Kubernetes %s" % (name, m.get("recursiveReadOnly"), kube))
+            check(m.get("readOnly") is True, "%s: %s must be readOnly" % (name, path))
+            check(m.get("recursiveReadOnly") == ("IfPossible" if kube >= (1, 30) else None),
+                  "%s: recursiveReadOnly %r on Kubernetes %s (the field exists from 1.30)"
+                  % (name, m.get("recursiveReadOnly"), kube))
+            check(m.get("mountPropagation") in (None, "None"), "%s: %s propagation %r with recursiveReadOnly"
+                  % (name, path, m.get("mountPropagation")))
     check(seen == expect, "%s: host mounts %s, expected exactly %s (missing %s, extra %s)"
           % (name, sorted(seen), sorted(expect), sorted(expect - seen), sorted(seen - expect)))
     if "--root=/host" in c.get("args", []):
         check(verb in UNDER_ROOT, "%s: --root=/host for a verb that reads no host root" % name)
+
+
+def check_reach(name, path):
+    """No hostPath is the host's /, /etc or kubelet's dir whole, nor holds or lies in kubelet's pods/ or pki/."""
+    p = os.path.normpath(path)
+    check(p not in NEVER_WHOLE, "%s: hostPath %s mounts all of %s" % (name, path, p))
+    for private in KUBELET_PRIVATE:
+        check(not (private == p or private.startswith(p.rstrip("/") + "/") or p.startswith(private + "/")),
+              "%s: hostPath %s reaches %s" % (name, path, private))
 
 
 def env_of(c, config_dir, values):
@@ -338,7 +374,8 @@ def test_matrix():
                 "priorityClassName": "", "resources": {}, "runtimeClassName": "nvidia",
                 "image": {"repository": "registry.example/gpulet", "tag": "dev"}}
     everything = {"gfd": {"enabled": True}, "exporter": {"kubernetesVirtualGPUs": True, "port": 9500},
-                  "doctor": {"port": 9502, "interval": 60, "live": False, "runtimeClassName": "nvidia-doctor"},
+                  "doctor": {"port": 9502, "interval": 60, "live": False, "runtimeClassName": "nvidia-doctor",
+                             "kernelLog": True},
                   "metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True},
                               "dashboard": {"enabled": os.path.exists(os.path.join(CHART, "files", CHART_FILES[1]))}}}
     only_plugin = {"exporter": {"enabled": False}, "doctor": {"enabled": False}, "runtimeClassName": None,
@@ -487,8 +524,275 @@ def test_kustomize_base():
     check_render("kustomize-base", {}, namespace="kube-system")
 
 
+def doctor_container(docs):
+    """The rendered doctor: (its container, [(host path, path below --root, hostPath type)])."""
+    pod = find(docs, "DaemonSet", "doctor")["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    vols = {v["name"]: v for v in pod["volumes"]}
+    root = [a.split("=", 1)[1] for a in c["args"] if a.startswith("--root=")][0]
+    mounts = []
+    for m in c["volumeMounts"]:
+        hp = vols[m["name"]].get("hostPath")
+        where = m["mountPath"].rstrip("/")
+        if hp and check(where == root or where.startswith(root + "/"), "doctor: %s mounted outside --root" % where):
+            mounts.append((hp["path"], where[len(root):] or "/", hp.get("type", "")))
+    return c, mounts
+
+
+def test_doctor_mounts():
+    """The doctor's host view, as Kubernetes 1.29 and 1.33 get it: never the host's /, /etc or
+    /var/lib/kubelet whole, nothing that reaches kubelet's pki/ or other pods' dirs, every mount
+    read-only, recursively read-only only where the API has the field (1.30+)."""
+    for kube, rro in (("1.29.0", None), ("1.33.0", "IfPossible")):
+        docs = helm_lib.template(kube_version=kube)
+        pod = find(docs, "DaemonSet", "doctor")["spec"]["template"]["spec"]
+        (c,) = pod["containers"]
+        vols = {v["name"]: v for v in pod["volumes"]}
+        paths = []
+        for m in c["volumeMounts"]:
+            hp = vols[m["name"]].get("hostPath")
+            if not hp:
+                continue
+            paths.append(hp["path"])
+            check_reach("doctor@%s" % kube, hp["path"])
+            check(m.get("readOnly") is True, "doctor@%s: %s not readOnly" % (kube, hp["path"]))
+            check(m.get("recursiveReadOnly") == rro, "doctor@%s: %s recursiveReadOnly %r, expected %r"
+                  % (kube, hp["path"], m.get("recursiveReadOnly"), rro))
+        check(sorted(paths) == sorted(DOCTOR_READS), "doctor@%s mounts %s" % (kube, sorted(paths)))
+
+
+# ---- the doctor on a node seen through its mounts only ----
+
+def scenarios_lib():
+    spec = importlib.util.spec_from_file_location("scenarios_run", os.path.join(SRC, "tests", "scenarios", "run.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def build_node(full, scen):
+    """A healthy node as tests/scenarios builds one (mkroot + run.py's healthy()), with the running
+    kubelet in /proc, kubeadm's units, DRM nodes, the fake NVML as the driver's libnvidia-ml, and a
+    CDI spec `gpulet cdi generate` wrote from this node (so the spec names the driver's real files)."""
+    fx_path = os.path.join(SRC, "tests", "fixtures", "dgx-a100.json")
+    mk = run([os.path.join(SRC, "tests", "lib", "mkroot.sh"), full, fx_path, "--with-fakenvml", "--drm",
+              "--kubeadm-unit", "--proc", "4242=/usr/bin/kubelet --config=/var/lib/kubelet/config.yaml "
+              "--kubeconfig=/etc/kubernetes/kubelet.conf", "--build", BUILD])
+    if not check(mk.returncode == 0, "mkroot: %s" % mk.stderr[-600:]):
+        return None
+    with open(fx_path) as f:
+        fixture = json.load(f)
+    scen.healthy(full, fixture)
+    # sysfs as the kernel lays it out: /sys/bus/pci/devices/<id> are links into /sys/devices
+    pci = os.path.join(full, "sys/bus/pci/devices")
+    os.makedirs(os.path.join(full, "sys/devices/pci0000:00"))
+    for dev in os.listdir(pci):
+        os.rename(os.path.join(pci, dev), os.path.join(full, "sys/devices/pci0000:00", dev))
+        os.symlink("../../../devices/pci0000:00/" + dev, os.path.join(pci, dev))
+    os.makedirs(os.path.join(full, "usr/local/nvidia/toolkit"), exist_ok=True)
+    hook = os.path.join(full, "usr/bin/nvidia-ctk")
+    with open(hook, "w") as f:
+        f.write("#!/bin/sh\n")
+    os.chmod(hook, 0o755)
+    os.makedirs(os.path.join(full, "var/run/cdi"), exist_ok=True)
+    g = run([GPULET, "cdi", "generate", "--root", full, "--nvidia-cdi-hook-path", "/usr/bin/nvidia-ctk",
+             "--output", os.path.join(full, "var/run/cdi/nvidia.com-gpu.yaml")], env=nvml_env(fx_path))
+    check(g.returncode == 0, "cdi generate on the fake node: %s" % g.stderr[-600:])
+    # the plugin generated that spec; /etc/cdi's hand-written one defines the same names: drop it
+    os.unlink(os.path.join(full, "etc/cdi/nvidia.json"))
+    return fx_path
+
+
+def nvml_env(fixture, extra=None):
+    env = dict(os.environ, FAKE_NVML_FIXTURE=fixture, **(extra or {}))
+    if SANITIZED:  # keep the fake NVML mapped past dlclose, as plugin_lib.Harness.plugin_env explains
+        env["LD_PRELOAD"] = FAKE_NVML_LIB
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+    return env
+
+
+def copy_view(full, view, mounts):
+    """What the pod sees below --root: each hostPath of the node copied to its mount path, nothing
+    else; a missing path as kubelet treats it (created empty for *OrCreate and no type, else the
+    pod does not start)."""
+    ok = True
+    for host, below, typ in mounts:
+        src, dst = os.path.join(full, host.lstrip("/")), os.path.join(view, below.lstrip("/"))
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        if os.path.lexists(src):
+            cp = run(["cp", "-a", "-H", "--", src, dst])  # -H: kubelet follows a symlinked hostPath
+            ok &= check(cp.returncode == 0, "copy %s: %s" % (host, cp.stderr))
+        elif typ in ("", "DirectoryOrCreate"):
+            os.makedirs(dst)
+        elif typ == "FileOrCreate":
+            open(dst, "w").close()
+        else:
+            ok &= check(False, "the doctor pod would not start on this healthy node: hostPath %s (type %s) "
+                        "is missing" % (host, typ))
+    return ok
+
+
+def serve_kubelet(root, stack, podres=True):
+    """The node's kubelet and plugin answering, as --live expects: listeners on kubelet.sock and the
+    plugin sockets, the PodResources stand-in (tests/integration/podres_standin.py) on its socket."""
+    dp = os.path.join(root, "var/lib/kubelet/device-plugins")
+    for name in os.listdir(dp):
+        if name.endswith(".sock"):
+            path = os.path.join(dp, name)
+            os.unlink(path)
+            s = socket.socket(socket.AF_UNIX)
+            s.bind(path)
+            s.listen(8)
+            stack.append(s.close)
+    if not podres:
+        return True
+    sock = os.path.join(root, "var/lib/kubelet/pod-resources/kubelet.sock")
+    ready = os.path.join(os.path.dirname(root), os.path.basename(root) + ".podres-ready")
+    if os.path.exists(ready):
+        os.unlink(ready)
+    standin = subprocess.Popen(["/usr/bin/python3", os.path.join(SRC, "tests", "integration", "podres_standin.py"),
+                                sock, os.path.join(SRC, "tests", "scenarios", "alloc-live-podres-ok", "podres.json"),
+                                "--ready", ready], stderr=subprocess.DEVNULL)
+    stack.append(lambda: (standin.terminate(), standin.wait()))
+    for _ in range(200):
+        if os.path.exists(ready):
+            return True
+        time.sleep(0.05)
+    return check(False, "podres stand-in did not start on %s" % sock)
+
+
+def doctor_findings(root, c, fixture, wrap=(), podres=True):
+    """`gpulet doctor` as the DaemonSet runs it (its args and env), once, on root: (rc, {id: severity}, doc).
+    wrap: a command to run it under (strace)."""
+    args = [a for a in c["args"] if not a.startswith(("--root=", "--serve-metrics=", "--interval="))]
+    env = nvml_env(fixture, {e["name"]: e["value"] for e in c.get("env", []) if "value" in e})
+    stack = []
+    try:
+        if not serve_kubelet(root, stack, podres):
+            return None, {}, {}
+        p = run([*wrap, GPULET, "doctor", "--root", root, "--json", *args], env=env)
+    finally:
+        for close in reversed(stack):
+            close()
+    try:
+        doc = json.loads(p.stdout)
+    except ValueError:
+        check(False, "doctor --root %s: not JSON (rc %d): %s %s" % (root, p.returncode, p.stdout[:300], p.stderr[:300]))
+        return None, {}, {}
+    return p.returncode, {f["id"]: f["severity"] for f in doc["findings"]}, doc
+
+
+# What the doctor reads on a node and the chart leaves out on purpose (docs/reference/helm-chart.md §4,
+# values.yaml): /proc/<pid> (the running kubelet's command line: other processes' roots and environment
+# sit beside it), kubelet's env files and unit drop-ins under /etc (they too only name its --root-dir);
+# /var/log holds every pod's logs (doctor.kernelLog mounts it); pods/ holds other pods' secrets (with
+# --live the PodResources socket answers instead).
+NOT_MOUNTED = ("/proc", "/var/lib/kubelet/kubeadm-flags.env", "/etc/default/kubelet", "/etc/sysconfig/kubelet",
+               "/etc/systemd/system", "/run/systemd/system", "/etc/rancher", "/var/log", "/var/lib/kubelet/pods")
+# the one difference that makes in what the doctor says: where the kubelet root dir's answer came from
+# (the running kubelet on the node, its unit file in the pod); the dir itself must be the same
+ROOT_DIR_SOURCE = re.compile(r"^(kubelet's root dir \S+): .*")
+
+
+def under(path, dirs):
+    return any(path == d or path.startswith(d.rstrip("/") + "/") for d in dirs)
+
+
+def doctor_reads(full, c, fixture):
+    """Every path below the node root that `gpulet doctor` (as the DaemonSet runs it) opens, stats,
+    lists or follows and that exists there: the code's own answer to "what does the doctor read"."""
+    trace = os.path.join(os.path.dirname(full), "doctor.strace")
+    doctor_findings(full, c, fixture, ["strace", "-f", "-qq", "-s", "4096", "-e", "trace=%file", "-o", trace])
+    seen = set()
+    with open(trace) as f:
+        for p in re.findall(r'"(%s/[^"]*)"' % re.escape(full), f.read()):
+            if os.path.lexists(p):
+                seen.add("/" + os.path.relpath(p, full))
+    return seen
+
+
+UNSEEN = re.compile(r"unreadable|not mounted|permission denied|cannot read|no such file", re.I)
+
+
+def compare_view(label, tmp, full, fixture, values, kube="1.33.0"):
+    n_fails = len(FAILS)
+    c, mounts = doctor_container(helm_lib.template(values=values, kube_version=kube))
+    view = os.path.join(tmp, label)
+    if not copy_view(full, view, mounts):
+        return
+    rc_full, got_full, doc_full = doctor_findings(full, c, fixture)
+    rc_view, got_view, doc = doctor_findings(view, c, fixture)
+    # what each finding says, paths below the root written as host paths; a check that read less in the
+    # pod says something else. Not mounted without doctor.kernelLog: the kernel log, and the doctor says so.
+    said = lambda d, root: {f["id"]: (f["summary"], [ROOT_DIR_SOURCE.sub(r"\1", e.replace(root, ""))  # noqa: E731
+                                                     for e in f["evidence"]]) for f in d.get("findings", [])}
+    s_full, s_view = said(doc_full, full), said(doc, view)
+    if not (values.get("doctor") or {}).get("kernelLog"):
+        kl = s_view.get("kernel-log.ok", ("",))
+        check("no kernel log" in kl[0], "%s: kernel-log.ok %r" % (label, kl))
+        s_full.pop("kernel-log.ok", None), s_view.pop("kernel-log.ok", None)
+    for i in sorted(set(s_full) & set(s_view)):
+        check(s_full[i] == s_view[i], "%s: %s says %r through the mounts, %r on the whole node"
+              % (label, i, s_view[i], s_full[i]))
+    check(got_view == got_full and rc_view == rc_full,
+          "%s: the doctor through the chart's mounts differs from the whole node: rc %s vs %s, only in the "
+          "view %s, only on the node %s" % (label, rc_view, rc_full, sorted(set(got_view.items()) - set(got_full.items())),
+                                            sorted(set(got_full.items()) - set(got_view.items()))))
+    for f in doc.get("findings", []):
+        text = " ".join([f["id"], f["summary"], *f["evidence"]])
+        check(f["severity"] == "ok" or not UNSEEN.search(text),
+              "%s: %s says an input is unreadable: %s" % (label, f["id"], text[:400]))
+    reasons = [s for s in doc.get("skipped", []) if "reason" in s]
+    check(not reasons, "%s: checks skipped for want of input: %s" % (label, reasons))
+    if len(FAILS) == n_fails:
+        print("PASS doctor view %s: %d findings as on the whole node (rc %s)" % (label, len(got_view), rc_view))
+    if label == "defaults":
+        # kubelet's PodResources down: other pods' dirs are not there to look at instead, and the
+        # doctor says it cannot tell rather than call every allocation stale
+        rc, got, doc = doctor_findings(view, c, fixture, podres=False)
+        why = [s.get("reason", "") for s in doc.get("skipped", []) if s.get("check") == "alloc"]
+        check(rc == 0 and "alloc.held-by-terminated-pod" not in got and why and "not mounted" in why[0],
+              "PodResources down in the doctor pod: rc %s, %s, alloc skipped %r" % (rc, got, why))
+    return got_view
+
+
+def test_doctor_view():
+    """The doctor's mounts are complete: on a healthy node copied through only the rendered DaemonSet's
+    hostPaths, `gpulet doctor --root` (as the DaemonSet runs it, --live included) reports the same
+    findings as on the whole node, no failure, nothing unreadable and no check skipped for want of
+    input."""
+    scen = scenarios_lib()
+    tmp = tempfile.mkdtemp(prefix="dv-", dir="/tmp")  # short: socket paths must fit sun_path
+    try:
+        full = os.path.join(tmp, "node")
+        fixture = build_node(full, scen)
+        if not fixture:
+            return
+        # every existing input the doctor's code touches on the whole node is mounted, or left out on purpose
+        c, mounts = doctor_container(helm_lib.template())
+        reads = doctor_reads(full, c, fixture)
+        missing = sorted(p for p in reads if not under(p, [m[0] for m in mounts]) and not under(p, NOT_MOUNTED))
+        check(len(reads) > 100 and not missing, "the doctor reads %d paths on the node; not mounted in its pod: %s"
+              % (len(reads), missing))
+        got = compare_view("defaults", tmp, full, fixture, {})
+        if got is not None:
+            check(all(s == "ok" for s in got.values()), "healthy node: %s" % got)
+            check({"cdi.ok", "runtime.ok", "kubelet.ok", "plugin.ok", "alloc.ok", "nvml.ok"} <= set(got),
+                  "healthy node: checks did not run: %s" % sorted(got))
+        compare_view("defaults-k8s-1.29", tmp, full, fixture, {}, "1.29.0")
+        # a critical XID in kern.log: seen through the mounts only with doctor.kernelLog
+        with open(os.path.join(full, "var/log/kern.log"), "a") as f:
+            f.write("Dec  2 11:00:00 node kernel: [ 3600.2] NVRM: Xid (PCI:0000:07:00): 79, pid=0, name=none, "
+                    "GPU has fallen off the bus.\n")
+        got = compare_view("kernel-log", tmp, full, fixture, {"doctor": {"kernelLog": True}})
+        check(got is None or got.get("gpu.fallen-off-bus") == "fail", "kernelLog: the XID was not seen: %s" % got)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
-    for t in (test_files_and_version, test_upstream_keys, test_bad_values, test_matrix, test_kustomize_base):
+    for t in (test_files_and_version, test_upstream_keys, test_bad_values, test_matrix, test_doctor_mounts,
+              test_doctor_view, test_kustomize_base):
         n = len(FAILS)
         t()
         print("%s %s" % ("PASS" if len(FAILS) == n else "FAIL", t.__name__))

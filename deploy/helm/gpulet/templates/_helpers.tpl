@@ -181,3 +181,67 @@ spec:
       {{- end }}
 {{- end }}
 {{- end -}}
+
+{{/*
+The doctor's host view: each host path its checks read (`gpulet doctor --list` names the inputs),
+mounted read-only at /host<path>; a YAML list of {name, path, type}. Derived from the code, as the
+plugin's mounts are: tests/integration/test_helm.py runs the doctor on a fake node copied through
+exactly these paths and wants the same findings as on the whole node.
+type: Directory / File where every node running kubelet has the path; DirectoryOrCreate /
+FileOrCreate where a node may lack it (k3s/RKE2 have no /etc/containerd nor /var/lib/kubelet/config.yaml,
+RPM nodes no /var/lib/dpkg): kubelet then creates it empty, as for the plugin's optional dirs, and
+the pod starts. Left out on purpose (docs/security.md): /var/lib/kubelet/pods (other pods' secrets)
+and pki/, /etc/rancher (the join token), /proc/<pid> (other processes' roots and environment), the
+systemd unit dirs under /etc and /run and kubelet's env files (they only name kubelet's --root-dir),
+/var/log unless doctor.kernelLog (other pods' logs).
+*/}}
+{{- define "gpulet.doctorMounts" -}}
+{{- $droot := .Values.nvidiaDriverRoot | default "/" | clean -}}
+# driver: libnvidia-ml and the files CDI specs name (libraries, binaries, firmware, ICDs), the
+# runtime's BinaryName (/usr/bin, /usr/local/nvidia/toolkit); systemd units under /usr/lib, /lib
+- {name: host-usr, path: /usr, type: Directory}
+- {name: host-lib, path: /lib, type: Directory}
+# no type check: arm64 hosts may lack /lib64 (the runtime then creates an empty dir), as the plugin's
+- {name: host-lib64, path: /lib64, type: ""}
+{{- if ne $droot "/" }}
+# the driver container's root (GPU Operator): NVIDIA_DRIVER_ROOT is read below /host
+- {name: driver-root, path: {{ $droot | quote }}, type: Directory}
+{{- end }}
+# daemon sockets and ICD files CDI specs name (the plugin's spec mounts them when present)
+- {name: host-persistenced, path: /run/nvidia-persistenced, type: DirectoryOrCreate}
+- {name: host-fabricmanager, path: /run/nvidia-fabricmanager, type: DirectoryOrCreate}
+- {name: host-opencl-vendors, path: /etc/OpenCL/vendors, type: DirectoryOrCreate}
+- {name: host-vulkan, path: /etc/vulkan, type: DirectoryOrCreate}
+# driver link: /proc/driver/nvidia (version, gpus), nvidia-caps mig-minors. Not the whole /proc: its
+# /proc/<pid>/root and environ magic links would hand the pod the files (writable ones too: a bind's
+# read-only flag does not reach another mount namespace) of every uid-0 process without capabilities,
+# the plugin's /var/run/cdi among them; the running kubelet's --root-dir then comes from its unit
+# files under /usr/lib and /lib and the sockets present
+- {name: host-proc-driver, path: /proc/driver, type: Directory}
+# /sys/module/nvidia (module loaded); NUMA of each GPU: /sys/bus/pci/devices/* link into /sys/devices
+- {name: host-sys-module, path: /sys/module, type: Directory}
+- {name: host-sys-bus-pci, path: /sys/bus/pci, type: Directory}
+- {name: host-sys-devices, path: /sys/devices, type: Directory}
+# devnode link: /dev/nvidia*, nvidia-caps, dri; CDI specs' device nodes
+- {name: host-dev, path: /dev, type: Directory}
+# toolkit and CDI links: package versions (nvidia-container-toolkit, containerd)
+- {name: host-dpkg, path: /var/lib/dpkg, type: DirectoryOrCreate}
+# runtime link: containerd's config.toml and its imports (conf.d), nvidia-container-runtime's mode
+- {name: host-containerd, path: /etc/containerd, type: DirectoryOrCreate}
+- {name: host-nvidia-container-runtime, path: /etc/nvidia-container-runtime, type: DirectoryOrCreate}
+# cdi link: the spec dirs (CDI's defaults; /run/cdi is where /var/run/cdi points, and a
+# cdi_spec_dirs entry may name either)
+- {name: host-etc-cdi, path: /etc/cdi, type: DirectoryOrCreate}
+- {name: host-var-run-cdi, path: /var/run/cdi, type: DirectoryOrCreate}
+- {name: host-run-cdi, path: /run/cdi, type: DirectoryOrCreate}
+# runtime link: kubelet's cgroupDriver (KubeletConfiguration)
+- {name: host-kubelet-config, path: /var/lib/kubelet/config.yaml, type: FileOrCreate}
+# kubelet, plugin, mig, alloc links: kubelet.sock, the plugins' sockets, kubelet_internal_checkpoint
+- {name: host-device-plugins, path: /var/lib/kubelet/device-plugins, type: Directory}
+# kubelet and alloc links: the PodResources socket (which pods hold which GPUs, with --live)
+- {name: host-pod-resources, path: /var/lib/kubelet/pod-resources, type: Directory}
+{{- if .Values.doctor.kernelLog }}
+# kernel-log link: /var/log/kern.log (the directory: logrotate replaces the file)
+- {name: host-var-log, path: /var/log, type: Directory}
+{{- end }}
+{{- end -}}
