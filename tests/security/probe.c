@@ -20,20 +20,10 @@
 
 extern char **environ;
 
-static const char *const prefixes[] = {
-    "",
-    "/proc/1/root",
-    "/proc/2/root",
-    "/proc/3/root",
-    "/proc/4/root",
-    "/proc/5/root",
-    "/proc/6/root",
-    "/proc/7/root",
-    "/proc/8/root",
-    "/proc/self/root",
-    "/proc/self/cwd",
-    "/proc/thread-self/root",
-};
+/* where the host's canary could be seen from: "" (this root), /proc/<pid>/root of the first pids, and
+ * the magic links of the process itself */
+#define MAX_PID 32
+static const char *const self_prefixes[] = {"", "/proc/self/root", "/proc/self/cwd", "/proc/thread-self/root"};
 
 static void show_link(FILE *f, const char *key, const char *path)
 {
@@ -44,6 +34,25 @@ static void show_link(FILE *f, const char *key, const char *path)
 		fprintf(f, "%s=-\n", key);
 	else
 		fprintf(f, "%s=%.*s\n", key, (int)n, buf);
+}
+
+/* is the canary reachable under prefix; with -DPWN, write into it from there too */
+static void look(FILE *f, const char *prefix)
+{
+	char path[4096];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s%s/a.txt", prefix, CANARY);
+	if (stat(path, &st) == 0)
+		fprintf(f, "reach=%s\n", path);
+#ifdef PWN
+	snprintf(path, sizeof(path), "%s%s/pwned-by-image-ldconfig", prefix, CANARY);
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		fprintf(f, "pwned=%s\n", path);
+		close(fd);
+	}
+#endif
 }
 
 int main(void)
@@ -66,20 +75,13 @@ int main(void)
 	show_link(f, "proc1root", "/proc/1/root");
 	show_link(f, "selfroot", "/proc/self/root");
 	show_link(f, "selfcwd", "/proc/self/cwd");
-	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
-		struct stat st;
+	for (size_t i = 0; i < sizeof(self_prefixes) / sizeof(self_prefixes[0]); i++)
+		look(f, self_prefixes[i]);
+	for (int pid = 1; pid <= MAX_PID; pid++) {
+		char prefix[64];
 
-		snprintf(path, sizeof(path), "%s%s/a.txt", prefixes[i], CANARY);
-		if (stat(path, &st) == 0)
-			fprintf(f, "reach=%s\n", path);
-#ifdef PWN
-		snprintf(path, sizeof(path), "%s%s/pwned-by-image-ldconfig", prefixes[i], CANARY);
-		int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-		if (fd >= 0) {
-			fprintf(f, "pwned=%s\n", path);
-			close(fd);
-		}
-#endif
+		snprintf(prefix, sizeof(prefix), "/proc/%d/root", pid);
+		look(f, prefix);
 	}
 	fclose(f);
 	return 0;

@@ -131,11 +131,21 @@ def fingerprint(path):
     return out
 
 
+FIELDS = ("type", "mode", "uid", "gid", "inode", "size", "mtime", "content")
+
+
 def diff(before, after):
+    """What changed, entry by entry: new and removed entries, and the fields that differ."""
     lines = []
     for k in sorted(set(before) | set(after)):
-        if before.get(k) != after.get(k):
-            lines.append("%s: %s -> %s" % (k, before.get(k, "absent"), after.get(k, "absent")))
+        b, a = before.get(k), after.get(k)
+        if b == a:
+            continue
+        if b is None or a is None:
+            lines.append("%s %s" % (k, "appeared" if b is None else "vanished") +
+                         (" (-> %r)" % a[7] if a and stat.S_ISLNK(a[0]) else ""))
+            continue
+        lines.append("%s: %s" % (k, ", ".join("%s %r -> %r" % (f, x, y) for f, x, y in zip(FIELDS, b, a) if x != y)))
     return "; ".join(lines) or "none"
 
 

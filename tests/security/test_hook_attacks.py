@@ -93,14 +93,12 @@ class Suite:
              "ldconfig -p -C <rootfs>/etc/ld.so.cache lists no %s: %s" % (LIBCUDA, libs[:8]))
 
 
-def hooks_with(edits, action, extra=(), drop_env=False, replace=None):
-    """The spec's hooks with extra args appended to ACTION's hook (or its args replaced)."""
+def hooks_with(edits, action=None, extra=(), drop_env=False):
+    """A copy of the spec's hooks, extra args appended to ACTION's hook, env dropped if asked."""
     out = []
     for h in edits["hooks"]:
         h = json.loads(json.dumps(h))
         if action in h["args"]:
-            if replace is not None:
-                h["args"] = h["args"][:h["args"].index(action) + 1] + list(replace)
             h["args"] += list(extra)
         if drop_env:
             h.pop("env", None)
@@ -111,7 +109,7 @@ def hooks_with(edits, action, extra=(), drop_env=False, replace=None):
 # ---- a. the update-ldcache escape ---------------------------------------------------------------
 ESCAPES = {
     "proc1-root": ["/proc/1/root"],
-    "proc-n-root": ["/proc/%d/root" % n for n in range(2, 9)],
+    "proc-n-root": ["/proc/%d/root" % n for n in range(2, 17)],  # runc init's threads, the hook
     "proc-self-root": ["/proc/self/root"],
     "proc-self-cwd": ["/proc/self/cwd"],
     "proc-thread-self-root": ["/proc/thread-self/root"],
@@ -314,10 +312,11 @@ def group_paths(s):
 
         r = s.container("paths.etc-symlink-" + how, image)
         r["canary"].check(r["name"])
-        confined = os.path.join(r["rootfs"], r["canary"].path.lstrip("/"), "sub")
-        case(r["name"] + ".confined", r["rc"] == 0 or one_line_error(r["err"]),
-             "neither started nor refused with the hook's line: rc %s %r" % (r["rc"], r["err"][-400:]))
-        print("  [%s] written inside the rootfs at %s: %s" % (r["name"], confined, os.path.isdir(confined)))
+        confined = os.path.join(r["rootfs"], r["canary"].path.lstrip("/"), "sub", "ld.so.conf.d")
+        case(r["name"] + ".inside-rootfs-or-refused", (r["rc"] == 0 and "STARTED" in r["out"] and
+                                                       os.path.isdir(confined)) or
+             (r["rc"] and one_line_error(r["err"])), "want the hook's files under %s, or its refusal; rc %s %r" % (
+                 confined, r["rc"], r["err"][-400:]))
 
     # '..' climbs in --link (target and link) and --folder
     r = s.container("paths.link-dotdot", hooks=lambda c, e: hooks_with(e, "create-symlinks", [
@@ -422,7 +421,7 @@ def group_paths(s):
     def preload_image(rootfs, canary):
         compile_c("evil_preload.c", os.path.join(rootfs, "evil.so"), "-shared", "-fPIC", defines={"CANARY": canary})
 
-    r = s.container("paths.hook-env-ld-preload", preload_image, hooks=lambda c, e: hooks_with(e, "-", drop_env=True),
+    r = s.container("paths.hook-env-ld-preload", preload_image, hooks=lambda c, e: hooks_with(e, drop_env=True),
                     env=lambda rootfs: ["PATH=/bin", "LD_PRELOAD=" + os.path.join(rootfs, "evil.so")])
     r["canary"].check(r["name"])
     s.started(r)
