@@ -237,7 +237,9 @@ def group_rootfs(s):
         for label, v in variants.items():
             rc, err = hook(field, v)
             print("  [rootfs %s %s] rc %d: %s" % (field, label, rc, err[:300]))
-            case("rootfs.%s-%s.refused-like-slash" % (field, label), rc == base_rc and same_refusal(err, base_err, v),
+            shown = (v, os.path.join(d, "bundle", v), os.path.join(d, "bundle") + "/" + v)
+            case("rootfs.%s-%s.refused-like-slash" % (field, label),
+                 rc == base_rc and same_refusal(err, base_err, shown),
                  "root %r: rc %d %r; '/' gives rc %d %r" % (v, rc, err[:300], base_rc, base_err))
             case("rootfs.%s-%s.nothing-written-on-host" % (field, label), not os.path.lexists(escaped),
                  "the hook created %s on the host" % escaped)
@@ -246,12 +248,14 @@ def group_rootfs(s):
     canary.check("rootfs")
 
 
-def same_refusal(err, base, value):
-    """The same one-line refusal as for "/", allowing the path it names to differ."""
+def same_refusal(err, base, shown):
+    """The one-line refusal "/" gets, word for word, once the rootfs path it names (one of shown: the
+    value, or the value joined to the bundle) is taken out."""
     if "\n" in err or not err:
         return False
-    norm = [re.sub(r"'[^']*'|\"/[^\"]+\"|(?<=rootfs )\S+", "P", m) for m in (err, base)]
-    return norm[0] == norm[1]
+    for path in shown:
+        err = err.replace(" %s " % path, " ")
+    return err == base
 
 
 # ---- d. what ldconfig gets, and what a hung one does --------------------------------------------
