@@ -7,6 +7,7 @@ with their own state dir, and the pass/fail bookkeeping.
 Everything lives under one temp dir per test run; runc containers and state are removed even when a
 check fails or the run is interrupted.
 """
+import glob
 import hashlib
 import json
 import os
@@ -265,6 +266,25 @@ def write_bundle(bundle, rootfs, hooks, mounts=(), script="echo STARTED", env=No
     return bundle
 
 
+def descendants(pid):
+    """Every process below pid now (from /proc/*/stat's parent pids)."""
+    children = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
 class Runc:
     """Real runc with its own --root state dir; every container it ran is deleted on close()."""
 
@@ -290,20 +310,40 @@ class Runc:
             self.kill_group(p)
             out, err = p.communicate()
             rc = None
+        except BaseException:  # interrupted (SIGTERM, ^C): runc and its children go too
+            self.kill_group(p)
+            p.wait()
+            raise
         finally:
             self.delete(cid)
         return rc, out, err, time.monotonic() - t0
 
     @staticmethod
     def kill_group(p):
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        """SIGKILL runc and every process below it: runc init leaves runc's process group, and
+        killing it (pid 1 of the container's pid namespace) ends the hooks and their children."""
+        tree = descendants(p.pid)
+        for pid in [p.pid] + tree:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def delete(self, cid):
         subprocess.run(["runc", "--root", self.state, "kill", cid, "KILL"], capture_output=True)
         subprocess.run(["runc", "--root", self.state, "delete", "--force", cid], capture_output=True)
+        # a container killed while being created has no state for runc to delete: its cgroups stay
+        for _ in range(20):
+            left = [d for d in glob.glob("/sys/fs/cgroup/*/" + cid) + glob.glob("/sys/fs/cgroup/" + cid)
+                    if os.path.isdir(d)]
+            for d in left:
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    pass
+            if not any(os.path.isdir(d) for d in left):
+                return
+            time.sleep(0.1)
 
     def close(self):
         p = subprocess.run(["runc", "--root", self.state, "list", "-q"], capture_output=True, text=True)

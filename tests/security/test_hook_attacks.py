@@ -31,6 +31,7 @@ runc or busybox; everything else that goes wrong fails.
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -507,6 +508,8 @@ GROUPS = {"escape": group_escape, "ldconfig": group_ldconfig, "rootfs": group_ro
 
 def main():
     seclib.preflight()
+    # a SIGTERM (ctest's timeout, a CI cancel) still runs the cleanup below: containers, state, temp dirs
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM: cleaning up"))
     for g in sys.argv[1:] or list(GROUPS):
         with seclib.TempDir("gpulet-sec-%s-" % g) as tmp:
             s = Suite(tmp)
