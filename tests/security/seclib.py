@@ -11,6 +11,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -32,6 +33,11 @@ failures = []
 passes = []
 
 
+def squeeze(text):
+    """Long repeats (a path of 2,000 'd/') shown as one unit and a count."""
+    return re.sub(r"(.{1,8}?)\1{15,}", lambda m: "%s{x%d}" % (m.group(1), len(m.group(0)) // len(m.group(1))), text)
+
+
 def case(name, cond, detail=""):
     """One named check: printed PASS/FAIL, failures counted for the exit status."""
     if cond:
@@ -39,7 +45,7 @@ def case(name, cond, detail=""):
         print("PASS %s" % name, flush=True)
     else:
         failures.append(name)
-        print("FAIL %s: %s" % (name, detail), flush=True)
+        print("FAIL %s: %s" % (name, squeeze(detail)), flush=True)
     return bool(cond)
 
 

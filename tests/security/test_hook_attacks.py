@@ -87,20 +87,21 @@ class Suite:
         bundle = seclib.write_bundle(os.path.join(d, "bundle"), rootfs, edits["hooks"] if hooks is None else hooks,
                                      edits.get("mounts", []), script, env)
         rc, out, err, secs = self.runc.run(bundle, timeout, on_timeout and (lambda: on_timeout(rootfs)))
-        print("  [%s] runc rc %s in %.1fs; stdout %r; stderr %r" % (name, rc, secs, out[-300:], err[-600:]))
+        print(seclib.squeeze("  [%s] runc rc %s in %.1fs; stdout %r; stderr %r" % (name, rc, secs, out[-300:],
+                                                                                   err[-2000:])))
         return {"name": name, "canary": canary, "rootfs": rootfs, "rc": rc, "out": out, "err": err, "secs": secs,
                 "dir": d, "bundle": bundle}
 
     def started(self, r):
         return case(r["name"] + ".container-started", r["rc"] == 0 and "STARTED" in r["out"],
-                    "runc rc %s, stdout %r, stderr %r" % (r["rc"], r["out"][-200:], r["err"][-600:]))
+                    "runc rc %s, stdout %r, stderr %r" % (r["rc"], r["out"][-200:], r["err"][-2000:]))
 
     def refused(self, r, pattern):
         """runc failed because the hook refused, with one line matching pattern."""
         line = one_line_error(r["err"])
         return case(r["name"] + ".refused", r["rc"] not in (0, None) and "STARTED" not in r["out"] and
                     re.search(pattern, line), "want runc to fail with the hook's line matching /%s/; rc %s, "
-                    "stdout %r, stderr %r" % (pattern, r["rc"], r["out"][-200:], r["err"][-600:]))
+                    "stdout %r, stderr %r" % (pattern, r["rc"], r["out"][-200:], r["err"][-2000:]))
 
     def cache_has_spec_libs(self, r):
         libs = seclib.ldconfig_cache(os.path.join(r["rootfs"], "etc/ld.so.cache"))
