@@ -396,6 +396,32 @@ def resolution_cases(s, walk):
         case(r["name"] + ".each-run-started-or-refused", outcomes and all(
             o == "ok" or o.startswith("gpulet cdi-hook") for o in outcomes), "outcomes %s" % outcomes)
 
+    # the files the hook and ldconfig write, planted as links to the host: ld.so.cache through
+    # /proc/1/root, the hook's drop-ins, ld.so.conf itself dangling: each is replaced, never followed
+    def planted_outputs(rootfs, canary):
+        etc = os.path.join(rootfs, "etc")
+        os.unlink(os.path.join(etc, "ld.so.conf"))
+        os.symlink(canary + "/conf-absent", os.path.join(etc, "ld.so.conf"))
+        os.symlink("/proc/1/root%s/x" % canary, os.path.join(etc, "ld.so.cache"))
+        for name in ("00-nvcr-gpulet.conf", "zz-nvcr-gpulet.conf"):
+            os.symlink(canary + "/sub/deeper/b.bin", os.path.join(etc, "ld.so.conf.d", name))
+
+    r = s.container(g + "planted-output-links", planted_outputs, walk=walk)
+    r["canary"].check(r["name"])
+    s.started(r)
+    s.cache_has_spec_libs(r)
+    case(r["name"] + ".host-file-not-created", not os.path.lexists(r["canary"].path + "/conf-absent"),
+         "the hook created the host's %s/conf-absent" % r["canary"].path)
+
+    # ldconfig's temp file planted as a link to a host file: ldconfig refuses it (O_NOFOLLOW), the
+    # hook passes that on in one line
+    def planted_temp(rootfs, canary):
+        os.symlink("/proc/1/root%s/a.txt" % canary, os.path.join(rootfs, "etc/ld.so.cache~"))
+
+    r = s.container(g + "planted-cache-temp-link", planted_temp, walk=walk)
+    r["canary"].check(r["name"])
+    s.refused(r, r"update-ldcache: .*ldconfig")
+
     # a dangling /etc/ld.so.conf.d pointing at a host path that does not exist
     def dangling_conf(rootfs, canary):
         os.rmdir(os.path.join(rootfs, "etc/ld.so.conf.d"))
