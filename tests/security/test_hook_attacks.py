@@ -20,8 +20,9 @@ container that started with the right result.
              ends in bounded time with a one-line error
   paths      the older cases: symlinked /etc (absolute, relative), '..' in --link and --folder,
              magic links, dirs swapped for symlinks while the hook runs, over-long names, huge and
-             malformed OCI state, a dangling ld.so.conf.d, links through dangling links, and
-             LD_PRELOAD in the hook's environment
+             malformed OCI state, a dangling ld.so.conf.d, links through dangling links, the files
+             the hook and ldconfig write planted as links to the host, and LD_PRELOAD in the
+             environment of a hook spec without env
   walk       the path cases again with openat2 failing ENOSYS (noopenat2.c, a seccomp filter), so the
              hook's fallback walk meets the symlinks, magic links, races and dangling links
 
