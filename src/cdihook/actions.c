@@ -77,15 +77,18 @@ int cdihook_write_in_root(int root_fd, const char *path, const char *text, struc
 static int create_link(int root_fd, const char *target, const char *link, struct gerr *err)
 {
 	_cleanup_close_ int dir = -1;
-	const char *name = NULL;
-	char tmp[NAME_MAX + 1], cur[PATH_MAX];
+	const char *name = NULL, *qt, *ql;
+	char tmp[NAME_MAX + 1], cur[PATH_MAX], qtbuf[GERR_QUOTE_MAX], qlbuf[GERR_QUOTE_MAX];
 	ssize_t n;
 
+	/* The image's spec may name paths past PATH_MAX: the messages quote them shortened. */
+	qt = gerr_quote(target, qtbuf);
+	ql = gerr_quote(link, qlbuf);
 	if (!*target || !*link)
-		return gerr_set(err, EINVAL, "--link '%s::%s': target and link must not be empty", target, link);
+		return gerr_set(err, EINVAL, "--link '%s::%s': target and link must not be empty", qt, ql);
 	dir = inroot_open_parent(root_fd, link, true, &name);
 	if (dir < 0)
-		return gerr_set(err, -dir, "--link %s::%s: the link's directory in the container: %s", target, link,
+		return gerr_set(err, -dir, "--link %s::%s: the link's directory in the container: %s", qt, ql,
 				strerror(-dir));
 	n = readlinkat(dir, name, cur, sizeof(cur) - 1);
 	if (n >= 0) {
@@ -94,15 +97,15 @@ static int create_link(int root_fd, const char *target, const char *link, struct
 			return 0;
 	}
 	if (temp_name(tmp, sizeof(tmp), name) < 0)
-		return gerr_set(err, ENAMETOOLONG, "--link %s::%s: no temp name fits", target, link);
+		return gerr_set(err, ENAMETOOLONG, "--link %s::%s: no temp name fits", qt, ql);
 	(void)unlinkat(dir, tmp, 0);
 	if (symlinkat(target, dir, tmp) < 0)
-		return gerr_set(err, errno, "--link %s::%s: creating the symlink: %s", target, link, strerror(errno));
+		return gerr_set(err, errno, "--link %s::%s: creating the symlink: %s", qt, ql, strerror(errno));
 	if (renameat(dir, tmp, dir, name) < 0) {
 		int e = errno;
 
 		(void)unlinkat(dir, tmp, 0);
-		return gerr_set(err, e, "--link %s::%s: %s (a directory is in the way?)", target, link, strerror(e));
+		return gerr_set(err, e, "--link %s::%s: %s (a directory is in the way?)", qt, ql, strerror(e));
 	}
 	return 0;
 }

@@ -206,8 +206,11 @@ static int run_action(const struct hook_verb *hv, struct hook_cli *cli, struct g
 	default:
 		r = 0;
 	}
-	if (r < 0)
-		gerr_prefix(err, "rootfs %s: ", rootfs);
+	if (r < 0) {
+		char q[GERR_QUOTE_MAX];
+
+		gerr_prefix(err, "rootfs %s: ", gerr_quote(rootfs, q));
+	}
 	return r;
 }
 

@@ -37,3 +37,13 @@ int gerr_prefix(struct gerr *err, const char *fmt, ...)
 	snprintf(err->msg, sizeof(err->msg), "%s%s", head, old);
 	return -(err->code ? err->code : EINVAL);
 }
+
+const char *gerr_quote(const char *s, char buf[static GERR_QUOTE_MAX])
+{
+	size_t len = strlen(s), head = GERR_QUOTE_MAX / 2, tail = GERR_QUOTE_MAX / 4;
+
+	if (len < GERR_QUOTE_MAX)
+		return s;
+	snprintf(buf, GERR_QUOTE_MAX, "%.*s...%s (%zu bytes)", (int)head, s, s + len - tail, len);
+	return buf;
+}

@@ -17,5 +17,12 @@ struct gerr {
 /* Fill err (may be NULL) and return -errnum, so callers can write `return gerr_set(err, ENOENT, ...)`. */
 int gerr_set(struct gerr *err, int errnum, const char *fmt, ...) _printf_(3, 4);
 
+/*
+ * A value of outside input (a path, a flag's argument) as a message quotes it: itself when short,
+ * else its head and tail around "...", so the reason written after it still fits in the message.
+ */
+#define GERR_QUOTE_MAX 160
+const char *gerr_quote(const char *s, char buf[static GERR_QUOTE_MAX]);
+
 /* Prefix an existing message with more context ("reading config: " + old message). */
 int gerr_prefix(struct gerr *err, const char *fmt, ...) _printf_(2, 3);

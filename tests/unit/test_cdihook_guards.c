@@ -213,6 +213,27 @@ static void test_long_temp_names(void **state)
 	assert_int_equal(n, 3);
 }
 
+/* A link past PATH_MAX is refused, and the message keeps its reason after the path, quoted short. */
+static void test_long_link_message(void **state)
+{
+	struct tree *t = *state;
+	char link[PATH_MAX + 64];
+	const char *links[] = {link};
+	struct gerr err = {0};
+	size_t i = 0;
+
+	i = (size_t)snprintf(link, sizeof(link), "x::");
+	while (i + 2 < sizeof(link) - 1) {
+		link[i++] = '/';
+		link[i++] = 'd';
+	}
+	link[i] = '\0';
+	assert_true(cdihook_create_symlinks(t->root_fd, links, 1, &err) < 0);
+	assert_non_null(strstr(err.msg, strerror(ENAMETOOLONG)));
+	assert_non_null(strstr(err.msg, "bytes)"));
+	assert_true(strlen(err.msg) < 2 * GERR_QUOTE_MAX + 200);
+}
+
 /* /etc/ld.so.conf.d a dangling link: its target is made inside the root, never outside. */
 static void test_dangling_confd(void **state)
 {
@@ -405,6 +426,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_rootfs_identity, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_relative_ldconfig, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_long_temp_names, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_long_link_message, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dangling_confd, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_walk_retries, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_isolation, setup, teardown),
