@@ -56,6 +56,7 @@ struct exp_http {
 struct req {
 	struct exp_http *h;
 	struct MHD_Connection *c;
+	bool seen;      /* the headers were handed to us once already */
 	bool checked;   /* access decided (ok) */
 	bool pending;   /* a password check is queued */
 	bool done, ok;  /* the verifier's verdict */
@@ -223,11 +224,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 {
 	struct exp_http *h = cls;
 	struct req *rq = *con_cls;
-	/*
-	 * Answer on the second call, once MHD has read the whole request: libmicrohttpd 0.9.75 sends a
-	 * response queued on the first call (headers only) with Connection: close, as a body might
-	 * still be coming, and every scrape paid a new TCP connection (tests: exporter_http).
-	 */
+	bool method_ok = streq(method, MHD_HTTP_METHOD_GET) || streq(method, MHD_HTTP_METHOD_HEAD);
 	if (!rq) {
 		if (!(rq = calloc(1, sizeof(*rq))))
 			return MHD_NO;
@@ -241,6 +238,18 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			if (!ci || web_tls_check_peer(h->tls, ci->tls_session) < 0)
 				return MHD_NO;
 		}
+	}
+	/* without basic auth, at once (a body is never read); with it, after the auth check, as
+	 * upstream's wrapper answers 401 before the handler sees the method */
+	if (!method_ok && !h->auth)
+		return text(h, c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+	/*
+	 * Answer on the second call, once MHD has read the whole request: libmicrohttpd 0.9.75 sends a
+	 * response queued on the first call (headers only) with Connection: close, as a body might
+	 * still be coming, and every scrape paid a new TCP connection (tests: exporter_http).
+	 */
+	if (!rq->seen) {
+		rq->seen = true;
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
@@ -251,7 +260,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	enum MHD_Result ar = check_access(h, c, rq, &served);
 	if (served)
 		return ar;
-	if (!streq(method, MHD_HTTP_METHOD_GET) && !streq(method, MHD_HTTP_METHOD_HEAD))
+	if (!method_ok)
 		return text(h, c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
 	/* loaded once: whatever this request answers about readiness comes from this one value */
 	struct exporter *e = atomic_load(&h->exporter);

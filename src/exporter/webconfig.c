@@ -25,8 +25,8 @@ struct wctx {
 };
 
 /* "PATH:LINE:COL: section.key: what" at key of obj (the file alone when the position is unknown) */
-_printf_(5, 6) static int bad(struct wctx *x, const json_t *obj, const char *section, const char *key,
-			      const char *fmt, ...)
+_printf_(5, 6) static int bad(struct wctx *x, const json_t *obj, const char *section, const char *key, const char *fmt,
+			      ...)
 {
 	char what[GERR_MAX];
 	struct yaml_pos p = {0};
@@ -129,8 +129,7 @@ static const struct name_val curve_names[] = {
     {"X25519", WEB_CURVE_X25519},
 };
 
-typedef int (*key_fn)(struct wctx *x, const json_t *obj, const char *sec, const char *key, const json_t *v,
-		      size_t off);
+typedef int (*key_fn)(struct wctx *x, const json_t *obj, const char *sec, const char *key, const json_t *v, size_t off);
 
 struct key_row {
 	const char *key;
@@ -167,8 +166,7 @@ static int k_client_auth(struct wctx *x, const json_t *obj, const char *sec, con
 	return want_name(x, obj, sec, key, v, client_auths, ELEMENTSOF(client_auths), (int *)AT(int));
 }
 
-static int k_version(struct wctx *x, const json_t *obj, const char *sec, const char *key, const json_t *v,
-		     size_t off)
+static int k_version(struct wctx *x, const json_t *obj, const char *sec, const char *key, const json_t *v, size_t off)
 {
 	return want_name(x, obj, sec, key, v, tls_versions, ELEMENTSOF(tls_versions), (int *)AT(int));
 }
@@ -191,8 +189,7 @@ static int k_http2(struct wctx *x, const json_t *obj, const char *sec, const cha
 }
 
 /* A YAML sequence of names (null: none). */
-static int want_list(struct wctx *x, const json_t *obj, const char *sec, const char *key, const json_t *v,
-		     size_t max)
+static int want_list(struct wctx *x, const json_t *obj, const char *sec, const char *key, const json_t *v, size_t max)
 {
 	if (!json_is_array(v))
 		return bad(x, obj, sec, key, "expected a list");
@@ -201,8 +198,7 @@ static int want_list(struct wctx *x, const json_t *obj, const char *sec, const c
 	return 0;
 }
 
-static int k_curves(struct wctx *x, const json_t *obj, const char *sec, const char *key, const json_t *v,
-		    size_t off)
+static int k_curves(struct wctx *x, const json_t *obj, const char *sec, const char *key, const json_t *v, size_t off)
 {
 	if (json_is_null(v))
 		return 0;
@@ -214,7 +210,8 @@ static int k_curves(struct wctx *x, const json_t *obj, const char *sec, const ch
 	x->c->n_curves = 0;
 	json_array_foreach (v, i, e) {
 		int cv = -1;
-		if (json_is_null(e) || (r = want_name(x, obj, sec, key, e, curve_names, ELEMENTSOF(curve_names), &cv)) < 0)
+		if (json_is_null(e) ||
+		    (r = want_name(x, obj, sec, key, e, curve_names, ELEMENTSOF(curve_names), &cv)) < 0)
 			return r < 0 ? r : bad(x, obj, sec, key, "item %zu is empty", i);
 		for (size_t j = 0; j < x->c->n_curves; j++)
 			if (x->c->curves[j] == (enum web_curve)cv)
@@ -250,8 +247,10 @@ static const struct {
 	const char *name;
 	const char *values[3]; /* NULL-terminated; none: any value */
 } allowed_headers[WEB_MAX_HEADERS] = {
-    {"Strict-Transport-Security", {NULL}}, {"X-Content-Type-Options", {"nosniff", NULL}},
-    {"X-Frame-Options", {"deny", "sameorigin", NULL}}, {"X-XSS-Protection", {NULL}},
+    {"Strict-Transport-Security", {NULL}},
+    {"X-Content-Type-Options", {"nosniff", NULL}},
+    {"X-Frame-Options", {"deny", "sameorigin", NULL}},
+    {"X-XSS-Protection", {NULL}},
     {"Content-Security-Policy", {NULL}},
 };
 
@@ -293,8 +292,7 @@ static int k_header(struct wctx *x, const json_t *obj, const char *name, const j
 	return 0;
 }
 
-static int k_headers(struct wctx *x, const json_t *obj, const char *sec, const char *key, const json_t *v,
-		     size_t off)
+static int k_headers(struct wctx *x, const json_t *obj, const char *sec, const char *key, const json_t *v, size_t off)
 {
 	const char *name;
 	json_t *hv;
@@ -310,8 +308,7 @@ static int k_headers(struct wctx *x, const json_t *obj, const char *sec, const c
 	return 0;
 }
 
-static int k_refuse(struct wctx *x, const json_t *obj, const char *sec, const char *key, const json_t *v,
-		    size_t off)
+static int k_refuse(struct wctx *x, const json_t *obj, const char *sec, const char *key, const json_t *v, size_t off)
 {
 	return 0; /* rows with .why are refused by walk() when they hold a value */
 }
@@ -341,8 +338,7 @@ static const struct key_row http_rows[] = {
     {"headers", k_headers, 0, NULL},
 };
 
-static int k_section(struct wctx *x, const json_t *obj, const char *sec, const char *key, const json_t *v,
-		     size_t off)
+static int k_section(struct wctx *x, const json_t *obj, const char *sec, const char *key, const json_t *v, size_t off)
 {
 	if (json_is_null(v))
 		return 0;
@@ -353,8 +349,7 @@ static int k_section(struct wctx *x, const json_t *obj, const char *sec, const c
 	return walk(x, v, key, http_rows, ELEMENTSOF(http_rows));
 }
 
-static int k_users(struct wctx *x, const json_t *obj, const char *sec, const char *key, const json_t *v,
-		   size_t off)
+static int k_users(struct wctx *x, const json_t *obj, const char *sec, const char *key, const json_t *v, size_t off)
 {
 	const char *name;
 	json_t *hv;
@@ -399,7 +394,8 @@ static int walk(struct wctx *x, const json_t *obj, const char *sec, const struct
 			if (streq(rows[i].key, key))
 				row = &rows[i];
 		if (!row)
-			return bad(x, obj, sec, key, "unknown key (exporter-toolkit refuses it too); check its spelling");
+			return bad(x, obj, sec, key,
+				   "unknown key (exporter-toolkit refuses it too); check its spelling");
 		if (row->why && !json_is_null(v))
 			return bad(x, obj, sec, key, "not supported: %s", row->why);
 		int r = row->fn(x, obj, sec, key, v, row->off);
@@ -453,8 +449,9 @@ int webconfig_parse(const char *text, size_t len, const char *path, struct web_c
 		return r;
 	struct wctx x = {.path = path, .w = w, .c = c, .err = err};
 	if (!json_is_null(doc) && !json_is_object(doc))
-		return gerr_set(err, EINVAL, "%s: expected a mapping with tls_server_config, http_server_config, "
-					     "basic_auth_users",
+		return gerr_set(err, EINVAL,
+				"%s: expected a mapping with tls_server_config, http_server_config, "
+				"basic_auth_users",
 				path);
 	if (json_is_object(doc) && (r = walk(&x, doc, "", top_rows, ELEMENTSOF(top_rows))) < 0)
 		return r;
@@ -545,8 +542,8 @@ static int b64_decode(const char *s, size_t len, unsigned char *out, size_t *ret
 			if (v[k] < 0)
 				return -EINVAL;
 		}
-		unsigned long w = ((unsigned long)v[0] << 18) | ((unsigned long)v[1] << 12) | ((unsigned)v[2] << 6) |
-				  (unsigned)v[3];
+		unsigned long w =
+		    ((unsigned long)v[0] << 18) | ((unsigned long)v[1] << 12) | ((unsigned)v[2] << 6) | (unsigned)v[3];
 		out[n++] = (unsigned char)(w >> 16);
 		if (pad < 2)
 			out[n++] = (unsigned char)(w >> 8);

@@ -20,12 +20,16 @@
 #define PEM_MAX (1u << 20)
 
 static const char *const version_prio[] = {
-    [WEB_TLS10] = "+VERS-TLS1.0", [WEB_TLS11] = "+VERS-TLS1.1",
-    [WEB_TLS12] = "+VERS-TLS1.2", [WEB_TLS13] = "+VERS-TLS1.3",
+    [WEB_TLS10] = "+VERS-TLS1.0",
+    [WEB_TLS11] = "+VERS-TLS1.1",
+    [WEB_TLS12] = "+VERS-TLS1.2",
+    [WEB_TLS13] = "+VERS-TLS1.3",
 };
 static const char *const curve_prio[] = {
-    [WEB_CURVE_P256] = "+GROUP-SECP256R1", [WEB_CURVE_P384] = "+GROUP-SECP384R1",
-    [WEB_CURVE_P521] = "+GROUP-SECP521R1", [WEB_CURVE_X25519] = "+GROUP-X25519",
+    [WEB_CURVE_P256] = "+GROUP-SECP256R1",
+    [WEB_CURVE_P384] = "+GROUP-SECP384R1",
+    [WEB_CURVE_P521] = "+GROUP-SECP521R1",
+    [WEB_CURVE_X25519] = "+GROUP-X25519",
 };
 /* Go's groups without curve_preferences, in its order (less X25519MLKEM768, which GnuTLS 3.7 lacks) */
 static const enum web_curve default_curves[] = {WEB_CURVE_X25519, WEB_CURVE_P256, WEB_CURVE_P384, WEB_CURVE_P521};
@@ -92,8 +96,9 @@ static int check_credentials(const struct web_tls *t, struct gerr *err)
 		gnutls_datum_t ca = datum(t->client_ca);
 		r = gnutls_certificate_set_x509_trust_mem(cred, &ca, GNUTLS_X509_FMT_PEM);
 		if (r <= 0)
-			r = gerr_set(err, EINVAL, "%s: tls_server_config: no PEM certificate in %s%s%s; give the CA "
-						  "that signs the client certificates",
+			r = gerr_set(err, EINVAL,
+				     "%s: tls_server_config: no PEM certificate in %s%s%s; give the CA "
+				     "that signs the client certificates",
 				     c->path, c->client_ca_file ? c->client_ca_file : "client_ca", r < 0 ? ": " : "",
 				     r < 0 ? gnutls_strerror(r) : "");
 	}
