@@ -171,7 +171,7 @@ static void auth_done(void *ctx, bool ok)
 }
 
 /*
- * Basic auth for a request whose headers are all read: MHD_YES with *answered false when it may be
+ * Basic auth for a request whose headers are all read: MHD_YES with *served false when it may be
  * served; otherwise the answer (401, 429) is queued or the request waits suspended for the verifier.
  */
 static enum MHD_Result check_access(struct exp_http *h, struct MHD_Connection *c, struct req *rq, bool *served)
