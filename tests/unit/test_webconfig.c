@@ -39,14 +39,15 @@ static void parse_err(const char *text, const char *needle)
 
 static void test_parse(void **state)
 {
-	struct web_config *c = parse_ok("tls_server_config:\n"
-					"  cert_file: tls/server.crt\n  key_file: /abs/server.key\n"
-					"  client_ca_file: ca.crt\n  client_auth_type: RequireClientCert\n"
-					"  curve_preferences: [CurveP384, X25519]\n  min_version: TLS13\n"
-					"  client_allowed_sans: [a, b]\n  prefer_server_cipher_suites: false\n"
-					"http_server_config:\n  http2: false\n  headers:\n    X-Frame-Options: sameorigin\n"
-					"basic_auth_users:\n"
-					"  prom: $2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSX\n");
+	struct web_config *c =
+	    parse_ok("tls_server_config:\n"
+		     "  cert_file: tls/server.crt\n  key_file: /abs/server.key\n"
+		     "  client_ca_file: ca.crt\n  client_auth_type: RequireClientCert\n"
+		     "  curve_preferences: [CurveP384, X25519]\n  min_version: TLS13\n"
+		     "  client_allowed_sans: [a, b]\n  prefer_server_cipher_suites: false\n"
+		     "http_server_config:\n  http2: false\n  headers:\n    X-Frame-Options: sameorigin\n"
+		     "basic_auth_users:\n"
+		     "  prom: $2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSX\n");
 	assert_true(c->tls);
 	assert_string_equal(c->cert_file, "/etc/dcgm/tls/server.crt"); /* relative to the file */
 	assert_string_equal(c->key_file, "/abs/server.key");
@@ -71,7 +72,8 @@ static void test_parse(void **state)
 	parse_err("tls_server_config:\n  cert: cc\n  key: kk\n  client_ca: z\n", "without a Client Auth Policy");
 	parse_err("tls_server_config:\n  cert: cc\n  key: kk\n  client_allowed_sans: [a]\n", "client_auth_type");
 	parse_err("tls_server_config:\n  cert: cc\n  cert_file: ff\n  key: kk\n", "keep one");
-	parse_err("tls_server_config:\n  cert_file: 5\n", "/etc/dcgm/web.yml:2:3: tls_server_config.cert_file: expected a string");
+	parse_err("tls_server_config:\n  cert_file: 5\n",
+		  "/etc/dcgm/web.yml:2:3: tls_server_config.cert_file: expected a string");
 	parse_err("tls_server_config:\n  curve_preferences: [X448]\n", "unknown value \"X448\"");
 	parse_err("http_server_config:\n  headers:\n    Server: x\n", "cannot be configured");
 	parse_err("basic_auth_users: [a]\n", "expected a mapping");
@@ -111,7 +113,7 @@ static void test_basic_credentials(void **state)
 	const char *bad[] = {"Basic cHJvbTpwYTpzcw", /* no padding: Go's StdEncoding refuses */
 			     "Basic cHJvbQ==",       /* no colon */
 			     "Basic cHJvbQB4OnB3",   /* NUL in the user */
-			     "Bearer cHJvbTpwYQ==", "Basic", "Basic ====", "Basic cH=vbTpwYQ==", NULL};
+			     "Bearer cHJvbTpwYQ==",  "Basic", "Basic ====", "Basic cH=vbTpwYQ==", NULL};
 	for (const char **b = bad; *b; b++)
 		if (web_basic_credentials(*b, &u, &p, &n) != -EINVAL)
 			fail_msg("accepted %s", *b);
@@ -163,9 +165,9 @@ static void test_bcrypt_minors(void **state)
 		struct web_auth *a = NULL;
 		struct gerr err = {0};
 		assert_int_equal(web_auth_new(c, &a, &err), 0);
-		assert_true(check(a, "Basic cHJvbTpzM2NyZXQ="));   /* prom:s3cret */
-		assert_true(check(a, "Basic cHJvbTpzM2NyZXQ="));   /* remembered: OK at once */
-		assert_false(check(a, "Basic cHJvbTpzM2NyZXU="));  /* prom:s3creu */
+		assert_true(check(a, "Basic cHJvbTpzM2NyZXQ="));  /* prom:s3cret */
+		assert_true(check(a, "Basic cHJvbTpzM2NyZXQ="));  /* remembered: OK at once */
+		assert_false(check(a, "Basic cHJvbTpzM2NyZXU=")); /* prom:s3creu */
 		assert_false(check(a, "Basic b3RoZXI6czNjcmV0")); /* other:s3cret: unknown user */
 		assert_false(check(a, NULL));
 		web_auth_free(a);
