@@ -213,6 +213,20 @@ class WebConfig(unittest.TestCase):
         rc, code, _, _ = curl(base + "/metrics", "-u", "prom:nope")
         self.assertEqual(code, "401")
 
+    def test_tls_with_basic_auth(self):
+        ex = self.start("tls-auth.yml", "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+                        "basic_auth_users:\n  prom: '%s'\n" % bcrypt("s3cret", "$2y$"))
+        url = "https://127.0.0.1:%d/metrics" % ex.port
+        status, _, body = get(url, self.ctx(), auth=basic("prom", "s3cret"))
+        self.assertEqual(status, 200)
+        self.assertIn(METRIC, body)
+        status, hdrs, _ = get(url, self.ctx(), auth=basic("prom", "wrong"))
+        self.assertEqual((status, hdrs.get("WWW-Authenticate")), (401, "Basic"))
+        rc, code, body, err = curl(url, "--cacert", self.path("ca.crt"), "-u", "prom:s3cret")
+        self.assertEqual((rc, code), (0, "200"), err)
+        rc, code, _, _ = curl(url, "--cacert", self.path("ca.crt"))
+        self.assertEqual(code, "401")
+
     def test_wrong_password_flood_does_not_stall_scrapes(self):
         ex = self.start("flood.yml", "basic_auth_users:\n  prom: '%s'\n" % bcrypt("s3cret", "$2y$"))
         url = "http://127.0.0.1:%d/metrics" % ex.port
