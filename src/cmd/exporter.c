@@ -21,7 +21,6 @@ static struct nvml *stuck_nv;
 
 /* dcgm-exporter flags that mean nothing here: accepted, one warning each (see ignored_flags[]). */
 enum {
-	IGN_WEB_CONFIG,
 	IGN_XID_WINDOW,
 	IGN_OLD_NAMESPACE,
 	IGN_REMOTE_HE,
@@ -53,7 +52,7 @@ enum {
 
 struct exporter_opts {
 	struct cmd_common c;
-	const char *address, *socket, *resource_names, *collectors, *devices;
+	const char *address, *web_config, *socket, *resource_names, *collectors, *devices;
 	unsigned interval_ms, podres_ms;
 	bool kubernetes, virtual_gpus, no_hostname, mig_parent, debug, replace_blanks;
 	const char *ignored[IGN_COUNT]; /* the value given, or NULL */
@@ -102,7 +101,9 @@ static const struct cmd_opt exporter_opts[] = {
 	    .off = EXP_F(replace_blanks)),
     CMD_ROW("debug", 0, CMD_OPT_BOOL, NULL, "same as --log-level debug", .env = {"DCGM_EXPORTER_DEBUG"}, .def = "false",
 	    .off = EXP_F(debug)),
-    IGNORED_STR("web-config-file", 0, "DCGM_EXPORTER_WEB_CONFIG_FILE", IGN_WEB_CONFIG),
+    CMD_ROW("web-config-file", 0, CMD_OPT_STR, "FILE",
+	    "TLS and basic auth, Prometheus exporter-toolkit format (a key gpulet cannot honour: exit 1)",
+	    .env = {"DCGM_EXPORTER_WEB_CONFIG_FILE"}, .off = EXP_F(web_config)),
     IGNORED_STR("xid-count-window-size", 'x', "DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE", IGN_XID_WINDOW),
     IGNORED_BOOL("use-old-namespace", 'o', "DCGM_EXPORTER_USE_OLD_NAMESPACE", IGN_OLD_NAMESPACE),
     IGNORED_STR("remote-hostengine-info", 'r', "DCGM_REMOTE_HOSTENGINE_INFO", IGN_REMOTE_HE),
@@ -137,8 +138,6 @@ static const struct cmd_opt exporter_opts[] = {
 
 /* Why each ignored flag means nothing here (the one warning it gets). */
 static const char *const ignored_why[IGN_COUNT] = {
-    [IGN_WEB_CONFIG] = "TLS and basic auth are not built in: serve /metrics plain on the pod network or put a "
-		       "TLS proxy (kube-rbac-proxy) in front",
     [IGN_XID_WINDOW] = "DCGM_EXP_XID_ERRORS_COUNT is not served; gpulet_xid_errors_total counts XIDs by code",
     [IGN_OLD_NAMESPACE] = "the 1.x metric names are not served",
     [IGN_REMOTE_HE] = "there is no DCGM host engine: gpulet reads NVML directly",
@@ -332,13 +331,14 @@ int cmd_exporter(int argc, char **argv)
 
 	struct gerr err = {0};
 	struct exp_http *http = NULL;
-	struct exp_http_options ho = {.address = o.address};
+	struct exp_http_options ho = {.address = o.address, .web_config_file = o.web_config};
 	if (exp_http_start(&ho, &http, &err) < 0) {
 		log_error("cannot start the exporter", "error=\"%s\"", err.msg);
 		return 1;
 	}
-	log_info("Starting exporter", "address=%s port=%u collect_interval_ms=%u kubernetes=%s", o.address,
-		 exp_http_port(http), o.interval_ms, o.kubernetes ? "true" : "false");
+	log_info("Starting exporter", "address=%s port=%u collect_interval_ms=%u kubernetes=%s web_config=\"%s\"",
+		 o.address, exp_http_port(http), o.interval_ms, o.kubernetes ? "true" : "false",
+		 o.web_config ? o.web_config : "");
 
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
 	_cleanup_(node_freep) struct node *n = NULL;
