@@ -1,0 +1,6 @@
+# NVIDIA's own tools as oracles (tests/oracles, docs/reference/oracles.md): built from their Go
+# modules into ~/.cache/gpulet-peers by tests/lib/gopeers.py, run beside gpulet on the same fake
+# nodes; every difference is argued in docs/reference/oracles.md or the test fails.
+# no-asan: the Go tools dlopen the fake NVML, which the sanitizer build instruments.
+gpulet_script_test(oracle_cdi /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/oracles/test_cdi_oracle.py)
+set_tests_properties(oracle_cdi PROPERTIES LABELS no-asan TIMEOUT 1800)

@@ -1,0 +1,57 @@
+#!/usr/bin/python3
+"""Helpers of the oracle tests (not a test itself): NVIDIA's own tools built from their Go modules
+(tests/lib/gopeers.py), run on the fake node roots of tests/lib/mkroot.sh against the fake NVML, and
+an allow-list of differences where each entry cites its argument in docs/reference/oracles.md."""
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+
+import gopeers  # noqa: E402
+
+# The releases the comparisons are made against (the issue asks nvidia-container-toolkit v1.20.x).
+CTK = ("nvidia-container-toolkit", "github.com/NVIDIA/nvidia-container-toolkit", "v1.20.2")
+DOC = os.path.join(HERE, "..", "..", "docs/reference/oracles.md")
+
+
+def build_ctk():
+    """nvidia-ctk and nvidia-cdi-hook; cgo: go-nvml dlopens libnvidia-ml through cgo."""
+    name, module, version = CTK
+    return gopeers.build(name, module, version, [module + "/cmd/nvidia-ctk", module + "/cmd/nvidia-cdi-hook"],
+                         cgo=True)
+
+
+def in_node_proc(root, argv):
+    """argv in a private mount namespace whose /proc/driver is the fake root's: nvidia-ctk reads
+    /proc/driver/nvidia-caps/mig-minors of the host, whatever --driver-root says (oracles.md C1)."""
+    return ["unshare", "-m", "sh", "-c", 'mount --bind "$0/proc/driver" /proc/driver && shift && exec "$@"',
+            root, "--"] + list(argv)
+
+
+class AllowList:
+    """(regex over a difference's key, argument id in docs/reference/oracles.md). A difference no
+    entry matches fails the test; so does an entry that matched nothing (a stale argument) and an
+    id the document does not argue."""
+
+    def __init__(self, entries):
+        self.entries = [(re.compile(rx), arg) for rx, arg in entries]
+        self.used = set()
+
+    def argument(self, key):
+        for rx, arg in self.entries:
+            if rx.fullmatch(key):
+                self.used.add(rx.pattern)
+                return arg
+        return None
+
+    def problems(self):
+        with open(DOC) as f:
+            doc = f.read()
+        out = ["allow-list entry %r matched no difference: drop it (or its argument)" % rx.pattern
+               for rx, _ in self.entries if rx.pattern not in self.used]
+        out += ["allow-list id %s has no row '| %s |' in docs/reference/oracles.md" % (arg, arg)
+                for arg in sorted({a for _, a in self.entries}) if "| %s |" % arg not in doc]
+        return out
