@@ -4,3 +4,5 @@
 # no-asan: the Go tools dlopen the fake NVML, which the sanitizer build instruments.
 gpulet_script_test(oracle_cdi /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/oracles/test_cdi_oracle.py)
 set_tests_properties(oracle_cdi PROPERTIES LABELS no-asan TIMEOUT 1800)
+gpulet_script_test(oracle_labels /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/oracles/test_labels_oracle.py)
+set_tests_properties(oracle_labels PROPERTIES LABELS no-asan TIMEOUT 1800)

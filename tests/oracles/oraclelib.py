@@ -55,3 +55,18 @@ class AllowList:
         out += ["allow-list id %s has no row '| %s |' in docs/reference/oracles.md" % (arg, arg)
                 for arg in sorted({a for _, a in self.entries}) if "| %s |" % arg not in doc]
         return out
+
+
+KDP = ("k8s-device-plugin", "github.com/NVIDIA/k8s-device-plugin", "v0.17.4")
+# v0.17.4 requires node-feature-discovery v0.15.7, which the module proxy refuses (403, "not
+# available"); its two API packages are only used for --use-node-feature-api, so a stand-in module
+# with the same package paths and no client takes its place (nfdstub/go.mod says what it is).
+NFD_STUB = os.path.join(HERE, "nfdstub")
+
+
+def build_kdp():
+    """gpu-feature-discovery and nvidia-device-plugin; cgo for go-nvml."""
+    name, module, version = KDP
+    return gopeers.build(name, module, version,
+                         [module + "/cmd/gpu-feature-discovery", module + "/cmd/nvidia-device-plugin"],
+                         cgo=True, replace=[("sigs.k8s.io/node-feature-discovery", NFD_STUB)])
