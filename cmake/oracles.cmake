@@ -6,3 +6,5 @@ gpulet_script_test(oracle_cdi /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/oracles
 set_tests_properties(oracle_cdi PROPERTIES LABELS no-asan TIMEOUT 1800)
 gpulet_script_test(oracle_labels /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/oracles/test_labels_oracle.py)
 set_tests_properties(oracle_labels PROPERTIES LABELS no-asan TIMEOUT 1800)
+gpulet_script_test(oracle_plugin /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/oracles/test_plugin_oracle.py)
+set_tests_properties(oracle_plugin PROPERTIES LABELS no-asan TIMEOUT 1800)

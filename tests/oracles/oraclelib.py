@@ -32,13 +32,15 @@ def in_node_proc(root, argv):
 
 
 class AllowList:
-    """(regex over a difference's key, argument id in docs/reference/oracles.md). A difference no
-    entry matches fails the test; so does an entry that matched nothing (a stale argument) and an
-    id the document does not argue."""
+    """(regex over a difference's key, argument id in docs/reference/oracles.md[, "sometimes"]). A
+    difference no entry matches fails the test; so does an entry that matched nothing (a stale
+    argument; "sometimes" exempts one whose difference depends on chance upstream) and an id the
+    document does not argue."""
 
     def __init__(self, entries):
-        self.entries = [(re.compile(rx), arg) for rx, arg in entries]
-        self.used = set()
+        self.entries = [(re.compile(e[0]), e[1]) for e in entries]
+        self.sometimes = {e[0] for e in entries if len(e) > 2 and e[2] == "sometimes"}
+        self.used = set(self.sometimes)
 
     def argument(self, key):
         for rx, arg in self.entries:
