@@ -73,13 +73,17 @@ def session(h, start, resources):
         stop()
 
 
-def upstream(h, binary, args):
+def upstream(h, binary, args, procs=None):
+    """A starter of NVIDIA's plugin (procs["upstream"] gets its Popen: unshare and sh exec it)."""
     def start():
         log = open(os.path.join(h.tmp, "upstream.log"), "a")
         env = h.plugin_env({"LD_LIBRARY_PATH": os.path.dirname(FAKE_NVML_LIB)})
         p = subprocess.Popen(["unshare", "-m", "sh", "-c", NS, h.root, h.dp, binary, "--kubelet-socket",
                               "/var/lib/kubelet/device-plugins/kubelet.sock", "--driver-root", h.root, "--dev-root",
-                              h.root, "--container-driver-root", h.root, "--fail-on-init-error"] + args, stdout=log, stderr=subprocess.STDOUT, env=env)
+                              h.root, "--container-driver-root", h.root, "--fail-on-init-error"] + args, stdout=log,
+                             stderr=subprocess.STDOUT, env=env)
+        if procs is not None:
+            procs["upstream"] = p
 
         def stop():
             p.terminate()
