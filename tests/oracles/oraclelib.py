@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Helpers of the oracle tests (not a test itself): NVIDIA's own tools built from their Go modules
+"""What the oracle tests share (not a test itself): NVIDIA's own tools built from their Go modules
 (tests/lib/gopeers.py), run on the fake node roots of tests/lib/mkroot.sh against the fake NVML, and
 an allow-list of differences where each entry cites its argument in docs/reference/oracles.md."""
 import os
