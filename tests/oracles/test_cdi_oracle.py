@@ -27,6 +27,14 @@ from test_cdi_testlib import FAKE, FIXTURES, GPULET, check, finish, fixture_path
 
 HOOK = "/usr/bin/nvidia-cdi-hook"  # both specs name NVIDIA's hook, so its arguments compare as written
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
+# name -> extra arguments given to both: the default kind with both name schemes, the specs of the
+# device plugin's kind with one scheme each, and NVIDIA's third scheme
+VARIANTS = {
+    "default": [],
+    "plugin-uuid": ["--vendor", "k8s.device-plugin.nvidia.com", "--device-name-strategy", "uuid"],
+    "plugin-index": ["--vendor", "k8s.device-plugin.nvidia.com", "--device-name-strategy", "index"],
+    "type-index": ["--device-name-strategy", "type-index"],
+}
 ALLOWED = [
     (r"path\.(major|minor|fileMode|permissions):/dev/.*", "N1"),
     (r"link-as-mount:" + LIBDIR + r"/(vdpau/)?lib[^/]*\.so(\.[0-9]+)?", "L1"),
@@ -34,7 +42,8 @@ ALLOWED = [
     (r"containerPath-missing:/var/run/nvidia-container-devices/void", "V1"),
     (r"hook-missing:apply-cuda-memory-limits", "H1"),
     (r"hook-missing:update-application-profile", "H2"),
-    (r"outcome:nvidia-ctk-fails:degraded", "O1"),
+    (r"outcome:nvidia-ctk-fails:degraded/[a-z-]+", "O1"),
+    (r"outcome:gpulet-refuses:[a-z0-9-]+/type-index", "T1"),
 ]
 
 
@@ -72,22 +81,46 @@ def node_checked(root, spec, key, where):
     return node.get(field, 0 if field in ("major", "minor") else None) == host
 
 
-def run_both(bins, fx, tmp):
-    root = os.path.join(tmp, fx)
-    mkroot(root, fx, options=["--with-fakenvml"])
+def run_both(bins, fx, root, variant, tmp):
     env = dict(os.environ, FAKE_NVML_FIXTURE=fixture_path(fx))
-    common = ["--driver-root", root, "--dev-root", root, "--nvidia-cdi-hook-path", HOOK, "--format", "json",
+    common = VARIANTS[variant] + ["--driver-root", root, "--dev-root", root, "--nvidia-cdi-hook-path", HOOK, "--format", "json",
               "--output"]
     out = {}
     for tool, argv in (("nvidia-ctk", [bins["nvidia-ctk"], "cdi", "generate"]),
                        ("gpulet", [GPULET, "cdi", "generate", "--nvml-library", FAKE])):
-        os.makedirs(os.path.join(tmp, tool, fx))
-        path = os.path.join(tmp, tool, fx, "spec.json")  # one dir each: gpulet refuses to write beside a twin
+        os.makedirs(os.path.join(tmp, tool, fx, variant))
+        path = os.path.join(tmp, tool, fx, variant, "spec.json")  # one dir each: gpulet refuses to write beside a twin
         r = subprocess.run(oraclelib.in_node_proc(root, argv + common + [path]), env=env, capture_output=True,
                            text=True, timeout=120)
         last = (r.stderr.strip().splitlines() or ["(no output)"])[-1]
         out[tool] = (json.load(open(path)) if r.returncode == 0 and os.path.exists(path) else None, last)
-    return root, out
+    return out
+
+
+def compare_variant(bins, fx, root, variant, tmp, allow, per_arg):
+    out = run_both(bins, fx, root, variant, tmp)
+    (theirs, their_err), (ours, our_err) = out["nvidia-ctk"], out["gpulet"]
+    case = "%s/%s" % (fx, variant)
+    items = []  # both refusing (no-gpu: neither writes a spec without devices) is agreement
+    if theirs is None and ours is not None:
+        items = [("outcome:nvidia-ctk-fails:" + case, "spec", their_err)]
+    elif ours is None and theirs is not None:
+        items = [("outcome:gpulet-refuses:" + case, "spec", our_err)]
+    elif ours is not None:
+        ver = load_fixture(fx).get("driver_version", "")
+        items = pair_links(cdidiff.compare(theirs, ours, root, ver))
+        check(len(theirs["devices"]) > 0 and len(ours["devices"]) == len(theirs["devices"]),
+              "%s: %d devices from nvidia-ctk, %d from gpulet" % (case, len(theirs["devices"]), len(ours["devices"])))
+    for key, where, detail in items:
+        arg = allow.argument(key)
+        if arg == "N1" and not node_checked(root, theirs, key.replace("<root>", root), where):
+            arg = None  # the runtime would not fill in nvidia-ctk's value: a real difference
+        if arg is None:
+            check(False, "%s %s: %s -- %s" % (case, where, key, detail))
+        else:
+            per_arg[arg] += 1
+    print("%-26s nvidia-ctk: %-4s gpulet: %-4s differences: %d" % (
+        case, len(theirs["devices"]) if theirs else "fail", len(ours["devices"]) if ours else "fail", len(items)))
 
 
 def main():
@@ -98,35 +131,16 @@ def main():
     per_arg = collections.Counter()
     with tempfile.TemporaryDirectory(prefix="cdi-oracle.") as tmp:
         for fx in FIXTURES:
-            root, out = run_both(bins, fx, tmp)
-            (theirs, their_err), (ours, our_err) = out["nvidia-ctk"], out["gpulet"]
-            # both refusing (no-gpu: neither writes a spec without devices) is agreement
-            check(ours is not None or theirs is None, "%s: gpulet cdi generate failed: %s" % (fx, our_err))
-            if theirs is None:
-                items = [("outcome:nvidia-ctk-fails:" + fx, "spec", their_err)] if ours is not None else []
-            else:
-                ver = load_fixture(fx).get("driver_version", "")
-                items = pair_links(cdidiff.compare(theirs, ours, root, ver)) if ours is not None else []
-                check(len(theirs["devices"]) > 0 and len(ours["devices"]) == len(theirs["devices"]),
-                      "%s: %d devices from nvidia-ctk, %d from gpulet" % (fx, len(theirs["devices"]),
-                                                                          len(ours["devices"])))
-            for key, where, detail in items:
-                arg = allow.argument(key)
-                if arg == "N1" and not node_checked(root, theirs, key.replace("<root>", root), where):
-                    arg = None  # the runtime would not fill in nvidia-ctk's value: a real difference
-                if arg is None:
-                    check(False, "%s %s: %s -- %s" % (fx, where, key, detail))
-                else:
-                    per_arg[arg] += 1
-            print("%-13s nvidia-ctk: %-4s gpulet: %-4s differences: %d" % (
-                fx, len(theirs["devices"]) if theirs else "fail", len(ours["devices"]) if ours else "fail",
-                len(items)))
+            root = os.path.join(tmp, fx)
+            mkroot(root, fx, options=["--with-fakenvml"])
+            for variant in VARIANTS:
+                compare_variant(bins, fx, root, variant, tmp, allow, per_arg)
     for p in allow.problems():
         check(False, p)
     print("allowed differences by argument (docs/reference/oracles.md):",
           ", ".join("%s %d" % kv for kv in sorted(per_arg.items())))
-    return finish("gpulet's CDI specs match nvidia-ctk %s on %d fixtures but for the argued differences"
-                  % (oraclelib.CTK[2], len(FIXTURES)))
+    return finish("gpulet's CDI specs match nvidia-ctk %s on %d fixtures x %d variants but for the argued "
+                  "differences" % (oraclelib.CTK[2], len(FIXTURES), len(VARIANTS)))
 
 
 if __name__ == "__main__":
