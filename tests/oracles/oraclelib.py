@@ -26,9 +26,10 @@ def build_ctk():
 
 def in_node_proc(root, argv):
     """argv in a private mount namespace whose /proc/driver is the fake root's: nvidia-ctk reads
-    /proc/driver/nvidia-caps/mig-minors of the host, whatever --driver-root says (oracles.md C1)."""
-    return ["unshare", "-m", "sh", "-c", 'mount --bind "$0/proc/driver" /proc/driver && shift && exec "$@"',
-            root, "--"] + list(argv)
+    /proc/driver/nvidia-caps/mig-minors of the host, whatever --driver-root says (oracles.md C1);
+    and whose /dev is the root's, so nothing a tool does to /dev reaches the host's."""
+    return ["unshare", "-m", "sh", "-c", 'mount --bind "$0/proc/driver" /proc/driver && mount --bind "$0/dev" /dev && '
+            'shift && exec "$@"', root, "--"] + list(argv)
 
 
 class AllowList:

@@ -77,8 +77,8 @@ def run_pair(bins, fx, root, strategy, config, tmp):
     if os.path.exists(gfd_out):
         os.unlink(gfd_out)
     gfd = subprocess.run(
-        ["unshare", "-m", "sh", "-c", 'mount --bind "$0/sys/bus/pci/devices" /sys/bus/pci/devices && shift && '
-         'exec "$@"', root, "--", bins["gpu-feature-discovery"]] + common +
+        ["unshare", "-m", "sh", "-c", 'mount --bind "$0/sys/bus/pci/devices" /sys/bus/pci/devices && '
+         'mount --bind "$0/dev" /dev && shift && exec "$@"', root, "--", bins["gpu-feature-discovery"]] + common +
         ["--output-file", gfd_out, "--machine-type-file", os.path.join(root, DMI)],
         env=dict(env, LD_LIBRARY_PATH=os.path.dirname(FAKE)), capture_output=True, text=True, timeout=120)
     ours = subprocess.run([GPULET, "labels", "--nvml-library", FAKE, "--root", root, "--output-file", "-"] + common,
