@@ -6,7 +6,7 @@
  */
 #pragma once
 
-#define PEER_SYMBOLS(X)                              \
+#define PEER_SYMBOLS(X)                          \
 	X(nvmlGpuInstanceGetComputeInstanceById) \
-	X(nvmlComputeInstanceGetInfo_v2)                 \
+	X(nvmlComputeInstanceGetInfo_v2)         \
 	X(nvmlGpuInstanceGetComputeInstanceProfileInfo)
