@@ -44,3 +44,7 @@ target_link_libraries(bench_exporter PRIVATE gpulet_lib)
 
 # --web-config-file: TLS (curl, Python's ssl), client certificates, basic auth, refusals.
 gpulet_script_test(exporter_webconfig /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_exporter_webconfig.py)
+
+# Issue 24: what dcgm-exporter users' queries read (XID labels and window, int64 fields, device label,
+# lost GPUs, /health, -o).
+gpulet_script_test(exporter_dcgm /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_exporter_dcgm.py)

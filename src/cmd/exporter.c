@@ -21,8 +21,6 @@ static struct nvml *stuck_nv;
 
 /* dcgm-exporter flags that mean nothing here: accepted, one warning each (see ignored_flags[]). */
 enum {
-	IGN_XID_WINDOW,
-	IGN_OLD_NAMESPACE,
 	IGN_REMOTE_HE,
 	IGN_SWITCH_DEVICES,
 	IGN_CPU_DEVICES,
@@ -53,8 +51,8 @@ enum {
 struct exporter_opts {
 	struct cmd_common c;
 	const char *address, *web_config, *socket, *resource_names, *collectors, *devices;
-	unsigned interval_ms, podres_ms;
-	bool kubernetes, virtual_gpus, no_hostname, mig_parent, debug, replace_blanks;
+	unsigned interval_ms, podres_ms, xid_window_ms;
+	bool kubernetes, virtual_gpus, no_hostname, mig_parent, debug, replace_blanks, old_namespace;
 	const char *ignored[IGN_COUNT]; /* the value given, or NULL */
 	bool ignored_set[IGN_COUNT];    /* the boolean ones: given as true */
 };
@@ -104,8 +102,13 @@ static const struct cmd_opt exporter_opts[] = {
     CMD_ROW("web-config-file", 0, CMD_OPT_STR, "FILE",
 	    "TLS and basic auth, Prometheus exporter-toolkit format (a key gpulet cannot honour: exit 1)",
 	    .env = {"DCGM_EXPORTER_WEB_CONFIG_FILE"}, .off = EXP_F(web_config)),
-    IGNORED_STR("xid-count-window-size", 'x', "DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE", IGN_XID_WINDOW),
-    IGNORED_BOOL("use-old-namespace", 'o', "DCGM_EXPORTER_USE_OLD_NAMESPACE", IGN_OLD_NAMESPACE),
+    CMD_ROW("xid-count-window-size", 'x', CMD_OPT_UINT, "MS", "DCGM_EXP_XID_ERRORS_COUNT counts XIDs of this window",
+	    .env = {"DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE"}, .def = "300000", .off = EXP_F(xid_window_ms), .min = 1,
+	    .max = 7 * 24 * 3600 * 1000),
+    CMD_ROW("use-old-namespace", 'o', CMD_OPT_BOOL, NULL,
+	    "dcgm-exporter 1.x labels: uuid, pod_name, pod_namespace, "
+	    "container_name",
+	    .env = {"DCGM_EXPORTER_USE_OLD_NAMESPACE"}, .def = "false", .off = EXP_F(old_namespace)),
     IGNORED_STR("remote-hostengine-info", 'r', "DCGM_REMOTE_HOSTENGINE_INFO", IGN_REMOTE_HE),
     IGNORED_STR("switch-devices", 's', "DCGM_EXPORTER_OTHER_DEVICES_STR", IGN_SWITCH_DEVICES),
     IGNORED_STR("cpu-devices", 'p', "DCGM_EXPORTER_CPU_DEVICES_STR", IGN_CPU_DEVICES),
@@ -138,8 +141,6 @@ static const struct cmd_opt exporter_opts[] = {
 
 /* Why each ignored flag means nothing here (the one warning it gets). */
 static const char *const ignored_why[IGN_COUNT] = {
-    [IGN_XID_WINDOW] = "DCGM_EXP_XID_ERRORS_COUNT is not served; gpulet_xid_errors_total counts XIDs by code",
-    [IGN_OLD_NAMESPACE] = "the 1.x metric names are not served",
     [IGN_REMOTE_HE] = "there is no DCGM host engine: gpulet reads NVML directly",
     [IGN_SWITCH_DEVICES] = "NVSwitch metrics are not served",
     [IGN_CPU_DEVICES] = "CPU metrics are not served",
@@ -295,7 +296,8 @@ static int served_set(const struct exporter_opts *o, struct exp_config *cfg)
 
 	if (o->debug)
 		log_set_level_name("debug");
-	*cfg = (struct exp_config){.mig_parent = o->mig_parent};
+	*cfg = (struct exp_config){
+	    .mig_parent = o->mig_parent, .old_namespace = o->old_namespace, .xid_window_ms = o->xid_window_ms};
 	if (parse_devices(o->devices, &cfg->devices) < 0)
 		return cmd_usage_error(&exporter_verb, "--devices '%s': use f, g or i (optionally g:RANGE, i:RANGE)",
 				       o->devices);

@@ -127,6 +127,8 @@ static int classify(struct exp_counter *k, const char *file, struct gerr *err)
 		k->metric = m;
 	} else if (streq(k->name, "DCGM_FI_DEV_XID_ERRORS")) {
 		k->kind = EXP_COUNTER_XID;
+	} else if (streq(k->name, "DCGM_EXP_XID_ERRORS_COUNT")) {
+		k->kind = EXP_COUNTER_XID_COUNT;
 	} else if (streq(k->name, "DCGM_FI_DRIVER_VERSION")) {
 		k->kind = EXP_COUNTER_DRIVER;
 	} else if (exp_dcgm_field_known(k->name)) {

@@ -33,13 +33,22 @@ static bool gi_is_split(const struct node_gpu *g, const struct node_mig *m)
  */
 static void device_labels(struct exp_device *d, const struct node_gpu *g, const struct node_mig *m)
 {
-	char uuid[2 * NODE_UUID_MAX], name[2 * NODE_NAME_MAX], bus[64], profile[64];
-	prom_escape(g->uuid, uuid, sizeof(uuid));
+	char uuid[2 * NODE_UUID_MAX + 16] = "", name[2 * NODE_NAME_MAX], bus[64], bus_label[96] = "", profile[64];
+	if (g->uuid[0]) {
+		strcpy(uuid, ",UUID=\"");
+		prom_escape(g->uuid, uuid + strlen(uuid), sizeof(uuid) - strlen(uuid) - 1);
+		strcat(uuid, "\"");
+	}
 	prom_escape(g->name, name, sizeof(name));
 	prom_escape(g->pci_bus_id, bus, sizeof(bus));
-	int n = snprintf(d->labels, sizeof(d->labels),
-			 "gpu=\"%u\",UUID=\"%s\",pci_bus_id=\"%s\",device=\"nvidia%u\",modelName=\"%s\"", g->index,
-			 uuid, bus, g->minor, name);
+	if (bus[0])
+		snprintf(bus_label, sizeof(bus_label), ",pci_bus_id=\"%s\"", bus);
+	/*
+	 * device is nvidia<gpu index> as dcgm-exporter writes it (not the /dev minor); a GPU lost
+	 * before start has no UUID or bus id: those labels are left out rather than empty
+	 */
+	int n = snprintf(d->labels, sizeof(d->labels), "gpu=\"%u\"%s%s,device=\"nvidia%u\",modelName=\"%s\"", g->index,
+			 uuid, bus_label, g->index, name);
 	if (m && n > 0 && (size_t)n < sizeof(d->labels)) {
 		prom_escape(m->profile, profile, sizeof(profile));
 		int k = snprintf(d->labels + n, sizeof(d->labels) - (size_t)n, ",GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%u\"",
@@ -126,6 +135,8 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 
 	e->enabled = 0;
 	e->xid_enabled = e->driver_label = c == NULL;
+	e->xid_count_enabled = false;
+	e->xid_window_ms = cfg && cfg->xid_window_ms ? cfg->xid_window_ms : 300000;
 	e->xid_type = "gauge";
 	e->xid_help = "Value of the last XID error encountered.";
 	e->n_unavailable_names = 0;
@@ -152,6 +163,10 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 			e->xid_enabled = true;
 			e->xid_type = streq(ct->type, "counter") ? "counter" : "gauge";
 			e->xid_help = ct->help;
+		} else if (ct->kind == EXP_COUNTER_XID_COUNT && !e->xid_count_enabled) {
+			e->xid_count_enabled = true;
+			e->xid_count_type = streq(ct->type, "gauge") ? "gauge" : "counter";
+			e->xid_count_help = ct->help;
 		} else if (ct->kind == EXP_COUNTER_DRIVER) {
 			e->driver_label = true;
 		} else if ((ct->kind == EXP_COUNTER_UNAVAILABLE || (label && ct->kind == EXP_COUNTER_METRIC)) &&
@@ -161,9 +176,15 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 	}
 	snprintf(e->hostname_labels, sizeof(e->hostname_labels), "%s%s", e->host_labels,
 		 e->driver_label ? e->driver_labels : "");
-	for (size_t i = 0; i < e->n_devs; i++)
+	e->old_namespace = cfg && cfg->old_namespace;
+	for (size_t i = 0; i < e->n_devs; i++) {
 		e->devs[i].shown =
 		    device_shown(e, &e->devs[i], cfg ? cfg->devices : EXP_DEVICES_FLEX, cfg && cfg->mig_parent);
+		/* -o: dcgm-exporter 1.x spells the label uuid; same length, so rewritten in place */
+		char *u = strstr(e->devs[i].labels, e->old_namespace ? ",UUID=\"" : ",uuid=\"");
+		if (u)
+			memcpy(u + 1, e->old_namespace ? "uuid" : "UUID", 4);
+	}
 }
 
 void exporter_free(struct exporter *e)
@@ -328,6 +349,10 @@ static void sample_device(struct exporter *e, struct exp_gpu *eg, size_t j, nvml
 		v->v[i] = m->scope & EXP_SCOPE_RATE ? rate_of(eg, x, sr->now) : x;
 		v->valid |= 1ull << i;
 	}
+	/* DCGM's int64 fields are whole numbers: 615.06 MiB reserved is 615, bytes/s from GPM too */
+	for (size_t i = 0; i < EXP_METRIC_COUNT; i++)
+		if ((v->valid & (1ull << i)) && !exp_metrics[i].fp)
+			v->v[i] = trunc(v->v[i]);
 	sr->seen |= v->valid;
 }
 
@@ -456,6 +481,8 @@ void exporter_record_xid(struct exporter *e, size_t gi, unsigned xid)
 	pthread_mutex_lock(&eg->lock);
 	struct exp_gpu_state *st = &eg->st;
 	st->last_xid = xid;
+	st->recent[st->n_recent % EXP_XID_RECENT].code = xid;
+	st->recent[st->n_recent++ % EXP_XID_RECENT].at = exp_now_monotonic();
 	size_t k;
 	for (k = 0; k < st->n_xids && st->xids[k].code != xid; k++)
 		;

@@ -85,6 +85,7 @@ struct exp_metric_def {
 	unsigned gpm;     /* NVML_GPM_METRIC_* preferred where the GPU has GPM, 0: none */
 	double gpm_scale; /* GPM value -> field unit (percent -> ratio, MiB/s -> B/s) */
 	bool builtin;     /* in the set served without a collectors file */
+	bool fp;          /* a DCGM double; every other field is DCGM's int64, served truncated (whole MiB) */
 };
 extern const struct exp_metric_def exp_metrics[EXP_METRIC_COUNT];
 /* The row index of a DCGM field name, or -1. */
@@ -106,7 +107,11 @@ struct exp_device {
 	bool shown;                    /* its DCGM series are rendered (--devices, --mig-parent-metrics) */
 };
 
-#define EXP_XID_CODES 32
+#define EXP_XID_CODES  32
+#define EXP_XID_RECENT 256 /* XIDs remembered for DCGM_EXP_XID_ERRORS_COUNT's window (a storm keeps the newest) */
+
+/* dcgm-exporter's err_msg for an XID code ("Unknown Error" past its table): xid_text.c */
+const char *exp_xid_text(unsigned code);
 
 /* Everything a sampler or the event thread writes about one physical GPU; guarded by lock. */
 struct exp_gpu_state {
@@ -118,6 +123,11 @@ struct exp_gpu_state {
 		unsigned code;
 		uint64_t count;
 	} xids[EXP_XID_CODES];
+	struct {
+		unsigned code;
+		double at;        /* CLOCK_MONOTONIC seconds */
+	} recent[EXP_XID_RECENT]; /* a ring: the newest EXP_XID_RECENT XIDs */
+	size_t n_recent;          /* XIDs recorded in all (the ring holds the last EXP_XID_RECENT) */
 	unsigned rounds;          /* sampling rounds finished (values or not), counted to 2 */
 	bool lost;                /* NVML answered GPU_IS_LOST */
 	bool xid_unhealthy;       /* a critical XID was seen (plugin policy) */
@@ -175,6 +185,9 @@ struct exporter {
 	const char *type[EXP_METRIC_COUNT]; /* the collectors file's type and help, else the row's */
 	const char *help[EXP_METRIC_COUNT];
 	bool xid_enabled, driver_label; /* DCGM_FI_DEV_XID_ERRORS, DCGM_FI_DRIVER_VERSION label */
+	bool xid_count_enabled;         /* DCGM_EXP_XID_ERRORS_COUNT (a collectors file lists it) */
+	const char *xid_count_type, *xid_count_help;
+	unsigned xid_window_ms; /* dcgm-exporter -x: its window (default 5 minutes) */
 	const char *xid_type, *xid_help;
 	const char **unavailable_names; /* collectors fields gpulet does not sample */
 	size_t n_unavailable_names;
@@ -186,6 +199,7 @@ struct exporter {
 	/* attribution */
 	struct podres_cache *podres; /* NULL: no pod labels */
 	bool virtual_gpus;           /* one series per pod sharing a device, with label vgpu */
+	bool old_namespace;          /* dcgm-exporter -o: 1.x label names (exp_config) */
 	atomic_uint_fast64_t scrapes;
 };
 
@@ -199,7 +213,9 @@ enum exp_devices { EXP_DEVICES_FLEX, EXP_DEVICES_GPUS, EXP_DEVICES_INSTANCES };
 struct exp_config {
 	const struct exp_collectors *collectors; /* NULL: the built-in set; must outlive the exporter */
 	enum exp_devices devices;
-	bool mig_parent; /* keep a MIG GPU's own series next to its instances' */
+	bool mig_parent;        /* keep a MIG GPU's own series next to its instances' */
+	bool old_namespace;     /* dcgm-exporter -o: labels uuid, pod_name, pod_namespace, container_name */
+	unsigned xid_window_ms; /* dcgm-exporter -x: DCGM_EXP_XID_ERRORS_COUNT's window; 0: 300000 */
 };
 /*
  * Choose the served fields and devices (after exporter_init, before exporter_start). Without it

@@ -267,8 +267,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	if (streq(url, "/metrics"))
 		return serve_metrics(h, c, e);
 	if (streq(url, "/healthz") || streq(url, "/health")) {
-		/* dcgm-exporter's probe path is /health; Kubernetes habit is /healthz: answer both */
-		return e ? text(h, c, MHD_HTTP_OK, "ok\n") : not_ready(h, c);
+		/*
+		 * dcgm-exporter's probe path is /health, whose body is exactly "OK" (no newline) once it
+		 * serves (docs/reference/dcgm-exporter.md); Kubernetes habit is /healthz: answer both
+		 */
+		return !e ? not_ready(h, c) : text(h, c, MHD_HTTP_OK, streq(url, "/health") ? "OK" : "ok\n");
 	}
 	if (streq(url, "/"))
 		return text(h, c, MHD_HTTP_OK, "gpulet exporter: metrics at /metrics, health at /healthz\n");

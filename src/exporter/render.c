@@ -117,13 +117,17 @@ static bool same_holder(const struct podres_device *a, const struct podres_devic
 	return streq(a->pod, b->pod) && streq(a->ns, b->ns) && streq(a->container, b->container);
 }
 
-static void pod_suffix(struct strbuf *b, const struct podres_device *h, bool vgpu)
+/* -o (old_namespace): dcgm-exporter 1.x names the pod labels container_name, pod_namespace, pod_name */
+static void pod_suffix(struct strbuf *b, const struct podres_device *h, bool vgpu, bool old_namespace)
 {
 	char pod[512], ns[256], ctr[512];
 	prom_escape(h->pod, pod, sizeof(pod));
 	prom_escape(h->ns, ns, sizeof(ns));
 	prom_escape(h->container, ctr, sizeof(ctr));
-	strbuf_printf(b, ",container=\"%s\",namespace=\"%s\",pod=\"%s\"", ctr, ns, pod);
+	strbuf_printf(b,
+		      old_namespace ? ",container_name=\"%s\",pod_namespace=\"%s\",pod_name=\"%s\""
+				    : ",container=\"%s\",namespace=\"%s\",pod=\"%s\"",
+		      ctr, ns, pod);
 	if (vgpu && h->replica >= 0)
 		strbuf_printf(b, ",vgpu=\"%d\"", h->replica);
 }
@@ -153,7 +157,7 @@ static int attribution_build(struct attribution *a, const struct exporter *e, co
 				a->off = o;
 			}
 			a->off[a->n_off++] = a->text.len;
-			pod_suffix(&a->text, &h[k], !one);
+			pod_suffix(&a->text, &h[k], !one, e->old_namespace);
 			strbuf_printf(&a->text, "%c", '\0');
 		}
 		a->count[d] = want;
@@ -174,9 +178,9 @@ static const char *suffix(const struct attribution *a, size_t d, size_t k)
 	return a->text.s + a->off[a->first[d] + k];
 }
 
-/* One sample line per attribution of device d (or one bare line). */
+/* One sample line per attribution of device d (or one bare line); extra: more labels or "". */
 static void device_line(struct strbuf *b, const struct exporter *e, const struct attribution *a, size_t d,
-			const char *name, double v)
+			const char *name, const char *extra, double v)
 {
 	size_t n = a->count[d];
 	for (size_t k = 0; k < MAX(n, (size_t)1); k++) {
@@ -184,6 +188,7 @@ static void device_line(struct strbuf *b, const struct exporter *e, const struct
 		put_str(b, "{");
 		put_str(b, e->devs[d].labels);
 		put_str(b, e->hostname_labels);
+		put_str(b, extra);
 		put_str(b, n ? suffix(a, d, k) : "");
 		put_str(b, "}");
 		put_value(b, v);
@@ -207,7 +212,7 @@ static void render_pod_allocation(struct strbuf *b, const struct exporter *e, co
 			strbuf_printf(b, "gpulet_pod_gpu_allocated{%s%s", e->devs[d].labels, e->hostname_labels);
 			char res[256];
 			prom_escape(h[k].resource, res, sizeof(res));
-			pod_suffix(b, &h[k], true);
+			pod_suffix(b, &h[k], true, e->old_namespace);
 			strbuf_printf(b, ",resource=\"%s\"}", res);
 			put_value(b, 1);
 		}
@@ -246,15 +251,74 @@ static void render_fields(struct strbuf *b, const struct exporter *e, const stru
 				family(b, exp_metrics[i].name, e->type[i], e->help[i]);
 				header = true;
 			}
-			device_line(b, e, a, d, exp_metrics[i].name, v);
+			device_line(b, e, a, d, exp_metrics[i].name, "", v);
 		}
 	}
-	if (!e->n_gpus || !e->xid_enabled)
+}
+
+/*
+ * DCGM_FI_DEV_XID_ERRORS: the last XID, with dcgm-exporter's err_code and err_msg labels (its
+ * gpu_collector.go). A lost or hung GPU serves no DCGM_FI_DEV_* series at all, this one included.
+ */
+static void render_xid(struct strbuf *b, const struct exporter *e, const struct attribution *a,
+		       const struct exp_gpu_state *st, double now)
+{
+	bool header = false;
+	for (size_t d = 0; e->xid_enabled && d < e->n_devs; d++) {
+		const struct exp_gpu_state *s = &st[e->devs[d].gpu];
+		if (!e->devs[d].shown || s->lost || stale(e, s, now))
+			continue;
+		if (!header) {
+			family(b, "DCGM_FI_DEV_XID_ERRORS", e->xid_type, e->xid_help);
+			header = true;
+		}
+		char extra[160], msg[128];
+		prom_escape(exp_xid_text(s->last_xid), msg, sizeof(msg));
+		snprintf(extra, sizeof(extra), ",err_code=\"%u\",err_msg=\"%s\"", s->last_xid, msg);
+		device_line(b, e, a, d, "DCGM_FI_DEV_XID_ERRORS", extra, s->last_xid);
+	}
+}
+
+/*
+ * DCGM_EXP_XID_ERRORS_COUNT as dcgm-exporter's xid collector: per device, one series per XID code
+ * seen in the last -x milliseconds (label xid, the count), else one series of 0 without xid; every
+ * series has window_size_in_ms.
+ */
+static void render_xid_count(struct strbuf *b, const struct exporter *e, const struct attribution *a,
+			     const struct exp_gpu_state *st, double now)
+{
+	if (!e->xid_count_enabled || !e->n_gpus)
 		return;
-	family(b, "DCGM_FI_DEV_XID_ERRORS", e->xid_type, e->xid_help);
-	for (size_t d = 0; d < e->n_devs; d++)
-		if (e->devs[d].shown)
-			device_line(b, e, a, d, "DCGM_FI_DEV_XID_ERRORS", st[e->devs[d].gpu].last_xid);
+	family(b, "DCGM_EXP_XID_ERRORS_COUNT", e->xid_count_type, e->xid_count_help);
+	double since = now - e->xid_window_ms / 1000.0;
+	for (size_t d = 0; d < e->n_devs; d++) {
+		const struct exp_gpu_state *s = &st[e->devs[d].gpu];
+		struct {
+			unsigned code, n;
+		} seen[EXP_XID_RECENT];
+		size_t n_seen = 0, held = MIN(s->n_recent, (size_t)EXP_XID_RECENT);
+		if (!e->devs[d].shown)
+			continue;
+		for (size_t k = 0; k < held; k++) {
+			if (s->recent[k].at < since)
+				continue;
+			size_t j;
+			for (j = 0; j < n_seen && seen[j].code != s->recent[k].code; j++)
+				;
+			if (j == n_seen)
+				seen[n_seen++].code = s->recent[k].code, seen[j].n = 0;
+			seen[j].n++;
+		}
+		char extra[96];
+		snprintf(extra, sizeof(extra), ",window_size_in_ms=\"%u\"", e->xid_window_ms);
+		if (!n_seen)
+			device_line(b, e, a, d, "DCGM_EXP_XID_ERRORS_COUNT", extra, 0);
+		for (size_t j = 0; j < n_seen; j++) {
+			snprintf(extra, sizeof(extra), ",window_size_in_ms=\"%u\",xid=\"%u\"", e->xid_window_ms,
+				 seen[j].code);
+			device_line(b, e, a, d, "DCGM_EXP_XID_ERRORS_COUNT", extra, seen[j].n);
+		}
+	}
 }
 
 /* The fields asked for that this node cannot serve, one series each (issue 14). */
@@ -284,6 +348,8 @@ static void render_devices(struct strbuf *b, const struct exporter *e, const str
 			   const struct exp_values *vals, const struct exp_gpu_state *st, double now)
 {
 	render_fields(b, e, a, vals, st, now);
+	render_xid(b, e, a, st, now);
+	render_xid_count(b, e, a, st, now);
 	render_unavailable(b, e);
 	if (!e->n_gpus)
 		return;

@@ -1627,8 +1627,12 @@ API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t
 	if (r != NVML_SUCCESS)
 		return r;
 	pthread_mutex_lock(&lock);
-	if (handle_valid(device) && device->mig < 0)
-		reserved = (unsigned long long)int_or(tel_get(&slots[device->gpu], "memory_reserved_mib"), 0) * MIB;
+	if (handle_valid(device) && device->mig < 0) {
+		/* a fraction of a MiB is allowed: a real H200 reserves 615.06 MiB */
+		json_t *rv = tel_get(&slots[device->gpu], "memory_reserved_mib");
+		reserved = json_is_real(rv) ? (unsigned long long)(json_real_value(rv) * MIB)
+					    : (unsigned long long)int_or(rv, 0) * MIB;
+	}
 	pthread_mutex_unlock(&lock);
 	memory->total = m.total;
 	memory->reserved = reserved < m.free ? reserved : m.free;

@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 
-ALLOWED = re.compile(r'^DCGM_FI_[A-Z0-9_]+ counter metrics should have "_total" suffix$'
+ALLOWED = re.compile(r'^DCGM_(?:FI|EXP)_[A-Z0-9_]+ counter metrics should have "_total" suffix$'
                      # dcgm-exporter's default counter DCGM_FI_DEV_PCIE_REPLAY_COUNTER (issue 14)
                      r"|^DCGM_FI_DEV_PCIE_REPLAY_COUNTER metric name should not include type 'counter'$")
 

@@ -106,7 +106,7 @@ static void test_dcgm_names_and_labels(void **state)
 	assert_null(strstr(t, "DCGM_FI_DEV_GPU_TEMP"));
 	assert_null(strstr(t, "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\""));
 	/* last XID gauge: 0 for every GPU until one happens; health per device incl. MIG */
-	assert_non_null(strstr(t, "\nDCGM_FI_DEV_XID_ERRORS{" LABELS0 "} 0\n"));
+	assert_non_null(strstr(t, "\nDCGM_FI_DEV_XID_ERRORS{" LABELS0 ",err_code=\"0\",err_msg=\"No Error\"} 0\n"));
 	assert_non_null(strstr(t, "\ngpulet_gpu_healthy{" LABELS_MIG_A "} 1\n"));
 	assert_non_null(strstr(t, "\ngpulet_exporter_ready 1\n"));
 	assert_null(strstr(t, "pod=")); /* no attribution without a map */
@@ -191,14 +191,16 @@ static void test_xid_and_health(void **state)
 	assert_int_equal(exporter_init(&e, &test_node, "node-1", NULL), 0);
 	exporter_record_xid(&e, 0, 13); /* application error: counted, still healthy */
 	_cleanup_free_ char *a = render(&e, NULL);
-	assert_non_null(strstr(a, "\nDCGM_FI_DEV_XID_ERRORS{" LABELS0 "} 13\n"));
+	assert_non_null(strstr(a, "\nDCGM_FI_DEV_XID_ERRORS{" LABELS0
+				  ",err_code=\"13\",err_msg=\"Graphics Engine Exception\"} 13\n"));
 	assert_non_null(strstr(a, "\ngpulet_xid_errors_total{" LABELS0 ",xid=\"13\"} 1\n"));
 	assert_non_null(strstr(a, "\ngpulet_gpu_healthy{" LABELS0 "} 1\n"));
 	exporter_record_xid(&e, 0, 79);
 	exporter_record_xid(&e, 0, 13);
 	exporter_record_xid(&e, 1, 48);
 	_cleanup_free_ char *b = render(&e, NULL);
-	assert_non_null(strstr(b, "\nDCGM_FI_DEV_XID_ERRORS{" LABELS0 "} 13\n"));
+	assert_non_null(strstr(b, "\nDCGM_FI_DEV_XID_ERRORS{" LABELS0
+				  ",err_code=\"13\",err_msg=\"Graphics Engine Exception\"} 13\n"));
 	assert_non_null(strstr(b, "\ngpulet_xid_errors_total{" LABELS0 ",xid=\"13\"} 2\n"));
 	assert_non_null(strstr(b, "\ngpulet_xid_errors_total{" LABELS0 ",xid=\"79\"} 1\n"));
 	assert_non_null(strstr(b, "\ngpulet_gpu_healthy{" LABELS0 "} 0\n"));
@@ -321,7 +323,7 @@ static void test_collectors_parse(void **state)
 	assert_int_equal(c.v[3].kind, EXP_COUNTER_XID);
 	assert_int_equal(c.v[4].kind, EXP_COUNTER_DRIVER);
 	assert_int_equal(c.v[5].kind, EXP_COUNTER_UNAVAILABLE);
-	assert_int_equal(c.v[6].kind, EXP_COUNTER_UNAVAILABLE);
+	assert_int_equal(c.v[6].kind, EXP_COUNTER_XID_COUNT);
 	assert_int_equal(c.v[7].kind, EXP_COUNTER_UNAVAILABLE);
 	exp_collectors_free(&c);
 	c = parse_ok("");

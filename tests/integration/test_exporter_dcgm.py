@@ -1,0 +1,219 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What a dcgm-exporter user's alerts and queries read, series by series (docs/reference/dcgm-exporter.md):
+XID labels and the windowed XID count, whole numbers where DCGM has int64s, the device label and lost
+GPUs, /health's body, -o's 1.x label names. Every test here failed before these were served."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from exporter_lib import PY, SRC, Exporter, PodResources, fixture, series, write_json_atomic  # noqa: E402
+
+
+def load(name):
+    with open(fixture(name)) as f:
+        return json.load(f)
+
+
+def promcheck(body):
+    p = subprocess.run([PY, os.path.join(SRC, "tests", "integration", "promcheck.py")], input=body.encode(),
+                       capture_output=True, timeout=60)
+    return p.returncode, (p.stdout + p.stderr).decode()
+
+
+def with_fixture(doc):
+    """A fixture file for doc (the Exporter copies it)."""
+    d = tempfile.mkdtemp(prefix="gpulet-fx-")
+    path = os.path.join(d, "fixture.json")
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    return path, d
+
+
+def collectors(text):
+    d = tempfile.mkdtemp(prefix="gpulet-csv-")
+    path = os.path.join(d, "counters.csv")
+    with open(path, "w") as f:
+        f.write(text)
+    return path, d
+
+
+class Xid(unittest.TestCase):
+    def test_last_xid_has_err_code_and_err_msg(self):
+        """dcgm-exporter's DCGM_FI_DEV_XID_ERRORS carries err_code and its err_msg table's words."""
+        ex = Exporter(fixture("dgx-h100"), ["--collect-interval", "200", "--kubernetes=false"])
+        try:
+            body = ex.wait_for(lambda b: "DCGM_FI_DEV_XID_ERRORS{" in b, what="XID series")
+            for labels, v in series(body, "DCGM_FI_DEV_XID_ERRORS"):
+                self.assertEqual((labels.get("err_code"), labels.get("err_msg"), v), ("0", "No Error", 0))
+            ex.add_event("xid 1 13")
+            ex.add_event("xid 2 999")
+            body = ex.wait_for(lambda b: any(v == 999 for _, v in series(b, "DCGM_FI_DEV_XID_ERRORS")),
+                               what="XIDs 13 and 999")
+            got = {l["gpu"]: (l["err_code"], l["err_msg"], v) for l, v in series(body, "DCGM_FI_DEV_XID_ERRORS")}
+            self.assertEqual(got["1"], ("13", "Graphics Engine Exception", 13))
+            self.assertEqual(got["2"], ("999", "Unknown Error", 999))
+            self.assertEqual(got["0"], ("0", "No Error", 0))
+            rc, out = promcheck(body)
+            self.assertEqual(rc, 0, out)
+        finally:
+            ex.cleanup()
+
+    def test_xid_count_window(self):
+        """DCGM_EXP_XID_ERRORS_COUNT: XIDs per code within -x ms; 0 without an xid label when none."""
+        path, d = collectors("DCGM_FI_DEV_GPU_TEMP, gauge, temp\n"
+                             "DCGM_EXP_XID_ERRORS_COUNT, counter, reported XIDs during last window\n")
+        ex = Exporter(fixture("dgx-h100"), ["--collect-interval", "200", "--kubernetes=false", "-f", path,
+                                            "-x", "3000"])
+        try:
+            body = ex.wait_for(lambda b: "DCGM_EXP_XID_ERRORS_COUNT{" in b, what="XID count series")
+            self.assertIn("# TYPE DCGM_EXP_XID_ERRORS_COUNT counter", body)
+            zero = series(body, "DCGM_EXP_XID_ERRORS_COUNT")
+            self.assertEqual(len(zero), 8)
+            for labels, v in zero:
+                self.assertEqual((labels["window_size_in_ms"], labels.get("xid"), v), ("3000", None, 0))
+            ex.add_event("xid 1 79")
+            ex.add_event("xid 1 79")
+            ex.add_event("xid 1 13")
+            body = ex.wait_for(lambda b: any(l.get("xid") == "79" and v == 2
+                                             for l, v in series(b, "DCGM_EXP_XID_ERRORS_COUNT")), what="count 2")
+            g1 = {l.get("xid"): v for l, v in series(body, "DCGM_EXP_XID_ERRORS_COUNT") if l["gpu"] == "1"}
+            self.assertEqual(g1, {"79": 2, "13": 1})
+            self.assertNotIn("DCGM_FI_DEV_XID_ERRORS{", body)  # not listed in the file
+            rc, out = promcheck(body)
+            self.assertEqual(rc, 0, out)
+            # past the window the GPU is back to one series of 0
+            body = ex.wait_for(lambda b: {l.get("xid") for l, _ in series(b, "DCGM_EXP_XID_ERRORS_COUNT")
+                                          if l["gpu"] == "1"} == {None}, timeout=10, what="window passed")
+            self.assertEqual([v for l, v in series(body, "DCGM_EXP_XID_ERRORS_COUNT") if l["gpu"] == "1"], [0])
+        finally:
+            ex.cleanup()
+            shutil.rmtree(d, ignore_errors=True)
+
+
+class Numbers(unittest.TestCase):
+    def test_framebuffer_in_whole_mib(self):
+        """A real H200 reserves 615.06 MiB; DCGM's int64 says 615 (and no value is in exponent form)."""
+        doc = load("single-t4")
+        doc["models"]["tesla-t4"]["telemetry"]["memory_reserved_mib"] = 615.0625
+        path, d = with_fixture(doc)
+        ex = Exporter(path, ["--collect-interval", "200", "--kubernetes=false"])
+        try:
+            body = ex.wait_for(lambda b: "DCGM_FI_DEV_FB_RESERVED{" in b, what="FB sample")
+            lines = [l for l in body.splitlines() if l.startswith("DCGM_FI_DEV_FB_")]
+            self.assertEqual(len(lines), 4, lines)
+            for line in lines:
+                self.assertRegex(line, r"\} \d+$")
+            self.assertEqual([v for _, v in series(body, "DCGM_FI_DEV_FB_RESERVED")], [615])
+            total = series(body, "DCGM_FI_DEV_FB_TOTAL")[0][1]
+            free = series(body, "DCGM_FI_DEV_FB_FREE")[0][1]
+            used = series(body, "DCGM_FI_DEV_FB_USED")[0][1]
+            self.assertLessEqual(free + used + 615, total)
+            for line in body.splitlines():
+                if line.startswith("DCGM_FI_DEV_") and "POWER_USAGE" not in line:
+                    self.assertRegex(line, r"\} \d+$")
+        finally:
+            ex.cleanup()
+            shutil.rmtree(d, ignore_errors=True)
+
+
+class Devices(unittest.TestCase):
+    def test_device_is_nvidia_index_and_lost_at_start_has_no_empty_labels(self):
+        """device is nvidia<gpu index> as dcgm-exporter writes it, whatever the /dev minor; a GPU lost
+        before start has no UUID="" or pci_bus_id="" and no DCGM_FI_DEV_* series."""
+        doc = load("degraded")
+        for i, g in enumerate(doc["gpus"]):
+            g["minor"] = 7 - i  # minors in reverse order: device must still follow the index
+        path, d = with_fixture(doc)
+        ex = Exporter(path, ["--collect-interval", "200", "--kubernetes=false"])
+        try:
+            body = ex.wait_for(lambda b: len(series(b, "DCGM_FI_DEV_GPU_TEMP")) == 2, what="2 GPUs sampled")
+            for line in body.splitlines():
+                if line.startswith("#"):
+                    continue
+                self.assertNotIn('UUID=""', line)
+                self.assertNotIn('pci_bus_id=""', line)
+                m = re.search(r'\{gpu="(\d+)".*device="nvidia(\d+)"', line)
+                if m:
+                    self.assertEqual(m.group(1), m.group(2), line)
+            healthy = series(body, "gpulet_gpu_healthy")
+            self.assertEqual(sorted(l["device"] for l, _ in healthy), ["nvidia0", "nvidia1", "nvidia2"])
+            self.assertEqual([v for l, v in healthy if l["gpu"] == "2"], [0])
+            for line in body.splitlines():
+                if line.startswith("DCGM_FI_DEV_"):
+                    self.assertNotIn('gpu="2"', line)
+            self.assertEqual(sorted(l["gpu"] for l, _ in series(body, "DCGM_FI_DEV_XID_ERRORS")), ["0", "1"])
+            rc, out = promcheck(body)
+            self.assertEqual(rc, 0, out)
+        finally:
+            ex.cleanup()
+            shutil.rmtree(d, ignore_errors=True)
+
+    def test_gpu_lost_while_running_serves_no_dcgm_series(self):
+        ex = Exporter(fixture("dgx-h100"), ["--collect-interval", "200", "--kubernetes=false"])
+        try:
+            ex.wait_for(lambda b: len(series(b, "DCGM_FI_DEV_GPU_TEMP")) == 8, what="8 GPUs sampled")
+            doc = load("dgx-h100")
+            lost = doc["gpus"][2]["uuid"]
+            doc["gpus"][2]["lost"] = True
+            write_json_atomic(ex.fixture, doc)
+            body = ex.wait_for(lambda b: any(l["UUID"] == lost and v == 0 for l, v in
+                                             series(b, "gpulet_gpu_healthy")), what="lost GPU unhealthy")
+            body = ex.scrape()
+            dcgm = [l for l in body.splitlines() if l.startswith("DCGM_FI_DEV_") and lost in l]
+            self.assertEqual(dcgm, [])
+            self.assertEqual(len(series(body, "DCGM_FI_DEV_XID_ERRORS")), 7)
+        finally:
+            ex.cleanup()
+
+
+class Upstream(unittest.TestCase):
+    def test_health_body_is_ok(self):
+        ex = Exporter(fixture("single-t4"), ["--kubernetes=false"])
+        try:
+            ex.wait_for(lambda b: "\ngpulet_exporter_ready 1\n" in b, what="ready")
+            status, _, body = ex.get("/health")
+            self.assertEqual((status, body), (200, "OK"))
+            status, _, body = ex.get("/healthz")
+            self.assertEqual((status, body), (200, "ok\n"))
+        finally:
+            ex.cleanup()
+
+    def test_old_namespace_labels(self):
+        """-o as dcgm-exporter: the label uuid, and pod_name/pod_namespace/container_name."""
+        doc = load("dgx-a100")
+        g0 = doc["gpus"][0]["uuid"]
+        root = tempfile.mkdtemp(prefix="gpulet-root-")
+        sock = os.path.join(root, "var/lib/kubelet/pod-resources/kubelet.sock")
+        pr = PodResources(sock, [{"name": "train-0", "namespace": "ml", "containers": [
+            {"name": "worker", "devices": [{"resource_name": "nvidia.com/gpu", "device_ids": [g0]}]}]}])
+        ex = None
+        try:
+            ex = Exporter(fixture("dgx-a100"), ["--collect-interval", "200", "--pod-resources-interval", "200",
+                                                "-o"], root=root)
+            body = ex.wait_for(lambda b: any(l.get("pod_name") == "train-0"
+                                             for l, _ in series(b, "DCGM_FI_DEV_GPU_TEMP")), what="attribution")
+            temps = series(body, "DCGM_FI_DEV_GPU_TEMP")
+            self.assertTrue(all("uuid" in l and "UUID" not in l for l, _ in temps))
+            held = [l for l, _ in temps if l["uuid"] == g0]
+            self.assertEqual([(l["pod_name"], l["pod_namespace"], l["container_name"]) for l in held],
+                             [("train-0", "ml", "worker")])
+            self.assertNotIn('pod="', body)
+            self.assertNotIn("use-old-namespace", ex.text())  # no "has no effect" warning
+            rc, out = promcheck(body)
+            self.assertEqual(rc, 0, out)
+        finally:
+            if ex:
+                ex.cleanup()
+            pr.stop()
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
