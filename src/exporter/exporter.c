@@ -143,6 +143,7 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 	free(e->unavailable_names);
 	e->unavailable_names = NULL;
 	for (int i = 0; i < EXP_METRIC_COUNT; i++) {
+		e->name[i] = exp_metrics[i].name;
 		e->type[i] = exp_metrics[i].type;
 		e->help[i] = exp_metrics[i].help;
 		if (!c && exp_metrics[i].builtin)
@@ -159,6 +160,7 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 			/* histogram and summary need buckets/quantiles: served as gauge */
 			e->type[ct->metric] = streq(ct->type, "counter") ? "counter" : "gauge";
 			e->help[ct->metric] = ct->help;
+			e->name[ct->metric] = ct->name;
 		} else if (ct->kind == EXP_COUNTER_XID && !e->xid_enabled) {
 			e->xid_enabled = true;
 			e->xid_type = streq(ct->type, "counter") ? "counter" : "gauge";

@@ -65,6 +65,20 @@ enum exp_metric_id {
 	EXP_PROF_PCIE_RX_BYTES,
 	EXP_PROF_NVLINK_TX_BYTES,
 	EXP_PROF_NVLINK_RX_BYTES,
+	/* issue 24: clock events, violations, NVLink errors (not in the built-in set) */
+	EXP_CLOCKS_EVENT_REASONS,
+	EXP_PSTATE,
+	EXP_ENFORCED_POWER_LIMIT,
+	EXP_POWER_VIOLATION,
+	EXP_THERMAL_VIOLATION,
+	EXP_SYNC_BOOST_VIOLATION,
+	EXP_BOARD_LIMIT_VIOLATION,
+	EXP_LOW_UTIL_VIOLATION,
+	EXP_RELIABILITY_VIOLATION,
+	EXP_NVLINK_CRC_FLIT_ERRORS,
+	EXP_NVLINK_CRC_DATA_ERRORS,
+	EXP_NVLINK_REPLAY_ERRORS,
+	EXP_NVLINK_RECOVERY_ERRORS,
 	EXP_METRIC_COUNT
 };
 _Static_assert(EXP_METRIC_COUNT <= 64, "exp_values.valid is a 64-bit mask");
@@ -88,7 +102,7 @@ struct exp_metric_def {
 	bool fp;          /* a DCGM double; every other field is DCGM's int64, served truncated (whole MiB) */
 };
 extern const struct exp_metric_def exp_metrics[EXP_METRIC_COUNT];
-/* The row index of a DCGM field name, or -1. */
+/* The row index of a DCGM field name or of a legacy alias of it (served under that name), or -1. */
 int exp_metric_by_name(const char *name);
 
 /* Values of one device (GPU or MIG instance) at one sample; valid bit i = exp_metrics[i] present. */
@@ -182,6 +196,7 @@ struct exporter {
 	bool event_running;
 	/* what is served (exporter_configure) */
 	uint64_t enabled;                   /* exp_metrics rows served */
+	const char *name[EXP_METRIC_COUNT]; /* the collectors file's name (an alias), else the row's */
 	const char *type[EXP_METRIC_COUNT]; /* the collectors file's type and help, else the row's */
 	const char *help[EXP_METRIC_COUNT];
 	bool xid_enabled, driver_label; /* DCGM_FI_DEV_XID_ERRORS, DCGM_FI_DRIVER_VERSION label */

@@ -220,6 +220,48 @@ static nvmlReturn_t get_retired_pending(const struct nvml *nv, nvmlDevice_t dev,
 	return r;
 }
 
+/* P-state: 0 (max performance) .. 15; NVML's 32 (unknown) is no value */
+static nvmlReturn_t get_pstate(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret)
+{
+	nvmlPstates_t p;
+	nvmlReturn_t r = nv->device_get_performance_state ? nv->device_get_performance_state(dev, &p)
+							  : NVML_ERROR_FUNCTION_NOT_FOUND;
+	if (r == NVML_SUCCESS && (p < 0 || p > 15))
+		return NVML_ERROR_NOT_SUPPORTED;
+	if (r == NVML_SUCCESS)
+		*ret = p;
+	return r;
+}
+
+/* milliwatts -> watts, as DCGM_FI_DEV_POWER_USAGE */
+static nvmlReturn_t get_power_limit(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret)
+{
+	return one_uint(nv->device_get_enforced_power_limit, dev, 1 / 1000.0, ret);
+}
+
+/* The clocks event (throttle) reason bitmask: NVML's and DCGM's bits are the same */
+static nvmlReturn_t get_clock_reasons(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret)
+{
+	unsigned long long m;
+	nvmlReturn_t r = nv->device_get_current_clocks_throttle_reasons
+			     ? nv->device_get_current_clocks_throttle_reasons(dev, &m)
+			     : NVML_ERROR_FUNCTION_NOT_FOUND;
+	if (r == NVML_SUCCESS)
+		*ret = (double)m;
+	return r;
+}
+
+/* arg: NVML_PERF_POLICY_*; ns held below application clocks since boot */
+static nvmlReturn_t get_violation(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret)
+{
+	nvmlViolationTime_t t;
+	nvmlReturn_t r = nv->device_get_violation_status ? nv->device_get_violation_status(dev, arg, &t)
+							 : NVML_ERROR_FUNCTION_NOT_FOUND;
+	if (r == NVML_SUCCESS)
+		*ret = (double)t.violationTime;
+	return r;
+}
+
 #define ECC(type, counter) (((type) << 1) | (counter))
 #define G                  EXP_SCOPE_GPU
 #define GI                 (EXP_SCOPE_GPU | EXP_SCOPE_INHERIT)
@@ -329,6 +371,51 @@ const struct exp_metric_def exp_metrics[EXP_METRIC_COUNT] = {
 				  "The rate of data received over NVLink, not including protocol headers, in bytes per "
 				  "second.",
 				  GI, NULL, 0, NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, MIBS, false},
+    /* issue 24; help as dcgm-exporter's CSVs where they list the field, else ours */
+    [EXP_CLOCKS_EVENT_REASONS] = {"DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge",
+				  "Current clock event (throttle) reasons, a bitmask.", GI, get_clock_reasons, 0},
+    [EXP_PSTATE] = {"DCGM_FI_DEV_PSTATE", "gauge", "Performance state (P-state) 0-15, 0 the highest.", GI, get_pstate,
+		    0},
+    [EXP_ENFORCED_POWER_LIMIT] = {"DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "gauge", "Enforced power limit (in W).", GI,
+				  get_power_limit, 0, .fp = true},
+    [EXP_POWER_VIOLATION] = {"DCGM_FI_DEV_POWER_VIOLATION", "counter",
+			     "Throttling duration due to power constraints (in ns).", GI, get_violation,
+			     NVML_PERF_POLICY_POWER},
+    [EXP_THERMAL_VIOLATION] = {"DCGM_FI_DEV_THERMAL_VIOLATION", "counter",
+			       "Throttling duration due to thermal constraints (in ns).", GI, get_violation,
+			       NVML_PERF_POLICY_THERMAL},
+    [EXP_SYNC_BOOST_VIOLATION] = {"DCGM_FI_DEV_SYNC_BOOST_VIOLATION", "counter",
+				  "Throttling duration due to sync-boost constraints (in ns).", GI, get_violation,
+				  NVML_PERF_POLICY_SYNC_BOOST},
+    [EXP_BOARD_LIMIT_VIOLATION] = {"DCGM_FI_DEV_BOARD_LIMIT_VIOLATION", "counter",
+				   "Throttling duration due to board limit constraints (in ns).", GI, get_violation,
+				   NVML_PERF_POLICY_BOARD_LIMIT},
+    [EXP_LOW_UTIL_VIOLATION] = {"DCGM_FI_DEV_LOW_UTIL_VIOLATION", "counter",
+				"Throttling duration due to low utilization (in ns).", GI, get_violation,
+				NVML_PERF_POLICY_LOW_UTILIZATION},
+    [EXP_RELIABILITY_VIOLATION] = {"DCGM_FI_DEV_RELIABILITY_VIOLATION", "counter",
+				   "Throttling duration due to reliability constraints (in ns).", GI, get_violation,
+				   NVML_PERF_POLICY_RELIABILITY},
+    [EXP_NVLINK_CRC_FLIT_ERRORS] = {"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter",
+				    "Total number of NVLink flow-control CRC errors.", GI, get_field,
+				    NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL},
+    [EXP_NVLINK_CRC_DATA_ERRORS] = {"DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "counter",
+				    "Total number of NVLink data CRC errors.", GI, get_field,
+				    NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL},
+    [EXP_NVLINK_REPLAY_ERRORS] = {"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter",
+				  "Total number of NVLink retries.", GI, get_field,
+				  NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL},
+    [EXP_NVLINK_RECOVERY_ERRORS] = {"DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter",
+				    "Total number of NVLink recovery errors.", GI, get_field,
+				    NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL},
+};
+
+/* Legacy DCGM names a collectors file may use for a row; the series keep the file's name. */
+static const struct {
+	const char *alias;
+	int metric;
+} exp_aliases[] = {
+    {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", EXP_CLOCKS_EVENT_REASONS},
 };
 
 int exp_metric_by_name(const char *name)
@@ -336,5 +423,8 @@ int exp_metric_by_name(const char *name)
 	for (int i = 0; i < EXP_METRIC_COUNT; i++)
 		if (streq(exp_metrics[i].name, name))
 			return i;
+	for (size_t k = 0; k < ELEMENTSOF(exp_aliases); k++)
+		if (streq(exp_aliases[k].alias, name))
+			return exp_aliases[k].metric;
 	return -1;
 }

@@ -248,10 +248,10 @@ static void render_fields(struct strbuf *b, const struct exporter *e, const stru
 			if (!e->devs[d].shown || stale(e, &st[e->devs[d].gpu], now) || !device_value(e, vals, d, i, &v))
 				continue;
 			if (!header) {
-				family(b, exp_metrics[i].name, e->type[i], e->help[i]);
+				family(b, e->name[i], e->type[i], e->help[i]);
 				header = true;
 			}
-			device_line(b, e, a, d, exp_metrics[i].name, "", v);
+			device_line(b, e, a, d, e->name[i], "", v);
 		}
 	}
 }
@@ -339,7 +339,7 @@ static void render_unavailable(struct strbuf *b, const struct exporter *e)
 	for (int i = 0; probed && i < EXP_METRIC_COUNT; i++)
 		if (e->unsupported & (1ull << i))
 			strbuf_printf(b, "gpulet_exporter_field_unavailable{field=\"%s\",reason=\"%s\"} 1\n",
-				      exp_metrics[i].name,
+				      e->name[i],
 				      exp_metrics[i].gpm && !exp_metrics[i].get ? "needs GPM (Hopper or newer)"
 										: "not supported by these GPUs");
 }

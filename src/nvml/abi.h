@@ -273,6 +273,26 @@ enum {
 #define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX 138 /* KiB since boot; scopeId = link, UINT_MAX = all */
 #define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX 139
 
+/* Clock events and violations (issue 24): nvmlDeviceGetViolationStatus's policies and result. */
+typedef int nvmlPstates_t; /* 0 (max performance) .. 15, 32 unknown */
+typedef int nvmlPerfPolicyType_t;
+enum {
+	NVML_PERF_POLICY_POWER = 0,
+	NVML_PERF_POLICY_THERMAL = 1,
+	NVML_PERF_POLICY_SYNC_BOOST = 2,
+	NVML_PERF_POLICY_BOARD_LIMIT = 3,
+	NVML_PERF_POLICY_LOW_UTILIZATION = 4,
+	NVML_PERF_POLICY_RELIABILITY = 5,
+};
+typedef struct nvmlViolationTime_st {
+	unsigned long long referenceTime; /* CPU timestamp, us */
+	unsigned long long violationTime; /* ns held below application clocks since boot */
+} nvmlViolationTime_t;
+#define NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL 38 /* all links */
+#define NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL 45
+#define NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL   52
+#define NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL 59
+
 typedef union nvmlValue_st {
 	double dVal;
 	unsigned int uiVal;

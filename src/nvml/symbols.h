@@ -27,7 +27,13 @@
 	X(gpm_sample_free, nvmlGpmSampleFree, (nvmlGpmSample_t), 0)                                                   \
 	X(gpm_sample_get, nvmlGpmSampleGet, (nvmlDevice_t, nvmlGpmSample_t), 0)                                       \
 	X(gpm_mig_sample_get, nvmlGpmMigSampleGet, (nvmlDevice_t, unsigned, nvmlGpmSample_t), 0)                      \
-	X(gpm_metrics_get, nvmlGpmMetricsGet, (nvmlGpmMetricsGet_t *), 0)
+	X(gpm_metrics_get, nvmlGpmMetricsGet, (nvmlGpmMetricsGet_t *), 0)                                             \
+	X(device_get_performance_state, nvmlDeviceGetPerformanceState, (nvmlDevice_t, nvmlPstates_t *), 0)            \
+	X(device_get_enforced_power_limit, nvmlDeviceGetEnforcedPowerLimit, (nvmlDevice_t, unsigned *), 0)            \
+	X(device_get_current_clocks_throttle_reasons, nvmlDeviceGetCurrentClocksThrottleReasons,                      \
+	  (nvmlDevice_t, unsigned long long *), 0)                                                                    \
+	X(device_get_violation_status, nvmlDeviceGetViolationStatus,                                                  \
+	  (nvmlDevice_t, nvmlPerfPolicyType_t, nvmlViolationTime_t *), 0)
 
 /*
  * Every NVML entry point gpulet may call: X(field, symbol, return-args, required).

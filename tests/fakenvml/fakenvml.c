@@ -1641,6 +1641,57 @@ API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t
 	return NVML_SUCCESS;
 }
 
+/* Clock events and violations (issue 24): telemetry pstate, enforced_power_limit_mw,
+ * clocks_event_reasons, violations_ns {power, thermal, sync_boost, board_limit, low_util,
+ * reliability}; absent keys answer NOT_SUPPORTED. */
+API nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device, nvmlPstates_t *state)
+{
+	json_t *v;
+
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!state)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	v = tel_get(c.g, "pstate");
+	if (v)
+		*state = (nvmlPstates_t)int_or(v, 32);
+	return leave(v ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED);
+}
+
+API nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned *limit)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	return leave(tel_uint(c.g, "enforced_power_limit_mw", limit));
+}
+
+API nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long *reasons)
+{
+	json_t *v;
+
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!reasons)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	v = tel_get(c.g, "clocks_event_reasons");
+	if (v)
+		*reasons = (unsigned long long)int_or(v, 0);
+	return leave(v ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED);
+}
+
+API nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t device, nvmlPerfPolicyType_t policy, nvmlViolationTime_t *t)
+{
+	static const char *const keys[] = {"power", "thermal", "sync_boost", "board_limit", "low_util", "reliability"};
+	json_t *v = NULL;
+
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!t || policy < 0 || policy >= (int)(sizeof(keys) / sizeof(keys[0])))
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	v = json_object_get(tel_get(c.g, "violations_ns"), keys[policy]);
+	if (v) {
+		t->referenceTime = (unsigned long long)now_ms() * 1000ULL;
+		t->violationTime = (unsigned long long)int_or(v, 0);
+	}
+	return leave(v ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED);
+}
+
 /* One field of nvmlDeviceGetFieldValues, from telemetry. */
 static void field_value(const struct gpu_slot *g, nvmlFieldValue_t *f)
 {
@@ -1658,6 +1709,19 @@ static void field_value(const struct gpu_slot *g, nvmlFieldValue_t *f)
 	case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
 		v = json_object_get(tel_get(g, "nvlink_kib"),
 				    f->fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX ? "tx" : "rx");
+		f->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+		f->value.ullVal = (unsigned long long)int_or(v, 0);
+		break;
+	case NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL:
+	case NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL:
+	case NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL:
+	case NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL:
+		/* telemetry nvlink_errors {crc_flit, crc_data, replay, recovery}: totals of all links */
+		v = json_object_get(tel_get(g, "nvlink_errors"),
+				    f->fieldId == NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL   ? "crc_flit"
+				    : f->fieldId == NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL ? "crc_data"
+				    : f->fieldId == NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL   ? "replay"
+												  : "recovery");
 		f->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
 		f->value.ullVal = (unsigned long long)int_or(v, 0);
 		break;
@@ -1937,4 +2001,8 @@ API const struct fakenvml_api fakenvml_api = {
     .gpm_sample_get = nvmlGpmSampleGet,
     .gpm_mig_sample_get = nvmlGpmMigSampleGet,
     .gpm_metrics_get = nvmlGpmMetricsGet,
+    .device_get_performance_state = nvmlDeviceGetPerformanceState,
+    .device_get_enforced_power_limit = nvmlDeviceGetEnforcedPowerLimit,
+    .device_get_current_clocks_throttle_reasons = nvmlDeviceGetCurrentClocksThrottleReasons,
+    .device_get_violation_status = nvmlDeviceGetViolationStatus,
 };

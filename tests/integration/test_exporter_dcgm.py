@@ -97,6 +97,52 @@ class Xid(unittest.TestCase):
             shutil.rmtree(d, ignore_errors=True)
 
 
+class ClockEvents(unittest.TestCase):
+    def test_violations_pstate_clock_reasons_nvlink_errors(self):
+        """The fields NVML answers are served when a collectors file lists them, a legacy name under
+        that name; one the GPUs do not answer is listed by gpulet_exporter_field_unavailable."""
+        doc = load("dgx-h100")
+        t = doc["models"]["h100-sxm5-80gb"]["telemetry"]
+        t.update({"pstate": 2, "enforced_power_limit_mw": 687500, "clocks_event_reasons": 0x24,
+                  "violations_ns": {"power": 3000000123, "thermal": 7, "sync_boost": 0, "board_limit": 9,
+                                    "low_util": 11},
+                  "nvlink_errors": {"crc_flit": 1, "crc_data": 2, "replay": 3, "recovery": 4}})
+        path, d = with_fixture(doc)
+        names = ["DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_PSTATE", "DCGM_FI_DEV_ENFORCED_POWER_LIMIT",
+                 "DCGM_FI_DEV_POWER_VIOLATION", "DCGM_FI_DEV_THERMAL_VIOLATION", "DCGM_FI_DEV_SYNC_BOOST_VIOLATION",
+                 "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION", "DCGM_FI_DEV_LOW_UTIL_VIOLATION",
+                 "DCGM_FI_DEV_RELIABILITY_VIOLATION", "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+                 "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+                 "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL"]
+        csv, d2 = collectors("".join("%s, %s, h\n" % (n, "gauge" if n in names[:3] else "counter") for n in names))
+        ex = Exporter(path, ["--collect-interval", "200", "--kubernetes=false", "-f", csv])
+        try:
+            body = ex.wait_for(lambda b: "gpulet_exporter_field_unavailable{" in b and
+                               len(series(b, "DCGM_FI_DEV_PSTATE")) == 8, what="first rounds")
+            want = {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": 0x24, "DCGM_FI_DEV_PSTATE": 2,
+                    "DCGM_FI_DEV_ENFORCED_POWER_LIMIT": 687.5, "DCGM_FI_DEV_POWER_VIOLATION": 3000000123,
+                    "DCGM_FI_DEV_THERMAL_VIOLATION": 7, "DCGM_FI_DEV_SYNC_BOOST_VIOLATION": 0,
+                    "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION": 9, "DCGM_FI_DEV_LOW_UTIL_VIOLATION": 11,
+                    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": 1,
+                    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL": 2,
+                    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL": 3,
+                    "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL": 4}
+            for name, v in want.items():
+                self.assertEqual([x for _, x in series(body, name)], [v] * 8, name)
+            self.assertIn("DCGM_FI_DEV_POWER_VIOLATION{", body)
+            self.assertIn(" 3000000123\n", body)
+            self.assertIn("# TYPE DCGM_FI_DEV_POWER_VIOLATION counter", body)
+            self.assertNotIn("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", body)  # served under the file's name
+            unavailable = {l["field"]: l["reason"] for l, _ in series(body, "gpulet_exporter_field_unavailable")}
+            self.assertEqual(unavailable, {"DCGM_FI_DEV_RELIABILITY_VIOLATION": "not supported by these GPUs"})
+            rc, out = promcheck(body)
+            self.assertEqual(rc, 0, out)
+        finally:
+            ex.cleanup()
+            shutil.rmtree(d, ignore_errors=True)
+            shutil.rmtree(d2, ignore_errors=True)
+
+
 class Numbers(unittest.TestCase):
     def test_framebuffer_in_whole_mib(self):
         """A real H200 reserves 615.06 MiB; DCGM's int64 says 615 (and no value is in exponent form)."""

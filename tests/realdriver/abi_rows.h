@@ -44,37 +44,52 @@
 	F(nvmlGpmSupport_t, version)             \
 	F(nvmlGpmSupport_t, isSupportedDevice)   \
 	S(nvmlPcieUtilCounter_t)                 \
-	S(nvmlValueType_t)
+	S(nvmlValueType_t)                       \
+	S(nvmlPstates_t)                         \
+	S(nvmlPerfPolicyType_t)                  \
+	S(nvmlViolationTime_t)                   \
+	F(nvmlViolationTime_t, referenceTime)    \
+	F(nvmlViolationTime_t, violationTime)
 
-#define ABI_CONSTANTS_EXPORTER(C)                  \
-	C(NVML_PCIE_UTIL_TX_BYTES)                 \
-	C(NVML_PCIE_UTIL_RX_BYTES)                 \
-	C(NVML_VALUE_TYPE_DOUBLE)                  \
-	C(NVML_VALUE_TYPE_UNSIGNED_INT)            \
-	C(NVML_VALUE_TYPE_UNSIGNED_LONG)           \
-	C(NVML_VALUE_TYPE_UNSIGNED_LONG_LONG)      \
-	C(NVML_VALUE_TYPE_SIGNED_LONG_LONG)        \
-	C(NVML_FI_DEV_MEMORY_TEMP)                 \
-	C(NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX)   \
-	C(NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX)   \
-	C(NVML_GPM_METRIC_GRAPHICS_UTIL)           \
-	C(NVML_GPM_METRIC_SM_UTIL)                 \
-	C(NVML_GPM_METRIC_SM_OCCUPANCY)            \
-	C(NVML_GPM_METRIC_INTEGER_UTIL)            \
-	C(NVML_GPM_METRIC_ANY_TENSOR_UTIL)         \
-	C(NVML_GPM_METRIC_DFMA_TENSOR_UTIL)        \
-	C(NVML_GPM_METRIC_HMMA_TENSOR_UTIL)        \
-	C(NVML_GPM_METRIC_IMMA_TENSOR_UTIL)        \
-	C(NVML_GPM_METRIC_DRAM_BW_UTIL)            \
-	C(NVML_GPM_METRIC_FP64_UTIL)               \
-	C(NVML_GPM_METRIC_FP32_UTIL)               \
-	C(NVML_GPM_METRIC_FP16_UTIL)               \
-	C(NVML_GPM_METRIC_PCIE_TX_PER_SEC)         \
-	C(NVML_GPM_METRIC_PCIE_RX_PER_SEC)         \
-	C(NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC) \
-	C(NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC) \
-	C(NVML_GPM_METRIC_MAX)                     \
-	C(NVML_GPM_METRICS_GET_VERSION)            \
+#define ABI_CONSTANTS_EXPORTER(C)                        \
+	C(NVML_PCIE_UTIL_TX_BYTES)                       \
+	C(NVML_PCIE_UTIL_RX_BYTES)                       \
+	C(NVML_VALUE_TYPE_DOUBLE)                        \
+	C(NVML_VALUE_TYPE_UNSIGNED_INT)                  \
+	C(NVML_VALUE_TYPE_UNSIGNED_LONG)                 \
+	C(NVML_VALUE_TYPE_UNSIGNED_LONG_LONG)            \
+	C(NVML_VALUE_TYPE_SIGNED_LONG_LONG)              \
+	C(NVML_FI_DEV_MEMORY_TEMP)                       \
+	C(NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX)         \
+	C(NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX)         \
+	C(NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL) \
+	C(NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL) \
+	C(NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL)   \
+	C(NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL) \
+	C(NVML_PERF_POLICY_POWER)                        \
+	C(NVML_PERF_POLICY_THERMAL)                      \
+	C(NVML_PERF_POLICY_SYNC_BOOST)                   \
+	C(NVML_PERF_POLICY_BOARD_LIMIT)                  \
+	C(NVML_PERF_POLICY_LOW_UTILIZATION)              \
+	C(NVML_PERF_POLICY_RELIABILITY)                  \
+	C(NVML_GPM_METRIC_GRAPHICS_UTIL)                 \
+	C(NVML_GPM_METRIC_SM_UTIL)                       \
+	C(NVML_GPM_METRIC_SM_OCCUPANCY)                  \
+	C(NVML_GPM_METRIC_INTEGER_UTIL)                  \
+	C(NVML_GPM_METRIC_ANY_TENSOR_UTIL)               \
+	C(NVML_GPM_METRIC_DFMA_TENSOR_UTIL)              \
+	C(NVML_GPM_METRIC_HMMA_TENSOR_UTIL)              \
+	C(NVML_GPM_METRIC_IMMA_TENSOR_UTIL)              \
+	C(NVML_GPM_METRIC_DRAM_BW_UTIL)                  \
+	C(NVML_GPM_METRIC_FP64_UTIL)                     \
+	C(NVML_GPM_METRIC_FP32_UTIL)                     \
+	C(NVML_GPM_METRIC_FP16_UTIL)                     \
+	C(NVML_GPM_METRIC_PCIE_TX_PER_SEC)               \
+	C(NVML_GPM_METRIC_PCIE_RX_PER_SEC)               \
+	C(NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC)       \
+	C(NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC)       \
+	C(NVML_GPM_METRIC_MAX)                           \
+	C(NVML_GPM_METRICS_GET_VERSION)                  \
 	C(NVML_GPM_SUPPORT_VERSION)
 
 #define ABI_STRUCTS(S, F)                                                                \
