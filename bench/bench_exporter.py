@@ -74,7 +74,7 @@ def main():
         subprocess.run([os.path.join(build, "bench_exporter"), "--csv"], stdout=f, check=True)
     # samplers run every second during the scrapes (5x the default rate): scrapes meet their locks and
     # their allocations show in the RSS, as on a live node
-    ex = Exporter(fx, ["--collect-interval", "1000", "-f", csv], root=root)
+    ex = Exporter(fx, ["--collect-interval", "1000", "-k", "-f", csv], root=root)
     try:
         ex.wait_for(lambda b: b.count("gpulet_pod_gpu_allocated{") == len(pods) and "DCGM_FI_DEV_FB_USED" in b,
                     what="every pod attributed")

@@ -48,3 +48,6 @@ gpulet_script_test(exporter_webconfig /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests
 # Issue 24: what dcgm-exporter users' queries read (XID labels and window, int64 fields, device label,
 # lost GPUs, /health, -o).
 gpulet_script_test(exporter_dcgm /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_exporter_dcgm.py)
+# Issue 24 item 6: the chart's collectors CSV ConfigMap (real helm from build/k8stools).
+gpulet_script_test(exporter_chart /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_exporter_chart.py)
+set_tests_properties(exporter_chart PROPERTIES FIXTURES_REQUIRED k8stools)

@@ -25,7 +25,6 @@ enum {
 	IGN_SWITCH_DEVICES,
 	IGN_CPU_DEVICES,
 	IGN_CONFIGMAP,
-	IGN_GPU_ID_TYPE,
 	IGN_POD_LABELS,
 	IGN_POD_UID,
 	IGN_POD_LABEL_REGEX,
@@ -50,7 +49,7 @@ enum {
 
 struct exporter_opts {
 	struct cmd_common c;
-	const char *address, *web_config, *socket, *resource_names, *collectors, *devices;
+	const char *address, *web_config, *socket, *resource_names, *collectors, *devices, *gpu_id_type;
 	unsigned interval_ms, podres_ms, xid_window_ms;
 	bool kubernetes, virtual_gpus, no_hostname, mig_parent, debug, replace_blanks, old_namespace;
 	const char *ignored[IGN_COUNT]; /* the value given, or NULL */
@@ -72,8 +71,8 @@ static const struct cmd_opt exporter_opts[] = {
     CMD_ROW("collect-interval", 'c', CMD_OPT_UINT, "MS", "NVML sampling interval in ms",
 	    .env = {"DCGM_EXPORTER_INTERVAL"}, .def = "5000", .off = EXP_F(interval_ms), .min = 100,
 	    .max = 3600 * 1000),
-    CMD_ROW("kubernetes", 'k', CMD_OPT_BOOL, NULL, "pod attribution", .env = {"DCGM_EXPORTER_KUBERNETES"},
-	    .def = "true", .off = EXP_F(kubernetes)),
+    CMD_ROW("kubernetes", 'k', CMD_OPT_BOOL, NULL, "pod attribution (off by default, as dcgm-exporter)",
+	    .env = {"DCGM_EXPORTER_KUBERNETES"}, .def = "false", .off = EXP_F(kubernetes)),
     CMD_ROW("pod-resources-socket", 0, CMD_OPT_STR, "PATH", "kubelet PodResources socket under --root",
 	    .alias = "pod-resources-kubelet-socket", .env = {"DCGM_POD_RESOURCES_KUBELET_SOCKET"},
 	    .def = PODRES_DEFAULT_SOCKET, .off = EXP_F(socket)),
@@ -113,7 +112,9 @@ static const struct cmd_opt exporter_opts[] = {
     IGNORED_STR("switch-devices", 's', "DCGM_EXPORTER_OTHER_DEVICES_STR", IGN_SWITCH_DEVICES),
     IGNORED_STR("cpu-devices", 'p', "DCGM_EXPORTER_CPU_DEVICES_STR", IGN_CPU_DEVICES),
     IGNORED_STR("configmap-data", 'm', "DCGM_EXPORTER_CONFIGMAP_DATA", IGN_CONFIGMAP),
-    IGNORED_STR("kubernetes-gpu-id-type", 0, "DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE", IGN_GPU_ID_TYPE),
+    CMD_ROW("kubernetes-gpu-id-type", 0, CMD_OPT_STR, "uid|device-name",
+	    "how kubelet names GPUs: uid (GPU-...) or device-name (nvidiaN, GKE)",
+	    .env = {"DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"}, .def = "uid", .off = EXP_F(gpu_id_type)),
     IGNORED_BOOL("kubernetes-enable-pod-labels", 0, "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", IGN_POD_LABELS),
     IGNORED_BOOL("kubernetes-enable-pod-uid", 0, "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", IGN_POD_UID),
     IGNORED_STR("kubernetes-pod-label-allowlist-regex", 0, "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
@@ -145,8 +146,6 @@ static const char *const ignored_why[IGN_COUNT] = {
     [IGN_SWITCH_DEVICES] = "NVSwitch metrics are not served",
     [IGN_CPU_DEVICES] = "CPU metrics are not served",
     [IGN_CONFIGMAP] = "ConfigMaps are not read: mount it as a file and pass -f",
-    [IGN_GPU_ID_TYPE] = "devices are matched by UUID (GPU-..., MIG-...); nvidiaN device-name ids (GKE) are not "
-			"attributed",
     [IGN_POD_LABELS] = "pod Kubernetes labels are not added (no API server access)",
     [IGN_POD_UID] = "the pod_uid label is not added (PodResources has no UID)",
     [IGN_POD_LABEL_REGEX] = "pod Kubernetes labels are not added",
@@ -298,6 +297,10 @@ static int served_set(const struct exporter_opts *o, struct exp_config *cfg)
 		log_set_level_name("debug");
 	*cfg = (struct exp_config){
 	    .mig_parent = o->mig_parent, .old_namespace = o->old_namespace, .xid_window_ms = o->xid_window_ms};
+	if (!streq(o->gpu_id_type, "uid") && !streq(o->gpu_id_type, "device-name"))
+		return cmd_usage_error(&exporter_verb, "--kubernetes-gpu-id-type '%s': use uid or device-name",
+				       o->gpu_id_type);
+	cfg->gpu_id_device_name = streq(o->gpu_id_type, "device-name");
 	if (parse_devices(o->devices, &cfg->devices) < 0)
 		return cmd_usage_error(&exporter_verb, "--devices '%s': use f, g or i (optionally g:RANGE, i:RANGE)",
 				       o->devices);

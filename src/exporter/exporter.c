@@ -98,6 +98,10 @@ int exporter_init(struct exporter *e, const struct node *n, const char *hostname
 			d->mig = m ? (int)m->index : -1;
 			d->gi = m ? m->gi : 0;
 			snprintf(d->attr_uuid, sizeof(d->attr_uuid), "%s", m ? m->uuid : g->uuid);
+			if (m)
+				snprintf(d->attr_name, sizeof(d->attr_name), "nvidia%u/gi%u", g->index, m->gi);
+			else
+				snprintf(d->attr_name, sizeof(d->attr_name), "nvidia%u", g->index);
 			device_labels(d, g, m);
 		}
 	}
@@ -179,6 +183,7 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 	snprintf(e->hostname_labels, sizeof(e->hostname_labels), "%s%s", e->host_labels,
 		 e->driver_label ? e->driver_labels : "");
 	e->old_namespace = cfg && cfg->old_namespace;
+	e->gpu_id_device_name = cfg && cfg->gpu_id_device_name;
 	for (size_t i = 0; i < e->n_devs; i++) {
 		e->devs[i].shown =
 		    device_shown(e, &e->devs[i], cfg ? cfg->devices : EXP_DEVICES_FLEX, cfg && cfg->mig_parent);

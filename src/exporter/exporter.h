@@ -115,6 +115,7 @@ struct exp_values {
 struct exp_device {
 	char labels[768];              /* gpu="0",UUID="GPU-…",…: escaped, without braces or pod labels */
 	char attr_uuid[NODE_UUID_MAX]; /* the UUID kubelet reports for it (GPU or MIG UUID) */
+	char attr_name[48];            /* GKE's id for it: nvidia<index>, nvidia<index>/gi<GI id> */
 	unsigned gpu;                  /* index into exporter.gpus */
 	int mig;                       /* -1 for a whole GPU, else the NVML MIG device index */
 	unsigned gi;                   /* GPU instance id of a MIG instance (GPM samples it) */
@@ -215,6 +216,7 @@ struct exporter {
 	struct podres_cache *podres; /* NULL: no pod labels */
 	bool virtual_gpus;           /* one series per pod sharing a device, with label vgpu */
 	bool old_namespace;          /* dcgm-exporter -o: 1.x label names (exp_config) */
+	bool gpu_id_device_name;     /* GPUs attributed by nvidiaN, not UUID (exp_config) */
 	atomic_uint_fast64_t scrapes;
 };
 
@@ -228,9 +230,10 @@ enum exp_devices { EXP_DEVICES_FLEX, EXP_DEVICES_GPUS, EXP_DEVICES_INSTANCES };
 struct exp_config {
 	const struct exp_collectors *collectors; /* NULL: the built-in set; must outlive the exporter */
 	enum exp_devices devices;
-	bool mig_parent;        /* keep a MIG GPU's own series next to its instances' */
-	bool old_namespace;     /* dcgm-exporter -o: labels uuid, pod_name, pod_namespace, container_name */
-	unsigned xid_window_ms; /* dcgm-exporter -x: DCGM_EXP_XID_ERRORS_COUNT's window; 0: 300000 */
+	bool mig_parent;         /* keep a MIG GPU's own series next to its instances' */
+	bool old_namespace;      /* dcgm-exporter -o: labels uuid, pod_name, pod_namespace, container_name */
+	unsigned xid_window_ms;  /* dcgm-exporter -x: DCGM_EXP_XID_ERRORS_COUNT's window; 0: 300000 */
+	bool gpu_id_device_name; /* --kubernetes-gpu-id-type device-name: kubelet names GPUs nvidiaN */
 };
 /*
  * Choose the served fields and devices (after exporter_init, before exporter_start). Without it

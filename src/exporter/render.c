@@ -3,8 +3,9 @@
  * Prometheus text exposition 0.0.4 of the exporter's last samples. Reads each GPU slot under its
  * lock (a copy, no NVML), then writes without locks. Pod labels follow dcgm-exporter (A2, A4): a
  * device held by one container gets pod/namespace/container; a device shared by several pods
- * (time-slicing replicas) gets them only with --kubernetes-virtual-gpus, one series per pod with
- * label vgpu, because one device-wide value cannot honestly be given to one of several pods.
+ * (time-slicing replicas) gets one of them, as upstream does by default, or with
+ * --kubernetes-virtual-gpus one series per pod with label vgpu (gpulet_pod_gpu_allocated names
+ * every holder either way).
  */
 #include <errno.h>
 #include <math.h>
@@ -132,6 +133,20 @@ static void pod_suffix(struct strbuf *b, const struct podres_device *h, bool vgp
 		strbuf_printf(b, ",vgpu=\"%d\"", h->replica);
 }
 
+/*
+ * The holders of device d. kubelet names a GPU by UUID, or by nvidia<index> under GKE's device
+ * plugin (--kubernetes-gpu-id-type device-name, as dcgm-exporter: one or the other); a MIG
+ * instance by its UUID or GKE's nvidia<index>/gi<GI id> either way.
+ */
+static size_t find_holders(const struct exporter *e, const struct podres_map *map, size_t d,
+			   const struct podres_device **h)
+{
+	const struct exp_device *dev = &e->devs[d];
+	bool by_uuid = dev->mig >= 0 || !e->gpu_id_device_name, by_name = dev->mig >= 0 || e->gpu_id_device_name;
+	size_t n = by_uuid ? podres_find(map, dev->attr_uuid, h) : 0;
+	return n || !by_name ? n : podres_find(map, dev->attr_name, h);
+}
+
 static int attribution_build(struct attribution *a, const struct exporter *e, const struct podres_map *map)
 {
 	memset(a, 0, sizeof(*a));
@@ -142,11 +157,15 @@ static int attribution_build(struct attribution *a, const struct exporter *e, co
 		return -ENOMEM;
 	for (size_t d = 0; d < e->n_devs && map; d++) {
 		const struct podres_device *h = NULL;
-		size_t n = podres_find(map, e->devs[d].attr_uuid, &h);
+		size_t n = find_holders(e, map, d, &h);
 		bool one = n > 0;
 		for (size_t k = 1; k < n; k++)
 			one &= same_holder(&h[0], &h[k]);
-		size_t want = one ? 1 : e->virtual_gpus ? n : 0;
+		/* shared (time-slicing replicas): one series per pod with --kubernetes-virtual-gpus,
+		 * else one series for one holder as dcgm-exporter (its map keeps the last; here the
+		 * holder of the highest replica) */
+		bool per_pod = !one && e->virtual_gpus;
+		size_t want = per_pod ? n : MIN(n, (size_t)1);
 		a->first[d] = a->n_off;
 		for (size_t k = 0; k < want; k++) {
 			if (a->n_off == cap) {
@@ -157,7 +176,7 @@ static int attribution_build(struct attribution *a, const struct exporter *e, co
 				a->off = o;
 			}
 			a->off[a->n_off++] = a->text.len;
-			pod_suffix(&a->text, &h[k], !one, e->old_namespace);
+			pod_suffix(&a->text, per_pod ? &h[k] : &h[n - 1], per_pod, e->old_namespace);
 			strbuf_printf(&a->text, "%c", '\0');
 		}
 		a->count[d] = want;
@@ -200,7 +219,7 @@ static void render_pod_allocation(struct strbuf *b, const struct exporter *e, co
 	bool header = false;
 	for (size_t d = 0; d < e->n_devs && map; d++) {
 		const struct podres_device *h = NULL;
-		size_t n = podres_find(map, e->devs[d].attr_uuid, &h);
+		size_t n = find_holders(e, map, d, &h);
 		for (size_t k = 0; k < n; k++) {
 			if (!header) {
 				family(

@@ -50,16 +50,22 @@ static bool resource_wanted(const char *name, const char *const *extra)
 	return false;
 }
 
-/* "<uuid>::<n>" → base "<uuid>", replica n; anything else is its own base with replica -1. */
+/*
+ * "<uuid>::<n>" (NVIDIA's device plugin) or GKE's "nvidia0/vgpu<n>" → base, replica n; anything
+ * else is its own base with replica -1.
+ */
 static int split_replica(const char *id, char **ret_base, int *ret_replica)
 {
 	const char *sep = strstr(id, "::");
+	size_t sep_len = 2;
 	int replica = -1;
 	size_t base_len = strlen(id);
-	if (sep && sep[2]) {
+	if (!sep && (sep = strstr(id, "/vgpu")))
+		sep_len = 5;
+	if (sep && sep[sep_len]) {
 		char *end;
 		errno = 0;
-		long n = strtol(sep + 2, &end, 10);
+		long n = strtol(sep + sep_len, &end, 10);
 		if (!*end && errno == 0 && n >= 0 && n < 1000000) {
 			replica = (int)n;
 			base_len = (size_t)(sep - id);
@@ -235,9 +241,21 @@ static void cache_refresh(struct podres_cache *c)
 		c->last_success = now_realtime();
 		c->last_error[0] = '\0';
 	} else {
-		/* keep the last good map: a kubelet restart must not drop attribution for a minute */
+		/*
+		 * keep the last good map through a kubelet restart, but not forever: after
+		 * PODRES_STALE_REFRESHES intervals without an answer the pods may be gone, and labels
+		 * naming them would charge their GPUs to the wrong owner
+		 */
 		c->errors++;
 		snprintf(c->last_error, sizeof(c->last_error), "%s", err.msg);
+		if (c->map->n && c->last_success > 0 &&
+		    now_realtime() - c->last_success > PODRES_STALE_REFRESHES * c->interval_ms / 1000.0) {
+			struct podres_map *empty = calloc(1, sizeof(*empty));
+			if (empty) {
+				old = c->map;
+				c->map = empty;
+			}
+		}
 	}
 	pthread_mutex_unlock(&c->lock);
 	podres_map_free(old);

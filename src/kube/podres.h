@@ -54,6 +54,9 @@ int podres_list(const char *root, const char *socket, int timeout_ms, const char
  */
 size_t podres_find(const struct podres_map *m, const char *uuid, const struct podres_device **ret_first);
 
+/* Refresh intervals without an answer after which the last map is dropped (pod labels go away). */
+#define PODRES_STALE_REFRESHES 6
+
 /*
  * A map kept fresh by its own thread so scrapes never wait on kubelet. Readers take the lock,
  * use c->map, and release it; the refresher only holds the lock to swap in a new map.

@@ -371,7 +371,7 @@ class Attribution(unittest.TestCase):
         sock = os.path.join(root, "var/lib/kubelet/pod-resources/kubelet.sock")
         pr = PodResources(sock, pods_for(doc))
         try:
-            ex = Exporter(fixture("dgx-a100"), ["--collect-interval", "200", "--pod-resources-interval", "200"] + extra,
+            ex = Exporter(fixture("dgx-a100"), ["--collect-interval", "200", "--pod-resources-interval", "200", "-k"] + extra,
                           root=root)
             # attribution, and a first utilization sample of GPUs 0 and 1, which the tests compare (on a
             # loaded machine the samplers may lag the PodResources refresh)
@@ -400,7 +400,8 @@ class Attribution(unittest.TestCase):
             self.assertEqual(rc, 0, out)
             util = {l["UUID"]: l for l, _ in series(body, "DCGM_FI_DEV_GPU_UTIL") if "GPU_I_ID" not in l}
             self.assertEqual((util[g0]["pod"], util[g0]["namespace"], util[g0]["container"]), ("train-0", "ml", "worker"))
-            self.assertNotIn("pod", util[g1])  # shared by two pods: not given to one of them
+            # shared by two pods: one series, for one of them, as dcgm-exporter (the highest replica)
+            self.assertEqual((util[g1]["pod"], util[g1].get("vgpu")), ("share-2", None))
             fb = [l for l, _ in series(body, "DCGM_FI_DEV_FB_USED") if l.get("GPU_I_ID") == str(mig6["gi"])
                   and l["UUID"] == doc["gpus"][6]["uuid"]]
             self.assertEqual([(l["pod"], l["namespace"], l["container"]) for l in fb], [("infer-a", "web", "srv")])
@@ -415,11 +416,15 @@ class Attribution(unittest.TestCase):
             # the pod goes away: its labels go with the next refresh (no 30-minute stale labels, #140)
             pr.set(pods_for(doc)[1:])
             body = ex.wait_for(lambda b: "train-0" not in b, what="stale pod dropped")
-            # kubelet goes away: the last good answer stays, errors are counted
+            # kubelet goes away: errors are counted, and the last good answer is kept only for
+            # 6 refresh intervals (here 1.2 s): then the pod labels go away
             pr.stop()
+            t0 = time.time()
             body = ex.wait_for(lambda b: any(v > 0 for _, v in series(b, "gpulet_podresources_errors_total")),
                                what="PodResources errors counted")
-            self.assertIn("infer-a", body)
+            body = ex.wait_for(lambda b: "infer-a" not in b, what="pod labels dropped")
+            self.assertLess(time.time() - t0, 10)
+            self.assertEqual([l for l, _ in series(body, "DCGM_FI_DEV_FB_USED") if "pod" in l], [])
         finally:
             pr.stop()
             ex.cleanup()
@@ -621,8 +626,9 @@ class Collectors(unittest.TestCase):
                              {model.replace(" ", "-")})
             log = ex.text()
             # --web-config-file is served now (test_exporter_webconfig.py): a missing file is exit 1
-            # -x and -o are served (test_exporter_dcgm.py): no warning
-            for flag in ("kubernetes-gpu-id-type", "remote-hostengine-info", "kubernetes-enable-pod-labels"):
+            # -x, -o and --kubernetes-gpu-id-type are served (test_exporter_dcgm.py): no warning
+            self.assertNotIn("flag=--kubernetes-gpu-id-type", log)
+            for flag in ("remote-hostengine-info", "kubernetes-enable-pod-labels"):
                 self.assertEqual(log.count("flag=--%s " % flag), 1, (flag, log))
             self.assertIn("level=debug", log)
         finally:

@@ -242,7 +242,7 @@ class Upstream(unittest.TestCase):
         ex = None
         try:
             ex = Exporter(fixture("dgx-a100"), ["--collect-interval", "200", "--pod-resources-interval", "200",
-                                                "-o"], root=root)
+                                                "-k", "-o"], root=root)
             body = ex.wait_for(lambda b: any(l.get("pod_name") == "train-0"
                                              for l, _ in series(b, "DCGM_FI_DEV_GPU_TEMP")), what="attribution")
             temps = series(body, "DCGM_FI_DEV_GPU_TEMP")
@@ -259,6 +259,73 @@ class Upstream(unittest.TestCase):
                 ex.cleanup()
             pr.stop()
             shutil.rmtree(root, ignore_errors=True)
+
+
+class Attribution(unittest.TestCase):
+    """Pod attribution as dcgm-exporter's: off unless asked (-k), GKE's nvidiaN ids with
+    --kubernetes-gpu-id-type device-name, a time-sliced GPU given to one of its pods."""
+
+    def run_exporter(self, pods, args):
+        root = tempfile.mkdtemp(prefix="gpulet-root-")
+        sock = os.path.join(root, "var/lib/kubelet/pod-resources/kubelet.sock")
+        pr = PodResources(sock, pods)
+        try:
+            ex = Exporter(fixture("dgx-h100"), ["--collect-interval", "200", "--pod-resources-interval", "200"] + args,
+                          root=root)
+        except BaseException:
+            pr.stop()
+            raise
+        self.addCleanup(shutil.rmtree, root, True)
+        self.addCleanup(pr.stop)
+        self.addCleanup(ex.cleanup)
+        return ex
+
+    @staticmethod
+    def held(body):
+        return sorted((l["gpu"], l["pod"], l.get("vgpu")) for l, _ in series(body, "DCGM_FI_DEV_GPU_TEMP") if "pod" in l)
+
+    def test_off_by_default(self):
+        doc = load("dgx-h100")
+        pods = [{"name": "a", "namespace": "ml", "containers": [
+            {"name": "c", "devices": [{"resource_name": "nvidia.com/gpu", "device_ids": [doc["gpus"][0]["uuid"]]}]}]}]
+        ex = self.run_exporter(pods, [])
+        body = ex.wait_for(lambda b: len(series(b, "DCGM_FI_DEV_GPU_TEMP")) == 8, what="8 GPUs")
+        time.sleep(0.5)
+        body = ex.scrape()
+        self.assertEqual(self.held(body), [])
+        self.assertNotIn("gpulet_pod_gpu_allocated{", body)
+        self.assertIn("kubernetes=false", ex.text())
+
+    def test_gke_device_names(self):
+        pods = [{"name": "whole", "namespace": "ml", "containers": [
+                    {"name": "c", "devices": [{"resource_name": "nvidia.com/gpu", "device_ids": ["nvidia3"]}]}]},
+                {"name": "ts-a", "namespace": "ml", "containers": [
+                    {"name": "c", "devices": [{"resource_name": "nvidia.com/gpu", "device_ids": ["nvidia5/vgpu0"]}]}]},
+                {"name": "ts-b", "namespace": "ml", "containers": [
+                    {"name": "c", "devices": [{"resource_name": "nvidia.com/gpu", "device_ids": ["nvidia5/vgpu1"]}]}]}]
+        ex = self.run_exporter(pods, ["-k", "--kubernetes-gpu-id-type", "device-name"])
+        body = ex.wait_for(lambda b: len(self.held(b)) == 2, what="GKE attribution")
+        # the time-sliced GPU goes to one of its pods by default, as upstream (the highest replica)
+        self.assertEqual(self.held(body), [("3", "whole", None), ("5", "ts-b", None)])
+        self.assertNotIn("flag=--kubernetes-gpu-id-type", ex.text())
+        rc, out = promcheck(body)
+        self.assertEqual(rc, 0, out)
+
+    def test_uid_type_does_not_match_device_names(self):
+        pods = [{"name": "whole", "namespace": "ml", "containers": [
+            {"name": "c", "devices": [{"resource_name": "nvidia.com/gpu", "device_ids": ["nvidia3"]}]}]}]
+        ex = self.run_exporter(pods, ["-k"])
+        body = ex.wait_for(lambda b: "gpulet_podresources" in b and len(series(b, "DCGM_FI_DEV_GPU_TEMP")) == 8,
+                           what="8 GPUs")
+        self.assertEqual(self.held(body), [])
+
+    def test_bad_gpu_id_type_is_refused(self):
+        from exporter_lib import FAKE, GPULET
+        p = subprocess.run([GPULET, "exporter", "--nvml-library", FAKE, "--kubernetes-gpu-id-type", "index",
+                            "--address", "127.0.0.1:0"], capture_output=True, text=True, timeout=20,
+                           env=dict(os.environ, FAKE_NVML_FIXTURE=fixture("single-t4")))
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("--kubernetes-gpu-id-type 'index'", p.stderr)
 
 
 if __name__ == "__main__":

@@ -167,7 +167,7 @@ class Dashboard(unittest.TestCase):
         cls.ex = {}
         cls.sm = None
         try:
-            args = ["--collect-interval", "500", "--pod-resources-interval", "500"]
+            args = ["--collect-interval", "500", "--pod-resources-interval", "500", "--kubernetes"]
             cls.ex["dgx-a100"] = Exporter(fixture("dgx-a100"), args, root=cls.root)
             for name in ("dgx-h100", "degraded"):
                 cls.ex[name] = Exporter(fixture(name), args + ["--kubernetes=false"])

@@ -144,8 +144,9 @@ static void test_pod_attribution(void **state)
 	    strstr(t, "\nDCGM_FI_DEV_GPU_UTIL{" LABELS0 ",container=\"worker\",namespace=\"ml\",pod=\"train-0\"} 3\n"));
 	assert_non_null(strstr(t, "\nDCGM_FI_DEV_FB_USED{" LABELS_MIG_A
 				  ",container=\"srv\",namespace=\"web\",pod=\"infer-a\"} 100\n"));
-	/* MIG B shared by two pods: its device-wide value is not given to either of them */
-	assert_non_null(strstr(t, "GPU_I_ID=\"5\",Hostname=\"node-1\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 200\n"));
+	/* MIG B shared by two pods: as dcgm-exporter, one series for one of them (the highest replica) */
+	assert_non_null(strstr(t, "GPU_I_ID=\"5\",Hostname=\"node-1\",DCGM_FI_DRIVER_VERSION=\"550.54.15\","
+				  "container=\"srv\",namespace=\"web\",pod=\"infer-c\"} 200\n"));
 	assert_null(strstr(t, "pod=\"infer-b\"} 200"));
 	/* ... but the allocation metric names every holder, with the replica */
 	assert_non_null(strstr(t, "pod=\"infer-b\",vgpu=\"0\",resource=\"nvidia.com/mig-3g.20gb\"} 1\n"));
