@@ -435,8 +435,11 @@ def test_matrix():
             vols = {v["name"]: v for v in pod["volumes"]}
             check(any(v.get("configMap", {}).get("name") == "my-plugin-config" for v in vols.values()),
                   "config.name not mounted")
-            # (a map value is merged with the default by helm: null, not {}, removes the default affinity)
-            check(pod.get("nodeSelector") == {"nvidia.com/gpu.present": "true"} and "affinity" not in pod
+            # (a map value is merged with the default by helm: null, not {}, removes the default affinity;
+            # what stays is the image's architecture, nodeArchitectures)
+            arch_only = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}}
+            check(pod.get("nodeSelector") == {"nvidia.com/gpu.present": "true"} and pod.get("affinity") == arch_only
                   and "priorityClassName" not in pod and "tolerations" not in pod,
                   "scheduling values not applied: %r" % {k: pod.get(k) for k in
                                                          ("nodeSelector", "affinity", "priorityClassName", "tolerations")})
@@ -466,7 +469,9 @@ def test_upstream_keys():
 
 def test_bad_values():
     """Values gpulet cannot honour fail the render with a message that says what to set."""
-    cases = [({"config": {"map": {"a": "version: v1", "b": "version: v1"}}}, "set config.default"),
+    cases = [({"config": {"map": {"a": "version: v1", "b": "version: v1"}}}, "Set config.oneConfigPerRelease=true"),
+             ({"config": {"map": {"a": "version: v1", "b": "version: v1"}, "oneConfigPerRelease": True}},
+              "set config.default"),
              ({"config": {"map": {"a": "version: v1"}, "name": "x"}}, "use one"),
              ({"config": {"map": {"a": "version: v1"}, "default": "b"}}, "is not a key of config.map")]
     for values, words in cases:
