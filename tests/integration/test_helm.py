@@ -95,7 +95,7 @@ WRITES = {
 }
 # where each verb expects a host path inside the container: below --root=/host, at a fixed container
 # path (upstream's /mps, the MPS tmpfs as /dev/shm), or at the host path
-UNDER_ROOT = {"plugin": PLUGIN_READS | {"/var/run/cdi", MPS}, "doctor": DOCTOR_READS | {"/var/log"}}
+UNDER_ROOT = {"plugin": PLUGIN_READS | {"/var/run/cdi", MPS, "/var/log"}, "doctor": DOCTOR_READS | {"/var/log"}}
 AT = {"plugin": {MPS_SHM: "/dev/shm"}, "mps-control-daemon": {MPS: "/mps", MPS_SHM: "/dev/shm"}}
 # Verbs that cannot run unprivileged, with the reason: nvidia-smi sets the compute mode, and the
 # MPS tmpfs is a mount the host must see (upstream runs the same containers privileged).
@@ -165,6 +165,9 @@ def check_mounts(name, verb, pod, c, values, kube):
     if verb in ("plugin", "doctor") and droot != "/":
         expect.add(droot)
     if verb == "doctor" and (values.get("doctor") or {}).get("kernelLog"):
+        expect.add("/var/log")
+    # devicePlugin.kernelLog: kern.log for the XIDs NVML misses (GPULET_KERNEL_LOG), read-only
+    if verb == "plugin" and (values.get("devicePlugin") or {}).get("kernelLog"):
         expect.add("/var/log")
     seen = set()
     for m in c.get("volumeMounts", []):
@@ -376,6 +379,7 @@ def test_matrix():
     everything = {"gfd": {"enabled": True}, "exporter": {"kubernetesVirtualGPUs": True, "port": 9500},
                   "doctor": {"port": 9502, "interval": 60, "live": False, "runtimeClassName": "nvidia-doctor",
                              "kernelLog": True},
+                  "devicePlugin": {"kernelLog": True},
                   "metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True},
                               "dashboard": {"enabled": os.path.exists(os.path.join(CHART, "files", CHART_FILES[1]))}}}
     only_plugin = {"exporter": {"enabled": False}, "doctor": {"enabled": False}, "runtimeClassName": None,
