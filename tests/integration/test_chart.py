@@ -259,9 +259,27 @@ def test_configs():
         check(len(got) == 3 and len(set(got.values())) == 1 and None not in got.values(), "checksum/config %r" % got)
         sums.append(next(iter(got.values())))
     check(sums[0] != sums[1], "an edit of config.map does not change the pods' checksum/config")
-    # an existing ConfigMap (config.name): its data is hashed at install/upgrade (lookup)
-    with open(os.path.join(CHART, "templates", "_helpers.tpl")) as f:
-        check('lookup "v1" "ConfigMap"' in f.read(), "config.name: the ConfigMap's data is not looked up")
+    # an existing ConfigMap (config.name): its data is hashed at install/upgrade (lookup; a chart copy
+    # answers it from the values), nothing under helm template
+    ext = {"config": {"name": "my-config", "default": "a"}}
+    ann = daemonsets(helm_lib.template(values=ext))["device-plugin"]["spec"]["template"]["metadata"]
+    check("checksum/config" not in ann.get("annotations", {}), "config.name under helm template: %r" % ann)
+    call = 'lookup "v1" "ConfigMap" (include "gpulet.namespace" .) .Values.config.name'
+    with tempfile.TemporaryDirectory() as tmp:
+        chart = os.path.join(tmp, "gpulet")
+        shutil.copytree(CHART, chart)
+        helpers = os.path.join(chart, "templates", "_helpers.tpl")
+        with open(helpers) as f:
+            src = f.read()
+        check(call in src, "config.name: the ConfigMap's data is not looked up")
+        with open(helpers, "w") as f:
+            f.write(src.replace(call, "(.Values.fakeConfigMap | default dict)"))
+        got = []
+        for data in ({"a": "version: v1\n"}, {"a": "version: v1\nflags: {migStrategy: mixed}\n"}):
+            docs = helm_lib.template(values=dict(ext, fakeConfigMap={"data": data}), chart=chart)
+            got.append(daemonsets(docs)["device-plugin"]["spec"]["template"]["metadata"]
+                       .get("annotations", {}).get("checksum/config"))
+        check(None not in got and got[0] != got[1], "an edit of the config.name ConfigMap: checksums %r" % got)
     with open(os.path.join(CHART, "values.yaml")) as f:
         check("rollout restart" in f.read(), "values.yaml does not say how a config.name edit reaches the pods")
 
