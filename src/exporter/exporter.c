@@ -44,8 +44,9 @@ static void device_labels(struct exp_device *d, const struct node_gpu *g, const 
 		prom_escape(m->profile, profile, sizeof(profile));
 		int k = snprintf(d->labels + n, sizeof(d->labels) - (size_t)n, ",GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%u\"",
 				 profile, m->gi);
-		if (k > 0 && (size_t)(n + k) < sizeof(d->labels) && gi_is_split(g, m))
-			snprintf(d->labels + n + k, sizeof(d->labels) - (size_t)(n + k), ",GPU_CI_ID=\"%u\"", m->ci);
+		if (k > 0 && (size_t)n + (size_t)k < sizeof(d->labels) && gi_is_split(g, m))
+			snprintf(d->labels + n + k, sizeof(d->labels) - (size_t)n - (size_t)k, ",GPU_CI_ID=\"%u\"",
+				 m->ci);
 	}
 }
 
