@@ -194,7 +194,7 @@ int cmd_doctor(int argc, char **argv)
 		json_decref(doc);
 	} else {
 		printf("gpulet doctor: node root %s\n\n", o->root);
-		doctor_print(&c, cli.only, cli.n_only);
+		doctor_print(stdout, &c, cli.only, cli.n_only);
 	}
 	doctor_ctx_done(&c);
 	return rc;
