@@ -170,7 +170,7 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 
 void exporter_free(struct exporter *e)
 {
-	for (size_t i = 0; i < e->n_gpus; i++) {
+	for (size_t i = 0; e->gpus && i < e->n_gpus; i++) { /* also on an exporter_init() that failed */
 		struct exp_gpu *eg = &e->gpus[i];
 		for (size_t j = 0; eg->gpm && j < eg->n_devs; j++)
 			for (int k = 0; k < 2; k++)
