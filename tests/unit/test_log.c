@@ -3,7 +3,9 @@
  * log_emit() (src/util/log.c) writes logfmt as go-logfmt writes and reads it (docs/reference/logging.md):
  * keys bare; a value bare unless it holds a space, '=', '"' or a control byte, else quoted with \" \\
  * \n \r \t \u00XX; a value the format quotes stays quoted. Each line is decoded again here by the
- * grammar go-logfmt's decoder follows, and must give back the values that were logged.
+ * grammar go-logfmt's decoder follows, and must give back the values that were logged; with
+ * GPULET_LOGFMT_SAMPLES set the round-trip lines are written there for go-logfmt's own decoder
+ * (test util_log_golang).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -154,10 +156,21 @@ static void test_round_trip(void **state)
 	};
 	char out[8192];
 	struct pair p[8];
+	/* for the check with go-logfmt itself (tests/integration/test_logfmt_go.py): each line, then the value in hex
+	 */
+	const char *samples = getenv("GPULET_LOGFMT_SAMPLES");
+	FILE *sf = samples ? fopen(samples, "w") : NULL;
 
+	assert_true(!samples || sf);
 	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
 		CAPTURE(out, log_warn("round trip", "uuid=%s index=%u bare=%s quoted=\"%s\" mixed=%s/%s", "GPU-1", 3u,
 				      values[i], values[i], values[i], values[i]));
+		if (sf) {
+			fprintf(sf, "L %s\nW ", out);
+			for (const char *c = values[i]; *c; c++)
+				fprintf(sf, "%02x", (unsigned char)*c);
+			fputc('\n', sf);
+		}
 		size_t n = decode(after_time(out), p, 8);
 		char mixed[2100];
 		snprintf(mixed, sizeof(mixed), "%s/%s", values[i], values[i]);
@@ -174,6 +187,8 @@ static void test_round_trip(void **state)
 		assert_string_equal(p[6].key, "mixed");
 		assert_string_equal(p[6].val, mixed);
 	}
+	if (sf)
+		fclose(sf);
 }
 
 /* A value longer than the line is cut; the line stays one line and ends with '\n'. */
