@@ -492,6 +492,16 @@ class Node:
     def stop_plugin(self):
         self.stop_proc("plugin")
 
+    def fixture_data(self):
+        with open(self.fixture) as f:
+            return json.load(f)
+
+    def write_fixture(self, data):
+        """The fake NVML rereads its fixture when the file changes (tests/fakenvml/README.md)."""
+        with open(self.fixture + ".new", "w") as f:
+            json.dump(data, f)
+        os.rename(self.fixture + ".new", self.fixture)
+
     def node_json(self):
         return json.loads(self.kubectl("get", "node", NODE_NAME, "-o", "json")[1])
 
