@@ -551,6 +551,19 @@ class Node:
                             % (name, rc, self.kubectl_stderr.strip()))
         return st, log
 
+    def start_pod(self, name, script, limits, timeout=60):
+        """A pod that keeps running (script, then sleep); returns once it runs and has printed."""
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+               "spec": {"nodeName": NODE_NAME, "hostNetwork": True, "automountServiceAccountToken": False,
+                        "enableServiceLinks": False, "restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                        "containers": [{"name": "c", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
+                                        "command": ["/bin/sh", "-c", script + "\necho PROBE-DONE\nexec sleep 3600"],
+                                        "resources": {"limits": dict(limits)}}]}}
+        self.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
+        return self.wait("pod %s running with its output" % name,
+                         lambda: "PROBE-DONE" in self.kubectl("logs", name, check=False)[1] and
+                         self.kubectl("logs", name)[1], timeout=timeout, proc="kubelet")
+
     def delete_pod(self, name):
         self.kubectl("delete", "pod", name, "--grace-period=0", "--force", "--wait=false", check=False)
 
