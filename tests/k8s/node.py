@@ -286,7 +286,7 @@ class Node:
         self.stop()
         return False
 
-    def start(self, plugin_args=("--device-list-strategy=cdi-cri",)):
+    def start(self, plugin_args=("--device-list-strategy=cdi-cri",), gpus="8"):
         t0 = time.time()
         self.bins = peers.all_peers()
         from helm_lib import fetch as fetch_k8stools
@@ -304,7 +304,7 @@ class Node:
         self._containerd()
         self._kubelet()
         self.start_plugin(*plugin_args)
-        self.wait_node_ready_for_gpus()
+        self.wait_node_ready_for_gpus(count=gpus)
         self.timing["bringup_s"] = time.time() - t1
         return self
 
@@ -312,9 +312,18 @@ class Node:
         fixture = os.path.join(FIXTURES, self.fixture_name + ".json")
         _run(["sh", os.path.join(SRC, "tests/lib/mkroot.sh"), self.root, fixture, "--drm"],
              env=dict(os.environ, GPULET_BUILD=BUILD))
-        # --root R --driver-root R: the spec's host paths are R/... (real device nodes, real files)
-        os.makedirs(os.path.dirname(self.root + self.root), exist_ok=True)
-        os.symlink(self.root, self.root + self.root)
+        # --root R --driver-root R: the spec's host paths are R/... (real device nodes, real files).
+        # R + T -> T makes every path of the node (R/..., the kubelet dir, containerd's config and
+        # socket) readable under --root R as on a real host, for the plugin and the doctor.
+        os.makedirs(os.path.dirname(self.root + self.t), exist_ok=True)
+        os.symlink(self.t, self.root + self.t)
+        # the spec's hooks run R/usr/local/bin/gpulet: a host path that exists under --root R too
+        self.hook = os.path.join(self.root, "usr/local/bin/gpulet")
+        for path, target in (("var/lib/kubelet", self.kubelet_root), ("etc/containerd/config.toml",
+                                                                        os.path.join(self.t, "containerd.toml")),
+                             ("usr/local/bin/gpulet", os.path.realpath(GPULET))):
+            os.makedirs(os.path.dirname(os.path.join(self.root, path)), exist_ok=True)
+            os.symlink(target, os.path.join(self.root, path))
         self.fixture = os.path.join(self.t, "fixture.json")
         shutil.copy(fixture, self.fixture)
         self.events_file = os.path.join(self.t, "nvml-events")
@@ -334,7 +343,9 @@ class Node:
                   "mount -t tmpfs -o mode=755 gpulet-k8s-run /run", "mount --bind %s/varlog /var/log" % t,
                   "mount -t tmpfs -o mode=755 gpulet-k8s-varlib /var/lib", "mkdir /var/lib/kubelet",
                   "mount --bind %s /var/lib/kubelet" % self.kubelet_root,
-                  "mount -t tmpfs -o mode=755 gpulet-k8s-opt /opt"]
+                  "mount -t tmpfs -o mode=755 gpulet-k8s-opt /opt",
+                  # the plugin writes R/var/run/cdi; containerd reads /var/run/cdi, as on a node
+                  "mkdir /run/cdi", "mount --bind %s /run/cdi" % self.cdi_dir]
         for name, val in SYSCTLS.items():
             f = os.path.join(t, "sysctl", name.replace("/", "."))
             with open(f, "w") as fh:
@@ -421,7 +432,7 @@ class Node:
     def _containerd(self):
         conf = os.path.join(self.t, "containerd.toml")
         with open(conf, "w") as f:
-            f.write(_containerd_toml(self.t, [self.cdi_dir]))
+            f.write(_containerd_toml(self.t, ["/var/run/cdi"]))
         bindir = os.path.dirname(self.bins["containerd"])
         env = dict(os.environ, PATH=bindir + ":" + os.environ.get("PATH", "/usr/bin:/bin"))
         self.containerd_sock = self.t + "/containerd.sock"
@@ -485,7 +496,7 @@ class Node:
         self.plugin_args = list(args)
         dp = KUBELET_ROOT + "/device-plugins"
         self.spawn("plugin", [GPULET, "plugin", "--nvml-library", FAKE_NVML_LIB, "--root", self.root,
-                              "--driver-root", self.root, "--nvidia-cdi-hook-path", os.path.realpath(GPULET),
+                              "--driver-root", self.root, "--nvidia-cdi-hook-path", self.hook,
                               "--device-plugin-path", dp, "--kubelet-socket", os.path.join(dp, "kubelet.sock"),
                               *args], env=self.plugin_env())
 

@@ -19,10 +19,19 @@ from podcheck import check, gpu_nodes, parse, probe_script, spec  # noqa: E402
 ADDR = "127.0.0.1:19400"
 
 
+LAST = {}
+
+
 def scrape(node):
     p = subprocess.run(node.ns(["/bin/busybox", "wget", "-q", "-O", "-", "http://%s/metrics" % ADDR]),
                        capture_output=True, text=True, timeout=20)
+    LAST["scrape"] = "rc %d %s" % (p.returncode, p.stderr.strip()[-300:])
     return p.stdout if p.returncode == 0 else ""
+
+
+def seen(node):
+    LAST["attributed"] = attributed(scrape(node))
+    return LAST["attributed"]
 
 
 def attributed(body):
@@ -42,7 +51,9 @@ def attributed(body):
 def test_exporter():
     t0 = time.time()
     with Node() as node:
-        node.start(("--device-list-strategy=cdi-cri",))
+        # mixed: nvidia.com/gpu holds only the 6 GPUs without MIG, whose series carry their own UUID
+        # (a MIG-enabled GPU handed out whole under `none` has per-instance series instead)
+        node.start(("--device-list-strategy=cdi-cri", "--mig-strategy=mixed"), gpus="6")
         fx = node.fixture_data()
         uuid_of_minor = {g["minor"]: g["uuid"] for g in fx["gpus"]}
         want = {}
@@ -54,9 +65,13 @@ def test_exporter():
         node.spawn("exporter", [GPULET, "exporter", "--address", ADDR, "--nvml-library", FAKE_NVML_LIB,
                                 "--root", "/", "--collect-interval", "500", "--pod-resources-interval", "500"],
                    env=node.plugin_env())
-        got = node.wait("the exporter to attribute both pods",
-                        lambda: (lambda a: a if set(a) == set(want) else None)(attributed(scrape(node))),
-                        timeout=30, proc="exporter")
+        try:
+            got = node.wait("the exporter to attribute both pods", lambda: (lambda a: a if set(a) == set(want)
+                                                                           else None)(seen(node)),
+                            timeout=60, proc="exporter")
+        except NodeError as e:
+            raise NodeError("%s\nlast scrape %s, attributed %s, the pods see %s\nexporter log:\n%s"
+                            % (e, LAST.get("scrape"), LAST.get("attributed"), want, node.log_tail("exporter")))
         check(got == want, "attribution %s, the pods see %s" % (got, want))
         print("PASS exporter over the real PodResources socket: %s" % {k: sorted(v) for k, v in got.items()})
     print("PASS test_exporter (%.1fs)" % (time.time() - t0))
