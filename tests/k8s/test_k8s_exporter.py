@@ -3,9 +3,12 @@
 """`gpulet exporter` on the real node attributes GPUs to the running pods through the REAL kubelet's
 PodResources socket (/var/lib/kubelet/pod-resources/kubelet.sock inside the node's namespace):
 two running pods, one GPU each; the series of exactly their GPUs carry pod/namespace/container, and
-the GPU each pod's series names is the one whose device node the pod sees (host major:minor).
+the GPU each pod's series names is the one whose device node the pod sees (host major:minor). Then
+kubelet and the plugin restart with those pods running: the pods keep running, a third pod gets a
+GPU neither holds, and the exporter attributes all three.
 
 Without the registries (Go module proxy, npm) the peers cannot be built and the test fails."""
+import json
 import os
 import re
 import subprocess
@@ -74,6 +77,29 @@ def test_exporter():
                             % (e, LAST.get("scrape"), LAST.get("attributed"), want, node.log_tail("exporter")))
         check(got == want, "attribution %s, the pods see %s" % (got, want))
         print("PASS exporter over the real PodResources socket: %s" % {k: sorted(v) for k, v in got.items()})
+
+        # restarts with the pods running: they keep their GPUs, a new pod gets another one
+        registered = node.log_tail("plugin", 10 ** 7).count("Registered device plugin")
+        node.stop_proc("kubelet")
+        node.start_kubelet()
+        node.wait("the plugin to register again with the new kubelet",
+                  lambda: node.log_tail("plugin", 10 ** 7).count("Registered device plugin") > registered,
+                  timeout=30, proc="plugin")
+        node.stop_plugin()
+        node.start_plugin("--device-list-strategy=cdi-cri", "--mig-strategy=mixed")
+        node.wait_node_ready_for_gpus(count="6")
+        for name in want:
+            phase = json.loads(node.kubectl("get", "pod", name, "-o", "json")[1])["status"]["phase"]
+            check(phase == "Running", "pod %s is %s after the kubelet and plugin restarts" % (name, phase))
+        log = node.start_pod("holder-c", probe_script(spec(node)), {"nvidia.com/gpu": "1"})
+        (gpu,) = gpu_nodes(parse(log)[0])
+        want["holder-c"] = {uuid_of_minor[int(gpu[len("/dev/nvidia"):])]}
+        check(want["holder-c"].isdisjoint(want["holder-a"] | want["holder-b"]),
+              "a new pod got a GPU a running pod holds: %s" % want)
+        got = node.wait("the exporter to attribute the three pods",
+                        lambda: (lambda a: a if a == want else None)(seen(node)), timeout=60, proc="exporter")
+        print("PASS kubelet then plugin restart with pods running: they keep their GPUs, a new pod gets "
+              "another; attribution %s" % {k: sorted(v) for k, v in got.items()})
     print("PASS test_exporter (%.1fs)" % (time.time() - t0))
 
 
