@@ -556,6 +556,8 @@ class Node:
             return None
 
         st = self.wait("pod %s to finish" % name, done, timeout=timeout)
+        if st.get("phase") not in ("Succeeded", "Failed") or st.get("reason"):
+            return st, ""  # never started (runtime error, admission refused): its status says why
         rc, log = self.kubectl("logs", name, check=False)
         if rc != 0 or not log:
             raise NodeError("kubectl logs %s (through the API server and kubelet) gave nothing, rc %d: %s"
