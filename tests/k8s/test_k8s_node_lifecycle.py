@@ -8,7 +8,8 @@
   * the plugin restarts with --device-id-strategy=index: pods get their GPU by index names;
   * --mig-strategy=mixed: the node shows each MIG profile as its own resource and nvidia.com/gpu
     the 6 GPUs without MIG; a pod asking for one 1g.5gb instance runs with its parent's node and
-    exactly the two nvidia-caps nodes of that instance (host major:minor).
+    exactly the two nvidia-caps nodes of that instance (host major:minor);
+  * time-slicing with 2 replicas: nvidia.com/gpu 16, a pod asking for one replica sees one GPU.
 
 Without the registries (Go module proxy, npm) the peers cannot be built and the test fails."""
 import collections
@@ -75,6 +76,17 @@ def test_lifecycle():
         check_pod(node, "mig-1g", 1, limits={"nvidia.com/mig-1g.5gb": "1"}, want_caps=2)
         step("MIG mixed: %s on the node; a 1g.5gb pod sees its parent's node and its 2 caps nodes"
              % dict(profiles), t)
+
+        t = time.time()
+        cfg = os.path.join(node.t, "timeslicing.yaml")
+        with open(cfg, "w") as f:
+            f.write("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
+                    "      replicas: 2\n")
+        node.stop_plugin()
+        node.start_plugin(*BASE, "--config-file", cfg)
+        node.wait_node_ready_for_gpus(count="16")
+        check_pod(node, "time-sliced", 1)
+        step("time-slicing 2 replicas: nvidia.com/gpu 16/16, a 1-replica pod sees one GPU", t)
     print("PASS test_lifecycle (%.1fs)" % (time.time() - t0))
 
 
