@@ -19,6 +19,7 @@ they never skip.
 import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -53,6 +54,15 @@ def _gomod(name, module, version, replace):
     return "\n".join(lines) + "\n"
 
 
+def binary_name(package):
+    """The file go build writes for a package path: its last element, or the one before a major
+    version suffix (go.etcd.io/etcd/server/v3 -> server)."""
+    parts = package.rstrip("/").split("/")
+    if len(parts) > 1 and re.fullmatch(r"v[0-9]+", parts[-1]):
+        return parts[-2]
+    return parts[-1]
+
+
 def build(name, module, version, packages, replace=(), tags=(), cgo=False, ldflags="", timeout=3600):
     """Build each package path of module@version into CACHE/NAME-VERSION/bin; return {binary: path}.
 
@@ -66,7 +76,7 @@ def build(name, module, version, packages, replace=(), tags=(), cgo=False, ldfla
     top = os.path.join(CACHE, "%s-%s" % (name, version))
     bindir = os.path.join(top, "bin")
     stamp = os.path.join(top, "built.json")
-    bins = {p.rstrip("/").rsplit("/", 1)[-1]: os.path.join(bindir, p.rstrip("/").rsplit("/", 1)[-1]) for p in packages}
+    bins = {b: os.path.join(bindir, b) for b in map(binary_name, packages)}
     os.makedirs(top, exist_ok=True)
     with open(os.path.join(top, "lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
