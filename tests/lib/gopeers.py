@@ -18,6 +18,7 @@ they never skip.
 """
 import fcntl
 import json
+import re
 import os
 import re
 import shutil
@@ -32,11 +33,32 @@ class GoBuildError(RuntimeError):
     pass
 
 
+# The modules built here need Go 1.24 or newer; Debian 12's golang-go (/usr/bin/go) is 1.19, so a
+# newer toolchain installed in /usr/local/go wins over whatever comes first on PATH.
+GO_MIN = (1, 24)
+
+
+def _go_version(go):
+    try:
+        out = subprocess.run([go, "env", "GOVERSION"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             text=True, timeout=60).stdout.strip()
+    except OSError:
+        return None
+    m = re.match(r"go(\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 def _go():
-    go = shutil.which("go") or "/usr/local/go/bin/go"
-    if not os.access(go, os.X_OK):
-        raise GoBuildError("no Go toolchain on PATH (the tests build their Go peers with it)")
-    return go
+    seen = []
+    for go in (os.environ.get("GPULET_GO"), "/usr/local/go/bin/go", shutil.which("go")):
+        if not go or not os.access(go, os.X_OK):
+            continue
+        v = _go_version(go)
+        if v and v >= GO_MIN:
+            return go
+        seen.append("%s (%s)" % (go, "go%d.%d" % v if v else "unusable"))
+    raise GoBuildError("no Go toolchain >= go%d.%d (found: %s); the tests build their Go peers with it: install "
+                       "one in /usr/local/go or name it in GPULET_GO" % (GO_MIN + (", ".join(seen) or "none",)))
 
 
 def _run(cmd, cwd, env, timeout):
