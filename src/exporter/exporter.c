@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Exporter state, per-GPU sampler threads and the XID event thread (nvml/watch.h); see exporter.h. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -191,8 +192,8 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 		    device_shown(e, &e->devs[i], cfg ? cfg->devices : EXP_DEVICES_FLEX, cfg && cfg->mig_parent);
 		/* -o: dcgm-exporter 1.x spells the label uuid; same length, so rewritten in place */
 		char *u = strstr(e->devs[i].labels, e->old_namespace ? ",UUID=\"" : ",uuid=\"");
-		if (u)
-			memcpy(u + 1, e->old_namespace ? "uuid" : "UUID", 4);
+		for (int k = 1; u && k <= 4; k++)
+			u[k] = (char)(e->old_namespace ? tolower((unsigned char)u[k]) : toupper((unsigned char)u[k]));
 	}
 }
 
