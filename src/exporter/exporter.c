@@ -143,6 +143,7 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 	e->enabled = 0;
 	e->xid_enabled = e->driver_label = c == NULL;
 	e->xid_count_enabled = false;
+	e->label_fields = 0;
 	e->xid_window_ms = cfg && cfg->xid_window_ms ? cfg->xid_window_ms : 300000;
 	e->xid_type = "gauge";
 	e->xid_help = "Value of the last XID error encountered.";
@@ -176,6 +177,8 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 			e->xid_count_enabled = true;
 			e->xid_count_type = streq(ct->type, "gauge") ? "gauge" : "counter";
 			e->xid_count_help = ct->help;
+		} else if (label && ct->kind == EXP_COUNTER_UNAVAILABLE && exp_label_field_index(ct->name) >= 0) {
+			e->label_fields |= 1u << exp_label_field_index(ct->name);
 		} else if (ct->kind == EXP_COUNTER_DRIVER) {
 			e->driver_label = true;
 		} else if ((ct->kind == EXP_COUNTER_UNAVAILABLE || (label && ct->kind == EXP_COUNTER_METRIC)) &&
@@ -606,6 +609,7 @@ int exporter_start(struct exporter *e, struct nvml *nv, int interval_ms, struct 
 	 * values (they would look current); gpulet_sample_age_seconds keeps saying how old they are.
 	 */
 	e->stale_s = 3.0 * e->interval_ms / 1000.0 + 1.0;
+	exp_static_labels_fill(e);
 	for (size_t i = 0; i < e->n_gpus; i++) {
 		struct exp_gpu *eg = &e->gpus[i];
 		int r = pthread_create(&eg->thread, NULL, sampler_thread, eg);

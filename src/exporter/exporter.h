@@ -203,6 +203,7 @@ struct exporter {
 	const char *help[EXP_METRIC_COUNT];
 	bool xid_enabled, driver_label; /* DCGM_FI_DEV_XID_ERRORS, DCGM_FI_DRIVER_VERSION label */
 	bool xid_count_enabled;         /* DCGM_EXP_XID_ERRORS_COUNT (a collectors file lists it) */
+	uint32_t label_fields;          /* static label fields listed with type label (static_labels.c) */
 	const char *xid_count_type, *xid_count_help;
 	unsigned xid_window_ms; /* dcgm-exporter -x: its window (default 5 minutes) */
 	const char *xid_type, *xid_help;
@@ -241,6 +242,11 @@ struct exp_config {
  * the built-in set and dcgm-exporter's default device choice are served.
  */
 void exporter_configure(struct exporter *e, const struct exp_config *cfg);
+
+/* Static label fields (static_labels.c): the index of a field served as a label, or -1. */
+int exp_label_field_index(const char *name);
+/* Append the enabled label fields' values (NVML, once) to each GPU's device labels. */
+void exp_static_labels_fill(struct exporter *e);
 
 /* Start one sampler per GPU and the XID event thread. nv must outlive exporter_stop(). */
 int exporter_start(struct exporter *e, struct nvml *nv, int interval_ms, struct gerr *err);

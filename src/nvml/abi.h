@@ -65,17 +65,20 @@ typedef struct nvmlGpuInstance_st *nvmlGpuInstance_t;
 typedef struct nvmlComputeInstance_st *nvmlComputeInstance_t;
 typedef struct nvmlEventSet_st *nvmlEventSet_t;
 
-#define NVML_DEVICE_UUID_V2_BUFFER_SIZE        96
-#define NVML_DEVICE_NAME_V2_BUFFER_SIZE        96
-#define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
-#define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE     32
-#define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE  16
-#define NVML_NVLINK_MAX_LINKS                  36
+#define NVML_DEVICE_UUID_V2_BUFFER_SIZE         96
+#define NVML_DEVICE_NAME_V2_BUFFER_SIZE         96
+#define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE  80
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE      32
+#define NVML_DEVICE_SERIAL_BUFFER_SIZE          30
+#define NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE   32
+#define NVML_DEVICE_INFOROM_VERSION_BUFFER_SIZE 16
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE   16
+#define NVML_NVLINK_MAX_LINKS                   36
 
-#define NVML_DEVICE_MIG_DISABLE                0
-#define NVML_DEVICE_MIG_ENABLE                 1
-#define NVML_FEATURE_DISABLED                  0
-#define NVML_FEATURE_ENABLED                   1
+#define NVML_DEVICE_MIG_DISABLE                 0
+#define NVML_DEVICE_MIG_ENABLE                  1
+#define NVML_FEATURE_DISABLED                   0
+#define NVML_FEATURE_ENABLED                    1
 
 /* Event type bits (nvml.h "Event Types"). */
 #define nvmlEventTypeSingleBitEccError 0x0001ULL

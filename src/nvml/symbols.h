@@ -32,6 +32,9 @@
 	X(device_get_enforced_power_limit, nvmlDeviceGetEnforcedPowerLimit, (nvmlDevice_t, unsigned *), 0)            \
 	X(device_get_current_clocks_throttle_reasons, nvmlDeviceGetCurrentClocksThrottleReasons,                      \
 	  (nvmlDevice_t, unsigned long long *), 0)                                                                    \
+	X(device_get_serial, nvmlDeviceGetSerial, (nvmlDevice_t, char *, unsigned), 0)                                \
+	X(device_get_vbios_version, nvmlDeviceGetVbiosVersion, (nvmlDevice_t, char *, unsigned), 0)                   \
+	X(device_get_inforom_image_version, nvmlDeviceGetInforomImageVersion, (nvmlDevice_t, char *, unsigned), 0)    \
 	X(device_get_violation_status, nvmlDeviceGetViolationStatus,                                                  \
 	  (nvmlDevice_t, nvmlPerfPolicyType_t, nvmlViolationTime_t *), 0)
 

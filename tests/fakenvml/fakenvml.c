@@ -1692,6 +1692,33 @@ API nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t device, nvmlPerfPolic
 	return leave(v ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED);
 }
 
+/* Static strings of a GPU (issue 24): "serial", "vbios_version", "inforom_image_version" of the GPU or
+ * its model; absent: NOT_SUPPORTED. */
+static nvmlReturn_t gpu_string(const struct gpu_slot *g, const char *key, char *buf, unsigned length)
+{
+	json_t *v = gpu_get(g, key);
+
+	return json_is_string(v) ? copy_str(buf, length, json_string_value(v)) : NVML_ERROR_NOT_SUPPORTED;
+}
+
+API nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t device, char *serial, unsigned length)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	return leave(gpu_string(c.g, "serial", serial, length));
+}
+
+API nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t device, char *version, unsigned length)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	return leave(gpu_string(c.g, "vbios_version", version, length));
+}
+
+API nvmlReturn_t nvmlDeviceGetInforomImageVersion(nvmlDevice_t device, char *version, unsigned length)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	return leave(gpu_string(c.g, "inforom_image_version", version, length));
+}
+
 /* One field of nvmlDeviceGetFieldValues, from telemetry. */
 static void field_value(const struct gpu_slot *g, nvmlFieldValue_t *f)
 {
@@ -2005,4 +2032,7 @@ API const struct fakenvml_api fakenvml_api = {
     .device_get_enforced_power_limit = nvmlDeviceGetEnforcedPowerLimit,
     .device_get_current_clocks_throttle_reasons = nvmlDeviceGetCurrentClocksThrottleReasons,
     .device_get_violation_status = nvmlDeviceGetViolationStatus,
+    .device_get_serial = nvmlDeviceGetSerial,
+    .device_get_vbios_version = nvmlDeviceGetVbiosVersion,
+    .device_get_inforom_image_version = nvmlDeviceGetInforomImageVersion,
 };

@@ -143,6 +143,38 @@ class ClockEvents(unittest.TestCase):
             shutil.rmtree(d2, ignore_errors=True)
 
 
+class StaticLabels(unittest.TestCase):
+    def test_label_fields_on_every_series(self):
+        """DCGM_FI_DEV_SERIAL, _VBIOS_VERSION, _INFOROM_IMAGE_VER listed with type label are labels of
+        that name on the GPU's series (instances too); one the GPU does not answer is just absent."""
+        doc = load("dgx-a100")
+        for i, g in enumerate(doc["gpus"]):
+            g["serial"] = "16501234%05d" % i
+        doc["models"]["a100-sxm4-40gb"]["vbios_version"] = "92.00.45.00.05"
+        path, d = with_fixture(doc)
+        csv, d2 = collectors("DCGM_FI_DEV_GPU_TEMP, gauge, t\n"
+                             "DCGM_FI_DEV_SERIAL, label, Device Serial Number\n"
+                             "DCGM_FI_DEV_VBIOS_VERSION, label, VBIOS version of the device\n"
+                             "DCGM_FI_DEV_INFOROM_IMAGE_VER, label, Inforom image version\n")
+        ex = Exporter(path, ["--collect-interval", "200", "--kubernetes=false", "-f", csv])
+        try:
+            body = ex.wait_for(lambda b: len({l["gpu"] for l, _ in series(b, "DCGM_FI_DEV_GPU_TEMP")}) == 8,
+                               what="8 GPUs")
+            temps = series(body, "DCGM_FI_DEV_GPU_TEMP")
+            self.assertGreater(len(temps), 8)  # MIG instances of GPUs 6 and 7 too
+            for l, _ in temps:
+                self.assertEqual(l["DCGM_FI_DEV_SERIAL"], "16501234%05d" % int(l["gpu"]))
+                self.assertEqual(l["DCGM_FI_DEV_VBIOS_VERSION"], "92.00.45.00.05")
+                self.assertNotIn("DCGM_FI_DEV_INFOROM_IMAGE_VER", l)
+            self.assertNotIn("gpulet_exporter_field_unavailable{field=\"DCGM_FI_DEV_SERIAL\"", body)
+            rc, out = promcheck(body)
+            self.assertEqual(rc, 0, out)
+        finally:
+            ex.cleanup()
+            shutil.rmtree(d, ignore_errors=True)
+            shutil.rmtree(d2, ignore_errors=True)
+
+
 class Numbers(unittest.TestCase):
     def test_framebuffer_in_whole_mib(self):
         """A real H200 reserves 615.06 MiB; DCGM's int64 says 615 (and no value is in exponent form)."""
