@@ -29,7 +29,6 @@ enum {
 	IGN_POD_UID,
 	IGN_POD_LABEL_REGEX,
 	IGN_DRA,
-	IGN_CLOCK_WINDOW,
 	IGN_HPC_DIR,
 	IGN_LOG_FORMAT,
 	IGN_DCGM_LOG,
@@ -50,7 +49,7 @@ enum {
 struct exporter_opts {
 	struct cmd_common c;
 	const char *address, *web_config, *socket, *resource_names, *collectors, *devices, *gpu_id_type;
-	unsigned interval_ms, podres_ms, xid_window_ms;
+	unsigned interval_ms, podres_ms, xid_window_ms, clock_window_ms;
 	bool kubernetes, virtual_gpus, no_hostname, mig_parent, debug, replace_blanks, old_namespace;
 	const char *ignored[IGN_COUNT]; /* the value given, or NULL */
 	bool ignored_set[IGN_COUNT];    /* the boolean ones: given as true */
@@ -120,7 +119,10 @@ static const struct cmd_opt exporter_opts[] = {
     IGNORED_STR("kubernetes-pod-label-allowlist-regex", 0, "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
 		IGN_POD_LABEL_REGEX),
     IGNORED_BOOL("kubernetes-enable-dra", 0, "KUBERNETES_ENABLE_DRA", IGN_DRA),
-    IGNORED_STR("clock-events-count-window-size", 0, "DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE", IGN_CLOCK_WINDOW),
+    CMD_ROW("clock-events-count-window-size", 0, CMD_OPT_UINT, "MS",
+	    "DCGM_EXP_CLOCK_EVENTS_COUNT counts clock event samples of this window",
+	    .env = {"DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE"}, .def = "300000", .off = EXP_F(clock_window_ms),
+	    .min = 1, .max = 7 * 24 * 3600 * 1000),
     IGNORED_STR("hpc-job-mapping-dir", 0, "DCGM_HPC_JOB_MAPPING_DIR", IGN_HPC_DIR),
     IGNORED_STR("log-format", 0, "DCGM_EXPORTER_LOG_FORMAT", IGN_LOG_FORMAT),
     IGNORED_BOOL("enable-dcgm-log", 0, "DCGM_EXPORTER_ENABLE_DCGM_LOG", IGN_DCGM_LOG),
@@ -150,7 +152,6 @@ static const char *const ignored_why[IGN_COUNT] = {
     [IGN_POD_UID] = "the pod_uid label is not added (PodResources has no UID)",
     [IGN_POD_LABEL_REGEX] = "pod Kubernetes labels are not added",
     [IGN_DRA] = "DRA claims are not attributed",
-    [IGN_CLOCK_WINDOW] = "DCGM_EXP_CLOCK_EVENTS_COUNT is not served",
     [IGN_HPC_DIR] = "the hpc_job label is not added",
     [IGN_LOG_FORMAT] = "logs are logfmt",
     [IGN_DCGM_LOG] = "there is no DCGM library",
@@ -295,8 +296,10 @@ static int served_set(const struct exporter_opts *o, struct exp_config *cfg)
 
 	if (o->debug)
 		log_set_level_name("debug");
-	*cfg = (struct exp_config){
-	    .mig_parent = o->mig_parent, .old_namespace = o->old_namespace, .xid_window_ms = o->xid_window_ms};
+	*cfg = (struct exp_config){.mig_parent = o->mig_parent,
+				   .old_namespace = o->old_namespace,
+				   .xid_window_ms = o->xid_window_ms,
+				   .clock_window_ms = o->clock_window_ms};
 	if (!streq(o->gpu_id_type, "uid") && !streq(o->gpu_id_type, "device-name"))
 		return cmd_usage_error(&exporter_verb, "--kubernetes-gpu-id-type '%s': use uid or device-name",
 				       o->gpu_id_type);

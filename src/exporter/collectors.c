@@ -129,6 +129,8 @@ static int classify(struct exp_counter *k, const char *file, struct gerr *err)
 		k->kind = EXP_COUNTER_XID;
 	} else if (streq(k->name, "DCGM_EXP_XID_ERRORS_COUNT")) {
 		k->kind = EXP_COUNTER_XID_COUNT;
+	} else if (streq(k->name, "DCGM_EXP_CLOCK_EVENTS_COUNT")) {
+		k->kind = EXP_COUNTER_CLOCK_COUNT;
 	} else if (streq(k->name, "DCGM_FI_DRIVER_VERSION")) {
 		k->kind = EXP_COUNTER_DRIVER;
 	} else if (exp_dcgm_field_known(k->name)) {

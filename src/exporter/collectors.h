@@ -22,6 +22,7 @@ enum exp_counter_kind {
 	EXP_COUNTER_METRIC,      /* a row of exp_metrics[] (index in .metric) */
 	EXP_COUNTER_XID,         /* DCGM_FI_DEV_XID_ERRORS: from NVML XID events */
 	EXP_COUNTER_XID_COUNT,   /* DCGM_EXP_XID_ERRORS_COUNT: XIDs per code in the last -x window */
+	EXP_COUNTER_CLOCK_COUNT, /* DCGM_EXP_CLOCK_EVENTS_COUNT: clock event samples per reason in a window */
 	EXP_COUNTER_DRIVER,      /* DCGM_FI_DRIVER_VERSION: a label on every series */
 	EXP_COUNTER_UNAVAILABLE, /* a DCGM field gpulet does not sample */
 };

@@ -142,7 +142,8 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 
 	e->enabled = 0;
 	e->xid_enabled = e->driver_label = c == NULL;
-	e->xid_count_enabled = false;
+	e->xid_count_enabled = e->clock_count_enabled = false;
+	e->clock_window_ms = cfg && cfg->clock_window_ms ? cfg->clock_window_ms : 300000;
 	e->label_fields = 0;
 	e->xid_window_ms = cfg && cfg->xid_window_ms ? cfg->xid_window_ms : 300000;
 	e->xid_type = "gauge";
@@ -173,6 +174,10 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 			e->xid_enabled = true;
 			e->xid_type = streq(ct->type, "counter") ? "counter" : "gauge";
 			e->xid_help = ct->help;
+		} else if (ct->kind == EXP_COUNTER_CLOCK_COUNT && !e->clock_count_enabled) {
+			e->clock_count_enabled = true;
+			e->clock_count_type = streq(ct->type, "gauge") ? "gauge" : "counter";
+			e->clock_count_help = ct->help;
 		} else if (ct->kind == EXP_COUNTER_XID_COUNT && !e->xid_count_enabled) {
 			e->xid_count_enabled = true;
 			e->xid_count_type = streq(ct->type, "gauge") ? "gauge" : "counter";
@@ -464,8 +469,18 @@ void exporter_sample_gpu(struct exporter *e, size_t gi)
 		sr.lost = r == NVML_ERROR_GPU_IS_LOST;
 	}
 
+	/* DCGM_EXP_CLOCK_EVENTS_COUNT: this round's clock event reasons, when any is set */
+	double reasons = 0;
+	if (e->clock_count_enabled && r == NVML_SUCCESS &&
+	    exp_metrics[EXP_CLOCKS_EVENT_REASONS].get(nv, h, 0, &reasons) != NVML_SUCCESS)
+		reasons = 0;
+
 	pthread_mutex_lock(&eg->lock);
 	bool was_lost = eg->st.lost;
+	if (reasons > 0) {
+		eg->st.clock_events[eg->st.n_clock_events % EXP_CLOCK_RECENT].reasons = (uint64_t)reasons;
+		eg->st.clock_events[eg->st.n_clock_events++ % EXP_CLOCK_RECENT].at = sr.now;
+	}
 	/*
 	 * A GPU that cannot be opened serves no values (dcgm-exporter leaves blanks out): the last
 	 * ones would look current. Its sample age keeps growing from the last complete sample.

@@ -122,8 +122,9 @@ struct exp_device {
 	bool shown;                    /* its DCGM series are rendered (--devices, --mig-parent-metrics) */
 };
 
-#define EXP_XID_CODES  32
-#define EXP_XID_RECENT 256 /* XIDs remembered for DCGM_EXP_XID_ERRORS_COUNT's window (a storm keeps the newest) */
+#define EXP_XID_CODES    32
+#define EXP_XID_RECENT   256 /* XIDs remembered for DCGM_EXP_XID_ERRORS_COUNT's window (a storm keeps the newest) */
+#define EXP_CLOCK_RECENT 256 /* clock event reason samples remembered for DCGM_EXP_CLOCK_EVENTS_COUNT */
 
 /* dcgm-exporter's err_msg for an XID code ("Unknown Error" past its table): xid_text.c */
 const char *exp_xid_text(unsigned code);
@@ -143,6 +144,11 @@ struct exp_gpu_state {
 		double at;        /* CLOCK_MONOTONIC seconds */
 	} recent[EXP_XID_RECENT]; /* a ring: the newest EXP_XID_RECENT XIDs */
 	size_t n_recent;          /* XIDs recorded in all (the ring holds the last EXP_XID_RECENT) */
+	struct {
+		uint64_t reasons; /* nvmlDeviceGetCurrentClocksThrottleReasons' bitmask */
+		double at;
+	} clock_events[EXP_CLOCK_RECENT]; /* a ring of the samples that had a reason set */
+	size_t n_clock_events;
 	unsigned rounds;          /* sampling rounds finished (values or not), counted to 2 */
 	bool lost;                /* NVML answered GPU_IS_LOST */
 	bool xid_unhealthy;       /* a critical XID was seen (plugin policy) */
@@ -205,7 +211,10 @@ struct exporter {
 	bool xid_count_enabled;         /* DCGM_EXP_XID_ERRORS_COUNT (a collectors file lists it) */
 	uint32_t label_fields;          /* static label fields listed with type label (static_labels.c) */
 	const char *xid_count_type, *xid_count_help;
-	unsigned xid_window_ms; /* dcgm-exporter -x: its window (default 5 minutes) */
+	unsigned xid_window_ms;   /* dcgm-exporter -x: its window (default 5 minutes) */
+	bool clock_count_enabled; /* DCGM_EXP_CLOCK_EVENTS_COUNT (a collectors file lists it) */
+	const char *clock_count_type, *clock_count_help;
+	unsigned clock_window_ms; /* --clock-events-count-window-size (default 5 minutes) */
 	const char *xid_type, *xid_help;
 	const char **unavailable_names; /* collectors fields gpulet does not sample */
 	size_t n_unavailable_names;
@@ -232,10 +241,11 @@ enum exp_devices { EXP_DEVICES_FLEX, EXP_DEVICES_GPUS, EXP_DEVICES_INSTANCES };
 struct exp_config {
 	const struct exp_collectors *collectors; /* NULL: the built-in set; must outlive the exporter */
 	enum exp_devices devices;
-	bool mig_parent;         /* keep a MIG GPU's own series next to its instances' */
-	bool old_namespace;      /* dcgm-exporter -o: labels uuid, pod_name, pod_namespace, container_name */
-	unsigned xid_window_ms;  /* dcgm-exporter -x: DCGM_EXP_XID_ERRORS_COUNT's window; 0: 300000 */
-	bool gpu_id_device_name; /* --kubernetes-gpu-id-type device-name: kubelet names GPUs nvidiaN */
+	bool mig_parent;          /* keep a MIG GPU's own series next to its instances' */
+	bool old_namespace;       /* dcgm-exporter -o: labels uuid, pod_name, pod_namespace, container_name */
+	unsigned xid_window_ms;   /* dcgm-exporter -x: DCGM_EXP_XID_ERRORS_COUNT's window; 0: 300000 */
+	bool gpu_id_device_name;  /* --kubernetes-gpu-id-type device-name: kubelet names GPUs nvidiaN */
+	unsigned clock_window_ms; /* DCGM_EXP_CLOCK_EVENTS_COUNT's window; 0: 300000 */
 };
 /*
  * Choose the served fields and devices (after exporter_init, before exporter_start). Without it

@@ -340,6 +340,50 @@ static void render_xid_count(struct strbuf *b, const struct exporter *e, const s
 	}
 }
 
+/*
+ * Clock event reasons by dcgm-exporter's names (its clock_events_collector.go, after DCGM's
+ * dcgmi): bit i of the NVML/DCGM bitmask is clock_event_names[i].
+ */
+static const char *const clock_event_names[] = {"gpu_idle",    "clocks_setting", "power_cap",
+						"hw_slowdown", "sync_boost",     "sw_thermal",
+						"hw_thermal",  "hw_power_brake", "display_clocks"};
+
+/*
+ * DCGM_EXP_CLOCK_EVENTS_COUNT as dcgm-exporter's clock events collector: per device, for each
+ * reason, how many samples of the last --clock-events-count-window-size ms had it set (label
+ * clock_event), else one series of 0 without it; every series has window_size_in_ms.
+ */
+static void render_clock_count(struct strbuf *b, const struct exporter *e, const struct attribution *a,
+			       const struct exp_gpu_state *st, double now)
+{
+	if (!e->clock_count_enabled || !e->n_gpus)
+		return;
+	family(b, "DCGM_EXP_CLOCK_EVENTS_COUNT", e->clock_count_type, e->clock_count_help);
+	double since = now - e->clock_window_ms / 1000.0;
+	for (size_t d = 0; d < e->n_devs; d++) {
+		const struct exp_gpu_state *s = &st[e->devs[d].gpu];
+		unsigned count[ELEMENTSOF(clock_event_names)] = {0}, total = 0;
+		size_t held = MIN(s->n_clock_events, (size_t)EXP_CLOCK_RECENT);
+		if (!e->devs[d].shown)
+			continue;
+		for (size_t k = 0; k < held; k++)
+			for (size_t bit = 0; s->clock_events[k].at >= since && bit < ELEMENTSOF(count); bit++)
+				if (s->clock_events[k].reasons & (1ull << bit))
+					count[bit]++, total++;
+		char extra[128];
+		snprintf(extra, sizeof(extra), ",window_size_in_ms=\"%u\"", e->clock_window_ms);
+		if (!total)
+			device_line(b, e, a, d, "DCGM_EXP_CLOCK_EVENTS_COUNT", extra, 0);
+		for (size_t bit = 0; bit < ELEMENTSOF(count); bit++) {
+			if (!count[bit])
+				continue;
+			snprintf(extra, sizeof(extra), ",clock_event=\"%s\",window_size_in_ms=\"%u\"",
+				 clock_event_names[bit], e->clock_window_ms);
+			device_line(b, e, a, d, "DCGM_EXP_CLOCK_EVENTS_COUNT", extra, count[bit]);
+		}
+	}
+}
+
 /* The fields asked for that this node cannot serve, one series each (issue 14). */
 static void render_unavailable(struct strbuf *b, const struct exporter *e)
 {
@@ -369,6 +413,7 @@ static void render_devices(struct strbuf *b, const struct exporter *e, const str
 	render_fields(b, e, a, vals, st, now);
 	render_xid(b, e, a, st, now);
 	render_xid_count(b, e, a, st, now);
+	render_clock_count(b, e, a, st, now);
 	render_unavailable(b, e);
 	if (!e->n_gpus)
 		return;

@@ -143,6 +143,39 @@ class ClockEvents(unittest.TestCase):
             shutil.rmtree(d2, ignore_errors=True)
 
 
+class ClockEventsCount(unittest.TestCase):
+    def test_clock_events_count_window(self):
+        """DCGM_EXP_CLOCK_EVENTS_COUNT: samples per reason (upstream's names) within the window."""
+        doc = load("dgx-h100")
+        doc["models"]["h100-sxm5-80gb"]["telemetry"]["clocks_event_reasons"] = 0
+        doc["gpus"][1].setdefault("telemetry", {})["clocks_event_reasons"] = 0x24  # power_cap, sw_thermal
+        path, d = with_fixture(doc)
+        csv, d2 = collectors("DCGM_FI_DEV_GPU_TEMP, gauge, t\n"
+                             "DCGM_EXP_CLOCK_EVENTS_COUNT, counter, reported clock events\n")
+        ex = Exporter(path, ["--collect-interval", "200", "--kubernetes=false", "-f", csv,
+                             "--clock-events-count-window-size", "2000"])
+        try:
+            body = ex.wait_for(lambda b: any(l.get("clock_event") == "power_cap" and v >= 3 for l, v in
+                                             series(b, "DCGM_EXP_CLOCK_EVENTS_COUNT")), what="clock events counted")
+            g1 = {l.get("clock_event"): v for l, v in series(body, "DCGM_EXP_CLOCK_EVENTS_COUNT") if l["gpu"] == "1"}
+            self.assertEqual(set(g1), {"power_cap", "sw_thermal"})
+            self.assertEqual(g1["power_cap"], g1["sw_thermal"])
+            others = [(l.get("clock_event"), l["window_size_in_ms"], v)
+                      for l, v in series(body, "DCGM_EXP_CLOCK_EVENTS_COUNT") if l["gpu"] != "1"]
+            self.assertEqual(others, [(None, "2000", 0)] * 7)
+            self.assertNotIn("flag=--clock-events-count-window-size", ex.text())
+            rc, out = promcheck(body)
+            self.assertEqual(rc, 0, out)
+            doc["gpus"][1]["telemetry"]["clocks_event_reasons"] = 0
+            write_json_atomic(ex.fixture, doc)
+            ex.wait_for(lambda b: [l.get("clock_event") for l, _ in series(b, "DCGM_EXP_CLOCK_EVENTS_COUNT")
+                                   if l["gpu"] == "1"] == [None], timeout=10, what="window passed")
+        finally:
+            ex.cleanup()
+            shutil.rmtree(d, ignore_errors=True)
+            shutil.rmtree(d2, ignore_errors=True)
+
+
 class StaticLabels(unittest.TestCase):
     def test_label_fields_on_every_series(self):
         """DCGM_FI_DEV_SERIAL, _VBIOS_VERSION, _INFOROM_IMAGE_VER listed with type label are labels of
