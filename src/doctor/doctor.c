@@ -47,7 +47,7 @@ const struct doctor_check doctor_checks[] = {
      doctor_check_runtime},
     {"cdi", LINK_CDI, 0, "CDI spec dirs (/etc/cdi, /var/run/cdi or cdi_spec_dirs)",
      "cdi.spec-missing cdi.spec-invalid cdi.spec-unreadable cdi.version-too-new cdi.duplicate-device "
-     "cdi.stale-devices",
+     "cdi.stale-devices cdi.libs-not-loadable",
      doctor_check_cdi},
     {"kubelet", LINK_KUBELET, 0,
      "kubelet's --root-dir (/proc, kubelet.service, kubeadm-flags.env, k3s/rke2/k0s/microk8s config), "
