@@ -101,8 +101,13 @@ static const char *cdi_runtime_for(const struct doctor_ctx *c, char *why, size_t
  * only until the next reboot, and two specs of one kind in one dir drop the device
  * (docs/reference/cdi.md §4).
  */
-static const char *stale_fix(const char *file, char *buf, size_t size)
+static const char *stale_fix(const struct doctor_ctx *c, const char *file, char *buf, size_t size)
 {
+	const char *root = c->o->root && !streq(c->o->root, "/") ? c->o->root : "";
+	size_t l = strlen(root);
+
+	if (file && l && !strncmp(file, root, l) && file[l] == '/')
+		file += l; /* the node's own path */
 	snprintf(buf, size,
 		 "regenerate the stale spec in place: gpulet cdi generate --output %s (or nvidia-ctk cdi generate "
 		 "--output=%s); a new file in /var/run/cdi hides a stale /etc/cdi spec only until reboot",
@@ -139,7 +144,7 @@ static void check_uuids(struct doctor_ctx *c, const char *const *dirs, size_t n)
 			char fix[1024];
 
 			f = doctor_report(c, stale->id, stale->sev, LINK_CDI,
-					  stale_fix(json_string_value(json_object_get(e, "file")), fix, sizeof(fix)),
+					  stale_fix(c, json_string_value(json_object_get(e, "file")), fix, sizeof(fix)),
 					  "%s", stale->summary);
 		}
 		doctor_evidence(f, "%s (%s): no such GPU or MIG instance on this node now",
@@ -205,7 +210,7 @@ int doctor_check_cdi(struct doctor_ctx *c)
 				continue;
 			if (streq(p->category, "stale-devices"))
 				fd = doctor_report_once(c, cat->id, cat->sev, LINK_CDI,
-							stale_fix(p->file, fix, sizeof(fix)), "%s", cat->summary);
+							stale_fix(c, p->file, fix, sizeof(fix)), "%s", cat->summary);
 			else
 				fd = doctor_report_once(c, cat->id, cat->sev, LINK_CDI, cat->fix, "%s", cat->summary);
 			doctor_evidence(fd, "%s%s%s: %s [%s]", p->file, p->json_path && *p->json_path ? " " : "",

@@ -376,6 +376,8 @@ static void check_default_runtime(struct doctor_ctx *c, const struct ctrd_facts 
 	if (streq(f->default_runtime, handler) || !runtime_table(f, handler) || f->enable_cdi)
 		return;
 	n = doctor_pods_with_class(c, NULL, NULL);
+	if (c->pods && !n)
+		return; /* every GPU pod of --pods names a RuntimeClass: the default runtime serves none of them */
 	snprintf(what, sizeof(what),
 		 "add runtimeClassName: %s to GPU pods; or set default_runtime_name = \"%s\" under "
 		 "[plugins.\"%s\".containerd], or enable CDI (enable_cdi = true under [plugins.\"%s\"])",
@@ -450,7 +452,7 @@ static void check_legacy_hook(struct doctor_ctx *c, const struct ctrd_facts *f, 
 	doctor_evidence(fd, "/etc/nvidia-container-runtime/config.toml: mode = \"%s\"", mode);
 }
 
-int doctor_check_runtime(struct doctor_ctx *c)
+static int check_runtime_links(struct doctor_ctx *c)
 {
 	const char *handler = c->o->runtime_class ? c->o->runtime_class : "nvidia";
 	struct ctrd_facts f;
@@ -481,5 +483,35 @@ int doctor_check_runtime(struct doctor_ctx *c)
 	if (f.enable_cdi)
 		check_spec_dirs(c, key);
 	check_legacy_hook(c, &f, handler);
+	return 0;
+}
+
+/* Which runtime and which files: said even when all is well, so a reader knows what was checked. */
+static void report_ok(struct doctor_ctx *c)
+{
+	struct doctor_finding *f;
+	char line[1024] = "";
+
+	if (rt_is_containerd(c->rt) && c->ctrd_state > 0)
+		for (size_t k = 0; c->ctrd_files && c->ctrd_files[k]; k++)
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s", k ? ", " : "",
+				 c->ctrd_files[k]);
+	else if (c->rt->kind == RT_CRIO)
+		for (unsigned k = 0; k < c->rt->n_crio_files && k < RT_MAX_FILES; k++)
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s", k ? ", " : "",
+				 c->rt->crio_files[k]);
+	f = doctor_report(c, "runtime.ok", DOCTOR_OK, LINK_RUNTIME, NULL, "%s: read %s", rt_name(c->rt),
+			  line[0] ? line : "no config file (built-in defaults)");
+	doctor_evidence(f, "found by %s", c->rt->source);
+}
+
+int doctor_check_runtime(struct doctor_ctx *c)
+{
+	size_t before = c->n_findings;
+	int r = check_runtime_links(c);
+
+	if (r < 0 || c->n_findings != before || c->skip_reason[0] || !c->rt || c->rt->kind == RT_NONE)
+		return r;
+	report_ok(c);
 	return 0;
 }
