@@ -176,8 +176,9 @@ int doctor_check_cdi(struct doctor_ctx *c)
 		const char *bin = toml_string(toml_get(rt, "options"), "BinaryName", "");
 		bool cdi_mode = strstr(bin, ".cdi") != NULL;
 
-		if (!f.enable_cdi && !cdi_mode)
-			return 0; /* CDI not in use: nothing to check */
+		/* CDI not in use: off, or only on by containerd 2's default with no CDI runtime mode */
+		if ((!f.enable_cdi || !f.enable_cdi_explicit) && !cdi_mode)
+			return 0;
 		fd = doctor_report(
 		    c, "cdi.spec-missing", cdi_mode ? DOCTOR_FAIL : DOCTOR_WARN, LINK_CDI,
 		    "gpulet cdi generate --output /var/run/cdi/nvidia.yaml (or nvidia-ctk cdi generate "
