@@ -40,7 +40,8 @@ static bool loader_dir(const char *dir)
 struct scan {
 	bool hooks;
 	char ldpath[1024];
-	char lib[512]; /* containerPath of a libcuda.so* outside the loader dirs */
+	char lib[512];  /* containerPath of a libcuda.so* outside the loader dirs */
+	bool in_loader; /* some libcuda.so* mount lands in a loader dir */
 };
 
 static void scan_edits(const json_t *edits, struct scan *s)
@@ -61,10 +62,12 @@ static void scan_edits(const json_t *edits, struct scan *s)
 		const char *slash = cp ? strrchr(cp, '/') : NULL;
 		char dir[512];
 
-		if (!slash || strncmp(slash + 1, "libcuda.so", 10) || s->lib[0])
+		if (!slash || strncmp(slash + 1, "libcuda.so", 10))
 			continue;
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - cp), cp);
-		if (!loader_dir(dir))
+		if (loader_dir(dir))
+			s->in_loader = true;
+		else if (!s->lib[0])
 			snprintf(s->lib, sizeof(s->lib), "%s", cp);
 	}
 }
@@ -87,7 +90,7 @@ static void check_spec(struct doctor_ctx *c, const char *file, const json_t *spe
 	scan_edits(json_object_get(spec, "containerEdits"), &s);
 	json_array_foreach (json_object_get(spec, "devices"), i, dev)
 		scan_edits(json_object_get(dev, "containerEdits"), &s);
-	if (!s.lib[0] || s.hooks || in_ldpath(&s))
+	if (!s.lib[0] || s.in_loader || s.hooks || in_ldpath(&s))
 		return;
 	if (!*f)
 		*f = doctor_report(c, "cdi.libs-not-loadable", DOCTOR_FAIL, LINK_CDI,

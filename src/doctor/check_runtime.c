@@ -294,6 +294,46 @@ static int runtime_not_found(struct doctor_ctx *c)
 	return 0;
 }
 
+/* containerd's disabled_plugins names the CRI plugin (v2 id, v3 ids, or the v1 "cri"). */
+static bool cri_disabled(const struct doctor_ctx *c)
+{
+	const struct toml *list = toml_get(c->ctrd, "disabled_plugins");
+
+	for (size_t k = 0; list && list->type == TOML_ARRAY && k < list->n; k++) {
+		const char *p = list->vals[k]->type == TOML_STRING ? list->vals[k]->s : "";
+
+		if (streq(p, "cri") || streq(p, "io.containerd.grpc.v1.cri") ||
+		    !strncmp(p, "io.containerd.cri.v1.", 21))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The runtime checks are about Kubernetes pods (RuntimeClass handlers, the default runtime pods get,
+ * CDI requests from the device plugin). Docker's containerd (containerd.io ships
+ * disabled_plugins = ["cri"]) serves no pods, even where kubelet runs beside it (cri-dockerd): nothing
+ * here applies, and saying "no nvidia runtime" there would be a false alarm.
+ */
+static bool kubernetes_runtime(struct doctor_ctx *c)
+{
+	if (cri_disabled(c)) {
+		doctor_skip(
+		    c,
+		    "%s runs with its CRI plugin disabled (disabled_plugins in %s, Docker's default): it serves no "
+		    "Kubernetes pods",
+		    rt_name(c->rt), c->rt->config);
+		return false;
+	}
+	if (!kubelet_here(c)) {
+		doctor_skip(c,
+			    "%s found (%s) but no kubelet on this node: the RuntimeClass and CDI checks concern pods",
+			    rt_name(c->rt), c->rt->source);
+		return false;
+	}
+	return true;
+}
+
 static int config_problem(struct doctor_ctx *c, int r)
 {
 	struct doctor_finding *fd;
@@ -463,6 +503,12 @@ static int check_runtime_links(struct doctor_ctx *c)
 		return r;
 	if (c->rt->kind == RT_NONE)
 		return runtime_not_found(c);
+	if (!kubelet_here(c)) {
+		doctor_skip(c,
+			    "%s found (%s) but no kubelet on this node: the RuntimeClass and CDI checks concern pods",
+			    rt_name(c->rt), c->rt->source);
+		return 0;
+	}
 	if (c->rt->kind == RT_CRIO) {
 		r = doctor_check_crio(c);
 		if (r >= 0 && !c->rt->crio_error[0])
@@ -474,6 +520,8 @@ static int check_runtime_links(struct doctor_ctx *c)
 		return r;
 	if (r < 0)
 		return config_problem(c, r);
+	if (!kubernetes_runtime(c))
+		return 0;
 	doctor_containerd_facts(c, &f);
 	check_handler(c, &f, handler);
 	check_cgroup_driver(c, &f, handler);
