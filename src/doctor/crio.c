@@ -29,7 +29,7 @@ static int cmp_str(const void *a, const void *b)
 static int merge_file(const char *root, struct runtime_found *rt, const char *path)
 {
 	_cleanup_free_ char *p = root_path(root, path);
-	struct toml *t = NULL;
+	_cleanup_(toml_freep) struct toml *t = NULL; /* toml_merge leaves it freeable */
 	struct gerr err = {0};
 	int r;
 
