@@ -46,7 +46,7 @@ int doctor_toolkit_version(const struct doctor_ctx *c, char *buf, size_t size, c
 
 int doctor_check_toolkit(struct doctor_ctx *c)
 {
-	char ver[64], src[128];
+	char ver[64], src[128], fix[512];
 	const struct toolkit_row *row;
 	struct doctor_finding *f;
 
@@ -61,11 +61,17 @@ int doctor_check_toolkit(struct doctor_ctx *c)
 			      src);
 		return 0;
 	}
-	f = doctor_report(
-	    c, "toolkit.too-old-for-driver", DOCTOR_FAIL, LINK_TOOLKIT,
-	    "upgrade nvidia-container-toolkit (apt-get install nvidia-container-toolkit) before or with the "
-	    "driver, then restart containerd; upgrade order: toolkit and plugin first, then the driver",
-	    "nvidia-container-toolkit %s is older than driver %s needs: %s", ver, c->driver_version, row->what);
+	if (doctor_need_runtime(c) < 0)
+		return -ENOMEM;
+	snprintf(
+	    fix, sizeof(fix),
+	    "upgrade nvidia-container-toolkit (apt-get install nvidia-container-toolkit; with the GPU Operator, its "
+	    "toolkit.version) before or with the driver, then %s; upgrade order: toolkit and plugin first, then "
+	    "the driver",
+	    c->rt->kind != RT_NONE ? rt_restart(c->rt) : "restart the container runtime");
+	f = doctor_report(c, "toolkit.too-old-for-driver", DOCTOR_FAIL, LINK_TOOLKIT, fix,
+			  "nvidia-container-toolkit %s is older than driver %s needs: %s", ver, c->driver_version,
+			  row->what);
 	doctor_evidence(f, "toolkit %s (%s) < %s, needed from driver branch %s", ver, src, row->toolkit_min,
 			row->driver_min);
 	doctor_evidence(f, "source: %s", row->source);
