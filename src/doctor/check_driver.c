@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "doctor/doctor.h"
+#include "doctor/runtime_find.h"
 #include "util/fileio.h"
 
 #define FIX_DRIVER                                                                           \
@@ -145,18 +146,19 @@ static const char *nonroot_gpu_pod(const struct doctor_ctx *c)
 	return NULL;
 }
 
-/* Can uid:gid open a node of this owner and mode read-write (owner, else group, else other bits)? */
-static bool user_can_rw(const struct stat *st, unsigned uid, unsigned gid)
+/* May uid:gid do perm (4 read, 2 write, 1 exec, or'ed) on a file of this owner and mode: owner bits if it
+ * owns it, else group bits if its group does, else the other bits; uid 0 may all but exec without any x bit. */
+bool doctor_user_may(const struct stat *st, unsigned uid, unsigned gid, unsigned perm)
 {
 	mode_t m = st->st_mode;
 
 	if (uid == 0)
-		return true;
+		return !(perm & 1) || (m & 0111);
 	if (st->st_uid == uid)
-		return (m & 0600) == 0600;
+		return ((m >> 6) & perm) == perm;
 	if (st->st_gid == gid)
-		return (m & 0060) == 0060;
-	return (m & 0006) == 0006;
+		return ((m >> 3) & perm) == perm;
+	return (m & perm) == perm;
 }
 
 /*
@@ -214,7 +216,7 @@ int doctor_check_devnodes(struct doctor_ctx *c)
 						pci[k - ELEMENTSOF(control)], minors[k - ELEMENTSOF(control)]);
 			continue;
 		}
-		rt_ok = user_can_rw(&st, c->o->runtime_uid, c->o->runtime_gid);
+		rt_ok = doctor_user_may(&st, c->o->runtime_uid, c->o->runtime_gid, 6);
 		if ((st.st_mode & 0006) == 0006 && rt_ok)
 			continue;
 		mode_string(st.st_mode, ms);

@@ -208,8 +208,12 @@ static void check_handler(struct doctor_ctx *c, const struct ctrd_facts *f, cons
 	{
 		const char *bin = toml_string(toml_get(rt, "options"), "BinaryName", NULL);
 		_cleanup_free_ char *p = bin ? doctor_path(c, bin) : NULL;
+		struct stat st;
 
-		if (bin && p && access(p, X_OK) < 0) {
+		errno = EACCES;
+		if (bin && p &&
+		    (access(p, X_OK) < 0 || stat(p, &st) < 0 ||
+		     !doctor_user_may(&st, c->o->runtime_uid, c->o->runtime_gid, 1))) {
 			snprintf(what, sizeof(what),
 				 "install nvidia-container-toolkit (the GPU Operator's toolkit lives in "
 				 "/usr/local/nvidia/toolkit), or fix BinaryName");
@@ -218,7 +222,9 @@ static void check_handler(struct doctor_ctx *c, const struct ctrd_facts *f, cons
 					   "the \"%s\" runtime's BinaryName %s is not an executable: its containers "
 					   "fail to start",
 					   handler, bin);
-			doctor_evidence(fd, "%s: %s", bin, strerror(errno));
+			doctor_evidence(
+			    fd, "%s: %s%s", bin, strerror(errno),
+			    errno == EACCES && c->o->runtime_uid ? " for the runtime's user (--runtime-user)" : "");
 			files_evidence(c, fd);
 		}
 	}

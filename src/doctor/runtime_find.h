@@ -10,6 +10,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 
 struct doctor_ctx;
 struct toml;
@@ -54,3 +55,6 @@ size_t crio_cdi_dirs(const struct runtime_found *rt, const char **dirs, size_t m
 /* GPU pods of --pods with this runtimeClassName (name NULL: with none); each is evidence on f when given. */
 struct doctor_finding;
 size_t doctor_pods_with_class(const struct doctor_ctx *c, const char *name, struct doctor_finding *f);
+
+/* --runtime-user (a rootless runtime): may uid:gid do perm (4 r, 2 w, 1 x) on a file with this stat? */
+bool doctor_user_may(const struct stat *st, unsigned uid, unsigned gid, unsigned perm);
