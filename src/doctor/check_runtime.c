@@ -187,11 +187,16 @@ static void check_handler(struct doctor_ctx *c, const struct ctrd_facts *f, cons
 				 "--config=%s && %s (the RuntimeClass handler must equal the runtimes.<name> key)",
 				 handler, c->rt->config, rt_restart(c->rt));
 		else {
-			snprintf(what, sizeof(what),
-				 "install nvidia-container-toolkit so nvidia-container-runtime is on PATH or in "
-				 "/usr/local/nvidia/toolkit (%s adds the \"nvidia\" runtime itself at start), or add "
-				 "[plugins.'%s'.containerd.runtimes.%s]",
-				 rt_name(c->rt), f->plugin_id, handler);
+			snprintf(
+			    what, sizeof(what),
+			    "%sadd [plugins.'%s'.containerd.runtimes.%s] (runtime_type io.containerd.runc.v2, "
+			    "options BinaryName = the path of nvidia-container-runtime)",
+			    c->rt->kind == RT_K3S || c->rt->kind == RT_RKE2
+				? "install nvidia-container-toolkit so nvidia-container-runtime is on PATH or in "
+				  "/usr/local/nvidia/toolkit (k3s and RKE2 add the \"nvidia\" runtime themselves at "
+				  "start), or "
+				: "",
+			    f->plugin_id, handler);
 			rt_fix(c, fix, sizeof(fix), what);
 		}
 		fd = doctor_report(c, "runtime.nvidia-handler-missing",
@@ -563,6 +568,8 @@ static void report_ok(struct doctor_ctx *c)
 	f = doctor_report(c, "runtime.ok", DOCTOR_OK, LINK_RUNTIME, NULL, "%s: read %s", rt_name(c->rt),
 			  line[0] ? line : "no config file (built-in defaults)");
 	doctor_evidence(f, "found by %s", c->rt->source);
+	if (line[0])
+		doctor_evidence(f, "files read, in merge order: %s", line);
 }
 
 int doctor_check_runtime(struct doctor_ctx *c)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Find the container runtime that runs on the node and the config it really reads
- * (docs/reference/container-runtimes.md). Order: a live process under <root>/proc (its own
+ * (docs/reference/container-runtimes.md; k0s and MicroK8s §1). Order: a live process under <root>/proc (its own
  * command line names its config), the well-known rendered/installed config files of each
  * distribution, then a runtime that is installed but has no config (it runs on built-in defaults).
  */
@@ -27,14 +27,21 @@ static const struct rt_row {
 	const char *dropins;
 	const char *name;
 	const char *restart;
+	const char *edit; /* where edits go when the config itself is generated ("" the config) */
 } rt_rows[] = {
-    {RT_NONE, "", "", "no container runtime", ""},
-    {RT_CONTAINERD, "/etc/containerd/config.toml", "", "containerd", "systemctl restart containerd"},
+    {RT_NONE, "", "", "no container runtime", "", ""},
+    {RT_CONTAINERD, "/etc/containerd/config.toml", "", "containerd", "systemctl restart containerd", ""},
     {RT_K3S, K3S_DIR "/config.toml", "", "k3s's embedded containerd",
-     "systemctl restart k3s (k3s-agent on agent nodes)"},
+     "systemctl restart k3s (k3s-agent on agent nodes)", ""},
     {RT_RKE2, RKE2_DIR "/config.toml", "", "RKE2's embedded containerd",
-     "systemctl restart rke2-server (rke2-agent on agent nodes)"},
-    {RT_CRIO, "/etc/crio/crio.conf", "/etc/crio/crio.conf.d", "CRI-O", "systemctl restart crio"},
+     "systemctl restart rke2-server (rke2-agent on agent nodes)", ""},
+    {RT_K0S, "/etc/k0s/containerd.toml", "", "k0s's containerd",
+     "systemctl restart k0sworker (k0scontroller on a controller+worker)",
+     "a drop-in in /etc/k0s/containerd.d/ (k0s merges its CRI settings; containerd.toml stays k0s-managed)"},
+    {RT_MICROK8S, "/var/snap/microk8s/current/args/containerd.toml", "", "MicroK8s's containerd",
+     "snap restart microk8s",
+     "/var/snap/microk8s/current/args/containerd-template.toml (MicroK8s renders containerd.toml from it)"},
+    {RT_CRIO, "/etc/crio/crio.conf", "/etc/crio/crio.conf.d", "CRI-O", "systemctl restart crio", ""},
 };
 
 /* Files that show a runtime is installed even without a config (then it runs on built-in defaults). */
@@ -75,7 +82,7 @@ static const struct rt_row *row(enum rt_kind k)
 
 bool rt_is_containerd(const struct runtime_found *rt)
 {
-	return rt && (rt->kind == RT_CONTAINERD || rt->kind == RT_K3S || rt->kind == RT_RKE2);
+	return rt && rt->kind != RT_NONE && rt->kind != RT_CRIO;
 }
 
 const char *rt_name(const struct runtime_found *rt)
@@ -108,6 +115,10 @@ static enum rt_kind containerd_kind(const char *config)
 		return RT_K3S;
 	if (!strncmp(config, "/var/lib/rancher/rke2/", 22))
 		return RT_RKE2;
+	if (!strncmp(config, "/etc/k0s/", 9))
+		return RT_K0S;
+	if (strstr(config, "/snap/microk8s/"))
+		return RT_MICROK8S;
 	return RT_CONTAINERD;
 }
 
@@ -207,7 +218,7 @@ static bool dir_has_files(const struct doctor_ctx *c, const char *dir)
 /* Well-known config files; k3s and RKE2 first (a node running them has no /etc/containerd). */
 static bool from_files(const struct doctor_ctx *c, struct runtime_found *rt)
 {
-	static const enum rt_kind order[] = {RT_K3S, RT_RKE2, RT_CONTAINERD, RT_CRIO};
+	static const enum rt_kind order[] = {RT_K3S, RT_RKE2, RT_K0S, RT_MICROK8S, RT_CONTAINERD, RT_CRIO};
 
 	for (size_t k = 0; k < ELEMENTSOF(order); k++) {
 		const struct rt_row *r = row(order[k]);
@@ -282,6 +293,8 @@ int doctor_need_runtime(struct doctor_ctx *c)
 	}
 	if (rt->kind == RT_K3S || rt->kind == RT_RKE2)
 		find_template(c, rt);
+	else if (*row(rt->kind)->edit)
+		snprintf(rt->templ, sizeof(rt->templ), "%s", row(rt->kind)->edit);
 	c->rt = rt;
 	if (rt->kind == RT_CRIO) {
 		snprintf(rt->templ, sizeof(rt->templ), "a drop-in file in %s/ (CRI-O reads them in name order)",
@@ -322,7 +335,7 @@ int doctor_need_containerd(struct doctor_ctx *c)
 		return c->ctrd_state = r;
 	}
 	c->ctrd_version = (int)toml_int(c->ctrd, "version", 1);
-	if (c->rt->templ[0] && !c->rt->templ_exists && c->ctrd_version < 3)
+	if ((c->rt->kind == RT_K3S || c->rt->kind == RT_RKE2) && !c->rt->templ_exists && c->ctrd_version < 3)
 		snprintf(c->rt->templ, sizeof(c->rt->templ), "%s/config.toml.tmpl",
 			 c->rt->kind == RT_K3S ? K3S_DIR : RKE2_DIR);
 	return c->ctrd_state = 1;

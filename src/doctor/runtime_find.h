@@ -15,7 +15,7 @@
 struct doctor_ctx;
 struct toml;
 
-enum rt_kind { RT_NONE, RT_CONTAINERD, RT_K3S, RT_RKE2, RT_CRIO };
+enum rt_kind { RT_NONE, RT_CONTAINERD, RT_K3S, RT_RKE2, RT_K0S, RT_MICROK8S, RT_CRIO };
 
 #define RT_MAX_FILES 16
 
