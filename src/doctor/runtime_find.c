@@ -285,11 +285,15 @@ int doctor_need_runtime(struct doctor_ctx *c)
 		set_found(rt, containerd_kind(c->o->containerd_config), c->o->containerd_config, NULL);
 		snprintf(rt->source, sizeof(rt->source), "--containerd-config %s", c->o->containerd_config);
 	} else if (!from_proc(c, rt) && !from_files(c, rt) && !from_installed(c, rt)) {
-		snprintf(rt->looked, sizeof(rt->looked),
-			 "no containerd, k3s, RKE2 or crio process under /proc; none of %s, %s, %s, %s, %s; no "
-			 "containerd or crio binary, unit or dpkg package",
-			 row(RT_K3S)->config, row(RT_RKE2)->config, row(RT_CONTAINERD)->config, row(RT_CRIO)->config,
-			 row(RT_CRIO)->dropins);
+		size_t l = (size_t)snprintf(rt->looked, sizeof(rt->looked),
+					    "no containerd or crio process under /proc; none of");
+
+		for (size_t k = 1; k < ELEMENTSOF(rt_rows) && l < sizeof(rt->looked); k++)
+			l += (size_t)snprintf(rt->looked + l, sizeof(rt->looked) - l, " %s%s%s", rt_rows[k].config,
+					      *rt_rows[k].dropins ? ", " : "", rt_rows[k].dropins);
+		if (l < sizeof(rt->looked))
+			snprintf(rt->looked + l, sizeof(rt->looked) - l,
+				 "; no containerd, k3s, rke2 or crio binary, unit or dpkg package");
 	}
 	if (rt->kind == RT_K3S || rt->kind == RT_RKE2)
 		find_template(c, rt);
