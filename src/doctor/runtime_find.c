@@ -176,6 +176,27 @@ static bool from_cmdline(struct runtime_found *rt, const char *pid, char *text, 
 	return true;
 }
 
+/*
+ * Any user can name a process "containerd -c FILE": only the runtime's own user counts (root, or
+ * --runtime-user for a rootless one). A root without /proc/PID/status (a saved node tree) keeps it.
+ */
+static bool runtime_user_process(const struct doctor_ctx *c, const char *pid)
+{
+	char rel[64];
+	_cleanup_free_ char *p = NULL, *text = NULL;
+	const char *u;
+	unsigned real, eff;
+
+	snprintf(rel, sizeof(rel), "/proc/%s/status", pid);
+	p = doctor_path(c, rel);
+	if (!p || read_file(p, 1 << 16, &text, NULL, NULL) < 0)
+		return true;
+	u = strstr(text, "\nUid:");
+	if (!u || sscanf(u + 5, "%u %u", &real, &eff) != 2)
+		return true;
+	return eff == 0 || eff == c->o->runtime_uid;
+}
+
 static int cmp_pid(const void *a, const void *b)
 {
 	return atoi(*(char *const *)a) - atoi(*(char *const *)b);
@@ -202,7 +223,8 @@ static bool from_proc(const struct doctor_ctx *c, struct runtime_found *rt)
 
 		snprintf(rel, sizeof(rel), "/proc/%s/cmdline", order[k]);
 		p = doctor_path(c, rel);
-		if (p && read_file(p, 1 << 16, &text, &len, NULL) >= 0 && from_cmdline(rt, order[k], text, len))
+		if (p && read_file(p, 1 << 16, &text, &len, NULL) >= 0 && runtime_user_process(c, order[k]) &&
+		    from_cmdline(rt, order[k], text, len))
 			return true;
 	}
 	return false;
