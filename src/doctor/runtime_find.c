@@ -150,8 +150,8 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-/* One process: containerd (plain, k3s's, RKE2's) or crio. true when it is a runtime. */
-static bool from_cmdline(struct runtime_found *rt, const char *pid, char *text, size_t len)
+/* One process: a runtime when argv[0] is containerd or crio (runtime_find.h). */
+bool rt_from_cmdline(struct runtime_found *rt, const char *pid, char *text, size_t len)
 {
 	char *argv[64];
 	size_t argc = 0;
@@ -224,7 +224,7 @@ static bool from_proc(const struct doctor_ctx *c, struct runtime_found *rt)
 		snprintf(rel, sizeof(rel), "/proc/%s/cmdline", order[k]);
 		p = doctor_path(c, rel);
 		if (p && read_file(p, 1 << 16, &text, &len, NULL) >= 0 && runtime_user_process(c, order[k]) &&
-		    from_cmdline(rt, order[k], text, len))
+		    rt_from_cmdline(rt, order[k], text, len))
 			return true;
 	}
 	return false;

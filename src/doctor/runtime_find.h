@@ -10,6 +10,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/stat.h>
 
 struct doctor_ctx;
@@ -33,6 +34,12 @@ struct runtime_found {
 	unsigned n_crio_files;
 	char crio_error[300];
 };
+
+/*
+ * One process's /proc/PID/cmdline (text[len] must be NUL, as read_file leaves it): containerd (plain,
+ * k3s's, RKE2's, k0s's, MicroK8s's) or crio fills rt's kind, config and source; false otherwise.
+ */
+bool rt_from_cmdline(struct runtime_found *rt, const char *pid, char *text, size_t len);
 
 /* Find the runtime once (c->rt). -ENOMEM only. */
 int doctor_need_runtime(struct doctor_ctx *c);
