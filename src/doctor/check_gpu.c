@@ -35,10 +35,9 @@ static void held_packages(const struct doctor_ctx *c, struct doctor_finding *f)
 	for (const char *rec = text; rec && *rec;) {
 		const char *end = strstr(rec, "\n\n");
 		size_t len = end ? (size_t)(end - rec) : strlen(rec);
-		int l = (int)strcspn(rec + 9, "\n");
+		int l = !strncmp(rec, "Package: ", 9) ? (int)strcspn(rec + 9, "\n") : 0;
 
-		if (!strncmp(rec, "Package: ", 9) && memmem(rec, len, "\nStatus: hold ", 14) &&
-		    memmem(rec + 9, (size_t)l, "nvidia", 6))
+		if (l && memmem(rec, len, "\nStatus: hold ", 14) && memmem(rec + 9, (size_t)l, "nvidia", 6))
 			doctor_evidence(f, "dpkg: %.*s is on hold (apt-mark showhold): upgrades skip it", l, rec + 9);
 		rec = end ? end + 2 : NULL;
 	}
