@@ -565,6 +565,9 @@ static void report_ok(struct doctor_ctx *c)
 		for (unsigned k = 0; k < c->rt->n_crio_files && k < RT_MAX_FILES; k++)
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s", k ? ", " : "",
 				 c->rt->crio_files[k]);
+	if (c->rt->kind == RT_CRIO && c->rt->n_crio_files > RT_MAX_FILES)
+		snprintf(line + strlen(line), sizeof(line) - strlen(line), " and %u more",
+			 c->rt->n_crio_files - RT_MAX_FILES);
 	f = doctor_report(c, "runtime.ok", DOCTOR_OK, LINK_RUNTIME, NULL, "%s: read %s", rt_name(c->rt),
 			  line[0] ? line : "no config file (built-in defaults)");
 	doctor_evidence(f, "found by %s", c->rt->source);

@@ -101,6 +101,9 @@ static void files_evidence(const struct runtime_found *rt, struct doctor_finding
 
 	for (unsigned k = 0; k < rt->n_crio_files && k < RT_MAX_FILES; k++)
 		snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s", k ? ", " : "", rt->crio_files[k]);
+	if (rt->n_crio_files > RT_MAX_FILES)
+		snprintf(line + strlen(line), sizeof(line) - strlen(line), " and %u more",
+			 rt->n_crio_files - RT_MAX_FILES);
 	doctor_evidence(f, "CRI-O found by %s; read: %s", rt->source, line[0] ? line : "no file (built-in defaults)");
 }
 

@@ -335,7 +335,7 @@ void runtime_found_free(struct runtime_found *rt)
 	if (!rt)
 		return;
 	toml_free(rt->crio);
-	for (unsigned k = 0; k < rt->n_crio_files; k++)
+	for (unsigned k = 0; k < rt->n_crio_files && k < RT_MAX_FILES; k++) /* n counts past the cap */
 		free(rt->crio_files[k]);
 	free(rt);
 }
