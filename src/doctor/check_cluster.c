@@ -107,6 +107,19 @@ static bool operator_cluster(const struct doctor_ctx *c)
 	       anywhere(c, NV_TOOLKIT);
 }
 
+/* NFD's NVIDIA PCI labels the operator takes for a GPU node (controllers/state_manager.go gpuNodeLabels) */
+static bool nfd_gpu_label(const struct doctor_ctx *c)
+{
+	static const char *const keys[] = {"feature.node.kubernetes.io/pci-10de.present",
+					   "feature.node.kubernetes.io/pci-0302_10de.present",
+					   "feature.node.kubernetes.io/pci-0300_10de.present"};
+
+	for (size_t k = 0; k < ELEMENTSOF(keys); k++)
+		if (cluster_node_label(c, keys[k]))
+			return true;
+	return false;
+}
+
 /* GFD labels the node (nvidia.com/gpu.product ...); under the GPU Operator, NFD's PCI label schedules everything. */
 static void discovery(struct doctor_ctx *c)
 {
@@ -116,8 +129,8 @@ static void discovery(struct doctor_ctx *c)
 
 	if (!c->node_obj || !c->pods)
 		return;
-	if (op && !cluster_node_label(c, "feature.node.kubernetes.io/pci-10de.present") &&
-	    !cluster_node_label(c, "nvidia.com/gpu.present") && !component_pod(c, NV_NFD, why, sizeof(why))) {
+	if (op && !nfd_gpu_label(c) && !cluster_node_label(c, "nvidia.com/gpu.present") &&
+	    !component_pod(c, NV_NFD, why, sizeof(why))) {
 		f = doctor_report(
 		    c, "labels.discovery-missing", DOCTOR_FAIL, LINK_PLUGIN,
 		    "deploy Node Feature Discovery (the operator's nfd.enabled=true, or your own NFD) or "
