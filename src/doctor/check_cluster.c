@@ -46,24 +46,37 @@ static bool anywhere(const struct doctor_ctx *c, enum nv_component comp)
 	return false;
 }
 
+/* How the plugin pod fails, and what to do: the first row whose word is in the pod's state wins. */
+static const struct {
+	const char *word, *what, *fix;
+} pod_failures[] = {
+    {"OOMKilled", "OOMKilled",
+     "raise the device plugin container's memory limit (its DaemonSet resources.limits.memory), then check "
+     "kubectl logs --previous for what grew"},
+    {"ImagePull", "not starting: its image does not pull",
+     "kubectl -n NAMESPACE describe pod POD: fix the image name/tag or the registry credentials"},
+    {"CreateContainer", "not starting: its container cannot be created",
+     "kubectl -n NAMESPACE describe pod POD: a missing ConfigMap/volume or a runtime error is named there"},
+    {"", "crash-looping",
+     "kubectl -n NAMESPACE logs POD --previous shows why it exits; the usual causes are NVML not loadable in "
+     "the pod (runtime class / driver root), a bad config file, or MPS without --mps-root"},
+};
+
 static void plugin_pod(struct doctor_ctx *c)
 {
 	char why[512];
 	const json_t *pod = component_pod(c, NV_DEVICE_PLUGIN, why, sizeof(why));
 	struct doctor_finding *f;
+	size_t k = 0;
 
 	if (!pod || !why[0])
 		return;
-	f = doctor_report(
-	    c, "plugin.pod-crashing", DOCTOR_FAIL, LINK_PLUGIN,
-	    strstr(why, "OOMKilled")
-		? "raise the device plugin container's memory limit (its DaemonSet resources.limits.memory), "
-		  "then check kubectl logs --previous for what grew"
-		: "kubectl -n NAMESPACE logs POD --previous shows why it exits; the usual causes are NVML "
-		  "not loadable in the pod (runtime class / driver root), a bad config file, or MPS without --mps-root",
-	    "the device plugin pod itself is %s: while it restarts, kubelet has no one to ask for GPUs "
-	    "(GPUs are not unhealthy; nothing advertises them)",
-	    strstr(why, "OOMKilled") ? "OOMKilled" : "crash-looping");
+	while (!strstr(why, pod_failures[k].word))
+		k++; /* the last row's "" matches */
+	f = doctor_report(c, "plugin.pod-crashing", DOCTOR_FAIL, LINK_PLUGIN, pod_failures[k].fix,
+			  "the device plugin pod itself is %s: while it is down, kubelet has no one to ask for GPUs "
+			  "(GPUs are not unhealthy; nothing advertises them)",
+			  pod_failures[k].what);
 	doctor_evidence(f, "pod %s/%s: %s", cluster_pod_ns(pod), cluster_pod_name(pod), why);
 }
 
