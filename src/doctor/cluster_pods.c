@@ -43,44 +43,50 @@ bool cluster_pod_here(const struct doctor_ctx *c, const json_t *pod)
 	return cluster_is_pod(pod) && (!node || !on || streq(node, on));
 }
 
-/* gpu-operator assets/ and k8s-device-plugin deployments/ (docs/reference/cluster-events.md §3) */
+/*
+ * gpu-operator assets/ and k8s-device-plugin deployments/ (docs/reference/cluster-events.md §3). Matched
+ * as a part of the pod's name first (the helm chart prefixes its release name, and gives the plugin,
+ * GFD and the MPS daemon one app.kubernetes.io/name), then of its app labels; the first row wins, so
+ * the longer names come before "nvidia-device-plugin" and "gpu-operator".
+ */
 static const struct {
-	const char *prefix;
+	const char *part;
 	enum nv_component comp;
 } components[] = {
-    {"nvidia-device-plugin-mps-control-daemon", NV_MPS_DAEMON},
-    {"nvidia-device-plugin", NV_DEVICE_PLUGIN},
+    {"mps-control-daemon", NV_MPS_DAEMON},
     {"gpu-feature-discovery", NV_GFD},
-    {"nvidia-gpu-feature-discovery", NV_GFD},
-    {"gpu-operator-node-feature-discovery-worker", NV_NFD},
-    {"node-feature-discovery-worker", NV_NFD},
+    {"node-feature-discovery", NV_NFD},
     {"nfd-worker", NV_NFD},
     {"nvidia-driver-daemonset", NV_DRIVER},
-    {"nvidia-operator-validator", NV_VALIDATOR},
-    {"nvidia-cuda-validator", NV_VALIDATOR},
-    {"nvidia-container-toolkit-daemonset", NV_TOOLKIT},
+    {"operator-validator", NV_VALIDATOR},
+    {"cuda-validator", NV_VALIDATOR},
+    {"container-toolkit", NV_TOOLKIT},
+    {"nvidia-device-plugin", NV_DEVICE_PLUGIN},
     {"gpu-operator", NV_OPERATOR},
-    {"nvidia-dcgm", NV_OTHER},
-    {"nvidia-mig-manager", NV_OTHER},
-    {"nvidia-node-status-exporter", NV_OTHER},
+    {"dcgm", NV_OTHER},
+    {"mig-manager", NV_OTHER},
+    {"node-status-exporter", NV_OTHER},
     {"gpulet", NV_OTHER},
 };
 
+static enum nv_component component_of(const char *s)
+{
+	for (size_t k = 0; s && k < ELEMENTSOF(components); k++)
+		if (strstr(s, components[k].part))
+			return components[k].comp;
+	return NV_NONE;
+}
+
 enum nv_component cluster_component(const json_t *pod)
 {
-	const char *name = cluster_pod_name(pod);
 	const json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
-	const char *app = json_string_value(json_object_get(labels, "app"));
-	const char *app_name = json_string_value(json_object_get(labels, "app.kubernetes.io/name"));
+	enum nv_component comp = component_of(cluster_pod_name(pod));
 
-	for (size_t k = 0; k < ELEMENTSOF(components); k++) {
-		size_t l = strlen(components[k].prefix);
-
-		if (!strncmp(name, components[k].prefix, l) || (app && !strncmp(app, components[k].prefix, l)) ||
-		    (app_name && !strncmp(app_name, components[k].prefix, l)))
-			return components[k].comp;
-	}
-	return NV_NONE;
+	if (comp == NV_NONE)
+		comp = component_of(json_string_value(json_object_get(labels, "app")));
+	if (comp == NV_NONE)
+		comp = component_of(json_string_value(json_object_get(labels, "app.kubernetes.io/name")));
+	return comp;
 }
 
 static void add_why(char *why, size_t size, const char *what)
