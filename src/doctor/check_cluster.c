@@ -246,6 +246,8 @@ int doctor_check_plugin_pods(struct doctor_ctx *c)
 {
 	struct plugin_cfg p;
 
+	cluster_find_node(c);
+
 	if (!c->pods) {
 		doctor_skip(c, "no --pods: the device plugin and GPU Operator pods are not known");
 		return 0;

@@ -257,6 +257,8 @@ int doctor_check_cluster(struct doctor_ctx *c)
 	size_t i;
 	json_t *pod;
 
+	cluster_find_node(c);
+
 	if (!c->pods && !c->o->events_file) {
 		doctor_skip(c, "no --pods / --events: what the cluster says was not read");
 		return 0;

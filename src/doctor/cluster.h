@@ -29,7 +29,10 @@ enum nv_component {
 
 const char *cluster_pod_name(const json_t *pod);
 const char *cluster_pod_ns(const json_t *pod);
-/* The node's name from --node, NULL without one. */
+/* Find this node's name once: --node's metadata.name, else ROOT/etc/hostname when some pod in --pods
+ * has that spec.nodeName (kubelet names the node after the host name unless --hostname-override). */
+void cluster_find_node(struct doctor_ctx *c);
+/* This node's name, NULL unknown (then every pod in --pods counts as this node's). */
 const char *cluster_node_name(const struct doctor_ctx *c);
 /* A Pod of --pods that runs (or is bound) on this node; every Pod when --node is not given. */
 bool cluster_pod_here(const struct doctor_ctx *c, const json_t *pod);

@@ -6,6 +6,7 @@
 
 #include "doctor/cluster.h"
 #include "kube/k8sobj.h"
+#include "util/fileio.h"
 #include "util/macro.h"
 
 static const char *meta(const json_t *obj, const char *key)
@@ -23,9 +24,43 @@ const char *cluster_pod_ns(const json_t *pod)
 	return meta(pod, "namespace") ?: "default";
 }
 
+static bool pod_on(const struct doctor_ctx *c, const char *node)
+{
+	size_t i;
+	json_t *pod;
+
+	json_array_foreach (c->pods, i, pod) {
+		const char *on = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
+
+		if (on && streq(on, node))
+			return true;
+	}
+	return false;
+}
+
+void cluster_find_node(struct doctor_ctx *c)
+{
+	_cleanup_free_ char *p = NULL, *text = NULL;
+	const char *name = c->node_obj ? meta(c->node_obj, "name") : NULL;
+
+	if (c->node_name_done)
+		return;
+	c->node_name_done = true;
+	if (name) {
+		snprintf(c->node_name, sizeof(c->node_name), "%s", name);
+		return;
+	}
+	p = doctor_path(c, "/etc/hostname");
+	if (!p || read_file(p, 4096, &text, NULL, NULL) < 0)
+		return;
+	text[strcspn(text, " \t\r\n")] = '\0';
+	if (*text && strlen(text) < sizeof(c->node_name) && pod_on(c, text))
+		snprintf(c->node_name, sizeof(c->node_name), "%s", text);
+}
+
 const char *cluster_node_name(const struct doctor_ctx *c)
 {
-	return c->node_obj ? meta(c->node_obj, "name") : NULL;
+	return c->node_name[0] ? c->node_name : NULL;
 }
 
 bool cluster_is_pod(const json_t *obj)

@@ -111,6 +111,9 @@ struct doctor_ctx {
 	json_t *pods; /* array of Pod objects, NULL when not given */
 	json_t *node_obj;
 	json_t *events; /* --events, loaded by the cluster check (doctor/cluster.h) */
+	/* this node's name in --pods: --node's, else ROOT/etc/hostname when pods run there (doctor/cluster.h) */
+	char node_name[256];
+	bool node_name_done;
 };
 
 /* Add a finding; evidence lines are added with doctor_evidence() on the returned pointer. */

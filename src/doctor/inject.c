@@ -228,6 +228,8 @@ int doctor_check_inject(struct doctor_ctx *c)
 	size_t before = c->n_findings;
 	int r = doctor_need_containerd(c);
 
+	cluster_find_node(c);
+
 	if (r == -ENOMEM)
 		return r;
 	doctor_inject_facts(c, &f);
