@@ -63,6 +63,7 @@ void cluster_plugin_cfg(const struct doctor_ctx *c, struct plugin_cfg *ret);
 /* Who injects the GPU on this node (doctor/inject.c). */
 struct inject_facts {
 	enum allocresp_mode mode; /* ALLOCRESP_NONE: unknown */
+	bool also_env;            /* CDI names and NVIDIA_VISIBLE_DEVICES both ("envvar,cdi-cri") */
 	char source[320];         /* the evidence: checkpoint entry, pod env, ConfigMap, CDI spec file */
 };
 void doctor_inject_facts(struct doctor_ctx *c, struct inject_facts *ret);

@@ -43,6 +43,7 @@ static void from_checkpoint(struct doctor_ctx *c, struct inject_facts *f)
 		    a.mode <= f->mode)
 			continue;
 		f->mode = a.mode;
+		f->also_env = a.envvar || a.volume_mounts;
 		snprintf(f->source, sizeof(f->source),
 			 "%s: Allocate for pod %.40s container %.60s (%.60s) returned %s (%.100s)", rel,
 			 json_string_value(json_object_get(e, "PodUID")) ?: "?",
@@ -80,6 +81,7 @@ static void from_plugin_pod(struct doctor_ctx *c, struct inject_facts *f)
 	if (!p.found || (!p.strategy[0] && p.config_unread))
 		return; /* its config file may set the strategy: unknown */
 	f->mode = p.strategy[0] ? strategy_mode(p.strategy) : ALLOCRESP_ENVVAR;
+	f->also_env = strstr(p.strategy, "envvar") || strstr(p.strategy, "volume-mounts");
 	if (p.strategy[0])
 		snprintf(f->source, sizeof(f->source), "%s says deviceListStrategy %s", p.strategy_src, p.strategy);
 	else
@@ -238,9 +240,10 @@ int doctor_check_inject(struct doctor_ctx *c)
 		return 0;
 	}
 	doctor_containerd_facts(c, &rf);
-	if (is_cdi(f.mode) && !rf.enable_cdi)
+	/* both kinds returned: with CDI off the env var still works under the nvidia runtime */
+	if (is_cdi(f.mode) && !rf.enable_cdi && !f.also_env)
 		cdi_disabled(c, &f, &rf);
-	if ((f.mode == ALLOCRESP_ENVVAR || f.mode == ALLOCRESP_VOLUME_MOUNTS) && c->pods)
+	if ((!is_cdi(f.mode) || (f.also_env && !rf.enable_cdi)) && f.mode != ALLOCRESP_NONE && c->pods)
 		runtime_class_link(c, &f, &rf, nvidia);
 	if (c->pods)
 		missing_handlers(c, &rf, nvidia);
