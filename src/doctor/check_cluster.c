@@ -99,7 +99,7 @@ static void mps_daemon(struct doctor_ctx *c, const struct plugin_cfg *p)
 			  "MPS sharing is configured but no MPS control daemon runs on this node: the plugin waits for "
 			  "it and pods asking for shared GPUs never start");
 	if (streq(p->sharing, "mps"))
-		doctor_evidence(f, "%s: sharing.mps is set", p->strategy_src[0] ? p->strategy_src : p->pod);
+		doctor_evidence(f, "%s: sharing.mps is set", p->config_src[0] ? p->config_src : p->pod);
 	if (label)
 		doctor_evidence(f, "--node label nvidia.com/gpu.sharing-strategy=%s", label);
 	doctor_evidence(f, pod ? "MPS control daemon pod %s/%s: %s" : "--pods: no %s%s%s pod on this node",

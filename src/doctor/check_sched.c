@@ -193,7 +193,7 @@ static void replicas_over_one(struct doctor_ctx *c, const json_t *pod, const str
 		    "for shared resources is 1)");
 		if (f->n_evidence == 0 && p->sharing[0])
 			doctor_evidence(f, "%s: sharing.%s, replicas %lld, failRequestsGreaterThanOne true",
-					p->strategy_src[0] ? p->strategy_src : p->pod, p->sharing, p->replicas);
+					p->config_src[0] ? p->config_src : p->pod, p->sharing, p->replicas);
 		else if (f->n_evidence == 0)
 			doctor_evidence(
 			    f,

@@ -52,6 +52,7 @@ struct plugin_cfg {
 	bool found;             /* a device plugin pod on this node */
 	char strategy[96];      /* deviceListStrategy, "" unknown (default envvar) */
 	char strategy_src[256]; /* where it was read */
+	char config_src[256];   /* the plugin config read: "ConfigMap NS/NAME key K", "" none */
 	char sharing[16];       /* "mps", "timeSlicing", "" */
 	bool fail_gt_one;       /* sharing.*.failRequestsGreaterThanOne (MPS: true by default) */
 	long long replicas;     /* largest sharing replicas, 0 none */

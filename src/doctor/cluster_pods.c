@@ -301,8 +301,10 @@ static void read_configmap(const struct doctor_ctx *c, const json_t *pod, struct
 			char src[256];
 
 			snprintf(src, sizeof(src), "ConfigMap %s/%s key %s", cluster_pod_ns(pod), cm, key);
-			if (k8sobj_parse(src, json_string_value(text), json_string_length(text), &docs, NULL) >= 0)
+			if (k8sobj_parse(src, json_string_value(text), json_string_length(text), &docs, NULL) >= 0) {
+				snprintf(p->config_src, sizeof(p->config_src), "%s", src);
 				read_config_doc(json_array_get(docs, 0), p, src);
+			}
 		}
 	}
 }
