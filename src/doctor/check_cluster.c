@@ -133,6 +133,48 @@ static bool nfd_gpu_label(const struct doctor_ctx *c)
 	return false;
 }
 
+/* An nvidia.com/ label key in a nodeSelector or a required node affinity term. */
+static const char *selected_label(const json_t *pod)
+{
+	const json_t *spec = json_object_get(pod, "spec"), *terms, *term;
+	const char *key;
+	json_t *v, *e;
+	size_t i, j;
+
+	json_object_foreach (json_object_get(spec, "nodeSelector"), key, v)
+		if (!strncmp(key, "nvidia.com/", 11))
+			return key;
+	terms = json_object_get(json_object_get(json_object_get(json_object_get(spec, "affinity"), "nodeAffinity"),
+						"requiredDuringSchedulingIgnoredDuringExecution"),
+				"nodeSelectorTerms");
+	json_array_foreach (terms, i, term)
+		json_array_foreach (json_object_get(term, "matchExpressions"), j, e) {
+			key = json_string_value(json_object_get(e, "key"));
+			if (key && !strncmp(key, "nvidia.com/", 11))
+				return key;
+		}
+	return NULL;
+}
+
+/* A pending pod that selects a GPU label this node lacks; why gets "pod NS/NAME selects KEY". */
+static bool label_wanted(const struct doctor_ctx *c, char *why, size_t size)
+{
+	size_t i;
+	json_t *pod;
+
+	json_array_foreach (c->pods, i, pod) {
+		const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+		const char *key = selected_label(pod);
+
+		if (key && !cluster_node_label(c, key) && phase && streq(phase, "Pending")) {
+			snprintf(why, size, "pod %s/%s is Pending and selects node label %s", cluster_pod_ns(pod),
+				 cluster_pod_name(pod), key);
+			return true;
+		}
+	}
+	return false;
+}
+
 /* GFD labels the node (nvidia.com/gpu.product ...); under the GPU Operator, NFD's PCI label schedules everything. */
 static void discovery(struct doctor_ctx *c)
 {
@@ -156,8 +198,8 @@ static void discovery(struct doctor_ctx *c)
 		return;
 	}
 	if (node_quantity(c, "capacity", "nvidia.com/gpu") <= 0 || cluster_node_label(c, "nvidia.com/gpu.product") ||
-	    component_pod(c, NV_GFD, why, sizeof(why)))
-		return;
+	    component_pod(c, NV_GFD, why, sizeof(why)) || (!op && !label_wanted(c, why, sizeof(why))))
+		return; /* without the operator GFD is optional: missing only when some pod selects its labels */
 	f = doctor_report(c, "labels.discovery-missing", DOCTOR_WARN, LINK_PLUGIN,
 			  "deploy gpu-feature-discovery (the device plugin helm chart's gfd.enabled=true, or the GPU "
 			  "Operator's), which needs Node Feature Discovery for its own scheduling",
@@ -166,6 +208,8 @@ static void discovery(struct doctor_ctx *c)
 	doctor_evidence(f, "--node: capacity nvidia.com/gpu %lld, no nvidia.com/gpu.* labels",
 			node_quantity(c, "capacity", "nvidia.com/gpu"));
 	doctor_evidence(f, "--pods: no gpu-feature-discovery pod on this node");
+	if (!op)
+		doctor_evidence(f, "%s", why);
 }
 
 static bool host_driver_libs(const struct doctor_ctx *c, char *buf, size_t size)
