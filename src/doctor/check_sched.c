@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "doctor/cluster.h"
 #include "parse/toml.h"
@@ -50,13 +51,17 @@ static bool pending(const json_t *pod)
 	return !doctor_pod_is_terminating(pod) && (!phase || streq(phase, "Pending"));
 }
 
-/* Names an NVIDIA plugin may advertise (docs/reference/device-plugin.md §6–7). */
-static bool known_resource(const struct doctor_ctx *c, const char *res)
+/*
+ * A near miss of nvidia.com/gpu (nvidia.com/gpus, nvidia.com/GPU, nvidia.com/gpu.count) that this node does
+ * not advertise. Other nvidia.com/ names are left alone: MIG profiles, renamed shared resources and
+ * the KubeVirt sandbox plugin's per-model names live on other nodes (docs/reference/cluster-events.md §4).
+ */
+static bool wrong_name(const struct doctor_ctx *c, const char *res)
 {
 	const json_t *cap = json_object_get(json_object_get(c->node_obj, "status"), "capacity");
 
-	return json_object_get(cap, res) || streq(res, "nvidia.com/gpu") || streq(res, "nvidia.com/gpu.shared") ||
-	       !strncmp(res, "nvidia.com/mig-", 15);
+	return !strncasecmp(res, "nvidia.com/gpu", 14) && !streq(res, "nvidia.com/gpu") &&
+	       !streq(res, "nvidia.com/gpu.shared") && !json_object_get(cap, res);
 }
 
 static void pod_evidence(struct doctor_finding *f, const json_t *pod, const char *what)
@@ -77,7 +82,7 @@ static void wrong_resource(struct doctor_ctx *c, const json_t *pod)
 			char what[320];
 
 			json_object_foreach (json_object_get(json_object_get(ctr, "resources"), lists[l]), res, v) {
-				if (strncmp(res, "nvidia.com/", 11) || known_resource(c, res))
+				if (!wrong_name(c, res))
 					continue;
 				snprintf(what, sizeof(what),
 					 "asks for %.100s: %.100s, which no NVIDIA device plugin advertises", lists[l],
