@@ -58,7 +58,7 @@ static const struct event_row *classify(const struct k8s_event *ev)
 	return NULL;
 }
 
-/* Which events are about GPU pods: the message names nvidia/CDI, or the pod requests a GPU. */
+/* The pod of --pods an event is about, NULL when it is not there (deleted). */
 static const json_t *event_pod(const struct doctor_ctx *c, const struct k8s_event *ev)
 {
 	size_t i;
