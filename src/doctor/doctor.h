@@ -59,6 +59,7 @@ struct doctor_options {
 	const char *kernel_log;            /* --kernel-log FILE; NULL: <root>/var/log/kern.log, or /dev/kmsg live */
 	const char *pods_file;             /* --pods FILE: kubectl get pods -o json (a List or one Pod) */
 	const char *node_file;             /* --node FILE: kubectl get node NAME -o json */
+	const char *events_file;           /* --events FILE: kubectl get events -A -o json */
 	const char *cuda_version;          /* --cuda-version 12.4: the CUDA an image needs */
 	const char *runtime_class;         /* RuntimeClass handler pods use, "nvidia" by default */
 	const char *containerd_config;     /* path of config.toml on the host */
@@ -72,6 +73,7 @@ struct nvml;
 struct node;
 struct checkpoint;
 struct kubelet_root;
+struct runtime_found;
 
 /* What the checks read, loaded once and shared. Lazily filled by the doctor_need_* helpers. */
 struct doctor_ctx {
@@ -100,6 +102,7 @@ struct doctor_ctx {
 	struct toml *ctrd;
 	char **ctrd_files;
 	int ctrd_version;
+	struct runtime_found *rt; /* which runtime runs, which config it reads (doctor/runtime_find.h) */
 	/* kubelet's root dir and where it came from (doctor/kubelet_root.h) */
 	struct kubelet_root *kroot;
 	/* kubelet checkpoint */
@@ -110,6 +113,10 @@ struct doctor_ctx {
 	/* cluster facts from --pods / --node */
 	json_t *pods; /* array of Pod objects, NULL when not given */
 	json_t *node_obj;
+	json_t *events; /* --events, loaded by the cluster check (doctor/cluster.h) */
+	/* this node's name in --pods: --node's, else ROOT/etc/hostname when pods run there (doctor/cluster.h) */
+	char node_name[256];
+	bool node_name_done;
 };
 
 /* Add a finding; evidence lines are added with doctor_evidence() on the returned pointer. */
