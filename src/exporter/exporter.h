@@ -79,6 +79,7 @@ enum exp_metric_id {
 	EXP_NVLINK_CRC_DATA_ERRORS,
 	EXP_NVLINK_REPLAY_ERRORS,
 	EXP_NVLINK_RECOVERY_ERRORS,
+	EXP_FB_USED_PERCENT,
 	EXP_METRIC_COUNT
 };
 _Static_assert(EXP_METRIC_COUNT <= 64, "exp_values.valid is a 64-bit mask");

@@ -8,6 +8,7 @@
  * default set, plus the ECC, retired-page and row-remap rows that file ships commented out (the
  * field guide's alerts need them) and FB_TOTAL (the GPU Operator's recording rules read it).
  */
+#include <math.h>
 #include <string.h>
 
 #include "exporter/exporter.h"
@@ -83,6 +84,27 @@ static nvmlReturn_t get_fb(const struct nvml *nv, nvmlDevice_t dev, int arg, dou
 	if (r == NVML_SUCCESS)
 		*ret = (double)v[arg] / 1048576.0;
 	return r;
+}
+
+/*
+ * DCGM_FI_DEV_FB_USED_PERCENT as dcgm_fields.h defines it: used / (total - reserved), a ratio
+ * 0.0-1.0, from the whole-MiB values DCGM keeps (reserved 0 where NVML has no v2).
+ */
+static nvmlReturn_t get_fb_used_ratio(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret)
+{
+	double used, total, reserved = 0;
+	nvmlReturn_t r = get_fb(nv, dev, 1, &used);
+	if (r == NVML_SUCCESS)
+		r = get_fb(nv, dev, 2, &total);
+	if (r == NVML_SUCCESS && get_fb(nv, dev, 3, &reserved) != NVML_SUCCESS)
+		reserved = 0;
+	if (r != NVML_SUCCESS)
+		return r;
+	double room = trunc(total) - trunc(reserved);
+	if (room <= 0)
+		return NVML_ERROR_NOT_SUPPORTED;
+	*ret = trunc(used) / room;
+	return NVML_SUCCESS;
 }
 
 /* arg: (error type << 1) | counter type */
@@ -408,6 +430,9 @@ const struct exp_metric_def exp_metrics[EXP_METRIC_COUNT] = {
     [EXP_NVLINK_RECOVERY_ERRORS] = {"DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter",
 				    "Total number of NVLink recovery errors.", GI, get_field,
 				    NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL},
+    [EXP_FB_USED_PERCENT] = {"DCGM_FI_DEV_FB_USED_PERCENT", "gauge",
+			     "Ratio of framebuffer memory used, used / (total - reserved), 0.0-1.0.", GM,
+			     get_fb_used_ratio, 0, .fp = true},
 };
 
 /* Legacy DCGM names a collectors file may use for a row; the series keep the file's name. */

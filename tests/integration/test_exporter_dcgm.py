@@ -213,6 +213,7 @@ class Numbers(unittest.TestCase):
         """A real H200 reserves 615.06 MiB; DCGM's int64 says 615 (and no value is in exponent form)."""
         doc = load("single-t4")
         doc["models"]["tesla-t4"]["telemetry"]["memory_reserved_mib"] = 615.0625
+        doc["models"]["tesla-t4"]["telemetry"]["memory_used_mib"] = 4321
         path, d = with_fixture(doc)
         ex = Exporter(path, ["--collect-interval", "200", "--kubernetes=false"])
         try:
@@ -222,6 +223,8 @@ class Numbers(unittest.TestCase):
             for line in lines:
                 self.assertRegex(line, r"\} \d+$")
             self.assertEqual([v for _, v in series(body, "DCGM_FI_DEV_FB_RESERVED")], [615])
+            # not in the built-in set; with a file listing it: used / (total - reserved) in whole MiB
+            self.assertNotIn("DCGM_FI_DEV_FB_USED_PERCENT", body)
             total = series(body, "DCGM_FI_DEV_FB_TOTAL")[0][1]
             free = series(body, "DCGM_FI_DEV_FB_FREE")[0][1]
             used = series(body, "DCGM_FI_DEV_FB_USED")[0][1]
@@ -231,7 +234,18 @@ class Numbers(unittest.TestCase):
                     self.assertRegex(line, r"\} \d+$")
         finally:
             ex.cleanup()
+        csv, d2 = collectors("DCGM_FI_DEV_FB_USED, gauge, u\nDCGM_FI_DEV_FB_USED_PERCENT, gauge, p\n")
+        ex = Exporter(path, ["--collect-interval", "200", "--kubernetes=false", "-f", csv])
+        try:
+            body = ex.wait_for(lambda b: "DCGM_FI_DEV_FB_USED_PERCENT{" in b, what="FB ratio")
+            used = series(body, "DCGM_FI_DEV_FB_USED")[0][1]
+            ratio = series(body, "DCGM_FI_DEV_FB_USED_PERCENT")[0][1]
+            self.assertAlmostEqual(ratio, used / (15360 - 615), places=6)
+            self.assertTrue(0 < ratio < 1, ratio)
+        finally:
+            ex.cleanup()
             shutil.rmtree(d, ignore_errors=True)
+            shutil.rmtree(d2, ignore_errors=True)
 
 
 class Devices(unittest.TestCase):
