@@ -317,11 +317,9 @@ int plugin_daemon_run(const struct config_args *args, const struct plugin_config
 	int r, rc = 0;
 
 	/* upstream's env-only knobs for XID health checks (docs/reference/device-plugin.md §1, §4) */
-	r = xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &d.policy, &err);
-	if (r < 0) {
-		log_error("Invalid health check settings", "error=\"%s\"", err.msg);
-		return 1;
-	}
+	/* as upstream, an entry that is not an XID is skipped with a message, not a failure */
+	if (xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &d.policy, &err) > 0)
+		log_warn("Ignoring malformed XID values in the health check settings", "detail=\"%s\"", err.msg);
 	pthread_mutex_init(&d.qlock, NULL);
 	d.q_tail = &d.q_head;
 	d.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
