@@ -409,7 +409,7 @@ static int run(struct labels_cli *c, const sigset_t *set)
 	/*
 	 * The feature file stays when we stop (GFD removes it, cmd/gpu-feature-discovery/main.go): a
 	 * rollout or a crash must not blank the node's labels until NFD's next pass; the next
-	 * successful labelling replaces it (docs/reference/device-plugin.md §9, issue 23 §8).
+	 * successful labelling replaces it (docs/reference/device-plugin.md §9.1).
 	 */
 	return r ? 1 : 0;
 }

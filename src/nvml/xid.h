@@ -34,8 +34,8 @@ const struct xid_info *xid_lookup(unsigned code);
 /* "app", "info", "reset", "reboot", "hardware". */
 const char *xid_severity_name(enum xid_severity s);
 /*
- * When a GPU made unhealthy by this XID may be healthy again (docs/reliability.md, "When a GPU
- * comes back"):
+ * When a GPU made unhealthy by this XID may be healthy again (docs/reference/device-plugin.md
+ * §4.1):
  *   QUIET  application errors: after a quiet period in which NVML answers normally;
  *   CLEAN  reset class, informational and unknown codes: only when NVML itself says the GPU was
  *          reset (recovery action NONE, nothing pending); never on silence alone;

@@ -211,7 +211,7 @@ static void still_down(struct health_watcher *w, const struct gpu_state *g, cons
 }
 
 /*
- * Bring GPUs back (docs/reliability.md, "When a GPU comes back"): application errors after a quiet
+ * Bring GPUs back (docs/reference/device-plugin.md §4.1): application errors after a quiet
  * period with NVML answering; reset-class errors only once NVML says the GPU is clean; GPUs lost
  * or needing service never.
  */
