@@ -226,10 +226,12 @@ unsigned daemon_write_cdi_extra(const struct daemon *d)
 		write_imex(cfg);
 	for (size_t i = 0; i < ELEMENTSOF(gated); i++) {
 		const struct gated *g = &gated[i];
-		json_t *nodes = json_array(), *mounts = json_array(), *devices = NULL;
+		json_t *nodes, *mounts, *devices = NULL;
 
 		if (!*(const bool *)((const char *)cfg + g->enabled))
 			continue;
+		nodes = json_array();
+		mounts = json_array();
 		if (!nodes || !mounts || find_nodes(cfg, g->nodes, nodes) < 0) {
 			log_error("Cannot look for a feature's device nodes", "feature=%s error=\"out of memory\"",
 				  g->cls);
