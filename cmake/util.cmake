@@ -1,2 +1,6 @@
 # src/util: the enum <-> string table idiom.
 gpulet_unit_test(util_enumtab tests/unit/test_enumtab.c)
+gpulet_unit_test(util_log tests/unit/test_log.c)
+# The same lines read back by go-logfmt, the decoder Go log pipelines use (Debian's Go package).
+gpulet_script_test(util_log_golang /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_logfmt_go.py)
+set_tests_properties(util_log_golang PROPERTIES LABELS "no-asan")

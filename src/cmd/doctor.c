@@ -20,6 +20,7 @@ struct doctor_cli {
 	struct doctor_serve_options serve;
 	char *only[64]; /* pointers into argv, which --only splits in place */
 	size_t n_only;
+	char hostname[256]; /* serve.node_name when --node-name is not given: lives as long as serve does */
 };
 
 static int list_checks(void *opts, const char *value, struct gerr *err)
@@ -68,11 +69,13 @@ static const struct cmd_opt doctor_opts[] = {
     CMD_ROW("runtime-class", 0, CMD_OPT_STR, "NAME", "RuntimeClass handler GPU pods use (default nvidia)",
 	    .off = DOCTOR_F(runtime_class)),
     CMD_ROW("containerd-config", 0, CMD_OPT_STR, "PATH",
-	    "containerd config path on the host (default /etc/containerd/config.toml)",
+	    "containerd config path on the host (default: what the running containerd, k3s or RKE2 reads, "
+	    "from /proc, else the well-known files)",
 	    .off = DOCTOR_F(containerd_config)),
     CMD_ROW("runtime-user", 0, CMD_OPT_CALL, "UID[:GID]",
-	    "the user containerd runs as (rootless containerd; default 0)", .call = set_runtime_user,
-	    .want = "UID or UID:GID"),
+	    "the user the container runtime runs as (rootless containerd or CRI-O; device node modes and CDI "
+	    "files are judged for it; default 0)",
+	    .call = set_runtime_user, .want = "UID or UID:GID"),
     CMD_ROW("live", 0, CMD_OPT_SET, NULL,
 	    "ROOT is the running node (e.g. /host mounted in a pod): connect to its kubelet and plugin sockets "
 	    "(always on for ROOT /)",
@@ -132,7 +135,6 @@ static int check_only(struct doctor_cli *cli, int argc, char **argv)
 /* gpulet doctor --serve-metrics: the node daemon of the doctor DaemonSet (doctor/serve.h). */
 static int serve(struct doctor_cli *cli)
 {
-	char host[256] = "";
 	struct gerr err = {0};
 	sigset_t stop;
 
@@ -140,8 +142,8 @@ static int serve(struct doctor_cli *cli)
 		return cmd_usage_error(&doctor_verb, "--serve-metrics reports every finding as metrics; drop %s",
 				       cli->c.json ? "--json" : "--only");
 	if (!cli->serve.node_name) {
-		gethostname(host, sizeof(host) - 1);
-		cli->serve.node_name = host;
+		gethostname(cli->hostname, sizeof(cli->hostname) - 1);
+		cli->serve.node_name = cli->hostname;
 	}
 	cmd_block_stop_signals(&stop);
 	if (doctor_serve(&cli->o, &cli->serve, &err) < 0) {
@@ -194,7 +196,7 @@ int cmd_doctor(int argc, char **argv)
 		json_decref(doc);
 	} else {
 		printf("gpulet doctor: node root %s\n\n", o->root);
-		doctor_print(&c, cli.only, cli.n_only);
+		doctor_print(stdout, &c, cli.only, cli.n_only);
 	}
 	doctor_ctx_done(&c);
 	return rc;

@@ -115,6 +115,7 @@ int mps_run(const char *path, char *const argv[], char *const envp[], const char
 
 	if (size == 0)
 		return -EINVAL;
+	out[0] = '\0'; /* callers read out on every return, failures included */
 	if (pipe2(in, O_CLOEXEC) < 0)
 		return -errno;
 	if (pipe2(o, O_CLOEXEC | O_NONBLOCK) < 0) {
@@ -147,8 +148,6 @@ int mps_run(const char *path, char *const argv[], char *const envp[], const char
 	close(in[1]);
 	if (r == 0)
 		r = collect(pid, o[0], out, size, timeout_ms);
-	else
-		out[0] = '\0';
 	close(o[0]);
 	return r;
 }
