@@ -15,6 +15,7 @@
 #include "plugin/config.h"
 #include "util/fileio.h"
 #include "util/log.h"
+#include "util/opt.h"
 
 struct labels_cli {
 	struct cmd_common c;
@@ -176,7 +177,7 @@ static int layer_bool(bool given, bool value, const char *file_text, const char 
 		return *ret = value, 0;
 	if (!file_text[0])
 		return 0;
-	if (cmd_parse_bool(file_text, ret) < 0) {
+	if (opt_parse_bool(file_text, ret) < 0) {
 		log_error("bad value in the config file", "key=%s value=\"%s\" want=true|false", key, file_text);
 		return -EINVAL;
 	}

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "plugin/config_int.h"
+#include "util/opt.h"
 
 const char *const config_dls_names[4] = {"envvar", "volume-mounts", "cdi-annotations", "cdi-cri"};
 
@@ -32,24 +33,6 @@ static bool choice_ok(const char *choices, const char *v, size_t vlen)
 		p = bar ? bar + 1 : p + n;
 	}
 	return false;
-}
-
-int config_parse_bool(const char *v, bool *ret)
-{
-	static const char *const t[] = {"1", "t", "T", "TRUE", "true", "True"};
-	static const char *const f[] = {"0", "f", "F", "FALSE", "false", "False"};
-
-	for (size_t i = 0; i < ELEMENTSOF(t); i++) {
-		if (streq(v, t[i])) {
-			*ret = true;
-			return 0;
-		}
-		if (streq(v, f[i])) {
-			*ret = false;
-			return 0;
-		}
-	}
-	return -EINVAL;
 }
 
 /* True when a '/'-separated component of path is "..". */
@@ -103,7 +86,7 @@ int config_opt_set(struct plugin_config *c, const struct opt *o, const char *v, 
 		memcpy(p, v, len + 1);
 		return 0;
 	case T_BOOL:
-		if (config_parse_bool(v, p) < 0)
+		if (opt_parse_bool(v, p) < 0)
 			return gerr_set(err, EINVAL, "%s: %s must be true or false, got \"%s\"", src, o->flag, v);
 		return 0;
 	case T_LEVEL:
