@@ -87,17 +87,10 @@ _printf_(2, 3) static int warn(struct gen *g, const char *fmt, ...)
 	return r < 0 ? -ENOMEM : warn_str(g, s);
 }
 
-static char *join_host(const char *base, const char *path)
-{
-	if (!base || !*base || streq(base, "/"))
-		return strdup(path);
-	return root_path(base, path);
-}
-
 /* 1 when the node path (inside the dev root) exists where gpulet reads the host, 0 if not. */
 static int node_exists(const struct gen *g, const char *path)
 {
-	_cleanup_free_ char *host = join_host(g->dev_root, path), *p = NULL;
+	_cleanup_free_ char *host = host_join(g->dev_root, path), *p = NULL;
 	struct stat st;
 
 	p = host ? root_path(g->o->root, host) : NULL;
@@ -113,7 +106,7 @@ static int node_exists(const struct gen *g, const char *path)
  */
 static json_t *device_node(const char *dev_root, const char *path, const char *host)
 {
-	_cleanup_free_ char *h = host ? NULL : join_host(dev_root, path);
+	_cleanup_free_ char *h = host ? NULL : host_join(dev_root, path);
 	json_t *o = json_object();
 
 	if (!host)
@@ -232,7 +225,7 @@ static int push_by_path_links(struct gen *g, const json_t *nodes, const char *bu
 		ssize_t n;
 
 		snprintf(link, sizeof(link), "/dev/dri/by-path/pci-%s-%s", busid, kinds[i]);
-		host = join_host(g->dev_root, link);
+		host = host_join(g->dev_root, link);
 		p = host ? root_path(g->o->root, host) : NULL;
 		if (!p)
 			return -ENOMEM;
@@ -594,8 +587,8 @@ int cdi_generate(const struct node *n, const struct cdi_gen_options *o, json_t *
 				"'gpulet devices' and the driver");
 	if (!devices || !all || !links || asprintf(&kind, "%s/%s", vendor, class) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
-	g.driver_root = o->driver_root && *o->driver_root ? o->driver_root : "/";
-	g.dev_root = o->dev_root && *o->dev_root ? o->dev_root : g.driver_root;
+	g.driver_root = host_driver_root(o->driver_root);
+	g.dev_root = host_dev_root(o->driver_root, o->dev_root);
 	r = build_spec(&g, n, kind, ret, err);
 	if (r >= 0 && o->warnings)
 		*o->warnings = g.warnings;

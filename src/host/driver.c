@@ -184,14 +184,6 @@ struct discovery {
 	size_t cap;
 };
 
-/* base + path, "/" base meaning none. */
-static char *join_root(const char *base, const char *path)
-{
-	if (!base || !*base || streq(base, "/"))
-		return strdup(path);
-	return root_path(base, path);
-}
-
 /* host_path = base + host, container_path = container (a symlink followed on the host side). */
 static int add_file_at(struct discovery *d, enum driver_file_kind kind, const char *base, const char *host,
 		       const char *container, bool is_dir)
@@ -210,7 +202,7 @@ static int add_file_at(struct discovery *d, enum driver_file_kind kind, const ch
 	}
 	f = &in->files[in->n_files];
 	*f = (struct driver_file){.kind = kind, .is_dir = is_dir};
-	f->host_path = join_root(base, host);
+	f->host_path = host_join(base, host);
 	f->container_path = strdup(container);
 	if (!f->host_path || !f->container_path) {
 		free(f->host_path);
@@ -229,7 +221,7 @@ static int add_file(struct discovery *d, enum driver_file_kind kind, const char 
 /* lstat/stat of base+path read under root. */
 static int stat_under(const struct discovery *d, const char *base, const char *path, struct stat *st, bool follow)
 {
-	_cleanup_free_ char *host = join_root(base, path), *p = NULL;
+	_cleanup_free_ char *host = host_join(base, path), *p = NULL;
 
 	if (!host)
 		return -ENOMEM;
@@ -277,7 +269,7 @@ int driver_resolve(const char *root, const char *driver_root, const char *path, 
 	if (!cur)
 		return -ENOMEM;
 	for (int hop = 0; hop < 16; hop++) {
-		_cleanup_free_ char *host = join_root(driver_root, cur), *p = NULL, *next = NULL;
+		_cleanup_free_ char *host = host_join(driver_root, cur), *p = NULL, *next = NULL;
 		char target[PATH_MAX];
 		struct stat st;
 		ssize_t n;
@@ -382,7 +374,7 @@ const struct driver_file *driver_find_library(const struct driver_info *d, const
  */
 static int warn_dangling(struct discovery *d, const char *path)
 {
-	_cleanup_free_ char *host = join_root(d->driver_root, path), *p = NULL;
+	_cleanup_free_ char *host = host_join(d->driver_root, path), *p = NULL;
 	char target[PATH_MAX];
 	ssize_t n;
 
@@ -456,7 +448,7 @@ static int add_library(struct discovery *d, const char *path)
 static int for_each_match(struct discovery *d, const char *dir, const char *pattern,
 			  int (*fn)(struct discovery *, const char *, void *), void *userdata)
 {
-	_cleanup_free_ char *host = join_root(d->driver_root, dir), *p = NULL;
+	_cleanup_free_ char *host = host_join(d->driver_root, dir), *p = NULL;
 	DIR *dh;
 	struct dirent *de;
 	int r = 0;
@@ -587,7 +579,7 @@ static void infer_version(struct discovery *d, const struct ldcache *c)
 static int discover_libraries(struct discovery *d, struct gerr *err)
 {
 	_cleanup_(ldcache_freep) struct ldcache *c = NULL;
-	_cleanup_free_ char *host = join_root(d->driver_root, "/etc/ld.so.cache"), *p = NULL, *versioned = NULL;
+	_cleanup_free_ char *host = host_join(d->driver_root, "/etc/ld.so.cache"), *p = NULL, *versioned = NULL;
 	int32_t arch = ldcache_host_arch();
 	size_t first = d->info->n_files, last;
 	int r = 0;
@@ -732,7 +724,7 @@ int driver_discover(const struct driver_options *o, struct driver_info **ret, st
 	_cleanup_(driver_info_freep) struct driver_info *in = calloc(1, sizeof(*in));
 	struct discovery d = {
 	    .root = o->root,
-	    .driver_root = o->driver_root && *o->driver_root ? o->driver_root : "/",
+	    .driver_root = host_driver_root(o->driver_root),
 	    .info = in,
 	};
 	size_t w = 0;
@@ -740,7 +732,7 @@ int driver_discover(const struct driver_options *o, struct driver_info **ret, st
 
 	if (!in)
 		return gerr_set(err, ENOMEM, "out of memory");
-	d.dev_root = o->dev_root && *o->dev_root ? o->dev_root : d.driver_root;
+	d.dev_root = host_dev_root(o->driver_root, o->dev_root);
 	if (o->version)
 		snprintf(in->version, sizeof(in->version), "%s", o->version);
 	r = discover_libraries(&d, err);

@@ -517,7 +517,7 @@ void config_resource_options(const struct plugin_config *cfg, struct resource_op
 
 const char *config_dev_root(const struct plugin_config *cfg)
 {
-	return cfg->dev_root[0] ? cfg->dev_root : cfg->driver_root;
+	return host_dev_root(cfg->driver_root, cfg->dev_root);
 }
 
 void config_print_help(FILE *f)

@@ -55,7 +55,7 @@ int daemon_write_cdi_spec(const struct daemon *d)
 		return 0;
 	o.root = d->cfg.root;
 	o.driver_root = d->cfg.driver_root;
-	o.dev_root = d->cfg.dev_root[0] ? d->cfg.dev_root : NULL;
+	o.dev_root = d->cfg.dev_root; /* "": the driver root (host_dev_root) */
 	o.vendor = DP_CDI_VENDOR;
 	o.class = DP_CDI_CLASS;
 	o.names = streq(d->cfg.device_id_strategy, "index") ? CDI_NAMES_INDEX : CDI_NAMES_UUID;

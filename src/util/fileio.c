@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "util/fileio.h"
+#include "util/macro.h"
 
 char *root_path(const char *root, const char *path)
 {
@@ -31,6 +32,23 @@ char *root_path(const char *root, const char *path)
 	r[rl] = '/';
 	memcpy(r + rl + 1, path, pl + 1);
 	return r;
+}
+
+char *host_join(const char *base, const char *path)
+{
+	if (!base || !*base || streq(base, "/"))
+		return strdup(path);
+	return root_path(base, path);
+}
+
+const char *host_driver_root(const char *driver_root)
+{
+	return driver_root && *driver_root ? driver_root : "/";
+}
+
+const char *host_dev_root(const char *driver_root, const char *dev_root)
+{
+	return dev_root && *dev_root ? dev_root : host_driver_root(driver_root);
 }
 
 int read_fd(int fd, const char *path, size_t max, char **ret, size_t *ret_len, struct gerr *err)

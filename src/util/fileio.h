@@ -10,6 +10,16 @@
 /* "<root>/<path>" with duplicate slashes folded; root NULL or "" means "/". Returns NULL on ENOMEM. */
 char *root_path(const char *root, const char *path);
 
+/* base + path as the host sees it; base NULL, "" or "/" means none (path as given). NULL on ENOMEM. */
+char *host_join(const char *base, const char *path);
+
+/*
+ * The one rule for the driver's roots, as nvidia-ctk and the device plugin read them: an empty
+ * (or NULL) driver root is "/"; an empty (or NULL) dev root is the driver root.
+ */
+const char *host_driver_root(const char *driver_root);
+const char *host_dev_root(const char *driver_root, const char *dev_root);
+
 /*
  * Read a whole regular file (at most max bytes; larger is -EFBIG) into a NUL-terminated buffer.
  * *ret_len (optional) gets the length without the NUL.
