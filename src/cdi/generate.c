@@ -32,19 +32,6 @@ static const char *const *const mount_options[_DRIVER_KIND_MAX] = {
     [DRIVER_IPC_SOCKET] = ipc_mount_options, [DRIVER_CONFIG] = lib_mount_options, /* mounts-to-container-path.go */
 };
 
-/*
- * Control device nodes a CUDA container cannot work without (nvidia-ctk mounts the same four,
- * docs/reference/cdi.md §7.3; nvidia-uvm-tools and nvidia-modeset stay optional: the driver
- * creates them only for profilers and display use).
- */
-static const struct {
-	const char *path;
-	const char *fix;
-} required_nodes[] = {
-    {"/dev/nvidiactl", "load the nvidia kernel module (nvidia-smi or nvidia-modprobe creates the node)"},
-    {"/dev/nvidia-uvm", "load nvidia-uvm and create its node (nvidia-modprobe -u -c0)"},
-};
-
 struct gen {
 	const struct cdi_gen_options *o;
 	const char *driver_root, *dev_root;
@@ -433,18 +420,19 @@ static int check_driver(struct gen *g, const struct driver_info *d, struct gerr 
 {
 	int r = 0;
 
-	for (size_t i = 0; i < ELEMENTSOF(required_nodes); i++) {
-		bool found = false;
+	for (size_t i = 0; i < driver_n_control_nodes; i++) {
+		const struct driver_control_node *c = &driver_control_nodes[i];
+		bool found = !c->fix; /* optional */
 
 		for (size_t j = 0; j < d->n_files && !found; j++)
 			found = d->files[j].kind == DRIVER_DEVICE_NODE &&
-				streq(d->files[j].container_path, required_nodes[i].path);
+				streq(d->files[j].container_path, c->path);
 		if (!found)
 			return gerr_set(err, ENOENT,
 					"%s does not exist under the dev root %s; a spec without it fails in every "
 					"container, so nothing is written. Fix: %s, or give --dev-root the dir holding "
 					"dev/nvidia*",
-					required_nodes[i].path, g->dev_root, required_nodes[i].fix);
+					c->path, g->dev_root, c->fix);
 	}
 	for (size_t i = 0; i < driver_n_libs && r >= 0; i++) {
 		const struct driver_lib *l = &driver_libs[i];

@@ -67,13 +67,13 @@ const struct driver_lib driver_libs[] = {
 };
 const size_t driver_n_libs = ELEMENTSOF(driver_libs);
 
-/* Control device nodes, spec-level (nvidia-ctk common-nvml.go controlDeviceNodeDiscoverer). */
-static const char *const control_nodes[] = {
-    "/dev/nvidiactl",
-    "/dev/nvidia-uvm",
-    "/dev/nvidia-uvm-tools",
-    "/dev/nvidia-modeset",
+const struct driver_control_node driver_control_nodes[] = {
+    {"/dev/nvidiactl", "load the nvidia kernel module (nvidia-smi or nvidia-modprobe creates the node)"},
+    {"/dev/nvidia-uvm", "load nvidia-uvm and create its node (nvidia-modprobe -u -c0)"},
+    {"/dev/nvidia-uvm-tools", NULL},
+    {"/dev/nvidia-modeset", NULL},
 };
+const size_t driver_n_control_nodes = ELEMENTSOF(driver_control_nodes);
 
 /* IPC endpoints (nvidia-ctk internal/discover/ipc.go); the first existing spelling of each wins. */
 static const struct {
@@ -645,9 +645,9 @@ static int discover_fixed(struct discovery *d)
 	struct stat st;
 	int r = 0;
 
-	for (size_t i = 0; i < ELEMENTSOF(control_nodes) && r >= 0; i++)
-		if (stat_under(d, d->dev_root, control_nodes[i], &st, true) == 0)
-			r = add_file(d, DRIVER_DEVICE_NODE, d->dev_root, control_nodes[i], false);
+	for (size_t i = 0; i < driver_n_control_nodes && r >= 0; i++)
+		if (stat_under(d, d->dev_root, driver_control_nodes[i].path, &st, true) == 0)
+			r = add_file(d, DRIVER_DEVICE_NODE, d->dev_root, driver_control_nodes[i].path, false);
 	for (size_t i = 0; i < ELEMENTSOF(ipc_paths) && r >= 0; i++)
 		for (size_t j = 0; j < ELEMENTSOF(ipc_paths[i].paths) && ipc_paths[i].paths[j]; j++) {
 			const char *path = ipc_paths[i].paths[j];

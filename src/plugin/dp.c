@@ -11,6 +11,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
+#include "host/driver.h"
 #include "plugin/alloc.h"
 #include "plugin/arena.h"
 #include "plugin/dp.h"
@@ -23,14 +24,6 @@ const struct gsrv_method dp_methods[DP_N_METHODS] = {
     [DP_GET_PREFERRED] = {"/v1beta1.DevicePlugin/GetPreferredAllocation", false},
     [DP_ALLOCATE] = {"/v1beta1.DevicePlugin/Allocate", false},
     [DP_PRESTART] = {"/v1beta1.DevicePlugin/PreStartContainer", false},
-};
-
-/* Control device nodes handed out with --pass-device-specs when present (§3.4, passDeviceSpecs row). */
-static const char *const control_devices[] = {
-    "/dev/nvidiactl",
-    "/dev/nvidia-uvm",
-    "/dev/nvidia-uvm-tools",
-    "/dev/nvidia-modeset",
 };
 
 #define MAX_KV  16
@@ -286,9 +279,10 @@ static void add_device_specs(const struct dp_ctx *c, struct build *b, const stru
 {
 	const struct plugin_config *cfg = c->cfg;
 
-	for (size_t i = 0; i < ELEMENTSOF(control_devices); i++)
-		if (dev_present(cfg, control_devices[i]))
-			devspec_add(b, cfg, control_devices[i]);
+	/* the control nodes, when present (§3.4, passDeviceSpecs row) */
+	for (size_t i = 0; i < driver_n_control_nodes; i++)
+		if (dev_present(cfg, driver_control_nodes[i].path))
+			devspec_add(b, cfg, driver_control_nodes[i].path);
 	for (size_t i = 0; i < n; i++) {
 		const struct node_gpu *g =
 		    c->node && devs[i]->gpu < c->node->n_gpus ? &c->node->gpus[devs[i]->gpu] : NULL;
