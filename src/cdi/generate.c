@@ -425,8 +425,7 @@ static int check_driver(struct gen *g, const struct driver_info *d, struct gerr 
 		bool found = !c->fix; /* optional */
 
 		for (size_t j = 0; j < d->n_files && !found; j++)
-			found = d->files[j].kind == DRIVER_DEVICE_NODE &&
-				streq(d->files[j].container_path, c->path);
+			found = d->files[j].kind == DRIVER_DEVICE_NODE && streq(d->files[j].container_path, c->path);
 		if (!found)
 			return gerr_set(err, ENOENT,
 					"%s does not exist under the dev root %s; a spec without it fails in every "

@@ -85,11 +85,10 @@ static const struct {
     {{"/tmp/nvidia-mps", NULL}, true}, /* MPS pipe dir (libnvidia-container nvc_info.c) */
 };
 
-/* Utility binaries (nvidia-ctk internal/discover binaries; cdi.md §7.5), searched in bin_dirs. */
+/* Utility binaries (nvidia-ctk internal/discover binaries; cdi.md §7.5), searched in host_bin_dirs. */
 static const char *const binaries[] = {
     "nvidia-smi", "nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control", "nvidia-cuda-mps-server",
 };
-static const char *const bin_dirs[] = {"/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"};
 
 /*
  * The one list of driver library directories, inside the driver root, in search order. The NVML
@@ -659,10 +658,10 @@ static int discover_fixed(struct discovery *d)
 			break;
 		}
 	for (size_t i = 0; i < ELEMENTSOF(binaries) && r >= 0; i++)
-		for (size_t j = 0; j < ELEMENTSOF(bin_dirs); j++) {
+		for (size_t j = 0; j < host_n_bin_dirs; j++) {
 			_cleanup_free_ char *path = NULL, *target = NULL;
 
-			if (asprintf(&path, "%s/%s", bin_dirs[j], binaries[i]) < 0)
+			if (asprintf(&path, "%s/%s", host_bin_dirs[j], binaries[i]) < 0)
 				return -ENOMEM;
 			/* Debian: /usr/bin/nvidia-smi -> /etc/alternatives/... -> /usr/lib/nvidia/current/ */
 			if (resolve_in_root(d, path, &target) < 0 ||

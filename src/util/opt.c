@@ -4,7 +4,7 @@
 
 /* Go's strconv.ParseBool spellings, exactly (case matters: "tRUE" is not one). */
 static const struct enum_name go_bools[] = {
-    {true, "1"},  {true, "t"},  {true, "T"},  {true, "TRUE"},  {true, "true"},  {true, "True"},
+    {true, "1"},  {true, "t"},  {true, "T"},  {true, "TRUE"},   {true, "true"},   {true, "True"},
     {false, "0"}, {false, "f"}, {false, "F"}, {false, "FALSE"}, {false, "false"}, {false, "False"},
 };
 
