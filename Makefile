@@ -9,20 +9,30 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 15
 JOBS       ?= $(shell nproc)
 PACKAGES   := $(shell grep -v '^\#' .ci/packages.txt)
+# what `make image` needs: the build and the image tools, not the test toolchain
+IMAGE_PACKAGES := $(shell grep -v '^\#' deploy/image/build-packages.txt)
 FIXTURE    ?= dgx-a100
 
 .PHONY: all deps build asan-build demo test unit-test asan-test fuzz-test format-check format clean \
-	image chart-files deploy-render
+	image image-deps chart-files deploy-render
 
 all: build
 
-deps:
+# install_missing(PACKAGES): apt-get install those of PACKAGES that are neither installed nor provided
+define install_missing
 	@provided=$$(dpkg-query -W -f '$${Provides}\n' | tr ',' '\n' | sed 's/^ *//; s/[ (].*//' | sort -u); \
-	missing=$$(for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo "$$provided" | grep -qx "$$p" || echo $$p; done); \
+	missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo "$$provided" | grep -qx "$$p" || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing:" $$missing; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+endef
+
+deps:
+	$(call install_missing,$(PACKAGES))
+
+image-deps:
+	$(call install_missing,$(IMAGE_PACKAGES))
 
 build:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -61,7 +71,7 @@ test: deps format-check unit-test asan-test fuzz-test
 # The image: a minimal Debian 12 root (mmdebstrap, cached in $(BUILD)/image) holding the libraries
 # gpulet loads, plus gpulet and its command-name links; prints the tag and size. IMAGE=registry/name
 # to tag it for your registry.
-image: deps build
+image: image-deps build
 	sh deploy/image/build.sh $(BUILD)
 
 # The Helm chart carries copies of the alert rules and the dashboard (test_helm.py checks they match).

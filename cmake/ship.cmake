@@ -20,3 +20,8 @@ set_tests_properties(plugin_deploy PROPERTIES FIXTURES_REQUIRED k8stools)
 # archive cannot be reached.
 gpulet_script_test(deploy_image /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_image.py)
 set_tests_properties(deploy_image PROPERTIES TIMEOUT 900 RUN_SERIAL TRUE LABELS "no-asan" SKIP_RETURN_CODE 77)
+
+# What an admin coming from NVIDIA's chart meets (issue 25): the values schema, the RuntimeClass
+# policy, scheduling without NFD, one config per release, amd64 only, `helm test`, clean renders
+gpulet_script_test(deploy_chart /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_chart.py)
+set_tests_properties(deploy_chart PROPERTIES FIXTURES_REQUIRED k8stools TIMEOUT 300)

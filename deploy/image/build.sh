@@ -1,16 +1,25 @@
 #!/bin/sh
 # build.sh [BUILD]: the gpulet OCI image from Debian 12 packages only (`make image`).
 #  1. the runtime packages: ldd's closure of BUILD/gpulet mapped to Debian packages
-#     (runtime-packages.sh; 22 packages for gpulet 0.1.0, most of them gRPC's);
+#     (runtime-packages.sh; 22 packages for gpulet 0.1.0, most of them gRPC's), plus base-files for
+#     /etc/os-release and /etc/debian_version, which scanners (Trivy, Grype) read to know the OS;
 #  2. a minimal root of exactly those packages from the Debian archive with mmdebstrap
 #     (--variant=extract: no shell, no apt, no dpkg; prune.sh drops the dependencies gpulet never
-#     loads and the docs), cached in BUILD/image/base-KEY.tar, KEY from the package list, mirrors
-#     and the scripts, so a rerun with the same libraries does not touch the network;
+#     loads and the docs, and writes the dpkg status entries of exactly the packages kept), cached in
+#     BUILD/image/base-KEY.tar, KEY from the package list, mirrors and the scripts, so a rerun with
+#     the same libraries does not touch the network;
 #  3. gpulet and its command-name links installed into it (`cmake --install --prefix /usr --strip`,
 #     cmake/install.cmake), an ld.so.cache made with `ldconfig -r`;
-#  4. `podman import` as $IMAGE:VERSION (VERSION: CMakeLists.txt GPULET_VERSION), also tagged
-#     gpulet:VERSION; prints the image size.
-# Env: IMAGE (default ghcr.io/gpulet/gpulet), DEBIAN_MIRROR, DEBIAN_SECURITY_MIRROR.
+#  4. no build-host leftovers (apt and dpkg state but the status file, /etc/hostname, resolv.conf,
+#     fstab, lock files, ldconfig's aux-cache, libstdc++'s gdb helper scripts);
+#  5. a reproducible OCI image (oci.py): every mtime SOURCE_DATE_EPOCH, the tar sorted with numeric
+#     owners, the config's created time from SOURCE_DATE_EPOCH too, so the same base, gpulet and
+#     commit give the same digest (BUILD/image/digest: manifest and config digests); OCI labels
+#     version, source, revision, created, licenses; loaded with `podman pull oci:` as
+#     $IMAGE:VERSION (VERSION: CMakeLists.txt GPULET_VERSION), also tagged gpulet:VERSION; prints
+#     the image size.
+# Env: IMAGE (default ghcr.io/gpulet/gpulet), DEBIAN_MIRROR, DEBIAN_SECURITY_MIRROR,
+# SOURCE_DATE_EPOCH (default: the commit time of HEAD, else 0).
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$src/build}" && pwd)
@@ -19,7 +28,7 @@ mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 security=${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 version=$(sed -n 's/^set(GPULET_VERSION "\(.*\)")$/\1/p' "$src/CMakeLists.txt")
 [ -n "$version" ] || { echo "build.sh: no GPULET_VERSION in CMakeLists.txt" >&2; exit 1; }
-for tool in mmdebstrap podman; do
+for tool in mmdebstrap podman python3; do
 	command -v $tool >/dev/null || { echo "build.sh: $tool is missing (make deps installs it)" >&2; exit 1; }
 done
 
@@ -27,7 +36,7 @@ out=$build/image
 mkdir -p "$out"
 # gpulet and the serving modules it loads on demand (docs/HACKING.md "Lean start-up")
 bins="$build/gpulet $build/gpulet-grpc.so $build/gpulet-http.so"
-keep=$("$src/deploy/image/runtime-packages.sh" $bins)
+keep=$( ("$src/deploy/image/runtime-packages.sh" $bins; echo base-files) | sort -u)
 libs=$(for b in $bins; do ldd "$b"; done | awk '$2 == "=>" {print $1} $1 ~ /^\// {print $1}' | sed 's|.*/||' | sort -u)
 sources="deb $mirror bookworm main
 deb $mirror bookworm-updates main
@@ -53,9 +62,18 @@ root=$out/root
 rm -rf "$root"
 mkdir -p "$root"
 tar -C "$root" -xf "$base"
+# what mmdebstrap and apt leave for a system that would run apt or dpkg again, and this image never
+# does: only /var/lib/dpkg/status stays (the packages shipped, for scanners)
+(cd "$root" && rm -rf etc/apt etc/dpkg etc/hostname etc/resolv.conf etc/fstab var/cache var/lib/apt var/log \
+	var/lib/dpkg/alternatives var/lib/dpkg/info var/lib/dpkg/triggers var/lib/dpkg/updates var/lib/dpkg/arch \
+	var/lib/dpkg/lock var/lib/dpkg/lock-frontend)
+# and base-files' empty FHS dirs (/home, /srv, /var/mail, ...): the runtime makes its mount points
+find "$root" -depth -mindepth 1 -type d -empty ! -path "$root/var/lib/dpkg" -delete
 DESTDIR=$root cmake --install "$build" --prefix /usr --strip >/dev/null
-# (/sbin/ldconfig of the build machine: the image has no programs but gpulet)
+# (/sbin/ldconfig of the build machine: the image has no programs but gpulet); its aux-cache holds
+# the build's inode numbers and times: not shipped
 /sbin/ldconfig -r "$root"
+rm -rf "$root/var/cache"
 # the image's own files: nothing gpulet writes lives here (the root filesystem is read-only in the
 # chart); /host and /tmp are mount points
 mkdir -p "$root/host" "$root/tmp" "$root/etc"
@@ -69,26 +87,33 @@ printf 'root:x:0:\n' >"$root/etc/group"
 "$root/usr/bin/gpulet-cdi-hook" --help >/dev/null && ! ldd "$root/usr/bin/gpulet-cdi-hook" >/dev/null 2>&1 ||
 	{ echo "build.sh: /usr/bin/gpulet-cdi-hook is missing or not static" >&2; exit 1; }
 
-# a fixed mtime makes the tar a function of its contents: the same gpulet and base give the same
-# digest, and a rerun that would import an identical image keeps the one there
-tar --sort=name --numeric-owner --mtime=@0 -C "$root" -cf "$out/rootfs.tar" .
-digest=$(sha256sum "$out/rootfs.tar" | cut -c1-64)
-old=$(podman image inspect --format '{{index .Labels "io.gpulet.rootfs"}} {{.Id}}' "$image:$version" 2>/dev/null || true)
-if [ "${old%% *}" != "$digest" ]; then
-	podman import --quiet \
-		--change 'ENTRYPOINT ["/usr/bin/gpulet"]' \
-		--change 'CMD ["--help"]' \
-		--change 'ENV PATH=/usr/bin' \
-		--change "LABEL org.opencontainers.image.version=$version" \
-		--change 'LABEL org.opencontainers.image.title=gpulet' \
-		--change "LABEL org.opencontainers.image.description=gpulet: device plugin, CDI, doctor, exporter and GFD labels for NVIDIA GPU nodes; Debian 12 packages only" \
-		--change "LABEL io.gpulet.rootfs=$digest" \
-		"$out/rootfs.tar" "$image:$version" >/dev/null
+# Reproducible: every mtime is SOURCE_DATE_EPOCH and the tar is sorted with numeric owners, so the
+# layer is a function of the files; oci.py writes config and manifest deterministically.
+sde=${SOURCE_DATE_EPOCH:-$(git -C "$src" log -1 --format=%ct 2>/dev/null || echo 0)}
+created=$(date -u -d "@$sde" +%Y-%m-%dT%H:%M:%SZ)
+revision=$(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)
+[ "$revision" = unknown ] || [ -z "$(git -C "$src" status --porcelain --untracked-files=no 2>/dev/null)" ] ||
+	revision=$revision-dirty
+tar --sort=name --format=gnu --numeric-owner --owner=0 --group=0 --mtime="@$sde" -C "$root" -cf "$out/rootfs.tar" .
+set -- $(python3 "$src/deploy/image/oci.py" "$out/oci" "$out/rootfs.tar" "$version" "$created" \
+	"org.opencontainers.image.version=$version" \
+	"org.opencontainers.image.title=gpulet" \
+	"org.opencontainers.image.description=gpulet: device plugin, CDI, doctor, exporter and GFD labels for NVIDIA GPU nodes; Debian 12 packages only" \
+	"org.opencontainers.image.source=https://github.com/gpulet/gpulet" \
+	"org.opencontainers.image.revision=$revision" \
+	"org.opencontainers.image.created=$created" \
+	"org.opencontainers.image.licenses=Apache-2.0")
+manifest=$1 config=$2
+printf '%s\n%s\n' "$manifest" "$config" >"$out/digest"
+old=$(podman image inspect --format '{{.Id}}' "$image:$version" 2>/dev/null || true)
+if [ "sha256:$old" != "$config" ]; then
+	podman pull --quiet "oci:$out/oci:$version" >/dev/null
+	podman tag "${config#sha256:}" "$image:$version"
 	# the image this one replaces, once untagged
-	[ -z "$old" ] || podman rmi --force "${old#* }" >/dev/null 2>&1 || true
+	[ -z "$old" ] || podman rmi --force "$old" >/dev/null 2>&1 || true
 fi
 podman tag "$image:$version" "gpulet:$version"
-rm -rf "$root" "$out/rootfs.tar"
+rm -rf "$root" "$out/rootfs.tar" "$out/oci"
 size=$(podman image inspect --format '{{.Size}}' "$image:$version")
 printf '%s\n' "$image:$version" >"$out/tag"
-echo "image: $image:$version (also gpulet:$version), $(( size / 1024 / 1024 )) MiB ($size bytes), packages: $(printf '%s\n' "$keep" | paste -sd' ')"
+echo "image: $image:$version (also gpulet:$version), $(( size / 1024 / 1024 )) MiB ($size bytes), manifest $manifest, packages: $(printf '%s\n' "$keep" | paste -sd' ')"

@@ -49,6 +49,12 @@ struct nvmlGpuInstance_st {
 	unsigned gi;
 };
 
+/* A compute instance: the MIG slot it backs (nvidia-ctk and GFD reach MIG devices through these). */
+struct nvmlComputeInstance_st {
+	unsigned gpu;
+	unsigned mig;
+};
+
 struct nvmlEventSet_st {
 	bool used;
 	long offset;                       /* bytes of FAKE_NVML_EVENTS already consumed by this set */
@@ -89,6 +95,7 @@ static unsigned n_gpus;
 static struct nvmlDevice_st gpu_handles[MAX_GPUS];
 static struct nvmlDevice_st mig_handles[MAX_GPUS][MAX_MIGS];
 static struct nvmlGpuInstance_st gi_handles[MAX_GPUS][MAX_GIS];
+static struct nvmlComputeInstance_st ci_handles[MAX_GPUS][MAX_MIGS];
 static struct nvmlEventSet_st sets[MAX_SETS];
 static bool handles_ready;
 
@@ -956,22 +963,37 @@ API nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned id, 
 	return leave(NVML_SUCCESS);
 }
 
-API nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gi, nvmlGpuInstanceInfo_t *info)
+static bool in_table(const void *h, const void *table, size_t rows, size_t size)
 {
-	uintptr_t p = (uintptr_t)gi;
-	const struct mig_slot *m;
-	struct call c;
+	uintptr_t p = (uintptr_t)h, t = (uintptr_t)table;
+
+	return h && p >= t && p < t + rows * size && (p - t) % size == 0;
+}
+
+/* enter() for a GPU instance handle: the GPU's call, then the instance's first MIG slot. */
+static nvmlReturn_t enter_gi(const char *fn, nvmlGpuInstance_t gi, struct call *c, const struct mig_slot **m)
+{
 	nvmlReturn_t r;
 
-	if (!gi || p < (uintptr_t)gi_handles || p >= (uintptr_t)(gi_handles + MAX_GPUS) ||
-	    (p - (uintptr_t)gi_handles) % sizeof(*gi) != 0 || !info)
+	if (!in_table(gi, gi_handles, MAX_GPUS * MAX_GIS, sizeof(*gi)))
 		return NVML_ERROR_INVALID_ARGUMENT;
-	r = enter(__func__, &gpu_handles[gi->gpu], GPU_ONLY, &c);
+	r = enter(fn, &gpu_handles[gi->gpu], GPU_ONLY, c);
 	if (r != NVML_SUCCESS)
 		return r;
-	m = gi_first_mig(c.g, gi->gi);
-	if (!m || !mig_enabled(c.g))
+	*m = gi_first_mig(c->g, gi->gi);
+	if (!*m || !mig_enabled(c->g))
 		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gi, nvmlGpuInstanceInfo_t *info)
+{
+	const struct mig_slot *m;
+	struct call c;
+	nvmlReturn_t r = info ? enter_gi(__func__, gi, &c, &m) : NVML_ERROR_INVALID_ARGUMENT;
+
+	if (r != NVML_SUCCESS)
+		return r;
 	memset(info, 0, sizeof(*info));
 	info->device = gpu_handle(c.g);
 	info->id = m->gi;
@@ -979,6 +1001,98 @@ API nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gi, nvmlGpuInstanceInf
 	info->placement.start = (unsigned)int_or(json_array_get(json_object_get(m->gi_spec, "placement"), 0), 0);
 	info->placement.size =
 	    (unsigned)int_or(json_array_get(json_object_get(m->gi_spec, "placement"), 1), prof_u(m->profile, "slices"));
+	return leave(NVML_SUCCESS);
+}
+
+/*
+ * Compute instances: entry points gpulet does not call, NVIDIA's nvidia-ctk and GFD do
+ * (PEER_SYMBOLS in peer_symbols.h; the oracle tests in tests/oracles run those tools on the fake).
+ */
+API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t gi, unsigned id, nvmlComputeInstance_t *ci)
+{
+	const struct mig_slot *m;
+	struct call c;
+	nvmlReturn_t r = ci ? enter_gi(__func__, gi, &c, &m) : NVML_ERROR_INVALID_ARGUMENT;
+
+	if (r != NVML_SUCCESS)
+		return r;
+	for (unsigned j = 0; j < MAX_MIGS; j++)
+		if (c.g->migs[j].present && c.g->migs[j].gi == gi->gi && c.g->migs[j].ci == id) {
+			ci_handles[gi->gpu][j] = (struct nvmlComputeInstance_st){gi->gpu, j};
+			*ci = &ci_handles[gi->gpu][j];
+			return leave(NVML_SUCCESS);
+		}
+	return leave(NVML_ERROR_NOT_FOUND);
+}
+
+/* NVML_COMPUTE_INSTANCE_PROFILE_<n>_SLICE ids 0..6 and their slice counts (nvml.h). */
+static const unsigned ci_profile_slices[] = {1, 2, 3, 4, 7, 8, 6};
+#define CI_PROFILES (sizeof(ci_profile_slices) / sizeof(ci_profile_slices[0]))
+
+static unsigned ci_profile_id(unsigned slices)
+{
+	for (unsigned i = 0; i < CI_PROFILES; i++)
+		if (ci_profile_slices[i] == slices)
+			return i;
+	return 0;
+}
+
+/* nvml.h's nvmlComputeInstanceProfileInfo_t (v1), not in gpulet's ABI header: gpulet never asks. */
+typedef struct {
+	unsigned id, sliceCount, instanceCount, multiprocessorCount;
+	unsigned sharedCopyEngineCount, sharedDecoderCount, sharedEncoderCount, sharedJpegCount, sharedOfaCount;
+} fake_ci_profile_info_t;
+
+/* Every CI profile that fits the GPU instance, shared engines only (engine profile 0). */
+API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance_t gi, unsigned profile,
+							      unsigned eng_profile, fake_ci_profile_info_t *info)
+{
+	const struct mig_slot *m;
+	struct call c;
+	unsigned gi_slices;
+	nvmlReturn_t r = info ? enter_gi(__func__, gi, &c, &m) : NVML_ERROR_INVALID_ARGUMENT;
+
+	if (r != NVML_SUCCESS)
+		return r;
+	gi_slices = prof_u(m->profile, "slices");
+	if (profile >= CI_PROFILES || eng_profile != 0)
+		return leave(profile >= CI_PROFILES ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_NOT_SUPPORTED);
+	if (!gi_slices || ci_profile_slices[profile] > gi_slices)
+		return leave(NVML_ERROR_NOT_SUPPORTED);
+	memset(info, 0, sizeof(*info));
+	info->id = profile;
+	info->sliceCount = ci_profile_slices[profile];
+	info->instanceCount = gi_slices / ci_profile_slices[profile];
+	info->multiprocessorCount = prof_u(m->profile, "sms") * ci_profile_slices[profile] / gi_slices;
+	info->sharedCopyEngineCount = prof_u(m->profile, "ce");
+	info->sharedDecoderCount = prof_u(m->profile, "dec");
+	info->sharedEncoderCount = prof_u(m->profile, "enc");
+	info->sharedJpegCount = prof_u(m->profile, "jpeg");
+	info->sharedOfaCount = prof_u(m->profile, "ofa");
+	return leave(NVML_SUCCESS);
+}
+
+API nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t ci, nvmlComputeInstanceInfo_t *info)
+{
+	const struct mig_slot *m;
+	nvmlReturn_t r;
+	struct call c;
+
+	if (!info || !in_table(ci, ci_handles, MAX_GPUS * MAX_MIGS, sizeof(*ci)))
+		return NVML_ERROR_INVALID_ARGUMENT;
+	r = enter(__func__, &gpu_handles[ci->gpu], GPU_ONLY, &c);
+	if (r != NVML_SUCCESS)
+		return r;
+	m = &c.g->migs[ci->mig];
+	if (!m->present || !mig_enabled(c.g))
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	memset(info, 0, sizeof(*info));
+	info->device = gpu_handle(c.g);
+	info->gpuInstance = &gi_handles[ci->gpu][m->gi];
+	info->id = m->ci;
+	info->profileId = ci_profile_id(m->ci_slices);
+	info->placement.start = m->ci * m->ci_slices;
+	info->placement.size = m->ci_slices;
 	return leave(NVML_SUCCESS);
 }
 

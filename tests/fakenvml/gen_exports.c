@@ -5,14 +5,18 @@
  *   full    every symbol (a current driver)
  *   old     only the required ones (a driver too old for the optional features)
  *   broken  every symbol but nvmlDeviceGetCount_v2 (a library gpulet must refuse)
- * nvmlErrorString and the fakenvml_api check table are exported by all.
+ * nvmlErrorString and the fakenvml_api check table are exported by all; the full one also exports
+ * PEER_SYMBOLS (calls only NVIDIA's own tools make, for tests/oracles).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "nvml/abi.h"
+#include "peer_symbols.h"
 
 static const struct nvml_symbol symbols[] = {NVML_SYMBOLS(NVML_SYMBOL_ROW)};
+#define PEER_NAME(sym) #sym,
+static const char *const peers[] = {PEER_SYMBOLS(PEER_NAME)};
 
 int main(int argc, char **argv)
 {
@@ -30,6 +34,8 @@ int main(int argc, char **argv)
 			continue;
 		printf("    %s;\n", symbols[i].name);
 	}
+	for (size_t i = 0; !strcmp(mode, "full") && i < sizeof(peers) / sizeof(peers[0]); i++)
+		printf("    %s;\n", peers[i]);
 	printf("  local:\n    *;\n};\n");
 	return 0;
 }

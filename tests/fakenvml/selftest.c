@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "nvml/abi.h"
+#include "peer_symbols.h"
 
 #define FIELD(field, sym, args, req) nvmlReturn_t(*field) args;
 struct fakenvml_api {
@@ -36,6 +37,18 @@ static const struct {
     NVML_SYMBOLS(ROW)
 #undef ROW
 };
+
+#define PEER_NAME(sym) #sym,
+static const char *const peer_symbols[] = {PEER_SYMBOLS(PEER_NAME)};
+#undef PEER_NAME
+
+/* The calls only NVIDIA's tools make, through dlsym as go-nvml binds them (not in fakenvml_api). */
+typedef struct {
+	unsigned id, slices, instances, sms, ce, dec, enc, jpeg, ofa;
+} ci_profile_info_t;
+static nvmlReturn_t (*gi_get_ci_by_id)(nvmlGpuInstance_t, unsigned, nvmlComputeInstance_t *);
+static nvmlReturn_t (*ci_get_info)(nvmlComputeInstance_t, nvmlComputeInstanceInfo_t *);
+static nvmlReturn_t (*gi_get_ci_profile_info)(nvmlGpuInstance_t, unsigned, unsigned, ci_profile_info_t *);
 
 static const struct fakenvml_api *api;
 static const char *(*error_string)(nvmlReturn_t);
@@ -157,6 +170,9 @@ static void test_exports(void **state)
 			fail_msg("%s: exported %p, table %p", symbols[i].symbol, fn, want);
 	}
 	assert_non_null(dlsym(dl, "nvmlErrorString"));
+	for (size_t i = 0; i < sizeof(peer_symbols) / sizeof(peer_symbols[0]); i++)
+		if (!dlsym(dl, peer_symbols[i]))
+			fail_msg("%s (PEER_SYMBOLS) not exported", peer_symbols[i]);
 	dlclose(dl);
 
 	/* old/: only the required ones. */
@@ -168,6 +184,9 @@ static void test_exports(void **state)
 			fail_msg("old variant: %s exported=%d required=%d", symbols[i].symbol,
 				 dlsym(dl, symbols[i].symbol) != NULL, symbols[i].required);
 	assert_non_null(dlsym(dl, "nvmlErrorString"));
+	for (size_t i = 0; i < sizeof(peer_symbols) / sizeof(peer_symbols[0]); i++)
+		if (dlsym(dl, peer_symbols[i]))
+			fail_msg("old variant exports %s (PEER_SYMBOLS: the full one only)", peer_symbols[i]);
 	dlclose(dl);
 
 	/* broken/: all but nvmlDeviceGetCount_v2. */
@@ -498,6 +517,41 @@ static void test_mixed(void **state)
 	assert_int_equal(api->shutdown(), NVML_SUCCESS);
 }
 
+/* GI 2 of mig-ci-split's GPU 0 (3g.40gb, 3 slices) as go-nvlib reaches a MIG device's profile. */
+static void peer_calls_ci_split(void)
+{
+	nvmlComputeInstanceInfo_t info;
+	nvmlGpuInstanceInfo_t gi_info;
+	nvmlComputeInstance_t ci;
+	ci_profile_info_t p;
+	nvmlGpuInstance_t gi;
+
+	assert_int_equal(api->device_get_gpu_instance_by_id(gpu(0), 2, &gi), NVML_SUCCESS);
+	assert_int_equal(api->gpu_instance_get_info(gi, &gi_info), NVML_SUCCESS);
+	assert_int_equal(gi_get_ci_by_id(gi, 1, &ci), NVML_SUCCESS);
+	assert_int_equal(gi_get_ci_by_id(gi, 3, &ci), NVML_ERROR_NOT_FOUND);
+	assert_int_equal(gi_get_ci_by_id(gi, 1, &ci), NVML_SUCCESS);
+	assert_int_equal(ci_get_info(ci, &info), NVML_SUCCESS);
+	assert_int_equal(info.id, 1);
+	assert_int_equal(info.profileId, 0); /* NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE */
+	assert_ptr_equal(info.gpuInstance, gi);
+	assert_ptr_equal(info.device, gpu(0));
+	assert_int_equal(info.placement.start, 1);
+	assert_int_equal(info.placement.size, 1);
+	/* profile 2 = 3 slices: the whole GI; 4 slices (profile 3) does not fit; engine profile 1: none */
+	assert_int_equal(gi_get_ci_profile_info(gi, 2, 0, &p), NVML_SUCCESS);
+	assert_int_equal(p.id, 2);
+	assert_int_equal(p.slices, 3);
+	assert_int_equal(p.instances, 1);
+	assert_int_equal(gi_get_ci_profile_info(gi, 0, 0, &p), NVML_SUCCESS);
+	assert_int_equal(p.instances, 3);
+	assert_int_equal(p.sms, 20);
+	assert_int_equal(gi_get_ci_profile_info(gi, 3, 0, &p), NVML_ERROR_NOT_SUPPORTED);
+	assert_int_equal(gi_get_ci_profile_info(gi, 0, 1, &p), NVML_ERROR_NOT_SUPPORTED);
+	assert_int_equal(gi_get_ci_profile_info(gi, 9, 0, &p), NVML_ERROR_INVALID_ARGUMENT);
+	assert_int_equal(ci_get_info((nvmlComputeInstance_t)&p, &info), NVML_ERROR_INVALID_ARGUMENT);
+}
+
 static void test_mig_ci_split(void **state)
 {
 	char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
@@ -526,6 +580,7 @@ static void test_mig_ci_split(void **state)
 		assert_string_equal(buf, "NVIDIA H100 80GB HBM3 MIG 1c.3g.40gb");
 	}
 	assert_int_equal(api->device_get_mig_device_handle_by_index(gpu(0), 4, &mig), NVML_ERROR_NOT_FOUND);
+	peer_calls_ci_split();
 	/* GPU 1: MIG off, enable pending. */
 	assert_int_equal(api->device_get_mig_mode(gpu(1), &cur, &pend), NVML_SUCCESS);
 	assert_int_equal(cur, NVML_DEVICE_MIG_DISABLE);
@@ -874,6 +929,9 @@ static int setup(void **state)
 	}
 	api = dlsym(dl, "fakenvml_api");
 	*(void **)&error_string = dlsym(dl, "nvmlErrorString");
+	*(void **)&gi_get_ci_by_id = dlsym(dl, "nvmlGpuInstanceGetComputeInstanceById");
+	*(void **)&ci_get_info = dlsym(dl, "nvmlComputeInstanceGetInfo_v2");
+	*(void **)&gi_get_ci_profile_info = dlsym(dl, "nvmlGpuInstanceGetComputeInstanceProfileInfo");
 	if (!api || !error_string || !mkdtemp(tmpdir))
 		return -1;
 	return 0;

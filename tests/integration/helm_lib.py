@@ -71,12 +71,15 @@ def run(cmd, **kw):
 
 
 def template(values=None, sets=(), release="gpulet", namespace="kube-system", kube_version=BASE_KUBE,
-             chart=CHART, raw=False):
+             chart=CHART, raw=False, tests=False):
     """`helm template` of the chart; returns the parsed documents (or the text with raw=True).
-    values: a dict written to a values file; sets: --set-string style 'key=value' pairs."""
+    values: a dict written to a values file; sets: --set-string style 'key=value' pairs; tests: keep
+    the `helm test` pods (left out by default, as in the kustomize base: applied, they would run)."""
     helm, _ = fetch()
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [helm, "template", release, chart, "--namespace", namespace, "--kube-version", kube_version]
+        if not tests:
+            cmd.append("--skip-tests")
         if values is not None:
             vf = os.path.join(tmp, "values.yaml")
             with open(vf, "w") as f:

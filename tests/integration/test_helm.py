@@ -95,7 +95,7 @@ WRITES = {
 }
 # where each verb expects a host path inside the container: below --root=/host, at a fixed container
 # path (upstream's /mps, the MPS tmpfs as /dev/shm), or at the host path
-UNDER_ROOT = {"plugin": PLUGIN_READS | {"/var/run/cdi", MPS}, "doctor": DOCTOR_READS | {"/var/log"}}
+UNDER_ROOT = {"plugin": PLUGIN_READS | {"/var/run/cdi", MPS, "/var/log"}, "doctor": DOCTOR_READS | {"/var/log"}}
 AT = {"plugin": {MPS_SHM: "/dev/shm"}, "mps-control-daemon": {MPS: "/mps", MPS_SHM: "/dev/shm"}}
 # Verbs that cannot run unprivileged, with the reason: nvidia-smi sets the compute mode, and the
 # MPS tmpfs is a mount the host must see (upstream runs the same containers privileged).
@@ -165,6 +165,9 @@ def check_mounts(name, verb, pod, c, values, kube):
     if verb in ("plugin", "doctor") and droot != "/":
         expect.add(droot)
     if verb == "doctor" and (values.get("doctor") or {}).get("kernelLog"):
+        expect.add("/var/log")
+    # devicePlugin.kernelLog: kern.log for the XIDs NVML misses (GPULET_KERNEL_LOG), read-only
+    if verb == "plugin" and (values.get("devicePlugin") or {}).get("kernelLog"):
         expect.add("/var/log")
     seen = set()
     for m in c.get("volumeMounts", []):
@@ -376,6 +379,7 @@ def test_matrix():
     everything = {"gfd": {"enabled": True}, "exporter": {"kubernetesVirtualGPUs": True, "port": 9500},
                   "doctor": {"port": 9502, "interval": 60, "live": False, "runtimeClassName": "nvidia-doctor",
                              "kernelLog": True},
+                  "devicePlugin": {"kernelLog": True},
                   "metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True},
                               "dashboard": {"enabled": os.path.exists(os.path.join(CHART, "files", CHART_FILES[1]))}}}
     only_plugin = {"exporter": {"enabled": False}, "doctor": {"enabled": False}, "runtimeClassName": None,
@@ -435,8 +439,11 @@ def test_matrix():
             vols = {v["name"]: v for v in pod["volumes"]}
             check(any(v.get("configMap", {}).get("name") == "my-plugin-config" for v in vols.values()),
                   "config.name not mounted")
-            # (a map value is merged with the default by helm: null, not {}, removes the default affinity)
-            check(pod.get("nodeSelector") == {"nvidia.com/gpu.present": "true"} and "affinity" not in pod
+            # (a map value is merged with the default by helm: null, not {}, removes the default affinity;
+            # what stays is the image's architecture, nodeArchitectures)
+            arch_only = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}}
+            check(pod.get("nodeSelector") == {"nvidia.com/gpu.present": "true"} and pod.get("affinity") == arch_only
                   and "priorityClassName" not in pod and "tolerations" not in pod,
                   "scheduling values not applied: %r" % {k: pod.get(k) for k in
                                                          ("nodeSelector", "affinity", "priorityClassName", "tolerations")})
@@ -466,7 +473,9 @@ def test_upstream_keys():
 
 def test_bad_values():
     """Values gpulet cannot honour fail the render with a message that says what to set."""
-    cases = [({"config": {"map": {"a": "version: v1", "b": "version: v1"}}}, "set config.default"),
+    cases = [({"config": {"map": {"a": "version: v1", "b": "version: v1"}}}, "Set config.oneConfigPerRelease=true"),
+             ({"config": {"map": {"a": "version: v1", "b": "version: v1"}, "oneConfigPerRelease": True}},
+              "set config.default"),
              ({"config": {"map": {"a": "version: v1"}, "name": "x"}}, "use one"),
              ({"config": {"map": {"a": "version: v1"}, "default": "b"}}, "is not a key of config.map")]
     for values, words in cases:

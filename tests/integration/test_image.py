@@ -11,12 +11,20 @@ network (loopback only), read-only root filesystem, no capabilities, no new priv
     names; its CDI spec lands in the mounted /var/run/cdi;
   * `cdi generate`, `doctor --root /host` and `labels --oneshot` give inside the image what the
     built binary gives outside it on the same root;
-  * `exporter` serves /metrics on the container's loopback (read from its network namespace).
+  * `exporter` serves /metrics on the container's loopback (read from its network namespace);
+  * scanners can read it: /var/lib/dpkg/status lists exactly the Debian packages shipped (with each
+    one's copyright file), /etc/os-release says Debian 12, the OCI labels name source, revision,
+    created and licenses; no build-host leftovers (apt/dpkg state, /etc/hostname, resolv.conf, lock
+    files, ldconfig's aux-cache, gcc's helper scripts);
+  * it is reproducible: a second build from the same inputs gives the same manifest and config
+    digests, every file's mtime is SOURCE_DATE_EPOCH;
+  * `make image` installs only deploy/image/build-packages.txt, not the test toolchain.
 
 Builds the image first (cached Debian root: seconds). Exit 77 (CTest skip) only when podman cannot
 run containers here or the Debian archive cannot be reached for the first build."""
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -38,7 +46,87 @@ def sh(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
+def check_make_image():
+    """`make image` installs the build and image tools only: no Prometheus service on :9090, no
+    clang, golang, valgrind, containerd (the test toolchain of .ci/packages.txt)."""
+    p = sh(["make", "-n", "--no-print-directory", "-C", SRC, "image"])
+    check(p.returncode == 0, "make -n image: %s" % p.stderr)
+    recipe = p.stdout
+    words = set(recipe.replace(";", " ").split())
+    check({"mmdebstrap", "podman", "cmake"} <= words, "make image does not install the image tools: %s" % recipe[:300])
+    extra = words & {"prometheus", "clang", "golang-go", "valgrind", "containerd", "npm", "runc", "strace"}
+    check(not extra, "make image installs the test toolchain: %s" % sorted(extra))
+    print("PASS make image installs deploy/image/build-packages.txt only")
+
+
+def build_digest(env=None):
+    r = sh(["sh", os.path.join(SRC, "deploy", "image", "build.sh"), BUILD], timeout=900,
+           env=dict(os.environ, **(env or {})))
+    check(r.returncode == 0, "deploy/image/build.sh: rc %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
+    with open(os.path.join(BUILD, "image", "digest")) as f:
+        return f.read().split()
+
+
+def check_reproducible(image, first):
+    """Same inputs, same digest: build again (the Debian base from the cache) with the same
+    SOURCE_DATE_EPOCH and compare; every mtime in the image is that time."""
+    info = json.loads(sh(PODMAN + ["image", "inspect", image]).stdout)[0]
+    labels = info.get("Labels") or info["Config"].get("Labels") or {}
+    created = labels.get("org.opencontainers.image.created", "")
+    sde = int(sh(["date", "-u", "-d", created, "+%s"]).stdout.strip() or -1)
+    second = build_digest({"SOURCE_DATE_EPOCH": str(sde)})
+    check(first == second, "two builds from the same inputs: %s, then %s" % (first, second))
+    check("sha256:" + info["Id"] == first[1],
+          "podman's image ID %s is not the config digest %s" % (info["Id"], first[1]))
+    for key in ("source", "revision", "created", "licenses", "version"):
+        check(labels.get("org.opencontainers.image." + key),
+              "no OCI label org.opencontainers.image.%s: %r" % (key, labels))
+    cid = sh(PODMAN + ["create", image]).stdout.strip()
+    try:
+        tar = sh(["sh", "-c", "podman export %s | tar -tv --full-time --utc" % cid]).stdout
+    finally:
+        sh(PODMAN + ["rm", cid])
+    want = sh(["date", "-u", "-d", "@%d" % sde, "+%Y-%m-%d %H:%M:%S"]).stdout.strip()
+    stamps = {" ".join(line.split()[3:5]) for line in tar.splitlines() if len(line.split()) >= 6}
+    check(stamps == {want}, "file times in the image: %s, not only SOURCE_DATE_EPOCH %s" % (sorted(stamps)[:5], want))
+    print("PASS reproducible: manifest %s twice, every mtime %s" % (first[0], want))
+
+
+def check_scannable(image):
+    """What Trivy and Grype read: the dpkg status of exactly the packages shipped, the OS release."""
+    cid = sh(PODMAN + ["create", image]).stdout.strip()
+    try:
+        names = set(sh(["sh", "-c", "podman export %s | tar -t" % cid]).stdout.split())
+        status = sh(["sh", "-c", "podman export %s | tar -xO var/lib/dpkg/status" % cid]).stdout
+        osrel = sh(["sh", "-c", "podman export %s | tar -xO usr/lib/os-release" % cid]).stdout
+    finally:
+        sh(PODMAN + ["rm", cid])
+    names = {n.rstrip("/") for n in names}
+    bins = [os.path.join(BUILD, b) for b in ("gpulet", "gpulet-grpc.so", "gpulet-http.so")]
+    runtime = sh([os.path.join(SRC, "deploy", "image", "runtime-packages.sh")] + bins).stdout.split()
+    shipped = set(runtime) | {"base-files"}
+    entries = [e for e in status.split("\n\n") if e.strip()]
+    listed = [re.search(r"^Package: (\S+)$", e, re.M).group(1) for e in entries]
+    check(len(listed) == len(set(listed)) and set(listed) == shipped,
+          "dpkg status lists %s; shipped: %s" % (sorted(listed), sorted(shipped)))
+    for e in entries:
+        pkg = re.search(r"^Package: (\S+)$", e, re.M).group(1)
+        check(re.search(r"^Status: install ok installed$", e, re.M) and re.search(r"^Version: \S+$", e, re.M)
+              and re.search(r"^Architecture: (amd64|all)$", e, re.M), "dpkg status entry of %s: %r" % (pkg, e[:300]))
+        doc = "usr/share/doc/" + pkg
+        check(doc + "/copyright" in names or doc in names, "no copyright of %s in the image" % pkg)
+    check('ID=debian' in osrel and 'VERSION_ID="12"' in osrel, "/usr/lib/os-release: %r" % osrel[:300])
+    check("etc/os-release" in names and "etc/debian_version" in names, "no /etc/os-release or /etc/debian_version")
+    leftovers = [n for n in names if n in ("etc/hostname", "etc/resolv.conf", "etc/fstab", "etc/apt", "etc/dpkg",
+                                           "var/cache", "var/lib/apt", "var/log", "usr/share/gcc", "usr/share/gdb",
+                                           "var/cache/ldconfig/aux-cache", "var/lib/dpkg/info")
+                 or n.endswith("/lock") or n.endswith("lock-frontend")]
+    check(not leftovers, "build-host leftovers in the image: %s" % sorted(leftovers))
+    print("PASS scannable: dpkg status of the %d packages shipped, Debian 12 os-release, no leftovers" % len(listed))
+
+
 def build_image():
+    check_make_image()
     if sh(["sh", "-c", "command -v podman && command -v runc"]).returncode != 0:
         print("SKIP: podman or runc is not installed (make deps)")
         raise SystemExit(SKIP)
@@ -224,7 +312,11 @@ def test_exporter(image, h):
 def main():
     t0 = time.time()
     image = build_image()
+    with open(os.path.join(BUILD, "image", "digest")) as f:
+        first = f.read().split()
     check_contents(image)
+    check_scannable(image)
+    check_reproducible(image, first)
     h = Node()
     try:
         test_plugin(image, h)

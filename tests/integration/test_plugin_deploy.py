@@ -25,7 +25,10 @@ DEPLOY = os.path.join(SRC, "deploy")
 def render():
     """The chart with the example values (ConfigMap with time-slicing, GFD on), as helm renders it."""
     with open(os.path.join(CHART, "ci", "time-slicing-values.yaml")) as f:
-        return template(values=yaml.safe_load(f))
+        values = yaml.safe_load(f)
+    # the RuntimeClass is opt-in (a cluster without the GPU Operator's): checked against containerd here
+    values.setdefault("runtimeClass", {})["create"] = True
+    return template(values=values)
 
 
 def check_pruned_root(host_paths):
@@ -138,6 +141,8 @@ def main():
 
     # RuntimeClass handler == the containerd runtime name; containerd's own parser takes the snippet
     check(pod["runtimeClassName"] == rc["metadata"]["name"], "DaemonSet runtimeClassName")
+    check(rc["metadata"].get("annotations", {}).get("helm.sh/resource-policy") == "keep",
+          "RuntimeClass without helm.sh/resource-policy: keep (helm uninstall would delete it): %r" % rc["metadata"])
     cri = toml["plugins"]["io.containerd.grpc.v1.cri"]
     check(rc["handler"] in cri["containerd"]["runtimes"], "handler %r not a containerd runtime" % rc["handler"])
     check(cri["enable_cdi"] is True and "/var/run/cdi" in cri["cdi_spec_dirs"], "CDI enabled with /var/run/cdi")

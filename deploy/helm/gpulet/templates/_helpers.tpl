@@ -57,6 +57,9 @@ app.kubernetes.io/component: {{ .component }}
 
 {{- define "gpulet.configKey" -}}
 {{- $m := .Values.config.map -}}
+{{- if and (gt (len $m) 1) (not .Values.config.oneConfigPerRelease) -}}
+{{- fail (printf "config.map has several configs (%s), but gpulet has no config-manager: every node of a release gets the same one, whatever its nvidia.com/device-plugin.config label. Set config.oneConfigPerRelease=true and config.default to the config this release uses, and install one release per node pool (its own nodeSelector) for the others" (keys $m | sortAlpha | join ", ")) -}}
+{{- end -}}
 {{- if .Values.config.default -}}
 {{- if and (not (empty $m)) (not (hasKey $m .Values.config.default)) -}}
 {{- fail (printf "config.default %q is not a key of config.map (keys: %s)" .Values.config.default (keys $m | sortAlpha | join ", ")) -}}
@@ -115,7 +118,7 @@ securityContext:
 nodeSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with $v.affinity }}
+{{- with include "gpulet.affinity" .root | fromYaml }}
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
@@ -244,4 +247,88 @@ systemd unit dirs under /etc and /run and kubelet's env files (they only name ku
 # kernel-log link: /var/log/kern.log (the directory: logrotate replaces the file)
 - {name: host-var-log, path: /var/log, type: Directory}
 {{- end }}
+{{- end -}}
+
+{{/*
+The affinity of every DaemonSet: .Values.affinity, or with gpuNodeSelection=gpuPresent only nodes
+labelled nvidia.com/gpu.present=true; each required term also wants a kubernetes.io/arch of
+nodeArchitectures (the image's). A YAML map ({} for none).
+*/}}
+{{- define "gpulet.affinity" -}}
+{{- $v := .Values -}}
+{{- $aff := deepCopy ($v.affinity | default dict) -}}
+{{- $terms := list -}}
+{{- if eq $v.gpuNodeSelection "gpuPresent" -}}
+{{- $terms = list (dict "matchExpressions" (list (dict "key" "nvidia.com/gpu.present" "operator" "In" "values" (list "true")))) -}}
+{{- else -}}
+{{- $terms = dig "nodeAffinity" "requiredDuringSchedulingIgnoredDuringExecution" "nodeSelectorTerms" list $aff -}}
+{{- end -}}
+{{- with $v.nodeArchitectures -}}
+{{- $arch := dict "key" "kubernetes.io/arch" "operator" "In" "values" . -}}
+{{- $out := list -}}
+{{- range ($terms | default (list dict)) -}}
+{{- $out = append $out (merge (dict "matchExpressions" (append (.matchExpressions | default list) $arch)) (omit . "matchExpressions")) -}}
+{{- end -}}
+{{- $terms = $out -}}
+{{- end -}}
+{{- if $terms -}}
+{{- $na := deepCopy (get $aff "nodeAffinity" | default dict) -}}
+{{- $_ := set $na "requiredDuringSchedulingIgnoredDuringExecution" (dict "nodeSelectorTerms" $terms) -}}
+{{- $_ := set $aff "nodeAffinity" $na -}}
+{{- end -}}
+{{- toYaml $aff -}}
+{{- end -}}
+
+{{/* The nodes (lookup) the affinity and nodeSelector admit: a count, "" under helm template. */}}
+{{- define "gpulet.matchingNodes" -}}
+{{- with lookup "v1" "Node" "" "" -}}
+{{- include "gpulet.countNodes" (dict "root" $ "nodes" (.items | default list)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* How many of .nodes (Node objects) the required affinity terms (In, NotIn, Exists,
+     DoesNotExist) and the nodeSelector admit: (dict "root" $ "nodes" LIST) */}}
+{{- define "gpulet.countNodes" -}}
+{{- $ := .root -}}
+{{- $aff := include "gpulet.affinity" $ | fromYaml -}}
+{{- $terms := dig "nodeAffinity" "requiredDuringSchedulingIgnoredDuringExecution" "nodeSelectorTerms" list $aff -}}
+{{- $n := 0 -}}
+{{- range .nodes -}}
+{{- $labels := .metadata.labels | default dict -}}
+{{- $ok := true -}}
+{{- range $k, $want := ($.Values.nodeSelector | default dict) -}}
+{{- if ne (toString (get $labels $k)) (toString $want) }}{{ $ok = false }}{{ end -}}
+{{- end -}}
+{{- if $terms -}}
+{{- $any := false -}}
+{{- range $terms -}}
+{{- $all := true -}}
+{{- range .matchExpressions -}}
+{{- $has := hasKey $labels .key -}}
+{{- $val := toString (get $labels .key) -}}
+{{- if eq .operator "In" }}{{ if not (and $has (has $val .values)) }}{{ $all = false }}{{ end -}}
+{{- else if eq .operator "NotIn" }}{{ if and $has (has $val .values) }}{{ $all = false }}{{ end -}}
+{{- else if eq .operator "Exists" }}{{ if not $has }}{{ $all = false }}{{ end -}}
+{{- else if eq .operator "DoesNotExist" }}{{ if $has }}{{ $all = false }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- if $all }}{{ $any = true }}{{ end -}}
+{{- end -}}
+{{- if not $any }}{{ $ok = false }}{{ end -}}
+{{- end -}}
+{{- if $ok }}{{ $n = add1 $n }}{{ end -}}
+{{- end -}}
+{{- $n -}}
+{{- end -}}
+
+{{/* checksum/config of a pod: the chart's ConfigMap, or the data of an existing config.name (lookup;
+     none under helm template), so that `helm upgrade` after an edit rolls the pods */}}
+{{- define "gpulet.configChecksum" -}}
+{{- if not (empty .Values.config.map) -}}
+{{- include (print .Template.BasePath "/configmap.yaml") . | sha256sum -}}
+{{- else if .Values.config.name -}}
+{{- with lookup "v1" "ConfigMap" (include "gpulet.namespace" .) .Values.config.name -}}
+{{- toJson .data | sha256sum -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}

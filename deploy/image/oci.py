@@ -1,0 +1,76 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""oci.py LAYOUT ROOTFS_TAR REF CREATED [LABEL=VALUE...]: an OCI image layout (image-spec v1.1) of one
+uncompressed layer, written so that the same rootfs tar and arguments give the same bytes, hence the
+same config digest (podman's image ID) and manifest digest: JSON with sorted keys and no spaces, the
+config's `created` and its history's from CREATED (SOURCE_DATE_EPOCH as RFC 3339), nothing from the
+build host. Prints the manifest digest. deploy/image/build.sh runs it; `podman pull oci:LAYOUT:REF`
+loads the result."""
+import hashlib
+import json
+import os
+import shutil
+import sys
+
+# how the chart and the README run the image: gpulet's verbs, no shell
+ENTRYPOINT = ["/usr/bin/gpulet"]
+CMD = ["--help"]
+ENV = ["PATH=/usr/bin"]
+
+
+def dumps(obj):
+    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+
+
+def blob(layout, data=None, path=None):
+    """Store bytes (or a file) as a blob; returns (digest, size)."""
+    h = hashlib.sha256()
+    if path:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        size = os.path.getsize(path)
+    else:
+        h.update(data)
+        size = len(data)
+    digest = "sha256:" + h.hexdigest()
+    dst = os.path.join(layout, "blobs", "sha256", h.hexdigest())
+    if path:
+        shutil.copyfile(path, dst)
+    else:
+        with open(dst, "wb") as f:
+            f.write(data)
+    return digest, size
+
+
+def main(argv):
+    if len(argv) < 4:
+        raise SystemExit(__doc__)
+    layout, rootfs, ref, created = argv[:4]
+    labels = dict(a.split("=", 1) for a in argv[4:])
+    shutil.rmtree(layout, ignore_errors=True)
+    os.makedirs(os.path.join(layout, "blobs", "sha256"))
+    layer, layer_size = blob(layout, path=rootfs)
+    config = {"architecture": "amd64", "os": "linux", "created": created,
+              "config": {"Entrypoint": ENTRYPOINT, "Cmd": CMD, "Env": ENV, "Labels": labels},
+              "rootfs": {"type": "layers", "diff_ids": [layer]},
+              "history": [{"created": created, "created_by": "deploy/image/build.sh"}]}
+    cfg, cfg_size = blob(layout, dumps(config))
+    manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cfg, "size": cfg_size},
+                "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": layer,
+                            "size": layer_size}],
+                "annotations": {k: v for k, v in labels.items() if k.startswith("org.opencontainers.image.")}}
+    man, man_size = blob(layout, dumps(manifest))
+    index = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+             "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": man,
+                            "size": man_size, "annotations": {"org.opencontainers.image.ref.name": ref}}]}
+    with open(os.path.join(layout, "index.json"), "wb") as f:
+        f.write(dumps(index))
+    with open(os.path.join(layout, "oci-layout"), "wb") as f:
+        f.write(dumps({"imageLayoutVersion": "1.0.0"}))
+    print(man, cfg)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
