@@ -83,8 +83,10 @@ struct plugin_config {
 	size_t n_rules;
 	/* GFD's keys (enum config_gfd_key) as the file writes them, "" = not in the file */
 	char gfd[CONFIG_GFD_N][CONFIG_STR];
-	/* warnings collected while loading (unknown keys, ignored sections), '\n'-separated */
+	/* warnings collected while loading (unknown keys, ignored sections), "; "-separated; a list
+	 * that reached the size ends saying so (warnings_full) */
 	char warnings[2048];
+	bool warnings_full;
 };
 
 /* Raw command-line values, collected by cmd_plugin's getopt loop and applied last. */

@@ -150,18 +150,28 @@ int config_opt_set(struct plugin_config *c, const struct opt *o, const char *v, 
 
 void config_warn(struct plugin_config *c, const char *fmt, ...)
 {
+	_cleanup_free_ char *w = NULL;
 	size_t l = strlen(c->warnings);
+	char more[96];
 	va_list ap;
+	int n;
 
-	if (l + 3 >= sizeof(c->warnings))
+	if (c->warnings_full)
 		return;
-	if (l) {
-		memcpy(c->warnings + l, "; ", 3);
-		l += 2;
-	}
+	/* room for this marker is always kept, so a full list says so instead of ending silently */
+	snprintf(more, sizeof(more), "%smore warnings left out (the list is limited to %zu bytes)", l ? "; " : "",
+		 sizeof(c->warnings));
 	va_start(ap, fmt);
-	vsnprintf(c->warnings + l, sizeof(c->warnings) - l, fmt, ap);
+	n = vasprintf(&w, fmt, ap);
 	va_end(ap);
+	if (n < 0)
+		w = NULL;
+	if (w && l + 2 + (size_t)n + strlen(more) < sizeof(c->warnings)) {
+		snprintf(c->warnings + l, sizeof(c->warnings) - l, "%s%s", l ? "; " : "", w);
+		return;
+	}
+	snprintf(c->warnings + l, sizeof(c->warnings) - l, "%s", more);
+	c->warnings_full = true;
 }
 
 int config_validate(const struct plugin_config *c, struct gerr *err)

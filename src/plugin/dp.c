@@ -26,40 +26,23 @@ const struct gsrv_method dp_methods[DP_N_METHODS] = {
     [DP_PRESTART] = {"/v1beta1.DevicePlugin/PreStartContainer", false},
 };
 
-#define MAX_KV  16
 #define MAX_IDS 4096
+
+/* An ordered map with set semantics, in the arena. */
+struct kv {
+	const char **k, **v;
+	size_t n, cap;
+};
 
 /* A container response under construction: small ordered maps and lists with set semantics. */
 struct build {
 	struct arena *a;
-	const char *env_k[MAX_KV], *env_v[MAX_KV];
-	size_t n_env;
-	const char *ann_k[MAX_KV], *ann_v[MAX_KV];
-	size_t n_ann;
+	struct kv env, ann;
 	V1beta1__Mount **mounts;
 	size_t n_mounts, cap_mounts;
 	V1beta1__DeviceSpec **devs;
 	size_t n_devs, cap_devs;
 };
-
-static void kv_set(const char **k, const char **v, size_t *n, const char *key, const char *val)
-{
-	for (size_t i = 0; i < *n; i++)
-		if (streq(k[i], key)) {
-			v[i] = val;
-			return;
-		}
-	if (*n < MAX_KV) {
-		k[*n] = key;
-		v[*n] = val;
-		(*n)++;
-	}
-}
-
-static void env_set(struct build *b, const char *key, const char *val)
-{
-	kv_set(b->env_k, b->env_v, &b->n_env, key, val);
-}
 
 /* Grow an arena array of pointers (old blocks stay in the arena until release; replies are small). */
 static void **grow(struct arena *a, void **arr, size_t n, size_t *cap)
@@ -73,6 +56,29 @@ static void **grow(struct arena *a, void **arr, size_t n, size_t *cap)
 	if (p && n)
 		memcpy(p, arr, n * sizeof(void *));
 	return p;
+}
+
+/* key = val, replacing an earlier value of key; the map grows (an arena failure fails the reply). */
+static void kv_set(struct arena *a, struct kv *m, const char *key, const char *val)
+{
+	size_t cap = m->cap;
+
+	for (size_t i = 0; i < m->n; i++)
+		if (streq(m->k[i], key)) {
+			m->v[i] = val;
+			return;
+		}
+	m->k = (const char **)grow(a, (void **)m->k, m->n, &cap);
+	m->v = (const char **)grow(a, (void **)m->v, m->n, &m->cap);
+	if (!m->k || !m->v)
+		return;
+	m->k[m->n] = key;
+	m->v[m->n++] = val;
+}
+
+static void env_set(struct build *b, const char *key, const char *val)
+{
+	kv_set(b->a, &b->env, key, val);
 }
 
 static void mount_add(struct build *b, const char *ctr, const char *host, bool ro)
@@ -255,8 +261,7 @@ static void add_cdi(const struct dp_ctx *c, struct build *b, V1beta1__ContainerA
 		char uuid[37];
 
 		random_uuid(uuid);
-		kv_set(b->ann_k, b->ann_v, &b->n_ann,
-		       arena_printf(b->a, "%snvidia-device-plugin_%s", cfg->cdi_annotation_prefix, uuid),
+		kv_set(b->a, &b->ann, arena_printf(b->a, "%snvidia-device-plugin_%s", cfg->cdi_annotation_prefix, uuid),
 		       join_ids(b->a, names, nn, ""));
 	}
 	if (cfg->device_list_strategy & DLS_CDI_CRI) {
@@ -386,9 +391,9 @@ int dp_allocate_container(const struct dp_ctx *c, const V1beta1__ContainerAlloca
 		add_device_specs(c, &b, devs, n);
 
 	FILL_MAP(a, resp, envs, V1beta1__ContainerAllocateResponse__EnvsEntry,
-		 v1beta1__container_allocate_response__envs_entry__init, b.env_k, b.env_v, b.n_env);
+		 v1beta1__container_allocate_response__envs_entry__init, b.env.k, b.env.v, b.env.n);
 	FILL_MAP(a, resp, annotations, V1beta1__ContainerAllocateResponse__AnnotationsEntry,
-		 v1beta1__container_allocate_response__annotations_entry__init, b.ann_k, b.ann_v, b.n_ann);
+		 v1beta1__container_allocate_response__annotations_entry__init, b.ann.k, b.ann.v, b.ann.n);
 	resp->mounts = b.mounts;
 	resp->n_mounts = b.n_mounts;
 	resp->devices = b.devs;

@@ -37,9 +37,9 @@ struct httpd_header {
 };
 
 struct httpd_options {
-	const char *address;      /* ":9400", "127.0.0.1:0" (any free port), "[::1]:9400" */
-	const char *flag;         /* the option that gave address, for messages ("--address") */
-	unsigned max_connections; /* 0: 1024; never more than the open-files limit leaves */
+	const char *address;                /* ":9400", "127.0.0.1:0" (any free port), "[::1]:9400" */
+	const char *flag;                   /* the option that gave address, for messages ("--address") */
+	unsigned max_connections;           /* 0: 1024; never more than the open-files limit leaves */
 	const struct httpd_header *headers; /* added to every answer */
 	size_t n_headers;
 	/* TLS (PEM in memory, GnuTLS priorities); cert NULL: plain HTTP */
