@@ -83,13 +83,21 @@ def is_elf(path):
         return False
 
 
+# Unit tests valgrind cannot run, each with why (the sanitizer stage runs them).
+NOT_UNDER_VALGRIND = {
+    # Debian 12's valgrind 3.19 fails openat2, open_tree and move_mount (syscalls 437, 428, 429)
+    # with ENOSYS, so the hook's isolated ldconfig, which needs them, cannot start under it.
+    "cdihook_guards": "valgrind 3.19 lacks openat2/open_tree/move_mount",
+}
+
+
 def units(logdir):
     out = subprocess.run(["ctest", "--show-only=json-v1"], cwd=BUILD, capture_output=True, text=True, check=True)
     for t in json.loads(out.stdout)["tests"]:
         cmd = t.get("command") or []
         if not cmd or not is_elf(cmd[0]) or not cmd[0].startswith(os.path.realpath(BUILD)) and not cmd[0].startswith(BUILD):
             continue
-        if "bench" in t["name"] or "python" in os.path.basename(cmd[0]):
+        if "bench" in t["name"] or "python" in os.path.basename(cmd[0]) or t["name"] in NOT_UNDER_VALGRIND:
             continue
         env = dict(os.environ)
         cwd = None
