@@ -26,8 +26,15 @@
 
 #define F(field)                   offsetof(struct plugin_config, field), sizeof(((struct plugin_config *)0)->field)
 
+const struct enum_name config_device_id_names[2] = {{DEVICE_ID_UUID, "uuid"}, {DEVICE_ID_INDEX, "index"}};
+const struct enum_name config_discovery_names[4] = {
+    {DISCOVERY_AUTO, "auto"}, {DISCOVERY_NVML, "nvml"}, {DISCOVERY_TEGRA, "tegra"}, {DISCOVERY_VFIO, "vfio"}};
+
 /* Every row: main.go flag of nvidia-device-plugin v0.20.0 (api/config/v1/flags.go for the key),
  * unless marked gpulet. */
+/* only T_ENUM rows fill the last column (.names, .n_names) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const struct opt opts[] = {
     {"mig-strategy",
      NULL,
@@ -37,7 +44,8 @@ static const struct opt opts[] = {
      "none",
      F(mig_strategy),
      "none|single|mixed",
-     "how MIG devices are advertised"},
+     "how MIG devices are advertised",
+     OPT_NAMES(mig_strategy_names)},
     {"fail-on-init-error",
      NULL,
      {"FAIL_ON_INIT_ERROR"},
@@ -91,7 +99,8 @@ static const struct opt opts[] = {
      "uuid",
      F(device_id_strategy),
      "uuid|index",
-     "device IDs passed to the runtime"},
+     "device IDs passed to the runtime",
+     OPT_NAMES(config_device_id_names)},
     {"gdrcopy-enabled",
      NULL,
      {"GDRCOPY_ENABLED"},
@@ -163,7 +172,8 @@ static const struct opt opts[] = {
      "distributed",
      F(shared_devices_allocation_policy),
      "distributed|packed",
-     "replica placement for shared GPUs"},
+     "replica placement for shared GPUs",
+     OPT_NAMES(replica_policy_names)},
     {"device-discovery-strategy",
      NULL,
      {"DEVICE_DISCOVERY_STRATEGY"},
@@ -172,7 +182,8 @@ static const struct opt opts[] = {
      "auto",
      F(device_discovery_strategy),
      "auto|nvml|tegra|vfio",
-     "how devices are found (vfio: labels only)"},
+     "how devices are found (vfio: labels only)",
+     OPT_NAMES(config_discovery_names)},
     {"imex-channel-ids",
      NULL,
      {"IMEX_CHANNEL_IDS"},
@@ -287,6 +298,7 @@ static const struct opt opts[] = {
     {"print-config", NULL, {NULL}, NULL, T_ACTION, NULL, 0, 0, NULL, "print the effective config as JSON and exit"},
     {"help", NULL, {NULL}, NULL, T_ACTION, NULL, 0, 0, NULL, "this text"},
 };
+#pragma GCC diagnostic pop
 
 struct config_args {
 	const char *val[ELEMENTSOF(opts)];
@@ -504,11 +516,9 @@ int config_load(const struct config_args *args, struct plugin_config *ret, struc
 void config_resource_options(const struct plugin_config *cfg, struct resource_options *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->mig_strategy = MIG_STRATEGY_NONE; /* the words were validated at load */
-	(void)mig_strategy_from_name(cfg->mig_strategy, &o->mig_strategy);
+	o->mig_strategy = cfg->mig_strategy;
 	o->sharing = cfg->sharing;
-	o->replica_policy = REPLICA_DISTRIBUTED;
-	(void)replica_policy_from_name(cfg->shared_devices_allocation_policy, &o->replica_policy);
+	o->replica_policy = cfg->shared_devices_allocation_policy;
 	o->rename_by_default = cfg->rename_by_default;
 	o->fail_requests_greater_than_one = cfg->fail_requests_greater_than_one;
 	o->rules = cfg->rules;
@@ -572,6 +582,9 @@ char *config_to_json(const struct plugin_config *cfg)
 		}
 		case T_SECONDS:
 			v = json_integer(*(const unsigned *)f);
+			break;
+		case T_ENUM:
+			v = json_string(config_enum_name(p, *(const int *)f));
 			break;
 		default:
 			v = json_string((const char *)f);

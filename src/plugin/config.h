@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "util/enumtab.h"
 #include "util/err.h"
 #include "plugin/resources.h"
 
@@ -23,7 +24,11 @@ enum {
 };
 #define DLS_CDI_ANY (DLS_CDI_ANNOTATIONS | DLS_CDI_CRI)
 
+/* --device-id-strategy: the IDs (and CDI device names) containers get. */
 enum device_id_strategy { DEVICE_ID_UUID, DEVICE_ID_INDEX };
+/* --device-discovery-strategy (vfio: labels only). */
+enum discovery_strategy { DISCOVERY_AUTO, DISCOVERY_NVML, DISCOVERY_TEGRA, DISCOVERY_VFIO };
+extern const struct enum_name config_device_id_names[2], config_discovery_names[4];
 
 #define CONFIG_MAX_RULES 16
 #define CONFIG_STR       256
@@ -45,21 +50,21 @@ extern const char *const config_gfd_keys[CONFIG_GFD_N];
 
 struct plugin_config {
 	/* flags.* shared with GFD */
-	char mig_strategy[16]; /* none|single|mixed */
+	enum mig_strategy mig_strategy;
 	bool fail_on_init_error;
 	char driver_root[PATH_MAX];
 	char dev_root[PATH_MAX]; /* "" = same as driver_root */
 	char mps_root[PATH_MAX];
 	bool gdrcopy_enabled, gds_enabled, mofed_enabled;
-	char device_discovery_strategy[16];
+	enum discovery_strategy device_discovery_strategy;
 	/* flags.plugin.* */
 	bool pass_device_specs;
 	unsigned device_list_strategy; /* DLS_* bits */
-	char device_id_strategy[16];   /* uuid|index */
+	enum device_id_strategy device_id_strategy;
 	char cdi_annotation_prefix[CONFIG_STR];
 	char nvidia_cdi_hook_path[PATH_MAX];
 	char container_driver_root[PATH_MAX];
-	char shared_devices_allocation_policy[16]; /* distributed|packed */
+	enum replica_policy shared_devices_allocation_policy;
 	/* imex.* */
 	char imex_channel_ids[32]; /* "" or "0" */
 	bool imex_required;

@@ -89,8 +89,18 @@ int config_opt_set(struct plugin_config *c, const struct opt *o, const char *v, 
 		if (opt_parse_bool(v, p) < 0)
 			return gerr_set(err, EINVAL, "%s: %s must be true or false, got \"%s\"", src, o->flag, v);
 		return 0;
+	case T_ENUM: {
+		const struct enum_name *row =
+		    enum_row_by_name(o->names, o->n_names, sizeof(*o->names), offsetof(struct enum_name, value),
+				     offsetof(struct enum_name, name), v, false);
+
+		if (!row)
+			return gerr_set(err, EINVAL, "%s: %s must be one of %s, got \"%s\"", src, o->flag, o->choices,
+					v);
+		*(int *)p = row->value;
+		return 0;
+	}
 	case T_LEVEL:
-	case T_ENUM:
 		if (!choice_ok(o->choices, v, len) || len >= o->size)
 			return gerr_set(err, EINVAL, "%s: %s must be one of %s, got \"%s\"", src, o->flag, o->choices,
 					v);
@@ -174,18 +184,26 @@ void config_warn(struct plugin_config *c, const char *fmt, ...)
 	c->warnings_full = true;
 }
 
+const char *config_enum_name(const struct opt *o, int value)
+{
+	const struct enum_name *row =
+	    enum_row_by_value(o->names, o->n_names, sizeof(*o->names), offsetof(struct enum_name, value), value);
+
+	return row ? row->name : "?";
+}
+
 int config_validate(const struct plugin_config *c, struct gerr *err)
 {
 	/* the file is shared with labels, which takes vfio (GPUs passed through to VMs); the plugin does not */
-	if (streq(c->device_discovery_strategy, "vfio"))
+	if (c->device_discovery_strategy == DISCOVERY_VFIO)
 		return gerr_set(err, EINVAL,
 				"--device-discovery-strategy=vfio is for labels (GPU Feature Discovery) only; "
 				"the device plugin takes auto, nvml or tegra");
-	if ((c->device_list_strategy & DLS_CDI_ANY) && streq(c->device_discovery_strategy, "tegra"))
+	if ((c->device_list_strategy & DLS_CDI_ANY) && c->device_discovery_strategy == DISCOVERY_TEGRA)
 		return gerr_set(err, EINVAL,
 				"CDI --device-list-strategy options are only supported on NVML-based systems; "
 				"use envvar or volume-mounts with --device-discovery-strategy=tegra");
-	if (c->sharing == SHARING_MPS && streq(c->mig_strategy, "mixed"))
+	if (c->sharing == SHARING_MPS && c->mig_strategy == MIG_STRATEGY_MIXED)
 		return gerr_set(err, EINVAL, "MPS sharing is not supported with --mig-strategy=mixed");
 	if (c->sharing == SHARING_MPS && !c->mps_root[0])
 		return gerr_set(err, EINVAL, "using MPS requires --mps-root to be specified (e.g. /run/nvidia/mps)");

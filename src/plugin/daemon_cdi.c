@@ -58,7 +58,7 @@ int daemon_write_cdi_spec(const struct daemon *d)
 	o.dev_root = d->cfg.dev_root; /* "": the driver root (host_dev_root) */
 	o.vendor = DP_CDI_VENDOR;
 	o.class = DP_CDI_CLASS;
-	o.names = streq(d->cfg.device_id_strategy, "index") ? CDI_NAMES_INDEX : CDI_NAMES_UUID;
+	o.names = d->cfg.device_id_strategy == DEVICE_ID_INDEX ? CDI_NAMES_INDEX : CDI_NAMES_UUID;
 	o.hooks = &hooks;
 	o.warnings = &left_out; /* a partial spec is still written (as `cdi generate` does), but never silently */
 	dir = root_path(d->cfg.root, CDI_DYNAMIC_DIR);

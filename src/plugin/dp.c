@@ -220,7 +220,7 @@ static int validate(const struct dp_ctx *c, const V1beta1__ContainerAllocateRequ
 static size_t map_ids(const struct dp_ctx *c, const V1beta1__ContainerAllocateRequest *req, struct arena *a,
 		      const char **ids, const struct rdevice **devs)
 {
-	bool by_index = streq(c->cfg->device_id_strategy, "index");
+	bool by_index = c->cfg->device_id_strategy == DEVICE_ID_INDEX;
 	size_t n = 0;
 
 	for (size_t i = 0; i < req->n_devices_ids; i++) {

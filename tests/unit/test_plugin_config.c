@@ -89,14 +89,14 @@ static void test_valid(void **state)
 	struct gerr err = {0};
 
 	defaults(&c);
-	assert_string_equal(c.mig_strategy, "none");
+	assert_int_equal(c.mig_strategy, MIG_STRATEGY_NONE);
 	assert_int_equal(c.device_list_strategy, DLS_ENVVAR);
 	assert_int_equal(config_apply_file_text(&c, valid, strlen(valid), "c.yaml", &err), 0);
-	assert_string_equal(c.mig_strategy, "mixed");
+	assert_int_equal(c.mig_strategy, MIG_STRATEGY_MIXED);
 	assert_false(c.fail_on_init_error);
 	assert_true(c.pass_device_specs);
 	assert_int_equal(c.device_list_strategy, DLS_ENVVAR | DLS_CDI_CRI);
-	assert_string_equal(c.device_id_strategy, "index");
+	assert_int_equal(c.device_id_strategy, DEVICE_ID_INDEX);
 	assert_int_equal(c.sharing, SHARING_TIME_SLICING);
 	assert_int_equal(c.n_rules, 2);
 	assert_string_equal(c.rules[0].name, "nvidia.com/gpu");
@@ -263,10 +263,10 @@ static void test_yaml_typing(void **state)
 	assert_int_equal(config_apply_file_text(&c, text, strlen(text), "c.yaml", NULL), 0);
 	assert_false(c.fail_on_init_error);
 	assert_true(c.pass_device_specs);
-	assert_string_equal(c.mig_strategy, "none");
+	assert_int_equal(c.mig_strategy, MIG_STRATEGY_NONE);
 	defaults(&c);
 	assert_int_equal(config_apply_file_text(&c, json, strlen(json), "c.json", NULL), 0);
-	assert_string_equal(c.mig_strategy, "mixed");
+	assert_int_equal(c.mig_strategy, MIG_STRATEGY_MIXED);
 	assert_int_equal(c.device_list_strategy, DLS_ENVVAR | DLS_CDI_CRI);
 }
 
