@@ -1,5 +1,5 @@
 # Exporter, labels and the kubelet gRPC client (issue 7).
-# Libraries: libgrpc (C core) + protobuf-c for gRPC, libmicrohttpd for HTTP (CONVENTIONS.md §8).
+# Libraries: libgrpc (C core) + protobuf-c for gRPC, libmicrohttpd for HTTP: Debian packages, one per job.
 pkg_check_modules(GPULET_EXP_GRPC REQUIRED IMPORTED_TARGET grpc)
 pkg_check_modules(GPULET_EXP_PROTOBUFC REQUIRED IMPORTED_TARGET libprotobuf-c)
 pkg_check_modules(GPULET_EXP_MHD REQUIRED IMPORTED_TARGET libmicrohttpd)

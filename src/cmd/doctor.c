@@ -20,6 +20,7 @@ struct doctor_cli {
 	struct doctor_serve_options serve;
 	char *only[64]; /* pointers into argv, which --only splits in place */
 	size_t n_only;
+	char hostname[256]; /* serve.node_name when --node-name is not given: lives as long as serve does */
 };
 
 static int list_checks(void *opts, const char *value, struct gerr *err)
@@ -132,7 +133,6 @@ static int check_only(struct doctor_cli *cli, int argc, char **argv)
 /* gpulet doctor --serve-metrics: the node daemon of the doctor DaemonSet (doctor/serve.h). */
 static int serve(struct doctor_cli *cli)
 {
-	char host[256] = "";
 	struct gerr err = {0};
 	sigset_t stop;
 
@@ -140,8 +140,8 @@ static int serve(struct doctor_cli *cli)
 		return cmd_usage_error(&doctor_verb, "--serve-metrics reports every finding as metrics; drop %s",
 				       cli->c.json ? "--json" : "--only");
 	if (!cli->serve.node_name) {
-		gethostname(host, sizeof(host) - 1);
-		cli->serve.node_name = host;
+		gethostname(cli->hostname, sizeof(cli->hostname) - 1);
+		cli->serve.node_name = cli->hostname;
 	}
 	cmd_block_stop_signals(&stop);
 	if (doctor_serve(&cli->o, &cli->serve, &err) < 0) {
@@ -194,7 +194,7 @@ int cmd_doctor(int argc, char **argv)
 		json_decref(doc);
 	} else {
 		printf("gpulet doctor: node root %s\n\n", o->root);
-		doctor_print(&c, cli.only, cli.n_only);
+		doctor_print(stdout, &c, cli.only, cli.n_only);
 	}
 	doctor_ctx_done(&c);
 	return rc;

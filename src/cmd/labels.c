@@ -4,6 +4,7 @@
  * vars and the v1 config file are GFD's (docs/reference/gfd-labels.md "Options"): precedence
  * flag > env var > config file > default, the file read by the plugin's own reader.
  */
+#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -259,6 +260,7 @@ static int load_config(struct labels_cli *c)
 	if (c->parsed) { /* start again from the flags and env vars */
 		const struct labels_cli *p = c->parsed;
 
+		assert(!p->cfg); /* the snapshot is taken before the first load */
 		free(c->cfg);
 		*c = *p;
 		c->parsed = p;

@@ -138,7 +138,7 @@ int cmd_lint(int argc, char **argv)
 		cmd_print_json("lint", doc);
 		json_decref(doc);
 	} else if (c.n_findings) {
-		doctor_print(&c, NULL, 0);
+		doctor_print(stdout, &c, NULL, 0);
 	} else {
 		printf("gpulet lint: no problems found\n");
 	}

@@ -59,7 +59,7 @@ int cmd_probe(int argc, char **argv)
 		json_decref(doc);
 	} else {
 		printf("gpulet probe: %s\n\n", rc ? "the GPU is NOT usable in this container" : "the GPU is usable");
-		doctor_print(&c, NULL, 0);
+		doctor_print(stdout, &c, NULL, 0);
 	}
 	doctor_ctx_done(&c);
 	return rc;

@@ -2,8 +2,9 @@
 /*
  * Link 6: the CDI specs containerd reads. "CDI enabled but nothing injected": spec missing,
  * unreadable, invalid, cdiVersion newer than the runtime knows, a device defined twice, or devices
- * that no longer exist (docs/reference/field-guide.md §3.3, docs/reference/cdi.md §4–6). Parsing and validation are the
- * cdi module's (src/cdi/cdi.c); this file maps its problem categories onto doctor findings.
+ * that no longer exist (docs/reference/field-guide.md §3.3, docs/reference/cdi.md §4–6). Parsing and
+ * validation are the cdi module's (cdi_validate_dirs() in src/cdi/scan.c, src/cdi/validate.c); this
+ * file maps its problem categories onto doctor findings.
  */
 #include <errno.h>
 #include <stdio.h>

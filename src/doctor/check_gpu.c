@@ -46,8 +46,8 @@ int doctor_check_nvml(struct doctor_ctx *c)
 					c->driver_version);
 		return 0;
 	}
-	f = doctor_report(c, "nvml.ok", DOCTOR_OK, LINK_NVML, NULL, "NVML %s: %zu GPU(s), driver %s",
-			  c->node->nvml_version, c->node->n_gpus, c->node->driver_version);
+	(void)doctor_report(c, "nvml.ok", DOCTOR_OK, LINK_NVML, NULL, "NVML %s: %zu GPU(s), driver %s",
+			    c->node->nvml_version, c->node->n_gpus, c->node->driver_version);
 	if (c->driver_version[0] && c->node->driver_version[0] && !streq(c->driver_version, c->node->driver_version)) {
 		f = doctor_report(c, "nvml.version-mismatch", DOCTOR_FAIL, LINK_NVML,
 				  "reboot after a driver upgrade (the old module is still loaded) or reinstall the "

@@ -286,7 +286,7 @@ int doctor_check_plugin(struct doctor_ctx *c)
 		doctor_evidence(f, "--node: capacity nvidia.com/gpu absent or 0");
 		return 0;
 	}
-	f = doctor_report(c, "plugin.ok", DOCTOR_OK, LINK_PLUGIN, NULL, "device plugin sockets: %s", socks);
+	(void)doctor_report(c, "plugin.ok", DOCTOR_OK, LINK_PLUGIN, NULL, "device plugin sockets: %s", socks);
 	if (c->node_obj && cap > 0 && alloc >= 0 && alloc < cap) {
 		const struct doctor_finding *why = NULL;
 

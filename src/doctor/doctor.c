@@ -663,7 +663,8 @@ json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_o
 }
 
 /* The skipped checks that carry `key` ("explained_by" or "reason"), under one heading. */
-static void print_skipped(const struct doctor_ctx *c, const char *key, const char *heading, const char *arrow)
+static void print_skipped(FILE *out, const struct doctor_ctx *c, const char *key, const char *heading,
+			  const char *arrow)
 {
 	bool first = true;
 	size_t i;
@@ -675,15 +676,15 @@ static void print_skipped(const struct doctor_ctx *c, const char *key, const cha
 		if (!v)
 			continue;
 		if (first)
-			printf("\n  %s\n", heading);
+			fprintf(out, "\n  %s\n", heading);
 		first = false;
-		printf("    %-10s (%s) %s %s\n", json_string_value(json_object_get(s, "check")),
-		       json_string_value(json_object_get(s, "ids")), arrow, v);
+		fprintf(out, "    %-10s (%s) %s %s\n", json_string_value(json_object_get(s, "check")),
+			json_string_value(json_object_get(s, "ids")), arrow, v);
 	}
 }
 
 /* The readable report: grouped by link in chain order, the first failure named as the root cause. */
-void doctor_print(const struct doctor_ctx *c, char *const *only, size_t n_only)
+void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size_t n_only)
 {
 	const struct doctor_finding *root_cause = NULL;
 	size_t n_fail = 0, n_warn = 0, n_ok = 0;
@@ -696,9 +697,9 @@ void doctor_print(const struct doctor_ctx *c, char *const *only, size_t n_only)
 				continue;
 			if (f->severity == DOCTOR_OK) {
 				n_ok++;
-				printf("  %-9s ok    %s\n", doctor_link_name(f->link), f->summary);
+				fprintf(out, "  %-9s ok    %s\n", doctor_link_name(f->link), f->summary);
 				for (size_t e = 0; e < f->n_evidence; e++)
-					printf("                  note: %s\n", f->evidence[e]);
+					fprintf(out, "                  note: %s\n", f->evidence[e]);
 				continue;
 			}
 			if (f->severity == DOCTOR_FAIL) {
@@ -708,18 +709,18 @@ void doctor_print(const struct doctor_ctx *c, char *const *only, size_t n_only)
 			} else {
 				n_warn++;
 			}
-			printf("  %-9s %-5s %s: %s\n", doctor_link_name(f->link),
-			       f->severity == DOCTOR_FAIL ? "FAIL" : "WARN", f->id, f->summary);
+			fprintf(out, "  %-9s %-5s %s: %s\n", doctor_link_name(f->link),
+				f->severity == DOCTOR_FAIL ? "FAIL" : "WARN", f->id, f->summary);
 			for (size_t e = 0; e < f->n_evidence; e++)
-				printf("                  - %s\n", f->evidence[e]);
+				fprintf(out, "                  - %s\n", f->evidence[e]);
 			if (f->fix[0])
-				printf("                  fix: %s\n", f->fix);
+				fprintf(out, "                  fix: %s\n", f->fix);
 		}
-	print_skipped(c, "explained_by", "not checked, already explained by an earlier failure:", "<-");
-	print_skipped(c, "reason", "not checked here:", "--");
-	printf("\n");
+	print_skipped(out, c, "explained_by", "not checked, already explained by an earlier failure:", "<-");
+	print_skipped(out, c, "reason", "not checked here:", "--");
+	fprintf(out, "\n");
 	if (root_cause)
-		printf("Root cause: %s (%s link): %s\nFix first: %s\n", root_cause->id,
-		       doctor_link_name(root_cause->link), root_cause->summary, root_cause->fix);
-	printf("%zu fail, %zu warn, %zu ok\n", n_fail, n_warn, n_ok);
+		fprintf(out, "Root cause: %s (%s link): %s\nFix first: %s\n", root_cause->id,
+			doctor_link_name(root_cause->link), root_cause->summary, root_cause->fix);
+	fprintf(out, "%zu fail, %zu warn, %zu ok\n", n_fail, n_warn, n_ok);
 }

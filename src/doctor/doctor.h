@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
@@ -244,8 +245,9 @@ void doctor_skip(struct doctor_ctx *c, const char *fmt, ...) _printf_(2, 3);
 
 /* {"findings":[...], "skipped":[...]}; only ids in only[] (prefix match, "cdi." or exact) when given. */
 json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_only);
-/* Readable report on stdout, grouped by link in chain order; names the first failure as root cause. */
-void doctor_print(const struct doctor_ctx *c, char *const *only, size_t n_only);
+/* Readable report on out (cmd/ passes stdout), grouped by link in chain order; names the first failure as root cause.
+ */
+void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size_t n_only);
 bool doctor_id_selected(const char *id, char *const *only, size_t n_only);
 /* Shown under --only: selected, or the finding that made a selected check skip (the root cause). */
 bool doctor_finding_shown(const struct doctor_ctx *c, const struct doctor_finding *f, char *const *only, size_t n_only);

@@ -44,8 +44,9 @@ static void device_labels(struct exp_device *d, const struct node_gpu *g, const 
 		prom_escape(m->profile, profile, sizeof(profile));
 		int k = snprintf(d->labels + n, sizeof(d->labels) - (size_t)n, ",GPU_I_PROFILE=\"%s\",GPU_I_ID=\"%u\"",
 				 profile, m->gi);
-		if (k > 0 && (size_t)(n + k) < sizeof(d->labels) && gi_is_split(g, m))
-			snprintf(d->labels + n + k, sizeof(d->labels) - (size_t)(n + k), ",GPU_CI_ID=\"%u\"", m->ci);
+		if (k > 0 && (size_t)n + (size_t)k < sizeof(d->labels) && gi_is_split(g, m))
+			snprintf(d->labels + n + k, sizeof(d->labels) - (size_t)n - (size_t)k, ",GPU_CI_ID=\"%u\"",
+				 m->ci);
 	}
 }
 
@@ -78,7 +79,8 @@ int exporter_init(struct exporter *e, const struct node *n, const char *hostname
 		eg->st.lost = g->lost;
 		snprintf(eg->uuid, sizeof(eg->uuid), "%s", g->uuid);
 		eg->vals = calloc(eg->n_devs, sizeof(*eg->vals));
-		if (!eg->vals) {
+		eg->next = calloc(eg->n_devs, sizeof(*eg->next));
+		if (!eg->vals || !eg->next) {
 			exporter_free(e);
 			return gerr_set(err, ENOMEM, "exporter: out of memory");
 		}
@@ -168,7 +170,7 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 
 void exporter_free(struct exporter *e)
 {
-	for (size_t i = 0; i < e->n_gpus; i++) {
+	for (size_t i = 0; e->gpus && i < e->n_gpus; i++) { /* also on an exporter_init() that failed */
 		struct exp_gpu *eg = &e->gpus[i];
 		for (size_t j = 0; eg->gpm && j < eg->n_devs; j++)
 			for (int k = 0; k < 2; k++)
@@ -176,6 +178,7 @@ void exporter_free(struct exporter *e)
 					e->nv->gpm_sample_free(eg->gpm[j].s[k]);
 		free(eg->gpm);
 		free(eg->vals);
+		free(eg->next);
 		pthread_mutex_destroy(&eg->lock);
 	}
 	free(e->unavailable_names);
@@ -402,11 +405,11 @@ void exporter_sample_gpu(struct exporter *e, size_t gi)
 {
 	struct exp_gpu *eg = &e->gpus[gi];
 	const struct nvml *nv = e->nv;
-	struct exp_values vals[eg->n_devs];
+	struct exp_values *vals = eg->next;
 	struct sample_round sr = {.now = exp_now_monotonic()};
 	nvmlDevice_t h;
 
-	memset(vals, 0, sizeof(vals));
+	memset(vals, 0, eg->n_devs * sizeof(*vals));
 	nvmlReturn_t r = gpu_handle(nv, eg, &h);
 	if (r == NVML_SUCCESS) {
 		bool gpm = gpm_ready(e, eg, h);
@@ -431,7 +434,8 @@ void exporter_sample_gpu(struct exporter *e, size_t gi)
 	 * A GPU that cannot be opened serves no values (dcgm-exporter leaves blanks out): the last
 	 * ones would look current. Its sample age keeps growing from the last complete sample.
 	 */
-	memcpy(eg->vals, vals, sizeof(vals));
+	eg->next = eg->vals;
+	eg->vals = vals;
 	if (r == NVML_SUCCESS)
 		eg->st.sampled_at = exp_now_monotonic();
 	eg->seen |= sr.seen;

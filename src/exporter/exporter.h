@@ -141,6 +141,7 @@ struct exp_gpu {
 	struct exp_gpm *gpm; /* n_devs entries once gpm_support is 1 */
 	double rate_prev[2]; /* EXP_SCOPE_RATE: last counter value and its time, per GPU */
 	bool rate_have_prev;
+	struct exp_values *next;  /* n_devs entries: the round being sampled, then swapped with vals */
 	struct exp_values *vals;  /* n_devs entries: the GPU, then its MIG instances */
 	size_t first_dev, n_devs; /* range in exporter.devs */
 	char uuid[NODE_UUID_MAX];

@@ -74,7 +74,7 @@ static nvmlReturn_t get_fb(const struct nvml *nv, nvmlDevice_t dev, int arg, dou
 		r = nv->device_get_memory_info_v2(dev, &m);
 		v[0] = m.free, v[1] = m.used, v[2] = m.total, v[3] = m.reserved;
 	} else {
-		nvmlMemory_t m;
+		nvmlMemory_t m = {0}; /* read below even when the symbol is missing */
 		r = nv->device_get_memory_info ? nv->device_get_memory_info(dev, &m) : NVML_ERROR_FUNCTION_NOT_FOUND;
 		if (arg == 3 && r == NVML_SUCCESS)
 			r = NVML_ERROR_NOT_SUPPORTED;

@@ -304,6 +304,18 @@ int driver_resolve(const char *root, const char *driver_root, const char *path, 
 	return -ELOOP;
 }
 
+/* The last component of path; all of it when there is no '/'. */
+static const char *base_name(const char *path)
+{
+	/*
+	 * The analyzer (LLVM 14) does not know that -errno after a failed lstat() is negative, so it follows
+	 * driver_resolve()'s failure as a success that left the path NULL: not a path any caller passes.
+	 */
+	const char *slash = strrchr(path, '/'); // NOLINT(clang-analyzer-core.NonNullParamChecker)
+
+	return slash ? slash + 1 : path;
+}
+
 static int resolve_in_root(const struct discovery *d, const char *path, char **ret)
 {
 	return driver_resolve(d->root, d->driver_root, path, ret);
@@ -435,7 +447,7 @@ static int add_library(struct discovery *d, const char *path)
 
 	if (r <= 0)
 		return r;
-	name = strrchr(target, '/') + 1;
+	name = base_name(target);
 	if (asprintf(&suffix, ".so.%s", d->info->version) < 0)
 		return -ENOMEM;
 	if (!has_suffix(name, suffix) || (!known_library(name) && strncmp(name, "lib", 3) != 0))
@@ -487,7 +499,7 @@ static int add_unversioned_cb(struct discovery *d, const char *path, void *userd
 
 	if (r <= 0)
 		return r;
-	name = strrchr(target, '/') + 1;
+	name = base_name(target);
 	if (strncmp(name, unversioned_libs[i].prefix, n) != 0 || !name[n] ||
 	    (unversioned_libs[i].dotted && !strchr(name + n, '.')))
 		return 0;
@@ -569,7 +581,7 @@ static void infer_version(struct discovery *d, const struct ldcache *c)
 			if (strncmp(c->entries[i].key, probes[p], strlen(probes[p])) != 0 ||
 			    resolve_in_root(d, c->entries[i].value, &target) < 0)
 				continue;
-			name = strrchr(target, '/') + 1;
+			name = base_name(target); /* ld.so.cache values are the host's: maybe not a path */
 			if (strlen(name) > strlen(probes[p]) && strchr(name + strlen(probes[p]), '.'))
 				snprintf(d->info->version, sizeof(d->info->version), "%s", name + strlen(probes[p]));
 		}

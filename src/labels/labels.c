@@ -4,6 +4,7 @@
  * words in docs/reference/gfd-labels.md (each function names the section it implements).
  * Like GFD, labelers run in a fixed order and a later one overwrites a key an earlier one wrote.
  */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -195,6 +196,8 @@ static void base_labels(struct builder *b, const struct res *r, unsigned long lo
 	unsigned replicas = replicas_of(r);
 	size_t o = 0;
 
+	assert(replicas <= 1 || r->sharing); /* replicas_of(): no sharing config, no replicas */
+
 	for (size_t i = 0; i < n_parts; i++) {
 		labels_sanitize(parts[i], part, sizeof(part));
 		if (part[0])
@@ -344,6 +347,7 @@ static void mixed_labels(struct builder *b, const struct node *n, const struct l
 
 			mig_name(&n->gpus[i].migs[j], name, sizeof(name));
 			count = mig_group(n, name, &parent, &first);
+			assert(count > 0 && parent && first); /* the device itself is in its group */
 			if (first != &n->gpus[i].migs[j])
 				continue; /* labelled at its first occurrence */
 			snprintf(res, sizeof(res), NV "mig-%s", name);
@@ -571,7 +575,8 @@ int labels_build(const struct node *n, const struct labels_options *o, const str
 		label_set_free(b.s);
 		return gerr_set(err, -b.r, "labels: out of memory");
 	}
-	qsort(b.s->v, b.s->n, sizeof(*b.s->v), label_cmp);
+	if (b.s->n > 1) /* v is NULL when there is no label; qsort() wants an array */
+		qsort(b.s->v, b.s->n, sizeof(*b.s->v), label_cmp);
 	*ret = b.s;
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "parse/toml.h"
+#include "util/err.h"
 #include "util/macro.h"
 
 #define TOML_MAX_FILE    (4u << 20)
@@ -49,6 +50,9 @@ void toml_skip_ws(struct parser *ps);
 void toml_key_clear(struct key *k);
 int toml_parse_key(struct parser *ps, struct key *k);
 int toml_perr(struct parser *ps, const char *at, const char *fmt, ...) _printf_(3, 4);
+#ifdef __clang_analyzer__
+#define toml_perr(...) GERR_NEGATIVE_(toml_perr(__VA_ARGS__)) /* always < 0: see util/err.h */
+#endif
 int toml_skip_ws_nl(struct parser *ps);
 bool toml_looks_datetime(const char *s, size_t n);
 int toml_parse_string(struct parser *ps, bool multiline_ok, char **ret);

@@ -17,7 +17,8 @@
 
 /* ---- lexing helpers ---- */
 
-int toml_perr(struct parser *ps, const char *at, const char *fmt, ...)
+/* (toml_perr): not the analyzer-only wrapper macro of toml_int.h */
+int(toml_perr)(struct parser *ps, const char *at, const char *fmt, ...)
 {
 	char what[512];
 	va_list ap;

@@ -192,10 +192,18 @@ static int start_serving(struct daemon *d, struct gerr *err)
 		if (r < 0)
 			return r;
 		d->n_sv++;
-		/* while the MPS daemon is not ready the list kubelet gets is empty: say so, not the replicas */
-		log_info("Serving device plugin", "resource=%s socket=%s devices=%zu%s", s->ctx.res->name, s->path,
-			 s->ctx.mps_unready ? 0 : s->ctx.res->n_devices,
-			 s->ctx.mps_unready ? " (empty until the MPS control daemon is ready)" : "");
+		/*
+		 * While the MPS daemon is not ready the list kubelet gets is empty: say so, not the replicas.
+		 * The words after devices=0 are written outside any value (logfmt reads them as keys without
+		 * values) so that the line keeps reading "devices=0 (empty until ...", as users grep it.
+		 */
+		if (s->ctx.mps_unready)
+			log_info("Serving device plugin",
+				 "resource=%s socket=%s devices=0 (empty until the MPS control daemon is ready)",
+				 s->ctx.res->name, s->path);
+		else
+			log_info("Serving device plugin", "resource=%s socket=%s devices=%zu", s->ctx.res->name,
+				 s->path, s->ctx.res->n_devices);
 	}
 	return gsrv_group_run(d->g, err);
 }

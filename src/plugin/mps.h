@@ -32,9 +32,9 @@ char *mps_find_tool(const struct plugin_config *cfg, const char *name);
 
 /*
  * Run path with argv and envp (NULL-terminated), input written to its stdin (may be NULL), its
- * stdout and stderr into out (NUL-terminated, truncated to size). Only the direct child is waited
- * for, so a command that daemonizes (`-d`) returns when its parent exits. Returns the exit status
- * (>= 0), -ETIMEDOUT (killed after timeout_ms) or -errno.
+ * stdout and stderr into out (NUL-terminated, truncated to size; "" when it could not run). Only
+ * the direct child is waited for, so a command that daemonizes (`-d`) returns when its parent
+ * exits. Returns the exit status (>= 0), -ETIMEDOUT (killed after timeout_ms) or -errno.
  */
 int mps_run(const char *path, char *const argv[], char *const envp[], const char *input, char *out, size_t size,
 	    int timeout_ms);

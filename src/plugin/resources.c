@@ -3,6 +3,7 @@
  * Resources advertised to kubelet, built from the node model. Facts: docs/reference/device-plugin.md
  * §2 (built-in resources, sharing rules), §3.1 (socket names), §5 (replica IDs), §6 (MIG strategies).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,6 +117,7 @@ static void device_fill(struct rdevice *d, const struct node *n, unsigned g, int
 {
 	const struct node_gpu *gpu = &n->gpus[g];
 
+	assert(g < n->n_gpus && (m < 0 || ((size_t)m < gpu->n_migs && gpu->migs))); /* callers walk the node */
 	*d = (struct rdevice){.gpu = g, .mig = m, .replica = -1, .numa_node = gpu->numa_node, .healthy = !gpu->lost};
 	if (m < 0) {
 		snprintf(d->uuid, sizeof(d->uuid), "%s", gpu->uuid);
@@ -289,7 +291,7 @@ static int apply_rule(struct resource_set *s, const struct resource_options *o, 
 		return ret;
 	if (!streq(target, r->name) && resources_find(s, target))
 		return gerr_set(err, EINVAL, "sharing: %s would be renamed to %s, which already exists", name, target);
-	devs = calloc(r->n_devices * rule->replicas, sizeof(*devs));
+	devs = calloc(r->n_devices ? r->n_devices * rule->replicas : 1, sizeof(*devs)); /* calloc(0) may be NULL */
 	if (!devs)
 		return -ENOMEM;
 	for (size_t i = 0; i < r->n_devices; i++)
@@ -341,7 +343,8 @@ int resources_build(const struct node *n, const struct resource_options *o, stru
 		if (r < 0)
 			return r;
 	}
-	qsort(s->res, s->n, sizeof(*s->res), cmp_resource);
+	if (s->n > 1) /* res is NULL on a node without GPUs; qsort() wants an array */
+		qsort(s->res, s->n, sizeof(*s->res), cmp_resource);
 	for (size_t i = 0; i < s->n; i++) {
 		const char *slash = strrchr(s->res[i].name, '/');
 		snprintf(s->res[i].socket, sizeof(s->res[i].socket), "nvidia-%s.sock",

@@ -6,7 +6,8 @@
 
 #include "util/err.h"
 
-int gerr_set(struct gerr *err, int errnum, const char *fmt, ...)
+/* (name): not the analyzer-only wrapper macros of err.h */
+int(gerr_set)(struct gerr *err, int errnum, const char *fmt, ...)
 {
 	if (errnum < 0)
 		errnum = -errnum;
@@ -23,7 +24,7 @@ int gerr_set(struct gerr *err, int errnum, const char *fmt, ...)
 	return -errnum;
 }
 
-int gerr_prefix(struct gerr *err, const char *fmt, ...)
+int(gerr_prefix)(struct gerr *err, const char *fmt, ...)
 {
 	char head[GERR_MAX], old[GERR_MAX];
 	va_list ap;

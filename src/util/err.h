@@ -26,3 +26,20 @@ const char *gerr_quote(const char *s, char buf[static GERR_QUOTE_MAX]);
 
 /* Prefix an existing message with more context ("reading config: " + old message). */
 int gerr_prefix(struct gerr *err, const char *fmt, ...) _printf_(2, 3);
+
+#ifdef __clang_analyzer__
+/*
+ * The static analyzer reads one file at a time and so cannot know what err.c guarantees: both return a
+ * negative errno, always. Without this it follows `return gerr_set(...)` as a success path and reports
+ * the unset out-parameters read there. Analysis only: the compiled code calls the functions as declared.
+ */
+#define GERR_NEGATIVE_(call)                     \
+	({                                       \
+		int r_ = (call);                 \
+		if (r_ >= 0)                     \
+			__builtin_unreachable(); \
+		r_;                              \
+	})
+#define gerr_set(...)    GERR_NEGATIVE_(gerr_set(__VA_ARGS__))
+#define gerr_prefix(...) GERR_NEGATIVE_(gerr_prefix(__VA_ARGS__))
+#endif

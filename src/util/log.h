@@ -15,7 +15,10 @@ enum log_level log_get_level(void);
 /*
  * log_emit(LOG_LVL_INFO, "Registered device plugin", "resource=%s socket=%s", res, sock)
  * prints: time=2026-12-02T10:00:00.123Z level=info msg="Registered device plugin" resource=... socket=...
- * kv may be NULL. Values with spaces must be quoted by the caller (see log_quote).
+ * kv is a printf format of space-separated key=value pairs and may be NULL. Each value (the format
+ * after '=' up to the next space, or between quotes when the format quotes it) is formatted on its
+ * own and written as logfmt readers expect: quoted and escaped when it holds a space, '=', '"' or a
+ * control character; a value the format quotes stays quoted (docs/reference/logging.md §3).
  */
 void log_emit(enum log_level l, const char *msg, const char *kv, ...) _printf_(3, 4);
 

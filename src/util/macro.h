@@ -73,7 +73,7 @@ static inline void *grow_alloc(void *p, size_t *cap, size_t size, size_t first)
 #define _cleanup_close_                       _cleanup_(closep)
 #define _cleanup_fclose_                      _cleanup_(fclosep)
 
-/* Define a cleanup function for a type with its own free(), e.g. DEFINE_TRIVIAL_CLEANUP(node, node_free). */
+/* Define a cleanup function for a type with its own free(), e.g. DEFINE_CLEANUP_FUNC(struct node, node_free). */
 #define DEFINE_CLEANUP_FUNC(type, func)      \
 	static inline void func##p(type **p) \
 	{                                    \

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <cmocka.h>
 
@@ -101,13 +102,38 @@ static void test_run_daemonizing(void **state)
 	assert_true(mps_run("/nonexistent", hang, envp, NULL, out, sizeof(out), 200) != 0);
 }
 
+/* With no file descriptor left, pipe2() fails: out is still a string (it was read uninitialised). */
+static void test_run_no_fds(void **state)
+{
+	char *argv[] = {"/bin/true", NULL};
+	char *envp[] = {NULL};
+	char out[16];
+	struct rlimit old, none;
+	int r;
+
+	memset(out, 'x', sizeof(out));
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	none = old;
+	none.rlim_cur = 0;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &none), 0);
+	r = mps_run("/bin/true", argv, envp, NULL, out, sizeof(out), 200);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_int_equal(r, -EMFILE);
+	assert_string_equal(out, "");
+	memset(out, 'x', sizeof(out));
+	struct gerr err = {0};
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &none), 0);
+	r = mps_control("/bin/true", "/nonexistent", "nvidia.com/gpu", "get_server_list", out, sizeof(out), &err);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_int_equal(r, -EMFILE);
+	assert_string_equal(out, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_limits),
-	    cmocka_unit_test(test_paths),
-	    cmocka_unit_test(test_shm_size),
-	    cmocka_unit_test(test_run_daemonizing),
+	    cmocka_unit_test(test_limits),          cmocka_unit_test(test_paths),      cmocka_unit_test(test_shm_size),
+	    cmocka_unit_test(test_run_daemonizing), cmocka_unit_test(test_run_no_fds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
