@@ -63,6 +63,13 @@ struct cdi_gen_options {
 	struct cdi_gen_warnings *warnings;
 	/* OCI hooks in the spec-level edits (cdi/hooks.h); NULL = all, run by this gpulet binary */
 	const struct cdi_hook_options *hooks;
+	/*
+	 * Also a device for each MIG-enabled GPU as a whole (its node, DRM nodes and links, as a GPU
+	 * without MIG), beside its MIG devices: the device plugin under --mig-strategy=none advertises
+	 * such a GPU whole, and the names it hands out must resolve (docs/reference/device-plugin.md §8).
+	 * false for `cdi generate`, which skips them as nvidia-ctk does.
+	 */
+	bool whole_mig_enabled;
 };
 #define CDI_GEN_OPTIONS_INIT         \
 	{                            \
@@ -81,8 +88,9 @@ struct cdi_gen_warnings {
 void cdi_gen_warnings_clear(struct cdi_gen_warnings *w);
 
 /*
- * Build the spec for node n: one device per GPU without MIG (a MIG-enabled GPU gets none, only
- * its instances), per MIG instance (/dev/nvidia<parent> + the GI and CI nvidia-caps nodes), and
+ * Build the spec for node n: one device per GPU without MIG (a MIG-enabled GPU gets none unless
+ * whole_mig_enabled, only its instances), per MIG instance (/dev/nvidia<parent> + the GI and CI
+ * nvidia-caps nodes), and
  * "all" (every node of the others). Index names are the NVML GPU index and "G:M" with M the MIG
  * device slot (nvmlDeviceGetMigDeviceHandleByIndex; gaps possible), as nvidia-ctk and the NVIDIA
  * plugin's index strategy name them. Spec-level containerEdits: the control device nodes, driver

@@ -327,8 +327,9 @@ static int gen_gpu(struct gen *g, const struct node_gpu *gpu)
 			    gpu->index, gpu->uuid, path, g->dev_root, gpu->minor);
 	if (r < 0 || (r = push_node(g, nodes, path)) < 0)
 		return r;
-	/* MIG enabled: only the MIG devices are usable (nvidia-ctk skips the full GPU too). */
-	if (!gpu->mig_enabled) {
+	/* MIG enabled: only the MIG devices are usable (nvidia-ctk skips the full GPU too), unless the
+	 * caller hands the GPU out whole (the plugin under --mig-strategy=none) */
+	if (!gpu->mig_enabled || g->o->whole_mig_enabled) {
 		json_auto_t *full = json_deep_copy(nodes), *links = json_array();
 
 		snprintf(name, sizeof(name), "%u", gpu->index);

@@ -376,6 +376,7 @@ out:
 	pthread_mutex_destroy(&d.qlock);
 	resource_set_free(d.rs);
 	node_free(d.node);
+	daemon_cdi_names_clear(&d.cdi);
 	nvml_close(d.nv);
 	grpc_shutdown();
 	if (d.inofd >= 0)

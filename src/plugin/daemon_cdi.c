@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* CDI spec upkeep of `gpulet plugin`. */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cdi/cdi.h"
@@ -34,6 +36,34 @@ static void log_conflicts(const char *dir, const char *file, const json_t *spec)
 	}
 }
 
+void daemon_cdi_names_clear(struct dp_cdi_names *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		free(c->names[i]);
+	free(c->names);
+	*c = (struct dp_cdi_names){0};
+}
+
+/* The names of spec's devices[] into c (replacing what it held), the file it was written to in dir. */
+static int names_of_spec(const json_t *spec, const char *dir, struct dp_cdi_names *c)
+{
+	const json_t *devices = json_object_get(spec, "devices"), *dev;
+	size_t i;
+
+	daemon_cdi_names_clear(c);
+	c->names = calloc(json_array_size(devices) + 1, sizeof(*c->names));
+	if (!c->names)
+		return -ENOMEM;
+	json_array_foreach (devices, i, dev) {
+		const char *name = json_string_value(json_object_get(dev, "name"));
+
+		if (name && !(c->names[c->n++] = strdup(name)))
+			return -ENOMEM;
+	}
+	snprintf(c->file, sizeof(c->file), "%s/%s", dir, DP_CDI_SPEC_FILE);
+	return 0;
+}
+
 /*
  * With a CDI device-list strategy the names Allocate returns must resolve: write the node's spec
  * for vendor k8s.device-plugin.nvidia.com, class gpu, named like --device-id-strategy, to
@@ -41,7 +71,7 @@ static void log_conflicts(const char *dir, const char *file, const json_t *spec)
  * --nvidia-cdi-hook-path minus --cdi-disable-hooks (docs/reference/cdi-hook.md §4).
  * Returns 0 when written or not needed, -errno (logged) when a CDI strategy has no spec.
  */
-int daemon_write_cdi_spec(const struct daemon *d)
+int daemon_write_cdi_spec(struct daemon *d)
 {
 	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
 	struct cdi_hook_options hooks = {.path = d->cfg.nvidia_cdi_hook_path};
@@ -61,6 +91,8 @@ int daemon_write_cdi_spec(const struct daemon *d)
 	o.names = d->cfg.device_id_strategy == DEVICE_ID_INDEX ? CDI_NAMES_INDEX : CDI_NAMES_UUID;
 	o.hooks = &hooks;
 	o.warnings = &left_out; /* a partial spec is still written (as `cdi generate` does), but never silently */
+	/* none hands a MIG-enabled GPU out whole: its name must resolve (docs/reference/device-plugin.md §8) */
+	o.whole_mig_enabled = streq(d->cfg.mig_strategy, "none");
 	dir = root_path(d->cfg.root, CDI_DYNAMIC_DIR);
 	/* --nvidia-cdi-hook-path and --cdi-disable-hooks, as `gpulet cdi generate` takes them */
 	r = cdi_hooks_parse_disabled(d->cfg.cdi_disable_hooks, &hooks.disabled, &err);
@@ -70,6 +102,10 @@ int daemon_write_cdi_spec(const struct daemon *d)
 		log_conflicts(dir, DP_CDI_SPEC_FILE, spec);
 		r = cdi_write_spec(dir, DP_CDI_SPEC_FILE, spec, &err);
 	}
+	/* Allocate hands out only what the file now on disk defines; nothing when it could not be written */
+	daemon_cdi_names_clear(&d->cdi);
+	if (r >= 0 && names_of_spec(spec, dir, &d->cdi) < 0)
+		r = gerr_set(&err, ENOMEM, "out of memory");
 	json_decref(spec);
 	if (r < 0)
 		log_error("Cannot write the CDI spec; CDI device names will not resolve in the runtime",

@@ -80,6 +80,9 @@ struct daemon {
 	} mps[8];
 	size_t n_mps;
 	long long next_mps_ms;
+	/* the device names of the CDI spec last written (none when it could not be): Allocate hands
+	 * out no other (dp_ctx.cdi_names) */
+	struct dp_cdi_names cdi;
 };
 
 struct health_item {
@@ -145,5 +148,7 @@ void daemon_mps_check(struct daemon *d, bool force);
 const char *daemon_mps_reason(const struct daemon *d, const char *name);
 
 /* daemon_cdi.c */
-/* Returns 0 when written or not needed, -errno (logged) when a CDI strategy has no spec. */
-int daemon_write_cdi_spec(const struct daemon *d);
+/* Returns 0 when written or not needed, -errno (logged) when a CDI strategy has no spec; d->cdi
+ * holds the names it defines. */
+int daemon_write_cdi_spec(struct daemon *d);
+void daemon_cdi_names_clear(struct dp_cdi_names *c);

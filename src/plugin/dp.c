@@ -240,6 +240,32 @@ static size_t map_ids(const struct dp_ctx *c, const V1beta1__ContainerAllocateRe
 	return n;
 }
 
+bool dp_cdi_names_has(const struct dp_cdi_names *c, const char *name)
+{
+	for (size_t i = 0; c && i < c->n; i++)
+		if (streq(c->names[i], name))
+			return true;
+	return false;
+}
+
+/*
+ * Every CDI name Allocate returns must be one the plugin's spec defines: a name no spec defines
+ * fails the container in the runtime ("unresolvable CDI devices"), far from the cause and after
+ * kubelet has counted the device as taken. Refuse the request instead, naming the device.
+ */
+static int check_cdi_defined(const struct dp_ctx *c, const char **ids, size_t n, struct gerr *err)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!dp_cdi_names_has(c->cdi_names, ids[i]))
+			return gerr_set(err, EPROTO,
+					"CDI device %s=%s is not defined in the plugin's CDI spec %s; the runtime "
+					"could not inject it (see the plugin's 'The CDI spec leaves this out' and "
+					"'Cannot write the CDI spec' lines)",
+					DP_CDI_KIND, ids[i],
+					c->cdi_names && c->cdi_names->file[0] ? c->cdi_names->file : "(none written)");
+	return 0;
+}
+
 static void add_cdi(const struct dp_ctx *c, struct build *b, V1beta1__ContainerAllocateResponse *resp, const char **ids,
 		    size_t n)
 {
@@ -356,6 +382,8 @@ int dp_allocate_container(const struct dp_ctx *c, const V1beta1__ContainerAlloca
 	if (!ids || !devs)
 		return gerr_set(err, ENOMEM, "out of memory");
 	n = map_ids(c, req, a, ids, devs);
+	if ((dls & DLS_CDI_ANY) && (r = check_cdi_defined(c, ids, n, err)) < 0)
+		return r;
 
 	v1beta1__container_allocate_response__init(resp);
 	if (dls & DLS_CDI_ANY)

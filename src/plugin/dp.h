@@ -18,6 +18,14 @@
 
 struct arena;
 
+/* The device names a written CDI spec defines (after "<kind>="), as the plugin's Allocate checks them. */
+struct dp_cdi_names {
+	char **names;
+	size_t n;
+	char file[256]; /* the spec, for messages */
+};
+bool dp_cdi_names_has(const struct dp_cdi_names *c, const char *name);
+
 enum dp_method { DP_GET_OPTIONS, DP_LIST_AND_WATCH, DP_GET_PREFERRED, DP_ALLOCATE, DP_PRESTART, DP_N_METHODS };
 extern const struct gsrv_method dp_methods[DP_N_METHODS];
 
@@ -37,6 +45,9 @@ struct dp_ctx {
 	/* MPS: why the resource's MPS control daemon is not ready ("" ready, NULL not MPS); while it is
 	 * not, no devices are listed and requests fail (docs/reference/device-plugin.md §5.1) */
 	const char *mps_unready;
+	/* CDI strategies: the device names the plugin's written spec defines; Allocate refuses to hand
+	 * out any other (a container asking for it would fail in the runtime, far from the cause) */
+	const struct dp_cdi_names *cdi_names;
 };
 
 /*
@@ -52,7 +63,8 @@ int dp_snapshot(const struct dp_ctx *c, uint8_t **out, size_t *outlen);
 
 /*
  * One container's Allocate: validates the IDs and fills resp from the arena. Returns 0, -ENOMEM,
- * or -EINVAL with err naming the offending IDs (the RPC then fails with INVALID_ARGUMENT).
+ * -EINVAL with err naming the offending IDs (the RPC then fails with INVALID_ARGUMENT), or, with a
+ * CDI strategy, -EPROTO naming a device c->cdi_names lacks (FAILED_PRECONDITION).
  */
 int dp_allocate_container(const struct dp_ctx *c, const V1beta1__ContainerAllocateRequest *req, struct arena *a,
 			  V1beta1__ContainerAllocateResponse *resp, struct gerr *err);

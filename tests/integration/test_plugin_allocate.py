@@ -233,8 +233,47 @@ def test_allocate_cdi_spec(h):
     check(got["cdi"] == [KIND + "=6:2"] and set(got["cdi"]) <= names, "index names %r vs spec %r" % (got, sorted(names)))
 
 
+def test_allocate_cdi_mig_none(h):
+    """--mig-strategy=none (the default) with cdi-cri advertises a MIG-enabled GPU whole: the spec
+    the plugin wrote defines it (its /dev/nvidia<minor>, no MIG caps), so every GPU's name resolves.
+    A GPU still advertised but left out of the spec (its node is missing) is refused by Allocate with
+    FAILED_PRECONDITION naming the device, never handed out as a name no spec defines."""
+    import json
+    import grpc
+    fx = h.fixture_data()
+    spec_path = os.path.join(h.root, "var/run/cdi/k8s.device-plugin.nvidia.com-gpu.json")
+    h.start_standin()
+    restart(h, "--device-list-strategy=cdi-cri")
+    with open(spec_path) as f:
+        devices = {d["name"]: d for d in json.load(f)["devices"]}
+    migged = [g for g in fx["gpus"] if g.get("mig_mode")]
+    check(migged, "the fixture has no MIG-enabled GPU")
+    for g in fx["gpus"]:
+        got = one(h, "nvidia.com/gpu", g["uuid"])
+        check(got["cdi"] == [KIND + "=" + g["uuid"]], "GPU %s: %r" % (g["uuid"], got))
+        check(g["uuid"] in devices, "GPU %s (mig_mode %s) advertised but not in the spec %s"
+              % (g["uuid"], g.get("mig_mode"), sorted(devices)))
+    for g in migged:
+        nodes = [n["path"] for n in devices[g["uuid"]]["containerEdits"]["deviceNodes"]]
+        check("/dev/nvidia%d" % g["minor"] in nodes and not any("nvidia-caps" in n for n in nodes),
+              "MIG-enabled GPU %s as a whole: nodes %r" % (g["uuid"], nodes))
+
+    # a GPU NVML lists but whose node is gone: advertised, left out of the spec, refused by Allocate
+    gone = fx["gpus"][5]
+    os.unlink(os.path.join(h.root, "dev/nvidia%d" % gone["minor"]))
+    restart(h, "--device-list-strategy=cdi-cri")
+    h.wait_log(r"The CDI spec leaves this out")
+    e = h.allocate_error("nvidia.com/gpu", [gone["uuid"]])
+    check(e.code() == grpc.StatusCode.FAILED_PRECONDITION, "status %s (%s)" % (e.code(), e.details()))
+    check(KIND + "=" + gone["uuid"] in e.details() and "not defined" in e.details(), "details %r" % e.details())
+    h.wait_log(r"request rejected.*method=Allocate.*not defined in the plugin's CDI spec")
+    got = one(h, "nvidia.com/gpu", fx["gpus"][0]["uuid"])
+    check(got["cdi"] == [KIND + "=" + fx["gpus"][0]["uuid"]], "the other GPUs still allocate: %r" % got)
+
+
 if __name__ == "__main__":
     run(test_allocate_strategies)
     run(test_allocate_device_specs)
     run(test_allocate_replicas)
     run(test_allocate_cdi_spec)
+    run(test_allocate_cdi_mig_none)

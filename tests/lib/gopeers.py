@@ -18,7 +18,9 @@ they never skip.
 """
 import fcntl
 import json
+import re
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,11 +33,32 @@ class GoBuildError(RuntimeError):
     pass
 
 
+# The modules built here need Go 1.24 or newer; Debian 12's golang-go (/usr/bin/go) is 1.19, so a
+# newer toolchain installed in /usr/local/go wins over whatever comes first on PATH.
+GO_MIN = (1, 24)
+
+
+def _go_version(go):
+    try:
+        out = subprocess.run([go, "env", "GOVERSION"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             text=True, timeout=60).stdout.strip()
+    except OSError:
+        return None
+    m = re.match(r"go(\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 def _go():
-    go = shutil.which("go") or "/usr/local/go/bin/go"
-    if not os.access(go, os.X_OK):
-        raise GoBuildError("no Go toolchain on PATH (the tests build their Go peers with it)")
-    return go
+    seen = []
+    for go in (os.environ.get("GPULET_GO"), "/usr/local/go/bin/go", shutil.which("go")):
+        if not go or not os.access(go, os.X_OK):
+            continue
+        v = _go_version(go)
+        if v and v >= GO_MIN:
+            return go
+        seen.append("%s (%s)" % (go, "go%d.%d" % v if v else "unusable"))
+    raise GoBuildError("no Go toolchain >= go%d.%d (found: %s); the tests build their Go peers with it: install "
+                       "one in /usr/local/go or name it in GPULET_GO" % (GO_MIN + (", ".join(seen) or "none",)))
 
 
 def _run(cmd, cwd, env, timeout):
@@ -53,6 +76,15 @@ def _gomod(name, module, version, replace):
     return "\n".join(lines) + "\n"
 
 
+def binary_name(package):
+    """The file go build writes for a package path: its last element, or the one before a major
+    version suffix (go.etcd.io/etcd/server/v3 -> server)."""
+    parts = package.rstrip("/").split("/")
+    if len(parts) > 1 and re.fullmatch(r"v[0-9]+", parts[-1]):
+        return parts[-2]
+    return parts[-1]
+
+
 def build(name, module, version, packages, replace=(), tags=(), cgo=False, ldflags="", timeout=3600):
     """Build each package path of module@version into CACHE/NAME-VERSION/bin; return {binary: path}.
 
@@ -66,7 +98,7 @@ def build(name, module, version, packages, replace=(), tags=(), cgo=False, ldfla
     top = os.path.join(CACHE, "%s-%s" % (name, version))
     bindir = os.path.join(top, "bin")
     stamp = os.path.join(top, "built.json")
-    bins = {p.rstrip("/").rsplit("/", 1)[-1]: os.path.join(bindir, p.rstrip("/").rsplit("/", 1)[-1]) for p in packages}
+    bins = {b: os.path.join(bindir, b) for b in map(binary_name, packages)}
     os.makedirs(top, exist_ok=True)
     with open(os.path.join(top, "lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

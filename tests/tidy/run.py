@@ -31,11 +31,6 @@ SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__)
 # Each row: (path under the repository, check, text the message contains, why). Remove each row once
 # that work has landed; keep this list empty.
 KNOWN = [
-    ("src/cdi/hooks.c", "clang-analyzer-core.NullDereference", "null pointer",
-     "hook_binary(): the double free of *ret_path and this path are fixed with the cdi-hook work"),
-    ("src/cdihook/inroot.c", "clang-analyzer-unix.Malloc", "pointed to by 'rest'",
-     "walk_run(): rest points into *buf, which splice_link() replaces and the caller frees; to be "
-     "confirmed and annotated with the cdi-hook work"),
     ("src/cmd/exporter.c", "bugprone-suspicious-missing-comma", "",
      "ignored_why[]: a message split over two literals on purpose; needs a NOLINT in that file"),
 ]
