@@ -92,7 +92,7 @@ int daemon_write_cdi_spec(struct daemon *d)
 	o.hooks = &hooks;
 	o.warnings = &left_out; /* a partial spec is still written (as `cdi generate` does), but never silently */
 	/* none hands a MIG-enabled GPU out whole: its name must resolve (docs/reference/device-plugin.md §8) */
-	o.whole_mig_enabled = streq(d->cfg.mig_strategy, "none");
+	o.whole_mig_enabled = d->cfg.mig_strategy == MIG_STRATEGY_NONE;
 	dir = root_path(d->cfg.root, CDI_DYNAMIC_DIR);
 	/* --nvidia-cdi-hook-path and --cdi-disable-hooks, as `gpulet cdi generate` takes them */
 	r = cdi_hooks_parse_disabled(d->cfg.cdi_disable_hooks, &hooks.disabled, &err);
