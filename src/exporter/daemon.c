@@ -74,7 +74,8 @@ static int load_node(struct exporter_daemon *d, const sigset_t *stop)
 	for (;;) {
 		struct gerr err = {0};
 
-		if (nvml_open_host(&d->o.nvml, &d->nv, &err) >= 0 && node_load(d->nv, d->o.nvml.root, &d->node, &err) >= 0)
+		if (nvml_open_host(&d->o.nvml, &d->nv, &err) >= 0 &&
+		    node_load(d->nv, d->o.nvml.root, &d->node, &err) >= 0)
 			return 0;
 		nvml_close(d->nv);
 		d->nv = NULL;
@@ -138,8 +139,7 @@ static int start_exporter(struct exporter_daemon *d)
 	return r;
 }
 
-int exporter_daemon_start(const struct exporter_daemon_options *o, const sigset_t *stop,
-			  struct exporter_daemon **ret)
+int exporter_daemon_start(const struct exporter_daemon_options *o, const sigset_t *stop, struct exporter_daemon **ret)
 {
 	struct exporter_daemon *d = calloc(1, sizeof(*d));
 	struct gerr err = {0};

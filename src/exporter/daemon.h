@@ -35,8 +35,7 @@ struct exporter_daemon;
  * with *ret running, 0 with *ret NULL when stopped before NVML loaded, or -errno (logged) with
  * everything started so far stopped again.
  */
-int exporter_daemon_start(const struct exporter_daemon_options *o, const sigset_t *stop,
-			  struct exporter_daemon **ret);
+int exporter_daemon_start(const struct exporter_daemon_options *o, const sigset_t *stop, struct exporter_daemon **ret);
 /* Serve until a signal of stop arrives or the MIG layout changes (then the DaemonSet restarts us). */
 void exporter_daemon_run(struct exporter_daemon *d, const sigset_t *stop);
 /* Stop HTTP (no scrape runs after it), the samplers and pod attribution; free. NULL is fine. */

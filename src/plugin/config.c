@@ -297,6 +297,16 @@ static const struct opt opts[] = {
     /* gpulet: command line only */
     {"print-config", NULL, {NULL}, NULL, T_ACTION, NULL, 0, 0, NULL, "print the effective config as JSON and exit"},
     {"help", NULL, {NULL}, NULL, T_ACTION, NULL, 0, 0, NULL, "this text"},
+    {"version",
+     NULL,
+     {NULL},
+     NULL,
+     T_ACTION,
+     NULL,
+     0,
+     0,
+     NULL,
+     "gpulet's version and the upstream version this command matches"},
 };
 #pragma GCC diagnostic pop
 
@@ -357,7 +367,7 @@ static int unknown_option(const char *arg, struct gerr *err)
 	return gerr_set(err, EINVAL, "unknown option '%s'; see 'gpulet plugin --help'", arg);
 }
 
-int config_parse_args(int argc, char **argv, struct config_args **ret, bool *help, struct gerr *err)
+int config_parse_args(int argc, char **argv, struct config_args **ret, enum config_action *action, struct gerr *err)
 {
 	struct option lo[2 * ELEMENTSOF(opts) + 1];
 	_cleanup_(config_args_freep) struct config_args *a = calloc(1, sizeof(*a));
@@ -366,7 +376,7 @@ int config_parse_args(int argc, char **argv, struct config_args **ret, bool *hel
 
 	if (!a)
 		return gerr_set(err, ENOMEM, "out of memory");
-	*help = false;
+	*action = CONFIG_RUN;
 	for (size_t i = 0; i < ELEMENTSOF(opts); i++) {
 		int has = opts[i].type == T_BOOL     ? optional_argument
 			  : opts[i].type == T_ACTION ? no_argument
@@ -392,8 +402,11 @@ int config_parse_args(int argc, char **argv, struct config_args **ret, bool *hel
 			return unknown_option(argv[optind - 1], err);
 		size_t i = (size_t)(c - 1000);
 
-		if (opts[i].type == T_ACTION && streq(opts[i].flag, "help")) {
-			*help = true;
+		if (opts[i].type == T_ACTION && streq(opts[i].flag, "version")) {
+			*action = CONFIG_VERSION; /* wins over --help, wherever it is */
+		} else if (opts[i].type == T_ACTION && streq(opts[i].flag, "help")) {
+			if (*action != CONFIG_VERSION)
+				*action = CONFIG_HELP;
 		} else if (opts[i].type == T_ACTION) {
 			a->print_config = true;
 		} else if (opts[i].type == T_BOOL && !optarg) {
@@ -548,8 +561,6 @@ void config_print_help(FILE *f)
 		fprintf(f, "\n      env %s%s%s, default \"%s\"%s%s\n", o->env[0], o->env[1] ? ", " : "",
 			o->env[1] ? o->env[1] : "", o->def, o->key ? ", config key " : "", o->key ? o->key : "");
 	}
-	/* taken by main.c before the verb runs, for every verb that replaces an upstream program */
-	fprintf(f, "  --version\n      gpulet's version and the upstream version this command matches\n");
 }
 
 char *config_to_json(const struct plugin_config *cfg)

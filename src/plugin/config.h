@@ -97,11 +97,14 @@ struct plugin_config {
 /* Raw command-line values, collected by cmd_plugin's getopt loop and applied last. */
 struct config_args;
 
+/* What the command line asks for besides the options. */
+enum config_action { CONFIG_RUN, CONFIG_HELP, CONFIG_VERSION };
+
 /*
- * Parse argv (argv[0] is the verb). On --help sets *help. Returns 0, or -EINVAL with err naming
- * the bad flag (exit code 2).
+ * Parse argv (argv[0] is the verb); *action says --help or --version (which wins). Returns 0, or
+ * -EINVAL with err naming the bad flag (exit code 2).
  */
-int config_parse_args(int argc, char **argv, struct config_args **ret, bool *help, struct gerr *err);
+int config_parse_args(int argc, char **argv, struct config_args **ret, enum config_action *action, struct gerr *err);
 void config_args_free(struct config_args *a);
 /* --print-config: print the effective config as JSON and exit. */
 bool config_args_print_only(const struct config_args *a);
