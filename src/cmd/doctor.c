@@ -69,11 +69,13 @@ static const struct cmd_opt doctor_opts[] = {
     CMD_ROW("runtime-class", 0, CMD_OPT_STR, "NAME", "RuntimeClass handler GPU pods use (default nvidia)",
 	    .off = DOCTOR_F(runtime_class)),
     CMD_ROW("containerd-config", 0, CMD_OPT_STR, "PATH",
-	    "containerd config path on the host (default /etc/containerd/config.toml)",
+	    "containerd config path on the host (default: what the running containerd, k3s or RKE2 reads, "
+	    "from /proc, else the well-known files)",
 	    .off = DOCTOR_F(containerd_config)),
     CMD_ROW("runtime-user", 0, CMD_OPT_CALL, "UID[:GID]",
-	    "the user containerd runs as (rootless containerd; default 0)", .call = set_runtime_user,
-	    .want = "UID or UID:GID"),
+	    "the user the container runtime runs as (rootless containerd or CRI-O; device node modes and CDI "
+	    "files are judged for it; default 0)",
+	    .call = set_runtime_user, .want = "UID or UID:GID"),
     CMD_ROW("live", 0, CMD_OPT_SET, NULL,
 	    "ROOT is the running node (e.g. /host mounted in a pod): connect to its kubelet and plugin sockets "
 	    "(always on for ROOT /)",

@@ -13,7 +13,9 @@
 #include <sys/stat.h>
 
 #include "doctor/cudatable.h"
+#include "doctor/cdi_loader.h"
 #include "doctor/doctor.h"
+#include "doctor/runtime_find.h"
 #include "util/fileio.h"
 #include "nvml/node.h"
 #include "parse/toml.h"
@@ -83,6 +85,10 @@ static const char *cdi_runtime_for(const struct doctor_ctx *c, char *why, size_t
 			return "containerd-1.7.13";
 		return NULL;
 	}
+	if (c->rt && c->rt->kind == RT_CRIO) {
+		snprintf(why, size, "CRI-O (version unknown, assuming a current CDI library)");
+		return NULL;
+	}
 	if (c->ctrd_state > 0 && c->ctrd_version < 3) {
 		snprintf(why, size, "config version 2 (containerd 1.x; version unknown, assuming 1.7.0-1.7.12)");
 		return "containerd-1.7";
@@ -91,10 +97,30 @@ static const char *cdi_runtime_for(const struct doctor_ctx *c, char *why, size_t
 	return NULL;
 }
 
+/*
+ * Regenerate the stale file itself: a fresh spec in /var/run/cdi (tmpfs) hides a stale one in /etc/cdi
+ * only until the next reboot, and two specs of one kind in one dir drop the device
+ * (docs/reference/cdi.md §4).
+ */
+static const char *stale_fix(const struct doctor_ctx *c, const char *file, char *buf, size_t size)
+{
+	const char *root = c->o->root && !streq(c->o->root, "/") ? c->o->root : "";
+	size_t l = strlen(root);
+
+	if (file && l && !strncmp(file, root, l) && file[l] == '/')
+		file += l; /* the node's own path */
+	snprintf(buf, size,
+		 "regenerate the stale spec in place: gpulet cdi generate --output %s (or nvidia-ctk cdi generate "
+		 "--output=%s); a new file in /var/run/cdi hides a stale /etc/cdi spec only until reboot",
+		 file ? file : "<the stale file>", file ? file : "<the stale file>");
+	return buf;
+}
+
 /* Devices named by UUID in the specs that NVML does not know (docs/reference/cdi.md §5.3 uuid names). */
 static void check_uuids(struct doctor_ctx *c, const char *const *dirs, size_t n)
 {
 	const struct category *stale = category_row("stale-devices");
+	struct doctor_finding *lost = doctor_find(c, "gpu.fallen-off-bus");
 	json_t *list = NULL, *e;
 	struct doctor_finding *f = NULL;
 	size_t i;
@@ -107,8 +133,21 @@ static void check_uuids(struct doctor_ctx *c, const char *const *dirs, size_t n)
 		if (!dev || (strncmp(dev, "GPU-", 4) && strncmp(dev, "MIG-", 4)) || node_find_gpu(c->node, dev) ||
 		    node_find_mig(c->node, dev, NULL))
 			continue;
-		if (!f)
-			f = doctor_report(c, stale->id, stale->sev, LINK_CDI, stale->fix, "%s", stale->summary);
+		if (lost) { /* the GPU is gone from NVML because it fell off the bus: not a spec problem */
+			doctor_evidence(lost,
+					"CDI device %s (%s) names a GPU NVML no longer lists: regenerate that "
+					"spec only after the GPU is back or replaced",
+					json_string_value(json_object_get(e, "name")),
+					json_string_value(json_object_get(e, "file")));
+			continue;
+		}
+		if (!f) {
+			char fix[1024];
+
+			f = doctor_report(c, stale->id, stale->sev, LINK_CDI,
+					  stale_fix(c, json_string_value(json_object_get(e, "file")), fix, sizeof(fix)),
+					  "%s", stale->summary);
+		}
 		doctor_evidence(f, "%s (%s): no such GPU or MIG instance on this node now",
 				json_string_value(json_object_get(e, "name")),
 				json_string_value(json_object_get(e, "file")));
@@ -138,8 +177,9 @@ int doctor_check_cdi(struct doctor_ctx *c)
 		const char *bin = toml_string(toml_get(rt, "options"), "BinaryName", "");
 		bool cdi_mode = strstr(bin, ".cdi") != NULL;
 
-		if (!f.enable_cdi && !cdi_mode)
-			return 0; /* CDI not in use: nothing to check */
+		/* CDI not in use: off, or only on by containerd 2's default with no CDI runtime mode */
+		if ((!f.enable_cdi || !f.enable_cdi_explicit) && !cdi_mode)
+			return 0;
 		fd = doctor_report(
 		    c, "cdi.spec-missing", cdi_mode ? DOCTOR_FAIL : DOCTOR_WARN, LINK_CDI,
 		    "gpulet cdi generate --output /var/run/cdi/nvidia.yaml (or nvidia-ctk cdi generate "
@@ -156,6 +196,7 @@ int doctor_check_cdi(struct doctor_ctx *c)
 		    .root = c->o->root, .runtime_uid = c->o->runtime_uid, .runtime_gid = c->o->runtime_gid};
 		_cleanup_(cdi_report_clear) struct cdi_report rep = {0};
 		const char *rt = cdi_runtime_for(c, why, sizeof(why));
+		char fix[1024];
 		int r;
 
 		o.runtime_name = rt;
@@ -169,13 +210,20 @@ int doctor_check_cdi(struct doctor_ctx *c)
 
 			if (!cat)
 				continue;
-			fd = doctor_report_once(c, cat->id, cat->sev, LINK_CDI, cat->fix, "%s", cat->summary);
+			if (streq(p->category, "stale-devices"))
+				fd = doctor_report_once(c, cat->id, cat->sev, LINK_CDI,
+							stale_fix(c, p->file, fix, sizeof(fix)), "%s", cat->summary);
+			else
+				fd = doctor_report_once(c, cat->id, cat->sev, LINK_CDI, cat->fix, "%s", cat->summary);
 			doctor_evidence(fd, "%s%s%s: %s [%s]", p->file, p->json_path && *p->json_path ? " " : "",
 					p->json_path ? p->json_path : "", p->message, p->code);
 			if (streq(p->category, "version-too-new"))
 				doctor_evidence(fd, "runtime: %s", why);
 		}
 		check_uuids(c, dirs, n_dirs);
+		r = doctor_check_cdi_loader(c, dirs, n_dirs);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }

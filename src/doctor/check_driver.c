@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "doctor/doctor.h"
+#include "doctor/runtime_find.h"
 #include "util/fileio.h"
 
 #define FIX_DRIVER                                                                           \
@@ -145,6 +146,36 @@ static const char *nonroot_gpu_pod(const struct doctor_ctx *c)
 	return NULL;
 }
 
+/* May uid:gid do perm (4 read, 2 write, 1 exec, or'ed) on a file of this owner and mode: owner bits if it
+ * owns it, else group bits if its group does, else the other bits; uid 0 may all but exec without any x bit. */
+bool doctor_user_may(const struct stat *st, unsigned uid, unsigned gid, unsigned perm)
+{
+	mode_t m = st->st_mode;
+
+	if (uid == 0)
+		return !(perm & 1) || (m & 0111);
+	if (st->st_uid == uid)
+		return ((m >> 6) & perm) == perm;
+	if (st->st_gid == gid)
+		return ((m >> 3) & perm) == perm;
+	return (m & perm) == perm;
+}
+
+/*
+ * --runtime-user: a rootless runtime (containerd/CRI-O run by a user, docs/reference/container-runtimes.md
+ * §6) opens the device nodes as that user; nodes it cannot open fail every GPU container whatever the
+ * pod's user. With a root runtime the mode matters only for non-root containers.
+ */
+static void rootless_evidence(struct doctor_ctx *c, struct doctor_finding *perm, const char *name)
+{
+	doctor_evidence(perm, "%s: the runtime runs as uid %u gid %u (--runtime-user) and cannot open it", name,
+			c->o->runtime_uid, c->o->runtime_gid);
+	if (perm->severity != DOCTOR_FAIL) {
+		perm->severity = DOCTOR_FAIL;
+		c->failed_links |= L(LINK_DEVNODE);
+	}
+}
+
 int doctor_check_devnodes(struct doctor_ctx *c)
 {
 	/* /dev/nvidiactl and /dev/nvidia-uvm are needed by every CUDA process (nvidia-container-cli list) */
@@ -160,6 +191,7 @@ int doctor_check_devnodes(struct doctor_ctx *c)
 		_cleanup_free_ char *p = NULL;
 		struct stat st;
 		char ms[12];
+		bool rt_ok;
 
 		if (k < ELEMENTSOF(control))
 			snprintf(name, sizeof(name), "%s", control[k]);
@@ -184,7 +216,8 @@ int doctor_check_devnodes(struct doctor_ctx *c)
 						pci[k - ELEMENTSOF(control)], minors[k - ELEMENTSOF(control)]);
 			continue;
 		}
-		if ((st.st_mode & 0006) == 0006)
+		rt_ok = doctor_user_may(&st, c->o->runtime_uid, c->o->runtime_gid, 6);
+		if ((st.st_mode & 0006) == 0006 && rt_ok)
 			continue;
 		mode_string(st.st_mode, ms);
 		if (!perm)
@@ -192,10 +225,12 @@ int doctor_check_devnodes(struct doctor_ctx *c)
 			    c, "devnode.permissions", nonroot ? DOCTOR_FAIL : DOCTOR_WARN, LINK_DEVNODE,
 			    "options nvidia NVreg_DeviceFileMode=0666 in /etc/modprobe.d/nvidia.conf and reload the "
 			    "module (or chmod 0666 /dev/nvidia*), or give the pod the device group in "
-			    "securityContext.supplementalGroups",
+			    "securityContext.supplementalGroups; a rootless runtime's user needs them read-write too",
 			    "NVIDIA device nodes are not world read/writable: a container running as non-root cannot "
 			    "open them and nvidia-smi says \"No devices were found\"");
 		doctor_evidence(perm, "%s %s uid=%u gid=%u", ms, name, (unsigned)st.st_uid, (unsigned)st.st_gid);
+		if (!rt_ok)
+			rootless_evidence(c, perm, name);
 	}
 	if (perm && nonroot)
 		doctor_evidence(perm, "pod %s requests a GPU and runs as non-root", nonroot);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "doctor/cudatable.h"
 #include "doctor/doctor.h"
 #include "util/fileio.h"
 #include "nvml/node.h"
@@ -23,6 +24,56 @@
 #define FIX_DBE                                                                                                \
 	"drain the GPU's workloads, then reset it (nvidia-smi -r -i <index>) or reboot; if double-bit errors " \
 	"recur the GPU needs service (XID 48)"
+
+/* Held dpkg packages of the driver ("Status: hold ok installed"): a reboot does not move them. */
+static void held_packages(const struct doctor_ctx *c, struct doctor_finding *f)
+{
+	_cleanup_free_ char *p = doctor_path(c, "/var/lib/dpkg/status"), *text = NULL;
+
+	if (!p || read_file(p, 64u << 20, &text, NULL, NULL) < 0)
+		return;
+	for (const char *rec = text; rec && *rec;) {
+		const char *end = strstr(rec, "\n\n");
+		size_t len = end ? (size_t)(end - rec) : strlen(rec);
+		int l = !strncmp(rec, "Package: ", 9) ? (int)strcspn(rec + 9, "\n") : 0;
+
+		if (l && memmem(rec, len, "\nStatus: hold ", 14) && memmem(rec + 9, (size_t)l, "nvidia", 6))
+			doctor_evidence(f, "dpkg: %.*s is on hold (apt-mark showhold): upgrades skip it", l, rec + 9);
+		rec = end ? end + 2 : NULL;
+	}
+}
+
+/*
+ * The loaded kernel module and the user-space driver (libnvidia-ml) differ. Which side moves
+ * (docs/reference/field-guide.md §4.4): user space newer = an upgrade waiting for the new module,
+ * a reboot (or module reload) loads it; module newer = user space was not upgraded (held or pinned
+ * packages, a partial upgrade), and no reboot fixes that.
+ */
+static void version_skew(struct doctor_ctx *c, const char *module, const char *user)
+{
+	bool user_newer = version_cmp(user, module) > 0;
+	char fix[768];
+	struct doctor_finding *f;
+
+	if (user_newer)
+		snprintf(fix, sizeof(fix),
+			 "load the %s module: drain the node and reboot (or rmmod nvidia_uvm nvidia_drm nvidia_modeset "
+			 "nvidia && modprobe nvidia); if no %s module is built for the running kernel (dkms status), "
+			 "install it first",
+			 user, user);
+	else
+		snprintf(fix, sizeof(fix),
+			 "upgrade the user-space driver to %s (the libnvidia-compute/nvidia-utils packages of that "
+			 "version; apt-mark unhold them first): a reboot keeps the %s module and does not fix this",
+			 module, module);
+	f = doctor_report(c, "nvml.version-mismatch", DOCTOR_FAIL, LINK_NVML, fix,
+			  "the kernel module is %s and libnvidia-ml.so is %s: %s", module, user,
+			  user_newer ? "the driver was upgraded but the old module still runs"
+				     : "the user-space driver is older than the loaded module");
+	doctor_evidence(f, "/proc/driver/nvidia/version: %s (kernel module)", module);
+	doctor_evidence(f, "NVML reports driver %s (user space)", user);
+	held_packages(c, f);
+}
 
 int doctor_check_nvml(struct doctor_ctx *c)
 {
@@ -48,14 +99,8 @@ int doctor_check_nvml(struct doctor_ctx *c)
 	}
 	(void)doctor_report(c, "nvml.ok", DOCTOR_OK, LINK_NVML, NULL, "NVML %s: %zu GPU(s), driver %s",
 			    c->node->nvml_version, c->node->n_gpus, c->node->driver_version);
-	if (c->driver_version[0] && c->node->driver_version[0] && !streq(c->driver_version, c->node->driver_version)) {
-		f = doctor_report(c, "nvml.version-mismatch", DOCTOR_FAIL, LINK_NVML,
-				  "reboot after a driver upgrade (the old module is still loaded) or reinstall the "
-				  "user-space driver that matches the module",
-				  "the kernel module and libnvidia-ml.so are different versions");
-		doctor_evidence(f, "/proc/driver/nvidia/version: %s", c->driver_version);
-		doctor_evidence(f, "NVML reports driver %s", c->node->driver_version);
-	}
+	if (c->driver_version[0] && c->node->driver_version[0] && !streq(c->driver_version, c->node->driver_version))
+		version_skew(c, c->driver_version, c->node->driver_version);
 	return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "kube/checkpoint.h"
 #include "doctor/doctor.h"
 #include "doctor/kubelet_root.h"
+#include "doctor/runtime_find.h"
 #include "util/enumtab.h"
 #include "util/fileio.h"
 #include "nvml/node.h"
@@ -36,14 +37,17 @@ const struct doctor_check doctor_checks[] = {
      "gpu.fallen-off-bus gpu.ecc-dbe", doctor_check_gpu_health},
     {"toolkit", LINK_TOOLKIT, 0, "/var/lib/dpkg/status, nvidia-ctk, /etc/nvidia-container-runtime/config.toml",
      "toolkit.too-old-for-driver", doctor_check_toolkit},
-    {"runtime", LINK_RUNTIME, 0, "/etc/containerd/config.toml + imports, RuntimeClass handler",
-     "runtime.config-invalid runtime.config-missing runtime.nvidia-handler-missing runtime.binary-missing "
+    {"runtime", LINK_RUNTIME, 0,
+     "the runtime under /proc (containerd -c, k3s/RKE2, crio) or its well-known config + imports/drop-ins, "
+     "RuntimeClass handler",
+     "runtime.not-found runtime.config-invalid runtime.config-missing runtime.nvidia-handler-missing "
+     "runtime.binary-missing "
      "runtime.cgroup-driver-mismatch "
      "runtime.default-is-runc runtime.cdi-disabled runtime.cdi-spec-dirs-mismatch runtime.cdi-and-legacy-hook",
      doctor_check_runtime},
     {"cdi", LINK_CDI, 0, "CDI spec dirs (/etc/cdi, /var/run/cdi or cdi_spec_dirs)",
      "cdi.spec-missing cdi.spec-invalid cdi.spec-unreadable cdi.version-too-new cdi.duplicate-device "
-     "cdi.stale-devices",
+     "cdi.stale-devices cdi.libs-not-loadable",
      doctor_check_cdi},
     {"kubelet", LINK_KUBELET, 0,
      "kubelet's --root-dir (/proc, kubelet.service, kubeadm-flags.env, k3s/rke2/k0s/microk8s config), "
@@ -209,22 +213,7 @@ int doctor_need_nvml(struct doctor_ctx *c)
 	return c->nvml_state = 1;
 }
 
-int doctor_need_containerd(struct doctor_ctx *c)
-{
-	const char *path = c->o->containerd_config ? c->o->containerd_config : "/etc/containerd/config.toml";
-	struct gerr err = {0};
-	int r;
-
-	if (c->ctrd_state)
-		return c->ctrd_state;
-	r = toml_load_containerd(c->o->root, path, &c->ctrd, &c->ctrd_files, &err);
-	if (r < 0) {
-		snprintf(c->ctrd_error, sizeof(c->ctrd_error), "%s", err.msg[0] ? err.msg : strerror(-r));
-		return c->ctrd_state = r;
-	}
-	c->ctrd_version = (int)toml_int(c->ctrd, "version", 1);
-	return c->ctrd_state = 1;
-}
+/* doctor_need_containerd and doctor_cdi_dirs: doctor/runtime_find.c (which runtime, which config) */
 
 int doctor_need_checkpoint(struct doctor_ctx *c)
 {
@@ -266,28 +255,6 @@ void doctor_containerd_facts(const struct doctor_ctx *c, struct ctrd_facts *f)
 	v = toml_get(f->cri, "enable_cdi");
 	f->enable_cdi_explicit = v && v->type == TOML_BOOL;
 	f->enable_cdi = f->enable_cdi_explicit ? v->b : c->ctrd_version >= 3;
-}
-
-size_t doctor_cdi_dirs(const struct doctor_ctx *c, const char **dirs, size_t max)
-{
-	static const char *const defaults[] = {"/etc/cdi", "/var/run/cdi"}; /* CDI pkg/cdi/spec-dirs.go */
-	const struct toml *list = NULL;
-	struct ctrd_facts f;
-	size_t n = 0;
-
-	if (c->ctrd_state > 0) {
-		doctor_containerd_facts(c, &f);
-		list = toml_get(f.cri, "cdi_spec_dirs");
-	}
-	if (list && list->type == TOML_ARRAY) {
-		for (size_t k = 0; k < list->n && n < max; k++)
-			if (list->vals[k]->type == TOML_STRING)
-				dirs[n++] = list->vals[k]->s;
-		return n;
-	}
-	for (size_t k = 0; k < ELEMENTSOF(defaults) && n < max; k++)
-		dirs[n++] = defaults[k];
-	return n;
 }
 
 /* Version of a dpkg package under root ("1.7.24" from "1.7.24~ds1-1"), "" when absent. */
@@ -558,6 +525,7 @@ void doctor_ctx_done(struct doctor_ctx *c)
 	free(c->ctrd_files);
 	checkpoint_free(c->ckpt);
 	kubelet_root_free(c->kroot);
+	runtime_found_free(c->rt);
 	json_decref(c->pods);
 	json_decref(c->node_obj);
 	memset(c, 0, sizeof(*c));

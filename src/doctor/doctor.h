@@ -72,6 +72,7 @@ struct nvml;
 struct node;
 struct checkpoint;
 struct kubelet_root;
+struct runtime_found;
 
 /* What the checks read, loaded once and shared. Lazily filled by the doctor_need_* helpers. */
 struct doctor_ctx {
@@ -100,6 +101,7 @@ struct doctor_ctx {
 	struct toml *ctrd;
 	char **ctrd_files;
 	int ctrd_version;
+	struct runtime_found *rt; /* which runtime runs, which config it reads (doctor/runtime_find.h) */
 	/* kubelet's root dir and where it came from (doctor/kubelet_root.h) */
 	struct kubelet_root *kroot;
 	/* kubelet checkpoint */

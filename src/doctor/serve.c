@@ -30,6 +30,11 @@ static const char *const watched[] = {
     "/run/cdi",
     "/etc/containerd",
     "/etc/containerd/conf.d",
+    "/var/lib/rancher/k3s/agent/etc/containerd", /* k3s/RKE2 render config.toml here
+						    (docs/reference/container-runtimes.md §1) */
+    "/var/lib/rancher/rke2/agent/etc/containerd",
+    "/etc/crio",
+    "/etc/crio/crio.conf.d",
     "/etc/nvidia-container-runtime",
     "/var/lib/kubelet/device-plugins",
 };

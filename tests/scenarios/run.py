@@ -3,7 +3,8 @@
 """Doctor scenarios: each tests/scenarios/<name>/ is a node (built from a fake-NVML fixture with
 tests/lib/mkroot.sh, then the "healthy" base below, then the scenario's setup.sh), and expect.json
 says which finding ids `gpulet doctor --root ... --json` must report as fail / warn, which must
-not appear at all, and words a finding's evidence must hold; scenario.json's "kubelet_root" and
+not appear at all, and words a finding's evidence must hold; "no_other_fail" / "no_warn" forbid any
+other fail / any other warn (a healthy node); scenario.json's "kubelet_root" and
 "device_plugin_dir" move the healthy kubelet's root dir and device-plugins dir.
 Usage: run.py [--keep] [NAME...]; env GPULET, FAKE_NVML_LIB, GPULET_SRC."""
 import json, os, shutil, socket, subprocess, sys, tempfile, time
@@ -154,7 +155,8 @@ def build_node(name, tmp):
     kdir = spec.get("kubelet_root", "/var/lib/kubelet")
     if spec.get("base", "healthy") == "healthy":
         healthy(root, fixture, kdir, spec.get("device_plugin_dir", "/var/lib/kubelet/device-plugins"))
-    env = dict(os.environ, ROOT=root, SCEN=d, FIXTURE=nvml, GPULET=GPULET, POD_UID=POD_UID)
+    env = dict(os.environ, ROOT=root, SCEN=d, FIXTURE=nvml, GPULET=GPULET, POD_UID=POD_UID, FAKE_NVML_LIB=FAKE,
+               NODE_LIB=os.path.join(HERE, "node-lib.sh"))
     if os.path.exists(os.path.join(d, "setup.sh")):
         st = subprocess.run(["sh", "-e", os.path.join(d, "setup.sh")], env=env, capture_output=True, text=True)
         if st.returncode != 0:
@@ -219,6 +221,10 @@ def run(name, keep):
             extra = [i for i, s in got.items() if s == "fail" and i not in expect.get("fail", [])]
             if extra:
                 errs.append(f"unexpected fail findings {extra}")
+        if expect.get("no_warn"):  # a healthy node: no warning either, beyond any listed in "warn"
+            extra = [i for i, s in got.items() if s == "warn" and i not in expect.get("warn", [])]
+            if extra:
+                errs.append(f"unexpected warn findings {extra}")
         want_rc = expect.get("exit", 1 if expect.get("fail") else 0)
         if p.returncode != want_rc:
             errs.append(f"exit {p.returncode}, expected {want_rc}")
