@@ -76,9 +76,11 @@ int spawn_run(const struct spawn_opts *o, char *out, size_t size)
 	if (size == 0)
 		return -EINVAL;
 	out[0] = '\0';
-	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(op, O_CLOEXEC | O_NONBLOCK) < 0) {
+	/* only our end of the output pipe is non-blocking: the tool's writes must block on a full pipe */
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(op, O_CLOEXEC) < 0 || fcntl(op[0], F_SETFL, O_NONBLOCK) < 0) {
 		r = -errno;
 		close_pair(in);
+		close_pair(op);
 		return r;
 	}
 	posix_spawn_file_actions_init(&fa);
