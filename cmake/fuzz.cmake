@@ -9,6 +9,7 @@ set(GPULET_FUZZ_TARGETS config toml cdi checkpoint xid migminors ldcache kubelet
 # The Pod/workload YAML loader of `gpulet lint` (src/kube/k8sobj.h) is fuzzed once it exists.
 if(EXISTS ${CMAKE_SOURCE_DIR}/src/kube/k8sobj.h)
   list(APPEND GPULET_FUZZ_TARGETS podyaml)
+  list(APPEND GPULET_FUZZ_TARGETS k8sevents allocresp)
 endif()
 
 foreach(t ${GPULET_FUZZ_TARGETS})

@@ -62,6 +62,10 @@ static const struct cmd_opt doctor_opts[] = {
 	    "kernel log to scan for XIDs (default ROOT/var/log/kern.log, or /dev/kmsg)", .off = DOCTOR_F(kernel_log)),
     CMD_OPT_PODS,
     CMD_OPT_NODE,
+    CMD_ROW("events", 0, CMD_OPT_STR, "FILE",
+	    "kubectl get events -A -o json: FailedScheduling, UnexpectedAdmissionError, FailedCreatePodSandBox of "
+	    "GPU pods mapped onto the chain",
+	    .off = DOCTOR_F(events_file)),
     CMD_OPT_NVML_LIBRARY,
     CMD_OPT_DRIVER_ROOT,
     CMD_ROW("cuda-version", 0, CMD_OPT_STR, "X.Y", "check that the driver runs images built with this CUDA",

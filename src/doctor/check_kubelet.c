@@ -288,7 +288,8 @@ int doctor_check_plugin(struct doctor_ctx *c)
 	}
 	(void)doctor_report(c, "plugin.ok", DOCTOR_OK, LINK_PLUGIN, NULL, "device plugin sockets: %s", socks);
 	if (c->node_obj && cap > 0 && alloc >= 0 && alloc < cap) {
-		const struct doctor_finding *why = NULL;
+		/* a plugin pod that is down (doctor/check_cluster.c) drops its GPUs from Allocatable too */
+		const struct doctor_finding *why = doctor_find(c, "plugin.pod-crashing");
 
 		for (size_t k = 0; k < c->n_findings && !why; k++)
 			if (c->findings[k].link == LINK_GPU && c->findings[k].severity == DOCTOR_FAIL)
@@ -297,9 +298,12 @@ int doctor_check_plugin(struct doctor_ctx *c)
 		    c, "plugin.allocatable-short", why ? DOCTOR_WARN : DOCTOR_FAIL, LINK_PLUGIN,
 		    "find the unhealthy GPU in the plugin log ('unhealthy device', XID) and in gpulet doctor's "
 		    "gpu.* findings; the plugin re-advertises it once healthy",
-		    "Allocatable nvidia.com/gpu (%lld) is smaller than Capacity (%lld): %lld GPU(s) are marked "
-		    "unhealthy%s",
-		    alloc, cap, cap - alloc, why ? "" : " for a reason this node's logs do not show");
+		    "Allocatable nvidia.com/gpu (%lld) is smaller than Capacity (%lld): %lld GPU(s) %s", alloc, cap,
+		    cap - alloc,
+		    why && streq(why->id, "plugin.pod-crashing")
+			? "are not advertised while the device plugin pod is down"
+		    : why ? "are marked unhealthy"
+			  : "are marked unhealthy for a reason this node's logs do not show");
 		doctor_evidence(f, "--node: capacity nvidia.com/gpu %lld, allocatable %lld", cap, alloc);
 		if (why)
 			doctor_evidence(f, "explained by %s: %s", why->id, why->summary);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "kube/checkpoint.h"
+#include "doctor/cluster.h"
 #include "doctor/doctor.h"
 #include "doctor/kubelet_root.h"
 #include "doctor/runtime_find.h"
@@ -37,6 +38,8 @@ const struct doctor_check doctor_checks[] = {
      "gpu.fallen-off-bus gpu.ecc-dbe", doctor_check_gpu_health},
     {"toolkit", LINK_TOOLKIT, 0, "/var/lib/dpkg/status, nvidia-ctk, /etc/nvidia-container-runtime/config.toml",
      "toolkit.too-old-for-driver", doctor_check_toolkit},
+    {"inject", LINK_RUNTIME, 0, "kubelet_internal_checkpoint AllocResp, --pods plugin pod + ConfigMap, RuntimeClasses",
+     "inject.cdi-disabled inject.runtime-class-missing inject.handler-missing", doctor_check_inject},
     {"runtime", LINK_RUNTIME, 0,
      "the runtime under /proc (containerd -c, k3s/RKE2, crio) or its well-known config + imports/drop-ins, "
      "RuntimeClass handler",
@@ -53,6 +56,10 @@ const struct doctor_check doctor_checks[] = {
      "kubelet's --root-dir (/proc, kubelet.service, kubeadm-flags.env, k3s/rke2/k0s/microk8s config), "
      "<root-dir>/device-plugins/kubelet.sock, pod-resources socket",
      "kubelet.not-running kubelet.root-dir-conflict kubelet.config-unreadable", doctor_check_kubelet},
+    {"plugin-pods", LINK_PLUGIN, 0, "--pods (plugin, MPS daemon, GFD/NFD, GPU Operator pods), --node labels",
+     "plugin.pod-crashing plugin.mps-daemon-missing labels.discovery-missing operator.driver-on-preinstalled "
+     "operator.validator-failing operator.upgrade-cordoned",
+     doctor_check_plugin_pods},
     {"plugin", LINK_PLUGIN, L(LINK_KUBELET) | L(LINK_NVML) | L(LINK_DRIVER),
      "device-plugins/nvidia-*.sock, kubelet_internal_checkpoint, --node",
      "plugin.not-registered plugin.socket-dir-mismatch plugin.allocatable-short", doctor_check_plugin},
@@ -62,6 +69,10 @@ const struct doctor_check doctor_checks[] = {
      "alloc.held-by-terminated-pod", doctor_check_alloc},
     {"cuda", LINK_VERSIONS, L(LINK_DRIVER), "--cuda-version, CUDA_VERSION of --pods images, driver",
      "cuda.driver-too-old", doctor_check_cuda},
+    {"cluster", LINK_ALLOC, 0, "--pods, --node, --events",
+     "sched.wrong-resource sched.taint-not-tolerated sched.too-many-gpus sched.replicas-over-one "
+     "alloc.visible-devices-all events.failed-scheduling events.admission-error events.runtime-failed",
+     doctor_check_cluster},
 };
 const size_t doctor_n_checks = ELEMENTSOF(doctor_checks);
 
@@ -398,6 +409,8 @@ static const struct {
      "save the pods with: kubectl get pods -A -o json > pods.json"},
     {"--node", offsetof(struct doctor_options, node_file), false,
      "save the node with: kubectl get node NAME -o json > node.json"},
+    {"--events", offsetof(struct doctor_options, events_file), false,
+     "save the events with: kubectl get events -A -o json > events.json"},
     {"--containerd-config", offsetof(struct doctor_options, containerd_config), true,
      "give the path of containerd's config.toml on the node (default /etc/containerd/config.toml; "
      "see: containerd config dump)"},
@@ -528,6 +541,7 @@ void doctor_ctx_done(struct doctor_ctx *c)
 	runtime_found_free(c->rt);
 	json_decref(c->pods);
 	json_decref(c->node_obj);
+	json_decref(c->events);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -568,7 +582,7 @@ bool doctor_only_valid(const char *sel)
 {
 	/* ids reported outside the check table: bad input files */
 	static const char *const input_ids[] = {"input.pods-invalid", "input.node-invalid",
-						"input.cuda-version-invalid"};
+						"input.cuda-version-invalid", "input.events-invalid"};
 	char *const one[] = {(char *)sel};
 
 	for (size_t k = 0; k < doctor_n_checks; k++)

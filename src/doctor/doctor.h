@@ -59,6 +59,7 @@ struct doctor_options {
 	const char *kernel_log;            /* --kernel-log FILE; NULL: <root>/var/log/kern.log, or /dev/kmsg live */
 	const char *pods_file;             /* --pods FILE: kubectl get pods -o json (a List or one Pod) */
 	const char *node_file;             /* --node FILE: kubectl get node NAME -o json */
+	const char *events_file;           /* --events FILE: kubectl get events -A -o json */
 	const char *cuda_version;          /* --cuda-version 12.4: the CUDA an image needs */
 	const char *runtime_class;         /* RuntimeClass handler pods use, "nvidia" by default */
 	const char *containerd_config;     /* path of config.toml on the host */
@@ -112,6 +113,10 @@ struct doctor_ctx {
 	/* cluster facts from --pods / --node */
 	json_t *pods; /* array of Pod objects, NULL when not given */
 	json_t *node_obj;
+	json_t *events; /* --events, loaded by the cluster check (doctor/cluster.h) */
+	/* this node's name in --pods: --node's, else ROOT/etc/hostname when pods run there (doctor/cluster.h) */
+	char node_name[256];
+	bool node_name_done;
 };
 
 /* Add a finding; evidence lines are added with doctor_evidence() on the returned pointer. */

@@ -86,3 +86,36 @@ json_t *k8sobj_pod_spec(const json_t *obj)
 	}
 	return NULL;
 }
+
+static const char *str_or_empty(const json_t *obj, const char *key)
+{
+	const char *s = json_string_value(json_object_get(obj, key));
+
+	return s ? s : "";
+}
+
+bool k8sobj_event(const json_t *obj, struct k8s_event *ev)
+{
+	const char *kind = json_string_value(json_object_get(obj, "kind"));
+	const json_t *about = json_object_get(obj, "involvedObject"), *count;
+
+	if (!json_is_object(obj) || (kind && !streq(kind, "Event")))
+		return false;
+	if (!json_is_object(about))
+		about = json_object_get(obj, "regarding"); /* events.k8s.io/v1 */
+	if (!kind && !json_is_object(about))
+		return false;
+	ev->type = str_or_empty(obj, "type");
+	ev->reason = str_or_empty(obj, "reason");
+	ev->message = str_or_empty(obj, "message");
+	if (!*ev->message)
+		ev->message = str_or_empty(obj, "note");
+	ev->kind = str_or_empty(about, "kind");
+	ev->ns = str_or_empty(about, "namespace");
+	ev->name = str_or_empty(about, "name");
+	count = json_object_get(obj, "count");
+	if (!json_is_integer(count))
+		count = json_object_get(json_object_get(obj, "series"), "count");
+	ev->count = json_is_integer(count) && json_integer_value(count) > 0 ? json_integer_value(count) : 1;
+	return true;
+}

@@ -6,6 +6,8 @@
  */
 #pragma once
 
+#include <stdbool.h>
+
 #include <jansson.h>
 
 #include "util/err.h"
@@ -20,3 +22,16 @@ int k8sobj_load(const char *path, json_t **ret, struct gerr *err);
  * Job → spec.template.spec; CronJob → spec.jobTemplate.spec.template.spec. NULL for other kinds.
  */
 json_t *k8sobj_pod_spec(const json_t *obj);
+
+/*
+ * One Event of `kubectl get events -A -o json` (core/v1: involvedObject, message; events.k8s.io/v1:
+ * regarding, note). Strings are borrowed from obj, "" when absent; false when obj is not an Event.
+ */
+struct k8s_event {
+	const char *type;             /* "Warning" / "Normal" */
+	const char *reason;           /* "FailedScheduling" */
+	const char *message;          /* the text kubectl describe shows */
+	const char *kind, *ns, *name; /* the object it is about */
+	long long count;              /* times seen (count or series.count), 1 when absent */
+};
+bool k8sobj_event(const json_t *obj, struct k8s_event *ev);

@@ -190,7 +190,7 @@ def run(name, keep):
                 standin.kill()
                 return ["podres stand-in did not start"]
         args = [GPULET, "doctor", "--root", root, "--json", "--nvml-library", FAKE]
-        for opt in ("pods", "node", "kernel-log"):
+        for opt in ("pods", "node", "kernel-log", "events"):
             if opt in spec:
                 args += [f"--{opt}", os.path.join(d, spec[opt])]
         args += spec.get("args", [])

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the cluster says about this node, from --pods / --node / --events (kubectl JSON): which pods
+ * run here, which of them are NVIDIA's components, the device plugin's config, and who injects the
+ * GPU (docs/reference/cluster-events.md).
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "doctor/doctor.h"
+#include "kube/allocresp.h"
+
+/* NVIDIA components by pod name prefix / app label (docs/reference/cluster-events.md §3). */
+enum nv_component {
+	NV_NONE,
+	NV_DEVICE_PLUGIN,
+	NV_MPS_DAEMON,
+	NV_GFD,
+	NV_NFD,
+	NV_DRIVER,
+	NV_VALIDATOR,
+	NV_TOOLKIT,
+	NV_OPERATOR,
+	NV_OTHER, /* dcgm-exporter, mig-manager, node-status-exporter, ...: NVIDIA's, needs no check */
+};
+
+const char *cluster_pod_name(const json_t *pod);
+const char *cluster_pod_ns(const json_t *pod);
+/* Find this node's name once: --node's metadata.name, else ROOT/etc/hostname when some pod in --pods
+ * has that spec.nodeName (kubelet names the node after the host name unless --hostname-override). */
+void cluster_find_node(struct doctor_ctx *c);
+/* This node's name, NULL unknown (then every pod in --pods counts as this node's). */
+const char *cluster_node_name(const struct doctor_ctx *c);
+/* A Pod of --pods that runs (or is bound) on this node; every Pod when --node is not given. */
+bool cluster_pod_here(const struct doctor_ctx *c, const json_t *pod);
+bool cluster_is_pod(const json_t *obj);
+enum nv_component cluster_component(const json_t *pod);
+/* Ready, and no container waiting / restarting: why not in buf ("CrashLoopBackOff, last OOMKilled"). */
+bool cluster_pod_healthy(const json_t *pod, char *why, size_t size);
+/* The object of this kind and name in --pods (ConfigMap, RuntimeClass), NULL when absent. */
+const json_t *cluster_object(const struct doctor_ctx *c, const char *kind, const char *ns, const char *name);
+/* Node label value, NULL when absent or no --node. */
+const char *cluster_node_label(const struct doctor_ctx *c, const char *key);
+/* A container's env value (literal value only), NULL when unset. */
+const char *cluster_env(const json_t *ctr, const char *name);
+
+/* The device plugin's settings as its pod and ConfigMap say (NVIDIA k8s-device-plugin flags). */
+struct plugin_cfg {
+	bool found;             /* a device plugin pod on this node */
+	char strategy[96];      /* deviceListStrategy, "" unknown (default envvar) */
+	char strategy_src[256]; /* where it was read */
+	char config_src[256];   /* the plugin config read: "ConfigMap NS/NAME key K", "" none */
+	char sharing[16];       /* "mps", "timeSlicing", "" */
+	bool fail_gt_one;       /* sharing.*.failRequestsGreaterThanOne (MPS: true by default) */
+	long long replicas;     /* largest sharing replicas, 0 none */
+	char pod[256];          /* namespace/name of the plugin pod */
+	bool config_unread;     /* it mounts a ConfigMap that --pods does not hold */
+};
+void cluster_plugin_cfg(const struct doctor_ctx *c, struct plugin_cfg *ret);
+
+/* Who injects the GPU on this node (doctor/inject.c). */
+struct inject_facts {
+	enum allocresp_mode mode; /* ALLOCRESP_NONE: unknown */
+	bool also_env;            /* CDI names and NVIDIA_VISIBLE_DEVICES both ("envvar,cdi-cri") */
+	char source[320];         /* the evidence: checkpoint entry, pod env, ConfigMap, CDI spec file */
+};
+void doctor_inject_facts(struct doctor_ctx *c, struct inject_facts *ret);
+
+int doctor_check_inject(struct doctor_ctx *c);
+int doctor_check_plugin_pods(struct doctor_ctx *c);
+int doctor_check_cluster(struct doctor_ctx *c);
+/* --events: reasons mapped onto the chain (doctor/check_events.c), called by doctor_check_cluster. */
+void doctor_cluster_events(struct doctor_ctx *c);

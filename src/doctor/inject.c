@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Who injects the GPU, then one link judged (docs/reference/cluster-events.md §1–2). The device
+ * plugin's Allocate answer decides who must act: CDI names (cdi-cri, cdi-annotations) need the
+ * runtime's CDI support and nothing else — runc as the default runtime is right for them; an
+ * NVIDIA_VISIBLE_DEVICES list (envvar, volume-mounts) needs the nvidia runtime's hook, so GPU pods
+ * must run under it (RuntimeClass or default). Evidence, strongest first: what kubelet's checkpoint
+ * says Allocate returned, the plugin pod's flags / ConfigMap (--pods), the plugin's CDI spec file.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doctor/cluster.h"
+#include "doctor/kubelet_root.h"
+#include "parse/toml.h"
+#include "util/macro.h"
+
+static bool is_cdi(enum allocresp_mode m)
+{
+	return m == ALLOCRESP_CDI_CRI || m == ALLOCRESP_CDI_ANNOTATIONS;
+}
+
+/* kubelet_internal_checkpoint: the strongest mode any nvidia.com/ entry's AllocResp shows. */
+static void from_checkpoint(struct doctor_ctx *c, struct inject_facts *f)
+{
+	char rel[320];
+	_cleanup_free_ char *p = NULL;
+	json_auto_t *ck = NULL;
+	size_t i;
+	json_t *e;
+
+	snprintf(rel, sizeof(rel), "%s/kubelet_internal_checkpoint", doctor_device_plugin_dir(c));
+	p = doctor_path(c, rel);
+	ck = p ? json_load_file(p, 0, NULL) : NULL;
+	json_array_foreach (json_object_get(json_object_get(ck, "Data"), "PodDeviceEntries"), i, e) {
+		const char *res = json_string_value(json_object_get(e, "ResourceName"));
+		const char *b64 = json_string_value(json_object_get(e, "AllocResp"));
+		struct allocresp a;
+
+		if (!res || strncmp(res, "nvidia.com/", 11) || !b64 || allocresp_decode(b64, &a, NULL) < 0 ||
+		    a.mode <= f->mode)
+			continue;
+		f->mode = a.mode;
+		f->also_env = a.envvar || a.volume_mounts;
+		snprintf(f->source, sizeof(f->source),
+			 "%s: Allocate for pod %.40s container %.60s (%.60s) returned %s (%.100s)", rel,
+			 json_string_value(json_object_get(e, "PodUID")) ?: "?",
+			 json_string_value(json_object_get(e, "ContainerName")) ?: "?", res,
+			 a.mode == ALLOCRESP_CDI_CRI           ? "CDI device names (cdi_devices)"
+			 : a.mode == ALLOCRESP_CDI_ANNOTATIONS ? "CDI annotations"
+			 : a.mode == ALLOCRESP_VOLUME_MOUNTS   ? "volume-mount device list"
+							       : "NVIDIA_VISIBLE_DEVICES",
+			 a.example);
+	}
+}
+
+/* The strategy list's strongest member ("envvar,cdi-cri" returns both: CDI names win at the runtime). */
+static enum allocresp_mode strategy_mode(const char *s)
+{
+	static const struct {
+		const char *name;
+		enum allocresp_mode m;
+	} names[] = {{"cdi-cri", ALLOCRESP_CDI_CRI},
+		     {"cdi-annotations", ALLOCRESP_CDI_ANNOTATIONS},
+		     {"volume-mounts", ALLOCRESP_VOLUME_MOUNTS},
+		     {"envvar", ALLOCRESP_ENVVAR}};
+
+	for (size_t k = 0; k < ELEMENTSOF(names); k++)
+		if (strstr(s, names[k].name))
+			return names[k].m;
+	return ALLOCRESP_NONE;
+}
+
+static void from_plugin_pod(struct doctor_ctx *c, struct inject_facts *f)
+{
+	struct plugin_cfg p;
+
+	cluster_plugin_cfg(c, &p);
+	if (!p.found || (!p.strategy[0] && p.config_unread))
+		return; /* its config file may set the strategy: unknown */
+	f->mode = p.strategy[0] ? strategy_mode(p.strategy) : ALLOCRESP_ENVVAR;
+	f->also_env = strstr(p.strategy, "envvar") || strstr(p.strategy, "volume-mounts");
+	if (p.strategy[0])
+		snprintf(f->source, sizeof(f->source), "%s says deviceListStrategy %s", p.strategy_src, p.strategy);
+	else
+		snprintf(f->source, sizeof(f->source),
+			 "device plugin pod %s sets no device-list strategy: the default is envvar", p.pod);
+}
+
+/* The plugin's own CDI spec (k8s.device-plugin.nvidia.com-*.json, gpulet*) in /var/run/cdi. */
+static void from_spec_file(struct doctor_ctx *c, struct inject_facts *f)
+{
+	char names[32][256];
+	size_t n = doctor_cdi_dir_files(c, "/var/run/cdi", names, ELEMENTSOF(names));
+
+	for (size_t k = 0; k < n; k++)
+		if (!strncmp(names[k], "k8s.device-plugin.nvidia.com", 28) || !strncmp(names[k], "gpulet", 6)) {
+			f->mode = ALLOCRESP_CDI_CRI;
+			snprintf(f->source, sizeof(f->source),
+				 "/var/run/cdi/%.200s: the device plugin writes its own CDI spec only with a CDI "
+				 "device-list strategy",
+				 names[k]);
+			return;
+		}
+}
+
+void doctor_inject_facts(struct doctor_ctx *c, struct inject_facts *f)
+{
+	memset(f, 0, sizeof(*f));
+	from_checkpoint(c, f);
+	if (f->mode == ALLOCRESP_NONE)
+		from_plugin_pod(c, f);
+	if (f->mode == ALLOCRESP_NONE)
+		from_spec_file(c, f);
+}
+
+/* The runtime handler of a RuntimeClass: its object in --pods, else the name (kubeadm clusters name them alike). */
+static const char *class_handler(const struct doctor_ctx *c, const char *cls)
+{
+	const json_t *rc = cluster_object(c, "RuntimeClass", NULL, cls);
+	const char *h = json_string_value(json_object_get(rc, "handler"));
+
+	return h ? h : cls;
+}
+
+static bool has_runtime(const struct ctrd_facts *rf, const char *handler)
+{
+	return toml_path(rf->containerd, "runtimes", handler, NULL) != NULL;
+}
+
+/* A runtime whose binary is NVIDIA's (nvidia-container-runtime, .cdi, .legacy): its hook injects. */
+static bool hooked(const struct ctrd_facts *rf, const char *handler)
+{
+	const struct toml *rt = toml_path(rf->containerd, "runtimes", handler, NULL);
+
+	return strstr(toml_string(toml_get(rt, "options"), "BinaryName", ""), "nvidia") != NULL;
+}
+
+/* GPU pods on this node, not terminating; each gets fn. */
+#define FOREACH_GPU_POD(c, i, pod)             \
+	json_array_foreach ((c)->pods, i, pod) \
+		if (cluster_pod_here(c, pod) && !doctor_pod_is_terminating(pod) && doctor_pod_requests_gpu(pod))
+
+static void cdi_disabled(struct doctor_ctx *c, const struct inject_facts *f, const struct ctrd_facts *rf)
+{
+	struct doctor_finding *fd = doctor_report(
+	    c, "inject.cdi-disabled", DOCTOR_FAIL, LINK_RUNTIME,
+	    "turn CDI on in the runtime: enable_cdi = true (and cdi_spec_dirs = [\"/etc/cdi\", \"/var/run/cdi\"]) "
+	    "under the CRI plugin of containerd's config (nvidia-ctk runtime configure --runtime=containerd "
+	    "--cdi.enabled), then restart containerd; or switch the plugin to deviceListStrategy envvar with "
+	    "the nvidia runtime",
+	    "the device plugin answers Allocate with CDI device names but the runtime's CDI support is off: "
+	    "the names are dropped and containers start without a GPU (the default runtime being runc is "
+	    "right for CDI and not the cause)");
+
+	doctor_evidence(fd, "%s", f->source);
+	doctor_evidence(fd, "plugins.\"%s\".enable_cdi is %s (files: %s)", rf->plugin_id,
+			rf->enable_cdi_explicit ? "false" : "unset, off before containerd 2.0", c->ctrd_files[0]);
+}
+
+/* envvar / volume-mounts: each GPU pod must run under a runtime with the NVIDIA hook. */
+static void runtime_class_link(struct doctor_ctx *c, const struct inject_facts *f, const struct ctrd_facts *rf,
+			       const char *nvidia)
+{
+	struct doctor_finding *fd = NULL;
+	size_t i;
+	json_t *pod;
+
+	FOREACH_GPU_POD(c, i, pod)
+	{
+		const char *cls = json_string_value(json_object_get(json_object_get(pod, "spec"), "runtimeClassName"));
+		const char *h = cls ? class_handler(c, cls) : rf->default_runtime;
+
+		if (streq(h, nvidia) || hooked(rf, h) || (cls && !has_runtime(rf, h)))
+			continue; /* the nvidia runtime, or a handler missing_handlers() names */
+		if (!fd) {
+			fd = doctor_report(
+			    c, "inject.runtime-class-missing", DOCTOR_FAIL, LINK_RUNTIME,
+			    "add runtimeClassName: nvidia to the GPU pods (or make nvidia the default runtime: "
+			    "nvidia-ctk runtime configure --runtime=containerd --set-as-default), or run the plugin "
+			    "with deviceListStrategy cdi-cri and CDI on",
+			    "the device plugin hands GPUs over as NVIDIA_VISIBLE_DEVICES, which only the nvidia "
+			    "runtime's hook acts on, but GPU pods run under \"%s\": they start without a GPU",
+			    h);
+			doctor_evidence(fd, "%s", f->source);
+			doctor_evidence(fd, "containerd default_runtime_name = \"%s\"", rf->default_runtime);
+		}
+		doctor_evidence(fd, "pod %s/%s runtimeClassName %s → handler %s", cluster_pod_ns(pod),
+				cluster_pod_name(pod), cls ? cls : "(none)", h);
+	}
+}
+
+/* A RuntimeClass GPU pods use whose handler the runtime lacks (the --runtime-class one is runtime.*'s). */
+static void missing_handlers(struct doctor_ctx *c, const struct ctrd_facts *rf, const char *nvidia)
+{
+	struct doctor_finding *fd;
+	size_t i;
+	json_t *pod;
+
+	FOREACH_GPU_POD(c, i, pod)
+	{
+		const char *cls = json_string_value(json_object_get(json_object_get(pod, "spec"), "runtimeClassName"));
+		const char *h = cls ? class_handler(c, cls) : NULL;
+		char id_fix[512];
+
+		if (!h || streq(h, nvidia) || has_runtime(rf, h))
+			continue;
+		snprintf(id_fix, sizeof(id_fix),
+			 "add a runtimes.%s table to containerd's CRI config (nvidia-ctk runtime configure "
+			 "--runtime=containerd --nvidia-runtime-name=%s) and restart containerd, or point RuntimeClass "
+			 "%s at a handler that exists",
+			 h, h, cls);
+		fd =
+		    doctor_report_once(c, "inject.handler-missing", DOCTOR_FAIL, LINK_RUNTIME, id_fix,
+				       "RuntimeClass %s names handler \"%s\", which containerd does not have: its pods "
+				       "fail in FailedCreatePodSandBox ('no runtime for \"%s\" is configured')",
+				       cls, h, h);
+		doctor_evidence(fd, "pod %s/%s runtimeClassName %s → handler %s; containerd runtimes has no \"%s\"",
+				cluster_pod_ns(pod), cluster_pod_name(pod), cls, h, h);
+	}
+}
+
+int doctor_check_inject(struct doctor_ctx *c)
+{
+	const char *nvidia = c->o->runtime_class ? c->o->runtime_class : "nvidia";
+	struct inject_facts f;
+	struct ctrd_facts rf;
+	size_t before = c->n_findings;
+	int r = doctor_need_containerd(c);
+
+	cluster_find_node(c);
+
+	if (r == -ENOMEM)
+		return r;
+	doctor_inject_facts(c, &f);
+	if (r <= 0) {
+		doctor_skip(c, "the runtime's config was not read (see runtime.*): cannot judge who injects");
+		return 0;
+	}
+	doctor_containerd_facts(c, &rf);
+	/* both kinds returned: with CDI off the env var still works under the nvidia runtime */
+	if (is_cdi(f.mode) && !rf.enable_cdi && !f.also_env)
+		cdi_disabled(c, &f, &rf);
+	if ((!is_cdi(f.mode) || (f.also_env && !rf.enable_cdi)) && f.mode != ALLOCRESP_NONE && c->pods)
+		runtime_class_link(c, &f, &rf, nvidia);
+	if (c->pods)
+		missing_handlers(c, &rf, nvidia);
+	if (c->n_findings > before)
+		return 0;
+	if (f.mode == ALLOCRESP_NONE) {
+		doctor_skip(c,
+			    "no allocation in kubelet's checkpoint, no plugin pod in --pods, no plugin CDI spec: who "
+			    "injects is unknown");
+		return 0;
+	}
+	doctor_evidence(doctor_report(c, "inject.ok", DOCTOR_OK, LINK_RUNTIME, NULL, "GPUs are injected by %s",
+				      is_cdi(f.mode) ? "the runtime's CDI" : "the nvidia runtime's hook"),
+			"%s", f.source);
+	return 0;
+}
