@@ -4,6 +4,7 @@
  * metrics; the HTTP server's thread (util/httpd.h) only copies the last published text, so a slow walk (a hung
  * runtime tool, a kubelet socket that does not answer) never blocks a scrape.
  */
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -191,36 +192,80 @@ static void serve_loop(const struct doctor_options *o, const struct doctor_serve
 	}
 }
 
-int doctor_serve(const struct doctor_options *o, const struct doctor_serve_options *so, struct gerr *err)
-{
-	struct published p = {.lock = PTHREAD_MUTEX_INITIALIZER};
-	struct httpd *d;
-	sigset_t stop;
+/* The daemon: what serve_loop() runs with, owned here from start to stop. */
+struct doctor_server {
+	const struct doctor_options *o;
+	const struct doctor_serve_options *so;
+	struct published p;
+	struct httpd *http;
 	int sfd, ifd;
+};
 
+void doctor_serve_stop(struct doctor_server *s)
+{
+	if (!s)
+		return;
+	httpd_stop(s->http); /* no scrape reads p after this */
+	if (s->ifd >= 0)
+		close(s->ifd);
+	if (s->sfd >= 0)
+		close(s->sfd);
+	free(s->p.text);
+	pthread_mutex_destroy(&s->p.lock);
+	free(s);
+}
+
+int doctor_serve_start(const struct doctor_options *o, const struct doctor_serve_options *so,
+		       struct doctor_server **ret, struct gerr *err)
+{
+	struct doctor_server *s = calloc(1, sizeof(*s));
+	sigset_t stop;
+	int r;
+
+	if (!s)
+		return gerr_set(err, ENOMEM, "out of memory");
+	*s = (struct doctor_server){.o = o, .so = so, .sfd = -1, .ifd = -1};
+	pthread_mutex_init(&s->p.lock, NULL);
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGINT);
-	sfd = signalfd(-1, &stop, SFD_CLOEXEC);
-	if (sfd < 0)
-		return gerr_set(err, errno, "signalfd: %s", strerror(errno));
-	d = listen_on(so->address, &p, err);
-	if (!d) {
-		close(sfd);
-		return -(err->code ? err->code : EINVAL);
+	s->sfd = signalfd(-1, &stop, SFD_CLOEXEC);
+	if (s->sfd < 0) {
+		r = gerr_set(err, errno, "signalfd: %s", strerror(errno));
+		doctor_serve_stop(s);
+		return r;
 	}
-	ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (ifd < 0)
+	s->http = listen_on(so->address, &s->p, err);
+	if (!s->http) {
+		r = -(err->code ? err->code : EINVAL);
+		doctor_serve_stop(s);
+		return r;
+	}
+	s->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (s->ifd < 0)
 		log_warn("Cannot watch the node for changes, re-checking on the interval only", "error=\"%s\"",
 			 strerror(errno));
 	else
-		add_watches(ifd, o->root);
-	serve_loop(o, so, sfd, ifd, &p);
+		add_watches(s->ifd, o->root);
+	*ret = s;
+	return 0;
+}
+
+void doctor_serve_run(struct doctor_server *s)
+{
+	serve_loop(s->o, s->so, s->sfd, s->ifd, &s->p);
 	log_info("Stopping", NULL);
-	httpd_stop(d);
-	if (ifd >= 0)
-		close(ifd);
-	close(sfd);
-	free(p.text);
+}
+
+int doctor_serve(const struct doctor_options *o, const struct doctor_serve_options *so, struct gerr *err)
+{
+	struct doctor_server *s = NULL;
+	int r = doctor_serve_start(o, so, &s, err);
+
+	if (r < 0)
+		return r;
+	assert(s); /* started: *ret is set */
+	doctor_serve_run(s);
+	doctor_serve_stop(s);
 	return 0;
 }
