@@ -367,18 +367,6 @@ static int open_nvml(struct labels_cli *c, struct nvml **ret)
 	return r;
 }
 
-/* As GFD: a stopped labeler's file goes, unless it was meant to outlive it (oneshot, infinite sleep). */
-static void remove_output(const struct labels_cli *c)
-{
-	_cleanup_free_ char *path = NULL;
-
-	if (to_stdout(c) || c->oneshot || c->sleep_ms < 0)
-		return;
-	path = root_path(c->c.nvml.root, c->output);
-	if (path && unlink(path) < 0 && errno != ENOENT)
-		log_warn("cannot remove the feature file", "path=%s error=%s", path, strerror(errno));
-}
-
 /* Sleep until the next pass: 0 time to relabel, SIGHUP to reload, another signal to stop. */
 static int wait_next(const struct labels_cli *c, const sigset_t *set)
 {
@@ -419,7 +407,11 @@ static int run(struct labels_cli *c, const sigset_t *set)
 			break;
 		}
 	}
-	remove_output(c);
+	/*
+	 * The feature file stays when we stop (GFD removes it, cmd/gpu-feature-discovery/main.go): a
+	 * rollout or a crash must not blank the node's labels until NFD's next pass; the next
+	 * successful labelling replaces it (docs/reference/device-plugin.md §9.1).
+	 */
 	return r ? 1 : 0;
 }
 

@@ -597,8 +597,10 @@ int labels_format(const struct label_set *s, char **ret)
 
 	if (!f)
 		return -ENOMEM;
-	/* NFD reads '#' lines as comments (only '# +' starts a directive) */
-	fputs("# gpulet labels: GPU Feature Discovery compatible node labels\n", f);
+	/*
+	 * Only key=value lines, as GFD writes them: NFD before v0.14 has no comments in feature files
+	 * and would take a '#' line for a label (docs/reference/device-plugin.md §9.1).
+	 */
 	for (size_t i = 0; i < s->n; i++)
 		fprintf(f, "%s=%s\n", s->v[i].key, s->v[i].value);
 	if (fclose(f) != 0) {

@@ -272,6 +272,8 @@ enum {
 #define NVML_FI_DEV_MEMORY_TEMP               82
 #define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX 138 /* KiB since boot; scopeId = link, UINT_MAX = all */
 #define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX 139
+#define NVML_FI_DEV_GET_GPU_RECOVERY_ACTION   230 /* uiVal: nvmlDeviceGpuRecoveryAction_t; newer drivers only */
+#define NVML_GPU_RECOVERY_ACTION_NONE         0
 
 typedef union nvmlValue_st {
 	double dVal;

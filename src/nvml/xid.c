@@ -86,10 +86,15 @@ const char *xid_severity_name(enum xid_severity s)
 	return enum_to_name(xid_severity_names, s, "unknown");
 }
 
-bool xid_recoverable(unsigned code)
+enum xid_recovery xid_recovery(unsigned code)
 {
 	const struct xid_info *x = xid_lookup(code);
-	return !x || (x->severity != XID_SEV_REBOOT && x->severity != XID_SEV_HARDWARE);
+
+	if (x && x->severity == XID_SEV_APP)
+		return XID_RECOVER_QUIET;
+	if (x && (x->severity == XID_SEV_REBOOT || x->severity == XID_SEV_HARDWARE))
+		return XID_RECOVER_NEVER;
+	return XID_RECOVER_CLEAN; /* reset class, info class and codes not in the table */
 }
 
 static void policy_set(struct xid_policy *p, unsigned code, bool ignored)
@@ -118,12 +123,30 @@ bool xid_policy_is_critical(const struct xid_policy *p, unsigned xid)
 	return !(p->ignored[xid / 8] & (1u << (xid % 8)));
 }
 
+/* Note one ignored entry in err (the first few, then a count), as upstream logs and skips it. */
+static void note_ignored(const char *var, const char *tok, size_t len, unsigned n, struct gerr *err)
+{
+	size_t used;
+
+	if (!err)
+		return;
+	if (n == 1)
+		err->msg[0] = '\0';
+	used = strlen(err->msg);
+	if (n <= 4)
+		snprintf(err->msg + used, sizeof(err->msg) - used, "%s%s: ignoring '%.*s' (not an XID number)",
+			 n > 1 ? "; " : "", var, (int)MIN(len, 40), tok);
+	else if (n == 5)
+		snprintf(err->msg + used, sizeof(err->msg) - used, "; and more");
+}
+
 /*
- * Walk one comma list. keyword_all is set when "all" (or, for the disable list, "xids") appears;
- * every number is passed to policy_set(p, code, ignored).
+ * Walk one comma list as upstream's newHealthCheckXIDs does (internal/rm/health.go): entries are
+ * trimmed and case-folded, "all" and "xids" set keyword_all, numbers go to policy_set(p, code,
+ * ignored); anything else is skipped and counted in *n_bad (described in err).
  */
-static int policy_list(const char *var, const char *list, bool is_disable, struct xid_policy *p, bool *keyword_all,
-		       struct gerr *err)
+static void policy_list(const char *var, const char *list, bool ignored, struct xid_policy *p, bool *keyword_all,
+			unsigned *n_bad, struct gerr *err)
 {
 	const char *s = list;
 
@@ -137,52 +160,45 @@ static int policy_list(const char *var, const char *list, bool is_disable, struc
 			s++, len--;
 		while (len && isspace((unsigned char)s[len - 1]))
 			len--;
-		if (len >= sizeof(tok))
-			return gerr_set(err, EINVAL, "%s: entry '%.*s' is too long; expected XID numbers, 'all'%s", var,
-					(int)MIN(len, 40), s, is_disable ? " or 'xids'" : "");
-		memcpy(tok, s, len);
-		tok[len] = '\0';
-		if (len == 0) {
-			/* empty entries ("13,,31", trailing comma) are harmless */
-		} else if (strcasecmp(tok, "all") == 0 || (is_disable && strcasecmp(tok, "xids") == 0)) {
-			*keyword_all = true;
-		} else {
-			char *e;
-			errno = 0;
-			unsigned long v = strtoul(tok, &e, 10);
-			if (errno || *e || !isdigit((unsigned char)tok[0]) || v > 100000)
-				return gerr_set(err, EINVAL,
-						"%s: '%s' is not an XID number; use a comma list like '13,31' or 'all'",
-						var, tok);
-			policy_set(p, (unsigned)v, is_disable);
+		if (len >= sizeof(tok)) {
+			note_ignored(var, s, len, ++*n_bad, err);
+		} else if (len > 0) {
+			memcpy(tok, s, len);
+			tok[len] = '\0';
+			if (strcasecmp(tok, "all") == 0 || strcasecmp(tok, "xids") == 0) {
+				*keyword_all = true;
+			} else {
+				char *e;
+				errno = 0;
+				unsigned long long v = strtoull(tok, &e, 10);
+				if (errno || *e || !isdigit((unsigned char)tok[0]))
+					note_ignored(var, tok, len, ++*n_bad, err);
+				else if (v < XID_POLICY_MAX)
+					policy_set(p, (unsigned)v, ignored);
+			}
 		}
 		s = end ? end + 1 : NULL;
 	}
-	return 0;
 }
 
 int xid_policy_parse(const char *disable, const char *enable, struct xid_policy *ret, struct gerr *err)
 {
 	struct xid_policy p;
+	unsigned n_bad = 0;
 	bool all;
-	int r;
 
 	xid_policy_default(&p);
-	r = policy_list("DP_DISABLE_HEALTHCHECKS", disable, true, &p, &all, err);
-	if (r < 0)
-		return r;
+	policy_list("DP_DISABLE_HEALTHCHECKS", disable, true, &p, &all, &n_bad, err);
 	if (all) {
 		p.disabled = true;
 		*ret = p;
-		return 0;
+		return (int)n_bad;
 	}
-	r = policy_list("DP_ENABLE_HEALTHCHECKS", enable, false, &p, &all, err);
-	if (r < 0)
-		return r;
+	policy_list("DP_ENABLE_HEALTHCHECKS", enable, false, &p, &all, &n_bad, err);
 	if (all)
 		memset(p.ignored, 0, sizeof(p.ignored));
 	*ret = p;
-	return 0;
+	return (int)n_bad;
 }
 
 static int hexval(const char *s, size_t len, unsigned *ret)

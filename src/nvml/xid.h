@@ -34,10 +34,19 @@ const struct xid_info *xid_lookup(unsigned code);
 /* "app", "info", "reset", "reboot", "hardware". */
 const char *xid_severity_name(enum xid_severity s);
 /*
- * Whether a GPU with this XID may come back by itself (health recovery after a quiet period):
- * false for XIDs meaning the GPU is gone (79) or needs hardware service. Unknown codes: true.
+ * When a GPU made unhealthy by this XID may be healthy again (docs/reference/device-plugin.md
+ * §4.1):
+ *   QUIET  application errors: after a quiet period in which NVML answers normally;
+ *   CLEAN  reset class, informational and unknown codes: only when NVML itself says the GPU was
+ *          reset (recovery action NONE, nothing pending); never on silence alone;
+ *   NEVER  the GPU is gone (79) or needs hardware service: never while the process runs.
  */
-bool xid_recoverable(unsigned code);
+enum xid_recovery {
+	XID_RECOVER_QUIET,
+	XID_RECOVER_CLEAN,
+	XID_RECOVER_NEVER,
+};
+enum xid_recovery xid_recovery(unsigned code);
 
 /* XIDs that upstream never marks unhealthy: application errors. */
 extern const unsigned xid_default_ignored[];
@@ -58,8 +67,9 @@ struct xid_policy {
 };
 
 /*
- * Parse the two variables (each may be NULL or ""). An entry that is neither a number nor a keyword
- * is an error naming the variable and the entry.
+ * Parse the two variables (each may be NULL or ""). As upstream, an entry that is neither a number
+ * nor "all"/"xids" is skipped: the return value is how many were (0: all good), and err then says
+ * which, for the caller to log as a warning. Never fails.
  */
 int xid_policy_parse(const char *disable, const char *enable, struct xid_policy *ret, struct gerr *err);
 /* The default policy (no variables set). */

@@ -281,8 +281,8 @@ static const struct opt opts[] = {
      "300",
      F(health_recovery),
      NULL,
-     "seconds without a new error after which a GPU unhealthy for a recoverable XID/ECC reason is healthy again "
-     "(a GPU stays unhealthy while NVML reports it lost, and after XID 79 until restart)"},
+     "seconds without a new error after which a GPU unhealthy for an application XID is healthy again; one "
+     "needing a reset only once NVML also reports it reset, one lost or after XID 79 not until restart"},
     /* gpulet: second XID source for what NVML misses, e.g. XID 79 fallen off the bus */
     {"kernel-log",
      NULL,

@@ -51,14 +51,25 @@ static char *nvml_driver_root(const struct plugin_config *cfg)
 	return root_path(cfg->root, cfg->driver_root);
 }
 
+/* What build() found besides the node and the resources. */
+struct built {
+	bool no_devices; /* NVML works and there is nothing to advertise (upstream waits) */
+	bool imex;       /* the configured IMEX channel exists */
+};
+
 /* Read the node and derive the resources for cfg. */
 static int build(struct daemon *d, const struct plugin_config *cfg, struct node **ret_node,
-		 struct resource_set **ret_rs, struct gerr *err)
+		 struct resource_set **ret_rs, struct built *ret, struct gerr *err)
 {
 	_cleanup_(node_freep) struct node *n = NULL;
 	_cleanup_(resource_set_freep) struct resource_set *rs = NULL;
 	struct resource_options o;
 	int r;
+
+	*ret = (struct built){0};
+	r = daemon_imex_select(cfg, &ret->imex, err);
+	if (r < 0)
+		return r;
 
 	if (!d->nv) {
 		_cleanup_free_ char *droot = nvml_driver_root(cfg);
@@ -71,17 +82,22 @@ static int build(struct daemon *d, const struct plugin_config *cfg, struct node 
 	r = node_load(d->nv, cfg->root, &n, err);
 	if (r < 0)
 		return r;
+	ret->no_devices = true;
 	if (n->n_gpus == 0)
 		return gerr_set(err, ENODEV, "no devices found: NVML reports no GPUs (driver %s)", n->driver_version);
 	config_resource_options(cfg, &o);
 	r = resources_build(n, &o, &rs, err);
 	if (r < 0)
 		return r;
+	if (rs->n_left_out)
+		log_warn("GPU lost before NVML named it, left out: it is not advertised until NVML answers for it",
+			 "count=%u gpus=\"%s\"", rs->n_left_out, rs->left_out);
 	if (rs->n == 0)
 		return gerr_set(err, ENODEV,
 				"no devices found: NVML reports %zu GPUs and none can be advertised "
 				"with mig-strategy=%s",
 				n->n_gpus, mig_strategy_name(cfg->mig_strategy));
+	ret->no_devices = false;
 	*ret_node = TAKE_PTR(n);
 	*ret_rs = TAKE_PTR(rs);
 	return 0;
@@ -102,6 +118,7 @@ void daemon_restart(struct daemon *d, const char *why, enum restart_kind kind)
 	struct node *n = NULL;
 	struct resource_set *rs = NULL;
 	struct gerr err = {0};
+	struct built got;
 	int r = 0;
 
 	log_info("Restarting device plugins", "reason=\"%s\"", why);
@@ -128,7 +145,7 @@ void daemon_restart(struct daemon *d, const char *why, enum restart_kind kind)
 		nvml_close(d->nv);
 		d->nv = NULL;
 	}
-	r = build(d, newcfg, &n, &rs, &err);
+	r = build(d, newcfg, &n, &rs, &got, &err);
 	if (r < 0) {
 		free(newcfg);
 		if (!d->rs) {
@@ -143,6 +160,7 @@ void daemon_restart(struct daemon *d, const char *why, enum restart_kind kind)
 		daemon_stop_serving(d, rs);
 		daemon_carry_health(d->rs, d->node, rs, n);
 		d->cfg = *newcfg;
+		d->imex = got.imex;
 		free(newcfg);
 		resource_set_free(d->rs);
 		node_free(d->node);
@@ -150,6 +168,7 @@ void daemon_restart(struct daemon *d, const char *why, enum restart_kind kind)
 		d->node = n;
 		log_config(&d->cfg);
 		daemon_write_cdi_spec(d);
+		d->cdi_extra = daemon_write_cdi_extra(d);
 		daemon_health_restart(d);
 		daemon_mps_reset(d);
 	}
@@ -314,14 +333,13 @@ int plugin_daemon_run(const struct config_args *args, const struct plugin_config
 {
 	struct daemon d = {.args = args, .cfg = *cfg, .sigfd = -1, .inofd = -1, .inowd = -1, .evfd = -1};
 	struct gerr err = {0};
+	struct built got;
 	int r, rc = 0;
 
 	/* upstream's env-only knobs for XID health checks (docs/reference/device-plugin.md §1, §4) */
-	r = xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &d.policy, &err);
-	if (r < 0) {
-		log_error("Invalid health check settings", "error=\"%s\"", err.msg);
-		return 1;
-	}
+	/* as upstream, an entry that is not an XID is skipped with a message, not a failure */
+	if (xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &d.policy, &err) > 0)
+		log_warn("Ignoring malformed XID values in the health check settings", "detail=\"%s\"", err.msg);
 	pthread_mutex_init(&d.qlock, NULL);
 	d.q_tail = &d.q_head;
 	d.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -336,9 +354,12 @@ int plugin_daemon_run(const struct config_args *args, const struct plugin_config
 	}
 	grpc_init();
 	log_config(&d.cfg);
-	r = build(&d, &d.cfg, &d.node, &d.rs, &err);
+	r = build(&d, &d.cfg, &d.node, &d.rs, &got, &err);
+	d.imex = got.imex;
 	if (r < 0) {
-		if (d.cfg.fail_on_init_error) {
+		/* NVML answers and there is no GPU: upstream waits whatever failOnInitError says (its
+		 * chart runs the plugin on nodes whose GPUs may not be up yet); issue 23 §5 */
+		if (d.cfg.fail_on_init_error && !got.no_devices) {
 			log_error("Failed to initialize the device plugin", "error=\"%s\" hint=\"%s\"", err.msg,
 				  "set --fail-on-init-error=false to keep the pod running on nodes without GPUs");
 			rc = 1;
@@ -349,6 +370,7 @@ int plugin_daemon_run(const struct config_args *args, const struct plugin_config
 		d.next_init_ms = daemon_now_ms() + INIT_RETRY_MS;
 	} else {
 		/* serving CDI names no spec resolves would fail every pod at start, far from the cause */
+		d.cdi_extra = daemon_write_cdi_extra(&d);
 		if (daemon_write_cdi_spec(&d) < 0 && d.cfg.fail_on_init_error) {
 			log_error(
 			    "Failed to initialize the device plugin", "error=\"no CDI spec\" hint=\"%s\"",

@@ -42,6 +42,8 @@ struct served {
 struct daemon {
 	const struct config_args *args;
 	struct plugin_config cfg;
+	bool imex;          /* cfg's IMEX channel exists (daemon_imex_select) */
+	unsigned cdi_extra; /* DP_CDI_EXTRA_*: the gated CDI specs written */
 	struct nvml *nv;
 	struct node *node;
 	struct resource_set *rs;
@@ -152,3 +154,15 @@ const char *daemon_mps_reason(const struct daemon *d, const char *name);
  * holds the names it defines. */
 int daemon_write_cdi_spec(struct daemon *d);
 void daemon_cdi_names_clear(struct dp_cdi_names *c);
+
+/* daemon_cdi_extra.c */
+/* Whether cfg's IMEX channel node is a character device under the dev root; *ret_path its path. */
+bool daemon_imex_channel_present(const struct plugin_config *cfg, char **ret_path);
+/*
+ * upstream internal/imex: *ret is whether cfg's IMEX channel is used (its node exists; absent:
+ * a warning). -ENODEV with err when imex.required and it does not exist.
+ */
+int daemon_imex_select(const struct plugin_config *cfg, bool *ret, struct gerr *err);
+/* With a CDI strategy, write the imex-channel and gated (gdrcopy/gds/mofed) specs; enabled
+ * features without device nodes are logged. Returns the DP_CDI_EXTRA_* bits written. */
+unsigned daemon_write_cdi_extra(const struct daemon *d);

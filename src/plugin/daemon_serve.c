@@ -186,6 +186,8 @@ static int start_serving(struct daemon *d, struct gerr *err)
 		s->ctx = (struct dp_ctx){.cfg = cfg,
 					 .node = d->node,
 					 .res = &d->rs->res[i],
+					 .imex = d->imex,
+					 .cdi_extra = d->cdi_extra,
 					 .mps_unready = daemon_mps_reason(d, d->rs->res[i].name),
 					 .cdi_names = &d->cdi};
 		snprintf(s->path, sizeof(s->path), "%s/%s", cfg->device_plugin_path, d->rs->res[i].socket);

@@ -270,16 +270,27 @@ static void add_cdi(const struct dp_ctx *c, struct build *b, V1beta1__ContainerA
 		    size_t n)
 {
 	const struct plugin_config *cfg = c->cfg;
-	bool imex = cfg->imex_channel_ids[0] != '\0';
-	const char **names = arena_alloc(b->a, (n + 2) * sizeof(*names));
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} extra[] = {
+	    /* upstream's order: gpu names, IMEX channels, then the gated modes as they are enabled */
+	    {DP_CDI_EXTRA_GDRCOPY, DP_CDI_VENDOR "/gdrcopy=all"},
+	    {DP_CDI_EXTRA_GDS, DP_CDI_VENDOR "/gds=all"},
+	    {DP_CDI_EXTRA_MOFED, DP_CDI_VENDOR "/mofed=all"},
+	};
+	const char **names = arena_alloc(b->a, (n + 2 + ELEMENTSOF(extra)) * sizeof(*names));
 	size_t nn = 0;
 
 	if (!names)
 		return;
 	for (size_t i = 0; i < n; i++)
 		names[nn++] = arena_printf(b->a, DP_CDI_KIND "=%s", ids[i]);
-	if (imex)
+	if (c->imex)
 		names[nn++] = arena_printf(b->a, DP_CDI_IMEX_KIND "=%s", cfg->imex_channel_ids);
+	for (size_t i = 0; i < ELEMENTSOF(extra); i++)
+		if (c->cdi_extra & extra[i].bit)
+			names[nn++] = extra[i].name;
 	for (size_t i = 0; i < nn; i++)
 		if (!names[i])
 			return;
@@ -337,7 +348,7 @@ static void add_device_specs(const struct dp_ctx *c, struct build *b, const stru
 			}
 		}
 	}
-	if (cfg->imex_channel_ids[0]) {
+	if (c->imex) {
 		char path[96];
 
 		snprintf(path, sizeof(path), "/dev/nvidia-caps-imex-channels/channel%s", cfg->imex_channel_ids);
@@ -403,7 +414,7 @@ int dp_allocate_container(const struct dp_ctx *c, const V1beta1__ContainerAlloca
 		env_set(&b, "NVIDIA_MOFED", "enabled");
 	if (dls & DLS_ENVVAR) {
 		env_set(&b, "NVIDIA_VISIBLE_DEVICES", join_ids(a, ids, n, ""));
-		if (cfg->imex_channel_ids[0])
+		if (c->imex)
 			env_set(&b, "NVIDIA_IMEX_CHANNELS", cfg->imex_channel_ids);
 	}
 	if (dls & DLS_VOLUME_MOUNTS) {
@@ -411,7 +422,7 @@ int dp_allocate_container(const struct dp_ctx *c, const V1beta1__ContainerAlloca
 		env_set(&b, "NVIDIA_VISIBLE_DEVICES", DP_VISIBLE_DEVICES_ROOT);
 		for (size_t i = 0; i < n; i++)
 			mount_add(&b, arena_printf(a, DP_VISIBLE_DEVICES_ROOT "/%s", ids[i]), "/dev/null", false);
-		if (cfg->imex_channel_ids[0])
+		if (c->imex)
 			mount_add(&b, arena_printf(a, DP_VISIBLE_DEVICES_ROOT "/imex/%s", cfg->imex_channel_ids),
 				  "/dev/null", false);
 	}

@@ -30,18 +30,24 @@ enum dp_method { DP_GET_OPTIONS, DP_LIST_AND_WATCH, DP_GET_PREFERRED, DP_ALLOCAT
 extern const struct gsrv_method dp_methods[DP_N_METHODS];
 
 /* CDI vendor and class of the devices the plugin hands out (docs/reference/device-plugin.md §8). */
-#define DP_CDI_VENDOR           "k8s.device-plugin.nvidia.com"
-#define DP_CDI_CLASS            "gpu"
-#define DP_CDI_KIND             DP_CDI_VENDOR "/" DP_CDI_CLASS
-#define DP_CDI_SPEC_FILE        DP_CDI_VENDOR "-" DP_CDI_CLASS ".json" /* in /var/run/cdi */
-#define DP_CDI_IMEX_KIND        "k8s.device-plugin.nvidia.com/imex-channel"
+#define DP_CDI_VENDOR    "k8s.device-plugin.nvidia.com"
+#define DP_CDI_CLASS     "gpu"
+#define DP_CDI_KIND      DP_CDI_VENDOR "/" DP_CDI_CLASS
+#define DP_CDI_SPEC_FILE DP_CDI_VENDOR "-" DP_CDI_CLASS ".json" /* in /var/run/cdi */
+#define DP_CDI_IMEX_KIND "k8s.device-plugin.nvidia.com/imex-channel"
+/* The gated classes whose spec was written: Allocate adds "<vendor>/<class>=all" (§8.1). */
+#define DP_CDI_EXTRA_GDRCOPY    1u
+#define DP_CDI_EXTRA_GDS        2u
+#define DP_CDI_EXTRA_MOFED      4u
 #define DP_VISIBLE_DEVICES_ROOT "/var/run/nvidia-container-devices"
 
 struct dp_ctx {
 	const struct plugin_config *cfg;
 	const struct node *node;
 	const struct resource *res;
-	bool empty; /* stopping: ListAndWatch sends no devices so kubelet drops the capacity */
+	bool empty;         /* stopping: ListAndWatch sends no devices so kubelet drops the capacity */
+	bool imex;          /* the configured IMEX channel exists (else it is not handed out) */
+	unsigned cdi_extra; /* DP_CDI_EXTRA_* */
 	/* MPS: why the resource's MPS control daemon is not ready ("" ready, NULL not MPS); while it is
 	 * not, no devices are listed and requests fail (docs/reference/device-plugin.md §5.1) */
 	const char *mps_unready;

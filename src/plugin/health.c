@@ -87,7 +87,7 @@ static bool fault_covers(const struct fault *f, int gi, int ci)
  * shows every XID.
  */
 void health_gpu_fault(struct health_watcher *w, struct gpu_state *g, int gi, int ci, enum health_kind kind,
-		      unsigned xid, bool permanent, const char *source, const char *reason)
+		      unsigned xid, enum xid_recovery recovery, const char *source, const char *reason)
 {
 	struct health_event ev;
 	bool covered = false;
@@ -105,13 +105,15 @@ void health_gpu_fault(struct health_watcher *w, struct gpu_state *g, int gi, int
 		f = &g->faults[0];
 		gi = ci = -1;
 	}
-	if (!f)
+	if (!f) {
 		f = &g->faults[g->n_faults++];
+		f->recovery = XID_RECOVER_QUIET;
+	}
 	f->gi = gi;
 	f->ci = ci;
 	f->kind = kind;
 	f->xid = xid;
-	f->permanent = f->permanent || permanent;
+	f->recovery = MAX(f->recovery, recovery);
 	snprintf(f->reason, sizeof(f->reason), "%s", reason);
 
 	health_event_init(&ev, kind, g, source);
@@ -127,7 +129,7 @@ void health_gpu_fault(struct health_watcher *w, struct gpu_state *g, int gi, int
 bool health_gpu_is_lost(const struct gpu_state *g)
 {
 	for (size_t i = 0; i < g->n_faults; i++)
-		if (g->faults[i].gi < 0 && g->faults[i].permanent)
+		if (g->faults[i].gi < 0 && g->faults[i].recovery == XID_RECOVER_NEVER)
 			return true;
 	return false;
 }
@@ -139,7 +141,7 @@ void health_gpu_lost(struct health_watcher *w, struct gpu_state *g, const char *
 	if (health_gpu_is_lost(g))
 		return; /* already known lost */
 	snprintf(reason, sizeof(reason), "GPU is lost: %s", why);
-	health_gpu_fault(w, g, -1, -1, HEALTH_GPU_LOST, xid, true, source, reason);
+	health_gpu_fault(w, g, -1, -1, HEALTH_GPU_LOST, xid, XID_RECOVER_NEVER, source, reason);
 }
 
 /* An XID from either source, with the policy applied. */
@@ -167,7 +169,7 @@ void health_handle_xid(struct health_watcher *w, struct gpu_state *g, unsigned x
 		health_gpu_lost(w, g, source, xid, reason);
 		return;
 	}
-	health_gpu_fault(w, g, gi, ci, HEALTH_XID, xid, !xid_recoverable(xid), source, reason);
+	health_gpu_fault(w, g, gi, ci, HEALTH_XID, xid, xid_recovery(xid), source, reason);
 }
 
 /* ---- recovery, replay, inheritance ---- */
@@ -195,6 +197,24 @@ static void report_fault(struct health_watcher *w, const struct gpu_state *g, co
 	health_emit(w, &ev);
 }
 
+/* Say once per quiet period why a GPU with reset-class errors stays unhealthy (not a transition). */
+static void still_down(struct health_watcher *w, const struct gpu_state *g, const char *why)
+{
+	struct health_event ev;
+
+	fault_event(&ev, g->faults[0].kind, g, &g->faults[0], "probe");
+	ev.transition = false;
+	ev.healthy = false;
+	snprintf(ev.reason, sizeof(ev.reason), "stays unhealthy until the GPU is reset: %s; was: %s", why,
+		 g->faults[0].reason);
+	health_emit(w, &ev);
+}
+
+/*
+ * Bring GPUs back (docs/reference/device-plugin.md §4.1): application errors after a quiet
+ * period with NVML answering; reset-class errors only once NVML says the GPU is clean; GPUs lost
+ * or needing service never.
+ */
 void health_recover_tick(struct health_watcher *w)
 {
 	uint64_t now = health_now_ms();
@@ -203,24 +223,28 @@ void health_recover_tick(struct health_watcher *w)
 		return;
 	for (size_t i = 0; i < w->n_gpus; i++) {
 		struct gpu_state *g = &w->gpus[i];
-		bool permanent = false, whole = false;
+		enum xid_recovery need = XID_RECOVER_QUIET;
+		bool whole = false;
+		char why[160] = "";
 		nvmlReturn_t r;
 
 		if (!g->n_faults || now - g->last_bad_ms < w->o.quiet_ms)
 			continue;
 		for (size_t f = 0; f < g->n_faults; f++) {
-			permanent |= g->faults[f].permanent;
+			need = MAX(need, g->faults[f].recovery);
 			whole |= g->faults[f].gi < 0;
 		}
-		if (permanent)
+		if (need == XID_RECOVER_NEVER)
 			continue;
 		r = health_probe_gpu(w, g);
 		if (r == NVML_ERROR_GPU_IS_LOST) {
 			health_gpu_lost(w, g, "probe", 0, "NVML answered GPU_IS_LOST during the recovery check");
 			continue;
 		}
-		if (r != NVML_SUCCESS) {
-			g->last_bad_ms = now; /* still failing: wait another quiet period */
+		if (r != NVML_SUCCESS || (need == XID_RECOVER_CLEAN && !health_gpu_clean(w, g, why, sizeof(why)))) {
+			g->last_bad_ms = now; /* still failing or not reset: wait another quiet period */
+			if (why[0])
+				still_down(w, g, why);
 			continue;
 		}
 		/* all-or-nothing per GPU: one event for the whole GPU, else one per MIG instance */
@@ -229,8 +253,10 @@ void health_recover_tick(struct health_watcher *w)
 			if (whole && g->faults[f].gi >= 0)
 				continue;
 			fault_event(&ev, HEALTH_RECOVERED, g, &g->faults[f], "probe");
-			snprintf(ev.reason, sizeof(ev.reason), "no error for %u ms and NVML answers normally; was: %s",
-				 w->o.quiet_ms, g->faults[f].reason);
+			snprintf(ev.reason, sizeof(ev.reason), "no error for %u ms and NVML %s; was: %s", w->o.quiet_ms,
+				 need == XID_RECOVER_CLEAN ? "reports the GPU reset and clean (recovery action none)"
+							   : "answers normally",
+				 g->faults[f].reason);
 			health_emit(w, &ev);
 			if (whole)
 				break;

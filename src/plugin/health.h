@@ -9,8 +9,9 @@
  * - ECC double-bit events make the GPU unhealthy (upstream skips every non-XID event).
  * - events are mapped to the GPU by the handle we registered, so a GPU whose UUID can no longer be
  *   read is still named, and a wait error never marks every GPU unhealthy (#426).
- * - a GPU unhealthy for a recoverable reason returns to healthy once no new error came for the quiet
- *   period and NVML answers normally for it (#189, #234); a lost GPU stays unhealthy.
+ * - a GPU unhealthy for an application XID returns to healthy once no new error came for the quiet
+ *   period and NVML answers normally for it (#189, #234); one that needs a reset (reset-class XID,
+ *   DBE) only once NVML also reports it reset and clean; a lost GPU stays unhealthy (§4.1).
  * - the kernel log is a second source, for XIDs NVML does not deliver (79 "fallen off the bus").
  * - node_load() every mig_poll_ms: a MIG layout change or a GPU gone lost is reported (#240, #992).
  *
@@ -53,11 +54,11 @@
 
 enum health_kind {
 	HEALTH_XID,          /* an XID (NVML event or kernel log); healthy=false */
-	HEALTH_ECC_DBE,      /* double-bit ECC event; healthy=false */
+	HEALTH_ECC_DBE,      /* double-bit ECC event (no XID number); healthy=false, needs a reset */
 	HEALTH_ECC_SBE,      /* single-bit ECC event: informational, no transition */
 	HEALTH_GPU_LOST,     /* NVML says GPU_IS_LOST, or XID 79; healthy=false, permanent */
 	HEALTH_NVML_ERROR,   /* registering events failed for this GPU; healthy=false, recoverable */
-	HEALTH_RECOVERED,    /* back to healthy after the quiet period; healthy=true */
+	HEALTH_RECOVERED,    /* back to healthy (quiet period, and a reset where needed); healthy=true */
 	HEALTH_UNSUPPORTED,  /* GPU too old for events (NOT_SUPPORTED): informational, stays healthy */
 	HEALTH_SOURCE_ERROR, /* a source failed (event wait, kernel log unreadable): informational */
 	HEALTH_MIG_CHANGED,  /* the MIG layout differs from the last snapshot; see ev->node */

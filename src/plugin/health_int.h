@@ -26,7 +26,7 @@ struct fault {
 	int gi, ci; /* -1: whole GPU / all CIs */
 	enum health_kind kind;
 	unsigned xid;
-	bool permanent;
+	enum xid_recovery recovery; /* what brings it back (nvml/xid.h); the strictest of its errors */
 	char reason[256];
 };
 
@@ -64,7 +64,7 @@ void health_event_init(struct health_event *ev, enum health_kind kind, const str
 void health_report_info(struct health_watcher *w, enum health_kind kind, const struct gpu_state *g, const char *source,
 			unsigned xid, const char *fmt, ...) _printf_(6, 7);
 void health_gpu_fault(struct health_watcher *w, struct gpu_state *g, int gi, int ci, enum health_kind kind,
-		      unsigned xid, bool permanent, const char *source, const char *reason);
+		      unsigned xid, enum xid_recovery recovery, const char *source, const char *reason);
 bool health_gpu_is_lost(const struct gpu_state *g);
 void health_gpu_lost(struct health_watcher *w, struct gpu_state *g, const char *source, unsigned xid, const char *why);
 /* An XID from either source, with the policy applied. */
@@ -78,6 +78,12 @@ void health_inherit_faults(struct health_watcher *w, struct health_watcher *old,
 /* ---- health_watch.c (lock held) ---- */
 /* Is the GPU answering? NVML_SUCCESS yes, else the NVML code of the failing call. */
 nvmlReturn_t health_probe_gpu(struct health_watcher *w, const struct gpu_state *g);
+/*
+ * NVML's own word that the GPU was reset and is clean: the recovery action field answers NONE and
+ * no retired page or row remap is pending. False, with why filled, when NVML says otherwise or
+ * cannot say (a driver without the field).
+ */
+bool health_gpu_clean(struct health_watcher *w, const struct gpu_state *g, char *why, size_t size);
 /* Register NVML events for one GPU (again); reports what could not be done. */
 void health_register_gpu(struct health_watcher *w, struct gpu_state *g);
 /* Sleep ms unless health_stop() was called; true when stopping. */

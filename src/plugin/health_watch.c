@@ -24,13 +24,13 @@ static void handle_nvml_event(struct health_watcher *w, const struct nvml_watch_
 	if (e->kind == NVML_WATCH_XID) {
 		health_handle_xid(w, g, e->xid, e->gi, e->ci, "nvml", NULL);
 	} else if (e->kind == NVML_WATCH_ECC_DBE) {
-		/* a DBE is what XID 48 reports, so the XID policy decides for both (DP_DISABLE_HEALTHCHECKS=48) */
-		if (xid_policy_is_critical(&w->o.policy, 48))
-			health_gpu_fault(w, g, e->gi, e->ci, HEALTH_ECC_DBE, 48, false, "nvml",
-					 "double-bit ECC error (uncorrectable, XID 48 GPU_ECC_DBE)");
-		else
-			health_report_info(w, HEALTH_ECC_DBE, g, "nvml", 48,
-					   "double-bit ECC error; ignored: XID 48 is in DP_DISABLE_HEALTHCHECKS");
+		/*
+		 * nvmlEventTypeDoubleBitEccError is its own event, not an XID (the driver reports XID 48
+		 * separately, and that one goes through the XID policy). Uncorrectable memory: it needs
+		 * a reset, like the XIDs of the reset class (docs/reference/device-plugin.md §4).
+		 */
+		health_gpu_fault(w, g, e->gi, e->ci, HEALTH_ECC_DBE, 0, XID_RECOVER_CLEAN, "nvml",
+				 "double-bit (uncorrectable) ECC error event from NVML");
 	} else if (e->kind == NVML_WATCH_ECC_SBE) {
 		health_report_info(w, HEALTH_ECC_SBE, g, "nvml", 0, "single-bit ECC error (corrected); no action");
 	}
@@ -59,6 +59,32 @@ nvmlReturn_t health_probe_gpu(struct health_watcher *w, const struct gpu_state *
 	return NVML_SUCCESS;
 }
 
+bool health_gpu_clean(struct health_watcher *w, const struct gpu_state *g, char *why, size_t size)
+{
+	nvmlFieldValue_t f = {.fieldId = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION};
+	unsigned int corr, unc, pend = 0, fail = 0;
+	nvmlDevice_t h;
+	nvmlEnableState_t pending = 0;
+
+	if (w->nv->device_get_handle_by_index(g->index, &h) != NVML_SUCCESS)
+		return snprintf(why, size, "NVML has no handle for it"), false;
+	if (!NVML_HAS(w->nv, device_get_field_values) || w->nv->device_get_field_values(h, 1, &f) != NVML_SUCCESS ||
+	    f.nvmlReturn != NVML_SUCCESS)
+		return snprintf(why, size,
+				"this driver's NVML does not report a recovery action, so a reset cannot be "
+				"seen; restart the plugin after resetting the GPU"),
+		       false;
+	if (f.value.uiVal != NVML_GPU_RECOVERY_ACTION_NONE)
+		return snprintf(why, size, "NVML's recovery action is %u (not none)", f.value.uiVal), false;
+	if (NVML_HAS(w->nv, device_get_retired_pages_pending_status) &&
+	    w->nv->device_get_retired_pages_pending_status(h, &pending) == NVML_SUCCESS && pending)
+		return snprintf(why, size, "retired pages are pending"), false;
+	if (NVML_HAS(w->nv, device_get_remapped_rows) &&
+	    w->nv->device_get_remapped_rows(h, &corr, &unc, &pend, &fail) == NVML_SUCCESS && (pend || fail))
+		return snprintf(why, size, "row remapping is %s", fail ? "failed" : "pending"), false;
+	return true;
+}
+
 void health_register_gpu(struct health_watcher *w, struct gpu_state *g)
 {
 	struct gerr err = {0};
@@ -77,7 +103,7 @@ void health_register_gpu(struct health_watcher *w, struct gpu_state *g)
 		health_gpu_lost(w, g, "nvml", 0, "nvmlDeviceRegisterEvents answered GPU_IS_LOST");
 	} else if (r < 0) {
 		snprintf(reason, sizeof(reason), "cannot register NVML health events: %s", err.msg);
-		health_gpu_fault(w, g, -1, -1, HEALTH_NVML_ERROR, 0, false, "nvml", reason);
+		health_gpu_fault(w, g, -1, -1, HEALTH_NVML_ERROR, 0, XID_RECOVER_QUIET, "nvml", reason);
 	}
 }
 

@@ -140,6 +140,14 @@ static int add_device(struct resource_set *s, const char *name, const struct nod
 	if (!r)
 		return -ENOMEM;
 	device_fill(&d, n, g, m);
+	if (!d.uuid[0]) {
+		/* lost before NVML named it: kubelet cannot tell an empty ID from no device (issue 23 §5) */
+		size_t len = strlen(s->left_out);
+		if (s->n_left_out++ < 4)
+			snprintf(s->left_out + len, sizeof(s->left_out) - len, "%sGPU %u (%s)", len ? ", " : "",
+				 n->gpus[g].index, n->gpus[g].error[0] ? n->gpus[g].error : "no UUID");
+		return 0;
+	}
 	return res_push(r, &d);
 }
 

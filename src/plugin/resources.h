@@ -72,6 +72,10 @@ struct resource {
 struct resource_set {
 	struct resource *res;
 	size_t n;
+	/* GPUs lost before NVML gave their UUID: never advertised (an empty ID is no device); the
+	 * first few, "GPU 2 (nvmlDeviceGetHandleByIndex: GPU is lost)", for the caller to log */
+	unsigned n_left_out;
+	char left_out[256];
 };
 
 /*

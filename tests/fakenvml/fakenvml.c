@@ -1657,6 +1657,11 @@ static void field_value(const struct gpu_slot *g, nvmlFieldValue_t *f)
 		f->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
 		f->value.ullVal = (unsigned long long)int_or(v, 0);
 		break;
+	case NVML_FI_DEV_GET_GPU_RECOVERY_ACTION:
+		v = tel_get(g, "recovery_action");
+		f->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+		f->value.uiVal = (unsigned)int_or(v, 0);
+		break;
 	default:
 		break;
 	}

@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (xid_kmsg_parse_line(&p, line, &k) == 1) {
 			(void)xid_lookup(k.xid);
-			(void)xid_recoverable(k.xid);
+			(void)xid_recovery(k.xid);
 		}
 		(void)pci_addr_parse(line, &a);
 		if (!first) {

@@ -448,7 +448,7 @@ class FeatureFile(unittest.TestCase):
         self.assertIn("no GPU labels are written (only the timestamp); trying again", log)
         self.assertIn("NVML loaded, labelling the GPUs", log)
 
-    def test_daemon_relabels_and_removes_on_stop(self):
+    def test_daemon_relabels_and_keeps_on_stop(self):
         tmpfx = os.path.join(self.root, "fx.json")
         shutil.copy(fixture("dgx-h100"), tmpfx)
         e = dict(os.environ, FAKE_NVML_FIXTURE=tmpfx)
@@ -468,7 +468,18 @@ class FeatureFile(unittest.TestCase):
             proc.send_signal(signal.SIGTERM)
             proc.wait(10)
         self.assertEqual(proc.returncode, 0, proc.stderr.read())
-        self.assertFalse(os.path.exists(self.out))
+        # issue 23 §8: the last labels survive a restart (a rollout never blanks the node's labels)
+        self.assertIn("nvidia.com/gpu.count=7\n", read(self.out))
+        # and a restarted labeller replaces them at its first successful pass, --no-timestamp as before
+        proc = subprocess.Popen([GPULET, "labels", "--oneshot", "--no-timestamp", "--nvml-library", FAKE,
+                                 "--root", self.root], env=e, stderr=subprocess.PIPE, text=True)
+        proc.wait(10)
+        proc.stderr.close()
+        text = read(self.out)
+        self.assertIn("nvidia.com/gpu.count=7\n", text)
+        self.assertNotIn("gfd.timestamp", text)
+        # every line is key=value: NFD before v0.14 reads a '#' line as a label
+        self.assertTrue(all("=" in ln and not ln.startswith("#") for ln in text.splitlines()), text)
 
 
 class ConfigAndFlags(unittest.TestCase):
@@ -600,7 +611,7 @@ class ConfigAndFlags(unittest.TestCase):
             proc.send_signal(signal.SIGTERM)
             proc.wait(10)
         self.assertEqual(proc.returncode, 0, proc.stderr.read())
-        self.assertFalse(os.path.exists(out))
+        self.assertIn("mig.strategy=mixed", read(out))  # kept on stop (issue 23 §8)
 
     def test_infinite_sleep_keeps_the_file(self):
         out = os.path.join(self.root, "out")
@@ -626,7 +637,8 @@ class ConfigAndFlags(unittest.TestCase):
         proc.stderr.close()
         self.assertEqual(proc.returncode, 1, err)
         self.assertIn("MPS sharing is not supported with MIG", err)
-        self.assertFalse(os.path.exists(out))
+        # the last successful labels stay until a labelling succeeds (issue 23 §8)
+        self.assertEqual(read(out), "nvidia.com/gpu.count=8\n")
 
 
 if __name__ == "__main__":

@@ -94,7 +94,11 @@ def test_allocate_strategies(h):
     restart(h, "--device-list-strategy=envvar", "--device-list-strategy=cdi-cri")
     expect(one(h, "nvidia.com/gpu", g[1]), envs={"NVIDIA_VISIBLE_DEVICES": g[1]}, cdi=[KIND + "=" + g[1]])
 
-    # extras: GDRCopy/GDS/MOFED envs, IMEX channel 0 in every strategy
+    # extras: GDRCopy/GDS/MOFED envs, IMEX channel 0 in every strategy (its node exists: upstream
+    # hands out only channels it finds, test_plugin_extras.py)
+    chan = os.path.join(h.root, "dev/nvidia-caps-imex-channels/channel0")
+    os.makedirs(os.path.dirname(chan), exist_ok=True)
+    os.mknod(chan, 0o20666, os.makedev(511, 0))
     restart(h, "--gdrcopy-enabled", "--gds-enabled=true", "--mofed-enabled", "--imex-channel-ids=0",
             "--device-list-strategy=envvar,cdi-cri", "--pass-device-specs")
     got = one(h, "nvidia.com/gpu", g[0])

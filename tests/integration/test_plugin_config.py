@@ -245,17 +245,8 @@ def test_cdi_spec_unwritable(h):
     h.check_alive()
 
 
-def test_no_gpu_node(h):
-    p = subprocess.run([GPULET, "plugin", *h.base_args()], capture_output=True, text=True, env=h.plugin_env(),
-                       timeout=20)
-    check(p.returncode == 1 and "no devices found" in p.stderr, "no-gpu: rc %d %s" % (p.returncode, p.stderr))
-
-
-test_no_gpu_node.harness_args = {"fixture": "no-gpu"}
-
 if __name__ == "__main__":
     run(test_config_sources)
     run(test_config_errors)
     run(test_fail_on_init_error)
     run(test_cdi_spec_unwritable)
-    run(test_no_gpu_node)

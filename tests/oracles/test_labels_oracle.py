@@ -33,7 +33,6 @@ SHARING = {
 MACHINE = "NVIDIA DGX A100 920-23687-2530-000\n"
 DMI = "sys/class/dmi/id/product_name"
 ALLOWED = [
-    (r"extra:#", "G1"),
     (r"outcome:gfd-fails:degraded/(none|single|mixed)", "G2"),
 ]
 # GFD environment variables that must not leak in from the suite's environment

@@ -141,6 +141,18 @@ static json_t *gpu_json(struct env *e, size_t i)
 	return json_array_get(json_object_get(e->fx, "gpus"), i);
 }
 
+/* Set one telemetry value of GPU i (the fake's field values, ECC, ...) and rewrite the fixture. */
+static void set_telemetry(struct env *e, size_t i, const char *key, json_t *v)
+{
+	json_t *g = gpu_json(e, i), *t = json_object_get(g, "telemetry");
+	if (!t) {
+		t = json_object();
+		json_object_set_new(g, "telemetry", t);
+	}
+	json_object_set_new(t, key, v);
+	fixture_write(e);
+}
+
 static void env_setup(struct env *e)
 {
 	const char *src = getenv("GPULET_SRC"), *lib = getenv("FAKE_NVML_LIB");
@@ -329,7 +341,8 @@ static void test_recovery(void **state)
 	env_start(&e, &o);
 	const char *g1 = e.node->gpus[1].uuid, *g0 = e.node->gpus[0].uuid;
 
-	append(e.events, "xid 1 48\nxid 0 79\n");
+	/* 94 is an application-class XID (contained error): back after the quiet period */
+	append(e.events, "xid 1 94\nxid 0 79\n");
 	long bad = col_wait(0, HEALTH_XID, g1, 2000);
 	assert_true(bad >= 0);
 	assert_true(col_wait(0, HEALTH_GPU_LOST, g0, 2000) >= 0);
@@ -339,18 +352,16 @@ static void test_recovery(void **state)
 	assert_true(ev.transition);
 	assert_true(ev.healthy);
 	assert_int_equal(ev.gi, -1);
-	assert_non_null(strstr(ev.reason, "XID 48"));
+	assert_non_null(strstr(ev.reason, "XID 94"));
 	double quiet = col.at[good] - col.at[bad];
 	assert_true(quiet >= 0.29); /* not before the quiet period (a correctness bound, not a speed one) */
 
 	/* a new error restarts the quiet period */
 	size_t from = col_count();
-	append(e.events, "xid 1 48\n");
+	append(e.events, "xid 1 94\n");
 	bad = col_wait(from, HEALTH_XID, g1, 2000);
 	usleep(200 * 1000);
-	append(e.events, "xid 1 62\n");
-	long again = col_wait(from, HEALTH_XID, g1, 2000);
-	(void)again;
+	append(e.events, "xid 1 94\n");
 	good = col_wait(from, HEALTH_RECOVERED, g1, 3000);
 	assert_true(good > 0);
 	assert_true(col.at[good] - col.at[bad] >= 0.49);
@@ -361,10 +372,56 @@ static void test_recovery(void **state)
 	/* an XID on a GPU NVML now reports lost: the recovery check finds it and keeps it down */
 	from = col_count();
 	json_object_set_new(gpu_json(&e, 3), "lost", json_true());
-	append(e.events, "xid 3 48\n");
+	append(e.events, "xid 3 94\n");
 	fixture_write(&e);
 	assert_true(col_wait(from, HEALTH_GPU_LOST, e.node->gpus[3].uuid, 3000) >= 0);
 	assert_int_equal(col_wait(from, HEALTH_RECOVERED, e.node->gpus[3].uuid, 800), -1);
+	env_teardown(&e);
+}
+
+/*
+ * Issue 23 §3: reset-class XIDs (48, 95, 119, 140) and unknown ones never come back on silence;
+ * only when NVML says the GPU was reset (recovery action none, nothing pending).
+ */
+static void test_reset_class_needs_nvml(void **state)
+{
+	static const unsigned codes[] = {48, 95, 119, 140, 4242};
+	struct env e = {0};
+	struct health_options o;
+
+	env_setup(&e);
+	health_options_default(&o);
+	o.quiet_ms = 200;
+	o.wait_ms = 20;
+	env_start(&e, &o);
+	for (size_t k = 0; k < ELEMENTSOF(codes); k++)
+		append(e.events, "xid %zu %u\n", k + 1, codes[k]);
+	for (size_t k = 0; k < ELEMENTSOF(codes); k++)
+		assert_true(col_wait(0, HEALTH_XID, e.node->gpus[k + 1].uuid, 2000) >= 0);
+	/* the fixture has no recovery-action field (an older driver): down for good, and it says why */
+	long why;
+	for (size_t k = 0; k < ELEMENTSOF(codes); k++)
+		assert_int_equal(col_wait(0, HEALTH_RECOVERED, e.node->gpus[k + 1].uuid, k ? 0 : 900), -1);
+	for (why = 0; why < (long)col_count() && !strstr(ev_at(why).reason, "stays unhealthy"); why++)
+		;
+	assert_true(why < (long)col_count());
+	assert_false(ev_at(why).healthy);
+	assert_false(ev_at(why).transition);
+
+	/* NVML says a reset is still needed, or a row remap is pending: still down */
+	set_telemetry(&e, 1, "recovery_action", json_integer(1));
+	set_telemetry(&e, 2, "recovery_action", json_integer(0));
+	set_telemetry(&e, 2, "remapped_rows",
+		      json_pack("{s:i,s:i,s:b,s:b}", "correctable", 0, "uncorrectable", 1, "pending", 1, "failure", 0));
+	size_t from = col_count();
+	assert_int_equal(col_wait(from, HEALTH_RECOVERED, NULL, 900), -1);
+
+	/* after the reset: recovery action none, nothing pending -> back, GPU by GPU */
+	set_telemetry(&e, 1, "recovery_action", json_integer(0));
+	long good = col_wait(from, HEALTH_RECOVERED, e.node->gpus[1].uuid, 3000);
+	assert_true(good >= 0);
+	assert_non_null(strstr(ev_at(good).reason, "reset"));
+	assert_int_equal(col_wait(from, HEALTH_RECOVERED, e.node->gpus[2].uuid, 0), -1);
 	env_teardown(&e);
 }
 
@@ -505,21 +562,27 @@ static void test_unsupported_and_wait_error(void **state)
 	env_teardown(&e);
 }
 
-static void test_dbe_follows_xid_policy(void **state)
+/* Issue 23 §4: a DBE event is its own fault (no XID 48), and XID 48 in the disable list does not hide it. */
+static void test_dbe_is_not_xid48(void **state)
 {
 	struct env e = {0};
 	struct health_options o;
 
 	env_setup(&e);
 	health_options_default(&o);
+	o.quiet_ms = 200;
+	o.wait_ms = 20;
 	assert_int_equal(xid_policy_parse("48", NULL, &o.policy, NULL), 0);
 	env_start(&e, &o);
 	append(e.events, "dbe 2\n");
 	long i = col_wait(0, HEALTH_ECC_DBE, e.node->gpus[2].uuid, 2000);
 	assert_true(i >= 0);
-	assert_false(ev_at(i).transition);
-	assert_true(ev_at(i).healthy);
-	assert_non_null(strstr(ev_at(i).reason, "ignored"));
+	assert_true(ev_at(i).transition);
+	assert_false(ev_at(i).healthy);
+	assert_int_equal(ev_at(i).xid, 0);
+	assert_null(strstr(ev_at(i).reason, "48"));
+	/* uncorrectable memory: no recovery on silence */
+	assert_int_equal(col_wait(0, HEALTH_RECOVERED, e.node->gpus[2].uuid, 800), -1);
 	env_teardown(&e);
 }
 
@@ -535,7 +598,7 @@ static void test_inherit(void **state)
 	o.wait_ms = 20;
 	env_start(&e, &o);
 	const char *g1 = e.node->gpus[1].uuid, *g6 = e.node->gpus[6].uuid;
-	append(e.events, "xid 1 48\nxid 3 79\nxid MIG-5a1c0003-1003-5003-8003-a100c0de0003 94\n");
+	append(e.events, "xid 1 94\nxid 3 79\nxid MIG-5a1c0003-1003-5003-8003-a100c0de0003 94\n");
 	long i = col_wait(0, HEALTH_XID, g6, 2000);
 	assert_true(i >= 0);
 	double first = col.at[col_wait(0, HEALTH_XID, g1, 0)];
@@ -588,7 +651,8 @@ int main(void)
 	    cmocka_unit_test(test_kernel_log),
 	    cmocka_unit_test(test_kernel_log_appears_later),
 	    cmocka_unit_test(test_unsupported_and_wait_error),
-	    cmocka_unit_test(test_dbe_follows_xid_policy),
+	    cmocka_unit_test(test_dbe_is_not_xid48),
+	    cmocka_unit_test(test_reset_class_needs_nvml),
 	    cmocka_unit_test(test_inherit),
 	    cmocka_unit_test(test_disabled),
 	};

@@ -16,9 +16,14 @@ static void test_table(void **state)
 	assert_string_equal(x->name, "GPU_HAS_FALLEN_OFF_THE_BUS");
 	assert_int_equal(x->severity, XID_SEV_REBOOT);
 	assert_false(x->app_error);
-	assert_false(xid_recoverable(79));
-	assert_true(xid_recoverable(48));
-	assert_true(xid_recoverable(12345)); /* unknown: give it a chance */
+	assert_int_equal(xid_recovery(79), XID_RECOVER_NEVER);
+	assert_int_equal(xid_recovery(54), XID_RECOVER_NEVER);
+	/* issue 23 §3: what needs a reset never comes back on silence alone; unknown codes neither */
+	static const unsigned reset[] = {48, 95, 119, 140, 63, 12345};
+	for (size_t i = 0; i < sizeof(reset) / sizeof(reset[0]); i++)
+		assert_int_equal(xid_recovery(reset[i]), XID_RECOVER_CLEAN);
+	assert_int_equal(xid_recovery(94), XID_RECOVER_QUIET);
+	assert_int_equal(xid_recovery(13), XID_RECOVER_QUIET);
 	assert_true(xid_lookup(13)->app_error);
 	assert_true(xid_lookup(31)->app_error);
 	assert_null(xid_lookup(1));
@@ -69,21 +74,25 @@ static void test_policy_rows(void **state)
 	}
 }
 
-static void test_policy_errors(void **state)
+/* Issue 23 §4: as upstream, a malformed entry is skipped (and said), never a failure. */
+static void test_policy_malformed(void **state)
 {
-	struct xid_policy p;
+	struct xid_policy p, q;
 	struct gerr err = {0};
 
-	memset(&p, 0x5a, sizeof(p));
-	struct xid_policy before = p;
-	assert_int_equal(xid_policy_parse("13,foo", NULL, &p, &err), -EINVAL);
+	assert_int_equal(xid_policy_parse("13,foo,48", NULL, &p, &err), 1);
 	assert_non_null(strstr(err.msg, "DP_DISABLE_HEALTHCHECKS"));
 	assert_non_null(strstr(err.msg, "'foo'"));
-	assert_memory_equal(&p, &before, sizeof(p));                         /* untouched on failure */
-	assert_int_equal(xid_policy_parse(NULL, "xids", &p, &err), -EINVAL); /* "xids" only for DISABLE */
+	assert_false(xid_policy_is_critical(&p, 48)); /* the good entries still count */
+	assert_true(xid_policy_is_critical(&p, 79));
+	assert_int_equal(xid_policy_parse(NULL, "xids", &q, &err), 0); /* upstream: "xids" in ENABLE = all */
+	assert_true(xid_policy_is_critical(&q, 13));
+	assert_int_equal(xid_policy_parse("-5", "12a", &p, &err), 2);
 	assert_non_null(strstr(err.msg, "DP_ENABLE_HEALTHCHECKS"));
-	assert_int_equal(xid_policy_parse("-5", NULL, &p, &err), -EINVAL);
-	assert_int_equal(xid_policy_parse("12a", NULL, &p, &err), -EINVAL);
+	xid_policy_default(&q);
+	assert_memory_equal(&p, &q, sizeof(p));
+	assert_int_equal(xid_policy_parse("a,b,c,d,e,f,0123456789012345678901234567890123456789", NULL, &p, &err), 7);
+	assert_int_equal(xid_policy_parse("99999999999", NULL, &p, NULL), 0); /* a number, beyond the table */
 }
 
 static void test_pci(void **state)
@@ -187,7 +196,7 @@ int main(void)
 	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_policy_default),
 	    cmocka_unit_test(test_policy_rows),
-	    cmocka_unit_test(test_policy_errors),
+	    cmocka_unit_test(test_policy_malformed),
 	    cmocka_unit_test(test_pci),
 	    cmocka_unit_test(test_kmsg_lines),
 	    cmocka_unit_test(test_kmsg_multiline),
