@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
 """`gpulet exporter` stops what it started on every way out (src/exporter/daemon.c): a bad collectors
-file, an address in use, a bad XID policy, SIGTERM while NVML keeps failing, SIGTERM once ready.
+file, an address in use, SIGTERM while NVML keeps failing, SIGTERM once ready.
 Each exits with its status and, in the sanitizer suite, without a leak or ASan/UBSan report.
 Env GPULET, FAKE_NVML_LIB, GPULET_SRC."""
 import os, signal, socket, subprocess, sys, tempfile, time
@@ -60,8 +60,6 @@ def main():
     busy.listen(1)
     finish(start(tmp, ["--address", f"127.0.0.1:{busy.getsockname()[1]}"]), "address in use", 1)
     busy.close()
-    finish(start(tmp, ["--address", "127.0.0.1:0"], {"DP_DISABLE_HEALTHCHECKS": "not-an-xid"}),
-           "bad XID policy", 2)
     p = start(tmp, ["--address", "127.0.0.1:0", "--nvml-library", os.path.join(tmp, "no-libnvidia-ml.so.1")])
     finish(p, "SIGTERM while NVML keeps failing", 0, wait_for="cannot load NVML")
     finish(start(tmp, ["--address", "127.0.0.1:0"]), "SIGTERM once ready", 0, wait_for="Exporter ready")
