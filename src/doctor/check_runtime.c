@@ -521,6 +521,12 @@ static int check_runtime_links(struct doctor_ctx *c)
 	if (c->rt->kind == RT_NONE)
 		return runtime_not_found(c);
 	if (!kubelet_here(c)) {
+		/* no pods to judge here; but a config containerd itself cannot parse stops it all the same */
+		r = rt_is_containerd(c->rt) ? doctor_need_containerd(c) : 0;
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0 && r != -ENOENT)
+			return config_problem(c, r);
 		doctor_skip(c,
 			    "%s found (%s) but no kubelet on this node: the RuntimeClass and CDI checks concern pods",
 			    rt_name(c->rt), c->rt->source);
