@@ -106,6 +106,16 @@ static void from_spec_file(struct doctor_ctx *c, struct inject_facts *f)
 		}
 }
 
+bool inject_cdi_only(const struct inject_facts *f)
+{
+	return is_cdi(f->mode) && !f->also_env;
+}
+
+bool inject_has_env(const struct inject_facts *f)
+{
+	return f->mode != ALLOCRESP_NONE && (!is_cdi(f->mode) || f->also_env);
+}
+
 void doctor_inject_facts(struct doctor_ctx *c, struct inject_facts *f)
 {
 	memset(f, 0, sizeof(*f));
@@ -241,7 +251,7 @@ int doctor_check_inject(struct doctor_ctx *c)
 	}
 	doctor_containerd_facts(c, &rf);
 	/* both kinds returned: with CDI off the env var still works under the nvidia runtime */
-	if (is_cdi(f.mode) && !rf.enable_cdi && !f.also_env)
+	if (inject_cdi_only(&f) && !rf.enable_cdi)
 		cdi_disabled(c, &f, &rf);
 	if ((!is_cdi(f.mode) || (f.also_env && !rf.enable_cdi)) && f.mode != ALLOCRESP_NONE && c->pods)
 		runtime_class_link(c, &f, &rf, nvidia);
