@@ -371,20 +371,53 @@ static struct doctor_finding *stale_finding(struct doctor_ctx *c)
 		       "instances that no longer exist or none");
 }
 
+/* A device of this spec file (below root) named after a MIG-enabled GPU: its UUID or its index. */
+static bool spec_has_whole_mig_gpu(const struct doctor_ctx *c, const char *rel)
+{
+	_cleanup_free_ char *p = doctor_path(c, rel);
+	json_auto_t *spec = p ? json_load_file(p, 0, NULL) : NULL;
+	size_t i;
+	json_t *dev;
+
+	json_array_foreach (json_object_get(spec, "devices"), i, dev) {
+		const char *name = json_string_value(json_object_get(dev, "name"));
+
+		for (size_t g = 0; name && g < c->node->n_gpus; g++) {
+			char idx[16];
+
+			snprintf(idx, sizeof(idx), "%u", c->node->gpus[g].index);
+			if (c->node->gpus[g].mig_enabled && (streq(name, c->node->gpus[g].uuid) || streq(name, idx)))
+				return true;
+		}
+	}
+	return false;
+}
+
 /*
  * The plugin runs with --mig-strategy=none: a MIG-enabled GPU is advertised whole on purpose
- * (upstream's buildGPUDeviceMap skips it only under single/mixed; gpulet's spec defines it whole,
- * docs/reference/device-plugin.md §8) and no MIG instance is advertised. From the plugin pod's
- * flag, env or ConfigMap; a plugin pod that sets none of them runs with the default, none.
+ * (upstream's buildGPUDeviceMap skips it only under single/mixed) and no MIG instance is advertised.
+ * From the plugin pod's flag, env or ConfigMap (a plugin pod that sets none of them runs with the
+ * default, none); without one, from gpulet's plugin spec in /var/run/cdi, which defines a MIG-enabled
+ * GPU whole only under none (docs/reference/device-plugin.md §8).
  */
 static bool mig_strategy_none(const struct doctor_ctx *c)
 {
 	struct plugin_cfg p;
+	char names[32][256];
+	size_t n;
 
 	cluster_plugin_cfg(c, &p);
-	if (!p.found || (!p.mig_strategy[0] && p.config_unread))
-		return false;
-	return !p.mig_strategy[0] || streq(p.mig_strategy, "none");
+	if (p.found && (p.mig_strategy[0] || !p.config_unread))
+		return !p.mig_strategy[0] || streq(p.mig_strategy, "none");
+	n = doctor_cdi_dir_files(c, "/var/run/cdi", names, ELEMENTSOF(names));
+	for (size_t k = 0; k < n; k++) {
+		char rel[300];
+
+		snprintf(rel, sizeof(rel), "/var/run/cdi/%s", names[k]);
+		if (!strncmp(names[k], "k8s.device-plugin.nvidia.com", 28) && spec_has_whole_mig_gpu(c, rel))
+			return true;
+	}
+	return false;
 }
 
 /* Advertised IDs in the checkpoint vs the MIG instances NVML sees now. */
