@@ -432,7 +432,7 @@ static void check_default_runtime(struct doctor_ctx *c, const struct ctrd_facts 
 	size_t n;
 
 	/* default runtime: without runtimeClassName pods get it; runc injects nothing unless CDI does */
-	if (streq(f->default_runtime, handler) || !runtime_table(f, handler) || f->enable_cdi)
+	if (streq(f->default_runtime, handler) || rt_handler(c, handler) == RTH_MISSING || f->enable_cdi)
 		return;
 	/* the plugin hands out CDI names only: runc is right for them, and CDI being off is
 	 * inject.cdi-disabled's to say (docs/reference/cluster-events.md §1) */
