@@ -3,3 +3,5 @@
 gpulet_script_test(exporter_http /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_exporter_http.py)
 gpulet_script_test(exporter_prometheus /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_exporter_prometheus.py)
 gpulet_unit_test(exporter_health tests/unit/test_exporter_health.c)
+# Every way out of `gpulet exporter` stops what it started (src/exporter/daemon.c); leak-checked in the ASan suite.
+gpulet_script_test(exporter_exits /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_exporter_exits.py)

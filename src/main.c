@@ -61,20 +61,12 @@ static bool is_version_flag(const char *a)
 
 /*
  * --version first, for every verb (a verb that dispatches to sub-verbs, like cdi, has no option
- * table); anywhere before "--" for the verbs that parse their options without cmd_parse(), which
- * takes --version itself, as upstream's CLI does.
+ * table); anywhere else each verb's option table takes it (cmd_parse(), the plugin's
+ * config_parse_args()), as upstream's CLI does.
  */
-static bool wants_version(const char *verb, int argc, char **argv)
+static bool wants_version(int argc, char **argv)
 {
-	static const char *const own_parser[] = {"plugin", "mps-control-daemon"};
-	bool anywhere = false;
-
-	for (size_t i = 0; i < ELEMENTSOF(own_parser); i++)
-		anywhere |= streq(verb, own_parser[i]);
-	for (int i = 1; i < argc && !streq(argv[i], "--"); i++)
-		if (is_version_flag(argv[i]) && (i == 1 || anywhere))
-			return true;
-	return false;
+	return argc > 1 && is_version_flag(argv[1]);
 }
 
 /* Run verb name with args (args[0] is the verb name); EXIT_USAGE when there is no such verb. */
@@ -83,7 +75,7 @@ static int run_verb(const char *name, int argc, char **args)
 	for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
 		if (!streq(name, verbs[i].name))
 			continue;
-		if (wants_version(name, argc, args)) {
+		if (wants_version(argc, args)) {
 			cmd_print_version(stdout, name);
 			return EXIT_SUCCESS;
 		}

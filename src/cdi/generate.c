@@ -32,19 +32,6 @@ static const char *const *const mount_options[_DRIVER_KIND_MAX] = {
     [DRIVER_IPC_SOCKET] = ipc_mount_options, [DRIVER_CONFIG] = lib_mount_options, /* mounts-to-container-path.go */
 };
 
-/*
- * Control device nodes a CUDA container cannot work without (nvidia-ctk mounts the same four,
- * docs/reference/cdi.md §7.3; nvidia-uvm-tools and nvidia-modeset stay optional: the driver
- * creates them only for profilers and display use).
- */
-static const struct {
-	const char *path;
-	const char *fix;
-} required_nodes[] = {
-    {"/dev/nvidiactl", "load the nvidia kernel module (nvidia-smi or nvidia-modprobe creates the node)"},
-    {"/dev/nvidia-uvm", "load nvidia-uvm and create its node (nvidia-modprobe -u -c0)"},
-};
-
 struct gen {
 	const struct cdi_gen_options *o;
 	const char *driver_root, *dev_root;
@@ -87,17 +74,10 @@ _printf_(2, 3) static int warn(struct gen *g, const char *fmt, ...)
 	return r < 0 ? -ENOMEM : warn_str(g, s);
 }
 
-static char *join_host(const char *base, const char *path)
-{
-	if (!base || !*base || streq(base, "/"))
-		return strdup(path);
-	return root_path(base, path);
-}
-
 /* 1 when the node path (inside the dev root) exists where gpulet reads the host, 0 if not. */
 static int node_exists(const struct gen *g, const char *path)
 {
-	_cleanup_free_ char *host = join_host(g->dev_root, path), *p = NULL;
+	_cleanup_free_ char *host = host_join(g->dev_root, path), *p = NULL;
 	struct stat st;
 
 	p = host ? root_path(g->o->root, host) : NULL;
@@ -113,7 +93,7 @@ static int node_exists(const struct gen *g, const char *path)
  */
 static json_t *device_node(const char *dev_root, const char *path, const char *host)
 {
-	_cleanup_free_ char *h = host ? NULL : join_host(dev_root, path);
+	_cleanup_free_ char *h = host ? NULL : host_join(dev_root, path);
 	json_t *o = json_object();
 
 	if (!host)
@@ -232,7 +212,7 @@ static int push_by_path_links(struct gen *g, const json_t *nodes, const char *bu
 		ssize_t n;
 
 		snprintf(link, sizeof(link), "/dev/dri/by-path/pci-%s-%s", busid, kinds[i]);
-		host = join_host(g->dev_root, link);
+		host = host_join(g->dev_root, link);
 		p = host ? root_path(g->o->root, host) : NULL;
 		if (!p)
 			return -ENOMEM;
@@ -441,18 +421,18 @@ static int check_driver(struct gen *g, const struct driver_info *d, struct gerr 
 {
 	int r = 0;
 
-	for (size_t i = 0; i < ELEMENTSOF(required_nodes); i++) {
-		bool found = false;
+	for (size_t i = 0; i < driver_n_control_nodes; i++) {
+		const struct driver_control_node *c = &driver_control_nodes[i];
+		bool found = !c->fix; /* optional */
 
 		for (size_t j = 0; j < d->n_files && !found; j++)
-			found = d->files[j].kind == DRIVER_DEVICE_NODE &&
-				streq(d->files[j].container_path, required_nodes[i].path);
+			found = d->files[j].kind == DRIVER_DEVICE_NODE && streq(d->files[j].container_path, c->path);
 		if (!found)
 			return gerr_set(err, ENOENT,
 					"%s does not exist under the dev root %s; a spec without it fails in every "
 					"container, so nothing is written. Fix: %s, or give --dev-root the dir holding "
 					"dev/nvidia*",
-					required_nodes[i].path, g->dev_root, required_nodes[i].fix);
+					c->path, g->dev_root, c->fix);
 	}
 	for (size_t i = 0; i < driver_n_libs && r >= 0; i++) {
 		const struct driver_lib *l = &driver_libs[i];
@@ -595,8 +575,8 @@ int cdi_generate(const struct node *n, const struct cdi_gen_options *o, json_t *
 				"'gpulet devices' and the driver");
 	if (!devices || !all || !links || asprintf(&kind, "%s/%s", vendor, class) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
-	g.driver_root = o->driver_root && *o->driver_root ? o->driver_root : "/";
-	g.dev_root = o->dev_root && *o->dev_root ? o->dev_root : g.driver_root;
+	g.driver_root = host_driver_root(o->driver_root);
+	g.dev_root = host_dev_root(o->driver_root, o->dev_root);
 	r = build_spec(&g, n, kind, ret, err);
 	if (r >= 0 && o->warnings)
 		*o->warnings = g.warnings;

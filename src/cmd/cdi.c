@@ -366,7 +366,7 @@ static int cdi_generate_cmd(int argc, char **argv)
 	fmt = cli.format ? (streq(cli.format, "json") ? CDI_FORMAT_JSON : CDI_FORMAT_YAML)
 			 : (ends_with(cli.output, ".json") ? CDI_FORMAT_JSON : CDI_FORMAT_YAML);
 	o->root = cli.c.nvml.root;
-	o->driver_root = cli.c.nvml.driver_root ? cli.c.nvml.driver_root : "/";
+	o->driver_root = host_driver_root(cli.c.nvml.driver_root);
 	o->hooks = &cli.hooks;
 	if (cmd_load_node(&cli.c.nvml, &nv, &n) < 0)
 		return 1;

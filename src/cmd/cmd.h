@@ -20,9 +20,6 @@ int cmd_exporter(int argc, char **argv);
 int cmd_labels(int argc, char **argv);
 int cmd_cdihook(int argc, char **argv);
 
-/* A boolean flag or env value: 1/true/yes/on, 0/false/no/off (any case); -EINVAL otherwise. */
-int cmd_parse_bool(const char *s, bool *ret);
-
 /*
  * Block SIGTERM and SIGINT (set gets them) in this thread and every thread it starts, so that a
  * daemon verb's main thread takes them with sigwait/sigtimedwait.

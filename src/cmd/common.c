@@ -7,7 +7,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
-#include <strings.h>
 
 #include "cmd/cmd.h"
 #include "util/fileio.h"
@@ -18,19 +17,6 @@ const char *cmd_env_or(const char *name, const char *fallback)
 	const char *v = getenv(name);
 
 	return v && *v ? v : fallback;
-}
-
-int cmd_parse_bool(const char *s, bool *ret)
-{
-	static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no", "off"};
-
-	for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
-		if (strcasecmp(s, yes[i]) == 0)
-			return *ret = true, 0;
-		if (strcasecmp(s, no[i]) == 0)
-			return *ret = false, 0;
-	}
-	return -EINVAL;
 }
 
 void cmd_block_stop_signals(sigset_t *set)

@@ -11,13 +11,8 @@
 #include <unistd.h>
 
 #include "cmd/options.h"
-#include "exporter/exporter.h"
+#include "exporter/daemon.h"
 #include "util/log.h"
-
-#define NVML_RETRY_S 10
-
-/* NVML kept loaded for a sampler stuck in a hung call when we return (see cmd_exporter). */
-static struct nvml *stuck_nv;
 
 /* dcgm-exporter flags that mean nothing here: accepted, one warning each (see ignored_flags[]). */
 enum {
@@ -200,40 +195,6 @@ static char **split_names(const char *list, char **ret_copy)
 	return v;
 }
 
-/* Wait for SIGTERM/SIGINT at most seconds (<0: forever). Returns true when one came. */
-static bool wait_signal(const sigset_t *set, int seconds)
-{
-	if (seconds < 0) {
-		int sig;
-		sigwait(set, &sig);
-		return true;
-	}
-	struct timespec ts = {.tv_sec = seconds};
-	return sigtimedwait(set, NULL, &ts) > 0;
-}
-
-/* NVML and the node, retried until they load: a pod that crash-loops on NVML explains nothing. */
-static int load_node(const struct exporter_opts *o, const sigset_t *set, struct exp_http *http, struct nvml **ret_nv,
-		     struct node **ret_n)
-{
-	for (;;) {
-		struct gerr err = {0};
-		_cleanup_(nvml_closep) struct nvml *nv = NULL;
-		struct node *n = NULL;
-		if (cmd_open_nvml(&o->c.nvml, &nv, &err) >= 0 && node_load(nv, o->c.nvml.root, &n, &err) >= 0) {
-			*ret_nv = TAKE_PTR(nv);
-			*ret_n = n;
-			return 0;
-		}
-		log_error("cannot load NVML; /metrics serves gpulet_exporter_ready 0 and /healthz 503 with this error, "
-			  "retrying",
-			  "error=\"%s\" retry_s=%d", err.msg, NVML_RETRY_S);
-		exp_http_set_not_ready(http, err.msg);
-		if (wait_signal(set, NVML_RETRY_S))
-			return -1;
-	}
-}
-
 /* dcgm-exporter's -d: f, g or i, optionally with an id range (not applied here: all devices). */
 static int parse_devices(const char *s, enum exp_devices *ret)
 {
@@ -261,62 +222,32 @@ static void warn_ignored(const struct exporter_opts *o)
 	}
 }
 
-/* What a collectors file asks for that is served differently or not at all: one warning each. */
-static void warn_collectors(const struct exp_collectors *c)
-{
-	for (size_t k = 0; k < c->n; k++) {
-		const struct exp_counter *ct = &c->v[k];
-		bool dup = false;
-		for (size_t j = 0; j < k; j++)
-			dup |= streq(c->v[j].name, ct->name);
-		if (dup)
-			log_warn("field listed twice in the collectors file; the first line is used",
-				 "file=%s line=%u "
-				 "field=%s",
-				 c->file, ct->line, ct->name);
-		else if (ct->kind == EXP_COUNTER_UNAVAILABLE ||
-			 (ct->kind == EXP_COUNTER_METRIC && streq(ct->type, "label")))
-			log_warn(
-			    "gpulet does not sample this field; not served (see gpulet_exporter_field_unavailable)",
-			    "file=%s line=%u field=%s", c->file, ct->line, ct->name);
-		else if (streq(ct->type, "histogram") || streq(ct->type, "summary"))
-			log_warn("a single value cannot be a histogram or summary; served as gauge",
-				 "file=%s line=%u field=%s", c->file, ct->line, ct->name);
-	}
-}
-
 /*
- * What is served: --debug, -d, the flags that mean nothing here (warned), the collectors file (read
- * before NVML, so a typo fails the pod at once, naming file and line). CMD_CONTINUE or an exit code.
+ * What is served: --debug, -d, the flags that mean nothing here (warned), the XID policy (env).
+ * CMD_CONTINUE or an exit code.
  */
-static int served_set(const struct exporter_opts *o, struct exp_config *cfg)
+static int served_set(const struct exporter_opts *o, struct exporter_daemon_options *d)
 {
-	/* static: the exporter keeps pointers into it (help texts) while a stuck sampler may still run */
-	static struct exp_collectors collectors;
+	struct gerr err = {0};
 
 	if (o->debug)
 		log_set_level_name("debug");
-	*cfg = (struct exp_config){.mig_parent = o->mig_parent,
-				   .old_namespace = o->old_namespace,
-				   .xid_window_ms = o->xid_window_ms,
-				   .clock_window_ms = o->clock_window_ms};
+	d->served = (struct exp_config){.mig_parent = o->mig_parent,
+					.old_namespace = o->old_namespace,
+					.xid_window_ms = o->xid_window_ms,
+					.clock_window_ms = o->clock_window_ms};
 	if (!streq(o->gpu_id_type, "uid") && !streq(o->gpu_id_type, "device-name"))
 		return cmd_usage_error(&exporter_verb, "--kubernetes-gpu-id-type '%s': use uid or device-name",
 				       o->gpu_id_type);
-	cfg->gpu_id_device_name = streq(o->gpu_id_type, "device-name");
-	if (parse_devices(o->devices, &cfg->devices) < 0)
+	d->served.gpu_id_device_name = streq(o->gpu_id_type, "device-name");
+	if (parse_devices(o->devices, &d->served.devices) < 0)
 		return cmd_usage_error(&exporter_verb, "--devices '%s': use f, g or i (optionally g:RANGE, i:RANGE)",
 				       o->devices);
 	warn_ignored(o);
-	if (o->collectors) {
-		struct gerr err = {0};
-		if (exp_collectors_load(o->collectors, &collectors, &err) < 0) {
-			log_error("cannot read the collectors file", "error=\"%s\"", err.msg);
-			return 1;
-		}
-		warn_collectors(&collectors);
-		cfg->collectors = &collectors;
-		log_info("Collectors file read", "file=%s fields=%zu", o->collectors, collectors.n);
+	if (xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &d->xid_policy,
+			     &err) < 0) {
+		log_error("cannot start the exporter", "error=\"%s\"", err.msg);
+		return EXIT_USAGE;
 	}
 	return CMD_CONTINUE;
 }
@@ -324,111 +255,38 @@ static int served_set(const struct exporter_opts *o, struct exp_config *cfg)
 int cmd_exporter(int argc, char **argv)
 {
 	struct exporter_opts o = {0};
-	int r = cmd_parse(&exporter_verb, argc, argv, &o);
-	if (r != CMD_CONTINUE)
-		return r;
-	struct exp_config cfg;
-	r = served_set(&o, &cfg);
-	if (r != CMD_CONTINUE)
-		return r;
-
-	/* every thread inherits the blocked set; the main thread takes the signals with sigwait */
+	struct exporter_daemon_options d = {0};
+	struct exporter_daemon *daemon = NULL;
+	_cleanup_free_ char *names_copy = NULL;
+	_cleanup_free_ char **names = NULL;
 	sigset_t set;
+	int r = cmd_parse(&exporter_verb, argc, argv, &o);
+
+	if (r != CMD_CONTINUE)
+		return r;
+	r = served_set(&o, &d);
+	if (r != CMD_CONTINUE)
+		return r;
+	names = split_names(o.resource_names, &names_copy);
+	d.http = (struct exp_http_options){.address = o.address, .web_config_file = o.web_config};
+	d.nvml =
+	    (struct nvml_host){.root = o.c.nvml.root, .library = o.c.nvml.library, .driver_root = o.c.nvml.driver_root};
+	d.collectors_file = o.collectors;
+	d.interval_ms = o.interval_ms;
+	d.kubernetes = o.kubernetes;
+	d.podres_socket = o.socket;
+	d.podres_ms = o.podres_ms;
+	d.resource_names = (const char *const *)names;
+	d.virtual_gpus = o.virtual_gpus;
+	d.no_hostname = o.no_hostname;
+	d.replace_blanks = o.replace_blanks;
+	/* every thread inherits the blocked set; the daemon takes the signals with sigwait */
 	cmd_block_stop_signals(&set);
 	signal(SIGPIPE, SIG_IGN);
-
-	struct gerr err = {0};
-	struct exp_http *http = NULL;
-	struct exp_http_options ho = {.address = o.address, .web_config_file = o.web_config};
-	if (exp_http_start(&ho, &http, &err) < 0) {
-		log_error("cannot start the exporter", "error=\"%s\"", err.msg);
+	if (exporter_daemon_start(&d, &set, &daemon) < 0)
 		return 1;
-	}
-	log_info("Starting exporter", "address=%s port=%u collect_interval_ms=%u kubernetes=%s web_config=\"%s\"",
-		 o.address, exp_http_port(http), o.interval_ms, o.kubernetes ? "true" : "false",
-		 o.web_config ? o.web_config : "");
-
-	_cleanup_(nvml_closep) struct nvml *nv = NULL;
-	_cleanup_(node_freep) struct node *n = NULL;
-	if (load_node(&o, &set, http, &nv, &n) < 0) {
-		exp_http_stop(http);
-		return 0;
-	}
-	char host[256] = "";
-	const char *node_name = getenv("NODE_NAME");
-	if (node_name && *node_name)
-		snprintf(host, sizeof(host), "%s", node_name);
-	else if (gethostname(host, sizeof(host) - 1) < 0)
-		snprintf(host, sizeof(host), "unknown");
-
-	/*
-	 * Static storage: a sampler stuck in a hung NVML call still points at the exporter when we
-	 * return, and must find live memory until the process exits (exporter_stop leaves it running).
-	 */
-	static struct exporter e;
-	static struct podres_cache pc;
-	for (size_t i = 0; o.replace_blanks && i < n->n_gpus; i++)
-		for (char *p = n->gpus[i].name; *p; p++)
-			if (*p == ' ')
-				*p = '-';
-	if (exporter_init(&e, n, o.no_hostname ? NULL : host, &err) < 0) {
-		log_error("cannot start the exporter", "error=\"%s\"", err.msg);
-		exp_http_stop(http);
-		return 1;
-	}
-	exporter_configure(&e, &cfg);
-	e.virtual_gpus = o.virtual_gpus;
-	if (xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &e.xid_policy, &err) <
-	    0) {
-		log_error("cannot start the exporter", "error=\"%s\"", err.msg);
-		exp_http_stop(http);
-		exporter_free(&e);
-		return EXIT_USAGE;
-	}
-	_cleanup_free_ char *names_copy = NULL;
-	_cleanup_free_ char **names = split_names(o.resource_names, &names_copy);
-	if (o.kubernetes) {
-		if (podres_cache_start(&pc, o.c.nvml.root, o.socket, o.podres_ms, (const char *const *)names, &err) <
-		    0) {
-			log_error("cannot start pod attribution", "error=\"%s\"", err.msg);
-			exp_http_stop(http);
-			exporter_free(&e);
-			return 1;
-		}
-		if (pc.errors)
-			log_warn("PodResources List failed; metrics carry no pod labels until it answers",
-				 "socket=%s error=\"%s\"", o.socket, pc.last_error);
-		e.podres = &pc;
-	}
-	if (exporter_start(&e, nv, o.interval_ms, &err) < 0) {
-		log_error("cannot start the samplers", "error=\"%s\"", err.msg);
-		return 1;
-	}
-	size_t migs = e.n_devs - e.n_gpus;
-	exp_http_set_exporter(http, &e);
-	log_info("Exporter ready", "gpus=%zu mig_instances=%zu driver=%s hostname=%s", e.n_gpus, migs,
-		 n->driver_version, o.no_hostname ? "-" : host);
-
-	/*
-	 * The MIG layout is read once; after a re-partition the samplers stop publishing the moved
-	 * instances and we exit so the DaemonSet restarts us on the new layout (the plugin's upstream
-	 * does the same on MIG changes, device-plugin.md §6).
-	 */
-	while (!wait_signal(&set, 1))
-		if (atomic_load(&e.layout_changed)) {
-			log_warn("MIG layout changed; exiting to restart with the new layout", NULL);
-			break;
-		}
-	log_info("Stopping exporter", NULL);
-	exp_http_stop(http); /* no scrape is running after this */
-	int left = exporter_stop(&e, 2000);
-	if (o.kubernetes)
-		podres_cache_stop(&pc);
-	if (left) {
-		/* a sampler is inside a hung NVML call: leave its memory and NVML alone, just exit */
-		stuck_nv = TAKE_PTR(nv);
-		return 0;
-	}
-	exporter_free(&e);
+	if (daemon)
+		exporter_daemon_run(daemon, &set);
+	exporter_daemon_stop(daemon);
 	return 0;
 }

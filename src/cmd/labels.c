@@ -16,6 +16,7 @@
 #include "plugin/config.h"
 #include "util/fileio.h"
 #include "util/log.h"
+#include "util/opt.h"
 
 struct labels_cli {
 	struct cmd_common c;
@@ -177,7 +178,7 @@ static int layer_bool(bool given, bool value, const char *file_text, const char 
 		return *ret = value, 0;
 	if (!file_text[0])
 		return 0;
-	if (cmd_parse_bool(file_text, ret) < 0) {
+	if (opt_parse_bool(file_text, ret) < 0) {
 		log_error("bad value in the config file", "key=%s value=\"%s\" want=true|false", key, file_text);
 		return -EINVAL;
 	}
@@ -214,11 +215,11 @@ static int resolve_sharing(struct labels_cli *c)
 /* The string options: flag > env > file > default, then checked. 0, EXIT_USAGE, or 1 for a bad file value. */
 static int resolve_strings(struct labels_cli *c)
 {
-	const char *mig = layer(c->mig_strategy, c->cfg->mig_strategy, "none");
+	const char *mig = layer(c->mig_strategy, mig_strategy_name(c->cfg->mig_strategy), "none");
 	const char *sleep = layer(c->sleep_interval, c->cfg->gfd[CONFIG_GFD_SLEEP_INTERVAL], "60s");
-	const char *disc = layer(c->discovery, c->cfg->device_discovery_strategy, "auto");
-	static const char *const strategies[] = {"auto", "nvml", "tegra", "vfio"};
-	bool disc_ok = false;
+	const char *disc = layer(
+	    c->discovery, enum_to_name(config_discovery_names, c->cfg->device_discovery_strategy, "auto"), "auto");
+	enum discovery_strategy d;
 
 	c->output = layer(c->output, c->cfg->gfd[CONFIG_GFD_OUTPUT_FILE], LABELS_DEFAULT_OUTPUT);
 	c->machine_file =
@@ -238,12 +239,10 @@ static int resolve_strings(struct labels_cli *c)
 					       sleep);
 		return log_error("bad value in the config file", "key=flags.gfd.sleepInterval value=\"%s\"", sleep), 1;
 	}
-	for (size_t i = 0; i < ELEMENTSOF(strategies); i++)
-		disc_ok |= streq(disc, strategies[i]);
-	if (!disc_ok)
+	if (enum_from_name(config_discovery_names, disc, &d) < 0)
 		return cmd_usage_error(&labels_verb,
 				       "--device-discovery-strategy '%s' is not valid: auto|nvml|tegra|vfio", disc);
-	if (!streq(disc, "auto") && !streq(disc, "nvml"))
+	if (d != DISCOVERY_AUTO && d != DISCOVERY_NVML)
 		log_warn("gpulet labels discovers GPUs through NVML only; using NVML", "device_discovery_strategy=%s",
 			 disc);
 	return 0;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/options.h"
 #include "plugin/config.h"
 #include "plugin/mps.h"
 #include "plugin/mps_daemon.h"
@@ -36,19 +37,22 @@ static void help(void)
 int cmd_mps_control_daemon(int argc, char **argv)
 {
 	_cleanup_(config_args_freep) struct config_args *args = NULL;
-	bool shm = argc > 1 && streq(argv[1], "mount-shm"), want_help;
+	bool shm = argc > 1 && streq(argv[1], "mount-shm");
+	enum config_action action;
 	struct plugin_config cfg;
 	struct gerr err = {0};
 	char opts[96];
 
-	if (config_parse_args(argc - shm, argv + shm, &args, &want_help, &err) < 0) {
+	if (config_parse_args(argc - shm, argv + shm, &args, &action, &err) < 0) {
 		fprintf(stderr, "gpulet mps-control-daemon: %s\n", err.msg);
 		return EXIT_USAGE;
 	}
-	if (want_help) {
+	if (action == CONFIG_VERSION)
+		cmd_print_version(stdout, "mps-control-daemon");
+	if (action == CONFIG_HELP)
 		help();
+	if (action != CONFIG_RUN)
 		return 0;
-	}
 	config_args_default(args, "mps-root", MPS_CONTAINER_ROOT);
 	if (config_load(args, &cfg, &err) < 0) {
 		fprintf(stderr, "gpulet mps-control-daemon: %s\n", err.msg);

@@ -12,6 +12,7 @@
 #include "util/argv.h"
 #include "util/log.h"
 #include "util/macro.h"
+#include "util/opt.h"
 
 #define MAX_ROWS    48
 #define HELP_COLUMN 30 /* where the help text of an option starts */
@@ -160,7 +161,7 @@ static int apply(const struct cmd_verb *v, const struct cmd_opt *o, void *opts, 
 			return *(bool *)field = true, 0;
 		/* fall through */
 	case CMD_OPT_BOOL:
-		r = cmd_parse_bool(value ? value : "true", field);
+		r = opt_parse_bool(value ? value : "true", field);
 		if (r < 0)
 			gerr_set(&err, EINVAL, "want true or false");
 		break;

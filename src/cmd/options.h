@@ -29,7 +29,7 @@ enum cmd_opt_kind {
 	CMD_OPT_END,     /* ends a table */
 	CMD_OPT_STR,     /* const char * at .off: the value as given */
 	CMD_OPT_SET,     /* bool at .off: true when given (an env value is read as a boolean) */
-	CMD_OPT_BOOL,    /* bool at .off from an optional BOOL (cmd_parse_bool; no value: true) */
+	CMD_OPT_BOOL,    /* bool at .off from an optional BOOL (opt_parse_bool; no value: true) */
 	CMD_OPT_UINT,    /* unsigned at .off, a number in [.min, .max] */
 	CMD_OPT_CALL,    /* .call(opts, value, err): 0 ok, CMD_OPT_DONE to exit 0, <0 usage error */
 	CMD_OPT_HELP,    /* print --help on stdout and exit 0 */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "cmd/cmd.h"
+#include "cmd/options.h"
 #include "plugin/config.h"
 #include "plugin/daemon.h"
 #include "util/log.h"
@@ -31,16 +32,18 @@ int cmd_plugin(int argc, char **argv)
 	_cleanup_(config_args_freep) struct config_args *args = NULL;
 	struct plugin_config cfg;
 	struct gerr err = {0};
-	bool want_help;
+	enum config_action action;
 
-	if (config_parse_args(argc, argv, &args, &want_help, &err) < 0) {
+	if (config_parse_args(argc, argv, &args, &action, &err) < 0) {
 		fprintf(stderr, "gpulet plugin: %s\n", err.msg);
 		return EXIT_USAGE;
 	}
-	if (want_help) {
+	if (action == CONFIG_VERSION)
+		cmd_print_version(stdout, "plugin");
+	if (action == CONFIG_HELP)
 		help();
+	if (action != CONFIG_RUN)
 		return 0;
-	}
 	if (config_load(args, &cfg, &err) < 0) {
 		fprintf(stderr, "gpulet plugin: %s\n", err.msg);
 		return 1;

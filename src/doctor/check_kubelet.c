@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "kube/checkpoint.h"
+#include "doctor/cluster.h"
 #include "doctor/doctor.h"
 #include "doctor/kubelet_root.h"
 #include "util/fileio.h"
@@ -70,12 +71,29 @@ static const char *kubelet_dir(struct doctor_ctx *c)
 	return doctor_kubelet_dir(c);
 }
 
+/*
+ * No trace of kubelet at all (a GPU server without Kubernetes, a Docker host): the kubelet, plugin
+ * and allocation links do not apply, so they are skipped with that reason rather than failed. Any
+ * trace (unit, config, binary, root dir, process) without a running kubelet stays kubelet.not-running.
+ */
+static bool no_kubelet(struct doctor_ctx *c)
+{
+	char what[600];
+
+	if (doctor_kubelet_trace(c, what, sizeof(what)))
+		return false;
+	doctor_skip(c, KUBELET_ABSENT);
+	return true;
+}
+
 int doctor_check_kubelet(struct doctor_ctx *c)
 {
 	const char *kd = kubelet_dir(c), *dp = doctor_device_plugin_dir(c);
 	struct doctor_finding *f;
 	struct stat st;
 
+	if (no_kubelet(c))
+		return 0;
 	doctor_kubelet_root_findings(c);
 	if (!exists(c, dp, "kubelet.sock", &st)) {
 		f = doctor_report(
@@ -242,6 +260,8 @@ int doctor_check_plugin(struct doctor_ctx *c)
 	long long cap = quantity(node_status(c, "capacity"), "nvidia.com/gpu");
 	long long alloc = quantity(node_status(c, "allocatable"), "nvidia.com/gpu");
 
+	if (no_kubelet(c))
+		return 0;
 	if (!n) {
 		if (socket_dir_mismatch(c, dp))
 			return 0;
@@ -351,9 +371,60 @@ static struct doctor_finding *stale_finding(struct doctor_ctx *c)
 		       "instances that no longer exist or none");
 }
 
+/* A device of this spec file (below root) named after a MIG-enabled GPU: its UUID or its index. */
+static bool spec_has_whole_mig_gpu(const struct doctor_ctx *c, const char *rel)
+{
+	_cleanup_free_ char *p = doctor_path(c, rel);
+	json_auto_t *spec = p ? json_load_file(p, 0, NULL) : NULL;
+	size_t i;
+	json_t *dev;
+
+	json_array_foreach (json_object_get(spec, "devices"), i, dev) {
+		const char *name = json_string_value(json_object_get(dev, "name"));
+
+		for (size_t g = 0; name && g < c->node->n_gpus; g++) {
+			char idx[16];
+
+			snprintf(idx, sizeof(idx), "%u", c->node->gpus[g].index);
+			if (c->node->gpus[g].mig_enabled && (streq(name, c->node->gpus[g].uuid) || streq(name, idx)))
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The plugin runs with --mig-strategy=none: a MIG-enabled GPU is advertised whole on purpose
+ * (upstream's buildGPUDeviceMap skips it only under single/mixed) and no MIG instance is advertised.
+ * From the plugin pod's flag, env or ConfigMap (a plugin pod that sets none of them runs with the
+ * default, none); without one, from gpulet's plugin spec in /var/run/cdi, which defines a MIG-enabled
+ * GPU whole only under none (docs/reference/device-plugin.md §8).
+ */
+static bool mig_strategy_none(const struct doctor_ctx *c)
+{
+	struct plugin_cfg p;
+	char names[32][256];
+	size_t n;
+
+	cluster_plugin_cfg(c, &p);
+	if (p.found && (p.mig_strategy[0] || !p.config_unread))
+		return !p.mig_strategy[0] || streq(p.mig_strategy, "none");
+	n = doctor_cdi_dir_files(c, "/var/run/cdi", names, ELEMENTSOF(names));
+	for (size_t k = 0; k < n; k++) {
+		char rel[300];
+
+		snprintf(rel, sizeof(rel), "/var/run/cdi/%s", names[k]);
+		if (!strncmp(names[k], "k8s.device-plugin.nvidia.com", 28) && spec_has_whole_mig_gpu(c, rel))
+			return true;
+	}
+	return false;
+}
+
 /* Advertised IDs in the checkpoint vs the MIG instances NVML sees now. */
 static void stale_from_checkpoint(struct doctor_ctx *c, const struct checkpoint *ck)
 {
+	bool none = mig_strategy_none(c);
+
 	for (size_t k = 0; k < ck->n_registered; k++)
 		for (size_t i = 0; i < ck->registered[k].n_ids; i++) {
 			char id[128];
@@ -367,6 +438,8 @@ static void stale_from_checkpoint(struct doctor_ctx *c, const struct checkpoint 
 	for (size_t g = 0; g < c->node->n_gpus; g++) {
 		const struct node_gpu *gpu = &c->node->gpus[g];
 
+		if (none)
+			continue; /* whole GPUs on purpose, and no instance advertised */
 		if (gpu->mig_enabled && advertised(ck, gpu->uuid))
 			doctor_evidence(stale_finding(c),
 					"GPU %u %s is in MIG mode but still advertised as a whole GPU", gpu->index,
@@ -467,6 +540,8 @@ int doctor_check_alloc(struct doctor_ctx *c)
 	 * kubelet without pods; without PodResources nothing then says whether a holder is gone */
 	bool have_pods = exists(c, kd, "pods", NULL), unknown = false;
 
+	if (no_kubelet(c))
+		return 0;
 	if (doctor_need_checkpoint(c) <= 0)
 		return 0;
 	/* live kubelet: PodResources List shows what running pods hold (docs/reference/monitoring-doctor.md A4) */

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "doctor/cluster.h"
 #include "doctor/cudatable.h"
 #include "doctor/doctor.h"
 #include "util/fileio.h"
@@ -427,10 +428,16 @@ static void check_default_runtime(struct doctor_ctx *c, const struct ctrd_facts 
 {
 	char fix[1024], what[512];
 	struct doctor_finding *fd;
+	struct inject_facts inj;
 	size_t n;
 
 	/* default runtime: without runtimeClassName pods get it; runc injects nothing unless CDI does */
-	if (streq(f->default_runtime, handler) || !runtime_table(f, handler) || f->enable_cdi)
+	if (streq(f->default_runtime, handler) || rt_handler(c, handler) == RTH_MISSING || f->enable_cdi)
+		return;
+	/* the plugin hands out CDI names only: runc is right for them, and CDI being off is
+	 * inject.cdi-disabled's to say (docs/reference/cluster-events.md §1) */
+	doctor_inject_facts(c, &inj);
+	if (inject_cdi_only(&inj))
 		return;
 	n = doctor_pods_with_class(c, NULL, NULL);
 	if (c->pods && !n)
@@ -457,8 +464,17 @@ static void check_cdi_enabled(struct doctor_ctx *c, const struct ctrd_facts *f)
 	bool plugin = plugin_spec_in_run(c);
 	char fix[1024], what[512];
 	struct doctor_finding *fd;
+	struct inject_facts inj;
 
 	if (f->enable_cdi || !used)
+		return;
+	/*
+	 * "envvar,cdi-cri": Allocate returns the CDI names and NVIDIA_VISIBLE_DEVICES both; with CDI off
+	 * containerd drops the names and the nvidia runtime's hook injects from the env var, so the GPU
+	 * still arrives. Whether the pods run under that runtime is inject.runtime-class-missing's link.
+	 */
+	doctor_inject_facts(c, &inj);
+	if (plugin && inject_has_env(&inj))
 		return;
 	if (c->ctrd_version >= 3)
 		snprintf(what, sizeof(what),

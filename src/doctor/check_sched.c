@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "doctor/cluster.h"
+#include "doctor/runtime_find.h"
 #include "parse/toml.h"
 #include "util/macro.h"
 
@@ -209,27 +210,20 @@ static void replicas_over_one(struct doctor_ctx *c, const json_t *pod, const str
 	}
 }
 
-static bool nvidia_handler(const struct ctrd_facts *rf, const char *h, const char *nvidia)
-{
-	const struct toml *rt = toml_path(rf->containerd, "runtimes", h, NULL);
-
-	return streq(h, nvidia) || strstr(toml_string(toml_get(rt, "options"), "BinaryName", ""), "nvidia");
-}
-
 /* A pod that requests no GPU but names devices in NVIDIA_VISIBLE_DEVICES, under the nvidia runtime. */
-static void visible_devices(struct doctor_ctx *c, const json_t *pod, const struct ctrd_facts *rf)
+static void visible_devices(struct doctor_ctx *c, const json_t *pod, const struct rt_facts *rf)
 {
 	const char *nvidia = c->o->runtime_class ? c->o->runtime_class : "nvidia";
 	const char *cls = json_string_value(json_object_get(json_object_get(pod, "spec"), "runtimeClassName"));
 	const json_t *rc = cls ? cluster_object(c, "RuntimeClass", NULL, cls) : NULL;
 	const char *h = cls  ? json_string_value(json_object_get(rc, "handler")) ?: cls
-			: rf ? rf->default_runtime
+			: rf ? rf->default_handler
 			     : NULL;
 	size_t i;
 	json_t *ctr;
 
 	if (doctor_pod_requests_gpu(pod) || doctor_pod_is_terminating(pod) || cluster_component(pod) != NV_NONE || !h ||
-	    !(rf ? nvidia_handler(rf, h, nvidia) : streq(h, nvidia)))
+	    !(streq(h, nvidia) || (rf && rt_handler(c, h) == RTH_NVIDIA)))
 		return;
 	json_array_foreach (json_object_get(json_object_get(pod, "spec"), "containers"), i, ctr) {
 		const char *v = cluster_env(ctr, "NVIDIA_VISIBLE_DEVICES");
@@ -257,8 +251,8 @@ static void visible_devices(struct doctor_ctx *c, const json_t *pod, const struc
 int doctor_check_cluster(struct doctor_ctx *c)
 {
 	struct plugin_cfg p;
-	struct ctrd_facts rf;
-	bool have_rf;
+	struct rt_facts rf;
+	int have_rf;
 	size_t i;
 	json_t *pod;
 
@@ -268,9 +262,9 @@ int doctor_check_cluster(struct doctor_ctx *c)
 		doctor_skip(c, "no --pods / --events: what the cluster says was not read");
 		return 0;
 	}
-	have_rf = doctor_need_containerd(c) > 0;
-	if (have_rf)
-		doctor_containerd_facts(c, &rf);
+	have_rf = rt_facts_get(c, &rf);
+	if (have_rf < 0)
+		return have_rf;
 	cluster_plugin_cfg(c, &p);
 	json_array_foreach (c->pods, i, pod) {
 		if (!cluster_pod_here(c, pod))
@@ -284,7 +278,7 @@ int doctor_check_cluster(struct doctor_ctx *c)
 		}
 		if (!json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
 			replicas_over_one(c, pod, &p);
-		visible_devices(c, pod, have_rf ? &rf : NULL);
+		visible_devices(c, pod, have_rf > 0 ? &rf : NULL);
 	}
 	doctor_cluster_events(c);
 	return 0;

@@ -58,6 +58,8 @@ struct plugin_cfg {
 	long long replicas;     /* largest sharing replicas, 0 none */
 	char pod[256];          /* namespace/name of the plugin pod */
 	bool config_unread;     /* it mounts a ConfigMap that --pods does not hold */
+	char mig_strategy[16];  /* --mig-strategy / MIG_STRATEGY / flags.migStrategy, "" unset (default none) */
+	char mig_src[256];      /* where it was read */
 };
 void cluster_plugin_cfg(const struct doctor_ctx *c, struct plugin_cfg *ret);
 
@@ -68,6 +70,10 @@ struct inject_facts {
 	char source[320];         /* the evidence: checkpoint entry, pod env, ConfigMap, CDI spec file */
 };
 void doctor_inject_facts(struct doctor_ctx *c, struct inject_facts *ret);
+/* CDI device names alone (no NVIDIA_VISIBLE_DEVICES beside them): the runtime's CDI must inject. */
+bool inject_cdi_only(const struct inject_facts *f);
+/* NVIDIA_VISIBLE_DEVICES is handed out (alone or beside CDI names): the nvidia runtime's hook can inject. */
+bool inject_has_env(const struct inject_facts *f);
 
 int doctor_check_inject(struct doctor_ctx *c);
 int doctor_check_plugin_pods(struct doctor_ctx *c);

@@ -209,11 +209,11 @@ const char *cluster_env(const json_t *ctr, const char *name)
 	return NULL;
 }
 
-/* --device-list-strategy=X, or --device-list-strategy X, in a container's command/args */
-static const char *strategy_arg(const json_t *ctr)
+/* flag=X, or flag X (--device-list-strategy, --mig-strategy), in a container's command/args */
+static const char *flag_arg(const json_t *ctr, const char *flag)
 {
 	static const char *const lists[] = {"command", "args"};
-	static const char flag[] = "--device-list-strategy";
+	size_t fl = strlen(flag);
 
 	for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
 		const json_t *a = json_object_get(ctr, lists[l]);
@@ -221,11 +221,11 @@ static const char *strategy_arg(const json_t *ctr)
 		for (size_t i = 0; i < json_array_size(a); i++) {
 			const char *s = json_string_value(json_array_get(a, i));
 
-			if (!s || strncmp(s, flag, sizeof(flag) - 1))
+			if (!s || strncmp(s, flag, fl))
 				continue;
-			if (s[sizeof(flag) - 1] == '=')
-				return s + sizeof(flag);
-			if (!s[sizeof(flag) - 1])
+			if (s[fl] == '=')
+				return s + fl + 1;
+			if (!s[fl])
 				return json_string_value(json_array_get(a, i + 1));
 		}
 	}
@@ -238,7 +238,12 @@ static void read_config_doc(const json_t *doc, struct plugin_cfg *p, const char 
 	const json_t *dls =
 	    json_object_get(json_object_get(json_object_get(doc, "flags"), "plugin"), "deviceListStrategy");
 	static const char *const kinds[] = {"mps", "timeSlicing"};
+	const json_t *mig = json_object_get(json_object_get(doc, "flags"), "migStrategy");
 
+	if (json_is_string(mig)) {
+		snprintf(p->mig_strategy, sizeof(p->mig_strategy), "%s", json_string_value(mig));
+		snprintf(p->mig_src, sizeof(p->mig_src), "%s: flags.migStrategy", src);
+	}
 	if (json_is_string(dls)) {
 		snprintf(p->strategy, sizeof(p->strategy), "%s", json_string_value(dls));
 		snprintf(p->strategy_src, sizeof(p->strategy_src), "%s: flags.plugin.deviceListStrategy", src);
@@ -328,12 +333,19 @@ void cluster_plugin_cfg(const struct doctor_ctx *c, struct plugin_cfg *p)
 		ctrs = json_object_get(json_object_get(pod, "spec"), "containers");
 		json_array_foreach (ctrs, j, ctr) {
 			/* urfave/cli: a flag on the command line wins over its env var, both over the file */
-			const char *env = cluster_env(ctr, "DEVICE_LIST_STRATEGY"), *arg = strategy_arg(ctr);
+			const char *env = cluster_env(ctr, "DEVICE_LIST_STRATEGY"),
+				   *arg = flag_arg(ctr, "--device-list-strategy");
+			const char *menv = cluster_env(ctr, "MIG_STRATEGY"), *marg = flag_arg(ctr, "--mig-strategy");
 
 			if (env || arg) {
 				snprintf(p->strategy, sizeof(p->strategy), "%s", arg ? arg : env);
 				snprintf(p->strategy_src, sizeof(p->strategy_src), "pod %s: %s", p->pod,
 					 arg ? "--device-list-strategy" : "env DEVICE_LIST_STRATEGY");
+			}
+			if (menv || marg) {
+				snprintf(p->mig_strategy, sizeof(p->mig_strategy), "%s", marg ? marg : menv);
+				snprintf(p->mig_src, sizeof(p->mig_src), "pod %s: %s", p->pod,
+					 marg ? "--mig-strategy" : "env MIG_STRATEGY");
 			}
 		}
 		return;

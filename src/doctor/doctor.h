@@ -162,7 +162,7 @@ size_t doctor_cdi_dir_files(const struct doctor_ctx *c, const char *dir, char na
 bool doctor_dpkg_version(const struct doctor_ctx *c, const char *pkg, char *buf, size_t size);
 
 /*
- * Run host tool `name` (looked up in /usr/bin, /usr/sbin, /usr/local/bin below root; never a shell or
+ * Run host tool `name` (looked up in host_bin_dirs below root, util/fileio.h; never a shell or
  * $PATH) with argv; its stdout (at most size-1 bytes, NUL-terminated) goes to buf, stderr to /dev/null.
  * Killed after timeout_ms. Returns bytes read, -ENOENT not installed, -ETIMEDOUT, -EIO non-zero exit.
  */

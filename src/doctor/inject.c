@@ -14,6 +14,7 @@
 
 #include "doctor/cluster.h"
 #include "doctor/kubelet_root.h"
+#include "doctor/runtime_find.h"
 #include "parse/toml.h"
 #include "util/macro.h"
 
@@ -106,6 +107,16 @@ static void from_spec_file(struct doctor_ctx *c, struct inject_facts *f)
 		}
 }
 
+bool inject_cdi_only(const struct inject_facts *f)
+{
+	return is_cdi(f->mode) && !f->also_env;
+}
+
+bool inject_has_env(const struct inject_facts *f)
+{
+	return f->mode != ALLOCRESP_NONE && (!is_cdi(f->mode) || f->also_env);
+}
+
 void doctor_inject_facts(struct doctor_ctx *c, struct inject_facts *f)
 {
 	memset(f, 0, sizeof(*f));
@@ -125,43 +136,34 @@ static const char *class_handler(const struct doctor_ctx *c, const char *cls)
 	return h ? h : cls;
 }
 
-static bool has_runtime(const struct ctrd_facts *rf, const char *handler)
-{
-	return toml_path(rf->containerd, "runtimes", handler, NULL) != NULL;
-}
-
-/* A runtime whose binary is NVIDIA's (nvidia-container-runtime, .cdi, .legacy): its hook injects. */
-static bool hooked(const struct ctrd_facts *rf, const char *handler)
-{
-	const struct toml *rt = toml_path(rf->containerd, "runtimes", handler, NULL);
-
-	return strstr(toml_string(toml_get(rt, "options"), "BinaryName", ""), "nvidia") != NULL;
-}
-
 /* GPU pods on this node, not terminating; each gets fn. */
 #define FOREACH_GPU_POD(c, i, pod)             \
 	json_array_foreach ((c)->pods, i, pod) \
 		if (cluster_pod_here(c, pod) && !doctor_pod_is_terminating(pod) && doctor_pod_requests_gpu(pod))
 
-static void cdi_disabled(struct doctor_ctx *c, const struct inject_facts *f, const struct ctrd_facts *rf)
+/* Only containerd has CDI off (CRI-O always resolves CDI names). */
+static void cdi_disabled(struct doctor_ctx *c, const struct inject_facts *f, const struct rt_facts *rf)
 {
-	struct doctor_finding *fd = doctor_report(
-	    c, "inject.cdi-disabled", DOCTOR_FAIL, LINK_RUNTIME,
-	    "turn CDI on in the runtime: enable_cdi = true (and cdi_spec_dirs = [\"/etc/cdi\", \"/var/run/cdi\"]) "
-	    "under the CRI plugin of containerd's config (nvidia-ctk runtime configure --runtime=containerd "
-	    "--cdi.enabled), then restart containerd; or switch the plugin to deviceListStrategy envvar with "
-	    "the nvidia runtime",
+	char fix[1024];
+	struct doctor_finding *fd;
+
+	snprintf(fix, sizeof(fix),
+		 "turn CDI on in the runtime: enable_cdi = true (and cdi_spec_dirs = [\"/etc/cdi\", \"/var/run/cdi\"]) "
+		 "under the CRI plugin in %s (nvidia-ctk runtime configure --runtime=containerd --cdi.enabled), "
+		 "then %s; or switch the plugin to deviceListStrategy envvar with the nvidia runtime",
+		 rt_edit_target(c->rt), rt_restart(c->rt));
+	fd = doctor_report(
+	    c, "inject.cdi-disabled", DOCTOR_FAIL, LINK_RUNTIME, fix,
 	    "the device plugin answers Allocate with CDI device names but the runtime's CDI support is off: "
 	    "the names are dropped and containers start without a GPU (the default runtime being runc is "
 	    "right for CDI and not the cause)");
 
 	doctor_evidence(fd, "%s", f->source);
-	doctor_evidence(fd, "plugins.\"%s\".enable_cdi is %s (files: %s)", rf->plugin_id,
-			rf->enable_cdi_explicit ? "false" : "unset, off before containerd 2.0", c->ctrd_files[0]);
+	doctor_evidence(fd, "%s", rf->cdi_where);
 }
 
 /* envvar / volume-mounts: each GPU pod must run under a runtime with the NVIDIA hook. */
-static void runtime_class_link(struct doctor_ctx *c, const struct inject_facts *f, const struct ctrd_facts *rf,
+static void runtime_class_link(struct doctor_ctx *c, const struct inject_facts *f, const struct rt_facts *rf,
 			       const char *nvidia)
 {
 	struct doctor_finding *fd = NULL;
@@ -171,21 +173,22 @@ static void runtime_class_link(struct doctor_ctx *c, const struct inject_facts *
 	FOREACH_GPU_POD(c, i, pod)
 	{
 		const char *cls = json_string_value(json_object_get(json_object_get(pod, "spec"), "runtimeClassName"));
-		const char *h = cls ? class_handler(c, cls) : rf->default_runtime;
+		const char *h = cls ? class_handler(c, cls) : rf->default_handler;
+		enum rt_handler_state st = rt_handler(c, h);
 
-		if (streq(h, nvidia) || hooked(rf, h) || (cls && !has_runtime(rf, h)))
+		if (streq(h, nvidia) || st == RTH_NVIDIA || (cls && st == RTH_MISSING))
 			continue; /* the nvidia runtime, or a handler missing_handlers() names */
 		if (!fd) {
 			fd = doctor_report(
 			    c, "inject.runtime-class-missing", DOCTOR_FAIL, LINK_RUNTIME,
 			    "add runtimeClassName: nvidia to the GPU pods (or make nvidia the default runtime: "
-			    "nvidia-ctk runtime configure --runtime=containerd --set-as-default), or run the plugin "
+			    "nvidia-ctk runtime configure --set-as-default), or run the plugin "
 			    "with deviceListStrategy cdi-cri and CDI on",
 			    "the device plugin hands GPUs over as NVIDIA_VISIBLE_DEVICES, which only the nvidia "
 			    "runtime's hook acts on, but GPU pods run under \"%s\": they start without a GPU",
 			    h);
 			doctor_evidence(fd, "%s", f->source);
-			doctor_evidence(fd, "containerd default_runtime_name = \"%s\"", rf->default_runtime);
+			doctor_evidence(fd, "%s's default runtime is \"%s\"", rt_name(c->rt), rf->default_handler);
 		}
 		doctor_evidence(fd, "pod %s/%s runtimeClassName %s → handler %s", cluster_pod_ns(pod),
 				cluster_pod_name(pod), cls ? cls : "(none)", h);
@@ -193,7 +196,7 @@ static void runtime_class_link(struct doctor_ctx *c, const struct inject_facts *
 }
 
 /* A RuntimeClass GPU pods use whose handler the runtime lacks (the --runtime-class one is runtime.*'s). */
-static void missing_handlers(struct doctor_ctx *c, const struct ctrd_facts *rf, const char *nvidia)
+static void missing_handlers(struct doctor_ctx *c, const char *nvidia)
 {
 	struct doctor_finding *fd;
 	size_t i;
@@ -205,20 +208,19 @@ static void missing_handlers(struct doctor_ctx *c, const struct ctrd_facts *rf, 
 		const char *h = cls ? class_handler(c, cls) : NULL;
 		char id_fix[512];
 
-		if (!h || streq(h, nvidia) || has_runtime(rf, h))
+		if (!h || streq(h, nvidia) || rt_handler(c, h) != RTH_MISSING)
 			continue;
 		snprintf(id_fix, sizeof(id_fix),
-			 "add a runtimes.%s table to containerd's CRI config (nvidia-ctk runtime configure "
-			 "--runtime=containerd --nvidia-runtime-name=%s) and restart containerd, or point RuntimeClass "
-			 "%s at a handler that exists",
-			 h, h, cls);
-		fd =
-		    doctor_report_once(c, "inject.handler-missing", DOCTOR_FAIL, LINK_RUNTIME, id_fix,
-				       "RuntimeClass %s names handler \"%s\", which containerd does not have: its pods "
-				       "fail in FailedCreatePodSandBox ('no runtime for \"%s\" is configured')",
-				       cls, h, h);
-		doctor_evidence(fd, "pod %s/%s runtimeClassName %s → handler %s; containerd runtimes has no \"%s\"",
-				cluster_pod_ns(pod), cluster_pod_name(pod), cls, h, h);
+			 "add a runtimes.%s table to %s's config (nvidia-ctk runtime configure --runtime=%s "
+			 "--nvidia-runtime-name=%s) in %s, then %s; or point RuntimeClass %s at a handler that exists",
+			 h, rt_name(c->rt), c->rt->kind == RT_CRIO ? "crio" : "containerd", h, rt_edit_target(c->rt),
+			 rt_restart(c->rt), cls);
+		fd = doctor_report_once(c, "inject.handler-missing", DOCTOR_FAIL, LINK_RUNTIME, id_fix,
+					"RuntimeClass %s names handler \"%s\", which %s does not have: its pods "
+					"fail in FailedCreatePodSandBox ('no runtime for \"%s\" is configured')",
+					cls, h, rt_name(c->rt), h);
+		doctor_evidence(fd, "pod %s/%s runtimeClassName %s → handler %s; %s has no runtime \"%s\"",
+				cluster_pod_ns(pod), cluster_pod_name(pod), cls, h, rt_name(c->rt), h);
 	}
 }
 
@@ -226,9 +228,9 @@ int doctor_check_inject(struct doctor_ctx *c)
 {
 	const char *nvidia = c->o->runtime_class ? c->o->runtime_class : "nvidia";
 	struct inject_facts f;
-	struct ctrd_facts rf;
+	struct rt_facts rf;
 	size_t before = c->n_findings;
-	int r = doctor_need_containerd(c);
+	int r = rt_facts_get(c, &rf);
 
 	cluster_find_node(c);
 
@@ -239,14 +241,13 @@ int doctor_check_inject(struct doctor_ctx *c)
 		doctor_skip(c, "the runtime's config was not read (see runtime.*): cannot judge who injects");
 		return 0;
 	}
-	doctor_containerd_facts(c, &rf);
 	/* both kinds returned: with CDI off the env var still works under the nvidia runtime */
-	if (is_cdi(f.mode) && !rf.enable_cdi && !f.also_env)
+	if (inject_cdi_only(&f) && !rf.cdi)
 		cdi_disabled(c, &f, &rf);
-	if ((!is_cdi(f.mode) || (f.also_env && !rf.enable_cdi)) && f.mode != ALLOCRESP_NONE && c->pods)
+	if ((!is_cdi(f.mode) || (f.also_env && !rf.cdi)) && f.mode != ALLOCRESP_NONE && c->pods)
 		runtime_class_link(c, &f, &rf, nvidia);
 	if (c->pods)
-		missing_handlers(c, &rf, nvidia);
+		missing_handlers(c, nvidia);
 	if (c->n_findings > before)
 		return 0;
 	if (f.mode == ALLOCRESP_NONE) {

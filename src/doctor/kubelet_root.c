@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "doctor/kubelet_root.h"
 #include "kube/kubeletcfg.h"
@@ -555,6 +556,46 @@ const struct kroot_known kroot_known[] = {
     {"/var/snap/microk8s/common/var/lib/kubelet", "microk8s snap: --root-dir in args/kubelet"},
 };
 const size_t kroot_n_known = ELEMENTSOF(kroot_known);
+
+/*
+ * Anything on the machine that says kubelet runs or ran here: a source above (process, unit with
+ * --root-dir, kubeadm-flags.env, distribution config), one that could not be read, a Registration
+ * socket, or one of the files and dirs below. A plain GPU server or Docker host has none of them.
+ */
+static const char *const kubelet_traces[] = {
+    /* units (kubeadm's deb/rpm, k3s, RKE2, k0s, MicroK8s) */
+    "/etc/systemd/system/kubelet.service", "/usr/lib/systemd/system/kubelet.service",
+    "/lib/systemd/system/kubelet.service", "/etc/systemd/system/kubelet.service.d",
+    "/usr/lib/systemd/system/kubelet.service.d", "/etc/systemd/system/k3s.service",
+    "/etc/systemd/system/k3s-agent.service", "/usr/local/lib/systemd/system/rke2-server.service",
+    "/usr/local/lib/systemd/system/rke2-agent.service", "/usr/lib/systemd/system/rke2-server.service",
+    "/usr/lib/systemd/system/rke2-agent.service", "/etc/systemd/system/k0sworker.service",
+    "/etc/systemd/system/k0scontroller.service", "/etc/systemd/system/snap.microk8s.daemon-kubelite.service",
+    /* config */
+    "/etc/kubernetes/kubelet.conf", "/etc/kubernetes/bootstrap-kubelet.conf", "/etc/rancher/k3s", "/etc/rancher/rke2",
+    "/var/lib/rancher/k3s", "/var/lib/rancher/rke2", "/etc/k0s",
+    /* binaries */
+    "/usr/bin/kubelet", "/usr/local/bin/kubelet", "/usr/local/bin/k3s", "/usr/bin/k3s", "/usr/local/bin/rke2",
+    "/usr/bin/rke2", "/usr/local/bin/k0s", "/usr/bin/k0s", "/snap/bin/microk8s"};
+
+bool doctor_kubelet_trace(struct doctor_ctx *c, char *what, size_t size)
+{
+	if (doctor_need_kubelet_root(c) < 0 || c->kroot->n_answers || c->kroot->n_problems) {
+		snprintf(what, size, "%s", c->kroot ? c->kroot->chosen.source : "");
+		return true;
+	}
+	for (size_t k = 0; k < ELEMENTSOF(kubelet_traces) + kroot_n_known; k++) {
+		const char *rel = k < ELEMENTSOF(kubelet_traces) ? kubelet_traces[k]
+								 : kroot_known[k - ELEMENTSOF(kubelet_traces)].dir;
+		_cleanup_free_ char *p = doctor_path(c, rel);
+
+		if (p && access(p, F_OK) == 0) {
+			snprintf(what, size, "%s exists", rel);
+			return true;
+		}
+	}
+	return false;
+}
 
 /* Sources in order of precedence: the live process first, then files, then what is on disk. */
 static void (*const sources[])(struct scan *s) = {

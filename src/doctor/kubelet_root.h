@@ -57,4 +57,10 @@ const char *doctor_device_plugin_dir(struct doctor_ctx *c);
 void doctor_kubelet_root_evidence(struct doctor_ctx *c, struct doctor_finding *f);
 /* The warn findings kubelet.root-dir-conflict and kubelet.config-unreadable, when they apply. */
 void doctor_kubelet_root_findings(struct doctor_ctx *c);
+/*
+ * Any trace of kubelet on this machine (process, unit, config, binary, root dir; what in what).
+ * None: not a Kubernetes node, and the kubelet, plugin and allocation links do not apply.
+ */
+bool doctor_kubelet_trace(struct doctor_ctx *c, char *what, size_t size);
+#define KUBELET_ABSENT "no kubelet on this machine (not a Kubernetes node)"
 void kubelet_root_free(struct kubelet_root *k);

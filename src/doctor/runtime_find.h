@@ -63,5 +63,21 @@ size_t crio_cdi_dirs(const struct runtime_found *rt, const char **dirs, size_t m
 struct doctor_finding;
 size_t doctor_pods_with_class(const struct doctor_ctx *c, const char *name, struct doctor_finding *f);
 
+/*
+ * The runtime's answers GPU injection depends on, the same for containerd (any distribution) and
+ * CRI-O (doctor/rt_facts.c): is CDI on, which handler do pods without a RuntimeClass get, does a
+ * handler exist and is its binary NVIDIA's.
+ */
+struct rt_facts {
+	bool cdi;                  /* CDI names are resolved (containerd enable_cdi, always for CRI-O) */
+	char default_handler[128]; /* containerd default_runtime_name, CRI-O default_runtime */
+	char cdi_where[600];       /* evidence: where the CDI setting comes from */
+};
+/* 1 filled; 0 no runtime config was read (none found, missing, invalid: runtime.* says which); -ENOMEM. */
+int rt_facts_get(struct doctor_ctx *c, struct rt_facts *f);
+enum rt_handler_state { RTH_MISSING, RTH_PLAIN, RTH_NVIDIA };
+/* After rt_facts_get returned 1: the handler is missing, a plain one, or runs NVIDIA's binary. */
+enum rt_handler_state rt_handler(const struct doctor_ctx *c, const char *handler);
+
 /* --runtime-user (a rootless runtime): may uid:gid do perm (4 r, 2 w, 1 x) on a file with this stat? */
 bool doctor_user_may(const struct stat *st, unsigned uid, unsigned gid, unsigned perm);

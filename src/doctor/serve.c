@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The doctor as a daemon (doctor/serve.h). One thread walks the chain and publishes the rendered
- * metrics; libmicrohttpd's thread only copies the last published text, so a slow walk (a hung
+ * metrics; the HTTP server's thread (util/httpd.h) only copies the last published text, so a slow walk (a hung
  * runtime tool, a kubelet socket that does not answer) never blocks a scrape.
  */
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
-#include <microhttpd.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -18,9 +18,9 @@
 #include <unistd.h>
 
 #include "doctor/serve.h"
+#include "util/httpd.h"
 #include "util/log.h"
 #include "util/macro.h"
-#include "util/netaddr.h"
 #include "util/prom.h"
 
 /* Node paths whose change is worth a re-check, below --root (docs/reference/monitoring-doctor.md). */
@@ -54,69 +54,36 @@ static double now_s(clockid_t clk)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, const char *body, size_t len)
+static enum MHD_Result serve(void *ctx, struct httpd_req *rq, const char *url)
 {
-	struct MHD_Response *resp = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	struct published *p = ctx;
 	enum MHD_Result r;
 
-	if (!resp)
-		return MHD_NO;
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	r = MHD_queue_response(c, status, resp);
-	MHD_destroy_response(resp);
-	return r;
-}
-
-static enum MHD_Result text(struct MHD_Connection *c, unsigned status, const char *msg)
-{
-	return reply(c, status, "text/plain; charset=utf-8", msg, strlen(msg));
-}
-
-static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-			       const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
-{
-	struct published *p = cls;
-	enum MHD_Result r;
-
-	if (!streq(method, MHD_HTTP_METHOD_GET) && !streq(method, MHD_HTTP_METHOD_HEAD))
-		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n");
 	if (!streq(url, "/metrics") && !streq(url, "/healthz"))
-		return text(c, streq(url, "/") ? MHD_HTTP_OK : MHD_HTTP_NOT_FOUND,
-			    "gpulet doctor: findings at /metrics, health at /healthz\n");
+		return httpd_text(rq, streq(url, "/") ? MHD_HTTP_OK : MHD_HTTP_NOT_FOUND,
+				  "gpulet doctor: findings at /metrics, health at /healthz\n");
 	pthread_mutex_lock(&p->lock);
 	if (!p->text)
-		r = text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "starting: the first walk of the chain is running\n");
+		r = httpd_text(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "starting: the first walk of the chain is running\n");
 	else if (streq(url, "/healthz"))
-		r = text(c, MHD_HTTP_OK, "ok\n");
+		r = httpd_text(rq, MHD_HTTP_OK, "ok\n");
 	else
-		r = reply(c, MHD_HTTP_OK, PROM_CONTENT_TYPE, p->text, p->len);
+		r = httpd_reply(rq, MHD_HTTP_OK, PROM_CONTENT_TYPE, p->text, p->len, MHD_RESPMEM_MUST_COPY);
 	pthread_mutex_unlock(&p->lock);
 	return r;
 }
 
-static struct MHD_Daemon *listen_on(const char *address, struct published *p, struct gerr *err)
+/* Plain HTTP on --serve-metrics, few connections: Prometheus and a curl or two. */
+static struct httpd *listen_on(const char *address, struct published *p, struct gerr *err)
 {
-	struct sockaddr_storage ss;
-	socklen_t len;
-	bool v6;
-	struct MHD_Daemon *d;
-	const union MHD_DaemonInfo *info;
+	const struct httpd_options o = {
+	    .address = address, .flag = "--serve-metrics", .max_connections = 16, .ctx = p, .serve = serve};
+	struct httpd *s = NULL;
 
-	if (net_parse_address("--serve-metrics", address, &ss, &len, &v6, err) < 0)
+	if (httpd_start(&o, &s, err) < 0)
 		return NULL;
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | (v6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL,
-			     handler, p, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, 16u,
-			     MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
-	if (!d) {
-		gerr_set(err, EADDRINUSE,
-			 "cannot listen on %s (port in use or address not on this host); pick another with "
-			 "--serve-metrics",
-			 address);
-		return NULL;
-	}
-	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-	log_info("Serving doctor metrics", "address=%s port=%u", address, info ? info->port : 0);
-	return d;
+	log_info("Serving doctor metrics", "address=%s port=%u", address, httpd_port(s));
+	return s;
 }
 
 /* Watch what exists of the watched paths; a path created later is watched after the next walk. */
@@ -225,36 +192,80 @@ static void serve_loop(const struct doctor_options *o, const struct doctor_serve
 	}
 }
 
-int doctor_serve(const struct doctor_options *o, const struct doctor_serve_options *so, struct gerr *err)
-{
-	struct published p = {.lock = PTHREAD_MUTEX_INITIALIZER};
-	struct MHD_Daemon *d;
-	sigset_t stop;
+/* The daemon: what serve_loop() runs with, owned here from start to stop. */
+struct doctor_server {
+	const struct doctor_options *o;
+	const struct doctor_serve_options *so;
+	struct published p;
+	struct httpd *http;
 	int sfd, ifd;
+};
 
+void doctor_serve_stop(struct doctor_server *s)
+{
+	if (!s)
+		return;
+	httpd_stop(s->http); /* no scrape reads p after this */
+	if (s->ifd >= 0)
+		close(s->ifd);
+	if (s->sfd >= 0)
+		close(s->sfd);
+	free(s->p.text);
+	pthread_mutex_destroy(&s->p.lock);
+	free(s);
+}
+
+int doctor_serve_start(const struct doctor_options *o, const struct doctor_serve_options *so,
+		       struct doctor_server **ret, struct gerr *err)
+{
+	struct doctor_server *s = calloc(1, sizeof(*s));
+	sigset_t stop;
+	int r;
+
+	if (!s)
+		return gerr_set(err, ENOMEM, "out of memory");
+	*s = (struct doctor_server){.o = o, .so = so, .sfd = -1, .ifd = -1};
+	pthread_mutex_init(&s->p.lock, NULL);
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGINT);
-	sfd = signalfd(-1, &stop, SFD_CLOEXEC);
-	if (sfd < 0)
-		return gerr_set(err, errno, "signalfd: %s", strerror(errno));
-	d = listen_on(so->address, &p, err);
-	if (!d) {
-		close(sfd);
-		return -(err->code ? err->code : EINVAL);
+	s->sfd = signalfd(-1, &stop, SFD_CLOEXEC);
+	if (s->sfd < 0) {
+		r = gerr_set(err, errno, "signalfd: %s", strerror(errno));
+		doctor_serve_stop(s);
+		return r;
 	}
-	ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (ifd < 0)
+	s->http = listen_on(so->address, &s->p, err);
+	if (!s->http) {
+		r = -(err->code ? err->code : EINVAL);
+		doctor_serve_stop(s);
+		return r;
+	}
+	s->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (s->ifd < 0)
 		log_warn("Cannot watch the node for changes, re-checking on the interval only", "error=\"%s\"",
 			 strerror(errno));
 	else
-		add_watches(ifd, o->root);
-	serve_loop(o, so, sfd, ifd, &p);
+		add_watches(s->ifd, o->root);
+	*ret = s;
+	return 0;
+}
+
+void doctor_serve_run(struct doctor_server *s)
+{
+	serve_loop(s->o, s->so, s->sfd, s->ifd, &s->p);
 	log_info("Stopping", NULL);
-	MHD_stop_daemon(d);
-	if (ifd >= 0)
-		close(ifd);
-	close(sfd);
-	free(p.text);
+}
+
+int doctor_serve(const struct doctor_options *o, const struct doctor_serve_options *so, struct gerr *err)
+{
+	struct doctor_server *s = NULL;
+	int r = doctor_serve_start(o, so, &s, err);
+
+	if (r < 0)
+		return r;
+	assert(s); /* started: *ret is set */
+	doctor_serve_run(s);
+	doctor_serve_stop(s);
 	return 0;
 }

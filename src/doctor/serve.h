@@ -34,5 +34,14 @@ struct doctor_run_info {
 /* The findings of c (a finished walk) as Prometheus text on f: the root cause first. */
 void doctor_render_metrics(const struct doctor_ctx *c, const struct doctor_run_info *ri, FILE *f);
 
-/* Serve until SIGTERM/SIGINT (blocked by the caller). Returns 0, or <0 with err set (cannot listen). */
+/*
+ * The daemon, start/run/stop (the caller blocks SIGTERM/SIGINT first): start listens and watches
+ * the node (o and so must outlive the server); run walks and serves until a signal of stop; stop
+ * stops serving and frees. doctor_serve() is the three in a row: 0, or <0 with err set (cannot listen).
+ */
+struct doctor_server;
+int doctor_serve_start(const struct doctor_options *o, const struct doctor_serve_options *so,
+		       struct doctor_server **ret, struct gerr *err);
+void doctor_serve_run(struct doctor_server *s);
+void doctor_serve_stop(struct doctor_server *s);
 int doctor_serve(const struct doctor_options *o, const struct doctor_serve_options *so, struct gerr *err);

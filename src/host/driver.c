@@ -67,13 +67,13 @@ const struct driver_lib driver_libs[] = {
 };
 const size_t driver_n_libs = ELEMENTSOF(driver_libs);
 
-/* Control device nodes, spec-level (nvidia-ctk common-nvml.go controlDeviceNodeDiscoverer). */
-static const char *const control_nodes[] = {
-    "/dev/nvidiactl",
-    "/dev/nvidia-uvm",
-    "/dev/nvidia-uvm-tools",
-    "/dev/nvidia-modeset",
+const struct driver_control_node driver_control_nodes[] = {
+    {"/dev/nvidiactl", "load the nvidia kernel module (nvidia-smi or nvidia-modprobe creates the node)"},
+    {"/dev/nvidia-uvm", "load nvidia-uvm and create its node (nvidia-modprobe -u -c0)"},
+    {"/dev/nvidia-uvm-tools", NULL},
+    {"/dev/nvidia-modeset", NULL},
 };
+const size_t driver_n_control_nodes = ELEMENTSOF(driver_control_nodes);
 
 /* IPC endpoints (nvidia-ctk internal/discover/ipc.go); the first existing spelling of each wins. */
 static const struct {
@@ -85,11 +85,10 @@ static const struct {
     {{"/tmp/nvidia-mps", NULL}, true}, /* MPS pipe dir (libnvidia-container nvc_info.c) */
 };
 
-/* Utility binaries (nvidia-ctk internal/discover binaries; cdi.md §7.5), searched in bin_dirs. */
+/* Utility binaries (nvidia-ctk internal/discover binaries; cdi.md §7.5), searched in host_bin_dirs. */
 static const char *const binaries[] = {
     "nvidia-smi", "nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control", "nvidia-cuda-mps-server",
 };
-static const char *const bin_dirs[] = {"/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"};
 
 /*
  * The one list of driver library directories, inside the driver root, in search order. The NVML
@@ -184,14 +183,6 @@ struct discovery {
 	size_t cap;
 };
 
-/* base + path, "/" base meaning none. */
-static char *join_root(const char *base, const char *path)
-{
-	if (!base || !*base || streq(base, "/"))
-		return strdup(path);
-	return root_path(base, path);
-}
-
 /* host_path = base + host, container_path = container (a symlink followed on the host side). */
 static int add_file_at(struct discovery *d, enum driver_file_kind kind, const char *base, const char *host,
 		       const char *container, bool is_dir)
@@ -210,7 +201,7 @@ static int add_file_at(struct discovery *d, enum driver_file_kind kind, const ch
 	}
 	f = &in->files[in->n_files];
 	*f = (struct driver_file){.kind = kind, .is_dir = is_dir};
-	f->host_path = join_root(base, host);
+	f->host_path = host_join(base, host);
 	f->container_path = strdup(container);
 	if (!f->host_path || !f->container_path) {
 		free(f->host_path);
@@ -229,7 +220,7 @@ static int add_file(struct discovery *d, enum driver_file_kind kind, const char 
 /* lstat/stat of base+path read under root. */
 static int stat_under(const struct discovery *d, const char *base, const char *path, struct stat *st, bool follow)
 {
-	_cleanup_free_ char *host = join_root(base, path), *p = NULL;
+	_cleanup_free_ char *host = host_join(base, path), *p = NULL;
 
 	if (!host)
 		return -ENOMEM;
@@ -277,7 +268,7 @@ int driver_resolve(const char *root, const char *driver_root, const char *path, 
 	if (!cur)
 		return -ENOMEM;
 	for (int hop = 0; hop < 16; hop++) {
-		_cleanup_free_ char *host = join_root(driver_root, cur), *p = NULL, *next = NULL;
+		_cleanup_free_ char *host = host_join(driver_root, cur), *p = NULL, *next = NULL;
 		char target[PATH_MAX];
 		struct stat st;
 		ssize_t n;
@@ -394,7 +385,7 @@ const struct driver_file *driver_find_library(const struct driver_info *d, const
  */
 static int warn_dangling(struct discovery *d, const char *path)
 {
-	_cleanup_free_ char *host = join_root(d->driver_root, path), *p = NULL;
+	_cleanup_free_ char *host = host_join(d->driver_root, path), *p = NULL;
 	char target[PATH_MAX];
 	ssize_t n;
 
@@ -468,7 +459,7 @@ static int add_library(struct discovery *d, const char *path)
 static int for_each_match(struct discovery *d, const char *dir, const char *pattern,
 			  int (*fn)(struct discovery *, const char *, void *), void *userdata)
 {
-	_cleanup_free_ char *host = join_root(d->driver_root, dir), *p = NULL;
+	_cleanup_free_ char *host = host_join(d->driver_root, dir), *p = NULL;
 	DIR *dh;
 	struct dirent *de;
 	int r = 0;
@@ -599,7 +590,7 @@ static void infer_version(struct discovery *d, const struct ldcache *c)
 static int discover_libraries(struct discovery *d, struct gerr *err)
 {
 	_cleanup_(ldcache_freep) struct ldcache *c = NULL;
-	_cleanup_free_ char *host = join_root(d->driver_root, "/etc/ld.so.cache"), *p = NULL, *versioned = NULL;
+	_cleanup_free_ char *host = host_join(d->driver_root, "/etc/ld.so.cache"), *p = NULL, *versioned = NULL;
 	int32_t arch = ldcache_host_arch();
 	size_t first = d->info->n_files, last;
 	int r = 0;
@@ -665,9 +656,9 @@ static int discover_fixed(struct discovery *d)
 	struct stat st;
 	int r = 0;
 
-	for (size_t i = 0; i < ELEMENTSOF(control_nodes) && r >= 0; i++)
-		if (stat_under(d, d->dev_root, control_nodes[i], &st, true) == 0)
-			r = add_file(d, DRIVER_DEVICE_NODE, d->dev_root, control_nodes[i], false);
+	for (size_t i = 0; i < driver_n_control_nodes && r >= 0; i++)
+		if (stat_under(d, d->dev_root, driver_control_nodes[i].path, &st, true) == 0)
+			r = add_file(d, DRIVER_DEVICE_NODE, d->dev_root, driver_control_nodes[i].path, false);
 	for (size_t i = 0; i < ELEMENTSOF(ipc_paths) && r >= 0; i++)
 		for (size_t j = 0; j < ELEMENTSOF(ipc_paths[i].paths) && ipc_paths[i].paths[j]; j++) {
 			const char *path = ipc_paths[i].paths[j];
@@ -679,10 +670,10 @@ static int discover_fixed(struct discovery *d)
 			break;
 		}
 	for (size_t i = 0; i < ELEMENTSOF(binaries) && r >= 0; i++)
-		for (size_t j = 0; j < ELEMENTSOF(bin_dirs); j++) {
+		for (size_t j = 0; j < host_n_bin_dirs; j++) {
 			_cleanup_free_ char *path = NULL, *target = NULL;
 
-			if (asprintf(&path, "%s/%s", bin_dirs[j], binaries[i]) < 0)
+			if (asprintf(&path, "%s/%s", host_bin_dirs[j], binaries[i]) < 0)
 				return -ENOMEM;
 			/* Debian: /usr/bin/nvidia-smi -> /etc/alternatives/... -> /usr/lib/nvidia/current/ */
 			if (resolve_in_root(d, path, &target) < 0 ||
@@ -744,7 +735,7 @@ int driver_discover(const struct driver_options *o, struct driver_info **ret, st
 	_cleanup_(driver_info_freep) struct driver_info *in = calloc(1, sizeof(*in));
 	struct discovery d = {
 	    .root = o->root,
-	    .driver_root = o->driver_root && *o->driver_root ? o->driver_root : "/",
+	    .driver_root = host_driver_root(o->driver_root),
 	    .info = in,
 	};
 	size_t w = 0;
@@ -752,7 +743,7 @@ int driver_discover(const struct driver_options *o, struct driver_info **ret, st
 
 	if (!in)
 		return gerr_set(err, ENOMEM, "out of memory");
-	d.dev_root = o->dev_root && *o->dev_root ? o->dev_root : d.driver_root;
+	d.dev_root = host_dev_root(o->driver_root, o->dev_root);
 	if (o->version)
 		snprintf(in->version, sizeof(in->version), "%s", o->version);
 	r = discover_libraries(&d, err);

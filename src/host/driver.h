@@ -27,6 +27,20 @@ enum driver_file_kind {
 	_DRIVER_KIND_MAX,
 };
 
+/*
+ * The driver's control device nodes, the one list: the spec-level nodes of a CDI spec (nvidia-ctk
+ * common-nvml.go controlDeviceNodeDiscoverer, docs/reference/cdi.md §7.3) and the nodes
+ * --pass-device-specs hands out (docs/reference/device-plugin.md §3.4). A node with a fix is one a
+ * CUDA container cannot work without; nvidia-uvm-tools and nvidia-modeset stay optional (the
+ * driver creates them only for profilers and display use).
+ */
+struct driver_control_node {
+	const char *path;
+	const char *fix; /* required: how to create it; NULL: optional */
+};
+extern const struct driver_control_node driver_control_nodes[];
+extern const size_t driver_n_control_nodes;
+
 struct driver_file {
 	enum driver_file_kind kind;
 	char *host_path;      /* as the runtime sees it on the host (driver_root/dev_root + path) */

@@ -26,8 +26,15 @@
 
 #define F(field)                   offsetof(struct plugin_config, field), sizeof(((struct plugin_config *)0)->field)
 
+const struct enum_name config_device_id_names[2] = {{DEVICE_ID_UUID, "uuid"}, {DEVICE_ID_INDEX, "index"}};
+const struct enum_name config_discovery_names[4] = {
+    {DISCOVERY_AUTO, "auto"}, {DISCOVERY_NVML, "nvml"}, {DISCOVERY_TEGRA, "tegra"}, {DISCOVERY_VFIO, "vfio"}};
+
 /* Every row: main.go flag of nvidia-device-plugin v0.20.0 (api/config/v1/flags.go for the key),
  * unless marked gpulet. */
+/* only T_ENUM rows fill the last column (.names, .n_names) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const struct opt opts[] = {
     {"mig-strategy",
      NULL,
@@ -37,7 +44,8 @@ static const struct opt opts[] = {
      "none",
      F(mig_strategy),
      "none|single|mixed",
-     "how MIG devices are advertised"},
+     "how MIG devices are advertised",
+     OPT_NAMES(mig_strategy_names)},
     {"fail-on-init-error",
      NULL,
      {"FAIL_ON_INIT_ERROR"},
@@ -91,7 +99,8 @@ static const struct opt opts[] = {
      "uuid",
      F(device_id_strategy),
      "uuid|index",
-     "device IDs passed to the runtime"},
+     "device IDs passed to the runtime",
+     OPT_NAMES(config_device_id_names)},
     {"gdrcopy-enabled",
      NULL,
      {"GDRCOPY_ENABLED"},
@@ -163,7 +172,8 @@ static const struct opt opts[] = {
      "distributed",
      F(shared_devices_allocation_policy),
      "distributed|packed",
-     "replica placement for shared GPUs"},
+     "replica placement for shared GPUs",
+     OPT_NAMES(replica_policy_names)},
     {"device-discovery-strategy",
      NULL,
      {"DEVICE_DISCOVERY_STRATEGY"},
@@ -172,7 +182,8 @@ static const struct opt opts[] = {
      "auto",
      F(device_discovery_strategy),
      "auto|nvml|tegra|vfio",
-     "how devices are found (vfio: labels only)"},
+     "how devices are found (vfio: labels only)",
+     OPT_NAMES(config_discovery_names)},
     {"imex-channel-ids",
      NULL,
      {"IMEX_CHANNEL_IDS"},
@@ -286,7 +297,18 @@ static const struct opt opts[] = {
     /* gpulet: command line only */
     {"print-config", NULL, {NULL}, NULL, T_ACTION, NULL, 0, 0, NULL, "print the effective config as JSON and exit"},
     {"help", NULL, {NULL}, NULL, T_ACTION, NULL, 0, 0, NULL, "this text"},
+    {"version",
+     NULL,
+     {NULL},
+     NULL,
+     T_ACTION,
+     NULL,
+     0,
+     0,
+     NULL,
+     "gpulet's version and the upstream version this command matches"},
 };
+#pragma GCC diagnostic pop
 
 struct config_args {
 	const char *val[ELEMENTSOF(opts)];
@@ -345,7 +367,7 @@ static int unknown_option(const char *arg, struct gerr *err)
 	return gerr_set(err, EINVAL, "unknown option '%s'; see 'gpulet plugin --help'", arg);
 }
 
-int config_parse_args(int argc, char **argv, struct config_args **ret, bool *help, struct gerr *err)
+int config_parse_args(int argc, char **argv, struct config_args **ret, enum config_action *action, struct gerr *err)
 {
 	struct option lo[2 * ELEMENTSOF(opts) + 1];
 	_cleanup_(config_args_freep) struct config_args *a = calloc(1, sizeof(*a));
@@ -354,7 +376,7 @@ int config_parse_args(int argc, char **argv, struct config_args **ret, bool *hel
 
 	if (!a)
 		return gerr_set(err, ENOMEM, "out of memory");
-	*help = false;
+	*action = CONFIG_RUN;
 	for (size_t i = 0; i < ELEMENTSOF(opts); i++) {
 		int has = opts[i].type == T_BOOL     ? optional_argument
 			  : opts[i].type == T_ACTION ? no_argument
@@ -380,8 +402,11 @@ int config_parse_args(int argc, char **argv, struct config_args **ret, bool *hel
 			return unknown_option(argv[optind - 1], err);
 		size_t i = (size_t)(c - 1000);
 
-		if (opts[i].type == T_ACTION && streq(opts[i].flag, "help")) {
-			*help = true;
+		if (opts[i].type == T_ACTION && streq(opts[i].flag, "version")) {
+			*action = CONFIG_VERSION; /* wins over --help, wherever it is */
+		} else if (opts[i].type == T_ACTION && streq(opts[i].flag, "help")) {
+			if (*action != CONFIG_VERSION)
+				*action = CONFIG_HELP;
 		} else if (opts[i].type == T_ACTION) {
 			a->print_config = true;
 		} else if (opts[i].type == T_BOOL && !optarg) {
@@ -504,11 +529,9 @@ int config_load(const struct config_args *args, struct plugin_config *ret, struc
 void config_resource_options(const struct plugin_config *cfg, struct resource_options *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->mig_strategy = MIG_STRATEGY_NONE; /* the words were validated at load */
-	(void)mig_strategy_from_name(cfg->mig_strategy, &o->mig_strategy);
+	o->mig_strategy = cfg->mig_strategy;
 	o->sharing = cfg->sharing;
-	o->replica_policy = REPLICA_DISTRIBUTED;
-	(void)replica_policy_from_name(cfg->shared_devices_allocation_policy, &o->replica_policy);
+	o->replica_policy = cfg->shared_devices_allocation_policy;
 	o->rename_by_default = cfg->rename_by_default;
 	o->fail_requests_greater_than_one = cfg->fail_requests_greater_than_one;
 	o->rules = cfg->rules;
@@ -517,7 +540,7 @@ void config_resource_options(const struct plugin_config *cfg, struct resource_op
 
 const char *config_dev_root(const struct plugin_config *cfg)
 {
-	return cfg->dev_root[0] ? cfg->dev_root : cfg->driver_root;
+	return host_dev_root(cfg->driver_root, cfg->dev_root);
 }
 
 void config_print_help(FILE *f)
@@ -538,8 +561,6 @@ void config_print_help(FILE *f)
 		fprintf(f, "\n      env %s%s%s, default \"%s\"%s%s\n", o->env[0], o->env[1] ? ", " : "",
 			o->env[1] ? o->env[1] : "", o->def, o->key ? ", config key " : "", o->key ? o->key : "");
 	}
-	/* taken by main.c before the verb runs, for every verb that replaces an upstream program */
-	fprintf(f, "  --version\n      gpulet's version and the upstream version this command matches\n");
 }
 
 char *config_to_json(const struct plugin_config *cfg)
@@ -572,6 +593,9 @@ char *config_to_json(const struct plugin_config *cfg)
 		}
 		case T_SECONDS:
 			v = json_integer(*(const unsigned *)f);
+			break;
+		case T_ENUM:
+			v = json_string(config_enum_name(p, *(const int *)f));
 			break;
 		default:
 			v = json_string((const char *)f);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "util/enumtab.h"
 #include "util/err.h"
 #include "plugin/resources.h"
 
@@ -23,7 +24,11 @@ enum {
 };
 #define DLS_CDI_ANY (DLS_CDI_ANNOTATIONS | DLS_CDI_CRI)
 
+/* --device-id-strategy: the IDs (and CDI device names) containers get. */
 enum device_id_strategy { DEVICE_ID_UUID, DEVICE_ID_INDEX };
+/* --device-discovery-strategy (vfio: labels only). */
+enum discovery_strategy { DISCOVERY_AUTO, DISCOVERY_NVML, DISCOVERY_TEGRA, DISCOVERY_VFIO };
+extern const struct enum_name config_device_id_names[2], config_discovery_names[4];
 
 #define CONFIG_MAX_RULES 16
 #define CONFIG_STR       256
@@ -45,21 +50,21 @@ extern const char *const config_gfd_keys[CONFIG_GFD_N];
 
 struct plugin_config {
 	/* flags.* shared with GFD */
-	char mig_strategy[16]; /* none|single|mixed */
+	enum mig_strategy mig_strategy;
 	bool fail_on_init_error;
 	char driver_root[PATH_MAX];
 	char dev_root[PATH_MAX]; /* "" = same as driver_root */
 	char mps_root[PATH_MAX];
 	bool gdrcopy_enabled, gds_enabled, mofed_enabled;
-	char device_discovery_strategy[16];
+	enum discovery_strategy device_discovery_strategy;
 	/* flags.plugin.* */
 	bool pass_device_specs;
 	unsigned device_list_strategy; /* DLS_* bits */
-	char device_id_strategy[16];   /* uuid|index */
+	enum device_id_strategy device_id_strategy;
 	char cdi_annotation_prefix[CONFIG_STR];
 	char nvidia_cdi_hook_path[PATH_MAX];
 	char container_driver_root[PATH_MAX];
-	char shared_devices_allocation_policy[16]; /* distributed|packed */
+	enum replica_policy shared_devices_allocation_policy;
 	/* imex.* */
 	char imex_channel_ids[32]; /* "" or "0" */
 	bool imex_required;
@@ -83,18 +88,23 @@ struct plugin_config {
 	size_t n_rules;
 	/* GFD's keys (enum config_gfd_key) as the file writes them, "" = not in the file */
 	char gfd[CONFIG_GFD_N][CONFIG_STR];
-	/* warnings collected while loading (unknown keys, ignored sections), '\n'-separated */
+	/* warnings collected while loading (unknown keys, ignored sections), "; "-separated; a list
+	 * that reached the size ends saying so (warnings_full) */
 	char warnings[2048];
+	bool warnings_full;
 };
 
 /* Raw command-line values, collected by cmd_plugin's getopt loop and applied last. */
 struct config_args;
 
+/* What the command line asks for besides the options. */
+enum config_action { CONFIG_RUN, CONFIG_HELP, CONFIG_VERSION };
+
 /*
- * Parse argv (argv[0] is the verb). On --help sets *help. Returns 0, or -EINVAL with err naming
- * the bad flag (exit code 2).
+ * Parse argv (argv[0] is the verb); *action says --help or --version (which wins). Returns 0, or
+ * -EINVAL with err naming the bad flag (exit code 2).
  */
-int config_parse_args(int argc, char **argv, struct config_args **ret, bool *help, struct gerr *err);
+int config_parse_args(int argc, char **argv, struct config_args **ret, enum config_action *action, struct gerr *err);
 void config_args_free(struct config_args *a);
 /* --print-config: print the effective config as JSON and exit. */
 bool config_args_print_only(const struct config_args *a);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "plugin/config_int.h"
+#include "util/opt.h"
 
 const char *const config_dls_names[4] = {"envvar", "volume-mounts", "cdi-annotations", "cdi-cri"};
 
@@ -32,24 +33,6 @@ static bool choice_ok(const char *choices, const char *v, size_t vlen)
 		p = bar ? bar + 1 : p + n;
 	}
 	return false;
-}
-
-int config_parse_bool(const char *v, bool *ret)
-{
-	static const char *const t[] = {"1", "t", "T", "TRUE", "true", "True"};
-	static const char *const f[] = {"0", "f", "F", "FALSE", "false", "False"};
-
-	for (size_t i = 0; i < ELEMENTSOF(t); i++) {
-		if (streq(v, t[i])) {
-			*ret = true;
-			return 0;
-		}
-		if (streq(v, f[i])) {
-			*ret = false;
-			return 0;
-		}
-	}
-	return -EINVAL;
 }
 
 /* True when a '/'-separated component of path is "..". */
@@ -103,11 +86,21 @@ int config_opt_set(struct plugin_config *c, const struct opt *o, const char *v, 
 		memcpy(p, v, len + 1);
 		return 0;
 	case T_BOOL:
-		if (config_parse_bool(v, p) < 0)
+		if (opt_parse_bool(v, p) < 0)
 			return gerr_set(err, EINVAL, "%s: %s must be true or false, got \"%s\"", src, o->flag, v);
 		return 0;
+	case T_ENUM: {
+		const struct enum_name *row =
+		    enum_row_by_name(o->names, o->n_names, sizeof(*o->names), offsetof(struct enum_name, value),
+				     offsetof(struct enum_name, name), v, false);
+
+		if (!row)
+			return gerr_set(err, EINVAL, "%s: %s must be one of %s, got \"%s\"", src, o->flag, o->choices,
+					v);
+		*(int *)p = row->value;
+		return 0;
+	}
 	case T_LEVEL:
-	case T_ENUM:
 		if (!choice_ok(o->choices, v, len) || len >= o->size)
 			return gerr_set(err, EINVAL, "%s: %s must be one of %s, got \"%s\"", src, o->flag, o->choices,
 					v);
@@ -167,32 +160,50 @@ int config_opt_set(struct plugin_config *c, const struct opt *o, const char *v, 
 
 void config_warn(struct plugin_config *c, const char *fmt, ...)
 {
+	_cleanup_free_ char *w = NULL;
 	size_t l = strlen(c->warnings);
+	char more[96];
 	va_list ap;
+	int n;
 
-	if (l + 3 >= sizeof(c->warnings))
+	if (c->warnings_full)
 		return;
-	if (l) {
-		memcpy(c->warnings + l, "; ", 3);
-		l += 2;
-	}
+	/* room for this marker is always kept, so a full list says so instead of ending silently */
+	snprintf(more, sizeof(more), "%smore warnings left out (the list is limited to %zu bytes)", l ? "; " : "",
+		 sizeof(c->warnings));
 	va_start(ap, fmt);
-	vsnprintf(c->warnings + l, sizeof(c->warnings) - l, fmt, ap);
+	n = vasprintf(&w, fmt, ap);
 	va_end(ap);
+	if (n < 0)
+		w = NULL;
+	if (w && l + 2 + (size_t)n + strlen(more) < sizeof(c->warnings)) {
+		snprintf(c->warnings + l, sizeof(c->warnings) - l, "%s%s", l ? "; " : "", w);
+		return;
+	}
+	snprintf(c->warnings + l, sizeof(c->warnings) - l, "%s", more);
+	c->warnings_full = true;
+}
+
+const char *config_enum_name(const struct opt *o, int value)
+{
+	const struct enum_name *row =
+	    enum_row_by_value(o->names, o->n_names, sizeof(*o->names), offsetof(struct enum_name, value), value);
+
+	return row ? row->name : "?";
 }
 
 int config_validate(const struct plugin_config *c, struct gerr *err)
 {
 	/* the file is shared with labels, which takes vfio (GPUs passed through to VMs); the plugin does not */
-	if (streq(c->device_discovery_strategy, "vfio"))
+	if (c->device_discovery_strategy == DISCOVERY_VFIO)
 		return gerr_set(err, EINVAL,
 				"--device-discovery-strategy=vfio is for labels (GPU Feature Discovery) only; "
 				"the device plugin takes auto, nvml or tegra");
-	if ((c->device_list_strategy & DLS_CDI_ANY) && streq(c->device_discovery_strategy, "tegra"))
+	if ((c->device_list_strategy & DLS_CDI_ANY) && c->device_discovery_strategy == DISCOVERY_TEGRA)
 		return gerr_set(err, EINVAL,
 				"CDI --device-list-strategy options are only supported on NVML-based systems; "
 				"use envvar or volume-mounts with --device-discovery-strategy=tegra");
-	if (c->sharing == SHARING_MPS && streq(c->mig_strategy, "mixed"))
+	if (c->sharing == SHARING_MPS && c->mig_strategy == MIG_STRATEGY_MIXED)
 		return gerr_set(err, EINVAL, "MPS sharing is not supported with --mig-strategy=mixed");
 	if (c->sharing == SHARING_MPS && !c->mps_root[0])
 		return gerr_set(err, EINVAL, "using MPS requires --mps-root to be specified (e.g. /run/nvidia/mps)");

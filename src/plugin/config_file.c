@@ -14,6 +14,7 @@
 
 #include "parse/yaml.h"
 #include "plugin/config_int.h"
+#include "util/opt.h"
 
 /* Keys of the v1 schema that gpulet plugin accepts and does not use (GFD's section). */
 static const char *const known_unused_keys[] = {
@@ -282,7 +283,7 @@ static int get_bool(struct yctx *y, struct yval map, const char *name, const cha
 	if (!v.v)
 		return 0;
 	s = scalar(v.v, num, sizeof(num));
-	if (!s || config_parse_bool(s, &b) < 0)
+	if (!s || opt_parse_bool(s, &b) < 0)
 		return yerr(y, v.pos, key, "must be true or false");
 	*ret = b;
 	return 0;

@@ -19,8 +19,8 @@ enum opt_type {
 	T_STR,     /* free string, bounded by the field */
 	T_PATH,    /* absolute path or "" */
 	T_FILE,    /* a path read as given, not under --root; a relative one is made absolute from the cwd */
-	T_BOOL,    /* Go strconv.ParseBool spellings */
-	T_ENUM,    /* one of choices */
+	T_BOOL,    /* opt_parse_bool(): Go strconv.ParseBool spellings */
+	T_ENUM,    /* one of .names, stored as its int value */
 	T_DLS,     /* comma list of device list strategies -> DLS_* bits */
 	T_IMEX,    /* int list; only [] or [0] are valid upstream */
 	T_LEVEL,   /* log level */
@@ -38,7 +38,10 @@ struct opt {
 	size_t off, size;
 	const char *choices;
 	const char *help;
+	const struct enum_name *names; /* T_ENUM: the words and their values */
+	size_t n_names;
 };
+#define OPT_NAMES(t) (t), ELEMENTSOF(t)
 
 /* --device-list-strategy names, bit k of DLS_* is config_dls_names[k]. */
 extern const char *const config_dls_names[4];
@@ -49,8 +52,8 @@ const struct opt *config_opt_by_key(const char *key);
 /* Set one option from text; src says where the text came from ("--flag", "env X", "file:l:c"). */
 int config_opt_set(struct plugin_config *c, const struct opt *o, const char *v, const char *src, struct gerr *err);
 
-/* Go strconv.ParseBool spellings. */
-int config_parse_bool(const char *v, bool *ret);
+/* The word of a T_ENUM row's value. */
+const char *config_enum_name(const struct opt *o, int value);
 
 /* Append a warning (unknown key, ignored section) to c->warnings. */
 void config_warn(struct plugin_config *c, const char *fmt, ...) _printf_(2, 3);

@@ -96,7 +96,7 @@ static int build(struct daemon *d, const struct plugin_config *cfg, struct node 
 		return gerr_set(err, ENODEV,
 				"no devices found: NVML reports %zu GPUs and none can be advertised "
 				"with mig-strategy=%s",
-				n->n_gpus, cfg->mig_strategy);
+				n->n_gpus, mig_strategy_name(cfg->mig_strategy));
 	ret->no_devices = false;
 	*ret_node = TAKE_PTR(n);
 	*ret_rs = TAKE_PTR(rs);

@@ -85,14 +85,14 @@ int daemon_write_cdi_spec(struct daemon *d)
 		return 0;
 	o.root = d->cfg.root;
 	o.driver_root = d->cfg.driver_root;
-	o.dev_root = d->cfg.dev_root[0] ? d->cfg.dev_root : NULL;
+	o.dev_root = d->cfg.dev_root; /* "": the driver root (host_dev_root) */
 	o.vendor = DP_CDI_VENDOR;
 	o.class = DP_CDI_CLASS;
-	o.names = streq(d->cfg.device_id_strategy, "index") ? CDI_NAMES_INDEX : CDI_NAMES_UUID;
+	o.names = d->cfg.device_id_strategy == DEVICE_ID_INDEX ? CDI_NAMES_INDEX : CDI_NAMES_UUID;
 	o.hooks = &hooks;
 	o.warnings = &left_out; /* a partial spec is still written (as `cdi generate` does), but never silently */
 	/* none hands a MIG-enabled GPU out whole: its name must resolve (docs/reference/device-plugin.md §8) */
-	o.whole_mig_enabled = streq(d->cfg.mig_strategy, "none");
+	o.whole_mig_enabled = d->cfg.mig_strategy == MIG_STRATEGY_NONE;
 	dir = root_path(d->cfg.root, CDI_DYNAMIC_DIR);
 	/* --nvidia-cdi-hook-path and --cdi-disable-hooks, as `gpulet cdi generate` takes them */
 	r = cdi_hooks_parse_disabled(d->cfg.cdi_disable_hooks, &hooks.disabled, &err);

@@ -11,6 +11,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
+#include "host/driver.h"
 #include "plugin/alloc.h"
 #include "plugin/arena.h"
 #include "plugin/dp.h"
@@ -25,48 +26,23 @@ const struct gsrv_method dp_methods[DP_N_METHODS] = {
     [DP_PRESTART] = {"/v1beta1.DevicePlugin/PreStartContainer", false},
 };
 
-/* Control device nodes handed out with --pass-device-specs when present (§3.4, passDeviceSpecs row). */
-static const char *const control_devices[] = {
-    "/dev/nvidiactl",
-    "/dev/nvidia-uvm",
-    "/dev/nvidia-uvm-tools",
-    "/dev/nvidia-modeset",
-};
-
-#define MAX_KV  16
 #define MAX_IDS 4096
+
+/* An ordered map with set semantics, in the arena. */
+struct kv {
+	const char **k, **v;
+	size_t n, cap;
+};
 
 /* A container response under construction: small ordered maps and lists with set semantics. */
 struct build {
 	struct arena *a;
-	const char *env_k[MAX_KV], *env_v[MAX_KV];
-	size_t n_env;
-	const char *ann_k[MAX_KV], *ann_v[MAX_KV];
-	size_t n_ann;
+	struct kv env, ann;
 	V1beta1__Mount **mounts;
 	size_t n_mounts, cap_mounts;
 	V1beta1__DeviceSpec **devs;
 	size_t n_devs, cap_devs;
 };
-
-static void kv_set(const char **k, const char **v, size_t *n, const char *key, const char *val)
-{
-	for (size_t i = 0; i < *n; i++)
-		if (streq(k[i], key)) {
-			v[i] = val;
-			return;
-		}
-	if (*n < MAX_KV) {
-		k[*n] = key;
-		v[*n] = val;
-		(*n)++;
-	}
-}
-
-static void env_set(struct build *b, const char *key, const char *val)
-{
-	kv_set(b->env_k, b->env_v, &b->n_env, key, val);
-}
 
 /* Grow an arena array of pointers (old blocks stay in the arena until release; replies are small). */
 static void **grow(struct arena *a, void **arr, size_t n, size_t *cap)
@@ -80,6 +56,29 @@ static void **grow(struct arena *a, void **arr, size_t n, size_t *cap)
 	if (p && n)
 		memcpy(p, arr, n * sizeof(void *));
 	return p;
+}
+
+/* key = val, replacing an earlier value of key; the map grows (an arena failure fails the reply). */
+static void kv_set(struct arena *a, struct kv *m, const char *key, const char *val)
+{
+	size_t cap = m->cap;
+
+	for (size_t i = 0; i < m->n; i++)
+		if (streq(m->k[i], key)) {
+			m->v[i] = val;
+			return;
+		}
+	m->k = (const char **)grow(a, (void **)m->k, m->n, &cap);
+	m->v = (const char **)grow(a, (void **)m->v, m->n, &m->cap);
+	if (!m->k || !m->v)
+		return;
+	m->k[m->n] = key;
+	m->v[m->n++] = val;
+}
+
+static void env_set(struct build *b, const char *key, const char *val)
+{
+	kv_set(b->a, &b->env, key, val);
 }
 
 static void mount_add(struct build *b, const char *ctr, const char *host, bool ro)
@@ -221,7 +220,7 @@ static int validate(const struct dp_ctx *c, const V1beta1__ContainerAllocateRequ
 static size_t map_ids(const struct dp_ctx *c, const V1beta1__ContainerAllocateRequest *req, struct arena *a,
 		      const char **ids, const struct rdevice **devs)
 {
-	bool by_index = streq(c->cfg->device_id_strategy, "index");
+	bool by_index = c->cfg->device_id_strategy == DEVICE_ID_INDEX;
 	size_t n = 0;
 
 	for (size_t i = 0; i < req->n_devices_ids; i++) {
@@ -299,8 +298,7 @@ static void add_cdi(const struct dp_ctx *c, struct build *b, V1beta1__ContainerA
 		char uuid[37];
 
 		random_uuid(uuid);
-		kv_set(b->ann_k, b->ann_v, &b->n_ann,
-		       arena_printf(b->a, "%snvidia-device-plugin_%s", cfg->cdi_annotation_prefix, uuid),
+		kv_set(b->a, &b->ann, arena_printf(b->a, "%snvidia-device-plugin_%s", cfg->cdi_annotation_prefix, uuid),
 		       join_ids(b->a, names, nn, ""));
 	}
 	if (cfg->device_list_strategy & DLS_CDI_CRI) {
@@ -323,9 +321,10 @@ static void add_device_specs(const struct dp_ctx *c, struct build *b, const stru
 {
 	const struct plugin_config *cfg = c->cfg;
 
-	for (size_t i = 0; i < ELEMENTSOF(control_devices); i++)
-		if (dev_present(cfg, control_devices[i]))
-			devspec_add(b, cfg, control_devices[i]);
+	/* the control nodes, when present (§3.4, passDeviceSpecs row) */
+	for (size_t i = 0; i < driver_n_control_nodes; i++)
+		if (dev_present(cfg, driver_control_nodes[i].path))
+			devspec_add(b, cfg, driver_control_nodes[i].path);
 	for (size_t i = 0; i < n; i++) {
 		const struct node_gpu *g =
 		    c->node && devs[i]->gpu < c->node->n_gpus ? &c->node->gpus[devs[i]->gpu] : NULL;
@@ -431,9 +430,9 @@ int dp_allocate_container(const struct dp_ctx *c, const V1beta1__ContainerAlloca
 		add_device_specs(c, &b, devs, n);
 
 	FILL_MAP(a, resp, envs, V1beta1__ContainerAllocateResponse__EnvsEntry,
-		 v1beta1__container_allocate_response__envs_entry__init, b.env_k, b.env_v, b.n_env);
+		 v1beta1__container_allocate_response__envs_entry__init, b.env.k, b.env.v, b.env.n);
 	FILL_MAP(a, resp, annotations, V1beta1__ContainerAllocateResponse__AnnotationsEntry,
-		 v1beta1__container_allocate_response__annotations_entry__init, b.ann_k, b.ann_v, b.n_ann);
+		 v1beta1__container_allocate_response__annotations_entry__init, b.ann.k, b.ann.v, b.ann.n);
 	resp->mounts = b.mounts;
 	resp->n_mounts = b.n_mounts;
 	resp->devices = b.devs;

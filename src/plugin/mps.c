@@ -9,29 +9,16 @@
  * (and the driver roots), posix_spawn with a fixed argv and environment.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "plugin/mps.h"
 #include "util/fileio.h"
 #include "util/macro.h"
-
-static long long mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "util/spawn.h"
 
 int mps_path(const char *root, const char *resource, enum mps_path which, char *buf, size_t size)
 {
@@ -49,107 +36,26 @@ char *mps_find_tool(const struct plugin_config *cfg, const char *name)
 {
 	/* the host's own dirs, then the driver root (host path, and where the plugin pod mounts it) */
 	const char *const roots[] = {"/", cfg->driver_root, cfg->container_driver_root};
-	static const char *const dirs[] = {"/usr/bin", "/usr/sbin", "/usr/local/bin", "/bin"};
 
 	for (size_t i = 0; i < ELEMENTSOF(roots); i++) {
+		char *p;
+
 		if (!roots[i][0] || (i > 0 && streq(roots[i], "/")))
 			continue;
-		for (size_t k = 0; k < ELEMENTSOF(dirs); k++) {
-			_cleanup_free_ char *under = NULL;
-			char rel[PATH_MAX];
-
-			snprintf(rel, sizeof(rel), "%s/%s/%s", roots[i], dirs[k], name);
-			under = root_path(cfg->root, rel);
-			if (under && access(under, X_OK) == 0)
-				return TAKE_PTR(under);
-		}
+		p = host_find_bin(cfg->root, roots[i], name);
+		if (p)
+			return p;
 	}
 	return NULL;
-}
-
-/* Collect the child's output until the child itself exits (a daemonized grandchild may keep the pipe). */
-static int collect(pid_t pid, int rfd, char *out, size_t size, int timeout_ms)
-{
-	long long deadline = mono_ms() + timeout_ms;
-	size_t len = 0;
-	int status = 0;
-	bool done = false;
-
-	while (!done) {
-		struct pollfd pfd = {.fd = rfd, .events = POLLIN};
-		pid_t w = waitpid(pid, &status, WNOHANG);
-		char chunk[512];
-		ssize_t n;
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w == 0 && mono_ms() >= deadline) {
-			kill(pid, SIGKILL);
-			(void)waitpid(pid, &status, 0);
-			out[len] = '\0';
-			return -ETIMEDOUT;
-		}
-		if (w != 0) {
-			done = true; /* what it wrote before exiting is still in the pipe: drain it */
-			if (w < 0)
-				status = 127 << 8;
-		} else if (poll(&pfd, 1, 5) <= 0) {
-			continue;
-		}
-		while ((n = read(rfd, chunk, sizeof(chunk))) > 0)
-			for (ssize_t i = 0; i < n && len + 1 < size; i++)
-				out[len++] = chunk[i];
-	}
-	out[len] = '\0';
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 int mps_run(const char *path, char *const argv[], char *const envp[], const char *input, char *out, size_t size,
 	    int timeout_ms)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t none, dfl;
-	int in[2] = {-1, -1}, o[2] = {-1, -1}, r;
-	pid_t pid;
+	const struct spawn_opts o = {
+	    .path = path, .argv = argv, .envp = envp, .input = input, .stderr_to_out = true, .timeout_ms = timeout_ms};
 
-	if (size == 0)
-		return -EINVAL;
-	out[0] = '\0'; /* callers read out on every return, failures included */
-	if (pipe2(in, O_CLOEXEC) < 0)
-		return -errno;
-	if (pipe2(o, O_CLOEXEC | O_NONBLOCK) < 0) {
-		r = -errno;
-		close(in[0]);
-		close(in[1]);
-		return r;
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
-	posix_spawn_file_actions_adddup2(&fa, o[1], STDOUT_FILENO);
-	posix_spawn_file_actions_adddup2(&fa, o[1], STDERR_FILENO);
-	/* the daemons block their signals for signalfd and ignore SIGPIPE: the child must not inherit that */
-	posix_spawnattr_init(&at);
-	sigemptyset(&none);
-	sigemptyset(&dfl);
-	sigaddset(&dfl, SIGPIPE);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &dfl);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	r = -posix_spawn(&pid, path, &fa, &at, argv, envp);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
-	close(in[0]);
-	close(o[1]);
-	if (r == 0 && input) {
-		/* a command line is far below the pipe's buffer: this write does not block */
-		(void)!write(in[1], input, strlen(input));
-	}
-	close(in[1]);
-	if (r == 0)
-		r = collect(pid, o[0], out, size, timeout_ms);
-	close(o[0]);
-	return r;
+	return spawn_run(&o, out, size);
 }
 
 static void trim(char *s)

@@ -17,7 +17,7 @@
 #define REPLICAS_MAX 1024
 
 /* Words of upstream's flags and GFD's labels (docs/reference/device-plugin.md §5, §6). */
-static const struct enum_name mig_strategy_names[] = {
+const struct enum_name mig_strategy_names[3] = {
     {MIG_STRATEGY_NONE, "none"},
     {MIG_STRATEGY_SINGLE, "single"},
     {MIG_STRATEGY_MIXED, "mixed"},
@@ -27,7 +27,7 @@ static const struct enum_name sharing_names[] = {
     {SHARING_TIME_SLICING, "time-slicing"},
     {SHARING_MPS, "mps"},
 };
-static const struct enum_name replica_policy_names[] = {
+const struct enum_name replica_policy_names[2] = {
     {REPLICA_DISTRIBUTED, "distributed"},
     {REPLICA_PACKED, "packed"},
 };

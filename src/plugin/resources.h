@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "util/enumtab.h"
 #include "util/err.h"
 #include "nvml/node.h"
 
@@ -22,6 +23,8 @@ enum replica_policy { REPLICA_DISTRIBUTED, REPLICA_PACKED };
  * none|single|mixed, the sharing strategy none|time-slicing|mps (GFD's sharing-strategy label),
  * --shared-devices-allocation-policy distributed|packed. *_from_name: 0, or -EINVAL for another word.
  */
+/* The words of each enum, as upstream's flags and config file spell them (util/enumtab.h). */
+extern const struct enum_name mig_strategy_names[3], replica_policy_names[2];
 const char *mig_strategy_name(enum mig_strategy s);
 int mig_strategy_from_name(const char *name, enum mig_strategy *ret);
 const char *sharing_strategy_name(enum sharing_strategy s);

@@ -7,6 +7,7 @@
 #include "cmd/cmd.h"
 #include "doctor/serve.h"
 #include "exporter/exporter.h"
+#include "kube/allocresp.h"
 #include "kube/podres.h"
 #include "serve/module.h"
 

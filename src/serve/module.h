@@ -34,6 +34,7 @@ enum serve_module {
 	X(SERVE_GRPC, podres_list)            \
 	X(SERVE_GRPC, podres_find)            \
 	X(SERVE_GRPC, podres_map_free)        \
+	X(SERVE_GRPC, allocresp_decode)       \
 	X(SERVE_HTTP, cmd_exporter)           \
 	X(SERVE_HTTP, exp_http_start)         \
 	X(SERVE_HTTP, exp_http_set_exporter)  \

@@ -12,6 +12,7 @@
 #include "cmd/cmd.h"
 #include "doctor/serve.h"
 #include "exporter/exporter.h"
+#include "kube/allocresp.h"
 #include "kube/podres.h"
 #include "serve/module.h"
 
@@ -66,6 +67,17 @@ STAND_IN int podres_list(const char *root, const char *socket, int timeout_ms, c
 	if (!f)
 		return gerr_set(err, e.code ? e.code : ENOEXEC, "%s", e.msg);
 	return f(root, socket, timeout_ms, extra_resources, ret, err);
+}
+
+/* The doctor reads kubelet's checkpoint: its AllocResp is protobuf, decoded in the gRPC module. */
+STAND_IN int allocresp_decode(const char *b64, struct allocresp *ret, struct gerr *err)
+{
+	struct gerr e = {0};
+	typeof(&allocresp_decode) f = RESOLVE(SERVE_GRPC, allocresp_decode, &e);
+
+	if (!f)
+		return gerr_set(err, e.code ? e.code : ENOEXEC, "%s", e.msg);
+	return f(b64, ret, err);
 }
 
 STAND_IN size_t podres_find(const struct podres_map *m, const char *uuid, const struct podres_device **ret_first)

@@ -4,8 +4,8 @@
 --root R as on a host: R/var/lib/kubelet, R/etc/containerd/config.toml, the driver and /dev of the
 fake dgx-a100), with --pods/--node fed from the real API server's JSON:
 
-  * healthy (plugin with CDI and --mig-strategy=mixed, a pod holding a MIG instance): exit 0 and no
-    failure;
+  * healthy (plugin with CDI and the default --mig-strategy=none on the MIG-enabled GPU 6, which it
+    advertises whole on purpose, a pod holding it): exit 0 and no failure (no mig.layout-stale);
   * the plugin stopped: the doctor fails, naming the plugin link.
 
 Without the registries (Go module proxy, npm) the peers cannot be built and the test fails."""
@@ -42,8 +42,8 @@ def show(fails):
 def test_doctor():
     t0 = time.time()
     with Node() as node:
-        node.start(("--device-list-strategy=cdi-cri", "--mig-strategy=mixed"), gpus="6")
-        node.start_pod("holder", "true", {"nvidia.com/mig-1g.5gb": "1"})
+        node.start(("--device-list-strategy=cdi-cri", "--mig-strategy=none"), gpus="8")
+        node.start_pod("holder", "true", {"nvidia.com/gpu": "1"})
         rc, fails = doctor(node)
         check(rc == 0 and not fails, "doctor on the healthy node: rc %d\n%s" % (rc, show(fails)))
         print("PASS doctor on the healthy live node: exit 0, no failure")

@@ -4,7 +4,8 @@
 tests/lib/mkroot.sh, then the "healthy" base below, then the scenario's setup.sh), and expect.json
 says which finding ids `gpulet doctor --root ... --json` must report as fail / warn, which must
 not appear at all, and words a finding's evidence must hold; "no_other_fail" / "no_warn" forbid any
-other fail / any other warn (a healthy node); scenario.json's "kubelet_root" and
+other fail / any other warn (a healthy node); "skip_reason" maps a finding id to words the reason
+its check was skipped must hold; scenario.json's "kubelet_root" and
 "device_plugin_dir" move the healthy kubelet's root dir and device-plugins dir.
 Usage: run.py [--keep] [NAME...]; env GPULET, FAKE_NVML_LIB, GPULET_SRC."""
 import json, os, shutil, socket, subprocess, sys, tempfile, time
@@ -214,6 +215,9 @@ def run(name, keep):
         for i in expect.get("skipped", []):
             if not any(i in s["ids"].split() for s in doc.get("skipped", [])):
                 errs.append(f"expected the check reporting {i} to be skipped (explained by an earlier failure)")
+        for i, words in expect.get("skip_reason", {}).items():
+            if not any(i in s["ids"].split() and words in s.get("reason", "") for s in doc.get("skipped", [])):
+                errs.append(f"expected the check reporting {i} to be skipped with the reason {words!r}")
         for i, wants in expect.get("evidence", {}).items():  # words the finding's evidence must hold
             ev = " | ".join(e for f in doc["findings"] if f["id"] == i for e in f["evidence"])
             errs += [f"{i}: evidence lacks {w!r}: {ev[:600]}" for w in wants if w not in ev]

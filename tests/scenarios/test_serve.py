@@ -8,9 +8,10 @@ Checks, with real peers where there is one:
   for the interval; the interval re-checks on its own;
 - promtool test rules: GpuNodeRootCause fires for each broken node with the id, summary and fix it served,
   and not for the healthy one; GpuDoctorStale fires when the walks stop;
+- HTTP as the exporter's (one server): scrapes reuse one keep-alive connection, and a POST gets 405 with Allow;
 - SIGTERM stops it with status 0.
 Env GPULET, FAKE_NVML_LIB, GPULET_SRC."""
-import json, os, re, shutil, signal, subprocess, sys, tempfile, time, urllib.request
+import http.client, json, os, re, shutil, signal, subprocess, sys, tempfile, time, urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run as scen  # noqa: E402  (the scenario nodes)
@@ -146,6 +147,26 @@ def rules_file(tmp):
     return path
 
 
+def http_checks(port):
+    """The server both daemons use: keep-alive between scrapes, 405 with Allow."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    c.request("GET", "/metrics")
+    r = c.getresponse()
+    r.read()
+    close = (r.getheader("Connection") or "").lower() == "close"
+    sock = c.sock
+    c.request("GET", "/healthz")
+    r2 = c.getresponse()
+    r2.read()
+    check(r.status == 200 and not close and r2.status == 200 and c.sock is sock,
+          f"two scrapes on one keep-alive connection (Connection: {r.getheader('Connection')})")
+    c.request("POST", "/metrics", body=b"x")
+    r = c.getresponse()
+    r.read()
+    check(r.status == 405 and r.getheader("Allow") == "GET, HEAD", f"POST: {r.status}, Allow: {r.getheader('Allow')}")
+    c.close()
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="doctor-serve-")
     doctors = {}
@@ -173,6 +194,7 @@ def main():
             check(all(l["node"] == name for l, _ in findings + rc), f"{name}: every series has node={name}")
             if want:
                 check(rc[0][0]["fix"] != "" and rc[0][0]["summary"] != "", f"{name}: root cause has summary and fix")
+        http_checks(doctors["healthy-dgx-a100"].port)
         # a change: the healthy node's plugin goes away; re-checked after ~1 s, not after the hour
         root, nvml, _ = nodes["healthy-dgx-a100"]
         dp = os.path.join(root, "var/lib/kubelet/device-plugins")

@@ -89,14 +89,14 @@ static void test_valid(void **state)
 	struct gerr err = {0};
 
 	defaults(&c);
-	assert_string_equal(c.mig_strategy, "none");
+	assert_int_equal(c.mig_strategy, MIG_STRATEGY_NONE);
 	assert_int_equal(c.device_list_strategy, DLS_ENVVAR);
 	assert_int_equal(config_apply_file_text(&c, valid, strlen(valid), "c.yaml", &err), 0);
-	assert_string_equal(c.mig_strategy, "mixed");
+	assert_int_equal(c.mig_strategy, MIG_STRATEGY_MIXED);
 	assert_false(c.fail_on_init_error);
 	assert_true(c.pass_device_specs);
 	assert_int_equal(c.device_list_strategy, DLS_ENVVAR | DLS_CDI_CRI);
-	assert_string_equal(c.device_id_strategy, "index");
+	assert_int_equal(c.device_id_strategy, DEVICE_ID_INDEX);
 	assert_int_equal(c.sharing, SHARING_TIME_SLICING);
 	assert_int_equal(c.n_rules, 2);
 	assert_string_equal(c.rules[0].name, "nvidia.com/gpu");
@@ -228,6 +228,23 @@ static void test_unknown_keys_warn(void **state)
 	assert_string_equal(c.imex_channel_ids, "0");
 }
 
+/* A file with more unknown keys than the warnings hold: the list ends saying so, never silently. */
+static void test_many_warnings_say_so(void **state)
+{
+	char text[16384] = "version: v1\nflags:\n";
+	struct plugin_config c;
+	size_t l = strlen(text);
+
+	for (int i = 0; i < 200; i++)
+		l += (size_t)snprintf(text + l, sizeof(text) - l, "  unknownKeyNumber%03d: 1\n", i);
+	defaults(&c);
+	assert_int_equal(config_apply_file_text(&c, text, l, "c.yaml", NULL), 0);
+	assert_true(c.warnings_full);
+	assert_non_null(strstr(c.warnings, "unknown key flags.unknownKeyNumber000"));
+	assert_non_null(strstr(c.warnings, "; more warnings left out (the list is limited to 2048 bytes)"));
+	assert_true(strlen(c.warnings) < sizeof(c.warnings));
+}
+
 /* Deterministic mutation smoke: flip, insert and delete bytes of the valid file. */
 /*
  * The file is read by parse/yaml, typed as sigs.k8s.io/yaml types it for the upstream plugin
@@ -246,10 +263,10 @@ static void test_yaml_typing(void **state)
 	assert_int_equal(config_apply_file_text(&c, text, strlen(text), "c.yaml", NULL), 0);
 	assert_false(c.fail_on_init_error);
 	assert_true(c.pass_device_specs);
-	assert_string_equal(c.mig_strategy, "none");
+	assert_int_equal(c.mig_strategy, MIG_STRATEGY_NONE);
 	defaults(&c);
 	assert_int_equal(config_apply_file_text(&c, json, strlen(json), "c.json", NULL), 0);
-	assert_string_equal(c.mig_strategy, "mixed");
+	assert_int_equal(c.mig_strategy, MIG_STRATEGY_MIXED);
 	assert_int_equal(c.device_list_strategy, DLS_ENVVAR | DLS_CDI_CRI);
 }
 
@@ -297,11 +314,17 @@ static void test_mutations(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_valid),           cmocka_unit_test(test_rename_forced_off),
-	    cmocka_unit_test(test_mps_wins),        cmocka_unit_test(test_device_plugin_path_default),
-	    cmocka_unit_test(test_health_options),  cmocka_unit_test(test_bad),
-	    cmocka_unit_test(test_dots_not_dotdot), cmocka_unit_test(test_unknown_keys_warn),
-	    cmocka_unit_test(test_yaml_typing),     cmocka_unit_test(test_mutations),
+	    cmocka_unit_test(test_valid),
+	    cmocka_unit_test(test_rename_forced_off),
+	    cmocka_unit_test(test_mps_wins),
+	    cmocka_unit_test(test_device_plugin_path_default),
+	    cmocka_unit_test(test_health_options),
+	    cmocka_unit_test(test_bad),
+	    cmocka_unit_test(test_dots_not_dotdot),
+	    cmocka_unit_test(test_unknown_keys_warn),
+	    cmocka_unit_test(test_yaml_typing),
+	    cmocka_unit_test(test_mutations),
+	    cmocka_unit_test(test_many_warnings_say_so),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,8 @@
 # (k8s-device-plugin internal/plugin/server.go: with only CDI strategies the response carries CDI names
 # alone). containerd 1.7 with enable_cdi = false drops the CRI CDIDevices field (containerd
 # WithCDI only runs when enable_cdi is set), so the container starts under runc with no GPU. runc being
-# the default is right for CDI injection: the root cause is CDI off, named first.
+# the default is right for CDI injection: the root cause is CDI off, named first, and
+# runtime.default-is-runc is not reported beside it (runc with CDI on would inject these names).
 sed -i 's/enable_cdi = true/enable_cdi = false/' "$ROOT/etc/containerd/config.toml"
 mkdir -p "$ROOT/var/run/cdi"
 sed 's#"kind": "nvidia.com/gpu"#"kind": "k8s.device-plugin.nvidia.com/gpu"#' "$ROOT/etc/cdi/nvidia.json" > "$ROOT/var/run/cdi/k8s.device-plugin.nvidia.com-gpu.json"

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exporter/collectors.h"
+#include "exporter/daemon.h"
+#include "kube/podres.h"
+#include "nvml/node.h"
+#include "util/log.h"
+#include "util/macro.h"
+
+#define NVML_RETRY_S 10
+
+struct exporter_daemon {
+	struct exporter_daemon_options o;
+	struct exp_collectors collectors;
+	struct exp_http *http;
+	struct nvml *nv;
+	struct node *node;
+	struct exporter e;
+	bool e_init, e_started;
+	struct podres_cache pc;
+	bool pc_started;
+	char host[256];
+};
+
+/*
+ * A daemon whose sampler is stuck in a hung NVML call when it stops: the sampler still points into
+ * it, so it is kept (not freed, NVML not closed) until the process exits. At most one per process.
+ */
+static struct exporter_daemon *kept_for_stuck_sampler;
+
+/* Wait for a signal of stop at most seconds (<0: forever). Returns true when one came. */
+static bool wait_signal(const sigset_t *set, int seconds)
+{
+	struct timespec ts = {.tv_sec = seconds};
+	int sig;
+
+	if (seconds < 0)
+		return sigwait(set, &sig) == 0;
+	return sigtimedwait(set, NULL, &ts) > 0;
+}
+
+/* What a collectors file asks for that is served differently or not at all: one warning each. */
+static void warn_collectors(const struct exp_collectors *c)
+{
+	for (size_t k = 0; k < c->n; k++) {
+		const struct exp_counter *ct = &c->v[k];
+		bool dup = false;
+
+		for (size_t j = 0; j < k; j++)
+			dup |= streq(c->v[j].name, ct->name);
+		if (dup)
+			log_warn("field listed twice in the collectors file; the first line is used",
+				 "file=%s line=%u field=%s", c->file, ct->line, ct->name);
+		else if (ct->kind == EXP_COUNTER_UNAVAILABLE ||
+			 (ct->kind == EXP_COUNTER_METRIC && streq(ct->type, "label")))
+			log_warn(
+			    "gpulet does not sample this field; not served (see gpulet_exporter_field_unavailable)",
+			    "file=%s line=%u field=%s", c->file, ct->line, ct->name);
+		else if (streq(ct->type, "histogram") || streq(ct->type, "summary"))
+			log_warn("a single value cannot be a histogram or summary; served as gauge",
+				 "file=%s line=%u field=%s", c->file, ct->line, ct->name);
+	}
+}
+
+/* NVML and the node, retried until they load: a pod that crash-loops on NVML explains nothing. */
+static int load_node(struct exporter_daemon *d, const sigset_t *stop)
+{
+	for (;;) {
+		struct gerr err = {0};
+
+		if (nvml_open_host(&d->o.nvml, &d->nv, &err) >= 0 &&
+		    node_load(d->nv, d->o.nvml.root, &d->node, &err) >= 0)
+			return 0;
+		nvml_close(d->nv);
+		d->nv = NULL;
+		log_error("cannot load NVML; /metrics serves gpulet_exporter_ready 0 and /healthz 503 with this error, "
+			  "retrying",
+			  "error=\"%s\" retry_s=%d", err.msg, NVML_RETRY_S);
+		exp_http_set_not_ready(d->http, err.msg);
+		if (wait_signal(stop, NVML_RETRY_S))
+			return -EINTR;
+	}
+}
+
+static void set_host(struct exporter_daemon *d)
+{
+	const char *node_name = getenv("NODE_NAME");
+
+	if (node_name && *node_name)
+		snprintf(d->host, sizeof(d->host), "%s", node_name);
+	else if (gethostname(d->host, sizeof(d->host) - 1) < 0)
+		snprintf(d->host, sizeof(d->host), "unknown");
+	for (size_t i = 0; d->o.replace_blanks && i < d->node->n_gpus; i++)
+		for (char *p = d->node->gpus[i].name; *p; p++)
+			if (*p == ' ')
+				*p = '-';
+}
+
+/* The exporter over the loaded node, pod attribution, then the samplers. */
+static int start_exporter(struct exporter_daemon *d)
+{
+	struct exporter *e = &d->e;
+	struct gerr err = {0};
+	const char *what = "cannot start the exporter";
+	int r;
+
+	set_host(d);
+	r = exporter_init(e, d->node, d->o.no_hostname ? NULL : d->host, &err);
+	d->e_init = r >= 0;
+	if (r >= 0) {
+		exporter_configure(e, &d->o.served);
+		e->virtual_gpus = d->o.virtual_gpus;
+		e->xid_policy = d->o.xid_policy;
+	}
+	if (r >= 0 && d->o.kubernetes) {
+		what = "cannot start pod attribution";
+		r = podres_cache_start(&d->pc, d->o.nvml.root, d->o.podres_socket, (int)d->o.podres_ms,
+				       d->o.resource_names, &err);
+		d->pc_started = r >= 0;
+		if (r >= 0 && d->pc.errors)
+			log_warn("PodResources List failed; metrics carry no pod labels until it answers",
+				 "socket=%s error=\"%s\"", d->o.podres_socket, d->pc.last_error);
+		if (r >= 0)
+			e->podres = &d->pc;
+	}
+	if (r >= 0) {
+		what = "cannot start the samplers";
+		r = exporter_start(e, d->nv, (int)d->o.interval_ms, &err);
+		d->e_started = r >= 0;
+	}
+	if (r < 0)
+		log_error(what, "error=\"%s\"", err.msg);
+	return r;
+}
+
+int exporter_daemon_start(const struct exporter_daemon_options *o, const sigset_t *stop, struct exporter_daemon **ret)
+{
+	struct exporter_daemon *d = calloc(1, sizeof(*d));
+	struct gerr err = {0};
+	int r;
+
+	*ret = NULL;
+	if (!d)
+		return log_error("cannot start the exporter", "error=\"out of memory\""), -ENOMEM;
+	d->o = *o;
+	/* read before anything is served, so a typo fails the pod at once, naming file and line */
+	if (o->collectors_file) {
+		r = exp_collectors_load(o->collectors_file, &d->collectors, &err);
+		if (r < 0) {
+			log_error("cannot read the collectors file", "error=\"%s\"", err.msg);
+			exporter_daemon_stop(d);
+			return r;
+		}
+		warn_collectors(&d->collectors);
+		d->o.served.collectors = &d->collectors;
+		log_info("Collectors file read", "file=%s fields=%zu", o->collectors_file, d->collectors.n);
+	}
+	r = exp_http_start(&o->http, &d->http, &err);
+	if (r < 0) {
+		log_error("cannot start the exporter", "error=\"%s\"", err.msg);
+		exporter_daemon_stop(d);
+		return r;
+	}
+	log_info("Starting exporter", "address=%s port=%u collect_interval_ms=%u kubernetes=%s web_config=\"%s\"",
+		 o->http.address, exp_http_port(d->http), o->interval_ms, o->kubernetes ? "true" : "false",
+		 o->http.web_config_file ? o->http.web_config_file : "");
+	r = load_node(d, stop);
+	if (r >= 0)
+		r = start_exporter(d);
+	if (r < 0) {
+		exporter_daemon_stop(d);
+		return r == -EINTR ? 0 : r;
+	}
+	exp_http_set_exporter(d->http, &d->e);
+	log_info("Exporter ready", "gpus=%zu mig_instances=%zu driver=%s hostname=%s", d->e.n_gpus,
+		 d->e.n_devs - d->e.n_gpus, d->node->driver_version, o->no_hostname ? "-" : d->host);
+	*ret = d;
+	return 0;
+}
+
+void exporter_daemon_run(struct exporter_daemon *d, const sigset_t *stop)
+{
+	/*
+	 * The MIG layout is read once; after a re-partition the samplers stop publishing the moved
+	 * instances and we exit so the DaemonSet restarts us on the new layout (the plugin's upstream
+	 * does the same on MIG changes, device-plugin.md §6).
+	 */
+	while (!wait_signal(stop, 1))
+		if (atomic_load(&d->e.layout_changed)) {
+			log_warn("MIG layout changed; exiting to restart with the new layout", NULL);
+			break;
+		}
+	log_info("Stopping exporter", NULL);
+}
+
+void exporter_daemon_stop(struct exporter_daemon *d)
+{
+	int left = 0;
+
+	if (!d)
+		return;
+	exp_http_stop(d->http); /* no scrape is running after this */
+	if (d->e_started)
+		left = exporter_stop(&d->e, 2000);
+	if (d->pc_started)
+		podres_cache_stop(&d->pc);
+	if (left) {
+		/* a sampler is inside a hung NVML call: leave its memory and NVML alone, just exit */
+		kept_for_stuck_sampler = d;
+		return;
+	}
+	if (d->e_init)
+		exporter_free(&d->e);
+	node_free(d->node);
+	nvml_close(d->nv);
+	exp_collectors_free(&d->collectors);
+	free(d);
+}

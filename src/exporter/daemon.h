@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The exporter as a daemon: one owner for everything `gpulet exporter` runs (HTTP, NVML and the
+ * node model, the samplers, the PodResources cache), started, run and stopped symmetrically.
+ * Every exit path goes through exporter_daemon_stop(), which stops whatever was started.
+ */
+#pragma once
+
+#include <signal.h>
+#include <stdbool.h>
+
+#include "exporter/exporter.h"
+#include "nvml/nvml.h"
+#include "nvml/xid.h"
+
+struct exporter_daemon_options {
+	struct exp_http_options http;
+	struct nvml_host nvml;       /* .root is also where the PodResources socket is read */
+	const char *collectors_file; /* dcgm-exporter CSV, NULL: the built-in set */
+	struct exp_config served;    /* .collectors is set from collectors_file */
+	struct xid_policy xid_policy;
+	unsigned interval_ms;
+	bool kubernetes; /* pod attribution from PodResources */
+	const char *podres_socket;
+	unsigned podres_ms;
+	const char *const *resource_names; /* extra resource names to attribute, NULL-terminated or NULL */
+	bool virtual_gpus, no_hostname, replace_blanks;
+};
+
+struct exporter_daemon;
+
+/*
+ * Read the collectors file, serve HTTP at once, load NVML (retried every 10 s, /healthz saying
+ * why, until it loads or a signal of stop arrives), start samplers and pod attribution. Returns 0
+ * with *ret running, 0 with *ret NULL when stopped before NVML loaded, or -errno (logged) with
+ * everything started so far stopped again.
+ */
+int exporter_daemon_start(const struct exporter_daemon_options *o, const sigset_t *stop, struct exporter_daemon **ret);
+/* Serve until a signal of stop arrives or the MIG layout changes (then the DaemonSet restarts us). */
+void exporter_daemon_run(struct exporter_daemon *d, const sigset_t *stop);
+/* Stop HTTP (no scrape runs after it), the samplers and pod attribution; free. NULL is fine. */
+void exporter_daemon_stop(struct exporter_daemon *d);

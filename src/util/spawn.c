@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/spawn.h"
+
+static long long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Collect the child's output until the child itself exits (a daemonized grandchild may keep the pipe). */
+static int collect(pid_t pid, int rfd, char *out, size_t size, int timeout_ms)
+{
+	long long deadline = mono_ms() + timeout_ms;
+	size_t len = 0;
+	int status = 0;
+	bool done = false;
+
+	while (!done) {
+		struct pollfd pfd = {.fd = rfd, .events = POLLIN};
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		char chunk[512];
+		ssize_t n;
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w == 0 && mono_ms() >= deadline) {
+			kill(pid, SIGKILL);
+			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+				;
+			out[len] = '\0';
+			return -ETIMEDOUT;
+		}
+		if (w != 0) {
+			done = true; /* what it wrote before exiting is still in the pipe: drain it */
+			if (w < 0)
+				status = 127 << 8;
+		} else if (poll(&pfd, 1, 5) <= 0) {
+			continue;
+		}
+		while ((n = read(rfd, chunk, sizeof(chunk))) > 0)
+			for (ssize_t i = 0; i < n && len + 1 < size; i++)
+				out[len++] = chunk[i];
+	}
+	out[len] = '\0';
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void close_pair(int p[2])
+{
+	if (p[0] >= 0)
+		close(p[0]);
+	if (p[1] >= 0)
+		close(p[1]);
+}
+
+int spawn_run(const struct spawn_opts *o, char *out, size_t size)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, dfl;
+	int in[2] = {-1, -1}, op[2] = {-1, -1}, r;
+	pid_t pid;
+
+	if (size == 0)
+		return -EINVAL;
+	out[0] = '\0';
+	/* only our end of the output pipe is non-blocking: the tool's writes must block on a full pipe */
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(op, O_CLOEXEC) < 0 || fcntl(op[0], F_SETFL, O_NONBLOCK) < 0) {
+		r = -errno;
+		close_pair(in);
+		close_pair(op);
+		return r;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
+	posix_spawn_file_actions_adddup2(&fa, op[1], STDOUT_FILENO);
+	if (o->stderr_to_out)
+		posix_spawn_file_actions_adddup2(&fa, op[1], STDERR_FILENO);
+	else
+		posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+	/* the daemons block their signals for signalfd and ignore SIGPIPE: the child must not inherit that */
+	posix_spawnattr_init(&at);
+	sigemptyset(&none);
+	sigemptyset(&dfl);
+	sigaddset(&dfl, SIGPIPE);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &dfl);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	r = -posix_spawn(&pid, o->path, &fa, &at, o->argv, o->envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	close(in[0]);
+	close(op[1]);
+	if (r == 0 && o->input) {
+		/* a command line is far below the pipe's buffer: this write does not block */
+		(void)!write(in[1], o->input, strlen(o->input));
+	}
+	close(in[1]);
+	if (r == 0)
+		r = collect(pid, op[0], out, size, o->timeout_ms);
+	close(op[0]);
+	return r;
+}
