@@ -14,6 +14,7 @@
 
 #include "doctor/cudatable.h"
 #include "doctor/cdi_loader.h"
+#include "doctor/cluster.h"
 #include "doctor/doctor.h"
 #include "doctor/runtime_find.h"
 #include "util/fileio.h"
@@ -175,8 +176,13 @@ int doctor_check_cdi(struct doctor_ctx *c)
 					    ? toml_path(f.containerd, "runtimes", c->o->runtime_class ?: "nvidia", NULL)
 					    : NULL;
 		const char *bin = toml_string(toml_get(rt, "options"), "BinaryName", "");
-		bool cdi_mode = strstr(bin, ".cdi") != NULL;
+		struct inject_facts inj;
+		bool cdi_mode, plugin_cdi;
 
+		/* a runtime in CDI mode, or a plugin that hands out CDI names only: nothing else injects */
+		doctor_inject_facts(c, &inj);
+		plugin_cdi = inject_cdi_only(&inj);
+		cdi_mode = strstr(bin, ".cdi") != NULL || plugin_cdi;
 		/* CDI not in use: off, or only on by containerd 2's default with no CDI runtime mode */
 		if ((!f.enable_cdi || !f.enable_cdi_explicit) && !cdi_mode)
 			return 0;
@@ -185,7 +191,9 @@ int doctor_check_cdi(struct doctor_ctx *c)
 		    "gpulet cdi generate --output /var/run/cdi/nvidia.yaml (or nvidia-ctk cdi generate "
 		    "--output=/etc/cdi/nvidia.yaml); the device plugin with CDI writes its own spec at start",
 		    "CDI is on but no CDI spec exists: CDI device requests are unresolvable%s",
-		    cdi_mode ? " and the nvidia-container-runtime.cdi runtime injects nothing" : "");
+		    plugin_cdi ? " and the device plugin hands out CDI names only"
+		    : cdi_mode ? " and the nvidia-container-runtime.cdi runtime injects nothing"
+			       : "");
 		for (size_t k = 0; k < n_dirs; k++)
 			doctor_evidence(fd, "%s: no *.json or *.yaml spec", dirs[k]);
 		return 0;

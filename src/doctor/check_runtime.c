@@ -178,6 +178,8 @@ static void check_handler(struct doctor_ctx *c, const struct ctrd_facts *f, cons
 	char fix[1024], what[512];
 	size_t users;
 
+	if (!*handler)
+		return; /* --runtime-class "": GPU pods name no RuntimeClass and run on the default runtime */
 	if (!rt) {
 		users = doctor_pods_with_class(c, handler, NULL);
 		if (!users && f->enable_cdi && c->pods)

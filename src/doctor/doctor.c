@@ -63,8 +63,9 @@ const struct doctor_check doctor_checks[] = {
     {"plugin", LINK_PLUGIN, L(LINK_KUBELET) | L(LINK_NVML) | L(LINK_DRIVER),
      "device-plugins/nvidia-*.sock, kubelet_internal_checkpoint, --node",
      "plugin.not-registered plugin.socket-dir-mismatch plugin.allocatable-short", doctor_check_plugin},
-    {"mig", LINK_MIG, L(LINK_NVML) | L(LINK_DRIVER), "NVML MIG instances vs advertised resources, CDI",
-     "mig.layout-stale mig.without-cdi", doctor_check_mig},
+    /* what is advertised comes from the plugin through kubelet: with either link down it is unknown */
+    {"mig", LINK_MIG, L(LINK_NVML) | L(LINK_DRIVER) | L(LINK_KUBELET) | L(LINK_PLUGIN),
+     "NVML MIG instances vs advertised resources, CDI", "mig.layout-stale mig.without-cdi", doctor_check_mig},
     {"alloc", LINK_ALLOC, L(LINK_KUBELET), "kubelet_internal_checkpoint vs <root-dir>/pods, --pods",
      "alloc.held-by-terminated-pod", doctor_check_alloc},
     {"cuda", LINK_VERSIONS, L(LINK_DRIVER), "--cuda-version, CUDA_VERSION of --pods images, driver",

@@ -5,6 +5,7 @@
  * trust list), so the verdict is taken on each request: a refused client gets its connection closed
  * without an answer. docs/reference/dcgm-exporter.md "Web configuration" lists the differences.
  */
+#include <assert.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <gnutls/gnutls.h>
@@ -117,8 +118,11 @@ int web_tls_load(const struct web_config *c, struct web_tls **ret, struct gerr *
 		r = pem(c, c->key, c->key_file, "key_file", &t->key, err);
 	if (r >= 0)
 		r = pem(c, c->client_ca, c->client_ca_file, "client_ca_file", &t->client_ca, err);
-	if (r >= 0)
+	if (r >= 0) {
+		/* web_config_load() refuses a tls_server_config without both certificate and key */
+		assert(t->cert && t->key);
 		r = check_credentials(t, err);
+	}
 	if (r >= 0)
 		r = priorities(c, &t->priorities, err);
 	if (r < 0) {

@@ -178,7 +178,7 @@ def _images(d):
 
 
 # -- configs -----------------------------------------------------------------------------------
-def _containerd_toml(t, cdi_dirs):
+def _containerd_toml(t, cdi_dirs, enable_cdi=True):
     q = lambda s: '"%s"' % s  # noqa: E731
     return """version = 3
 root = {root}
@@ -193,7 +193,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.traci
   address = {sock_ttrpc}
 
 [plugins.'io.containerd.cri.v1.runtime']
-  enable_cdi = true
+  enable_cdi = {enable_cdi}
   # raising a process's OOM protection needs CAP_SYS_RESOURCE, which CI containers may lack
   restrict_oom_score_adj = true
   cdi_spec_dirs = [{cdi}]
@@ -224,7 +224,8 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.internal.v1.traci
 
 [plugins.'io.containerd.grpc.v1.cri']
   stream_server_address = "127.0.0.1"
-""".format(root=q(t + "/containerd/root"), state=q(t + "/containerd/state"), sock=q(t + "/containerd.sock"),
+""".format(enable_cdi="true" if enable_cdi else "false",
+           root=q(t + "/containerd/root"), state=q(t + "/containerd/state"), sock=q(t + "/containerd.sock"),
            sock_ttrpc=q(t + "/containerd.sock.ttrpc"), cdi=", ".join(q(c) for c in cdi_dirs),
            runc=q(os.environ.get("GPULET_K8S_RUNC") or peers.runc()["runc"]), runc_root=q(t + "/runc"), cni_bin=q(t + "/cni/bin"),
            cni_conf=q(t + "/cni/net.d"), pause=PAUSE_IMAGE, opt=q(t + "/opt"))
@@ -259,8 +260,11 @@ def _cgroup_hierarchies():
 
 
 class Node:
-    def __init__(self, fixture="dgx-a100", keep_logs_on_failure=True):
+    def __init__(self, fixture="dgx-a100", keep_logs_on_failure=True, mkroot_args=()):
+        """fixture: a name under tests/fixtures or a path without its .json; mkroot_args: more
+        options of tests/lib/mkroot.sh (--all-caps: the caps nodes of MIG instances made later)."""
         self.fixture_name = fixture
+        self.mkroot_args = list(mkroot_args)
         self.tmp = tempfile.mkdtemp(prefix="gpulet-k8s.")
         self.t = self.tmp
         self.logs = os.path.join(self.tmp, "logs")
@@ -310,7 +314,7 @@ class Node:
 
     def _fake_root(self):
         fixture = os.path.join(FIXTURES, self.fixture_name + ".json")
-        _run(["sh", os.path.join(SRC, "tests/lib/mkroot.sh"), self.root, fixture, "--drm"],
+        _run(["sh", os.path.join(SRC, "tests/lib/mkroot.sh"), self.root, fixture, "--drm", *self.mkroot_args],
              env=dict(os.environ, GPULET_BUILD=BUILD))
         # --root R --driver-root R: the spec's host paths are R/... (real device nodes, real files).
         # R + T -> T makes every path of the node (R/..., the kubelet dir, containerd's config and
@@ -429,18 +433,24 @@ class Node:
         self.wait("kube-apiserver /readyz", lambda: self.kubectl("get", "--raw", "/readyz", check=False)[0] == 0,
                   timeout=90, proc="kube-apiserver")
 
-    def _containerd(self):
+    def _containerd(self, enable_cdi=True, images=True):
         conf = os.path.join(self.t, "containerd.toml")
         with open(conf, "w") as f:
-            f.write(_containerd_toml(self.t, ["/var/run/cdi"]))
+            f.write(_containerd_toml(self.t, ["/var/run/cdi"], enable_cdi))
         bindir = os.path.dirname(self.bins["containerd"])
         env = dict(os.environ, PATH=bindir + ":" + os.environ.get("PATH", "/usr/bin:/bin"))
         self.containerd_sock = self.t + "/containerd.sock"
         self.spawn("containerd", [self.bins["containerd"], "--config", conf, "--log-level", "info"], env=env)
         self.wait("containerd socket", lambda: self.ctr("version", check=False)[0] == 0, timeout=30,
                   proc="containerd")
-        for img in self.images:
+        for img in self.images if images else ():
             self.ctr("images", "import", "--snapshotter", "native", "--platform", "linux/amd64", img)
+
+    def restart_containerd(self, enable_cdi=True):
+        """containerd stopped and started again on a rewritten config (its images stay in its root;
+        running pods' shims go on)."""
+        self.stop_proc("containerd")
+        self._containerd(enable_cdi, images=False)
 
     def ctr(self, *args, check=True):
         p = subprocess.run(self.ns([self.bins["ctr"], "-a", self.containerd_sock, "-n", "k8s.io", *args]),
