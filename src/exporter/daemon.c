@@ -57,8 +57,9 @@ static void warn_collectors(const struct exp_collectors *c)
 		if (dup)
 			log_warn("field listed twice in the collectors file; the first line is used",
 				 "file=%s line=%u field=%s", c->file, ct->line, ct->name);
-		else if (ct->kind == EXP_COUNTER_UNAVAILABLE ||
-			 (ct->kind == EXP_COUNTER_METRIC && streq(ct->type, "label")))
+		else if ((ct->kind == EXP_COUNTER_UNAVAILABLE ||
+			  (ct->kind == EXP_COUNTER_METRIC && streq(ct->type, "label"))) &&
+			 !(streq(ct->type, "label") && exp_label_field_index(ct->name) >= 0)) /* served as a label */
 			log_warn(
 			    "gpulet does not sample this field; not served (see gpulet_exporter_field_unavailable)",
 			    "file=%s line=%u field=%s", c->file, ct->line, ct->name);

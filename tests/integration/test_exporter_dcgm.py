@@ -200,6 +200,8 @@ class StaticLabels(unittest.TestCase):
                 self.assertEqual(l["DCGM_FI_DEV_VBIOS_VERSION"], "92.00.45.00.05")
                 self.assertNotIn("DCGM_FI_DEV_INFOROM_IMAGE_VER", l)
             self.assertNotIn("gpulet_exporter_field_unavailable{field=\"DCGM_FI_DEV_SERIAL\"", body)
+            # served as labels: the log must not say they are not sampled
+            self.assertNotIn("does not sample this field", ex.text())
             rc, out = promcheck(body)
             self.assertEqual(rc, 0, out)
         finally:
