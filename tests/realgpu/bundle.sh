@@ -10,5 +10,5 @@ cp "$build/gpulet" "$build/gpulet-probe" "$build/gpulet-grpc.so" "$build/gpulet-
 ldd "$dir"/gpulet "$dir"/gpulet-probe "$dir"/*.so "$dir"/curl | awk '$3 ~ /^\// {print $3}' | sort -u |
 	while read -r lib; do cp -L "$lib" "$dir/"; done
 cp -L /lib64/ld-linux-x86-64.so.2 "$dir/"
-cp "$(dirname "$0")/run.sh" "$dir/"
+cp "$(dirname "$0")/run.sh" "$(dirname "$0")/all-fields.csv" "$dir/"
 du -sh "$dir"

@@ -35,6 +35,13 @@ step() { printf '\n=== %s\n' "$*"; }
 	for _ in 1 2 3 4 5; do $L "$D/curl" -s -o /dev/null -w 'scrape %{time_total}s %{size_download}B\n' http://127.0.0.1:19400/metrics; done
 	grep -E '^(DCGM|gpulet_exporter_field_unavailable)' "$O/metrics.txt"
 	kill $ep; wait $ep; echo "exporter rc=$?"; cat "$O/exporter.log"
+	step exporter with every field gpulet samples
+	$G exporter --address 127.0.0.1:19401 -f "$D/all-fields.csv" >"$O/exporter-all.log" 2>&1 &
+	ep=$!
+	sleep 8
+	$L "$D/curl" -s http://127.0.0.1:19401/metrics -o "$O/metrics-all.txt"
+	grep -E '^(DCGM|gpulet_exporter_field_unavailable)' "$O/metrics-all.txt"
+	kill $ep; wait $ep; cat "$O/exporter-all.log"
 	step plugin
 	mkdir -p "$O/dp"
 	timeout -s TERM 12 $G plugin --kubelet-socket= --device-plugin-path "$O/dp" --device-list-strategy=cdi-cri; echo "plugin rc=$? (124: stopped by the timeout, as meant)"
