@@ -515,6 +515,19 @@ static const json_t *pod_by_uid(const struct doctor_ctx *c, const char *uid)
 	return NULL;
 }
 
+/*
+ * A finished pod (phase Succeeded or Failed) is no longer one of kubelet's active pods: its device
+ * manager frees what such a pod holds at the next Allocate (UpdateAllocatedDevices keeps the active
+ * pods' devices only) and the scheduler no longer counts it, so nothing waits on its GPUs
+ * (docs/reference/cluster-events.md).
+ */
+static bool pod_finished(const json_t *pod)
+{
+	const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+
+	return phase && (streq(phase, "Succeeded") || streq(phase, "Failed"));
+}
+
 /* Does any pod that kubelet's PodResources lists hold one of these devices? */
 static bool held_by_listed_pod(const struct podres_map *m, char *const *ids, size_t n)
 {
@@ -559,10 +572,10 @@ int doctor_check_alloc(struct doctor_ctx *c)
 		if (strncmp(e->resource, "nvidia.com/", 11))
 			continue;
 		snprintf(pods_dir, sizeof(pods_dir), "pods/%s", e->pod_uid);
-		if (pod && !doctor_pod_is_terminating(pod))
+		if (pod && (!doctor_pod_is_terminating(pod) || pod_finished(pod)))
 			continue;
 		if (pod)
-			why = "is terminating (deletionTimestamp set or phase Succeeded/Failed)";
+			why = "is terminating (deletionTimestamp set) and still running";
 		else if (c->pods)
 			why = "is not in --pods";
 		else if (live && !held_by_listed_pod(live, e->device_ids, e->n_ids))

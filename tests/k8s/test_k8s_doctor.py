@@ -107,11 +107,10 @@ def cdi_disabled(node):
     rc, fails = doctor(node)
     print("doctor with CDI off: rc %d, root cause %s\n%s\nwarnings:\n%s"
           % (rc, node.root_cause, show(fails), show(node.doctor_warnings)))
-    # also failed today, wrongly: alloc.held-by-terminated-pod (a Succeeded pod's GPUs, which kubelet
-    # frees at the next Allocate); asserted here: the root cause, the runtime's own finding, and no
-    # missing handler for --runtime-class "" (the default runtime)
+    # the root cause, the runtime's own finding, no missing handler for --runtime-class "" (the default
+    # runtime) and no stuck allocation for the Succeeded pod (kubelet frees its GPU at the next Allocate)
     check(rc == 1 and node.root_cause == "inject.cdi-disabled" and "runtime.cdi-disabled" in ids(fails)
-          and "runtime.nvidia-handler-missing" not in ids(fails),
+          and "runtime.nvidia-handler-missing" not in ids(fails) and "alloc.held-by-terminated-pod" not in ids(fails),
           "doctor with CDI off names no CDI-disabled root cause")
     print("PASS doctor with CDI off in containerd: root cause %s; failures %s" % (node.root_cause, ids(fails)))
     node.delete_pod("nocdi")
