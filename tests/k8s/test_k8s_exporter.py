@@ -66,7 +66,8 @@ def test_exporter():
             want[name] = {uuid_of_minor[int(gpu[len("/dev/nvidia"):])]}
         check(want["holder-a"] != want["holder-b"], "two pods got one GPU: %s" % want)
         node.spawn("exporter", [GPULET, "exporter", "--address", ADDR, "--nvml-library", FAKE_NVML_LIB,
-                                "--root", "/", "--collect-interval", "500", "--pod-resources-interval", "500"],
+                                "--root", "/", "--collect-interval", "500", "--pod-resources-interval", "500",
+                                "--kubernetes=true"],  # pod attribution is off by default, as dcgm-exporter's
                    env=node.plugin_env())
         try:
             got = node.wait("the exporter to attribute both pods", lambda: (lambda a: a if set(a) == set(want)
