@@ -675,6 +675,8 @@ def doctor_findings(root, c, fixture, wrap=(), podres=True):
     wrap: a command to run it under (strace)."""
     args = [a for a in c["args"] if not a.startswith(("--root=", "--serve-metrics=", "--interval="))]
     env = nvml_env(fixture, {e["name"]: e["value"] for e in c.get("env", []) if "value" in e})
+    if wrap:  # LeakSanitizer cannot run under ptrace: the sanitizer build's leak check is off then
+        env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "detect_leaks=0"]))
     stack = []
     try:
         if not serve_kubelet(root, stack, podres):
@@ -711,10 +713,7 @@ def doctor_reads(full, c, fixture):
     """Every path below the node root that `gpulet doctor` (as the DaemonSet runs it) opens, stats,
     lists or follows and that exists there: the code's own answer to "what does the doctor read"."""
     trace = os.path.join(os.path.dirname(full), "doctor.strace")
-    # LeakSanitizer cannot run under ptrace: the sanitizer build's leak check is off for this one run
-    asan = "ASAN_OPTIONS=" + ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), "detect_leaks=0"]))
-    doctor_findings(full, c, fixture, ["env", asan, "strace", "-f", "-qq", "-s", "4096", "-e", "trace=%file",
-                                       "-o", trace])
+    doctor_findings(full, c, fixture, ["strace", "-f", "-qq", "-s", "4096", "-e", "trace=%file", "-o", trace])
     seen = set()
     with open(trace) as f:
         for p in re.findall(r'"(%s/[^"]*)"' % re.escape(full), f.read()):
