@@ -80,19 +80,7 @@ int crio_load(const struct doctor_ctx *c, struct runtime_found *rt)
 
 size_t crio_cdi_dirs(const struct runtime_found *rt, const char **dirs, size_t max)
 {
-	static const char *const defaults[] = {"/etc/cdi", "/var/run/cdi"};
-	const struct toml *list = toml_get(toml_path(rt->crio, "crio", "runtime", NULL), "cdi_spec_dirs");
-	size_t n = 0;
-
-	if (list && list->type == TOML_ARRAY) {
-		for (size_t k = 0; k < list->n && n < max; k++)
-			if (list->vals[k]->type == TOML_STRING)
-				dirs[n++] = list->vals[k]->s;
-		return n;
-	}
-	for (size_t k = 0; k < ELEMENTSOF(defaults) && n < max; k++)
-		dirs[n++] = defaults[k];
-	return n;
+	return cdi_spec_dirs_of(toml_get(toml_path(rt->crio, "crio", "runtime", NULL), "cdi_spec_dirs"), dirs, max);
 }
 
 static void files_evidence(const struct runtime_found *rt, struct doctor_finding *f)

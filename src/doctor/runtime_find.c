@@ -367,19 +367,11 @@ int doctor_need_containerd(struct doctor_ctx *c)
 	return c->ctrd_state = 1;
 }
 
-size_t doctor_cdi_dirs(const struct doctor_ctx *c, const char **dirs, size_t max)
+size_t cdi_spec_dirs_of(const struct toml *list, const char **dirs, size_t max)
 {
 	static const char *const defaults[] = {"/etc/cdi", "/var/run/cdi"}; /* CDI pkg/cdi/spec-dirs.go */
-	const struct toml *list = NULL;
-	struct ctrd_facts f;
 	size_t n = 0;
 
-	if (c->rt && c->rt->kind == RT_CRIO)
-		return crio_cdi_dirs(c->rt, dirs, max);
-	if (c->ctrd_state > 0) {
-		doctor_containerd_facts(c, &f);
-		list = toml_get(f.cri, "cdi_spec_dirs");
-	}
 	if (list && list->type == TOML_ARRAY) {
 		for (size_t k = 0; k < list->n && n < max; k++)
 			if (list->vals[k]->type == TOML_STRING)
@@ -389,4 +381,16 @@ size_t doctor_cdi_dirs(const struct doctor_ctx *c, const char **dirs, size_t max
 	for (size_t k = 0; k < ELEMENTSOF(defaults) && n < max; k++)
 		dirs[n++] = defaults[k];
 	return n;
+}
+
+size_t doctor_cdi_dirs(const struct doctor_ctx *c, const char **dirs, size_t max)
+{
+	struct ctrd_facts f;
+
+	if (c->rt && c->rt->kind == RT_CRIO)
+		return crio_cdi_dirs(c->rt, dirs, max);
+	if (c->ctrd_state <= 0)
+		return cdi_spec_dirs_of(NULL, dirs, max);
+	doctor_containerd_facts(c, &f);
+	return cdi_spec_dirs_of(toml_get(f.cri, "cdi_spec_dirs"), dirs, max);
 }

@@ -58,6 +58,8 @@ int crio_load(const struct doctor_ctx *c, struct runtime_found *rt);
 int doctor_check_crio(struct doctor_ctx *c);
 /* CRI-O's cdi_spec_dirs (default /etc/cdi, /var/run/cdi); pointers borrowed from rt. */
 size_t crio_cdi_dirs(const struct runtime_found *rt, const char **dirs, size_t max);
+/* A runtime's cdi_spec_dirs (a TOML array of strings), or CDI's defaults when it has none. */
+size_t cdi_spec_dirs_of(const struct toml *list, const char **dirs, size_t max);
 
 /* GPU pods of --pods with this runtimeClassName (name NULL: with none); each is evidence on f when given. */
 struct doctor_finding;
