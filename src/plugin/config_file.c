@@ -273,46 +273,203 @@ static int warn_unknown(struct yctx *y, struct yval map, const char *prefix, con
 	return 0;
 }
 
+/* A bool of a sharing section: YAML's true/false (yes/no typed by the reader); null keeps it unset. */
 static int get_bool(struct yctx *y, struct yval map, const char *name, const char *key, int *ret)
 {
 	struct yval v = member(y, map.v, name);
-	char num[64];
-	const char *s;
-	bool b;
 
-	if (!v.v)
+	if (!v.v || json_is_null(v.v))
 		return 0;
-	s = scalar(v.v, num, sizeof(num));
-	if (!s || opt_parse_bool(s, &b) < 0)
-		return yerr(y, v.pos, key, "must be true or false");
-	*ret = b;
+	/* upstream unmarshals into a Go bool: a quoted "true" is a string and refused */
+	if (!json_is_boolean(v.v))
+		return yerr(y, v.pos, key, "must be true or false%s", json_is_string(v.v) ? " (unquoted)" : "");
+	*ret = json_is_true(v.v);
 	return 0;
 }
 
-/* "gpu" -> "nvidia.com/gpu"; checks the k8s extended-resource name rules (§2: <= 63, DNS). */
+/* k8s NameIsDNSSubdomain: <= 253, dot-separated labels of [a-z0-9-] that start and end alphanumeric. */
+static char dns_subdomain_bad(const char *s)
+{
+	size_t len = strlen(s);
+
+	if (!len || len > 253)
+		return '?';
+	for (const char *p = s; *p; p++) {
+		bool alnum = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9');
+		bool edge = p == s || p[-1] == '.' || !p[1] || p[1] == '.';
+
+		if (!alnum && (*p != '-' && *p != '.' ? true : edge))
+			return *p;
+	}
+	return 0;
+}
+
+/*
+ * upstream's NewResourceName (docs/reference/device-plugin.md §2): "nvidia.com/" is put in front of
+ * any name that does not start with it, the whole is at most 63 characters, and the part after the
+ * first '/' must be a DNS subdomain. So "gpu" is "nvidia.com/gpu", and "example.com/gpu" is refused.
+ */
 static int resource_name(struct yctx *y, struct yval n, const char *key, char *out, size_t size)
 {
-	char num[64];
-	const char *v = json_is_string(n.v) ? scalar(n.v, num, sizeof(num)) : NULL, *prefix, *last;
+	static const char prefix[] = "nvidia.com/";
+	const char *v = json_is_string(n.v) ? json_string_value(n.v) : NULL;
+	const char *pre, *last;
 	size_t len;
+	char bad;
 
 	if (!v || !*v)
-		return yerr(y, n.pos, key, "must be a resource name such as nvidia.com/gpu");
-	prefix = strchr(v, '/') ? "" : "nvidia.com/";
+		return yerr(y, n.pos, key, "must be a resource name such as nvidia.com/gpu, found %s",
+			    v                   ? "an empty string"
+			    : json_is_null(n.v) ? "nothing"
+						: "a non-string");
+	pre = strncmp(v, prefix, strlen(prefix)) == 0 ? "" : prefix;
 	/* lengths first: a copy truncated before its '/' has no name part to check */
-	len = strlen(prefix) + strlen(v);
+	len = strlen(pre) + strlen(v);
 	if (len > 63 || len >= size)
 		return yerr(y, n.pos, key, "\"%s%.40s...\" is not a valid resource name (%zu characters, at most 63)",
-			    prefix, v, len);
-	last = strrchr(v, '/');
-	last = last ? last + 1 : v;
+			    pre, v, len);
+	last = *pre ? v : v + strlen(prefix);
 	if (!*last)
-		return yerr(y, n.pos, key, "\"%s\" is not a valid resource name (nothing after the '/')", v);
-	for (const char *p = last; *p; p++)
-		if (!(*p >= 'a' && *p <= 'z') && !(*p >= '0' && *p <= '9') && *p != '-' && *p != '.' && *p != '_' &&
-		    !(*p >= 'A' && *p <= 'Z'))
-			return yerr(y, n.pos, key, "\"%s%s\" has the invalid character '%c'", prefix, v, *p);
-	snprintf(out, size, "%s%s", prefix, v);
+		return yerr(y, n.pos, key, "\"%s%s\" is not a valid resource name (nothing after the '/')", pre, v);
+	bad = dns_subdomain_bad(last);
+	if (bad == '/')
+		return yerr(y, n.pos, key,
+			    "\"%s\" is not a valid resource name: only nvidia.com/ names are allowed (as "
+			    "upstream)",
+			    v);
+	if (bad)
+		return yerr(y, n.pos, key,
+			    "\"%s%s\" has the invalid character '%c' (lowercase letters, digits, '-' "
+			    "and '.' inside)",
+			    pre, v, bad);
+	snprintf(out, size, "%s%s", pre, v);
+	return 0;
+}
+
+/* Go's uuid.Parse forms: 8-4-4-4-12 hex, the same in {} or after urn:uuid:, or 32 hex digits. */
+static bool is_uuid(const char *s)
+{
+	size_t len = strlen(s);
+
+	if (len == 45 && strncmp(s, "urn:uuid:", 9) == 0)
+		s += 9, len = 36;
+	else if (len == 38 && s[0] == '{' && s[37] == '}')
+		s++, len = 36;
+	if (len != 36 && len != 32)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		bool dash = len == 36 && (i == 8 || i == 13 || i == 18 || i == 23);
+
+		if (dash ? s[i] != '-' : !strchr("0123456789abcdefABCDEF", s[i]) || !s[i])
+			return false;
+	}
+	return true;
+}
+
+/* strconv.ParseUint(s, 10, 64) succeeds; *end gets where the digits stop */
+static bool is_uint(const char *s, const char **end)
+{
+	char *e;
+
+	if (!(*s >= '0' && *s <= '9'))
+		return false;
+	errno = 0;
+	(void)strtoull(s, &e, 10);
+	*end = e;
+	return errno == 0;
+}
+
+/* upstream's ReplicatedDeviceRef: a GPU index "0", a MIG index "0:1", a GPU UUID or a MIG UUID. */
+static bool is_device_ref(const char *s)
+{
+	const char *e;
+
+	if (is_uint(s, &e) && (!*e || (*e == ':' && is_uint(e + 1, &e) && !*e)))
+		return true;
+	if (strncmp(s, "GPU-", 4) == 0)
+		return is_uuid(s + 4);
+	if (strncmp(s, "MIG-", 4) != 0)
+		return false;
+	s += 4;
+	if (is_uuid(s))
+		return true;
+	/* MIG-GPU-<uuid>/<gi>/<ci> */
+	e = strchr(s, '/');
+	if (!e || e - s != 40 || strncmp(s, "GPU-", 4) != 0)
+		return false;
+	{
+		char gpu[41];
+
+		memcpy(gpu, s + 4, 36);
+		gpu[36] = '\0';
+		return is_uuid(gpu) && is_uint(e + 1, &e) && *e == '/' && is_uint(e + 1, &e) && !*e;
+	}
+}
+
+/*
+ * `devices` of a sharing rule, checked as upstream's ReplicatedDevices unmarshals it: "all", a count
+ * > 0, or a list of device references; anything else (null included) is an error. Upstream then
+ * replaces whatever was given by all, with a warning: 1 = warn, 0 = it was "all".
+ */
+static int check_devices(struct yctx *y, struct yval v, const char *ekey)
+{
+	char key[192];
+	size_t i;
+	json_t *e;
+
+	snprintf(key, sizeof(key), "%s.devices", ekey);
+	if (json_is_string(v.v)) {
+		if (!streq(json_string_value(v.v), "all"))
+			return yerr(y, v.pos, key,
+				    "\"%s\" is not valid: the only word is \"all\" (or give a count or a list)",
+				    json_string_value(v.v));
+		return 0;
+	}
+	if (json_is_integer(v.v)) {
+		if (json_integer_value(v.v) <= 0)
+			return yerr(y, v.pos, key, "a count of devices must be > 0, got %" JSON_INTEGER_FORMAT,
+				    json_integer_value(v.v));
+		return 1;
+	}
+	if (!json_is_array(v.v))
+		return yerr(y, v.pos, key, "must be \"all\", a count or a list of GPU indexes or UUIDs, found %s",
+			    json_is_null(v.v) ? "nothing" : "another type");
+	json_array_foreach (v.v, i, e) {
+		struct yaml_pos ip = v.pos;
+
+		yaml_where_item(y->w, v.v, i, &ip);
+		if ((json_is_integer(e) && json_integer_value(e) >= 0) ||
+		    (json_is_string(e) && is_device_ref(json_string_value(e))))
+			continue;
+		return yerr(y, ip, key, "item %zu is not a GPU index (0), a MIG index (0:1) or a GPU/MIG UUID", i);
+	}
+	return 1;
+}
+
+/* `replicas`: an integer as Go's json gives one to an int field (a quoted "4" is a string, refused). */
+static int get_replicas(struct yctx *y, struct yval e, const char *ekey, bool mps, unsigned *ret)
+{
+	struct yval v = member(y, e.v, "replicas");
+	long max = mps ? MPS_REPLICAS_MAX : REPLICAS_MAX;
+	char num[64];
+	const char *s;
+	double d;
+
+	if (!v.v || json_is_null(v.v))
+		return yerr(y, v.v ? v.pos : e.pos, ekey, "replicas is required");
+	s = scalar(v.v, num, sizeof(num));
+	if (json_is_string(v.v))
+		return yerr(y, v.pos, ekey, "replicas must be an integer, not the string \"%s\" (write it unquoted)",
+			    s);
+	if (!json_is_number(v.v))
+		return yerr(y, v.pos, ekey, "replicas must be an integer from 2 to %ld, got %s", max,
+			    s                     ? s
+			    : json_is_object(v.v) ? "a mapping"
+						  : "a list");
+	d = json_number_value(v.v);
+	if (d < 2 || d > (double)max || d != (double)(unsigned)d)
+		return yerr(y, v.pos, ekey, "replicas must be an integer from 2 to %ld, got \"%s\"", max, s);
+	*ret = (unsigned)d;
 	return 0;
 }
 
@@ -320,19 +477,18 @@ struct sharing_cfg {
 	int rename_by_default, fail_gt1;
 	struct replica_rule rules[CONFIG_MAX_RULES];
 	struct yaml_pos rename_at[CONFIG_MAX_RULES]; /* where each rule's `rename` is, for the warning */
+	struct yaml_pos name_at[CONFIG_MAX_RULES];   /* where each rule's `name` is, for a duplicate */
 	size_t n_rules;
 	bool present;
 };
 
-/* One entry of sharing.*.resources: {name, rename, replicas, devices}. */
-static int parse_rule(struct yctx *y, struct yval e, const char *ekey, struct replica_rule *rule,
-		      struct yaml_pos *rename_at, bool mps)
+/* One entry of sharing.*.resources: {name, rename, replicas, devices}, checked as upstream does. */
+static int parse_rule(struct yctx *y, struct yval e, const char *ekey, struct sharing_cfg *s, bool mps)
 {
 	static const char *const rknown[] = {"name", "rename", "replicas", "devices", NULL};
+	struct replica_rule *rule = &s->rules[s->n_rules];
+	char key[192];
 	struct yval v;
-	char num[64], *end;
-	const char *s;
-	unsigned long reps;
 	int r;
 
 	if ((r = warn_unknown(y, e, ekey, rknown)) < 0)
@@ -341,25 +497,29 @@ static int parse_rule(struct yctx *y, struct yval e, const char *ekey, struct re
 	v = member(y, e.v, "name");
 	if (!v.v)
 		return yerr(y, e.pos, ekey, "name is required");
-	if ((r = resource_name(y, v, ekey, rule->name, sizeof(rule->name))) < 0)
+	snprintf(key, sizeof(key), "%s.name", ekey);
+	if ((r = resource_name(y, v, key, rule->name, sizeof(rule->name))) < 0)
 		return r;
-	v = member(y, e.v, "replicas");
-	s = v.v ? scalar(v.v, num, sizeof(num)) : NULL;
-	if (!s) /* `replicas:` (null) is "", not an integer below */
-		return yerr(y, v.v ? v.pos : e.pos, ekey, "replicas is required");
-	errno = 0;
-	reps = strtoul(s, &end, 10);
-	if (errno || *end || end == s || reps < 2 || reps > (mps ? MPS_REPLICAS_MAX : REPLICAS_MAX))
-		return yerr(y, v.pos, ekey, "replicas must be an integer from 2 to %d, got \"%s\"",
-			    mps ? MPS_REPLICAS_MAX : REPLICAS_MAX, s);
-	rule->replicas = (unsigned)reps;
+	s->name_at[s->n_rules] = v.pos;
+	/* the same resource twice: upstream merges the two silently (the larger count of IDs, each
+	 * claiming the later rule's count); gpulet refuses it, naming both places (§2) */
+	for (size_t i = 0; i < s->n_rules; i++)
+		if (streq(s->rules[i].name, rule->name))
+			return yerr(y, v.pos, key, "%s is already listed at %s:%u:%u; list each resource once",
+				    rule->name, y->name, s->name_at[i].line, s->name_at[i].col);
+	if ((r = get_replicas(y, e, ekey, mps, &rule->replicas)) < 0)
+		return r;
 	v = member(y, e.v, "rename");
-	if (v.v && json_is_string(v.v) && *json_string_value(v.v) &&
-	    (r = resource_name(y, v, ekey, rule->rename, sizeof(rule->rename))) < 0)
+	snprintf(key, sizeof(key), "%s.rename", ekey);
+	/* present means checked, even empty or null (upstream's NewResourceName("") fails) */
+	if (v.v && (r = resource_name(y, v, key, rule->rename, sizeof(rule->rename))) < 0)
 		return r;
-	*rename_at = v.pos;
+	s->rename_at[s->n_rules] = v.pos;
 	v = member(y, e.v, "devices");
-	if (v.v && !(json_is_string(v.v) && streq(json_string_value(v.v), "all")))
+	r = v.v ? check_devices(y, v, ekey) : 0;
+	if (r < 0)
+		return r;
+	if (r > 0)
 		config_warn(y->cfg, "%s:%u:%u: %s.devices: only \"all\" is supported (as upstream); using all", y->name,
 			    v.pos.line, v.pos.col, ekey);
 	return 0;
@@ -374,6 +534,8 @@ static int parse_sharing(struct yctx *y, struct yval m, const char *prefix, stru
 	size_t i;
 	int r;
 
+	if (mps && json_is_null(m.v))
+		return 0; /* upstream's MPS section is a pointer: `mps:` (null) is no MPS */
 	s->present = true;
 	r = warn_unknown(y, m, prefix, known);
 	if (r < 0)
@@ -398,7 +560,7 @@ static int parse_sharing(struct yctx *y, struct yval m, const char *prefix, stru
 			return yerr(y, item.pos, ekey, "expected a mapping {name, replicas}");
 		if (s->n_rules >= CONFIG_MAX_RULES)
 			return yerr(y, item.pos, ekey, "at most %d sharing resources", CONFIG_MAX_RULES);
-		if ((r = parse_rule(y, item, ekey, &s->rules[s->n_rules], &s->rename_at[s->n_rules], mps)) < 0)
+		if ((r = parse_rule(y, item, ekey, s, mps)) < 0)
 			return r;
 		s->n_rules++;
 	}
@@ -437,6 +599,61 @@ static void apply_sharing(struct yctx *y, struct sharing_cfg *s, bool mps)
 	c->n_rules = s->n_rules;
 }
 
+/*
+ * Top-level `resources` ({gpus, mig}: lists of {pattern, name}), checked as upstream's Resources
+ * unmarshals them (both fields required, the name a valid resource name) and then dropped with
+ * upstream's warning (DisableResourceNamingInConfig, docs/reference/device-plugin.md §2).
+ */
+static int check_resources(struct yctx *y, struct yval m)
+{
+	static const char *const known[] = {"gpus", "mig", NULL};
+	static const char *const fields[] = {"pattern", "name", NULL};
+	size_t n = 0;
+	int r;
+
+	if (json_is_null(m.v))
+		return 0;
+	if ((r = warn_unknown(y, m, "resources", known)) < 0)
+		return r;
+	for (size_t k = 0; known[k]; k++) {
+		struct yval l = member(y, m.v, known[k]);
+		char key[64], ekey[96], out[128];
+		json_t *e;
+		size_t i;
+
+		snprintf(key, sizeof(key), "resources.%s", known[k]);
+		if (!l.v || json_is_null(l.v))
+			continue;
+		if (!json_is_array(l.v))
+			return yerr(y, l.pos, key, "expected a list of {pattern, name}");
+		json_array_foreach (l.v, i, e) {
+			struct yval item = {e, l.pos}, f;
+
+			yaml_where_item(y->w, l.v, i, &item.pos);
+			snprintf(ekey, sizeof(ekey), "%s[%zu]", key, i);
+			if (!json_is_object(e))
+				return yerr(y, item.pos, ekey, "expected a mapping {pattern, name}");
+			if ((r = warn_unknown(y, item, ekey, fields)) < 0)
+				return r;
+			for (size_t j = 0; fields[j]; j++)
+				if (!json_object_get(e, fields[j]))
+					return yerr(y, item.pos, ekey, "'%s' is required (as upstream)", fields[j]);
+			f = member(y, e, "pattern");
+			if (!json_is_string(f.v) && !json_is_null(f.v))
+				return yerr(y, f.pos, ekey, "pattern must be a string such as \"*\"");
+			snprintf(ekey, sizeof(ekey), "%s[%zu].name", key, i);
+			if ((r = resource_name(y, member(y, e, "name"), ekey, out, sizeof(out))) < 0)
+				return r;
+			n++;
+		}
+	}
+	if (n)
+		config_warn(y->cfg,
+			    "%s:%u:%u: resources: customizing resource names is not supported (as upstream); ignored",
+			    y->name, m.pos.line, m.pos.col);
+	return 0;
+}
+
 static int apply_document(struct yctx *y, struct yval root)
 {
 	static const char *const top_known[] = {"version", "flags", "resources", "sharing", "imex", NULL};
@@ -463,10 +680,8 @@ static int apply_document(struct yctx *y, struct yval root)
 		return r;
 	if ((v = member(y, root.v, "imex")).v && (r = walk_options(y, v, "imex")) < 0)
 		return r;
-	if ((v = member(y, root.v, "resources")).v)
-		config_warn(y->cfg,
-			    "%s:%u:%u: resources: customizing resource names is not supported (as upstream); ignored",
-			    y->name, v.pos.line, v.pos.col);
+	if ((v = member(y, root.v, "resources")).v && (r = check_resources(y, v)) < 0)
+		return r;
 	sh = member(y, root.v, "sharing");
 	if (!sh.v)
 		return 0;

@@ -157,6 +157,15 @@ BAD = [  # (file text, expected words in the error)
      "must not contain '..'"),
     ("version: v1\nimex:\n  channelIDs: [1]\n", "only channel 0"),
     ("version: v1\nflags:\n  plugin: yes\n", "expected a mapping"),
+    # issue 23 item 9: refused as upstream's api/config/v1 refuses them (§2)
+    ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: \"4\"\n",
+     ":6:17: sharing.timeSlicing.resources[0]: replicas must be an integer, not the string \"4\""),
+    ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 2, devices: some}\n",
+     ":5:41: sharing.timeSlicing.resources[0].devices: \"some\" is not valid"),
+    ("version: v1\nresources:\n  gpus:\n  - pattern: \"*\"\n", ":4:5: resources.gpus[0]: 'name' is required"),
+    # duplicates: upstream merges them silently; gpulet names both places
+    ("version: v1\nsharing:\n  mps:\n    resources:\n    - {name: gpu, replicas: 2}\n    - {name: gpu, replicas: 3}\n",
+     ":6:14: sharing.mps.resources[1].name: nvidia.com/gpu is already listed at "),
 ]
 
 

@@ -188,9 +188,62 @@ static const struct {
      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/"
      "gpu"
      "\n      replicas: 2\n",
-     "116 characters, at most 63"},
+     "127 characters, at most 63"},
     {"sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/\n      replicas: 2\n", "nothing after"},
+/* issue 23 item 9: what upstream's api/config/v1 unmarshalling refuses (§2) */
+#define TS "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n"
+    {TS "      replicas: \"4\"\n", "c.yaml:5:17: sharing.timeSlicing.resources[0]: replicas must be an integer, not "
+				   "the string \"4\""},
+    {TS "      replicas: 4.5\n", "got \"4.5\""},
+    {TS "      replicas: -1\n", "c.yaml:5:17: sharing.timeSlicing.resources[0]: replicas must be an integer from 2 to "
+				"1024, got \"-1\""},
+    {TS "      replicas: true\n", "got true"},
+    {TS "      replicas: 2\n      devices: some\n", "c.yaml:6:16: sharing.timeSlicing.resources[0].devices: \"some\""},
+    {TS "      replicas: 2\n      devices: 0\n", "a count of devices must be > 0"},
+    {TS "      replicas: 2\n      devices:\n", "found nothing"},
+    {TS "      replicas: 2\n      devices: [0, GPU-x]\n",
+     "c.yaml:6:20: sharing.timeSlicing.resources[0].devices: item 1"},
+    {TS "      replicas: 2\n      devices: {all: true}\n", "found another type"},
+    {TS "      replicas: 2\n      rename: \"\"\n", "resources[0].rename: must be a resource name"},
+    {TS "      replicas: 2\n    - name: nvidia.com/gpu\n      replicas: 4\n",
+     "c.yaml:6:13: sharing.timeSlicing.resources[1].name: nvidia.com/gpu is already listed at c.yaml:4:13"},
+    {"sharing:\n  timeSlicing:\n    resources:\n    - name: example.com/gpu\n      replicas: 2\n",
+     "only nvidia.com/ names"},
+    {"sharing:\n  timeSlicing:\n    resources:\n    - name: Gpu\n      replicas: 2\n", "invalid character 'G'"},
+    {"sharing:\n  timeSlicing:\n    resources:\n    - name: gpu-\n      replicas: 2\n", "invalid character '-'"},
+    {"sharing:\n  timeSlicing:\n    renameByDefault: \"true\"\n    resources:\n    - {name: gpu, replicas: 2}\n",
+     "c.yaml:3:22: sharing.timeSlicing.renameByDefault: must be true or false"},
+    {"resources:\n  gpus:\n  - pattern: \"*\"\n", "c.yaml:3:5: resources.gpus[0]: 'name' is required"},
+    {"resources:\n  mig:\n  - name: mig-1g.5gb\n", "resources.mig[0]: 'pattern' is required"},
+    {"resources:\n  gpus:\n  - {pattern: \"*\", name: \"a b\"}\n", "resources.gpus[0].name"},
+    {"resources:\n  gpus: gpu\n", "c.yaml:2:9: resources.gpus: expected a list"},
+    {"resources: [gpu]\n", "c.yaml:1:12: resources: expected a mapping"},
+#undef TS
 };
+
+/* What upstream accepts stays accepted: device lists (then ignored, as upstream), 4.0, `mps:` null. */
+static void test_sharing_accepted(void **state)
+{
+	static const char text[] =
+	    "resources:\n  gpus:\n  - {pattern: \"*\", name: gpu}\n"
+	    "sharing:\n  mps:\n  timeSlicing:\n    renameByDefault: yes\n    resources:\n"
+	    "    - name: gpu\n      replicas: 4.0\n      devices: [0, \"1:0\", "
+	    "GPU-b1028956-cfa2-0990-bf4a-5da9abb51763, MIG-GPU-b1028956-cfa2-0990-bf4a-5da9abb51763/3/0, 0]\n"
+	    "    - {name: nvidia.com/mig-1g.5gb, replicas: 2, devices: 2, rename: x}\n";
+	struct plugin_config c;
+	struct gerr err = {0};
+
+	defaults(&c);
+	if (config_apply_file_text(&c, text, strlen(text), "c.yaml", &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(c.sharing, SHARING_TIME_SLICING);
+	assert_int_equal(c.n_rules, 2);
+	assert_int_equal(c.rules[0].replicas, 4);
+	assert_string_equal(c.rules[1].rename, "nvidia.com/mig-1g.5gb.shared");
+	assert_non_null(strstr(c.warnings, "c.yaml:11:16: sharing.timeSlicing.resources[0].devices: only \"all\""));
+	assert_non_null(strstr(c.warnings, "resources[1].devices: only \"all\""));
+	assert_non_null(strstr(c.warnings, "c.yaml:2:3: resources: customizing resource names is not supported"));
+}
 
 /* Names with dots that are not a '..' component stay valid. */
 static void test_dots_not_dotdot(void **state)
@@ -320,6 +373,7 @@ int main(void)
 	    cmocka_unit_test(test_device_plugin_path_default),
 	    cmocka_unit_test(test_health_options),
 	    cmocka_unit_test(test_bad),
+	    cmocka_unit_test(test_sharing_accepted),
 	    cmocka_unit_test(test_dots_not_dotdot),
 	    cmocka_unit_test(test_unknown_keys_warn),
 	    cmocka_unit_test(test_yaml_typing),
