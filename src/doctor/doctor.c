@@ -39,7 +39,8 @@ const struct doctor_check doctor_checks[] = {
     {"toolkit", LINK_TOOLKIT, 0, "/var/lib/dpkg/status, nvidia-ctk, /etc/nvidia-container-runtime/config.toml",
      "toolkit.too-old-for-driver", doctor_check_toolkit},
     {"inject", LINK_RUNTIME, 0, "kubelet_internal_checkpoint AllocResp, --pods plugin pod + ConfigMap, RuntimeClasses",
-     "inject.cdi-disabled inject.runtime-class-missing inject.handler-missing", doctor_check_inject},
+     "inject.cdi-disabled inject.runtime-class-missing inject.handler-missing inject.kubelet-too-old-for-cdi",
+     doctor_check_inject},
     {"runtime", LINK_RUNTIME, 0,
      "the runtime under /proc (containerd -c, k3s/RKE2, crio) or its well-known config + imports/drop-ins, "
      "RuntimeClass handler",

@@ -234,6 +234,9 @@ int doctor_load_inputs(struct doctor_ctx *c, const struct doctor_options *o);
 
 /* The version ledger: [{name, version, source, verdicts:[{severity, text, source}]}]. */
 json_t *versions_ledger(struct doctor_ctx *c);
+/* kubelet's version as the ledger reads it (--node nodeInfo, dpkg, live `kubelet --version`) and
+ * where from; false: unknown. */
+bool doctor_kubelet_version(const struct doctor_ctx *c, char *v, size_t vsize, char *src, size_t ssize);
 
 /* Run every check in chain order. Returns -ENOMEM only; findings are in c. */
 int doctor_run(struct doctor_ctx *c, const struct doctor_options *o);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "doctor/cluster.h"
+#include "doctor/cudatable.h"
 #include "doctor/kubelet_root.h"
 #include "doctor/runtime_find.h"
 #include "parse/toml.h"
@@ -224,6 +225,51 @@ static void missing_handlers(struct doctor_ctx *c, const char *nvidia)
 	}
 }
 
+/*
+ * cdi-cri needs kubelet to pass Allocate's cdi_devices on to the runtime: KEP-4009, alpha in 1.28
+ * behind DevicePluginCDIDevices (off by default), beta and on in 1.29 (docs/reference/cdi.md §5.2).
+ * An older kubelet drops the names and the container starts without a GPU, unless
+ * NVIDIA_VISIBLE_DEVICES came too ("envvar,cdi-cri"). An unknown version is said, never flagged.
+ */
+static void kubelet_cdi_link(struct doctor_ctx *c, const struct inject_facts *f, char *note, size_t size)
+{
+	char v[128], src[256];
+	const char *s;
+	struct doctor_finding *fd;
+	bool alpha;
+
+	note[0] = '\0';
+	if (f->mode != ALLOCRESP_CDI_CRI)
+		return;
+	if (!doctor_kubelet_version(c, v, sizeof(v), src, sizeof(src)) ||
+	    !((s = v[0] == 'v' ? v + 1 : v)[0] >= '0' && s[0] <= '9' && strchr(s, '.'))) {
+		snprintf(note, size,
+			 "kubelet version unknown (no --node, no kubelet package, no live kubelet --version): CDI "
+			 "device names need kubelet >= 1.29 (1.28 with DevicePluginCDIDevices)");
+		return;
+	}
+	if (version_cmp(s, "1.29") >= 0) {
+		snprintf(note, size, "kubelet %s (%s) passes CDI device names on (>= 1.29)", v, src);
+		return;
+	}
+	alpha = version_cmp(s, "1.28") >= 0;
+	fd = doctor_report(
+	    c, "inject.kubelet-too-old-for-cdi", alpha || f->also_env ? DOCTOR_WARN : DOCTOR_FAIL, LINK_RUNTIME,
+	    alpha ? "upgrade kubelet to >= 1.29, or enable the DevicePluginCDIDevices feature gate on this "
+		    "kubelet (featureGates in its config, or --feature-gates=DevicePluginCDIDevices=true), or run "
+		    "the plugin with deviceListStrategy envvar (the chart picks it below 1.29) and the nvidia runtime"
+		  : "run the plugin with deviceListStrategy envvar (the chart picks it below 1.29) and the nvidia "
+		    "runtime, or upgrade kubelet to >= 1.29",
+	    alpha ? "the device plugin answers Allocate with CDI device names (cdi-cri), which kubelet %s passes "
+		    "on only with the DevicePluginCDIDevices feature gate (alpha, off by default): without it "
+		    "containers start without a GPU%s"
+		  : "the device plugin answers Allocate with CDI device names (cdi-cri), which kubelet %s does not "
+		    "know (the field arrived in 1.28): the names are dropped and containers start without a GPU%s",
+	    v, f->also_env ? " unless the nvidia runtime acts on NVIDIA_VISIBLE_DEVICES" : "");
+	doctor_evidence(fd, "%s", f->source);
+	doctor_evidence(fd, "kubelet %s (%s); KEP-4009: alpha 1.28, beta and on by default 1.29, GA 1.31", v, src);
+}
+
 int doctor_check_inject(struct doctor_ctx *c)
 {
 	const char *nvidia = c->o->runtime_class ? c->o->runtime_class : "nvidia";
@@ -231,6 +277,7 @@ int doctor_check_inject(struct doctor_ctx *c)
 	struct rt_facts rf;
 	size_t before = c->n_findings;
 	int r = rt_facts_get(c, &rf);
+	char kubelet_note[320];
 
 	cluster_find_node(c);
 
@@ -241,6 +288,7 @@ int doctor_check_inject(struct doctor_ctx *c)
 		doctor_skip(c, "the runtime's config was not read (see runtime.*): cannot judge who injects");
 		return 0;
 	}
+	kubelet_cdi_link(c, &f, kubelet_note, sizeof(kubelet_note));
 	/* both kinds returned: with CDI off the env var still works under the nvidia runtime */
 	if (inject_cdi_only(&f) && !rf.cdi)
 		cdi_disabled(c, &f, &rf);
@@ -258,6 +306,6 @@ int doctor_check_inject(struct doctor_ctx *c)
 	}
 	doctor_evidence(doctor_report(c, "inject.ok", DOCTOR_OK, LINK_RUNTIME, NULL, "GPUs are injected by %s",
 				      is_cdi(f.mode) ? "the runtime's CDI" : "the nvidia runtime's hook"),
-			"%s", f.source);
+			"%s%s%s", f.source, kubelet_note[0] ? "; " : "", kubelet_note);
 	return 0;
 }

@@ -147,24 +147,41 @@ static const struct daemon_row daemon_rows[] = {
     {"kubelet", "kubeletVersion", "", {"kubelet", NULL}, kubelet_verdicts},
 };
 
-static void daemon_version(const struct doctor_ctx *c, json_t *list, const struct daemon_row *d)
+/* The version of d and where it was read into v / src; false when nothing says (v = ""). */
+static bool daemon_lookup(const struct doctor_ctx *c, const struct daemon_row *d, char *v, size_t vsize, char *src,
+			  size_t ssize)
 {
 	const char *ni = node_info(c, d->node_field);
 	size_t pl = strlen(d->prefix);
-	char v[128], src[256];
-	json_t *comp;
 
 	if (ni && !strncmp(ni, d->prefix, pl)) {
-		snprintf(v, sizeof(v), "%s", ni + pl);
-		snprintf(src, sizeof(src), "--node status.nodeInfo.%s", d->node_field);
-	} else if (doctor_dpkg_version(c, d->pkgs[0], v, sizeof(v)) ||
-		   (d->pkgs[1] && doctor_dpkg_version(c, d->pkgs[1], v, sizeof(v)))) {
-		snprintf(src, sizeof(src), "dpkg");
-	} else if (live(c) && command_version(d->name, v, sizeof(v))) {
-		snprintf(src, sizeof(src), "%s --version", d->name);
+		snprintf(v, vsize, "%s", ni + pl);
+		snprintf(src, ssize, "--node status.nodeInfo.%s", d->node_field);
+	} else if (doctor_dpkg_version(c, d->pkgs[0], v, vsize) ||
+		   (d->pkgs[1] && doctor_dpkg_version(c, d->pkgs[1], v, vsize))) {
+		snprintf(src, ssize, "dpkg");
+	} else if (live(c) && command_version(d->name, v, vsize)) {
+		snprintf(src, ssize, "%s --version", d->name);
 	} else {
 		v[0] = '\0';
 	}
+	return v[0] != '\0';
+}
+
+bool doctor_kubelet_version(const struct doctor_ctx *c, char *v, size_t vsize, char *src, size_t ssize)
+{
+	for (size_t k = 0; k < ELEMENTSOF(daemon_rows); k++)
+		if (streq(daemon_rows[k].name, "kubelet"))
+			return daemon_lookup(c, &daemon_rows[k], v, vsize, src, ssize);
+	return false;
+}
+
+static void daemon_version(const struct doctor_ctx *c, json_t *list, const struct daemon_row *d)
+{
+	char v[128], src[256];
+	json_t *comp;
+
+	daemon_lookup(c, d, v, sizeof(v), src, sizeof(src));
 	comp = component(list, d->name, v, v[0] ? src : "not found");
 	if (v[0])
 		d->verdicts(comp, v);
