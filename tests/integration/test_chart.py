@@ -12,6 +12,7 @@ the real helm v4 (template, lint, the values schema) on Kubernetes 1.26, 1.29, 1
 - several configs in config.map need an explicit one-config-per-release value; config edits roll the
   pods (checksum annotation);
 - the DaemonSets stay off arm64 nodes while the image is amd64 only."""
+import json
 import os
 import shutil
 import sys
@@ -284,8 +285,39 @@ def test_configs():
         check("rollout restart" in f.read(), "values.yaml does not say how a config.name edit reaches the pods")
 
 
+def plugin_env(docs):
+    ctr = daemonsets(docs)["device-plugin"]["spec"]["template"]["spec"]["containers"][0]
+    return {e["name"]: e.get("value") for e in ctr.get("env", [])}
+
+
+def test_device_list_strategy_by_kube_version():
+    """Issue 23 item 10: cdi-cri needs kubelet >= 1.29 (CDI device names in the device-plugin API, beta
+    and on by default from 1.29); the chart picks it from .Capabilities.KubeVersion, else upstream's
+    envvar, and a value the user sets always wins (values.yaml and the schema say so)."""
+    for kube, want in (("1.26.0", "envvar"), ("1.28.0", "envvar"), ("1.28.9-eks-1", "envvar"),
+                       ("1.29.0", "cdi-cri"), ("1.29.0-gke.1", "cdi-cri"), ("1.33.0", "cdi-cri")):
+        got = plugin_env(helm_lib.template(kube_version=kube)).get("DEVICE_LIST_STRATEGY")
+        check(got == want, "kube %s: default DEVICE_LIST_STRATEGY %r, expected %r" % (kube, got, want))
+    for kube in ("1.28.0", "1.29.0"):
+        for mine in ("cdi-cri", "envvar", "envvar,cdi-annotations"):
+            got = plugin_env(helm_lib.template(values={"deviceListStrategy": mine}, kube_version=kube))
+            check(got.get("DEVICE_LIST_STRATEGY") == mine, "kube %s: deviceListStrategy %r became %r"
+                  % (kube, mine, got.get("DEVICE_LIST_STRATEGY")))
+    with open(os.path.join(CHART, "values.yaml")) as f:
+        vals = yaml.safe_load(f)
+        f.seek(0)
+        text = f.read()
+    check(vals["deviceListStrategy"] is None, "values.yaml deviceListStrategy is %r, not null (chart picks)"
+          % vals["deviceListStrategy"])
+    check("cdi-cri from Kubernetes 1.29" in text and "KubeVersion" in text and "always wins" in text,
+          "values.yaml does not say how the default strategy is picked")
+    with open(os.path.join(CHART, "values.schema.json")) as f:
+        desc = json.load(f)["properties"]["deviceListStrategy"]["description"]
+    check(">= 1.29" in desc and "envvar" in desc, "values.schema.json deviceListStrategy description: %r" % desc)
+
+
 def main():
-    tests = [test_runtimeclass, test_schema, test_extras_and_resources, test_hook_and_kernel_log,
+    tests = [test_runtimeclass, test_schema, test_device_list_strategy_by_kube_version, test_extras_and_resources, test_hook_and_kernel_log,
              test_helm_test_pod, test_no_blank_lines, test_gpu_nodes, test_configs]
     for t in tests:
         n = len(FAILS)

@@ -332,3 +332,18 @@ nodeArchitectures (the image's). A YAML map ({} for none).
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The plugin's device-list strategy: deviceListStrategy when set, else cdi-cri where kubelet passes
+the device-plugin API's CDI device names by default (Kubernetes >= 1.29; KEP-4009, beta in 1.29),
+else upstream's envvar (docs/reference/helm-chart.md).
+*/}}
+{{- define "gpulet.deviceListStrategy" -}}
+{{- if typeIs "string" .Values.deviceListStrategy -}}
+{{- .Values.deviceListStrategy -}}
+{{- else if semverCompare ">=1.29-0" .Capabilities.KubeVersion.Version -}}
+cdi-cri
+{{- else -}}
+envvar
+{{- end -}}
+{{- end }}
