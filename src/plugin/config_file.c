@@ -298,7 +298,7 @@ static char dns_subdomain_bad(const char *s)
 		bool alnum = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9');
 		bool edge = p == s || p[-1] == '.' || !p[1] || p[1] == '.';
 
-		if (!alnum && (*p != '-' && *p != '.' ? true : edge))
+		if (!alnum && ((*p != '-' && *p != '.') || edge))
 			return *p;
 	}
 	return 0;
