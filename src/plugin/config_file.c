@@ -455,13 +455,13 @@ static int get_replicas(struct yctx *y, struct yval e, const char *ekey, bool mp
 	const char *s;
 	double d;
 
-	if (!v.v || json_is_null(v.v))
-		return yerr(y, v.v ? v.pos : e.pos, ekey, "replicas is required");
-	s = scalar(v.v, num, sizeof(num));
+	if (!v.v)
+		return yerr(y, e.pos, ekey, "replicas is required");
+	s = json_is_null(v.v) ? "nothing" : scalar(v.v, num, sizeof(num)); /* null: upstream's 0, < 2 */
 	if (json_is_string(v.v))
 		return yerr(y, v.pos, ekey, "replicas must be an integer, not the string \"%s\" (write it unquoted)",
 			    s);
-	if (!json_is_number(v.v))
+	if (!json_is_number(v.v)) /* null, a bool, a collection */
 		return yerr(y, v.pos, ekey, "replicas must be an integer from 2 to %ld, got %s", max,
 			    s                     ? s
 			    : json_is_object(v.v) ? "a mapping"
