@@ -5,7 +5,8 @@
  *   - the IMEX channel: used only when its node exists (internal/imex), and with a CDI strategy
  *     the imex-channel spec its name refers to;
  *   - GDRCopy, GDS, MOFED: with a CDI strategy one spec each (device "all", nvidia-ctk's gated
- *     modes) holding the device nodes and files that exist; a feature enabled and absent is said.
+ *     modes) holding the device nodes and files that exist; a feature enabled and absent is said;
+ *   - a feature off or absent has no spec: one an earlier run wrote is removed (upstream leaves it).
  * Interface: daemon_cdi_extra.h.
  */
 #include <errno.h>
@@ -179,6 +180,29 @@ static int write_spec(const struct plugin_config *cfg, const char *cls, json_t *
 	return r;
 }
 
+/*
+ * A feature that is off or absent hands nothing out, so its spec would only name what is not
+ * there: remove the one an earlier run of gpulet wrote. Only our exact file name in our spec dir,
+ * only a regular file carrying our marker for the class (cdi_remove_spec(): no symlink is
+ * followed, another's file is left alone and said).
+ */
+static void remove_stale(const struct plugin_config *cfg, const char *cls, const char *why)
+{
+	_cleanup_free_ char *dir = NULL, *file = NULL, *kind = NULL;
+	struct gerr err = {0};
+	int r;
+
+	if (spec_names(cfg, cls, &dir, &file, &kind) < 0)
+		return;
+	r = cdi_remove_spec(dir, file, kind, &err);
+	if (r > 0)
+		log_info("Removed a stale CDI spec written by an earlier run", "file=%s/%s class=%s reason=\"%s\"", dir,
+			 file, cls, why);
+	else if (r < 0)
+		log_warn("Leaving a CDI spec of a feature that is off or absent in place",
+			 "file=%s/%s class=%s error=\"%s\"", dir, file, cls, err.msg);
+}
+
 bool daemon_imex_channel_present(const struct plugin_config *cfg, char **ret_path)
 {
 	_cleanup_free_ char *rel = NULL, *local = NULL;
@@ -243,12 +267,16 @@ unsigned daemon_cdi_write_extra(const struct plugin_config *cfg, bool imex)
 
 	if (cdi && imex)
 		write_imex(cfg);
+	else if (!imex)
+		remove_stale(cfg, "imex-channel", imex_configured(cfg) ? "channel node absent" : "imex off");
 	for (size_t i = 0; i < ELEMENTSOF(gated); i++) {
 		const struct gated *g = &gated[i];
 		json_t *nodes, *mounts, *devices = NULL;
 
-		if (!*(const bool *)((const char *)cfg + g->enabled))
+		if (!*(const bool *)((const char *)cfg + g->enabled)) {
+			remove_stale(cfg, g->cls, "feature off");
 			continue;
+		}
 		nodes = json_array();
 		mounts = json_array();
 		if (!nodes || !mounts || find_nodes(cfg, g->nodes, nodes) < 0) {
@@ -260,6 +288,7 @@ unsigned daemon_cdi_write_extra(const struct plugin_config *cfg, bool imex)
 				 "feature=%s what=\"%s\" looked_for=\"%s%s%s\" dev_root=%s", g->cls, g->what,
 				 g->nodes[0], g->nodes[1] ? " " : "", g->nodes[1] ? g->nodes[1] : "",
 				 config_dev_root(cfg));
+			remove_stale(cfg, g->cls, "device nodes absent");
 		} else if (cdi && find_files(cfg, g->files, mounts) == 0) {
 			devices = json_pack("[{s:s, s:{s:O}}]", "name", "all", "containerEdits", "deviceNodes", nodes);
 			if (devices && json_array_size(mounts))

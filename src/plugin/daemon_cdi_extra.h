@@ -20,7 +20,8 @@ bool daemon_imex_channel_present(const struct plugin_config *cfg, char **ret_pat
 int daemon_imex_select(const struct plugin_config *cfg, bool *ret, struct gerr *err);
 /*
  * With a CDI strategy, write the imex-channel spec (imex: the channel is used) and the gated
- * (gdrcopy/gds/mofed) specs; an enabled feature without device nodes is logged. Returns the
+ * (gdrcopy/gds/mofed) specs; an enabled feature without device nodes is logged. A feature off or
+ * absent has no spec: one an earlier run of gpulet wrote is removed (logged). Returns the
  * DP_CDI_EXTRA_* bits written.
  */
 unsigned daemon_cdi_write_extra(const struct plugin_config *cfg, bool imex);
