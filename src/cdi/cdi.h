@@ -116,6 +116,13 @@ const char *cdi_min_version(const json_t *spec);
  * Writing the same bytes again is a no-op (no rename, so watchers see no event).
  */
 int cdi_write_spec(const char *dir, const char *file_name, json_t *spec, struct gerr *err);
+/*
+ * Remove dir/file_name only when it is a spec cdi_write_spec() wrote for kind: a regular file
+ * carrying our marker with that kind. Neither dir nor the file is followed when it is a symlink.
+ * Returns 1 removed, 0 nothing there; -errno with err when it is left alone (-EEXIST: not ours or
+ * not a regular file; -ELOOP: dir is a symlink).
+ */
+int cdi_remove_spec(const char *dir, const char *file_name, const char *kind, struct gerr *err);
 /* A plain name ending in .json or .yaml (what runtimes read); -EINVAL with err otherwise. */
 int cdi_spec_file_name_ok(const char *file_name, struct gerr *err);
 

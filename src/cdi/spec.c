@@ -2,6 +2,7 @@
 /* CDI spec files: format (JSON, YAML), parse, read, and write atomically without replacing foreign files. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -327,4 +328,35 @@ int cdi_write_spec(const char *dir, const char *file_name, json_t *spec, struct 
 	if (r < 0)
 		return r;
 	return write_file_atomic(path, data, strlen(data), 0644, err);
+}
+
+int cdi_remove_spec(const char *dir, const char *file_name, const char *kind, struct gerr *err)
+{
+	_cleanup_free_ char *path = NULL;
+	_cleanup_close_ int dfd = -1;
+	struct stat st;
+	int r;
+
+	r = cdi_spec_file_name_ok(file_name, err);
+	if (r < 0)
+		return r;
+	/* the dir itself is never a symlink we follow, as cdi_write_spec() refuses to write through one */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT
+			   ? 0
+			   : gerr_set(err, errno, "cannot open CDI spec dir %s: %s (a symlink is not followed)", dir,
+				      strerror(errno));
+	if (fstatat(dfd, file_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0
+				       : gerr_set(err, errno, "cannot stat %s/%s: %s", dir, file_name, strerror(errno));
+	if (asprintf(&path, "%s/%s", dir, file_name) < 0)
+		return gerr_set(err, ENOMEM, "out of memory");
+	/* ours only: a regular file carrying our marker for this kind (not a symlink, not another's) */
+	r = cdi_spec_replaceable(path, kind, err);
+	if (r < 0)
+		return r;
+	if (unlinkat(dfd, file_name, 0) < 0)
+		return errno == ENOENT ? 0 : gerr_set(err, errno, "cannot remove %s: %s", path, strerror(errno));
+	return 1;
 }

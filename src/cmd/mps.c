@@ -38,6 +38,7 @@ int cmd_mps_control_daemon(int argc, char **argv)
 {
 	_cleanup_(config_args_freep) struct config_args *args = NULL;
 	bool shm = argc > 1 && streq(argv[1], "mount-shm");
+	struct mps_daemon *daemon = NULL;
 	enum config_action action;
 	struct plugin_config cfg;
 	struct gerr err = {0};
@@ -67,5 +68,9 @@ int cmd_mps_control_daemon(int argc, char **argv)
 		printf("mounted tmpfs on %s/shm (%s)\n", cfg.mps_root, opts);
 		return 0;
 	}
-	return mps_daemon_run(args, &cfg);
+	if (mps_daemon_start(args, &cfg, &daemon) < 0)
+		return 1;
+	mps_daemon_run(daemon);
+	mps_daemon_stop(daemon);
+	return 0;
 }

@@ -30,6 +30,7 @@ static void help(void)
 int cmd_plugin(int argc, char **argv)
 {
 	_cleanup_(config_args_freep) struct config_args *args = NULL;
+	struct plugin_daemon *daemon = NULL;
 	struct plugin_config cfg;
 	struct gerr err = {0};
 	enum config_action action;
@@ -57,5 +58,9 @@ int cmd_plugin(int argc, char **argv)
 		return json ? 0 : 1;
 	}
 	log_set_level_name(cfg.log_level);
-	return plugin_daemon_run(args, &cfg);
+	if (plugin_daemon_start(args, &cfg, &daemon) < 0)
+		return 1;
+	plugin_daemon_run(daemon);
+	plugin_daemon_stop(daemon);
+	return 0;
 }

@@ -503,16 +503,7 @@ int doctor_check_mig(struct doctor_ctx *c)
 
 static const json_t *pod_by_uid(const struct doctor_ctx *c, const char *uid)
 {
-	size_t i;
-	json_t *pod;
-
-	json_array_foreach (c->pods, i, pod) {
-		const char *u = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
-
-		if (u && streq(u, uid))
-			return pod;
-	}
-	return NULL;
+	return cluster_pod_where(c, "metadata", "uid", uid);
 }
 
 /*

@@ -29,6 +29,8 @@ enum nv_component {
 
 const char *cluster_pod_name(const json_t *pod);
 const char *cluster_pod_ns(const json_t *pod);
+/* The first Pod of --pods whose string <obj>.<field> is value (metadata.uid, spec.nodeName), or NULL. */
+const json_t *cluster_pod_where(const struct doctor_ctx *c, const char *obj, const char *field, const char *value);
 /* Find this node's name once: --node's metadata.name, else ROOT/etc/hostname when some pod in --pods
  * has that spec.nodeName (kubelet names the node after the host name unless --hostname-override). */
 void cluster_find_node(struct doctor_ctx *c);

@@ -24,18 +24,23 @@ const char *cluster_pod_ns(const json_t *pod)
 	return meta(pod, "namespace") ?: "default";
 }
 
-static bool pod_on(const struct doctor_ctx *c, const char *node)
+const json_t *cluster_pod_where(const struct doctor_ctx *c, const char *obj, const char *field, const char *value)
 {
 	size_t i;
 	json_t *pod;
 
 	json_array_foreach (c->pods, i, pod) {
-		const char *on = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
+		const char *v = json_string_value(json_object_get(json_object_get(pod, obj), field));
 
-		if (on && streq(on, node))
-			return true;
+		if (v && streq(v, value))
+			return pod;
 	}
-	return false;
+	return NULL;
+}
+
+static bool pod_on(const struct doctor_ctx *c, const char *node)
+{
+	return cluster_pod_where(c, "spec", "nodeName", node) != NULL;
 }
 
 void cluster_find_node(struct doctor_ctx *c)

@@ -188,24 +188,24 @@ static int k_http2(struct wctx *x, const json_t *obj, const char *sec, const cha
 	return r;
 }
 
-/* A YAML sequence of names (null: none). */
+/* A YAML sequence of at most max items: 1, or 0 for null (none, the key is as absent); <0 with err. */
 static int want_list(struct wctx *x, const json_t *obj, const char *sec, const char *key, const json_t *v, size_t max)
 {
+	if (json_is_null(v))
+		return 0;
 	if (!json_is_array(v))
 		return bad(x, obj, sec, key, "expected a list");
 	if (json_array_size(v) > max)
 		return bad(x, obj, sec, key, "more than %zu entries", max);
-	return 0;
+	return 1;
 }
 
 static int k_curves(struct wctx *x, const json_t *obj, const char *sec, const char *key, const json_t *v, size_t off)
 {
-	if (json_is_null(v))
-		return 0;
 	int r = want_list(x, obj, sec, key, v, WEB_MAX_CURVES);
 	size_t i;
 	json_t *e;
-	if (r < 0)
+	if (r <= 0)
 		return r;
 	x->c->n_curves = 0;
 	json_array_foreach (v, i, e) {
@@ -223,12 +223,10 @@ static int k_curves(struct wctx *x, const json_t *obj, const char *sec, const ch
 
 static int k_sans(struct wctx *x, const json_t *obj, const char *sec, const char *key, const json_t *v, size_t off)
 {
-	if (json_is_null(v))
-		return 0;
 	int r = want_list(x, obj, sec, key, v, WEB_MAX_SANS);
 	size_t i;
 	json_t *e;
-	if (r < 0)
+	if (r <= 0)
 		return r;
 	x->c->sans_set = true;
 	if (!(x->c->sans = calloc(json_array_size(v) + 1, sizeof(char *))))

@@ -1,8 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Lifecycle of `gpulet plugin`: build the node and resources, restart and reload, the main loop
- * (signals, kubelet restarts through inotify, health wakeups). The other concerns and the threads
- * are described in daemon_int.h.
+ * `gpulet plugin`'s owner: start, run, stop (daemon.h). It holds the daemon's state and hands
+ * each unit only what that unit needs:
+ *   daemon_serve.c      the resource servers and registration with kubelet (struct daemon_servers)
+ *   daemon_health.c     the health watcher's queue (struct daemon_health)
+ *   daemon_mps.c        the wait for MPS control daemons (struct daemon_mps)
+ *   daemon_kubelet.c    inotify on the kubelet socket's dir (struct daemon_kubelet_watch)
+ *   daemon_cdi.c        the gpu CDI spec; daemon_cdi_extra.c the IMEX and gated specs
+ * Threads: the main one (signals, inotify, registration, reloads, health updates), the gRPC
+ * completion-queue thread of the current server group (gsrv.c) and the health watcher's threads
+ * (plugin/health.h). Everything the gRPC thread reads (resource set, node, config) is replaced
+ * only after the server group is freed, and changed in place (health, MPS state) only under the
+ * group lock. The health watcher never touches that state: its callback queues the event and
+ * wakes the main thread through an eventfd.
  */
 #include <errno.h>
 #include <limits.h>
@@ -11,29 +21,75 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <grpc/grpc.h>
 
+#include "nvml/node.h"
+#include "nvml/nvml.h"
 #include "plugin/daemon.h"
-#include "plugin/daemon_int.h"
+#include "plugin/daemon_cdi.h"
+#include "plugin/daemon_cdi_extra.h"
+#include "plugin/daemon_health.h"
+#include "plugin/daemon_kubelet.h"
+#include "plugin/daemon_mps.h"
+#include "plugin/daemon_serve.h"
 #include "util/fileio.h"
 #include "util/log.h"
 
 #define TICK_MS       1000
 #define INIT_RETRY_MS 30000 /* --fail-on-init-error=false: look for devices again this often */
 
-long long daemon_now_ms(void)
-{
-	struct timespec ts;
+struct plugin_daemon {
+	const struct config_args *args;
+	const struct plugin_config *cfg; /* in use: the caller's, or the one a SIGHUP loaded */
+	struct plugin_config *reloaded;  /* owned: what the last successful SIGHUP loaded */
+	struct nvml *nv;
+	struct node *node;
+	struct resource_set *rs;
+	bool imex;          /* cfg's IMEX channel exists (daemon_imex_select) */
+	unsigned cdi_extra; /* DP_CDI_EXTRA_*: the gated CDI specs written */
+	/* the device names of the CDI spec last written (none when it could not be): Allocate hands
+	 * out no other (dp_ctx.cdi_names) */
+	struct dp_cdi_names cdi;
+	int sigfd;
+	bool grpc_up, started;
+	long long next_init_ms;
+	struct daemon_kubelet_watch kw;
+	struct daemon_servers srv;
+	struct daemon_health health;
+	struct daemon_mps mps;
+};
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+enum restart_kind {
+	RESERVE, /* kubelet restarted or a socket vanished: serve the same devices again, fast */
+	REBUILD, /* the node changed: read NVML again */
+	RELOAD,  /* SIGHUP: read the config file and NVML again */
+};
+
+/* A string option that is given ("" and unset are not). */
+static bool given(const char *s)
+{
+	return s && s[0];
+}
+
+/* NULL-safe string equality for config strings. */
+static bool same(const char *a, const char *b)
+{
+	return a == b || (a && b && streq(a, b));
+}
+
+/* What config_load() filled for a SIGHUP, released. */
+static void loaded_config_free(struct plugin_config *c)
+{
+	free(c);
+}
+
+static void loaded_config_freep(struct plugin_config **c)
+{
+	loaded_config_free(*c);
 }
 
 /* Where NVML lives as the plugin sees it: inside the plugin container the host driver root is
@@ -43,7 +99,7 @@ static char *nvml_driver_root(const struct plugin_config *cfg)
 	_cleanup_free_ char *ctr = NULL;
 	struct stat st;
 
-	if (!streq(cfg->driver_root, "/") && cfg->container_driver_root[0]) {
+	if (!same(cfg->driver_root, "/") && given(cfg->container_driver_root)) {
 		ctr = root_path(cfg->root, cfg->container_driver_root);
 		if (ctr && stat(ctr, &st) == 0 && S_ISDIR(st.st_mode))
 			return TAKE_PTR(ctr);
@@ -57,8 +113,8 @@ struct built {
 	bool imex;       /* the configured IMEX channel exists */
 };
 
-/* Read the node and derive the resources for cfg. */
-static int build(struct daemon *d, const struct plugin_config *cfg, struct node **ret_node,
+/* Read the node (opening NVML into *nv when it is not open) and derive the resources for cfg. */
+static int build(struct nvml **nv, const struct plugin_config *cfg, struct node **ret_node,
 		 struct resource_set **ret_rs, struct built *ret, struct gerr *err)
 {
 	_cleanup_(node_freep) struct node *n = NULL;
@@ -71,15 +127,14 @@ static int build(struct daemon *d, const struct plugin_config *cfg, struct node 
 	if (r < 0)
 		return r;
 
-	if (!d->nv) {
+	if (!*nv) {
 		_cleanup_free_ char *droot = nvml_driver_root(cfg);
 
-		r = nvml_open_host(&(struct nvml_host){.library = cfg->nvml_library, .driver_root = droot}, &d->nv,
-				   err);
+		r = nvml_open_host(&(struct nvml_host){.library = cfg->nvml_library, .driver_root = droot}, nv, err);
 		if (r < 0)
 			return r;
 	}
-	r = node_load(d->nv, cfg->root, &n, err);
+	r = node_load(*nv, cfg->root, &n, err);
 	if (r < 0)
 		return r;
 	ret->no_devices = true;
@@ -108,46 +163,87 @@ static void log_config(const struct plugin_config *cfg)
 	_cleanup_free_ char *json = config_to_json(cfg);
 
 	log_info("Running with config", "config=%s", json ? json : "{}");
-	if (cfg->warnings[0])
+	if (given(cfg->warnings))
 		log_warn("Config warnings", "warnings=\"%s\"", cfg->warnings);
 }
 
-void daemon_restart(struct daemon *d, const char *why, enum restart_kind kind)
+static const char *mps_unready(const void *mps, const char *resource)
 {
-	struct plugin_config *newcfg = calloc(1, sizeof(*newcfg));
+	return daemon_mps_reason(mps, resource);
+}
+
+/* Serve d->rs as it is now; a failure schedules another try (daemon_serve_or_retry). */
+static int serve(struct plugin_daemon *d)
+{
+	const struct daemon_serve_input in = {.cfg = d->cfg,
+					      .node = d->node,
+					      .rs = d->rs,
+					      .imex = d->imex,
+					      .cdi_extra = d->cdi_extra,
+					      .cdi_names = &d->cdi,
+					      .mps_unready = mps_unready,
+					      .mps_data = &d->mps};
+
+	return daemon_serve_or_retry(&d->srv, &in);
+}
+
+/* The CDI specs for the node now in d: the gpu spec's result (the extras are only logged). */
+static int write_specs(struct plugin_daemon *d)
+{
+	int r = daemon_cdi_write_spec(d->cfg, d->node, &d->cdi);
+
+	d->cdi_extra = daemon_cdi_write_extra(d->cfg, d->imex);
+	return r;
+}
+
+/* The health watcher and the MPS wait for the node and resources now in d, before serving them. */
+static void watch(struct plugin_daemon *d)
+{
+	daemon_health_restart(&d->health, d->nv, d->node, d->cfg);
+	daemon_mps_reset(&d->mps, d->cfg, d->rs, &d->srv);
+}
+
+/*
+ * Full restart (kubelet restart, SIGHUP, layout change): new config (optional), new node and
+ * resources, then swap. When the new state cannot be built the old one is served again, so one
+ * bad reload never takes the node's GPUs away.
+ */
+static void restart(struct plugin_daemon *d, const char *why, enum restart_kind kind)
+{
+	_cleanup_(loaded_config_freep) struct plugin_config *loaded = NULL;
+	struct plugin_config *old = NULL;
+	const struct plugin_config *cfg = d->cfg;
 	struct node *n = NULL;
 	struct resource_set *rs = NULL;
 	struct gerr err = {0};
 	struct built got;
-	int r = 0;
 
 	log_info("Restarting device plugins", "reason=\"%s\"", why);
-	if (!newcfg) {
-		log_error("out of memory during restart", NULL);
+	if (kind == RESERVE && d->rs) {
+		daemon_serve_stop(&d->srv, d->rs);
+		(void)serve(d);
 		return;
 	}
-	*newcfg = d->cfg;
-	if (kind == RESERVE && d->rs) {
-		free(newcfg);
-		daemon_stop_serving(d, d->rs);
-		goto serve;
-	}
 	if (kind == RELOAD) {
-		r = config_load(d->args, newcfg, &err);
-		if (r < 0) {
-			/* nothing changes: the running plugins keep serving as they are */
-			log_error("Config reload failed, keeping the running config", "error=\"%s\"", err.msg);
-			free(newcfg);
+		loaded = calloc(1, sizeof(*loaded));
+		if (!loaded) {
+			log_error("out of memory during restart", NULL);
 			return;
 		}
+		if (config_load(d->args, loaded, &err) < 0) {
+			/* nothing changes: the running plugins keep serving as they are */
+			log_error("Config reload failed, keeping the running config", "error=\"%s\"", err.msg);
+			return;
+		}
+		cfg = loaded;
 	}
-	if (!streq(newcfg->nvml_library, d->cfg.nvml_library) || !streq(newcfg->driver_root, d->cfg.driver_root)) {
+	if (!same(cfg->nvml_library, d->cfg->nvml_library) || !same(cfg->driver_root, d->cfg->driver_root)) {
+		/* the watcher's threads call into the NVML about to be closed */
+		daemon_health_restart(&d->health, NULL, NULL, cfg);
 		nvml_close(d->nv);
 		d->nv = NULL;
 	}
-	r = build(d, newcfg, &n, &rs, &got, &err);
-	if (r < 0) {
-		free(newcfg);
+	if (build(&d->nv, cfg, &n, &rs, &got, &err) < 0) {
 		if (!d->rs) {
 			/* never served: there is no previous list to fall back to */
 			log_warn("Still no devices, nothing is advertised; looking again later",
@@ -155,60 +251,31 @@ void daemon_restart(struct daemon *d, const char *why, enum restart_kind kind)
 			return;
 		}
 		log_error("Cannot build the device list, serving the previous one", "error=\"%s\"", err.msg);
-		daemon_stop_serving(d, d->rs);
+		daemon_serve_stop(&d->srv, d->rs);
 	} else {
-		daemon_stop_serving(d, rs);
+		daemon_serve_stop(&d->srv, rs);
 		daemon_carry_health(d->rs, d->node, rs, n);
-		d->cfg = *newcfg;
+		if (loaded) {
+			/* the previous one is freed below, after the watcher let go of it */
+			old = d->reloaded;
+			d->reloaded = TAKE_PTR(loaded);
+			d->cfg = d->reloaded;
+		}
 		d->imex = got.imex;
-		free(newcfg);
 		resource_set_free(d->rs);
 		node_free(d->node);
 		d->rs = rs;
 		d->node = n;
-		log_config(&d->cfg);
-		daemon_write_cdi_spec(d);
-		d->cdi_extra = daemon_write_cdi_extra(d);
-		daemon_health_restart(d);
-		daemon_mps_reset(d);
+		log_config(d->cfg);
+		(void)write_specs(d);
+		watch(d);
+		loaded_config_free(old);
 	}
-serve:
-	(void)daemon_serve_or_retry(d);
+	(void)serve(d);
 }
 
-static bool sockets_present(const struct daemon *d)
+static int setup_signals(struct plugin_daemon *d, struct gerr *err)
 {
-	struct stat st;
-
-	for (size_t i = 0; i < d->n_sv; i++)
-		if (lstat(d->sv[i].path, &st) < 0)
-			return false;
-	return true;
-}
-
-/*
- * Watch the kubelet socket's dir for kubelet restarts. A dir that does not exist yet (the kubelet
- * not installed yet, a hostPath mount not there yet) is looked for again every tick instead of
- * exiting as upstream does; true when the watch is in place.
- */
-static bool watch_kubelet_dir(struct daemon *d)
-{
-	if (d->inofd < 0 || d->inowd >= 0)
-		return true;
-	d->inowd = inotify_add_watch(d->inofd, d->kubelet_dir, IN_CREATE | IN_MOVED_TO);
-	if (d->inowd >= 0)
-		return true;
-	if (!d->watch_warned)
-		log_warn("Cannot watch the kubelet socket's directory for kubelet restarts, will retry",
-			 "dir=%s error=\"%s\" hint=\"mount the kubelet device-plugins dir into the plugin pod\"",
-			 d->kubelet_dir, strerror(errno));
-	d->watch_warned = true;
-	return false;
-}
-
-static int setup_fds(struct daemon *d, struct gerr *err)
-{
-	const char *slash;
 	sigset_t mask;
 
 	sigemptyset(&mask);
@@ -223,50 +290,58 @@ static int setup_fds(struct daemon *d, struct gerr *err)
 	if (d->sigfd < 0)
 		return gerr_set(err, errno, "signalfd: %s", strerror(errno));
 	signal(SIGPIPE, SIG_IGN);
-
-	d->inofd = -1;
-	d->inowd = -1;
-	if (!d->cfg.kubelet_socket[0])
-		return 0;
-	slash = strrchr(d->cfg.kubelet_socket, '/');
-	snprintf(d->kubelet_name, sizeof(d->kubelet_name), "%s", slash ? slash + 1 : d->cfg.kubelet_socket);
-	snprintf(d->kubelet_dir, sizeof(d->kubelet_dir), "%.*s",
-		 slash && slash != d->cfg.kubelet_socket ? (int)(slash - d->cfg.kubelet_socket) : 1,
-		 slash ? d->cfg.kubelet_socket : ".");
-	d->inofd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (d->inofd < 0)
-		return gerr_set(err, errno, "inotify_init1: %s", strerror(errno));
-	watch_kubelet_dir(d);
 	return 0;
 }
 
-/* True when the kubelet socket was (re)created. */
-static bool read_inotify(struct daemon *d)
+/* A kubelet socket event: restart unless we are registered with exactly that socket already. */
+static void on_kubelet_event(struct plugin_daemon *d)
 {
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	bool hit = false;
-	ssize_t len;
+	char why[PATH_MAX + 64];
 
-	while ((len = read(d->inofd, buf, sizeof(buf))) > 0) {
-		for (char *p = buf; p < buf + len;) {
-			struct inotify_event *ev = (struct inotify_event *)p;
-
-			if (ev->len && streq(ev->name, d->kubelet_name))
-				hit = true;
-			if (ev->mask & IN_Q_OVERFLOW)
-				hit = true;
-			p += sizeof(*ev) + ev->len;
-		}
+	if (daemon_registered_with(&d->srv, d->cfg->kubelet_socket)) {
+		log_debug("kubelet socket event for the socket we are registered with", NULL);
+		return;
 	}
-	return hit;
+	snprintf(why, sizeof(why), "inotify: %s created", d->cfg->kubelet_socket);
+	restart(d, why, RESERVE);
 }
 
-static void loop(struct daemon *d)
+/* What is due without an event: retries of serving, of finding devices, of registering. */
+static void on_tick(struct plugin_daemon *d)
+{
+	if (d->srv.g && !daemon_sockets_present(&d->srv)) {
+		restart(d, "a plugin socket was removed", RESERVE);
+		return;
+	}
+	if (d->kw.warned && d->kw.wd < 0 && daemon_kubelet_watch_retry(&d->kw)) {
+		log_info("Watching the kubelet socket's directory", "dir=%s", d->kw.dir);
+		if (d->rs) {
+			restart(d, "the kubelet socket's directory appeared", RESERVE);
+			return;
+		}
+	}
+	if (!d->srv.g && d->rs) {
+		if (d->srv.next_serve_ms && daemon_now_ms() >= d->srv.next_serve_ms)
+			restart(d, "creating the plugin sockets again", RESERVE);
+		return;
+	}
+	if (!d->srv.g) {
+		if (daemon_now_ms() >= d->next_init_ms) {
+			d->next_init_ms = daemon_now_ms() + INIT_RETRY_MS;
+			restart(d, "looking for devices again", REBUILD);
+		}
+		return;
+	}
+	if (d->srv.next_register_ms && daemon_now_ms() >= d->srv.next_register_ms)
+		daemon_register_all(&d->srv, d->cfg->kubelet_socket, false);
+}
+
+void plugin_daemon_run(struct plugin_daemon *d)
 {
 	for (;;) {
 		/* a negative fd (no kubelet socket to watch) is skipped by poll() */
-		struct pollfd pfd[3] = {{d->sigfd, POLLIN, 0}, {d->inofd, POLLIN, 0}, {d->evfd, POLLIN, 0}};
-		long long due = d->next_register_ms ? d->next_register_ms - daemon_now_ms() : TICK_MS;
+		struct pollfd pfd[3] = {{d->sigfd, POLLIN, 0}, {d->kw.fd, POLLIN, 0}, {d->health.evfd, POLLIN, 0}};
+		long long due = d->srv.next_register_ms ? d->srv.next_register_ms - daemon_now_ms() : TICK_MS;
 		int n = poll(pfd, ELEMENTSOF(pfd), (int)MAX(0, MIN(due, TICK_MS)));
 
 		if (n < 0 && errno != EINTR)
@@ -276,136 +351,113 @@ static void loop(struct daemon *d)
 
 			if (read(d->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 				if (si.ssi_signo == SIGHUP) {
-					daemon_restart(d, "SIGHUP: reloading the config", RELOAD);
+					restart(d, "SIGHUP: reloading the config", RELOAD);
 					continue;
 				}
 				log_info("Received signal, shutting down", "signal=%s", strsignal((int)si.ssi_signo));
 				return;
 			}
 		}
-		if (n > 0 && (pfd[2].revents & POLLIN))
-			daemon_drain_health(d);
-		daemon_mps_check(d, false);
-		if (n > 0 && d->inofd >= 0 && (pfd[1].revents & POLLIN) && read_inotify(d)) {
-			char why[PATH_MAX + 64];
-			struct stat st;
-
-			if (d->g && daemon_all_registered(d) && sockets_present(d) &&
-			    stat(d->cfg.kubelet_socket, &st) == 0 && st.st_dev == d->kubelet_dev &&
-			    st.st_ino == d->kubelet_ino && st.st_ctim.tv_sec == d->kubelet_ctime.tv_sec &&
-			    st.st_ctim.tv_nsec == d->kubelet_ctime.tv_nsec) {
-				log_debug("kubelet socket event for the socket we are registered with", NULL);
-				continue;
-			}
-			snprintf(why, sizeof(why), "inotify: %s created", d->cfg.kubelet_socket);
-			daemon_restart(d, why, RESERVE);
-			continue;
-		}
-		if (d->g && !sockets_present(d)) {
-			daemon_restart(d, "a plugin socket was removed", RESERVE);
-			continue;
-		}
-		if (d->watch_warned && d->inowd < 0 && watch_kubelet_dir(d)) {
-			log_info("Watching the kubelet socket's directory", "dir=%s", d->kubelet_dir);
-			if (d->rs) {
-				daemon_restart(d, "the kubelet socket's directory appeared", RESERVE);
-				continue;
-			}
-		}
-		if (!d->g && d->rs) {
-			if (d->next_serve_ms && daemon_now_ms() >= d->next_serve_ms)
-				daemon_restart(d, "creating the plugin sockets again", RESERVE);
-			continue;
-		}
-		if (!d->g) {
-			if (daemon_now_ms() >= d->next_init_ms) {
-				d->next_init_ms = daemon_now_ms() + INIT_RETRY_MS;
-				daemon_restart(d, "looking for devices again", REBUILD);
-			}
-			continue;
-		}
-		if (d->next_register_ms && daemon_now_ms() >= d->next_register_ms)
-			daemon_register_all(d, false);
+		if (n > 0 && (pfd[2].revents & POLLIN) && daemon_health_drain(&d->health, d->rs, d->node, &d->srv))
+			restart(d, "device layout changed (MIG re-partition, GPU added or removed)", REBUILD);
+		daemon_mps_check(&d->mps, d->cfg, &d->srv, false);
+		if (n > 0 && d->kw.fd >= 0 && (pfd[1].revents & POLLIN) && daemon_kubelet_watch_read(&d->kw))
+			on_kubelet_event(d);
+		else
+			on_tick(d);
 	}
 }
 
-int plugin_daemon_run(const struct config_args *args, const struct plugin_config *cfg)
+/* The node's devices and everything derived from them, served; -errno (logged) when start must fail. */
+static int start_serving(struct plugin_daemon *d)
 {
-	struct daemon d = {.args = args, .cfg = *cfg, .sigfd = -1, .inofd = -1, .inowd = -1, .evfd = -1};
 	struct gerr err = {0};
 	struct built got;
-	int r, rc = 0;
+	int r;
 
-	/* upstream's env-only knobs for XID health checks (docs/reference/device-plugin.md §1, §4) */
-	/* as upstream, an entry that is not an XID is skipped with a message, not a failure */
-	if (xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &d.policy, &err) > 0)
-		log_warn("Ignoring malformed XID values in the health check settings", "detail=\"%s\"", err.msg);
-	pthread_mutex_init(&d.qlock, NULL);
-	d.q_tail = &d.q_head;
-	d.evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (d.evfd < 0) {
-		log_error("Cannot start the device plugin", "error=\"eventfd: %s\"", strerror(errno));
-		return 1;
-	}
-	r = setup_fds(&d, &err);
-	if (r < 0) {
-		log_error("Cannot start the device plugin", "error=\"%s\"", err.msg);
-		return 1;
-	}
-	grpc_init();
-	log_config(&d.cfg);
-	r = build(&d, &d.cfg, &d.node, &d.rs, &got, &err);
-	d.imex = got.imex;
+	r = build(&d->nv, d->cfg, &d->node, &d->rs, &got, &err);
+	d->imex = got.imex;
 	if (r < 0) {
 		/* NVML answers and there is no GPU: upstream waits whatever failOnInitError says (its
 		 * chart runs the plugin on nodes whose GPUs may not be up yet); issue 23 §5 */
-		if (d.cfg.fail_on_init_error && !got.no_devices) {
+		if (d->cfg->fail_on_init_error && !got.no_devices) {
 			log_error("Failed to initialize the device plugin", "error=\"%s\" hint=\"%s\"", err.msg,
 				  "set --fail-on-init-error=false to keep the pod running on nodes without GPUs");
-			rc = 1;
-			goto out;
+			return r;
 		}
 		log_warn("No devices found. Waiting indefinitely.", "error=\"%s\" retry_s=%d", err.msg,
 			 INIT_RETRY_MS / 1000);
-		d.next_init_ms = daemon_now_ms() + INIT_RETRY_MS;
-	} else {
-		/* serving CDI names no spec resolves would fail every pod at start, far from the cause */
-		d.cdi_extra = daemon_write_cdi_extra(&d);
-		if (daemon_write_cdi_spec(&d) < 0 && d.cfg.fail_on_init_error) {
-			log_error(
-			    "Failed to initialize the device plugin", "error=\"no CDI spec\" hint=\"%s\"",
-			    "fix the CDI spec dir named above, or set --fail-on-init-error=false to serve anyway");
-			rc = 1;
-			goto out;
-		}
-		daemon_health_restart(&d);
-		daemon_mps_reset(&d);
-		r = daemon_serve_or_retry(&d);
-		/* another live plugin serves these sockets: two DaemonSets on one node is a mistake to
-		 * fix, not to wait out (docs/reference/device-plugin.md §3.1) */
-		if (r == -EADDRINUSE) {
-			log_error("Another plugin serves this device-plugin dir, exiting", NULL);
-			rc = 1;
-			goto out;
-		}
+		d->next_init_ms = daemon_now_ms() + INIT_RETRY_MS;
+		return 0;
 	}
-	loop(&d);
-out:
-	health_stop(d.hw); /* joins the watcher threads: nothing queues after this */
-	daemon_stop_serving(&d, NULL);
-	daemon_health_queue_free(&d);
-	close(d.evfd);
-	pthread_mutex_destroy(&d.qlock);
-	resource_set_free(d.rs);
-	node_free(d.node);
-	daemon_cdi_names_clear(&d.cdi);
-	nvml_close(d.nv);
-	grpc_shutdown();
-	if (d.inofd >= 0)
-		close(d.inofd);
-	if (d.sigfd >= 0)
-		close(d.sigfd);
-	if (rc == 0)
+	/* serving CDI names no spec resolves would fail every pod at start, far from the cause */
+	r = write_specs(d);
+	if (r < 0 && d->cfg->fail_on_init_error) {
+		log_error("Failed to initialize the device plugin", "error=\"no CDI spec\" hint=\"%s\"",
+			  "fix the CDI spec dir named above, or set --fail-on-init-error=false to serve anyway");
+		return r;
+	}
+	watch(d);
+	r = serve(d);
+	/* another live plugin serves these sockets: two DaemonSets on one node is a mistake to fix,
+	 * not to wait out (docs/reference/device-plugin.md §3.1) */
+	if (r == -EADDRINUSE) {
+		log_error("Another plugin serves this device-plugin dir, exiting", NULL);
+		return r;
+	}
+	return 0;
+}
+
+int plugin_daemon_start(const struct config_args *args, const struct plugin_config *cfg, struct plugin_daemon **ret)
+{
+	struct plugin_daemon *d = calloc(1, sizeof(*d));
+	struct gerr err = {0};
+	int r;
+
+	*ret = NULL;
+	if (!d)
+		return log_error("Cannot start the device plugin", "error=\"out of memory\""), -ENOMEM;
+	*d = (struct plugin_daemon){.args = args, .cfg = cfg, .sigfd = -1, .kw = {.fd = -1, .wd = -1}};
+	r = daemon_health_init(&d->health, &err);
+	if (r >= 0)
+		r = setup_signals(d, &err);
+	if (r >= 0)
+		r = daemon_kubelet_watch_init(&d->kw, cfg->kubelet_socket, &err);
+	if (r < 0) {
+		log_error("Cannot start the device plugin", "error=\"%s\"", err.msg);
+		plugin_daemon_stop(d);
+		return r;
+	}
+	grpc_init();
+	d->grpc_up = true;
+	log_config(d->cfg);
+	r = start_serving(d);
+	if (r < 0) {
+		plugin_daemon_stop(d);
+		return r;
+	}
+	d->started = true;
+	*ret = d;
+	return 0;
+}
+
+void plugin_daemon_stop(struct plugin_daemon *d)
+{
+	if (!d)
+		return;
+	daemon_health_fini(&d->health); /* joins the watcher threads: nothing queues after this */
+	daemon_serve_stop(&d->srv, NULL);
+	resource_set_free(d->rs);
+	node_free(d->node);
+	daemon_cdi_names_clear(&d->cdi);
+	nvml_close(d->nv);
+	if (d->grpc_up)
+		grpc_shutdown();
+	daemon_kubelet_watch_fini(&d->kw);
+	if (d->sigfd >= 0)
+		close(d->sigfd);
+	loaded_config_free(d->reloaded);
+	if (d->started)
 		log_info("Stopped", NULL);
-	return rc;
+	free(d);
 }

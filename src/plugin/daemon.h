@@ -3,11 +3,25 @@
  * The plugin daemon: one gRPC server per resource in the device-plugin dir, registration with
  * kubelet, and the loop that reacts to kubelet restarts (inotify on kubelet.sock), SIGHUP
  * (reload), SIGTERM/SIGINT/SIGQUIT (empty device list, sockets removed, exit 0).
+ * One owner (daemon.c) for everything `gpulet plugin` runs, started, run and stopped
+ * symmetrically: every way out goes through plugin_daemon_stop(), which stops whatever was
+ * started (health watcher threads, gRPC servers, NVML, the fds).
  * Facts: docs/reference/device-plugin.md §3.1-3.2.
  */
 #pragma once
 
 #include "plugin/config.h"
 
-/* Runs until a stop signal; returns the process exit code (0 clean stop, 1 fatal init error). */
-int plugin_daemon_run(const struct config_args *args, const struct plugin_config *cfg);
+struct plugin_daemon;
+
+/*
+ * Block the stop signals, read the node and its resources, write the CDI specs, start the health
+ * watcher and serve. Returns 0 with *ret running (also on a node whose devices are not there yet,
+ * as upstream waits), or -errno (logged; exit code 1) with everything started so far stopped
+ * again. args and cfg are borrowed: they must outlive plugin_daemon_stop() (args for SIGHUP).
+ */
+int plugin_daemon_start(const struct config_args *args, const struct plugin_config *cfg, struct plugin_daemon **ret);
+/* Serve until a stop signal: kubelet restarts, SIGHUP reloads, health events, retries. */
+void plugin_daemon_run(struct plugin_daemon *d);
+/* Empty device lists to kubelet, sockets removed, watcher stopped, everything freed. NULL is fine. */
+void plugin_daemon_stop(struct plugin_daemon *d);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* CDI spec upkeep of `gpulet plugin`. */
+/* CDI spec upkeep of `gpulet plugin` (interface: daemon_cdi.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 
 #include "cdi/cdi.h"
 #include "cdi/hooks.h"
-#include "plugin/daemon_int.h"
+#include "plugin/daemon_cdi.h"
 #include "util/fileio.h"
 #include "util/log.h"
 
@@ -69,42 +69,41 @@ static int names_of_spec(const json_t *spec, const char *dir, struct dp_cdi_name
  * for vendor k8s.device-plugin.nvidia.com, class gpu, named like --device-id-strategy, to
  * /var/run/cdi at every (re)build (docs/reference/device-plugin.md §8), with the OCI hooks of
  * --nvidia-cdi-hook-path minus --cdi-disable-hooks (docs/reference/cdi-hook.md §4).
- * Returns 0 when written or not needed, -errno (logged) when a CDI strategy has no spec.
  */
-int daemon_write_cdi_spec(struct daemon *d)
+int daemon_cdi_write_spec(const struct plugin_config *cfg, const struct node *node, struct dp_cdi_names *names)
 {
 	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
-	struct cdi_hook_options hooks = {.path = d->cfg.nvidia_cdi_hook_path};
+	struct cdi_hook_options hooks = {.path = cfg->nvidia_cdi_hook_path};
 	_cleanup_(cdi_gen_warnings_clear) struct cdi_gen_warnings left_out = {0};
 	_cleanup_free_ char *dir = NULL;
 	json_t *spec = NULL;
 	struct gerr err = {0};
 	int r;
 
-	if (!(d->cfg.device_list_strategy & DLS_CDI_ANY) || !d->node)
+	if (!(cfg->device_list_strategy & DLS_CDI_ANY) || !node)
 		return 0;
-	o.root = d->cfg.root;
-	o.driver_root = d->cfg.driver_root;
-	o.dev_root = d->cfg.dev_root; /* "": the driver root (host_dev_root) */
+	o.root = cfg->root;
+	o.driver_root = cfg->driver_root;
+	o.dev_root = cfg->dev_root; /* "": the driver root (host_dev_root) */
 	o.vendor = DP_CDI_VENDOR;
 	o.class = DP_CDI_CLASS;
-	o.names = d->cfg.device_id_strategy == DEVICE_ID_INDEX ? CDI_NAMES_INDEX : CDI_NAMES_UUID;
+	o.names = cfg->device_id_strategy == DEVICE_ID_INDEX ? CDI_NAMES_INDEX : CDI_NAMES_UUID;
 	o.hooks = &hooks;
 	o.warnings = &left_out; /* a partial spec is still written (as `cdi generate` does), but never silently */
 	/* none hands a MIG-enabled GPU out whole: its name must resolve (docs/reference/device-plugin.md §8) */
-	o.whole_mig_enabled = d->cfg.mig_strategy == MIG_STRATEGY_NONE;
-	dir = root_path(d->cfg.root, CDI_DYNAMIC_DIR);
+	o.whole_mig_enabled = cfg->mig_strategy == MIG_STRATEGY_NONE;
+	dir = root_path(cfg->root, CDI_DYNAMIC_DIR);
 	/* --nvidia-cdi-hook-path and --cdi-disable-hooks, as `gpulet cdi generate` takes them */
-	r = cdi_hooks_parse_disabled(d->cfg.cdi_disable_hooks, &hooks.disabled, &err);
+	r = cdi_hooks_parse_disabled(cfg->cdi_disable_hooks, &hooks.disabled, &err);
 	if (r >= 0)
-		r = dir ? cdi_generate(d->node, &o, &spec, &err) : gerr_set(&err, ENOMEM, "out of memory");
+		r = dir ? cdi_generate(node, &o, &spec, &err) : gerr_set(&err, ENOMEM, "out of memory");
 	if (r >= 0) {
 		log_conflicts(dir, DP_CDI_SPEC_FILE, spec);
 		r = cdi_write_spec(dir, DP_CDI_SPEC_FILE, spec, &err);
 	}
 	/* Allocate hands out only what the file now on disk defines; nothing when it could not be written */
-	daemon_cdi_names_clear(&d->cdi);
-	if (r >= 0 && names_of_spec(spec, dir, &d->cdi) < 0)
+	daemon_cdi_names_clear(names);
+	if (r >= 0 && names_of_spec(spec, dir, names) < 0)
 		r = gerr_set(&err, ENOMEM, "out of memory");
 	json_decref(spec);
 	if (r < 0)

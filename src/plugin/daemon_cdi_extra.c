@@ -5,7 +5,9 @@
  *   - the IMEX channel: used only when its node exists (internal/imex), and with a CDI strategy
  *     the imex-channel spec its name refers to;
  *   - GDRCopy, GDS, MOFED: with a CDI strategy one spec each (device "all", nvidia-ctk's gated
- *     modes) holding the device nodes and files that exist; a feature enabled and absent is said.
+ *     modes) holding the device nodes and files that exist; a feature enabled and absent is said;
+ *   - a feature off or absent has no spec: one an earlier run wrote is removed (upstream leaves it).
+ * Interface: daemon_cdi_extra.h.
  */
 #include <errno.h>
 #include <glob.h>
@@ -16,11 +18,20 @@
 
 #include "cdi/cdi.h"
 #include "cdi/internal.h"
-#include "plugin/daemon_int.h"
+#include "plugin/daemon_cdi_extra.h"
+#include "plugin/dp.h"
 #include "util/fileio.h"
 #include "util/log.h"
 
 #define IMEX_CHANNEL_DIR "/dev/nvidia-caps-imex-channels"
+
+/* An IMEX channel is asked for (imex.channelIDs, "" or unset: none). */
+static bool imex_configured(const struct plugin_config *cfg)
+{
+	const char *ids = cfg->imex_channel_ids;
+
+	return ids && ids[0];
+}
 
 /* nvidia-container-toolkit internal/discover/{gdrcopy,gds,mofed}.go */
 static const char *const gdrcopy_nodes[] = {"/dev/gdrdrv", NULL};
@@ -132,16 +143,26 @@ static int find_files(const struct plugin_config *cfg, const char *const *files,
 	return 0;
 }
 
+/* Where class cls's spec lives: the spec dir under the root, "<vendor>-<cls>.json", "<vendor>/<cls>". */
+static int spec_names(const struct plugin_config *cfg, const char *cls, char **dir, char **file, char **kind)
+{
+	*dir = root_path(cfg->root, CDI_DYNAMIC_DIR);
+	if (!*dir || asprintf(file, "%s-%s.json", DP_CDI_VENDOR, cls) < 0)
+		return -ENOMEM;
+	if (asprintf(kind, "%s/%s", DP_CDI_VENDOR, cls) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 /* Write one spec of kind DP_CDI_VENDOR/cls holding devices; logs what happened. */
 static int write_spec(const struct plugin_config *cfg, const char *cls, json_t *devices)
 {
-	_cleanup_free_ char *dir = root_path(cfg->root, CDI_DYNAMIC_DIR), *file = NULL, *kind = NULL;
+	_cleanup_free_ char *dir = NULL, *file = NULL, *kind = NULL;
 	struct gerr err = {0};
 	json_t *spec;
 	int r;
 
-	if (!dir || asprintf(&file, "%s-%s.json", DP_CDI_VENDOR, cls) < 0 ||
-	    asprintf(&kind, "%s/%s", DP_CDI_VENDOR, cls) < 0)
+	if (spec_names(cfg, cls, &dir, &file, &kind) < 0)
 		return -ENOMEM;
 	/* the marker env lets a later run replace the file as its own (cdi_write_spec) */
 	spec = json_pack("{s:s, s:s, s:O, s:{s:[s+]}}", "cdiVersion", "0.3.0", "kind", kind, "devices", devices,
@@ -157,6 +178,29 @@ static int write_spec(const struct plugin_config *cfg, const char *cls, json_t *
 	else
 		log_info("Wrote CDI spec", "file=%s/%s", dir, file);
 	return r;
+}
+
+/*
+ * A feature that is off or absent hands nothing out, so its spec would only name what is not
+ * there: remove the one an earlier run of gpulet wrote. Only our exact file name in our spec dir,
+ * only a regular file carrying our marker for the class (cdi_remove_spec(): no symlink is
+ * followed, another's file is left alone and said).
+ */
+static void remove_stale(const struct plugin_config *cfg, const char *cls, const char *why)
+{
+	_cleanup_free_ char *dir = NULL, *file = NULL, *kind = NULL;
+	struct gerr err = {0};
+	int r;
+
+	if (spec_names(cfg, cls, &dir, &file, &kind) < 0)
+		return;
+	r = cdi_remove_spec(dir, file, kind, &err);
+	if (r > 0)
+		log_info("Removed a stale CDI spec written by an earlier run", "file=%s/%s class=%s reason=\"%s\"", dir,
+			 file, cls, why);
+	else if (r < 0)
+		log_warn("Leaving a CDI spec of a feature that is off or absent in place",
+			 "file=%s/%s class=%s error=\"%s\"", dir, file, cls, err.msg);
 }
 
 bool daemon_imex_channel_present(const struct plugin_config *cfg, char **ret_path)
@@ -177,7 +221,7 @@ int daemon_imex_select(const struct plugin_config *cfg, bool *ret, struct gerr *
 	bool ok;
 
 	*ret = false;
-	if (!cfg->imex_channel_ids[0])
+	if (!imex_configured(cfg))
 		return 0;
 	ok = daemon_imex_channel_present(cfg, &path);
 	if (!ok && cfg->imex_required)
@@ -216,20 +260,23 @@ static void write_imex(const struct plugin_config *cfg)
 	json_decref(nodes);
 }
 
-unsigned daemon_write_cdi_extra(const struct daemon *d)
+unsigned daemon_cdi_write_extra(const struct plugin_config *cfg, bool imex)
 {
-	const struct plugin_config *cfg = &d->cfg;
 	bool cdi = (cfg->device_list_strategy & DLS_CDI_ANY) != 0;
 	unsigned written = 0;
 
-	if (cdi && d->imex)
+	if (cdi && imex)
 		write_imex(cfg);
+	else if (!imex)
+		remove_stale(cfg, "imex-channel", imex_configured(cfg) ? "channel node absent" : "imex off");
 	for (size_t i = 0; i < ELEMENTSOF(gated); i++) {
 		const struct gated *g = &gated[i];
 		json_t *nodes, *mounts, *devices = NULL;
 
-		if (!*(const bool *)((const char *)cfg + g->enabled))
+		if (!*(const bool *)((const char *)cfg + g->enabled)) {
+			remove_stale(cfg, g->cls, "feature off");
 			continue;
+		}
 		nodes = json_array();
 		mounts = json_array();
 		if (!nodes || !mounts || find_nodes(cfg, g->nodes, nodes) < 0) {
@@ -241,6 +288,7 @@ unsigned daemon_write_cdi_extra(const struct daemon *d)
 				 "feature=%s what=\"%s\" looked_for=\"%s%s%s\" dev_root=%s", g->cls, g->what,
 				 g->nodes[0], g->nodes[1] ? " " : "", g->nodes[1] ? g->nodes[1] : "",
 				 config_dev_root(cfg));
+			remove_stale(cfg, g->cls, "device nodes absent");
 		} else if (cdi && find_files(cfg, g->files, mounts) == 0) {
 			devices = json_pack("[{s:s, s:{s:O}}]", "name", "all", "containerEdits", "deviceNodes", nodes);
 			if (devices && json_array_size(mounts))

@@ -1,21 +1,32 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The plugin's side of the health watcher (plugin/health.h): its callback queues transitions from
- * the watcher threads, the main thread applies them to the resources and wakes ListAndWatch.
+ * the watcher threads, the main thread applies them to the resources and wakes ListAndWatch
+ * (interface: daemon_health.h).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "plugin/daemon_int.h"
+#include "plugin/daemon_health.h"
+#include "plugin/health.h"
 #include "util/log.h"
+
+struct health_item {
+	struct health_item *next;
+	char uuid[NODE_UUID_MAX];
+	int gi, ci;
+	bool healthy;
+	char reason[256];
+};
 
 /* Watcher thread: queue the transition for the main thread; log what only informs. */
 static void on_health(struct health_event *ev, void *userdata)
 {
-	struct daemon *d = userdata;
+	struct daemon_health *h = userdata;
 	struct health_item *it = NULL;
 	uint64_t one = 1;
 
@@ -36,38 +47,59 @@ static void on_health(struct health_event *ev, void *userdata)
 		it->ci = ev->ci;
 		it->healthy = ev->healthy;
 	}
-	pthread_mutex_lock(&d->qlock);
+	pthread_mutex_lock(&h->qlock);
 	if (it) {
-		*d->q_tail = it;
-		d->q_tail = &it->next;
+		*h->q_tail = it;
+		h->q_tail = &it->next;
 	} else {
-		d->mig_changed = true;
+		h->mig_changed = true;
 	}
-	pthread_mutex_unlock(&d->qlock);
-	if (write(d->evfd, &one, sizeof(one)) < 0) {
+	pthread_mutex_unlock(&h->qlock);
+	if (write(h->evfd, &one, sizeof(one)) < 0) {
 		/* the counter is saturated: the main thread has a wakeup pending anyway */
 	}
 }
 
-void daemon_health_restart(struct daemon *d)
+int daemon_health_init(struct daemon_health *h, struct gerr *err)
 {
+	struct gerr perr = {0};
+
+	*h = (struct daemon_health){.evfd = -1};
+	h->q_tail = &h->q_head;
+	/* as upstream, an entry that is not an XID is skipped with a message, not a failure */
+	if (xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &h->policy, &perr) >
+	    0)
+		log_warn("Ignoring malformed XID values in the health check settings", "detail=\"%s\"", perr.msg);
+	h->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (h->evfd < 0)
+		return gerr_set(err, errno, "eventfd: %s", strerror(errno));
+	if (pthread_mutex_init(&h->qlock, NULL) != 0)
+		return gerr_set(err, ENOMEM, "cannot create the health queue's lock");
+	h->qlock_ready = true;
+	return 0;
+}
+
+void daemon_health_restart(struct daemon_health *h, struct nvml *nv, const struct node *node,
+			   const struct plugin_config *cfg)
+{
+	const char *kernel_log = cfg->kernel_log;
 	struct health_options o;
 	struct gerr err = {0};
 
-	health_stop(d->hw);
-	d->hw = NULL;
-	if (!d->node || !d->nv)
+	health_stop(h->hw);
+	h->hw = NULL;
+	if (!node || !nv)
 		return;
 	health_options_default(&o);
-	o.root = d->cfg.root;
-	o.policy = d->policy;
-	o.mig_poll_ms = d->cfg.rescan_interval * 1000;
-	o.quiet_ms = d->cfg.health_recovery * 1000;
-	if (d->cfg.kernel_log[0])
-		o.kernel_log = d->cfg.kernel_log;
+	o.root = cfg->root;
+	o.policy = h->policy;
+	o.mig_poll_ms = cfg->rescan_interval * 1000;
+	o.quiet_ms = cfg->health_recovery * 1000;
+	if (kernel_log && kernel_log[0])
+		o.kernel_log = kernel_log;
 	o.cb = on_health;
-	o.userdata = d;
-	if (health_start(d->nv, d->node, &o, &d->hw, &err) < 0)
+	o.userdata = h;
+	if (health_start(nv, node, &o, &h->hw, &err) < 0)
 		log_error("Cannot start health checks; devices stay advertised as they are", "error=\"%s\"", err.msg);
 }
 
@@ -95,81 +127,87 @@ void daemon_carry_health(const struct resource_set *old, const struct node *on, 
 }
 
 /* Apply one transition to the resources, log each device that changed; true if any did. */
-static bool apply_health(struct daemon *d, const struct health_item *it)
+static bool apply_health(struct resource_set *rs, const struct node *node, const struct health_item *it)
 {
 	size_t total = 0, k = 0;
 	_cleanup_free_ bool *was = NULL;
 	bool changed = false;
 
-	for (size_t i = 0; i < d->rs->n; i++)
-		total += d->rs->res[i].n_devices;
+	for (size_t i = 0; i < rs->n; i++)
+		total += rs->res[i].n_devices;
 	was = calloc(total + 1, sizeof(*was));
 	if (!was)
 		return false;
-	for (size_t i = 0; i < d->rs->n; i++)
-		for (size_t j = 0; j < d->rs->res[i].n_devices; j++)
-			was[k++] = d->rs->res[i].devices[j].healthy;
-	if (resources_set_health(d->rs, d->node, it->uuid, it->gi, it->ci, it->healthy, it->reason) <= 0)
+	for (size_t i = 0; i < rs->n; i++)
+		for (size_t j = 0; j < rs->res[i].n_devices; j++)
+			was[k++] = rs->res[i].devices[j].healthy;
+	if (resources_set_health(rs, node, it->uuid, it->gi, it->ci, it->healthy, it->reason) <= 0)
 		return false;
 	k = 0;
-	for (size_t i = 0; i < d->rs->n; i++)
-		for (size_t j = 0; j < d->rs->res[i].n_devices; j++) {
-			const struct rdevice *dv = &d->rs->res[i].devices[j];
+	for (size_t i = 0; i < rs->n; i++)
+		for (size_t j = 0; j < rs->res[i].n_devices; j++) {
+			const struct rdevice *dv = &rs->res[i].devices[j];
 
 			if (was[k++] == dv->healthy)
 				continue;
 			changed = true;
 			if (dv->healthy)
 				log_info("device is healthy again", "resource=%s id=%s uuid=%s index=%s",
-					 d->rs->res[i].name, dv->id, dv->uuid, dv->index);
+					 rs->res[i].name, dv->id, dv->uuid, dv->index);
 			else
 				log_warn("unhealthy device", "resource=%s id=%s uuid=%s index=%s reason=\"%s\"",
-					 d->rs->res[i].name, dv->id, dv->uuid, dv->index, it->reason);
+					 rs->res[i].name, dv->id, dv->uuid, dv->index, it->reason);
 		}
 	return changed;
 }
 
-void daemon_drain_health(struct daemon *d)
+bool daemon_health_drain(struct daemon_health *h, struct resource_set *rs, const struct node *node,
+			 struct daemon_servers *s)
 {
 	struct health_item *list;
 	uint64_t cnt;
 	bool mig, changed = false;
 
-	if (read(d->evfd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
-		return;
-	pthread_mutex_lock(&d->qlock);
-	list = d->q_head;
-	d->q_head = NULL;
-	d->q_tail = &d->q_head;
-	mig = d->mig_changed;
-	d->mig_changed = false;
-	pthread_mutex_unlock(&d->qlock);
+	if (read(h->evfd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+		return false;
+	pthread_mutex_lock(&h->qlock);
+	list = h->q_head;
+	h->q_head = NULL;
+	h->q_tail = &h->q_head;
+	mig = h->mig_changed;
+	h->mig_changed = false;
+	pthread_mutex_unlock(&h->qlock);
 
-	if (d->g)
-		gsrv_lock(d->g);
+	daemon_servers_lock(s);
 	while (list) {
 		struct health_item *it = list;
 
 		list = it->next;
-		if (d->rs)
-			changed |= apply_health(d, it);
+		if (rs)
+			changed |= apply_health(rs, node, it);
 		free(it);
 	}
-	if (d->g) {
-		for (size_t i = 0; changed && i < d->n_sv; i++)
-			gsrv_notify(d->sv[i].srv);
-		gsrv_unlock(d->g);
-	}
-	if (mig)
-		daemon_restart(d, "device layout changed (MIG re-partition, GPU added or removed)", REBUILD);
+	if (changed)
+		daemon_servers_notify(s, NULL);
+	daemon_servers_unlock(s);
+	return mig;
 }
 
-void daemon_health_queue_free(struct daemon *d)
+void daemon_health_fini(struct daemon_health *h)
 {
-	while (d->q_head) {
-		struct health_item *it = d->q_head;
+	health_stop(h->hw); /* joins the watcher threads: nothing queues after this */
+	h->hw = NULL;
+	while (h->q_head) {
+		struct health_item *it = h->q_head;
 
-		d->q_head = it->next;
+		h->q_head = it->next;
 		free(it);
 	}
+	h->q_tail = &h->q_head;
+	if (h->evfd >= 0)
+		close(h->evfd);
+	h->evfd = -1;
+	if (h->qlock_ready)
+		pthread_mutex_destroy(&h->qlock);
+	h->qlock_ready = false;
 }

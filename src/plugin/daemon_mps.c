@@ -5,14 +5,14 @@
  * get_default_active_thread_percentage, as upstream asks it before serving). Until then, and as
  * soon as it stops answering, kubelet gets an empty list and requests fail, with the reason in
  * the log. Upstream checks once before serving and then never again; we check every few seconds.
- * Facts: docs/reference/device-plugin.md §5.1.
+ * Facts: docs/reference/device-plugin.md §5.1; the interface is daemon_mps.h.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "plugin/daemon_int.h"
+#include "plugin/daemon_mps.h"
 #include "plugin/mps.h"
 #include "util/fileio.h"
 #include "util/log.h"
@@ -36,45 +36,42 @@ static char *plugin_mps_root(const struct plugin_config *cfg)
 	return TAKE_PTR(host);
 }
 
-void daemon_mps_reset(struct daemon *d)
+void daemon_mps_reset(struct daemon_mps *m, const struct plugin_config *cfg, const struct resource_set *rs,
+		      struct daemon_servers *s)
 {
-	d->n_mps = 0;
-	if (d->cfg.sharing != SHARING_MPS || !d->rs)
+	m->n = 0;
+	if (cfg->sharing != SHARING_MPS || !rs)
 		return;
-	for (size_t i = 0; i < d->rs->n && d->n_mps < ELEMENTSOF(d->mps); i++) {
-		struct daemon_mps *m = &d->mps[d->n_mps++];
+	for (size_t i = 0; i < rs->n && m->n < ELEMENTSOF(m->v); i++) {
+		struct daemon_mps_res *mr = &m->v[m->n++];
 
-		snprintf(m->res, sizeof(m->res), "%s", d->rs->res[i].name);
+		snprintf(mr->res, sizeof(mr->res), "%s", rs->res[i].name);
 		/* not listed until the first check says otherwise */
-		snprintf(m->why, sizeof(m->why), "not checked yet");
-		m->checked = false;
+		snprintf(mr->why, sizeof(mr->why), "not checked yet");
+		mr->checked = false;
 	}
-	daemon_mps_check(d, true);
+	daemon_mps_check(m, cfg, s, true);
 }
 
-const char *daemon_mps_reason(const struct daemon *d, const char *name)
+const char *daemon_mps_reason(const struct daemon_mps *m, const char *name)
 {
-	for (size_t i = 0; i < d->n_mps; i++)
-		if (streq(d->mps[i].res, name))
-			return d->mps[i].why;
+	for (size_t i = 0; i < m->n; i++)
+		if (streq(m->v[i].res, name))
+			return m->v[i].why;
 	return NULL;
 }
 
-static void set_state(struct daemon *d, struct daemon_mps *m, const char *why)
+static void set_state(struct daemon_servers *s, struct daemon_mps_res *m, const char *why)
 {
 	bool was_ready = m->checked && !m->why[0], first = !m->checked;
 
 	if (m->checked && streq(m->why, why))
 		return;
-	if (d->g)
-		gsrv_lock(d->g);
+	daemon_servers_lock(s);
 	snprintf(m->why, sizeof(m->why), "%s", why);
 	m->checked = true;
-	for (size_t i = 0; i < d->n_sv; i++)
-		if (streq(d->sv[i].ctx.res->name, m->res))
-			gsrv_notify(d->sv[i].srv);
-	if (d->g)
-		gsrv_unlock(d->g);
+	daemon_servers_notify(s, m->res);
+	daemon_servers_unlock(s);
 	if (!why[0])
 		log_info("MPS daemon is healthy", "resource=%s", m->res);
 	else if (first || was_ready)
@@ -84,22 +81,22 @@ static void set_state(struct daemon *d, struct daemon_mps *m, const char *why)
 		log_warn("MPS control daemon still not ready", "resource=%s reason=\"%s\"", m->res, why);
 }
 
-void daemon_mps_check(struct daemon *d, bool force)
+void daemon_mps_check(struct daemon_mps *m, const struct plugin_config *cfg, struct daemon_servers *s, bool force)
 {
 	_cleanup_free_ char *root = NULL, *bin = NULL;
 
-	if (!d->n_mps || (!force && daemon_now_ms() < d->next_mps_ms))
+	if (!m->n || (!force && daemon_now_ms() < m->next_ms))
 		return;
-	d->next_mps_ms = daemon_now_ms() + MPS_CHECK_MS;
-	root = plugin_mps_root(&d->cfg);
-	bin = mps_find_tool(&d->cfg, MPS_CONTROL_BIN);
-	for (size_t i = 0; i < d->n_mps; i++) {
+	m->next_ms = daemon_now_ms() + MPS_CHECK_MS;
+	root = plugin_mps_root(cfg);
+	bin = mps_find_tool(cfg, MPS_CONTROL_BIN);
+	for (size_t i = 0; i < m->n; i++) {
 		struct gerr err = {0};
 
 		if (!root) {
-			set_state(d, &d->mps[i], "out of memory");
+			set_state(s, &m->v[i], "out of memory");
 			continue;
 		}
-		set_state(d, &d->mps[i], mps_ready(bin, root, d->mps[i].res, MPS_PROBE_MS, &err) < 0 ? err.msg : "");
+		set_state(s, &m->v[i], mps_ready(bin, root, m->v[i].res, MPS_PROBE_MS, &err) < 0 ? err.msg : "");
 	}
 }

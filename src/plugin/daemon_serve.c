@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The plugin's resource servers: one Device Plugin API server per resource in the device-plugin
- * dir, and registration of each with kubelet (docs/reference/device-plugin.md §3.1-3.2).
+ * dir, and registration of each with kubelet (docs/reference/device-plugin.md §3.1-3.2); the
+ * interface and its threads are in daemon_serve.h.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +13,8 @@
 #include <time.h>
 
 #include "kube/grpc_client.h"
-#include "plugin/daemon_int.h"
+#include "plugin/daemon_serve.h"
+#include "plugin/gsrv.h"
 #include "plugin/register.h"
 #include "util/log.h"
 
@@ -23,6 +26,24 @@ static const int register_backoff_ms[] = {0, 2, 5, 10, 20, 40, 80, 160, 320, 640
 #define STOP_FLUSH_MS       1000  /* how long SIGTERM waits for the empty list to go out */
 #define REJECT_LOG_MS       1000  /* at most one "request rejected" line per resource this often (F8) */
 #define SERVE_RETRY_MAX_MS  30000 /* sockets that cannot be created: upstream's restart timeout */
+
+struct served {
+	struct dp_ctx ctx;
+	struct gsrv *srv;
+	bool registered;
+	char path[PATH_MAX];
+	/* rejected requests: a misbehaving client retrying must not flood the log (gRPC thread only) */
+	long long reject_log_ms;
+	unsigned rejects_suppressed;
+};
+
+long long daemon_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static int h_unary(void *data, unsigned method, const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen,
 		   struct gerr *err)
@@ -56,63 +77,100 @@ static int h_snapshot(void *data, unsigned method, uint8_t **out, size_t *outlen
 
 static const struct gsrv_handler handler = {h_unary, h_snapshot};
 
-bool daemon_all_registered(const struct daemon *d)
+static bool all_registered(const struct daemon_servers *s)
 {
-	for (size_t i = 0; i < d->n_sv; i++)
-		if (!d->sv[i].registered)
+	for (size_t i = 0; i < s->n_sv; i++)
+		if (!s->sv[i].registered)
 			return false;
 	return true;
 }
 
-void daemon_register_all(struct daemon *d, bool first)
+bool daemon_sockets_present(const struct daemon_servers *s)
 {
-	const struct plugin_config *cfg = &d->cfg;
+	struct stat st;
+
+	for (size_t i = 0; i < s->n_sv; i++)
+		if (lstat(s->sv[i].path, &st) < 0)
+			return false;
+	return true;
+}
+
+bool daemon_registered_with(const struct daemon_servers *s, const char *kubelet_socket)
+{
+	struct stat st;
+
+	return s->g && all_registered(s) && daemon_sockets_present(s) && stat(kubelet_socket, &st) == 0 &&
+	       st.st_dev == s->kubelet_dev && st.st_ino == s->kubelet_ino &&
+	       st.st_ctim.tv_sec == s->kubelet_ctime.tv_sec && st.st_ctim.tv_nsec == s->kubelet_ctime.tv_nsec;
+}
+
+void daemon_servers_lock(struct daemon_servers *s)
+{
+	if (s->g)
+		gsrv_lock(s->g);
+}
+
+void daemon_servers_unlock(struct daemon_servers *s)
+{
+	if (s->g)
+		gsrv_unlock(s->g);
+}
+
+void daemon_servers_notify(struct daemon_servers *s, const char *resource)
+{
+	for (size_t i = 0; i < s->n_sv; i++)
+		if (!resource || streq(s->sv[i].ctx.res->name, resource))
+			gsrv_notify(s->sv[i].srv);
+}
+
+void daemon_register_all(struct daemon_servers *s, const char *kubelet_socket, bool first)
+{
 	_cleanup_free_ struct plugin_registration *regs = NULL;
 	_cleanup_free_ struct served **who = NULL;
 	long long t = daemon_now_ms();
 	bool refused = false;
 	size_t n = 0;
 
-	if (!cfg->kubelet_socket[0])
+	if (!kubelet_socket || !kubelet_socket[0])
 		return; /* upstream: empty --kubelet-socket serves without registering */
 	if (first) {
-		d->register_t0 = t;
-		d->register_step = 0;
+		s->register_t0 = t;
+		s->register_step = 0;
 	}
-	d->next_register_ms = 0;
-	regs = calloc(d->n_sv + 1, sizeof(*regs));
-	who = calloc(d->n_sv + 1, sizeof(*who));
+	s->next_register_ms = 0;
+	regs = calloc(s->n_sv + 1, sizeof(*regs));
+	who = calloc(s->n_sv + 1, sizeof(*who));
 	if (!regs || !who) {
-		d->next_register_ms = t + REGISTER_RETRY_MS;
+		s->next_register_ms = t + REGISTER_RETRY_MS;
 		return;
 	}
-	for (size_t i = 0; i < d->n_sv; i++)
-		if (!d->sv[i].registered) {
+	for (size_t i = 0; i < s->n_sv; i++)
+		if (!s->sv[i].registered) {
 			/* the endpoint is the socket's name inside kubelet's device-plugin dir */
-			regs[n] = (struct plugin_registration){.endpoint = d->sv[i].ctx.res->socket,
-							       .resource_name = d->sv[i].ctx.res->name,
+			regs[n] = (struct plugin_registration){.endpoint = s->sv[i].ctx.res->socket,
+							       .resource_name = s->sv[i].ctx.res->name,
 							       .preferred_allocation = true};
-			who[n++] = &d->sv[i];
+			who[n++] = &s->sv[i];
 		}
 	if (n == 0)
 		return;
-	plugin_register(cfg->kubelet_socket, regs, n, REGISTER_TIMEOUT_MS);
+	plugin_register(kubelet_socket, regs, n, REGISTER_TIMEOUT_MS);
 	for (size_t i = 0; i < n; i++) {
 		if (regs[i].result == 0) {
 			who[i]->registered = true;
 			log_info("Registered device plugin", "resource=%s socket=%s kubelet=%s latency_ms=%lld",
-				 regs[i].resource_name, gsrv_socket(who[i]->srv), cfg->kubelet_socket,
-				 daemon_now_ms() - d->register_t0);
+				 regs[i].resource_name, gsrv_socket(who[i]->srv), kubelet_socket,
+				 daemon_now_ms() - s->register_t0);
 		}
 		refused |= regs[i].result == -ECONNREFUSED || regs[i].result == -ENOENT;
 	}
-	if (daemon_all_registered(d)) {
+	if (all_registered(s)) {
 		struct stat st;
 
-		if (stat(cfg->kubelet_socket, &st) == 0) {
-			d->kubelet_dev = st.st_dev;
-			d->kubelet_ino = st.st_ino;
-			d->kubelet_ctime = st.st_ctim;
+		if (stat(kubelet_socket, &st) == 0) {
+			s->kubelet_dev = st.st_dev;
+			s->kubelet_ino = st.st_ino;
+			s->kubelet_ctime = st.st_ctim;
 		}
 		return;
 	}
@@ -121,15 +179,15 @@ void daemon_register_all(struct daemon *d, bool first)
 	 * again soon, from the main loop, so that a kubelet restart seen meanwhile (inotify) is acted
 	 * on at once instead of after a sleep.
 	 */
-	if (refused && ++d->register_step < ELEMENTSOF(register_backoff_ms)) {
-		d->next_register_ms = d->register_t0 + register_backoff_ms[d->register_step];
+	if (refused && ++s->register_step < ELEMENTSOF(register_backoff_ms)) {
+		s->next_register_ms = s->register_t0 + register_backoff_ms[s->register_step];
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
 		if (regs[i].result < 0)
 			log_warn("Could not register device plugin, will retry", "resource=%s kubelet=%s error=\"%s\"",
-				 regs[i].resource_name, cfg->kubelet_socket, regs[i].err.msg);
-	d->next_register_ms = daemon_now_ms() + REGISTER_RETRY_MS;
+				 regs[i].resource_name, kubelet_socket, regs[i].err.msg);
+	s->next_register_ms = daemon_now_ms() + REGISTER_RETRY_MS;
 }
 
 static void log_unhealthy(const struct resource_set *rs)
@@ -144,102 +202,92 @@ static void log_unhealthy(const struct resource_set *rs)
 		}
 }
 
-void daemon_stop_serving(struct daemon *d, const struct resource_set *keep)
+void daemon_serve_stop(struct daemon_servers *s, const struct resource_set *keep)
 {
 	bool any_empty = false;
 
-	if (!d->g)
+	if (!s->g)
 		return;
 	/* Resources that go away get an empty list first, so kubelet drops their capacity (upstream #240). */
-	gsrv_lock(d->g);
-	for (size_t i = 0; i < d->n_sv; i++) {
-		if (keep && resources_find(keep, d->sv[i].ctx.res->name))
+	gsrv_lock(s->g);
+	for (size_t i = 0; i < s->n_sv; i++) {
+		if (keep && resources_find(keep, s->sv[i].ctx.res->name))
 			continue;
-		d->sv[i].ctx.empty = true;
-		any_empty |= gsrv_streams(d->sv[i].srv) > 0;
-		gsrv_notify(d->sv[i].srv);
+		s->sv[i].ctx.empty = true;
+		any_empty |= gsrv_streams(s->sv[i].srv) > 0;
+		gsrv_notify(s->sv[i].srv);
 	}
-	gsrv_unlock(d->g);
-	if (any_empty && gsrv_flush(d->g, STOP_FLUSH_MS) < 0)
+	gsrv_unlock(s->g);
+	if (any_empty && gsrv_flush(s->g, STOP_FLUSH_MS) < 0)
 		log_warn("kubelet did not take the empty device list in time", "timeout_ms=%d", STOP_FLUSH_MS);
-	gsrv_group_free(d->g, 200);
-	d->g = NULL;
-	free(d->sv);
-	d->sv = NULL;
-	d->n_sv = 0;
+	gsrv_group_free(s->g, 200);
+	s->g = NULL;
+	free(s->sv);
+	s->sv = NULL;
+	s->n_sv = 0;
 }
 
-static int start_serving(struct daemon *d, struct gerr *err)
+static int start_serving(struct daemon_servers *s, const struct daemon_serve_input *in, struct gerr *err)
 {
-	struct plugin_config *cfg = &d->cfg;
+	const struct resource_set *rs = in->rs;
 	int r;
 
-	r = gsrv_group_new(&d->g, err);
+	r = gsrv_group_new(&s->g, err);
 	if (r < 0)
 		return r;
-	d->sv = calloc(d->rs->n, sizeof(*d->sv));
-	if (!d->sv)
+	s->sv = calloc(rs->n, sizeof(*s->sv));
+	if (!s->sv)
 		return gerr_set(err, ENOMEM, "out of memory");
-	for (size_t i = 0; i < d->rs->n; i++) {
-		struct served *s = &d->sv[d->n_sv];
+	for (size_t i = 0; i < rs->n; i++) {
+		struct served *sv = &s->sv[s->n_sv];
 
-		s->ctx = (struct dp_ctx){.cfg = cfg,
-					 .node = d->node,
-					 .res = &d->rs->res[i],
-					 .imex = d->imex,
-					 .cdi_extra = d->cdi_extra,
-					 .mps_unready = daemon_mps_reason(d, d->rs->res[i].name),
-					 .cdi_names = &d->cdi};
-		snprintf(s->path, sizeof(s->path), "%s/%s", cfg->device_plugin_path, d->rs->res[i].socket);
-		r = gsrv_add(d->g, s->path, dp_methods, DP_N_METHODS, &handler, s, &s->srv, err);
+		sv->ctx = (struct dp_ctx){.cfg = in->cfg,
+					  .node = in->node,
+					  .res = &rs->res[i],
+					  .imex = in->imex,
+					  .cdi_extra = in->cdi_extra,
+					  .mps_unready = in->mps_unready(in->mps_data, rs->res[i].name),
+					  .cdi_names = in->cdi_names};
+		snprintf(sv->path, sizeof(sv->path), "%s/%s", in->cfg->device_plugin_path, rs->res[i].socket);
+		r = gsrv_add(s->g, sv->path, dp_methods, DP_N_METHODS, &handler, sv, &sv->srv, err);
 		if (r < 0)
 			return r;
-		d->n_sv++;
+		s->n_sv++;
 		/*
 		 * While the MPS daemon is not ready the list kubelet gets is empty: say so, not the replicas.
 		 * The words after devices=0 are written outside any value (logfmt reads them as keys without
 		 * values) so that the line keeps reading "devices=0 (empty until ...", as users grep it.
 		 */
-		if (s->ctx.mps_unready)
+		if (sv->ctx.mps_unready)
 			log_info("Serving device plugin",
 				 "resource=%s socket=%s devices=0 (empty until the MPS control daemon is ready)",
-				 s->ctx.res->name, s->path);
+				 sv->ctx.res->name, sv->path);
 		else
-			log_info("Serving device plugin", "resource=%s socket=%s devices=%zu", s->ctx.res->name,
-				 s->path, s->ctx.res->n_devices);
+			log_info("Serving device plugin", "resource=%s socket=%s devices=%zu", sv->ctx.res->name,
+				 sv->path, sv->ctx.res->n_devices);
 	}
-	return gsrv_group_run(d->g, err);
+	return gsrv_group_run(s->g, err);
 }
 
-int daemon_start_serving(struct daemon *d, struct gerr *err)
-{
-	int r = start_serving(d, err);
-
-	if (r < 0) {
-		/* half a set of sockets would register some resources and not others: none instead */
-		daemon_stop_serving(d, NULL);
-		return r;
-	}
-	log_unhealthy(d->rs);
-	daemon_register_all(d, true);
-	return 0;
-}
-
-int daemon_serve_or_retry(struct daemon *d)
+int daemon_serve_or_retry(struct daemon_servers *s, const struct daemon_serve_input *in)
 {
 	struct gerr err = {0};
-	int r = daemon_start_serving(d, &err), retry_ms;
+	int r = start_serving(s, in, &err), retry_ms;
 
 	if (r >= 0) {
-		d->serve_failures = 0;
-		d->next_serve_ms = 0;
+		log_unhealthy(in->rs);
+		daemon_register_all(s, in->cfg->kubelet_socket, true);
+		s->serve_failures = 0;
+		s->next_serve_ms = 0;
 		return r;
 	}
+	/* half a set of sockets would register some resources and not others: none instead */
+	daemon_serve_stop(s, NULL);
 	/* upstream retries every 30 s; starting at 1 s picks up a dir that appears a moment later */
-	retry_ms = d->serve_failures < 5 ? 1000 << d->serve_failures : SERVE_RETRY_MAX_MS;
-	d->serve_failures++;
-	d->next_serve_ms = daemon_now_ms() + retry_ms;
+	retry_ms = s->serve_failures < 5 ? 1000 << s->serve_failures : SERVE_RETRY_MAX_MS;
+	s->serve_failures++;
+	s->next_serve_ms = daemon_now_ms() + retry_ms;
 	log_error("Cannot serve the device plugins, will retry", "error=\"%s\" attempt=%u retry_s=%d", err.msg,
-		  d->serve_failures, retry_ms / 1000);
+		  s->serve_failures, retry_ms / 1000);
 	return r;
 }

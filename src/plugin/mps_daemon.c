@@ -42,11 +42,15 @@ struct sdaemon {
 	off_t log_off;
 	bool probe_answer; /* the next log line answers our probe */
 	bool started;
+	size_t n_exclusive; /* GPUs (the first of lim.gpus) switched to EXCLUSIVE_PROCESS: set back at stop */
 };
 
-struct sup {
+struct mps_daemon {
 	const struct config_args *args;
 	struct plugin_config cfg;
+	int sigfd;
+	bool running; /* started: "Stopped" is said at the end */
+	long long next_retry, next_check;
 	char root[PATH_MAX];
 	char *bin, *smi;
 	struct nvml *nv;
@@ -91,8 +95,12 @@ static int touch(const char *path)
 	return 0;
 }
 
-/* nvidia-smi -i <uuid> -c <mode> (upstream setComputeMode): needs a GPU; its output says why not. */
-static int compute_mode(struct sup *s, const struct sdaemon *dm, const char *mode, struct gerr *err)
+/*
+ * nvidia-smi -i <uuid> -c <mode> (upstream setComputeMode) for the first n GPUs of dm: needs a GPU;
+ * its output says why not. *done (may be NULL) counts the GPUs switched.
+ */
+static int compute_mode(struct mps_daemon *s, const struct sdaemon *dm, size_t n, const char *mode, size_t *done,
+			struct gerr *err)
 {
 	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
 	char out[1024];
@@ -101,19 +109,21 @@ static int compute_mode(struct sup *s, const struct sdaemon *dm, const char *mod
 		return gerr_set(err, ENOENT,
 				"nvidia-smi not found under the root or the driver root: it sets the "
 				"compute mode of the GPUs shared with MPS");
-	for (size_t k = 0; k < dm->lim.n_gpus; k++) {
+	for (size_t k = 0; k < n && k < dm->lim.n_gpus; k++) {
 		char *argv[] = {s->smi, "-i", (char *)dm->lim.gpus[k].uuid, "-c", (char *)mode, NULL};
 		int r = mps_run(s->smi, argv, envp, NULL, out, sizeof(out), MPS_TIMEOUT_MS);
 
 		if (r != 0)
 			return gerr_set(err, r < 0 ? -r : EIO, "nvidia-smi -i %s -c %s failed (%s): %s",
 					dm->lim.gpus[k].uuid, mode, r < 0 ? strerror(-r) : "exit status", out);
+		if (done)
+			(*done)++;
 	}
 	return 0;
 }
 
 /* nvidia-cuda-mps-control -d with the resource's pipe and log dirs (upstream Daemon.Start). */
-static int start_control(struct sup *s, const struct sdaemon *dm, struct gerr *err)
+static int start_control(struct mps_daemon *s, const struct sdaemon *dm, struct gerr *err)
 {
 	char pipe[PATH_MAX], log[PATH_MAX], pe[PATH_MAX + 32], le[PATH_MAX + 32], out[1024];
 	char *argv[] = {s->bin, "-d", NULL}, *envp[] = {pe, le, NULL};
@@ -145,7 +155,7 @@ static int start_control(struct sup *s, const struct sdaemon *dm, struct gerr *e
 	}
 }
 
-static int set_limits(struct sup *s, const struct sdaemon *dm, struct gerr *err)
+static int set_limits(struct mps_daemon *s, const struct sdaemon *dm, struct gerr *err)
 {
 	char cmd[128], out[256];
 	int r;
@@ -166,12 +176,13 @@ static int set_limits(struct sup *s, const struct sdaemon *dm, struct gerr *err)
 	return 0;
 }
 
-static int start_one(struct sup *s, struct sdaemon *dm, struct gerr *err)
+static int start_one(struct mps_daemon *s, struct sdaemon *dm, struct gerr *err)
 {
 	char started[PATH_MAX];
 	int r;
 
-	if ((r = compute_mode(s, dm, "EXCLUSIVE_PROCESS", err)) < 0)
+	/* what was switched is switched back by stop_all(), also when the start fails below */
+	if ((r = compute_mode(s, dm, dm->lim.n_gpus, "EXCLUSIVE_PROCESS", &dm->n_exclusive, err)) < 0)
 		return r;
 	log_info("Starting MPS daemon", "resource=%s gpus=%zu thread_percentage=%u", dm->res->name, dm->lim.n_gpus,
 		 dm->lim.thread_percentage);
@@ -205,7 +216,7 @@ static void remove_dir_files(const char *dir)
 	(void)rmdir(dir);
 }
 
-static void stop_all(struct sup *s)
+static void stop_all(struct mps_daemon *s)
 {
 	char path[PATH_MAX], out[256];
 
@@ -217,17 +228,19 @@ static void stop_all(struct sup *s)
 		struct sdaemon *dm = &s->dm[i];
 		struct gerr err = {0};
 
-		if (!dm->started)
-			continue;
-		if (mps_control(s->bin, s->root, dm->res->name, "quit", out, sizeof(out), &err) < 0)
+		if (dm->started && mps_control(s->bin, s->root, dm->res->name, "quit", out, sizeof(out), &err) < 0)
 			log_warn("Error sending quit to the MPS control daemon", "resource=%s error=\"%s\"",
 				 dm->res->name, err.msg);
-		else
+		else if (dm->started)
 			log_info("Stopped MPS control daemon", "resource=%s", dm->res->name);
 		err = (struct gerr){0};
-		if (compute_mode(s, dm, "DEFAULT", &err) < 0)
+		/* also after a start that failed once the mode was switched */
+		if (dm->n_exclusive && compute_mode(s, dm, dm->n_exclusive, "DEFAULT", NULL, &err) < 0)
 			log_warn("Cannot set the compute mode back to DEFAULT", "resource=%s error=\"%s\"",
 				 dm->res->name, err.msg);
+		dm->n_exclusive = 0;
+		if (!dm->started)
+			continue;
 		if (mps_path(s->root, dm->res->name, MPS_STARTED, path, sizeof(path)) == 0)
 			(void)unlink(path);
 		if (mps_path(s->root, dm->res->name, MPS_LOG, path, sizeof(path)) == 0)
@@ -238,7 +251,7 @@ static void stop_all(struct sup *s)
 }
 
 /* Config, NVML and the MPS resources, as the plugin builds them (same config, same resource names). */
-static int load(struct sup *s, struct gerr *err)
+static int load(struct mps_daemon *s, struct gerr *err)
 {
 	_cleanup_free_ char *root = NULL;
 	struct resource_options o;
@@ -280,7 +293,7 @@ static int load(struct sup *s, struct gerr *err)
 }
 
 /* Upstream startDaemons(): every shared resource gets a daemon; all start, then .ready. */
-static int start_all(struct sup *s, struct gerr *err)
+static int start_all(struct mps_daemon *s, struct gerr *err)
 {
 	char ready[PATH_MAX];
 	int r;
@@ -313,7 +326,7 @@ static int start_all(struct sup *s, struct gerr *err)
 }
 
 /* The lines the control daemon added to control.log since the last look (upstream tails it). */
-static void tail_logs(struct sup *s)
+static void tail_logs(struct mps_daemon *s)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		struct sdaemon *dm = &s->dm[i];
@@ -347,7 +360,7 @@ static void tail_logs(struct sup *s)
 }
 
 /* false when a daemon stopped answering (logged). */
-static bool check_all(struct sup *s)
+static bool check_all(struct mps_daemon *s)
 {
 	char out[256];
 
@@ -363,73 +376,97 @@ static bool check_all(struct sup *s)
 	return true;
 }
 
-static void restart(struct sup *s, long long *next_retry)
+static void restart(struct mps_daemon *s)
 {
 	struct gerr err = {0};
 
 	stop_all(s);
 	log_info("Starting Daemons.", NULL);
-	*next_retry = 0;
+	s->next_retry = 0;
 	if (start_all(s, &err) < 0) {
 		log_error("Failed to start MPS daemon; retrying", "error=\"%s\" retry_s=%d", err.msg, RETRY_MS / 1000);
 		stop_all(s);
-		*next_retry = now_ms() + RETRY_MS;
+		s->next_retry = now_ms() + RETRY_MS;
 	}
 }
 
-int mps_daemon_run(const struct config_args *args, const struct plugin_config *cfg)
+int mps_daemon_start(const struct config_args *args, const struct plugin_config *cfg, struct mps_daemon **ret)
 {
-	struct sup s = {.args = args, .cfg = *cfg};
-	long long next_retry = 0, next_check = 0;
+	struct mps_daemon *s = calloc(1, sizeof(*s));
 	sigset_t mask;
-	int sigfd;
 
+	*ret = NULL;
+	if (!s)
+		return log_error("Cannot start the MPS control daemon supervisor", "error=\"out of memory\""), -ENOMEM;
+	s->cfg = *cfg;
+	s->sigfd = -1;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGQUIT);
 	sigaddset(&mask, SIGHUP);
-	if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0 || (sigfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0) {
-		log_error("Cannot start the MPS control daemon supervisor", "error=\"signalfd: %s\"", strerror(errno));
-		return 1;
+	if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0 || (s->sigfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0) {
+		int e = errno ? errno : EINVAL;
+
+		log_error("Cannot start the MPS control daemon supervisor", "error=\"signalfd: %s\"", strerror(e));
+		mps_daemon_stop(s);
+		return -e;
 	}
 	signal(SIGPIPE, SIG_IGN); /* a closed log pipe must not kill us with the daemons still running */
-	s.args = NULL;            /* the first start uses the config cmd_ already loaded */
-	restart(&s, &next_retry);
-	s.args = args;
+	/* the first start uses the config cmd_ already loaded; a failed one is retried, not fatal */
+	restart(s);
+	s->args = args;
+	s->running = true;
+	*ret = s;
+	return 0;
+}
+
+void mps_daemon_run(struct mps_daemon *s)
+{
 	for (;;) {
-		struct pollfd pfd = {sigfd, POLLIN, 0};
+		struct pollfd pfd = {s->sigfd, POLLIN, 0};
 		struct signalfd_siginfo si;
 
-		if (poll(&pfd, 1, TICK_MS) > 0 && read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (poll(&pfd, 1, TICK_MS) > 0 && read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 			if (si.ssi_signo != SIGHUP) {
 				log_info("Received signal, shutting down.", "signal=%s", strsignal((int)si.ssi_signo));
-				break;
+				return;
 			}
 			log_info("Received SIGHUP, restarting.", NULL);
-			restart(&s, &next_retry);
+			restart(s);
 			continue;
 		}
-		tail_logs(&s);
-		if (next_retry && now_ms() >= next_retry) {
-			restart(&s, &next_retry);
+		tail_logs(s);
+		if (s->next_retry && now_ms() >= s->next_retry) {
+			restart(s);
 			continue;
 		}
-		if (s.ready && s.n && now_ms() >= next_check) {
-			next_check = now_ms() + CHECK_MS;
-			if (!check_all(&s))
-				restart(&s, &next_retry);
+		if (s->ready && s->n && now_ms() >= s->next_check) {
+			s->next_check = now_ms() + CHECK_MS;
+			if (!check_all(s))
+				restart(s);
 		}
 	}
-	stop_all(&s);
-	resource_set_free(s.rs);
-	node_free(s.node);
-	nvml_close(s.nv);
-	free(s.bin);
-	free(s.smi);
-	close(sigfd);
-	log_info("Stopped", NULL);
-	return 0;
+}
+
+void mps_daemon_stop(struct mps_daemon *s)
+{
+	bool running;
+
+	if (!s)
+		return;
+	running = s->running;
+	stop_all(s);
+	resource_set_free(s->rs);
+	node_free(s->node);
+	nvml_close(s->nv);
+	free(s->bin);
+	free(s->smi);
+	if (s->sigfd >= 0)
+		close(s->sigfd);
+	free(s);
+	if (running)
+		log_info("Stopped", NULL);
 }
 
 int mps_mount_shm(const struct plugin_config *cfg, char *opts, size_t size, struct gerr *err)

@@ -9,6 +9,8 @@
     refers to is written (k8s.device-plugin.nvidia.com-imex-channel.json);
   * GDS/MOFED/GDRCopy under CDI: one spec each with the nodes that exist, "<class>=all" in
     Allocate; a feature enabled whose nodes are absent is warned about and not named;
+  * a feature turned off or absent leaves no spec: the one an earlier run wrote is removed (ours
+    only: a file with our name that we did not write, or a symlink, is left alone and said);
   * zero GPUs with the default failOnInitError: "No devices found. Waiting indefinitely.";
   * a GPU lost at start is never advertised with an empty ID.
 """
@@ -82,6 +84,11 @@ def test_imex(h):
     check(s and s["kind"] == VENDOR + "/imex-channel" and [d["name"] for d in s["devices"]] == ["0"] and
           s["devices"][0]["containerEdits"]["deviceNodes"] == [{"path": CHANNEL}], "imex spec %r" % s)
 
+    # turned off: the spec the earlier run wrote is removed, and said
+    restart(h, "--device-list-strategy=envvar,cdi-cri")
+    h.wait_log(r"level=info.*Removed a stale CDI spec.*class=imex-channel.*imex off", timeout=10)
+    check(spec(h, "imex-channel") is None, "imex spec left after IMEX was turned off")
+
 
 def test_gated_specs(h):
     g = [x["uuid"] for x in h.fixture_data()["gpus"]]
@@ -120,6 +127,41 @@ def test_gated_specs(h):
         check([n["path"] for n in edits["deviceNodes"]] == nodes, "%s nodes %r" % (f, edits))
         if f == "gds":
             check([m["containerPath"] for m in edits.get("mounts", [])] == ["/etc/cufile.json"], "gds mounts %r" % edits)
+
+    # turned off: the specs the earlier run wrote are removed, and said; the one still on stays
+    restart(h, "--gds-enabled", "--device-list-strategy=cdi-cri")
+    for f in ("gdrcopy", "mofed"):
+        h.wait_log(r"level=info.*Removed a stale CDI spec.*class=%s.*feature off" % f, timeout=10)
+        check(spec(h, f) is None, "%s spec left after the feature was turned off" % f)
+    check(spec(h, "gds") is not None, "gds spec removed while GDS is on and present")
+
+    # absent: GDS's nodes are gone, so is its spec
+    for n in ("nvidia-fs0", "nvidia-fs1"):
+        os.unlink(os.path.join(h.root, "dev", n))
+    restart(h, "--gds-enabled", "--device-list-strategy=cdi-cri")
+    h.wait_log(r"level=info.*Removed a stale CDI spec.*class=gds.*device nodes absent", timeout=10)
+    check(spec(h, "gds") is None, "gds spec left after its nodes went away")
+
+    # not ours: a file with our name that gpulet did not write, and a symlink to a spec of ours
+    # elsewhere, are left alone (a symlink is never followed) and said
+    cdi_dir = os.path.join(h.root, "var/run/cdi")
+    foreign = os.path.join(cdi_dir, "%s-gdrcopy.json" % VENDOR)
+    with open(foreign, "w") as f:
+        json.dump({"cdiVersion": "0.3.0", "kind": VENDOR + "/gdrcopy",
+                   "devices": [{"name": "all", "containerEdits": {"deviceNodes": [{"path": "/dev/gdrdrv"}]}}]}, f)
+    target = os.path.join(h.tmp, "elsewhere.json")
+    with open(target, "w") as f:
+        json.dump({"cdiVersion": "0.3.0", "kind": VENDOR + "/mofed",
+                   "devices": [{"name": "all", "containerEdits": {"deviceNodes": [{"path": "/dev/null"}]}}],
+                   "containerEdits": {"env": ["GPULET_CDI_SPEC=%s/mofed" % VENDOR]}}, f)
+    link = os.path.join(cdi_dir, "%s-mofed.json" % VENDOR)
+    os.symlink(target, link)
+    restart(h, "--device-list-strategy=cdi-cri")
+    for f in ("gdrcopy", "mofed"):
+        h.wait_log(r"level=warn.*Leaving a CDI spec of a feature that is off or absent in place.*class=%s" % f,
+                   timeout=10)
+    check(os.path.isfile(foreign), "a spec gpulet did not write was removed")
+    check(os.path.islink(link) and os.path.isfile(target), "a symlink was followed or removed")
 
 
 def test_no_gpu_waits(h):

@@ -19,6 +19,7 @@ start (never exercised here). Where a GPU is needed a stand-in nvidia-smi record
   * SIGTERM: quit sent, .ready/.started/log dir removed, compute mode DEFAULT; the plugin goes back
     to an empty list;
   * a daemon that hangs is not ready (1 s probe timeout), and is used once it answers;
+  * a start that fails after the GPUs were switched to EXCLUSIVE_PROCESS switches them back;
   * mount-shm: a tmpfs of half MemTotal with upstream's options (when this machine lets us mount).
 """
 import os
@@ -238,6 +239,49 @@ def test_mps_hung_daemon(h):
 test_mps_hung_daemon.harness_args = {"fixture": "pcie-4gpu"}
 
 
+def test_mps_failed_start_sets_mode_back(h):
+    """The control daemon cannot start (stand-in: `-d` fails) after every GPU was switched to
+    EXCLUSIVE_PROCESS: stopping what was started includes the compute mode, so each GPU is set back
+    to DEFAULT before the retry, and SIGTERM still exits 0."""
+    ctl = os.path.join(h.root, "usr/bin/nvidia-cuda-mps-control")
+    os.makedirs(os.path.dirname(ctl), exist_ok=True)
+    with open(ctl, "w") as f:
+        f.write("#!/bin/sh\necho 'cannot start the control daemon (test stand-in)'\nexit 1\n")
+    calls = os.path.join(h.tmp, "smi.calls")
+    with open(os.path.join(h.root, "usr/bin/nvidia-smi"), "w") as f:
+        f.write(STANDIN_SMI % calls)
+    for tool in (ctl, os.path.join(h.root, "usr/bin/nvidia-smi")):
+        os.chmod(tool, 0o755)
+    cfg = os.path.join(h.tmp, "mps.yaml")
+    with open(cfg, "w") as f:
+        f.write(CONFIG)
+    log = open(os.path.join(h.tmp, "mps.log"), "w+")
+    p = subprocess.Popen([GPULET, "mps-control-daemon", "--root", h.root, "--nvml-library", FAKE_NVML_LIB,
+                          "--config-file", cfg, "--mps-root", MPS_ROOT], stdout=log, stderr=subprocess.STDOUT,
+                         env=h.plugin_env())
+    try:
+        deadline = time.time() + 20
+        while "Failed to start MPS daemon; retrying" not in open(log.name).read() and time.time() < deadline:
+            check(p.poll() is None, "mps-control-daemon exited: %s" % open(log.name).read())
+            time.sleep(0.05)
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    text = open(log.name).read()
+    check(rc == 0 and "cannot start the control daemon (test stand-in)" in text, "rc %s:\n%s" % (rc, text[-3000:]))
+    with open(calls) as f:
+        lines = [ln.split() for ln in f.read().splitlines()]
+    excl = sorted(ln[1] for ln in lines if ln[-1] == "EXCLUSIVE_PROCESS")
+    back = sorted(ln[1] for ln in lines if ln[-1] == "DEFAULT")
+    check(len(excl) == 4 and back == excl, "switched %r, set back %r" % (excl, back))
+
+
+test_mps_failed_start_sets_mode_back.harness_args = {"fixture": "pcie-4gpu"}
+
+
 def test_mps_mount_shm(h):
     with open(os.path.join(h.root, "proc/meminfo"), "w") as f:
         f.write("MemTotal:        2000 kB\nMemFree:  1000 kB\n")
@@ -273,4 +317,5 @@ if __name__ == "__main__":
     run(test_mps_real_nvidia_smi_without_gpu)
     run(test_mps_fail_safe)
     run(test_mps_hung_daemon)
+    run(test_mps_failed_start_sets_mode_back)
     run(test_mps_mount_shm)
