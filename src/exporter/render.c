@@ -249,7 +249,7 @@ static bool device_value(const struct exporter *e, const struct exp_values *vals
 {
 	const struct exp_device *dev = &e->devs[d];
 	size_t src = dev->mig >= 0 && (exp_metrics[i].scope & EXP_SCOPE_INHERIT) ? e->gpus[dev->gpu].first_dev : d;
-	if (!(vals[src].valid & (1ull << i)))
+	if (!exp_mask_has(&vals[src].valid, i))
 		return false;
 	*ret = vals[src].v[i];
 	return true;
@@ -259,7 +259,7 @@ static void render_fields(struct strbuf *b, const struct exporter *e, const stru
 			  const struct exp_values *vals, const struct exp_gpu_state *st, double now)
 {
 	for (size_t i = 0; i < EXP_METRIC_COUNT; i++) {
-		if (!(e->enabled & (1ull << i)))
+		if (!exp_mask_has(&e->enabled, i))
 			continue;
 		bool header = false;
 		for (size_t d = 0; d < e->n_devs; d++) {
@@ -388,7 +388,7 @@ static void render_clock_count(struct strbuf *b, const struct exporter *e, const
 static void render_unavailable(struct strbuf *b, const struct exporter *e)
 {
 	bool probed = atomic_load(&e->probed);
-	if (!e->n_unavailable_names && !(probed && e->unsupported))
+	if (!e->n_unavailable_names && !(probed && exp_mask_any(&e->unsupported, NULL, NULL)))
 		return;
 	family(b, "gpulet_exporter_field_unavailable", "gauge",
 	       "1 for each field of the collectors set this node does not serve, with the reason (gpulet does not "
@@ -400,7 +400,7 @@ static void render_unavailable(struct strbuf *b, const struct exporter *e)
 			      name);
 	}
 	for (int i = 0; probed && i < EXP_METRIC_COUNT; i++)
-		if (e->unsupported & (1ull << i))
+		if (exp_mask_has(&e->unsupported, (size_t)i))
 			strbuf_printf(b, "gpulet_exporter_field_unavailable{field=\"%s\",reason=\"%s\"} 1\n",
 				      e->name[i],
 				      exp_metrics[i].gpm && !exp_metrics[i].get ? "needs GPM (Hopper or newer)"

@@ -1733,12 +1733,20 @@ static void field_value(const struct gpu_slot *g, nvmlFieldValue_t *f)
 		f->value.uiVal = (unsigned)int_or(v, 0);
 		break;
 	case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX:
-	case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
-		v = json_object_get(tel_get(g, "nvlink_kib"),
+	case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: {
+		/* scopeId UINT_MAX: all links (nvlink_kib), else that link (nvlink_kib_links[scopeId]) */
+		json_t *links = tel_get(g, "nvlink_kib_links");
+		if (f->scopeId != 0xffffffffu && links && !json_object_get(json_array_get(links, f->scopeId), "tx")) {
+			f->nvmlReturn = NVML_ERROR_INVALID_ARGUMENT; /* a link this GPU does not have */
+			return;
+		}
+		v = json_object_get(f->scopeId == 0xffffffffu ? tel_get(g, "nvlink_kib")
+							      : json_array_get(links, f->scopeId),
 				    f->fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX ? "tx" : "rx");
 		f->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
 		f->value.ullVal = (unsigned long long)int_or(v, 0);
 		break;
+	}
 	case NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL:
 	case NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL:
 	case NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL:

@@ -143,6 +143,51 @@ class ClockEvents(unittest.TestCase):
             shutil.rmtree(d2, ignore_errors=True)
 
 
+class NvLinkPerLink(unittest.TestCase):
+    def test_per_link_bandwidth(self):
+        """DCGM_FI_DEV_NVLINK_BANDWIDTH_L0..L17 (and DCGM 4's THROUGHPUT_L<n> name): each link's RX+TX KiB
+        growth per second / 1000, as the total; a link the GPU lacks has no series and is no NVML error.
+        These rows lie past the 64th of the table (the old mask's limit): every one is served."""
+        doc = load("dgx-h100")
+        links = [{"tx": 0, "rx": 0} for _ in range(18)]
+        doc["models"]["h100-sxm5-80gb"]["telemetry"]["nvlink_kib_links"] = links
+        doc["gpus"][1].setdefault("telemetry", {})["nvlink_kib_links"] = links[:12]  # an A100's 12 links
+        path, d = with_fixture(doc)
+        csv, d2 = collectors("".join("DCGM_FI_DEV_NVLINK_BANDWIDTH_L%d, counter, h\n" % k for k in range(17)) +
+                             "DCGM_FI_DEV_NVLINK_THROUGHPUT_L17, counter, h\n"
+                             "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, h\n")
+        # a rate shows for one interval after the counter moves: 1 s so the scrapes see it
+        ex = Exporter(path, ["--collect-interval", "1000", "--kubernetes=false", "-f", csv])
+        try:
+            body = ex.wait_for(lambda b: len(series(b, "DCGM_FI_DEV_NVLINK_BANDWIDTH_L16")) == 7, what="first rounds")
+            for k in range(12):
+                self.assertEqual([v for _, v in series(body, "DCGM_FI_DEV_NVLINK_BANDWIDTH_L%d" % k)], [0] * 8)
+            self.assertEqual(sorted(l["gpu"] for l, _ in series(body, "DCGM_FI_DEV_NVLINK_THROUGHPUT_L17")),
+                             [str(g) for g in range(8) if g != 1])
+            self.assertIn("# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_L3 counter", body)
+            self.assertEqual([v for _, v in series(body, "gpulet_nvml_errors_total")], [0] * 8)
+            self.assertNotIn("gpulet_exporter_field_unavailable{", body)
+            # link 3 of GPU 2 moves 50 GB/s: only its series and the total grow
+            t0 = time.monotonic()
+            doc["gpus"][2].setdefault("telemetry", {})["nvlink_kib_links"] = [
+                {"tx": 0, "rx": 0} if k != 3 else {"tx": 25000000, "rx": 25000000} for k in range(18)]
+            write_json_atomic(ex.fixture, doc)
+
+            def moved(b):
+                return [v for l, v in series(b, "DCGM_FI_DEV_NVLINK_BANDWIDTH_L3") if l["gpu"] == "2" and v > 0]
+            body = ex.wait_for(moved, what="link 3 rate")
+            self.assertGreater(moved(body)[0], 50000000 / 1000 / (time.monotonic() - t0 + 1.5))
+            others = [(l["gpu"], k) for k in range(17) for l, v in
+                      series(body, "DCGM_FI_DEV_NVLINK_BANDWIDTH_L%d" % k) if v and (l["gpu"], k) != ("2", 3)]
+            self.assertEqual(others, [])
+            rc, out = promcheck(body)
+            self.assertEqual(rc, 0, out)
+        finally:
+            ex.cleanup()
+            shutil.rmtree(d, ignore_errors=True)
+            shutil.rmtree(d2, ignore_errors=True)
+
+
 class ClockEventsCount(unittest.TestCase):
     def test_clock_events_count_window(self):
         """DCGM_EXP_CLOCK_EVENTS_COUNT: samples per reason (upstream's names) within the window."""
