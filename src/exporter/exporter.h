@@ -147,7 +147,7 @@ struct exp_values {
 
 /* A GPU or MIG instance as the metrics name it; immutable after exporter_init. */
 struct exp_device {
-	char labels[768];              /* gpu="0",UUID="GPU-…",…: escaped, without braces or pod labels */
+	char labels[1536];             /* gpu="0",UUID="GPU-…",…: escaped, without braces or pod labels */
 	char attr_uuid[NODE_UUID_MAX]; /* the UUID kubelet reports for it (GPU or MIG UUID) */
 	char attr_name[48];            /* GKE's id for it: nvidia<index>, nvidia<index>/gi<GI id> */
 	unsigned gpu;                  /* index into exporter.gpus */

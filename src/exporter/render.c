@@ -384,6 +384,22 @@ static void render_clock_count(struct strbuf *b, const struct exporter *e, const
 	}
 }
 
+/* Why gpulet does not serve a field a collectors file lists (docs/reference/dcgm-exporter.md §8). */
+static const char *unavailable_reason(const char *field)
+{
+	static const struct {
+		const char *field;
+		const char *reason;
+	} reasons[] = {
+	    {"DCGM_EXP_GPU_HEALTH_STATUS",
+	     "the verdict of DCGM's health watches, which NVML does not give; gpulet_gpu_healthy is gpulet's health"},
+	};
+	for (size_t k = 0; k < ELEMENTSOF(reasons); k++)
+		if (streq(reasons[k].field, field))
+			return reasons[k].reason;
+	return "not sampled by gpulet";
+}
+
 /* The fields asked for that this node cannot serve, one series each (issue 14). */
 static void render_unavailable(struct strbuf *b, const struct exporter *e)
 {
@@ -396,8 +412,8 @@ static void render_unavailable(struct strbuf *b, const struct exporter *e)
 	for (size_t k = 0; k < e->n_unavailable_names; k++) {
 		char name[256];
 		prom_escape(e->unavailable_names[k], name, sizeof(name));
-		strbuf_printf(b, "gpulet_exporter_field_unavailable{field=\"%s\",reason=\"not sampled by gpulet\"} 1\n",
-			      name);
+		strbuf_printf(b, "gpulet_exporter_field_unavailable{field=\"%s\",reason=\"%s\"} 1\n", name,
+			      unavailable_reason(e->unavailable_names[k]));
 	}
 	for (int i = 0; probed && i < EXP_METRIC_COUNT; i++)
 		if (exp_mask_has(&e->unsupported, (size_t)i))

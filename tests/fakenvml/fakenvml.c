@@ -1719,6 +1719,45 @@ API nvmlReturn_t nvmlDeviceGetInforomImageVersion(nvmlDevice_t device, char *ver
 	return leave(gpu_string(c.g, "inforom_image_version", version, length));
 }
 
+/* "inforom_oem_version", "inforom_ecc_version", "inforom_power_version" of the GPU or its model. */
+API nvmlReturn_t nvmlDeviceGetInforomVersion(nvmlDevice_t device, nvmlInforomObject_t object, char *version,
+					     unsigned length)
+{
+	static const char *const keys[] = {"inforom_oem_version", "inforom_ecc_version", "inforom_power_version"};
+
+	DEVICE_CALL(device, GPU_ONLY);
+	if (object < 0 || object >= (int)(sizeof(keys) / sizeof(keys[0])))
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	return leave(gpu_string(c.g, keys[object], version, length));
+}
+
+/* An enum the GPU (or its model) may set under key; absent: def, as a real driver always answers. */
+static nvmlReturn_t gpu_enum(const struct gpu_slot *g, const char *key, long long def, int *out)
+{
+	if (!out)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*out = (int)int_or(gpu_get(g, key), def);
+	return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t *mode)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	return leave(gpu_enum(c.g, "compute_mode", NVML_COMPUTEMODE_DEFAULT, mode));
+}
+
+API nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t *mode)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	return leave(gpu_enum(c.g, "persistence_mode", NVML_FEATURE_ENABLED, mode));
+}
+
+API nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t device, nvmlGpuVirtualizationMode_t *mode)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	return leave(gpu_enum(c.g, "virtualization_mode", 0, mode));
+}
+
 /* One field of nvmlDeviceGetFieldValues, from telemetry. */
 static void field_value(const struct gpu_slot *g, nvmlFieldValue_t *f)
 {
@@ -2048,4 +2087,8 @@ API const struct fakenvml_api fakenvml_api = {
     .device_get_serial = nvmlDeviceGetSerial,
     .device_get_vbios_version = nvmlDeviceGetVbiosVersion,
     .device_get_inforom_image_version = nvmlDeviceGetInforomImageVersion,
+    .device_get_inforom_version = nvmlDeviceGetInforomVersion,
+    .device_get_compute_mode = nvmlDeviceGetComputeMode,
+    .device_get_persistence_mode = nvmlDeviceGetPersistenceMode,
+    .device_get_virtualization_mode = nvmlDeviceGetVirtualizationMode,
 };

@@ -255,6 +255,51 @@ class StaticLabels(unittest.TestCase):
             shutil.rmtree(d2, ignore_errors=True)
 
 
+    def test_every_static_label_field(self):
+        """The other static fields dcgm-exporter can show as labels, with DCGM's values: NVML and CUDA
+        versions, brand as DCGM's string, name, UUID, minor, PCI bus id, the three inforom object
+        versions, compute mode renumbered as DCGM, persistence and virtualization mode as integers.
+        DCGM_EXP_GPU_HEALTH_STATUS (DCGM's health engine) is listed as unavailable with its reason."""
+        doc = load("dgx-a100")
+        doc["models"]["a100-sxm4-40gb"].update({"inforom_oem_version": "2.0", "inforom_ecc_version": "6.16",
+                                               "inforom_power_version": "7.0"})
+        doc["gpus"][2]["compute_mode"] = 3  # EXCLUSIVE_PROCESS: DCGM says 2
+        doc["gpus"][3]["compute_mode"] = 2  # PROHIBITED: DCGM says 1
+        doc["gpus"][4]["persistence_mode"] = 0
+        path, d = with_fixture(doc)
+        fields = ["DCGM_FI_NVML_VERSION", "DCGM_FI_DEV_BRAND", "DCGM_FI_DEV_NAME", "DCGM_FI_DEV_UUID",
+                  "DCGM_FI_DEV_MINOR_NUMBER", "DCGM_FI_DEV_PCI_BUSID", "DCGM_FI_DEV_OEM_INFOROM_VER",
+                  "DCGM_FI_DEV_ECC_INFOROM_VER", "DCGM_FI_DEV_POWER_INFOROM_VER", "DCGM_FI_CUDA_DRIVER_VERSION",
+                  "DCGM_FI_DEV_COMPUTE_MODE", "DCGM_FI_DEV_PERSISTENCE_MODE", "DCGM_FI_DEV_VIRTUAL_MODE"]
+        csv, d2 = collectors("DCGM_FI_DEV_GPU_TEMP, gauge, t\n" + "".join("%s, label, l\n" % f for f in fields) +
+                             "DCGM_EXP_GPU_HEALTH_STATUS, counter, DCGM reported health status\n")
+        ex = Exporter(path, ["--collect-interval", "200", "--kubernetes=false", "-f", csv])
+        try:
+            body = ex.wait_for(lambda b: len({l["gpu"] for l, _ in series(b, "DCGM_FI_DEV_GPU_TEMP")}) == 8 and
+                               "gpulet_exporter_field_unavailable{" in b, what="8 GPUs")
+            for l, _ in series(body, "DCGM_FI_DEV_GPU_TEMP"):
+                g = doc["gpus"][int(l["gpu"])]
+                want = {"DCGM_FI_NVML_VERSION": "12.550.54.15", "DCGM_FI_DEV_BRAND": "Tesla",
+                        "DCGM_FI_DEV_NAME": "NVIDIA A100-SXM4-40GB", "DCGM_FI_DEV_UUID": g["uuid"],
+                        "DCGM_FI_DEV_MINOR_NUMBER": str(g["minor"]), "DCGM_FI_DEV_PCI_BUSID": g["pci_bus_id"],
+                        "DCGM_FI_DEV_OEM_INFOROM_VER": "2.0", "DCGM_FI_DEV_ECC_INFOROM_VER": "6.16",
+                        "DCGM_FI_DEV_POWER_INFOROM_VER": "7.0", "DCGM_FI_CUDA_DRIVER_VERSION": "12040",
+                        "DCGM_FI_DEV_COMPUTE_MODE": {"2": "2", "3": "1"}.get(l["gpu"], "0"),
+                        "DCGM_FI_DEV_PERSISTENCE_MODE": "0" if l["gpu"] == "4" else "1",
+                        "DCGM_FI_DEV_VIRTUAL_MODE": "0"}
+                self.assertEqual({k: l.get(k) for k in want}, want, l)
+            unavailable = {l["field"]: l["reason"] for l, _ in series(body, "gpulet_exporter_field_unavailable")}
+            self.assertEqual(list(unavailable), ["DCGM_EXP_GPU_HEALTH_STATUS"])
+            self.assertIn("health", unavailable["DCGM_EXP_GPU_HEALTH_STATUS"])
+            self.assertNotEqual(unavailable["DCGM_EXP_GPU_HEALTH_STATUS"], "not sampled by gpulet")
+            rc, out = promcheck(body)
+            self.assertEqual(rc, 0, out)
+        finally:
+            ex.cleanup()
+            shutil.rmtree(d, ignore_errors=True)
+            shutil.rmtree(d2, ignore_errors=True)
+
+
 class Numbers(unittest.TestCase):
     def test_framebuffer_in_whole_mib(self):
         """A real H200 reserves 615.06 MiB; DCGM's int64 says 615 (and no value is in exponent form)."""
