@@ -142,7 +142,7 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 
 	memset(&e->enabled, 0, sizeof(e->enabled));
 	e->xid_enabled = e->driver_label = c == NULL;
-	e->xid_count_enabled = e->clock_count_enabled = false;
+	e->xid_count_enabled = e->clock_count_enabled = e->p2p_enabled = false;
 	e->clock_window_ms = cfg && cfg->clock_window_ms ? cfg->clock_window_ms : 300000;
 	e->label_fields = 0;
 	e->xid_window_ms = cfg && cfg->xid_window_ms ? cfg->xid_window_ms : 300000;
@@ -178,6 +178,10 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 			e->clock_count_enabled = true;
 			e->clock_count_type = streq(ct->type, "gauge") ? "gauge" : "counter";
 			e->clock_count_help = ct->help;
+		} else if (ct->kind == EXP_COUNTER_P2P_STATUS && !e->p2p_enabled) {
+			e->p2p_enabled = true;
+			e->p2p_type = streq(ct->type, "gauge") ? "gauge" : "counter";
+			e->p2p_help = ct->help;
 		} else if (ct->kind == EXP_COUNTER_XID_COUNT && !e->xid_count_enabled) {
 			e->xid_count_enabled = true;
 			e->xid_count_type = streq(ct->type, "gauge") ? "gauge" : "counter";
@@ -191,6 +195,9 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 			e->unavailable_names[e->n_unavailable_names++] = ct->name;
 		}
 	}
+	if (e->p2p_enabled && e->n_gpus > EXP_P2P_PEERS)
+		log_warn("DCGM_EXP_P2P_STATUS: more GPUs than reported; peers past the limit have no series",
+			 "gpus=%zu limit=%d", e->n_gpus, EXP_P2P_PEERS);
 	snprintf(e->hostname_labels, sizeof(e->hostname_labels), "%s%s", e->host_labels,
 		 e->driver_label ? e->driver_labels : "");
 	e->old_namespace = cfg && cfg->old_namespace;
@@ -447,6 +454,25 @@ static void note_first_round(struct exporter *e, bool late)
 			 "fields=%s", names);
 }
 
+/* DCGM_EXP_P2P_STATUS: GPU gi's NVLink P2P status to each other GPU, as DCGM asks NVML. */
+static void sample_p2p(struct exporter *e, size_t gi, const nvmlDevice_t *h, uint8_t *p2p)
+{
+	const struct nvml *nv = e->nv;
+	memset(p2p, EXP_P2P_NONE, EXP_P2P_PEERS);
+	for (size_t k = 0; h && e->p2p_enabled && nv->device_get_p2p_status && nv->device_get_handle_by_uuid &&
+			   k < MIN(e->n_gpus, (size_t)EXP_P2P_PEERS);
+	     k++) {
+		nvmlDevice_t peer;
+		nvmlGpuP2PStatus_t st;
+		if (k == gi || !e->gpus[k].uuid[0] ||
+		    nv->device_get_handle_by_uuid(e->gpus[k].uuid, &peer) != NVML_SUCCESS)
+			continue;
+		if (nv->device_get_p2p_status(*h, peer, NVML_P2P_CAPS_INDEX_NVLINK, &st) == NVML_SUCCESS && st >= 0 &&
+		    st <= NVML_P2P_STATUS_UNKNOWN)
+			p2p[k] = (uint8_t)st;
+	}
+}
+
 void exporter_sample_gpu(struct exporter *e, size_t gi)
 {
 	struct exp_gpu *eg = &e->gpus[gi];
@@ -474,6 +500,9 @@ void exporter_sample_gpu(struct exporter *e, size_t gi)
 		sr.lost = r == NVML_ERROR_GPU_IS_LOST;
 	}
 
+	uint8_t p2p[EXP_P2P_PEERS];
+	sample_p2p(e, gi, r == NVML_SUCCESS ? &h : NULL, p2p);
+
 	/* DCGM_EXP_CLOCK_EVENTS_COUNT: this round's clock event reasons, when any is set */
 	double reasons = 0;
 	if (e->clock_count_enabled && r == NVML_SUCCESS &&
@@ -482,6 +511,7 @@ void exporter_sample_gpu(struct exporter *e, size_t gi)
 
 	pthread_mutex_lock(&eg->lock);
 	bool was_lost = eg->st.lost;
+	memcpy(eg->st.p2p, p2p, sizeof(p2p));
 	if (reasons > 0) {
 		eg->st.clock_events[eg->st.n_clock_events % EXP_CLOCK_RECENT].reasons = (uint64_t)reasons;
 		eg->st.clock_events[eg->st.n_clock_events++ % EXP_CLOCK_RECENT].at = sr.now;

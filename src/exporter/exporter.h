@@ -159,6 +159,8 @@ struct exp_device {
 #define EXP_XID_CODES    32
 #define EXP_XID_RECENT   256 /* XIDs remembered for DCGM_EXP_XID_ERRORS_COUNT's window (a storm keeps the newest) */
 #define EXP_CLOCK_RECENT 256 /* clock event reason samples remembered for DCGM_EXP_CLOCK_EVENTS_COUNT */
+#define EXP_P2P_PEERS    64  /* GPUs DCGM_EXP_P2P_STATUS reports peers of (DCGM's own limit is 32) */
+#define EXP_P2P_NONE     0xff
 
 /* dcgm-exporter's err_msg for an XID code ("Unknown Error" past its table): xid_text.c */
 const char *exp_xid_text(unsigned code);
@@ -183,11 +185,12 @@ struct exp_gpu_state {
 		double at;
 	} clock_events[EXP_CLOCK_RECENT]; /* a ring of the samples that had a reason set */
 	size_t n_clock_events;
-	unsigned rounds;          /* sampling rounds finished (values or not), counted to 2 */
-	bool lost;                /* NVML answered GPU_IS_LOST */
-	bool xid_unhealthy;       /* a critical XID was seen (plugin policy) */
-	bool dbe;                 /* a double-bit ECC event was seen */
-	struct exp_health health; /* NVML's current state (health.h), read by every sample */
+	uint8_t p2p[EXP_P2P_PEERS]; /* nvmlGpuP2PStatus_t over NVLink to GPU slot k, EXP_P2P_NONE: no answer */
+	unsigned rounds;            /* sampling rounds finished (values or not), counted to 2 */
+	bool lost;                  /* NVML answered GPU_IS_LOST */
+	bool xid_unhealthy;         /* a critical XID was seen (plugin policy) */
+	bool dbe;                   /* a double-bit ECC event was seen */
+	struct exp_health health;   /* NVML's current state (health.h), read by every sample */
 };
 
 /* An EXP_SCOPE_RATE row's last counter value and its time (CLOCK_MONOTONIC s). */
@@ -252,6 +255,8 @@ struct exporter {
 	const char *xid_count_type, *xid_count_help;
 	unsigned xid_window_ms;   /* dcgm-exporter -x: its window (default 5 minutes) */
 	bool clock_count_enabled; /* DCGM_EXP_CLOCK_EVENTS_COUNT (a collectors file lists it) */
+	bool p2p_enabled;         /* DCGM_EXP_P2P_STATUS (a collectors file lists it) */
+	const char *p2p_type, *p2p_help;
 	const char *clock_count_type, *clock_count_help;
 	unsigned clock_window_ms; /* --clock-events-count-window-size (default 5 minutes) */
 	const char *xid_type, *xid_help;

@@ -423,6 +423,40 @@ static void render_unavailable(struct strbuf *b, const struct exporter *e)
 										: "not supported by these GPUs");
 }
 
+/*
+ * DCGM_EXP_P2P_STATUS as dcgm-exporter's p2p collector: per GPU, one series per other GPU with
+ * peer_gpu (its index) and link_status (the status by name), the value NVML's (= DCGM's) status.
+ */
+static void render_p2p(struct strbuf *b, const struct exporter *e, const struct attribution *a,
+		       const struct exp_gpu_state *st, double now)
+{
+	static const char *const names[] = {"OK",
+					    "ChipsetNotSupported",
+					    "GPUNotSupported",
+					    "TopologyNotSupported",
+					    "DisabledByRegKey",
+					    "NotSupported",
+					    "Unknown"};
+	bool header = false;
+	for (size_t g = 0; e->p2p_enabled && g < e->n_gpus; g++) {
+		if (st[g].lost || stale(e, &st[g], now))
+			continue;
+		for (size_t k = 0; k < MIN(e->n_gpus, (size_t)EXP_P2P_PEERS); k++) {
+			unsigned s = st[g].p2p[k];
+			if (s >= ELEMENTSOF(names)) /* EXP_P2P_NONE too */
+				continue;
+			if (!header) {
+				family(b, "DCGM_EXP_P2P_STATUS", e->p2p_type, e->p2p_help);
+				header = true;
+			}
+			char extra[96];
+			snprintf(extra, sizeof(extra), ",peer_gpu=\"%u\",link_status=\"%s\"", e->gpus[k].nvml_index,
+				 names[s]);
+			device_line(b, e, a, e->gpus[g].first_dev, "DCGM_EXP_P2P_STATUS", extra, s);
+		}
+	}
+}
+
 static void render_devices(struct strbuf *b, const struct exporter *e, const struct attribution *a,
 			   const struct exp_values *vals, const struct exp_gpu_state *st, double now)
 {
@@ -430,6 +464,7 @@ static void render_devices(struct strbuf *b, const struct exporter *e, const str
 	render_xid(b, e, a, st, now);
 	render_xid_count(b, e, a, st, now);
 	render_clock_count(b, e, a, st, now);
+	render_p2p(b, e, a, st, now);
 	render_unavailable(b, e);
 	if (!e->n_gpus)
 		return;

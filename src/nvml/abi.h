@@ -298,6 +298,20 @@ typedef struct nvmlViolationTime_st {
 #define NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL   52
 #define NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL 59
 
+/* DCGM_EXP_P2P_STATUS (issue 24): nvmlDeviceGetP2PStatus over NVLink; DCGM's statuses are NVML's. */
+typedef int nvmlGpuP2PCapsIndex_t;
+typedef int nvmlGpuP2PStatus_t;
+#define NVML_P2P_CAPS_INDEX_NVLINK 2
+enum {
+	NVML_P2P_STATUS_OK = 0,
+	NVML_P2P_STATUS_CHIPSET_NOT_SUPPORED = 1, /* sic, nvml.h's spelling */
+	NVML_P2P_STATUS_GPU_NOT_SUPPORTED = 2,
+	NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED = 3,
+	NVML_P2P_STATUS_DISABLED_BY_REGKEY = 4,
+	NVML_P2P_STATUS_NOT_SUPPORTED = 5,
+	NVML_P2P_STATUS_UNKNOWN = 6,
+};
+
 /* Static label fields (issue 24): the enums DCGM turns into its label values. */
 typedef int nvmlInforomObject_t;
 typedef int nvmlComputeMode_t;

@@ -39,6 +39,8 @@
 	  (nvmlDevice_t, nvmlInforomObject_t, char *, unsigned), 0)                                                   \
 	X(device_get_compute_mode, nvmlDeviceGetComputeMode, (nvmlDevice_t, nvmlComputeMode_t *), 0)                  \
 	X(device_get_persistence_mode, nvmlDeviceGetPersistenceMode, (nvmlDevice_t, nvmlEnableState_t *), 0)          \
+	X(device_get_p2p_status, nvmlDeviceGetP2PStatus,                                                              \
+	  (nvmlDevice_t, nvmlDevice_t, nvmlGpuP2PCapsIndex_t, nvmlGpuP2PStatus_t *), 0)                               \
 	X(device_get_virtualization_mode, nvmlDeviceGetVirtualizationMode,                                            \
 	  (nvmlDevice_t, nvmlGpuVirtualizationMode_t *), 0)                                                           \
 	X(device_get_violation_status, nvmlDeviceGetViolationStatus,                                                  \

@@ -1325,6 +1325,46 @@ API nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsign
 	return leave(fill_pci(pci, bus, 0, 0));
 }
 
+/*
+ * P2P over NVLink: OK when an active link of d1 reaches d2's bus id or an NVSwitch (every GPU of the
+ * fabric), else NOT_SUPPORTED; a GPU's "p2p_nvlink_status" {"<peer index>": status} overrides.
+ * Other capability indexes: NOT_SUPPORTED as the status.
+ */
+API nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t d1, nvmlDevice_t d2, nvmlGpuP2PCapsIndex_t index,
+					nvmlGpuP2PStatus_t *status)
+{
+	struct call c2;
+	char peer[16];
+	nvmlReturn_t r;
+	json_t *e, *sw, *v;
+	size_t i, k;
+
+	DEVICE_CALL(d1, GPU_ONLY);
+	r = resolve(d2, &c2);
+	if (r != NVML_SUCCESS)
+		return leave(r);
+	if (!status || c2.m)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	*status = NVML_P2P_STATUS_NOT_SUPPORTED;
+	snprintf(peer, sizeof(peer), "%u", c2.g->index);
+	v = json_object_get(gpu_get(c.g, "p2p_nvlink_status"), peer);
+	if (index == NVML_P2P_CAPS_INDEX_NVLINK && v) {
+		*status = (int)int_or(v, NVML_P2P_STATUS_UNKNOWN);
+		return leave(NVML_SUCCESS);
+	}
+	json_array_foreach (index == NVML_P2P_CAPS_INDEX_NVLINK && c.g != c2.g ? gpu_get(c.g, "nvlinks") : NULL, i, e) {
+		const char *bus = json_is_string(e) ? json_string_value(e) : str_or(json_object_get(e, "bus_id"), "");
+		if (!nvlink_active(e))
+			continue;
+		if (strcasecmp(str_or(gpu_get(c2.g, "pci_bus_id"), ""), bus) == 0)
+			*status = NVML_P2P_STATUS_OK;
+		json_array_foreach (json_object_get(root, "nvswitches"), k, sw)
+			if (strcasecmp(str_or(json_object_get(sw, "bus_id"), ""), bus) == 0)
+				*status = NVML_P2P_STATUS_OK;
+	}
+	return leave(NVML_SUCCESS);
+}
+
 /* ---- events ------------------------------------------------------------------------------ */
 
 static bool set_valid(nvmlEventSet_t set)
@@ -2091,4 +2131,5 @@ API const struct fakenvml_api fakenvml_api = {
     .device_get_compute_mode = nvmlDeviceGetComputeMode,
     .device_get_persistence_mode = nvmlDeviceGetPersistenceMode,
     .device_get_virtualization_mode = nvmlDeviceGetVirtualizationMode,
+    .device_get_p2p_status = nvmlDeviceGetP2PStatus,
 };

@@ -188,6 +188,39 @@ class NvLinkPerLink(unittest.TestCase):
             shutil.rmtree(d2, ignore_errors=True)
 
 
+class P2PStatus(unittest.TestCase):
+    def test_p2p_status_per_peer(self):
+        """DCGM_EXP_P2P_STATUS (upstream's p2p collector, from DCGM's nvmlDeviceGetP2PStatus over
+        NVLink): per GPU one series per other GPU, peer_gpu and link_status labels, the status as value."""
+        doc = load("pcie-4gpu")  # NVLink bridges 0-1 and 2-3
+        doc["gpus"][3]["p2p_nvlink_status"] = {"0": 4}
+        path, d = with_fixture(doc)
+        csv, d2 = collectors("DCGM_FI_DEV_GPU_TEMP, gauge, t\n"
+                             "DCGM_EXP_P2P_STATUS, counter, P2P NvLink status\n")
+        ex = Exporter(path, ["--collect-interval", "200", "--kubernetes=false", "-f", csv])
+        try:
+            body = ex.wait_for(lambda b: len(series(b, "DCGM_EXP_P2P_STATUS")) == 12, what="12 pairs")
+            got = {(l["gpu"], l["peer_gpu"]): (l["link_status"], v) for l, v in series(body, "DCGM_EXP_P2P_STATUS")}
+            want = {}
+            for g in range(4):
+                for p in range(4):
+                    if g != p:
+                        want[(str(g), str(p))] = ("OK", 0) if g // 2 == p // 2 else ("NotSupported", 5)
+            want[("3", "0")] = ("DisabledByRegKey", 4)
+            self.assertEqual(got, want)
+            self.assertIn("# TYPE DCGM_EXP_P2P_STATUS counter", body)
+            l, _ = series(body, "DCGM_EXP_P2P_STATUS")[0]
+            self.assertEqual(l["device"], "nvidia" + l["gpu"])
+            self.assertIn("UUID", l)
+            self.assertNotIn("gpulet_exporter_field_unavailable{", body)
+            rc, out = promcheck(body)
+            self.assertEqual(rc, 0, out)
+        finally:
+            ex.cleanup()
+            shutil.rmtree(d, ignore_errors=True)
+            shutil.rmtree(d2, ignore_errors=True)
+
+
 class ClockEventsCount(unittest.TestCase):
     def test_clock_events_count_window(self):
         """DCGM_EXP_CLOCK_EVENTS_COUNT: samples per reason (upstream's names) within the window."""

@@ -52,7 +52,9 @@
 	F(nvmlViolationTime_t, violationTime)    \
 	S(nvmlInforomObject_t)                   \
 	S(nvmlComputeMode_t)                     \
-	S(nvmlGpuVirtualizationMode_t)
+	S(nvmlGpuVirtualizationMode_t)           \
+	S(nvmlGpuP2PCapsIndex_t)                 \
+	S(nvmlGpuP2PStatus_t)
 
 #define ABI_CONSTANTS_EXPORTER(C)                        \
 	C(NVML_PCIE_UTIL_TX_BYTES)                       \
@@ -78,6 +80,14 @@
 	C(NVML_PERF_POLICY_BOARD_LIMIT)                  \
 	C(NVML_PERF_POLICY_LOW_UTILIZATION)              \
 	C(NVML_PERF_POLICY_RELIABILITY)                  \
+	C(NVML_P2P_CAPS_INDEX_NVLINK)                    \
+	C(NVML_P2P_STATUS_OK)                            \
+	C(NVML_P2P_STATUS_CHIPSET_NOT_SUPPORED)          \
+	C(NVML_P2P_STATUS_GPU_NOT_SUPPORTED)             \
+	C(NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED)    \
+	C(NVML_P2P_STATUS_DISABLED_BY_REGKEY)            \
+	C(NVML_P2P_STATUS_NOT_SUPPORTED)                 \
+	C(NVML_P2P_STATUS_UNKNOWN)                       \
 	C(NVML_INFOROM_OEM)                              \
 	C(NVML_INFOROM_ECC)                              \
 	C(NVML_INFOROM_POWER)                            \
