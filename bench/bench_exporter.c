@@ -145,7 +145,7 @@ int main(int argc, char **argv)
 
 	int fields = 0;
 	for (int i = 0; i < EXP_METRIC_COUNT; i++)
-		fields += !!(e.enabled & (1ull << i));
+		fields += exp_mask_has(&e.enabled, (size_t)i);
 	printf("bench_exporter: %zu GPUs + %zu MIG instances, %d fields enabled, %zu lines, %zu bytes per scrape\n",
 	       e.n_gpus, e.n_devs - e.n_gpus, fields, lines, b.len);
 	printf("render   %8.1f us/scrape (cpu %.1f us)   p50 %.1f us  p99 %.1f us   goal p99 < 2000 us\n",

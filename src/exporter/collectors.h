@@ -24,6 +24,7 @@ enum exp_counter_kind {
 	EXP_COUNTER_XID_COUNT,   /* DCGM_EXP_XID_ERRORS_COUNT: XIDs per code in the last -x window */
 	EXP_COUNTER_CLOCK_COUNT, /* DCGM_EXP_CLOCK_EVENTS_COUNT: clock event samples per reason in a window */
 	EXP_COUNTER_DRIVER,      /* DCGM_FI_DRIVER_VERSION: a label on every series */
+	EXP_COUNTER_P2P_STATUS,  /* DCGM_EXP_P2P_STATUS: NVLink P2P status to every other GPU */
 	EXP_COUNTER_UNAVAILABLE, /* a DCGM field gpulet does not sample */
 };
 

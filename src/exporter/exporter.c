@@ -140,9 +140,9 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 {
 	const struct exp_collectors *c = cfg ? cfg->collectors : NULL;
 
-	e->enabled = 0;
+	memset(&e->enabled, 0, sizeof(e->enabled));
 	e->xid_enabled = e->driver_label = c == NULL;
-	e->xid_count_enabled = e->clock_count_enabled = false;
+	e->xid_count_enabled = e->clock_count_enabled = e->p2p_enabled = false;
 	e->clock_window_ms = cfg && cfg->clock_window_ms ? cfg->clock_window_ms : 300000;
 	e->label_fields = 0;
 	e->xid_window_ms = cfg && cfg->xid_window_ms ? cfg->xid_window_ms : 300000;
@@ -156,7 +156,7 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 		e->type[i] = exp_metrics[i].type;
 		e->help[i] = exp_metrics[i].help;
 		if (!c && exp_metrics[i].builtin)
-			e->enabled |= 1ull << i;
+			exp_mask_set(&e->enabled, (size_t)i);
 	}
 	if (c && c->n)
 		e->unavailable_names = calloc(c->n, sizeof(*e->unavailable_names));
@@ -164,8 +164,8 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 		const struct exp_counter *ct = &c->v[k];
 		/* a label-typed numeric field, or one listed twice: exporter_collectors_warnings() says so */
 		bool label = streq(ct->type, "label");
-		if (ct->kind == EXP_COUNTER_METRIC && !label && !(e->enabled & (1ull << ct->metric))) {
-			e->enabled |= 1ull << ct->metric;
+		if (ct->kind == EXP_COUNTER_METRIC && !label && !exp_mask_has(&e->enabled, (size_t)ct->metric)) {
+			exp_mask_set(&e->enabled, (size_t)ct->metric);
 			/* histogram and summary need buckets/quantiles: served as gauge */
 			e->type[ct->metric] = streq(ct->type, "counter") ? "counter" : "gauge";
 			e->help[ct->metric] = ct->help;
@@ -178,6 +178,10 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 			e->clock_count_enabled = true;
 			e->clock_count_type = streq(ct->type, "gauge") ? "gauge" : "counter";
 			e->clock_count_help = ct->help;
+		} else if (ct->kind == EXP_COUNTER_P2P_STATUS && !e->p2p_enabled) {
+			e->p2p_enabled = true;
+			e->p2p_type = streq(ct->type, "gauge") ? "gauge" : "counter";
+			e->p2p_help = ct->help;
 		} else if (ct->kind == EXP_COUNTER_XID_COUNT && !e->xid_count_enabled) {
 			e->xid_count_enabled = true;
 			e->xid_count_type = streq(ct->type, "gauge") ? "gauge" : "counter";
@@ -191,6 +195,9 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 			e->unavailable_names[e->n_unavailable_names++] = ct->name;
 		}
 	}
+	if (e->p2p_enabled && e->n_gpus > EXP_P2P_PEERS)
+		log_warn("DCGM_EXP_P2P_STATUS: more GPUs than reported; peers past the limit have no series",
+			 "gpus=%zu limit=%d", e->n_gpus, EXP_P2P_PEERS);
 	snprintf(e->hostname_labels, sizeof(e->hostname_labels), "%s%s", e->host_labels,
 		 e->driver_label ? e->driver_labels : "");
 	e->old_namespace = cfg && cfg->old_namespace;
@@ -248,7 +255,7 @@ static bool not_there(nvmlReturn_t r)
 struct sample_round {
 	uint64_t errors;
 	bool lost;
-	uint64_t seen;
+	struct exp_mask seen;
 	double now;
 };
 
@@ -264,12 +271,12 @@ static void count_failure(struct sample_round *sr, nvmlReturn_t r)
 static bool gpm_ready(struct exporter *e, struct exp_gpu *eg, nvmlDevice_t h)
 {
 	const struct nvml *nv = e->nv;
-	uint64_t gpm_rows = 0;
+	struct exp_mask gpm_rows = {0};
 
-	for (int i = 0; i < EXP_METRIC_COUNT; i++)
+	for (size_t i = 0; i < EXP_METRIC_COUNT; i++)
 		if (exp_metrics[i].gpm)
-			gpm_rows |= 1ull << i;
-	if (!(e->enabled & gpm_rows))
+			exp_mask_set(&gpm_rows, i);
+	if (!exp_mask_any(&e->enabled, &gpm_rows, NULL))
 		return false;
 	if (eg->gpm_support == 0) {
 		nvmlGpmSupport_t sup = {.version = NVML_GPM_SUPPORT_VERSION};
@@ -313,7 +320,7 @@ static void sample_gpm(struct exporter *e, struct exp_gpu *eg, size_t j, nvmlDev
 		    .version = NVML_GPM_METRICS_GET_VERSION, .sample1 = g->s[g->cur ^ 1], .sample2 = g->s[g->cur]};
 		int rows[EXP_METRIC_COUNT];
 		for (int i = 0; i < EXP_METRIC_COUNT; i++)
-			if (exp_metrics[i].gpm && (e->enabled & (1ull << i)) &&
+			if (exp_metrics[i].gpm && exp_mask_has(&e->enabled, (size_t)i) &&
 			    (exp_metrics[i].scope & (d->mig < 0 ? EXP_SCOPE_GPU : EXP_SCOPE_MIG))) {
 				rows[mg.numMetrics] = i;
 				mg.metrics[mg.numMetrics++].metricId = exp_metrics[i].gpm;
@@ -327,7 +334,7 @@ static void sample_gpm(struct exporter *e, struct exp_gpu *eg, size_t j, nvmlDev
 				continue;
 			}
 			v->v[rows[k]] = mg.metrics[k].value * exp_metrics[rows[k]].gpm_scale;
-			v->valid |= 1ull << rows[k];
+			exp_mask_set(&v->valid, (size_t)rows[k]);
 		}
 	}
 	g->cur ^= 1;
@@ -335,14 +342,15 @@ static void sample_gpm(struct exporter *e, struct exp_gpu *eg, size_t j, nvmlDev
 }
 
 /* A counter made a rate (EXP_SCOPE_RATE): growth per second / 1000, 0 on the first round, as DCGM. */
-static double rate_of(struct exp_gpu *eg, double counter, double now)
+static double rate_of(struct exp_gpu *eg, size_t row, double counter, double now)
 {
-	double dt = now - eg->rate_prev[1], v = 0;
-	if (eg->rate_have_prev && dt > 0 && counter >= eg->rate_prev[0])
-		v = floor((counter - eg->rate_prev[0]) / dt / 1000.0);
-	eg->rate_prev[0] = counter;
-	eg->rate_prev[1] = now;
-	eg->rate_have_prev = true;
+	struct exp_rate *p = &eg->rate_prev[row];
+	double dt = now - p->at, v = 0;
+	if (p->have && dt > 0 && counter >= p->counter)
+		v = floor((counter - p->counter) / dt / 1000.0);
+	p->counter = counter;
+	p->at = now;
+	p->have = true;
 	return v;
 }
 
@@ -351,13 +359,13 @@ static void sample_device(struct exporter *e, struct exp_gpu *eg, size_t j, nvml
 			  bool gpm, struct exp_values *v, struct sample_round *sr)
 {
 	bool mig = j > 0;
-	v->valid = 0;
+	memset(&v->valid, 0, sizeof(v->valid));
 	if (gpm)
 		sample_gpm(e, eg, j, parent, v, sr);
 	for (size_t i = 0; i < EXP_METRIC_COUNT; i++) {
 		const struct exp_metric_def *m = &exp_metrics[i];
-		if (!(e->enabled & (1ull << i)) || !(m->scope & (mig ? EXP_SCOPE_MIG : EXP_SCOPE_GPU)) ||
-		    (v->valid & (1ull << i)) || !m->get)
+		if (!exp_mask_has(&e->enabled, i) || !(m->scope & (mig ? EXP_SCOPE_MIG : EXP_SCOPE_GPU)) ||
+		    exp_mask_has(&v->valid, i) || !m->get)
 			continue;
 		double x;
 		nvmlReturn_t r = m->get(e->nv, h, m->arg, &x);
@@ -365,14 +373,14 @@ static void sample_device(struct exporter *e, struct exp_gpu *eg, size_t j, nvml
 			count_failure(sr, r);
 			continue;
 		}
-		v->v[i] = m->scope & EXP_SCOPE_RATE ? rate_of(eg, x, sr->now) : x;
-		v->valid |= 1ull << i;
+		v->v[i] = m->scope & EXP_SCOPE_RATE ? rate_of(eg, i, x, sr->now) : x;
+		exp_mask_set(&v->valid, i);
 	}
 	/* DCGM's int64 fields are whole numbers: 615.06 MiB reserved is 615, bytes/s from GPM too */
 	for (size_t i = 0; i < EXP_METRIC_COUNT; i++)
-		if ((v->valid & (1ull << i)) && !exp_metrics[i].fp)
+		if (exp_mask_has(&v->valid, i) && !exp_metrics[i].fp)
 			v->v[i] = trunc(v->v[i]);
-	sr->seen |= v->valid;
+	exp_mask_or(&sr->seen, &v->valid);
 }
 
 /* The MIG instance j of GPU eg, if it is still the one exporter_init saw. */
@@ -409,37 +417,60 @@ static void note_first_round(struct exporter *e, bool late)
 		return;
 	if (atomic_exchange(&e->judged, true))
 		return;
-	uint64_t seen = 0, gpm_only = 0;
+	struct exp_mask seen = {0}, gpm_only = {0};
 	char no_gpm[512] = "";
 	size_t n_no_gpm = 0;
-	for (int i = 0; i < EXP_METRIC_COUNT; i++)
+	for (size_t i = 0; i < EXP_METRIC_COUNT; i++)
 		if (!exp_metrics[i].get && exp_metrics[i].gpm)
-			gpm_only |= 1ull << i;
+			exp_mask_set(&gpm_only, i);
 	for (size_t g = 0; g < e->n_gpus; g++) {
 		pthread_mutex_lock(&e->gpus[g].lock);
-		seen |= e->gpus[g].seen;
+		exp_mask_or(&seen, &e->gpus[g].seen);
 		if (e->gpus[g].gpm_support < 0 && n_no_gpm < sizeof(no_gpm))
 			n_no_gpm += (size_t)snprintf(no_gpm + n_no_gpm, sizeof(no_gpm) - n_no_gpm, "%s%s",
 						     n_no_gpm ? "," : "", e->gpus[g].uuid);
 		pthread_mutex_unlock(&e->gpus[g].lock);
 	}
 	/* a node mixing GPUs with and without GPM: the GPM fields are served, but not for these */
-	if (e->enabled & gpm_only & seen && n_no_gpm)
+	struct exp_mask served_gpm = e->enabled;
+	for (size_t k = 0; k < EXP_MASK_WORDS; k++)
+		served_gpm.w[k] &= gpm_only.w[k];
+	if (n_no_gpm && exp_mask_any(&served_gpm, &seen, NULL))
 		log_warn(
 		    "GPUs without GPM (Hopper or newer has it): their DCGM_FI_PROF_* fields from GPM are not served",
 		    "uuids=%s", no_gpm);
-	e->unsupported = e->enabled & ~seen;
+	for (size_t k = 0; k < EXP_MASK_WORDS; k++)
+		e->unsupported.w[k] = e->enabled.w[k] & ~seen.w[k];
 	atomic_store(&e->probed, true);
 	char names[EXP_METRIC_COUNT * 48] = "";
 	size_t len = 0;
 	for (int i = 0; i < EXP_METRIC_COUNT; i++)
-		if (e->unsupported & (1ull << i))
+		if (exp_mask_has(&e->unsupported, (size_t)i))
 			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", len ? "," : "",
 						exp_metrics[i].name);
 	if (len)
 		log_warn("fields not available from NVML on this node (DCGM_FI_PROF_* need GPM: Hopper or newer); "
 			 "not served, listed by gpulet_exporter_field_unavailable",
 			 "fields=%s", names);
+}
+
+/* DCGM_EXP_P2P_STATUS: GPU gi's NVLink P2P status to each other GPU, as DCGM asks NVML. */
+static void sample_p2p(struct exporter *e, size_t gi, const nvmlDevice_t *h, uint8_t *p2p)
+{
+	const struct nvml *nv = e->nv;
+	memset(p2p, EXP_P2P_NONE, EXP_P2P_PEERS);
+	for (size_t k = 0; h && e->p2p_enabled && nv->device_get_p2p_status && nv->device_get_handle_by_uuid &&
+			   k < MIN(e->n_gpus, (size_t)EXP_P2P_PEERS);
+	     k++) {
+		nvmlDevice_t peer;
+		nvmlGpuP2PStatus_t st;
+		if (k == gi || !e->gpus[k].uuid[0] ||
+		    nv->device_get_handle_by_uuid(e->gpus[k].uuid, &peer) != NVML_SUCCESS)
+			continue;
+		if (nv->device_get_p2p_status(*h, peer, NVML_P2P_CAPS_INDEX_NVLINK, &st) == NVML_SUCCESS && st >= 0 &&
+		    st <= NVML_P2P_STATUS_UNKNOWN)
+			p2p[k] = (uint8_t)st;
+	}
 }
 
 void exporter_sample_gpu(struct exporter *e, size_t gi)
@@ -469,6 +500,9 @@ void exporter_sample_gpu(struct exporter *e, size_t gi)
 		sr.lost = r == NVML_ERROR_GPU_IS_LOST;
 	}
 
+	uint8_t p2p[EXP_P2P_PEERS];
+	sample_p2p(e, gi, r == NVML_SUCCESS ? &h : NULL, p2p);
+
 	/* DCGM_EXP_CLOCK_EVENTS_COUNT: this round's clock event reasons, when any is set */
 	double reasons = 0;
 	if (e->clock_count_enabled && r == NVML_SUCCESS &&
@@ -477,6 +511,7 @@ void exporter_sample_gpu(struct exporter *e, size_t gi)
 
 	pthread_mutex_lock(&eg->lock);
 	bool was_lost = eg->st.lost;
+	memcpy(eg->st.p2p, p2p, sizeof(p2p));
 	if (reasons > 0) {
 		eg->st.clock_events[eg->st.n_clock_events % EXP_CLOCK_RECENT].reasons = (uint64_t)reasons;
 		eg->st.clock_events[eg->st.n_clock_events++ % EXP_CLOCK_RECENT].at = sr.now;
@@ -489,7 +524,7 @@ void exporter_sample_gpu(struct exporter *e, size_t gi)
 	eg->vals = vals;
 	if (r == NVML_SUCCESS)
 		eg->st.sampled_at = exp_now_monotonic();
-	eg->seen |= sr.seen;
+	exp_mask_or(&eg->seen, &sr.seen);
 	eg->st.nvml_errors += sr.errors;
 	eg->st.lost |= sr.lost; /* sticky like the plugin's health: a lost GPU needs a reset */
 	/* GPM gives its first values on the second round: judge after two */

@@ -80,9 +80,42 @@ enum exp_metric_id {
 	EXP_NVLINK_REPLAY_ERRORS,
 	EXP_NVLINK_RECOVERY_ERRORS,
 	EXP_FB_USED_PERCENT,
+	/* DCGM_FI_DEV_NVLINK_BANDWIDTH_L0..L17: one row per link (NVML scopeId = link) */
+	EXP_NVLINK_BANDWIDTH_L0,
+	EXP_NVLINK_BANDWIDTH_LAST = EXP_NVLINK_BANDWIDTH_L0 + 17,
 	EXP_METRIC_COUNT
 };
-_Static_assert(EXP_METRIC_COUNT <= 64, "exp_values.valid is a 64-bit mask");
+#define EXP_NVLINK_LINKS (EXP_NVLINK_BANDWIDTH_LAST - EXP_NVLINK_BANDWIDTH_L0 + 1)
+
+/*
+ * A set of exp_metrics rows, sized from the table: a row added to exp_metric_id gets its bit
+ * without anything else to change (no fixed limit on the number of rows).
+ */
+#define EXP_MASK_WORDS ((EXP_METRIC_COUNT + 63) / 64)
+struct exp_mask {
+	uint64_t w[EXP_MASK_WORDS];
+};
+static inline bool exp_mask_has(const struct exp_mask *m, size_t i)
+{
+	return (m->w[i / 64] >> (i % 64)) & 1u;
+}
+static inline void exp_mask_set(struct exp_mask *m, size_t i)
+{
+	m->w[i / 64] |= 1ull << (i % 64);
+}
+static inline void exp_mask_or(struct exp_mask *m, const struct exp_mask *x)
+{
+	for (size_t k = 0; k < EXP_MASK_WORDS; k++)
+		m->w[k] |= x->w[k];
+}
+/* m & a & ~b has any row (b NULL: m & a) */
+static inline bool exp_mask_any(const struct exp_mask *m, const struct exp_mask *a, const struct exp_mask *b)
+{
+	uint64_t any = 0;
+	for (size_t k = 0; k < EXP_MASK_WORDS; k++)
+		any |= m->w[k] & (a ? a->w[k] : ~0ull) & (b ? ~b->w[k] : ~0ull);
+	return any != 0;
+}
 
 #define EXP_SCOPE_GPU     1u /* sampled on the GPU's handle */
 #define EXP_SCOPE_MIG     2u /* sampled on each MIG instance (its own value) */
@@ -109,12 +142,12 @@ int exp_metric_by_name(const char *name);
 /* Values of one device (GPU or MIG instance) at one sample; valid bit i = exp_metrics[i] present. */
 struct exp_values {
 	double v[EXP_METRIC_COUNT];
-	uint64_t valid;
+	struct exp_mask valid;
 };
 
 /* A GPU or MIG instance as the metrics name it; immutable after exporter_init. */
 struct exp_device {
-	char labels[768];              /* gpu="0",UUID="GPU-…",…: escaped, without braces or pod labels */
+	char labels[1536];             /* gpu="0",UUID="GPU-…",…: escaped, without braces or pod labels */
 	char attr_uuid[NODE_UUID_MAX]; /* the UUID kubelet reports for it (GPU or MIG UUID) */
 	char attr_name[48];            /* GKE's id for it: nvidia<index>, nvidia<index>/gi<GI id> */
 	unsigned gpu;                  /* index into exporter.gpus */
@@ -126,6 +159,8 @@ struct exp_device {
 #define EXP_XID_CODES    32
 #define EXP_XID_RECENT   256 /* XIDs remembered for DCGM_EXP_XID_ERRORS_COUNT's window (a storm keeps the newest) */
 #define EXP_CLOCK_RECENT 256 /* clock event reason samples remembered for DCGM_EXP_CLOCK_EVENTS_COUNT */
+#define EXP_P2P_PEERS    64  /* GPUs DCGM_EXP_P2P_STATUS reports peers of (DCGM's own limit is 32) */
+#define EXP_P2P_NONE     0xff
 
 /* dcgm-exporter's err_msg for an XID code ("Unknown Error" past its table): xid_text.c */
 const char *exp_xid_text(unsigned code);
@@ -150,11 +185,18 @@ struct exp_gpu_state {
 		double at;
 	} clock_events[EXP_CLOCK_RECENT]; /* a ring of the samples that had a reason set */
 	size_t n_clock_events;
-	unsigned rounds;          /* sampling rounds finished (values or not), counted to 2 */
-	bool lost;                /* NVML answered GPU_IS_LOST */
-	bool xid_unhealthy;       /* a critical XID was seen (plugin policy) */
-	bool dbe;                 /* a double-bit ECC event was seen */
-	struct exp_health health; /* NVML's current state (health.h), read by every sample */
+	uint8_t p2p[EXP_P2P_PEERS]; /* nvmlGpuP2PStatus_t over NVLink to GPU slot k, EXP_P2P_NONE: no answer */
+	unsigned rounds;            /* sampling rounds finished (values or not), counted to 2 */
+	bool lost;                  /* NVML answered GPU_IS_LOST */
+	bool xid_unhealthy;         /* a critical XID was seen (plugin policy) */
+	bool dbe;                   /* a double-bit ECC event was seen */
+	struct exp_health health;   /* NVML's current state (health.h), read by every sample */
+};
+
+/* An EXP_SCOPE_RATE row's last counter value and its time (CLOCK_MONOTONIC s). */
+struct exp_rate {
+	double counter, at;
+	bool have;
 };
 
 /* The two GPM samples of one device (metrics come from consecutive samples). */
@@ -167,12 +209,11 @@ struct exp_gpm {
 struct exp_gpu {
 	pthread_mutex_t lock;
 	struct exp_gpu_state st;
-	uint64_t seen; /* fields any of its devices gave a value for (under lock) */
+	struct exp_mask seen; /* fields any of its devices gave a value for (under lock) */
 	/* sampler-thread only */
-	int gpm_support;     /* 0 not asked yet, 1 yes, -1 no */
-	struct exp_gpm *gpm; /* n_devs entries once gpm_support is 1 */
-	double rate_prev[2]; /* EXP_SCOPE_RATE: last counter value and its time, per GPU */
-	bool rate_have_prev;
+	int gpm_support;                             /* 0 not asked yet, 1 yes, -1 no */
+	struct exp_gpm *gpm;                         /* n_devs entries once gpm_support is 1 */
+	struct exp_rate rate_prev[EXP_METRIC_COUNT]; /* EXP_SCOPE_RATE rows */
 	struct exp_values *next;  /* n_devs entries: the round being sampled, then swapped with vals */
 	struct exp_values *vals;  /* n_devs entries: the GPU, then its MIG instances */
 	size_t first_dev, n_devs; /* range in exporter.devs */
@@ -204,7 +245,7 @@ struct exporter {
 	pthread_t event_thread;   /* registers the GPUs, then runs the watcher */
 	bool event_running;
 	/* what is served (exporter_configure) */
-	uint64_t enabled;                   /* exp_metrics rows served */
+	struct exp_mask enabled;            /* exp_metrics rows served */
 	const char *name[EXP_METRIC_COUNT]; /* the collectors file's name (an alias), else the row's */
 	const char *type[EXP_METRIC_COUNT]; /* the collectors file's type and help, else the row's */
 	const char *help[EXP_METRIC_COUNT];
@@ -214,16 +255,18 @@ struct exporter {
 	const char *xid_count_type, *xid_count_help;
 	unsigned xid_window_ms;   /* dcgm-exporter -x: its window (default 5 minutes) */
 	bool clock_count_enabled; /* DCGM_EXP_CLOCK_EVENTS_COUNT (a collectors file lists it) */
+	bool p2p_enabled;         /* DCGM_EXP_P2P_STATUS (a collectors file lists it) */
+	const char *p2p_type, *p2p_help;
 	const char *clock_count_type, *clock_count_help;
 	unsigned clock_window_ms; /* --clock-events-count-window-size (default 5 minutes) */
 	const char *xid_type, *xid_help;
 	const char **unavailable_names; /* collectors fields gpulet does not sample */
 	size_t n_unavailable_names;
-	double stale_s;            /* values older than this are not served (a hung GPU) */
-	atomic_uint first_samples; /* GPUs that finished two sampling rounds */
-	atomic_bool probed;        /* every GPU sampled once: unsupported is final */
-	atomic_bool judged;        /* note_first_round ran (once, on time or late) */
-	uint64_t unsupported;      /* enabled fields no device gave (set once, with probed) */
+	double stale_s;              /* values older than this are not served (a hung GPU) */
+	atomic_uint first_samples;   /* GPUs that finished two sampling rounds */
+	atomic_bool probed;          /* every GPU sampled once: unsupported is final */
+	atomic_bool judged;          /* note_first_round ran (once, on time or late) */
+	struct exp_mask unsupported; /* enabled fields no device gave (set once, with probed) */
 	/* attribution */
 	struct podres_cache *podres; /* NULL: no pod labels */
 	bool virtual_gpus;           /* one series per pod sharing a device, with label vgpu */

@@ -9,6 +9,7 @@
  * field guide's alerts need them) and FB_TOTAL (the GPU Operator's recording rules read it).
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "exporter/exporter.h"
@@ -175,18 +176,26 @@ static nvmlReturn_t get_field(const struct nvml *nv, nvmlDevice_t dev, int arg, 
 	return NVML_SUCCESS;
 }
 
-/* NVLink data counters of all links, RX + TX, in KiB (a counter; EXP_SCOPE_RATE makes it MiB/s). */
+/*
+ * NVLink data counters, RX + TX, in KiB (a counter; EXP_SCOPE_RATE makes it MiB/s), as DCGM reads
+ * them: arg -1 all links (scopeId UINT_MAX), else that link. A link the GPU does not have answers
+ * INVALID_ARGUMENT in its field: no value, not a failure (docs/reference/dcgm-exporter.md §8).
+ */
 static nvmlReturn_t get_nvlink(const struct nvml *nv, nvmlDevice_t dev, int arg, double *ret)
 {
 	double rx, tx;
-	nvmlFieldValue_t f[2] = {{.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, .scopeId = 0xffffffffu},
-				 {.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, .scopeId = 0xffffffffu}};
+	unsigned scope = arg < 0 ? 0xffffffffu : (unsigned)arg;
+	nvmlFieldValue_t f[2] = {{.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, .scopeId = scope},
+				 {.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, .scopeId = scope}};
 	nvmlReturn_t r =
 	    nv->device_get_field_values ? nv->device_get_field_values(dev, 2, f) : NVML_ERROR_FUNCTION_NOT_FOUND;
 	if (r != NVML_SUCCESS)
 		return r;
-	if (f[0].nvmlReturn != NVML_SUCCESS || f[1].nvmlReturn != NVML_SUCCESS)
-		return f[0].nvmlReturn != NVML_SUCCESS ? f[0].nvmlReturn : f[1].nvmlReturn;
+	r = f[0].nvmlReturn != NVML_SUCCESS ? f[0].nvmlReturn : f[1].nvmlReturn;
+	if (r == NVML_ERROR_INVALID_ARGUMENT && arg >= 0)
+		return NVML_ERROR_NOT_SUPPORTED;
+	if (r != NVML_SUCCESS)
+		return r;
 	rx = (double)f[0].value.ullVal;
 	tx = (double)f[1].value.ullVal;
 	*ret = rx + tx;
@@ -291,6 +300,18 @@ static nvmlReturn_t get_violation(const struct nvml *nv, nvmlDevice_t dev, int a
 #define PCT                0.01      /* GPM percent -> DCGM ratio */
 #define MIBS               1048576.0 /* GPM MiB/s -> DCGM bytes/s */
 
+#define NVLINK_LINK(n)                                                                                                 \
+	[EXP_NVLINK_BANDWIDTH_L0 + (n)] = {"DCGM_FI_DEV_NVLINK_BANDWIDTH_L" #n,                                        \
+					   "counter",                                                                  \
+					   "The number of bytes of active NVLink rx or tx data including both header " \
+					   "and payload.",                                                             \
+					   GI | EXP_SCOPE_RATE,                                                        \
+					   get_nvlink,                                                                 \
+					   (n)},
+#define NVLINK_LINKS(X) \
+	X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17)
+_Static_assert(EXP_NVLINK_LINKS == 18, "NVLINK_LINKS names every per-link row");
+
 /* name, type, help as dcgm-exporter's CSV; scope; getter, arg; GPM metric, scale; builtin */
 const struct exp_metric_def exp_metrics[EXP_METRIC_COUNT] = {
     [EXP_SM_CLOCK] = {"DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", GI, get_clock, NVML_CLOCK_SM,
@@ -343,7 +364,7 @@ const struct exp_metric_def exp_metrics[EXP_METRIC_COUNT] = {
     /* DCGM publishes the growth of the RX+TX KiB counters per second / 1000, typed counter in the CSV */
     [EXP_NVLINK_BANDWIDTH_TOTAL] = {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter",
 				    "Total number of NVLink bandwidth counters for all lanes.", GI | EXP_SCOPE_RATE,
-				    get_nvlink, 0, .builtin = true},
+				    get_nvlink, -1, .builtin = true},
     [EXP_UNCORRECTABLE_REMAPPED_ROWS] = {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
 					 "Number of remapped rows for uncorrectable errors", GI, get_remap, 1,
 					 .builtin = true},
@@ -433,7 +454,8 @@ const struct exp_metric_def exp_metrics[EXP_METRIC_COUNT] = {
     [EXP_FB_USED_PERCENT] = {"DCGM_FI_DEV_FB_USED_PERCENT", "gauge",
 			     "Ratio of framebuffer memory used, used / (total - reserved), 0.0-1.0.", GM,
 			     get_fb_used_ratio, 0, .fp = true},
-};
+    /* per link: the growth of that link's RX+TX KiB per second / 1000, as the total (DCGM's cache manager) */
+    NVLINK_LINKS(NVLINK_LINK)};
 
 /* Legacy DCGM names a collectors file may use for a row; the series keep the file's name. */
 static const struct {
@@ -443,6 +465,18 @@ static const struct {
     {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", EXP_CLOCKS_EVENT_REASONS},
 };
 
+/* DCGM 4's name of a per-link row: DCGM_FI_DEV_NVLINK_THROUGHPUT_L<n> (BANDWIDTH_L<n> is its old one). */
+static int nvlink_throughput_alias(const char *name)
+{
+	for (int k = 0; k < EXP_NVLINK_LINKS; k++) {
+		char alias[48];
+		snprintf(alias, sizeof(alias), "DCGM_FI_DEV_NVLINK_THROUGHPUT_L%d", k);
+		if (streq(alias, name))
+			return EXP_NVLINK_BANDWIDTH_L0 + k;
+	}
+	return -1;
+}
+
 int exp_metric_by_name(const char *name)
 {
 	for (int i = 0; i < EXP_METRIC_COUNT; i++)
@@ -451,5 +485,5 @@ int exp_metric_by_name(const char *name)
 	for (size_t k = 0; k < ELEMENTSOF(exp_aliases); k++)
 		if (streq(exp_aliases[k].alias, name))
 			return exp_aliases[k].metric;
-	return -1;
+	return nvlink_throughput_alias(name);
 }

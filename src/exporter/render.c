@@ -249,7 +249,7 @@ static bool device_value(const struct exporter *e, const struct exp_values *vals
 {
 	const struct exp_device *dev = &e->devs[d];
 	size_t src = dev->mig >= 0 && (exp_metrics[i].scope & EXP_SCOPE_INHERIT) ? e->gpus[dev->gpu].first_dev : d;
-	if (!(vals[src].valid & (1ull << i)))
+	if (!exp_mask_has(&vals[src].valid, i))
 		return false;
 	*ret = vals[src].v[i];
 	return true;
@@ -259,7 +259,7 @@ static void render_fields(struct strbuf *b, const struct exporter *e, const stru
 			  const struct exp_values *vals, const struct exp_gpu_state *st, double now)
 {
 	for (size_t i = 0; i < EXP_METRIC_COUNT; i++) {
-		if (!(e->enabled & (1ull << i)))
+		if (!exp_mask_has(&e->enabled, i))
 			continue;
 		bool header = false;
 		for (size_t d = 0; d < e->n_devs; d++) {
@@ -384,11 +384,27 @@ static void render_clock_count(struct strbuf *b, const struct exporter *e, const
 	}
 }
 
+/* Why gpulet does not serve a field a collectors file lists (docs/reference/dcgm-exporter.md §8). */
+static const char *unavailable_reason(const char *field)
+{
+	static const struct {
+		const char *field;
+		const char *reason;
+	} reasons[] = {
+	    {"DCGM_EXP_GPU_HEALTH_STATUS",
+	     "the verdict of DCGM's health watches, which NVML does not give; gpulet_gpu_healthy is gpulet's health"},
+	};
+	for (size_t k = 0; k < ELEMENTSOF(reasons); k++)
+		if (streq(reasons[k].field, field))
+			return reasons[k].reason;
+	return "not sampled by gpulet";
+}
+
 /* The fields asked for that this node cannot serve, one series each (issue 14). */
 static void render_unavailable(struct strbuf *b, const struct exporter *e)
 {
 	bool probed = atomic_load(&e->probed);
-	if (!e->n_unavailable_names && !(probed && e->unsupported))
+	if (!e->n_unavailable_names && !(probed && exp_mask_any(&e->unsupported, NULL, NULL)))
 		return;
 	family(b, "gpulet_exporter_field_unavailable", "gauge",
 	       "1 for each field of the collectors set this node does not serve, with the reason (gpulet does not "
@@ -396,15 +412,49 @@ static void render_unavailable(struct strbuf *b, const struct exporter *e)
 	for (size_t k = 0; k < e->n_unavailable_names; k++) {
 		char name[256];
 		prom_escape(e->unavailable_names[k], name, sizeof(name));
-		strbuf_printf(b, "gpulet_exporter_field_unavailable{field=\"%s\",reason=\"not sampled by gpulet\"} 1\n",
-			      name);
+		strbuf_printf(b, "gpulet_exporter_field_unavailable{field=\"%s\",reason=\"%s\"} 1\n", name,
+			      unavailable_reason(e->unavailable_names[k]));
 	}
 	for (int i = 0; probed && i < EXP_METRIC_COUNT; i++)
-		if (e->unsupported & (1ull << i))
+		if (exp_mask_has(&e->unsupported, (size_t)i))
 			strbuf_printf(b, "gpulet_exporter_field_unavailable{field=\"%s\",reason=\"%s\"} 1\n",
 				      e->name[i],
 				      exp_metrics[i].gpm && !exp_metrics[i].get ? "needs GPM (Hopper or newer)"
 										: "not supported by these GPUs");
+}
+
+/*
+ * DCGM_EXP_P2P_STATUS as dcgm-exporter's p2p collector: per GPU, one series per other GPU with
+ * peer_gpu (its index) and link_status (the status by name), the value NVML's (= DCGM's) status.
+ */
+static void render_p2p(struct strbuf *b, const struct exporter *e, const struct attribution *a,
+		       const struct exp_gpu_state *st, double now)
+{
+	static const char *const names[] = {"OK",
+					    "ChipsetNotSupported",
+					    "GPUNotSupported",
+					    "TopologyNotSupported",
+					    "DisabledByRegKey",
+					    "NotSupported",
+					    "Unknown"};
+	bool header = false;
+	for (size_t g = 0; e->p2p_enabled && g < e->n_gpus; g++) {
+		if (st[g].lost || stale(e, &st[g], now))
+			continue;
+		for (size_t k = 0; k < MIN(e->n_gpus, (size_t)EXP_P2P_PEERS); k++) {
+			unsigned s = st[g].p2p[k];
+			if (s >= ELEMENTSOF(names)) /* EXP_P2P_NONE too */
+				continue;
+			if (!header) {
+				family(b, "DCGM_EXP_P2P_STATUS", e->p2p_type, e->p2p_help);
+				header = true;
+			}
+			char extra[96];
+			snprintf(extra, sizeof(extra), ",peer_gpu=\"%u\",link_status=\"%s\"", e->gpus[k].nvml_index,
+				 names[s]);
+			device_line(b, e, a, e->gpus[g].first_dev, "DCGM_EXP_P2P_STATUS", extra, s);
+		}
+	}
 }
 
 static void render_devices(struct strbuf *b, const struct exporter *e, const struct attribution *a,
@@ -414,6 +464,7 @@ static void render_devices(struct strbuf *b, const struct exporter *e, const str
 	render_xid(b, e, a, st, now);
 	render_xid_count(b, e, a, st, now);
 	render_clock_count(b, e, a, st, now);
+	render_p2p(b, e, a, st, now);
 	render_unavailable(b, e);
 	if (!e->n_gpus)
 		return;

@@ -298,6 +298,55 @@ typedef struct nvmlViolationTime_st {
 #define NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL   52
 #define NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL 59
 
+/* DCGM_EXP_P2P_STATUS (issue 24): nvmlDeviceGetP2PStatus over NVLink; DCGM's statuses are NVML's. */
+typedef int nvmlGpuP2PCapsIndex_t;
+typedef int nvmlGpuP2PStatus_t;
+#define NVML_P2P_CAPS_INDEX_NVLINK 2
+enum {
+	NVML_P2P_STATUS_OK = 0,
+	NVML_P2P_STATUS_CHIPSET_NOT_SUPPORED = 1, /* sic, nvml.h's spelling */
+	NVML_P2P_STATUS_GPU_NOT_SUPPORTED = 2,
+	NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED = 3,
+	NVML_P2P_STATUS_DISABLED_BY_REGKEY = 4,
+	NVML_P2P_STATUS_NOT_SUPPORTED = 5,
+	NVML_P2P_STATUS_UNKNOWN = 6,
+};
+
+/* Static label fields (issue 24): the enums DCGM turns into its label values. */
+typedef int nvmlInforomObject_t;
+typedef int nvmlComputeMode_t;
+typedef int nvmlGpuVirtualizationMode_t; /* NONE 0, PASSTHROUGH 1, VGPU 2, HOST_VGPU 3, HOST_VSGA 4 */
+enum {
+	NVML_INFOROM_OEM = 0,
+	NVML_INFOROM_ECC = 1,
+	NVML_INFOROM_POWER = 2,
+};
+enum {
+	NVML_COMPUTEMODE_DEFAULT = 0,
+	NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1,
+	NVML_COMPUTEMODE_PROHIBITED = 2,
+	NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3,
+};
+enum {
+	NVML_BRAND_UNKNOWN = 0,
+	NVML_BRAND_QUADRO = 1,
+	NVML_BRAND_TESLA = 2,
+	NVML_BRAND_NVS = 3,
+	NVML_BRAND_GRID = 4,
+	NVML_BRAND_GEFORCE = 5,
+	NVML_BRAND_TITAN = 6,
+	NVML_BRAND_NVIDIA_VAPPS = 7,
+	NVML_BRAND_NVIDIA_VPC = 8,
+	NVML_BRAND_NVIDIA_VCS = 9,
+	NVML_BRAND_NVIDIA_VWS = 10,
+	NVML_BRAND_NVIDIA_CLOUD_GAMING = 11,
+	NVML_BRAND_QUADRO_RTX = 12,
+	NVML_BRAND_NVIDIA_RTX = 13,
+	NVML_BRAND_NVIDIA = 14,
+	NVML_BRAND_GEFORCE_RTX = 15,
+	NVML_BRAND_TITAN_RTX = 16,
+};
+
 typedef union nvmlValue_st {
 	double dVal;
 	unsigned int uiVal;

@@ -35,6 +35,14 @@
 	X(device_get_serial, nvmlDeviceGetSerial, (nvmlDevice_t, char *, unsigned), 0)                                \
 	X(device_get_vbios_version, nvmlDeviceGetVbiosVersion, (nvmlDevice_t, char *, unsigned), 0)                   \
 	X(device_get_inforom_image_version, nvmlDeviceGetInforomImageVersion, (nvmlDevice_t, char *, unsigned), 0)    \
+	X(device_get_inforom_version, nvmlDeviceGetInforomVersion,                                                    \
+	  (nvmlDevice_t, nvmlInforomObject_t, char *, unsigned), 0)                                                   \
+	X(device_get_compute_mode, nvmlDeviceGetComputeMode, (nvmlDevice_t, nvmlComputeMode_t *), 0)                  \
+	X(device_get_persistence_mode, nvmlDeviceGetPersistenceMode, (nvmlDevice_t, nvmlEnableState_t *), 0)          \
+	X(device_get_p2p_status, nvmlDeviceGetP2PStatus,                                                              \
+	  (nvmlDevice_t, nvmlDevice_t, nvmlGpuP2PCapsIndex_t, nvmlGpuP2PStatus_t *), 0)                               \
+	X(device_get_virtualization_mode, nvmlDeviceGetVirtualizationMode,                                            \
+	  (nvmlDevice_t, nvmlGpuVirtualizationMode_t *), 0)                                                           \
 	X(device_get_violation_status, nvmlDeviceGetViolationStatus,                                                  \
 	  (nvmlDevice_t, nvmlPerfPolicyType_t, nvmlViolationTime_t *), 0)
 

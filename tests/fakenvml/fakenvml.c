@@ -1325,6 +1325,46 @@ API nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsign
 	return leave(fill_pci(pci, bus, 0, 0));
 }
 
+/*
+ * P2P over NVLink: OK when an active link of d1 reaches d2's bus id or an NVSwitch (every GPU of the
+ * fabric), else NOT_SUPPORTED; a GPU's "p2p_nvlink_status" {"<peer index>": status} overrides.
+ * Other capability indexes: NOT_SUPPORTED as the status.
+ */
+API nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t d1, nvmlDevice_t d2, nvmlGpuP2PCapsIndex_t index,
+					nvmlGpuP2PStatus_t *status)
+{
+	struct call c2;
+	char peer[16];
+	nvmlReturn_t r;
+	json_t *e, *sw, *v;
+	size_t i, k;
+
+	DEVICE_CALL(d1, GPU_ONLY);
+	r = resolve(d2, &c2);
+	if (r != NVML_SUCCESS)
+		return leave(r);
+	if (!status || c2.m)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	*status = NVML_P2P_STATUS_NOT_SUPPORTED;
+	snprintf(peer, sizeof(peer), "%u", c2.g->index);
+	v = json_object_get(gpu_get(c.g, "p2p_nvlink_status"), peer);
+	if (index == NVML_P2P_CAPS_INDEX_NVLINK && v) {
+		*status = (int)int_or(v, NVML_P2P_STATUS_UNKNOWN);
+		return leave(NVML_SUCCESS);
+	}
+	json_array_foreach (index == NVML_P2P_CAPS_INDEX_NVLINK && c.g != c2.g ? gpu_get(c.g, "nvlinks") : NULL, i, e) {
+		const char *bus = json_is_string(e) ? json_string_value(e) : str_or(json_object_get(e, "bus_id"), "");
+		if (!nvlink_active(e))
+			continue;
+		if (strcasecmp(str_or(gpu_get(c2.g, "pci_bus_id"), ""), bus) == 0)
+			*status = NVML_P2P_STATUS_OK;
+		json_array_foreach (json_object_get(root, "nvswitches"), k, sw)
+			if (strcasecmp(str_or(json_object_get(sw, "bus_id"), ""), bus) == 0)
+				*status = NVML_P2P_STATUS_OK;
+	}
+	return leave(NVML_SUCCESS);
+}
+
 /* ---- events ------------------------------------------------------------------------------ */
 
 static bool set_valid(nvmlEventSet_t set)
@@ -1719,6 +1759,45 @@ API nvmlReturn_t nvmlDeviceGetInforomImageVersion(nvmlDevice_t device, char *ver
 	return leave(gpu_string(c.g, "inforom_image_version", version, length));
 }
 
+/* "inforom_oem_version", "inforom_ecc_version", "inforom_power_version" of the GPU or its model. */
+API nvmlReturn_t nvmlDeviceGetInforomVersion(nvmlDevice_t device, nvmlInforomObject_t object, char *version,
+					     unsigned length)
+{
+	static const char *const keys[] = {"inforom_oem_version", "inforom_ecc_version", "inforom_power_version"};
+
+	DEVICE_CALL(device, GPU_ONLY);
+	if (object < 0 || object >= (int)(sizeof(keys) / sizeof(keys[0])))
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	return leave(gpu_string(c.g, keys[object], version, length));
+}
+
+/* An enum the GPU (or its model) may set under key; absent: def, as a real driver always answers. */
+static nvmlReturn_t gpu_enum(const struct gpu_slot *g, const char *key, long long def, int *out)
+{
+	if (!out)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*out = (int)int_or(gpu_get(g, key), def);
+	return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t *mode)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	return leave(gpu_enum(c.g, "compute_mode", NVML_COMPUTEMODE_DEFAULT, mode));
+}
+
+API nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t *mode)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	return leave(gpu_enum(c.g, "persistence_mode", NVML_FEATURE_ENABLED, mode));
+}
+
+API nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t device, nvmlGpuVirtualizationMode_t *mode)
+{
+	DEVICE_CALL(device, GPU_ONLY);
+	return leave(gpu_enum(c.g, "virtualization_mode", 0, mode));
+}
+
 /* One field of nvmlDeviceGetFieldValues, from telemetry. */
 static void field_value(const struct gpu_slot *g, nvmlFieldValue_t *f)
 {
@@ -1733,12 +1812,20 @@ static void field_value(const struct gpu_slot *g, nvmlFieldValue_t *f)
 		f->value.uiVal = (unsigned)int_or(v, 0);
 		break;
 	case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX:
-	case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
-		v = json_object_get(tel_get(g, "nvlink_kib"),
+	case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: {
+		/* scopeId UINT_MAX: all links (nvlink_kib), else that link (nvlink_kib_links[scopeId]) */
+		json_t *links = tel_get(g, "nvlink_kib_links");
+		if (f->scopeId != 0xffffffffu && links && !json_object_get(json_array_get(links, f->scopeId), "tx")) {
+			f->nvmlReturn = NVML_ERROR_INVALID_ARGUMENT; /* a link this GPU does not have */
+			return;
+		}
+		v = json_object_get(f->scopeId == 0xffffffffu ? tel_get(g, "nvlink_kib")
+							      : json_array_get(links, f->scopeId),
 				    f->fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX ? "tx" : "rx");
 		f->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
 		f->value.ullVal = (unsigned long long)int_or(v, 0);
 		break;
+	}
 	case NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL:
 	case NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL:
 	case NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL:
@@ -2040,4 +2127,9 @@ API const struct fakenvml_api fakenvml_api = {
     .device_get_serial = nvmlDeviceGetSerial,
     .device_get_vbios_version = nvmlDeviceGetVbiosVersion,
     .device_get_inforom_image_version = nvmlDeviceGetInforomImageVersion,
+    .device_get_inforom_version = nvmlDeviceGetInforomVersion,
+    .device_get_compute_mode = nvmlDeviceGetComputeMode,
+    .device_get_persistence_mode = nvmlDeviceGetPersistenceMode,
+    .device_get_virtualization_mode = nvmlDeviceGetVirtualizationMode,
+    .device_get_p2p_status = nvmlDeviceGetP2PStatus,
 };

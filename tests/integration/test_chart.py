@@ -78,7 +78,9 @@ def test_schema():
            {"doctor": {"interval": "5m"}}, {"runtimeClass": {"create": "true"}}, {"resources": "64Mi"},
            {"devicePlugin": {"extraArgs": "--x"}}, {"gfd": {"sleepInterval": "60"}},
            {"cdi": {"nvidiaHookPath": "nvidia-cdi-hook"}},
-           {"nvidiaDriverRoot": "run/nvidia/driver"}, {"config": {"oneConfigPerRelease": "yes"}}]
+           {"nvidiaDriverRoot": "run/nvidia/driver"}, {"config": {"oneConfigPerRelease": "yes"}},
+           {"exporter": {"tlsServerConfig": {"clientAuthType": "RequireAndVerify"}}},
+           {"exporter": {"basicAuth": {"users": {"prom": 1}}}}]
     for values in bad:
         _, err = template_err(values)
         check(err is not None and "schema" in err, "the schema accepts %r (%s)" % (values, err))

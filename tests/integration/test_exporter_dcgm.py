@@ -143,6 +143,84 @@ class ClockEvents(unittest.TestCase):
             shutil.rmtree(d2, ignore_errors=True)
 
 
+class NvLinkPerLink(unittest.TestCase):
+    def test_per_link_bandwidth(self):
+        """DCGM_FI_DEV_NVLINK_BANDWIDTH_L0..L17 (and DCGM 4's THROUGHPUT_L<n> name): each link's RX+TX KiB
+        growth per second / 1000, as the total; a link the GPU lacks has no series and is no NVML error.
+        These rows lie past the 64th of the table (the old mask's limit): every one is served."""
+        doc = load("dgx-h100")
+        links = [{"tx": 0, "rx": 0} for _ in range(18)]
+        doc["models"]["h100-sxm5-80gb"]["telemetry"]["nvlink_kib_links"] = links
+        doc["gpus"][1].setdefault("telemetry", {})["nvlink_kib_links"] = links[:12]  # an A100's 12 links
+        path, d = with_fixture(doc)
+        csv, d2 = collectors("".join("DCGM_FI_DEV_NVLINK_BANDWIDTH_L%d, counter, h\n" % k for k in range(17)) +
+                             "DCGM_FI_DEV_NVLINK_THROUGHPUT_L17, counter, h\n"
+                             "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, h\n")
+        # a rate shows for one interval after the counter moves: 1 s so the scrapes see it
+        ex = Exporter(path, ["--collect-interval", "1000", "--kubernetes=false", "-f", csv])
+        try:
+            body = ex.wait_for(lambda b: len(series(b, "DCGM_FI_DEV_NVLINK_BANDWIDTH_L16")) == 7, what="first rounds")
+            for k in range(12):
+                self.assertEqual([v for _, v in series(body, "DCGM_FI_DEV_NVLINK_BANDWIDTH_L%d" % k)], [0] * 8)
+            self.assertEqual(sorted(l["gpu"] for l, _ in series(body, "DCGM_FI_DEV_NVLINK_THROUGHPUT_L17")),
+                             [str(g) for g in range(8) if g != 1])
+            self.assertIn("# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_L3 counter", body)
+            self.assertEqual([v for _, v in series(body, "gpulet_nvml_errors_total")], [0] * 8)
+            self.assertNotIn("gpulet_exporter_field_unavailable{", body)
+            # link 3 of GPU 2 moves 50 GB/s: only its series and the total grow
+            t0 = time.monotonic()
+            doc["gpus"][2].setdefault("telemetry", {})["nvlink_kib_links"] = [
+                {"tx": 0, "rx": 0} if k != 3 else {"tx": 25000000, "rx": 25000000} for k in range(18)]
+            write_json_atomic(ex.fixture, doc)
+
+            def moved(b):
+                return [v for l, v in series(b, "DCGM_FI_DEV_NVLINK_BANDWIDTH_L3") if l["gpu"] == "2" and v > 0]
+            body = ex.wait_for(moved, what="link 3 rate")
+            self.assertGreater(moved(body)[0], 50000000 / 1000 / (time.monotonic() - t0 + 1.5))
+            others = [(l["gpu"], k) for k in range(17) for l, v in
+                      series(body, "DCGM_FI_DEV_NVLINK_BANDWIDTH_L%d" % k) if v and (l["gpu"], k) != ("2", 3)]
+            self.assertEqual(others, [])
+            rc, out = promcheck(body)
+            self.assertEqual(rc, 0, out)
+        finally:
+            ex.cleanup()
+            shutil.rmtree(d, ignore_errors=True)
+            shutil.rmtree(d2, ignore_errors=True)
+
+
+class P2PStatus(unittest.TestCase):
+    def test_p2p_status_per_peer(self):
+        """DCGM_EXP_P2P_STATUS (upstream's p2p collector, from DCGM's nvmlDeviceGetP2PStatus over
+        NVLink): per GPU one series per other GPU, peer_gpu and link_status labels, the status as value."""
+        doc = load("pcie-4gpu")  # NVLink bridges 0-1 and 2-3
+        doc["gpus"][3]["p2p_nvlink_status"] = {"0": 4}
+        path, d = with_fixture(doc)
+        csv, d2 = collectors("DCGM_FI_DEV_GPU_TEMP, gauge, t\n"
+                             "DCGM_EXP_P2P_STATUS, counter, P2P NvLink status\n")
+        ex = Exporter(path, ["--collect-interval", "200", "--kubernetes=false", "-f", csv])
+        try:
+            body = ex.wait_for(lambda b: len(series(b, "DCGM_EXP_P2P_STATUS")) == 12, what="12 pairs")
+            got = {(l["gpu"], l["peer_gpu"]): (l["link_status"], v) for l, v in series(body, "DCGM_EXP_P2P_STATUS")}
+            want = {}
+            for g in range(4):
+                for p in range(4):
+                    if g != p:
+                        want[(str(g), str(p))] = ("OK", 0) if g // 2 == p // 2 else ("NotSupported", 5)
+            want[("3", "0")] = ("DisabledByRegKey", 4)
+            self.assertEqual(got, want)
+            self.assertIn("# TYPE DCGM_EXP_P2P_STATUS counter", body)
+            l, _ = series(body, "DCGM_EXP_P2P_STATUS")[0]
+            self.assertEqual(l["device"], "nvidia" + l["gpu"])
+            self.assertIn("UUID", l)
+            self.assertNotIn("gpulet_exporter_field_unavailable{", body)
+            rc, out = promcheck(body)
+            self.assertEqual(rc, 0, out)
+        finally:
+            ex.cleanup()
+            shutil.rmtree(d, ignore_errors=True)
+            shutil.rmtree(d2, ignore_errors=True)
+
+
 class ClockEventsCount(unittest.TestCase):
     def test_clock_events_count_window(self):
         """DCGM_EXP_CLOCK_EVENTS_COUNT: samples per reason (upstream's names) within the window."""
@@ -202,6 +280,51 @@ class StaticLabels(unittest.TestCase):
             self.assertNotIn("gpulet_exporter_field_unavailable{field=\"DCGM_FI_DEV_SERIAL\"", body)
             # served as labels: the log must not say they are not sampled
             self.assertNotIn("does not sample this field", ex.text())
+            rc, out = promcheck(body)
+            self.assertEqual(rc, 0, out)
+        finally:
+            ex.cleanup()
+            shutil.rmtree(d, ignore_errors=True)
+            shutil.rmtree(d2, ignore_errors=True)
+
+
+    def test_every_static_label_field(self):
+        """The other static fields dcgm-exporter can show as labels, with DCGM's values: NVML and CUDA
+        versions, brand as DCGM's string, name, UUID, minor, PCI bus id, the three inforom object
+        versions, compute mode renumbered as DCGM, persistence and virtualization mode as integers.
+        DCGM_EXP_GPU_HEALTH_STATUS (DCGM's health engine) is listed as unavailable with its reason."""
+        doc = load("dgx-a100")
+        doc["models"]["a100-sxm4-40gb"].update({"inforom_oem_version": "2.0", "inforom_ecc_version": "6.16",
+                                               "inforom_power_version": "7.0"})
+        doc["gpus"][2]["compute_mode"] = 3  # EXCLUSIVE_PROCESS: DCGM says 2
+        doc["gpus"][3]["compute_mode"] = 2  # PROHIBITED: DCGM says 1
+        doc["gpus"][4]["persistence_mode"] = 0
+        path, d = with_fixture(doc)
+        fields = ["DCGM_FI_NVML_VERSION", "DCGM_FI_DEV_BRAND", "DCGM_FI_DEV_NAME", "DCGM_FI_DEV_UUID",
+                  "DCGM_FI_DEV_MINOR_NUMBER", "DCGM_FI_DEV_PCI_BUSID", "DCGM_FI_DEV_OEM_INFOROM_VER",
+                  "DCGM_FI_DEV_ECC_INFOROM_VER", "DCGM_FI_DEV_POWER_INFOROM_VER", "DCGM_FI_CUDA_DRIVER_VERSION",
+                  "DCGM_FI_DEV_COMPUTE_MODE", "DCGM_FI_DEV_PERSISTENCE_MODE", "DCGM_FI_DEV_VIRTUAL_MODE"]
+        csv, d2 = collectors("DCGM_FI_DEV_GPU_TEMP, gauge, t\n" + "".join("%s, label, l\n" % f for f in fields) +
+                             "DCGM_EXP_GPU_HEALTH_STATUS, counter, DCGM reported health status\n")
+        ex = Exporter(path, ["--collect-interval", "200", "--kubernetes=false", "-f", csv])
+        try:
+            body = ex.wait_for(lambda b: len({l["gpu"] for l, _ in series(b, "DCGM_FI_DEV_GPU_TEMP")}) == 8 and
+                               "gpulet_exporter_field_unavailable{" in b, what="8 GPUs")
+            for l, _ in series(body, "DCGM_FI_DEV_GPU_TEMP"):
+                g = doc["gpus"][int(l["gpu"])]
+                want = {"DCGM_FI_NVML_VERSION": "12.550.54.15", "DCGM_FI_DEV_BRAND": "Tesla",
+                        "DCGM_FI_DEV_NAME": "NVIDIA A100-SXM4-40GB", "DCGM_FI_DEV_UUID": g["uuid"],
+                        "DCGM_FI_DEV_MINOR_NUMBER": str(g["minor"]), "DCGM_FI_DEV_PCI_BUSID": g["pci_bus_id"],
+                        "DCGM_FI_DEV_OEM_INFOROM_VER": "2.0", "DCGM_FI_DEV_ECC_INFOROM_VER": "6.16",
+                        "DCGM_FI_DEV_POWER_INFOROM_VER": "7.0", "DCGM_FI_CUDA_DRIVER_VERSION": "12040",
+                        "DCGM_FI_DEV_COMPUTE_MODE": {"2": "2", "3": "1"}.get(l["gpu"], "0"),
+                        "DCGM_FI_DEV_PERSISTENCE_MODE": "0" if l["gpu"] == "4" else "1",
+                        "DCGM_FI_DEV_VIRTUAL_MODE": "0"}
+                self.assertEqual({k: l.get(k) for k in want}, want, l)
+            unavailable = {l["field"]: l["reason"] for l, _ in series(body, "gpulet_exporter_field_unavailable")}
+            self.assertEqual(list(unavailable), ["DCGM_EXP_GPU_HEALTH_STATUS"])
+            self.assertIn("health", unavailable["DCGM_EXP_GPU_HEALTH_STATUS"])
+            self.assertNotEqual(unavailable["DCGM_EXP_GPU_HEALTH_STATUS"], "not sampled by gpulet")
             rc, out = promcheck(body)
             self.assertEqual(rc, 0, out)
         finally:

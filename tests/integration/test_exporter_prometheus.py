@@ -6,7 +6,8 @@ exporter on fake-NVML fixtures (issue 14 points 5, 6 and the ServiceMonitor of p
   panels whose metric does not exist on this branch yet are listed in PENDING with the reason, and
   the test fails as soon as their metric appears (turn the panel on then);
 - the ServiceMonitor of the Helm chart (rendered by real helm), applied the way the Prometheus Operator applies it, keeps
-  unattributed GPUs out of the exporter's namespace (and the old honorLabels: true did not);
+  unattributed GPUs out of the exporter's namespace (and the old honorLabels: true did not), and gives
+  the attributed ones exported_pod/exported_namespace/exported_container too (dcgm-exporter's chart's names);
 - the shipped rules on the `degraded` fixture: the DBE and row-remap alerts fire from NVML's current
   state and keep firing (same activeAt) across an exporter restart; after a GPU reset health is back.
 Run by CTest (exporter_prometheus)."""
@@ -74,15 +75,15 @@ def operator_job(name, endpoint, target):
     """A scrape job as the Prometheus Operator makes one from a ServiceMonitor endpoint: the target
     carries the exporter pod's own namespace/pod/container (the Operator's target labels), then the
     endpoint's relabelings, and honor_labels from honorLabels."""
-    relabel = []
-    for r in endpoint.get("relabelings", []):
-        relabel.append({{"sourceLabels": "source_labels", "targetLabel": "target_label"}.get(k, k):
-                        (v.lower() if k == "action" else v) for k, v in r.items()})
+    def configs(rules):
+        return [{{"sourceLabels": "source_labels", "targetLabel": "target_label"}.get(k, k):
+                 (v.lower() if k == "action" else v) for k, v in r.items()} for r in rules]
     return {"job_name": name, "honor_labels": bool(endpoint.get("honorLabels", False)),
             "static_configs": [{"targets": [target],
                                 "labels": {"namespace": "gpulet", "pod": "gpulet-exporter-x7k2p",
                                            "container": "exporter", "service": "gpulet-exporter"}}],
-            "relabel_configs": relabel}
+            "relabel_configs": configs(endpoint.get("relabelings", [])),
+            "metric_relabel_configs": configs(endpoint.get("metricRelabelings", []))}
 
 
 class Prometheus:
@@ -184,6 +185,7 @@ class Dashboard(unittest.TestCase):
             endpoint = servicemonitor_endpoint()
             old = dict(endpoint, honorLabels=True)
             old.pop("relabelings", None)
+            old.pop("metricRelabelings", None)
             cls.sm.wait_for(lambda b: "gpulet_pod_gpu_allocated{" in b, what="attribution")
             target = "127.0.0.1:%d" % cls.sm.port
             jobs = [{"job_name": "gpulet-exporter", "static_configs": [
@@ -266,7 +268,14 @@ class Dashboard(unittest.TestCase):
         self.assertIn(("0", "", "ml"), got)  # attributed: the pod's namespace, not exported_namespace
         self.assertIn(("6", str(self.doc["gpus"][6]["mig"][0]["gi"]), "web"), got)
         self.assertEqual({n for _, _, n in got}, {"ml", "web", ""})  # the others have no namespace at all
-        self.assertEqual(self.prom.query('count({job="servicemonitor", exported_namespace!=""})'), [])
+        # dcgm-exporter's chart's names too (issue 24): the same values under exported_*, for its users' queries
+        for r in self.prom.query('DCGM_FI_DEV_FB_USED{job="servicemonitor"}'):
+            m = r["metric"]
+            for k in ("pod", "namespace", "container"):
+                self.assertEqual(m.get("exported_" + k), m.get(k), m)
+        self.assertEqual(len(self.prom.query('DCGM_FI_DEV_FB_USED{job="servicemonitor", exported_namespace="ml"}')),
+                         len(self.prom.query('DCGM_FI_DEV_FB_USED{job="servicemonitor", namespace="ml"}')))
+        self.assertTrue(self.prom.query('DCGM_FI_DEV_FB_USED{job="servicemonitor", exported_pod!=""}'))
         # the ServiceMonitor before issue 14 (honorLabels: true, no relabeling) filed them under "gpulet"
         self.assertIn("gpulet", {n for _, _, n in ns_of("servicemonitor-before-issue14")})
 

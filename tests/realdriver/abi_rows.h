@@ -49,7 +49,12 @@
 	S(nvmlPerfPolicyType_t)                  \
 	S(nvmlViolationTime_t)                   \
 	F(nvmlViolationTime_t, referenceTime)    \
-	F(nvmlViolationTime_t, violationTime)
+	F(nvmlViolationTime_t, violationTime)    \
+	S(nvmlInforomObject_t)                   \
+	S(nvmlComputeMode_t)                     \
+	S(nvmlGpuVirtualizationMode_t)           \
+	S(nvmlGpuP2PCapsIndex_t)                 \
+	S(nvmlGpuP2PStatus_t)
 
 #define ABI_CONSTANTS_EXPORTER(C)                        \
 	C(NVML_PCIE_UTIL_TX_BYTES)                       \
@@ -75,6 +80,38 @@
 	C(NVML_PERF_POLICY_BOARD_LIMIT)                  \
 	C(NVML_PERF_POLICY_LOW_UTILIZATION)              \
 	C(NVML_PERF_POLICY_RELIABILITY)                  \
+	C(NVML_P2P_CAPS_INDEX_NVLINK)                    \
+	C(NVML_P2P_STATUS_OK)                            \
+	C(NVML_P2P_STATUS_CHIPSET_NOT_SUPPORED)          \
+	C(NVML_P2P_STATUS_GPU_NOT_SUPPORTED)             \
+	C(NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED)    \
+	C(NVML_P2P_STATUS_DISABLED_BY_REGKEY)            \
+	C(NVML_P2P_STATUS_NOT_SUPPORTED)                 \
+	C(NVML_P2P_STATUS_UNKNOWN)                       \
+	C(NVML_INFOROM_OEM)                              \
+	C(NVML_INFOROM_ECC)                              \
+	C(NVML_INFOROM_POWER)                            \
+	C(NVML_COMPUTEMODE_DEFAULT)                      \
+	C(NVML_COMPUTEMODE_EXCLUSIVE_THREAD)             \
+	C(NVML_COMPUTEMODE_PROHIBITED)                   \
+	C(NVML_COMPUTEMODE_EXCLUSIVE_PROCESS)            \
+	C(NVML_BRAND_UNKNOWN)                            \
+	C(NVML_BRAND_QUADRO)                             \
+	C(NVML_BRAND_TESLA)                              \
+	C(NVML_BRAND_NVS)                                \
+	C(NVML_BRAND_GRID)                               \
+	C(NVML_BRAND_GEFORCE)                            \
+	C(NVML_BRAND_TITAN)                              \
+	C(NVML_BRAND_NVIDIA_VAPPS)                       \
+	C(NVML_BRAND_NVIDIA_VPC)                         \
+	C(NVML_BRAND_NVIDIA_VCS)                         \
+	C(NVML_BRAND_NVIDIA_VWS)                         \
+	C(NVML_BRAND_NVIDIA_CLOUD_GAMING)                \
+	C(NVML_BRAND_QUADRO_RTX)                         \
+	C(NVML_BRAND_NVIDIA_RTX)                         \
+	C(NVML_BRAND_NVIDIA)                             \
+	C(NVML_BRAND_GEFORCE_RTX)                        \
+	C(NVML_BRAND_TITAN_RTX)                          \
 	C(NVML_GPM_METRIC_GRAPHICS_UTIL)                 \
 	C(NVML_GPM_METRIC_SM_UTIL)                       \
 	C(NVML_GPM_METRIC_SM_OCCUPANCY)                  \

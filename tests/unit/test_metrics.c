@@ -52,7 +52,7 @@ static void set_value(struct exporter *e, size_t dev, enum exp_metric_id id, dou
 	struct exp_gpu *g = &e->gpus[e->devs[dev].gpu];
 	struct exp_values *x = &g->vals[dev - g->first_dev];
 	x->v[id] = v;
-	x->valid |= 1ull << id;
+	exp_mask_set(&x->valid, id);
 	g->st.sampled_at = exp_now_monotonic();
 }
 
@@ -362,7 +362,10 @@ static void test_configure_from_collectors(void **state)
 					   "DCGM_FI_DEV_VGPU_LICENSE_STATUS, gauge, v\n");
 	struct exp_config cfg = {.collectors = &c};
 	exporter_configure(&e, &cfg);
-	assert_int_equal(e.enabled, (1ull << EXP_GPU_TEMP) | (1ull << EXP_POWER_USAGE));
+	struct exp_mask want = {0};
+	exp_mask_set(&want, EXP_GPU_TEMP);
+	exp_mask_set(&want, EXP_POWER_USAGE);
+	assert_memory_equal(&e.enabled, &want, sizeof(want));
 	set_value(&e, 0, EXP_GPU_TEMP, 40);
 	set_value(&e, 0, EXP_POWER_USAGE, 70);
 	set_value(&e, 0, EXP_FB_USED, 1); /* sampled but not asked for: not served */
