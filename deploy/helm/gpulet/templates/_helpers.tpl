@@ -357,6 +357,7 @@ cdi-cri
 envvar
 {{- end -}}
 {{- end }}
+
 {{/* "true" when the exporter serves through a web config (HTTPS or basic auth), else "" */}}
 {{- define "gpulet.exporterWebConfig" -}}
 {{- if or .Values.exporter.tlsServerConfig.enabled .Values.exporter.basicAuth.users -}}true{{- end -}}
