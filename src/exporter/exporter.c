@@ -659,7 +659,10 @@ int exporter_start(struct exporter *e, struct nvml *nv, int interval_ms, struct 
 	 * values (they would look current); gpulet_sample_age_seconds keeps saying how old they are.
 	 */
 	e->stale_s = 3.0 * e->interval_ms / 1000.0 + 1.0;
-	exp_static_labels_fill(e);
+	size_t left_out = exp_static_labels_fill(e);
+	if (left_out > 0)
+		log_warn("static label fields too long to serve were left out (--log-level debug names them)",
+			 "labels=%zu", left_out);
 	for (size_t i = 0; i < e->n_gpus; i++) {
 		struct exp_gpu *eg = &e->gpus[i];
 		int r = pthread_create(&eg->thread, NULL, sampler_thread, eg);

@@ -299,8 +299,11 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg);
 
 /* Static label fields (static_labels.c): the index of a field served as a label, or -1. */
 int exp_label_field_index(const char *name);
-/* Append the enabled label fields' values (NVML, once) to each GPU's device labels. */
-void exp_static_labels_fill(struct exporter *e);
+/*
+ * Append the enabled label fields' values (NVML, once) to each GPU's device labels. Returns how many
+ * labels were left out because they did not fit (each named in a debug line).
+ */
+size_t exp_static_labels_fill(struct exporter *e);
 
 /* Start one sampler per GPU and the XID event thread. nv must outlive exporter_stop(). */
 int exporter_start(struct exporter *e, struct nvml *nv, int interval_ms, struct gerr *err);

@@ -207,9 +207,10 @@ int exp_label_field_index(const char *field)
 	return -1;
 }
 
-/* Append ,NAME="value" to every device of GPU slot g; a label that does not fit is left out, with a warning. */
-static void append(struct exporter *e, const struct exp_gpu *eg, const char *field, const char *value)
+/* Append ,NAME="value" to every device of GPU slot g; a label that does not fit is left out and counted. */
+static size_t append(struct exporter *e, const struct exp_gpu *eg, const char *field, const char *value)
 {
+	size_t left_out = 0;
 	char esc[256], label[320];
 	prom_escape(value, esc, sizeof(esc));
 	int n = snprintf(label, sizeof(label), ",%s=\"%s\"", field, esc);
@@ -217,15 +218,19 @@ static void append(struct exporter *e, const struct exp_gpu *eg, const char *fie
 		size_t len = strlen(e->devs[d].labels);
 		if (n > 0 && (size_t)n < sizeof(label) && len + (size_t)n < sizeof(e->devs[d].labels))
 			memcpy(e->devs[d].labels + len, label, (size_t)n + 1);
-		else
-			log_warn("a static label field's value is too long to serve; label left out",
-				 "field=%s uuid=%s", field, eg->uuid);
+		else {
+			log_debug("a static label field's value is too long to serve; label left out",
+				  "field=%s uuid=%s", field, eg->uuid);
+			left_out++;
+		}
 	}
+	return left_out;
 }
 
-void exp_static_labels_fill(struct exporter *e)
+size_t exp_static_labels_fill(struct exporter *e)
 {
 	const struct nvml *nv = e->nv;
+	size_t left_out = 0;
 	for (size_t g = 0; e->label_fields && g < e->n_gpus; g++) {
 		struct exp_gpu *eg = &e->gpus[g];
 		nvmlDevice_t h;
@@ -236,7 +241,8 @@ void exp_static_labels_fill(struct exporter *e)
 			char buf[96] = "";
 			if ((e->label_fields & (1u << k)) &&
 			    label_fields[k].get(nv, h, eg, buf, sizeof(buf)) == NVML_SUCCESS && buf[0])
-				append(e, eg, label_fields[k].name, buf);
+				left_out += append(e, eg, label_fields[k].name, buf);
 		}
 	}
+	return left_out;
 }
