@@ -6,6 +6,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,7 +22,9 @@
 struct labels_cli {
 	struct cmd_common c;
 	/* GFD options the config file may also set: NULL (strings) until a flag or env var gives them */
-	const char *output, *machine_file, *mig_strategy, *sleep_interval, *discovery, *ctr_driver_root;
+	const char *output, *machine_file, *mig_strategy, *discovery, *ctr_driver_root;
+	int64_t sleep_ns;                                            /* < 0: infinite */
+	bool sleep_given;                                            /* --sleep-interval or GFD_SLEEP_INTERVAL */
 	bool oneshot, no_timestamp, fail_on_init_error, use_nfd_api; /* see bool_set */
 	const char *config_file;
 	/* the Kubernetes client of --use-node-feature-api: accepted, not used (no API client here) */
@@ -33,39 +36,35 @@ struct labels_cli {
 	/* resolved */
 	struct {
 		bool oneshot, no_timestamp, fail_on_init_error, use_nfd_api;
-	} bool_set;         /* given by a flag or env var */
-	long long sleep_ms; /* < 0: infinite */
+	} bool_set; /* given by a flag or env var */
 	struct plugin_config *cfg;
 	struct labels_options lo;
 	const struct labels_cli *parsed; /* the values as parsed, layered again on SIGHUP */
 };
 
-/* Go-style durations GFD accepts for --sleep-interval: "60s", "500ms", "5m", "1h", or a number of seconds. */
-static int parse_duration(const char *s, long long *ret_ms)
+#define SLEEP_MIN_NS (100 * OPT_NSEC_PER_MSEC)          /* gpulet's floor: no busy relabelling */
+#define SLEEP_MAX_NS (7 * 24 * 3600 * OPT_NSEC_PER_SEC) /* 168h */
+
+/*
+ * GFD's sleep interval (api/config/v1/duration.go): "infinite" (-1), else a Go duration
+ * (docs/reference/go-parsing.md) from 100ms to 168h.
+ */
+static int sleep_parse(const char *s, int64_t *ret_ns, struct gerr *err)
 {
-	static const struct {
-		const char *unit;
-		double ms;
-	} units[] = {{"", 1000}, {"s", 1000}, {"ms", 1}, {"m", 60000}, {"h", 3600000}};
-	char *end;
-	double v;
+	int64_t ns;
 
 	if (streq(s, "infinite"))
-		return *ret_ms = -1, 0;
-	v = strtod(s, &end);
-	if (end == s || v < 0)
-		return -1;
-	for (size_t i = 0; i < ELEMENTSOF(units); i++)
-		if (streq(end, units[i].unit)) {
-			double ms = v * units[i].ms;
-
-			if (ms < 100 || ms > 86400000.0 * 7)
-				return -1;
-			*ret_ms = (long long)ms;
-			return 0;
-		}
-	return -1;
+		return *ret_ns = -1, 0;
+	if (opt_parse_duration(s, &ns) < 0)
+		return gerr_set(err, EINVAL, "want a Go duration (60s, 1m30s, 500ms) or infinite");
+	if (ns < SLEEP_MIN_NS || ns > SLEEP_MAX_NS)
+		return gerr_set(err, ERANGE, "want 100ms to 168h, or infinite");
+	*ret_ns = ns;
+	return 0;
 }
+
+/* --sleep-interval, GFD_SLEEP_INTERVAL: parsed at once, so a bad one is a usage error. */
+static int set_sleep(void *opts, const char *value, struct gerr *err);
 
 #define LABELS_F(field) offsetof(struct labels_cli, field)
 /*
@@ -79,9 +78,9 @@ static const struct cmd_opt labels_opts[] = {
 	    .alias = "output", .env = {"GFD_OUTPUT_FILE"}, .off = LABELS_F(output)),
     CMD_ROW("oneshot", 0, CMD_OPT_BOOL, NULL, "label once and exit (file: flags.gfd.oneshot)", .env = {"GFD_ONESHOT"},
 	    .off = LABELS_F(oneshot)),
-    CMD_ROW("sleep-interval", 0, CMD_OPT_STR, "D",
+    CMD_ROW("sleep-interval", 0, CMD_OPT_CALL, "D",
 	    "time between relabelings: 60s, 5m, 500ms, infinite (default 60s; file: flags.gfd.sleepInterval)",
-	    .env = {"GFD_SLEEP_INTERVAL"}, .off = LABELS_F(sleep_interval)),
+	    .env = {"GFD_SLEEP_INTERVAL"}, .call = set_sleep),
     CMD_ROW("no-timestamp", 0, CMD_OPT_BOOL, NULL, "no nvidia.com/gfd.timestamp label (file: flags.gfd.noTimestamp)",
 	    .env = {"GFD_NO_TIMESTAMP"}, .off = LABELS_F(no_timestamp)),
     CMD_ROW("mig-strategy", 0, CMD_OPT_STR, "S",
@@ -142,8 +141,43 @@ static const struct cmd_verb labels_verb = CMD_VERB(
     "labels", "[OPTIONS]", labels_opts, "gpulet labels --oneshot --config-file /config/config.yaml --output-file -",
     .about = "Write GFD-compatible node labels (nvidia.com/gpu.product, gpu.count, mig.strategy, ...) to an NFD\n"
 	     "local feature file, atomically, every --sleep-interval; --oneshot writes once and exits. SIGHUP\n"
-	     "reads the config file again.");
+	     "reads the config file again.",
+    .urfave = true);
 
+static int set_sleep(void *opts, const char *value, struct gerr *err)
+{
+	struct labels_cli *c = opts;
+
+	c->sleep_given = true;
+	return sleep_parse(value, &c->sleep_ns, err);
+}
+
+/*
+ * The file's flags.gfd.sleepInterval (its reader writes a bare number as "<N>ns", what upstream's
+ * Duration.UnmarshalJSON makes of it), else the default 60s; 0 or 1 with the error logged.
+ */
+static int sleep_from_file(struct labels_cli *c, const char *text)
+{
+	struct gerr err = {0};
+	int64_t ns;
+	char tail[4] = "";
+
+	if (c->sleep_given)
+		return 0;
+	c->sleep_ns = 60 * OPT_NSEC_PER_SEC;
+	if (!text[0] || sleep_parse(text, &c->sleep_ns, &err) == 0)
+		return 0;
+	/* upstream: a bare number is nanoseconds, so "60" is 60ns: below the floor, say what was meant */
+	if (sscanf(text, "%" SCNd64 "%3s", &ns, tail) == 2 && streq(tail, "ns"))
+		return log_error("bad value in the config file",
+				 "key=flags.gfd.sleepInterval value=\"%s\" error=\"%s; a bare number is nanoseconds "
+				 "here, as upstream; write 60s\"",
+				 text, err.msg),
+		       1;
+	return log_error("bad value in the config file", "key=flags.gfd.sleepInterval value=\"%s\" error=\"%s\"", text,
+			 err.msg),
+	       1;
+}
 /*
  * Parse twice with the switches preset to false, then true: a switch neither flag nor env var gave
  * keeps its preset, so it differs between the two; it is then the file's or the default.
@@ -216,7 +250,6 @@ static int resolve_sharing(struct labels_cli *c)
 static int resolve_strings(struct labels_cli *c)
 {
 	const char *mig = layer(c->mig_strategy, mig_strategy_name(c->cfg->mig_strategy), "none");
-	const char *sleep = layer(c->sleep_interval, c->cfg->gfd[CONFIG_GFD_SLEEP_INTERVAL], "60s");
 	const char *disc = layer(
 	    c->discovery, enum_to_name(config_discovery_names, c->cfg->device_discovery_strategy, "auto"), "auto");
 	enum discovery_strategy d;
@@ -231,14 +264,8 @@ static int resolve_strings(struct labels_cli *c)
 					       mig);
 		return log_error("bad value in the config file", "key=flags.migStrategy value=\"%s\"", mig), 1;
 	}
-	if (parse_duration(sleep, &c->sleep_ms) < 0) {
-		if (c->sleep_interval)
-			return cmd_usage_error(&labels_verb,
-					       "--sleep-interval '%s' is not valid: a duration from 100ms to 7 days "
-					       "(60s, 5m, 500ms) or infinite",
-					       sleep);
-		return log_error("bad value in the config file", "key=flags.gfd.sleepInterval value=\"%s\"", sleep), 1;
-	}
+	if (sleep_from_file(c, c->cfg->gfd[CONFIG_GFD_SLEEP_INTERVAL]) != 0)
+		return 1;
 	if (enum_from_name(config_discovery_names, disc, &d) < 0)
 		return cmd_usage_error(&labels_verb,
 				       "--device-discovery-strategy '%s' is not valid: auto|nvml|tegra|vfio", disc);
@@ -362,7 +389,8 @@ static int open_nvml(struct labels_cli *c, struct nvml **ret)
 	else
 		log_warn("cannot load NVML: no GPU labels are written (only the timestamp); trying again at each "
 			 "relabelling",
-			 "error=\"%s\" sleep_interval_ms=%lld", err.msg, c->sleep_ms);
+			 "error=\"%s\" sleep_interval_ms=%lld", err.msg,
+			 c->sleep_ns < 0 ? -1LL : (long long)(c->sleep_ns / OPT_NSEC_PER_MSEC));
 	*ret = NULL;
 	return r;
 }
@@ -370,10 +398,11 @@ static int open_nvml(struct labels_cli *c, struct nvml **ret)
 /* Sleep until the next pass: 0 time to relabel, SIGHUP to reload, another signal to stop. */
 static int wait_next(const struct labels_cli *c, const sigset_t *set)
 {
-	struct timespec ts = {.tv_sec = c->sleep_ms / 1000, .tv_nsec = (c->sleep_ms % 1000) * 1000000L};
+	struct timespec ts = {.tv_sec = (time_t)(c->sleep_ns / OPT_NSEC_PER_SEC),
+			      .tv_nsec = (long)(c->sleep_ns % OPT_NSEC_PER_SEC)};
 	int sig = 0;
 
-	if (c->sleep_ms < 0)
+	if (c->sleep_ns < 0)
 		return sigwait(set, &sig) == 0 ? sig : SIGTERM;
 	sig = sigtimedwait(set, NULL, &ts);
 	return sig > 0 ? sig : 0;

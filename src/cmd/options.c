@@ -199,28 +199,55 @@ static int apply(const struct cmd_verb *v, const struct cmd_opt *o, void *opts, 
 	return r;
 }
 
+/*
+ * The value of a row's env vars, or NULL; *name says which. An empty value is skipped, except for a
+ * urfave verb, where the first env var that is set wins even when empty: a string takes "", a
+ * switch false, any other kind keeps what it has (urfave/cli v2's Apply(), go-parsing.md).
+ */
+static const char *env_value(const struct cmd_verb *v, const struct cmd_opt *o, const char **name)
+{
+	for (size_t k = 0; k < ELEMENTSOF(o->env) && o->env[k]; k++) {
+		const char *val = getenv(o->env[k]);
+
+		*name = o->env[k];
+		if (val && *val)
+			return val;
+		if (!val || !v->urfave)
+			continue;
+		if (o->kind == CMD_OPT_STR)
+			return val;
+		return o->kind == CMD_OPT_SET || o->kind == CMD_OPT_BOOL ? "false" : NULL;
+	}
+	return NULL;
+}
+
 /* Defaults, then env vars: the layers under the command line. */
 static int apply_defaults_and_env(const struct cmd_verb *v, void *opts)
 {
 	for (size_t i = 0; i < n_rows(v); i++) {
 		const struct cmd_opt *o = &v->opts[i];
-		const char *env = NULL;
+		const char *env = NULL, *val;
 		int r = 0;
 
 		if (o->def)
 			r = apply(v, o, opts, o->def, "default");
-		for (size_t k = 0; r >= 0 && k < ELEMENTSOF(o->env) && o->env[k] && !env; k++) {
-			const char *val = getenv(o->env[k]);
-
-			if (val && *val) {
-				env = o->env[k];
-				r = apply(v, o, opts, val, env);
-			}
-		}
+		if (r >= 0 && (val = env_value(v, o, &env)))
+			r = apply(v, o, opts, val, env);
 		if (r < 0)
 			return r;
 	}
 	return 0;
+}
+
+/* A row's short letter: its own, or -v for --version in a urfave verb that has no other -v. */
+static int short_of(const struct cmd_verb *v, const struct cmd_opt *o)
+{
+	if (o->short_name || o->kind != CMD_OPT_VERSION || !v->urfave)
+		return o->short_name;
+	for (size_t i = 0; i < n_rows(v); i++)
+		if (v->opts[i].short_name == 'v')
+			return 0;
+	return 'v';
 }
 
 static int has_arg(const struct cmd_opt *o)
@@ -244,15 +271,15 @@ int cmd_parse(const struct cmd_verb *v, int argc, char **argv, void *opts)
 		return EXIT_USAGE;
 	for (size_t i = 0; i < total; i++) {
 		const struct cmd_opt *o = row(v, i);
-		int val = o->short_name ? o->short_name : 256 + (int)i;
+		int sh = short_of(v, o), val = sh ? sh : 256 + (int)i;
 
 		lo[n++] = (struct option){o->name, has_arg(o), NULL, val};
 		if (o->alias)
 			lo[n++] = (struct option){o->alias, has_arg(o), NULL, val};
-		if (o->short_name) {
+		if (sh) {
 			size_t l = strlen(shorts);
 
-			shorts[l++] = (char)o->short_name;
+			shorts[l++] = (char)sh;
 			if (has_arg(o) != no_argument)
 				shorts[l++] = ':';
 			if (has_arg(o) == optional_argument)
@@ -266,7 +293,7 @@ int cmd_parse(const struct cmd_verb *v, int argc, char **argv, void *opts)
 		const struct cmd_opt *o = NULL;
 
 		for (size_t i = 0; i < total && !o; i++)
-			if (c == (row(v, i)->short_name ? row(v, i)->short_name : 256 + (int)i))
+			if (c == (short_of(v, row(v, i)) ? short_of(v, row(v, i)) : 256 + (int)i))
 				o = row(v, i);
 		if (!o) { /* getopt said what is wrong */
 			cmd_help(v, stderr);
@@ -305,8 +332,9 @@ static void wrap(FILE *f, const char *text, size_t col, size_t at)
 	}
 }
 
-static void help_row_print(FILE *f, const struct cmd_opt *o)
+static void help_row_print(FILE *f, const struct cmd_verb *v, const struct cmd_opt *o)
 {
+	int sh = short_of(v, o);
 	char left[160], text[512], arg[48] = "";
 	size_t at, l = 0;
 
@@ -314,8 +342,8 @@ static void help_row_print(FILE *f, const struct cmd_opt *o)
 		snprintf(arg, sizeof(arg), "[=BOOL]");
 	else if (o->arg)
 		snprintf(arg, sizeof(arg), " %s", o->arg);
-	if (o->short_name)
-		l += (size_t)snprintf(left + l, sizeof(left) - l, "-%c, ", o->short_name);
+	if (sh)
+		l += (size_t)snprintf(left + l, sizeof(left) - l, "-%c, ", sh);
 	l += (size_t)snprintf(left + l, sizeof(left) - l, "--%s%s", o->name, arg);
 	if (o->alias)
 		snprintf(left + l, sizeof(left) - l, ", --%s%s", o->alias, arg);
@@ -340,7 +368,7 @@ void cmd_help(const struct cmd_verb *v, FILE *f)
 		fprintf(f, "%s\n\n", v->about);
 	fprintf(f, "Options:\n");
 	for (size_t i = 0; i < n_rows(v) + ELEMENTSOF(extra_rows); i++)
-		help_row_print(f, row(v, i));
+		help_row_print(f, v, row(v, i));
 	if (v->notes)
 		v->notes(f);
 	if (v->footer)

@@ -63,6 +63,12 @@ struct cmd_verb {
 	const char *footer;         /* exit status, JSON shape, ... or NULL */
 	const char *example;
 	bool operands; /* arguments after the options are the verb's (else: usage error) */
+	/*
+	 * The verb stands in for a urfave/cli v2 program (docs/reference/go-parsing.md): an env var set
+	 * to "" counts as set (a string takes "", a switch false, a number keeps its default), and -v
+	 * is --version unless a row has -v.
+	 */
+	bool urfave;
 };
 
 /*

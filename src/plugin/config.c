@@ -22,6 +22,7 @@
 
 #define CONFIG_FILE_MAX            (1024 * 1024)
 #define HELP_SHORT                 'h'                               /* -h: --help */
+#define VERSION_SHORT              'v'                               /* -v: --version, urfave/cli's VersionFlag alias */
 #define DEFAULT_DEVICE_PLUGIN_PATH "/var/lib/kubelet/device-plugins" /* pluginapi.DevicePluginPath */
 
 #define F(field)                   offsetof(struct plugin_config, field), sizeof(((struct plugin_config *)0)->field)
@@ -388,16 +389,18 @@ int config_parse_args(int argc, char **argv, struct config_args **ret, enum conf
 	}
 	lo[n] = (struct option){0};
 
-	argv_single_dash_longs(argc, argv, lo, ":h"); /* -mig-strategy=mixed, as upstream's CLI */
+	argv_single_dash_longs(argc, argv, lo, ":hv"); /* -mig-strategy=mixed, as upstream's CLI */
 	optind = 1;
 	opterr = 0;
 	/* leading ':': a missing value is ':' (not '?'), so it gets its own message */
-	while ((c = getopt_long(argc, argv, ":h", lo, &idx)) != -1) { /* "h": HELP_SHORT */
+	while ((c = getopt_long(argc, argv, ":hv", lo, &idx)) != -1) { /* HELP_SHORT, VERSION_SHORT */
 		if (c == ':')
 			return gerr_set(err, EINVAL, "option '%s' needs a value; see 'gpulet plugin --help'",
 					argv[optind - 1]);
 		if (c == HELP_SHORT)
 			c = 1000 + (int)(opt_by_flag("help") - opts);
+		if (c == VERSION_SHORT)
+			c = 1000 + (int)(opt_by_flag("version") - opts);
 		if (c < 1000 || c >= 1000 + (int)ELEMENTSOF(opts))
 			return unknown_option(argv[optind - 1], err);
 		size_t i = (size_t)(c - 1000);
@@ -439,15 +442,24 @@ void config_args_default(struct config_args *a, const char *flag, const char *va
 
 /* ---- layers ---------------------------------------------------------------------------------- */
 
+/*
+ * The value of an option's env vars as urfave/cli v2 reads them (docs/reference/go-parsing.md): the
+ * first one that is set wins, even when empty; empty is "" for a string, path, choice or list (which
+ * the setter then checks), false for a boolean, and no value at all for a number or the log level.
+ */
 static const char *env_of(const struct opt *o, const char **name)
 {
 	for (size_t k = 0; k < ELEMENTSOF(o->env) && o->env[k]; k++) {
 		const char *v = getenv(o->env[k]);
 
-		if (v && *v) {
-			*name = o->env[k];
+		if (!v)
+			continue;
+		*name = o->env[k];
+		if (*v)
 			return v;
-		}
+		if (o->type == T_BOOL)
+			return "false";
+		return o->type == T_SECONDS || o->type == T_LEVEL ? NULL : v;
 	}
 	return NULL;
 }
@@ -550,7 +562,11 @@ void config_print_help(FILE *f)
 		char left[96];
 
 		if (o->type == T_ACTION) {
-			fprintf(f, "  %s--%s\n      %s\n", streq(o->flag, "help") ? "-h, " : "", o->flag, o->help);
+			fprintf(f, "  %s--%s\n      %s\n",
+				streq(o->flag, "help")      ? "-h, "
+				: streq(o->flag, "version") ? "-v, "
+							    : "",
+				o->flag, o->help);
 			continue;
 		}
 		snprintf(left, sizeof(left), "--%s%s%s%s", o->flag, o->alias ? ", --" : "", o->alias ? o->alias : "",

@@ -197,6 +197,24 @@ const char *const config_gfd_keys[CONFIG_GFD_N] = {
     [CONFIG_GFD_USE_NODE_FEATURE_API] = "flags.useNodeFeatureAPI", /* under flags, not flags.gfd */
 };
 
+/*
+ * flags.gfd.sleepInterval given as a number: nanoseconds, as upstream's Duration.UnmarshalJSON takes a
+ * JSON number (time.Duration(float64), truncated; docs/reference/go-parsing.md). Kept as "<N>ns".
+ */
+static int sleep_number(struct yctx *y, const char *key, struct yval v, char *buf, size_t size)
+{
+	double d = json_number_value(v.v);
+
+	if (!(d > -9.2e18 && d < 9.2e18))
+		return yerr(y, v.pos, key,
+			    "a bare number is nanoseconds here, as upstream, and this one is out of range");
+	if (json_is_integer(v.v))
+		snprintf(buf, size, "%" JSON_INTEGER_FORMAT "ns", json_integer_value(v.v));
+	else
+		snprintf(buf, size, "%lldns", (long long)d);
+	return 1;
+}
+
 /* A GFD key: kept as text for gpulet labels, which checks the value; 1 = handled, 0 = not a GFD key. */
 static int gfd_option(struct yctx *y, const char *key, struct yval v)
 {
@@ -204,6 +222,8 @@ static int gfd_option(struct yctx *y, const char *key, struct yval v)
 		if (streq(config_gfd_keys[i], key)) {
 			if (json_is_null(v.v))
 				return 1;
+			if (i == CONFIG_GFD_SLEEP_INTERVAL && json_is_number(v.v))
+				return sleep_number(y, key, v, y->cfg->gfd[i], sizeof(y->cfg->gfd[i]));
 			return value_text(y, v, key, false, y->cfg->gfd[i], sizeof(y->cfg->gfd[i])) < 0 ? -EINVAL : 1;
 		}
 	return 0;

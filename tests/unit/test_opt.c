@@ -78,23 +78,38 @@ static void test_duration_go_table(void **state)
 				    4 * OPT_NSEC_PER_MSEC + 5000 + 6},
 	    {"39h9m14.425s", 140954425 * OPT_NSEC_PER_MSEC},
 	    {"52763797000ns", 52763797000},
-	    {"0.3333333333333333333h", 20 * 60 * OPT_NSEC_PER_SEC},                     /* fraction digits dropped */
-	    {"9007199254740993ns", INT64_C(9007199254740993)},                         /* 2^53 + 1 exactly */
-	    {"9223372036854775807ns", INT64_MAX},                                      /* the largest */
+	    {"0.3333333333333333333h", 20 * 60 * OPT_NSEC_PER_SEC}, /* fraction digits dropped */
+	    {"9007199254740993ns", INT64_C(9007199254740993)},      /* 2^53 + 1 exactly */
+	    {"9223372036854775807ns", INT64_MAX},                   /* the largest */
 	    {"9223372036854775.807us", INT64_MAX},
-	    {"-9223372036854775808ns", INT64_MIN},                                     /* the smallest */
-	    {"0.100000000000000000000h", 6 * 60 * OPT_NSEC_PER_SEC},                   /* 0.1h */
+	    {"-9223372036854775808ns", INT64_MIN},                                       /* the smallest */
+	    {"0.100000000000000000000h", 6 * 60 * OPT_NSEC_PER_SEC},                     /* 0.1h */
 	    {"0.830103483285477580700h", (49 * 60 + 48) * OPT_NSEC_PER_SEC + 372539827}, /* Go's own row */
 	};
 	static const struct {
 		const char *in;
 		int err;
 	} bad[] = {
-	    {"", -EINVAL},       {"3", -EINVAL},     {"60", -EINVAL}, /* a bare non-zero number: missing unit */
-	    {"-", -EINVAL},      {"s", -EINVAL},     {".", -EINVAL},    {".s", -EINVAL},    {"+.s", -EINVAL},
-	    {"1d", -EINVAL},     {"1sec", -EINVAL},  {"1 s", -EINVAL},  {" 1s", -EINVAL},   {"1s ", -EINVAL},
-	    {"1S", -EINVAL},     {"infinite", -EINVAL}, {"00", -EINVAL}, {"1.2.3s", -EINVAL},
-	    {"9223372036854775808ns", -ERANGE}, {"9223372036854775810ns", -ERANGE}, {"3000000h", -ERANGE},
+	    {"", -EINVAL},
+	    {"3", -EINVAL},
+	    {"60", -EINVAL}, /* a bare non-zero number: missing unit */
+	    {"-", -EINVAL},
+	    {"s", -EINVAL},
+	    {".", -EINVAL},
+	    {".s", -EINVAL},
+	    {"+.s", -EINVAL},
+	    {"1d", -EINVAL},
+	    {"1sec", -EINVAL},
+	    {"1 s", -EINVAL},
+	    {" 1s", -EINVAL},
+	    {"1s ", -EINVAL},
+	    {"1S", -EINVAL},
+	    {"infinite", -EINVAL},
+	    {"00", -EINVAL},
+	    {"1.2.3s", -EINVAL},
+	    {"9223372036854775808ns", -ERANGE},
+	    {"9223372036854775810ns", -ERANGE},
+	    {"3000000h", -ERANGE},
 	    {"-9223372036854775809ns", -ERANGE},
 	};
 	int64_t ns;
