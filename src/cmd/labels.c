@@ -71,7 +71,7 @@ static int set_sleep(void *opts, const char *value, struct gerr *err);
  * GFD v0.20's flags and env vars (cmd/gpu-feature-discovery/main.go, internal/flags), then gpulet's.
  * Rows the config file can also set have no .def here: their defaults are applied after the file.
  */
-static const struct cmd_opt labels_opts[] = {
+static const struct optspec labels_opts[] = {
     CMD_ROW("output-file", 'o', CMD_OPT_STR, "FILE",
 	    "feature file under --root; '-' or '' prints to stdout (default " LABELS_DEFAULT_OUTPUT
 	    "; file: flags.gfd.outputFile)",
