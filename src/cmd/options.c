@@ -128,11 +128,12 @@ int cmd_set_log_level(void *opts, const char *value, struct gerr *err)
 /* The verb's rows, then --help and --version, in rows (room for MAX_ROWS + 1). */
 static int all_rows(const struct cmd_verb *v, struct optspec *rows)
 {
-	size_t n = optspec_count(v->opts);
+	const struct optspec *own = v->cli ? v->cli->rows : v->opts;
+	size_t n = optspec_count(own);
 
 	if (n + ELEMENTSOF(extra_rows) > MAX_ROWS)
 		return -E2BIG;
-	memcpy(rows, v->opts, n * sizeof(*rows));
+	memcpy(rows, own, n * sizeof(*rows));
 	memcpy(rows + n, extra_rows, sizeof(extra_rows));
 	rows[n + ELEMENTSOF(extra_rows)] = (struct optspec){0};
 	return 0;
@@ -140,17 +141,17 @@ static int all_rows(const struct cmd_verb *v, struct optspec *rows)
 
 static struct optspec_cli cli_of(const struct cmd_verb *v, const struct optspec *rows)
 {
-	return (struct optspec_cli){
-	    .rows = rows,
+	struct optspec_cli c = {
 	    .env = v->urfave ? OPT_ENV_EMPTY_URFAVE : OPT_ENV_EMPTY_UNSET,
 	    .version_v = v->urfave,
-	    .operands = v->operands,
-	    .getopt_says = !v->hints, /* getopt's own message, then the help; or ours with a hint */
-	    .hints = v->hints,
-	    .file_opt = v->file_opt,
-	    .load_file = v->load_file,
-	    .finish = v->finish,
+	    .getopt_says = true, /* getopt's own message, then the help */
 	};
+
+	if (v->cli)
+		c = *v->cli;
+	c.rows = rows;
+	c.operands = v->operands;
+	return c;
 }
 
 int cmd_parse(const struct cmd_verb *v, int argc, char **argv, void *opts)
@@ -165,6 +166,10 @@ int cmd_parse(const struct cmd_verb *v, int argc, char **argv, void *opts)
 		return cmd_usage_error(v, "internal error: too many options");
 	cli = cli_of(v, rows);
 	if (optspec_parse(&cli, argc, argv, opts, &action, &fail, &err) < 0) {
+		if (fail == OPTSPEC_FAIL_FILE) { /* a bad config file fails the run, it is not a usage error */
+			fprintf(stderr, "gpulet %s: %s\n", v->name, err.msg);
+			return 1;
+		}
 		if (fail == OPTSPEC_FAIL_VALUE) {
 			cmd_usage_error(v, "%s", err.msg);
 			return v->value_exit ?: EXIT_USAGE;

@@ -43,7 +43,7 @@ struct cmd_verb {
 	const char *name;           /* "doctor", "cdi generate": the usage line and the prefix of messages */
 	const char *synopsis;       /* after the name: "[OPTIONS]", "[OPTIONS] FILE...|-" */
 	const char *about;          /* paragraph under the usage line */
-	const struct optspec *opts; /* ends with OPT_END; --help and --version are added */
+	const struct optspec *opts; /* ends with OPT_END (or NULL with .cli); --help and --version are added */
 	void (*notes)(FILE *f);     /* more text after the options, or NULL */
 	const char *footer;         /* exit status, JSON shape, ... or NULL */
 	const char *example;
@@ -54,11 +54,8 @@ struct cmd_verb {
 	 * is --version unless a row has -v.
 	 */
 	bool urfave;
-	const struct optspec_hint *hints; /* flags users bring from elsewhere, with what to use instead */
-	/* the config-file layer (struct optspec_cli): the row naming the file, its reader; or NULL */
-	const char *file_opt;
-	int (*load_file)(void *opts, const char *path, struct gerr *err);
-	int (*finish)(void *opts, struct gerr *err);
+	/* the engine's description when a library owns the rows (rows, env vars, config file, messages) */
+	const struct optspec_cli *cli;
 	int value_exit; /* exit code of a bad value (EXIT_USAGE when 0); the plugin's is 1, as upstream */
 };
 

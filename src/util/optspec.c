@@ -90,10 +90,10 @@ static int set_text(const struct optspec *o, void *field, const char *v, struct 
 static int set_path(const struct optspec *o, void *field, const char *v, struct gerr *err)
 {
 	if (v[0] && v[0] != '/')
-		return gerr_set(err, EINVAL, "want an absolute path");
+		return gerr_set(err, EINVAL, "must be an absolute path");
 	/* every host path is read under --root: a '..' would climb out of it */
 	if (has_dotdot(v))
-		return gerr_set(err, EINVAL, "a path must not contain '..'; give the real absolute path");
+		return gerr_set(err, EINVAL, "path must not contain '..'; give the real absolute path");
 	return set_text(o, field, v, err);
 }
 
@@ -127,14 +127,14 @@ static int set_uint(const struct optspec *o, void *field, const char *v, struct 
 
 static int set_enum(const struct optspec *o, void *field, const char *v, struct gerr *err)
 {
-	const struct enum_name *row = enum_row_by_name(o->names, o->n_names, sizeof(*o->names),
-						       offsetof(struct enum_name, value), offsetof(struct enum_name, name),
-						       v, false);
+	const struct enum_name *row =
+	    enum_row_by_name(o->names, o->n_names, sizeof(*o->names), offsetof(struct enum_name, value),
+			     offsetof(struct enum_name, name), v, false);
 	char want[256];
 
 	if (!row) {
 		choices(o, want, sizeof(want));
-		return gerr_set(err, EINVAL, "want one of %s", want);
+		return gerr_set(err, EINVAL, "must be one of %s", want);
 	}
 	*(int *)field = row->value;
 	return 0;
@@ -157,15 +157,36 @@ static int set_flags(const struct optspec *o, void *field, const char *v, struct
 			if (strlen(o->names[k].name) == n && strncmp(o->names[k].name, s, n) == 0)
 				break;
 		if (k == o->n_names)
-			return gerr_set(err, EINVAL, "unknown \"%.*s\"; want a comma list of %s", (int)n, s, want);
+			return gerr_set(err, EINVAL, "unknown %s \"%.*s\"; valid: %s", o->want ? o->want : "name",
+					(int)n, s, want);
 		bits |= (unsigned)o->names[k].value;
 		s += n;
 		if (*s == ',')
 			s++;
 	}
 	if (!bits)
-		return gerr_set(err, EINVAL, "want at least one of %s", want);
+		return gerr_set(err, EINVAL, "must name at least one of %s", want);
 	*(unsigned *)field = bits;
+	return 0;
+}
+
+/* A word of .names (its value), else a Go duration within [.min, .max] milliseconds when .max is set. */
+static int set_duration(const struct optspec *o, void *field, const char *v, struct gerr *err)
+{
+	const struct enum_name *word =
+	    enum_row_by_name(o->names, o->n_names, sizeof(*o->names), offsetof(struct enum_name, value),
+			     offsetof(struct enum_name, name), v, false);
+	int64_t ns;
+
+	if (word)
+		return *(int64_t *)field = word->value, 0;
+	if (opt_parse_duration(v, &ns) < 0)
+		return gerr_set(err, EINVAL, "want a Go duration such as 90s, 1m30s, 500ms%s%s",
+				o->n_names ? ", or " : "", o->n_names ? o->names[0].name : "");
+	if (o->max && (ns < (int64_t)o->min * OPT_NSEC_PER_MSEC || ns > (int64_t)o->max * OPT_NSEC_PER_MSEC))
+		return gerr_set(err, ERANGE, "want %lums to %luh%s%s", o->min, o->max / 3600000,
+				o->n_names ? ", or " : "", o->n_names ? o->names[0].name : "");
+	*(int64_t *)field = ns;
 	return 0;
 }
 
@@ -194,9 +215,7 @@ int optspec_set(const struct optspec *o, void *opts, const char *value, struct g
 	case OPT_UINT:
 		return set_uint(o, field, value, err);
 	case OPT_DURATION:
-		if (opt_parse_duration(value, field) < 0)
-			return gerr_set(err, EINVAL, "want a Go duration such as 90s, 1m30s, 500ms");
-		return 0;
+		return set_duration(o, field, value, err);
 	case OPT_ENUM:
 		return set_enum(o, field, value, err);
 	case OPT_FLAGS:
@@ -248,31 +267,46 @@ void optspec_free(const struct optspec *rows, void *opts)
 		}
 }
 
-/* Set o from value, err saying where it came from: "<src> '<value>' is not valid: <why>". */
-static int set_from(const struct optspec *o, void *opts, const char *value, const char *src, struct gerr *err)
+/* Set o from value, err saying where it came from in c's style. */
+static int set_from(const struct optspec_cli *c, const struct optspec *o, void *opts, const char *value,
+		    const char *src, struct gerr *err)
 {
 	struct gerr why = {0};
 	int r = optspec_set(o, opts, value, &why);
+	const char *w;
 
 	if (r >= 0)
 		return r;
 	if (!why.msg[0] && o->want)
 		gerr_set(&why, -r, "%s", o->want);
+	w = why.msg[0] ? why.msg : "see --help";
+	if (c->msg == OPT_MSG_NAME)
+		return gerr_set(err, -r, "%s: %s: %s, got \"%s\"", src, o->name, w, value ? value : "");
 	if (value)
-		return gerr_set(err, -r, "%s '%s' is not valid: %s", src, value, why.msg[0] ? why.msg : "see --help");
-	return gerr_set(err, -r, "%s: %s", src, why.msg[0] ? why.msg : "see --help");
+		return gerr_set(err, -r, "%s '%s' is not valid: %s", src, value, w);
+	return gerr_set(err, -r, "%s: %s", src, w);
 }
 
-int optspec_set_key(const struct optspec *rows, void *opts, const char *key, const char *text, const char *where,
+int optspec_set_key(const struct optspec_cli *c, void *opts, const char *key, const char *text, const char *where,
 		    struct gerr *err)
 {
-	const struct optspec *o = optspec_by_key(rows, key);
+	const struct optspec *o = optspec_by_key(c->rows, key);
 	char src[512];
 
 	if (!o)
 		return -ENOKEY;
 	snprintf(src, sizeof(src), "%s: %s", where, key);
-	return set_from(o, opts, text, src, err);
+	return set_from(c, o, opts, text, src, err);
+}
+
+int optspec_defaults(const struct optspec_cli *c, void *opts, struct gerr *err)
+{
+	int r;
+
+	for (const struct optspec *o = c->rows; o->kind != OPT_END; o++)
+		if (o->def && (r = set_from(c, o, opts, o->def, "default", err)) < 0)
+			return r;
+	return 0;
 }
 
 int optspec_has_arg(const struct optspec *o)
@@ -301,7 +335,7 @@ struct given {
 	struct {
 		size_t row;
 		const char *val;
-	} *occ;
+	} * occ;
 	char *joined[MAX_ROWS];
 	ssize_t first[MAX_ROWS]; /* index in occ of a row's first occurrence, -1 none */
 };
@@ -372,8 +406,8 @@ static void build_getopt(const struct optspec_cli *c, size_t total, struct optio
  * getopt_long over argv into g; *action from HELP and VERSION rows. Past --help or --version only
  * --version matters: what follows is not checked (the help is what was asked for).
  */
-static int read_argv(const struct optspec_cli *c, int argc, char **argv, struct given *g,
-		     enum optspec_action *action, struct gerr *err)
+static int read_argv(const struct optspec_cli *c, int argc, char **argv, struct given *g, enum optspec_action *action,
+		     struct gerr *err)
 {
 	struct option lo[2 * MAX_ROWS + 1];
 	char shorts[3 * MAX_ROWS + 2];
@@ -427,30 +461,30 @@ static const char *file_path(const struct optspec_cli *c, const struct given *g,
 }
 
 /* Defaults, then the file, then env vars, then the flags in order. OPTSPEC_DONE: a CALL row ended the run. */
-static int apply_layers(const struct optspec_cli *c, const struct given *g, void *opts, struct gerr *err)
+static int apply_layers(const struct optspec_cli *c, const struct given *g, void *opts, enum optspec_fail *fail,
+			struct gerr *err)
 {
 	const struct optspec *file = c->file_opt ? optspec_by_name(c->rows, c->file_opt) : NULL;
 	const char *name, *v, *path;
 	char src[128];
 	int r;
 
-	for (const struct optspec *o = c->rows; o->kind != OPT_END; o++)
-		if (o->def && (r = set_from(o, opts, o->def, "default", err)) < 0)
-			return r;
-	if (file && (path = file_path(c, g, file)) && *path && (r = c->load_file(opts, path, err)) < 0)
+	if ((r = optspec_defaults(c, opts, err)) < 0)
 		return r;
+	if (file && (path = file_path(c, g, file)) && *path && (r = c->load_file(opts, path, err)) < 0)
+		return *fail = OPTSPEC_FAIL_FILE, r;
 	for (const struct optspec *o = c->rows; o->kind != OPT_END; o++) {
 		if (!(v = optspec_env(o, c->env, &name)))
 			continue;
 		snprintf(src, sizeof(src), "env %s", name);
-		if ((r = set_from(o, opts, v, src, err)) < 0)
+		if ((r = set_from(c, o, opts, v, src, err)) < 0)
 			return r;
 	}
 	for (size_t k = 0; k < g->n; k++) {
 		const struct optspec *o = &c->rows[g->occ[k].row];
 
 		snprintf(src, sizeof(src), "--%s", o->name);
-		if ((r = set_from(o, opts, g->occ[k].val, src, err)) != 0)
+		if ((r = set_from(c, o, opts, g->occ[k].val, src, err)) != 0)
 			return r;
 	}
 	return c->finish ? c->finish(opts, err) : 0;
@@ -468,7 +502,7 @@ int optspec_parse(const struct optspec_cli *c, int argc, char **argv, void *opts
 	if (r < 0 || *action != OPTSPEC_RUN)
 		return r < 0 ? r : 0;
 	*fail = OPTSPEC_FAIL_VALUE;
-	r = apply_layers(c, &g, opts, err);
+	r = apply_layers(c, &g, opts, fail, err);
 	if (r < 0)
 		return r;
 	*fail = OPTSPEC_OK;

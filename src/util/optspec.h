@@ -31,7 +31,8 @@ enum optspec_kind {
 	OPT_SET,      /* bool: true when given without a value; a value (env, file) is a boolean */
 	OPT_BOOL,     /* bool from an optional BOOL (opt_parse_bool(); no value: true) */
 	OPT_UINT,     /* unsigned, a number in [.min, .max] */
-	OPT_DURATION, /* int64_t nanoseconds, Go's time.ParseDuration (opt_parse_duration()) */
+	OPT_DURATION, /* int64_t nanoseconds, Go's time.ParseDuration (opt_parse_duration()), within [.min, .max]
+		       * milliseconds when .max is set; the words of .names stand for their values ("infinite": -1) */
 	OPT_ENUM,     /* int: the value of one of .names */
 	OPT_FLAGS,    /* unsigned: a comma list of .names, their values OR-ed; a repeated flag adds to the list */
 	OPT_CALL,     /* .call(opts, value, err) */
@@ -40,21 +41,21 @@ enum optspec_kind {
 };
 
 struct optspec {
-	const char *name;    /* long name, without "--" */
-	int short_name;      /* 'o' for -o, 0 for none */
-	const char *alias;   /* a second long name with the same meaning, or NULL */
+	const char *name;  /* long name, without "--" */
+	int short_name;    /* 'o' for -o, 0 for none */
+	const char *alias; /* a second long name with the same meaning, or NULL */
 	enum optspec_kind kind;
-	const char *arg;     /* argument name in --help ("DIR"); NULL: the option takes no value */
-	const char *env[2];  /* env vars read when the flag is absent, first set wins */
-	const char *key;     /* config-file key ("flags.plugin.passDeviceSpecs"), or NULL */
-	const char *def;     /* default, applied through the same setter and shown in --help */
+	const char *arg;    /* argument name in --help ("DIR"); NULL: the option takes no value */
+	const char *env[2]; /* env vars read when the flag is absent, first set wins */
+	const char *key;    /* config-file key ("flags.plugin.passDeviceSpecs"), or NULL */
+	const char *def;    /* default, applied through the same setter and shown in --help */
 	const char *help;
 	size_t off;                                                   /* where the value goes in opts */
 	size_t size;                                                  /* STR, PATH, FILE: inline buffer */
 	int (*call)(void *opts, const char *value, struct gerr *err); /* CALL */
-	const char *want;                                             /* what a valid value looks like */
-	unsigned long min, max;                                       /* UINT */
-	const struct enum_name *names;                                /* ENUM, FLAGS */
+	const char *want;              /* what a valid value looks like; FLAGS: what one item is ("strategy") */
+	unsigned long min, max;        /* UINT; DURATION in ms */
+	const struct enum_name *names; /* ENUM, FLAGS; DURATION's words */
 	size_t n_names;
 	bool hidden; /* not in --help (a compatibility spelling) */
 };
@@ -62,9 +63,9 @@ struct optspec {
 
 /* What a set-but-empty env var means (docs/reference/go-parsing.md). */
 enum optspec_env_mode {
-	OPT_ENV_EMPTY_UNSET,   /* an empty env var is as if unset: the next one is read */
-	OPT_ENV_EMPTY_URFAVE,  /* urfave/cli v2: the first set one wins; "" for text, false for a switch, a
-				* number or duration keeps its value */
+	OPT_ENV_EMPTY_UNSET,  /* an empty env var is as if unset: the next one is read */
+	OPT_ENV_EMPTY_URFAVE, /* urfave/cli v2: the first set one wins; "" for text, false for a switch, a
+			       * number or duration keeps its value */
 };
 
 #define OPTSPEC_DONE 1
@@ -104,13 +105,17 @@ struct optspec_hint {
 	const char *flag, *hint;
 };
 
+/* How a bad value is reported: "<src> 'v' is not valid: <why>", or "<src>: <name>: <why>, got \"v\"". */
+enum optspec_msg { OPT_MSG_VALUE, OPT_MSG_NAME };
+
 /* How a verb's command line is read. */
 struct optspec_cli {
 	const struct optspec *rows; /* ends with OPT_END; HELP and VERSION rows among them */
 	enum optspec_env_mode env;
-	bool version_v;   /* -v is --version (urfave/cli's alias) when no row takes -v */
-	bool operands;    /* arguments after the options are the verb's (else: an error) */
-	bool getopt_says; /* getopt prints its own message for an unknown option or a missing value */
+	enum optspec_msg msg;
+	bool version_v;                   /* -v is --version (urfave/cli's alias) when no row takes -v */
+	bool operands;                    /* arguments after the options are the verb's (else: an error) */
+	bool getopt_says;                 /* getopt prints its own message for an unknown option or a missing value */
 	const struct optspec_hint *hints; /* ends with a NULL flag; or NULL */
 	/*
 	 * The config-file layer, between the defaults and the env vars: file_opt names the row whose value
@@ -126,8 +131,9 @@ struct optspec_cli {
 /* What the command line asks for: run, print the help or the version, or stop (a CALL row did its work: exit 0). */
 enum optspec_action { OPTSPEC_RUN, OPTSPEC_HELP, OPTSPEC_VERSION, OPTSPEC_STOP };
 
-/* What went wrong in optspec_parse(): the command line's shape (usage), or a value. */
-enum optspec_fail { OPTSPEC_OK, OPTSPEC_FAIL_USAGE, OPTSPEC_FAIL_VALUE };
+/* What went wrong in optspec_parse(): the command line's shape, a value, or the config file (reading or a value in it).
+ */
+enum optspec_fail { OPTSPEC_OK, OPTSPEC_FAIL_USAGE, OPTSPEC_FAIL_VALUE, OPTSPEC_FAIL_FILE };
 
 /*
  * Apply the layers to opts: defaults, the config file, env vars, then the flags of argv (argv[0] is
@@ -141,8 +147,11 @@ int optspec_parse(const struct optspec_cli *c, int argc, char **argv, void *opts
 		  enum optspec_fail *fail, struct gerr *err);
 
 /* A config-file value: key's row set from text; where is "file:line:col". -ENOKEY when no row has key. */
-int optspec_set_key(const struct optspec *rows, void *opts, const char *key, const char *text, const char *where,
+int optspec_set_key(const struct optspec_cli *c, void *opts, const char *key, const char *text, const char *where,
 		    struct gerr *err);
+
+/* Only the defaults (a reader of the config file without the command line). */
+int optspec_defaults(const struct optspec_cli *c, void *opts, struct gerr *err);
 
 /* A row's short letter in cli: its own, or -v for --version (version_v). */
 int optspec_short(const struct optspec_cli *c, const struct optspec *o);

@@ -41,18 +41,39 @@ static int count_call(void *opts, const char *value, struct gerr *err)
 #define F(x) offsetof(struct t_opts, x)
 static const struct optspec rows[] = {
     {.name = "text", .short_name = 't', .kind = OPT_ARGV, .arg = "T", .env = {"T_TEXT"}, .off = F(argv_text)},
-    {.name = "str", .kind = OPT_STR, .arg = "S", .env = {"T_STR1", "T_STR2"}, .key = "a.str", .def = "d",
+    {.name = "str",
+     .kind = OPT_STR,
+     .arg = "S",
+     .env = {"T_STR1", "T_STR2"},
+     .key = "a.str",
+     .def = "d",
      .off = F(str)},
     {.name = "path", .kind = OPT_PATH, .arg = "P", .key = "a.path", .off = F(path)},
     {.name = "file", .kind = OPT_FILE, .arg = "F", .env = {"T_FILE"}, .off = F(file)},
-    {.name = "buf", .kind = OPT_STR, .arg = "B", .key = "a.buf", .off = F(buf), .size = sizeof(((struct t_opts *)0)->buf)},
+    {.name = "buf",
+     .kind = OPT_STR,
+     .arg = "B",
+     .key = "a.buf",
+     .off = F(buf),
+     .size = sizeof(((struct t_opts *)0)->buf)},
     {.name = "set", .kind = OPT_SET, .env = {"T_SET"}, .off = F(set)},
     {.name = "sw", .alias = "switch", .kind = OPT_BOOL, .env = {"T_SW"}, .key = "a.sw", .def = "true", .off = F(sw)},
     {.name = "n", .kind = OPT_UINT, .arg = "N", .env = {"T_N"}, .def = "7", .off = F(n), .min = 1, .max = 10},
     {.name = "dur", .kind = OPT_DURATION, .arg = "D", .env = {"T_DUR"}, .key = "a.dur", .def = "1m30s", .off = F(dur)},
-    {.name = "color", .kind = OPT_ENUM, .arg = "C", .env = {"T_COLOR"}, .key = "a.color", .def = "red",
-     .off = F(color), OPTSPEC_NAMES(colors)},
-    {.name = "bits", .kind = OPT_FLAGS, .arg = "B", .env = {"T_BITS"}, .def = "red", .off = F(bits),
+    {.name = "color",
+     .kind = OPT_ENUM,
+     .arg = "C",
+     .env = {"T_COLOR"},
+     .key = "a.color",
+     .def = "red",
+     .off = F(color),
+     OPTSPEC_NAMES(colors)},
+    {.name = "bits",
+     .kind = OPT_FLAGS,
+     .arg = "B",
+     .env = {"T_BITS"},
+     .def = "red",
+     .off = F(bits),
      OPTSPEC_NAMES(colors)},
     {.name = "call", .kind = OPT_CALL, .arg = "X", .off = 0, .call = count_call},
     {.name = "help", .short_name = 'h', .kind = OPT_HELP},
@@ -60,7 +81,7 @@ static const struct optspec rows[] = {
     {0},
 };
 
-static const char *const env_names[] = {"T_TEXT", "T_STR1", "T_STR2", "T_FILE", "T_SET",
+static const char *const env_names[] = {"T_TEXT", "T_STR1", "T_STR2", "T_FILE",  "T_SET",
 					"T_SW",   "T_N",    "T_DUR",  "T_COLOR", "T_BITS"};
 
 static int setup(void **state)
@@ -70,6 +91,8 @@ static int setup(void **state)
 		unsetenv(env_names[i]);
 	return 0;
 }
+
+static const struct optspec_cli file_cli = {.rows = rows, .msg = OPT_MSG_NAME};
 
 /* A file layer that sets keys from "key=value" pairs in the path itself (no file is read). */
 static int load_pairs(void *opts, const char *path, struct gerr *err)
@@ -85,7 +108,7 @@ static int load_pairs(void *opts, const char *path, struct gerr *err)
 		int r;
 
 		*eq = '\0';
-		r = optspec_set_key(rows, opts, kv, eq + 1, "f.yaml:1:1", err);
+		r = optspec_set_key(&file_cli, opts, kv, eq + 1, "f.yaml:1:1", err);
 		if (r < 0)
 			return r;
 	}
@@ -118,9 +141,10 @@ static void done(struct t_opts *t)
 /* Defaults through the same setter; every kind parsed into its type. */
 static void test_kinds(void **state)
 {
-	static const char *const args[] = {"--text=hi", "--str", "s", "--path=/p", "--buf", "1234567", "--set",
-					   "--switch=false", "--n", "10", "--dur", "2h0m0s", "--color", "blue",
-					   "--bits", "red,green", "--bits", "blue", NULL};
+	static const char *const args[] = {"--text=hi", "--str",          "s",      "--path=/p", "--buf",  "1234567",
+					   "--set",     "--switch=false", "--n",    "10",        "--dur",  "2h0m0s",
+					   "--color",   "blue",           "--bits", "red,green", "--bits", "blue",
+					   NULL};
 	struct t_opts t = {0};
 	enum optspec_action a;
 	enum optspec_fail f;
@@ -155,16 +179,16 @@ static void test_errors_name_the_source(void **state)
 	static const struct {
 		const char *arg, *want;
 	} bad[] = {
-	    {"--path=rel", "--path 'rel' is not valid: want an absolute path"},
+	    {"--path=rel", "--path 'rel' is not valid: must be an absolute path"},
 	    {"--path=/a/../b", "'..'"},
 	    {"--buf=12345678", "--buf '12345678' is not valid: longer than 7 characters"},
 	    {"--sw=yes", "want true or false"},
 	    {"--n=11", "want 1..10"},
 	    {"--n=-1", "want 1..10"},
 	    {"--dur=60", "Go duration"},
-	    {"--color=pink", "want one of red|green|blue"},
-	    {"--bits=red,,pink", "unknown \"\""},
-	    {"--bits=", "want at least one of red|green|blue"},
+	    {"--color=pink", "must be one of red|green|blue"},
+	    {"--bits=red,,pink", "unknown name \"\""},
+	    {"--bits=", "must name at least one of red|green|blue"},
 	};
 	struct t_opts t = {0};
 	enum optspec_action a;
@@ -192,9 +216,10 @@ static void test_errors_name_the_source(void **state)
 	{
 		struct gerr err = {0};
 
-		assert_true(parse(&t, OPT_ENV_EMPTY_UNSET, true, (const char *[]){"--file=a.dur=5", NULL}, &a, &f,
-				  &err) < 0);
-		assert_non_null(strstr(err.msg, "f.yaml:1:1: a.dur '5' is not valid"));
+		assert_true(
+		    parse(&t, OPT_ENV_EMPTY_UNSET, true, (const char *[]){"--file=a.dur=5", NULL}, &a, &f, &err) < 0);
+		assert_non_null(
+		    strstr(err.msg, "f.yaml:1:1: a.dur: dur: want a Go duration such as 90s, 1m30s, 500ms, got \"5\""));
 	}
 	done(&t);
 }
@@ -268,9 +293,8 @@ static void test_actions(void **state)
 	struct gerr err = {0};
 
 	(void)state;
-	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"--help", "--version", NULL}, &a, &f,
-			       &err),
-			 0);
+	assert_int_equal(
+	    parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"--help", "--version", NULL}, &a, &f, &err), 0);
 	assert_int_equal(a, OPTSPEC_VERSION);
 	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"-h", "--no-such", NULL}, &a, &f, &err),
 			 0);
@@ -291,7 +315,8 @@ static void test_actions(void **state)
 	assert_int_equal(t.calls, 102);
 	assert_int_equal(a, OPTSPEC_STOP);
 	/* Go-style single-dash long names, as urfave/cli takes them */
-	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"-color=green", NULL}, &a, &f, &err), 0);
+	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"-color=green", NULL}, &a, &f, &err),
+			 0);
 	assert_int_equal(t.color, COLOR_GREEN);
 	done(&t);
 }
@@ -299,10 +324,8 @@ static void test_actions(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup(test_kinds, setup),
-	    cmocka_unit_test_setup(test_errors_name_the_source, setup),
-	    cmocka_unit_test_setup(test_layers, setup),
-	    cmocka_unit_test_setup(test_empty_env, setup),
+	    cmocka_unit_test_setup(test_kinds, setup),   cmocka_unit_test_setup(test_errors_name_the_source, setup),
+	    cmocka_unit_test_setup(test_layers, setup),  cmocka_unit_test_setup(test_empty_env, setup),
 	    cmocka_unit_test_setup(test_actions, setup),
 	};
 
