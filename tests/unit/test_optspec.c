@@ -126,9 +126,22 @@ static int parse(struct t_opts *t, enum optspec_env_mode mode, bool with_file, c
 		c.file_opt = "file";
 		c.load_file = load_pairs;
 	}
+	const char *const *given = args;
+	int r;
+
 	for (; args && *args; args++)
 		argv[argc++] = (char *)*args;
-	return optspec_parse(&c, argc, argv, t, action, fail, err);
+	r = optspec_parse(&c, argc, argv, t, action, fail, err);
+	/* a Go-style -name=v was rewritten into a new string (util/argv.h), which lives as long as argv */
+	for (int i = 1; i < argc; i++) {
+		bool ours = false;
+
+		for (const char *const *g = given; g && *g && !ours; g++)
+			ours = argv[i] == *g;
+		if (!ours)
+			free(argv[i]);
+	}
+	return r;
 }
 
 static void done(struct t_opts *t)
