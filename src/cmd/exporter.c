@@ -169,7 +169,8 @@ static const struct cmd_verb exporter_verb = CMD_VERB(
     .about = "Serve GPU metrics for Prometheus at /metrics (dcgm-exporter names and labels, with pod/namespace/\n"
 	     "container from kubelet) and /healthz. Scrapes never wait on NVML: samplers run per GPU.",
     .footer = "XIDs that make a GPU unhealthy follow the device plugin: env DP_DISABLE_HEALTHCHECKS,\n"
-	      "DP_ENABLE_HEALTHCHECKS (default: all but application XIDs 13,31,43,45,68,109).");
+	      "DP_ENABLE_HEALTHCHECKS (default: all but application XIDs 13,31,43,45,68,109).",
+    .urfave = true); /* dcgm-exporter is a urfave/cli v2 program (pkg/cmd/app.go): its env rule, -v */
 
 /* Split "a,b,c" into a NULL-terminated array pointing into a copy. */
 static char **split_names(const char *list, char **ret_copy)
