@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The one option engine: one setter, the layers default < file < env < flag, getopt and --help from rows. */
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -295,6 +296,7 @@ int optspec_set_key(const struct optspec_cli *c, void *opts, const char *key, co
 
 	if (!o)
 		return -ENOKEY;
+	assert(o->kind != OPT_ARGV); /* a file's text does not outlive the file: the row must own a copy */
 	snprintf(src, sizeof(src), "%s: %s", where, key);
 	return set_from(c, o, opts, text, src, err);
 }
