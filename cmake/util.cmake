@@ -1,7 +1,8 @@
 # src/util: the enum <-> string table idiom.
 gpulet_unit_test(util_enumtab tests/unit/test_enumtab.c)
-# src/util/opt: option value parsers (Go's boolean words).
+# src/util/opt: option value parsers (Go's boolean words, durations); util/optspec: the option engine.
 gpulet_unit_test(util_opt tests/unit/test_opt.c)
+gpulet_unit_test(util_optspec tests/unit/test_optspec.c)
 gpulet_unit_test(util_log tests/unit/test_log.c)
 # The same lines read back by go-logfmt, the decoder Go log pipelines use (Debian's Go package).
 gpulet_script_test(util_log_golang /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_logfmt_go.py)

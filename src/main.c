@@ -61,8 +61,7 @@ static bool is_version_flag(const char *a)
 
 /*
  * --version first, for every verb (a verb that dispatches to sub-verbs, like cdi, has no option
- * table); anywhere else each verb's option table takes it (cmd_parse(), the plugin's
- * config_parse_args()), as upstream's CLI does.
+ * table); anywhere else each verb's option table takes it (cmd_parse()), as upstream's CLI does.
  */
 static bool wants_version(int argc, char **argv)
 {

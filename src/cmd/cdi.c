@@ -112,7 +112,7 @@ static int set_runtime_user(void *opts, const char *value, struct gerr *err)
 		.name = "dir", .kind = CMD_OPT_CALL, .arg = "DIR", .help = text, .call = add_dir \
 	}
 
-static const struct cmd_opt generate_opts[] = {
+static const struct optspec generate_opts[] = {
     CMD_ROW("output", 'o', CMD_OPT_STR, "DIR|FILE|-",
 	    "where to write (-: stdout); a DIR (existing, or ending in /) gets VENDOR-CLASS.EXT", .def = "-",
 	    .off = CDI_F(output)),
@@ -163,7 +163,7 @@ static const struct cmd_verb generate_verb = CMD_VERB(
 	     "beside it or in the dir that wins (--force moves that one aside); what a partial spec leaves\n"
 	     "out is a warning naming each item (--strict: an error).");
 
-static const struct cmd_opt list_opts[] = {
+static const struct optspec list_opts[] = {
     CDI_OPT_DIR("a spec dir, repeatable, lowest priority first (default /etc/cdi /var/run/cdi)"),
     CMD_OPT_ROOT,
     CMD_OPT_JSON("print JSON"),
@@ -182,7 +182,7 @@ static void validate_notes(FILE *f)
 		fprintf(f, "  %-18s %s\n", cdi_runtimes[i].name, cdi_runtimes[i].max_version);
 }
 
-static const struct cmd_opt validate_opts[] = {
+static const struct optspec validate_opts[] = {
     CDI_OPT_DIR("a spec dir, repeatable, lowest priority first"),
     CMD_OPT_ROOT,
     CMD_ROW("runtime", 0, CMD_OPT_CALL, "NAME", "the consuming runtime; its highest cdiVersion applies (list below)",

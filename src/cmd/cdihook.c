@@ -52,7 +52,7 @@ static int set_ldconfig_path(void *opts, const char *value, struct gerr *err)
 		"read the OCI state from FILE instead of stdin (empty or -: stdin); for testing the hook by hand", \
 		.off = HOOK_F(container_spec))
 
-static const struct cmd_opt ldcache_opts[] = {
+static const struct optspec ldcache_opts[] = {
     CMD_ROW("folder", 0, CMD_OPT_CALL, "DIR", "a container dir holding injected libraries (repeatable)",
 	    .call = add_list),
     CMD_ROW("ldconfig-path", 0, CMD_OPT_CALL, "PATH",
@@ -61,13 +61,13 @@ static const struct cmd_opt ldcache_opts[] = {
     OPT_CONTAINER_SPEC,
     {0},
 };
-static const struct cmd_opt symlinks_opts[] = {
+static const struct optspec symlinks_opts[] = {
     CMD_ROW("link", 0, CMD_OPT_CALL, "TARGET::LINK", "create LINK -> TARGET in the container (repeatable)",
 	    .call = add_list),
     OPT_CONTAINER_SPEC,
     {0},
 };
-static const struct cmd_opt compat_opts[] = {
+static const struct optspec compat_opts[] = {
     CMD_ROW("host-driver-version", 0, CMD_OPT_STR, "VERSION",
 	    "the host driver's version; without it the hook does nothing", .off = HOOK_F(host_driver_version)),
     CMD_ROW("host-cuda-version", 0, CMD_OPT_STR, "VERSION", "accepted for compatibility; not used",
@@ -77,7 +77,7 @@ static const struct cmd_opt compat_opts[] = {
     OPT_CONTAINER_SPEC,
     {0},
 };
-static const struct cmd_opt plain_opts[] = {
+static const struct optspec plain_opts[] = {
     OPT_CONTAINER_SPEC,
     {0},
 };

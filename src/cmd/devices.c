@@ -7,7 +7,7 @@
 #include "cmd/options.h"
 #include "nvml/node.h"
 
-static const struct cmd_opt devices_opts[] = {
+static const struct optspec devices_opts[] = {
     CMD_OPT_JSON("print a JSON document instead of the table"),
     CMD_OPTS_NVML,
     {0},

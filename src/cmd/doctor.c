@@ -52,7 +52,7 @@ static int set_runtime_user(void *opts, const char *value, struct gerr *err)
 }
 
 #define DOCTOR_F(field) offsetof(struct doctor_cli, o.field)
-static const struct cmd_opt doctor_opts[] = {
+static const struct optspec doctor_opts[] = {
     CMD_OPT_ROOT,
     CMD_OPT_JSON("print JSON: {\"findings\":[{id,severity,component,summary,evidence,fix}],\"skipped\":[...]}"),
     CMD_ROW("only", 0, CMD_OPT_CALL, "ID[,ID...]",

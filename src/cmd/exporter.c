@@ -59,7 +59,7 @@ struct exporter_opts {
 	CMD_ROW(name_, short_, CMD_OPT_BOOL, NULL, "accepted for dcgm-exporter compatibility; no effect (a warning)", \
 		.env = {env_}, .off = EXP_F(ignored_set) + (idx) * sizeof(bool))
 /* Flags and env vars of dcgm-exporter where it has them (docs/reference/monitoring-doctor.md A3). */
-static const struct cmd_opt exporter_opts[] = {
+static const struct optspec exporter_opts[] = {
     CMD_ROW("address", 'a', CMD_OPT_STR, "ADDR", "listen address", .alias = "listen", .env = {"DCGM_EXPORTER_LISTEN"},
 	    .def = ":9400", .off = EXP_F(address)),
     CMD_ROW("collect-interval", 'c', CMD_OPT_UINT, "MS", "NVML sampling interval in ms",
@@ -169,7 +169,8 @@ static const struct cmd_verb exporter_verb = CMD_VERB(
     .about = "Serve GPU metrics for Prometheus at /metrics (dcgm-exporter names and labels, with pod/namespace/\n"
 	     "container from kubelet) and /healthz. Scrapes never wait on NVML: samplers run per GPU.",
     .footer = "XIDs that make a GPU unhealthy follow the device plugin: env DP_DISABLE_HEALTHCHECKS,\n"
-	      "DP_ENABLE_HEALTHCHECKS (default: all but application XIDs 13,31,43,45,68,109).");
+	      "DP_ENABLE_HEALTHCHECKS (default: all but application XIDs 13,31,43,45,68,109).",
+    .urfave = true); /* dcgm-exporter is a urfave/cli v2 program (pkg/cmd/app.go): its env rule, -v */
 
 /* Split "a,b,c" into a NULL-terminated array pointing into a copy. */
 static char **split_names(const char *list, char **ret_copy)
@@ -213,7 +214,7 @@ static void warn_ignored(const struct exporter_opts *o)
 		if (!o->ignored[i] && !o->ignored_set[i])
 			continue;
 		const char *flag = "?";
-		for (const struct cmd_opt *r = exporter_opts; r->name; r++)
+		for (const struct optspec *r = exporter_opts; r->name; r++)
 			if (r->off == EXP_F(ignored) + i * sizeof(const char *) ||
 			    r->off == EXP_F(ignored_set) + i * sizeof(bool))
 				flag = r->name;

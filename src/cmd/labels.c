@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gpulet labels: GPU Feature Discovery compatible labels in an NFD local feature file. Flags, env
- * vars and the v1 config file are GFD's (docs/reference/gfd-labels.md "Options"): precedence
- * flag > env var > config file > default, the file read by the plugin's own reader.
+ * vars and the v1 config file are GFD's (docs/reference/gfd-labels.md "Options"): one row each for
+ * the option engine (util/optspec.h), config-file keys included, so precedence is flag > env var >
+ * config file > default as every verb's; the file is read by the plugin's own reader.
  */
-#include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,12 +18,16 @@
 #include "util/fileio.h"
 #include "util/log.h"
 #include "util/opt.h"
+#include "util/optspec.h"
 
 struct labels_cli {
 	struct cmd_common c;
-	/* GFD options the config file may also set: NULL (strings) until a flag or env var gives them */
-	const char *output, *machine_file, *mig_strategy, *sleep_interval, *discovery, *ctr_driver_root;
-	bool oneshot, no_timestamp, fail_on_init_error, use_nfd_api; /* see bool_set */
+	/* GFD options the config file may also set (config-file keys in the rows) */
+	char *output, *machine_file, *ctr_driver_root; /* owned: optspec_free() */
+	int mig_strategy;                              /* enum mig_strategy */
+	int discovery;                                 /* enum discovery_strategy */
+	int64_t sleep_ns;                              /* < 0: infinite */
+	bool oneshot, no_timestamp, fail_on_init_error, use_nfd_api;
 	const char *config_file;
 	/* the Kubernetes client of --use-node-feature-api: accepted, not used (no API client here) */
 	const char *kubeconfig, *kube_qps, *kube_burst, *namespace, *node_name, *pod_name;
@@ -31,158 +36,104 @@ struct labels_cli {
 	bool gpu_mig, rename_flag;
 	unsigned replicas;
 	/* resolved */
-	struct {
-		bool oneshot, no_timestamp, fail_on_init_error, use_nfd_api;
-	} bool_set;         /* given by a flag or env var */
-	long long sleep_ms; /* < 0: infinite */
-	struct plugin_config *cfg;
+	struct plugin_config *cfg; /* the file's sharing section and warnings */
 	struct labels_options lo;
-	const struct labels_cli *parsed; /* the values as parsed, layered again on SIGHUP */
 };
 
-/* Go-style durations GFD accepts for --sleep-interval: "60s", "500ms", "5m", "1h", or a number of seconds. */
-static int parse_duration(const char *s, long long *ret_ms)
-{
-	static const struct {
-		const char *unit;
-		double ms;
-	} units[] = {{"", 1000}, {"s", 1000}, {"ms", 1}, {"m", 60000}, {"h", 3600000}};
-	char *end;
-	double v;
-
-	if (streq(s, "infinite"))
-		return *ret_ms = -1, 0;
-	v = strtod(s, &end);
-	if (end == s || v < 0)
-		return -1;
-	for (size_t i = 0; i < ELEMENTSOF(units); i++)
-		if (streq(end, units[i].unit)) {
-			double ms = v * units[i].ms;
-
-			if (ms < 100 || ms > 86400000.0 * 7)
-				return -1;
-			*ret_ms = (long long)ms;
-			return 0;
-		}
-	return -1;
-}
+/* GFD's --sleep-interval: "infinite" (api/config/v1/duration.go), else a Go duration from 100ms to 168h. */
+static const struct enum_name sleep_words[] = {{-1, "infinite"}};
 
 #define LABELS_F(field) offsetof(struct labels_cli, field)
-/*
- * GFD v0.20's flags and env vars (cmd/gpu-feature-discovery/main.go, internal/flags), then gpulet's.
- * Rows the config file can also set have no .def here: their defaults are applied after the file.
- */
-static const struct cmd_opt labels_opts[] = {
-    CMD_ROW("output-file", 'o', CMD_OPT_STR, "FILE",
-	    "feature file under --root; '-' or '' prints to stdout (default " LABELS_DEFAULT_OUTPUT
-	    "; file: flags.gfd.outputFile)",
-	    .alias = "output", .env = {"GFD_OUTPUT_FILE"}, .off = LABELS_F(output)),
-    CMD_ROW("oneshot", 0, CMD_OPT_BOOL, NULL, "label once and exit (file: flags.gfd.oneshot)", .env = {"GFD_ONESHOT"},
+/* GFD v0.20's flags and env vars (cmd/gpu-feature-discovery/main.go, internal/flags), then gpulet's. */
+static const struct optspec labels_opts[] = {
+    CMD_ROW("output-file", 'o', OPT_STR, "FILE", "feature file under --root; '-' or '' prints to stdout",
+	    .alias = "output", .env = {"GFD_OUTPUT_FILE"}, .key = "flags.gfd.outputFile", .def = LABELS_DEFAULT_OUTPUT,
+	    .off = LABELS_F(output)),
+    CMD_ROW("oneshot", 0, OPT_BOOL, NULL, "label once and exit", .env = {"GFD_ONESHOT"}, .key = "flags.gfd.oneshot",
 	    .off = LABELS_F(oneshot)),
-    CMD_ROW("sleep-interval", 0, CMD_OPT_STR, "D",
-	    "time between relabelings: 60s, 5m, 500ms, infinite (default 60s; file: flags.gfd.sleepInterval)",
-	    .env = {"GFD_SLEEP_INTERVAL"}, .off = LABELS_F(sleep_interval)),
-    CMD_ROW("no-timestamp", 0, CMD_OPT_BOOL, NULL, "no nvidia.com/gfd.timestamp label (file: flags.gfd.noTimestamp)",
-	    .env = {"GFD_NO_TIMESTAMP"}, .off = LABELS_F(no_timestamp)),
-    CMD_ROW("mig-strategy", 0, CMD_OPT_STR, "S",
-	    "none, single or mixed: how MIG devices are labeled (default none; file: flags.migStrategy)",
-	    .env = {"GFD_MIG_STRATEGY", "MIG_STRATEGY"}, .off = LABELS_F(mig_strategy)),
-    CMD_ROW("fail-on-init-error", 0, CMD_OPT_BOOL, NULL,
-	    "exit when NVML fails (default true; file: flags.failOnInitError)",
-	    .env = {"GFD_FAIL_ON_INIT_ERROR", "FAIL_ON_INIT_ERROR"}, .off = LABELS_F(fail_on_init_error)),
-    CMD_ROW("machine-type-file", 0, CMD_OPT_STR, "F",
-	    "DMI product name under --root (default " LABELS_DEFAULT_MACHINE_FILE "; file: flags.gfd.machineTypeFile)",
-	    .env = {"GFD_MACHINE_TYPE_FILE"}, .off = LABELS_F(machine_file)),
-    CMD_ROW("config-file", 0, CMD_OPT_STR, "FILE",
+    CMD_ROW("sleep-interval", 0, OPT_DURATION, "D", "time between relabelings: 60s, 1m30s, 500ms or infinite",
+	    .env = {"GFD_SLEEP_INTERVAL"}, .key = "flags.gfd.sleepInterval", .def = "60s", .off = LABELS_F(sleep_ns),
+	    .min = 100, .max = 7 * 24 * 3600 * 1000UL, OPTSPEC_NAMES(sleep_words)),
+    CMD_ROW("no-timestamp", 0, OPT_BOOL, NULL, "no nvidia.com/gfd.timestamp label", .env = {"GFD_NO_TIMESTAMP"},
+	    .key = "flags.gfd.noTimestamp", .off = LABELS_F(no_timestamp)),
+    CMD_ROW("mig-strategy", 0, OPT_ENUM, "S", "none, single or mixed: how MIG devices are labeled",
+	    .env = {"GFD_MIG_STRATEGY", "MIG_STRATEGY"}, .key = "flags.migStrategy", .def = "none",
+	    .off = LABELS_F(mig_strategy), OPTSPEC_NAMES(mig_strategy_names)),
+    CMD_ROW("fail-on-init-error", 0, OPT_BOOL, NULL, "exit when NVML fails",
+	    .env = {"GFD_FAIL_ON_INIT_ERROR", "FAIL_ON_INIT_ERROR"}, .key = "flags.failOnInitError", .def = "true",
+	    .off = LABELS_F(fail_on_init_error)),
+    CMD_ROW("machine-type-file", 0, OPT_STR, "F", "DMI product name under --root", .env = {"GFD_MACHINE_TYPE_FILE"},
+	    .key = "flags.gfd.machineTypeFile", .def = LABELS_DEFAULT_MACHINE_FILE, .off = LABELS_F(machine_file)),
+    CMD_ROW("config-file", 0, OPT_ARGV, "FILE",
 	    "the plugin's version: v1 config file (YAML or JSON): migStrategy, sharing, flags.gfd.*",
 	    .env = {"GFD_CONFIG_FILE", "CONFIG_FILE"}, .off = LABELS_F(config_file)),
-    CMD_ROW("use-node-feature-api", 0, CMD_OPT_BOOL, NULL,
+    CMD_ROW("use-node-feature-api", 0, OPT_BOOL, NULL,
 	    "publish through NFD's NodeFeature API; gpulet has no Kubernetes client and writes the feature file "
-	    "instead, with a warning (default false; file: flags.useNodeFeatureAPI)",
-	    .env = {"GFD_USE_NODE_FEATURE_API", "USE_NODE_FEATURE_API"}, .off = LABELS_F(use_nfd_api)),
-    CMD_ROW("device-discovery-strategy", 0, CMD_OPT_STR, "S",
-	    "auto, nvml, tegra or vfio; gpulet discovers GPUs through NVML (default auto; file: "
-	    "flags.deviceDiscoveryStrategy)",
-	    .env = {"DEVICE_DISCOVERY_STRATEGY"}, .off = LABELS_F(discovery)),
-    CMD_ROW("driver-root-ctr-path", 0, CMD_OPT_STR, "DIR",
-	    "where the driver root is mounted in the container; accepted for GFD, NVML is found through --driver-root "
-	    "(default /driver-root; file: flags.plugin.containerDriverRoot)",
+	    "instead, with a warning",
+	    .env = {"GFD_USE_NODE_FEATURE_API", "USE_NODE_FEATURE_API"}, .key = "flags.useNodeFeatureAPI",
+	    .off = LABELS_F(use_nfd_api)),
+    CMD_ROW("device-discovery-strategy", 0, OPT_ENUM, "S",
+	    "auto, nvml, tegra or vfio; gpulet discovers GPUs through NVML", .env = {"DEVICE_DISCOVERY_STRATEGY"},
+	    .key = "flags.deviceDiscoveryStrategy", .def = "auto", .off = LABELS_F(discovery),
+	    OPTSPEC_NAMES(config_discovery_names)),
+    CMD_ROW("driver-root-ctr-path", 0, OPT_STR, "DIR",
+	    "where the driver root is mounted in the container; accepted for GFD, NVML is found through --driver-root",
 	    .alias = "container-driver-root", .env = {"DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"},
-	    .off = LABELS_F(ctr_driver_root)),
-    CMD_ROW("kubeconfig", 0, CMD_OPT_STR, "FILE", "Kubernetes client of --use-node-feature-api: accepted, not used",
+	    .key = "flags.plugin.containerDriverRoot", .def = "/driver-root", .off = LABELS_F(ctr_driver_root)),
+    CMD_ROW("kubeconfig", 0, OPT_ARGV, "FILE", "Kubernetes client of --use-node-feature-api: accepted, not used",
 	    .env = {"KUBECONFIG"}, .off = LABELS_F(kubeconfig)),
-    CMD_ROW("kube-api-qps", 0, CMD_OPT_STR, "N", "accepted with --kubeconfig, not used", .env = {"KUBE_API_QPS"},
+    CMD_ROW("kube-api-qps", 0, OPT_ARGV, "N", "accepted with --kubeconfig, not used", .env = {"KUBE_API_QPS"},
 	    .def = "5", .off = LABELS_F(kube_qps)),
-    CMD_ROW("kube-api-burst", 0, CMD_OPT_STR, "N", "accepted with --kubeconfig, not used", .env = {"KUBE_API_BURST"},
+    CMD_ROW("kube-api-burst", 0, OPT_ARGV, "N", "accepted with --kubeconfig, not used", .env = {"KUBE_API_BURST"},
 	    .def = "10", .off = LABELS_F(kube_burst)),
-    CMD_ROW("namespace", 0, CMD_OPT_STR, "NS", "NodeFeature namespace: accepted, not used", .env = {"NAMESPACE"},
+    CMD_ROW("namespace", 0, OPT_ARGV, "NS", "NodeFeature namespace: accepted, not used", .env = {"NAMESPACE"},
 	    .def = "default", .off = LABELS_F(namespace)),
-    CMD_ROW("node-name", 0, CMD_OPT_STR, "NAME", "NodeFeature node: accepted, not used", .env = {"NODE_NAME"},
+    CMD_ROW("node-name", 0, OPT_ARGV, "NAME", "NodeFeature node: accepted, not used", .env = {"NODE_NAME"},
 	    .off = LABELS_F(node_name)),
-    CMD_ROW("pod-name", 0, CMD_OPT_STR, "NAME", "NodeFeature owner pod: accepted, not used", .env = {"POD_NAME"},
+    CMD_ROW("pod-name", 0, OPT_ARGV, "NAME", "NodeFeature owner pod: accepted, not used", .env = {"POD_NAME"},
 	    .off = LABELS_F(pod_name)),
-    CMD_ROW("sharing-strategy", 0, CMD_OPT_STR, "S",
+    CMD_ROW("sharing-strategy", 0, OPT_ARGV, "S",
 	    "gpulet: none, time-slicing or mps for nvidia.com/gpu with --replicas N, without a config file "
 	    "(the file's sharing section otherwise)",
 	    .off = LABELS_F(sharing_flag)),
-    CMD_ROW("replicas", 0, CMD_OPT_UINT, "N", "gpulet: replicas of nvidia.com/gpu with --sharing-strategy",
+    CMD_ROW("replicas", 0, OPT_UINT, "N", "gpulet: replicas of nvidia.com/gpu with --sharing-strategy",
 	    .off = LABELS_F(replicas), .min = 0, .max = 1024),
-    CMD_ROW("rename-by-default", 0, CMD_OPT_SET, NULL,
+    CMD_ROW("rename-by-default", 0, OPT_SET, NULL,
 	    "gpulet: sharing.*.renameByDefault with --sharing-strategy (no -SHARED suffix)",
 	    .off = LABELS_F(rename_flag)),
-    CMD_ROW("gpu-type", 0, CMD_OPT_STR, "VALUE",
+    CMD_ROW("gpu-type", 0, OPT_ARGV, "VALUE",
 	    "also write the field guide's custom label gpu-type=VALUE ('auto': from the product)",
 	    .off = LABELS_F(gpu_type)),
-    CMD_ROW("gpu-mig-label", 0, CMD_OPT_SET, NULL, "also write gpu-mig=enabled|disabled", .off = LABELS_F(gpu_mig)),
+    CMD_ROW("gpu-mig-label", 0, OPT_SET, NULL, "also write gpu-mig=enabled|disabled", .off = LABELS_F(gpu_mig)),
     CMD_OPTS_NVML,
     {0},
 };
 
+/* The file's keys set the rows; its sharing section and warnings go to c->cfg. */
+static int load_file(void *opts, const char *path, struct gerr *err);
+
+/* GFD is a urfave/cli v2 program: its empty env vars count, -v is --version (docs/reference/go-parsing.md). */
+static const struct optspec_cli labels_cli_desc = {
+    .rows = labels_opts,
+    .env = OPT_ENV_EMPTY_URFAVE,
+    .version_v = true,
+    .getopt_says = true,
+    .file_opt = "config-file",
+    .load_file = load_file,
+};
+
 static const struct cmd_verb labels_verb = CMD_VERB(
-    "labels", "[OPTIONS]", labels_opts, "gpulet labels --oneshot --config-file /config/config.yaml --output-file -",
+    "labels", "[OPTIONS]", NULL, "gpulet labels --oneshot --config-file /config/config.yaml --output-file -",
     .about = "Write GFD-compatible node labels (nvidia.com/gpu.product, gpu.count, mig.strategy, ...) to an NFD\n"
 	     "local feature file, atomically, every --sleep-interval; --oneshot writes once and exits. SIGHUP\n"
-	     "reads the config file again.");
+	     "reads the config file again. Precedence: flag > env var > config file > default.",
+    .cli = &labels_cli_desc);
 
-/*
- * Parse twice with the switches preset to false, then true: a switch neither flag nor env var gave
- * keeps its preset, so it differs between the two; it is then the file's or the default.
- */
-static int parse_args(int argc, char **argv, struct labels_cli *c)
+static int load_file(void *opts, const char *path, struct gerr *err)
 {
-	struct labels_cli probe = {0};
-	int r = cmd_parse(&labels_verb, argc, argv, c);
+	struct labels_cli *c = opts;
 
-	if (r != CMD_CONTINUE)
-		return r;
-	probe.oneshot = probe.no_timestamp = probe.fail_on_init_error = probe.use_nfd_api = true;
-	if (cmd_parse(&labels_verb, argc, argv, &probe) != CMD_CONTINUE)
-		return EXIT_USAGE;
-	c->bool_set.oneshot = probe.oneshot == c->oneshot;
-	c->bool_set.no_timestamp = probe.no_timestamp == c->no_timestamp;
-	c->bool_set.fail_on_init_error = probe.fail_on_init_error == c->fail_on_init_error;
-	c->bool_set.use_nfd_api = probe.use_nfd_api == c->use_nfd_api;
-	return CMD_CONTINUE;
-}
-
-/* A value from a flag/env var (given), else the file's text (file_text non-empty), else the default. */
-static const char *layer(const char *given, const char *file_text, const char *def)
-{
-	return given ? given : file_text && file_text[0] ? file_text : def;
-}
-
-/* A switch: flag/env var, else the file's boolean, else the default; -EINVAL when the file's is not a boolean. */
-static int layer_bool(bool given, bool value, const char *file_text, const char *key, bool *ret)
-{
-	if (given)
-		return *ret = value, 0;
-	if (!file_text[0])
-		return 0;
-	if (opt_parse_bool(file_text, ret) < 0) {
-		log_error("bad value in the config file", "key=%s value=\"%s\" want=true|false", key, file_text);
-		return -EINVAL;
-	}
-	return 0;
+	return config_load_file_to(&labels_cli_desc, c, path, c->cfg, err);
 }
 
 /* Sharing: gpulet's --sharing-strategy/--replicas for nvidia.com/gpu, else the file's section. */
@@ -212,77 +163,19 @@ static int resolve_sharing(struct labels_cli *c)
 	return 0;
 }
 
-/* The string options: flag > env > file > default, then checked. 0, EXIT_USAGE, or 1 for a bad file value. */
-static int resolve_strings(struct labels_cli *c)
+/* What follows from the options once every layer is applied: 0 or the exit code. */
+static int settle(struct labels_cli *c)
 {
-	const char *mig = layer(c->mig_strategy, mig_strategy_name(c->cfg->mig_strategy), "none");
-	const char *sleep = layer(c->sleep_interval, c->cfg->gfd[CONFIG_GFD_SLEEP_INTERVAL], "60s");
-	const char *disc = layer(
-	    c->discovery, enum_to_name(config_discovery_names, c->cfg->device_discovery_strategy, "auto"), "auto");
-	enum discovery_strategy d;
-
-	c->output = layer(c->output, c->cfg->gfd[CONFIG_GFD_OUTPUT_FILE], LABELS_DEFAULT_OUTPUT);
-	c->machine_file =
-	    layer(c->machine_file, c->cfg->gfd[CONFIG_GFD_MACHINE_TYPE_FILE], LABELS_DEFAULT_MACHINE_FILE);
-	c->ctr_driver_root = layer(c->ctr_driver_root, c->cfg->container_driver_root, "/driver-root");
-	if (mig_strategy_from_name(mig, &c->lo.mig_strategy) < 0) {
-		if (c->mig_strategy)
-			return cmd_usage_error(&labels_verb, "--mig-strategy '%s' is not valid: none|single|mixed",
-					       mig);
-		return log_error("bad value in the config file", "key=flags.migStrategy value=\"%s\"", mig), 1;
-	}
-	if (parse_duration(sleep, &c->sleep_ms) < 0) {
-		if (c->sleep_interval)
-			return cmd_usage_error(&labels_verb,
-					       "--sleep-interval '%s' is not valid: a duration from 100ms to 7 days "
-					       "(60s, 5m, 500ms) or infinite",
-					       sleep);
-		return log_error("bad value in the config file", "key=flags.gfd.sleepInterval value=\"%s\"", sleep), 1;
-	}
-	if (enum_from_name(config_discovery_names, disc, &d) < 0)
-		return cmd_usage_error(&labels_verb,
-				       "--device-discovery-strategy '%s' is not valid: auto|nvml|tegra|vfio", disc);
-	if (d != DISCOVERY_AUTO && d != DISCOVERY_NVML)
-		log_warn("gpulet labels discovers GPUs through NVML only; using NVML", "device_discovery_strategy=%s",
-			 disc);
-	return 0;
-}
-
-/* Load the config file and layer every option; 0 or the exit code. Again on SIGHUP. */
-static int load_config(struct labels_cli *c)
-{
-	struct gerr err = {0};
-	struct plugin_config *cfg = calloc(1, sizeof(*cfg));
 	int r;
 
-	if (!cfg)
-		return log_error("out of memory", NULL), 1;
-	if (c->parsed) { /* start again from the flags and env vars */
-		const struct labels_cli *p = c->parsed;
-
-		assert(!p->cfg); /* the snapshot is taken before the first load */
-		free(c->cfg);
-		*c = *p;
-		c->parsed = p;
-	}
-	if (config_load_file(c->config_file, cfg, &err) < 0) {
-		free(cfg);
-		return log_error("cannot load the config file", "path=%s error=\"%s\"", c->config_file, err.msg), 1;
-	}
-	if (cfg->warnings[0])
-		log_warn("config file", "path=%s warnings=\"%s\"", c->config_file, cfg->warnings);
-	free(c->cfg);
-	c->cfg = cfg;
-	if ((r = resolve_strings(c)) != 0 || (r = resolve_sharing(c)) != 0)
+	if (c->cfg->warnings[0])
+		log_warn("config file", "path=%s warnings=\"%s\"", c->config_file ?: "", c->cfg->warnings);
+	if ((r = resolve_sharing(c)) != 0)
 		return r;
-	c->fail_on_init_error = c->bool_set.fail_on_init_error ? c->fail_on_init_error : cfg->fail_on_init_error;
-	if (layer_bool(c->bool_set.oneshot, c->oneshot, cfg->gfd[CONFIG_GFD_ONESHOT], "flags.gfd.oneshot",
-		       &c->oneshot) < 0 ||
-	    layer_bool(c->bool_set.no_timestamp, c->no_timestamp, cfg->gfd[CONFIG_GFD_NO_TIMESTAMP],
-		       "flags.gfd.noTimestamp", &c->no_timestamp) < 0 ||
-	    layer_bool(c->bool_set.use_nfd_api, c->use_nfd_api, cfg->gfd[CONFIG_GFD_USE_NODE_FEATURE_API],
-		       "flags.useNodeFeatureAPI", &c->use_nfd_api) < 0)
-		return 1;
+	c->lo.mig_strategy = (enum mig_strategy)c->mig_strategy;
+	if (c->discovery != DISCOVERY_AUTO && c->discovery != DISCOVERY_NVML)
+		log_warn("gpulet labels discovers GPUs through NVML only; using NVML", "device_discovery_strategy=%s",
+			 enum_to_name(config_discovery_names, c->discovery, "?"));
 	if (c->use_nfd_api)
 		log_warn(
 		    "--use-node-feature-api: gpulet has no Kubernetes API client; writing the NFD feature file instead "
@@ -291,6 +184,44 @@ static int load_config(struct labels_cli *c)
 	c->lo.timestamp = !c->no_timestamp;
 	c->lo.gpu_type = c->gpu_type;
 	c->lo.gpu_mig = c->gpu_mig;
+	return 0;
+}
+
+static void labels_cli_clear(struct labels_cli *c)
+{
+	optspec_free(labels_opts, c);
+	free(c->cfg);
+	c->cfg = NULL;
+}
+
+/* The command line, kept for SIGHUP: the options are built again from it, the file read again. */
+struct argv_copy {
+	int argc;
+	char **argv;
+};
+
+/* SIGHUP: every layer again (the file may have changed); 0, or 1 (logged) when they are bad now. */
+static int reload(struct labels_cli *c, const struct argv_copy *a)
+{
+	_cleanup_free_ char **v = calloc((size_t)a->argc + 1, sizeof(char *));
+	struct labels_cli n = {0};
+	enum optspec_action action;
+	enum optspec_fail fail;
+	struct gerr err = {0};
+	int r;
+
+	if (!v || !(n.cfg = calloc(1, sizeof(*n.cfg))))
+		return log_error("out of memory", NULL), 1;
+	memcpy(v, a->argv, (size_t)a->argc * sizeof(char *));
+	r = optspec_parse(&labels_cli_desc, a->argc, v, &n, &action, &fail, &err);
+	if (r < 0 || settle(&n) != 0) {
+		if (err.msg[0])
+			log_error("cannot load the config file", "path=%s error=\"%s\"", n.config_file ?: "", err.msg);
+		labels_cli_clear(&n);
+		return 1;
+	}
+	labels_cli_clear(c);
+	*c = n;
 	return 0;
 }
 
@@ -362,7 +293,8 @@ static int open_nvml(struct labels_cli *c, struct nvml **ret)
 	else
 		log_warn("cannot load NVML: no GPU labels are written (only the timestamp); trying again at each "
 			 "relabelling",
-			 "error=\"%s\" sleep_interval_ms=%lld", err.msg, c->sleep_ms);
+			 "error=\"%s\" sleep_interval_ms=%lld", err.msg,
+			 c->sleep_ns < 0 ? -1LL : (long long)(c->sleep_ns / OPT_NSEC_PER_MSEC));
 	*ret = NULL;
 	return r;
 }
@@ -370,16 +302,17 @@ static int open_nvml(struct labels_cli *c, struct nvml **ret)
 /* Sleep until the next pass: 0 time to relabel, SIGHUP to reload, another signal to stop. */
 static int wait_next(const struct labels_cli *c, const sigset_t *set)
 {
-	struct timespec ts = {.tv_sec = c->sleep_ms / 1000, .tv_nsec = (c->sleep_ms % 1000) * 1000000L};
+	struct timespec ts = {.tv_sec = (time_t)(c->sleep_ns / OPT_NSEC_PER_SEC),
+			      .tv_nsec = (long)(c->sleep_ns % OPT_NSEC_PER_SEC)};
 	int sig = 0;
 
-	if (c->sleep_ms < 0)
+	if (c->sleep_ns < 0)
 		return sigwait(set, &sig) == 0 ? sig : SIGTERM;
 	sig = sigtimedwait(set, NULL, &ts);
 	return sig > 0 ? sig : 0;
 }
 
-static int run(struct labels_cli *c, const sigset_t *set)
+static int run(struct labels_cli *c, const struct argv_copy *a, const sigset_t *set)
 {
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
 	int r, sig;
@@ -398,7 +331,7 @@ static int run(struct labels_cli *c, const sigset_t *set)
 		if (sig == SIGHUP) {
 			log_info("SIGHUP: reading the config file again", "path=%s",
 				 c->config_file ? c->config_file : "");
-			if ((r = load_config(c)) != 0)
+			if ((r = reload(c, a)) != 0)
 				break;
 			continue;
 		}
@@ -417,22 +350,25 @@ static int run(struct labels_cli *c, const sigset_t *set)
 
 int cmd_labels(int argc, char **argv)
 {
-	struct labels_cli c = {0}, parsed;
+	_cleanup_free_ char **saved = calloc((size_t)argc + 1, sizeof(char *));
+	struct argv_copy a = {argc, saved};
+	struct labels_cli c = {0};
 	sigset_t set;
-	int r = parse_args(argc, argv, &c);
+	int r;
 
-	if (r != CMD_CONTINUE)
-		return r;
-	parsed = c;
-	c.parsed = &parsed;
-	r = load_config(&c);
-	if (r == 0) {
+	if (!saved || !(c.cfg = calloc(1, sizeof(*c.cfg)))) {
+		fprintf(stderr, "gpulet labels: out of memory\n");
+		return 1;
+	}
+	memcpy(saved, argv, (size_t)argc * sizeof(char *)); /* before getopt permutes argv */
+	r = cmd_parse(&labels_verb, argc, argv, &c);
+	if (r == CMD_CONTINUE && (r = settle(&c)) == 0) {
 		cmd_block_stop_signals(&set);
 		sigaddset(&set, SIGHUP); /* GFD reloads its config on SIGHUP (the chart's config-manager sends it) */
 		sigaddset(&set, SIGQUIT);
 		pthread_sigmask(SIG_BLOCK, &set, NULL);
-		r = run(&c, &set);
+		r = run(&c, &a, &set);
 	}
-	free(c.cfg);
+	labels_cli_clear(&c);
 	return r;
 }

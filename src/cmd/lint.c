@@ -18,7 +18,7 @@ struct lint_cli {
 	struct lint_options lo;
 };
 
-static const struct cmd_opt lint_opts[] = {
+static const struct optspec lint_opts[] = {
     CMD_OPT_JSON("print JSON: {\"findings\":[{id,severity,component,summary,evidence,fix}]}"),
     CMD_ROW("runtime-class", 0, CMD_OPT_STR, "NAME", "GPU pods must set this runtimeClassName",
 	    .off = offsetof(struct lint_cli, lo.runtime_class)),

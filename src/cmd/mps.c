@@ -15,51 +15,47 @@
 #include "plugin/mps_daemon.h"
 #include "util/log.h"
 
-static void help(void)
+static void notes(FILE *f)
 {
-	printf("Usage: gpulet mps-control-daemon [OPTIONS]\n"
-	       "       gpulet mps-control-daemon mount-shm [--mps-root=DIR] [--root=DIR]\n\n"
-	       "Start NVIDIA's nvidia-cuda-mps-control -d for every resource the config shares with MPS\n"
-	       "(sharing.mps), with upstream's limits: set_default_active_thread_percentage 100/replicas and\n"
-	       "set_default_device_pinned_mem_limit <index> <memory/replicas>M per GPU; pipe and log dirs in\n"
-	       "<mps-root>/<resource>/{pipe,log}; <mps-root>/.ready once all run. The daemons are asked every\n"
-	       "5 s whether they answer; one that does not removes .ready (the plugin then advertises no MPS\n"
-	       "devices) and all are started again. A failed start is retried every 30 s. SIGHUP restarts,\n"
-	       "SIGTERM stops the daemons and exits 0.\n"
-	       "mount-shm mounts a tmpfs (half of MemTotal) at <mps-root>/shm, as upstream's init container.\n"
-	       "The MPS root is /mps (upstream's container mount) unless --mps-root or MPS_ROOT is given.\n\n"
-	       "Options (the plugin's; upstream's daemon reads --config-file and --mig-strategy):\n");
-	config_print_help(stdout);
-	printf("\nExample:\n"
-	       "  gpulet mps-control-daemon --config-file=/config/config.yaml --mps-root=/run/nvidia/mps\n");
+	fprintf(f, "\nThe options are the plugin's; upstream's daemon reads --config-file and --mig-strategy.\n");
 }
+
+static const struct cmd_verb mps_verb =
+    CMD_VERB("mps-control-daemon", "[mount-shm] [OPTIONS]", NULL,
+	     "gpulet mps-control-daemon --config-file=/config/config.yaml --mps-root=/run/nvidia/mps",
+	     .about = "Start NVIDIA's nvidia-cuda-mps-control -d for every resource the config shares with MPS\n"
+		      "(sharing.mps), with upstream's limits: set_default_active_thread_percentage 100/replicas and\n"
+		      "set_default_device_pinned_mem_limit <index> <memory/replicas>M per GPU; pipe and log dirs in\n"
+		      "<mps-root>/<resource>/{pipe,log}; <mps-root>/.ready once all run. The daemons are asked every\n"
+		      "5 s whether they answer; one that does not removes .ready (the plugin then advertises no MPS\n"
+		      "devices) and all are started again. A failed start is retried every 30 s. SIGHUP restarts,\n"
+		      "SIGTERM stops the daemons and exits 0.\n"
+		      "mount-shm mounts a tmpfs (half of MemTotal) at <mps-root>/shm, as upstream's init container.\n"
+		      "The MPS root is /mps (upstream's container mount) unless --mps-root or MPS_ROOT is given.",
+	     .notes = notes, .cli = &config_cli, .value_exit = 1);
 
 int cmd_mps_control_daemon(int argc, char **argv)
 {
+	static const char *const mps_default[] = {"--mps-root=" MPS_CONTAINER_ROOT, NULL};
 	_cleanup_(config_args_freep) struct config_args *args = NULL;
+	_cleanup_free_ char **v = NULL;
 	bool shm = argc > 1 && streq(argv[1], "mount-shm");
 	struct mps_daemon *daemon = NULL;
-	enum config_action action;
-	struct plugin_config cfg;
+	struct plugin_config cfg = {0};
 	struct gerr err = {0};
 	char opts[96];
+	int n, r;
 
-	if (config_parse_args(argc - shm, argv + shm, &args, &action, &err) < 0) {
-		fprintf(stderr, "gpulet mps-control-daemon: %s\n", err.msg);
-		return EXIT_USAGE;
-	}
-	if (action == CONFIG_VERSION)
-		cmd_print_version(stdout, "mps-control-daemon");
-	if (action == CONFIG_HELP)
-		help();
-	if (action != CONFIG_RUN)
-		return 0;
-	config_args_default(args, "mps-root", MPS_CONTAINER_ROOT);
-	if (config_load(args, &cfg, &err) < 0) {
-		fprintf(stderr, "gpulet mps-control-daemon: %s\n", err.msg);
+	/* upstream's /mps unless a flag or MPS_ROOT (even empty: urfave/cli) says otherwise */
+	if (config_args_new(argc - shm, argv + shm, getenv("MPS_ROOT") ? NULL : mps_default, &args) < 0 ||
+	    !(v = config_args_vector(args, &n))) {
+		fprintf(stderr, "gpulet mps-control-daemon: out of memory\n");
 		return 1;
 	}
-	log_set_level_name(cfg.log_level);
+	r = cmd_parse(&mps_verb, n, v, &cfg);
+	if (r != CMD_CONTINUE)
+		return r;
+	log_set_level(cfg.log_level);
 	if (shm) {
 		if (mps_mount_shm(&cfg, opts, sizeof(opts), &err) < 0) {
 			fprintf(stderr, "gpulet mps-control-daemon mount-shm: %s\n", err.msg);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The option engine of every verb but plugin: getopt_long, env fallbacks, defaults and --help from one table. */
+/* Every verb's command line: the engine (util/optspec.h) with the printing, --help and --version around it. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -9,17 +9,13 @@
 #include <unistd.h>
 
 #include "cmd/options.h"
-#include "util/argv.h"
 #include "util/log.h"
 #include "util/macro.h"
-#include "util/opt.h"
 
-#define MAX_ROWS    48
-#define HELP_COLUMN 30 /* where the help text of an option starts */
-#define HELP_WIDTH  110
+#define MAX_ROWS 64
 
 /* Rows every verb gets after its own. */
-static const struct cmd_opt extra_rows[] = {
+static const struct optspec extra_rows[] = {
     {.name = "help", .short_name = 'h', .kind = CMD_OPT_HELP, .help = "this text"},
     {.name = "version",
      .kind = CMD_OPT_VERSION,
@@ -129,218 +125,83 @@ int cmd_set_log_level(void *opts, const char *value, struct gerr *err)
 	return log_set_level_name(value) < 0 ? gerr_set(err, EINVAL, "unknown log level") : 0;
 }
 
-static size_t n_rows(const struct cmd_verb *v)
+/* The verb's rows, then --help and --version, in rows (room for MAX_ROWS + 1). */
+static int all_rows(const struct cmd_verb *v, struct optspec *rows)
 {
-	size_t n = 0;
+	const struct optspec *own = v->cli ? v->cli->rows : v->opts;
+	size_t n = optspec_count(own);
 
-	while (v->opts[n].kind != CMD_OPT_END)
-		n++;
-	return n;
-}
-
-/* The row at index i, counting the rows every verb gets after its own. */
-static const struct cmd_opt *row(const struct cmd_verb *v, size_t i)
-{
-	return i < n_rows(v) ? &v->opts[i] : &extra_rows[i - n_rows(v)];
-}
-
-/* Set one row from a value; src names where the value came from ("--flag", "env X", "default"). */
-static int apply(const struct cmd_verb *v, const struct cmd_opt *o, void *opts, const char *value, const char *src)
-{
-	struct gerr err = {0};
-	void *field = (char *)opts + o->off;
-	int r = 0;
-
-	switch (o->kind) {
-	case CMD_OPT_STR:
-		*(const char **)field = value;
-		return 0;
-	case CMD_OPT_SET:
-		/* given on the command line: true; an env var of a switch is a boolean */
-		if (!value)
-			return *(bool *)field = true, 0;
-		/* fall through */
-	case CMD_OPT_BOOL:
-		r = opt_parse_bool(value ? value : "true", field);
-		if (r < 0)
-			gerr_set(&err, EINVAL, "want true or false");
-		break;
-	case CMD_OPT_UINT: {
-		unsigned long n;
-
-		r = cmd_parse_uint(value, o->min, o->max, &n);
-		if (r < 0)
-			gerr_set(&err, EINVAL, "want %lu..%lu", o->min, o->max);
-		else
-			*(unsigned *)field = (unsigned)n;
-		break;
-	}
-	case CMD_OPT_CALL:
-		r = o->call(opts, value, &err);
-		break;
-	case CMD_OPT_HELP:
-		cmd_help(v, stdout);
-		return CMD_OPT_DONE;
-	case CMD_OPT_VERSION:
-		cmd_print_version(stdout, v->name);
-		return CMD_OPT_DONE;
-	case CMD_OPT_END:
-		break;
-	}
-	if (r < 0) {
-		const char *why = err.msg[0] ? err.msg : o->want ? o->want : "see --help";
-
-		if (value)
-			cmd_usage_error(v, "%s '%s' is not valid: %s", src, value, why);
-		else
-			cmd_usage_error(v, "%s: %s", src, why);
-		return -EINVAL;
-	}
-	return r;
-}
-
-/* Defaults, then env vars: the layers under the command line. */
-static int apply_defaults_and_env(const struct cmd_verb *v, void *opts)
-{
-	for (size_t i = 0; i < n_rows(v); i++) {
-		const struct cmd_opt *o = &v->opts[i];
-		const char *env = NULL;
-		int r = 0;
-
-		if (o->def)
-			r = apply(v, o, opts, o->def, "default");
-		for (size_t k = 0; r >= 0 && k < ELEMENTSOF(o->env) && o->env[k] && !env; k++) {
-			const char *val = getenv(o->env[k]);
-
-			if (val && *val) {
-				env = o->env[k];
-				r = apply(v, o, opts, val, env);
-			}
-		}
-		if (r < 0)
-			return r;
-	}
+	if (n + ELEMENTSOF(extra_rows) > MAX_ROWS)
+		return -E2BIG;
+	memcpy(rows, own, n * sizeof(*rows));
+	memcpy(rows + n, extra_rows, sizeof(extra_rows));
+	rows[n + ELEMENTSOF(extra_rows)] = (struct optspec){0};
 	return 0;
 }
 
-static int has_arg(const struct cmd_opt *o)
+static struct optspec_cli cli_of(const struct cmd_verb *v, const struct optspec *rows)
 {
-	if (o->kind == CMD_OPT_BOOL)
-		return optional_argument;
-	return o->arg ? required_argument : no_argument;
+	struct optspec_cli c = {
+	    .env = v->urfave ? OPT_ENV_EMPTY_URFAVE : OPT_ENV_EMPTY_UNSET,
+	    .version_v = v->urfave,
+	    .getopt_says = true, /* getopt's own message, then the help */
+	};
+
+	if (v->cli)
+		c = *v->cli;
+	c.rows = rows;
+	c.operands = v->operands;
+	return c;
 }
 
 int cmd_parse(const struct cmd_verb *v, int argc, char **argv, void *opts)
 {
-	struct option lo[2 * MAX_ROWS + 1] = {0};
-	char shorts[3 * MAX_ROWS + 1] = "", flag[64];
-	size_t n = 0, total = n_rows(v) + ELEMENTSOF(extra_rows);
-	int c, r;
+	struct optspec rows[MAX_ROWS + 1];
+	struct optspec_cli cli;
+	enum optspec_action action;
+	enum optspec_fail fail;
+	struct gerr err = {0};
 
-	if (total > MAX_ROWS)
+	if (all_rows(v, rows) < 0)
 		return cmd_usage_error(v, "internal error: too many options");
-	r = apply_defaults_and_env(v, opts);
-	if (r < 0)
-		return EXIT_USAGE;
-	for (size_t i = 0; i < total; i++) {
-		const struct cmd_opt *o = row(v, i);
-		int val = o->short_name ? o->short_name : 256 + (int)i;
-
-		lo[n++] = (struct option){o->name, has_arg(o), NULL, val};
-		if (o->alias)
-			lo[n++] = (struct option){o->alias, has_arg(o), NULL, val};
-		if (o->short_name) {
-			size_t l = strlen(shorts);
-
-			shorts[l++] = (char)o->short_name;
-			if (has_arg(o) != no_argument)
-				shorts[l++] = ':';
-			if (has_arg(o) == optional_argument)
-				shorts[l++] = ':';
-			shorts[l] = '\0';
+	cli = cli_of(v, rows);
+	if (optspec_parse(&cli, argc, argv, opts, &action, &fail, &err) < 0) {
+		if (fail == OPTSPEC_FAIL_FILE) { /* a bad config file fails the run, it is not a usage error */
+			fprintf(stderr, "gpulet %s: %s\n", v->name, err.msg);
+			return 1;
 		}
-	}
-	argv_single_dash_longs(argc, argv, lo, shorts);
-	optind = 1;
-	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
-		const struct cmd_opt *o = NULL;
-
-		for (size_t i = 0; i < total && !o; i++)
-			if (c == (row(v, i)->short_name ? row(v, i)->short_name : 256 + (int)i))
-				o = row(v, i);
-		if (!o) { /* getopt said what is wrong */
+		if (fail == OPTSPEC_FAIL_VALUE) {
+			cmd_usage_error(v, "%s", err.msg);
+			return v->value_exit ?: EXIT_USAGE;
+		}
+		if (!err.msg[0]) { /* getopt said what is wrong */
 			cmd_help(v, stderr);
 			return EXIT_USAGE;
 		}
-		snprintf(flag, sizeof(flag), "--%s", o->name);
-		r = apply(v, o, opts, optarg, flag);
-		if (r < 0)
-			return EXIT_USAGE;
-		if (r == CMD_OPT_DONE)
-			return 0;
+		return cmd_usage_error(v, "%s; see 'gpulet %s --help'", err.msg, v->name);
 	}
-	if (!v->operands && optind < argc)
-		return cmd_usage_error(v, "unexpected argument '%s'", argv[optind]);
-	return CMD_CONTINUE;
-}
-
-/* Print text from column `col` on, wrapping at HELP_WIDTH; continuation lines start at `col`. */
-static void wrap(FILE *f, const char *text, size_t col, size_t at)
-{
-	while (*text) {
-		size_t len = strcspn(text, " ");
-
-		if (at > col && at + 1 + len > HELP_WIDTH) {
-			fprintf(f, "\n%*s", (int)col, "");
-			at = col;
-		} else if (at > col) {
-			fputc(' ', f);
-			at++;
-		}
-		fprintf(f, "%.*s", (int)len, text);
-		at += len;
-		text += len;
-		while (*text == ' ')
-			text++;
-	}
-}
-
-static void help_row_print(FILE *f, const struct cmd_opt *o)
-{
-	char left[160], text[512], arg[48] = "";
-	size_t at, l = 0;
-
-	if (o->kind == CMD_OPT_BOOL)
-		snprintf(arg, sizeof(arg), "[=BOOL]");
-	else if (o->arg)
-		snprintf(arg, sizeof(arg), " %s", o->arg);
-	if (o->short_name)
-		l += (size_t)snprintf(left + l, sizeof(left) - l, "-%c, ", o->short_name);
-	l += (size_t)snprintf(left + l, sizeof(left) - l, "--%s%s", o->name, arg);
-	if (o->alias)
-		snprintf(left + l, sizeof(left) - l, ", --%s%s", o->alias, arg);
-	l = (size_t)snprintf(text, sizeof(text), "%s", o->help);
-	if (o->env[0] || o->def)
-		snprintf(text + l, sizeof(text) - l, " (%s%s%s%s%s%s%s)", o->env[0] ? "env " : "",
-			 o->env[0] ? o->env[0] : "", o->env[1] ? ", " : "", o->env[1] ? o->env[1] : "",
-			 o->env[0] && o->def ? "; " : "", o->def ? "default " : "", o->def ? o->def : "");
-	at = (size_t)fprintf(f, "  %s", left);
-	if (at + 2 > HELP_COLUMN)
-		fprintf(f, "\n%*s", HELP_COLUMN, "");
-	else
-		fprintf(f, "%*s", (int)(HELP_COLUMN - at), "");
-	wrap(f, text, HELP_COLUMN, HELP_COLUMN);
-	fputc('\n', f);
+	if (action == OPTSPEC_HELP)
+		cmd_help(v, stdout);
+	if (action == OPTSPEC_VERSION)
+		cmd_print_version(stdout, v->name);
+	return action == OPTSPEC_RUN ? CMD_CONTINUE : 0;
 }
 
 void cmd_help(const struct cmd_verb *v, FILE *f)
 {
+	struct optspec rows[MAX_ROWS + 1];
+	struct optspec_cli cli;
+
+	if (all_rows(v, rows) < 0)
+		return;
+	cli = cli_of(v, rows);
 	fprintf(f, "Usage: gpulet %s %s\n\n", v->name, v->synopsis);
 	if (v->about)
 		fprintf(f, "%s\n\n", v->about);
 	fprintf(f, "Options:\n");
-	for (size_t i = 0; i < n_rows(v) + ELEMENTSOF(extra_rows); i++)
-		help_row_print(f, row(v, i));
+	for (const struct optspec *o = rows; o->kind != OPT_END; o++)
+		if (!o->hidden)
+			optspec_help_row(f, o, optspec_short(&cli, o));
 	if (v->notes)
 		v->notes(f);
 	if (v->footer)

@@ -5,7 +5,8 @@
  * array, the environment fallbacks, the defaults and the --help text are all generated from the
  * rows, so an option cannot be accepted without being documented (tests/integration/test_help.py).
  *
- * Values are applied in layers through the same setter: default, then env, then the flag.
+ * The engine is util/optspec.h: values are applied in layers through its one setter, default, then
+ * the config file (a verb with one), then env, then the flag; this file adds the printing.
  */
 #pragma once
 
@@ -17,6 +18,7 @@
 
 #include "cmd/cmd.h"
 #include "util/err.h"
+#include "util/optspec.h"
 
 /* The values of the option rows several verbs share; every verb's option struct starts with it. */
 struct cmd_common {
@@ -25,44 +27,36 @@ struct cmd_common {
 	struct cmd_nvml_opts nvml; /* --nvml-library, --driver-root, --root */
 };
 
-enum cmd_opt_kind {
-	CMD_OPT_END,     /* ends a table */
-	CMD_OPT_STR,     /* const char * at .off: the value as given */
-	CMD_OPT_SET,     /* bool at .off: true when given (an env value is read as a boolean) */
-	CMD_OPT_BOOL,    /* bool at .off from an optional BOOL (opt_parse_bool; no value: true) */
-	CMD_OPT_UINT,    /* unsigned at .off, a number in [.min, .max] */
-	CMD_OPT_CALL,    /* .call(opts, value, err): 0 ok, CMD_OPT_DONE to exit 0, <0 usage error */
-	CMD_OPT_HELP,    /* print --help on stdout and exit 0 */
-	CMD_OPT_VERSION, /* print gpulet's version and the upstream one the verb matches, exit 0 */
-};
-
-#define CMD_OPT_DONE 1
-
-struct cmd_opt {
-	const char *name;  /* long name, without "--" */
-	int short_name;    /* 'o' for -o, 0 for none */
-	const char *alias; /* a second long name with the same meaning, or NULL */
-	enum cmd_opt_kind kind;
-	const char *arg;    /* argument name in --help ("DIR"); NULL: the option takes no value */
-	const char *env[2]; /* env vars read when the flag is absent, first set wins */
-	const char *def;    /* default, applied through the same setter and shown in --help */
-	const char *help;
-	size_t off;                                                   /* STR, SET, BOOL, UINT: field in opts */
-	int (*call)(void *opts, const char *value, struct gerr *err); /* CALL */
-	const char *want;       /* CALL: what a valid value looks like, for the usage error */
-	unsigned long min, max; /* UINT */
-};
+/* The verbs' spelling of the engine's kinds (util/optspec.h): CMD_OPT_STR is the text as given. */
+#define CMD_OPT_END     OPT_END
+#define CMD_OPT_STR     OPT_ARGV
+#define CMD_OPT_SET     OPT_SET
+#define CMD_OPT_BOOL    OPT_BOOL
+#define CMD_OPT_UINT    OPT_UINT
+#define CMD_OPT_CALL    OPT_CALL
+#define CMD_OPT_HELP    OPT_HELP
+#define CMD_OPT_VERSION OPT_VERSION
+#define CMD_OPT_DONE    OPTSPEC_DONE /* a CALL's return: exit 0 now */
 
 /* A verb: its rows and the text around them in --help. */
 struct cmd_verb {
 	const char *name;           /* "doctor", "cdi generate": the usage line and the prefix of messages */
 	const char *synopsis;       /* after the name: "[OPTIONS]", "[OPTIONS] FILE...|-" */
 	const char *about;          /* paragraph under the usage line */
-	const struct cmd_opt *opts; /* ends with CMD_OPT_END; --help is added */
+	const struct optspec *opts; /* ends with OPT_END (or NULL with .cli); --help and --version are added */
 	void (*notes)(FILE *f);     /* more text after the options, or NULL */
 	const char *footer;         /* exit status, JSON shape, ... or NULL */
 	const char *example;
 	bool operands; /* arguments after the options are the verb's (else: usage error) */
+	/*
+	 * The verb stands in for a urfave/cli v2 program (docs/reference/go-parsing.md): an env var set
+	 * to "" counts as set (a string takes "", a switch false, a number keeps its default), and -v
+	 * is --version unless a row has -v.
+	 */
+	bool urfave;
+	/* the engine's description when a library owns the rows (rows, env vars, config file, messages) */
+	const struct optspec_cli *cli;
+	int value_exit; /* exit code of a bad value (EXIT_USAGE when 0); the plugin's is 1, as upstream */
 };
 
 /*

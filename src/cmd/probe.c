@@ -12,7 +12,7 @@ struct probe_cli {
 	const char *cuda_library;
 };
 
-static const struct cmd_opt probe_opts[] = {
+static const struct optspec probe_opts[] = {
     CMD_OPT_JSON("print JSON: {\"findings\":[{id,severity,component,summary,evidence,fix}]}"),
     CMD_OPT_ROOT,
     CMD_ROW("cuda-library", 0, CMD_OPT_STR, "PATH", "libcuda to load (default libcuda.so.1 through the dynamic linker)",

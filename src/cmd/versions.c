@@ -9,7 +9,7 @@
 #include "cmd/options.h"
 #include "doctor/doctor.h"
 
-static const struct cmd_opt versions_opts[] = {
+static const struct optspec versions_opts[] = {
     CMD_OPT_JSON("print JSON: {\"components\":[{name,version,source,verdicts:[{severity,text,source}]}]}"),
     CMD_OPT_ROOT,
     CMD_OPT_NVML_LIBRARY,

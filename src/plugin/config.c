@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * One table of plugin options: flag, aliases, env vars, config-file key, type, default, bounds.
- * Values are applied in layers, default < file < env < flag (urfave/cli semantics upstream: a flag
- * counts as set when given on the command line or through its env var), each layer through the
- * same typed setter, so every value from every source is validated the same way.
+ * The plugin's option rows for the one engine (util/optspec.h): flag, alias, env vars, config-file
+ * key, kind, default, bounds. Values are applied in layers, default < file < env < flag
+ * (urfave/cli semantics upstream: a flag counts as set when given on the command line or through
+ * its env var), each through the engine's one setter, so every value is validated the same way.
  * Sources: docs/reference/device-plugin.md §1 (flags, env, defaults) and §2 (v1 file).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -17,439 +16,343 @@
 #include <jansson.h>
 
 #include "plugin/config_int.h"
-#include "util/argv.h"
 #include "util/fileio.h"
+#include "util/log.h"
 
 #define CONFIG_FILE_MAX            (1024 * 1024)
-#define HELP_SHORT                 'h'                               /* -h: --help */
 #define DEFAULT_DEVICE_PLUGIN_PATH "/var/lib/kubelet/device-plugins" /* pluginapi.DevicePluginPath */
 
-#define F(field)                   offsetof(struct plugin_config, field), sizeof(((struct plugin_config *)0)->field)
+/* A field of struct plugin_config; a text field with its buffer's size (longer values are refused). */
+#define F(field)  .off = offsetof(struct plugin_config, field)
+#define FT(field) F(field), .size = sizeof(((struct plugin_config *)0)->field)
 
 const struct enum_name config_device_id_names[2] = {{DEVICE_ID_UUID, "uuid"}, {DEVICE_ID_INDEX, "index"}};
 const struct enum_name config_discovery_names[4] = {
     {DISCOVERY_AUTO, "auto"}, {DISCOVERY_NVML, "nvml"}, {DISCOVERY_TEGRA, "tegra"}, {DISCOVERY_VFIO, "vfio"}};
+const struct enum_name config_dls_names[4] = {{DLS_ENVVAR, "envvar"},
+					      {DLS_VOLUME_MOUNTS, "volume-mounts"},
+					      {DLS_CDI_ANNOTATIONS, "cdi-annotations"},
+					      {DLS_CDI_CRI, "cdi-cri"}};
+static const struct enum_name log_levels[] = {
+    {LOG_LVL_DEBUG, "debug"}, {LOG_LVL_INFO, "info"}, {LOG_LVL_WARN, "warn"}, {LOG_LVL_ERROR, "error"}};
 
-/* Every row: main.go flag of nvidia-device-plugin v0.20.0 (api/config/v1/flags.go for the key),
- * unless marked gpulet. */
-/* only T_ENUM rows fill the last column (.names, .n_names) */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-static const struct opt opts[] = {
-    {"mig-strategy",
-     NULL,
-     {"MIG_STRATEGY"},
-     "flags.migStrategy",
-     T_ENUM,
-     "none",
+/* imex.channelIDs: api/config/v1/imex.go takes only [] or [0] */
+static int set_imex(void *opts, const char *v, struct gerr *err)
+{
+	struct plugin_config *c = opts;
+
+	if (v[0] && !streq(v, "0"))
+		return gerr_set(err, EINVAL, "only channel 0 is supported");
+	snprintf(c->imex_channel_ids, sizeof(c->imex_channel_ids), "%s", v);
+	return 0;
+}
+
+/*
+ * Every row: main.go flag of nvidia-device-plugin v0.20.0 (api/config/v1/flags.go for the key),
+ * unless marked gpulet. --help and --version are added by the command (cmd/plugin.c).
+ */
+static const struct optspec config_opts[] = {
+    {.name = "mig-strategy",
+     .kind = OPT_ENUM,
+     .arg = "S",
+     .env = {"MIG_STRATEGY"},
+     .key = "flags.migStrategy",
+     .def = "none",
      F(mig_strategy),
-     "none|single|mixed",
-     "how MIG devices are advertised",
-     OPT_NAMES(mig_strategy_names)},
-    {"fail-on-init-error",
-     NULL,
-     {"FAIL_ON_INIT_ERROR"},
-     "flags.failOnInitError",
-     T_BOOL,
-     "true",
+     .help = "how MIG devices are advertised: none, single or mixed",
+     OPTSPEC_NAMES(mig_strategy_names)},
+    {.name = "fail-on-init-error",
+     .kind = OPT_BOOL,
+     .env = {"FAIL_ON_INIT_ERROR"},
+     .key = "flags.failOnInitError",
+     .def = "true",
      F(fail_on_init_error),
-     NULL,
-     "exit on NVML/device errors at start (false: log and wait)"},
-    {"driver-root",
-     "nvidia-driver-root",
-     {"NVIDIA_DRIVER_ROOT"},
-     "flags.nvidiaDriverRoot",
-     T_PATH,
-     "/",
-     F(driver_root),
-     NULL,
-     "host root of the NVIDIA driver (/ or /run/nvidia/driver)"},
-    {"dev-root",
-     "nvidia-dev-root",
-     {"NVIDIA_DEV_ROOT"},
-     "flags.nvidiaDevRoot",
-     T_PATH,
-     "",
-     F(dev_root),
-     NULL,
-     "host root of the /dev nodes (default: the driver root)"},
-    {"pass-device-specs",
-     NULL,
-     {"PASS_DEVICE_SPECS"},
-     "flags.plugin.passDeviceSpecs",
-     T_BOOL,
-     "false",
+     .help = "exit on NVML/device errors at start (false: log and wait)"},
+    {.name = "driver-root",
+     .alias = "nvidia-driver-root",
+     .kind = OPT_PATH,
+     .arg = "DIR",
+     .env = {"NVIDIA_DRIVER_ROOT"},
+     .key = "flags.nvidiaDriverRoot",
+     .def = "/",
+     FT(driver_root),
+     .help = "host root of the NVIDIA driver (/ or /run/nvidia/driver)"},
+    {.name = "dev-root",
+     .alias = "nvidia-dev-root",
+     .kind = OPT_PATH,
+     .arg = "DIR",
+     .env = {"NVIDIA_DEV_ROOT"},
+     .key = "flags.nvidiaDevRoot",
+     FT(dev_root),
+     .help = "host root of the /dev nodes (default: the driver root)"},
+    {.name = "pass-device-specs",
+     .kind = OPT_BOOL,
+     .env = {"PASS_DEVICE_SPECS"},
+     .key = "flags.plugin.passDeviceSpecs",
+     .def = "false",
      F(pass_device_specs),
-     NULL,
-     "return DeviceSpecs in Allocate (CPUManager static policy)"},
-    {"device-list-strategy",
-     NULL,
-     {"DEVICE_LIST_STRATEGY"},
-     "flags.plugin.deviceListStrategy",
-     T_DLS,
-     "envvar",
+     .help = "return DeviceSpecs in Allocate (CPUManager static policy)"},
+    {.name = "device-list-strategy",
+     .kind = OPT_FLAGS,
+     .arg = "S[,S]",
+     .env = {"DEVICE_LIST_STRATEGY"},
+     .key = "flags.plugin.deviceListStrategy",
+     .def = "envvar",
      F(device_list_strategy),
-     "envvar|volume-mounts|cdi-annotations|cdi-cri",
-     "how devices reach the runtime; comma list, several allowed"},
-    {"device-id-strategy",
-     NULL,
-     {"DEVICE_ID_STRATEGY"},
-     "flags.plugin.deviceIDStrategy",
-     T_ENUM,
-     "uuid",
+     .help = "how devices reach the runtime: envvar, volume-mounts, cdi-annotations, cdi-cri; a comma list or "
+	     "repeated, several allowed",
+     .want = "strategy",
+     OPTSPEC_NAMES(config_dls_names)},
+    {.name = "device-id-strategy",
+     .kind = OPT_ENUM,
+     .arg = "S",
+     .env = {"DEVICE_ID_STRATEGY"},
+     .key = "flags.plugin.deviceIDStrategy",
+     .def = "uuid",
      F(device_id_strategy),
-     "uuid|index",
-     "device IDs passed to the runtime",
-     OPT_NAMES(config_device_id_names)},
-    {"gdrcopy-enabled",
-     NULL,
-     {"GDRCOPY_ENABLED"},
-     "flags.gdrcopyEnabled",
-     T_BOOL,
-     "false",
+     .help = "device IDs passed to the runtime: uuid or index",
+     OPTSPEC_NAMES(config_device_id_names)},
+    {.name = "gdrcopy-enabled",
+     .kind = OPT_BOOL,
+     .env = {"GDRCOPY_ENABLED"},
+     .key = "flags.gdrcopyEnabled",
+     .def = "false",
      F(gdrcopy_enabled),
-     NULL,
-     "set NVIDIA_GDRCOPY=enabled in containers"},
-    {"gds-enabled",
-     NULL,
-     {"GDS_ENABLED"},
-     "flags.gdsEnabled",
-     T_BOOL,
-     "false",
+     .help = "set NVIDIA_GDRCOPY=enabled in containers"},
+    {.name = "gds-enabled",
+     .kind = OPT_BOOL,
+     .env = {"GDS_ENABLED"},
+     .key = "flags.gdsEnabled",
+     .def = "false",
      F(gds_enabled),
-     NULL,
-     "set NVIDIA_GDS=enabled in containers"},
-    {"mofed-enabled",
-     NULL,
-     {"MOFED_ENABLED"},
-     "flags.mofedEnabled",
-     T_BOOL,
-     "false",
+     .help = "set NVIDIA_GDS=enabled in containers"},
+    {.name = "mofed-enabled",
+     .kind = OPT_BOOL,
+     .env = {"MOFED_ENABLED"},
+     .key = "flags.mofedEnabled",
+     .def = "false",
      F(mofed_enabled),
-     NULL,
-     "set NVIDIA_MOFED=enabled in containers"},
-    {"cdi-annotation-prefix",
-     NULL,
-     {"CDI_ANNOTATION_PREFIX"},
-     "flags.plugin.cdiAnnotationPrefix",
-     T_STR,
-     "cdi.k8s.io/",
-     F(cdi_annotation_prefix),
-     NULL,
-     "prefix of the CDI annotation key"},
-    {"nvidia-cdi-hook-path",
-     "nvidia-ctk-path",
-     {"NVIDIA_CDI_HOOK_PATH", "NVIDIA_CTK_PATH"},
-     "flags.plugin.nvidiaCTKPath",
-     T_PATH,
-     "/usr/bin/nvidia-ctk",
-     F(nvidia_cdi_hook_path),
-     NULL,
-     "host path of the CDI hook binary written into CDI specs"},
-    {"driver-root-ctr-path",
-     "container-driver-root",
-     {"DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"},
-     "flags.plugin.containerDriverRoot",
-     T_PATH,
-     "/driver-root",
-     F(container_driver_root),
-     NULL,
-     "where the host driver root is mounted in the plugin container"},
-    {"mps-root",
-     NULL,
-     {"MPS_ROOT"},
-     "flags.mpsRoot",
-     T_PATH,
-     "",
-     F(mps_root),
-     NULL,
-     "host dir of the MPS daemons' pipes and shm (required with MPS sharing)"},
-    {"shared-devices-allocation-policy",
-     NULL,
-     {"SHARED_DEVICES_ALLOCATION_POLICY"},
-     "flags.plugin.sharedDevicesAllocationPolicy",
-     T_ENUM,
-     "distributed",
+     .help = "set NVIDIA_MOFED=enabled in containers"},
+    {.name = "cdi-annotation-prefix",
+     .kind = OPT_STR,
+     .arg = "PREFIX",
+     .env = {"CDI_ANNOTATION_PREFIX"},
+     .key = "flags.plugin.cdiAnnotationPrefix",
+     .def = "cdi.k8s.io/",
+     FT(cdi_annotation_prefix),
+     .help = "prefix of the CDI annotation key"},
+    {.name = "nvidia-cdi-hook-path",
+     .alias = "nvidia-ctk-path",
+     .kind = OPT_PATH,
+     .arg = "PATH",
+     .env = {"NVIDIA_CDI_HOOK_PATH", "NVIDIA_CTK_PATH"},
+     .key = "flags.plugin.nvidiaCTKPath",
+     .def = "/usr/bin/nvidia-ctk",
+     FT(nvidia_cdi_hook_path),
+     .help = "host path of the CDI hook binary written into CDI specs"},
+    {.name = "driver-root-ctr-path",
+     .alias = "container-driver-root",
+     .kind = OPT_PATH,
+     .arg = "DIR",
+     .env = {"DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"},
+     .key = "flags.plugin.containerDriverRoot",
+     .def = "/driver-root",
+     FT(container_driver_root),
+     .help = "where the host driver root is mounted in the plugin container"},
+    {.name = "mps-root",
+     .kind = OPT_PATH,
+     .arg = "DIR",
+     .env = {"MPS_ROOT"},
+     .key = "flags.mpsRoot",
+     FT(mps_root),
+     .help = "host dir of the MPS daemons' pipes and shm (required with MPS sharing)"},
+    {.name = "shared-devices-allocation-policy",
+     .kind = OPT_ENUM,
+     .arg = "P",
+     .env = {"SHARED_DEVICES_ALLOCATION_POLICY"},
+     .key = "flags.plugin.sharedDevicesAllocationPolicy",
+     .def = "distributed",
      F(shared_devices_allocation_policy),
-     "distributed|packed",
-     "replica placement for shared GPUs",
-     OPT_NAMES(replica_policy_names)},
-    {"device-discovery-strategy",
-     NULL,
-     {"DEVICE_DISCOVERY_STRATEGY"},
-     "flags.deviceDiscoveryStrategy",
-     T_ENUM,
-     "auto",
+     .help = "replica placement for shared GPUs: distributed or packed",
+     OPTSPEC_NAMES(replica_policy_names)},
+    {.name = "device-discovery-strategy",
+     .kind = OPT_ENUM,
+     .arg = "S",
+     .env = {"DEVICE_DISCOVERY_STRATEGY"},
+     .key = "flags.deviceDiscoveryStrategy",
+     .def = "auto",
      F(device_discovery_strategy),
-     "auto|nvml|tegra|vfio",
-     "how devices are found (vfio: labels only)",
-     OPT_NAMES(config_discovery_names)},
-    {"imex-channel-ids",
-     NULL,
-     {"IMEX_CHANNEL_IDS"},
-     "imex.channelIDs",
-     T_IMEX,
-     "",
+     .help = "how devices are found: auto, nvml, tegra or vfio (vfio: labels only)",
+     OPTSPEC_NAMES(config_discovery_names)},
+    {.name = "imex-channel-ids",
+     .kind = OPT_CALL,
+     .arg = "IDS",
+     .env = {"IMEX_CHANNEL_IDS"},
+     .key = "imex.channelIDs",
      F(imex_channel_ids),
-     NULL,
-     "IMEX channels to inject ([] or 0)"},
-    {"imex-required",
-     NULL,
-     {"IMEX_REQUIRED"},
-     "imex.required",
-     T_BOOL,
-     "false",
+     .call = set_imex,
+     .help = "IMEX channels to inject ([] or 0)"},
+    {.name = "imex-required",
+     .kind = OPT_BOOL,
+     .env = {"IMEX_REQUIRED"},
+     .key = "imex.required",
+     .def = "false",
      F(imex_required),
-     NULL,
-     "fail when the IMEX channels are missing"},
-    {"kubelet-socket",
-     NULL,
-     {"KUBELET_SOCKET"},
-     NULL,
-     T_PATH,
-     "/var/lib/kubelet/device-plugins/kubelet.sock",
-     F(kubelet_socket),
-     NULL,
-     "kubelet registration socket (\"\": serve without registering)"},
-    {"config-file",
-     NULL,
-     {"CONFIG_FILE"},
-     NULL,
-     T_FILE,
-     "",
-     F(config_file),
-     NULL,
-     "version: v1 config file (YAML or JSON); a relative path is taken from the working directory"},
-    {"cdi-feature-flags",
-     NULL,
-     {"CDI_FEATURE_FLAGS"},
-     NULL,
-     T_STR,
-     "",
-     F(cdi_feature_flags),
-     NULL,
-     "feature flags for CDI spec generation"},
-    {"cdi-disable-hooks",
-     NULL,
-     {"CDI_DISABLE_HOOKS"},
-     NULL,
-     T_STR,
-     "",
-     F(cdi_disable_hooks),
-     NULL,
-     "CDI hooks to leave out (all)"},
+     .help = "fail when the IMEX channels are missing"},
+    {.name = "kubelet-socket",
+     .kind = OPT_PATH,
+     .arg = "PATH",
+     .env = {"KUBELET_SOCKET"},
+     .def = "/var/lib/kubelet/device-plugins/kubelet.sock",
+     FT(kubelet_socket),
+     .help = "kubelet registration socket (\"\": serve without registering)"},
+    {.name = "config-file",
+     .kind = OPT_FILE,
+     .arg = "FILE",
+     .env = {"CONFIG_FILE"},
+     FT(config_file),
+     .help = "version: v1 config file (YAML or JSON); a relative path is taken from the working directory"},
+    {.name = "cdi-feature-flags",
+     .kind = OPT_STR,
+     .arg = "FLAGS",
+     .env = {"CDI_FEATURE_FLAGS"},
+     FT(cdi_feature_flags),
+     .help = "feature flags for CDI spec generation"},
+    {.name = "cdi-disable-hooks",
+     .kind = OPT_STR,
+     .arg = "HOOKS",
+     .env = {"CDI_DISABLE_HOOKS"},
+     FT(cdi_disable_hooks),
+     .help = "CDI hooks to leave out (all)"},
     /* gpulet: upstream hard-codes the dir (pluginapi.DevicePluginPath); "" = the kubelet socket's dir,
      * where kubelet dials the endpoint it was given (docs/reference/device-plugin.md §3.1) */
-    {"device-plugin-path",
-     NULL,
-     {"DP_DEVICE_PLUGIN_PATH"},
-     NULL,
-     T_PATH,
-     "",
-     F(device_plugin_path),
-     NULL,
-     "dir where the plugin sockets are created (default: the directory of --kubelet-socket, or "
-     "/var/lib/kubelet/device-plugins when it is empty)"},
+    {.name = "device-plugin-path",
+     .kind = OPT_PATH,
+     .arg = "DIR",
+     .env = {"DP_DEVICE_PLUGIN_PATH"},
+     FT(device_plugin_path),
+     .help = "dir where the plugin sockets are created (default: the directory of --kubelet-socket, or "
+	     "/var/lib/kubelet/device-plugins when it is empty)"},
     /* gpulet: NVML location override, e.g. a fake NVML in tests */
-    {"nvml-library",
-     NULL,
-     {"GPULET_NVML_LIBRARY"},
-     NULL,
-     T_PATH,
-     "",
-     F(nvml_library),
-     NULL,
-     "path of libnvidia-ml.so.1 (default: search the driver root)"},
+    {.name = "nvml-library",
+     .kind = OPT_PATH,
+     .arg = "PATH",
+     .env = {"GPULET_NVML_LIBRARY"},
+     FT(nvml_library),
+     .help = "path of libnvidia-ml.so.1 (default: search the driver root)"},
     /* gpulet: prefix of every host path read (a fake node tree in tests, /host in a container) */
-    {"root", NULL, {"GPULET_ROOT"}, NULL, T_PATH, "/", F(root), NULL, "host filesystem prefix"},
+    {.name = "root",
+     .kind = OPT_PATH,
+     .arg = "DIR",
+     .env = {"GPULET_ROOT"},
+     .def = "/",
+     FT(root),
+     .help = "host filesystem prefix"},
     /* gpulet: how often NVML is read again to notice lost GPUs and MIG re-partitions (pain point #5) */
-    {"rescan-interval",
-     NULL,
-     {"GPULET_RESCAN_INTERVAL"},
-     NULL,
-     T_SECONDS,
-     "10",
+    {.name = "rescan-interval",
+     .kind = OPT_UINT,
+     .arg = "SECONDS",
+     .env = {"GPULET_RESCAN_INTERVAL"},
+     .def = "10",
      F(rescan_interval),
-     NULL,
-     "seconds between device rescans (lost GPUs and MIG changes are re-advertised live)"},
+     .min = 1,
+     .max = 86400,
+     .help = "seconds between device rescans (lost GPUs and MIG changes are re-advertised live)"},
     /* gpulet: recovery of an unhealthy GPU (upstream #189, #234: upstream never recovers) */
-    {"health-recovery-interval",
-     NULL,
-     {"GPULET_HEALTH_RECOVERY_INTERVAL"},
-     NULL,
-     T_SECONDS,
-     "300",
+    {.name = "health-recovery-interval",
+     .kind = OPT_UINT,
+     .arg = "SECONDS",
+     .env = {"GPULET_HEALTH_RECOVERY_INTERVAL"},
+     .def = "300",
      F(health_recovery),
-     NULL,
-     "seconds without a new error after which a GPU unhealthy for an application XID is healthy again; one "
-     "needing a reset only once NVML also reports it reset, one lost or after XID 79 not until restart"},
+     .min = 1,
+     .max = 86400,
+     .help = "seconds without a new error after which a GPU unhealthy for an application XID is healthy again; "
+	     "one needing a reset only once NVML also reports it reset, one lost or after XID 79 not until restart"},
     /* gpulet: second XID source for what NVML misses, e.g. XID 79 fallen off the bus */
-    {"kernel-log",
-     NULL,
-     {"GPULET_KERNEL_LOG"},
-     NULL,
-     T_PATH,
-     "",
-     F(kernel_log),
-     NULL,
-     "kernel log followed for 'NVRM: Xid' lines (default: <root>/dev/kmsg; e.g. /var/log/kern.log)"},
-    {"log-level", NULL, {"LOG_LEVEL"}, NULL, T_LEVEL, "info", F(log_level), "debug|info|warn|error", "log verbosity"},
+    {.name = "kernel-log",
+     .kind = OPT_PATH,
+     .arg = "PATH",
+     .env = {"GPULET_KERNEL_LOG"},
+     FT(kernel_log),
+     .help = "kernel log followed for 'NVRM: Xid' lines (default: <root>/dev/kmsg; e.g. /var/log/kern.log)"},
+    {.name = "log-level",
+     .kind = OPT_ENUM,
+     .arg = "LEVEL",
+     .env = {"LOG_LEVEL"},
+     .def = "info",
+     F(log_level),
+     .help = "log verbosity: debug, info, warn or error",
+     OPTSPEC_NAMES(log_levels)},
     /* gpulet: command line only */
-    {"print-config", NULL, {NULL}, NULL, T_ACTION, NULL, 0, 0, NULL, "print the effective config as JSON and exit"},
-    {"help", NULL, {NULL}, NULL, T_ACTION, NULL, 0, 0, NULL, "this text"},
-    {"version",
-     NULL,
-     {NULL},
-     NULL,
-     T_ACTION,
-     NULL,
-     0,
-     0,
-     NULL,
-     "gpulet's version and the upstream version this command matches"},
+    {.name = "print-config", .kind = OPT_SET, F(print_config), .help = "print the effective config as JSON and exit"},
+    {0},
 };
-#pragma GCC diagnostic pop
+
+/* Flags users bring from elsewhere, with what to use instead. */
+static const struct optspec_hint config_hints[] = {
+    /* the field guide §5.2 mentions it (a GPU Operator/helm setting, not a plugin flag) */
+    {"--enable-cdi", "not a device-plugin flag; use --device-list-strategy=cdi-cri (or cdi-annotations)"},
+    {0},
+};
+
+static int config_file_layer(void *opts, const char *path, struct gerr *err);
+static int config_finish(void *opts, struct gerr *err);
+
+const struct optspec_cli config_cli = {
+    .rows = config_opts,
+    .env = OPT_ENV_EMPTY_URFAVE, /* upstream is a urfave/cli v2 program */
+    .msg = OPT_MSG_NAME,
+    .version_v = true,
+    .hints = config_hints,
+    .file_opt = "config-file",
+    .load_file = config_file_layer,
+    .finish = config_finish,
+};
 
 struct config_args {
-	const char *val[ELEMENTSOF(opts)];
-	char *dls; /* repeated --device-list-strategy flags, comma-joined */
-	bool print_config;
+	int argc;
+	char **argv; /* a copy, with the command's own defaults first */
 };
-
-bool config_args_print_only(const struct config_args *a)
-{
-	return a && a->print_config;
-}
 
 void config_args_free(struct config_args *a)
 {
 	if (!a)
 		return;
-	free(a->dls);
+	for (int i = 0; i < a->argc; i++)
+		free(a->argv[i]);
+	free(a->argv);
 	free(a);
 }
 
-const struct opt *config_opt_by_key(const char *key)
+int config_args_new(int argc, char *const *argv, const char *const *defaults, struct config_args **ret)
 {
-	for (size_t i = 0; i < ELEMENTSOF(opts); i++)
-		if (opts[i].key && streq(opts[i].key, key))
-			return &opts[i];
-	return NULL;
-}
-
-static const char *env_of(const struct opt *o, const char **name);
-
-static const struct opt *opt_by_flag(const char *flag)
-{
-	for (size_t i = 0; i < ELEMENTSOF(opts); i++)
-		if (streq(opts[i].flag, flag))
-			return &opts[i];
-	return NULL;
-}
-
-/* ---- command line ------------------------------------------------------------------------- */
-
-/* Flags users bring from elsewhere, with what to use instead. */
-static const struct {
-	const char *flag, *hint;
-} foreign_flags[] = {
-    /* the field guide §5.2 mentions it (a GPU Operator/helm setting, not a plugin flag) */
-    {"--enable-cdi", "not a device-plugin flag; use --device-list-strategy=cdi-cri (or cdi-annotations)"},
-};
-
-static int unknown_option(const char *arg, struct gerr *err)
-{
-	size_t l = strcspn(arg, "=");
-
-	for (size_t i = 0; i < ELEMENTSOF(foreign_flags); i++)
-		if (strlen(foreign_flags[i].flag) == l && strncmp(arg, foreign_flags[i].flag, l) == 0)
-			return gerr_set(err, EINVAL, "unknown option '%s': %s", arg, foreign_flags[i].hint);
-	return gerr_set(err, EINVAL, "unknown option '%s'; see 'gpulet plugin --help'", arg);
-}
-
-int config_parse_args(int argc, char **argv, struct config_args **ret, enum config_action *action, struct gerr *err)
-{
-	struct option lo[2 * ELEMENTSOF(opts) + 1];
 	_cleanup_(config_args_freep) struct config_args *a = calloc(1, sizeof(*a));
-	size_t n = 0;
-	int c, idx;
+	int nd = 0;
 
-	if (!a)
-		return gerr_set(err, ENOMEM, "out of memory");
-	*action = CONFIG_RUN;
-	for (size_t i = 0; i < ELEMENTSOF(opts); i++) {
-		int has = opts[i].type == T_BOOL     ? optional_argument
-			  : opts[i].type == T_ACTION ? no_argument
-						     : required_argument;
+	while (defaults && defaults[nd])
+		nd++;
+	if (!a || !(a->argv = calloc((size_t)argc + (size_t)nd + 1, sizeof(char *))))
+		return -ENOMEM;
+	for (int i = 0; i < argc + nd; i++) {
+		/* the verb, then the defaults as flags (a later real flag wins), then the rest */
+		const char *s = i == 0 ? argv[0] : i <= nd ? defaults[i - 1] : argv[i - nd];
 
-		lo[n++] = (struct option){opts[i].flag, has, NULL, 1000 + (int)i};
-		if (opts[i].alias)
-			lo[n++] = (struct option){opts[i].alias, has, NULL, 1000 + (int)i};
+		if (!(a->argv[a->argc++] = strdup(s)))
+			return -ENOMEM;
 	}
-	lo[n] = (struct option){0};
-
-	argv_single_dash_longs(argc, argv, lo, ":h"); /* -mig-strategy=mixed, as upstream's CLI */
-	optind = 1;
-	opterr = 0;
-	/* leading ':': a missing value is ':' (not '?'), so it gets its own message */
-	while ((c = getopt_long(argc, argv, ":h", lo, &idx)) != -1) { /* "h": HELP_SHORT */
-		if (c == ':')
-			return gerr_set(err, EINVAL, "option '%s' needs a value; see 'gpulet plugin --help'",
-					argv[optind - 1]);
-		if (c == HELP_SHORT)
-			c = 1000 + (int)(opt_by_flag("help") - opts);
-		if (c < 1000 || c >= 1000 + (int)ELEMENTSOF(opts))
-			return unknown_option(argv[optind - 1], err);
-		size_t i = (size_t)(c - 1000);
-
-		if (opts[i].type == T_ACTION && streq(opts[i].flag, "version")) {
-			*action = CONFIG_VERSION; /* wins over --help, wherever it is */
-		} else if (opts[i].type == T_ACTION && streq(opts[i].flag, "help")) {
-			if (*action != CONFIG_VERSION)
-				*action = CONFIG_HELP;
-		} else if (opts[i].type == T_ACTION) {
-			a->print_config = true;
-		} else if (opts[i].type == T_BOOL && !optarg) {
-			a->val[i] = "true";
-		} else if (opts[i].type == T_DLS && a->val[i]) {
-			char *j = NULL;
-
-			if (asprintf(&j, "%s,%s", a->val[i], optarg) < 0)
-				return gerr_set(err, ENOMEM, "out of memory");
-			free(a->dls);
-			a->val[i] = a->dls = j;
-		} else {
-			a->val[i] = optarg;
-		}
-	}
-	if (optind < argc)
-		return gerr_set(err, EINVAL, "unexpected argument '%s'; see 'gpulet plugin --help'", argv[optind]);
 	*ret = TAKE_PTR(a);
 	return 0;
 }
 
-void config_args_default(struct config_args *a, const char *flag, const char *value)
+char **config_args_vector(const struct config_args *a, int *argc)
 {
-	const struct opt *o = opt_by_flag(flag);
-	const char *envname;
+	char **v = calloc((size_t)a->argc + 1, sizeof(char *));
 
-	if (a && o && !a->val[o - opts] && !env_of(o, &envname))
-		a->val[o - opts] = value;
-}
-
-/* ---- layers ---------------------------------------------------------------------------------- */
-
-static const char *env_of(const struct opt *o, const char **name)
-{
-	for (size_t k = 0; k < ELEMENTSOF(o->env) && o->env[k]; k++) {
-		const char *v = getenv(o->env[k]);
-
-		if (v && *v) {
-			*name = o->env[k];
-			return v;
-		}
-	}
-	return NULL;
+	if (v)
+		memcpy(v, a->argv, (size_t)a->argc * sizeof(char *));
+	*argc = a->argc;
+	return v;
 }
 
 /* Values that follow from others when not given (docs/reference/device-plugin.md §3.1). */
@@ -469,57 +372,39 @@ static void config_derive(struct plugin_config *c)
 			 c->kubelet_socket);
 }
 
+static int config_file_layer(void *opts, const char *path, struct gerr *err)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	int r;
+
+	r = read_file(path, CONFIG_FILE_MAX, &text, &len, err);
+	if (r < 0)
+		return gerr_prefix(err, "reading the config file %s (--config-file/CONFIG_FILE): ", path), r;
+	return config_apply_file_text(opts, text, len, path, err);
+}
+
+static int config_finish(void *opts, struct gerr *err)
+{
+	config_derive(opts);
+	return config_validate(opts, err);
+}
+
 int config_load(const struct config_args *args, struct plugin_config *ret, struct gerr *err)
 {
+	static char verb[] = "plugin";
 	_cleanup_free_ struct plugin_config *c = calloc(1, sizeof(*c));
-	const struct opt *cf = opt_by_flag("config-file");
-	const char *file = NULL, *envname = NULL;
-	char src[128];
-	int r;
+	_cleanup_free_ char **argv = NULL;
+	char *no_args[] = {verb, NULL};
+	enum optspec_action action;
+	enum optspec_fail fail;
+	int argc = 1, r;
 
 	if (!c)
 		return gerr_set(err, ENOMEM, "out of memory");
-	for (size_t i = 0; i < ELEMENTSOF(opts); i++) {
-		if (opts[i].type == T_ACTION)
-			continue;
-		r = config_opt_set(c, &opts[i], opts[i].def, "default", err);
-		if (r < 0)
-			return r;
-	}
-	file = args ? args->val[cf - opts] : NULL;
-	if (!file)
-		file = env_of(cf, &envname);
-	if (file && *file) {
-		_cleanup_free_ char *text = NULL;
-		size_t len;
-
-		r = read_file(file, CONFIG_FILE_MAX, &text, &len, err);
-		if (r < 0)
-			return gerr_prefix(err, "reading the config file %s (--config-file/CONFIG_FILE): ", file), r;
-		r = config_apply_file_text(c, text, len, file, err);
-		if (r < 0)
-			return r;
-	}
-	for (size_t i = 0; i < ELEMENTSOF(opts); i++) {
-		const char *v = env_of(&opts[i], &envname);
-
-		if (!v)
-			continue;
-		snprintf(src, sizeof(src), "env %s", envname);
-		r = config_opt_set(c, &opts[i], v, src, err);
-		if (r < 0)
-			return r;
-	}
-	for (size_t i = 0; args && i < ELEMENTSOF(opts); i++) {
-		if (!args->val[i])
-			continue;
-		snprintf(src, sizeof(src), "--%s", opts[i].flag);
-		r = config_opt_set(c, &opts[i], args->val[i], src, err);
-		if (r < 0)
-			return r;
-	}
-	config_derive(c);
-	r = config_validate(c, err);
+	if (args && !(argv = config_args_vector(args, &argc)))
+		return gerr_set(err, ENOMEM, "out of memory");
+	r = optspec_parse(&config_cli, argc, argv ?: no_args, c, &action, &fail, err);
 	if (r < 0)
 		return r;
 	*ret = *c;
@@ -543,26 +428,6 @@ const char *config_dev_root(const struct plugin_config *cfg)
 	return host_dev_root(cfg->driver_root, cfg->dev_root);
 }
 
-void config_print_help(FILE *f)
-{
-	for (size_t i = 0; i < ELEMENTSOF(opts); i++) {
-		const struct opt *o = &opts[i];
-		char left[96];
-
-		if (o->type == T_ACTION) {
-			fprintf(f, "  %s--%s\n      %s\n", streq(o->flag, "help") ? "-h, " : "", o->flag, o->help);
-			continue;
-		}
-		snprintf(left, sizeof(left), "--%s%s%s%s", o->flag, o->alias ? ", --" : "", o->alias ? o->alias : "",
-			 o->type == T_BOOL ? "[=BOOL]" : "=VALUE");
-		fprintf(f, "  %s\n      %s", left, o->help);
-		if (o->choices)
-			fprintf(f, " [%s]", o->choices);
-		fprintf(f, "\n      env %s%s%s, default \"%s\"%s%s\n", o->env[0], o->env[1] ? ", " : "",
-			o->env[1] ? o->env[1] : "", o->def, o->key ? ", config key " : "", o->key ? o->key : "");
-	}
-}
-
 char *config_to_json(const struct plugin_config *cfg)
 {
 	json_t *o = json_object(), *rules = json_array();
@@ -573,34 +438,32 @@ char *config_to_json(const struct plugin_config *cfg)
 		json_decref(rules);
 		return NULL;
 	}
-	for (size_t i = 0; i < ELEMENTSOF(opts); i++) {
-		const struct opt *p = &opts[i];
+	for (const struct optspec *p = config_opts; p->kind != OPT_END; p++) {
 		const void *f = (const char *)cfg + p->off;
 		json_t *v;
 
-		if (p->type == T_ACTION)
+		switch (p->kind) {
+		case OPT_SET: /* --print-config: not a setting */
 			continue;
-		switch (p->type) {
-		case T_BOOL:
+		case OPT_BOOL:
 			v = json_boolean(*(const bool *)f);
 			break;
-		case T_DLS: {
+		case OPT_FLAGS:
 			v = json_array();
-			for (size_t k = 0; k < ELEMENTSOF(config_dls_names); k++)
-				if (*(const unsigned *)f & (1u << k))
-					json_array_append_new(v, json_string(config_dls_names[k]));
+			for (size_t k = 0; k < p->n_names; k++)
+				if (*(const unsigned *)f & (unsigned)p->names[k].value)
+					json_array_append_new(v, json_string(p->names[k].name));
 			break;
-		}
-		case T_SECONDS:
+		case OPT_UINT:
 			v = json_integer(*(const unsigned *)f);
 			break;
-		case T_ENUM:
-			v = json_string(config_enum_name(p, *(const int *)f));
+		case OPT_ENUM:
+			v = json_string(optspec_enum_name(p, *(const int *)f));
 			break;
-		default:
+		default: /* text in the struct's buffer */
 			v = json_string((const char *)f);
 		}
-		json_object_set_new(o, p->flag, v);
+		json_object_set_new(o, p->name, v);
 	}
 	for (size_t i = 0; i < cfg->n_rules; i++)
 		json_array_append_new(rules, json_pack("{s:s, s:s, s:i}", "name", cfg->rules[i].name, "rename",
@@ -614,26 +477,17 @@ char *config_to_json(const struct plugin_config *cfg)
 	return s;
 }
 
-/* gpulet labels (GFD): the same defaults and the same file reader, without the plugin's env and flags. */
-int config_load_file(const char *path, struct plugin_config *ret, struct gerr *err)
+/* gpulet labels (GFD): its rows over the same file reader; the sharing section into cfg. */
+int config_load_file_to(const struct optspec_cli *cli, void *opts, const char *path, struct plugin_config *cfg,
+			struct gerr *err)
 {
-	_cleanup_free_ struct plugin_config *c = calloc(1, sizeof(*c));
 	_cleanup_free_ char *text = NULL;
 	size_t len;
 	int r;
 
-	if (!c)
-		return gerr_set(err, ENOMEM, "out of memory");
-	for (size_t i = 0; i < ELEMENTSOF(opts); i++)
-		if (opts[i].type != T_ACTION && (r = config_opt_set(c, &opts[i], opts[i].def, "default", err)) < 0)
-			return r;
-	if (path && *path) {
-		r = read_file(path, CONFIG_FILE_MAX, &text, &len, err);
-		if (r < 0)
-			return gerr_prefix(err, "reading the config file %s: ", path), r;
-		if ((r = config_apply_file_text(c, text, len, path, err)) < 0)
-			return r;
-	}
-	*ret = *c;
-	return 0;
+	memset(cfg, 0, sizeof(*cfg));
+	r = read_file(path, CONFIG_FILE_MAX, &text, &len, err);
+	if (r < 0)
+		return gerr_prefix(err, "reading the config file %s: ", path), r;
+	return config_apply_file_to(cli, opts, cfg, text, len, path, err);
 }

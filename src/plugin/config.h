@@ -13,6 +13,8 @@
 
 #include "util/enumtab.h"
 #include "util/err.h"
+#include "util/log.h"
+#include "util/optspec.h"
 #include "plugin/resources.h"
 
 /* --device-list-strategy values; several may be set at once. */
@@ -28,25 +30,10 @@ enum {
 enum device_id_strategy { DEVICE_ID_UUID, DEVICE_ID_INDEX };
 /* --device-discovery-strategy (vfio: labels only). */
 enum discovery_strategy { DISCOVERY_AUTO, DISCOVERY_NVML, DISCOVERY_TEGRA, DISCOVERY_VFIO };
-extern const struct enum_name config_device_id_names[2], config_discovery_names[4];
+extern const struct enum_name config_device_id_names[2], config_discovery_names[4], config_dls_names[4];
 
 #define CONFIG_MAX_RULES 16
 #define CONFIG_STR       256
-
-/*
- * GPU Feature Discovery's own keys of the same v1 file (flags.gfd.*, flags.useNodeFeatureAPI): the
- * plugin ignores them; `gpulet labels` reads them from plugin_config.gfd[] as written ("" = absent).
- */
-enum config_gfd_key {
-	CONFIG_GFD_ONESHOT,
-	CONFIG_GFD_NO_TIMESTAMP,
-	CONFIG_GFD_SLEEP_INTERVAL,
-	CONFIG_GFD_OUTPUT_FILE,
-	CONFIG_GFD_MACHINE_TYPE_FILE,
-	CONFIG_GFD_USE_NODE_FEATURE_API,
-	CONFIG_GFD_N,
-};
-extern const char *const config_gfd_keys[CONFIG_GFD_N];
 
 struct plugin_config {
 	/* flags.* shared with GFD */
@@ -76,7 +63,8 @@ struct plugin_config {
 	char cdi_disable_hooks[CONFIG_STR];
 	char nvml_library[PATH_MAX];
 	char root[PATH_MAX];
-	char log_level[16];
+	enum log_level log_level;
+	bool print_config;         /* --print-config: print the effective config as JSON and exit */
 	unsigned rescan_interval;  /* seconds */
 	unsigned health_recovery;  /* seconds without a new error before a recoverable GPU is healthy again */
 	char kernel_log[PATH_MAX]; /* file followed for NVRM Xid lines; "" = <root>/dev/kmsg */
@@ -86,53 +74,55 @@ struct plugin_config {
 	bool fail_requests_greater_than_one;
 	struct replica_rule rules[CONFIG_MAX_RULES];
 	size_t n_rules;
-	/* GFD's keys (enum config_gfd_key) as the file writes them, "" = not in the file */
-	char gfd[CONFIG_GFD_N][CONFIG_STR];
 	/* warnings collected while loading (unknown keys, ignored sections), "; "-separated; a list
 	 * that reached the size ends saying so (warnings_full) */
 	char warnings[2048];
 	bool warnings_full;
 };
 
-/* Raw command-line values, collected by cmd_plugin's getopt loop and applied last. */
+/*
+ * How the plugin's (and upstream's mps-control-daemon's) flags, env vars and v1 file are read: the
+ * option rows for the one engine (util/optspec.h), the file layer, the rules after every layer.
+ */
+extern const struct optspec_cli config_cli;
+
+/* The command line, kept to build the config again on SIGHUP. */
 struct config_args;
 
-/* What the command line asks for besides the options. */
-enum config_action { CONFIG_RUN, CONFIG_HELP, CONFIG_VERSION };
-
 /*
- * Parse argv (argv[0] is the verb); *action says --help or --version (which wins). Returns 0, or
- * -EINVAL with err naming the bad flag (exit code 2).
+ * Keep argv (argv[0] is the verb) with defaults ("--mps-root=/mps", NULL-terminated; NULL for none)
+ * given as flags before the real ones, which win. 0 or -ENOMEM.
  */
-int config_parse_args(int argc, char **argv, struct config_args **ret, enum config_action *action, struct gerr *err);
+int config_args_new(int argc, char *const *argv, const char *const *defaults, struct config_args **ret);
 void config_args_free(struct config_args *a);
-/* --print-config: print the effective config as JSON and exit. */
-bool config_args_print_only(const struct config_args *a);
+/* A copy of the kept argv's vector for a parse (getopt permutes it); *argc its length. Caller frees it, not the
+ * strings. */
+char **config_args_vector(const struct config_args *a, int *argc);
 DEFINE_CLEANUP_FUNC(struct config_args, config_args_free)
-/* Give flag a value when neither the command line nor its env var did (a verb's own default). */
-void config_args_default(struct config_args *a, const char *flag, const char *value);
 
 /*
  * Build the effective config: defaults, then the config file (--config-file / CONFIG_FILE, a path
- * as given), then env (getenv), then args. A bad file fails with
- * file:line:col and the key; an out-of-range value names its source.
+ * as given), then env, then args (NULL: none). A bad file fails with file:line:col and the key; a
+ * bad value names its source.
  */
 int config_load(const struct config_args *args, struct plugin_config *ret, struct gerr *err);
 
 /*
- * Defaults, then the v1 file at path (as given): no env vars, no command line, no cross-option
- * validation. For `gpulet labels`, which layers its own flags and env vars (GFD's) on top.
+ * The v1 file at path (as given) for another reader of it (gpulet labels, GFD's keys): option keys set
+ * cli's rows in opts, the sharing section and the warnings go to cfg (zeroed first). A key of the
+ * plugin's rows that cli has none for is not a warning.
  */
-int config_load_file(const char *path, struct plugin_config *ret, struct gerr *err);
+int config_load_file_to(const struct optspec_cli *cli, void *opts, const char *path, struct plugin_config *cfg,
+			struct gerr *err);
 
 /* Load only a YAML/JSON v1 config text into cfg (on top of what is there); name is for messages. */
 int config_apply_file_text(struct plugin_config *cfg, const char *text, size_t len, const char *name, struct gerr *err);
+/* The same with the option keys going to cli's rows in opts. */
+int config_apply_file_to(const struct optspec_cli *cli, void *opts, struct plugin_config *cfg, const char *text,
+			 size_t len, const char *name, struct gerr *err);
 
 /* The resource_options for resources_build(); rules point into cfg. */
 void config_resource_options(const struct plugin_config *cfg, struct resource_options *o);
-
-/* `--help` text: every option with its env var and default. */
-void config_print_help(FILE *f);
 
 /* The effective config as one JSON line ("Running with config"). Caller frees. */
 char *config_to_json(const struct plugin_config *cfg);

@@ -31,7 +31,9 @@ struct yctx {
 	const char *text, *end;
 	const char *name;
 	struct yaml_where *w;
-	struct plugin_config *cfg;
+	const struct optspec_cli *cli; /* whose rows the option keys set (the plugin's, or labels') */
+	void *opts;
+	struct plugin_config *cfg; /* the sharing section and the warnings */
 	struct gerr *err;
 };
 
@@ -188,49 +190,51 @@ static bool is_known_unused(const char *key)
 
 static int walk_options(struct yctx *y, struct yval map, const char *prefix);
 
-const char *const config_gfd_keys[CONFIG_GFD_N] = {
-    [CONFIG_GFD_ONESHOT] = "flags.gfd.oneshot",
-    [CONFIG_GFD_NO_TIMESTAMP] = "flags.gfd.noTimestamp",
-    [CONFIG_GFD_SLEEP_INTERVAL] = "flags.gfd.sleepInterval",
-    [CONFIG_GFD_OUTPUT_FILE] = "flags.gfd.outputFile",
-    [CONFIG_GFD_MACHINE_TYPE_FILE] = "flags.gfd.machineTypeFile",
-    [CONFIG_GFD_USE_NODE_FEATURE_API] = "flags.useNodeFeatureAPI", /* under flags, not flags.gfd */
-};
-
-/* A GFD key: kept as text for gpulet labels, which checks the value; 1 = handled, 0 = not a GFD key. */
-static int gfd_option(struct yctx *y, const char *key, struct yval v)
+/*
+ * A number for a duration: nanoseconds, as upstream's Duration.UnmarshalJSON takes a JSON number
+ * (time.Duration(float64), truncated; docs/reference/go-parsing.md); written "<N>ns" for the setter.
+ */
+static int duration_number(struct yctx *y, const char *key, struct yval v, char *buf, size_t size)
 {
-	for (size_t i = 0; i < CONFIG_GFD_N; i++)
-		if (streq(config_gfd_keys[i], key)) {
-			if (json_is_null(v.v))
-				return 1;
-			return value_text(y, v, key, false, y->cfg->gfd[i], sizeof(y->cfg->gfd[i])) < 0 ? -EINVAL : 1;
-		}
+	double d = json_number_value(v.v);
+
+	if (!(d > -9.2e18 && d < 9.2e18))
+		return yerr(y, v.pos, key,
+			    "a bare number is nanoseconds here, as upstream, and this one is out of range");
+	if (json_is_integer(v.v))
+		snprintf(buf, size, "%" JSON_INTEGER_FORMAT "ns", json_integer_value(v.v));
+	else
+		snprintf(buf, size, "%lldns", (long long)d);
 	return 0;
 }
 
 static int apply_option(struct yctx *y, const char *key, struct yval v)
 {
-	const struct opt *o = config_opt_by_key(key);
-	char text[PATH_MAX], src[PATH_MAX + 64];
+	const struct optspec *o = optspec_by_key(y->cli->rows, key);
+	bool bare = o && o->kind == OPT_DURATION && json_is_number(v.v);
+	char text[PATH_MAX], where[PATH_MAX];
+	int r;
 
 	if (!o) {
-		int g = gfd_option(y, key, v);
-
-		if (g != 0)
-			return g < 0 ? g : 0;
 		if (streq(key, "flags.plugin") || streq(key, "flags.gfd"))
 			return walk_options(y, v, key); /* fails on anything but a mapping */
-		if (!is_known_unused(key))
+		/* a key of the schema another reader of the file uses (the plugin's, GFD's) is no typo */
+		if (!is_known_unused(key) && !optspec_by_key(config_cli.rows, key))
 			config_warn(y->cfg, "%s:%u:%u: unknown key %s (ignored)", y->name, v.pos.line, v.pos.col, key);
 		return 0;
 	}
 	if (json_is_null(v.v))
 		return 0; /* `key:` with no value = null: keep the default */
-	if (value_text(y, v, key, o->type == T_DLS || o->type == T_IMEX, text, sizeof(text)) < 0)
+	/* a list is joined with ',' for the list-valued rows: FLAGS, and imex.channelIDs (its CALL) */
+	r = bare ? duration_number(y, key, v, text, sizeof(text))
+		 : value_text(y, v, key, o->kind == OPT_FLAGS || o->kind == OPT_CALL, text, sizeof(text));
+	if (r < 0)
 		return -EINVAL;
-	snprintf(src, sizeof(src), "%s:%u:%u: %s", y->name, v.pos.line, v.pos.col, key);
-	return config_opt_set(y->cfg, o, text, src, y->err);
+	snprintf(where, sizeof(where), "%s:%u:%u", y->name, v.pos.line, v.pos.col);
+	r = optspec_set_key(y->cli, y->opts, key, text, where, y->err);
+	if (r < 0 && bare && y->err)
+		gerr_set(y->err, -r, "%.400s; a bare number is nanoseconds here, as upstream; write 60s", y->err->msg);
+	return r;
 }
 
 static int walk_options(struct yctx *y, struct yval map, const char *prefix)
@@ -704,8 +708,14 @@ static int apply_document(struct yctx *y, struct yval root)
 
 int config_apply_file_text(struct plugin_config *cfg, const char *text, size_t len, const char *name, struct gerr *err)
 {
+	return config_apply_file_to(&config_cli, cfg, cfg, text, len, name, err);
+}
+
+int config_apply_file_to(const struct optspec_cli *cli, void *opts, struct plugin_config *cfg, const char *text,
+			 size_t len, const char *name, struct gerr *err)
+{
 	_cleanup_(yaml_where_freep) struct yaml_where *w = NULL;
-	struct yctx y = {text, text + len, name, NULL, cfg, err};
+	struct yctx y = {text, text + len, name, NULL, cli, opts, cfg, err};
 	json_t *doc = NULL;
 	const char *start;
 	int r;

@@ -79,11 +79,17 @@ UPSTREAM = {"plugin": "nvidia-device-plugin", "labels": "gpu-feature-discovery",
             "cdi": "nvidia-ctk cdi", "mps-control-daemon": "mps-control-daemon", "cdi-hook": "nvidia-cdi-hook"}
 
 
+# upstream programs built on urfave/cli v2 (docs/reference/go-parsing.md)
+URFAVE = {"plugin", "labels", "mps-control-daemon", "exporter"}
+
+
 def check_version(verb):
     """VERB --version (and -version): gpulet's version, and the upstream program and version it matches."""
     name = " ".join(verb)
     version = re.search(r'set\(GPULET_VERSION "([^"]+)"\)', open(os.path.join(SRC, "CMakeLists.txt")).read()).group(1)
-    for flag in ("--version", "-version"):
+    # urfave/cli's VersionFlag has the alias -v: the verbs standing in for urfave/cli programs take it
+    flags = ("--version", "-version") + (("-v",) if verb[0] in URFAVE else ())
+    for flag in flags:
         r = run([*verb, flag])
         check(r.returncode == 0, f"{name} {flag}: exit {r.returncode}")
         lines = r.stdout.splitlines()

@@ -589,6 +589,44 @@ class ConfigAndFlags(unittest.TestCase):
         got, _ = self.labels(["--oneshot", "-o", "/out"])
         self.assertEqual(got[NV + "gpu.machine"], "unknown")
 
+    def test_go_values(self):
+        """Issue 23 §6: values as GFD's urfave/cli v2 and Go read them (docs/reference/go-parsing.md)."""
+        base = ["--oneshot", "-o", "/out"]
+        # an env var set to "" counts as set: a switch is false (beats the file), a string is ""
+        cfg = self.write("c.yaml", {"version": "v1", "flags": {"gfd": {"noTimestamp": True}}})
+        got, _ = self.labels(base + ["--config-file", cfg], env={"GFD_NO_TIMESTAMP": ""})
+        self.assertIn(NV + "gfd.timestamp", got)
+        p = run(base, "dgx-a100", self.root, env={"GFD_MIG_STRATEGY": "", "MIG_STRATEGY": "mixed"})
+        self.assertEqual(p.returncode, 2, p.stderr)  # GFD_MIG_STRATEGY="" wins and is no strategy
+        # a duration env var set to "" is skipped (urfave's GenericFlag): the file's value stays
+        cfg = self.write("s.yaml", "version: v1\nflags:\n  gfd:\n    sleepInterval: soon\n")
+        p = run(base + ["--config-file", cfg], "dgx-a100", self.root, env={"GFD_SLEEP_INTERVAL": ""})
+        self.assertEqual(p.returncode, 1, p.stderr)
+        # Go's time.ParseDuration: compound durations are taken, a bare non-zero number is not
+        for good in ("1m30s", "2h0m0s", "1.5h", "500ms", "infinite"):
+            p = run(base + ["--sleep-interval", good], "dgx-a100", self.root)
+            self.assertEqual(p.returncode, 0, good + p.stderr)
+        for bad in ("60", "1d", "50ms", "169h"):
+            p = run(base + ["--sleep-interval", bad], "dgx-a100", self.root)
+            self.assertEqual(p.returncode, 2, bad)
+            p = run(base, "dgx-a100", self.root, env={"GFD_SLEEP_INTERVAL": bad})
+            self.assertEqual(p.returncode, 2, bad)
+        # the file's bare number is nanoseconds, as upstream's Duration.UnmarshalJSON
+        for text in ("sleepInterval: 60", '{"version": "v1", "flags": {"gfd": {"sleepInterval": 60}}}'):
+            doc = text if text.startswith("{") else "version: v1\nflags:\n  gfd:\n    " + text + "\n"
+            p = run(base + ["--config-file", self.write("n.yaml", doc)], "dgx-a100", self.root)
+            self.assertEqual(p.returncode, 1, text)
+            self.assertIn("a bare number is nanoseconds here, as upstream; write 60s", p.stderr)
+        cfg = self.write("ns.yaml", "version: v1\nflags:\n  gfd:\n    sleepInterval: 60000000000\n")
+        self.labels(base + ["--config-file", cfg])  # 60e9 ns = 60s
+        cfg = self.write("q.yaml", "version: v1\nflags:\n  gfd:\n    sleepInterval: \"60\"\n")
+        p = run(base + ["--config-file", cfg], "dgx-a100", self.root)
+        self.assertEqual(p.returncode, 1, p.stderr)  # a string goes through time.ParseDuration: no unit
+        # -v is --version (urfave/cli's VersionFlag alias)
+        p = run(["-v"], "dgx-a100", self.root)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("gpulet labels replaces gpu-feature-discovery", p.stdout)
+
     def daemon(self, args, fx="dgx-a100"):
         e = {k: v for k, v in os.environ.items() if k not in ENV_CLEAR}
         e.update(FAKE_NVML_FIXTURE=fixture_path(fx))

@@ -203,6 +203,31 @@ def test_config_errors(h):
     check("vfio is for labels" in err, "vfio in the plugin: %r" % err)
 
 
+def test_go_values(h):
+    """Issue 23 §6: env vars as urfave/cli v2 reads them (set but empty counts as set), -v
+    (docs/reference/go-parsing.md)."""
+    c, _ = gp("--print-config", env={"KUBELET_SOCKET": "", "FAIL_ON_INIT_ERROR": "", "PASS_DEVICE_SPECS": ""})
+    check(c["kubelet-socket"] == "" and c["fail-on-init-error"] is False and c["pass-device-specs"] is False,
+          "empty env vars: %s" % c)
+    # an empty env var wins over the file and over a later env var of the same option
+    f = cfgfile(h.tmp, "version: v1\nflags:\n  failOnInitError: true\n  plugin:\n    nvidiaCTKPath: /f/ctk\n")
+    c, _ = gp("--print-config", "--config-file", f, env={"FAIL_ON_INIT_ERROR": "", "NVIDIA_CDI_HOOK_PATH": "",
+                                                         "NVIDIA_CTK_PATH": "/e/ctk"})
+    check(c["fail-on-init-error"] is False and c["nvidia-cdi-hook-path"] == "", "empty env over file: %s" % c)
+    # a choice or list set to "" is refused, as upstream's validation refuses it
+    for env in ("MIG_STRATEGY", "DEVICE_LIST_STRATEGY", "DEVICE_ID_STRATEGY"):
+        gp("--print-config", env={env: ""}, rc=1)
+    # gpulet's own numbers keep their default, as urfave's UintFlag does with ""
+    c, _ = gp("--print-config", env={"GPULET_RESCAN_INTERVAL": ""})
+    check(c["rescan-interval"] == 10, "empty number env: %s" % c)
+    # the command line still wins
+    c, _ = gp("--print-config", "--fail-on-init-error=true", env={"FAIL_ON_INIT_ERROR": ""})
+    check(c["fail-on-init-error"] is True, "flag over empty env: %s" % c)
+    for verb in ("plugin", "mps-control-daemon"):
+        p = subprocess.run([GPULET, verb, "-v"], capture_output=True, text=True, env=CLEAN, timeout=20)
+        check(p.returncode == 0 and "gpulet %s replaces" % verb in p.stdout, "%s -v: %s" % (verb, p.stdout))
+
+
 def test_fail_on_init_error(h):
     env = h.plugin_env()
     base = h.base_args()
@@ -257,5 +282,6 @@ def test_cdi_spec_unwritable(h):
 if __name__ == "__main__":
     run(test_config_sources)
     run(test_config_errors)
+    run(test_go_values)
     run(test_fail_on_init_error)
     run(test_cdi_spec_unwritable)

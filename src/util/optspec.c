@@ -1,0 +1,564 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The one option engine: one setter, the layers default < file < env < flag, getopt and --help from rows. */
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/argv.h"
+#include "util/opt.h"
+#include "util/optspec.h"
+
+#define MAX_ROWS    64
+#define HELP_COLUMN 30 /* where the help text of an option starts */
+#define HELP_WIDTH  110
+
+size_t optspec_count(const struct optspec *rows)
+{
+	size_t n = 0;
+
+	while (rows[n].kind != OPT_END)
+		n++;
+	return n;
+}
+
+const struct optspec *optspec_by_key(const struct optspec *rows, const char *key)
+{
+	for (const struct optspec *o = rows; o->kind != OPT_END; o++)
+		if (o->key && streq(o->key, key))
+			return o;
+	return NULL;
+}
+
+const struct optspec *optspec_by_name(const struct optspec *rows, const char *name)
+{
+	for (const struct optspec *o = rows; o->kind != OPT_END; o++)
+		if (streq(o->name, name) || (o->alias && streq(o->alias, name)))
+			return o;
+	return NULL;
+}
+
+const char *optspec_enum_name(const struct optspec *o, int value)
+{
+	const struct enum_name *row =
+	    enum_row_by_value(o->names, o->n_names, sizeof(*o->names), offsetof(struct enum_name, value), value);
+
+	return row ? row->name : "?";
+}
+
+/* The choices of an ENUM or FLAGS row, "a|b|c", for messages. */
+static void choices(const struct optspec *o, char *buf, size_t size)
+{
+	size_t l = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < o->n_names && l < size; i++)
+		l += (size_t)snprintf(buf + l, size - l, "%s%s", i ? "|" : "", o->names[i].name);
+}
+
+/* True when a '/'-separated component of path is "..". */
+static bool has_dotdot(const char *path)
+{
+	for (const char *p = path; (p = strstr(p, "..")); p += 2)
+		if ((p == path || p[-1] == '/') && (p[2] == '/' || p[2] == '\0'))
+			return true;
+	return false;
+}
+
+/* Text into a STR/PATH/FILE field: the row's inline buffer, or an owned copy replacing the old one. */
+static int set_text(const struct optspec *o, void *field, const char *v, struct gerr *err)
+{
+	char *copy;
+
+	if (o->size) {
+		if (strlen(v) >= o->size)
+			return gerr_set(err, ENAMETOOLONG, "longer than %zu characters", o->size - 1);
+		memcpy(field, v, strlen(v) + 1);
+		return 0;
+	}
+	copy = strdup(v);
+	if (!copy)
+		return gerr_set(err, ENOMEM, "out of memory");
+	free(*(char **)field);
+	*(char **)field = copy;
+	return 0;
+}
+
+static int set_path(const struct optspec *o, void *field, const char *v, struct gerr *err)
+{
+	if (v[0] && v[0] != '/')
+		return gerr_set(err, EINVAL, "must be an absolute path");
+	/* every host path is read under --root: a '..' would climb out of it */
+	if (has_dotdot(v))
+		return gerr_set(err, EINVAL, "path must not contain '..'; give the real absolute path");
+	return set_text(o, field, v, err);
+}
+
+/* As upstream's os.Open: relative to the working directory; kept absolute, so a reload reads the same file. */
+static int set_file(const struct optspec *o, void *field, const char *v, struct gerr *err)
+{
+	_cleanup_free_ char *abs = NULL;
+	char cwd[PATH_MAX];
+
+	if (!v[0] || v[0] == '/')
+		return set_text(o, field, v, err);
+	if (!getcwd(cwd, sizeof(cwd)))
+		return gerr_set(err, errno, "cannot resolve the relative path: %s", strerror(errno));
+	if (asprintf(&abs, "%s/%s", cwd, v) < 0)
+		return gerr_set(err, ENOMEM, "out of memory");
+	return set_text(o, field, abs, err);
+}
+
+static int set_uint(const struct optspec *o, void *field, const char *v, struct gerr *err)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || end == v || *end || *v == '-' || n < o->min || n > o->max)
+		return gerr_set(err, EINVAL, "want %lu..%lu", o->min, o->max);
+	*(unsigned *)field = (unsigned)n;
+	return 0;
+}
+
+static int set_enum(const struct optspec *o, void *field, const char *v, struct gerr *err)
+{
+	const struct enum_name *row =
+	    enum_row_by_name(o->names, o->n_names, sizeof(*o->names), offsetof(struct enum_name, value),
+			     offsetof(struct enum_name, name), v, false);
+	char want[256];
+
+	if (!row) {
+		choices(o, want, sizeof(want));
+		return gerr_set(err, EINVAL, "must be one of %s", want);
+	}
+	*(int *)field = row->value;
+	return 0;
+}
+
+/* A comma list of names (blanks before a name skipped), their values OR-ed; at least one. */
+static int set_flags(const struct optspec *o, void *field, const char *v, struct gerr *err)
+{
+	unsigned bits = 0;
+	char want[256];
+
+	choices(o, want, sizeof(want));
+	for (const char *s = v; *s;) {
+		size_t n, k;
+
+		while (*s == ' ')
+			s++;
+		n = strcspn(s, ",");
+		for (k = 0; k < o->n_names; k++)
+			if (strlen(o->names[k].name) == n && strncmp(o->names[k].name, s, n) == 0)
+				break;
+		if (k == o->n_names)
+			return gerr_set(err, EINVAL, "unknown %s \"%.*s\"; valid: %s", o->want ? o->want : "name",
+					(int)n, s, want);
+		bits |= (unsigned)o->names[k].value;
+		s += n;
+		if (*s == ',')
+			s++;
+	}
+	if (!bits)
+		return gerr_set(err, EINVAL, "must name at least one of %s", want);
+	*(unsigned *)field = bits;
+	return 0;
+}
+
+/* A word of .names (its value), else a Go duration within [.min, .max] milliseconds when .max is set. */
+static int set_duration(const struct optspec *o, void *field, const char *v, struct gerr *err)
+{
+	const struct enum_name *word =
+	    enum_row_by_name(o->names, o->n_names, sizeof(*o->names), offsetof(struct enum_name, value),
+			     offsetof(struct enum_name, name), v, false);
+	int64_t ns;
+
+	if (word)
+		return *(int64_t *)field = word->value, 0;
+	if (opt_parse_duration(v, &ns) < 0)
+		return gerr_set(err, EINVAL, "want a Go duration such as 90s, 1m30s, 500ms%s%s",
+				o->n_names ? ", or " : "", o->n_names ? o->names[0].name : "");
+	if (o->max && (ns < (int64_t)o->min * OPT_NSEC_PER_MSEC || ns > (int64_t)o->max * OPT_NSEC_PER_MSEC))
+		return gerr_set(err, ERANGE, "want %lums to %luh%s%s", o->min, o->max / 3600000,
+				o->n_names ? ", or " : "", o->n_names ? o->names[0].name : "");
+	*(int64_t *)field = ns;
+	return 0;
+}
+
+int optspec_set(const struct optspec *o, void *opts, const char *value, struct gerr *err)
+{
+	void *field = (char *)opts + o->off;
+
+	if (!value && o->kind != OPT_SET && o->kind != OPT_BOOL && o->kind != OPT_HELP && o->kind != OPT_VERSION)
+		return gerr_set(err, EINVAL, "needs a value");
+	switch (o->kind) {
+	case OPT_ARGV:
+		*(const char **)field = value;
+		return 0;
+	case OPT_STR:
+		return set_text(o, field, value, err);
+	case OPT_PATH:
+		return set_path(o, field, value, err);
+	case OPT_FILE:
+		return set_file(o, field, value, err);
+	case OPT_SET:
+	case OPT_BOOL:
+		/* given on the command line without a value: true; any other value is a boolean */
+		if (opt_parse_bool(value ? value : "true", field) < 0)
+			return gerr_set(err, EINVAL, "want true or false");
+		return 0;
+	case OPT_UINT:
+		return set_uint(o, field, value, err);
+	case OPT_DURATION:
+		return set_duration(o, field, value, err);
+	case OPT_ENUM:
+		return set_enum(o, field, value, err);
+	case OPT_FLAGS:
+		return set_flags(o, field, value, err);
+	case OPT_CALL:
+		return o->call(opts, value, err);
+	case OPT_HELP:
+	case OPT_VERSION:
+		return OPTSPEC_DONE;
+	case OPT_END:
+		break;
+	}
+	return gerr_set(err, EINVAL, "internal error: no such option kind");
+}
+
+const char *optspec_env(const struct optspec *o, enum optspec_env_mode mode, const char **name)
+{
+	for (size_t k = 0; k < ELEMENTSOF(o->env) && o->env[k]; k++) {
+		const char *v = getenv(o->env[k]);
+
+		*name = o->env[k];
+		if (v && *v)
+			return v;
+		if (!v || mode == OPT_ENV_EMPTY_UNSET)
+			continue;
+		switch (o->kind) {
+		case OPT_SET:
+		case OPT_BOOL:
+			return "false";
+		case OPT_UINT:
+		case OPT_DURATION:
+		case OPT_CALL:
+			return NULL;
+		default:
+			return v; /* text, and choices or lists the setter then checks */
+		}
+	}
+	return NULL;
+}
+
+void optspec_free(const struct optspec *rows, void *opts)
+{
+	for (const struct optspec *o = rows; o->kind != OPT_END; o++)
+		if ((o->kind == OPT_STR || o->kind == OPT_PATH || o->kind == OPT_FILE) && !o->size) {
+			char **p = (char **)((char *)opts + o->off);
+
+			free(*p);
+			*p = NULL;
+		}
+}
+
+/* Set o from value, err saying where it came from in c's style. */
+static int set_from(const struct optspec_cli *c, const struct optspec *o, void *opts, const char *value,
+		    const char *src, struct gerr *err)
+{
+	struct gerr why = {0};
+	int r = optspec_set(o, opts, value, &why);
+	const char *w;
+
+	if (r >= 0)
+		return r;
+	if (!why.msg[0] && o->want)
+		gerr_set(&why, -r, "%s", o->want);
+	w = why.msg[0] ? why.msg : "see --help";
+	if (c->msg == OPT_MSG_NAME)
+		return gerr_set(err, -r, "%s: %s: %s, got \"%s\"", src, o->name, w, value ? value : "");
+	if (value)
+		return gerr_set(err, -r, "%s '%s' is not valid: %s", src, value, w);
+	return gerr_set(err, -r, "%s: %s", src, w);
+}
+
+int optspec_set_key(const struct optspec_cli *c, void *opts, const char *key, const char *text, const char *where,
+		    struct gerr *err)
+{
+	const struct optspec *o = optspec_by_key(c->rows, key);
+	char src[512];
+
+	if (!o)
+		return -ENOKEY;
+	assert(o->kind != OPT_ARGV); /* a file's text does not outlive the file: the row must own a copy */
+	snprintf(src, sizeof(src), "%s: %s", where, key);
+	return set_from(c, o, opts, text, src, err);
+}
+
+int optspec_defaults(const struct optspec_cli *c, void *opts, struct gerr *err)
+{
+	int r;
+
+	for (const struct optspec *o = c->rows; o->kind != OPT_END; o++)
+		if (o->def && (r = set_from(c, o, opts, o->def, "default", err)) < 0)
+			return r;
+	return 0;
+}
+
+int optspec_has_arg(const struct optspec *o)
+{
+	if (o->kind == OPT_BOOL)
+		return optional_argument;
+	return o->arg ? required_argument : no_argument;
+}
+
+int optspec_short(const struct optspec_cli *c, const struct optspec *o)
+{
+	if (o->short_name || o->kind != OPT_VERSION || !c->version_v)
+		return o->short_name;
+	for (const struct optspec *r = c->rows; r->kind != OPT_END; r++)
+		if (r->short_name == 'v')
+			return 0;
+	return 'v';
+}
+
+/*
+ * The flags given, in order (a repeatable CALL row sees each); a FLAGS row's repeats are one
+ * comma-joined value at its first place, as urfave/cli's StringSliceFlag collects them.
+ */
+struct given {
+	size_t n;
+	struct {
+		size_t row;
+		const char *val;
+	} * occ;
+	char *joined[MAX_ROWS];
+	ssize_t first[MAX_ROWS]; /* index in occ of a row's first occurrence, -1 none */
+};
+
+static void given_free(struct given *g)
+{
+	free(g->occ);
+	for (size_t i = 0; i < MAX_ROWS; i++)
+		free(g->joined[i]);
+}
+
+static int unknown(const struct optspec_cli *c, const char *arg, struct gerr *err)
+{
+	size_t l = strcspn(arg, "=");
+
+	for (const struct optspec_hint *h = c->hints; h && h->flag; h++)
+		if (strlen(h->flag) == l && strncmp(h->flag, arg, l) == 0)
+			return gerr_set(err, EINVAL, "unknown option '%s': %s", arg, h->hint);
+	return gerr_set(err, EINVAL, "unknown option '%s'", arg);
+}
+
+static int add_given(struct given *g, size_t i, const struct optspec *o, const char *val, struct gerr *err)
+{
+	ssize_t at = g->first[i];
+	char *j;
+
+	if (o->kind != OPT_FLAGS || at < 0) {
+		g->first[i] = at < 0 ? (ssize_t)g->n : at;
+		g->occ[g->n].row = i;
+		g->occ[g->n++].val = val;
+		return 0;
+	}
+	if (asprintf(&j, "%s,%s", g->occ[at].val, val) < 0)
+		return gerr_set(err, ENOMEM, "out of memory");
+	free(g->joined[i]);
+	g->occ[at].val = g->joined[i] = j;
+	return 0;
+}
+
+/* getopt_long's arrays for the rows of c. */
+static void build_getopt(const struct optspec_cli *c, size_t total, struct option *lo, char *shorts)
+{
+	size_t n = 0;
+
+	strcpy(shorts, c->getopt_says ? "" : ":"); /* ':': a missing value is ':' (not '?'), with its own message */
+	for (size_t i = 0; i < total; i++) {
+		const struct optspec *o = &c->rows[i];
+		int sh = optspec_short(c, o), val = sh ? sh : 256 + (int)i;
+
+		lo[n++] = (struct option){o->name, optspec_has_arg(o), NULL, val};
+		if (o->alias)
+			lo[n++] = (struct option){o->alias, optspec_has_arg(o), NULL, val};
+		if (sh) {
+			size_t l = strlen(shorts);
+
+			shorts[l++] = (char)sh;
+			if (optspec_has_arg(o) != no_argument)
+				shorts[l++] = ':';
+			if (optspec_has_arg(o) == optional_argument)
+				shorts[l++] = ':';
+			shorts[l] = '\0';
+		}
+	}
+	lo[n] = (struct option){0};
+}
+
+/*
+ * getopt_long over argv into g; *action from HELP and VERSION rows. Past --help or --version only
+ * --version matters: what follows is not checked (the help is what was asked for).
+ */
+static int read_argv(const struct optspec_cli *c, int argc, char **argv, struct given *g, enum optspec_action *action,
+		     struct gerr *err)
+{
+	struct option lo[2 * MAX_ROWS + 1];
+	char shorts[3 * MAX_ROWS + 2];
+	size_t total = optspec_count(c->rows);
+	int ch;
+
+	if (total > MAX_ROWS)
+		return gerr_set(err, E2BIG, "internal error: too many options");
+	g->occ = calloc((size_t)argc + 1, sizeof(*g->occ));
+	if (!g->occ)
+		return gerr_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < MAX_ROWS; i++)
+		g->first[i] = -1;
+	build_getopt(c, total, lo, shorts);
+	argv_single_dash_longs(argc, argv, lo, shorts); /* -mig-strategy=mixed, as upstream's CLI */
+	optind = 1;
+	opterr = c->getopt_says;
+	while ((ch = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+		size_t i;
+
+		for (i = 0; i < total; i++)
+			if (ch == (optspec_short(c, &c->rows[i]) ?: 256 + (int)i))
+				break;
+		if (*action != OPTSPEC_RUN && (i == total || c->rows[i].kind != OPT_VERSION))
+			continue;
+		if (ch == ':')
+			return gerr_set(err, EINVAL, "option '%s' needs a value", argv[optind - 1]);
+		if (i == total) /* getopt said what is wrong, or we say it */
+			return c->getopt_says ? gerr_set(err, EINVAL, "%s", "") : unknown(c, argv[optind - 1], err);
+		if (c->rows[i].kind == OPT_VERSION)
+			*action = OPTSPEC_VERSION; /* wins over --help, wherever it is */
+		else if (c->rows[i].kind == OPT_HELP)
+			*action = OPTSPEC_HELP;
+		else if (add_given(g, i, &c->rows[i], optarg, err) < 0)
+			return -ENOMEM;
+	}
+	if (*action == OPTSPEC_RUN && !c->operands && optind < argc)
+		return gerr_set(err, EINVAL, "unexpected argument '%s'", argv[optind]);
+	return 0;
+}
+
+/* The path of the config file: its flag, else its env var; NULL or "" for none. */
+static const char *file_path(const struct optspec_cli *c, const struct given *g, const struct optspec *file)
+{
+	const char *name, *path = NULL;
+
+	for (size_t k = 0; k < g->n; k++)
+		if (g->occ[k].row == (size_t)(file - c->rows))
+			path = g->occ[k].val;
+	return path ?: optspec_env(file, c->env, &name);
+}
+
+/* Defaults, then the file, then env vars, then the flags in order. OPTSPEC_DONE: a CALL row ended the run. */
+static int apply_layers(const struct optspec_cli *c, const struct given *g, void *opts, enum optspec_fail *fail,
+			struct gerr *err)
+{
+	const struct optspec *file = c->file_opt ? optspec_by_name(c->rows, c->file_opt) : NULL;
+	const char *name, *v, *path;
+	char src[128];
+	int r;
+
+	if ((r = optspec_defaults(c, opts, err)) < 0)
+		return r;
+	if (file && (path = file_path(c, g, file)) && *path && (r = c->load_file(opts, path, err)) < 0)
+		return *fail = OPTSPEC_FAIL_FILE, r;
+	for (const struct optspec *o = c->rows; o->kind != OPT_END; o++) {
+		if (!(v = optspec_env(o, c->env, &name)))
+			continue;
+		snprintf(src, sizeof(src), "env %s", name);
+		if ((r = set_from(c, o, opts, v, src, err)) < 0)
+			return r;
+	}
+	for (size_t k = 0; k < g->n; k++) {
+		const struct optspec *o = &c->rows[g->occ[k].row];
+
+		snprintf(src, sizeof(src), "--%s", o->name);
+		if ((r = set_from(c, o, opts, g->occ[k].val, src, err)) != 0)
+			return r;
+	}
+	return c->finish ? c->finish(opts, err) : 0;
+}
+
+int optspec_parse(const struct optspec_cli *c, int argc, char **argv, void *opts, enum optspec_action *action,
+		  enum optspec_fail *fail, struct gerr *err)
+{
+	_cleanup_(given_free) struct given g = {0};
+	int r;
+
+	*action = OPTSPEC_RUN;
+	*fail = OPTSPEC_FAIL_USAGE;
+	r = read_argv(c, argc, argv, &g, action, err);
+	if (r < 0 || *action != OPTSPEC_RUN)
+		return r < 0 ? r : 0;
+	*fail = OPTSPEC_FAIL_VALUE;
+	r = apply_layers(c, &g, opts, fail, err);
+	if (r < 0)
+		return r;
+	*fail = OPTSPEC_OK;
+	if (r == OPTSPEC_DONE)
+		*action = OPTSPEC_STOP;
+	return 0;
+}
+
+/* Print text from column `col` on, wrapping at HELP_WIDTH; continuation lines start at `col`. */
+static void wrap(FILE *f, const char *text, size_t col, size_t at)
+{
+	while (*text) {
+		size_t len = strcspn(text, " ");
+
+		if (at > col && at + 1 + len > HELP_WIDTH) {
+			fprintf(f, "\n%*s", (int)col, "");
+			at = col;
+		} else if (at > col) {
+			fputc(' ', f);
+			at++;
+		}
+		fprintf(f, "%.*s", (int)len, text);
+		at += len;
+		text += len;
+		while (*text == ' ')
+			text++;
+	}
+}
+
+void optspec_help_row(FILE *f, const struct optspec *o, int short_name)
+{
+	char left[160], text[1024], arg[48] = "";
+	size_t at, l = 0;
+
+	if (o->kind == OPT_BOOL)
+		snprintf(arg, sizeof(arg), "[=BOOL]");
+	else if (o->arg)
+		snprintf(arg, sizeof(arg), " %s", o->arg);
+	if (short_name)
+		l += (size_t)snprintf(left + l, sizeof(left) - l, "-%c, ", short_name);
+	l += (size_t)snprintf(left + l, sizeof(left) - l, "--%s%s", o->name, arg);
+	if (o->alias)
+		snprintf(left + l, sizeof(left) - l, ", --%s%s", o->alias, arg);
+	l = (size_t)snprintf(text, sizeof(text), "%s", o->help);
+	if (o->env[0] || o->def || o->key)
+		snprintf(text + l, sizeof(text) - l, " (%s%s%s%s%s%s%s%s%s)", o->env[0] ? "env " : "",
+			 o->env[0] ? o->env[0] : "", o->env[1] ? ", " : "", o->env[1] ? o->env[1] : "",
+			 o->env[0] && o->def ? "; " : "", o->def ? "default " : "", o->def ? o->def : "",
+			 o->key ? (o->env[0] || o->def ? "; file " : "file ") : "", o->key ? o->key : "");
+	at = (size_t)fprintf(f, "  %s", left);
+	if (at + 2 > HELP_COLUMN)
+		fprintf(f, "\n%*s", HELP_COLUMN, "");
+	else
+		fprintf(f, "%*s", (int)(HELP_COLUMN - at), "");
+	wrap(f, text, HELP_COLUMN, HELP_COLUMN);
+	fputc('\n', f);
+}

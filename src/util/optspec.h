@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The one option engine. A table of rows says everything about each option of a verb: long name,
+ * short name, alias, env vars, config-file key, kind, default, help, where its value goes. Every
+ * value, from every source (default, config file, env var, flag), goes through one setter,
+ * optspec_set(), that parses the text into the typed field, so it is checked the same way wherever
+ * it comes from. The layers are applied in one order, default < file < env < flag (upstream's
+ * urfave/cli programs: docs/reference/go-parsing.md); getopt_long's arrays and --help come from the
+ * same rows. Library code: nothing is printed here except --help into the FILE * the caller passes.
+ */
+#pragma once
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "util/enumtab.h"
+#include "util/err.h"
+#include "util/macro.h"
+
+enum optspec_kind {
+	OPT_END,      /* ends a table */
+	OPT_ARGV,     /* const char * at .off: the text as given, borrowed (argv, env and defaults outlive the
+		       * options); never for a row with a config-file key */
+	OPT_STR,      /* text at .off: char[.size] when .size is set (longer: an error), else an owned char *
+		       * (optspec_free()) */
+	OPT_PATH,     /* as STR: "" or an absolute path without a ".." component */
+	OPT_FILE,     /* as STR: a path read as given; a relative one is made absolute from the cwd */
+	OPT_SET,      /* bool: true when given without a value; a value (env, file) is a boolean */
+	OPT_BOOL,     /* bool from an optional BOOL (opt_parse_bool(); no value: true) */
+	OPT_UINT,     /* unsigned, a number in [.min, .max] */
+	OPT_DURATION, /* int64_t nanoseconds, Go's time.ParseDuration (opt_parse_duration()), within [.min, .max]
+		       * milliseconds when .max is set; the words of .names stand for their values ("infinite": -1) */
+	OPT_ENUM,     /* int: the value of one of .names */
+	OPT_FLAGS,    /* unsigned: a comma list of .names, their values OR-ed; a repeated flag adds to the list */
+	OPT_CALL,     /* .call(opts, value, err) */
+	OPT_HELP,     /* --help: the caller prints the help */
+	OPT_VERSION,  /* --version: the caller prints the version */
+};
+
+struct optspec {
+	const char *name;  /* long name, without "--" */
+	int short_name;    /* 'o' for -o, 0 for none */
+	const char *alias; /* a second long name with the same meaning, or NULL */
+	enum optspec_kind kind;
+	const char *arg;    /* argument name in --help ("DIR"); NULL: the option takes no value */
+	const char *env[2]; /* env vars read when the flag is absent, first set wins */
+	const char *key;    /* config-file key ("flags.plugin.passDeviceSpecs"), or NULL */
+	const char *def;    /* default, applied through the same setter and shown in --help */
+	const char *help;
+	size_t off;                                                   /* where the value goes in opts */
+	size_t size;                                                  /* STR, PATH, FILE: inline buffer */
+	int (*call)(void *opts, const char *value, struct gerr *err); /* CALL */
+	const char *want;              /* what a valid value looks like; FLAGS: what one item is ("strategy") */
+	unsigned long min, max;        /* UINT; DURATION in ms */
+	const struct enum_name *names; /* ENUM, FLAGS; DURATION's words */
+	size_t n_names;
+	bool hidden; /* not in --help (a compatibility spelling) */
+};
+#define OPTSPEC_NAMES(t) .names = (t), .n_names = ELEMENTSOF(t)
+
+/* What a set-but-empty env var means (docs/reference/go-parsing.md). */
+enum optspec_env_mode {
+	OPT_ENV_EMPTY_UNSET,  /* an empty env var is as if unset: the next one is read */
+	OPT_ENV_EMPTY_URFAVE, /* urfave/cli v2: the first set one wins; "" for text, false for a switch, a
+			       * number or duration keeps its value */
+};
+
+#define OPTSPEC_DONE 1
+
+/* Rows in a table, up to OPT_END. */
+size_t optspec_count(const struct optspec *rows);
+
+/* The row whose config-file key is key, or NULL. */
+const struct optspec *optspec_by_key(const struct optspec *rows, const char *key);
+/* The row whose long name (or alias) is name, or NULL. */
+const struct optspec *optspec_by_name(const struct optspec *rows, const char *name);
+
+/*
+ * The one setter: value (NULL: a flag given without one) parsed into o's field of opts. 0, or a
+ * negative errno with err saying what a valid value is (the caller adds where the value came from);
+ * OPTSPEC_DONE for HELP and VERSION, which set nothing.
+ */
+int optspec_set(const struct optspec *o, void *opts, const char *value, struct gerr *err);
+
+/*
+ * The value of o's env vars, or NULL (none set, or an empty one that leaves the option alone);
+ * *name says which one was read.
+ */
+const char *optspec_env(const struct optspec *o, enum optspec_env_mode mode, const char **name);
+
+/* Free the owned strings (STR, PATH, FILE) of opts and set them to NULL. */
+void optspec_free(const struct optspec *rows, void *opts);
+
+/* The word of an ENUM row's value, or "?" */
+const char *optspec_enum_name(const struct optspec *o, int value);
+
+/* Whether a flag takes a value: getopt_long's has_arg of a row. */
+int optspec_has_arg(const struct optspec *o);
+
+/* A flag users bring from elsewhere, and what to use instead. */
+struct optspec_hint {
+	const char *flag, *hint;
+};
+
+/* How a bad value is reported: "<src> 'v' is not valid: <why>", or "<src>: <name>: <why>, got \"v\"". */
+enum optspec_msg { OPT_MSG_VALUE, OPT_MSG_NAME };
+
+/* How a verb's command line is read. */
+struct optspec_cli {
+	const struct optspec *rows; /* ends with OPT_END; HELP and VERSION rows among them */
+	enum optspec_env_mode env;
+	enum optspec_msg msg;
+	bool version_v;                   /* -v is --version (urfave/cli's alias) when no row takes -v */
+	bool operands;                    /* arguments after the options are the verb's (else: an error) */
+	bool getopt_says;                 /* getopt prints its own message for an unknown option or a missing value */
+	const struct optspec_hint *hints; /* ends with a NULL flag; or NULL */
+	/*
+	 * The config-file layer, between the defaults and the env vars: file_opt names the row whose value
+	 * (flag, else env var) is the file's path; load_file reads it and sets each key with
+	 * optspec_set_key(). NULL: the verb has no file.
+	 */
+	const char *file_opt;
+	int (*load_file)(void *opts, const char *path, struct gerr *err);
+	/* Values that follow from others, after every layer; or NULL. */
+	int (*finish)(void *opts, struct gerr *err);
+};
+
+/* What the command line asks for: run, print the help or the version, or stop (a CALL row did its work: exit 0). */
+enum optspec_action { OPTSPEC_RUN, OPTSPEC_HELP, OPTSPEC_VERSION, OPTSPEC_STOP };
+
+/* What went wrong in optspec_parse(): the command line's shape, a value, or the config file (reading or a value in it).
+ */
+enum optspec_fail { OPTSPEC_OK, OPTSPEC_FAIL_USAGE, OPTSPEC_FAIL_VALUE, OPTSPEC_FAIL_FILE };
+
+/*
+ * Apply the layers to opts: defaults, the config file, env vars, then the flags of argv (argv[0] is
+ * the verb). --version wins over --help wherever they are; with either, no value is applied; past
+ * either, other flags are not checked. A CALL row returning OPTSPEC_DONE stops the flags there
+ * (*action OPTSPEC_STOP).
+ * 0 with optind at the first operand, or a negative errno with err naming the source of the
+ * bad value ("--flag", "env X", "file:line:col key") and *fail saying which kind of failure.
+ */
+int optspec_parse(const struct optspec_cli *c, int argc, char **argv, void *opts, enum optspec_action *action,
+		  enum optspec_fail *fail, struct gerr *err);
+
+/* A config-file value: key's row set from text; where is "file:line:col". -ENOKEY when no row has key. */
+int optspec_set_key(const struct optspec_cli *c, void *opts, const char *key, const char *text, const char *where,
+		    struct gerr *err);
+
+/* Only the defaults (a reader of the config file without the command line). */
+int optspec_defaults(const struct optspec_cli *c, void *opts, struct gerr *err);
+
+/* A row's short letter in cli: its own, or -v for --version (version_v). */
+int optspec_short(const struct optspec_cli *c, const struct optspec *o);
+
+/* One row of --help on f: "  -o, --name ARG   help (env X; default D; file K)". */
+void optspec_help_row(FILE *f, const struct optspec *o, int short_name);

@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* util/optspec: the one option engine: the setter per kind, env vars, the layers, getopt. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util/opt.h"
+#include "util/optspec.h"
+
+enum { COLOR_RED = 1, COLOR_GREEN = 2, COLOR_BLUE = 4 };
+static const struct enum_name colors[] = {{COLOR_RED, "red"}, {COLOR_GREEN, "green"}, {COLOR_BLUE, "blue"}};
+
+struct t_opts {
+	const char *argv_text;
+	char *str, *path, *file;
+	char buf[8];
+	bool set, sw;
+	unsigned n, bits;
+	int64_t dur;
+	int color;
+	unsigned calls;
+	char *file_seen;
+};
+
+static int count_call(void *opts, const char *value, struct gerr *err)
+{
+	struct t_opts *t = opts;
+
+	(void)err;
+	t->calls += value && streq(value, "stop") ? 100 : 1;
+	return value && streq(value, "stop") ? OPTSPEC_DONE : 0;
+}
+
+#define F(x) offsetof(struct t_opts, x)
+static const struct optspec rows[] = {
+    {.name = "text", .short_name = 't', .kind = OPT_ARGV, .arg = "T", .env = {"T_TEXT"}, .off = F(argv_text)},
+    {.name = "str",
+     .kind = OPT_STR,
+     .arg = "S",
+     .env = {"T_STR1", "T_STR2"},
+     .key = "a.str",
+     .def = "d",
+     .off = F(str)},
+    {.name = "path", .kind = OPT_PATH, .arg = "P", .key = "a.path", .off = F(path)},
+    {.name = "file", .kind = OPT_FILE, .arg = "F", .env = {"T_FILE"}, .off = F(file)},
+    {.name = "buf",
+     .kind = OPT_STR,
+     .arg = "B",
+     .key = "a.buf",
+     .off = F(buf),
+     .size = sizeof(((struct t_opts *)0)->buf)},
+    {.name = "set", .kind = OPT_SET, .env = {"T_SET"}, .off = F(set)},
+    {.name = "sw", .alias = "switch", .kind = OPT_BOOL, .env = {"T_SW"}, .key = "a.sw", .def = "true", .off = F(sw)},
+    {.name = "n", .kind = OPT_UINT, .arg = "N", .env = {"T_N"}, .def = "7", .off = F(n), .min = 1, .max = 10},
+    {.name = "dur", .kind = OPT_DURATION, .arg = "D", .env = {"T_DUR"}, .key = "a.dur", .def = "1m30s", .off = F(dur)},
+    {.name = "color",
+     .kind = OPT_ENUM,
+     .arg = "C",
+     .env = {"T_COLOR"},
+     .key = "a.color",
+     .def = "red",
+     .off = F(color),
+     OPTSPEC_NAMES(colors)},
+    {.name = "bits",
+     .kind = OPT_FLAGS,
+     .arg = "B",
+     .env = {"T_BITS"},
+     .def = "red",
+     .off = F(bits),
+     OPTSPEC_NAMES(colors)},
+    {.name = "call", .kind = OPT_CALL, .arg = "X", .off = 0, .call = count_call},
+    {.name = "help", .short_name = 'h', .kind = OPT_HELP},
+    {.name = "version", .kind = OPT_VERSION},
+    {0},
+};
+
+static const char *const env_names[] = {"T_TEXT", "T_STR1", "T_STR2", "T_FILE",  "T_SET",
+					"T_SW",   "T_N",    "T_DUR",  "T_COLOR", "T_BITS"};
+
+static int setup(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(env_names); i++)
+		unsetenv(env_names[i]);
+	return 0;
+}
+
+static const struct optspec_cli file_cli = {.rows = rows, .msg = OPT_MSG_NAME};
+
+/* A file layer that sets keys from "key=value" pairs in the path itself (no file is read). */
+static int load_pairs(void *opts, const char *path, struct gerr *err)
+{
+	struct t_opts *t = opts;
+	_cleanup_free_ char *copy = strdup(path);
+	char *save = NULL;
+
+	free(t->file_seen);
+	t->file_seen = strdup(path);
+	for (char *kv = strtok_r(copy, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
+		char *eq = strchr(kv, '=');
+		int r;
+
+		*eq = '\0';
+		r = optspec_set_key(&file_cli, opts, kv, eq + 1, "f.yaml:1:1", err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int parse(struct t_opts *t, enum optspec_env_mode mode, bool with_file, const char *const *args,
+		 enum optspec_action *action, enum optspec_fail *fail, struct gerr *err)
+{
+	char *argv[32] = {(char *)"verb"};
+	int argc = 1;
+	struct optspec_cli c = {.rows = rows, .env = mode, .version_v = mode == OPT_ENV_EMPTY_URFAVE};
+
+	if (with_file) {
+		c.file_opt = "file";
+		c.load_file = load_pairs;
+	}
+	const char *const *given = args;
+	int r;
+
+	for (; args && *args; args++)
+		argv[argc++] = (char *)*args;
+	r = optspec_parse(&c, argc, argv, t, action, fail, err);
+	/* a Go-style -name=v was rewritten into a new string (util/argv.h), which lives as long as argv */
+	for (int i = 1; i < argc; i++) {
+		bool ours = false;
+
+		for (const char *const *g = given; g && *g && !ours; g++)
+			ours = argv[i] == *g;
+		if (!ours)
+			free(argv[i]);
+	}
+	return r;
+}
+
+static void done(struct t_opts *t)
+{
+	optspec_free(rows, t);
+	free(t->file_seen);
+	memset(t, 0, sizeof(*t));
+}
+
+/* Defaults through the same setter; every kind parsed into its type. */
+static void test_kinds(void **state)
+{
+	static const char *const args[] = {"--text=hi", "--str",          "s",      "--path=/p", "--buf",  "1234567",
+					   "--set",     "--switch=false", "--n",    "10",        "--dur",  "2h0m0s",
+					   "--color",   "blue",           "--bits", "red,green", "--bits", "blue",
+					   NULL};
+	struct t_opts t = {0};
+	enum optspec_action a;
+	enum optspec_fail f;
+	struct gerr err = {0};
+
+	(void)state;
+	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, false, NULL, &a, &f, &err), 0);
+	assert_string_equal(t.str, "d");
+	assert_true(t.sw);
+	assert_int_equal(t.n, 7);
+	assert_int_equal(t.dur, 90 * OPT_NSEC_PER_SEC);
+	assert_int_equal(t.color, COLOR_RED);
+	assert_int_equal(t.bits, COLOR_RED);
+	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, false, args, &a, &f, &err), 0);
+	assert_int_equal(a, OPTSPEC_RUN);
+	assert_string_equal(t.argv_text, "hi");
+	assert_string_equal(t.str, "s");
+	assert_string_equal(t.path, "/p");
+	assert_string_equal(t.buf, "1234567");
+	assert_true(t.set);
+	assert_false(t.sw);
+	assert_int_equal(t.n, 10);
+	assert_int_equal(t.dur, 7200 * OPT_NSEC_PER_SEC);
+	assert_int_equal(t.color, COLOR_BLUE);
+	assert_int_equal(t.bits, COLOR_RED | COLOR_GREEN | COLOR_BLUE); /* a repeated list adds up */
+	done(&t);
+}
+
+/* Every bad value fails with its source named, the same way from each source. */
+static void test_errors_name_the_source(void **state)
+{
+	static const struct {
+		const char *arg, *want;
+	} bad[] = {
+	    {"--path=rel", "--path 'rel' is not valid: must be an absolute path"},
+	    {"--path=/a/../b", "'..'"},
+	    {"--buf=12345678", "--buf '12345678' is not valid: longer than 7 characters"},
+	    {"--sw=yes", "want true or false"},
+	    {"--n=11", "want 1..10"},
+	    {"--n=-1", "want 1..10"},
+	    {"--dur=60", "Go duration"},
+	    {"--color=pink", "must be one of red|green|blue"},
+	    {"--bits=red,,pink", "unknown name \"\""},
+	    {"--bits=", "must name at least one of red|green|blue"},
+	};
+	struct t_opts t = {0};
+	enum optspec_action a;
+	enum optspec_fail f;
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		const char *args[] = {bad[i].arg, NULL};
+		struct gerr err = {0};
+
+		assert_true(parse(&t, OPT_ENV_EMPTY_UNSET, false, args, &a, &f, &err) < 0);
+		assert_int_equal(f, OPTSPEC_FAIL_VALUE);
+		if (!strstr(err.msg, bad[i].want))
+			fail_msg("%s: '%s' lacks '%s'", bad[i].arg, err.msg, bad[i].want);
+		done(&t);
+	}
+	setenv("T_COLOR", "pink", 1);
+	{
+		struct gerr err = {0};
+
+		assert_true(parse(&t, OPT_ENV_EMPTY_UNSET, false, NULL, &a, &f, &err) < 0);
+		assert_non_null(strstr(err.msg, "env T_COLOR 'pink' is not valid"));
+	}
+	unsetenv("T_COLOR");
+	{
+		struct gerr err = {0};
+
+		assert_true(
+		    parse(&t, OPT_ENV_EMPTY_UNSET, true, (const char *[]){"--file=a.dur=5", NULL}, &a, &f, &err) < 0);
+		assert_non_null(
+		    strstr(err.msg, "f.yaml:1:1: a.dur: dur: want a Go duration such as 90s, 1m30s, 500ms, got \"5\""));
+	}
+	done(&t);
+}
+
+/* default < file < env < flag; the file's path from its flag, else its env var. */
+static void test_layers(void **state)
+{
+	struct t_opts t = {0};
+	enum optspec_action a;
+	enum optspec_fail f;
+	struct gerr err = {0};
+
+	(void)state;
+	setenv("T_FILE", "a.color=green;a.str=file;a.dur=5s", 1);
+	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, true, NULL, &a, &f, &err), 0);
+	assert_int_equal(t.color, COLOR_GREEN);
+	assert_string_equal(t.str, "file");
+	assert_int_equal(t.dur, 5 * OPT_NSEC_PER_SEC);
+	setenv("T_STR2", "env2", 1);
+	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, true, NULL, &a, &f, &err), 0);
+	assert_string_equal(t.str, "env2");
+	setenv("T_STR1", "env1", 1); /* the first env var wins */
+	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, true, NULL, &a, &f, &err), 0);
+	assert_string_equal(t.str, "env1");
+	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, true, (const char *[]){"--str=flag", NULL}, &a, &f, &err), 0);
+	assert_string_equal(t.str, "flag");
+	/* the flag names the file over the env var */
+	assert_int_equal(
+	    parse(&t, OPT_ENV_EMPTY_UNSET, true, (const char *[]){"--file=a.color=blue", NULL}, &a, &f, &err), 0);
+	assert_int_equal(t.color, COLOR_BLUE);
+	assert_string_equal(t.file_seen, "a.color=blue");
+	assert_true(t.file[0] == '/'); /* a relative path made absolute */
+	done(&t);
+	setup(NULL);
+}
+
+/* urfave/cli v2: a set-but-empty env var counts (text "", switch false, number keeps its value). */
+static void test_empty_env(void **state)
+{
+	struct t_opts t = {0};
+	enum optspec_action a;
+	enum optspec_fail f;
+	struct gerr err = {0};
+
+	(void)state;
+	setenv("T_STR1", "", 1);
+	setenv("T_STR2", "second", 1);
+	setenv("T_SW", "", 1);
+	setenv("T_N", "", 1);
+	setenv("T_DUR", "", 1);
+	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, false, NULL, &a, &f, &err), 0);
+	assert_string_equal(t.str, "second");
+	assert_true(t.sw);
+	assert_int_equal(parse(&t, OPT_ENV_EMPTY_URFAVE, false, NULL, &a, &f, &err), 0);
+	assert_string_equal(t.str, "");
+	assert_false(t.sw);
+	assert_int_equal(t.n, 7);
+	assert_int_equal(t.dur, 90 * OPT_NSEC_PER_SEC);
+	setenv("T_COLOR", "", 1); /* a choice set to "" is checked, and refused */
+	assert_true(parse(&t, OPT_ENV_EMPTY_URFAVE, false, NULL, &a, &f, &err) < 0);
+	done(&t);
+	setup(NULL);
+}
+
+/* --version wins over --help; -v is --version with version_v; a CALL sees each repeat and may stop. */
+static void test_actions(void **state)
+{
+	struct t_opts t = {0};
+	enum optspec_action a;
+	enum optspec_fail f;
+	struct gerr err = {0};
+
+	(void)state;
+	assert_int_equal(
+	    parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"--help", "--version", NULL}, &a, &f, &err), 0);
+	assert_int_equal(a, OPTSPEC_VERSION);
+	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"-h", "--no-such", NULL}, &a, &f, &err),
+			 0);
+	assert_int_equal(a, OPTSPEC_HELP);
+	assert_int_equal(parse(&t, OPT_ENV_EMPTY_URFAVE, false, (const char *[]){"-v", NULL}, &a, &f, &err), 0);
+	assert_int_equal(a, OPTSPEC_VERSION);
+	assert_true(parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"-v", NULL}, &a, &f, &err) < 0);
+	assert_int_equal(f, OPTSPEC_FAIL_USAGE);
+	assert_non_null(strstr(err.msg, "unknown option '-v'"));
+	assert_true(parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"--n", NULL}, &a, &f, &err) < 0);
+	assert_non_null(strstr(err.msg, "'--n' needs a value"));
+	assert_true(parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"operand", NULL}, &a, &f, &err) < 0);
+	assert_non_null(strstr(err.msg, "unexpected argument 'operand'"));
+	t.calls = 0;
+	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, false,
+			       (const char *[]){"--call=a", "--call=b", "--call=stop", "--call=c", NULL}, &a, &f, &err),
+			 0);
+	assert_int_equal(t.calls, 102);
+	assert_int_equal(a, OPTSPEC_STOP);
+	/* Go-style single-dash long names, as urfave/cli takes them */
+	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"-color=green", NULL}, &a, &f, &err),
+			 0);
+	assert_int_equal(t.color, COLOR_GREEN);
+	done(&t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup(test_kinds, setup),   cmocka_unit_test_setup(test_errors_name_the_source, setup),
+	    cmocka_unit_test_setup(test_layers, setup),  cmocka_unit_test_setup(test_empty_env, setup),
+	    cmocka_unit_test_setup(test_actions, setup),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
