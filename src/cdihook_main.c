@@ -4,7 +4,7 @@
  * name. Static, so no dynamic loader runs and no LD_PRELOAD or LD_LIBRARY_PATH in the environment
  * a runtime gives its hooks can load code into a process that is root on the host. Installed or
  * linked as nvidia-cdi-hook it answers the same (the action is argv[1] either way). The same code
- * as the verb (src/cmd/cdihook.c, src/cdihook/); CMakeLists.txt says how it is linked.
+ * as the verb (src/cmd/verb_cdihook.c, src/cdihook/); CMakeLists.txt says how it is linked.
  */
 #include <stdlib.h>
 

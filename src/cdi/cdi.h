@@ -245,7 +245,7 @@ int cdi_move_aside(const char *path, char **ret, struct gerr *err);
  */
 char *cdi_dir_path(const char *root, const char *dir);
 
-/* Name syntax (pkg/parser): vendor, class (>= 2 chars, see versions.c), device name. */
+/* Name syntax (pkg/parser): vendor, class (>= 2 chars, see spec_version.c), device name. */
 bool cdi_vendor_valid(const char *s);
 bool cdi_class_valid(const char *s);
 bool cdi_device_name_valid(const char *s);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Private to src/cdi/: what its files share. The public API is cdi.h.
- *   versions.c  version table, runtimes, minimum version per feature, name syntax
+ *   spec_version.c  version table, runtimes, minimum version per feature, name syntax
  *   generate.c  cdi_generate()
  *   spec.c      format, parse, read, write spec files
  *   validate.c  problem codes, field tables, cdi_validate_spec()
@@ -37,7 +37,7 @@ static inline bool cdi_has_ext(const char *name, const char *ext)
 	return a > b && streq(name + a - b, ext);
 }
 
-/* ---- versions.c ---- */
+/* ---- spec_version.c ---- */
 
 /* "v1.2.3" or "1.2.3" → numbers; -EINVAL for anything else. */
 int cdi_parse_version(const char *s, unsigned v[3]);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpulet_doctor_* metrics: one walk's findings in the Prometheus text format (docs/reference/monitoring-doctor.md). */
-#include "doctor/serve.h"
+#include "doctor/daemon.h"
 #include "util/macro.h"
 #include "util/prom.h"
 

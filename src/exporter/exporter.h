@@ -23,7 +23,7 @@
 #include "kube/podres.h"
 #include "nvml/xid.h"
 #include "exporter/collectors.h"
-#include "exporter/health.h"
+#include "exporter/conditions.h"
 
 /* Metric ids, in the order of exp_metrics[] (registry.c): dcgm-exporter's CSV order. */
 enum exp_metric_id {
@@ -190,7 +190,7 @@ struct exp_gpu_state {
 	bool lost;                  /* NVML answered GPU_IS_LOST */
 	bool xid_unhealthy;         /* a critical XID was seen (plugin policy) */
 	bool dbe;                   /* a double-bit ECC event was seen */
-	struct exp_health health;   /* NVML's current state (health.h), read by every sample */
+	struct exp_health health;   /* NVML's current state (conditions.h), read by every sample */
 };
 
 /* An EXP_SCOPE_RATE row's last counter value and its time (CLOCK_MONOTONIC s). */

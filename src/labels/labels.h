@@ -75,7 +75,7 @@ void labels_sanitize(const char *in, char *out, size_t size);
 /* "ampere" for compute capability 8.0, as GFD; "undefined" when unknown. */
 const char *labels_gpu_family(int cc_major, int cc_minor);
 
-/* ---- host facts (host.c) ---- */
+/* ---- host facts (machine.c) ---- */
 
 /* Read the DMI file, the GPUs' PCI classes and the vGPU capabilities under root. Never fails. */
 void labels_read_host(const char *root, const struct node *n, const char *machine_file, struct labels_host *ret);

@@ -49,7 +49,7 @@ static int set_imex(void *opts, const char *v, struct gerr *err)
 
 /*
  * Every row: main.go flag of nvidia-device-plugin v0.20.0 (api/config/v1/flags.go for the key),
- * unless marked gpulet. --help and --version are added by the command (cmd/plugin.c).
+ * unless marked gpulet. --help and --version are added by the command (cmd/verb_plugin.c).
  */
 static const struct optspec config_opts[] = {
     {.name = "mig-strategy",

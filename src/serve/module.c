@@ -5,7 +5,7 @@
  * entry points (the functions of SERVE_EXPORTS that belong to it) out of the static library.
  */
 #include "cmd/cmd.h"
-#include "doctor/serve.h"
+#include "doctor/daemon.h"
 #include "exporter/exporter.h"
 #include "kube/allocresp.h"
 #include "kube/podres.h"

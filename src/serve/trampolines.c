@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "cmd/cmd.h"
-#include "doctor/serve.h"
+#include "doctor/daemon.h"
 #include "exporter/exporter.h"
 #include "kube/allocresp.h"
 #include "kube/podres.h"

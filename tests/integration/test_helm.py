@@ -54,7 +54,7 @@ def check(cond, msg):
 # Env vars read by the nvidia container runtime (it injects the device nodes and libnvidia-ml into
 # the pod), not by gpulet (docs/reference/device-plugin.md §1, helm daemonset-device-plugin.yml).
 RUNTIME_ENV = {"NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "NVIDIA_MIG_MONITOR_DEVICES"}
-# Read by gpulet but not listed in the verb's --help (src/cmd/exporter.c: the Hostname label).
+# Read by gpulet but not listed in the verb's --help (src/cmd/verb_exporter.c: the Hostname label).
 UNDOCUMENTED_ENV = {"exporter": {"NODE_NAME"}}
 
 # What each verb reads and writes on the host, by host path (the contract each verb's code has:

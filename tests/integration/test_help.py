@@ -31,8 +31,8 @@ def run(args):
 def verbs():
     """Verbs from the verb tables in the source (main.c, cdi's sub-verbs, cdi-hook's actions), not from any help."""
     main = open(os.path.join(SRC, "src", "main.c")).read()
-    cdi = open(os.path.join(SRC, "src", "cmd", "cdi.c")).read()
-    hook = open(os.path.join(SRC, "src", "cmd", "cdihook.c")).read()
+    cdi = open(os.path.join(SRC, "src", "cmd", "verb_cdi.c")).read()
+    hook = open(os.path.join(SRC, "src", "cmd", "verb_cdihook.c")).read()
     out = [[v] for v in re.findall(r'\{"([a-z-]+)", cmd_[a-z_]+,', main) if v not in ("cdi", "cdi-hook")]
     out += [["cdi", v] for v in re.findall(r'\{"([a-z]+)", cdi_[a-z]+_cmd\}', cdi)]
     out += [["cdi-hook", v] for v in re.findall(r'\{"([a-z-]+)", HOOK_[A-Z]+,', hook)]

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Exporter health from NVML's current state (src/exporter/health.c), on stub NVML answers. */
+/* Exporter health from NVML's current state (src/exporter/conditions.c), on stub NVML answers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "exporter/exporter.h"
-#include "exporter/health.h"
+#include "exporter/conditions.h"
 
 /* What the stub NVML answers: the volatile DBE count, the remap state, and which calls exist. */
 static struct {

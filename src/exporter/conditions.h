@@ -12,7 +12,7 @@
 
 #include "nvml/nvml.h"
 
-/* One bit per condition, in the order of exp_health_conds[] (health.c). */
+/* One bit per condition, in the order of exp_health_conds[] (conditions.c). */
 enum exp_health_cond {
 	EXP_HEALTH_DBE_VOLATILE,      /* uncorrectable ECC errors since the last driver load or GPU reset */
 	EXP_HEALTH_ROW_REMAP_PENDING, /* a row remap waits for a GPU reset (Ampere and newer) */

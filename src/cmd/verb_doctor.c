@@ -11,7 +11,7 @@
 
 #include "cmd/options.h"
 #include "doctor/doctor.h"
-#include "doctor/serve.h"
+#include "doctor/daemon.h"
 #include "util/log.h"
 
 struct doctor_cli {
@@ -136,7 +136,7 @@ static int check_only(struct doctor_cli *cli, int argc, char **argv)
 	return CMD_CONTINUE;
 }
 
-/* gpulet doctor --serve-metrics: the node daemon of the doctor DaemonSet (doctor/serve.h). */
+/* gpulet doctor --serve-metrics: the node daemon of the doctor DaemonSet (doctor/daemon.h). */
 static int serve(struct doctor_cli *cli)
 {
 	struct gerr err = {0};

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The doctor as a daemon (doctor/serve.h). One thread walks the chain and publishes the rendered
+ * The doctor as a daemon (doctor/daemon.h). One thread walks the chain and publishes the rendered
  * metrics; the HTTP server's thread (util/httpd.h) only copies the last published text, so a slow walk (a hung
  * runtime tool, a kubelet socket that does not answer) never blocks a scrape.
  */
@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "doctor/serve.h"
+#include "doctor/daemon.h"
 #include "util/httpd.h"
 #include "util/log.h"
 #include "util/macro.h"

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* GPU health conditions read from NVML's current state; see health.h. */
+/* GPU health conditions read from NVML's current state; see conditions.h. */
 #include <string.h>
 
 #include "exporter/exporter.h"
-#include "exporter/health.h"
+#include "exporter/conditions.h"
 
 static nvmlReturn_t read_dbe_volatile(const struct nvml *nv, nvmlDevice_t h, bool *ret)
 {
