@@ -27,9 +27,24 @@ def promcheck(body):
     return p.returncode, (p.stdout + p.stderr).decode()
 
 
+_TEMP_DIRS = []
+
+
+def tearDownModule():
+    for d in _TEMP_DIRS:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def temp_dir(prefix):
+    """A directory removed when the module's tests are done."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    _TEMP_DIRS.append(d)
+    return d
+
+
 def with_fixture(doc):
     """A fixture file for doc (the Exporter copies it)."""
-    d = tempfile.mkdtemp(prefix="gpulet-fx-")
+    d = temp_dir("gpulet-fx-")
     path = os.path.join(d, "fixture.json")
     with open(path, "w") as f:
         json.dump(doc, f)
@@ -37,7 +52,7 @@ def with_fixture(doc):
 
 
 def collectors(text):
-    d = tempfile.mkdtemp(prefix="gpulet-csv-")
+    d = temp_dir("gpulet-csv-")
     path = os.path.join(d, "counters.csv")
     with open(path, "w") as f:
         f.write(text)
@@ -94,7 +109,6 @@ class Xid(unittest.TestCase):
             self.assertEqual([v for l, v in series(body, "DCGM_EXP_XID_ERRORS_COUNT") if l["gpu"] == "1"], [0])
         finally:
             ex.cleanup()
-            shutil.rmtree(d, ignore_errors=True)
 
 
 class ClockEvents(unittest.TestCase):
@@ -139,8 +153,6 @@ class ClockEvents(unittest.TestCase):
             self.assertEqual(rc, 0, out)
         finally:
             ex.cleanup()
-            shutil.rmtree(d, ignore_errors=True)
-            shutil.rmtree(d2, ignore_errors=True)
 
 
 class NvLinkPerLink(unittest.TestCase):
@@ -184,8 +196,6 @@ class NvLinkPerLink(unittest.TestCase):
             self.assertEqual(rc, 0, out)
         finally:
             ex.cleanup()
-            shutil.rmtree(d, ignore_errors=True)
-            shutil.rmtree(d2, ignore_errors=True)
 
 
 class P2PStatus(unittest.TestCase):
@@ -217,8 +227,6 @@ class P2PStatus(unittest.TestCase):
             self.assertEqual(rc, 0, out)
         finally:
             ex.cleanup()
-            shutil.rmtree(d, ignore_errors=True)
-            shutil.rmtree(d2, ignore_errors=True)
 
 
 class ClockEventsCount(unittest.TestCase):
@@ -250,8 +258,6 @@ class ClockEventsCount(unittest.TestCase):
                                    if l["gpu"] == "1"] == [None], timeout=10, what="window passed")
         finally:
             ex.cleanup()
-            shutil.rmtree(d, ignore_errors=True)
-            shutil.rmtree(d2, ignore_errors=True)
 
 
 class StaticLabels(unittest.TestCase):
@@ -284,8 +290,6 @@ class StaticLabels(unittest.TestCase):
             self.assertEqual(rc, 0, out)
         finally:
             ex.cleanup()
-            shutil.rmtree(d, ignore_errors=True)
-            shutil.rmtree(d2, ignore_errors=True)
 
 
     def test_every_static_label_field(self):
@@ -329,8 +333,6 @@ class StaticLabels(unittest.TestCase):
             self.assertEqual(rc, 0, out)
         finally:
             ex.cleanup()
-            shutil.rmtree(d, ignore_errors=True)
-            shutil.rmtree(d2, ignore_errors=True)
 
 
 class Numbers(unittest.TestCase):
@@ -369,8 +371,6 @@ class Numbers(unittest.TestCase):
             self.assertTrue(0 < ratio < 1, ratio)
         finally:
             ex.cleanup()
-            shutil.rmtree(d, ignore_errors=True)
-            shutil.rmtree(d2, ignore_errors=True)
 
 
 class Devices(unittest.TestCase):
@@ -403,7 +403,6 @@ class Devices(unittest.TestCase):
             self.assertEqual(rc, 0, out)
         finally:
             ex.cleanup()
-            shutil.rmtree(d, ignore_errors=True)
 
     def test_gpu_lost_while_running_serves_no_dcgm_series(self):
         ex = Exporter(fixture("dgx-h100"), ["--collect-interval", "200", "--kubernetes=false"])
