@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/argv.h"
@@ -51,6 +52,39 @@ static bool short_group_takes_next(const char *group, const char *shorts)
 	return false;
 }
 
+/* The long name of short option c in lo, or NULL. */
+static const char *long_of_short(const struct option *lo, char c)
+{
+	for (; lo->name; lo++)
+		if (lo->val == c)
+			return lo->name;
+	return NULL;
+}
+
+/*
+ * The rewritten text of token a: prefix (a '-', or "--NAME" for a short letter) and what follows
+ * from a + skip. The same text is made once per process: a verb that parses the same argv again (the
+ * plugin, mps-control-daemon and labels on SIGHUP) gets the copy made the first time, so a reload
+ * does not leave one more string behind. NULL when out of memory.
+ */
+static char *rewrite(const char *a, const char *prefix, size_t skip)
+{
+	static char *made[64];
+	char *text = NULL;
+
+	if (asprintf(&text, "%s%s", prefix, a + skip) < 0)
+		return NULL;
+	for (size_t i = 0; i < ELEMENTSOF(made); i++) {
+		if (!made[i])
+			return made[i] = text;
+		if (streq(made[i], text)) {
+			free(text);
+			return made[i];
+		}
+	}
+	return text; /* past 64 distinct tokens: not kept here; it lives as long as argv anyway */
+}
+
 void argv_single_dash_longs(int argc, char **argv, const struct option *lo, const char *shorts)
 {
 	for (int i = 1; i < argc; i++) {
@@ -69,17 +103,66 @@ void argv_single_dash_longs(int argc, char **argv, const struct option *lo, cons
 			continue;
 		}
 		len = strcspn(a + 1, "=");
+		if (len == 1 && a[2] == '=' && takes_value(a[1], shorts) && long_of_short(lo, a[1])) {
+			/* "-o=-", Go's spelling of -o with the value "-": "--output-file=-" (an empty value stays one)
+			 */
+			_cleanup_free_ char *prefix = NULL;
+			char *rewritten;
+
+			if (asprintf(&prefix, "--%s", long_of_short(lo, a[1])) < 0 ||
+			    !(rewritten = rewrite(a, prefix, 2)))
+				return;
+			argv[i] = rewritten;
+			continue;
+		}
 		if (len >= 2 && strspn(a + 1, shorts) < len &&
 		    (is_long(lo, a + 1, len, &has_arg) || (looks_long(a + 1, len) && !takes_value(a[1], shorts)))) {
-			char *rewritten = NULL;
+			char *rewritten = rewrite(a, "-", 0);
 
-			if (asprintf(&rewritten, "-%s", a) < 0)
-				return;      /* out of memory: getopt then reports the token as it is */
-			argv[i] = rewritten; /* lives as long as argv (the verb's whole run) */
+			if (!rewritten)
+				return; /* out of memory: getopt then reports the token as it is */
+			argv[i] = rewritten;
 			if (has_arg == required_argument && !a[1 + len])
 				i++;
 		} else if (short_group_takes_next(a + 1, shorts)) {
 			i++;
 		}
 	}
+}
+
+/* Is name[0..len) the beginning of a longer option of lo (what getopt_long would take for it)? */
+static bool is_prefix(const struct option *lo, const char *name, size_t len)
+{
+	for (; lo->name; lo++)
+		if (strlen(lo->name) > len && strncmp(lo->name, name, len) == 0)
+			return true;
+	return false;
+}
+
+const char *argv_inexact_long(int argc, char *const *argv, const struct option *lo, const char *shorts)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		size_t len;
+		int has_arg = no_argument;
+
+		if (streq(a, "--"))
+			return NULL;
+		if (a[0] != '-' || a[1] == '\0')
+			continue;
+		if (a[1] != '-') {
+			if (short_group_takes_next(a + 1, shorts))
+				i++;
+			continue;
+		}
+		len = strcspn(a + 2, "=");
+		if (!is_long(lo, a + 2, len, &has_arg)) {
+			if (is_prefix(lo, a + 2, len))
+				return a;
+			continue; /* unknown: getopt says so where it stands */
+		}
+		if (has_arg == required_argument && !a[2 + len])
+			i++; /* "--name value": the value is not an option */
+	}
+	return NULL;
 }

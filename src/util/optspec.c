@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The one option engine: one setter, the layers default < file < env < flag, getopt and --help from rows. */
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -113,15 +114,33 @@ static int set_file(const struct optspec *o, void *field, const char *v, struct 
 	return set_text(o, field, abs, err);
 }
 
+/*
+ * An unsigned number as Go's strconv.ParseUint(s, 0, ...) reads a flag's value: decimal, 0x hex,
+ * 0o or a leading 0 octal, 0b binary; no blank, no sign. Go's '_' digit separators are refused
+ * (docs/reference/go-parsing.md).
+ */
 static int set_uint(const struct optspec *o, void *field, const char *v, struct gerr *err)
 {
+	static const struct {
+		const char *prefix;
+		int base;
+	} bases[] = {{"0x", 16}, {"0X", 16}, {"0o", 8}, {"0O", 8}, {"0b", 2}, {"0B", 2}};
+	const char *digits = v;
+	int base = 10;
 	char *end;
 	unsigned long n;
 
+	for (size_t i = 0; i < ELEMENTSOF(bases); i++)
+		if (strncmp(v, bases[i].prefix, 2) == 0) {
+			digits = v + 2;
+			base = bases[i].base;
+		}
+	if (base == 10 && v[0] == '0' && v[1])
+		base = 8; /* Go: a leading 0 is octal */
 	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (errno || end == v || *end || *v == '-' || n < o->min || n > o->max)
-		return gerr_set(err, EINVAL, "want %lu..%lu", o->min, o->max);
+	n = strtoul(digits, &end, base);
+	if (!isalnum((unsigned char)digits[0]) || errno || end == digits || *end || n < o->min || n > o->max)
+		return gerr_set(err, EINVAL, "want a whole number in %lu..%lu", o->min, o->max);
 	*(unsigned *)field = (unsigned)n;
 	return 0;
 }
@@ -141,19 +160,26 @@ static int set_enum(const struct optspec *o, void *field, const char *v, struct 
 	return 0;
 }
 
-/* A comma list of names (blanks before a name skipped), their values OR-ed; at least one. */
+/*
+ * A comma list of names, their values OR-ed. Each item is trimmed of blanks on both sides and none
+ * may be empty, as urfave/cli's StringSlice (docs/reference/go-parsing.md).
+ */
 static int set_flags(const struct optspec *o, void *field, const char *v, struct gerr *err)
 {
 	unsigned bits = 0;
 	char want[256];
 
 	choices(o, want, sizeof(want));
-	for (const char *s = v; *s;) {
-		size_t n, k;
+	for (const char *s = v;; s++) {
+		size_t n, k, len = strcspn(s, ",");
 
-		while (*s == ' ')
-			s++;
-		n = strcspn(s, ",");
+		while (len > 0 && isblank((unsigned char)*s))
+			s++, len--;
+		for (n = len; n > 0 && isblank((unsigned char)s[n - 1]);)
+			n--;
+		if (n == 0)
+			return gerr_set(err, EINVAL, "an empty %s in the list; valid: %s", o->want ? o->want : "name",
+					want);
 		for (k = 0; k < o->n_names; k++)
 			if (strlen(o->names[k].name) == n && strncmp(o->names[k].name, s, n) == 0)
 				break;
@@ -161,17 +187,40 @@ static int set_flags(const struct optspec *o, void *field, const char *v, struct
 			return gerr_set(err, EINVAL, "unknown %s \"%.*s\"; valid: %s", o->want ? o->want : "name",
 					(int)n, s, want);
 		bits |= (unsigned)o->names[k].value;
-		s += n;
-		if (*s == ',')
-			s++;
+		s += len;
+		if (*s != ',')
+			break;
 	}
-	if (!bits)
-		return gerr_set(err, EINVAL, "must name at least one of %s", want);
 	*(unsigned *)field = bits;
 	return 0;
 }
 
-/* A word of .names (its value), else a Go duration within [.min, .max] milliseconds when .max is set. */
+/* ms as Go's Duration.String() writes it: "500ms", "1.5s", "1m30s", "168h0m0s". */
+static void format_ms(unsigned long ms, char *buf, size_t size)
+{
+	unsigned long h = ms / 3600000, m = ms / 60000 % 60, sec = ms / 1000 % 60, frac = ms % 1000;
+	size_t l = 0;
+
+	if (ms < 1000) {
+		snprintf(buf, size, "%lums", ms);
+		return;
+	}
+	if (h)
+		l += (size_t)snprintf(buf + l, size - l, "%luh", h);
+	if (h || m)
+		l += (size_t)snprintf(buf + l, size - l, "%lum", m);
+	if (l < size)
+		l += (size_t)snprintf(buf + l, size - l, "%lu", sec);
+	if (frac && l < size) {
+		l += (size_t)snprintf(buf + l, size - l, ".%03lu", frac);
+		while (l > 0 && buf[l - 1] == '0')
+			buf[--l] = '\0';
+	}
+	if (l < size)
+		snprintf(buf + l, size - l, "s");
+}
+
+/* A word of .names (its value), else a Go duration of at least .min ms and, when .max is set, at most .max ms. */
 static int set_duration(const struct optspec *o, void *field, const char *v, struct gerr *err)
 {
 	const struct enum_name *word =
@@ -184,9 +233,15 @@ static int set_duration(const struct optspec *o, void *field, const char *v, str
 	if (opt_parse_duration(v, &ns) < 0)
 		return gerr_set(err, EINVAL, "want a Go duration such as 90s, 1m30s, 500ms%s%s",
 				o->n_names ? ", or " : "", o->n_names ? o->names[0].name : "");
-	if (o->max && (ns < (int64_t)o->min * OPT_NSEC_PER_MSEC || ns > (int64_t)o->max * OPT_NSEC_PER_MSEC))
-		return gerr_set(err, ERANGE, "want %lums to %luh%s%s", o->min, o->max / 3600000,
-				o->n_names ? ", or " : "", o->n_names ? o->names[0].name : "");
+	if (ns < (int64_t)o->min * OPT_NSEC_PER_MSEC || (o->max && ns > (int64_t)o->max * OPT_NSEC_PER_MSEC)) {
+		char lo[32], hi[32] = "";
+
+		format_ms(o->min, lo, sizeof(lo));
+		if (o->max)
+			format_ms(o->max, hi, sizeof(hi));
+		return gerr_set(err, ERANGE, "want %s%s%s%s%s%s", o->max ? "" : "at least ", lo, o->max ? " to " : "",
+				hi, o->n_names ? ", or " : "", o->n_names ? o->names[0].name : "");
+	}
 	*(int64_t *)field = ns;
 	return 0;
 }
@@ -195,7 +250,8 @@ int optspec_set(const struct optspec *o, void *opts, const char *value, struct g
 {
 	void *field = (char *)opts + o->off;
 
-	if (!value && o->kind != OPT_SET && o->kind != OPT_BOOL && o->kind != OPT_HELP && o->kind != OPT_VERSION)
+	/* NULL: a flag given without a value, which only a row that takes none or an optional one may be */
+	if (!value && optspec_has_arg(o) == required_argument)
 		return gerr_set(err, EINVAL, "needs a value");
 	switch (o->kind) {
 	case OPT_ARGV:
@@ -281,6 +337,8 @@ static int set_from(const struct optspec_cli *c, const struct optspec *o, void *
 	if (!why.msg[0] && o->want)
 		gerr_set(&why, -r, "%s", o->want);
 	w = why.msg[0] ? why.msg : "see --help";
+	if (c->msg == OPT_MSG_NAME && strncmp(src, "--", 2) == 0) /* the flag's name is the source */
+		return gerr_set(err, -r, "%s: %s, got \"%s\"", src, w, value ? value : "");
 	if (c->msg == OPT_MSG_NAME)
 		return gerr_set(err, -r, "%s: %s: %s, got \"%s\"", src, o->name, w, value ? value : "");
 	if (value)
@@ -333,7 +391,7 @@ int optspec_short(const struct optspec_cli *c, const struct optspec *o)
  * comma-joined value at its first place, as urfave/cli's StringSliceFlag collects them.
  */
 struct given {
-	size_t n;
+	size_t n, cap;
 	struct {
 		size_t row;
 		const char *val;
@@ -347,6 +405,19 @@ static void given_free(struct given *g)
 	free(g->occ);
 	for (size_t i = 0; i < MAX_ROWS; i++)
 		free(g->joined[i]);
+}
+
+/*
+ * The token getopt_long stopped at, for a message: "-x" for a short option (getopt keeps its place in
+ * a group "-abx", so argv[optind - 1] may be the token before), else the long option as written.
+ */
+static const char *bad_token(char **argv, char *buf, size_t size)
+{
+	if (optopt > 0 && optopt < 256) {
+		snprintf(buf, size, "-%c", optopt);
+		return buf;
+	}
+	return argv[optind - 1];
 }
 
 static int unknown(const struct optspec_cli *c, const char *arg, struct gerr *err)
@@ -364,6 +435,16 @@ static int add_given(struct given *g, size_t i, const struct optspec *o, const c
 	ssize_t at = g->first[i];
 	char *j;
 
+	/* one token can give several options ("-abc"): the list grows as they come */
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? 2 * g->cap : 16;
+		void *occ = reallocarray(g->occ, cap, sizeof(*g->occ));
+
+		if (!occ)
+			return gerr_set(err, ENOMEM, "out of memory");
+		g->occ = occ;
+		g->cap = cap;
+	}
 	if (o->kind != OPT_FLAGS || at < 0) {
 		g->first[i] = at < 0 ? (ssize_t)g->n : at;
 		g->occ[g->n].row = i;
@@ -412,22 +493,28 @@ static int read_argv(const struct optspec_cli *c, int argc, char **argv, struct 
 		     struct gerr *err)
 {
 	struct option lo[2 * MAX_ROWS + 1];
-	char shorts[3 * MAX_ROWS + 2];
+	char shorts[3 * MAX_ROWS + 2], tok[8];
 	size_t total = optspec_count(c->rows);
+	const char *bad;
 	int ch;
 
 	if (total > MAX_ROWS)
 		return gerr_set(err, E2BIG, "internal error: too many options");
-	g->occ = calloc((size_t)argc + 1, sizeof(*g->occ));
-	if (!g->occ)
-		return gerr_set(err, ENOMEM, "out of memory");
 	for (size_t i = 0; i < MAX_ROWS; i++)
 		g->first[i] = -1;
 	build_getopt(c, total, lo, shorts);
 	argv_single_dash_longs(argc, argv, lo, shorts); /* -mig-strategy=mixed, as upstream's CLI */
-	optind = 1;
+	/*
+	 * getopt_long takes a unique prefix of a long name ("--mig" for --mig-strategy); Go's flag package
+	 * wants the whole name, and a flag of a newer upstream that happens to be a prefix of one of ours
+	 * must not be taken for ours: anything but an exact name is unknown (before --help: it is refused
+	 * wherever it is).
+	 */
+	if ((bad = argv_inexact_long(argc, argv, lo, shorts)))
+		return unknown(c, bad, err);
+	optind = 0; /* 0, not 1: glibc then also forgets its place inside a group of an earlier parse */
 	opterr = c->getopt_says;
-	while ((ch = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+	while ((optopt = 0, ch = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
 		size_t i;
 
 		for (i = 0; i < total; i++)
@@ -436,9 +523,10 @@ static int read_argv(const struct optspec_cli *c, int argc, char **argv, struct 
 		if (*action != OPTSPEC_RUN && (i == total || c->rows[i].kind != OPT_VERSION))
 			continue;
 		if (ch == ':')
-			return gerr_set(err, EINVAL, "option '%s' needs a value", argv[optind - 1]);
+			return gerr_set(err, EINVAL, "option '%s' needs a value", bad_token(argv, tok, sizeof(tok)));
 		if (i == total) /* getopt said what is wrong, or we say it */
-			return c->getopt_says ? gerr_set(err, EINVAL, "%s", "") : unknown(c, argv[optind - 1], err);
+			return c->getopt_says ? gerr_set(err, EINVAL, "%s", "")
+					      : unknown(c, bad_token(argv, tok, sizeof(tok)), err);
 		if (c->rows[i].kind == OPT_VERSION)
 			*action = OPTSPEC_VERSION; /* wins over --help, wherever it is */
 		else if (c->rows[i].kind == OPT_HELP)
@@ -476,7 +564,8 @@ static int apply_layers(const struct optspec_cli *c, const struct given *g, void
 	if (file && (path = file_path(c, g, file)) && *path && (r = c->load_file(opts, path, err)) < 0)
 		return *fail = OPTSPEC_FAIL_FILE, r;
 	for (const struct optspec *o = c->rows; o->kind != OPT_END; o++) {
-		if (!(v = optspec_env(o, c->env, &name)))
+		/* a flag wins over its env var, which is then not even read: a stale bad one does not block the fix */
+		if (g->first[o - c->rows] >= 0 || !(v = optspec_env(o, c->env, &name)))
 			continue;
 		snprintf(src, sizeof(src), "env %s", name);
 		if ((r = set_from(c, o, opts, v, src, err)) < 0)

@@ -56,7 +56,7 @@ static const struct optspec rows[] = {
      .key = "a.buf",
      .off = F(buf),
      .size = sizeof(((struct t_opts *)0)->buf)},
-    {.name = "set", .kind = OPT_SET, .env = {"T_SET"}, .off = F(set)},
+    {.name = "set", .short_name = 's', .kind = OPT_SET, .env = {"T_SET"}, .off = F(set)},
     {.name = "sw", .alias = "switch", .kind = OPT_BOOL, .env = {"T_SW"}, .key = "a.sw", .def = "true", .off = F(sw)},
     {.name = "n", .kind = OPT_UINT, .arg = "N", .env = {"T_N"}, .def = "7", .off = F(n), .min = 1, .max = 10},
     {.name = "dur", .kind = OPT_DURATION, .arg = "D", .env = {"T_DUR"}, .key = "a.dur", .def = "1m30s", .off = F(dur)},
@@ -76,6 +76,7 @@ static const struct optspec rows[] = {
      .off = F(bits),
      OPTSPEC_NAMES(colors)},
     {.name = "call", .kind = OPT_CALL, .arg = "X", .off = 0, .call = count_call},
+    {.name = "list", .kind = OPT_CALL, .call = count_call}, /* takes no value: called with NULL */
     {.name = "help", .short_name = 'h', .kind = OPT_HELP},
     {.name = "version", .kind = OPT_VERSION},
     {0},
@@ -126,22 +127,10 @@ static int parse(struct t_opts *t, enum optspec_env_mode mode, bool with_file, c
 		c.file_opt = "file";
 		c.load_file = load_pairs;
 	}
-	const char *const *given = args;
-	int r;
-
 	for (; args && *args; args++)
 		argv[argc++] = (char *)*args;
-	r = optspec_parse(&c, argc, argv, t, action, fail, err);
-	/* a Go-style -name=v was rewritten into a new string (util/argv.h), which lives as long as argv */
-	for (int i = 1; i < argc; i++) {
-		bool ours = false;
-
-		for (const char *const *g = given; g && *g && !ours; g++)
-			ours = argv[i] == *g;
-		if (!ours)
-			free(argv[i]);
-	}
-	return r;
+	/* a Go-style -name=v is rewritten into a string util/argv.c keeps for the process (a reparse reuses it) */
+	return optspec_parse(&c, argc, argv, t, action, fail, err);
 }
 
 static void done(struct t_opts *t)
@@ -196,12 +185,17 @@ static void test_errors_name_the_source(void **state)
 	    {"--path=/a/../b", "'..'"},
 	    {"--buf=12345678", "--buf '12345678' is not valid: longer than 7 characters"},
 	    {"--sw=yes", "want true or false"},
-	    {"--n=11", "want 1..10"},
-	    {"--n=-1", "want 1..10"},
+	    {"--n=11", "want a whole number in 1..10"},
+	    {"--n=-1", "want a whole number in 1..10"},
+	    {"--n= 5", "want a whole number"},
+	    {"--n=+5", "want a whole number"},
+	    {"--n=1_0", "want a whole number"},
+	    {"--dur=-5s", "want at least 0ms"},
 	    {"--dur=60", "Go duration"},
 	    {"--color=pink", "must be one of red|green|blue"},
-	    {"--bits=red,,pink", "unknown name \"\""},
-	    {"--bits=", "must name at least one of red|green|blue"},
+	    {"--bits=red,,pink", "an empty name in the list"},
+	    {"--bits=", "an empty name in the list"},
+	    {"--bits=red,", "an empty name in the list"},
 	};
 	struct t_opts t = {0};
 	enum optspec_action a;
@@ -334,12 +328,85 @@ static void test_actions(void **state)
 	done(&t);
 }
 
+/* Go's ParseUint(s, 0) forms; list items trimmed on both sides. */
+static void test_go_forms(void **state)
+{
+	static const struct {
+		const char *arg;
+		unsigned n;
+	} nums[] = {{"--n=0x0a", 10}, {"--n=010", 8}, {"--n=0b101", 5}, {"--n=0o7", 7}, {"--n=9", 9}};
+	struct t_opts t = {0};
+	enum optspec_action a;
+	enum optspec_fail f;
+	struct gerr err = {0};
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(nums); i++) {
+		assert_int_equal(
+		    parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){nums[i].arg, NULL}, &a, &f, &err), 0);
+		assert_int_equal(t.n, nums[i].n);
+		done(&t);
+	}
+	assert_int_equal(
+	    parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"--bits= red , blue ", NULL}, &a, &f, &err), 0);
+	assert_int_equal(t.bits, COLOR_RED | COLOR_BLUE);
+	/* Go's "-t=-" is -t with "-" (getopt alone would take "=-") */
+	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"-t=-", NULL}, &a, &f, &err), 0);
+	assert_string_equal(t.argv_text, "-");
+	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"-t=", NULL}, &a, &f, &err), 0);
+	assert_string_equal(t.argv_text, "");
+	done(&t);
+}
+
+/* What getopt_long alone gets wrong: prefixes, the token of a bad short option, groups, a stale env var. */
+static void test_getopt_edges(void **state)
+{
+	char many[300] = "-";
+	struct t_opts t = {0};
+	enum optspec_action a;
+	enum optspec_fail f;
+	struct gerr err = {0};
+
+	(void)state;
+	/* a unique prefix is not the option ("--colo" is not --color), even before --help */
+	assert_true(parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"--colo=red", NULL}, &a, &f, &err) < 0);
+	assert_non_null(strstr(err.msg, "unknown option '--colo=red'"));
+	assert_true(parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"--help", "--colo", NULL}, &a, &f, &err) <
+		    0);
+	/* the bad letter of a group is named, not the token before it */
+	assert_true(parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"--n=3", "-sZs", NULL}, &a, &f, &err) < 0);
+	assert_non_null(strstr(err.msg, "unknown option '-Z'"));
+	/* the next parse starts afresh (optind 0), not inside the group the last one stopped in */
+	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"--n=4", NULL}, &a, &f, &err), 0);
+	assert_int_equal(t.n, 4);
+	assert_false(t.set);
+	/* one token, many options: more than argv has tokens */
+	memset(many + 1, 's', sizeof(many) - 2);
+	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){many, many, NULL}, &a, &f, &err), 0);
+	assert_true(t.set);
+	/* a flag wins over its env var, which is not even checked */
+	setenv("T_COLOR", "pink", 1);
+	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"--color=green", NULL}, &a, &f, &err),
+			 0);
+	assert_int_equal(t.color, COLOR_GREEN);
+	unsetenv("T_COLOR");
+	/* a CALL row that takes no value is called with NULL */
+	t.calls = 0;
+	assert_int_equal(parse(&t, OPT_ENV_EMPTY_UNSET, false, (const char *[]){"--list", NULL}, &a, &f, &err), 0);
+	assert_int_equal(t.calls, 1);
+	done(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup(test_kinds, setup),   cmocka_unit_test_setup(test_errors_name_the_source, setup),
-	    cmocka_unit_test_setup(test_layers, setup),  cmocka_unit_test_setup(test_empty_env, setup),
+	    cmocka_unit_test_setup(test_kinds, setup),
+	    cmocka_unit_test_setup(test_errors_name_the_source, setup),
+	    cmocka_unit_test_setup(test_layers, setup),
+	    cmocka_unit_test_setup(test_empty_env, setup),
 	    cmocka_unit_test_setup(test_actions, setup),
+	    cmocka_unit_test_setup(test_go_forms, setup),
+	    cmocka_unit_test_setup(test_getopt_edges, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
