@@ -409,9 +409,8 @@ void config_free(struct plugin_config *c)
 {
 	if (!c)
 		return;
-	for (const struct optspec *o = config_opts; o->kind != OPT_END; o++)
-		if (is_text_row(o))
-			free(*(char **)((char *)c + o->off));
+	optspec_free(config_opts, c); /* the owned rows */
+	free(c->imex_channel_ids);    /* the CALL row's */
 	free(c->warnings);
 	free(c);
 }
