@@ -36,7 +36,7 @@ struct labels_cli {
 	bool gpu_mig, rename_flag;
 	unsigned replicas;
 	/* resolved */
-	struct plugin_config *cfg; /* the file's sharing section and warnings */
+	struct plugin_config *cfg; /* owned (config_new()): the file's sharing section and warnings */
 	struct labels_options lo;
 };
 
@@ -190,7 +190,7 @@ static int settle(struct labels_cli *c)
 static void labels_cli_clear(struct labels_cli *c)
 {
 	optspec_free(labels_opts, c);
-	free(c->cfg);
+	config_free(c->cfg);
 	c->cfg = NULL;
 }
 
@@ -210,7 +210,7 @@ static int reload(struct labels_cli *c, const struct argv_copy *a)
 	struct gerr err = {0};
 	int r;
 
-	if (!v || !(n.cfg = calloc(1, sizeof(*n.cfg))))
+	if (!v || !(n.cfg = config_new()))
 		return log_error("out of memory", NULL), 1;
 	memcpy(v, a->argv, (size_t)a->argc * sizeof(char *));
 	r = optspec_parse(&labels_cli_desc, a->argc, v, &n, &action, &fail, &err);
@@ -356,7 +356,7 @@ int cmd_labels(int argc, char **argv)
 	sigset_t set;
 	int r;
 
-	if (!saved || !(c.cfg = calloc(1, sizeof(*c.cfg)))) {
+	if (!saved || !(c.cfg = config_new())) {
 		fprintf(stderr, "gpulet labels: out of memory\n");
 		return 1;
 	}

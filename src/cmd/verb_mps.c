@@ -40,31 +40,32 @@ int cmd_mps_control_daemon(int argc, char **argv)
 	_cleanup_(config_args_freep) struct config_args *args = NULL;
 	_cleanup_free_ char **v = NULL;
 	bool shm = argc > 1 && streq(argv[1], "mount-shm");
+	_cleanup_(config_freep) struct plugin_config *cfg = config_new();
 	struct mps_daemon *daemon = NULL;
-	struct plugin_config cfg = {0};
 	struct gerr err = {0};
 	char opts[96];
 	int n, r;
 
 	/* upstream's /mps unless a flag or MPS_ROOT (even empty: urfave/cli) says otherwise */
-	if (config_args_new(argc - shm, argv + shm, getenv("MPS_ROOT") ? NULL : mps_default, &args) < 0 ||
+	if (!cfg || config_args_new(argc - shm, argv + shm, getenv("MPS_ROOT") ? NULL : mps_default, &args) < 0 ||
 	    !(v = config_args_vector(args, &n))) {
 		fprintf(stderr, "gpulet mps-control-daemon: out of memory\n");
 		return 1;
 	}
-	r = cmd_parse(&mps_verb, n, v, &cfg);
+	r = cmd_parse(&mps_verb, n, v, cfg);
 	if (r != CMD_CONTINUE)
 		return r;
-	log_set_level(cfg.log_level);
+	log_set_level(cfg->log_level);
 	if (shm) {
-		if (mps_mount_shm(&cfg, opts, sizeof(opts), &err) < 0) {
+		if (mps_mount_shm(cfg, opts, sizeof(opts), &err) < 0) {
 			fprintf(stderr, "gpulet mps-control-daemon mount-shm: %s\n", err.msg);
 			return 1;
 		}
-		printf("mounted tmpfs on %s/shm (%s)\n", cfg.mps_root, opts);
+		printf("mounted tmpfs on %s/shm (%s)\n", cfg->mps_root, opts);
 		return 0;
 	}
-	if (mps_daemon_start(args, &cfg, &daemon) < 0)
+	/* the supervisor borrows cfg: it is freed (on return) only after the supervisor stopped */
+	if (mps_daemon_start(args, cfg, &daemon) < 0)
 		return 1;
 	mps_daemon_run(daemon);
 	mps_daemon_stop(daemon);

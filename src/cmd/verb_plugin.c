@@ -37,22 +37,23 @@ static int print_config(const struct plugin_config *cfg)
 int cmd_plugin(int argc, char **argv)
 {
 	_cleanup_(config_args_freep) struct config_args *args = NULL;
+	_cleanup_(config_freep) struct plugin_config *cfg = config_new();
 	struct plugin_daemon *daemon = NULL;
-	struct plugin_config cfg = {0};
 	int r;
 
 	/* kept before getopt permutes argv: SIGHUP builds the config again from it */
-	if (config_args_new(argc, argv, NULL, &args) < 0) {
+	if (!cfg || config_args_new(argc, argv, NULL, &args) < 0) {
 		fprintf(stderr, "gpulet plugin: out of memory\n");
 		return 1;
 	}
-	r = cmd_parse(&plugin_verb, argc, argv, &cfg);
+	r = cmd_parse(&plugin_verb, argc, argv, cfg);
 	if (r != CMD_CONTINUE)
 		return r;
-	if (cfg.print_config)
-		return print_config(&cfg);
-	log_set_level(cfg.log_level);
-	if (plugin_daemon_start(args, &cfg, &daemon) < 0)
+	if (cfg->print_config)
+		return print_config(cfg);
+	log_set_level(cfg->log_level);
+	/* the daemon borrows cfg: it is freed (on return) only after the daemon stopped */
+	if (plugin_daemon_start(args, cfg, &daemon) < 0)
 		return 1;
 	plugin_daemon_run(daemon);
 	plugin_daemon_stop(daemon);

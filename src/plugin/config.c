@@ -22,9 +22,11 @@
 #define CONFIG_FILE_MAX            (1024 * 1024)
 #define DEFAULT_DEVICE_PLUGIN_PATH "/var/lib/kubelet/device-plugins" /* pluginapi.DevicePluginPath */
 
-/* A field of struct plugin_config; a text field with its buffer's size (longer values are refused). */
+/* A field of struct plugin_config; a path (owned, at most PATH_MAX - 1 characters, longer is refused), another
+ * text (at most CONFIG_STR_MAX). */
 #define F(field)  .off = offsetof(struct plugin_config, field)
-#define FT(field) F(field), .size = sizeof(((struct plugin_config *)0)->field)
+#define FP(field) F(field), .max = PATH_MAX - 1
+#define FS(field) F(field), .max = CONFIG_STR_MAX
 
 const struct enum_name config_device_id_names[2] = {{DEVICE_ID_UUID, "uuid"}, {DEVICE_ID_INDEX, "index"}};
 const struct enum_name config_discovery_names[4] = {
@@ -41,9 +43,14 @@ static int set_imex(void *opts, const char *v, struct gerr *err)
 {
 	struct plugin_config *c = opts;
 
+	char *copy;
+
 	if (v[0] && !streq(v, "0"))
 		return gerr_set(err, EINVAL, "only channel 0 is supported");
-	snprintf(c->imex_channel_ids, sizeof(c->imex_channel_ids), "%s", v);
+	if (!(copy = strdup(v)))
+		return gerr_set(err, ENOMEM, "out of memory");
+	free(c->imex_channel_ids);
+	c->imex_channel_ids = copy;
 	return 0;
 }
 
@@ -75,7 +82,7 @@ static const struct optspec config_opts[] = {
      .env = {"NVIDIA_DRIVER_ROOT"},
      .key = "flags.nvidiaDriverRoot",
      .def = "/",
-     FT(driver_root),
+     FP(driver_root),
      .help = "host root of the NVIDIA driver (/ or /run/nvidia/driver)"},
     {.name = "dev-root",
      .alias = "nvidia-dev-root",
@@ -83,7 +90,7 @@ static const struct optspec config_opts[] = {
      .arg = "DIR",
      .env = {"NVIDIA_DEV_ROOT"},
      .key = "flags.nvidiaDevRoot",
-     FT(dev_root),
+     FP(dev_root),
      .help = "host root of the /dev nodes (default: the driver root)"},
     {.name = "pass-device-specs",
      .kind = OPT_BOOL,
@@ -139,7 +146,7 @@ static const struct optspec config_opts[] = {
      .env = {"CDI_ANNOTATION_PREFIX"},
      .key = "flags.plugin.cdiAnnotationPrefix",
      .def = "cdi.k8s.io/",
-     FT(cdi_annotation_prefix),
+     FS(cdi_annotation_prefix),
      .help = "prefix of the CDI annotation key"},
     {.name = "nvidia-cdi-hook-path",
      .alias = "nvidia-ctk-path",
@@ -148,7 +155,7 @@ static const struct optspec config_opts[] = {
      .env = {"NVIDIA_CDI_HOOK_PATH", "NVIDIA_CTK_PATH"},
      .key = "flags.plugin.nvidiaCTKPath",
      .def = "/usr/bin/nvidia-ctk",
-     FT(nvidia_cdi_hook_path),
+     FP(nvidia_cdi_hook_path),
      .help = "host path of the CDI hook binary written into CDI specs"},
     {.name = "driver-root-ctr-path",
      .alias = "container-driver-root",
@@ -157,14 +164,14 @@ static const struct optspec config_opts[] = {
      .env = {"DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"},
      .key = "flags.plugin.containerDriverRoot",
      .def = "/driver-root",
-     FT(container_driver_root),
+     FP(container_driver_root),
      .help = "where the host driver root is mounted in the plugin container"},
     {.name = "mps-root",
      .kind = OPT_PATH,
      .arg = "DIR",
      .env = {"MPS_ROOT"},
      .key = "flags.mpsRoot",
-     FT(mps_root),
+     FP(mps_root),
      .help = "host dir of the MPS daemons' pipes and shm (required with MPS sharing)"},
     {.name = "shared-devices-allocation-policy",
      .kind = OPT_ENUM,
@@ -204,25 +211,25 @@ static const struct optspec config_opts[] = {
      .arg = "PATH",
      .env = {"KUBELET_SOCKET"},
      .def = "/var/lib/kubelet/device-plugins/kubelet.sock",
-     FT(kubelet_socket),
+     FP(kubelet_socket),
      .help = "kubelet registration socket (\"\": serve without registering)"},
     {.name = "config-file",
      .kind = OPT_FILE,
      .arg = "FILE",
      .env = {"CONFIG_FILE"},
-     FT(config_file),
+     FP(config_file),
      .help = "version: v1 config file (YAML or JSON); a relative path is taken from the working directory"},
     {.name = "cdi-feature-flags",
      .kind = OPT_STR,
      .arg = "FLAGS",
      .env = {"CDI_FEATURE_FLAGS"},
-     FT(cdi_feature_flags),
+     FS(cdi_feature_flags),
      .help = "feature flags for CDI spec generation"},
     {.name = "cdi-disable-hooks",
      .kind = OPT_STR,
      .arg = "HOOKS",
      .env = {"CDI_DISABLE_HOOKS"},
-     FT(cdi_disable_hooks),
+     FS(cdi_disable_hooks),
      .help = "CDI hooks to leave out (all)"},
     /* gpulet: upstream hard-codes the dir (pluginapi.DevicePluginPath); "" = the kubelet socket's dir,
      * where kubelet dials the endpoint it was given (docs/reference/device-plugin.md §3.1) */
@@ -230,7 +237,7 @@ static const struct optspec config_opts[] = {
      .kind = OPT_PATH,
      .arg = "DIR",
      .env = {"DP_DEVICE_PLUGIN_PATH"},
-     FT(device_plugin_path),
+     FP(device_plugin_path),
      .help = "dir where the plugin sockets are created (default: the directory of --kubelet-socket, or "
 	     "/var/lib/kubelet/device-plugins when it is empty)"},
     /* gpulet: NVML location override, e.g. a fake NVML in tests */
@@ -238,7 +245,7 @@ static const struct optspec config_opts[] = {
      .kind = OPT_PATH,
      .arg = "PATH",
      .env = {"GPULET_NVML_LIBRARY"},
-     FT(nvml_library),
+     FP(nvml_library),
      .help = "path of libnvidia-ml.so.1 (default: search the driver root)"},
     /* gpulet: prefix of every host path read (a fake node tree in tests, /host in a container) */
     {.name = "root",
@@ -246,7 +253,7 @@ static const struct optspec config_opts[] = {
      .arg = "DIR",
      .env = {"GPULET_ROOT"},
      .def = "/",
-     FT(root),
+     FP(root),
      .help = "host filesystem prefix"},
     /* gpulet: how often NVML is read again to notice lost GPUs and MIG re-partitions (pain point #5) */
     {.name = "rescan-interval",
@@ -274,7 +281,7 @@ static const struct optspec config_opts[] = {
      .kind = OPT_PATH,
      .arg = "PATH",
      .env = {"GPULET_KERNEL_LOG"},
-     FT(kernel_log),
+     FP(kernel_log),
      .help = "kernel log followed for 'NVRM: Xid' lines (default: <root>/dev/kmsg; e.g. /var/log/kern.log)"},
     {.name = "log-level",
      .kind = OPT_ENUM,
@@ -356,20 +363,56 @@ char **config_args_vector(const struct config_args *a, int *argc)
 }
 
 /* Values that follow from others when not given (docs/reference/device-plugin.md §3.1). */
-static void config_derive(struct plugin_config *c)
+static int config_derive(struct plugin_config *c, struct gerr *err)
 {
 	const char *slash = strrchr(c->kubelet_socket, '/');
+	char *dir;
 
 	if (c->device_plugin_path[0])
-		return;
-	/* kubelet resolves a registered endpoint inside its own socket's dir: serve there */
+		return 0;
+	/* kubelet resolves a registered endpoint inside its own socket's dir: serve there (the socket is an
+	 * absolute path, so it has a '/') */
 	if (!c->kubelet_socket[0])
-		snprintf(c->device_plugin_path, sizeof(c->device_plugin_path), "%s", DEFAULT_DEVICE_PLUGIN_PATH);
-	else if (slash == c->kubelet_socket)
-		snprintf(c->device_plugin_path, sizeof(c->device_plugin_path), "/");
+		dir = strdup(DEFAULT_DEVICE_PLUGIN_PATH);
 	else
-		snprintf(c->device_plugin_path, sizeof(c->device_plugin_path), "%.*s", (int)(slash - c->kubelet_socket),
-			 c->kubelet_socket);
+		dir = strndup(c->kubelet_socket, slash == c->kubelet_socket ? 1 : (size_t)(slash - c->kubelet_socket));
+	if (!dir)
+		return gerr_set(err, ENOMEM, "out of memory");
+	free(c->device_plugin_path);
+	c->device_plugin_path = dir;
+	return 0;
+}
+
+/* The text fields of struct plugin_config: the owned rows, and the one a CALL row sets. */
+static bool is_text_row(const struct optspec *o)
+{
+	return o->kind == OPT_STR || o->kind == OPT_PATH || o->kind == OPT_FILE ||
+	       o->off == offsetof(struct plugin_config, imex_channel_ids);
+}
+
+struct plugin_config *config_new(void)
+{
+	_cleanup_(config_freep) struct plugin_config *c = calloc(1, sizeof(*c));
+
+	if (!c || !(c->warnings = strdup("")))
+		return NULL;
+	for (const struct optspec *o = config_opts; o->kind != OPT_END; o++) {
+		char **p = (char **)((char *)c + o->off);
+
+		if (is_text_row(o) && !(*p = strdup("")))
+			return NULL;
+	}
+	return TAKE_PTR(c);
+}
+
+void config_free(struct plugin_config *c)
+{
+	if (!c)
+		return;
+	optspec_free(config_opts, c); /* the owned rows */
+	free(c->imex_channel_ids);    /* the CALL row's */
+	free(c->warnings);
+	free(c);
 }
 
 static int config_file_layer(void *opts, const char *path, struct gerr *err)
@@ -386,14 +429,15 @@ static int config_file_layer(void *opts, const char *path, struct gerr *err)
 
 static int config_finish(void *opts, struct gerr *err)
 {
-	config_derive(opts);
-	return config_validate(opts, err);
+	int r = config_derive(opts, err);
+
+	return r < 0 ? r : config_validate(opts, err);
 }
 
-int config_load(const struct config_args *args, struct plugin_config *ret, struct gerr *err)
+int config_load(const struct config_args *args, struct plugin_config **ret, struct gerr *err)
 {
 	static char verb[] = "plugin";
-	_cleanup_free_ struct plugin_config *c = calloc(1, sizeof(*c));
+	_cleanup_(config_freep) struct plugin_config *c = config_new();
 	_cleanup_free_ char **argv = NULL;
 	char *no_args[] = {verb, NULL};
 	enum optspec_action action;
@@ -407,7 +451,7 @@ int config_load(const struct config_args *args, struct plugin_config *ret, struc
 	r = optspec_parse(&config_cli, argc, argv ?: no_args, c, &action, &fail, err);
 	if (r < 0)
 		return r;
-	*ret = *c;
+	*ret = TAKE_PTR(c);
 	return 0;
 }
 
@@ -460,8 +504,8 @@ char *config_to_json(const struct plugin_config *cfg)
 		case OPT_ENUM:
 			v = json_string(optspec_enum_name(p, *(const int *)f));
 			break;
-		default: /* text in the struct's buffer */
-			v = json_string((const char *)f);
+		default: /* text the struct owns */
+			v = json_string(*(char *const *)f);
 		}
 		json_object_set_new(o, p->name, v);
 	}
@@ -485,7 +529,6 @@ int config_load_file_to(const struct optspec_cli *cli, void *opts, const char *p
 	size_t len;
 	int r;
 
-	memset(cfg, 0, sizeof(*cfg));
 	r = read_file(path, CONFIG_FILE_MAX, &text, &len, err);
 	if (r < 0)
 		return gerr_prefix(err, "reading the config file %s: ", path), r;

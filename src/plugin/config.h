@@ -33,52 +33,64 @@ enum discovery_strategy { DISCOVERY_AUTO, DISCOVERY_NVML, DISCOVERY_TEGRA, DISCO
 extern const struct enum_name config_device_id_names[2], config_discovery_names[4], config_dls_names[4];
 
 #define CONFIG_MAX_RULES 16
-#define CONFIG_STR       256
+#define CONFIG_STR_MAX   255 /* the most characters of a text option that is not a path */
 
+/*
+ * Ownership: every text field is a heap string owned by the struct, never NULL in a struct that
+ * config_new() or config_load() returned; "" means the option is absent. config_free() releases
+ * them all with the struct. A struct is only ever handled by pointer (never copied: two copies
+ * would own the same strings); to change a running config, load a new one and swap the pointers.
+ */
 struct plugin_config {
 	/* flags.* shared with GFD */
 	enum mig_strategy mig_strategy;
 	bool fail_on_init_error;
-	char driver_root[PATH_MAX];
-	char dev_root[PATH_MAX]; /* "" = same as driver_root */
-	char mps_root[PATH_MAX];
+	char *driver_root;
+	char *dev_root; /* "" = same as driver_root */
+	char *mps_root;
 	bool gdrcopy_enabled, gds_enabled, mofed_enabled;
 	enum discovery_strategy device_discovery_strategy;
 	/* flags.plugin.* */
 	bool pass_device_specs;
 	unsigned device_list_strategy; /* DLS_* bits */
 	enum device_id_strategy device_id_strategy;
-	char cdi_annotation_prefix[CONFIG_STR];
-	char nvidia_cdi_hook_path[PATH_MAX];
-	char container_driver_root[PATH_MAX];
+	char *cdi_annotation_prefix;
+	char *nvidia_cdi_hook_path;
+	char *container_driver_root;
 	enum replica_policy shared_devices_allocation_policy;
 	/* imex.* */
-	char imex_channel_ids[32]; /* "" or "0" */
+	char *imex_channel_ids; /* "" or "0" */
 	bool imex_required;
 	/* command line / env only */
-	char kubelet_socket[PATH_MAX]; /* "" = serve but never register */
-	char device_plugin_path[PATH_MAX];
-	char config_file[PATH_MAX];
-	char cdi_feature_flags[CONFIG_STR];
-	char cdi_disable_hooks[CONFIG_STR];
-	char nvml_library[PATH_MAX];
-	char root[PATH_MAX];
+	char *kubelet_socket; /* "" = serve but never register */
+	char *device_plugin_path;
+	char *config_file;
+	char *cdi_feature_flags;
+	char *cdi_disable_hooks;
+	char *nvml_library;
+	char *root;
 	enum log_level log_level;
-	bool print_config;         /* --print-config: print the effective config as JSON and exit */
-	unsigned rescan_interval;  /* seconds */
-	unsigned health_recovery;  /* seconds without a new error before a recoverable GPU is healthy again */
-	char kernel_log[PATH_MAX]; /* file followed for NVRM Xid lines; "" = <root>/dev/kmsg */
+	bool print_config;        /* --print-config: print the effective config as JSON and exit */
+	unsigned rescan_interval; /* seconds */
+	unsigned health_recovery; /* seconds without a new error before a recoverable GPU is healthy again */
+	char *kernel_log;         /* file followed for NVRM Xid lines; "" = <root>/dev/kmsg */
 	/* sharing.* from the file */
 	enum sharing_strategy sharing;
 	bool rename_by_default;
 	bool fail_requests_greater_than_one;
-	struct replica_rule rules[CONFIG_MAX_RULES];
+	struct replica_rule rules[CONFIG_MAX_RULES]; /* more in a file: an error naming the entry */
 	size_t n_rules;
-	/* warnings collected while loading (unknown keys, ignored sections), "; "-separated; a list
-	 * that reached the size ends saying so (warnings_full) */
-	char warnings[2048];
-	bool warnings_full;
+	/* warnings collected while loading (unknown keys, ignored sections), "; "-separated, all of them:
+	 * the file is at most 1 MiB, so is the list within a bound; warnings_len is strlen(warnings) */
+	char *warnings;
+	size_t warnings_len, warnings_cap;
 };
+
+/* A config with every number zero and every text "" (what the layers start from); NULL: out of memory. */
+struct plugin_config *config_new(void);
+/* Release c and every string it owns. NULL is fine. */
+void config_free(struct plugin_config *c);
+DEFINE_CLEANUP_FUNC(struct plugin_config, config_free)
 
 /*
  * How the plugin's (and upstream's mps-control-daemon's) flags, env vars and v1 file are read: the
@@ -101,21 +113,23 @@ char **config_args_vector(const struct config_args *a, int *argc);
 DEFINE_CLEANUP_FUNC(struct config_args, config_args_free)
 
 /*
- * Build the effective config: defaults, then the config file (--config-file / CONFIG_FILE, a path
- * as given), then env, then args (NULL: none). A bad file fails with file:line:col and the key; a
- * bad value names its source.
+ * Build the effective config, a new one in *ret (the caller frees it with config_free()):
+ * defaults, then the config file (--config-file / CONFIG_FILE, a path as given), then env, then
+ * args (NULL: none). A bad file fails with file:line:col and the key; a bad value (too long
+ * included) names its source. *ret is set only on success.
  */
-int config_load(const struct config_args *args, struct plugin_config *ret, struct gerr *err);
+int config_load(const struct config_args *args, struct plugin_config **ret, struct gerr *err);
 
 /*
  * The v1 file at path (as given) for another reader of it (gpulet labels, GFD's keys): option keys set
- * cli's rows in opts, the sharing section and the warnings go to cfg (zeroed first). A key of the
- * plugin's rows that cli has none for is not a warning.
+ * cli's rows in opts, the sharing section and the warnings go to cfg (one from config_new()). A key of
+ * the plugin's rows that cli has none for is not a warning.
  */
 int config_load_file_to(const struct optspec_cli *cli, void *opts, const char *path, struct plugin_config *cfg,
 			struct gerr *err);
 
-/* Load only a YAML/JSON v1 config text into cfg (on top of what is there); name is for messages. */
+/* Load only a YAML/JSON v1 config text into cfg (one from config_new() or config_load(), on top of
+ * what is there); name is for messages. */
 int config_apply_file_text(struct plugin_config *cfg, const char *text, size_t len, const char *name, struct gerr *err);
 /* The same with the option keys going to cli's rows in opts. */
 int config_apply_file_to(const struct optspec_cli *cli, void *opts, struct plugin_config *cfg, const char *text,

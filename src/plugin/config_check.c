@@ -14,30 +14,32 @@
 
 #include "plugin/config_int.h"
 
-void config_warn(struct plugin_config *c, const char *fmt, ...)
+int config_warn(struct plugin_config *c, struct gerr *err, const char *fmt, ...)
 {
 	_cleanup_free_ char *w = NULL;
-	size_t l = strlen(c->warnings);
-	char more[96];
+	size_t need;
 	va_list ap;
 	int n;
 
-	if (c->warnings_full)
-		return;
-	/* room for this marker is always kept, so a full list says so instead of ending silently */
-	snprintf(more, sizeof(more), "%smore warnings left out (the list is limited to %zu bytes)", l ? "; " : "",
-		 sizeof(c->warnings));
 	va_start(ap, fmt);
 	n = vasprintf(&w, fmt, ap);
 	va_end(ap);
 	if (n < 0)
-		w = NULL;
-	if (w && l + 2 + (size_t)n + strlen(more) < sizeof(c->warnings)) {
-		snprintf(c->warnings + l, sizeof(c->warnings) - l, "%s%s", l ? "; " : "", w);
-		return;
+		return gerr_set(err, ENOMEM, "out of memory");
+	/* every warning is kept: the list grows (twice the room each time), "; " between two */
+	need = c->warnings_len + 2 + (size_t)n + 1;
+	if (need > c->warnings_cap) {
+		size_t cap = need > 2 * c->warnings_cap ? need : 2 * c->warnings_cap;
+		char *p = realloc(c->warnings, cap);
+
+		if (!p)
+			return gerr_set(err, ENOMEM, "out of memory");
+		c->warnings = p;
+		c->warnings_cap = cap;
 	}
-	snprintf(c->warnings + l, sizeof(c->warnings) - l, "%s", more);
-	c->warnings_full = true;
+	c->warnings_len += (size_t)snprintf(c->warnings + c->warnings_len, c->warnings_cap - c->warnings_len, "%s%s",
+					    c->warnings_len ? "; " : "", w);
+	return 0;
 }
 
 int config_validate(const struct plugin_config *c, struct gerr *err)

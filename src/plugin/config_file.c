@@ -212,7 +212,8 @@ static int apply_option(struct yctx *y, const char *key, struct yval v)
 {
 	const struct optspec *o = optspec_by_key(y->cli->rows, key);
 	bool bare = o && o->kind == OPT_DURATION && json_is_number(v.v);
-	char text[PATH_MAX], where[PATH_MAX];
+	_cleanup_free_ char *where = NULL;
+	char text[PATH_MAX];
 	int r;
 
 	if (!o) {
@@ -220,7 +221,8 @@ static int apply_option(struct yctx *y, const char *key, struct yval v)
 			return walk_options(y, v, key); /* fails on anything but a mapping */
 		/* a key of the schema another reader of the file uses (the plugin's, GFD's) is no typo */
 		if (!is_known_unused(key) && !optspec_by_key(config_cli.rows, key))
-			config_warn(y->cfg, "%s:%u:%u: unknown key %s (ignored)", y->name, v.pos.line, v.pos.col, key);
+			return config_warn(y->cfg, y->err, "%s:%u:%u: unknown key %s (ignored)", y->name, v.pos.line,
+					   v.pos.col, key);
 		return 0;
 	}
 	if (json_is_null(v.v))
@@ -230,7 +232,8 @@ static int apply_option(struct yctx *y, const char *key, struct yval v)
 		 : value_text(y, v, key, o->kind == OPT_FLAGS || o->kind == OPT_CALL, text, sizeof(text));
 	if (r < 0)
 		return -EINVAL;
-	snprintf(where, sizeof(where), "%s:%u:%u", y->name, v.pos.line, v.pos.col);
+	if (asprintf(&where, "%s:%u:%u", y->name, v.pos.line, v.pos.col) < 0)
+		return gerr_set(y->err, ENOMEM, "out of memory");
 	r = optspec_set_key(y->cli, y->opts, key, text, where, y->err);
 	if (r < 0 && bare && y->err)
 		gerr_set(y->err, -r, "%.400s; a bare number is nanoseconds here, as upstream; write 60s", y->err->msg);
@@ -245,10 +248,11 @@ static int walk_options(struct yctx *y, struct yval map, const char *prefix)
 	if (!json_is_object(map.v))
 		return yerr(y, map.pos, prefix, "expected a mapping");
 	json_object_foreach (map.v, k, v) {
-		char key[256];
+		_cleanup_free_ char *key = NULL; /* a key of the file, as long as it is */
 		int r;
 
-		snprintf(key, sizeof(key), "%s.%s", prefix, k);
+		if (asprintf(&key, "%s.%s", prefix, k) < 0)
+			return gerr_set(y->err, ENOMEM, "out of memory");
 		r = apply_option(y, key, member(y, map.v, k));
 		if (r < 0)
 			return r;
@@ -266,13 +270,17 @@ static int warn_unknown(struct yctx *y, struct yval map, const char *prefix, con
 	json_object_foreach (map.v, k, v) {
 		struct yaml_pos kp = map.pos;
 		bool ok = false;
+		int r;
 
 		for (size_t i = 0; known[i] && !ok; i++)
 			ok = streq(known[i], k);
 		if (ok)
 			continue;
 		yaml_where_key(y->w, map.v, k, &kp);
-		config_warn(y->cfg, "%s:%u:%u: unknown key %s.%s (ignored)", y->name, kp.line, kp.col, prefix, k);
+		r = config_warn(y->cfg, y->err, "%s:%u:%u: unknown key %s.%s (ignored)", y->name, kp.line, kp.col,
+				prefix, k);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }
@@ -524,8 +532,9 @@ static int parse_rule(struct yctx *y, struct yval e, const char *ekey, struct sh
 	if (r < 0)
 		return r;
 	if (r > 0)
-		config_warn(y->cfg, "%s:%u:%u: %s.devices: only \"all\" is supported (as upstream); using all", y->name,
-			    v.pos.line, v.pos.col, ekey);
+		return config_warn(y->cfg, y->err,
+				   "%s:%u:%u: %s.devices: only \"all\" is supported (as upstream); using all", y->name,
+				   v.pos.line, v.pos.col, ekey);
 	return 0;
 }
 
@@ -576,7 +585,7 @@ static int parse_sharing(struct yctx *y, struct yval m, const char *prefix, stru
  * DisableResourceNamingInConfig(): a rule's own `rename` is dropped with a warning, the only name a
  * shared resource gets is <name>.shared with renameByDefault (docs/reference/device-plugin.md §2.2).
  */
-static void apply_sharing(struct yctx *y, struct sharing_cfg *s, bool mps)
+static int apply_sharing(struct yctx *y, struct sharing_cfg *s, bool mps)
 {
 	struct plugin_config *c = y->cfg;
 	const char *id = mps ? "mps" : "timeSlicing";
@@ -591,16 +600,18 @@ static void apply_sharing(struct yctx *y, struct sharing_cfg *s, bool mps)
 
 		if (c->rename_by_default) /* name <= 63: checked by resource_name() */
 			snprintf(def, sizeof(def), "%s.shared", rule->name);
-		if (rule->rename[0] && !streq(rule->rename, def))
-			config_warn(c,
-				    "%s:%u:%u: sharing.%s.resources[%zu].rename: setting 'rename' is not supported "
-				    "(as upstream); the resource is advertised as %s",
-				    y->name, s->rename_at[i].line, s->rename_at[i].col, id, i,
-				    def[0] ? def : rule->name);
+		if (rule->rename[0] && !streq(rule->rename, def) &&
+		    config_warn(c, y->err,
+				"%s:%u:%u: sharing.%s.resources[%zu].rename: setting 'rename' is not supported "
+				"(as upstream); the resource is advertised as %s",
+				y->name, s->rename_at[i].line, s->rename_at[i].col, id, i,
+				def[0] ? def : rule->name) < 0)
+			return -ENOMEM;
 		memcpy(rule->rename, def, sizeof(def));
 	}
 	memcpy(c->rules, s->rules, sizeof(c->rules));
 	c->n_rules = s->n_rules;
+	return 0;
 }
 
 /*
@@ -652,9 +663,10 @@ static int check_resources(struct yctx *y, struct yval m)
 		}
 	}
 	if (n)
-		config_warn(y->cfg,
-			    "%s:%u:%u: resources: customizing resource names is not supported (as upstream); ignored",
-			    y->name, m.pos.line, m.pos.col);
+		return config_warn(y->cfg, y->err,
+				   "%s:%u:%u: resources: customizing resource names is not supported (as upstream); "
+				   "ignored",
+				   y->name, m.pos.line, m.pos.col);
 	return 0;
 }
 
@@ -696,13 +708,14 @@ static int apply_document(struct yctx *y, struct yval root)
 	if ((v = member(y, sh.v, "mps")).v && (r = parse_sharing(y, v, "sharing.mps", &mps, true)) < 0)
 		return r;
 	/* upstream's Sharing.SharingStrategy(): MPS with replicas wins over time-slicing */
-	if (ts.present && mps.present)
-		config_warn(y->cfg,
-			    "%s:%u:%u: sharing: both timeSlicing and mps are set; using mps (as upstream), "
-			    "timeSlicing is ignored",
-			    y->name, sh.pos.line, sh.pos.col);
+	if (ts.present && mps.present &&
+	    (r = config_warn(y->cfg, y->err,
+			     "%s:%u:%u: sharing: both timeSlicing and mps are set; using mps (as upstream), "
+			     "timeSlicing is ignored",
+			     y->name, sh.pos.line, sh.pos.col)) < 0)
+		return r;
 	if (ts.present || mps.present)
-		apply_sharing(y, mps.present ? &mps : &ts, mps.present);
+		return apply_sharing(y, mps.present ? &mps : &ts, mps.present);
 	return 0;
 }
 

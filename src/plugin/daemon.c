@@ -81,17 +81,6 @@ static bool same(const char *a, const char *b)
 	return a == b || (a && b && streq(a, b));
 }
 
-/* What config_load() filled for a SIGHUP, released. */
-static void loaded_config_free(struct plugin_config *c)
-{
-	free(c);
-}
-
-static void loaded_config_freep(struct plugin_config **c)
-{
-	loaded_config_free(*c);
-}
-
 /* Where NVML lives as the plugin sees it: inside the plugin container the host driver root is
  * mounted at containerDriverRoot (docs/reference/device-plugin.md §1, last paragraph). */
 static char *nvml_driver_root(const struct plugin_config *cfg)
@@ -210,7 +199,7 @@ static void watch(struct plugin_daemon *d)
  */
 static void restart(struct plugin_daemon *d, const char *why, enum restart_kind kind)
 {
-	_cleanup_(loaded_config_freep) struct plugin_config *loaded = NULL;
+	_cleanup_(config_freep) struct plugin_config *loaded = NULL;
 	struct plugin_config *old = NULL;
 	const struct plugin_config *cfg = d->cfg;
 	struct node *n = NULL;
@@ -225,12 +214,7 @@ static void restart(struct plugin_daemon *d, const char *why, enum restart_kind 
 		return;
 	}
 	if (kind == RELOAD) {
-		loaded = calloc(1, sizeof(*loaded));
-		if (!loaded) {
-			log_error("out of memory during restart", NULL);
-			return;
-		}
-		if (config_load(d->args, loaded, &err) < 0) {
+		if (config_load(d->args, &loaded, &err) < 0) {
 			/* nothing changes: the running plugins keep serving as they are */
 			log_error("Config reload failed, keeping the running config", "error=\"%s\"", err.msg);
 			return;
@@ -269,7 +253,7 @@ static void restart(struct plugin_daemon *d, const char *why, enum restart_kind 
 		log_config(d->cfg);
 		(void)write_specs(d);
 		watch(d);
-		loaded_config_free(old);
+		config_free(old);
 	}
 	(void)serve(d);
 }
@@ -456,7 +440,7 @@ void plugin_daemon_stop(struct plugin_daemon *d)
 	daemon_kubelet_watch_fini(&d->kw);
 	if (d->sigfd >= 0)
 		close(d->sigfd);
-	loaded_config_free(d->reloaded);
+	config_free(d->reloaded);
 	if (d->started)
 		log_info("Stopped", NULL);
 	free(d);

@@ -37,6 +37,10 @@ int daemon_kubelet_watch_init(struct daemon_kubelet_watch *w, const char *socket
 	if (!socket || !socket[0])
 		return 0;
 	slash = strrchr(socket, '/');
+	/* the dir fits (the option is at most PATH_MAX - 1), a file name longer than a name can be never appears */
+	if (strlen(slash ? slash + 1 : socket) >= sizeof(w->name))
+		return gerr_set(err, ENAMETOOLONG, "--kubelet-socket %s: the file name is longer than %zu characters",
+				socket, sizeof(w->name) - 1);
 	snprintf(w->name, sizeof(w->name), "%s", slash ? slash + 1 : socket);
 	snprintf(w->dir, sizeof(w->dir), "%.*s", slash && slash != socket ? (int)(slash - socket) : 1,
 		 slash ? socket : ".");

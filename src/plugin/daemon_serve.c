@@ -248,7 +248,10 @@ static int start_serving(struct daemon_servers *s, const struct daemon_serve_inp
 					  .cdi_extra = in->cdi_extra,
 					  .mps_unready = in->mps_unready(in->mps_data, rs->res[i].name),
 					  .cdi_names = in->cdi_names};
-		snprintf(sv->path, sizeof(sv->path), "%s/%s", in->cfg->device_plugin_path, rs->res[i].socket);
+		if (snprintf(sv->path, sizeof(sv->path), "%s/%s", in->cfg->device_plugin_path, rs->res[i].socket) >=
+		    (int)sizeof(sv->path))
+			return gerr_set(err, ENAMETOOLONG, "--device-plugin-path %s/%s: longer than %zu characters",
+					in->cfg->device_plugin_path, rs->res[i].socket, sizeof(sv->path) - 1);
 		r = gsrv_add(s->g, sv->path, dp_methods, DP_N_METHODS, &handler, sv, &sv->srv, err);
 		if (r < 0)
 			return r;

@@ -58,11 +58,16 @@ static void **grow(struct arena *a, void **arr, size_t n, size_t *cap)
 	return p;
 }
 
-/* key = val, replacing an earlier value of key; the map grows (an arena failure fails the reply). */
+/* key = val, replacing an earlier value of key; the map grows, no entry is ever dropped (an arena failure,
+ * a NULL key or value from a failed arena_printf() included, fails the whole reply: a->failed). */
 static void kv_set(struct arena *a, struct kv *m, const char *key, const char *val)
 {
 	size_t cap = m->cap;
 
+	if (!key || !val) {
+		a->failed = 1;
+		return;
+	}
 	for (size_t i = 0; i < m->n; i++)
 		if (streq(m->k[i], key)) {
 			m->v[i] = val;
@@ -83,8 +88,13 @@ static void env_set(struct build *b, const char *key, const char *val)
 
 static void mount_add(struct build *b, const char *ctr, const char *host, bool ro)
 {
-	V1beta1__Mount *m = arena_alloc(b->a, sizeof(*m));
+	V1beta1__Mount *m;
 
+	if (!ctr || !host) { /* an arena_printf() that failed: so does the reply */
+		b->a->failed = 1;
+		return;
+	}
+	m = arena_alloc(b->a, sizeof(*m));
 	b->mounts = (V1beta1__Mount **)grow(b->a, (void **)b->mounts, b->n_mounts, &b->cap_mounts);
 	if (!m || !b->mounts)
 		return;

@@ -47,7 +47,8 @@ struct sdaemon {
 
 struct mps_daemon {
 	const struct config_args *args;
-	struct plugin_config cfg;
+	const struct plugin_config *cfg; /* in use: the caller's, or the one a SIGHUP loaded */
+	struct plugin_config *reloaded;  /* owned: what the last successful SIGHUP loaded */
 	int sigfd;
 	bool running; /* started: "Stopped" is said at the end */
 	long long next_retry, next_check;
@@ -257,20 +258,29 @@ static int load(struct mps_daemon *s, struct gerr *err)
 	struct resource_options o;
 	int r;
 
-	if (s->args && (r = config_load(s->args, &s->cfg, err)) < 0)
-		return r;
-	if (!(root = root_path(s->cfg.root, s->cfg.mps_root)) || strlen(root) >= sizeof(s->root))
+	if (s->args) {
+		/* a fresh config, swapped in whole; nothing points into the old one past here (the daemons
+		 * were stopped, the tool paths are copies) */
+		_cleanup_(config_freep) struct plugin_config *loaded = NULL;
+
+		if ((r = config_load(s->args, &loaded, err)) < 0)
+			return r;
+		config_free(s->reloaded);
+		s->reloaded = TAKE_PTR(loaded);
+		s->cfg = s->reloaded;
+	}
+	if (!(root = root_path(s->cfg->root, s->cfg->mps_root)) || strlen(root) >= sizeof(s->root))
 		return gerr_set(err, ENAMETOOLONG, "MPS root too long");
 	snprintf(s->root, sizeof(s->root), "%s", root);
 	free(s->bin);
 	free(s->smi);
-	s->bin = mps_find_tool(&s->cfg, MPS_CONTROL_BIN);
-	s->smi = mps_find_tool(&s->cfg, "nvidia-smi");
+	s->bin = mps_find_tool(s->cfg, MPS_CONTROL_BIN);
+	s->smi = mps_find_tool(s->cfg, "nvidia-smi");
 	resource_set_free(s->rs);
 	node_free(s->node);
 	s->rs = NULL;
 	s->node = NULL;
-	if (s->cfg.sharing != SHARING_MPS)
+	if (s->cfg->sharing != SHARING_MPS)
 		return 0;
 	if (!s->bin)
 		return gerr_set(err, ENOENT,
@@ -278,17 +288,17 @@ static int load(struct mps_daemon *s, struct gerr *err)
 				"root or the driver root",
 				MPS_CONTROL_BIN);
 	if (!s->nv) {
-		_cleanup_free_ char *droot = root_path(s->cfg.root, s->cfg.driver_root);
+		_cleanup_free_ char *droot = root_path(s->cfg->root, s->cfg->driver_root);
 
 		r = nvml_open_host(
-		    &(struct nvml_host){.root = s->cfg.root, .library = s->cfg.nvml_library, .driver_root = droot},
+		    &(struct nvml_host){.root = s->cfg->root, .library = s->cfg->nvml_library, .driver_root = droot},
 		    &s->nv, err);
 		if (r < 0)
 			return r;
 	}
-	if ((r = node_load(s->nv, s->cfg.root, &s->node, err)) < 0)
+	if ((r = node_load(s->nv, s->cfg->root, &s->node, err)) < 0)
 		return r;
-	config_resource_options(&s->cfg, &o);
+	config_resource_options(s->cfg, &o);
 	return resources_build(s->node, &o, &s->rs, err);
 }
 
@@ -398,7 +408,7 @@ int mps_daemon_start(const struct config_args *args, const struct plugin_config 
 	*ret = NULL;
 	if (!s)
 		return log_error("Cannot start the MPS control daemon supervisor", "error=\"out of memory\""), -ENOMEM;
-	s->cfg = *cfg;
+	s->cfg = cfg;
 	s->sigfd = -1;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -464,6 +474,7 @@ void mps_daemon_stop(struct mps_daemon *s)
 	free(s->smi);
 	if (s->sigfd >= 0)
 		close(s->sigfd);
+	config_free(s->reloaded);
 	free(s);
 	if (running)
 		log_info("Stopped", NULL);

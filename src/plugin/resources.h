@@ -31,7 +31,11 @@ const char *sharing_strategy_name(enum sharing_strategy s);
 int sharing_strategy_from_name(const char *name, enum sharing_strategy *ret);
 int replica_policy_from_name(const char *name, enum replica_policy *ret);
 
-/* One `sharing.timeSlicing.resources[]` entry of the v1 config. */
+/*
+ * One `sharing.timeSlicing.resources[]` entry of the v1 config. The names stay inline: a resource
+ * name is at most 63 characters (upstream's NewResourceName, checked where the file is read, longer
+ * is an error naming file:line:col), a rename at most that plus ".shared", so both always fit.
+ */
 struct replica_rule {
 	char name[128];    /* resource it applies to: "nvidia.com/gpu", "nvidia.com/mig-1g.5gb" */
 	char rename[128];  /* "" = keep name (or ".shared" suffix when rename_by_default) */

@@ -70,7 +70,8 @@ static bool has_dotdot(const char *path)
 	return false;
 }
 
-/* Text into a STR/PATH/FILE field: the row's inline buffer, or an owned copy replacing the old one. */
+/* Text into a STR/PATH/FILE field: the row's inline buffer, or an owned copy (at most .max characters when
+ * set) replacing the old one. */
 static int set_text(const struct optspec *o, void *field, const char *v, struct gerr *err)
 {
 	char *copy;
@@ -81,6 +82,8 @@ static int set_text(const struct optspec *o, void *field, const char *v, struct 
 		memcpy(field, v, strlen(v) + 1);
 		return 0;
 	}
+	if (o->max && strlen(v) > o->max)
+		return gerr_set(err, ENAMETOOLONG, "longer than %lu characters", o->max);
 	copy = strdup(v);
 	if (!copy)
 		return gerr_set(err, ENOMEM, "out of memory");
@@ -350,12 +353,14 @@ int optspec_set_key(const struct optspec_cli *c, void *opts, const char *key, co
 		    struct gerr *err)
 {
 	const struct optspec *o = optspec_by_key(c->rows, key);
-	char src[512];
+	_cleanup_free_ char *src = NULL;
 
 	if (!o)
 		return -ENOKEY;
 	assert(o->kind != OPT_ARGV); /* a file's text does not outlive the file: the row must own a copy */
-	snprintf(src, sizeof(src), "%s: %s", where, key);
+	/* the whole place, however long the file's name: an error must say where */
+	if (asprintf(&src, "%s: %s", where, key) < 0)
+		return gerr_set(err, ENOMEM, "out of memory");
 	return set_from(c, o, opts, text, src, err);
 }
 

@@ -25,7 +25,7 @@ enum optspec_kind {
 	OPT_ARGV,     /* const char * at .off: the text as given, borrowed (argv, env and defaults outlive the
 		       * options); never for a row with a config-file key */
 	OPT_STR,      /* text at .off: char[.size] when .size is set (longer: an error), else an owned char *
-		       * (optspec_free()) */
+		       * (optspec_free()) of at most .max characters when .max is set (longer: an error) */
 	OPT_PATH,     /* as STR: "" or an absolute path without a ".." component */
 	OPT_FILE,     /* as STR: a path read as given; a relative one is made absolute from the cwd */
 	OPT_SET,      /* bool: true when given without a value; a value (env, file) is a boolean */
@@ -54,7 +54,7 @@ struct optspec {
 	size_t size;                                                  /* STR, PATH, FILE: inline buffer */
 	int (*call)(void *opts, const char *value, struct gerr *err); /* CALL */
 	const char *want;              /* what a valid value looks like; FLAGS: what one item is ("strategy") */
-	unsigned long min, max;        /* UINT; DURATION in ms */
+	unsigned long min, max;        /* UINT; DURATION in ms; max: the longest owned STR/PATH/FILE text */
 	const struct enum_name *names; /* ENUM, FLAGS; DURATION's words */
 	size_t n_names;
 	bool hidden; /* not in --help (a compatibility spelling) */

@@ -5,21 +5,18 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	/* static: struct plugin_config is ~40 KiB of PATH_MAX buffers */
-	static struct plugin_config cfg;
+	_cleanup_(config_freep) struct plugin_config *cfg = config_new();
+	_cleanup_free_ char *text = fuzz_cstr(data, size);
 	struct gerr err = {0};
-	char *text = fuzz_cstr(data, size);
 
-	if (!text)
+	if (!cfg || !text)
 		return 0;
-	memset(&cfg, 0, sizeof(cfg));
-	if (config_apply_file_text(&cfg, text, size, "fuzz.yaml", &err) >= 0) {
+	if (config_apply_file_text(cfg, text, size, "fuzz.yaml", &err) >= 0) {
 		struct resource_options o;
-		char *json = config_to_json(&cfg);
+		char *json = config_to_json(cfg);
 
-		config_resource_options(&cfg, &o);
+		config_resource_options(cfg, &o);
 		free(json);
 	}
-	free(text);
 	return 0;
 }

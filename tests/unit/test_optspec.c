@@ -48,7 +48,7 @@ static const struct optspec rows[] = {
      .key = "a.str",
      .def = "d",
      .off = F(str)},
-    {.name = "path", .kind = OPT_PATH, .arg = "P", .key = "a.path", .off = F(path)},
+    {.name = "path", .kind = OPT_PATH, .arg = "P", .key = "a.path", .off = F(path), .max = 12},
     {.name = "file", .kind = OPT_FILE, .arg = "F", .env = {"T_FILE"}, .off = F(file)},
     {.name = "buf",
      .kind = OPT_STR,
@@ -183,6 +183,8 @@ static void test_errors_name_the_source(void **state)
 	} bad[] = {
 	    {"--path=rel", "--path 'rel' is not valid: must be an absolute path"},
 	    {"--path=/a/../b", "'..'"},
+	    {"--path=/23456789abcd",
+	     "--path '/23456789abcd' is not valid: longer than 12 characters"}, /* an owned copy */
 	    {"--buf=12345678", "--buf '12345678' is not valid: longer than 7 characters"},
 	    {"--sw=yes", "want true or false"},
 	    {"--n=11", "want a whole number in 1..10"},

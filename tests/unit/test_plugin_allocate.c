@@ -26,7 +26,7 @@ static struct node_gpu gpus[2] = {
 static struct node node = {.gpus = gpus, .n_gpus = 2, .driver_version = "550.54.15"};
 
 struct fixture {
-	struct plugin_config cfg;
+	struct plugin_config *cfg;
 	struct resource_set *rs;
 	struct dp_ctx ctx;
 };
@@ -40,9 +40,9 @@ static int setup(void **state)
 	unsetenv("DEVICE_ID_STRATEGY");
 	unsetenv("CONFIG_FILE");
 	assert_int_equal(config_load(NULL, &f->cfg, NULL), 0);
-	config_resource_options(&f->cfg, &o);
+	config_resource_options(f->cfg, &o);
 	assert_int_equal(resources_build(&node, &o, &f->rs, NULL), 0);
-	f->ctx = (struct dp_ctx){.cfg = &f->cfg, .node = &node, .res = &f->rs->res[0]};
+	f->ctx = (struct dp_ctx){.cfg = f->cfg, .node = &node, .res = &f->rs->res[0]};
 	*state = f;
 	return 0;
 }
@@ -52,6 +52,7 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 
 	resource_set_free(f->rs);
+	config_free(f->cfg);
 	free(f);
 	return 0;
 }

@@ -5,6 +5,7 @@
  * valid config) only ever give 0 or a -errno with a located message.
  */
 #include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,11 +37,28 @@ static const char *const plugin_envs[] = {
     "GPULET_KERNEL_LOG",
 };
 
-static void defaults(struct plugin_config *c)
+/* The config of the defaults alone; the caller frees it. */
+static struct plugin_config *defaults(void)
 {
+	struct plugin_config *c = NULL;
+
 	for (size_t i = 0; i < sizeof(plugin_envs) / sizeof(plugin_envs[0]); i++)
 		unsetenv(plugin_envs[i]);
-	assert_int_equal(config_load(NULL, c, NULL), 0);
+	assert_int_equal(config_load(NULL, &c, NULL), 0);
+	return c;
+}
+
+/* config_load() again: on success *c is the new config, the old one freed. */
+static int reload(struct plugin_config **c)
+{
+	struct plugin_config *n = NULL;
+	int r = config_load(NULL, &n, NULL);
+
+	if (r >= 0) {
+		config_free(*c);
+		*c = n;
+	}
+	return r;
 }
 
 static const char valid[] = "version: v1\n"
@@ -64,51 +82,51 @@ static const char valid[] = "version: v1\n"
 /* Issue 5 §2: the recovery quiet period and the kernel-log source are configurable, and bounded. */
 static void test_health_options(void **state)
 {
-	struct plugin_config c;
+	_cleanup_(config_freep) struct plugin_config *c = NULL;
 
-	defaults(&c);
-	assert_int_equal(c.health_recovery, 300);
-	assert_string_equal(c.kernel_log, "");
+	c = defaults();
+	assert_int_equal(c->health_recovery, 300);
+	assert_string_equal(c->kernel_log, "");
 	setenv("GPULET_HEALTH_RECOVERY_INTERVAL", "30", 1);
 	setenv("GPULET_KERNEL_LOG", "/var/log/kern.log", 1);
-	assert_int_equal(config_load(NULL, &c, NULL), 0);
-	assert_int_equal(c.health_recovery, 30);
-	assert_string_equal(c.kernel_log, "/var/log/kern.log");
+	assert_int_equal(reload(&c), 0);
+	assert_int_equal(c->health_recovery, 30);
+	assert_string_equal(c->kernel_log, "/var/log/kern.log");
 	setenv("GPULET_HEALTH_RECOVERY_INTERVAL", "0", 1);
-	assert_true(config_load(NULL, &c, NULL) < 0);
+	assert_true(reload(&c) < 0);
 	setenv("GPULET_HEALTH_RECOVERY_INTERVAL", "30", 1);
 	setenv("GPULET_KERNEL_LOG", "relative/kern.log", 1);
-	assert_true(config_load(NULL, &c, NULL) < 0);
+	assert_true(reload(&c) < 0);
 	unsetenv("GPULET_HEALTH_RECOVERY_INTERVAL");
 	unsetenv("GPULET_KERNEL_LOG");
 }
 
 static void test_valid(void **state)
 {
-	struct plugin_config c;
+	_cleanup_(config_freep) struct plugin_config *c = NULL;
 	struct gerr err = {0};
 
-	defaults(&c);
-	assert_int_equal(c.mig_strategy, MIG_STRATEGY_NONE);
-	assert_int_equal(c.device_list_strategy, DLS_ENVVAR);
-	assert_int_equal(config_apply_file_text(&c, valid, strlen(valid), "c.yaml", &err), 0);
-	assert_int_equal(c.mig_strategy, MIG_STRATEGY_MIXED);
-	assert_false(c.fail_on_init_error);
-	assert_true(c.pass_device_specs);
-	assert_int_equal(c.device_list_strategy, DLS_ENVVAR | DLS_CDI_CRI);
-	assert_int_equal(c.device_id_strategy, DEVICE_ID_INDEX);
-	assert_int_equal(c.sharing, SHARING_TIME_SLICING);
-	assert_int_equal(c.n_rules, 2);
-	assert_string_equal(c.rules[0].name, "nvidia.com/gpu");
-	assert_string_equal(c.rules[0].rename, "nvidia.com/gpu.shared");
-	assert_int_equal(c.rules[0].replicas, 4);
-	assert_string_equal(c.rules[1].name, "nvidia.com/mig-1g.5gb");
+	c = defaults();
+	assert_int_equal(c->mig_strategy, MIG_STRATEGY_NONE);
+	assert_int_equal(c->device_list_strategy, DLS_ENVVAR);
+	assert_int_equal(config_apply_file_text(c, valid, strlen(valid), "c.yaml", &err), 0);
+	assert_int_equal(c->mig_strategy, MIG_STRATEGY_MIXED);
+	assert_false(c->fail_on_init_error);
+	assert_true(c->pass_device_specs);
+	assert_int_equal(c->device_list_strategy, DLS_ENVVAR | DLS_CDI_CRI);
+	assert_int_equal(c->device_id_strategy, DEVICE_ID_INDEX);
+	assert_int_equal(c->sharing, SHARING_TIME_SLICING);
+	assert_int_equal(c->n_rules, 2);
+	assert_string_equal(c->rules[0].name, "nvidia.com/gpu");
+	assert_string_equal(c->rules[0].rename, "nvidia.com/gpu.shared");
+	assert_int_equal(c->rules[0].replicas, 4);
+	assert_string_equal(c->rules[1].name, "nvidia.com/mig-1g.5gb");
 	/* issue 15 §5: a rule's own rename is forced off as upstream's DisableResourceNamingInConfig();
 	 * with renameByDefault the name is <name>.shared, with a warning pointing at the key */
-	assert_string_equal(c.rules[1].rename, "nvidia.com/mig-1g.5gb.shared");
-	assert_non_null(strstr(c.warnings, "c.yaml:17:15: sharing.timeSlicing.resources[1].rename: setting 'rename' "
-					   "is not supported"));
-	assert_false(c.fail_requests_greater_than_one);
+	assert_string_equal(c->rules[1].rename, "nvidia.com/mig-1g.5gb.shared");
+	assert_non_null(strstr(c->warnings, "c.yaml:17:15: sharing.timeSlicing.resources[1].rename: setting 'rename' "
+					    "is not supported"));
+	assert_false(c->fail_requests_greater_than_one);
 }
 
 /* Without renameByDefault a rename is dropped: the resource keeps its own name. */
@@ -116,13 +134,13 @@ static void test_rename_forced_off(void **state)
 {
 	static const char text[] = "sharing:\n  mps:\n    resources:\n    - name: gpu\n      replicas: 2\n"
 				   "      rename: foo\n";
-	struct plugin_config c;
+	_cleanup_(config_freep) struct plugin_config *c = NULL;
 	struct gerr err = {0};
 
-	defaults(&c);
-	assert_int_equal(config_apply_file_text(&c, text, strlen(text), "c.yaml", &err), 0);
-	assert_string_equal(c.rules[0].rename, "");
-	assert_non_null(strstr(c.warnings, "advertised as nvidia.com/gpu"));
+	c = defaults();
+	assert_int_equal(config_apply_file_text(c, text, strlen(text), "c.yaml", &err), 0);
+	assert_string_equal(c->rules[0].rename, "");
+	assert_non_null(strstr(c->warnings, "advertised as nvidia.com/gpu"));
 }
 
 /* timeSlicing and mps together: mps wins, as upstream's Sharing.SharingStrategy(), with a warning. */
@@ -130,35 +148,35 @@ static void test_mps_wins(void **state)
 {
 	static const char text[] = "sharing:\n  timeSlicing:\n    resources:\n    - {name: gpu, replicas: 8}\n"
 				   "  mps:\n    resources:\n    - {name: gpu, replicas: 3}\n";
-	struct plugin_config c;
+	_cleanup_(config_freep) struct plugin_config *c = NULL;
 	struct gerr err = {0};
 
-	defaults(&c);
-	assert_int_equal(config_apply_file_text(&c, text, strlen(text), "c.yaml", &err), 0);
-	assert_int_equal(c.sharing, SHARING_MPS);
-	assert_int_equal(c.n_rules, 1);
-	assert_int_equal(c.rules[0].replicas, 3);
-	assert_true(c.fail_requests_greater_than_one);
-	assert_non_null(strstr(c.warnings, "using mps (as upstream)"));
+	c = defaults();
+	assert_int_equal(config_apply_file_text(c, text, strlen(text), "c.yaml", &err), 0);
+	assert_int_equal(c->sharing, SHARING_MPS);
+	assert_int_equal(c->n_rules, 1);
+	assert_int_equal(c->rules[0].replicas, 3);
+	assert_true(c->fail_requests_greater_than_one);
+	assert_non_null(strstr(c->warnings, "using mps (as upstream)"));
 }
 
 /* issue 15 §6: the sockets go where kubelet looks for the endpoint, next to its own socket. */
 static void test_device_plugin_path_default(void **state)
 {
-	struct plugin_config c;
+	_cleanup_(config_freep) struct plugin_config *c = NULL;
 
-	defaults(&c);
-	assert_string_equal(c.device_plugin_path, "/var/lib/kubelet/device-plugins");
+	c = defaults();
+	assert_string_equal(c->device_plugin_path, "/var/lib/kubelet/device-plugins");
 	setenv("KUBELET_SOCKET", "/var/snap/k8s/device-plugins/kubelet.sock", 1);
-	assert_int_equal(config_load(NULL, &c, NULL), 0);
-	assert_string_equal(c.device_plugin_path, "/var/snap/k8s/device-plugins");
+	assert_int_equal(reload(&c), 0);
+	assert_string_equal(c->device_plugin_path, "/var/snap/k8s/device-plugins");
 	setenv("KUBELET_SOCKET", "/kubelet.sock", 1);
-	assert_int_equal(config_load(NULL, &c, NULL), 0);
-	assert_string_equal(c.device_plugin_path, "/");
+	assert_int_equal(reload(&c), 0);
+	assert_string_equal(c->device_plugin_path, "/");
 	setenv("KUBELET_SOCKET", "", 1); /* an empty env var is unset, as urfave/cli reads it */
 	setenv("DP_DEVICE_PLUGIN_PATH", "/explicit", 1);
-	assert_int_equal(config_load(NULL, &c, NULL), 0);
-	assert_string_equal(c.device_plugin_path, "/explicit");
+	assert_int_equal(reload(&c), 0);
+	assert_string_equal(c->device_plugin_path, "/explicit");
 	unsetenv("KUBELET_SOCKET");
 	unsetenv("DP_DEVICE_PLUGIN_PATH");
 }
@@ -230,41 +248,41 @@ static void test_sharing_accepted(void **state)
 	    "    - name: gpu\n      replicas: 4.0\n      devices: [0, \"1:0\", "
 	    "GPU-b1028956-cfa2-0990-bf4a-5da9abb51763, MIG-GPU-b1028956-cfa2-0990-bf4a-5da9abb51763/3/0, 0]\n"
 	    "    - {name: nvidia.com/mig-1g.5gb, replicas: 2, devices: 2, rename: x}\n";
-	struct plugin_config c;
+	_cleanup_(config_freep) struct plugin_config *c = NULL;
 	struct gerr err = {0};
 
-	defaults(&c);
-	if (config_apply_file_text(&c, text, strlen(text), "c.yaml", &err) < 0)
+	c = defaults();
+	if (config_apply_file_text(c, text, strlen(text), "c.yaml", &err) < 0)
 		fail_msg("%s", err.msg);
-	assert_int_equal(c.sharing, SHARING_TIME_SLICING);
-	assert_int_equal(c.n_rules, 2);
-	assert_int_equal(c.rules[0].replicas, 4);
-	assert_string_equal(c.rules[1].rename, "nvidia.com/mig-1g.5gb.shared");
-	assert_non_null(strstr(c.warnings, "c.yaml:11:16: sharing.timeSlicing.resources[0].devices: only \"all\""));
-	assert_non_null(strstr(c.warnings, "resources[1].devices: only \"all\""));
-	assert_non_null(strstr(c.warnings, "c.yaml:2:3: resources: customizing resource names is not supported"));
+	assert_int_equal(c->sharing, SHARING_TIME_SLICING);
+	assert_int_equal(c->n_rules, 2);
+	assert_int_equal(c->rules[0].replicas, 4);
+	assert_string_equal(c->rules[1].rename, "nvidia.com/mig-1g.5gb.shared");
+	assert_non_null(strstr(c->warnings, "c.yaml:11:16: sharing.timeSlicing.resources[0].devices: only \"all\""));
+	assert_non_null(strstr(c->warnings, "resources[1].devices: only \"all\""));
+	assert_non_null(strstr(c->warnings, "c.yaml:2:3: resources: customizing resource names is not supported"));
 }
 
 /* Names with dots that are not a '..' component stay valid. */
 static void test_dots_not_dotdot(void **state)
 {
 	static const char text[] = "flags:\n  nvidiaDriverRoot: /run/a..b/..c/d../.x\n";
-	struct plugin_config c;
+	_cleanup_(config_freep) struct plugin_config *c = NULL;
 	struct gerr err = {0};
 
-	defaults(&c);
-	assert_int_equal(config_apply_file_text(&c, text, strlen(text), "c.yaml", &err), 0);
-	assert_string_equal(c.driver_root, "/run/a..b/..c/d../.x");
+	c = defaults();
+	assert_int_equal(config_apply_file_text(c, text, strlen(text), "c.yaml", &err), 0);
+	assert_string_equal(c->driver_root, "/run/a..b/..c/d../.x");
 }
 
 static void test_bad(void **state)
 {
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct plugin_config c;
+		_cleanup_(config_freep) struct plugin_config *c = NULL;
 		struct gerr err = {0};
 
-		defaults(&c);
-		assert_int_equal(config_apply_file_text(&c, bad[i].text, strlen(bad[i].text), "c.yaml", &err), -EINVAL);
+		c = defaults();
+		assert_int_equal(config_apply_file_text(c, bad[i].text, strlen(bad[i].text), "c.yaml", &err), -EINVAL);
 		if (!strstr(err.msg, bad[i].msg))
 			fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err.msg, bad[i].msg);
 	}
@@ -273,29 +291,54 @@ static void test_bad(void **state)
 static void test_unknown_keys_warn(void **state)
 {
 	static const char text[] = "version: v1\nflags:\n  frobnicate: 1\nimex:\n  channelIDs: [0]\n";
-	struct plugin_config c;
+	_cleanup_(config_freep) struct plugin_config *c = NULL;
 
-	defaults(&c);
-	assert_int_equal(config_apply_file_text(&c, text, strlen(text), "c.yaml", NULL), 0);
-	assert_non_null(strstr(c.warnings, "c.yaml:3:15: unknown key flags.frobnicate"));
-	assert_string_equal(c.imex_channel_ids, "0");
+	c = defaults();
+	assert_int_equal(config_apply_file_text(c, text, strlen(text), "c.yaml", NULL), 0);
+	assert_non_null(strstr(c->warnings, "c.yaml:3:15: unknown key flags.frobnicate"));
+	assert_string_equal(c->imex_channel_ids, "0");
 }
 
-/* A file with more unknown keys than the warnings hold: the list ends saying so, never silently. */
-static void test_many_warnings_say_so(void **state)
+/* issue 21 item 2: every warning is kept, however many (the list was cut at 2048 bytes before). */
+static void test_many_warnings_all_kept(void **state)
 {
 	char text[16384] = "version: v1\nflags:\n";
-	struct plugin_config c;
+	_cleanup_(config_freep) struct plugin_config *c = NULL;
 	size_t l = strlen(text);
 
 	for (int i = 0; i < 200; i++)
 		l += (size_t)snprintf(text + l, sizeof(text) - l, "  unknownKeyNumber%03d: 1\n", i);
-	defaults(&c);
-	assert_int_equal(config_apply_file_text(&c, text, l, "c.yaml", NULL), 0);
-	assert_true(c.warnings_full);
-	assert_non_null(strstr(c.warnings, "unknown key flags.unknownKeyNumber000"));
-	assert_non_null(strstr(c.warnings, "; more warnings left out (the list is limited to 2048 bytes)"));
-	assert_true(strlen(c.warnings) < sizeof(c.warnings));
+	c = defaults();
+	assert_int_equal(config_apply_file_text(c, text, l, "c.yaml", NULL), 0);
+	assert_non_null(strstr(c->warnings, "unknown key flags.unknownKeyNumber000"));
+	assert_non_null(strstr(c->warnings, "c.yaml:202:24: unknown key flags.unknownKeyNumber199 (ignored)"));
+	assert_null(strstr(c->warnings, "left out"));
+	assert_int_equal(strlen(c->warnings), c->warnings_len);
+}
+
+/* issue 21 item 2: an over-long value is an error naming where it came from, never cut to fit. */
+static void test_too_long_is_an_error(void **state)
+{
+	char text[600] = "flags:\n  plugin:\n    cdiAnnotationPrefix: ", path[PATH_MAX + 8] = "/";
+	_cleanup_(config_freep) struct plugin_config *c = defaults();
+	struct gerr err = {0};
+	size_t l = strlen(text);
+
+	memset(text + l, 'a', 256);
+	snprintf(text + l + 256, sizeof(text) - l - 256, "\n");
+	assert_int_equal(config_apply_file_text(c, text, strlen(text), "c.yaml", &err), -ENAMETOOLONG);
+	assert_non_null(strstr(err.msg, "c.yaml:3:26: flags.plugin.cdiAnnotationPrefix: cdi-annotation-prefix: "
+					"longer than 255 characters"));
+	assert_string_equal(c->cdi_annotation_prefix, "cdi.k8s.io/");
+	text[l + 255] = '\n';
+	text[l + 256] = '\0';
+	assert_int_equal(config_apply_file_text(c, text, strlen(text), "c.yaml", &err), 0);
+	assert_int_equal(strlen(c->cdi_annotation_prefix), 255);
+	memset(path + 1, 'p', PATH_MAX - 1);
+	setenv("GPULET_KERNEL_LOG", path, 1);
+	assert_true(config_load(NULL, &(struct plugin_config *){NULL}, &err) < 0);
+	assert_non_null(strstr(err.msg, "env GPULET_KERNEL_LOG: kernel-log: longer than 4095 characters"));
+	unsetenv("GPULET_KERNEL_LOG");
 }
 
 /* Deterministic mutation smoke: flip, insert and delete bytes of the valid file. */
@@ -310,17 +353,18 @@ static void test_yaml_typing(void **state)
 				   "  plugin:\n    passDeviceSpecs: yes\n";
 	static const char json[] = "{\"version\": \"v1\", \"flags\": {\"migStrategy\": \"mixed\", "
 				   "\"plugin\": {\"deviceListStrategy\": [\"envvar\", \"cdi-cri\"]}}}";
-	struct plugin_config c;
+	_cleanup_(config_freep) struct plugin_config *c = NULL;
 
-	defaults(&c);
-	assert_int_equal(config_apply_file_text(&c, text, strlen(text), "c.yaml", NULL), 0);
-	assert_false(c.fail_on_init_error);
-	assert_true(c.pass_device_specs);
-	assert_int_equal(c.mig_strategy, MIG_STRATEGY_NONE);
-	defaults(&c);
-	assert_int_equal(config_apply_file_text(&c, json, strlen(json), "c.json", NULL), 0);
-	assert_int_equal(c.mig_strategy, MIG_STRATEGY_MIXED);
-	assert_int_equal(c.device_list_strategy, DLS_ENVVAR | DLS_CDI_CRI);
+	c = defaults();
+	assert_int_equal(config_apply_file_text(c, text, strlen(text), "c.yaml", NULL), 0);
+	assert_false(c->fail_on_init_error);
+	assert_true(c->pass_device_specs);
+	assert_int_equal(c->mig_strategy, MIG_STRATEGY_NONE);
+	config_free(c);
+	c = defaults();
+	assert_int_equal(config_apply_file_text(c, json, strlen(json), "c.json", NULL), 0);
+	assert_int_equal(c->mig_strategy, MIG_STRATEGY_MIXED);
+	assert_int_equal(c->device_list_strategy, DLS_ENVVAR | DLS_CDI_CRI);
 }
 
 static void test_mutations(void **state)
@@ -329,7 +373,7 @@ static void test_mutations(void **state)
 	char buf[sizeof(valid) + 64];
 
 	for (int iter = 0; iter < 4000; iter++) {
-		struct plugin_config c;
+		_cleanup_(config_freep) struct plugin_config *c = NULL;
 		struct gerr err = {0};
 		size_t len = strlen(valid);
 		int r;
@@ -356,11 +400,11 @@ static void test_mutations(void **state)
 				len--;
 			}
 		}
-		defaults(&c);
-		r = config_apply_file_text(&c, buf, len, "m.yaml", &err);
+		c = defaults();
+		r = config_apply_file_text(c, buf, len, "m.yaml", &err);
 		if (r < 0)
 			assert_non_null(strstr(err.msg, "m.yaml:"));
-		assert_true(c.n_rules <= CONFIG_MAX_RULES);
+		assert_true(c->n_rules <= CONFIG_MAX_RULES);
 	}
 }
 
@@ -378,7 +422,8 @@ int main(void)
 	    cmocka_unit_test(test_unknown_keys_warn),
 	    cmocka_unit_test(test_yaml_typing),
 	    cmocka_unit_test(test_mutations),
-	    cmocka_unit_test(test_many_warnings_say_so),
+	    cmocka_unit_test(test_many_warnings_all_kept),
+	    cmocka_unit_test(test_too_long_is_an_error),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
