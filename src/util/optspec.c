@@ -249,12 +249,19 @@ static int set_duration(const struct optspec *o, void *field, const char *v, str
 	return 0;
 }
 
+/* May o be given without a value: a switch, --help, --version, or a CALL row that takes none. */
+static bool may_lack_value(const struct optspec *o)
+{
+	return o->kind == OPT_SET || o->kind == OPT_BOOL || o->kind == OPT_HELP || o->kind == OPT_VERSION ||
+	       (o->kind == OPT_CALL && !o->arg);
+}
+
 int optspec_set(const struct optspec *o, void *opts, const char *value, struct gerr *err)
 {
 	void *field = (char *)opts + o->off;
 
-	/* NULL: a flag given without a value, which only a row that takes none or an optional one may be */
-	if (!value && optspec_has_arg(o) == required_argument)
+	/* NULL: a flag given without a value */
+	if (!value && !may_lack_value(o))
 		return gerr_set(err, EINVAL, "needs a value");
 	switch (o->kind) {
 	case OPT_ARGV:
@@ -586,6 +593,69 @@ static int apply_layers(const struct optspec_cli *c, const struct given *g, void
 	return c->finish ? c->finish(opts, err) : 0;
 }
 
+/* What one row must be, as a message, or NULL. */
+static const char *row_defect(const struct optspec *o)
+{
+	bool text = o->kind == OPT_STR || o->kind == OPT_PATH || o->kind == OPT_FILE;
+
+	if (!o->name || !o->name[0])
+		return "a row without a name";
+	if (o->kind == OPT_ARGV && o->key)
+		return "a borrowed (ARGV) row with a config-file key: the file's text does not outlive the file";
+	if (o->size && !text)
+		return "an inline buffer on a row that holds no text";
+	if (o->kind == OPT_UINT && (o->max == 0 || o->max > UINT_MAX || o->min > o->max))
+		return "a number row without a range that fits an unsigned";
+	if ((o->kind == OPT_DURATION || text) && o->max && o->min > o->max)
+		return "min above max";
+	if ((o->kind == OPT_ENUM || o->kind == OPT_FLAGS) && !o->n_names)
+		return "a choice row without names";
+	if (o->kind == OPT_CALL && !o->call)
+		return "a CALL row without a function";
+	if (!o->arg && !may_lack_value(o))
+		return "a row that needs a value without an argument name";
+	return NULL;
+}
+
+/* Is the long name, alias, short letter or key of row a also one of row b? */
+static bool rows_clash(const struct optspec_cli *c, const struct optspec *a, const struct optspec *b)
+{
+	const char *an[] = {a->name, a->alias}, *bn[] = {b->name, b->alias};
+
+	for (size_t i = 0; i < 2; i++)
+		for (size_t j = 0; j < 2; j++)
+			if (an[i] && bn[j] && streq(an[i], bn[j]))
+				return true;
+	return (optspec_short(c, a) && optspec_short(c, a) == optspec_short(c, b)) ||
+	       (a->key && b->key && streq(a->key, b->key));
+}
+
+/*
+ * The table's own rules, checked on every parse (not an assert: a release build keeps it): a verb
+ * with a bad table fails with an internal error rather than write the wrong type into its options.
+ */
+static int check_rows(const struct optspec_cli *c, struct gerr *err)
+{
+	const struct optspec *file = c->file_opt ? optspec_by_name(c->rows, c->file_opt) : NULL;
+
+	if (c->file_opt && (!file || file->def || !c->load_file))
+		return gerr_set(err, EINVAL,
+				"internal error: option table: the config-file row '%s' is missing, has a "
+				"default (never read) or no reader",
+				c->file_opt);
+	for (const struct optspec *o = c->rows; o->kind != OPT_END; o++) {
+		const char *defect = row_defect(o);
+
+		for (const struct optspec *p = c->rows; !defect && p != o; p++)
+			if (rows_clash(c, o, p))
+				defect = "its name, alias, short letter or config-file key is another row's too";
+		if (defect)
+			return gerr_set(err, EINVAL, "internal error: option table: --%s: %s", o->name ? o->name : "?",
+					defect);
+	}
+	return 0;
+}
+
 int optspec_parse(const struct optspec_cli *c, int argc, char **argv, void *opts, enum optspec_action *action,
 		  enum optspec_fail *fail, struct gerr *err)
 {
@@ -594,6 +664,9 @@ int optspec_parse(const struct optspec_cli *c, int argc, char **argv, void *opts
 
 	*action = OPTSPEC_RUN;
 	*fail = OPTSPEC_FAIL_USAGE;
+	r = check_rows(c, err);
+	if (r < 0)
+		return r;
 	r = read_argv(c, argc, argv, &g, action, err);
 	if (r < 0 || *action != OPTSPEC_RUN)
 		return r < 0 ? r : 0;

@@ -399,6 +399,30 @@ static void test_getopt_edges(void **state)
 	done(&t);
 }
 
+/* A table that breaks the engine's rules fails every parse with an internal error. */
+static void test_bad_tables(void **state)
+{
+	static const struct optspec argv_key[] = {{.name = "a", .kind = OPT_ARGV, .arg = "A", .key = "k"}, {0}};
+	static const struct optspec uint_range[] = {{.name = "a", .kind = OPT_UINT, .arg = "N"}, {0}};
+	static const struct optspec twice[] = {
+	    {.name = "a", .kind = OPT_SET}, {.name = "b", .alias = "a", .kind = OPT_SET}, {0}};
+	static const struct optspec size_on_bool[] = {{.name = "a", .kind = OPT_BOOL, .size = 8}, {0}};
+	static const struct optspec *const bad[] = {argv_key, uint_range, twice, size_on_bool};
+	char *argv[] = {(char *)"verb", NULL};
+	struct t_opts t = {0};
+	enum optspec_action a;
+	enum optspec_fail f;
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		struct optspec_cli c = {.rows = bad[i]};
+		struct gerr err = {0};
+
+		assert_true(optspec_parse(&c, 1, argv, &t, &a, &f, &err) < 0);
+		assert_non_null(strstr(err.msg, "internal error: option table: --"));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -409,6 +433,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_actions, setup),
 	    cmocka_unit_test_setup(test_go_forms, setup),
 	    cmocka_unit_test_setup(test_getopt_edges, setup),
+	    cmocka_unit_test(test_bad_tables),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
