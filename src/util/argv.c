@@ -69,20 +69,24 @@ static const char *long_of_short(const struct option *lo, char c)
  */
 static char *rewrite(const char *a, const char *prefix, size_t skip)
 {
-	static char *made[64];
-	char *text = NULL;
+	static char **made;
+	static size_t n_made;
+	char *text = NULL, **grown;
 
 	if (asprintf(&text, "%s%s", prefix, a + skip) < 0)
 		return NULL;
-	for (size_t i = 0; i < ELEMENTSOF(made); i++) {
-		if (!made[i])
-			return made[i] = text;
+	for (size_t i = 0; i < n_made; i++)
 		if (streq(made[i], text)) {
 			free(text);
 			return made[i];
 		}
+	grown = reallocarray(made, n_made + 1, sizeof(*made));
+	if (!grown) {
+		free(text);
+		return NULL;
 	}
-	return text; /* past 64 distinct tokens: not kept here; it lives as long as argv anyway */
+	made = grown;
+	return made[n_made++] = text;
 }
 
 void argv_single_dash_longs(int argc, char **argv, const struct option *lo, const char *shorts)
