@@ -43,7 +43,11 @@ enum {
 
 struct exporter_opts {
 	struct cmd_common c;
-	const char *address, *web_config, *socket, *resource_names, *collectors, *devices, *gpu_id_type;
+	const char *address, *web_config, *socket, *resource_names, *collectors;
+	const char *devices_text;  /* --devices as given (the default's own text when none was) */
+	const char *devices_range; /* --devices g:RANGE / i:RANGE: the text, or NULL */
+	enum exp_devices devices;  /* --devices */
+	int gpu_id_type;           /* --kubernetes-gpu-id-type: GPU_ID_* */
 	unsigned interval_ms, podres_ms, xid_window_ms, clock_window_ms;
 	bool kubernetes, virtual_gpus, no_hostname, mig_parent, debug, replace_blanks, old_namespace;
 	const char *ignored[IGN_COUNT]; /* the value given, or NULL */
@@ -51,6 +55,14 @@ struct exporter_opts {
 };
 
 #define EXP_F(field) offsetof(struct exporter_opts, field)
+
+/* --kubernetes-gpu-id-type: how kubelet names GPUs (dcgm-exporter's appconfig.KubernetesGPUIDType) */
+enum { GPU_ID_UID, GPU_ID_DEVICE_NAME };
+static const struct enum_name gpu_id_types[] = {{GPU_ID_UID, "uid"}, {GPU_ID_DEVICE_NAME, "device-name"}};
+
+static int set_devices(void *opts, const char *value, struct gerr *err);
+static const char devices_default[] = "f";
+#define DEVICES_WANT "f, g or i (g:RANGE, i:RANGE: RANGE a comma list of N or N-M)"
 /* A dcgm-exporter flag kept for compatibility: its value is recorded and warned about, not used. */
 #define IGNORED_STR(name_, short_, env_, idx)                                                                       \
 	CMD_ROW(name_, short_, CMD_OPT_STR, "X", "accepted for dcgm-exporter compatibility; no effect (a warning)", \
@@ -76,14 +88,14 @@ static const struct optspec exporter_opts[] = {
 	    .env = {"KUBERNETES_VIRTUAL_GPUS"}, .def = "false", .off = EXP_F(virtual_gpus)),
     CMD_ROW("nvidia-resource-names", 0, CMD_OPT_STR, "LIST", "extra resource names to attribute, comma-separated",
 	    .env = {"NVIDIA_RESOURCE_NAMES"}, .off = EXP_F(resource_names)),
-    CMD_ROW("no-hostname", 'n', CMD_OPT_SET, NULL, "no Hostname label", .env = {"DCGM_EXPORTER_NO_HOSTNAME"},
-	    .off = EXP_F(no_hostname)),
+    CMD_ROW("no-hostname", 'n', CMD_OPT_BOOL, NULL, "no Hostname label", .env = {"DCGM_EXPORTER_NO_HOSTNAME"},
+	    .def = "false", .off = EXP_F(no_hostname)),
     CMD_ROW("collectors", 'f', CMD_OPT_STR, "FILE",
 	    "dcgm-exporter collectors CSV (field, type, help per line); default: the built-in set",
 	    .env = {"DCGM_EXPORTER_COLLECTORS"}, .off = EXP_F(collectors)),
-    CMD_ROW("devices", 'd', CMD_OPT_STR, "f|g|i",
+    CMD_ROW("devices", 'd', CMD_OPT_CALL, "f|g|i",
 	    "series per GPU with MIG: f its instances (a GPU without MIG: the GPU), g GPUs only, i instances only",
-	    .env = {"DCGM_EXPORTER_DEVICES_STR"}, .def = "f", .off = EXP_F(devices)),
+	    .env = {"DCGM_EXPORTER_DEVICES_STR"}, .def = devices_default, .call = set_devices, .want = DEVICES_WANT),
     CMD_ROW("mig-parent-metrics", 0, CMD_OPT_BOOL, NULL,
 	    "also serve a MIG GPU's own series next to its instances' (sums per namespace then count it twice)",
 	    .env = {"GPULET_EXPORTER_MIG_PARENT_METRICS"}, .def = "false", .off = EXP_F(mig_parent)),
@@ -106,9 +118,10 @@ static const struct optspec exporter_opts[] = {
     IGNORED_STR("switch-devices", 's', "DCGM_EXPORTER_OTHER_DEVICES_STR", IGN_SWITCH_DEVICES),
     IGNORED_STR("cpu-devices", 'p', "DCGM_EXPORTER_CPU_DEVICES_STR", IGN_CPU_DEVICES),
     IGNORED_STR("configmap-data", 'm', "DCGM_EXPORTER_CONFIGMAP_DATA", IGN_CONFIGMAP),
-    CMD_ROW("kubernetes-gpu-id-type", 0, CMD_OPT_STR, "uid|device-name",
+    CMD_ROW("kubernetes-gpu-id-type", 0, OPT_ENUM, "uid|device-name",
 	    "how kubelet names GPUs: uid (GPU-...) or device-name (nvidiaN, GKE)",
-	    .env = {"DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"}, .def = "uid", .off = EXP_F(gpu_id_type)),
+	    .env = {"DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"}, .def = "uid", .off = EXP_F(gpu_id_type),
+	    OPTSPEC_NAMES(gpu_id_types)),
     IGNORED_BOOL("kubernetes-enable-pod-labels", 0, "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", IGN_POD_LABELS),
     IGNORED_BOOL("kubernetes-enable-pod-uid", 0, "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", IGN_POD_UID),
     IGNORED_STR("kubernetes-pod-label-allowlist-regex", 0, "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
@@ -196,16 +209,91 @@ static char **split_names(const char *list, char **ret_copy)
 	return v;
 }
 
-/* dcgm-exporter's -d: f, g or i, optionally with an id range (not applied here: all devices). */
-static int parse_devices(const char *s, enum exp_devices *ret)
+/* RANGE of -d g:RANGE / i:RANGE: a comma list of N or N-M (dcgm-exporter's parseDeviceOptions()). */
+static bool range_valid(const char *s)
 {
-	if (!s || !*s || !strchr("fgi", s[0]) || (s[1] && s[1] != ':') || (s[0] == 'f' && s[1]))
-		return -1;
-	*ret = s[0] == 'g' ? EXP_DEVICES_GPUS : s[0] == 'i' ? EXP_DEVICES_INSTANCES : EXP_DEVICES_FLEX;
-	if (s[1])
-		log_warn("device id ranges are not applied; every GPU and instance of that kind is served",
-			 "devices=%s", s);
+	static const char digits[] = "0123456789";
+
+	for (;;) {
+		size_t n = strspn(s, digits);
+
+		if (!n)
+			return false;
+		s += n;
+		if (*s == '-') {
+			n = strspn(++s, digits);
+			if (!n)
+				return false;
+			s += n;
+		}
+		if (*s != ',')
+			return !*s;
+		s++;
+	}
+}
+
+/* --devices: f, g or i, g and i optionally with an id range (accepted, not applied: all devices). */
+static int set_devices(void *opts, const char *value, struct gerr *err)
+{
+	static const struct enum_name kinds[] = {
+	    {EXP_DEVICES_FLEX, "f"}, {EXP_DEVICES_GPUS, "g"}, {EXP_DEVICES_INSTANCES, "i"}};
+	struct exporter_opts *o = opts;
+	const char letter[2] = {value[0], 0};
+	int kind;
+
+	if (!value[0] || (value[1] && value[1] != ':') || enum_from_name(kinds, letter, &kind) < 0 ||
+	    (value[1] && (kind == EXP_DEVICES_FLEX || !range_valid(value + 2))))
+		return gerr_set(err, EINVAL, "want " DEVICES_WANT);
+	o->devices = (enum exp_devices)kind;
+	o->devices_text = value;
+	o->devices_range = value[1] ? value : NULL;
 	return 0;
+}
+
+/* The env var of row that urfave/cli reads (the first one set) when it is set to "", else NULL. */
+static const char *empty_env(const struct optspec *row)
+{
+	for (size_t k = 0; k < ELEMENTSOF(row->env) && row->env[k]; k++) {
+		const char *v = getenv(row->env[k]);
+
+		if (v)
+			return *v ? NULL : row->env[k];
+	}
+	return NULL;
+}
+
+/*
+ * Text options that an empty value cannot serve (docs/reference/dcgm-exporter.md section 5): refused
+ * here, naming where the "" came from. --devices is typed, but the engine keeps a typed option's
+ * value for an empty env var where dcgm-exporter refuses "": its text is then still the default's.
+ */
+static const struct {
+	const char *name;
+	size_t off; /* const char * in struct exporter_opts */
+	const char *why;
+} no_empty[] = {
+    {"address", EXP_F(address), "give HOST:PORT or :PORT, such as :9400 (dcgm-exporter would listen on a random port)"},
+    {"pod-resources-socket", EXP_F(socket), "unset it for the kubelet's " PODRES_DEFAULT_SOCKET},
+    {"collectors", EXP_F(collectors), "unset it for the built-in set, or name a CSV file"},
+    {"devices", EXP_F(devices_text), "want " DEVICES_WANT},
+};
+
+/* CMD_CONTINUE, or EXIT_USAGE with the message when an option of no_empty[] is empty. */
+static int refuse_empty(const struct exporter_opts *o)
+{
+	for (size_t i = 0; i < ELEMENTSOF(no_empty); i++) {
+		const struct optspec *row = optspec_by_name(exporter_opts, no_empty[i].name);
+		const char *text = *(const char *const *)((const char *)o + no_empty[i].off);
+		const char *env = empty_env(row);
+		bool from_env = env && (text == row->def || text == getenv(env));
+
+		if (!text || (*text && !from_env))
+			continue;
+		if (from_env)
+			return cmd_usage_error(&exporter_verb, "env %s '' is not valid: %s", env, no_empty[i].why);
+		return cmd_usage_error(&exporter_verb, "--%s '' is not valid: %s", row->name, no_empty[i].why);
+	}
+	return CMD_CONTINUE;
 }
 
 static void warn_ignored(const struct exporter_opts *o)
@@ -224,7 +312,7 @@ static void warn_ignored(const struct exporter_opts *o)
 }
 
 /*
- * What is served: --debug, -d, the flags that mean nothing here (warned), the XID policy (env).
+ * What is served: --debug, -d's kind, the flags that mean nothing here (warned), the XID policy (env).
  * CMD_CONTINUE or an exit code.
  */
 static int served_set(const struct exporter_opts *o, struct exporter_daemon_options *d)
@@ -237,13 +325,11 @@ static int served_set(const struct exporter_opts *o, struct exporter_daemon_opti
 					.old_namespace = o->old_namespace,
 					.xid_window_ms = o->xid_window_ms,
 					.clock_window_ms = o->clock_window_ms};
-	if (!streq(o->gpu_id_type, "uid") && !streq(o->gpu_id_type, "device-name"))
-		return cmd_usage_error(&exporter_verb, "--kubernetes-gpu-id-type '%s': use uid or device-name",
-				       o->gpu_id_type);
-	d->served.gpu_id_device_name = streq(o->gpu_id_type, "device-name");
-	if (parse_devices(o->devices, &d->served.devices) < 0)
-		return cmd_usage_error(&exporter_verb, "--devices '%s': use f, g or i (optionally g:RANGE, i:RANGE)",
-				       o->devices);
+	d->served.gpu_id_device_name = o->gpu_id_type == GPU_ID_DEVICE_NAME;
+	d->served.devices = o->devices;
+	if (o->devices_range)
+		log_warn("device id ranges are not applied; every GPU and instance of that kind is served",
+			 "devices=%s", o->devices_range);
 	warn_ignored(o);
 	if (xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &d->xid_policy,
 			     &err) < 0) {
@@ -263,6 +349,9 @@ int cmd_exporter(int argc, char **argv)
 	sigset_t set;
 	int r = cmd_parse(&exporter_verb, argc, argv, &o);
 
+	if (r != CMD_CONTINUE)
+		return r;
+	r = refuse_empty(&o);
 	if (r != CMD_CONTINUE)
 		return r;
 	r = served_set(&o, &d);

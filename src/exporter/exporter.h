@@ -346,7 +346,7 @@ struct exp_http;
 struct exp_http_options {
 	const char *address;         /* ":9400", "127.0.0.1:9400", "[::1]:9400", port 0 = any free */
 	unsigned max_connections;    /* 0: 1024; never more than RLIMIT_NOFILE leaves (http.c) */
-	const char *web_config_file; /* exporter-toolkit web config (TLS, basic auth), NULL: none */
+	const char *web_config_file; /* exporter-toolkit web config (TLS, basic auth), NULL or "": none */
 };
 int exp_http_start(const struct exp_http_options *o, struct exp_http **ret, struct gerr *err);
 /* Publish the exporter once it is ready (NULL before: /metrics serves the gpulet_* basics). */

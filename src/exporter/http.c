@@ -253,7 +253,8 @@ int exp_http_start(const struct exp_http_options *o, struct exp_http **ret, stru
 	pthread_mutex_init(&h->auth_lock, NULL);
 	clock_gettime(CLOCK_REALTIME, &now);
 	h->started_at = (double)now.tv_sec + now.tv_nsec / 1e9;
-	r = o->web_config_file ? load_web_config(h, o->web_config_file, err) : 0;
+	/* "": no web config, plain HTTP, as exporter-toolkit's Serve() (docs/reference/dcgm-exporter.md section 7) */
+	r = o->web_config_file && *o->web_config_file ? load_web_config(h, o->web_config_file, err) : 0;
 	if (r >= 0 && (r = http_listen(h, o, err)) == -EADDRINUSE)
 		gerr_prefix(err, "exporter: ");
 	if (r < 0) {
