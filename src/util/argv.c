@@ -30,12 +30,23 @@ static bool looks_long(const char *name, size_t len)
 	       name[len - 1] != '-';
 }
 
-/* Is c a short option that takes a value ("-ofile-name" is -o with "file-name")? */
+/* Is c a short option that takes a value, required or optional? */
 static bool takes_value(char c, const char *shorts)
 {
 	const char *s = c == ':' ? NULL : strchr(shorts, c);
 
 	return s && s[1] == ':';
+}
+
+/*
+ * Is c a short option that requires a value ("-ofile-name" is -o with "file-name")? A switch that
+ * only may take one (a Go bool: "-n=false", never "-nfalse") does not make "-no-such-option" its value.
+ */
+static bool requires_value(char c, const char *shorts)
+{
+	const char *s = c == ':' ? NULL : strchr(shorts, c);
+
+	return s && s[1] == ':' && s[2] != ':';
 }
 
 /* Does a short-option group (the token without its '-') take the next token as a value? */
@@ -120,7 +131,7 @@ void argv_single_dash_longs(int argc, char **argv, const struct option *lo, cons
 			continue;
 		}
 		if (len >= 2 && strspn(a + 1, shorts) < len &&
-		    (is_long(lo, a + 1, len, &has_arg) || (looks_long(a + 1, len) && !takes_value(a[1], shorts)))) {
+		    (is_long(lo, a + 1, len, &has_arg) || (looks_long(a + 1, len) && !requires_value(a[1], shorts)))) {
 			char *rewritten = rewrite(a, "-", 0);
 
 			if (!rewritten)
