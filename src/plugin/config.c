@@ -35,8 +35,6 @@ const struct enum_name config_dls_names[4] = {{DLS_ENVVAR, "envvar"},
 					      {DLS_VOLUME_MOUNTS, "volume-mounts"},
 					      {DLS_CDI_ANNOTATIONS, "cdi-annotations"},
 					      {DLS_CDI_CRI, "cdi-cri"}};
-static const struct enum_name log_levels[] = {
-    {LOG_LVL_DEBUG, "debug"}, {LOG_LVL_INFO, "info"}, {LOG_LVL_WARN, "warn"}, {LOG_LVL_ERROR, "error"}};
 
 /* imex.channelIDs: api/config/v1/imex.go takes only [] or [0] */
 static int set_imex(void *opts, const char *v, struct gerr *err)
@@ -283,14 +281,7 @@ static const struct optspec config_opts[] = {
      .env = {"GPULET_KERNEL_LOG"},
      FP(kernel_log),
      .help = "kernel log followed for 'NVRM: Xid' lines (default: <root>/dev/kmsg; e.g. /var/log/kern.log)"},
-    {.name = "log-level",
-     .kind = OPT_ENUM,
-     .arg = "LEVEL",
-     .env = {"LOG_LEVEL"},
-     .def = "info",
-     F(log_level),
-     .help = "log verbosity: debug, info, warn or error",
-     OPTSPEC_NAMES(log_levels)},
+    LOG_OPT_LEVEL(offsetof(struct plugin_config, log_level)),
     /* gpulet: command line only */
     {.name = "print-config", .kind = OPT_SET, F(print_config), .help = "print the effective config as JSON and exit"},
     {0},

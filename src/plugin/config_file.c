@@ -16,15 +16,9 @@
 #include "plugin/config_int.h"
 #include "util/opt.h"
 
-/* Keys of the v1 schema that gpulet plugin accepts and does not use (GFD's section). */
-static const char *const known_unused_keys[] = {
-    "flags.gfd.oneshot",
-    "flags.gfd.noTimestamp",
-    "flags.gfd.sleepInterval",
-    "flags.gfd.outputFile",
-    "flags.gfd.machineTypeFile",
-    "flags.gfd.useNodeFeatureAPI",
-    "flags.gfd.deviceDiscoveryStrategy",
+const char *const config_gfd_keys[6] = {
+    CONFIG_KEY_GFD_ONESHOT,     CONFIG_KEY_GFD_NO_TIMESTAMP,      CONFIG_KEY_GFD_SLEEP_INTERVAL,
+    CONFIG_KEY_GFD_OUTPUT_FILE, CONFIG_KEY_GFD_MACHINE_TYPE_FILE, CONFIG_KEY_USE_NODE_FEATURE_API,
 };
 
 struct yctx {
@@ -180,10 +174,11 @@ static int value_text(struct yctx *y, struct yval n, const char *key, bool list_
 	return 0;
 }
 
-static bool is_known_unused(const char *key)
+/* A key GFD reads and the plugin does not. */
+static bool is_gfd_key(const char *key)
 {
-	for (size_t i = 0; i < ELEMENTSOF(known_unused_keys); i++)
-		if (streq(known_unused_keys[i], key))
+	for (size_t i = 0; i < ELEMENTSOF(config_gfd_keys); i++)
+		if (streq(config_gfd_keys[i], key))
 			return true;
 	return false;
 }
@@ -220,7 +215,7 @@ static int apply_option(struct yctx *y, const char *key, struct yval v)
 		if (streq(key, "flags.plugin") || streq(key, "flags.gfd"))
 			return walk_options(y, v, key); /* fails on anything but a mapping */
 		/* a key of the schema another reader of the file uses (the plugin's, GFD's) is no typo */
-		if (!is_known_unused(key) && !optspec_by_key(config_cli.rows, key))
+		if (!is_gfd_key(key) && !optspec_by_key(config_cli.rows, key))
 			return config_warn(y->cfg, y->err, "%s:%u:%u: unknown key %s (ignored)", y->name, v.pos.line,
 					   v.pos.col, key);
 		return 0;
