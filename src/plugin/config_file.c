@@ -174,6 +174,27 @@ static int value_text(struct yctx *y, struct yval n, const char *key, bool list_
 	return 0;
 }
 
+/* What a value is, in the words of YAML. */
+static const char *json_type_word(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+	case JSON_REAL:
+		return "a number";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "a boolean";
+	case JSON_ARRAY:
+		return "a list";
+	case JSON_OBJECT:
+		return "a mapping";
+	default:
+		return "null";
+	}
+}
+
 /* A key GFD reads and the plugin does not. */
 static bool is_gfd_key(const char *key)
 {
@@ -203,6 +224,40 @@ static int duration_number(struct yctx *y, const char *key, struct yval v, char 
 	return 0;
 }
 
+/*
+ * The YAML/JSON type a row's kind takes, as upstream's encoding/json decodes the file into typed
+ * fields (api/config/v1/flags.go, duration.go at v0.20.0; docs/reference/device-plugin.md §2): a
+ * *bool takes only a boolean ("false" and 1 are refused), a *string only a string (5 is refused), a
+ * Duration a number or a string, deviceListStrategy a string or a list of strings.
+ */
+static const char *type_wrong(const struct optspec *o, const json_t *v)
+{
+	size_t i;
+	json_t *e;
+
+	switch (o->kind) {
+	case OPT_SET:
+	case OPT_BOOL:
+		return json_is_boolean(v) ? NULL : "must be true or false, unquoted";
+	case OPT_STR:
+	case OPT_PATH:
+	case OPT_FILE:
+	case OPT_ENUM:
+		return json_is_string(v) ? NULL : "must be a string (quote it)";
+	case OPT_DURATION:
+		return json_is_string(v) || json_is_number(v) ? NULL : "must be a duration: a string (60s) or a number";
+	case OPT_FLAGS:
+		if (json_is_string(v))
+			return NULL;
+		json_array_foreach (v, i, e)
+			if (!json_is_string(e))
+				return "list items must be strings";
+		return json_is_array(v) ? NULL : "must be a string or a list of strings";
+	default:
+		return NULL; /* UINT, CALL: their setter checks the text */
+	}
+}
+
 static int apply_option(struct yctx *y, const char *key, struct yval v)
 {
 	const struct optspec *o = optspec_by_key(y->cli->rows, key);
@@ -222,6 +277,8 @@ static int apply_option(struct yctx *y, const char *key, struct yval v)
 	}
 	if (json_is_null(v.v))
 		return 0; /* `key:` with no value = null: keep the default */
+	if (type_wrong(o, v.v))
+		return yerr(y, v.pos, key, "%s, got %s", type_wrong(o, v.v), json_type_word(v.v));
 	/* a list is joined with ',' for the list-valued rows: FLAGS, and imex.channelIDs (its CALL) */
 	r = bare ? duration_number(y, key, v, text, sizeof(text))
 		 : value_text(y, v, key, o->kind == OPT_FLAGS || o->kind == OPT_CALL, text, sizeof(text));

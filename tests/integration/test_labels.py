@@ -548,7 +548,13 @@ class ConfigAndFlags(unittest.TestCase):
     def test_bad_config_file(self):
         for text, want in (("version: v1\nflags: [\n", "c.yaml:"), ("version: v2\n", "unknown version"),
                            ("version: v1\nflags:\n  gfd:\n    noTimestamp: maybe\n", "flags.gfd.noTimestamp"),
-                           ("version: v1\nflags:\n  gfd:\n    sleepInterval: soon\n", "flags.gfd.sleepInterval")):
+                           ("version: v1\nflags:\n  gfd:\n    sleepInterval: soon\n", "flags.gfd.sleepInterval"),
+                           # the YAML type upstream's JSON decoding takes: a *bool a boolean, a *string a string
+                           ("version: v1\nflags:\n  gfd:\n    oneshot: \"true\"\n",
+                            "c.yaml:4:14: flags.gfd.oneshot: must be true or false, unquoted, got a string"),
+                           ("version: v1\nflags:\n  gfd:\n    outputFile: 5\n", "flags.gfd.outputFile: must be a string"),
+                           ("version: v1\nflags:\n  gfd:\n    sleepInterval: true\n",
+                            "flags.gfd.sleepInterval: must be a duration")):
             cfg = self.write("c.yaml", text)
             p = run(["--oneshot", "-o", "/out", "--config-file", cfg], "dgx-a100", self.root)
             self.assertEqual(p.returncode, 1, text)

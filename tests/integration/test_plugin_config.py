@@ -142,6 +142,12 @@ def test_config_sources(h):
 
 
 BAD = [  # (file text, expected words in the error)
+    # the YAML type of each key as upstream's JSON decoding into *bool / *string / Duration takes it
+    ("version: v1\nflags:\n  failOnInitError: \"false\"\n", ":3:20: flags.failOnInitError: must be true or false"),
+    ("version: v1\nflags:\n  plugin:\n    passDeviceSpecs: 1\n", ":4:22: flags.plugin.passDeviceSpecs: must be true or"),
+    ("version: v1\nflags:\n  plugin:\n    cdiAnnotationPrefix: 5\n",
+     ":4:26: flags.plugin.cdiAnnotationPrefix: must be a string (quote it), got a number"),
+    ("version: v1\nflags:\n  plugin:\n    deviceListStrategy: [envvar, 5]\n", "list items must be strings"),
     ("version: v1\nflags:\n  migStrategy: [none\n", ":4:1:"),  # YAML syntax: line:col from libyaml
     ("version: v2\n", ":1:10: version: unknown version \"v2\""),
     ("version: v1\nflags:\n  plugin:\n    deviceIDStrategy: serial\n", ":4:23: flags.plugin.deviceIDStrategy"),
