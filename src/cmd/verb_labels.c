@@ -23,12 +23,11 @@
 struct labels_cli {
 	struct cmd_common c;
 	/* GFD options the config file may also set (config-file keys in the rows) */
-	char *output, *machine_file, *ctr_driver_root; /* owned: optspec_free() */
-	int mig_strategy;                              /* enum mig_strategy */
-	int discovery;                                 /* enum discovery_strategy */
-	int64_t sleep_ns;                              /* < 0: infinite */
+	char *output, *machine_file, *ctr_driver_root, *config_file; /* owned: optspec_free() */
+	int mig_strategy;                                            /* enum mig_strategy */
+	int discovery;                                               /* enum discovery_strategy */
+	int64_t sleep_ns;                                            /* < 0: infinite */
 	bool oneshot, no_timestamp, fail_on_init_error, use_nfd_api;
-	const char *config_file;
 	/* the Kubernetes client of --use-node-feature-api: accepted, not used (no API client here) */
 	const char *kubeconfig, *kube_qps, *kube_burst, *namespace, *node_name, *pod_name;
 	/* gpulet's own */
@@ -64,9 +63,7 @@ static const struct optspec labels_opts[] = {
 	    .off = LABELS_F(fail_on_init_error)),
     CMD_ROW("machine-type-file", 0, OPT_STR, "F", "DMI product name under --root", .env = {"GFD_MACHINE_TYPE_FILE"},
 	    .key = CONFIG_KEY_GFD_MACHINE_TYPE_FILE, .def = LABELS_DEFAULT_MACHINE_FILE, .off = LABELS_F(machine_file)),
-    CMD_ROW("config-file", 0, OPT_ARGV, "FILE",
-	    "the plugin's version: v1 config file (YAML or JSON): migStrategy, sharing, flags.gfd.*",
-	    .env = {"GFD_CONFIG_FILE", "CONFIG_FILE"}, .off = LABELS_F(config_file)),
+    CONFIG_OPT_CONFIG_FILE(LABELS_F(config_file), "GFD_CONFIG_FILE", "CONFIG_FILE"),
     CMD_ROW("use-node-feature-api", 0, OPT_BOOL, NULL,
 	    "publish through NFD's NodeFeature API; gpulet has no Kubernetes client and writes the feature file "
 	    "instead, with a warning",
@@ -76,10 +73,7 @@ static const struct optspec labels_opts[] = {
 	    "auto, nvml, tegra or vfio; gpulet discovers GPUs through NVML", .env = {"DEVICE_DISCOVERY_STRATEGY"},
 	    .key = "flags.deviceDiscoveryStrategy", .def = "auto", .off = LABELS_F(discovery),
 	    OPTSPEC_NAMES(config_discovery_names)),
-    CMD_ROW("driver-root-ctr-path", 0, OPT_STR, "DIR",
-	    "where the driver root is mounted in the container; accepted for GFD, NVML is found through --driver-root",
-	    .alias = "container-driver-root", .env = {"DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"},
-	    .key = "flags.plugin.containerDriverRoot", .def = "/driver-root", .off = LABELS_F(ctr_driver_root)),
+    CONFIG_OPT_CTR_DRIVER_ROOT(LABELS_F(ctr_driver_root)),
     CMD_ROW("kubeconfig", 0, OPT_ARGV, "FILE", "Kubernetes client of --use-node-feature-api: accepted, not used",
 	    .env = {"KUBECONFIG"}, .off = LABELS_F(kubeconfig)),
     CMD_ROW("kube-api-qps", 0, OPT_ARGV, "N", "accepted with --kubeconfig, not used", .env = {"KUBE_API_QPS"},
