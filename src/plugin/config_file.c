@@ -235,6 +235,8 @@ static const char *type_wrong(const struct optspec *o, const json_t *v)
 	size_t i;
 	json_t *e;
 
+	if ((json_is_array(v) && o->kind != OPT_FLAGS) || json_is_object(v))
+		return NULL; /* value_text() says a single value is expected */
 	switch (o->kind) {
 	case OPT_SET:
 	case OPT_BOOL:
