@@ -177,22 +177,13 @@ static int value_text(struct yctx *y, struct yval n, const char *key, bool list_
 /* What a value is, in the words of YAML. */
 static const char *json_type_word(const json_t *v)
 {
-	switch (json_typeof(v)) {
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-	case JSON_REAL:
-		return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	case JSON_ARRAY:
-		return "a list";
-	case JSON_OBJECT:
-		return "a mapping";
-	default:
-		return "null";
-	}
+	static const char *const words[] = {
+	    [JSON_OBJECT] = "a mapping", [JSON_ARRAY] = "a list",  [JSON_STRING] = "a string",
+	    [JSON_INTEGER] = "a number", [JSON_REAL] = "a number", [JSON_TRUE] = "a boolean",
+	    [JSON_FALSE] = "a boolean",  [JSON_NULL] = "null",
+	};
+
+	return words[json_typeof(v)];
 }
 
 /* A key GFD reads and the plugin does not. */
