@@ -12,14 +12,10 @@
 #include "util/log.h"
 #include "util/macro.h"
 
-#define MAX_ROWS 64
-
 /* Rows every verb gets after its own. */
 static const struct optspec extra_rows[] = {
-    {.name = "help", .short_name = 'h', .kind = CMD_OPT_HELP, .help = "this text"},
-    {.name = "version",
-     .kind = CMD_OPT_VERSION,
-     .help = "gpulet's version and the upstream version this command matches"},
+    {.name = "help", .short_name = 'h', .kind = OPT_HELP, .help = "this text"},
+    {.name = "version", .kind = OPT_VERSION, .help = "gpulet's version and the upstream version this command matches"},
 };
 
 /*
@@ -80,19 +76,6 @@ int cmd_set_root(void *opts, const char *value, struct gerr *err)
 	return 0;
 }
 
-int cmd_parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *ret)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || *s == '-' || v < min || v > max)
-		return -EINVAL;
-	*ret = v;
-	return 0;
-}
-
 int cmd_parse_user(const char *s, unsigned *ret_uid, unsigned *ret_gid)
 {
 	unsigned uid, gid;
@@ -120,18 +103,13 @@ bool cmd_print_json(const char *verb, json_t *doc)
 	return true;
 }
 
-int cmd_set_log_level(void *opts, const char *value, struct gerr *err)
-{
-	return log_set_level_name(value) < 0 ? gerr_set(err, EINVAL, "unknown log level") : 0;
-}
-
-/* The verb's rows, then --help and --version, in rows (room for MAX_ROWS + 1). */
+/* The verb's rows, then --help and --version, in rows (room for OPTSPEC_MAX_ROWS + 1). */
 static int all_rows(const struct cmd_verb *v, struct optspec *rows)
 {
 	const struct optspec *own = v->cli ? v->cli->rows : v->opts;
 	size_t n = optspec_count(own);
 
-	if (n + ELEMENTSOF(extra_rows) > MAX_ROWS)
+	if (n + ELEMENTSOF(extra_rows) > OPTSPEC_MAX_ROWS)
 		return -E2BIG;
 	memcpy(rows, own, n * sizeof(*rows));
 	memcpy(rows + n, extra_rows, sizeof(extra_rows));
@@ -154,9 +132,17 @@ static struct optspec_cli cli_of(const struct cmd_verb *v, const struct optspec 
 	return c;
 }
 
+/* Whether the verb's --log-level is CMD_OPT_LOG_LEVEL (a verb with a .cli has its own struct and sets the level). */
+static bool uses_common_log_level(const struct optspec *rows)
+{
+	const struct optspec *o = optspec_by_name(rows, "log-level");
+
+	return o && o->off == offsetof(struct cmd_common, log_level);
+}
+
 int cmd_parse(const struct cmd_verb *v, int argc, char **argv, void *opts)
 {
-	struct optspec rows[MAX_ROWS + 1];
+	struct optspec rows[OPTSPEC_MAX_ROWS + 1];
 	struct optspec_cli cli;
 	enum optspec_action action;
 	enum optspec_fail fail;
@@ -180,6 +166,8 @@ int cmd_parse(const struct cmd_verb *v, int argc, char **argv, void *opts)
 		}
 		return cmd_usage_error(v, "%s; see 'gpulet %s --help'", err.msg, v->name);
 	}
+	if (!v->cli && uses_common_log_level(rows))
+		log_set_level(((struct cmd_common *)opts)->log_level);
 	if (action == OPTSPEC_HELP)
 		cmd_help(v, stdout);
 	if (action == OPTSPEC_VERSION)
@@ -189,7 +177,7 @@ int cmd_parse(const struct cmd_verb *v, int argc, char **argv, void *opts)
 
 void cmd_help(const struct cmd_verb *v, FILE *f)
 {
-	struct optspec rows[MAX_ROWS + 1];
+	struct optspec rows[OPTSPEC_MAX_ROWS + 1];
 	struct optspec_cli cli;
 
 	if (all_rows(v, rows) < 0)
@@ -200,8 +188,7 @@ void cmd_help(const struct cmd_verb *v, FILE *f)
 		fprintf(f, "%s\n\n", v->about);
 	fprintf(f, "Options:\n");
 	for (const struct optspec *o = rows; o->kind != OPT_END; o++)
-		if (!o->hidden)
-			optspec_help_row(f, o, optspec_short(&cli, o));
+		optspec_help_row(f, o, optspec_short(&cli, o));
 	if (v->notes)
 		v->notes(f);
 	if (v->footer)

@@ -18,6 +18,7 @@
 
 #include "cmd/cmd.h"
 #include "util/err.h"
+#include "util/log.h"
 #include "util/optspec.h"
 
 /* The values of the option rows several verbs share; every verb's option struct starts with it. */
@@ -25,18 +26,8 @@ struct cmd_common {
 	bool json;
 	const char *pods_file, *node_file;
 	struct cmd_nvml_opts nvml; /* --nvml-library, --driver-root, --root */
+	int log_level;             /* enum log_level of CMD_OPT_LOG_LEVEL: set by cmd_parse() after the options */
 };
-
-/* The verbs' spelling of the engine's kinds (util/optspec.h): CMD_OPT_STR is the text as given. */
-#define CMD_OPT_END     OPT_END
-#define CMD_OPT_STR     OPT_ARGV
-#define CMD_OPT_SET     OPT_SET
-#define CMD_OPT_BOOL    OPT_BOOL
-#define CMD_OPT_UINT    OPT_UINT
-#define CMD_OPT_CALL    OPT_CALL
-#define CMD_OPT_HELP    OPT_HELP
-#define CMD_OPT_VERSION OPT_VERSION
-#define CMD_OPT_DONE    OPTSPEC_DONE /* a CALL's return: exit 0 now */
 
 /* A verb: its rows and the text around them in --help. */
 struct cmd_verb {
@@ -77,9 +68,6 @@ void cmd_print_version(FILE *f, const char *verb);
 /* "gpulet VERB: message" on stderr; returns EXIT_USAGE. */
 int cmd_usage_error(const struct cmd_verb *v, const char *fmt, ...) _printf_(2, 3);
 
-/* An unsigned number in [min, max] (a bounded count or interval); -EINVAL otherwise. */
-int cmd_parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *ret);
-
 /* --root: struct cmd_common's nvml.root, made absolute (host paths are joined to it as "/x"). */
 int cmd_set_root(void *opts, const char *value, struct gerr *err);
 
@@ -102,25 +90,25 @@ bool cmd_print_json(const char *verb, json_t *doc);
 	}
 
 /* Rows shared by several verbs: one definition each, used by every verb that takes the option. */
-#define CMD_OPT_JSON(text)                                                                                  \
-	{                                                                                                   \
-		.name = "json", .kind = CMD_OPT_SET, .help = text, .off = offsetof(struct cmd_common, json) \
+#define CMD_OPT_JSON(text)                                                                              \
+	{                                                                                               \
+		.name = "json", .kind = OPT_SET, .help = text, .off = offsetof(struct cmd_common, json) \
 	}
 #define CMD_OPT_ROOT                                                                               \
 	{                                                                                          \
-		.name = "root", .kind = CMD_OPT_CALL, .arg = "DIR",                                \
+		.name = "root", .kind = OPT_CALL, .arg = "DIR",                                    \
 		.help = "host root: every host path is read under it (default /; /host in a pod)", \
 		.call = cmd_set_root                                                               \
 	}
-#define CMD_OPT_NVML_LIBRARY                                                                                \
-	{                                                                                                   \
-		.name = "nvml-library", .kind = CMD_OPT_STR, .arg = "PATH", .env = {"GPULET_NVML_LIBRARY"}, \
-		.help = "libnvidia-ml.so.1 to load; default: searched under the driver root",               \
-		.off = offsetof(struct cmd_common, nvml.library)                                            \
+#define CMD_OPT_NVML_LIBRARY                                                                             \
+	{                                                                                                \
+		.name = "nvml-library", .kind = OPT_ARGV, .arg = "PATH", .env = {"GPULET_NVML_LIBRARY"}, \
+		.help = "libnvidia-ml.so.1 to load; default: searched under the driver root",            \
+		.off = offsetof(struct cmd_common, nvml.library)                                         \
 	}
 #define CMD_OPT_DRIVER_ROOT                                                                                        \
 	{                                                                                                          \
-		.name = "driver-root", .kind = CMD_OPT_STR, .arg = "DIR", .env = {"NVIDIA_DRIVER_ROOT"},           \
+		.name = "driver-root", .kind = OPT_ARGV, .arg = "DIR", .env = {"NVIDIA_DRIVER_ROOT"},              \
 		.help = "where the driver is installed, below --root; default /, /run/nvidia/driver with the GPU " \
 			"Operator",                                                                                \
 		.off = offsetof(struct cmd_common, nvml.driver_root)                                               \
@@ -129,19 +117,14 @@ bool cmd_print_json(const char *verb, json_t *doc);
 #define CMD_OPTS_NVML CMD_OPT_NVML_LIBRARY, CMD_OPT_DRIVER_ROOT, CMD_OPT_ROOT
 #define CMD_OPT_PODS                                                                            \
 	{                                                                                       \
-		.name = "pods", .kind = CMD_OPT_STR, .arg = "FILE",                             \
+		.name = "pods", .kind = OPT_ARGV, .arg = "FILE",                                \
 		.help = "kubectl get pods -A -o json output (pod facts, no API server needed)", \
 		.off = offsetof(struct cmd_common, pods_file)                                   \
 	}
 #define CMD_OPT_NODE                                                                         \
 	{                                                                                    \
-		.name = "node", .kind = CMD_OPT_STR, .arg = "FILE",                          \
+		.name = "node", .kind = OPT_ARGV, .arg = "FILE",                             \
 		.help = "kubectl get node NAME -o json output (capacity, taints, versions)", \
 		.off = offsetof(struct cmd_common, node_file)                                \
 	}
-#define CMD_OPT_LOG_LEVEL                                                                                       \
-	{                                                                                                       \
-		.name = "log-level", .kind = CMD_OPT_CALL, .arg = "LEVEL", .env = {"LOG_LEVEL"}, .def = "info", \
-		.help = "log verbosity", .call = cmd_set_log_level, .want = "debug|info|warn|error"             \
-	}
-int cmd_set_log_level(void *opts, const char *value, struct gerr *err);
+#define CMD_OPT_LOG_LEVEL LOG_OPT_LEVEL(offsetof(struct cmd_common, log_level))

@@ -107,44 +107,44 @@ static int set_runtime_user(void *opts, const char *value, struct gerr *err)
 }
 
 #define CDI_F(field) offsetof(struct cdi_cli, field)
-#define CDI_OPT_DIR(text)                                                                        \
-	{                                                                                        \
-		.name = "dir", .kind = CMD_OPT_CALL, .arg = "DIR", .help = text, .call = add_dir \
+#define CDI_OPT_DIR(text)                                                                    \
+	{                                                                                    \
+		.name = "dir", .kind = OPT_CALL, .arg = "DIR", .help = text, .call = add_dir \
 	}
 
 static const struct optspec generate_opts[] = {
-    CMD_ROW("output", 'o', CMD_OPT_STR, "DIR|FILE|-",
+    CMD_ROW("output", 'o', OPT_ARGV, "DIR|FILE|-",
 	    "where to write (-: stdout); a DIR (existing, or ending in /) gets VENDOR-CLASS.EXT", .def = "-",
 	    .off = CDI_F(output)),
-    CMD_ROW("format", 'f', CMD_OPT_CALL, "json|yaml", "output format (default: from FILE's extension, else yaml)",
+    CMD_ROW("format", 'f', OPT_CALL, "json|yaml", "output format (default: from FILE's extension, else yaml)",
 	    .call = set_format, .want = "json or yaml"),
-    CMD_ROW("vendor", 0, CMD_OPT_STR, "NAME", "vendor part of the kind (default nvidia.com)", .off = CDI_F(gen.vendor)),
-    CMD_ROW("class", 0, CMD_OPT_STR, "NAME", "class part of the kind (default gpu)", .off = CDI_F(gen.class)),
-    CMD_ROW("device-name-strategy", 0, CMD_OPT_CALL, "S", "index, uuid or both (repeatable; default both)",
+    CMD_ROW("vendor", 0, OPT_ARGV, "NAME", "vendor part of the kind (default nvidia.com)", .off = CDI_F(gen.vendor)),
+    CMD_ROW("class", 0, OPT_ARGV, "NAME", "class part of the kind (default gpu)", .off = CDI_F(gen.class)),
+    CMD_ROW("device-name-strategy", 0, OPT_CALL, "S", "index, uuid or both (repeatable; default both)",
 	    .call = add_strategy, .want = "index, uuid or both"),
-    CMD_ROW("no-all-device", 0, CMD_OPT_SET, NULL, "do not add the 'all' device", .off = CDI_F(gen.no_all_device)),
-    CMD_ROW("force", 0, CMD_OPT_SET, NULL,
+    CMD_ROW("no-all-device", 0, OPT_SET, NULL, "do not add the 'all' device", .off = CDI_F(gen.no_all_device)),
+    CMD_ROW("force", 0, OPT_SET, NULL,
 	    "replace what stands in the way, after saying what: a spec of the same devices in the output dir or in "
 	    "the dir that wins over it is moved aside to FILE" CDI_REPLACED_SUFFIX ", so is a foreign file at the "
 	    "output path",
 	    .off = CDI_F(force)),
-    CMD_ROW("strict", 0, CMD_OPT_SET, NULL,
+    CMD_ROW("strict", 0, OPT_SET, NULL,
 	    "fail (exit 1, nothing written) when the spec would leave something out: a lost GPU, a missing "
 	    "device node, a dangling library link, an expected library",
 	    .off = CDI_F(gen.strict)),
     CMD_OPT_DRIVER_ROOT,
-    CMD_ROW("dev-root", 0, CMD_OPT_STR, "DIR", "host dir holding dev/nvidia* (default: the driver root)",
+    CMD_ROW("dev-root", 0, OPT_ARGV, "DIR", "host dir holding dev/nvidia* (default: the driver root)",
 	    .off = CDI_F(gen.dev_root)),
-    CMD_ROW("nvidia-cdi-hook-path", 0, CMD_OPT_STR, "PATH",
+    CMD_ROW("nvidia-cdi-hook-path", 0, OPT_ARGV, "PATH",
 	    "host path of the hook binary in the spec's hooks (default: gpulet-cdi-hook beside this gpulet, else this "
 	    "gpulet; a binary named "
 	    "nvidia-cdi-hook or nvidia-ctk gets that tool's arguments)",
 	    .alias = "nvidia-ctk-path", .off = CDI_F(hooks.path)),
-    CMD_ROW("ldconfig-path", 0, CMD_OPT_CALL, "PATH",
+    CMD_ROW("ldconfig-path", 0, OPT_CALL, "PATH",
 	    "absolute host path of the ldconfig the update-ldcache hook runs (a static ELF; @ prefix allowed; "
 	    "default: the hook's, /sbin/ldconfig, or /sbin/ldconfig.real where that exists)",
 	    .env = {"NVIDIA_CTK_CDI_GENERATE_LDCONFIG_PATH"}, .call = set_ldconfig_path),
-    CMD_ROW("cdi-disable-hooks", 0, CMD_OPT_CALL, "all|NAME,...", "leave these OCI hooks out of the spec",
+    CMD_ROW("cdi-disable-hooks", 0, OPT_CALL, "all|NAME,...", "leave these OCI hooks out of the spec",
 	    .call = set_disabled_hooks, .want = "all, or hook names separated by commas"),
     CMD_OPT_ROOT,
     CMD_OPT_NVML_LIBRARY,
@@ -185,14 +185,13 @@ static void validate_notes(FILE *f)
 static const struct optspec validate_opts[] = {
     CDI_OPT_DIR("a spec dir, repeatable, lowest priority first"),
     CMD_OPT_ROOT,
-    CMD_ROW("runtime", 0, CMD_OPT_CALL, "NAME", "the consuming runtime; its highest cdiVersion applies (list below)",
+    CMD_ROW("runtime", 0, OPT_CALL, "NAME", "the consuming runtime; its highest cdiVersion applies (list below)",
 	    .call = set_runtime),
-    CMD_ROW("runtime-cdi-version", 0, CMD_OPT_STR, "V", "highest cdiVersion the runtime understands (e.g. 0.5.0)",
+    CMD_ROW("runtime-cdi-version", 0, OPT_ARGV, "V", "highest cdiVersion the runtime understands (e.g. 0.5.0)",
 	    .off = CDI_F(val.runtime_version)),
-    CMD_ROW("runtime-user", 0, CMD_OPT_CALL, "UID[:GID]", "the user the runtime reads specs as (default 0)",
+    CMD_ROW("runtime-user", 0, OPT_CALL, "UID[:GID]", "the user the runtime reads specs as (default 0)",
 	    .call = set_runtime_user, .want = "UID or UID:GID"),
-    CMD_ROW("no-host-paths", 0, CMD_OPT_SET, NULL, "do not check that host paths exist",
-	    .off = CDI_F(val.no_host_paths)),
+    CMD_ROW("no-host-paths", 0, OPT_SET, NULL, "do not check that host paths exist", .off = CDI_F(val.no_host_paths)),
     CMD_OPT_JSON("print JSON {files, errors, warnings, problems[]}"),
     {0},
 };

@@ -48,31 +48,30 @@ static int set_ldconfig_path(void *opts, const char *value, struct gerr *err)
 
 #define HOOK_F(field) offsetof(struct hook_cli, field)
 #define OPT_CONTAINER_SPEC                                                                                         \
-	CMD_ROW("container-spec", 0, CMD_OPT_STR, "FILE",                                                          \
+	CMD_ROW("container-spec", 0, OPT_ARGV, "FILE",                                                             \
 		"read the OCI state from FILE instead of stdin (empty or -: stdin); for testing the hook by hand", \
 		.off = HOOK_F(container_spec))
 
 static const struct optspec ldcache_opts[] = {
-    CMD_ROW("folder", 0, CMD_OPT_CALL, "DIR", "a container dir holding injected libraries (repeatable)",
-	    .call = add_list),
-    CMD_ROW("ldconfig-path", 0, CMD_OPT_CALL, "PATH",
+    CMD_ROW("folder", 0, OPT_CALL, "DIR", "a container dir holding injected libraries (repeatable)", .call = add_list),
+    CMD_ROW("ldconfig-path", 0, OPT_CALL, "PATH",
 	    "the host's static ldconfig, absolute (@ prefix allowed; PATH.real is preferred when it exists)",
 	    .def = "/sbin/ldconfig", .call = set_ldconfig_path),
     OPT_CONTAINER_SPEC,
     {0},
 };
 static const struct optspec symlinks_opts[] = {
-    CMD_ROW("link", 0, CMD_OPT_CALL, "TARGET::LINK", "create LINK -> TARGET in the container (repeatable)",
+    CMD_ROW("link", 0, OPT_CALL, "TARGET::LINK", "create LINK -> TARGET in the container (repeatable)",
 	    .call = add_list),
     OPT_CONTAINER_SPEC,
     {0},
 };
 static const struct optspec compat_opts[] = {
-    CMD_ROW("host-driver-version", 0, CMD_OPT_STR, "VERSION",
+    CMD_ROW("host-driver-version", 0, OPT_ARGV, "VERSION",
 	    "the host driver's version; without it the hook does nothing", .off = HOOK_F(host_driver_version)),
-    CMD_ROW("host-cuda-version", 0, CMD_OPT_STR, "VERSION", "accepted for compatibility; not used",
+    CMD_ROW("host-cuda-version", 0, OPT_ARGV, "VERSION", "accepted for compatibility; not used",
 	    .off = HOOK_F(host_cuda_version)),
-    CMD_ROW("cuda-compat-container-root", 0, CMD_OPT_STR, "DIR", "where the image keeps the CUDA compat libraries",
+    CMD_ROW("cuda-compat-container-root", 0, OPT_ARGV, "DIR", "where the image keeps the CUDA compat libraries",
 	    .def = "/usr/local/cuda/compat", .off = HOOK_F(compat_root)),
     OPT_CONTAINER_SPEC,
     {0},

@@ -28,7 +28,7 @@ static int list_checks(void *opts, const char *value, struct gerr *err)
 	for (size_t k = 0; k < doctor_n_checks; k++)
 		printf("%-11s %-9s inputs: %s\n            ids: %s\n", doctor_checks[k].name,
 		       doctor_link_name(doctor_checks[k].link), doctor_checks[k].inputs, doctor_checks[k].ids);
-	return CMD_OPT_DONE;
+	return OPTSPEC_DONE;
 }
 
 /* --only a,b --only c → one list of ids (the option strings are split in place) */
@@ -55,47 +55,47 @@ static int set_runtime_user(void *opts, const char *value, struct gerr *err)
 static const struct optspec doctor_opts[] = {
     CMD_OPT_ROOT,
     CMD_OPT_JSON("print JSON: {\"findings\":[{id,severity,component,summary,evidence,fix}],\"skipped\":[...]}"),
-    CMD_ROW("only", 0, CMD_OPT_CALL, "ID[,ID...]",
+    CMD_ROW("only", 0, OPT_CALL, "ID[,ID...]",
 	    "report only these finding ids (\"cdi.\" or \"cdi\" selects a component); more ids may follow the options",
 	    .call = add_only),
-    CMD_ROW("kernel-log", 0, CMD_OPT_STR, "FILE",
+    CMD_ROW("kernel-log", 0, OPT_ARGV, "FILE",
 	    "kernel log to scan for XIDs (default ROOT/var/log/kern.log, or /dev/kmsg)", .off = DOCTOR_F(kernel_log)),
     CMD_OPT_PODS,
     CMD_OPT_NODE,
-    CMD_ROW("events", 0, CMD_OPT_STR, "FILE",
+    CMD_ROW("events", 0, OPT_ARGV, "FILE",
 	    "kubectl get events -A -o json: FailedScheduling, UnexpectedAdmissionError, FailedCreatePodSandBox of "
 	    "GPU pods mapped onto the chain",
 	    .off = DOCTOR_F(events_file)),
     CMD_OPT_NVML_LIBRARY,
     CMD_OPT_DRIVER_ROOT,
-    CMD_ROW("cuda-version", 0, CMD_OPT_STR, "X.Y", "check that the driver runs images built with this CUDA",
+    CMD_ROW("cuda-version", 0, OPT_ARGV, "X.Y", "check that the driver runs images built with this CUDA",
 	    .off = DOCTOR_F(cuda_version)),
-    CMD_ROW("runtime-class", 0, CMD_OPT_STR, "NAME", "RuntimeClass handler GPU pods use (default nvidia)",
+    CMD_ROW("runtime-class", 0, OPT_ARGV, "NAME", "RuntimeClass handler GPU pods use (default nvidia)",
 	    .off = DOCTOR_F(runtime_class)),
-    CMD_ROW("containerd-config", 0, CMD_OPT_STR, "PATH",
+    CMD_ROW("containerd-config", 0, OPT_ARGV, "PATH",
 	    "containerd config path on the host (default: what the running containerd, k3s or RKE2 reads, "
 	    "from /proc, else the well-known files)",
 	    .off = DOCTOR_F(containerd_config)),
-    CMD_ROW("runtime-user", 0, CMD_OPT_CALL, "UID[:GID]",
+    CMD_ROW("runtime-user", 0, OPT_CALL, "UID[:GID]",
 	    "the user the container runtime runs as (rootless containerd or CRI-O; device node modes and CDI "
 	    "files are judged for it; default 0)",
 	    .call = set_runtime_user, .want = "UID or UID:GID"),
-    CMD_ROW("live", 0, CMD_OPT_SET, NULL,
+    CMD_ROW("live", 0, OPT_SET, NULL,
 	    "ROOT is the running node (e.g. /host mounted in a pod): connect to its kubelet and plugin sockets "
 	    "(always on for ROOT /)",
 	    .off = DOCTOR_F(live)),
-    CMD_ROW("list", 0, CMD_OPT_CALL, NULL, "list the checks, their inputs and finding ids", .call = list_checks),
-    CMD_ROW("serve-metrics", 0, CMD_OPT_STR, "ADDR",
+    CMD_ROW("list", 0, OPT_CALL, NULL, "list the checks, their inputs and finding ids", .call = list_checks),
+    CMD_ROW("serve-metrics", 0, OPT_ARGV, "ADDR",
 	    "stay running: re-check every --interval and after a node change, serve the findings as Prometheus "
 	    "metrics on ADDR (:9402) with /healthz",
 	    .off = offsetof(struct doctor_cli, serve.address)),
-    CMD_ROW("interval", 0, CMD_OPT_UINT, "SECONDS", "with --serve-metrics: re-check this often",
+    CMD_ROW("interval", 0, OPT_UINT, "SECONDS", "with --serve-metrics: re-check this often",
 	    .off = offsetof(struct doctor_cli, serve.interval_s), .def = "300", .min = 1, .max = 86400),
-    CMD_ROW("recheck-delay", 0, CMD_OPT_UINT, "SECONDS",
+    CMD_ROW("recheck-delay", 0, OPT_UINT, "SECONDS",
 	    "with --serve-metrics: after a change to device nodes, CDI, containerd or device-plugin dirs, wait "
 	    "this long (and at least this long since the last check)",
 	    .off = offsetof(struct doctor_cli, serve.delay_s), .def = "5", .min = 0, .max = 3600),
-    CMD_ROW("node-name", 0, CMD_OPT_STR, "NAME",
+    CMD_ROW("node-name", 0, OPT_ARGV, "NAME",
 	    "with --serve-metrics: the node label of the metrics (default: host name)", .env = {"NODE_NAME"},
 	    .off = offsetof(struct doctor_cli, serve.node_name)),
     CMD_OPT_LOG_LEVEL,

@@ -64,53 +64,51 @@ static int set_devices(void *opts, const char *value, struct gerr *err);
 static const char devices_default[] = "f";
 #define DEVICES_WANT "f, g or i (g:RANGE, i:RANGE: RANGE a comma list of N or N-M)"
 /* A dcgm-exporter flag kept for compatibility: its value is recorded and warned about, not used. */
-#define IGNORED_STR(name_, short_, env_, idx)                                                                       \
-	CMD_ROW(name_, short_, CMD_OPT_STR, "X", "accepted for dcgm-exporter compatibility; no effect (a warning)", \
+#define IGNORED_STR(name_, short_, env_, idx)                                                                    \
+	CMD_ROW(name_, short_, OPT_ARGV, "X", "accepted for dcgm-exporter compatibility; no effect (a warning)", \
 		.env = {env_}, .off = EXP_F(ignored) + (idx) * sizeof(const char *))
-#define IGNORED_BOOL(name_, short_, env_, idx)                                                                        \
-	CMD_ROW(name_, short_, CMD_OPT_BOOL, NULL, "accepted for dcgm-exporter compatibility; no effect (a warning)", \
+#define IGNORED_BOOL(name_, short_, env_, idx)                                                                    \
+	CMD_ROW(name_, short_, OPT_BOOL, NULL, "accepted for dcgm-exporter compatibility; no effect (a warning)", \
 		.env = {env_}, .off = EXP_F(ignored_set) + (idx) * sizeof(bool))
 /* Flags and env vars of dcgm-exporter where it has them (docs/reference/monitoring-doctor.md A3). */
 static const struct optspec exporter_opts[] = {
-    CMD_ROW("address", 'a', CMD_OPT_STR, "ADDR", "listen address", .alias = "listen", .env = {"DCGM_EXPORTER_LISTEN"},
+    CMD_ROW("address", 'a', OPT_ARGV, "ADDR", "listen address", .alias = "listen", .env = {"DCGM_EXPORTER_LISTEN"},
 	    .def = ":9400", .off = EXP_F(address)),
-    CMD_ROW("collect-interval", 'c', CMD_OPT_UINT, "MS", "NVML sampling interval in ms",
-	    .env = {"DCGM_EXPORTER_INTERVAL"}, .def = "5000", .off = EXP_F(interval_ms), .min = 100,
-	    .max = 3600 * 1000),
-    CMD_ROW("kubernetes", 'k', CMD_OPT_BOOL, NULL, "pod attribution (off by default, as dcgm-exporter)",
+    CMD_ROW("collect-interval", 'c', OPT_UINT, "MS", "NVML sampling interval in ms", .env = {"DCGM_EXPORTER_INTERVAL"},
+	    .def = "5000", .off = EXP_F(interval_ms), .min = 100, .max = 3600 * 1000),
+    CMD_ROW("kubernetes", 'k', OPT_BOOL, NULL, "pod attribution (off by default, as dcgm-exporter)",
 	    .env = {"DCGM_EXPORTER_KUBERNETES"}, .def = "false", .off = EXP_F(kubernetes)),
-    CMD_ROW("pod-resources-socket", 0, CMD_OPT_STR, "PATH", "kubelet PodResources socket under --root",
+    CMD_ROW("pod-resources-socket", 0, OPT_ARGV, "PATH", "kubelet PodResources socket under --root",
 	    .alias = "pod-resources-kubelet-socket", .env = {"DCGM_POD_RESOURCES_KUBELET_SOCKET"},
 	    .def = PODRES_DEFAULT_SOCKET, .off = EXP_F(socket)),
-    CMD_ROW("pod-resources-interval", 0, CMD_OPT_UINT, "MS", "how often pod attribution is refreshed, in ms",
+    CMD_ROW("pod-resources-interval", 0, OPT_UINT, "MS", "how often pod attribution is refreshed, in ms",
 	    .def = "10000", .off = EXP_F(podres_ms), .min = 100, .max = 3600 * 1000),
-    CMD_ROW("kubernetes-virtual-gpus", 0, CMD_OPT_BOOL, NULL, "one series per pod sharing a GPU, label vgpu",
+    CMD_ROW("kubernetes-virtual-gpus", 0, OPT_BOOL, NULL, "one series per pod sharing a GPU, label vgpu",
 	    .env = {"KUBERNETES_VIRTUAL_GPUS"}, .def = "false", .off = EXP_F(virtual_gpus)),
-    CMD_ROW("nvidia-resource-names", 0, CMD_OPT_STR, "LIST", "extra resource names to attribute, comma-separated",
+    CMD_ROW("nvidia-resource-names", 0, OPT_ARGV, "LIST", "extra resource names to attribute, comma-separated",
 	    .env = {"NVIDIA_RESOURCE_NAMES"}, .off = EXP_F(resource_names)),
-    CMD_ROW("no-hostname", 'n', CMD_OPT_BOOL, NULL, "no Hostname label", .env = {"DCGM_EXPORTER_NO_HOSTNAME"},
+    CMD_ROW("no-hostname", 'n', OPT_BOOL, NULL, "no Hostname label", .env = {"DCGM_EXPORTER_NO_HOSTNAME"},
 	    .def = "false", .off = EXP_F(no_hostname)),
-    CMD_ROW("collectors", 'f', CMD_OPT_STR, "FILE",
+    CMD_ROW("collectors", 'f', OPT_ARGV, "FILE",
 	    "dcgm-exporter collectors CSV (field, type, help per line); default: the built-in set",
 	    .env = {"DCGM_EXPORTER_COLLECTORS"}, .off = EXP_F(collectors)),
-    CMD_ROW("devices", 'd', CMD_OPT_CALL, "f|g|i",
+    CMD_ROW("devices", 'd', OPT_CALL, "f|g|i",
 	    "series per GPU with MIG: f its instances (a GPU without MIG: the GPU), g GPUs only, i instances only",
 	    .env = {"DCGM_EXPORTER_DEVICES_STR"}, .def = devices_default, .call = set_devices, .want = DEVICES_WANT),
-    CMD_ROW("mig-parent-metrics", 0, CMD_OPT_BOOL, NULL,
+    CMD_ROW("mig-parent-metrics", 0, OPT_BOOL, NULL,
 	    "also serve a MIG GPU's own series next to its instances' (sums per namespace then count it twice)",
 	    .env = {"GPULET_EXPORTER_MIG_PARENT_METRICS"}, .def = "false", .off = EXP_F(mig_parent)),
-    CMD_ROW("replace-blanks-in-model-name", 0, CMD_OPT_BOOL, NULL, "modelName label with '-' for spaces",
-	    .alias = "rbmn", .env = {"DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME"}, .def = "false",
-	    .off = EXP_F(replace_blanks)),
-    CMD_ROW("debug", 0, CMD_OPT_BOOL, NULL, "same as --log-level debug", .env = {"DCGM_EXPORTER_DEBUG"}, .def = "false",
+    CMD_ROW("replace-blanks-in-model-name", 0, OPT_BOOL, NULL, "modelName label with '-' for spaces", .alias = "rbmn",
+	    .env = {"DCGM_EXPORTER_REPLACE_BLANKS_IN_MODEL_NAME"}, .def = "false", .off = EXP_F(replace_blanks)),
+    CMD_ROW("debug", 0, OPT_BOOL, NULL, "same as --log-level debug", .env = {"DCGM_EXPORTER_DEBUG"}, .def = "false",
 	    .off = EXP_F(debug)),
-    CMD_ROW("web-config-file", 0, CMD_OPT_STR, "FILE",
+    CMD_ROW("web-config-file", 0, OPT_ARGV, "FILE",
 	    "TLS and basic auth, Prometheus exporter-toolkit format (a key gpulet cannot honour: exit 1)",
 	    .env = {"DCGM_EXPORTER_WEB_CONFIG_FILE"}, .off = EXP_F(web_config)),
-    CMD_ROW("xid-count-window-size", 'x', CMD_OPT_UINT, "MS", "DCGM_EXP_XID_ERRORS_COUNT counts XIDs of this window",
+    CMD_ROW("xid-count-window-size", 'x', OPT_UINT, "MS", "DCGM_EXP_XID_ERRORS_COUNT counts XIDs of this window",
 	    .env = {"DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE"}, .def = "300000", .off = EXP_F(xid_window_ms), .min = 1,
 	    .max = 7 * 24 * 3600 * 1000),
-    CMD_ROW("use-old-namespace", 'o', CMD_OPT_BOOL, NULL,
+    CMD_ROW("use-old-namespace", 'o', OPT_BOOL, NULL,
 	    "dcgm-exporter 1.x labels: uuid, pod_name, pod_namespace, "
 	    "container_name",
 	    .env = {"DCGM_EXPORTER_USE_OLD_NAMESPACE"}, .def = "false", .off = EXP_F(old_namespace)),
@@ -127,7 +125,7 @@ static const struct optspec exporter_opts[] = {
     IGNORED_STR("kubernetes-pod-label-allowlist-regex", 0, "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
 		IGN_POD_LABEL_REGEX),
     IGNORED_BOOL("kubernetes-enable-dra", 0, "KUBERNETES_ENABLE_DRA", IGN_DRA),
-    CMD_ROW("clock-events-count-window-size", 0, CMD_OPT_UINT, "MS",
+    CMD_ROW("clock-events-count-window-size", 0, OPT_UINT, "MS",
 	    "DCGM_EXP_CLOCK_EVENTS_COUNT counts clock event samples of this window",
 	    .env = {"DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE"}, .def = "300000", .off = EXP_F(clock_window_ms),
 	    .min = 1, .max = 7 * 24 * 3600 * 1000),

@@ -23,12 +23,11 @@
 struct labels_cli {
 	struct cmd_common c;
 	/* GFD options the config file may also set (config-file keys in the rows) */
-	char *output, *machine_file, *ctr_driver_root; /* owned: optspec_free() */
-	int mig_strategy;                              /* enum mig_strategy */
-	int discovery;                                 /* enum discovery_strategy */
-	int64_t sleep_ns;                              /* < 0: infinite */
+	char *output, *machine_file, *ctr_driver_root, *config_file; /* owned: optspec_free() */
+	int mig_strategy;                                            /* enum mig_strategy */
+	int discovery;                                               /* enum discovery_strategy */
+	int64_t sleep_ns;                                            /* < 0: infinite */
 	bool oneshot, no_timestamp, fail_on_init_error, use_nfd_api;
-	const char *config_file;
 	/* the Kubernetes client of --use-node-feature-api: accepted, not used (no API client here) */
 	const char *kubeconfig, *kube_qps, *kube_burst, *namespace, *node_name, *pod_name;
 	/* gpulet's own */
@@ -47,15 +46,15 @@ static const struct enum_name sleep_words[] = {{-1, "infinite"}};
 /* GFD v0.20's flags and env vars (cmd/gpu-feature-discovery/main.go, internal/flags), then gpulet's. */
 static const struct optspec labels_opts[] = {
     CMD_ROW("output-file", 'o', OPT_STR, "FILE", "feature file under --root; '-' or '' prints to stdout",
-	    .alias = "output", .env = {"GFD_OUTPUT_FILE"}, .key = "flags.gfd.outputFile", .def = LABELS_DEFAULT_OUTPUT,
-	    .off = LABELS_F(output)),
-    CMD_ROW("oneshot", 0, OPT_BOOL, NULL, "label once and exit", .env = {"GFD_ONESHOT"}, .key = "flags.gfd.oneshot",
+	    .alias = "output", .env = {"GFD_OUTPUT_FILE"}, .key = CONFIG_KEY_GFD_OUTPUT_FILE,
+	    .def = LABELS_DEFAULT_OUTPUT, .off = LABELS_F(output)),
+    CMD_ROW("oneshot", 0, OPT_BOOL, NULL, "label once and exit", .env = {"GFD_ONESHOT"}, .key = CONFIG_KEY_GFD_ONESHOT,
 	    .off = LABELS_F(oneshot)),
     CMD_ROW("sleep-interval", 0, OPT_DURATION, "D", "time between relabelings: 60s, 1m30s, 500ms or infinite",
-	    .env = {"GFD_SLEEP_INTERVAL"}, .key = "flags.gfd.sleepInterval", .def = "60s", .off = LABELS_F(sleep_ns),
-	    .min = 100, .max = 7 * 24 * 3600 * 1000UL, OPTSPEC_NAMES(sleep_words)),
+	    .env = {"GFD_SLEEP_INTERVAL"}, .key = CONFIG_KEY_GFD_SLEEP_INTERVAL, .def = "60s",
+	    .off = LABELS_F(sleep_ns), .min = 100, .max = 7 * 24 * 3600 * 1000UL, OPTSPEC_NAMES(sleep_words)),
     CMD_ROW("no-timestamp", 0, OPT_BOOL, NULL, "no nvidia.com/gfd.timestamp label", .env = {"GFD_NO_TIMESTAMP"},
-	    .key = "flags.gfd.noTimestamp", .off = LABELS_F(no_timestamp)),
+	    .key = CONFIG_KEY_GFD_NO_TIMESTAMP, .off = LABELS_F(no_timestamp)),
     CMD_ROW("mig-strategy", 0, OPT_ENUM, "S", "none, single or mixed: how MIG devices are labeled",
 	    .env = {"GFD_MIG_STRATEGY", "MIG_STRATEGY"}, .key = "flags.migStrategy", .def = "none",
 	    .off = LABELS_F(mig_strategy), OPTSPEC_NAMES(mig_strategy_names)),
@@ -63,23 +62,18 @@ static const struct optspec labels_opts[] = {
 	    .env = {"GFD_FAIL_ON_INIT_ERROR", "FAIL_ON_INIT_ERROR"}, .key = "flags.failOnInitError", .def = "true",
 	    .off = LABELS_F(fail_on_init_error)),
     CMD_ROW("machine-type-file", 0, OPT_STR, "F", "DMI product name under --root", .env = {"GFD_MACHINE_TYPE_FILE"},
-	    .key = "flags.gfd.machineTypeFile", .def = LABELS_DEFAULT_MACHINE_FILE, .off = LABELS_F(machine_file)),
-    CMD_ROW("config-file", 0, OPT_ARGV, "FILE",
-	    "the plugin's version: v1 config file (YAML or JSON): migStrategy, sharing, flags.gfd.*",
-	    .env = {"GFD_CONFIG_FILE", "CONFIG_FILE"}, .off = LABELS_F(config_file)),
+	    .key = CONFIG_KEY_GFD_MACHINE_TYPE_FILE, .def = LABELS_DEFAULT_MACHINE_FILE, .off = LABELS_F(machine_file)),
+    CONFIG_OPT_CONFIG_FILE(LABELS_F(config_file), "GFD_CONFIG_FILE", "CONFIG_FILE"),
     CMD_ROW("use-node-feature-api", 0, OPT_BOOL, NULL,
 	    "publish through NFD's NodeFeature API; gpulet has no Kubernetes client and writes the feature file "
 	    "instead, with a warning",
-	    .env = {"GFD_USE_NODE_FEATURE_API", "USE_NODE_FEATURE_API"}, .key = "flags.useNodeFeatureAPI",
+	    .env = {"GFD_USE_NODE_FEATURE_API", "USE_NODE_FEATURE_API"}, .key = CONFIG_KEY_USE_NODE_FEATURE_API,
 	    .off = LABELS_F(use_nfd_api)),
     CMD_ROW("device-discovery-strategy", 0, OPT_ENUM, "S",
 	    "auto, nvml, tegra or vfio; gpulet discovers GPUs through NVML", .env = {"DEVICE_DISCOVERY_STRATEGY"},
 	    .key = "flags.deviceDiscoveryStrategy", .def = "auto", .off = LABELS_F(discovery),
 	    OPTSPEC_NAMES(config_discovery_names)),
-    CMD_ROW("driver-root-ctr-path", 0, OPT_STR, "DIR",
-	    "where the driver root is mounted in the container; accepted for GFD, NVML is found through --driver-root",
-	    .alias = "container-driver-root", .env = {"DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"},
-	    .key = "flags.plugin.containerDriverRoot", .def = "/driver-root", .off = LABELS_F(ctr_driver_root)),
+    CONFIG_OPT_CTR_DRIVER_ROOT(LABELS_F(ctr_driver_root)),
     CMD_ROW("kubeconfig", 0, OPT_ARGV, "FILE", "Kubernetes client of --use-node-feature-api: accepted, not used",
 	    .env = {"KUBECONFIG"}, .off = LABELS_F(kubeconfig)),
     CMD_ROW("kube-api-qps", 0, OPT_ARGV, "N", "accepted with --kubeconfig, not used", .env = {"KUBE_API_QPS"},

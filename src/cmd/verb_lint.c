@@ -20,14 +20,13 @@ struct lint_cli {
 
 static const struct optspec lint_opts[] = {
     CMD_OPT_JSON("print JSON: {\"findings\":[{id,severity,component,summary,evidence,fix}]}"),
-    CMD_ROW("runtime-class", 0, CMD_OPT_STR, "NAME", "GPU pods must set this runtimeClassName",
+    CMD_ROW("runtime-class", 0, OPT_ARGV, "NAME", "GPU pods must set this runtimeClassName",
 	    .off = offsetof(struct lint_cli, lo.runtime_class)),
-    CMD_ROW("driver-version", 0, CMD_OPT_STR, "V",
-	    "the nodes' driver (e.g. 535.161.08): flag images needing newer CUDA",
+    CMD_ROW("driver-version", 0, OPT_ARGV, "V", "the nodes' driver (e.g. 535.161.08): flag images needing newer CUDA",
 	    .off = offsetof(struct lint_cli, lo.driver_version)),
     CMD_OPT_NODE,
     /* not CMD_OPT_ROOT: without --root lint reads no node facts at all */
-    CMD_ROW("root", 0, CMD_OPT_STR, "DIR",
+    CMD_ROW("root", 0, OPT_ARGV, "DIR",
 	    "read node facts from a node root: driver version, whether containerd needs a RuntimeClass (CDI off, "
 	    "default runc), /dev/nvidia* modes",
 	    .off = offsetof(struct cmd_common, nvml.root)),

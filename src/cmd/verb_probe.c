@@ -15,10 +15,10 @@ struct probe_cli {
 static const struct optspec probe_opts[] = {
     CMD_OPT_JSON("print JSON: {\"findings\":[{id,severity,component,summary,evidence,fix}]}"),
     CMD_OPT_ROOT,
-    CMD_ROW("cuda-library", 0, CMD_OPT_STR, "PATH", "libcuda to load (default libcuda.so.1 through the dynamic linker)",
+    CMD_ROW("cuda-library", 0, OPT_ARGV, "PATH", "libcuda to load (default libcuda.so.1 through the dynamic linker)",
 	    .off = offsetof(struct probe_cli, cuda_library)),
     /* no env: inside a container the library is the one the dynamic linker finds */
-    CMD_ROW("nvml-library", 0, CMD_OPT_STR, "PATH",
+    CMD_ROW("nvml-library", 0, OPT_ARGV, "PATH",
 	    "libnvidia-ml to load (default libnvidia-ml.so.1 through the dynamic linker)",
 	    .off = offsetof(struct cmd_common, nvml.library)),
     {0},

@@ -32,6 +32,40 @@ enum device_id_strategy { DEVICE_ID_UUID, DEVICE_ID_INDEX };
 enum discovery_strategy { DISCOVERY_AUTO, DISCOVERY_NVML, DISCOVERY_TEGRA, DISCOVERY_VFIO };
 extern const struct enum_name config_device_id_names[2], config_discovery_names[4], config_dls_names[4];
 
+/*
+ * The keys of the shared v1 file that only GFD reads (upstream api/config/v1/flags.go, v0.20.0;
+ * docs/reference/device-plugin.md §2): gpulet labels' rows set them, the plugin's reader passes
+ * over them without a warning (config_gfd_keys lists them all).
+ */
+#define CONFIG_KEY_GFD_ONESHOT           "flags.gfd.oneshot"
+#define CONFIG_KEY_GFD_NO_TIMESTAMP      "flags.gfd.noTimestamp"
+#define CONFIG_KEY_GFD_SLEEP_INTERVAL    "flags.gfd.sleepInterval"
+#define CONFIG_KEY_GFD_OUTPUT_FILE       "flags.gfd.outputFile"
+#define CONFIG_KEY_GFD_MACHINE_TYPE_FILE "flags.gfd.machineTypeFile"
+#define CONFIG_KEY_USE_NODE_FEATURE_API  "flags.useNodeFeatureAPI"
+extern const char *const config_gfd_keys[6];
+
+/*
+ * Rows the plugin and labels share, one rule each (util/optspec.h), off_ the owned char * of the
+ * verb's options: where the driver root is mounted in the container (an absolute path without
+ * '..'), and the v1 config file (a relative path taken from the working directory); env_ the env
+ * vars the verb's upstream reads.
+ */
+#define CONFIG_OPT_CTR_DRIVER_ROOT(off_)                                                                             \
+	{                                                                                                            \
+		.name = "driver-root-ctr-path", .alias = "container-driver-root", .kind = OPT_PATH, .arg = "DIR",    \
+		.env = {"DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"}, .key = "flags.plugin.containerDriverRoot", \
+		.def = "/driver-root", .off = (off_), .max = PATH_MAX - 1,                                           \
+		.help = "where the host driver root is mounted in the plugin container"                              \
+	}
+#define CONFIG_OPT_CONFIG_FILE(off_, ...)                                                                    \
+	{                                                                                                    \
+		.name = "config-file", .kind = OPT_FILE, .arg = "FILE", .env = {__VA_ARGS__}, .off = (off_), \
+		.max = PATH_MAX - 1,                                                                         \
+		.help = "version: v1 config file (YAML or JSON); a relative path is taken from the working " \
+			"directory"                                                                          \
+	}
+
 #define CONFIG_MAX_RULES 16
 #define CONFIG_STR_MAX   255 /* the most characters of a text option that is not a path */
 

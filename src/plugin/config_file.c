@@ -16,15 +16,9 @@
 #include "plugin/config_int.h"
 #include "util/opt.h"
 
-/* Keys of the v1 schema that gpulet plugin accepts and does not use (GFD's section). */
-static const char *const known_unused_keys[] = {
-    "flags.gfd.oneshot",
-    "flags.gfd.noTimestamp",
-    "flags.gfd.sleepInterval",
-    "flags.gfd.outputFile",
-    "flags.gfd.machineTypeFile",
-    "flags.gfd.useNodeFeatureAPI",
-    "flags.gfd.deviceDiscoveryStrategy",
+const char *const config_gfd_keys[6] = {
+    CONFIG_KEY_GFD_ONESHOT,     CONFIG_KEY_GFD_NO_TIMESTAMP,      CONFIG_KEY_GFD_SLEEP_INTERVAL,
+    CONFIG_KEY_GFD_OUTPUT_FILE, CONFIG_KEY_GFD_MACHINE_TYPE_FILE, CONFIG_KEY_USE_NODE_FEATURE_API,
 };
 
 struct yctx {
@@ -180,10 +174,23 @@ static int value_text(struct yctx *y, struct yval n, const char *key, bool list_
 	return 0;
 }
 
-static bool is_known_unused(const char *key)
+/* What a value is, in the words of YAML. */
+static const char *json_type_word(const json_t *v)
 {
-	for (size_t i = 0; i < ELEMENTSOF(known_unused_keys); i++)
-		if (streq(known_unused_keys[i], key))
+	static const char *const words[] = {
+	    [JSON_OBJECT] = "a mapping", [JSON_ARRAY] = "a list",  [JSON_STRING] = "a string",
+	    [JSON_INTEGER] = "a number", [JSON_REAL] = "a number", [JSON_TRUE] = "a boolean",
+	    [JSON_FALSE] = "a boolean",  [JSON_NULL] = "null",
+	};
+
+	return words[json_typeof(v)];
+}
+
+/* A key GFD reads and the plugin does not. */
+static bool is_gfd_key(const char *key)
+{
+	for (size_t i = 0; i < ELEMENTSOF(config_gfd_keys); i++)
+		if (streq(config_gfd_keys[i], key))
 			return true;
 	return false;
 }
@@ -208,6 +215,42 @@ static int duration_number(struct yctx *y, const char *key, struct yval v, char 
 	return 0;
 }
 
+/*
+ * The YAML/JSON type a row's kind takes, as upstream's encoding/json decodes the file into typed
+ * fields (api/config/v1/flags.go, duration.go at v0.20.0; docs/reference/device-plugin.md §2): a
+ * *bool takes only a boolean ("false" and 1 are refused), a *string only a string (5 is refused), a
+ * Duration a number or a string, deviceListStrategy a string or a list of strings.
+ */
+static const char *type_wrong(const struct optspec *o, const json_t *v)
+{
+	size_t i;
+	json_t *e;
+
+	if ((json_is_array(v) && o->kind != OPT_FLAGS) || json_is_object(v))
+		return NULL; /* value_text() says a single value is expected */
+	switch (o->kind) {
+	case OPT_SET:
+	case OPT_BOOL:
+		return json_is_boolean(v) ? NULL : "must be true or false, unquoted";
+	case OPT_STR:
+	case OPT_PATH:
+	case OPT_FILE:
+	case OPT_ENUM:
+		return json_is_string(v) ? NULL : "must be a string (quote it)";
+	case OPT_DURATION:
+		return json_is_string(v) || json_is_number(v) ? NULL : "must be a duration: a string (60s) or a number";
+	case OPT_FLAGS:
+		if (json_is_string(v))
+			return NULL;
+		json_array_foreach (v, i, e)
+			if (!json_is_string(e))
+				return "list items must be strings";
+		return json_is_array(v) ? NULL : "must be a string or a list of strings";
+	default:
+		return NULL; /* UINT, CALL: their setter checks the text */
+	}
+}
+
 static int apply_option(struct yctx *y, const char *key, struct yval v)
 {
 	const struct optspec *o = optspec_by_key(y->cli->rows, key);
@@ -220,13 +263,15 @@ static int apply_option(struct yctx *y, const char *key, struct yval v)
 		if (streq(key, "flags.plugin") || streq(key, "flags.gfd"))
 			return walk_options(y, v, key); /* fails on anything but a mapping */
 		/* a key of the schema another reader of the file uses (the plugin's, GFD's) is no typo */
-		if (!is_known_unused(key) && !optspec_by_key(config_cli.rows, key))
+		if (!is_gfd_key(key) && !optspec_by_key(config_cli.rows, key))
 			return config_warn(y->cfg, y->err, "%s:%u:%u: unknown key %s (ignored)", y->name, v.pos.line,
 					   v.pos.col, key);
 		return 0;
 	}
 	if (json_is_null(v.v))
 		return 0; /* `key:` with no value = null: keep the default */
+	if (type_wrong(o, v.v))
+		return yerr(y, v.pos, key, "%s, got %s", type_wrong(o, v.v), json_type_word(v.v));
 	/* a list is joined with ',' for the list-valued rows: FLAGS, and imex.channelIDs (its CALL) */
 	r = bare ? duration_number(y, key, v, text, sizeof(text))
 		 : value_text(y, v, key, o->kind == OPT_FLAGS || o->kind == OPT_CALL, text, sizeof(text));

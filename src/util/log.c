@@ -18,14 +18,14 @@ static enum log_level current = LOG_LVL_INFO;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The first row of a level is the name it is logged as; later rows are aliases --log-level accepts. */
-static const struct enum_name level_names[] = {
+const struct enum_name log_level_names[5] = {
     {LOG_LVL_DEBUG, "debug"}, {LOG_LVL_INFO, "info"},    {LOG_LVL_WARN, "warn"},
     {LOG_LVL_ERROR, "error"}, {LOG_LVL_WARN, "warning"},
 };
 
 int log_set_level_name(const char *name)
 {
-	return enum_from_name_icase(level_names, name, &current);
+	return enum_from_name_icase(log_level_names, name, &current);
 }
 
 void log_set_level(enum log_level l)
@@ -278,7 +278,7 @@ void log_emit(enum log_level l, const char *msg, const char *kv, ...)
 	gmtime_r(&now.tv_sec, &tm);
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(buf, sizeof(buf), "time=%s.%03ldZ level=%s msg=", ts, now.tv_nsec / 1000000,
-		 enum_to_name(level_names, l, "?"));
+		 enum_to_name(log_level_names, l, "?"));
 	line.len = strlen(buf);
 	put_value(&line, msg ? msg : "", true);
 	if (kv && *kv) {

@@ -4,8 +4,23 @@
 #pragma once
 
 #include "util/macro.h"
+#include "util/optspec.h"
 
 enum log_level { LOG_LVL_DEBUG, LOG_LVL_INFO, LOG_LVL_WARN, LOG_LVL_ERROR };
+
+/* The level names, in any case: debug, info, warn (or warning), error. */
+extern const struct enum_name log_level_names[5];
+
+/*
+ * --log-level (env LOG_LEVEL) of every verb that has one: the level into the enum log_level at off
+ * of the verb's options, by log_level_names' one rule.
+ */
+#define LOG_OPT_LEVEL(off_)                                                                                 \
+	{                                                                                                   \
+		.name = "log-level", .kind = OPT_ENUM, .arg = "LEVEL", .env = {"LOG_LEVEL"}, .def = "info", \
+		.help = "log verbosity: debug, info, warn (warning) or error", .off = (off_),               \
+		.names = log_level_names, .n_names = ELEMENTSOF(log_level_names), .icase = true             \
+	}
 
 /* Accepts debug|info|warn|warning|error; returns -EINVAL otherwise. */
 int log_set_level_name(const char *name);

@@ -14,7 +14,6 @@
 #include "util/opt.h"
 #include "util/optspec.h"
 
-#define MAX_ROWS    64
 #define HELP_COLUMN 30 /* where the help text of an option starts */
 #define HELP_WIDTH  110
 
@@ -152,7 +151,7 @@ static int set_enum(const struct optspec *o, void *field, const char *v, struct 
 {
 	const struct enum_name *row =
 	    enum_row_by_name(o->names, o->n_names, sizeof(*o->names), offsetof(struct enum_name, value),
-			     offsetof(struct enum_name, name), v, false);
+			     offsetof(struct enum_name, name), v, o->icase);
 	char want[256];
 
 	if (!row) {
@@ -408,14 +407,14 @@ struct given {
 		size_t row;
 		const char *val;
 	} * occ;
-	char *joined[MAX_ROWS];
-	ssize_t first[MAX_ROWS]; /* index in occ of a row's first occurrence, -1 none */
+	char *joined[OPTSPEC_MAX_ROWS];
+	ssize_t first[OPTSPEC_MAX_ROWS]; /* index in occ of a row's first occurrence, -1 none */
 };
 
 static void given_free(struct given *g)
 {
 	free(g->occ);
-	for (size_t i = 0; i < MAX_ROWS; i++)
+	for (size_t i = 0; i < OPTSPEC_MAX_ROWS; i++)
 		free(g->joined[i]);
 }
 
@@ -504,15 +503,15 @@ static void build_getopt(const struct optspec_cli *c, size_t total, struct optio
 static int read_argv(const struct optspec_cli *c, int argc, char **argv, struct given *g, enum optspec_action *action,
 		     struct gerr *err)
 {
-	struct option lo[2 * MAX_ROWS + 1];
-	char shorts[3 * MAX_ROWS + 2], tok[8];
+	struct option lo[2 * OPTSPEC_MAX_ROWS + 1];
+	char shorts[3 * OPTSPEC_MAX_ROWS + 2], tok[8];
 	size_t total = optspec_count(c->rows);
 	const char *bad;
 	int ch;
 
-	if (total > MAX_ROWS)
+	if (total > OPTSPEC_MAX_ROWS)
 		return gerr_set(err, E2BIG, "internal error: too many options");
-	for (size_t i = 0; i < MAX_ROWS; i++)
+	for (size_t i = 0; i < OPTSPEC_MAX_ROWS; i++)
 		g->first[i] = -1;
 	build_getopt(c, total, lo, shorts);
 	argv_single_dash_longs(argc, argv, lo, shorts); /* -mig-strategy=mixed, as upstream's CLI */

@@ -57,7 +57,7 @@ struct optspec {
 	unsigned long min, max;        /* UINT; DURATION in ms; max: the longest owned STR/PATH/FILE text */
 	const struct enum_name *names; /* ENUM, FLAGS; DURATION's words */
 	size_t n_names;
-	bool hidden; /* not in --help (a compatibility spelling) */
+	bool icase; /* ENUM: a name matches in any case */
 };
 #define OPTSPEC_NAMES(t) .names = (t), .n_names = ELEMENTSOF(t)
 
@@ -69,6 +69,9 @@ enum optspec_env_mode {
 };
 
 #define OPTSPEC_DONE 1
+
+/* The most rows a verb's table may have, --help and --version included. */
+#define OPTSPEC_MAX_ROWS 64
 
 /* Rows in a table, up to OPT_END. */
 size_t optspec_count(const struct optspec *rows);

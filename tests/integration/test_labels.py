@@ -548,7 +548,13 @@ class ConfigAndFlags(unittest.TestCase):
     def test_bad_config_file(self):
         for text, want in (("version: v1\nflags: [\n", "c.yaml:"), ("version: v2\n", "unknown version"),
                            ("version: v1\nflags:\n  gfd:\n    noTimestamp: maybe\n", "flags.gfd.noTimestamp"),
-                           ("version: v1\nflags:\n  gfd:\n    sleepInterval: soon\n", "flags.gfd.sleepInterval")):
+                           ("version: v1\nflags:\n  gfd:\n    sleepInterval: soon\n", "flags.gfd.sleepInterval"),
+                           # the YAML type upstream's JSON decoding takes: a *bool a boolean, a *string a string
+                           ("version: v1\nflags:\n  gfd:\n    oneshot: \"true\"\n",
+                            "c.yaml:4:14: flags.gfd.oneshot: must be true or false, unquoted, got a string"),
+                           ("version: v1\nflags:\n  gfd:\n    outputFile: 5\n", "flags.gfd.outputFile: must be a string"),
+                           ("version: v1\nflags:\n  gfd:\n    sleepInterval: true\n",
+                            "flags.gfd.sleepInterval: must be a duration")):
             cfg = self.write("c.yaml", text)
             p = run(["--oneshot", "-o", "/out", "--config-file", cfg], "dgx-a100", self.root)
             self.assertEqual(p.returncode, 1, text)
@@ -583,6 +589,23 @@ class ConfigAndFlags(unittest.TestCase):
         got, err = self.labels(["--oneshot", "-o", "/out", "--config-file", cfg])
         self.assertEqual(got[NV + "gpu.count"], "8")
         self.assertIn("device_discovery_strategy=vfio", err)
+
+    def test_shared_rows(self):
+        """The rows labels shares with the plugin have the plugin's rule (plugin/config.h CONFIG_OPT_*)."""
+        for args in (["--driver-root-ctr-path", "/a/../etc"], ["--container-driver-root", "rel"]):
+            p = run(["--oneshot", "-o", "/out"] + args, "dgx-a100", self.root)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn("--driver-root-ctr-path", p.stderr)
+        cfg = self.write("ctr.yaml", "version: v1\nflags:\n  plugin:\n    containerDriverRoot: /x/../y\n")
+        p = run(["--oneshot", "-o", "/out", "--config-file", cfg], "dgx-a100", self.root)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("flags.plugin.containerDriverRoot", p.stderr)
+        # a relative --config-file is taken from the working directory, as the plugin's
+        self.write("rel.yaml", "version: v1\nflags:\n  migStrategy: single\n")
+        p = run(["--oneshot", "-o", "-", "--config-file", "rel.yaml"], "dgx-a100", self.root,
+                cwd=os.path.dirname(self.write("x.yaml", "")))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(NV + "mig.strategy=single", p.stdout)
 
     def test_machine_file_missing(self):
         os.remove(os.path.join(self.root, "sys/class/dmi/id/product_name"))

@@ -142,6 +142,12 @@ def test_config_sources(h):
 
 
 BAD = [  # (file text, expected words in the error)
+    # the YAML type of each key as upstream's JSON decoding into *bool / *string / Duration takes it
+    ("version: v1\nflags:\n  failOnInitError: \"false\"\n", ":3:20: flags.failOnInitError: must be true or false"),
+    ("version: v1\nflags:\n  plugin:\n    passDeviceSpecs: 1\n", ":4:22: flags.plugin.passDeviceSpecs: must be true or"),
+    ("version: v1\nflags:\n  plugin:\n    cdiAnnotationPrefix: 5\n",
+     ":4:26: flags.plugin.cdiAnnotationPrefix: must be a string (quote it), got a number"),
+    ("version: v1\nflags:\n  plugin:\n    deviceListStrategy: [envvar, 5]\n", "list items must be strings"),
     ("version: v1\nflags:\n  migStrategy: [none\n", ":4:1:"),  # YAML syntax: line:col from libyaml
     ("version: v2\n", ":1:10: version: unknown version \"v2\""),
     ("version: v1\nflags:\n  plugin:\n    deviceIDStrategy: serial\n", ":4:23: flags.plugin.deviceIDStrategy"),
@@ -279,7 +285,63 @@ def test_cdi_spec_unwritable(h):
     h.check_alive()
 
 
+# Every key of upstream's api/config/v1/flags.go at v0.20.0 (docs/reference/device-plugin.md §2):
+# the file the plugin and GFD share.
+EVERY_KEY = """version: v1
+flags:
+  migStrategy: none
+  failOnInitError: true
+  mpsRoot: /run/nvidia/mps
+  nvidiaDriverRoot: /
+  nvidiaDevRoot: /
+  gdrcopyEnabled: false
+  gdsEnabled: false
+  mofedEnabled: false
+  useNodeFeatureAPI: false
+  deviceDiscoveryStrategy: auto
+  plugin:
+    passDeviceSpecs: false
+    deviceListStrategy: [envvar]
+    deviceIDStrategy: uuid
+    cdiAnnotationPrefix: cdi.k8s.io/
+    nvidiaCTKPath: /usr/bin/nvidia-ctk
+    containerDriverRoot: /driver-root
+    sharedDevicesAllocationPolicy: distributed
+  gfd:
+    oneshot: false
+    noTimestamp: false
+    sleepInterval: 60s
+    outputFile: /etc/kubernetes/node-feature-discovery/features.d/gfd
+    machineTypeFile: /sys/class/dmi/id/product_name
+"""
+
+
+def test_shared_file(h):
+    """The shared file with every upstream key: no warning from the plugin (GFD's keys are another reader's)."""
+    f = cfgfile(h.tmp, EVERY_KEY, "every.yaml")
+    _, err = gp("--print-config", "--config-file", f)
+    check(err == "", "warnings on upstream's keys: %r" % err)
+    # not upstream's keys: warned as any typo
+    f = cfgfile(h.tmp, "version: v1\nflags:\n  gfd:\n    useNodeFeatureAPI: true\n    deviceDiscoveryStrategy: nvml\n",
+                "wrong.yaml")
+    _, err = gp("--print-config", "--config-file", f)
+    check("unknown key flags.gfd.useNodeFeatureAPI" in err and "unknown key flags.gfd.deviceDiscoveryStrategy" in err,
+          "not upstream's keys: %r" % err)
+
+
+def test_log_level(h):
+    """--log-level has one rule in every verb: any case, 'warning' for warn (util/log.h LOG_OPT_LEVEL)."""
+    for args, env, want in ((["--log-level", "INFO"], {}, "info"), ([], {"LOG_LEVEL": "warning"}, "warn"),
+                            ([], {"LOG_LEVEL": "Debug"}, "debug"), (["--log-level", "ERROR"], {}, "error")):
+        c, _ = gp("--print-config", *args, env=env)
+        check(c["log-level"] == want, "%s %s: log-level %r" % (args, env, c["log-level"]))
+    _, err = gp("--print-config", "--log-level", "loud", rc=1)
+    check("--log-level" in err and "loud" in err, "bad level: %r" % err)
+
+
 if __name__ == "__main__":
+    run(test_shared_file)
+    run(test_log_level)
     run(test_config_sources)
     run(test_config_errors)
     run(test_go_values)

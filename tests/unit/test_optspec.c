@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "util/opt.h"
+#include "util/log.h"
 #include "util/optspec.h"
 
 enum { COLOR_RED = 1, COLOR_GREEN = 2, COLOR_BLUE = 4 };
@@ -423,6 +424,28 @@ static void test_bad_tables(void **state)
 	}
 }
 
+/* --log-level: one row for every verb (util/log.h), any case, "warning" for warn; a plain ENUM row is exact. */
+static void test_log_level_row(void **state)
+{
+	static const struct optspec row = LOG_OPT_LEVEL(0);
+	static const struct {
+		const char *text;
+		int want;
+	} ok[] = {{"INFO", LOG_LVL_INFO}, {"warning", LOG_LVL_WARN}, {"Warn", LOG_LVL_WARN}, {"DEBUG", LOG_LVL_DEBUG}};
+	struct gerr err = {0};
+	struct t_opts t = {0};
+	int level = -1;
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
+		assert_int_equal(optspec_set(&row, &level, ok[i].text, &err), 0);
+		assert_int_equal(level, ok[i].want);
+	}
+	assert_int_equal(optspec_set(&row, &level, "loud", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "warning"));
+	assert_int_equal(optspec_set(optspec_by_name(rows, "color"), &t, "RED", &err), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -434,6 +457,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_go_forms, setup),
 	    cmocka_unit_test_setup(test_getopt_edges, setup),
 	    cmocka_unit_test(test_bad_tables),
+	    cmocka_unit_test(test_log_level_row),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
