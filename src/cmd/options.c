@@ -57,11 +57,24 @@ int cmd_usage_error(const struct cmd_verb *v, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
+int cmd_set_driver_root(void *opts, const char *value, struct gerr *err)
+{
+	int r = optspec_check_path(value, false, err);
+
+	if (r < 0)
+		return r;
+	((struct cmd_common *)opts)->nvml.driver_root = value;
+	return 0;
+}
+
 int cmd_set_root(void *opts, const char *value, struct gerr *err)
 {
 	static char abs[PATH_MAX]; /* one --root per process */
 	struct cmd_common *c = opts;
+	int r = optspec_check_path(value, true, err);
 
+	if (r < 0)
+		return r;
 	if (!*value || *value == '/') {
 		c->nvml.root = value;
 		return 0;

@@ -68,8 +68,11 @@ void cmd_print_version(FILE *f, const char *verb);
 /* "gpulet VERB: message" on stderr; returns EXIT_USAGE. */
 int cmd_usage_error(const struct cmd_verb *v, const char *fmt, ...) _printf_(2, 3);
 
-/* --root: struct cmd_common's nvml.root, made absolute (host paths are joined to it as "/x"). */
+/* --root: struct cmd_common's nvml.root, made absolute (host paths are joined to it as "/x"); a ".." component is refused. */
 int cmd_set_root(void *opts, const char *value, struct gerr *err);
+/* --driver-root: struct cmd_common's nvml.driver_root, absolute and without "..", as the plugin's
+ * (optspec_check_path()). */
+int cmd_set_driver_root(void *opts, const char *value, struct gerr *err);
 
 /* UID or UID:GID (a lone UID is also the GID); -EINVAL otherwise. */
 int cmd_parse_user(const char *s, unsigned *ret_uid, unsigned *ret_gid);
@@ -108,10 +111,10 @@ bool cmd_print_json(const char *verb, json_t *doc);
 	}
 #define CMD_OPT_DRIVER_ROOT                                                                                        \
 	{                                                                                                          \
-		.name = "driver-root", .kind = OPT_ARGV, .arg = "DIR", .env = {"NVIDIA_DRIVER_ROOT"},              \
+		.name = "driver-root", .kind = OPT_CALL, .arg = "DIR", .env = {"NVIDIA_DRIVER_ROOT"},              \
 		.help = "where the driver is installed, below --root; default /, /run/nvidia/driver with the GPU " \
 			"Operator",                                                                                \
-		.off = offsetof(struct cmd_common, nvml.driver_root)                                               \
+		.call = cmd_set_driver_root                                                                        \
 	}
 /* NVML and the host: --nvml-library, --driver-root, --root */
 #define CMD_OPTS_NVML CMD_OPT_NVML_LIBRARY, CMD_OPT_DRIVER_ROOT, CMD_OPT_ROOT

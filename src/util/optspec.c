@@ -91,14 +91,21 @@ static int set_text(const struct optspec *o, void *field, const char *v, struct 
 	return 0;
 }
 
-static int set_path(const struct optspec *o, void *field, const char *v, struct gerr *err)
+int optspec_check_path(const char *v, bool relative_ok, struct gerr *err)
 {
-	if (v[0] && v[0] != '/')
+	if (!relative_ok && v[0] && v[0] != '/')
 		return gerr_set(err, EINVAL, "must be an absolute path");
 	/* every host path is read under --root: a '..' would climb out of it */
 	if (has_dotdot(v))
 		return gerr_set(err, EINVAL, "path must not contain '..'; give the real absolute path");
-	return set_text(o, field, v, err);
+	return 0;
+}
+
+static int set_path(const struct optspec *o, void *field, const char *v, struct gerr *err)
+{
+	int r = optspec_check_path(v, false, err);
+
+	return r < 0 ? r : set_text(o, field, v, err);
 }
 
 /* As upstream's os.Open: relative to the working directory; kept absolute, so a reload reads the same file. */

@@ -94,6 +94,12 @@ int optspec_set(const struct optspec *o, void *opts, const char *value, struct g
  */
 const char *optspec_env(const struct optspec *o, enum optspec_env_mode mode, const char **name);
 
+/*
+ * The rule of a host path option (OPT_PATH and the verbs' --root and --driver-root): absolute
+ * unless relative_ok, and no ".." component. 0, or -EINVAL with err saying what is wrong.
+ */
+int optspec_check_path(const char *v, bool relative_ok, struct gerr *err);
+
 /* Free the owned strings (STR, PATH, FILE) of opts and set them to NULL. */
 void optspec_free(const struct optspec *rows, void *opts);
 
