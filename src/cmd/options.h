@@ -68,7 +68,8 @@ void cmd_print_version(FILE *f, const char *verb);
 /* "gpulet VERB: message" on stderr; returns EXIT_USAGE. */
 int cmd_usage_error(const struct cmd_verb *v, const char *fmt, ...) _printf_(2, 3);
 
-/* --root: struct cmd_common's nvml.root, made absolute (host paths are joined to it as "/x"); a ".." component is refused. */
+/* --root: struct cmd_common's nvml.root, made absolute (host paths are joined to it as "/x"); a ".." component is
+ * refused. */
 int cmd_set_root(void *opts, const char *value, struct gerr *err);
 /* --driver-root: struct cmd_common's nvml.driver_root, absolute and without "..", as the plugin's
  * (optspec_check_path()). */

@@ -25,11 +25,11 @@ static const struct optspec lint_opts[] = {
     CMD_ROW("driver-version", 0, OPT_ARGV, "V", "the nodes' driver (e.g. 535.161.08): flag images needing newer CUDA",
 	    .off = offsetof(struct lint_cli, lo.driver_version)),
     CMD_OPT_NODE,
-    /* not CMD_OPT_ROOT: without --root lint reads no node facts at all */
-    CMD_ROW("root", 0, OPT_ARGV, "DIR",
+    /* not CMD_OPT_ROOT (its own help text): without --root lint reads no node facts at all */
+    CMD_ROW("root", 0, OPT_CALL, "DIR",
 	    "read node facts from a node root: driver version, whether containerd needs a RuntimeClass (CDI off, "
 	    "default runc), /dev/nvidia* modes",
-	    .off = offsetof(struct cmd_common, nvml.root)),
+	    .call = cmd_set_root),
     {0},
 };
 
