@@ -13,6 +13,7 @@
 #include "doctor/doctor.h"
 #include "doctor/daemon.h"
 #include "util/log.h"
+#include "util/opt.h"
 
 struct doctor_cli {
 	struct cmd_common c;
@@ -20,7 +21,8 @@ struct doctor_cli {
 	struct doctor_serve_options serve;
 	char *only[64]; /* pointers into argv, which --only splits in place */
 	size_t n_only;
-	char hostname[256]; /* serve.node_name when --node-name is not given: lives as long as serve does */
+	char hostname[256];            /* serve.node_name when --node-name is not given: lives as long as serve does */
+	int64_t interval_ns, delay_ns; /* --interval, --recheck-delay: serve's seconds */
 };
 
 static int list_checks(void *opts, const char *value, struct gerr *err)
@@ -89,12 +91,14 @@ static const struct optspec doctor_opts[] = {
 	    "stay running: re-check every --interval and after a node change, serve the findings as Prometheus "
 	    "metrics on ADDR (:9402) with /healthz",
 	    .off = offsetof(struct doctor_cli, serve.address)),
-    CMD_ROW("interval", 0, OPT_UINT, "SECONDS", "with --serve-metrics: re-check this often",
-	    .off = offsetof(struct doctor_cli, serve.interval_s), .def = "300", .min = 1, .max = 86400),
-    CMD_ROW("recheck-delay", 0, OPT_UINT, "SECONDS",
+    CMD_ROW("interval", 0, OPT_DURATION, "D",
+	    "with --serve-metrics: re-check this often: a Go duration (5m, 1h30m) or seconds, whole seconds",
+	    .off = offsetof(struct doctor_cli, interval_ns), .def = "300", .min = 1000, .max = 86400 * 1000,
+	    .bare_ms = 1000),
+    CMD_ROW("recheck-delay", 0, OPT_DURATION, "D",
 	    "with --serve-metrics: after a change to device nodes, CDI, containerd or device-plugin dirs, wait "
-	    "this long (and at least this long since the last check)",
-	    .off = offsetof(struct doctor_cli, serve.delay_s), .def = "5", .min = 0, .max = 3600),
+	    "this long (and at least this long since the last check): a Go duration or seconds, whole seconds",
+	    .off = offsetof(struct doctor_cli, delay_ns), .def = "5", .min = 0, .max = 3600 * 1000, .bare_ms = 1000),
     CMD_ROW("node-name", 0, OPT_ARGV, "NAME",
 	    "with --serve-metrics: the node label of the metrics (default: host name)", .env = {"NODE_NAME"},
 	    .off = offsetof(struct doctor_cli, serve.node_name)),
@@ -145,6 +149,10 @@ static int serve(struct doctor_cli *cli)
 	if (cli->c.json || cli->n_only)
 		return cmd_usage_error(&doctor_verb, "--serve-metrics reports every finding as metrics; drop %s",
 				       cli->c.json ? "--json" : "--only");
+	if (cli->interval_ns % OPT_NSEC_PER_SEC || cli->delay_ns % OPT_NSEC_PER_SEC)
+		return cmd_usage_error(&doctor_verb, "--interval and --recheck-delay are whole seconds (5m, 90s, 300)");
+	cli->serve.interval_s = (unsigned)(cli->interval_ns / OPT_NSEC_PER_SEC);
+	cli->serve.delay_s = (unsigned)(cli->delay_ns / OPT_NSEC_PER_SEC);
 	if (!cli->serve.node_name) {
 		gethostname(cli->hostname, sizeof(cli->hostname) - 1);
 		cli->serve.node_name = cli->hostname;

@@ -17,6 +17,7 @@
 
 #include "plugin/config_int.h"
 #include "util/fileio.h"
+#include "util/opt.h"
 #include "util/log.h"
 
 #define CONFIG_FILE_MAX            (1024 * 1024)
@@ -242,24 +243,28 @@ static const struct optspec config_opts[] = {
      .help = "host filesystem prefix"},
     /* gpulet: how often NVML is read again to notice lost GPUs and MIG re-partitions (pain point #5) */
     {.name = "rescan-interval",
-     .kind = OPT_UINT,
-     .arg = "SECONDS",
+     .kind = OPT_DURATION,
+     .arg = "D",
      .env = {"GPULET_RESCAN_INTERVAL"},
      .def = "10",
      F(rescan_interval),
-     .min = 1,
-     .max = 86400,
-     .help = "seconds between device rescans (lost GPUs and MIG changes are re-advertised live)"},
+     .min = 1000,
+     .max = 86400 * 1000,
+     .bare_ms = 1000,
+     .help = "time between device rescans (lost GPUs and MIG changes are re-advertised live): a Go duration "
+	     "(10s, 1m30s) or seconds"},
     /* gpulet: recovery of an unhealthy GPU (upstream #189, #234: upstream never recovers) */
     {.name = "health-recovery-interval",
-     .kind = OPT_UINT,
-     .arg = "SECONDS",
+     .kind = OPT_DURATION,
+     .arg = "D",
      .env = {"GPULET_HEALTH_RECOVERY_INTERVAL"},
      .def = "300",
      F(health_recovery),
-     .min = 1,
-     .max = 86400,
-     .help = "seconds without a new error after which a GPU unhealthy for an application XID is healthy again; "
+     .min = 1000,
+     .max = 86400 * 1000,
+     .bare_ms = 1000,
+     .help = "time without a new error (a Go duration, or seconds) after which a GPU unhealthy for an application XID "
+	     "is healthy again; "
 	     "one needing a reset only once NVML also reports it reset, one lost or after XID 79 not until restart"},
     /* gpulet: second XID source for what NVML misses, e.g. XID 79 fallen off the bus */
     {.name = "kernel-log",
@@ -478,6 +483,9 @@ char *config_to_json(const struct plugin_config *cfg)
 			break;
 		case OPT_UINT:
 			v = json_integer(*(const unsigned *)f);
+			break;
+		case OPT_DURATION: /* in the unit a bare number has (seconds for the plugin's), else ms */
+			v = json_integer(*(const int64_t *)f / OPT_NSEC_PER_MSEC / (json_int_t)(p->bare_ms ?: 1));
 			break;
 		case OPT_ENUM:
 			v = json_string(optspec_enum_name(p, *(const int *)f));

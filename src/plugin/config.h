@@ -104,10 +104,10 @@ struct plugin_config {
 	char *nvml_library;
 	char *root;
 	enum log_level log_level;
-	bool print_config;        /* --print-config: print the effective config as JSON and exit */
-	unsigned rescan_interval; /* seconds */
-	unsigned health_recovery; /* seconds without a new error before a recoverable GPU is healthy again */
-	char *kernel_log;         /* file followed for NVRM Xid lines; "" = <root>/dev/kmsg */
+	bool print_config;       /* --print-config: print the effective config as JSON and exit */
+	int64_t rescan_interval; /* ns */
+	int64_t health_recovery; /* ns without a new error before a recoverable GPU is healthy again */
+	char *kernel_log;        /* file followed for NVRM Xid lines; "" = <root>/dev/kmsg */
 	/* sharing.* from the file */
 	enum sharing_strategy sharing;
 	bool rename_by_default;

@@ -14,6 +14,7 @@
 #include "plugin/daemon_health.h"
 #include "plugin/health.h"
 #include "util/log.h"
+#include "util/opt.h"
 
 struct health_item {
 	struct health_item *next;
@@ -93,8 +94,8 @@ void daemon_health_restart(struct daemon_health *h, struct nvml *nv, const struc
 	health_options_default(&o);
 	o.root = cfg->root;
 	o.policy = h->policy;
-	o.mig_poll_ms = cfg->rescan_interval * 1000;
-	o.quiet_ms = cfg->health_recovery * 1000;
+	o.mig_poll_ms = cfg->rescan_interval / OPT_NSEC_PER_MSEC;
+	o.quiet_ms = cfg->health_recovery / OPT_NSEC_PER_MSEC;
 	if (kernel_log && kernel_log[0])
 		o.kernel_log = kernel_log;
 	o.cb = on_health;

@@ -239,7 +239,9 @@ static int set_duration(const struct optspec *o, void *field, const char *v, str
 
 	if (word)
 		return *(int64_t *)field = word->value, 0;
-	if (opt_parse_duration(v, &ns) < 0)
+	if (o->bare_ms && v[0] >= '0' && v[0] <= '9' && strspn(v, "0123456789") == strlen(v) && strlen(v) <= 9)
+		ns = strtoll(v, NULL, 10) * (int64_t)o->bare_ms * OPT_NSEC_PER_MSEC; /* nine digits: no overflow */
+	else if (opt_parse_duration(v, &ns) < 0)
 		return gerr_set(err, EINVAL, "want a Go duration such as 90s, 1m30s, 500ms%s%s",
 				o->n_names ? ", or " : "", o->n_names ? o->names[0].name : "");
 	if (ns < (int64_t)o->min * OPT_NSEC_PER_MSEC || (o->max && ns > (int64_t)o->max * OPT_NSEC_PER_MSEC)) {
@@ -610,6 +612,8 @@ static const char *row_defect(const struct optspec *o)
 		return "a borrowed (ARGV) row with a config-file key: the file's text does not outlive the file";
 	if (o->size && !text)
 		return "an inline buffer on a row that holds no text";
+	if (o->bare_ms && o->kind != OPT_DURATION)
+		return "a unit for bare numbers on a row that is not a duration";
 	if (o->kind == OPT_UINT && (o->max == 0 || o->max > UINT_MAX || o->min > o->max))
 		return "a number row without a range that fits an unsigned";
 	if ((o->kind == OPT_DURATION || text) && o->max && o->min > o->max)

@@ -55,6 +55,8 @@ struct optspec {
 	int (*call)(void *opts, const char *value, struct gerr *err); /* CALL */
 	const char *want;              /* what a valid value looks like; FLAGS: what one item is ("strategy") */
 	unsigned long min, max;        /* UINT; DURATION in ms; max: the longest owned STR/PATH/FILE text */
+	unsigned long bare_ms;         /* DURATION: a bare number means this many ms (gpulet's own interval
+					* options, which took plain seconds: 1000); 0: refused, as Go refuses it */
 	const struct enum_name *names; /* ENUM, FLAGS; DURATION's words */
 	size_t n_names;
 	bool icase; /* ENUM: a name matches in any case */

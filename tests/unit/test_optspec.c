@@ -331,6 +331,29 @@ static void test_actions(void **state)
 	done(&t);
 }
 
+/* gpulet's own interval options: a Go duration, or a bare number in the row's unit (seconds). */
+static void test_bare_unit(void **state)
+{
+	static const struct optspec row = {
+	    .name = "every", .kind = OPT_DURATION, .arg = "D", .min = 1000, .max = 3600 * 1000, .bare_ms = 1000};
+	static const struct {
+		const char *text;
+		int64_t ns;
+	} ok[] = {{"90", 90 * OPT_NSEC_PER_SEC}, {"1m30s", 90 * OPT_NSEC_PER_SEC}, {"1", OPT_NSEC_PER_SEC}};
+	static const char *const bad[] = {"0", "3601", "999999999999", "1.5", "-5", " 5"};
+	struct gerr err = {0};
+	int64_t ns = 0;
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
+		assert_int_equal(optspec_set(&row, &ns, ok[i].text, &err), 0);
+		assert_int_equal(ns, ok[i].ns);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+		if (optspec_set(&row, &ns, bad[i], &err) == 0)
+			fail_msg("'%s' was taken", bad[i]);
+}
+
 /* Go's ParseUint(s, 0) forms; list items trimmed on both sides. */
 static void test_go_forms(void **state)
 {
@@ -456,6 +479,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_actions, setup),
 	    cmocka_unit_test_setup(test_go_forms, setup),
 	    cmocka_unit_test_setup(test_getopt_edges, setup),
+	    cmocka_unit_test(test_bare_unit),
 	    cmocka_unit_test(test_bad_tables),
 	    cmocka_unit_test(test_log_level_row),
 	};

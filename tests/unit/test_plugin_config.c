@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "plugin/config.h"
+#include "util/opt.h"
 
 static const char *const plugin_envs[] = {
     "MIG_STRATEGY",
@@ -85,13 +86,18 @@ static void test_health_options(void **state)
 	_cleanup_(config_freep) struct plugin_config *c = NULL;
 
 	c = defaults();
-	assert_int_equal(c->health_recovery, 300);
+	assert_int_equal(c->health_recovery, 300 * OPT_NSEC_PER_SEC);
 	assert_string_equal(c->kernel_log, "");
 	setenv("GPULET_HEALTH_RECOVERY_INTERVAL", "30", 1);
 	setenv("GPULET_KERNEL_LOG", "/var/log/kern.log", 1);
 	assert_int_equal(reload(&c), 0);
-	assert_int_equal(c->health_recovery, 30);
+	assert_int_equal(c->health_recovery, 30 * OPT_NSEC_PER_SEC);
 	assert_string_equal(c->kernel_log, "/var/log/kern.log");
+	setenv("GPULET_HEALTH_RECOVERY_INTERVAL", "2m30s", 1); /* a Go duration, or seconds as before */
+	assert_int_equal(reload(&c), 0);
+	assert_int_equal(c->health_recovery, 150 * OPT_NSEC_PER_SEC);
+	setenv("GPULET_HEALTH_RECOVERY_INTERVAL", "500ms", 1); /* below the 1 s floor */
+	assert_true(reload(&c) < 0);
 	setenv("GPULET_HEALTH_RECOVERY_INTERVAL", "0", 1);
 	assert_true(reload(&c) < 0);
 	setenv("GPULET_HEALTH_RECOVERY_INTERVAL", "30", 1);
