@@ -43,6 +43,10 @@ extern const struct enum_name config_device_id_names[2], config_discovery_names[
 #define CONFIG_KEY_GFD_OUTPUT_FILE       "flags.gfd.outputFile"
 #define CONFIG_KEY_GFD_MACHINE_TYPE_FILE "flags.gfd.machineTypeFile"
 #define CONFIG_KEY_USE_NODE_FEATURE_API  "flags.useNodeFeatureAPI"
+/* keys both readers take, each with its own row (the plugin's and GFD's defaults and env vars differ) */
+#define CONFIG_KEY_MIG_STRATEGY       "flags.migStrategy"
+#define CONFIG_KEY_FAIL_ON_INIT_ERROR "flags.failOnInitError"
+#define CONFIG_KEY_DISCOVERY_STRATEGY "flags.deviceDiscoveryStrategy"
 extern const char *const config_gfd_keys[6];
 
 /*
