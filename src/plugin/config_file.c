@@ -109,6 +109,12 @@ static struct yval member(const struct yctx *y, const json_t *obj, const char *k
 	return r;
 }
 
+/* A top-level section; null ("sharing:" alone) is none, as upstream's JSON decoding leaves the struct zero. */
+static struct yval section(const struct yctx *y, const json_t *root, const char *key)
+{
+	struct yval r = member(y, root, key);
+	return json_is_null(r.v) ? (struct yval){0} : r;
+}
 static int yerr(struct yctx *y, struct yaml_pos pos, const char *key, const char *fmt, ...) _printf_(4, 5);
 static int yerr(struct yctx *y, struct yaml_pos pos, const char *key, const char *fmt, ...)
 {
@@ -290,6 +296,8 @@ static int walk_options(struct yctx *y, struct yval map, const char *prefix)
 	const char *k;
 	json_t *v;
 
+	if (json_is_null(map.v)) /* "plugin:" alone: upstream's nil pointer, no flags */
+		return 0;
 	if (!json_is_object(map.v))
 		return yerr(y, map.pos, prefix, "expected a mapping");
 	json_object_foreach (map.v, k, v) {
@@ -737,13 +745,13 @@ static int apply_document(struct yctx *y, struct yval root)
 
 		return yerr(y, v.pos, "version", "unknown version \"%s\"; only v1 is supported", s ? s : "");
 	}
-	if ((v = member(y, root.v, "flags")).v && (r = walk_options(y, v, "flags")) < 0)
+	if ((v = section(y, root.v, "flags")).v && (r = walk_options(y, v, "flags")) < 0)
 		return r;
-	if ((v = member(y, root.v, "imex")).v && (r = walk_options(y, v, "imex")) < 0)
+	if ((v = section(y, root.v, "imex")).v && (r = walk_options(y, v, "imex")) < 0)
 		return r;
-	if ((v = member(y, root.v, "resources")).v && (r = check_resources(y, v)) < 0)
+	if ((v = section(y, root.v, "resources")).v && (r = check_resources(y, v)) < 0)
 		return r;
-	sh = member(y, root.v, "sharing");
+	sh = section(y, root.v, "sharing");
 	if (!sh.v)
 		return 0;
 	if ((r = warn_unknown(y, sh, "sharing", sharing_known)) < 0)

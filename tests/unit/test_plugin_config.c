@@ -246,6 +246,24 @@ static const struct {
 };
 
 /* What upstream accepts stays accepted: device lists (then ignored, as upstream), 4.0, `mps:` null. */
+/* A section with nothing under it ("sharing:", "plugin:") is no section, as upstream's JSON decoding of null. */
+static void test_null_sections(void **state)
+{
+	static const char *const texts[] = {"version: v1\nsharing: null\n", "version: v1\nflags:\n",
+					    "flags:\n  plugin:\n  gfd:\n", "imex: null\nresources: null\n"};
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(texts); i++) {
+		_cleanup_(config_freep) struct plugin_config *c = defaults();
+		struct gerr err = {0};
+
+		if (config_apply_file_text(c, texts[i], strlen(texts[i]), "c.yaml", &err) < 0)
+			fail_msg("%s: %s", texts[i], err.msg);
+		assert_int_equal(c->sharing, SHARING_NONE);
+		assert_string_equal(c->warnings, "");
+	}
+}
+
 static void test_sharing_accepted(void **state)
 {
 	static const char text[] =
@@ -423,6 +441,7 @@ int main(void)
 	    cmocka_unit_test(test_device_plugin_path_default),
 	    cmocka_unit_test(test_health_options),
 	    cmocka_unit_test(test_bad),
+	    cmocka_unit_test(test_null_sections),
 	    cmocka_unit_test(test_sharing_accepted),
 	    cmocka_unit_test(test_dots_not_dotdot),
 	    cmocka_unit_test(test_unknown_keys_warn),
