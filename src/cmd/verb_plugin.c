@@ -4,8 +4,12 @@
  * (docs/reference/device-plugin.md §1-2); the rows are plugin/config.c's, the daemon is
  * src/plugin/daemon.c.
  */
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "cmd/cmd.h"
 #include "cmd/options.h"
@@ -34,15 +38,49 @@ static int print_config(const struct plugin_config *cfg)
 	return json ? 0 : 1;
 }
 
-int cmd_plugin(int argc, char **argv)
+/*
+ * Before anything else: a SIGHUP (config-manager sends one at its first sync) or SIGTERM that
+ * comes before the daemon's signalfd exists would otherwise kill the process (default action).
+ * Returns 0 or the errno pthread_sigmask() returned.
+ */
+static int block_stop_signals(sigset_t *old)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGQUIT);
+	sigaddset(&set, SIGHUP);
+	return pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+/* The mask as it was, after taking the stop signals still pending (they would end us now). */
+static void restore_signals(const sigset_t *old)
+{
+	const struct timespec now = {0};
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGQUIT);
+	sigaddset(&set, SIGHUP);
+	while (sigtimedwait(&set, NULL, &now) > 0)
+		;
+	(void)pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/* Parse, start, serve until a stop signal: the exit code. */
+static int run(int argc, char **argv, struct plugin_config *cfg)
 {
 	_cleanup_(config_args_freep) struct config_args *args = NULL;
-	_cleanup_(config_freep) struct plugin_config *cfg = config_new();
-	struct plugin_daemon *daemon = NULL;
+	/* declared after args: stopped first, as it borrows args (and cfg, the caller's) */
+	_cleanup_(plugin_daemon_stopp) struct plugin_daemon *daemon = NULL;
 	int r;
 
 	/* kept before getopt permutes argv: SIGHUP builds the config again from it */
-	if (!cfg || config_args_new(argc, argv, NULL, &args) < 0) {
+	if (config_args_new(argc, argv, NULL, &args) < 0) {
 		fprintf(stderr, "gpulet plugin: out of memory\n");
 		return 1;
 	}
@@ -52,10 +90,30 @@ int cmd_plugin(int argc, char **argv)
 	if (cfg->print_config)
 		return print_config(cfg);
 	log_set_level(cfg->log_level);
-	/* the daemon borrows cfg: it is freed (on return) only after the daemon stopped */
 	if (plugin_daemon_start(args, cfg, &daemon) < 0)
 		return 1;
-	plugin_daemon_run(daemon);
-	plugin_daemon_stop(daemon);
-	return 0;
+	return plugin_daemon_run(daemon) < 0 ? 1 : 0;
+}
+
+int cmd_plugin(int argc, char **argv)
+{
+	/* the daemon borrows cfg: run() stops it before returning */
+	_cleanup_(config_freep) struct plugin_config *cfg = NULL;
+	sigset_t old;
+	int r;
+
+	r = block_stop_signals(&old);
+	if (r != 0) {
+		fprintf(stderr, "gpulet plugin: cannot block signals: %s\n", strerror(r));
+		return 1;
+	}
+	cfg = config_new();
+	if (!cfg) {
+		fprintf(stderr, "gpulet plugin: out of memory\n");
+		r = 1;
+	} else {
+		r = run(argc, argv, cfg);
+	}
+	restore_signals(&old);
+	return r;
 }

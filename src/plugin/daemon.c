@@ -39,8 +39,9 @@
 #include "util/fileio.h"
 #include "util/log.h"
 
-#define TICK_MS       1000
-#define INIT_RETRY_MS 30000 /* --fail-on-init-error=false: look for devices again this often */
+#define TICK_MS        1000
+#define INIT_RETRY_MS  30000 /* --fail-on-init-error=false: look for devices again this often */
+#define MAX_WARN_LINES 20    /* config warnings logged one by one; the rest are counted */
 
 struct plugin_daemon {
 	const struct config_args *args;
@@ -55,6 +56,9 @@ struct plugin_daemon {
 	 * out no other (dp_ctx.cdi_names) */
 	struct dp_cdi_names cdi;
 	int sigfd;
+	sigset_t old_mask;     /* before setup_signals(), restored at stop */
+	void (*old_pipe)(int); /* SIGPIPE's action before setup_signals() */
+	bool mask_saved, pipe_saved;
 	bool grpc_up, started;
 	long long next_init_ms;
 	struct daemon_kubelet_watch kw;
@@ -147,13 +151,30 @@ static int build(struct nvml **nv, const struct plugin_config *cfg, struct node 
 	return 0;
 }
 
+/* The config's warnings ("; "-separated, config.h), one log line each, at most MAX_WARN_LINES. */
+static void log_warnings(const char *w)
+{
+	unsigned n = 0;
+
+	for (const char *p = w; *p;) {
+		const char *end = strstr(p, "; ");
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		if (len && n++ < MAX_WARN_LINES)
+			log_warn("Config warning", "warning=\"%.*s\"", (int)len, p);
+		p += len + (end ? 2 : 0);
+	}
+	if (n > MAX_WARN_LINES)
+		log_warn("Config warnings left out", "count=%u", n - MAX_WARN_LINES);
+}
+
 static void log_config(const struct plugin_config *cfg)
 {
 	_cleanup_free_ char *json = config_to_json(cfg);
 
 	log_info("Running with config", "config=%s", json ? json : "{}");
 	if (given(cfg->warnings))
-		log_warn("Config warnings", "warnings=\"%s\"", cfg->warnings);
+		log_warnings(cfg->warnings);
 }
 
 static const char *mps_unready(const void *mps, const char *resource)
@@ -192,6 +213,15 @@ static void watch(struct plugin_daemon *d)
 	daemon_mps_reset(&d->mps, d->cfg, d->rs, &d->srv);
 }
 
+/* Nothing is served: a reloaded config is the one to look for devices with next time. */
+static void adopt_config(struct plugin_daemon *d, struct plugin_config *loaded)
+{
+	config_free(d->reloaded);
+	d->reloaded = loaded;
+	d->cfg = loaded;
+	log_config(d->cfg);
+}
+
 /*
  * Full restart (kubelet restart, SIGHUP, layout change): new config (optional), new node and
  * resources, then swap. When the new state cannot be built the old one is served again, so one
@@ -202,6 +232,7 @@ static void restart(struct plugin_daemon *d, const char *why, enum restart_kind 
 	_cleanup_(config_freep) struct plugin_config *loaded = NULL;
 	struct plugin_config *old = NULL;
 	const struct plugin_config *cfg = d->cfg;
+	struct nvml *nv = NULL, *old_nv = NULL;
 	struct node *n = NULL;
 	struct resource_set *rs = NULL;
 	struct gerr err = {0};
@@ -221,24 +252,32 @@ static void restart(struct plugin_daemon *d, const char *why, enum restart_kind 
 		}
 		cfg = loaded;
 	}
-	if (!same(cfg->nvml_library, d->cfg->nvml_library) || !same(cfg->driver_root, d->cfg->driver_root)) {
-		/* the watcher's threads call into the NVML about to be closed */
-		daemon_health_restart(&d->health, NULL, NULL, cfg);
-		nvml_close(d->nv);
-		d->nv = NULL;
-	}
-	if (build(&d->nv, cfg, &n, &rs, &got, &err) < 0) {
+	/* a new NVML is opened beside the old one, which the watcher keeps using until it is replaced */
+	if (d->nv && same(cfg->nvml_library, d->cfg->nvml_library) && same(cfg->driver_root, d->cfg->driver_root))
+		nv = d->nv;
+	if (build(&nv, cfg, &n, &rs, &got, &err) < 0) {
+		if (nv != d->nv)
+			nvml_close(nv);
 		if (!d->rs) {
-			/* never served: there is no previous list to fall back to */
+			/* never served: there is no previous list to fall back to, nor a config to keep */
+			if (loaded)
+				adopt_config(d, TAKE_PTR(loaded));
 			log_warn("Still no devices, nothing is advertised; looking again later",
 				 "error=\"%s\" retry_s=%d", err.msg, INIT_RETRY_MS / 1000);
 			return;
 		}
 		log_error("Cannot build the device list, serving the previous one", "error=\"%s\"", err.msg);
+		if (loaded)
+			log_error("Config reload not applied; the previous config is in use",
+				  "hint=\"fix what the error above names, then send SIGHUP again\"");
 		daemon_serve_stop(&d->srv, d->rs);
 	} else {
 		daemon_serve_stop(&d->srv, rs);
 		daemon_carry_health(d->rs, d->node, rs, n);
+		if (nv != d->nv) {
+			old_nv = d->nv;
+			d->nv = nv;
+		}
 		if (loaded) {
 			/* the previous one is freed below, after the watcher let go of it */
 			old = d->reloaded;
@@ -252,7 +291,8 @@ static void restart(struct plugin_daemon *d, const char *why, enum restart_kind 
 		d->node = n;
 		log_config(d->cfg);
 		(void)write_specs(d);
-		watch(d);
+		watch(d); /* the old watcher, stopped here, was the last user of old_nv */
+		nvml_close(old_nv);
 		config_free(old);
 	}
 	(void)serve(d);
@@ -261,6 +301,7 @@ static void restart(struct plugin_daemon *d, const char *why, enum restart_kind 
 static int setup_signals(struct plugin_daemon *d, struct gerr *err)
 {
 	sigset_t mask;
+	int r;
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -268,12 +309,15 @@ static int setup_signals(struct plugin_daemon *d, struct gerr *err)
 	sigaddset(&mask, SIGQUIT);
 	sigaddset(&mask, SIGHUP);
 	/* blocked before any thread starts, so every thread inherits the mask */
-	if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0)
-		return gerr_set(err, EINVAL, "cannot block signals");
+	r = pthread_sigmask(SIG_BLOCK, &mask, &d->old_mask);
+	if (r != 0)
+		return gerr_set(err, r, "cannot block signals: %s", strerror(r));
+	d->mask_saved = true;
 	d->sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (d->sigfd < 0)
 		return gerr_set(err, errno, "signalfd: %s", strerror(errno));
-	signal(SIGPIPE, SIG_IGN);
+	d->old_pipe = signal(SIGPIPE, SIG_IGN);
+	d->pipe_saved = d->old_pipe != SIG_ERR;
 	return 0;
 }
 
@@ -320,7 +364,7 @@ static void on_tick(struct plugin_daemon *d)
 		daemon_register_all(&d->srv, d->cfg->kubelet_socket, false);
 }
 
-void plugin_daemon_run(struct plugin_daemon *d)
+int plugin_daemon_run(struct plugin_daemon *d)
 {
 	for (;;) {
 		/* a negative fd (no kubelet socket to watch) is skipped by poll() */
@@ -328,8 +372,12 @@ void plugin_daemon_run(struct plugin_daemon *d)
 		long long due = d->srv.next_register_ms ? d->srv.next_register_ms - daemon_now_ms() : TICK_MS;
 		int n = poll(pfd, ELEMENTSOF(pfd), (int)MAX(0, MIN(due, TICK_MS)));
 
-		if (n < 0 && errno != EINTR)
-			break;
+		if (n < 0 && errno != EINTR) {
+			int e = errno;
+
+			log_error("Cannot wait for events, exiting", "error=\"poll: %s\"", strerror(e));
+			return -e;
+		}
 		if (n > 0 && (pfd[0].revents & POLLIN)) {
 			struct signalfd_siginfo si;
 
@@ -339,7 +387,7 @@ void plugin_daemon_run(struct plugin_daemon *d)
 					continue;
 				}
 				log_info("Received signal, shutting down", "signal=%s", strsignal((int)si.ssi_signo));
-				return;
+				return 0;
 			}
 		}
 		if (n > 0 && (pfd[2].revents & POLLIN) && daemon_health_drain(&d->health, d->rs, d->node, &d->srv))
@@ -374,6 +422,14 @@ static int start_serving(struct plugin_daemon *d)
 		d->next_init_ms = daemon_now_ms() + INIT_RETRY_MS;
 		return 0;
 	}
+	/* another live plugin serves these sockets: two DaemonSets on one node is a mistake to fix,
+	 * not to wait out (docs/reference/device-plugin.md §3.1); checked before the CDI specs are
+	 * written, which would replace that plugin's */
+	r = daemon_sockets_taken(d->cfg, d->rs, &err);
+	if (r == -EADDRINUSE) {
+		log_error("Another plugin serves this device-plugin dir, exiting", "error=\"%s\"", err.msg);
+		return r;
+	}
 	/* serving CDI names no spec resolves would fail every pod at start, far from the cause */
 	r = write_specs(d);
 	if (r < 0 && d->cfg->fail_on_init_error) {
@@ -383,8 +439,7 @@ static int start_serving(struct plugin_daemon *d)
 	}
 	watch(d);
 	r = serve(d);
-	/* another live plugin serves these sockets: two DaemonSets on one node is a mistake to fix,
-	 * not to wait out (docs/reference/device-plugin.md §3.1) */
+	/* one that took the sockets since the check above */
 	if (r == -EADDRINUSE) {
 		log_error("Another plugin serves this device-plugin dir, exiting", NULL);
 		return r;
@@ -440,6 +495,10 @@ void plugin_daemon_stop(struct plugin_daemon *d)
 	daemon_kubelet_watch_fini(&d->kw);
 	if (d->sigfd >= 0)
 		close(d->sigfd);
+	if (d->pipe_saved)
+		signal(SIGPIPE, d->old_pipe);
+	if (d->mask_saved)
+		(void)pthread_sigmask(SIG_SETMASK, &d->old_mask, NULL);
 	config_free(d->reloaded);
 	if (d->started)
 		log_info("Stopped", NULL);

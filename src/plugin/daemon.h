@@ -21,7 +21,19 @@ struct plugin_daemon;
  * again. args and cfg are borrowed: they must outlive plugin_daemon_stop() (args for SIGHUP).
  */
 int plugin_daemon_start(const struct config_args *args, const struct plugin_config *cfg, struct plugin_daemon **ret);
-/* Serve until a stop signal: kubelet restarts, SIGHUP reloads, health events, retries. */
-void plugin_daemon_run(struct plugin_daemon *d);
-/* Empty device lists to kubelet, sockets removed, watcher stopped, everything freed. NULL is fine. */
+/*
+ * Serve until a stop signal: kubelet restarts, SIGHUP reloads, health events, retries. 0 after a
+ * stop signal, -errno (logged) when the main loop cannot wait any more (poll() failed).
+ */
+int plugin_daemon_run(struct plugin_daemon *d);
+/*
+ * Empty device lists to kubelet, sockets removed, watcher stopped, the signal mask and SIGPIPE's
+ * action as they were before start, everything freed. NULL is fine.
+ */
 void plugin_daemon_stop(struct plugin_daemon *d);
+/* For _cleanup_: stop *p and set it to NULL. */
+static inline void plugin_daemon_stopp(struct plugin_daemon **p)
+{
+	plugin_daemon_stop(*p);
+	*p = NULL;
+}

@@ -86,9 +86,8 @@ void daemon_health_restart(struct daemon_health *h, struct nvml *nv, const struc
 	const char *kernel_log = cfg->kernel_log;
 	struct health_options o;
 	struct gerr err = {0};
+	_cleanup_(health_stopp) struct health_watcher *old = TAKE_PTR(h->hw);
 
-	health_stop(h->hw);
-	h->hw = NULL;
 	if (!node || !nv)
 		return;
 	health_options_default(&o);
@@ -100,6 +99,9 @@ void daemon_health_restart(struct daemon_health *h, struct nvml *nv, const struc
 		o.kernel_log = kernel_log;
 	o.cb = on_health;
 	o.userdata = h;
+	/* the new watcher takes over the old one's faults (their quiet-period clocks too); the old
+	 * one is stopped after, on return */
+	o.inherit = old;
 	if (health_start(nv, node, &o, &h->hw, &err) < 0)
 		log_error("Cannot start health checks; devices stay advertised as they are", "error=\"%s\"", err.msg);
 }

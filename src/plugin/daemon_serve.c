@@ -272,6 +272,23 @@ static int start_serving(struct daemon_servers *s, const struct daemon_serve_inp
 	return gsrv_group_run(s->g, err);
 }
 
+int daemon_sockets_taken(const struct plugin_config *cfg, const struct resource_set *rs, struct gerr *err)
+{
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < rs->n; i++) {
+		int r;
+
+		if (snprintf(path, sizeof(path), "%s/%s", cfg->device_plugin_path, rs->res[i].socket) >=
+		    (int)sizeof(path))
+			continue; /* start_serving() says why it cannot serve there */
+		r = gsrv_socket_live(path, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int daemon_serve_or_retry(struct daemon_servers *s, const struct daemon_serve_input *in)
 {
 	struct gerr err = {0};

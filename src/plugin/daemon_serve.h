@@ -60,6 +60,12 @@ long long daemon_now_ms(void);
  * ... up to 30 s apart). Returns 0 or -errno (-EADDRINUSE: another live plugin has the sockets).
  */
 int daemon_serve_or_retry(struct daemon_servers *s, const struct daemon_serve_input *in);
+/*
+ * -EADDRINUSE (err names the pid) when another live plugin serves one of rs's sockets in
+ * cfg->device_plugin_path: checked before anything is written for rs (CDI specs), so that a
+ * second plugin on the same dir changes nothing of the first one's.
+ */
+int daemon_sockets_taken(const struct plugin_config *cfg, const struct resource_set *rs, struct gerr *err);
 /* Stop serving; resources not in keep (NULL: all) first send kubelet an empty list. Idempotent. */
 void daemon_serve_stop(struct daemon_servers *s, const struct resource_set *keep);
 

@@ -220,6 +220,17 @@ static int check_stale(const char *path, struct gerr *err)
 			path, strerror(errno));
 }
 
+int gsrv_socket_live(const char *socket_path, struct gerr *err)
+{
+	struct stat st;
+	int r;
+
+	if (lstat(socket_path, &st) < 0 || !S_ISSOCK(st.st_mode))
+		return 0;
+	r = check_stale(socket_path, err);
+	return r == -EADDRINUSE ? r : 0;
+}
+
 int gsrv_add(struct gsrv_group *g, const char *socket_path, const struct gsrv_method *methods, size_t n_methods,
 	     const struct gsrv_handler *h, void *data, struct gsrv **ret, struct gerr *err)
 {

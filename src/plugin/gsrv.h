@@ -46,6 +46,8 @@ int gsrv_group_new(struct gsrv_group **ret, struct gerr *err);
 int gsrv_add(struct gsrv_group *g, const char *socket_path, const struct gsrv_method *methods, size_t n_methods,
 	     const struct gsrv_handler *h, void *data, struct gsrv **ret, struct gerr *err);
 int gsrv_group_run(struct gsrv_group *g, struct gerr *err);
+/* -EADDRINUSE (naming its pid) when another process serves socket_path now; 0 otherwise. */
+int gsrv_socket_live(const char *socket_path, struct gerr *err);
 
 void gsrv_lock(struct gsrv_group *g);
 void gsrv_unlock(struct gsrv_group *g);

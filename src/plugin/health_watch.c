@@ -301,7 +301,11 @@ int health_start(struct nvml *nv, const struct node *n, const struct health_opti
 		return gerr_set(err, ENOMEM, "out of memory");
 	w->nv = nv;
 	w->o = *o;
-	w->o.inherit = NULL; /* only read during start; the caller frees it after */
+	/* borrowed during health_start() only (the caller frees them after): root and kernel_log are
+	 * copied into w->root and w->klog below */
+	w->o.inherit = NULL;
+	w->o.root = NULL;
+	w->o.kernel_log = NULL;
 	if (!w->o.wait_ms)
 		w->o.wait_ms = 100;
 	w->stop_pipe[0] = w->stop_pipe[1] = -1;

@@ -3,8 +3,14 @@
 """Health survives a re-advertise: a GPU made unhealthy by an XID stays Unhealthy when the plugin
 rebuilds its resources after a MIG re-partition of another GPU (the new servers' first
 ListAndWatch must not show it Healthy again: a rebuild is no recovery; recovery is the watcher's
-quiet-period decision). `gpulet plugin` on the fake NVML, python3-grpcio as the kubelet."""
+quiet-period decision). `gpulet plugin` on the fake NVML, python3-grpcio as the kubelet.
+
+Health checking survives a SIGHUP reload too: one whose new config cannot be built leaves the
+running watcher (and its NVML) in place, so a later XID still marks the GPU Unhealthy; one that
+rebuilds hands the old watcher's faults to the new one, so an application-class XID still recovers
+after the quiet period."""
 import os
+import signal
 import time
 
 from plugin_lib import check, run
@@ -42,5 +48,53 @@ def test_xid_survives_repartition(h):
     h.check_alive()
 
 
+def health_of(uuid, want):
+    return lambda devs: any(x["id"] == uuid and x["health"] == want for x in devs)
+
+
+def test_failed_reload_keeps_watching(h):
+    uuid = h.fixture_data()["gpus"][2]["uuid"]
+    klog = os.path.join(h.tmp, "kern.log")
+    cfg = os.path.join(h.tmp, "config.yaml")
+    open(klog, "w").close()
+    with open(cfg, "w") as f:
+        f.write("version: v1\n")
+    h.start_standin()
+    h.start_plugin("--config-file", cfg, "--kernel-log", klog)
+    # another driver root (another NVML) and an IMEX channel that does not exist: valid, not buildable
+    with open(cfg, "w") as f:
+        f.write("version: v1\nflags:\n  nvidiaDriverRoot: /driver\nimex:\n  channelIDs: [0]\n  required: true\n")
+    h.plugin.send_signal(signal.SIGHUP)
+    h.wait_log("serving the previous one")
+    time.sleep(0.5)
+    mark = h.events.mark()
+    h.nvml_event("xid 2 48")
+    h.wait_list("nvidia.com/gpu", start=mark, pred=health_of(uuid, "Unhealthy"))
+    # and the reload was not dropped silently
+    h.wait_log("reload not applied; the previous config is in use")
+    h.check_alive()
+
+
+def test_recovery_after_reload(h):
+    uuid = h.fixture_data()["gpus"][2]["uuid"]
+    klog = os.path.join(h.tmp, "kern.log")
+    open(klog, "w").close()
+    h.start_standin()
+    h.start_plugin("--health-recovery-interval=3", "--kernel-log", klog)
+    time.sleep(0.5)
+    mark = h.events.mark()
+    h.nvml_event("xid 2 32")  # application class: recovers after the quiet period
+    h.wait_list("nvidia.com/gpu", start=mark, pred=health_of(uuid, "Unhealthy"))
+    mark = h.events.mark()
+    h.plugin.send_signal(signal.SIGHUP)
+    h.wait_log("SIGHUP: reloading the config")
+    # the rebuilt list carries the fault; the new watcher still recovers it
+    h.wait_list("nvidia.com/gpu", start=mark, pred=health_of(uuid, "Healthy"), timeout=15)
+    check("healthy again" in h.log_text(), "no recovery logged:\n%s" % h.log_text()[-3000:])
+    h.check_alive()
+
+
 if __name__ == "__main__":
     run(test_xid_survives_repartition)
+    run(test_failed_reload_keeps_watching)
+    run(test_recovery_after_reload)

@@ -271,6 +271,20 @@ def test_fail_on_init_error(h):
     check("serving the previous one" not in text, "there never was a previous device list: %r" % text)
 
 
+def test_warnings_one_by_one(h):
+    """The file's warnings: one log line each, at most 20, then how many more (not one line that
+    may be megabytes long)."""
+    cfg = cfgfile(h.tmp, "version: v1\nflags:\n" + "".join("  unknownKey%d: x\n" % i for i in range(25)))
+    # imex.required without the channel: exits after logging the config, before NVML
+    p = subprocess.run([GPULET, "plugin", *h.base_args(), "--config-file", cfg, "--imex-channel-ids=0",
+                        "--imex-required"], capture_output=True, text=True, env=h.plugin_env(), timeout=20)
+    lines = [x for x in p.stderr.splitlines() if 'msg="Config warning"' in x]
+    check(p.returncode == 1 and len(lines) == 20 and all("unknownKey" in x for x in lines),
+          "warning lines: rc %d %d\n%s" % (p.returncode, len(lines), p.stderr[-3000:]))
+    check(any('msg="Config warnings left out"' in x and "count=5" in x for x in p.stderr.splitlines()),
+          "no count of the rest:\n%s" % p.stderr[-3000:])
+
+
 def test_cdi_spec_unwritable(h):
     """A CDI strategy whose spec cannot be written: exit 1 at start (QA), or serve with
     --fail-on-init-error=false."""
@@ -342,6 +356,7 @@ def test_log_level(h):
 if __name__ == "__main__":
     run(test_shared_file)
     run(test_log_level)
+    run(test_warnings_one_by_one)
     run(test_config_sources)
     run(test_config_errors)
     run(test_go_values)

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """`gpulet plugin` stops what it started on every way out (src/plugin/daemon.c, plugin_daemon_stop()):
 
-  * another plugin serves the device-plugin dir: exit 1 after the CDI specs were written and the
-    health watcher's threads started (they are joined, nothing leaks);
+  * another plugin serves the device-plugin dir: exit 1 before anything in the CDI spec dir is
+    written or removed (the running plugin's gpu spec and extra specs stay as they are);
   * the CDI spec cannot be written under the default failOnInitError: exit 1 with NVML open and
     the node read;
   * imex.required and no channel: exit 1 before NVML;
@@ -62,17 +62,38 @@ def finish(p, what, want, wait_for=(), signals=()):
     return out
 
 
+def spec_dir(cdi):
+    """Each file of the CDI spec dir: (mtime, content)."""
+    out = {}
+    for name in sorted(os.listdir(cdi)):
+        with open(os.path.join(cdi, name)) as f:
+            out[name] = (os.stat(os.path.join(cdi, name)).st_mtime_ns, f.read())
+    return out
+
+
 def test_busy_dir(h):
     gds_nodes(h)
-    busy = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    busy.bind(os.path.join(h.dp, "nvidia-gpu.sock"))
-    busy.listen(1)
-    try:
-        out = finish(plugin(h, *CDI), "another plugin serves the dir", 1)
-    finally:
-        busy.close()
-    check("Wrote CDI spec" in out and "Another plugin serves this device-plugin dir" in out,
-          "the failure came before the specs and the watcher:\n%s" % out[-3000:])
+    cdi = os.path.join(h.root, "var/run/cdi")
+    first = plugin(h, *CDI)
+    deadline = time.monotonic() + 30
+    while not ("Serving device plugin" in text(first) and
+               os.path.exists(os.path.join(cdi, "k8s.device-plugin.nvidia.com-gds.json"))):
+        check(first.poll() is None and time.monotonic() < deadline, "first plugin:\n%s" % text(first)[-3000:])
+        time.sleep(0.05)
+    # the first plugin's gpu spec (uuid names) and its extra spec (gds): the second one, another
+    # id strategy and no gds, must leave both alone
+    before = spec_dir(cdi)
+    check(len(before) == 2, "first plugin's specs: %s" % sorted(before))
+    out = finish(plugin(h, "--device-list-strategy=cdi-cri", "--device-id-strategy=index"),
+                 "another plugin serves the dir", 1)
+    check("Another plugin serves this device-plugin dir" in out and "Wrote CDI spec" not in out,
+          "the specs were written before the dir was found taken:\n%s" % out[-3000:])
+    after = spec_dir(cdi)
+    check(sorted(after) == sorted(before), "spec dir changed: %s -> %s" % (sorted(before), sorted(after)))
+    for name in before:
+        check(after[name] == before[name], "%s was rewritten by the second plugin" % name)
+    first.send_signal(15)
+    finish(first, "the first plugin still serves and stops", 0)
 
 
 def test_no_spec(h):

@@ -3,9 +3,12 @@
 """SIGHUP reloads the config file (replicas 4 -> renamed shared resource with 2 replicas: the
 old resource gets an empty list, the new one registers); a broken file on SIGHUP leaves the
 running plugin alone and logs file:line:col. SIGTERM/SIGINT: every open ListAndWatch stream
-gets an empty device list before it ends, the sockets are removed, exit code 0."""
+gets an empty device list before it ends, the sockets are removed, exit code 0. A SIGHUP that
+comes while the config is still being read (config-manager sends one at its first sync) is a
+reload once the plugin serves, not the end of the process."""
 import os
 import signal
+import threading
 import time
 
 from plugin_lib import check, run
@@ -79,6 +82,33 @@ def test_sigterm(h):
     h.wait_log(r'msg="Stopped"')
 
 
+def test_sighup_while_reading_config(h):
+    # a FIFO as the config file holds the plugin in its first read of it for as long as we like
+    fifo = os.path.join(h.tmp, "config.fifo")
+    os.mkfifo(fifo)
+    h.start_standin()
+    mark = h.start_plugin("--config-file", fifo, wait_resources=())
+    time.sleep(0.5)
+    h.plugin.send_signal(signal.SIGHUP)
+    time.sleep(0.2)
+    h.check_alive()
+
+    def feed():
+        with open(fifo, "w") as f:
+            f.write("version: v1\n")
+
+    threading.Thread(target=feed, daemon=True).start()  # the first read
+    h.wait_list("nvidia.com/gpu", start=mark)
+    h.wait_log("SIGHUP: reloading the config")
+    # the reload's read, once the first reader has closed the FIFO (a writer opening before would
+    # feed that reader and leave the reload waiting)
+    threading.Thread(target=feed, daemon=True).start()
+    h.wait_log(r'(?s)msg="Running with config".*msg="Running with config"')
+    h.check_alive()
+    check(h.stop_plugin() == 0, "exit code after SIGTERM")
+
+
 if __name__ == "__main__":
     run(test_sighup_reload)
     run(test_sigterm)
+    run(test_sighup_while_reading_config)
