@@ -87,6 +87,7 @@ struct health_event {
  */
 typedef void (*health_cb)(struct health_event *ev, void *userdata);
 
+/* The strings (root, kernel_log) and inherit are borrowed during health_start() only. */
 struct health_options {
 	const char *root;       /* --root prefix for /dev/kmsg, sysfs, procfs (NULL = "/") */
 	const char *kernel_log; /* file to follow like tail -f; NULL = <root>/dev/kmsg; "" = no kernel log */
