@@ -118,7 +118,9 @@ const char *cdi_min_version(const json_t *spec);
 int cdi_write_spec(const char *dir, const char *file_name, json_t *spec, struct gerr *err);
 /*
  * Remove dir/file_name only when it is a spec cdi_write_spec() wrote for kind: a regular file
- * carrying our marker with that kind. Neither dir nor the file is followed when it is a symlink.
+ * carrying our marker with that kind, checked through one fd (a FIFO is refused, not waited on) that
+ * must still be what the name points to when it is unlinked. Neither the last component of dir nor the
+ * file is followed when it is a symlink (components above it are: dir under --root is a string join).
  * Returns 1 removed, 0 nothing there; -errno with err when it is left alone (-EEXIST: not ours or
  * not a regular file; -ELOOP: dir is a symlink).
  */
@@ -234,6 +236,15 @@ int cdi_spec_conflicts(const char *dir, const char *file_name, const json_t *spe
  * saying whose it is otherwise (a foreign file, another kind's marker, not a regular file).
  */
 int cdi_spec_replaceable(const char *path, const char *kind, struct gerr *err);
+/*
+ * The same for name under the dir fd dfd (AT_FDCWD: a path), read through one fd opened with O_NOFOLLOW |
+ * O_NONBLOCK (a symlink or FIFO is refused, never followed or waited on). 0 when absent, 1 when ours with
+ * *ret_st (optional) the checked file's stat, to compare before acting on the name. shown names it in
+ * messages.
+ */
+struct stat;
+int cdi_spec_replaceable_at(int dfd, const char *name, const char *shown, const char *kind, struct stat *ret_st,
+			    struct gerr *err);
 
 /* Rename path to path + ".gpulet-replaced" (runtimes read only *.json, *.yaml); *ret the new name. */
 #define CDI_REPLACED_SUFFIX ".gpulet-replaced"

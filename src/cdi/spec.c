@@ -205,28 +205,43 @@ static const char *marker_kind(const json_t *spec)
 	return "";
 }
 
-int cdi_spec_replaceable(const char *path, const char *kind, struct gerr *err)
+/*
+ * Open and read name under dfd without following a symlink or blocking on a FIFO; only a regular file is
+ * read (bounded by CDI_SPEC_MAX). 0 when it does not exist, 1 with *text, *len and *st (the fd's) filled.
+ * shown names it in messages.
+ */
+static int read_spec_at(int dfd, const char *name, const char *shown, char **text, size_t *len, struct stat *st,
+			struct gerr *err)
 {
-	_cleanup_free_ char *old = NULL;
-	json_auto_t *existing = NULL;
-	struct gerr perr = {0};
-	size_t old_len;
-	struct stat st;
-	const char *mk;
+	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	int r;
 
-	if (lstat(path, &st) < 0)
-		return errno == ENOENT ? 0 : gerr_set(err, errno, "cannot stat %s: %s", path, strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return gerr_set(err, EEXIST, "%s exists and is not a regular file; not replacing it", path);
-	r = read_file(path, CDI_SPEC_MAX, &old, &old_len, err);
-	if (r < 0)
-		return r;
-	if (cdi_parse_spec(path, old, old_len, &existing, &perr) < 0)
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd < 0 && errno == ELOOP)
+		return gerr_set(err, EEXIST, "%s exists and is a symlink; not replacing it", shown);
+	if (fd < 0)
+		return gerr_set(err, errno, "cannot open %s: %s", shown, strerror(errno));
+	if (fstat(fd, st) < 0)
+		return gerr_set(err, errno, "cannot stat %s: %s", shown, strerror(errno));
+	if (!S_ISREG(st->st_mode))
+		return gerr_set(err, EEXIST, "%s exists and is not a regular file; not replacing it", shown);
+	r = read_fd(fd, shown, CDI_SPEC_MAX, text, len, err);
+	return r < 0 ? r : 1;
+}
+
+/* 0 when text (the file shown) carries our marker for kind; -EEXIST saying whose it is otherwise. */
+static int spec_text_ours(const char *shown, const char *text, size_t len, const char *kind, struct gerr *err)
+{
+	json_auto_t *existing = NULL;
+	struct gerr perr = {0};
+	const char *mk;
+
+	if (cdi_parse_spec(shown, text, len, &existing, &perr) < 0)
 		return gerr_set(err, EEXIST,
 				"%s exists and does not parse as a CDI spec (%s); not replacing it. Move it away, or "
 				"choose another file name",
-				path, perr.msg);
+				shown, perr.msg);
 	mk = marker_kind(existing);
 	if (kind && streq(mk, kind))
 		return 0;
@@ -234,11 +249,37 @@ int cdi_spec_replaceable(const char *path, const char *kind, struct gerr *err)
 		return gerr_set(err, EEXIST,
 				"%s was written by gpulet for kind %s, not %s; not replacing it. Choose another file "
 				"name (the default is VENDOR-CLASS.EXT), or move it away",
-				path, mk, kind ? kind : "?");
+				shown, mk, kind ? kind : "?");
 	return gerr_set(err, EEXIST,
 			"%s exists and was not written by gpulet (no %s entry; kind %s); not replacing it. Move it "
 			"away, or choose another file name",
-			path, CDI_MARKER_ENV, json_string_value(json_object_get(existing, "kind")) ?: "?");
+			shown, CDI_MARKER_ENV, json_string_value(json_object_get(existing, "kind")) ?: "?");
+}
+
+int cdi_spec_replaceable_at(int dfd, const char *name, const char *shown, const char *kind, struct stat *ret_st,
+			    struct gerr *err)
+{
+	_cleanup_free_ char *old = NULL;
+	struct stat st;
+	size_t old_len;
+	int r;
+
+	r = read_spec_at(dfd, name, shown, &old, &old_len, &st, err);
+	if (r <= 0)
+		return r;
+	r = spec_text_ours(shown, old, old_len, kind, err);
+	if (r < 0)
+		return r;
+	if (ret_st)
+		*ret_st = st;
+	return 1;
+}
+
+int cdi_spec_replaceable(const char *path, const char *kind, struct gerr *err)
+{
+	int r = cdi_spec_replaceable_at(AT_FDCWD, path, path, kind, NULL, err);
+
+	return r < 0 ? r : 0;
 }
 
 int cdi_move_aside(const char *path, char **ret, struct gerr *err)
@@ -305,6 +346,7 @@ int cdi_write_spec(const char *dir, const char *file_name, json_t *spec, struct 
 	_cleanup_free_ char *path = NULL, *data = NULL, *old = NULL;
 	const char *kind = json_string_value(json_object_get(spec, "kind"));
 	bool yaml = cdi_has_ext(file_name, ".yaml");
+	_cleanup_close_ int dfd = -1;
 	size_t old_len;
 	struct stat st;
 	int r;
@@ -320,13 +362,22 @@ int cdi_write_spec(const char *dir, const char *file_name, json_t *spec, struct 
 	r = cdi_format_spec(spec, yaml ? CDI_FORMAT_YAML : CDI_FORMAT_JSON, &data, err);
 	if (r < 0)
 		return r;
-	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0644 &&
-	    read_file(path, CDI_SPEC_MAX, &old, &old_len, NULL) == 0 && old_len == strlen(data) &&
-	    memcmp(old, data, old_len) == 0)
-		return 0; /* unchanged: no rename, no inotify event for the runtimes */
-	r = cdi_spec_replaceable(path, kind, err);
+	/* the last component of dir is not followed (ensure_spec_dir() refused a symlink there) */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return gerr_set(err, errno, "cannot open CDI spec dir %s: %s (a symlink is not followed)", dir,
+				strerror(errno));
+	/* what is there is read through one fd: no symlink followed, no FIFO to block on */
+	r = read_spec_at(dfd, file_name, path, &old, &old_len, &st, err);
 	if (r < 0)
 		return r;
+	if (r > 0) {
+		if ((st.st_mode & 07777) == 0644 && old_len == strlen(data) && memcmp(old, data, old_len) == 0)
+			return 0; /* unchanged: no rename, no inotify event for the runtimes */
+		r = spec_text_ours(path, old, old_len, kind, err);
+		if (r < 0)
+			return r;
+	}
 	return write_file_atomic(path, data, strlen(data), 0644, err);
 }
 
@@ -334,28 +385,34 @@ int cdi_remove_spec(const char *dir, const char *file_name, const char *kind, st
 {
 	_cleanup_free_ char *path = NULL;
 	_cleanup_close_ int dfd = -1;
-	struct stat st;
+	struct stat ours, now;
 	int r;
 
 	r = cdi_spec_file_name_ok(file_name, err);
 	if (r < 0)
 		return r;
-	/* the dir itself is never a symlink we follow, as cdi_write_spec() refuses to write through one */
+	if (asprintf(&path, "%s/%s", dir, file_name) < 0)
+		return gerr_set(err, ENOMEM, "out of memory");
+	/*
+	 * O_NOFOLLOW covers only the last component of dir: a symlink further up is followed (dir under
+	 * --root is a string join; known, as everywhere --root is used). From here on everything is relative
+	 * to this one dir fd, so the dir checked is the dir removed in.
+	 */
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return errno == ENOENT
 			   ? 0
 			   : gerr_set(err, errno, "cannot open CDI spec dir %s: %s (a symlink is not followed)", dir,
 				      strerror(errno));
-	if (fstatat(dfd, file_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0
-				       : gerr_set(err, errno, "cannot stat %s/%s: %s", dir, file_name, strerror(errno));
-	if (asprintf(&path, "%s/%s", dir, file_name) < 0)
-		return gerr_set(err, ENOMEM, "out of memory");
-	/* ours only: a regular file carrying our marker for this kind (not a symlink, not another's) */
-	r = cdi_spec_replaceable(path, kind, err);
-	if (r < 0)
+	/* ours only: a regular file carrying our marker for this kind (not a symlink, a FIFO, another's) */
+	r = cdi_spec_replaceable_at(dfd, file_name, path, kind, &ours, err);
+	if (r <= 0)
 		return r;
+	/* the name must still be the file checked; one swapped in since is left alone */
+	if (fstatat(dfd, file_name, &now, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : gerr_set(err, errno, "cannot stat %s: %s", path, strerror(errno));
+	if (now.st_dev != ours.st_dev || now.st_ino != ours.st_ino)
+		return gerr_set(err, EEXIST, "%s was replaced while being checked; not removing it", path);
 	if (unlinkat(dfd, file_name, 0) < 0)
 		return errno == ENOENT ? 0 : gerr_set(err, errno, "cannot remove %s: %s", path, strerror(errno));
 	return 1;

@@ -4,6 +4,7 @@
  * --mig-strategy, and every plugin flag), and its `mount-shm` subcommand for the init container.
  * The work is in src/plugin/mps_daemon.c; facts in docs/reference/device-plugin.md §5.1.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +29,9 @@ static const struct cmd_verb mps_verb =
 		      "set_default_device_pinned_mem_limit <index> <memory/replicas>M per GPU; pipe and log dirs in\n"
 		      "<mps-root>/<resource>/{pipe,log}; <mps-root>/.ready once all run. The daemons are asked every\n"
 		      "5 s whether they answer; one that does not removes .ready (the plugin then advertises no MPS\n"
-		      "devices) and all are started again. A failed start is retried every 30 s. SIGHUP restarts,\n"
-		      "SIGTERM stops the daemons and exits 0.\n"
+		      "devices) and all are started again. A failed start is retried every 30 s under the config\n"
+		      "in use. SIGHUP reads the config again and restarts under it; one that does not load is\n"
+		      "refused, said, and the running daemons kept. SIGTERM stops the daemons and exits 0.\n"
 		      "mount-shm mounts a tmpfs (half of MemTotal) at <mps-root>/shm, as upstream's init container.\n"
 		      "The MPS root is /mps (upstream's container mount) unless --mps-root or MPS_ROOT is given.",
 	     .notes = notes, .cli = &config_cli, .value_exit = 1);
@@ -41,11 +43,20 @@ int cmd_mps_control_daemon(int argc, char **argv)
 	_cleanup_free_ char **v = NULL;
 	bool shm = argc > 1 && streq(argv[1], "mount-shm");
 	_cleanup_(config_freep) struct plugin_config *cfg = config_new();
-	struct mps_daemon *daemon = NULL;
+	_cleanup_(mps_daemon_stopp) struct mps_daemon *daemon = NULL;
 	struct gerr err = {0};
+	sigset_t stop, old;
 	char opts[96];
 	int n, r;
 
+	/* blocked before the config is read: a SIGHUP or SIGTERM then waits for the supervisor's signalfd
+	 * instead of killing us by default action; the mask goes back at mps_daemon_stop() */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGHUP);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGQUIT);
+	pthread_sigmask(SIG_BLOCK, &stop, &old);
 	/* upstream's /mps unless a flag or MPS_ROOT (even empty: urfave/cli) says otherwise */
 	if (!cfg || config_args_new(argc - shm, argv + shm, getenv("MPS_ROOT") ? NULL : mps_default, &args) < 0 ||
 	    !(v = config_args_vector(args, &n))) {
@@ -65,9 +76,8 @@ int cmd_mps_control_daemon(int argc, char **argv)
 		return 0;
 	}
 	/* the supervisor borrows cfg: it is freed (on return) only after the supervisor stopped */
-	if (mps_daemon_start(args, cfg, &daemon) < 0)
+	if (mps_daemon_start(args, cfg, &old, &daemon) < 0)
 		return 1;
 	mps_daemon_run(daemon);
-	mps_daemon_stop(daemon);
 	return 0;
 }

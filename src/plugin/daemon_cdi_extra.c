@@ -184,7 +184,9 @@ static int write_spec(const struct plugin_config *cfg, const char *cls, json_t *
  * A feature that is off or absent hands nothing out, so its spec would only name what is not
  * there: remove the one an earlier run of gpulet wrote. Only our exact file name in our spec dir,
  * only a regular file carrying our marker for the class (cdi_remove_spec(): no symlink is
- * followed, another's file is left alone and said).
+ * followed, another's file is left alone and said). One rule with the writing side: only a CDI
+ * device-list strategy writes or removes a spec of ours; without one none is touched, as the gpu
+ * spec is not (docs/reference/device-plugin.md §14 row 2b).
  */
 static void remove_stale(const struct plugin_config *cfg, const char *cls, const char *why)
 {
@@ -192,7 +194,7 @@ static void remove_stale(const struct plugin_config *cfg, const char *cls, const
 	struct gerr err = {0};
 	int r;
 
-	if (spec_names(cfg, cls, &dir, &file, &kind) < 0)
+	if (!(cfg->device_list_strategy & DLS_CDI_ANY) || spec_names(cfg, cls, &dir, &file, &kind) < 0)
 		return;
 	r = cdi_remove_spec(dir, file, kind, &err);
 	if (r > 0)

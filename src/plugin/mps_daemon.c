@@ -50,7 +50,8 @@ struct mps_daemon {
 	const struct plugin_config *cfg; /* in use: the caller's, or the one a SIGHUP loaded */
 	struct plugin_config *reloaded;  /* owned: what the last successful SIGHUP loaded */
 	int sigfd;
-	bool running; /* started: "Stopped" is said at the end */
+	sigset_t restore_mask; /* the caller's signal mask before the stop signals were blocked */
+	bool running;          /* started: "Stopped" is said at the end */
 	long long next_retry, next_check;
 	char root[PATH_MAX];
 	char *bin, *smi;
@@ -251,24 +252,17 @@ static void stop_all(struct mps_daemon *s)
 	s->n = 0;
 }
 
-/* Config, NVML and the MPS resources, as the plugin builds them (same config, same resource names). */
+/*
+ * NVML and the MPS resources from s->cfg, as the plugin builds them (same config, same resource names).
+ * The config file is read only on SIGHUP (reload()), never on a retry or a restart after a daemon
+ * stopped answering.
+ */
 static int load(struct mps_daemon *s, struct gerr *err)
 {
 	_cleanup_free_ char *root = NULL;
 	struct resource_options o;
 	int r;
 
-	if (s->args) {
-		/* a fresh config, swapped in whole; nothing points into the old one past here (the daemons
-		 * were stopped, the tool paths are copies) */
-		_cleanup_(config_freep) struct plugin_config *loaded = NULL;
-
-		if ((r = config_load(s->args, &loaded, err)) < 0)
-			return r;
-		config_free(s->reloaded);
-		s->reloaded = TAKE_PTR(loaded);
-		s->cfg = s->reloaded;
-	}
 	if (!(root = root_path(s->cfg->root, s->cfg->mps_root)) || strlen(root) >= sizeof(s->root))
 		return gerr_set(err, ENAMETOOLONG, "MPS root too long");
 	snprintf(s->root, sizeof(s->root), "%s", root);
@@ -400,24 +394,90 @@ static void restart(struct mps_daemon *s)
 	}
 }
 
-int mps_daemon_start(const struct config_args *args, const struct plugin_config *cfg, struct mps_daemon **ret)
+static bool same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && streq(a, b));
+}
+
+/* Whether cfg opens another NVML than the one open (library, driver root, root changed). */
+static bool nvml_changed(const struct mps_daemon *s, const struct plugin_config *cfg)
+{
+	return s->nv && (!same_str(cfg->nvml_library, s->cfg->nvml_library) ||
+			 !same_str(cfg->driver_root, s->cfg->driver_root) || !same_str(cfg->root, s->cfg->root));
+}
+
+/* The NVML cfg needs opened into *ret when it differs from the open one (else NULL: keep that one). */
+static int nvml_for(const struct plugin_config *cfg, struct nvml **ret, struct gerr *err)
+{
+	_cleanup_free_ char *droot = NULL;
+
+	*ret = NULL;
+	if (cfg->sharing != SHARING_MPS)
+		return 0;
+	droot = root_path(cfg->root, cfg->driver_root);
+	if (!droot)
+		return gerr_set(err, ENOMEM, "out of memory");
+	return nvml_open_host(
+	    &(struct nvml_host){.root = cfg->root, .library = cfg->nvml_library, .driver_root = droot}, ret, err);
+}
+
+/*
+ * SIGHUP: read the config again, and only when it loads (and its NVML opens) stop the daemons and start
+ * them under it. A config that does not load leaves the running daemons, .ready and the config in use.
+ */
+static void reload(struct mps_daemon *s)
+{
+	_cleanup_(config_freep) struct plugin_config *loaded = NULL;
+	_cleanup_(nvml_closep) struct nvml *nv = NULL;
+	struct gerr err = {0};
+	bool changed = false;
+
+	if (config_load(s->args, &loaded, &err) < 0 ||
+	    ((changed = nvml_changed(s, loaded)) && nvml_for(loaded, &nv, &err) < 0)) {
+		log_error("Cannot load the new configuration; keeping the running daemons and config; fix and send "
+			  "SIGHUP again",
+			  "error=\"%s\"", err.msg);
+		return;
+	}
+	stop_all(s);
+	/* nothing points into the old config past here: the daemons were stopped, the tool paths are copies */
+	if (changed) {
+		/* NULL when the new config does not share with MPS: load() opens it when one does */
+		nvml_close(s->nv);
+		s->nv = TAKE_PTR(nv);
+	}
+	config_free(s->reloaded);
+	s->reloaded = TAKE_PTR(loaded);
+	s->cfg = s->reloaded;
+	restart(s);
+}
+
+int mps_daemon_start(const struct config_args *args, const struct plugin_config *cfg, const sigset_t *restore_mask,
+		     struct mps_daemon **ret)
 {
 	struct mps_daemon *s = calloc(1, sizeof(*s));
 	sigset_t mask;
+	int e;
 
 	*ret = NULL;
 	if (!s)
 		return log_error("Cannot start the MPS control daemon supervisor", "error=\"out of memory\""), -ENOMEM;
 	s->cfg = cfg;
 	s->sigfd = -1;
+	s->args = args;
+	if (restore_mask)
+		s->restore_mask = *restore_mask;
+	else
+		pthread_sigmask(SIG_SETMASK, NULL, &s->restore_mask);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGQUIT);
 	sigaddset(&mask, SIGHUP);
-	if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0 || (s->sigfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0) {
-		int e = errno ? errno : EINVAL;
-
+	e = pthread_sigmask(SIG_BLOCK, &mask, NULL); /* returns its error; errno is not set */
+	if (e == 0 && (s->sigfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0)
+		e = errno;
+	if (e != 0) {
 		log_error("Cannot start the MPS control daemon supervisor", "error=\"signalfd: %s\"", strerror(e));
 		mps_daemon_stop(s);
 		return -e;
@@ -425,7 +485,6 @@ int mps_daemon_start(const struct config_args *args, const struct plugin_config 
 	signal(SIGPIPE, SIG_IGN); /* a closed log pipe must not kill us with the daemons still running */
 	/* the first start uses the config cmd_ already loaded; a failed one is retried, not fatal */
 	restart(s);
-	s->args = args;
 	s->running = true;
 	*ret = s;
 	return 0;
@@ -443,7 +502,7 @@ void mps_daemon_run(struct mps_daemon *s)
 				return;
 			}
 			log_info("Received SIGHUP, restarting.", NULL);
-			restart(s);
+			reload(s);
 			continue;
 		}
 		tail_logs(s);
@@ -461,6 +520,7 @@ void mps_daemon_run(struct mps_daemon *s)
 
 void mps_daemon_stop(struct mps_daemon *s)
 {
+	sigset_t restore;
 	bool running;
 
 	if (!s)
@@ -475,9 +535,12 @@ void mps_daemon_stop(struct mps_daemon *s)
 	if (s->sigfd >= 0)
 		close(s->sigfd);
 	config_free(s->reloaded);
+	restore = s->restore_mask;
 	free(s);
 	if (running)
 		log_info("Stopped", NULL);
+	/* last: a stop signal still pending takes its default action only once everything is undone */
+	pthread_sigmask(SIG_SETMASK, &restore, NULL);
 }
 
 int mps_mount_shm(const struct plugin_config *cfg, char *opts, size_t size, struct gerr *err)

@@ -128,6 +128,14 @@ def test_gated_specs(h):
         if f == "gds":
             check([m["containerPath"] for m in edits.get("mounts", [])] == ["/etc/cufile.json"], "gds mounts %r" % edits)
 
+    # without a CDI strategy no spec of ours is written or removed, the gpu spec as the features' (a
+    # switch back to CDI finds them as they were; upstream touches none either)
+    restart(h, "--gds-enabled", "--device-list-strategy=envvar")
+    for f in ("gpu", "gdrcopy", "gds", "mofed"):
+        check(spec(h, f) is not None, "%s spec touched without a CDI strategy" % f)
+    check("Removed a stale CDI spec" not in h.log_text()[h.log_start:],
+          "a spec was removed without a CDI strategy")
+
     # turned off: the specs the earlier run wrote are removed, and said; the one still on stays
     restart(h, "--gds-enabled", "--device-list-strategy=cdi-cri")
     for f in ("gdrcopy", "mofed"):

@@ -18,6 +18,8 @@ start (never exercised here). Where a GPU is needed a stand-in nvidia-smi record
   * the control daemon killed: the supervisor notices, restarts it, .ready comes back;
   * SIGTERM: quit sent, .ready/.started/log dir removed, compute mode DEFAULT; the plugin goes back
     to an empty list;
+  * SIGHUP with a config that does not load: the running daemons, .ready and the config in use are
+    kept (said); a restart after a daemon died does not read the file again, only a SIGHUP does;
   * a daemon that hangs is not ready (1 s probe timeout), and is used once it answers;
   * a start that fails after the GPUs were switched to EXCLUSIVE_PROCESS switches them back;
   * mount-shm: a tmpfs of half MemTotal with upstream's options (when this machine lets us mount).
@@ -211,6 +213,48 @@ def test_mps_fail_safe(h, m):
     h.check_alive()
 
 
+@with_mps("standin")
+def test_mps_bad_reload_keeps_daemons(h, m):
+    ready = os.path.join(m.root, ".ready")
+    m.start()
+    m.wait_log(r'msg="MPS control daemons ready" root=%s daemons=1' % re.escape(m.root))
+    old = m.daemon_pids()
+    check(len(old) == 1, "one control daemon expected, found %r" % old)
+
+    # a typo in the config, then SIGHUP: refused and said; the daemon, .ready and its limits stay
+    with open(m.config, "w") as f:
+        f.write("version: v1\nsharing:\n  mps:\n    resources: [\n")
+    at = len(m.text())
+    m.proc.send_signal(signal.SIGHUP)
+    m.wait_log(r'level=error msg="Cannot load the new configuration; keeping the running daemons and config; '
+               r'fix and send SIGHUP again"', after=at)
+    time.sleep(0.5)
+    check(m.daemon_pids() == old, "control daemon replaced or stopped by a config that does not load")
+    check(os.path.exists(ready), ".ready removed by a config that does not load")
+    check(m.ask("get_default_active_thread_percentage\n") == (0, "25.0"), "limits lost")
+    check("Stopped MPS control daemon" not in m.text()[at:], "a daemon was quit:\n%s" % m.text()[at:])
+
+    # the daemon dies with the bad file still there: restarted under the config in use (no re-read)
+    at = len(m.text())
+    os.kill(old[0], signal.SIGKILL)
+    m.wait_log(r'msg="MPS control daemon stopped answering; restarting the MPS daemons"', after=at)
+    m.wait_log(r'msg="MPS control daemons ready"', after=at)
+    check("Failed to start MPS daemon" not in m.text()[at:], "restart read the config file:\n%s" % m.text()[at:])
+    mid = m.daemon_pids()
+    check(len(mid) == 1 and mid != old, "daemon not restarted: %r -> %r" % (old, mid))
+
+    # fixed, then SIGHUP: restarted under the new config (2 replicas: 50 %)
+    with open(m.config, "w") as f:
+        f.write(CONFIG.replace("replicas: 4", "replicas: 2"))
+    at = len(m.text())
+    m.proc.send_signal(signal.SIGHUP)
+    m.wait_log(r'msg="MPS control daemons ready"', after=at)
+    check(m.ask("get_default_active_thread_percentage\n") == (0, "50.0"), "new config not in use: %r" % (
+        m.ask("get_default_active_thread_percentage\n"),))
+    check(m.stop() == 0, "SIGTERM exit code")
+    check(not os.path.exists(ready), ".ready left behind")
+
+
 def test_mps_hung_daemon(h):
     """A control daemon that never answers (stand-in: the client hangs) is not taken for ready: the
     probe gives up after 1 s, no devices are listed; once it answers, the replicas come back."""
@@ -316,6 +360,7 @@ test_mps_mount_shm.harness_args = {"fixture": "pcie-4gpu"}
 if __name__ == "__main__":
     run(test_mps_real_nvidia_smi_without_gpu)
     run(test_mps_fail_safe)
+    run(test_mps_bad_reload_keeps_daemons)
     run(test_mps_hung_daemon)
     run(test_mps_failed_start_sets_mode_back)
     run(test_mps_mount_shm)

@@ -3,7 +3,11 @@
  * CDI core: generation from a node model built here, the minimum-version table, YAML output read
  * back, owned atomic writes, validation problem codes and JSON paths, dir precedence and listing.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -373,6 +377,102 @@ static void test_write_spec(void **state)
 	rm_tree(tmp);
 }
 
+/*
+ * The race a check by path loses, made certain: when lstat() is called on swap_path, the file there is
+ * replaced by a FIFO right after the real lstat() answered. A check by path then opens the FIFO and
+ * blocks; the fd-based check never calls lstat() on it.
+ */
+static const char *swap_path;
+
+int lstat(const char *path, struct stat *st)
+{
+	int (*real)(const char *, struct stat *) = (int (*)(const char *, struct stat *))dlsym(RTLD_NEXT, "lstat");
+	int r = real(path, st);
+
+	if (swap_path && streq(path, swap_path)) {
+		swap_path = NULL;
+		if (unlink(path) < 0 || mkfifo(path, 0644) < 0)
+			return -1;
+	}
+	return r;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	fail_msg("blocked on a FIFO");
+}
+
+static void test_remove_spec_guards(void **state)
+{
+	_cleanup_free_ char *tmp = mk_tempdir(), *dir = NULL, *path = NULL, *body = NULL;
+	json_auto_t *spec = gen(NULL, 0, NULL);
+	const char *kind = json_string_value(json_object_get(spec, "kind"));
+	struct gerr err = {0};
+	struct stat st;
+	int r;
+
+	(void)state;
+	assert_true(asprintf(&dir, "%s/cdi", tmp) > 0);
+	assert_true(asprintf(&path, "%s/nvidia.com-gpu.json", dir) > 0);
+	signal(SIGALRM, on_alarm);
+	alarm(10);
+	/* ours: removed; then nothing there */
+	assert_int_equal(cdi_write_spec(dir, "nvidia.com-gpu.json", spec, &err), 0);
+	assert_int_equal(cdi_remove_spec(dir, "nvidia.com-gpu.json", kind, &err), 1);
+	assert_int_equal(cdi_remove_spec(dir, "nvidia.com-gpu.json", kind, &err), 0);
+	/* a FIFO with our name: refused at once, left there; writing over it is refused too */
+	assert_int_equal(mkfifo(path, 0644), 0);
+	assert_int_equal(cdi_remove_spec(dir, "nvidia.com-gpu.json", kind, &err), -EEXIST);
+	assert_non_null(strstr(err.msg, "not a regular file"));
+	assert_int_equal(cdi_write_spec(dir, "nvidia.com-gpu.json", spec, &err), -EEXIST);
+	assert_int_equal(cdi_spec_replaceable(path, kind, &err), -EEXIST);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	assert_int_equal(unlink(path), 0);
+	/* a FIFO swapped in after the type check: never opened for a blocking read */
+	assert_int_equal(cdi_write_spec(dir, "nvidia.com-gpu.json", spec, &err), 0);
+	swap_path = path;
+	r = cdi_remove_spec(dir, "nvidia.com-gpu.json", kind, &err);
+	swap_path = NULL;
+	assert_true(r == 1 || (r == -EEXIST && lstat(path, &st) == 0 && S_ISFIFO(st.st_mode)));
+	unlink(path);
+	assert_int_equal(cdi_write_spec(dir, "nvidia.com-gpu.json", spec, &err), 0);
+	swap_path = path;
+	r = cdi_write_spec(dir, "nvidia.com-gpu.json", spec, &err);
+	swap_path = NULL;
+	assert_true(r == 0 || r == -EEXIST);
+	unlink(path);
+	/* a symlink to our own spec: refused, the link and its target left alone */
+	assert_int_equal(cdi_write_spec(dir, "a.json", spec, &err), 0);
+	assert_int_equal(symlink("a.json", path), 0);
+	assert_int_equal(cdi_remove_spec(dir, "nvidia.com-gpu.json", kind, &err), -EEXIST);
+	assert_non_null(strstr(err.msg, "symlink"));
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(unlink(path), 0);
+	/* a foreign file: refused and left alone */
+	assert_int_equal(
+	    shf("printf '{\"cdiVersion\":\"0.5.0\",\"kind\":\"nvidia.com/gpu\",\"devices\":[]}' > '%s'", path), 0);
+	assert_int_equal(cdi_remove_spec(dir, "nvidia.com-gpu.json", kind, &err), -EEXIST);
+	assert_non_null(strstr(err.msg, "not written by gpulet"));
+	assert_int_equal(read_file(path, 4096, &body, NULL, NULL), 0);
+	assert_non_null(strstr(body, "\"devices\":[]"));
+	/* through the dir fd: the same answers by name */
+	{
+		_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+
+		assert_true(dfd >= 0);
+		assert_int_equal(cdi_spec_replaceable_at(dfd, "nvidia.com-gpu.json", path, kind, NULL, &err), -EEXIST);
+		assert_int_equal(cdi_spec_replaceable_at(dfd, "a.json", "a.json", kind, &st, &err), 1);
+		assert_true(S_ISREG(st.st_mode));
+		assert_int_equal(cdi_spec_replaceable_at(dfd, "none.json", "none.json", kind, NULL, &err), 0);
+	}
+	alarm(0);
+	signal(SIGALRM, SIG_DFL);
+	rm_tree(tmp);
+}
+
 /* One broken spec per row: the code and JSON path validate must report. */
 static void test_validate_codes(void **state)
 {
@@ -589,19 +689,13 @@ static void test_report_json(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_generate_devices),
-	    cmocka_unit_test(test_generate_versions_and_names),
-	    cmocka_unit_test(test_generate_drm_nodes),
-	    cmocka_unit_test(test_generate_refuses),
-	    cmocka_unit_test(test_min_version_table),
-	    cmocka_unit_test(test_yaml_round_trip),
-	    cmocka_unit_test(test_yaml_parse_errors),
-	    cmocka_unit_test(test_write_spec),
-	    cmocka_unit_test(test_validate_codes),
-	    cmocka_unit_test(test_dirs_precedence_and_list),
-	    cmocka_unit_test(test_unreadable_for_runtime_user),
-	    cmocka_unit_test(test_names_and_runtimes),
-	    cmocka_unit_test(test_report_json),
+	    cmocka_unit_test(test_generate_devices),         cmocka_unit_test(test_generate_versions_and_names),
+	    cmocka_unit_test(test_generate_drm_nodes),       cmocka_unit_test(test_generate_refuses),
+	    cmocka_unit_test(test_min_version_table),        cmocka_unit_test(test_yaml_round_trip),
+	    cmocka_unit_test(test_yaml_parse_errors),        cmocka_unit_test(test_write_spec),
+	    cmocka_unit_test(test_remove_spec_guards),       cmocka_unit_test(test_validate_codes),
+	    cmocka_unit_test(test_dirs_precedence_and_list), cmocka_unit_test(test_unreadable_for_runtime_user),
+	    cmocka_unit_test(test_names_and_runtimes),       cmocka_unit_test(test_report_json),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
