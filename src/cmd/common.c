@@ -10,6 +10,7 @@
 
 #include "cmd/cmd.h"
 #include "util/fileio.h"
+#include "util/sig.h"
 #include "nvml/node.h"
 
 const char *cmd_env_or(const char *name, const char *fallback)
@@ -21,9 +22,7 @@ const char *cmd_env_or(const char *name, const char *fallback)
 
 void cmd_block_stop_signals(sigset_t *set)
 {
-	sigemptyset(set);
-	sigaddset(set, SIGTERM);
-	sigaddset(set, SIGINT);
+	sig_stop_set(set);
 	pthread_sigmask(SIG_BLOCK, set, NULL);
 }
 

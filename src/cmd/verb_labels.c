@@ -19,6 +19,7 @@
 #include "util/log.h"
 #include "util/opt.h"
 #include "util/optspec.h"
+#include "util/sig.h"
 
 struct labels_cli {
 	struct cmd_common c;
@@ -357,9 +358,7 @@ int cmd_labels(int argc, char **argv)
 	memcpy(saved, argv, (size_t)argc * sizeof(char *)); /* before getopt permutes argv */
 	r = cmd_parse(&labels_verb, argc, argv, &c);
 	if (r == CMD_CONTINUE && (r = settle(&c)) == 0) {
-		cmd_block_stop_signals(&set);
-		sigaddset(&set, SIGHUP); /* GFD reloads its config on SIGHUP (the chart's config-manager sends it) */
-		sigaddset(&set, SIGQUIT);
+		sig_daemon_set(&set); /* SIGHUP: GFD reloads its config (the chart's config-manager sends it) */
 		pthread_sigmask(SIG_BLOCK, &set, NULL);
 		r = run(&c, &a, &set);
 	}

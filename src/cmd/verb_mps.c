@@ -15,6 +15,7 @@
 #include "plugin/mps.h"
 #include "plugin/mps_daemon.h"
 #include "util/log.h"
+#include "util/sig.h"
 
 static void notes(FILE *f)
 {
@@ -51,11 +52,7 @@ int cmd_mps_control_daemon(int argc, char **argv)
 
 	/* blocked before the config is read: a SIGHUP or SIGTERM then waits for the supervisor's signalfd
 	 * instead of killing us by default action; the mask goes back at mps_daemon_stop() */
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGHUP);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
-	sigaddset(&stop, SIGQUIT);
+	sig_daemon_set(&stop);
 	pthread_sigmask(SIG_BLOCK, &stop, &old);
 	/* upstream's /mps unless a flag or MPS_ROOT (even empty: urfave/cli) says otherwise */
 	if (!cfg || config_args_new(argc - shm, argv + shm, getenv("MPS_ROOT") ? NULL : mps_default, &args) < 0 ||

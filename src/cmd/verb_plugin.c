@@ -16,6 +16,7 @@
 #include "plugin/config.h"
 #include "plugin/daemon.h"
 #include "util/log.h"
+#include "util/sig.h"
 
 static const struct cmd_verb plugin_verb =
     CMD_VERB("plugin", "[OPTIONS]", NULL,
@@ -47,11 +48,7 @@ static int block_stop_signals(sigset_t *old)
 {
 	sigset_t set;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGQUIT);
-	sigaddset(&set, SIGHUP);
+	sig_daemon_set(&set);
 	return pthread_sigmask(SIG_BLOCK, &set, old);
 }
 
@@ -61,11 +58,7 @@ static void restore_signals(const sigset_t *old)
 	const struct timespec now = {0};
 	sigset_t set;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGQUIT);
-	sigaddset(&set, SIGHUP);
+	sig_daemon_set(&set);
 	while (sigtimedwait(&set, NULL, &now) > 0)
 		;
 	(void)pthread_sigmask(SIG_SETMASK, old, NULL);

@@ -22,6 +22,7 @@
 #include "util/log.h"
 #include "util/macro.h"
 #include "util/prom.h"
+#include "util/sig.h"
 
 /* Node paths whose change is worth a re-check, below --root (docs/reference/monitoring-doctor.md). */
 static const char *const watched[] = {
@@ -226,9 +227,7 @@ int doctor_serve_start(const struct doctor_options *o, const struct doctor_serve
 		return gerr_set(err, ENOMEM, "out of memory");
 	*s = (struct doctor_server){.o = o, .so = so, .sfd = -1, .ifd = -1};
 	pthread_mutex_init(&s->p.lock, NULL);
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
+	sig_stop_set(&stop);
 	s->sfd = signalfd(-1, &stop, SFD_CLOEXEC);
 	if (s->sfd < 0) {
 		r = gerr_set(err, errno, "signalfd: %s", strerror(errno));

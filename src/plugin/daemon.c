@@ -38,6 +38,7 @@
 #include "plugin/daemon_serve.h"
 #include "util/fileio.h"
 #include "util/log.h"
+#include "util/sig.h"
 
 #define TICK_MS        1000
 #define INIT_RETRY_MS  30000 /* --fail-on-init-error=false: look for devices again this often */
@@ -303,11 +304,7 @@ static int setup_signals(struct plugin_daemon *d, struct gerr *err)
 	sigset_t mask;
 	int r;
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGQUIT);
-	sigaddset(&mask, SIGHUP);
+	sig_daemon_set(&mask);
 	/* blocked before any thread starts, so every thread inherits the mask */
 	r = pthread_sigmask(SIG_BLOCK, &mask, &d->old_mask);
 	if (r != 0)

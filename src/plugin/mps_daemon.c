@@ -29,6 +29,7 @@
 #include "plugin/mps_daemon.h"
 #include "util/fileio.h"
 #include "util/log.h"
+#include "util/sig.h"
 
 #define RETRY_MS   30000 /* upstream: "Retrying in 30s..." */
 #define CHECK_MS   5000
@@ -469,11 +470,7 @@ int mps_daemon_start(const struct config_args *args, const struct plugin_config 
 		s->restore_mask = *restore_mask;
 	else
 		pthread_sigmask(SIG_SETMASK, NULL, &s->restore_mask);
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGQUIT);
-	sigaddset(&mask, SIGHUP);
+	sig_daemon_set(&mask);
 	e = pthread_sigmask(SIG_BLOCK, &mask, NULL); /* returns its error; errno is not set */
 	if (e == 0 && (s->sigfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0)
 		e = errno;
