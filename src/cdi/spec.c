@@ -341,6 +341,17 @@ int cdi_spec_file_name_ok(const char *file_name, struct gerr *err)
 	return 0;
 }
 
+/* The spec dir as an fd, its last component not followed; a negative errno with err set otherwise. */
+static int open_spec_dir(const char *dir, struct gerr *err)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (dfd < 0)
+		return gerr_set(err, errno, "cannot open CDI spec dir %s: %s (a symlink is not followed)", dir,
+				strerror(errno));
+	return dfd;
+}
+
 int cdi_write_spec(const char *dir, const char *file_name, json_t *spec, struct gerr *err)
 {
 	_cleanup_free_ char *path = NULL, *data = NULL, *old = NULL;
@@ -363,10 +374,9 @@ int cdi_write_spec(const char *dir, const char *file_name, json_t *spec, struct 
 	if (r < 0)
 		return r;
 	/* the last component of dir is not followed (ensure_spec_dir() refused a symlink there) */
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	dfd = open_spec_dir(dir, err);
 	if (dfd < 0)
-		return gerr_set(err, errno, "cannot open CDI spec dir %s: %s (a symlink is not followed)", dir,
-				strerror(errno));
+		return dfd;
 	/* what is there is read through one fd: no symlink followed, no FIFO to block on */
 	r = read_spec_at(dfd, file_name, path, &old, &old_len, &st, err);
 	if (r < 0)
@@ -398,12 +408,9 @@ int cdi_remove_spec(const char *dir, const char *file_name, const char *kind, st
 	 * --root is a string join; known, as everywhere --root is used). From here on everything is relative
 	 * to this one dir fd, so the dir checked is the dir removed in.
 	 */
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	dfd = open_spec_dir(dir, err);
 	if (dfd < 0)
-		return errno == ENOENT
-			   ? 0
-			   : gerr_set(err, errno, "cannot open CDI spec dir %s: %s (a symlink is not followed)", dir,
-				      strerror(errno));
+		return dfd == -ENOENT ? 0 : dfd;
 	/* ours only: a regular file carrying our marker for this kind (not a symlink, a FIFO, another's) */
 	r = cdi_spec_replaceable_at(dfd, file_name, path, kind, &ours, err);
 	if (r <= 0)
