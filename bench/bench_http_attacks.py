@@ -15,11 +15,8 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
-import http.client
 import shutil
-import socket
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(SRC, "tests", "security"))
@@ -50,32 +47,6 @@ def samples(n, one):
     return out, bad
 
 
-def keepalive_flood(port, ctx, src, user, per_conn, stop):
-    def run(k):
-        conn, i = None, 0
-        while not stop.is_set():
-            try:
-                if conn is None:
-                    s = socket.socket()
-                    s.settimeout(30)
-                    s.bind((src, 0))
-                    s.connect(("127.0.0.1", port))
-                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-                    conn.sock = ctx.wrap_socket(s, server_hostname="localhost")
-                conn.request("GET", "/metrics", headers={"Authorization": atk.basic(user, "wrong-%d-%d" % (k, i))})
-                conn.getresponse().read()
-                if per_conn:
-                    conn.close()
-                    conn = None
-            except (OSError, http.client.HTTPException):
-                conn = None
-            i += 1
-    threads = [threading.Thread(target=run, args=(k,), daemon=True) for k in range(24)]
-    for t in threads:
-        t.start()
-    return threads
-
-
 def rows(tmp, label):
     tls, ctx = atk.make_cert(tmp)
     n_users = 3 * SAMPLES + 3
@@ -96,13 +67,12 @@ def rows(tmp, label):
         out.append(("auth floor: first scrape, no attack", floor_auth, 0, floor_auth))
         for name, src, per_conn in (("auth: 24 clients, other address, connection per guess", "127.0.2.1", True),
                                     ("auth: 24 keep-alive clients, scraper's address", "127.0.0.1", False)):
-            stop = threading.Event()
-            threads = keepalive_flood(ex.port, ctx, src, users[-1], per_conn, stop)
-            time.sleep(3)
-            got, bad = samples(SAMPLES, first)
-            stop.set()
-            for t in threads:
-                t.join(60)
+            flood = atk.PasswordFlood(ex.port, ctx, src, users[-1], per_conn)
+            try:
+                time.sleep(3)
+                got, bad = samples(SAMPLES, first)
+            finally:
+                flood.stop()
             out.append((name, got, bad, floor_auth))
     finally:
         ex.cleanup()

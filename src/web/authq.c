@@ -114,8 +114,8 @@ static int find(struct authq *q, int want_best, uint64_t now_ms)
 	return pick;
 }
 
-int authq_push(struct authq *q, const unsigned char key[AUTHQ_KEY_LEN], unsigned strikes, void *job,
-	       uint64_t now_ms, void **ret_evicted)
+int authq_push(struct authq *q, const unsigned char key[AUTHQ_KEY_LEN], unsigned strikes, void *job, uint64_t now_ms,
+	       void **ret_evicted)
 {
 	struct authq_item it = {.job = job, .seq = ++q->seq, .strikes = strikes};
 	int slot = -1, r = 0;

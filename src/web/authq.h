@@ -54,8 +54,8 @@ void authq_key(const struct sockaddr *sa, unsigned char key[AUTHQ_KEY_LEN]);
  * 0: queued; 1: queued, and *ret_evicted is the job it pushed out (to be answered busy);
  * -EBUSY: the queue is full of checks that rank at least as well: answer busy.
  */
-int authq_push(struct authq *q, const unsigned char key[AUTHQ_KEY_LEN], unsigned strikes, void *job,
-	       uint64_t now_ms, void **ret_evicted);
+int authq_push(struct authq *q, const unsigned char key[AUTHQ_KEY_LEN], unsigned strikes, void *job, uint64_t now_ms,
+	       void **ret_evicted);
 /* The most deserving job, removed from the queue; NULL when empty. */
 void *authq_pop(struct authq *q, uint64_t now_ms);
 /* Count a wrong credential from key. */

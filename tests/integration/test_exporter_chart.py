@@ -10,7 +10,6 @@ rendered Secrets). doctor.tlsServerConfig / doctor.basicAuth do the same for `gp
 pod/namespace/container to dcgm-exporter's exported_*."""
 import base64
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -22,7 +21,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import helm_lib  # noqa: E402
-from exporter_lib import FAKE, GPULET, Exporter, fixture, series  # noqa: E402
+from exporter_lib import Doctor, Exporter, fixture, series  # noqa: E402
 
 CSV = ("# a user's list\n"
        "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n"
@@ -98,33 +97,6 @@ class Collectors(unittest.TestCase):
         finally:
             ex.cleanup()
             shutil.rmtree(d, ignore_errors=True)
-
-
-class Doctor:
-    """`gpulet doctor --serve-metrics` on an empty node root with the given args; .port once it listens."""
-
-    def __init__(self, d, args):
-        self.log = open(os.path.join(d, "doctor.log"), "w+")
-        os.makedirs(os.path.join(d, "root"), exist_ok=True)
-        self.p = subprocess.Popen([GPULET, "doctor", "--root", os.path.join(d, "root"), "--nvml-library", FAKE,
-                                   "--serve-metrics", "127.0.0.1:0", "--interval", "3600"] + list(args),
-                                  env=dict(os.environ, FAKE_NVML_FIXTURE=fixture("dgx-h100")),
-                                  stdout=subprocess.DEVNULL, stderr=self.log)
-        self.port = None
-        for _ in range(200):
-            self.log.seek(0)
-            m = re.search(r'msg="Serving doctor metrics" .*port=(\d+)', self.log.read())
-            if m or self.p.poll() is not None:
-                self.port = int(m.group(1)) if m else None
-                break
-            time.sleep(0.05)
-        self.log.seek(0)
-        assert self.port, "doctor did not start: " + self.log.read()[-2000:]
-
-    def cleanup(self):
-        self.p.terminate()
-        self.p.wait(30)
-        self.log.close()
 
 
 class WebConfig(unittest.TestCase):
@@ -208,7 +180,8 @@ class WebConfig(unittest.TestCase):
         if component == "exporter":
             server = Exporter(fixture("dgx-h100"), ["--kubernetes=false", "--web-config-file", cfg])
         else:
-            server = Doctor(d, ["--web-config-file", cfg])
+            server = Doctor(d, ["--web-config-file", cfg], "dgx-h100")
+            self.assertTrue(server.port, server.text())
         self.addCleanup(server.cleanup)
 
         ep = obj(objs, "ServiceMonitor", "t-gpulet-" + component)["spec"]["endpoints"][0]

@@ -18,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import helm_lib  # noqa: E402
-from node import BUSYBOX_IMAGE, NODE_NAME, Node, NodeError  # noqa: E402
+from node import Node, NodeError  # noqa: E402
 from podcheck import check  # noqa: E402
 
 KUBE = "1.34.0"  # the node's kubelet (tests/k8s/peers.py)
@@ -32,32 +32,6 @@ def dev_spec(component):
     mounts = [m for m in pod["containers"][0]["volumeMounts"] if m["mountPath"].startswith("/host/dev")]
     names = {m["name"] for m in mounts}
     return [v for v in pod["volumes"] if v["name"] in names], mounts
-
-
-def run_pod(node, name, volumes, mounts):
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
-           "spec": {"nodeName": NODE_NAME, "hostNetwork": True, "automountServiceAccountToken": False,
-                    "enableServiceLinks": False, "restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
-                    "volumes": volumes,
-                    "containers": [{"name": "c", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
-                                    "command": ["/bin/sh", "-c", "cat /proc/self/mountinfo"],
-                                    "securityContext": {"allowPrivilegeEscalation": False,
-                                                        "capabilities": {"drop": ["ALL"]}},
-                                    "volumeMounts": mounts}]}}
-    node.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
-
-    def done():
-        st = json.loads(node.kubectl("get", "pod", name, "-o", "json")[1])["status"]
-        if st.get("phase") in ("Succeeded", "Failed"):
-            return st
-        for cs in st.get("containerStatuses", []):
-            if cs.get("state", {}).get("waiting", {}).get("reason") in ("CreateContainerError", "RunContainerError"):
-                return st
-        return None
-    st = node.wait("pod %s to finish" % name, done, timeout=90)
-    log = node.kubectl("logs", name, check=False)[1] if st.get("phase") == "Succeeded" else ""
-    node.delete_pod(name)
-    return st, log
 
 
 def below_dev(log):
@@ -78,7 +52,8 @@ def test_chart_mounts():
         node.start()
         for comp in ("device-plugin", "doctor"):
             volumes, mounts = dev_spec(comp)
-            st, log = run_pod(node, "devview-" + comp, volumes, mounts)
+            st, log = node.run_pod("devview-" + comp, "cat /proc/self/mountinfo", {}, volumes=volumes, mounts=mounts)
+            node.delete_pod("devview-" + comp)
             check(st.get("phase") == "Succeeded", "%s's /dev view: the pod did not run: %s" % (comp, json.dumps(st)[:1500]))
             seen = below_dev(log)
             check(any(m == "/host/dev" for m, _, _, _ in seen), "%s: no /host/dev in the pod:\n%s" % (comp, log))

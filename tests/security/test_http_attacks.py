@@ -25,7 +25,6 @@ import base64
 import errno
 import http.client
 import os
-import re
 import resource
 import shutil
 import socket
@@ -39,7 +38,7 @@ import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-from exporter_lib import FAKE, GPULET, Exporter, fixture  # noqa: E402
+from exporter_lib import GPULET, Doctor, Exporter, fixture  # noqa: E402
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -185,6 +184,14 @@ def exporter(args, nofile=None):
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
+def finish(ex):
+    """Stop the exporter: it exits 0 after the attack (a sanitizer build exits otherwise on a leak or a
+    use after free, e.g. of a request still waiting for its password check)."""
+    rc = ex.stop()
+    check(rc == 0, "the exporter exits 0 after the attack: %s\n%s" % (rc, ex.text()[-3000:]))
+    ex.cleanup()
+
+
 def sources(prefix, n):
     return ["%s.%d" % (prefix, i + 1) for i in range(n)]
 
@@ -211,6 +218,54 @@ def flood_then_serve(what, port, pid, trickle, expect_held, within, **req):
         trickle.stop()
 
 
+class PasswordFlood:
+    """24 clients from src sending wrong passwords for user over TLS as fast as they are answered:
+    on one keep-alive connection each, or (per_conn) on a new connection per guess. .answers counts
+    what came back."""
+
+    def __init__(self, port, ctx, src, user, per_conn, clients=24):
+        self.port, self.ctx, self.src, self.user, self.per_conn = port, ctx, src, user, per_conn
+        self.stop_ = threading.Event()
+        self.answers = {}
+        self.lock = threading.Lock()
+        self.threads = [threading.Thread(target=self.run, args=(k,), daemon=True) for k in range(clients)]
+        for t in self.threads:
+            t.start()
+
+    def connect(self):
+        s = socket.socket()
+        s.settimeout(30)
+        s.bind((self.src, 0))
+        s.connect(("127.0.0.1", self.port))
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        conn.sock = self.ctx.wrap_socket(s, server_hostname="localhost")
+        return conn
+
+    def run(self, k):
+        conn, i = None, 0
+        while not self.stop_.is_set():
+            try:
+                conn = conn or self.connect()
+                conn.request("GET", "/metrics", headers={"Authorization": basic(self.user, "wrong-%d-%d" % (k, i))})
+                r = conn.getresponse()
+                r.read()
+                code = r.status
+                if self.per_conn:
+                    conn.close()
+                    conn = None
+            except (OSError, http.client.HTTPException) as e:
+                code = type(e).__name__
+                conn = None
+            with self.lock:
+                self.answers[code] = self.answers.get(code, 0) + 1
+            i += 1
+
+    def stop(self):
+        self.stop_.set()
+        for t in self.threads:
+            t.join(60)
+
+
 def group_lockout(tmp):
     tls, ctx = make_cert(tmp)
     users = ["prom%d" % i for i in range(6)]
@@ -222,37 +277,7 @@ def group_lockout(tmp):
         # the other address first: the scraper's address has no failures of its own yet
         for label, src, per_conn in (("24 clients on another address, a connection per guess", "127.0.2.1", True),
                                      ("24 keep-alive clients on the scraper's address", "127.0.0.1", False)):
-            stop = threading.Event()
-            answers = {}
-            lock = threading.Lock()
-
-            def flood(k):
-                conn, i = None, 0
-                while not stop.is_set():
-                    try:
-                        if conn is None:
-                            s = socket.socket()
-                            s.settimeout(30)
-                            s.bind((src, 0))
-                            s.connect(("127.0.0.1", ex.port))
-                            conn = http.client.HTTPConnection("127.0.0.1", ex.port, timeout=30)
-                            conn.sock = ctx.wrap_socket(s, server_hostname="localhost")
-                        conn.request("GET", "/metrics", headers={"Authorization": basic(users[0], "wrong-%d-%d" % (k, i))})
-                        r = conn.getresponse()
-                        r.read()
-                        code = r.status
-                        if per_conn:
-                            conn.close()
-                            conn = None
-                    except (OSError, http.client.HTTPException) as e:
-                        code = type(e).__name__
-                        conn = None
-                    with lock:
-                        answers[code] = answers.get(code, 0) + 1
-                    i += 1
-            threads = [threading.Thread(target=flood, args=(k,), daemon=True) for k in range(24)]
-            for t in threads:
-                t.start()
+            flood = PasswordFlood(ex.port, ctx, src, users[0], per_conn)
             try:
                 time.sleep(3)  # every flooder has had wrong answers (and its connection its strikes)
                 for u in users[:3] if per_conn else users[3:]:
@@ -261,12 +286,10 @@ def group_lockout(tmp):
                           % (label, u, status, secs))
                     time.sleep(0.5)
             finally:
-                stop.set()
-                for t in threads:
-                    t.join(60)
-            check(401 in answers, "%s: the flood was checked and refused (%s)" % (label, answers))
+                flood.stop()
+            check(401 in flood.answers, "%s: the flood was checked and refused (%s)" % (label, flood.answers))
     finally:
-        ex.cleanup()
+        finish(ex)
 
 
 def group_slowloris(tmp):
@@ -278,7 +301,7 @@ def group_slowloris(tmp):
                          Trickle(ex.port, sources("127.0.4", 24), 12, http_stream(), 25, 12), 150,
                          DEADLINE_WAIT)
     finally:
-        ex.cleanup()
+        finish(ex)
 
 
 def group_tls(tmp):
@@ -295,41 +318,13 @@ def group_tls(tmp):
         flood_then_serve("TLS: one address, 250 ClientHellos trickled", ex.port, ex.proc.pid,
                          Trickle(ex.port, ["127.0.6.1"], 250, hello, 5, 1), 10, SERVED_WITHIN, ctx=ctx)
     finally:
-        ex.cleanup()
+        finish(ex)
 
 
-class Doctor:
-    def __init__(self, tmp, *args):
-        self.log_path = os.path.join(tmp, "doctor.log")
-        self.log = open(self.log_path, "w")
-        root = os.path.join(tmp, "root")
-        os.makedirs(root, exist_ok=True)
-        self.p = subprocess.Popen([GPULET, "doctor", "--root", root, "--nvml-library", FAKE,
-                                   "--serve-metrics", "127.0.0.1:0", "--node-name", "n1", "--interval", "3600",
-                                   *args], env=dict(os.environ, FAKE_NVML_FIXTURE=fixture("single-t4")),
-                                  stdout=subprocess.DEVNULL, stderr=self.log)
-        self.port = None
-        for _ in range(200):
-            m = re.search(r'msg="Serving doctor metrics" .*port=(\d+)', open(self.log_path).read())
-            if m:
-                self.port = int(m.group(1))
-                break
-            if self.p.poll() is not None:
-                break
-            time.sleep(0.05)
-
-    def text(self):
-        return open(self.log_path).read()
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.terminate()
-            try:
-                self.p.wait(15)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-        self.log.close()
+def stopped(d):
+    rc = d.stop()
+    if d.port is not None:
+        check(rc == 0, "the doctor exits 0 after the attack: %s\n%s" % (rc, d.text()[-3000:]))
 
 
 def doctor_web_config(d, ctx):
@@ -351,26 +346,26 @@ def group_doctor(tmp):
     cfg = os.path.join(tmp, "web.yml")
     with open(cfg, "w") as f:
         f.write(tls + "basic_auth_users:\n  prom: '%s'\n" % bcrypt("s3cret"))
-    d = Doctor(tmp, "--web-config-file", cfg)
+    d = Doctor(tmp, ["--web-config-file", cfg])
     try:
         check(d.port is not None, "doctor --serve-metrics --web-config-file starts" +
               ("" if d.port else ": " + d.text()[-300:]))
         if d.port is not None:
             doctor_web_config(d, ctx)
     finally:
-        d.stop()
+        stopped(d)
     d = Doctor(tmp)  # plain HTTP: 64 slots, 4 per address
     try:
         check(d.port is not None, "doctor --serve-metrics starts" + ("" if d.port else ": " + d.text()[-300:]))
         if d.port is None:
             return
-        flood_then_serve("doctor: one address, 80 trickling connections", d.port, d.p.pid,
+        flood_then_serve("doctor: one address, 80 trickling connections", d.port, d.proc.pid,
                          Trickle(d.port, ["127.0.7.1"], 80, http_stream(), 25, 12), 3, SERVED_WITHIN, path="/")
-        flood_then_serve("doctor: 20 addresses, 80 trickling connections", d.port, d.p.pid,
+        flood_then_serve("doctor: 20 addresses, 80 trickling connections", d.port, d.proc.pid,
                          Trickle(d.port, sources("127.0.8", 20), 4, http_stream(), 25, 12), 14, DEADLINE_WAIT,
                          path="/")
     finally:
-        d.stop()
+        stopped(d)
     r = subprocess.run([GPULET, "doctor", "--web-config-file", cfg], capture_output=True, text=True, timeout=60)
     check(r.returncode == 2 and "--serve-metrics" in r.stderr,
           "--web-config-file without --serve-metrics is refused (exit %d: %s)" % (r.returncode, r.stderr.strip()))
