@@ -102,6 +102,10 @@ static const struct optspec doctor_opts[] = {
     CMD_ROW("node-name", 0, OPT_ARGV, "NAME",
 	    "with --serve-metrics: the node label of the metrics (default: host name)", .env = {"NODE_NAME"},
 	    .off = offsetof(struct doctor_cli, serve.node_name)),
+    CMD_ROW("web-config-file", 0, OPT_ARGV, "FILE",
+	    "with --serve-metrics: TLS and basic auth from an exporter-toolkit web config file, as gpulet "
+	    "exporter's --web-config-file",
+	    .off = offsetof(struct doctor_cli, serve.web_config_file)),
     CMD_OPT_LOG_LEVEL,
     {0},
 };
@@ -189,6 +193,9 @@ int cmd_doctor(int argc, char **argv)
 	}
 	if (cli.serve.address)
 		return serve(&cli);
+	if (cli.serve.web_config_file)
+		return cmd_usage_error(&doctor_verb,
+				       "--web-config-file secures --serve-metrics; give --serve-metrics ADDR");
 	r = doctor_run(&c, o);
 	if (r < 0) {
 		fprintf(stderr, "gpulet doctor: out of memory\n");

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The doctor as a daemon (doctor/daemon.h). One thread walks the chain and publishes the rendered
- * metrics; the HTTP server's thread (util/httpd.h) only copies the last published text, so a slow walk (a hung
+ * metrics; the HTTP server's thread (web/httpd.h) only copies the last published text, so a slow walk (a hung
  * runtime tool, a kubelet socket that does not answer) never blocks a scrape.
  */
 #include <assert.h>
@@ -18,11 +18,11 @@
 #include <unistd.h>
 
 #include "doctor/daemon.h"
-#include "util/httpd.h"
 #include "util/log.h"
 #include "util/macro.h"
 #include "util/prom.h"
 #include "util/sig.h"
+#include "web/endpoint.h"
 
 /* Node paths whose change is worth a re-check, below --root (docs/reference/monitoring-doctor.md). */
 static const char *const watched[] = {
@@ -74,16 +74,24 @@ static enum MHD_Result serve(void *ctx, struct httpd_req *rq, const char *url)
 	return r;
 }
 
-/* Plain HTTP on --serve-metrics, few connections: Prometheus and a curl or two. */
-static struct httpd *listen_on(const char *address, struct published *p, struct gerr *err)
+/*
+ * --serve-metrics with --web-config-file (TLS, basic auth: the exporter's code, web/endpoint.h); few
+ * connections: Prometheus, kubelet's probes and a curl or two (4 per client address).
+ */
+static struct web_endpoint *listen_on(const struct doctor_serve_options *so, struct published *p, struct gerr *err)
 {
-	const struct httpd_options o = {
-	    .address = address, .flag = "--serve-metrics", .max_connections = 16, .ctx = p, .serve = serve};
-	struct httpd *s = NULL;
+	const struct web_endpoint_options o = {.address = so->address,
+					       .flag = "--serve-metrics",
+					       .max_connections = 64,
+					       .web_config_file = so->web_config_file,
+					       .ctx = p,
+					       .serve = serve};
+	struct web_endpoint *s = NULL;
 
-	if (httpd_start(&o, &s, err) < 0)
+	if (web_endpoint_start(&o, &s, err) < 0)
 		return NULL;
-	log_info("Serving doctor metrics", "address=%s port=%u", address, httpd_port(s));
+	log_info("Serving doctor metrics", "address=%s port=%u scheme=%s web_config=\"%s\"", so->address,
+		 web_endpoint_port(s), web_endpoint_scheme(s), so->web_config_file ? so->web_config_file : "");
 	return s;
 }
 
@@ -198,7 +206,7 @@ struct doctor_server {
 	const struct doctor_options *o;
 	const struct doctor_serve_options *so;
 	struct published p;
-	struct httpd *http;
+	struct web_endpoint *http;
 	int sfd, ifd;
 };
 
@@ -206,7 +214,7 @@ void doctor_serve_stop(struct doctor_server *s)
 {
 	if (!s)
 		return;
-	httpd_stop(s->http); /* no scrape reads p after this */
+	web_endpoint_stop(s->http); /* no scrape reads p after this */
 	if (s->ifd >= 0)
 		close(s->ifd);
 	if (s->sfd >= 0)
@@ -234,7 +242,7 @@ int doctor_serve_start(const struct doctor_options *o, const struct doctor_serve
 		doctor_serve_stop(s);
 		return r;
 	}
-	s->http = listen_on(so->address, &s->p, err);
+	s->http = listen_on(so, &s->p, err);
 	if (!s->http) {
 		r = -(err->code ? err->code : EINVAL);
 		doctor_serve_stop(s);

@@ -16,6 +16,8 @@ struct doctor_serve_options {
 	unsigned interval_s;   /* periodic re-check */
 	unsigned delay_s;      /* after a change: this much quiet, and this long since the last walk */
 	const char *node_name; /* the node label of every series */
+	/* exporter-toolkit's web config (TLS, basic auth), as the exporter's; NULL or "": plain HTTP */
+	const char *web_config_file;
 };
 
 /* What starts a walk; doctor_trigger_names[] names them in gpulet_doctor_runs_total. */

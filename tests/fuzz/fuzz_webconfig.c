@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Fuzz target: the exporter's --web-config-file (src/exporter/webconfig.h) and the Basic
+ * Fuzz target: the exporter's --web-config-file (src/web/webconfig.h) and the Basic
  * Authorization header reader every request of a server with basic_auth_users goes through: a
  * first line "#VALUE" (a YAML comment) is also read as an Authorization header value.
  */
-#include "exporter/webconfig.h"
+#include "web/webconfig.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Helpers shared by the exporter's black-box tests and benchmark: run `gpulet exporter` on the fake
-NVML, scrape it, run the python3-grpcio PodResources stand-in."""
+NVML, scrape it, run the python3-grpcio PodResources stand-in; run `gpulet doctor --serve-metrics`,
+the other endpoint on the same HTTP server."""
 import atexit
 import json
 import os
@@ -32,6 +33,19 @@ def _kill_children():
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def stop_daemon(proc, log, timeout):
+    """SIGTERM, a kill after timeout s; closes its log; the exit status."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    log.close()
+    return proc.returncode
 
 
 def fixture(name):
@@ -110,19 +124,45 @@ class Exporter:
             f.write(line + "\n")
 
     def stop(self, timeout=10):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        return self.proc.returncode
+        return stop_daemon(self.proc, self.log, timeout)
 
     def cleanup(self):
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Doctor:
+    """`gpulet doctor --serve-metrics` on an empty node root below dir (the fake NVML on `fixture_name`),
+    on a free port, with its log captured; .port is None when it did not start (see .text())."""
+
+    def __init__(self, dir, args=(), fixture_name="single-t4"):
+        self.log_path = os.path.join(dir, "doctor.log")
+        self.log = open(self.log_path, "w")
+        root = os.path.join(dir, "root")
+        os.makedirs(root, exist_ok=True)
+        self.proc = subprocess.Popen([GPULET, "doctor", "--root", root, "--nvml-library", FAKE, "--serve-metrics",
+                                      "127.0.0.1:0", "--node-name", "node-a", "--interval", "3600"] + list(args),
+                                     env=dict(os.environ, FAKE_NVML_FIXTURE=fixture(fixture_name)),
+                                     stdout=subprocess.DEVNULL, stderr=self.log)
+        _CHILDREN.append(self.proc)
+        self.port = None
+        for _ in range(200):
+            m = re.search(r'msg="Serving doctor metrics" .*port=(\d+)', self.text())
+            if m:
+                self.port = int(m.group(1))
+                break
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+
+    def text(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def stop(self, timeout=15):
+        return stop_daemon(self.proc, self.log, timeout)
+
+    cleanup = stop
 
 
 def series(body, name):

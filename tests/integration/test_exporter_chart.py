@@ -5,20 +5,23 @@ exporter.tlsServerConfig / exporter.basicAuth (dcgm-exporter's chart keys) becom
 passed with --web-config-file, probes that can pass it, and a ServiceMonitor that scrapes through it:
 checked by starting the exporter on the rendered files and scraping it with curl exactly as the
 rendered ServiceMonitor says (CA, server name, client certificate, user and password from the
-rendered Secrets). The ServiceMonitor copies pod/namespace/container to dcgm-exporter's exported_*."""
+rendered Secrets). doctor.tlsServerConfig / doctor.basicAuth do the same for `gpulet doctor
+--serve-metrics` (issue 30 item 8), checked the same way. The ServiceMonitor copies
+pod/namespace/container to dcgm-exporter's exported_*."""
 import base64
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import helm_lib  # noqa: E402
-from exporter_lib import Exporter, fixture, series  # noqa: E402
+from exporter_lib import Doctor, Exporter, fixture, series  # noqa: E402
 
 CSV = ("# a user's list\n"
        "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n"
@@ -97,9 +100,12 @@ class Collectors(unittest.TestCase):
 
 
 class WebConfig(unittest.TestCase):
-    def exporter_container(self, objs):
-        ds = obj(objs, "DaemonSet", "t-gpulet-exporter")
+    def container(self, objs, component):
+        ds = obj(objs, "DaemonSet", "t-gpulet-" + component)
         return ds["spec"]["template"]["spec"], ds["spec"]["template"]["spec"]["containers"][0]
+
+    def exporter_container(self, objs):
+        return self.container(objs, "exporter")
 
     def test_default_has_no_web_config(self):
         objs = render({"metrics": {"serviceMonitor": {"enabled": True}}})
@@ -135,13 +141,22 @@ class WebConfig(unittest.TestCase):
         """TLS (generated CA), client certificates and basic auth at once: the exporter started on the
         rendered web config and certificate refuses what the ServiceMonitor does not send and
         answers the ServiceMonitor's scrape; the probes do not need what kubelet does not have."""
-        objs = render({"exporter": {"tlsServerConfig": {"enabled": True,
-                                                        "clientAuthType": "RequireAndVerifyClientCert"},
-                                    "basicAuth": {"users": {"prom": "s3cret", "zed": "other"}}},
+        self.scrape_through_rendered("exporter")
+
+    def test_doctor_servicemonitor_scrapes_through_the_rendered_web_config(self):
+        """The same for the doctor's endpoint: doctor.tlsServerConfig and doctor.basicAuth."""
+        self.scrape_through_rendered("doctor")
+
+    def scrape_through_rendered(self, component):
+        objs = render({component: {"tlsServerConfig": {"enabled": True,
+                                                       "clientAuthType": "RequireAndVerifyClientCert"},
+                                   "basicAuth": {"users": {"prom": "s3cret", "zed": "other"}}},
                        "metrics": {"serviceMonitor": {"enabled": True}}})
-        pod, c = self.exporter_container(objs)
+        pod, c = self.container(objs, component)
         self.assertEqual(c["readinessProbe"]["tcpSocket"], {"port": "metrics"})
         self.assertEqual(c["livenessProbe"]["tcpSocket"], {"port": "metrics"})
+        ann = obj(objs, "DaemonSet", "t-gpulet-" + component)["spec"]["template"]["metadata"]["annotations"]
+        self.assertEqual(ann["prometheus.io/scheme"], "https")
         mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
         vols = {v["name"]: v for v in pod["volumes"]}
         d = tempfile.mkdtemp(prefix="gpulet-webcfg-")
@@ -162,10 +177,14 @@ class WebConfig(unittest.TestCase):
         self.assertIn("/etc/gpulet/tls/tls.crt", text)
         with open(cfg, "w") as f:  # the file's absolute paths, below d as the mounts are
             f.write(text.replace("/etc/gpulet/", d + "/etc/gpulet/"))
-        ex = Exporter(fixture("dgx-h100"), ["--kubernetes=false", "--web-config-file", cfg])
-        self.addCleanup(ex.cleanup)
+        if component == "exporter":
+            server = Exporter(fixture("dgx-h100"), ["--kubernetes=false", "--web-config-file", cfg])
+        else:
+            server = Doctor(d, ["--web-config-file", cfg], "dgx-h100")
+            self.assertTrue(server.port, server.text())
+        self.addCleanup(server.cleanup)
 
-        ep = obj(objs, "ServiceMonitor", "t-gpulet-exporter")["spec"]["endpoints"][0]
+        ep = obj(objs, "ServiceMonitor", "t-gpulet-" + component)["spec"]["endpoints"][0]
         self.assertEqual(ep["scheme"], "https")
         tls = ep["tlsConfig"]
 
@@ -183,10 +202,15 @@ class WebConfig(unittest.TestCase):
             secret_key(ep["basicAuth"]["password"]).decode()
         self.assertEqual((user, password), ("prom", "s3cret"))
         host = tls["serverName"]
-        url = "https://%s:%d/metrics" % (host, ex.port)
-        resolve = ["--resolve", "%s:%d:127.0.0.1" % (host, ex.port)]
+        self.assertEqual(host, "t-gpulet-" + component)
+        url = "https://%s:%d/metrics" % (host, server.port)
+        resolve = ["--resolve", "%s:%d:127.0.0.1" % (host, server.port)]
         as_sm = resolve + ["--cacert", ca, "--cert", cert, "--key", key, "-u", "%s:%s" % (user, password)]
+        deadline = time.monotonic() + 30
         rc, code, err = curl(url, *as_sm)
+        while code == "503" and time.monotonic() < deadline:  # the doctor's first walk
+            time.sleep(0.2)
+            rc, code, err = curl(url, *as_sm)
         self.assertEqual((rc, code), (0, "200"), err)
         rc, code, _ = curl(url, *as_sm[:-2])  # no password
         self.assertEqual(code, "401")
@@ -194,7 +218,7 @@ class WebConfig(unittest.TestCase):
         self.assertEqual(code, "200")
         rc, code, _ = curl(url, *resolve, "--cacert", ca, "-u", "prom:s3cret")  # no client certificate
         self.assertNotEqual(code, "200")
-        rc, code, _ = curl("http://127.0.0.1:%d/metrics" % ex.port)  # plain HTTP
+        rc, code, _ = curl("http://127.0.0.1:%d/metrics" % server.port)  # plain HTTP
         self.assertNotEqual(code, "200")
 
     def test_servicemonitor_copies_labels_to_exported_names(self):

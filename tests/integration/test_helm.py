@@ -72,12 +72,14 @@ MPS, MPS_SHM = "{mps}", "{mps}/shm"
 # test_doctor_view proves this list complete; values doctor.kernelLog adds /var/log.
 DOCTOR_READS = {"/usr", "/lib", "/lib64", "/run/nvidia-persistenced", "/run/nvidia-fabricmanager",
                 "/etc/OpenCL/vendors", "/etc/vulkan", "/proc/driver", "/sys/module", "/sys/bus/pci", "/sys/devices", "/dev",
-                "/var/lib/dpkg", "/etc/containerd", "/etc/nvidia-container-runtime", "/etc/cdi", "/var/run/cdi",
+                "/var/lib/dpkg", "/etc/containerd/config.toml", "/etc/containerd/conf.d", "/etc/nvidia-container-runtime",
+                "/etc/cdi", "/var/run/cdi",
                 "/run/cdi", "/var/lib/kubelet/config.yaml", "/var/lib/kubelet/device-plugins",
                 "/var/lib/kubelet/pod-resources"}
 # never mounted whole by any DaemonSet, and what no mount may reach (other pods' secrets, kubelet's keys);
 # /proc whole has every process's root and environment behind its <pid>/ magic links
-NEVER_WHOLE = {"/", "/etc", "/var/lib/kubelet", "/proc", "/sys"}
+# /etc/containerd: its certs.d/ holds registry client keys (the doctor mounts config.toml and conf.d only)
+NEVER_WHOLE = {"/", "/etc", "/var/lib/kubelet", "/proc", "/sys", "/etc/containerd"}
 KUBELET_PRIVATE = ("/var/lib/kubelet/pods", "/var/lib/kubelet/pki")
 HOST_PATHS = {
     "plugin": PLUGIN_READS | {"/var/lib/kubelet/device-plugins", "/var/run/cdi", MPS, MPS_SHM},
@@ -570,6 +572,45 @@ def test_doctor_mounts():
         check(sorted(paths) == sorted(DOCTOR_READS), "doctor@%s mounts %s" % (kube, sorted(paths)))
 
 
+def test_host_dev():
+    """/dev below /host in the plugin and the doctor (issue 30 item 9): the host's /dev/shm and /dev/pts
+    are hidden by an empty read-only volume on every Kubernetes version; the tree is recursively
+    read-only where the API has the field (IfPossible from 1.30), or as hostMounts.recursiveReadOnly
+    says; hostMounts.devMasks adds masks. The effect in a real pod: tests/k8s/test_k8s_chart_mounts.py."""
+    for kube, values, rro, masks in (
+            ("1.29.0", {}, None, ["/dev/shm", "/dev/pts"]),
+            ("1.33.0", {}, "IfPossible", ["/dev/shm", "/dev/pts"]),
+            ("1.33.0", {"hostMounts": {"recursiveReadOnly": "Enabled"}}, "Enabled", ["/dev/shm", "/dev/pts"]),
+            ("1.31.0", {"hostMounts": {"devMasks": ["/dev/shm", "/dev/pts", "/dev/mqueue", "/dev/hugepages"]}},
+             "IfPossible", ["/dev/shm", "/dev/pts", "/dev/mqueue", "/dev/hugepages"])):
+        docs = helm_lib.template(values=values, kube_version=kube)
+        for comp in ("device-plugin", "doctor"):
+            what = "%s@%s %s" % (comp, kube, values)
+            pod = find(docs, "DaemonSet", comp)["spec"]["template"]["spec"]
+            (c,) = pod["containers"]
+            vols = {v["name"]: v for v in pod["volumes"]}
+            mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+            dev = mounts.get("/host/dev", {})
+            check(vols.get(dev.get("name"), {}).get("hostPath", {}).get("path") == "/dev" and
+                  dev.get("readOnly") is True and dev.get("recursiveReadOnly") == rro,
+                  "%s: /host/dev is %r, want the host's /dev read-only, recursiveReadOnly %r" % (what, dev, rro))
+            for m in masks:
+                mm = mounts.get("/host" + m, {})
+                check("emptyDir" in vols.get(mm.get("name"), {}) and mm.get("readOnly") is True,
+                      "%s: the host's %s is not masked by an empty read-only volume: %r" % (what, m, mm))
+            extra = sorted(p for p in mounts if p.startswith("/host/dev/") and p[len("/host"):] not in masks)
+            check(not extra, "%s: other mounts below /host/dev: %s" % (what, extra))
+    # the doctor's containerd config: the values' files and dirs, never the whole dir
+    docs = helm_lib.template(values={"doctor": {"containerdConfig": [
+        {"path": "/etc/containerd/config.toml", "type": "File"},
+        {"path": "/opt/containerd/imports", "type": "Directory"}]}})
+    pod = find(docs, "DaemonSet", "doctor")["spec"]["template"]["spec"]
+    got = sorted((v["hostPath"]["path"], v["hostPath"]["type"]) for v in pod["volumes"]
+                 if "containerd" in v.get("hostPath", {}).get("path", ""))
+    check(got == [("/etc/containerd/config.toml", "File"), ("/opt/containerd/imports", "Directory")],
+          "doctor.containerdConfig mounts %s" % got)
+
+
 # ---- the doctor on a node seen through its mounts only ----
 
 def scenarios_lib():
@@ -807,7 +848,7 @@ def test_doctor_view():
 
 def main():
     for t in (test_files_and_version, test_upstream_keys, test_bad_values, test_matrix, test_doctor_mounts,
-              test_doctor_view, test_kustomize_base):
+              test_host_dev, test_doctor_view, test_kustomize_base):
         n = len(FAILS)
         t()
         print("%s %s" % ("PASS" if len(FAILS) == n else "FAIL", t.__name__))

@@ -543,15 +543,18 @@ class Node:
             raise NodeError("kubectl %s: %s" % (" ".join(args), p.stderr.strip()))
         return p.returncode, p.stdout
 
-    def run_pod(self, name, script, limits, annotations=None, timeout=int(os.environ.get("GPULET_K8S_POD_TIMEOUT", "90"))):
-        """A busybox pod on this node (nodeName, host network: no CNI) running script; returns
-        (phase, log). The script's output is the test's evidence of what the container sees."""
+    def run_pod(self, name, script, limits, annotations=None, timeout=int(os.environ.get("GPULET_K8S_POD_TIMEOUT", "90")),
+                volumes=(), mounts=()):
+        """A busybox pod on this node (nodeName, host network: no CNI) running script, with the given
+        volumes and their mounts; returns (phase, log). The script's output is the test's evidence of
+        what the container sees."""
         pod = {"apiVersion": "v1", "kind": "Pod",
                "metadata": {"name": name, "namespace": "default", "annotations": annotations or {}},
                "spec": {"nodeName": NODE_NAME, "hostNetwork": True, "automountServiceAccountToken": False,
                         "enableServiceLinks": False, "restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                        "volumes": list(volumes),
                         "containers": [{"name": "c", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
-                                        "command": ["/bin/sh", "-c", script],
+                                        "command": ["/bin/sh", "-c", script], "volumeMounts": list(mounts),
                                         "resources": {"limits": dict(limits)}}]}}
         self.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
 

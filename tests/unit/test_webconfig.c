@@ -14,8 +14,8 @@
 #include <errno.h>
 #include <pthread.h>
 
-#include "exporter/webauth.h"
-#include "exporter/webconfig.h"
+#include "web/webauth.h"
+#include "web/webconfig.h"
 
 static struct web_config *parse_ok(const char *text)
 {
@@ -126,12 +126,12 @@ struct verdict {
 	int done, ok;
 };
 
-static void on_done(void *ctx, bool ok)
+static void on_done(void *ctx, enum web_auth_result r)
 {
 	struct verdict *v = ctx;
 	pthread_mutex_lock(&v->lock);
 	v->done++;
-	v->ok += ok;
+	v->ok += r == WEB_AUTH_OK;
 	pthread_cond_signal(&v->cond);
 	pthread_mutex_unlock(&v->lock);
 }
@@ -140,7 +140,7 @@ static void on_done(void *ctx, bool ok)
 static bool check(struct web_auth *a, const char *header)
 {
 	struct verdict v = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
-	enum web_auth_result r = web_auth_check(a, header, on_done, &v);
+	enum web_auth_result r = web_auth_check(a, header, NULL, on_done, &v);
 	if (r != WEB_AUTH_PENDING)
 		return r == WEB_AUTH_OK;
 	pthread_mutex_lock(&v.lock);
@@ -175,6 +175,42 @@ static void test_bcrypt_minors(void **state)
 	}
 }
 
+/* Wrong credentials are remembered apart from good ones: a replay fails at once, and however many
+ * wrong ones come, the good ones stay known (no bcrypt for either). */
+static void test_remembered(void **state)
+{
+	struct crypt_data cd = {0};
+	char salt[CRYPT_GENSALT_OUTPUT_SIZE], yaml[256];
+	assert_non_null(crypt_gensalt_rn("$2b$", 4, NULL, 0, salt, sizeof(salt)));
+	snprintf(yaml, sizeof(yaml), "basic_auth_users:\n  prom: '%s'\n", crypt_r("s3cret", salt, &cd));
+	struct web_config *c = parse_ok(yaml);
+	struct web_auth *a = NULL;
+	struct gerr err = {0};
+	assert_int_equal(web_auth_new(c, &a, &err), 0);
+	assert_true(check(a, "Basic cHJvbTpzM2NyZXQ="));  /* prom:s3cret: bcrypt, then remembered */
+	assert_false(check(a, "Basic cHJvbTpzM2NyZXU=")); /* prom:s3creu: bcrypt, then remembered */
+	assert_int_equal(web_auth_check(a, "Basic cHJvbTpzM2NyZXU=", NULL, on_done, NULL), WEB_AUTH_WRONG);
+	for (int i = 0; i < 2 * WEB_AUTH_BAD; i++) {
+		char cred[64], header[128];
+		size_t n = (size_t)snprintf(cred, sizeof(cred), "prom:wrong-%d", i), k = 0;
+		static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+		k = (size_t)snprintf(header, sizeof(header), "Basic ");
+		for (size_t j = 0; j < n; j += 3) {
+			unsigned v = (unsigned char)cred[j] << 16 | (j + 1 < n ? (unsigned char)cred[j + 1] << 8 : 0) |
+				     (j + 2 < n ? (unsigned char)cred[j + 2] : 0);
+			header[k++] = b64[v >> 18 & 63];
+			header[k++] = b64[v >> 12 & 63];
+			header[k++] = j + 1 < n ? b64[v >> 6 & 63] : '=';
+			header[k++] = j + 2 < n ? b64[v & 63] : '=';
+		}
+		header[k] = 0;
+		assert_false(check(a, header));
+	}
+	assert_int_equal(web_auth_check(a, "Basic cHJvbTpzM2NyZXQ=", NULL, on_done, NULL), WEB_AUTH_OK);
+	web_auth_free(a);
+	webconfig_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -182,6 +218,7 @@ int main(void)
 	    cmocka_unit_test(test_bcrypt_format),
 	    cmocka_unit_test(test_basic_credentials),
 	    cmocka_unit_test(test_bcrypt_minors),
+	    cmocka_unit_test(test_remembered),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

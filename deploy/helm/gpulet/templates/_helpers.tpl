@@ -190,8 +190,50 @@ spec:
           targetLabel: exported_{{ . }}
         {{- end }}
       {{- end }}
-      {{- include "gpulet.exporterScrape" .root | trim | nindent 6 }}
       {{- end }}
+      {{- with include "gpulet.webScrape" (dict "root" .root "component" .component) | trim }}
+      {{- . | nindent 6 }}
+      {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+recursiveReadOnly of the read-only host mounts of the plugin and the doctor (docs/reference/helm-chart.md
+§4): hostMounts.recursiveReadOnly when set, else IfPossible where the API has the field (Kubernetes
+>= 1.30: alpha behind a gate there, which drops it; beta 1.31, stable 1.33), else "" (no field).
+Not Enabled by default: kubelet then refuses to start the pod where the runtime cannot (containerd
+before 2.0), and the plugin would be gone from every such node.
+*/}}
+{{- define "gpulet.recursiveReadOnly" -}}
+{{- if .Values.hostMounts.recursiveReadOnly -}}
+{{- .Values.hostMounts.recursiveReadOnly -}}
+{{- else if semverCompare ">=1.30-0" .Capabilities.KubeVersion.Version -}}
+IfPossible
+{{- end -}}
+{{- end -}}
+
+{{/*
+The host's /dev below /host/dev, read-only, and an empty read-only volume over each of
+hostMounts.devMasks (the host's /dev/shm, /dev/pts: writable submounts a read-only bind that is not
+recursive leaves writable); volume mounts, then volumes.
+*/}}
+{{- define "gpulet.devMounts" -}}
+{{- $rro := include "gpulet.recursiveReadOnly" . -}}
+- name: host-dev
+  mountPath: /host/dev
+  readOnly: true
+  {{- with $rro }}
+  recursiveReadOnly: {{ . }}
+  {{- end }}
+{{- range .Values.hostMounts.devMasks }}
+- {name: host-dev-masked, mountPath: {{ printf "/host%s" . | quote }}, readOnly: true}
+{{- end }}
+{{- end -}}
+
+{{- define "gpulet.devVolumes" -}}
+- {name: host-dev, hostPath: {path: /dev, type: Directory}}
+{{- if .Values.hostMounts.devMasks }}
+- {name: host-dev-masked, emptyDir: {sizeLimit: 1Mi}}
 {{- end }}
 {{- end -}}
 
@@ -235,12 +277,15 @@ systemd unit dirs under /etc and /run and kubelet's env files (they only name ku
 - {name: host-sys-module, path: /sys/module, type: Directory}
 - {name: host-sys-bus-pci, path: /sys/bus/pci, type: Directory}
 - {name: host-sys-devices, path: /sys/devices, type: Directory}
-# devnode link: /dev/nvidia*, nvidia-caps, dri; CDI specs' device nodes
-- {name: host-dev, path: /dev, type: Directory}
+# devnode link (/dev/nvidia*, nvidia-caps, dri; CDI specs' device nodes): /dev is mounted by
+# gpulet.devMounts, with its writable submounts masked
 # toolkit and CDI links: package versions (nvidia-container-toolkit, containerd)
 - {name: host-dpkg, path: /var/lib/dpkg, type: DirectoryOrCreate}
-# runtime link: containerd's config.toml and its imports (conf.d), nvidia-container-runtime's mode
-- {name: host-containerd, path: /etc/containerd, type: DirectoryOrCreate}
+# runtime link: containerd's config.toml and the drop-ins its imports name (doctor.containerdConfig;
+# never /etc/containerd whole: certs.d/ holds registry client keys), nvidia-container-runtime's mode
+{{- range $i, $c := .Values.doctor.containerdConfig }}
+- {name: host-containerd-{{ $i }}, path: {{ $c.path | quote }}, type: {{ $c.type }}}
+{{- end }}
 - {name: host-nvidia-container-runtime, path: /etc/nvidia-container-runtime, type: DirectoryOrCreate}
 # cdi link: the spec dirs (CDI's defaults; /run/cdi is where /var/run/cdi points, and a
 # cdi_spec_dirs entry may name either)
@@ -358,26 +403,34 @@ envvar
 {{- end -}}
 {{- end }}
 
-{{/* "true" when the exporter serves through a web config (HTTPS or basic auth), else "" */}}
-{{- define "gpulet.exporterWebConfig" -}}
-{{- if or .Values.exporter.tlsServerConfig.enabled .Values.exporter.basicAuth.users -}}true{{- end -}}
+{{/*
+The web config of the exporter's and the doctor's endpoints (--web-config-file, exporter-toolkit's
+format; the same keys under exporter and doctor: tlsServerConfig, basicAuth). Each helper takes
+(dict "root" $ "component" "exporter"|"doctor").
+*/}}
+{{/* "true" when the component serves through a web config (HTTPS or basic auth), else "" */}}
+{{- define "gpulet.webConfig" -}}
+{{- $v := index .root.Values .component -}}
+{{- if or $v.tlsServerConfig.enabled $v.basicAuth.users -}}true{{- end -}}
 {{- end -}}
 
-{{- define "gpulet.exporterTLSSecret" -}}
-{{- with .Values.exporter.tlsServerConfig.existingSecret -}}
-{{- tpl . $ -}}
+{{- define "gpulet.tlsSecret" -}}
+{{- with (index .root.Values .component).tlsServerConfig.existingSecret -}}
+{{- tpl . $.root -}}
 {{- else -}}
-{{- include "gpulet.fullname" . }}-exporter-tls
+{{- include "gpulet.fullname" .root }}-{{ .component }}-tls
 {{- end -}}
 {{- end -}}
 
 {{/*
-How the exporter's probes reach it: HTTPS when it serves TLS; a TCP check when kubelet cannot pass
+How a component's probes reach it: HTTPS when it serves TLS; a TCP check when kubelet cannot pass
 (basic auth: kubelet's probes carry no password; client certificates: kubelet has none).
+(dict "root" $ "component" NAME "path" PATH)
 */}}
-{{- define "gpulet.exporterProbe" -}}
-{{- $tls := .root.Values.exporter.tlsServerConfig -}}
-{{- if or .root.Values.exporter.basicAuth.users (and $tls.enabled (has $tls.clientAuthType (list "RequireAnyClientCert" "RequireAndVerifyClientCert"))) }}
+{{- define "gpulet.webProbe" -}}
+{{- $v := index .root.Values .component -}}
+{{- $tls := $v.tlsServerConfig -}}
+{{- if or $v.basicAuth.users (and $tls.enabled (has $tls.clientAuthType (list "RequireAnyClientCert" "RequireAndVerifyClientCert"))) }}
 tcpSocket:
   port: metrics
 {{- else }}
@@ -390,27 +443,61 @@ httpGet:
 {{- end }}
 {{- end -}}
 
+{{/* The --web-config-file argument, and the mounts and volumes of the web config and certificate. */}}
+{{- define "gpulet.webConfigArg" -}}
+{{- if include "gpulet.webConfig" . }}
+- --web-config-file=/etc/gpulet/web/web-config.yml
+{{- end }}
+{{- end -}}
+
+{{- define "gpulet.webConfigMounts" -}}
+{{- if include "gpulet.webConfig" . }}
+- name: web-config
+  mountPath: /etc/gpulet/web
+  readOnly: true
+{{- end }}
+{{- if (index .root.Values .component).tlsServerConfig.enabled }}
+- name: tls
+  mountPath: /etc/gpulet/tls
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "gpulet.webConfigVolumes" -}}
+{{- if include "gpulet.webConfig" . }}
+- name: web-config
+  secret:
+    secretName: {{ include "gpulet.fullname" .root }}-{{ .component }}-web-config
+{{- end }}
+{{- if (index .root.Values .component).tlsServerConfig.enabled }}
+- name: tls
+  secret:
+    secretName: {{ include "gpulet.tlsSecret" . }}
+{{- end }}
+{{- end -}}
+
 {{/*
-The exporter's ServiceMonitor endpoint: HTTPS with the CA and name to verify (metrics.serviceMonitor.tlsConfig,
+A component's ServiceMonitor endpoint: HTTPS with the CA and name to verify (metrics.serviceMonitor.tlsConfig,
 else the generated CA), the client certificate when one is required, basic auth with the scrape user.
 */}}
-{{- define "gpulet.exporterScrape" -}}
-{{- $tls := .Values.exporter.tlsServerConfig -}}
-{{- $secret := include "gpulet.exporterTLSSecret" . -}}
+{{- define "gpulet.webScrape" -}}
+{{- $v := index .root.Values .component -}}
+{{- $tls := $v.tlsServerConfig -}}
+{{- $secret := include "gpulet.tlsSecret" . -}}
 {{- if $tls.enabled }}
 scheme: https
 tlsConfig:
-  {{- with .Values.metrics.serviceMonitor.tlsConfig }}
+  {{- with .root.Values.metrics.serviceMonitor.tlsConfig }}
   {{- toYaml . | nindent 2 }}
   {{- else }}
   {{- if not (or $tls.autoGenerated $tls.existingSecret $tls.ca) }}
-  {{- fail "metrics.serviceMonitor.tlsConfig is required with exporter.tlsServerConfig and a certificate given in values without its ca: say how Prometheus verifies the exporter (ca, serverName)" }}
+  {{- fail (printf "metrics.serviceMonitor.tlsConfig is required with %s.tlsServerConfig and a certificate given in values without its ca: say how Prometheus verifies the %s (ca, serverName)" .component .component) }}
   {{- end }}
   ca:
     secret:
       name: {{ $secret }}
       key: {{ $tls.caFilename }}
-  serverName: {{ include "gpulet.fullname" . }}-exporter
+  serverName: {{ include "gpulet.fullname" .root }}-{{ .component }}
   {{- if $tls.clientAuthType }}
   cert:
     secret:
@@ -422,13 +509,13 @@ tlsConfig:
   {{- end }}
   {{- end }}
 {{- end }}
-{{- if .Values.exporter.basicAuth.users }}
+{{- if $v.basicAuth.users }}
 basicAuth:
   username:
-    name: {{ include "gpulet.fullname" . }}-exporter-scrape-auth
+    name: {{ include "gpulet.fullname" .root }}-{{ .component }}-scrape-auth
     key: username
   password:
-    name: {{ include "gpulet.fullname" . }}-exporter-scrape-auth
+    name: {{ include "gpulet.fullname" .root }}-{{ .component }}-scrape-auth
     key: password
 {{- end }}
 {{- end -}}

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exporter/webconfig.h"
+#include "web/webconfig.h"
 #include "parse/yaml.h"
 #include "util/fileio.h"
 #include "util/macro.h"

@@ -3,8 +3,9 @@
  * bcrypt basic auth as exporter-toolkit's webHandler does it (web/handler.go): an unknown user is
  * checked against a hash of the same cost so the answer takes as long as for a known one, and
  * checks run one at a time. Differences (docs/reference/dcgm-exporter.md "Web configuration"):
- * the check runs on a thread of its own with a bounded queue instead of on the request, and only
- * good results are cached, so wrong passwords can neither stall nor evict a scrape's credentials.
+ * the check runs on a thread of its own with a bounded, ranked queue (web/authq.h) instead of on
+ * the request, and good and wrong results are remembered in separate tables, so wrong passwords can
+ * neither stall nor evict a scrape's credentials (docs/reference/alerts.md, "HTTP").
  */
 #include <crypt.h>
 #include <errno.h>
@@ -13,18 +14,28 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include "exporter/webauth.h"
 #include "util/macro.h"
+#include "web/authq.h"
+#include "web/webauth.h"
 
 #define DIGEST_LEN 32 /* SHA-256 */
 
 struct job {
 	char *cred; /* user NUL password (one allocation from web_basic_credentials) */
+	size_t cred_len;
 	const char *user, *pass;
 	unsigned char digest[DIGEST_LEN];
-	void (*done)(void *ctx, bool ok);
+	unsigned char key[AUTHQ_KEY_LEN]; /* the client's address (authq_key()) */
+	web_auth_done_fn done;
 	void *ctx;
+};
+
+/* Credentials remembered by digest: a ring, each entry compared in constant time. */
+struct digests {
+	unsigned char (*d)[DIGEST_LEN];
+	size_t size, n, next;
 };
 
 struct web_auth {
@@ -34,12 +45,28 @@ struct web_auth {
 	pthread_cond_t cond;
 	pthread_t thread;
 	bool stopping;
-	struct job queue[WEB_AUTH_QUEUE];
-	size_t head, count;
-	unsigned char good[WEB_AUTH_CACHE][DIGEST_LEN];
-	size_t n_good, next_good;
+	struct authq q;
+	unsigned char good_d[WEB_AUTH_CACHE][DIGEST_LEN], bad_d[WEB_AUTH_BAD][DIGEST_LEN];
+	struct digests good, bad;
 	struct crypt_data *cd; /* the verifier thread's (about 32 KiB) */
 };
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void job_free(struct job *j)
+{
+	if (!j)
+		return;
+	explicit_bzero(j->cred, j->cred_len);
+	free(j->cred);
+	free(j);
+}
 
 static bool ct_equal(const void *a, const void *b, size_t n)
 {
@@ -77,47 +104,46 @@ static const char *user_hash(const struct web_auth *a, const char *user, bool *k
 	return a->dummy;
 }
 
-static void remember(struct web_auth *a, const unsigned char *digest)
+static void remember(struct digests *t, const unsigned char *digest)
 {
-	memcpy(a->good[a->next_good], digest, DIGEST_LEN);
-	a->next_good = (a->next_good + 1) % WEB_AUTH_CACHE;
-	a->n_good = MIN(a->n_good + 1, (size_t)WEB_AUTH_CACHE);
+	memcpy(t->d[t->next], digest, DIGEST_LEN);
+	t->next = (t->next + 1) % t->size;
+	t->n = MIN(t->n + 1, t->size);
 }
 
-static bool remembered(const struct web_auth *a, const unsigned char *digest)
+static bool remembered(const struct digests *t, const unsigned char *digest)
 {
 	bool hit = false;
-	for (size_t i = 0; i < a->n_good; i++)
-		hit |= ct_equal(a->good[i], digest, DIGEST_LEN);
+	for (size_t i = 0; i < t->n; i++)
+		hit |= ct_equal(t->d[i], digest, DIGEST_LEN);
 	return hit;
 }
 
+/* The verifier: the best waiting check, one at a time; the queue is drained as wrong on shutdown. */
 static void *verifier(void *arg)
 {
 	struct web_auth *a = arg;
 	pthread_mutex_lock(&a->lock);
 	for (;;) {
-		while (!a->count && !a->stopping)
+		struct job *j;
+		while (!(j = authq_pop(&a->q, now_ms())) && !a->stopping)
 			pthread_cond_wait(&a->cond, &a->lock);
-		if (!a->count)
+		if (!j)
 			break;
-		struct job j = a->queue[a->head];
 		bool ok = false;
 		if (!a->stopping) {
 			pthread_mutex_unlock(&a->lock);
 			bool known;
-			const char *hash = user_hash(a, j.user, &known);
-			ok = bcrypt_ok(a->cd, hash, j.pass) && known;
+			const char *hash = user_hash(a, j->user, &known);
+			ok = bcrypt_ok(a->cd, hash, j->pass) && known;
 			pthread_mutex_lock(&a->lock);
-			if (ok)
-				remember(a, j.digest);
+			remember(ok ? &a->good : &a->bad, j->digest);
+			if (!ok)
+				authq_failed(&a->q, j->key, now_ms());
 		}
-		a->head = (a->head + 1) % WEB_AUTH_QUEUE;
-		a->count--;
 		pthread_mutex_unlock(&a->lock);
-		explicit_bzero(j.cred, strlen(j.user) + 1 + strlen(j.pass));
-		free(j.cred);
-		j.done(j.ctx, ok);
+		j->done(j->ctx, ok ? WEB_AUTH_OK : WEB_AUTH_WRONG);
+		job_free(j);
 		pthread_mutex_lock(&a->lock);
 	}
 	pthread_mutex_unlock(&a->lock);
@@ -140,6 +166,8 @@ int web_auth_new(const struct web_config *c, struct web_auth **ret, struct gerr 
 		return gerr_set(err, ENOMEM, "out of memory");
 	}
 	a->c = c;
+	a->good = (struct digests){.d = a->good_d, .size = WEB_AUTH_CACHE};
+	a->bad = (struct digests){.d = a->bad_d, .size = WEB_AUTH_BAD};
 	/* the hash for unknown users: a random password at the highest cost in the file */
 	char salt[CRYPT_GENSALT_OUTPUT_SIZE];
 	unsigned char pw[16];
@@ -174,38 +202,49 @@ int web_auth_new(const struct web_config *c, struct web_auth **ret, struct gerr 
 	return 0;
 }
 
-enum web_auth_result web_auth_check(struct web_auth *a, const char *authorization, void (*done)(void *ctx, bool ok),
-				    void *ctx)
+enum web_auth_result web_auth_check(struct web_auth *a, const char *authorization, const struct web_auth_client *who,
+				    web_auth_done_fn done, void *ctx)
 {
-	struct job j = {.done = done, .ctx = ctx};
+	struct job *j = calloc(1, sizeof(*j)), *evicted = NULL;
 	size_t plen;
 	char *pass;
-	if (web_basic_credentials(authorization, &j.cred, &pass, &plen) < 0)
-		return WEB_AUTH_DENIED;
-	j.user = j.cred;
-	j.pass = pass;
-	/* the cache key: SHA-256 over user NUL password (both NUL-free) */
-	size_t keylen = strlen(j.user) + 1 + plen;
-	if (gnutls_hash_fast(GNUTLS_DIG_SHA256, j.cred, keylen, j.digest) < 0) {
-		free(j.cred);
+	if (!j)
+		return WEB_AUTH_BUSY;
+	if (web_basic_credentials(authorization, &j->cred, &pass, &plen) < 0) {
+		free(j);
 		return WEB_AUTH_DENIED;
 	}
+	j->user = j->cred;
+	j->pass = pass;
+	j->done = done;
+	j->ctx = ctx;
+	/* the cache key: SHA-256 over user NUL password (both NUL-free) */
+	j->cred_len = strlen(j->user) + 1 + plen;
+	if (gnutls_hash_fast(GNUTLS_DIG_SHA256, j->cred, j->cred_len, j->digest) < 0) {
+		job_free(j);
+		return WEB_AUTH_DENIED;
+	}
+	authq_key(who ? who->addr : NULL, j->key);
 	enum web_auth_result res = WEB_AUTH_PENDING;
+	uint64_t now = now_ms();
 	pthread_mutex_lock(&a->lock);
 	if (a->stopping)
 		res = WEB_AUTH_DENIED;
-	else if (remembered(a, j.digest))
+	else if (remembered(&a->good, j->digest))
 		res = WEB_AUTH_OK;
-	else if (a->count == WEB_AUTH_QUEUE)
+	else if (remembered(&a->bad, j->digest)) {
+		res = WEB_AUTH_WRONG; /* the same credentials failed before: they fail again, without bcrypt */
+		authq_failed(&a->q, j->key, now);
+	} else if (authq_push(&a->q, j->key, who ? who->strikes : 0, j, now, (void **)&evicted) < 0)
 		res = WEB_AUTH_BUSY;
-	else {
-		a->queue[(a->head + a->count++) % WEB_AUTH_QUEUE] = j;
+	else
 		pthread_cond_signal(&a->cond);
-	}
 	pthread_mutex_unlock(&a->lock);
-	if (res != WEB_AUTH_PENDING) {
-		explicit_bzero(j.cred, keylen);
-		free(j.cred);
+	if (res != WEB_AUTH_PENDING)
+		job_free(j);
+	if (evicted) {
+		evicted->done(evicted->ctx, WEB_AUTH_BUSY);
+		job_free(evicted);
 	}
 	return res;
 }
@@ -230,7 +269,8 @@ void web_auth_free(struct web_auth *a)
 	web_auth_shutdown(a);
 	pthread_mutex_destroy(&a->lock);
 	pthread_cond_destroy(&a->cond);
-	explicit_bzero(a->good, sizeof(a->good));
+	explicit_bzero(a->good_d, sizeof(a->good_d));
+	explicit_bzero(a->bad_d, sizeof(a->bad_d));
 	free(a->cd);
 	free(a);
 }

@@ -7,7 +7,7 @@
  */
 #pragma once
 
-#include "exporter/webconfig.h"
+#include "web/webconfig.h"
 
 struct web_tls {
 	const struct web_config *c;

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exporter/webtls.h"
+#include "web/webtls.h"
 #include "util/fileio.h"
 #include "util/macro.h"
 

@@ -2,11 +2,13 @@
 /*
  * The one HTTP server (libmicrohttpd) behind every gpulet endpoint: the exporter's /metrics and
  * doctor --serve-metrics. It owns what every endpoint must get right the same way: one internal
- * epoll thread with non-blocking I/O (a stalled client costs one idle slot, never a thread),
- * bounded connections, idle time and request memory, keep-alive (the answer is queued once the
- * whole request is read; libmicrohttpd 0.9.75 closes a connection answered on the first call),
- * GET and HEAD only (405 with Allow), extra headers on every answer, optional TLS, and an
- * optional access check that may suspend a request (docs/reference/alerts.md, "HTTP").
+ * epoll thread with non-blocking I/O (a stalled client costs one slot, never a thread), bounded
+ * connections in all and per client address, an absolute deadline for each phase of a connection
+ * (TLS handshake and request headers, answer, keep-alive wait) that a client trickling bytes cannot
+ * push back, bounded request memory, keep-alive (the answer is queued once the whole request is
+ * read; libmicrohttpd 0.9.75 closes a connection answered on the first call), GET and HEAD only
+ * (405 with Allow), extra headers on every answer, optional TLS, and an optional access check that
+ * may suspend a request (docs/reference/alerts.md, "HTTP").
  *
  * Reached only from the HTTP serving module (docs/HACKING.md §7): the lean executable never
  * links it.
@@ -16,20 +18,37 @@
 #include <microhttpd.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include "util/err.h"
 
+/* Deadlines (seconds, absolute: bytes arriving do not extend them; docs/reference/alerts.md "HTTP") */
+#define HTTPD_HEADERS_S 10 /* from accept: TLS handshake and the first request's headers */
+#define HTTPD_ANSWER_S  30 /* from the headers: body, access check and the whole answer sent */
+/* between requests on a keep-alive connection: longer than Prometheus' usual 15-30 s interval, so its
+ * connection is reused; also libmicrohttpd's idle timeout */
+#define HTTPD_IDLE_S 65
+
 struct httpd;
+
+/* The client of a connection, for the access check. */
+struct httpd_peer {
+	struct sockaddr_storage addr;
+	socklen_t len;
+	unsigned strikes; /* wrong credentials sent on this connection (counted by the access check) */
+};
 
 /* One request in flight (MHD's per-request pointer). The access fields belong to .access. */
 struct httpd_req {
 	struct httpd *srv;
 	struct MHD_Connection *c;
-	bool seen;      /* the headers were handed over once already */
-	bool checked;   /* access granted */
-	bool pending;   /* an asynchronous check is queued */
-	bool done, ok;  /* its verdict */
-	bool suspended; /* waiting for it (MHD_suspend_connection) */
+	struct httpd_peer *peer; /* lives as long as the connection */
+	bool seen;               /* the headers were handed over once already */
+	bool checked;            /* access granted */
+	bool pending;            /* an asynchronous check is queued */
+	bool done;               /* its verdict is in .verdict */
+	int verdict;             /* the access check's own value */
+	bool suspended;          /* waiting for it (MHD_suspend_connection) */
 };
 
 struct httpd_header {
@@ -60,6 +79,8 @@ struct httpd_options {
 /* Listen and serve. err names the address and o->flag when it cannot. */
 int httpd_start(const struct httpd_options *o, struct httpd **ret, struct gerr *err);
 unsigned httpd_port(const struct httpd *s);
+/* The connection limits in force: in all, and per client address. */
+void httpd_limits(const struct httpd *s, unsigned *ret_total, unsigned *ret_per_address);
 /* Stop serving (requests in flight end) and free; NULL is fine. */
 void httpd_stop(struct httpd *s);
 
