@@ -18,3 +18,6 @@ file(WRITE ${CMAKE_BINARY_DIR}/dlopen-libs.txt "${GPULET_CURL_SONAME}\n")
 gpulet_unit_test(kapi_config tests/unit/test_kapi_config.c)
 gpulet_unit_test(kapi_wire tests/unit/test_kapi_wire.c)
 
+# The real API server (tests/k8s): kapi_tool drives the client, one call per command.
+add_executable(kapi_tool tests/k8s/kapi_tool.c)
+target_link_libraries(kapi_tool PRIVATE gpulet_lib)
