@@ -623,9 +623,13 @@ static int answer(struct kapi_call *c, json_t **ret, struct gerr *err)
 	return 0;
 }
 
-/* One request with a JSON body (may be NULL), its JSON answer into *ret (may be NULL). */
+/*
+ * One request with a JSON body (may be NULL) and query parameters (key, value pairs up to a NULL key; a
+ * NULL value leaves its key out), its JSON answer into *ret (may be NULL).
+ */
 static int request(struct kapi *k, const struct kapi_what *w, const char *method, const char *content_type,
-		   const json_t *body, const char *const *query, json_t **ret, struct gerr *err)
+		   const json_t *body, const char *const *query, struct kapi_cancel *cancel, json_t **ret,
+		   struct gerr *err)
 {
 	struct kapi_call c = {.what = *w, .method = method, .content_type = content_type};
 	_cleanup_free_ char *text = NULL;
@@ -643,7 +647,7 @@ static int request(struct kapi *k, const struct kapi_what *w, const char *method
 		c.body_len = text ? strlen(text) : 0;
 	}
 	if (r >= 0)
-		r = kapi_call_run(k, &c, NULL, err);
+		r = kapi_call_run(k, &c, cancel, err);
 	if (r >= 0)
 		r = answer(&c, ret, err);
 	kapi_call_done(&c);
@@ -657,7 +661,7 @@ int kapi_get(struct kapi *k, const struct kapi_resource *r, const char *ns, cons
 
 	if (!name)
 		return gerr_set(err, EINVAL, "get %s: no name", r->resource);
-	return request(k, &w, "GET", NULL, NULL, NULL, ret, err);
+	return request(k, &w, "GET", NULL, NULL, NULL, NULL, ret, err);
 }
 
 int kapi_create(struct kapi *k, const struct kapi_resource *r, const char *ns, const json_t *obj, json_t **ret,
@@ -667,7 +671,7 @@ int kapi_create(struct kapi *k, const struct kapi_resource *r, const char *ns, c
 	const char *q[] = {"fieldManager", k->field_manager, NULL};
 
 	/* POST to the collection; the server's message names the object */
-	return request(k, &w, "POST", "application/json", obj, q, ret, err);
+	return request(k, &w, "POST", "application/json", obj, q, NULL, ret, err);
 }
 
 int kapi_update(struct kapi *k, const struct kapi_resource *r, const char *ns, const char *name,
@@ -676,7 +680,7 @@ int kapi_update(struct kapi *k, const struct kapi_resource *r, const char *ns, c
 	const struct kapi_what w = {.verb = "update", .res = r, .ns = ns, .name = name, .subresource = subresource};
 	const char *q[] = {"fieldManager", k->field_manager, NULL};
 
-	return request(k, &w, "PUT", "application/json", obj, q, ret, err);
+	return request(k, &w, "PUT", "application/json", obj, q, NULL, ret, err);
 }
 
 int kapi_delete(struct kapi *k, const struct kapi_resource *r, const char *ns, const char *name,
@@ -701,7 +705,7 @@ int kapi_delete(struct kapi *k, const struct kapi_resource *r, const char *ns, c
 		}
 		json_decref(pre);
 	}
-	e = request(k, &w, "DELETE", body ? "application/json" : NULL, body, NULL, NULL, err);
+	e = request(k, &w, "DELETE", body ? "application/json" : NULL, body, NULL, NULL, NULL, err);
 	json_decref(body);
 	return e;
 }
@@ -730,33 +734,26 @@ int kapi_patch(struct kapi *k, const struct kapi_resource *r, const char *ns, co
 		return gerr_set(err, EINVAL, "patch %s: no name", r->resource);
 	if (patch_types[type].force)
 		q[3] = "true";
-	return request(k, &w, "PATCH", patch_types[type].content_type, patch, q, ret, err);
+	return request(k, &w, "PATCH", patch_types[type].content_type, patch, q, NULL, ret, err);
 }
 
-/* One page of a LIST: the request with selectors, limit and continue token; its answer into *ret. */
+/* One page of a LIST: selectors, limit (0: none) and continue token; its answer into *ret. */
 static int list_page(struct kapi *k, const struct kapi_what *w, const struct kapi_list_options *o, unsigned limit,
 		     const char *cont, struct kapi_cancel *cancel, json_t **ret, struct gerr *err)
 {
-	struct kapi_call c = {.what = *w, .method = "GET"};
 	char lim[16];
-	int e;
+	const char *q[] = {"labelSelector",
+			   o->label_selector,
+			   "fieldSelector",
+			   o->field_selector,
+			   "limit",
+			   limit ? lim : NULL,
+			   "continue",
+			   cont,
+			   NULL};
 
 	snprintf(lim, sizeof(lim), "%u", limit);
-	e = kapi_url(k, w, &c.url, err);
-	if (e >= 0 && o->label_selector)
-		e = kapi_query_add(&c.url, "labelSelector", o->label_selector);
-	if (e >= 0 && o->field_selector)
-		e = kapi_query_add(&c.url, "fieldSelector", o->field_selector);
-	if (e >= 0 && limit)
-		e = kapi_query_add(&c.url, "limit", lim);
-	if (e >= 0 && cont)
-		e = kapi_query_add(&c.url, "continue", cont);
-	if (e >= 0)
-		e = kapi_call_run(k, &c, cancel, err);
-	if (e >= 0)
-		e = answer(&c, ret, err);
-	kapi_call_done(&c);
-	return e;
+	return request(k, w, "GET", NULL, NULL, q, cancel, ret, err);
 }
 
 int kapi_list_all(struct kapi *k, const struct kapi_resource *r, const char *ns, const struct kapi_list_options *o,

@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -269,114 +270,97 @@ static int check_config(const struct kapi_config *c, const char *where, struct g
 	return 0;
 }
 
-int kapi_config_parse(const char *text, size_t len, const char *path, const char *context, struct kapi_config **ret,
-		      struct gerr *err)
+/* The `field` mapping of the entry `name` of `list` (clusters, users), read into c by fields[]. */
+static int read_part(const json_t *cfg, const char *list, const char *field, const char *name,
+		     const struct field *fields, size_t n, const char *path, const char *dir, struct kapi_config *c,
+		     struct gerr *err)
 {
-	_cleanup_(kapi_config_freep) struct kapi_config *c = NULL;
-	_cleanup_free_ char *dir = NULL, *where = NULL;
-	const json_t *ctx, *cluster, *user;
-	json_t *cfg = NULL;
-	const char *slash, *cname, *uname;
-	int r;
+	const json_t *obj;
+	char where[512];
+	int r = find_named(cfg, list, name, field, path, &obj, err);
 
-	r = yaml_to_json(text, len, path, 0, &cfg, NULL, err);
 	if (r < 0)
 		return r;
-	c = calloc(1, sizeof(*c));
-	slash = strrchr(path, '/');
-	dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-	if (!c || !dir) {
-		json_decref(cfg);
-		return -ENOMEM;
-	}
-	if (!json_is_object(cfg)) {
-		json_decref(cfg);
-		return gerr_set(err, EINVAL, "%s: not a kubeconfig (expected a mapping)", path);
-	}
-	if (!streq(str_or(cfg, "kind", "Config"), "Config")) {
-		r = gerr_set(err, EINVAL, "%s: kind is %s, not Config", path, str_or(cfg, "kind", ""));
-		goto out;
-	}
+	snprintf(where, sizeof(where), "%s: %s \"%s\"", path, field, name);
+	return set_fields(c, fields, n, obj, dir, where, err);
+}
+
+/* The context's cluster and user into c, then the checks. where: the message prefix, rewritten per part. */
+static int from_kubeconfig(const json_t *cfg, const char *path, const char *dir, const char *context,
+			   struct kapi_config *c, struct gerr *err)
+{
+	const json_t *ctx;
+	const char *cname, *uname;
+	char where[512];
+	int r;
+
+	if (!streq(str_or(cfg, "kind", "Config"), "Config"))
+		return gerr_set(err, EINVAL, "%s: kind is %s, not Config", path, str_or(cfg, "kind", ""));
 	if (!context)
 		context = str_or(cfg, "current-context", NULL);
-	if (!context) {
-		r = gerr_set(err, EINVAL, "%s: no current-context: set one (kubectl config use-context)", path);
-		goto out;
-	}
+	if (!context)
+		return gerr_set(err, EINVAL, "%s: no current-context: set one (kubectl config use-context)", path);
 	r = find_named(cfg, "contexts", context, "context", path, &ctx, err);
 	if (r < 0)
-		goto out;
+		return r;
 	cname = str_or(ctx, "cluster", NULL);
 	uname = str_or(ctx, "user", NULL);
-	if (!cname) {
-		r = gerr_set(err, EINVAL, "%s: context \"%s\" names no cluster", path, context);
-		goto out;
-	}
-	r = find_named(cfg, "clusters", cname, "cluster", path, &cluster, err);
+	if (!cname)
+		return gerr_set(err, EINVAL, "%s: context \"%s\" names no cluster", path, context);
+	r = read_part(cfg, "clusters", "cluster", cname, cluster_fields, ELEMENTSOF(cluster_fields), path, dir, c, err);
+	/* a context without a user talks anonymously */
+	if (r >= 0 && uname)
+		r = read_part(cfg, "users", "user", uname, user_fields, ELEMENTSOF(user_fields), path, dir, c, err);
 	if (r < 0)
-		goto out;
-	if (asprintf(&where, "%s: cluster \"%s\"", path, cname) < 0) {
-		where = NULL;
-		r = -ENOMEM;
-		goto out;
-	}
-	r = set_fields(c, cluster_fields, ELEMENTSOF(cluster_fields), cluster, dir, where, err);
-	if (r < 0)
-		goto out;
-	if (uname) { /* a context without a user talks anonymously */
-		r = find_named(cfg, "users", uname, "user", path, &user, err);
-		if (r < 0)
-			goto out;
-		free(where);
-		if (asprintf(&where, "%s: user \"%s\"", path, uname) < 0) {
-			where = NULL;
-			r = -ENOMEM;
-			goto out;
-		}
-		r = set_fields(c, user_fields, ELEMENTSOF(user_fields), user, dir, where, err);
-		if (r < 0)
-			goto out;
-	}
-	free(where);
-	if (asprintf(&where, "%s: context \"%s\"", path, context) < 0) {
-		where = NULL;
-		r = -ENOMEM;
-		goto out;
-	}
+		return r;
+	snprintf(where, sizeof(where), "%s: context \"%s\"", path, context);
 	r = check_config(c, where, err);
 	if (r < 0)
-		goto out;
+		return r;
 	/* tokenFile wins over token once read (types.go AuthInfo.TokenFile); read it now to fail early */
 	if (c->token_file) {
 		free(c->token);
 		c->token = NULL;
 		r = kapi_read_token(c->token_file, &c->token, err);
 		if (r < 0)
-			goto out;
+			return r;
 	}
 	for (size_t n = strlen(c->server); n > 8 && c->server[n - 1] == '/'; n--)
 		c->server[n - 1] = '\0';
 	c->ns = strdup(str_or(ctx, "namespace", "default"));
-	r = asprintf(&c->origin, "kubeconfig %s, context %s", path, context);
-	if (r < 0) {
+	if (!c->ns || asprintf(&c->origin, "kubeconfig %s, context %s", path, context) < 0) {
 		c->origin = NULL;
-		r = -ENOMEM;
-		goto out;
-	}
-	if (!c->ns) {
-		r = -ENOMEM;
-		goto out;
+		return -ENOMEM;
 	}
 	if (c->insecure)
 		snprintf(c->warning, sizeof(c->warning),
 			 "%s: insecure-skip-tls-verify is set: the API server's certificate is not checked, so anyone "
 			 "on the path can read and change what gpulet sends and receives, its token included",
 			 where);
-	r = 0;
-	*ret = TAKE_PTR(c);
-out:
+	return 0;
+}
+
+int kapi_config_parse(const char *text, size_t len, const char *path, const char *context, struct kapi_config **ret,
+		      struct gerr *err)
+{
+	_cleanup_(kapi_config_freep) struct kapi_config *c = calloc(1, sizeof(*c));
+	const char *slash = strrchr(path, '/');
+	_cleanup_free_ char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+	json_t *cfg = NULL;
+	int r;
+
+	if (!c || !dir)
+		return -ENOMEM;
+	r = yaml_to_json(text, len, path, 0, &cfg, NULL, err);
+	if (r < 0)
+		return r;
+	r = json_is_object(cfg) ? from_kubeconfig(cfg, path, dir, context, c, err)
+				: gerr_set(err, EINVAL, "%s: not a kubeconfig (expected a mapping)", path);
 	json_decref(cfg);
-	return r;
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(c);
+	return 0;
 }
 
 /* -- in-cluster ------------------------------------------------------------------------------ */

@@ -189,6 +189,8 @@ static int on_event(enum kapi_event_type type, json_t *obj, void *userdata)
 	if (type != KAPI_EVENT_BOOKMARK && !(key = key_of(obj)))
 		return gerr_set(x->err, EBADMSG, "watch %s: an event's object has no metadata.name", inf->res.resource);
 	pthread_mutex_lock(&inf->lock);
+	inf->st.error = 0; /* the watch works again */
+	inf->st.message[0] = '\0';
 	switch (type) {
 	case KAPI_EVENT_BOOKMARK:
 		inf->st.bookmarks++;
@@ -275,12 +277,6 @@ static int watch_once(struct kapi_informer *inf, struct gerr *err)
 	/* a watch that ends within a second with nothing in it is a failure (reflector.go VeryShortWatchError) */
 	if (r >= 0 && !x.events && kapi_now_ns() - start < 1000000000)
 		r = gerr_set(err, EPROTO, "watch %s: ended at once with no event", inf->res.resource);
-	if (r >= 0) {
-		pthread_mutex_lock(&inf->lock);
-		inf->st.error = 0;
-		inf->st.message[0] = '\0';
-		pthread_mutex_unlock(&inf->lock);
-	}
 	kapi_stream_done(&x.stream);
 	kapi_call_done(&c);
 	return r;

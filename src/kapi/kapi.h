@@ -199,7 +199,7 @@ struct kapi_informer_status {
 	uint64_t events;           /* ADDED, MODIFIED, DELETED received */
 	uint64_t bookmarks;        /* BOOKMARK events received */
 	uint64_t failures;         /* LIST or WATCH failures (each followed by a backoff) */
-	int error;                 /* the last failure's errno; 0 once a LIST or WATCH worked after it */
+	int error;                 /* the last failure's errno; 0 again once a LIST or a watch event came */
 	char message[GERR_MAX];    /* its words (the RBAC rule on a 403) */
 };
 void kapi_informer_status(struct kapi_informer *inf, struct kapi_informer_status *ret);
