@@ -200,7 +200,6 @@ static int watch(struct kapi *k, const struct kapi_informer_options *o)
 		struct pollfd p[2] = {{.fd = kapi_informer_fd(inf), .events = POLLIN}, {.fd = 0, .events = POLLIN}};
 		char *key;
 		json_t *obj;
-		bool any = false;
 
 		if (poll(p, 2, -1) < 0 && errno != EINTR)
 			break;
@@ -213,9 +212,7 @@ static int watch(struct kapi *k, const struct kapi_informer_options *o)
 				json_decref(line_obj);
 				json_decref(obj);
 				free(key);
-				any = true;
 			}
-			(void)any;
 			print_status(inf);
 		}
 		if (p[1].revents) {
