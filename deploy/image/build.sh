@@ -37,7 +37,7 @@ mkdir -p "$out"
 # gpulet and the serving modules it loads on demand (docs/HACKING.md "Lean start-up")
 bins="$build/gpulet $build/gpulet-grpc.so $build/gpulet-http.so"
 keep=$( ("$src/deploy/image/runtime-packages.sh" $bins; echo base-files) | sort -u)
-libs=$(for b in $bins; do ldd "$b"; done | awk '$2 == "=>" {print $1} $1 ~ /^\// {print $1}' | sed 's|.*/||' | sort -u)
+libs=$("$src/deploy/image/runtime-packages.sh" --libs $bins | sed 's|.*/||' | sort -u)
 sources="deb $mirror bookworm main
 deb $mirror bookworm-updates main
 deb $security bookworm-security main"

@@ -7,52 +7,11 @@
 
 #include "deviceplugin.pb-c.h"
 #include "kube/allocresp.h"
+#include "util/base64.h"
 #include "util/enumtab.h"
 #include "util/macro.h"
 
 #define ALLOCRESP_MAX (1u << 20) /* kubelet keeps a few hundred bytes per container */
-
-static int b64_value(unsigned char ch)
-{
-	static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	const char *p = ch ? strchr(alphabet, ch) : NULL;
-
-	return p ? (int)(p - alphabet) : -1;
-}
-
-/* Standard base64 with padding, as Go's encoding/json writes a []byte. */
-static int b64_decode(const char *in, uint8_t **ret, size_t *ret_len)
-{
-	size_t len = strlen(in), n = 0;
-	uint32_t acc = 0;
-	int bits = 0;
-	uint8_t *out;
-
-	if (len > ALLOCRESP_MAX || len % 4)
-		return -EINVAL;
-	for (int pad = 0; pad < 2 && len && in[len - 1] == '='; pad++)
-		len--;
-	out = malloc(len / 4 * 3 + 3);
-	if (!out)
-		return -ENOMEM;
-	for (size_t i = 0; i < len; i++) {
-		int v = b64_value((unsigned char)in[i]);
-
-		if (v < 0) {
-			free(out);
-			return -EINVAL;
-		}
-		acc = (acc << 6) | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[n++] = (uint8_t)(acc >> bits);
-		}
-	}
-	*ret = out;
-	*ret_len = n;
-	return 0;
-}
 
 static const struct enum_name mode_names[] = {
     {ALLOCRESP_NONE, "none"},
@@ -118,7 +77,9 @@ int allocresp_decode(const char *b64, struct allocresp *a, struct gerr *err)
 	int ret;
 
 	memset(a, 0, sizeof(*a));
-	ret = b64_decode(b64, &buf, &len);
+	if (strlen(b64) > ALLOCRESP_MAX)
+		return gerr_set(err, EFBIG, "AllocResp is larger than %u bytes", ALLOCRESP_MAX);
+	ret = base64_decode(b64, strlen(b64), &buf, &len);
 	if (ret == -ENOMEM)
 		return ret;
 	if (ret < 0)

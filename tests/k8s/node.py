@@ -260,6 +260,10 @@ def _cgroup_hierarchies():
 
 
 class Node:
+    # kube-apiserver's authorizer and extra flags; the control-plane fixture (controlplane.py) sets RBAC
+    authorization_mode = "AlwaysAllow"
+    apiserver_flags = ()
+
     def __init__(self, fixture="dgx-a100", keep_logs_on_failure=True, mkroot_args=()):
         """fixture: a name under tests/fixtures or a path without its .json; mkroot_args: more
         options of tests/lib/mkroot.sh (--all-caps: the caps nodes of MIG instances made later)."""
@@ -426,10 +430,11 @@ class Node:
             "--tls-cert-file", c + "/apiserver.crt", "--tls-private-key-file", c + "/apiserver.key",
             "--client-ca-file", c + "/ca.crt", "--service-account-issuer", "https://kubernetes.default.svc",
             "--service-account-key-file", c + "/sa.pub", "--service-account-signing-key-file", c + "/sa.key",
-            "--service-cluster-ip-range", "10.96.0.0/24", "--authorization-mode", "AlwaysAllow",
+            "--service-cluster-ip-range", "10.96.0.0/24", "--authorization-mode", self.authorization_mode,
             "--disable-admission-plugins", "ServiceAccount", "--endpoint-reconciler-type", "none",
             "--kubelet-client-certificate", c + "/admin.crt", "--kubelet-client-key", c + "/admin.key",
-            "--kubelet-preferred-address-types", "InternalIP", "--enable-priority-and-fairness=false", "--v", "1"])
+            "--kubelet-preferred-address-types", "InternalIP", "--enable-priority-and-fairness=false", "--v", "1",
+            *self.apiserver_flags])
         self.wait("kube-apiserver /readyz", lambda: self.kubectl("get", "--raw", "/readyz", check=False)[0] == 0,
                   timeout=90, proc="kube-apiserver")
 
