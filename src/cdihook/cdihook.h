@@ -92,6 +92,13 @@ int cdihook_disable_devnode_mod(int root_fd, const char *host_params, struct ger
  */
 int cdihook_check_ldconfig_path(const char *path, struct gerr *err);
 
+/*
+ * In a process that a dynamic loader started (not the static gpulet-cdi-hook): -EPERM with err
+ * naming the first loader variable (LD_*, GCONV_PATH, GLIBC_TUNABLES, ...) in the environment; the
+ * hook then runs no action (loaderenv.c says why refusing is all that is left). 0 otherwise.
+ */
+int cdihook_check_loader_env(struct gerr *err);
+
 /* A host executable run over a rootfs in new namespaces (isolate.c). */
 struct cdihook_jail {
 	const char *rootfs; /* host path; re-opened after the unshare and compared with dev/ino */
