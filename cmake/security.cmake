@@ -27,3 +27,6 @@ foreach(_t security_jail_limits security_jail_limits_crun)
   set_tests_properties(${_t} PROPERTIES FIXTURES_REQUIRED realdriver)
   set_property(TEST ${_t} APPEND PROPERTY ENVIRONMENT "REALDRIVER_ROOT_PLAIN=${GPULET_REALDRIVER_DIR}/root-plain")
 endforeach()
+# what a generated spec hands a container (issue 30): the dynamic gpulet as the hook (the warning,
+# and the refusal when the runtime passes the image's loader variables), /tmp/nvidia-mps made by a user
+security_tests(test_spec_attacks.py spec "fallback;mps")

@@ -192,18 +192,27 @@ class Canary:
 
 
 # ---- the fake node and its CDI spec -------------------------------------------------------------
-def node_spec(tmp, *extra):
-    """A fake node root (tests/lib/mkroot.sh) and the spec `gpulet cdi generate` writes for it, hooks
-    by the generator's default binary: returns the spec-level containerEdits (mounts, hooks)."""
+def generate(tmp, *extra, gpulet=None):
+    """A fake node root (tests/lib/mkroot.sh, made once per tmp) and the spec `gpulet cdi generate`
+    writes for it (gpulet: this binary, default GPULET): (spec-level containerEdits, its stderr)."""
     node = os.path.join(tmp, "node")
     if not os.path.isdir(node):
         sh(["sh", os.path.join(SRC, "tests/lib/mkroot.sh"), node, FIXTURE], env=dict(os.environ, GPULET_BUILD=BUILD))
     out = tempfile.mkdtemp(prefix="spec-", dir=tmp)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GPULET_", "NVIDIA_"))}
-    sh([GPULET, "cdi", "generate", "--nvml-library", FAKE_NVML_LIB, "--driver-root", node, "--dev-root", node,
-        "--format", "json", "--output", out + "/"] + list(extra), env=dict(env, FAKE_NVML_FIXTURE=FIXTURE))
+    p = subprocess.run([gpulet or GPULET, "cdi", "generate", "--nvml-library", FAKE_NVML_LIB, "--driver-root", node,
+                        "--dev-root", node, "--format", "json", "--output", out + "/"] + list(extra),
+                       capture_output=True, text=True, env=dict(env, FAKE_NVML_FIXTURE=FIXTURE))
+    if p.returncode != 0:
+        raise RuntimeError("cdi generate: rc %d: %s" % (p.returncode, p.stderr))
     with open(os.path.join(out, "nvidia.com-gpu.json")) as f:
-        return json.load(f)["containerEdits"]
+        return json.load(f)["containerEdits"], p.stderr
+
+
+def node_spec(tmp, *extra):
+    """The spec-level containerEdits (mounts, hooks) `gpulet cdi generate` writes for the fake node,
+    hooks by the generator's default binary."""
+    return generate(tmp, *extra)[0]
 
 
 def hook_by_action(edits, action):
