@@ -665,10 +665,11 @@ _printf_(3, 4) static int unsafe(char *why, size_t size, const char *fmt, ...)
 
 /*
  * path (under the driver root, read under --root) as a directory no local user can have made or
- * changed, looked at without following any link: every component from the driver root down is a
- * directory owned by root, the last one not writable by group or others, the ones above it either
- * not writable by group or others or sticky (/tmp). 1: safe; 0: not, why says what; -errno: not
- * there, or not a directory.
+ * taken over, looked at without following any link: every component from the driver root down is
+ * a directory owned by root and, where group or others may write it, sticky (as /tmp is: nobody
+ * removes or replaces another's entry). nvidia-cuda-mps-control keeps the mode of a pipe dir that
+ * exists and makes a missing one 0777 (docs/reference/cdi-hook.md §7.2). 1: safe; 0: not, why
+ * says what; -errno: not there, or not a directory.
  */
 static int safe_dir(const struct discovery *d, const char *path, char *why, size_t size)
 {
@@ -685,7 +686,6 @@ static int safe_dir(const struct discovery *d, const char *path, char *why, size
 		size_t n = strcspn(p, "/");
 		char name[NAME_MAX + 1];
 		struct stat st;
-		bool last;
 		int next;
 
 		if (n > NAME_MAX)
@@ -693,7 +693,6 @@ static int safe_dir(const struct discovery *d, const char *path, char *why, size
 		memcpy(name, p, n);
 		name[n] = '\0';
 		p += n;
-		last = p[strspn(p, "/")] == '\0';
 		snprintf(seen + strlen(seen), sizeof(seen) - strlen(seen), "/%s", name);
 		next = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (next < 0)
@@ -708,9 +707,9 @@ static int safe_dir(const struct discovery *d, const char *path, char *why, size
 			return -ENOTDIR;
 		if (st.st_uid != 0)
 			return unsafe(why, size, "%s is owned by uid %u, not root", seen, (unsigned)st.st_uid);
-		if ((st.st_mode & (S_IWGRP | S_IWOTH)) && (last || !(st.st_mode & S_ISVTX)))
-			return unsafe(why, size, "%s has mode %04o: writable by group or others%s", seen,
-				      (unsigned)(st.st_mode & 07777), last ? "" : " and not sticky");
+		if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+			return unsafe(why, size, "%s has mode %04o: writable by group or others and not sticky", seen,
+				      (unsigned)(st.st_mode & 07777));
 	}
 	return 1;
 }
@@ -727,9 +726,11 @@ static int add_ipc_dir(struct discovery *d, const char *path)
 	if (r > 0)
 		return add_file(d, DRIVER_IPC_SOCKET, d->driver_root, path, true);
 	return add_warning(d->info,
-			   "%s (MPS pipe dir): not mounted into containers, as %s; a local user can make this path "
-			   "under the world-writable /tmp, and every GPU container would get it read-write. Fix: "
-			   "remove it and let nvidia-cuda-mps-control make it, or give it to root and chmod go-w",
+			   "%s (MPS pipe dir): not mounted into containers, as %s; a local user can make or take over "
+			   "this path under the world-writable /tmp, and every GPU container would get it read-write. "
+			   "Fix: before nvidia-cuda-mps-control starts (it keeps an existing dir's mode, and makes a "
+			   "missing one 0777), make it root's and 1777 or 0755, e.g. the systemd-tmpfiles line "
+			   "'d /tmp/nvidia-mps 1777 root root -'",
 			   host ? host : path, why);
 }
 

@@ -10,9 +10,10 @@ through a real runtime (GPULET_SEC_RUNTIME: runc or crun) with a host canary tha
             steered where the runtime hands such a hook the container's environment (runc 1.1; the
             test asks the runtime), and starts where it does not (crun 1.8); with the env the spec has,
             the same image starts
-  mps       /tmp/nvidia-mps made by a local user (owned by uid 1000, or mode 0777, or a symlink to a
-            dir): `cdi generate` leaves it out with a warning, and a container that writes into its
-            /tmp/nvidia-mps leaves the host's untouched; a root-owned 0755 one is mounted read-write
+  mps       /tmp/nvidia-mps a local user made or can take over (owned by uid 1000; root's but 0777,
+            not sticky; a symlink to a dir): `cdi generate` leaves it out with a warning, and a
+            container that writes into its /tmp/nvidia-mps leaves the host's untouched; root's 0755
+            and 1777 (sticky) ones are mounted read-write
 
 usage: test_spec_attacks.py GROUP...  (no argument = all). Exit 77 (CTest skip) only without root, the
 runtime or busybox; everything else that goes wrong fails.
@@ -100,7 +101,8 @@ def mps_cases(node):
     return [("user-owned", plain(1000, 0o777), mps, "is owned by uid 1000"),
             ("world-writable", plain(0, 0o777), mps, "has mode 0777"),
             ("symlink", link, real, "is a symlink"),
-            ("root-0755", plain(0, 0o755), mps, None)]
+            ("root-0755", plain(0, 0o755), mps, None),
+            ("root-1777", plain(0, 0o1777), mps, None)]
 
 
 def group_mps(s):

@@ -204,10 +204,10 @@ static const char *mps_warning(const struct driver_info *d)
 }
 
 /*
- * /tmp/nvidia-mps is mounted read-write into every GPU container: only when root owns it and no one
- * else can write it or the dirs above it (a sticky /tmp is fine), never through a link; otherwise a
- * warning that names the path and why. Each case: a shell command on the driver root, then whether
- * it is mounted and what the warning says.
+ * /tmp/nvidia-mps is mounted read-write into every GPU container: only when root owns it and each
+ * dir from the driver root down that group or others may write is sticky, never through a link;
+ * otherwise a warning that names the path and why. Each case: a shell command on the driver root,
+ * then whether it is mounted and what the warning says.
  */
 static void test_mps_dir(void **state)
 {
@@ -216,11 +216,13 @@ static void test_mps_dir(void **state)
 	} cases[] = {
 	    {"chmod 0755 tmp/nvidia-mps", NULL},
 	    {"chmod 0700 tmp/nvidia-mps", NULL},
+	    {"chmod 1777 tmp/nvidia-mps", NULL}, /* made so before the daemon starts: it keeps the mode */
 	    {"chmod 1777 tmp && chmod 0755 tmp/nvidia-mps", NULL},
-	    {"chmod 0777 tmp/nvidia-mps", "/tmp/nvidia-mps has mode 0777: writable by group or others"},
-	    {"chmod 0775 tmp/nvidia-mps", "/tmp/nvidia-mps has mode 0775: writable by group or others"},
-	    {"chmod 1777 tmp/nvidia-mps", "/tmp/nvidia-mps has mode 1777: writable by group or others"},
+	    /* what nvidia-cuda-mps-control makes when the dir is missing */
+	    {"chmod 0777 tmp/nvidia-mps", "/tmp/nvidia-mps has mode 0777: writable by group or others and not sticky"},
+	    {"chmod 0775 tmp/nvidia-mps", "/tmp/nvidia-mps has mode 0775: writable by group or others and not sticky"},
 	    {"chmod 0755 tmp/nvidia-mps && chown 1000:1000 tmp/nvidia-mps", "/tmp/nvidia-mps is owned by uid 1000"},
+	    {"chmod 1777 tmp/nvidia-mps && chown 1000 tmp/nvidia-mps", "/tmp/nvidia-mps is owned by uid 1000"},
 	    {"chmod 0777 tmp && chmod 0755 tmp/nvidia-mps",
 	     "/tmp has mode 0777: writable by group or others and not sticky"},
 	    {"mv tmp/nvidia-mps safe && ln -s ../safe tmp/nvidia-mps", "/tmp/nvidia-mps is a symlink"},
