@@ -176,7 +176,7 @@ int cdi_hooks_fallback_warning(const struct cdi_hook_options *o, char **ret)
 		     "the static hook " CDI_STATIC_HOOK " (not installed beside %s): the spec's hooks run %s cdi-hook, "
 		     "dynamically linked, whose loader acts on a container's LD_PRELOAD before gpulet can refuse it "
 		     "when a runtime hands a hook without env the container's environment; install " CDI_STATIC_HOOK
-		     " beside it, or give --nvidia-cdi-hook-path (docs/reference/cdi-hook.md §5)",
+		     " beside it, or give --nvidia-cdi-hook-path (docs/reference/cdi-hook.md §7.1)",
 		     path, path) < 0) {
 		*ret = NULL;
 		return -ENOMEM;

@@ -109,7 +109,7 @@ struct cdihook_jail {
 	char *const *argv;  /* run with an empty environment */
 	unsigned timeout_s; /* 0 = CDIHOOK_LDCONFIG_TIMEOUT_S */
 };
-/* Run it (docs/reference/cdi-hook.md §5); 0 when it exits 0, else -errno with err set. */
+/* Run it (docs/reference/cdi-hook.md §6); 0 when it exits 0, else -errno with err set. */
 int cdihook_run_isolated(const struct cdihook_jail *j, struct gerr *err);
 
 /* Write text as path inside the root (parents created), atomically, mode 0644. */

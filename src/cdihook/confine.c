@@ -3,7 +3,7 @@
  * The last fences around the host ldconfig before isolate.c execs it (docs/reference/cdi-hook.md
  * §6): ldconfig parses the image's ELF files and follows the image's ld.so.conf, so whatever it
  * can be made to do, it should be able to do nothing but read and write files in the rootfs. What
- * ldconfig itself calls (strace of glibc 2.36's, cdi-hook.md §6): openat, newfstatat, getdents64,
+ * ldconfig itself calls (strace of glibc 2.36's, docs/reference/cdi-hook.md §6.4): openat, newfstatat, getdents64,
  * mmap of each library whole (MAP_SHARED, read-only), read, write, lseek, unlink, symlink, mkdir,
  * chmod of its own temp file, fsync, rename, readlink, prlimit64, getrandom, brk, sysinfo.
  */
@@ -191,8 +191,8 @@ int confine_capabilities(void)
 /* ---- resource limits ------------------------------------------------------------------------------ */
 
 /*
- * Measured on NVIDIA's 535 files plus 1,292 Debian libraries: peak RSS 1.5 MiB, at most 8 fds,
- * a 44 KiB cache; the largest mapping is the largest library (docs/reference/cdi-hook.md §6).
+ * Measured on NVIDIA's 535 files plus 1,292 Debian libraries: peak RSS 1.3 MiB, at most 8 fds,
+ * a 44 KiB cache; the largest mapping is the largest library (docs/reference/cdi-hook.md §6.5).
  * RLIMIT_NPROC is not here: the kernel exempts uid 0 from it (kernel/fork.c), so the seccomp
  * filter refuses process creation instead.
  */

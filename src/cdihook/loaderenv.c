@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The hook run from the dynamically linked gpulet with the loader's variables in its environment
- * (docs/reference/cdi-hook.md §5): runc and crun hand a hook entry without "env" the container's
+ * (docs/reference/cdi-hook.md §7.1): runc 1.1 hands a hook entry without "env" the container's
  * environment, so an image's LD_PRELOAD, LD_LIBRARY_PATH or LD_AUDIT reach the dynamic loader of a
  * process that is root on the host. The loader acts on them before any code of gpulet runs (audit
  * modules at load time, IFUNC resolvers while relocating, then constructors), so nothing in main()
