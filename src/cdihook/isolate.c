@@ -37,6 +37,7 @@
 
 #include "cdihook/cdihook.h"
 #include "cdihook/confine.h"
+#include "cdihook/mountinfo.h"
 #include "util/fileio.h"
 #include "util/macro.h"
 
@@ -107,47 +108,6 @@ static int private_procfs(void)
 	return mnt < 0 ? -errno : mnt;
 }
 
-/* mountinfo's octal escapes (\040 space, \011 tab, \012 newline, \134 backslash), in place. */
-static void unescape(char *s)
-{
-	char *out = s;
-
-	for (; *s; s++)
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' &&
-		    s[3] <= '7') {
-			*out++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
-			s += 3;
-		} else
-			*out++ = *s;
-	*out = '\0';
-}
-
-/*
- * One mountinfo line: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER"
- * (proc(5)). *ret_point and *ret_type point into line, which is changed. -EINVAL when malformed.
- */
-static int mountinfo_line(char *line, char **ret_point, char **ret_type)
-{
-	char *save = NULL, *field = strtok_r(line, " ", &save);
-	char *point = NULL;
-
-	for (int i = 0; field; i++, field = strtok_r(NULL, " ", &save)) {
-		if (i == 4)
-			point = field;
-		if (i > 5 && streq(field, "-")) {
-			char *type = strtok_r(NULL, " ", &save);
-
-			if (!point || !type)
-				return -EINVAL;
-			unescape(point);
-			*ret_point = point;
-			*ret_type = type;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 /*
  * Detach every mount of a kernel_fs type from the tree we now live in, found by reading our own
  * mountinfo (not by guessing paths), until none is left. A detach takes what is mounted below it;
@@ -159,7 +119,6 @@ static int detach_kernel_fs(int procfs)
 		_cleanup_close_ int fd = openat(procfs, "self/mountinfo", O_RDONLY | O_CLOEXEC);
 		_cleanup_free_ char *text = NULL;
 		size_t len, found = 0;
-		char *save = NULL;
 		int r;
 
 		if (fd < 0)
@@ -167,12 +126,11 @@ static int detach_kernel_fs(int procfs)
 		r = read_fd(fd, "mountinfo", MOUNTINFO_MAX, &text, &len, NULL);
 		if (r < 0)
 			return r;
-		for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-			char *point, *type;
+		for (char *cursor = text, *point, *type; (r = mountinfo_next(&cursor, &point, &type)) != 0;) {
 			bool kernel = false;
 
-			if (mountinfo_line(line, &point, &type) < 0)
-				return -EINVAL;
+			if (r < 0)
+				return r;
 			for (size_t i = 0; i < ELEMENTSOF(kernel_fs) && !kernel; i++)
 				kernel = streq(type, kernel_fs[i]);
 			if (!kernel)
