@@ -164,6 +164,14 @@ def devzero_image(rootfs, canary):
     os.symlink("/dev/zero", os.path.join(rootfs, "etc/ld.so.conf"))
 
 
+def link_or_copy(src, dst):
+    """A hard link where the two paths share a file system (the driver files are large), else a copy."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
 def hook_direct(s, name, rootfs, folders, timeout=25):
     """The spec's update-ldcache hook run directly over rootfs under maxrss: (status, peak KiB, stderr)."""
     if not hasattr(s, "maxrss"):
@@ -234,7 +242,7 @@ def group_limits(s):
     plain = os.environ.get("REALDRIVER_ROOT_PLAIN")
     if plain:
         rootfs = os.path.join(s.casedir("limits.realdriver-peak"), "rootfs")
-        shutil.copytree(plain, rootfs, symlinks=True, copy_function=os.link)
+        shutil.copytree(plain, rootfs, symlinks=True, copy_function=link_or_copy)
         os.makedirs(os.path.join(rootfs, "etc/ld.so.conf.d"), exist_ok=True)
         with open(os.path.join(rootfs, "etc/ld.so.conf"), "w") as f:
             f.write("include /etc/ld.so.conf.d/*.conf\n")
