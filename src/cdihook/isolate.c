@@ -63,6 +63,8 @@ enum step {
 	STEP_SECCOMP,
 	STEP_EXEC
 };
+static const char fence_what[] = "fencing it off every other process: the kernel has neither Landlock (Linux 5.13+, "
+				 "in the LSM list) nor user namespaces (user.max_user_namespaces > 0); enable one";
 static const char *const step_what[] = {
     [STEP_SLAVE] = "making / a slave mount in the new mount namespace",
     [STEP_REOPEN] = "re-opening the rootfs in the new mount namespace",
@@ -72,8 +74,7 @@ static const char *const step_what[] = {
     [STEP_PIVOT] = "pivot_root into the rootfs",
     [STEP_KERNELFS] = "detaching every procfs and other kernel file system from the new root",
     [STEP_FDS] = "marking inherited file descriptors close-on-exec",
-    [STEP_FENCE] = "fencing it off every other process: the kernel has neither Landlock (Linux 5.13+, in the LSM "
-		   "list) nor user namespaces (user.max_user_namespaces > 0); enable one",
+    [STEP_FENCE] = fence_what,
     [STEP_CAPS] = "dropping capabilities",
     [STEP_LIMITS] = "setting resource limits",
     [STEP_SECCOMP] = "installing the seccomp filter",
