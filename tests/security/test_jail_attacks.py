@@ -45,7 +45,7 @@ def capless_victim():
     """A host process as the chart's plugin, exporter and doctor run: uid 0, no capability (an empty
     bounding set, so its exec keeps none). Returns the Popen once its exec is done."""
     p = subprocess.Popen(["setpriv", "--bounding-set=-all", "--inh-caps=-all", "sleep", "600"])
-    for _ in range(500):
+    for _ in range(3000):  # at most 30 s on a loaded machine; usually the first look
         try:
             with open("/proc/%d/status" % p.pid) as f:
                 status = f.read()
