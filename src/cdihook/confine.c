@@ -101,26 +101,26 @@ static int write_identity_map(int procfs, const char *name, pid_t pid)
  * A user namespace that this process joins: a process in a child user namespace fails the ptrace
  * check against every process outside it (cap_ptrace_access_check wants CAP_SYS_PTRACE in the
  * target's namespace), and a capability it keeps counts only there. The namespace is made by a
- * helper (a process cannot write the full map of its own namespace), mapped from outside, then
- * joined with setns; the helper is killed.
+ * child, its holder (a process cannot write the full map of its own namespace), mapped from
+ * outside, then joined with setns; the holder is killed.
  */
 int confine_userns(int procfs)
 {
 	int sync[2], r = 0, status;
 	unsigned char e = 0;
-	pid_t helper;
+	pid_t holder;
 
 	if (pipe2(sync, O_CLOEXEC) < 0)
 		return -errno;
-	helper = fork();
-	if (helper == 0) {
+	holder = fork();
+	if (holder == 0) {
 		e = unshare(CLONE_NEWUSER) < 0 ? (unsigned char)errno : 0;
 		(void)!write(sync[1], &e, 1);
 		for (;;)
 			pause();
 	}
 	close(sync[1]);
-	if (helper < 0) {
+	if (holder < 0) {
 		r = -errno;
 		close(sync[0]);
 		return r;
@@ -131,20 +131,20 @@ int confine_userns(int procfs)
 		r = -(int)e;
 	close(sync[0]);
 	if (r == 0)
-		r = write_identity_map(procfs, "uid_map", helper);
+		r = write_identity_map(procfs, "uid_map", holder);
 	if (r == 0)
-		r = write_identity_map(procfs, "gid_map", helper);
+		r = write_identity_map(procfs, "gid_map", holder);
 	if (r == 0) {
 		char path[64];
 		_cleanup_close_ int ns = -1;
 
-		snprintf(path, sizeof(path), "%d/ns/user", (int)helper);
+		snprintf(path, sizeof(path), "%d/ns/user", (int)holder);
 		ns = openat(procfs, path, O_RDONLY | O_CLOEXEC);
 		if (ns < 0 || setns(ns, CLONE_NEWUSER) < 0)
 			r = -errno;
 	}
-	kill(helper, SIGKILL);
-	while (waitpid(helper, &status, 0) < 0 && errno == EINTR)
+	kill(holder, SIGKILL);
+	while (waitpid(holder, &status, 0) < 0 && errno == EINTR)
 		;
 	return r;
 }
