@@ -19,3 +19,8 @@ gpulet_unit_test(cdihook_guards tests/unit/test_cdihook_guards.c)
 target_compile_definitions(cdihook_guards PRIVATE JAILPROBE="$<TARGET_FILE:cdihook_jailprobe>")
 add_dependencies(cdihook_guards cdihook_jailprobe)
 target_link_libraries(cdihook_guards PRIVATE pthread)
+# The jail's fences (issue 30: kernel file systems found in mountinfo and detached, the ptrace
+# check failing by Landlock or a user namespace, the seccomp filter), judged by the kernel.
+gpulet_unit_test(cdihook_jail tests/unit/test_cdihook_jail.c)
+target_compile_definitions(cdihook_jail PRIVATE JAILPROBE="$<TARGET_FILE:cdihook_jailprobe>")
+add_dependencies(cdihook_jail cdihook_jailprobe)

@@ -495,6 +495,34 @@ static int add_device_hooks(struct gen *g, struct gerr *err)
 	return 0;
 }
 
+/* Whether the spec runs any hook: the spec-level edits' or a device's. */
+static bool runs_hooks(const json_t *edits, const json_t *devices)
+{
+	const json_t *dev;
+	size_t i;
+
+	if (json_array_size(json_object_get(edits, "hooks")) > 0)
+		return true;
+	json_array_foreach (devices, i, dev)
+		if (json_array_size(json_object_get(json_object_get(dev, "containerEdits"), "hooks")) > 0)
+			return true;
+	return false;
+}
+
+/* Hooks that run the dynamic gpulet (no static hook beside it) are a warning (cdi/hooks.c). */
+static int warn_hook_fallback(struct gen *g, const json_t *edits, struct gerr *err)
+{
+	_cleanup_free_ char *w = NULL;
+	int r;
+
+	if (!runs_hooks(edits, g->devices))
+		return 0;
+	r = cdi_hooks_fallback_warning(g->o->hooks, &w);
+	if (r >= 0 && w)
+		r = warn_str(g, w);
+	return r < 0 ? gerr_set(err, -r, "finding the hook binary: %s", strerror(-r)) : 0;
+}
+
 static int build_spec(struct gen *g, const struct node *n, const char *kind, json_t **ret, struct gerr *err)
 {
 	const struct cdi_gen_options *o = g->o;
@@ -540,6 +568,8 @@ static int build_spec(struct gen *g, const struct node *n, const char *kind, jso
 	r = cdi_add_hooks(edits, d->version, o->hooks, err);
 	if (r == 0)
 		r = add_device_hooks(g, err);
+	if (r == 0)
+		r = warn_hook_fallback(g, edits, err);
 	if (r < 0)
 		return r;
 	/* 5. the spec; key order is the output order (jansson keeps insertion order) */

@@ -137,9 +137,10 @@ static int scan_mounts(const json_t *mounts, const char *version, json_t *dirs, 
 
 /*
  * Default hook binary: the static gpulet-cdi-hook installed next to the running gpulet (a hook
- * that no LD_PRELOAD can reach), else the running binary itself. *ret (malloc'd) is absolute.
+ * that no LD_PRELOAD can reach), else the running binary itself (*ret_dynamic set: the hook is
+ * this dynamically linked gpulet). *ret (malloc'd) is absolute.
  */
-static int default_hook_path(char **ret)
+static int default_hook_path(char **ret, bool *ret_dynamic)
 {
 	char self[PATH_MAX], *slash;
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -148,13 +149,39 @@ static int default_hook_path(char **ret)
 		return -errno;
 	self[n] = '\0';
 	slash = strrchr(self, '/');
+	*ret_dynamic = false;
 	if (slash && asprintf(ret, "%.*s/%s", (int)(slash - self), self, CDI_STATIC_HOOK) >= 0) {
 		if (access(*ret, X_OK) == 0)
 			return 0;
 		free(*ret);
 	}
 	*ret = strdup(self);
+	*ret_dynamic = true;
 	return *ret ? 0 : -ENOMEM;
+}
+
+int cdi_hooks_fallback_warning(const struct cdi_hook_options *o, char **ret)
+{
+	_cleanup_free_ char *path = NULL;
+	bool dynamic = false;
+	int r;
+
+	*ret = NULL;
+	if (o && o->path && *o->path)
+		return 0; /* the user named the binary */
+	r = default_hook_path(&path, &dynamic);
+	if (r < 0 || !dynamic)
+		return r < 0 ? r : 0;
+	if (asprintf(ret,
+		     "the static hook " CDI_STATIC_HOOK " (not installed beside %s): the spec's hooks run %s cdi-hook, "
+		     "dynamically linked, whose loader acts on a container's LD_PRELOAD before gpulet can refuse it "
+		     "when a runtime hands a hook without env the container's environment; install " CDI_STATIC_HOOK
+		     " beside it, or give --nvidia-cdi-hook-path (docs/reference/cdi-hook.md §7.1)",
+		     path, path) < 0) {
+		*ret = NULL;
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /*
@@ -165,12 +192,13 @@ static int hook_binary(const struct cdi_hook_options *o, char **ret_path, json_t
 {
 	_cleanup_free_ char *path = NULL;
 	const char *base;
+	bool dynamic;
 	json_t *prefix;
 	int r;
 
 	if (o && o->path && *o->path)
 		path = strdup(o->path);
-	else if ((r = default_hook_path(&path)) < 0)
+	else if ((r = default_hook_path(&path, &dynamic)) < 0)
 		return r;
 	if (!path)
 		return -ENOMEM;

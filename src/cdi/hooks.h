@@ -44,6 +44,13 @@ int cdi_hooks_parse_disabled(const char *list, unsigned *ret, struct gerr *err);
 int cdi_add_hooks(json_t *edits, const char *driver_version, const struct cdi_hook_options *o, struct gerr *err);
 
 /*
+ * The hooks run the dynamically linked gpulet itself (no path given, and no static
+ * CDI_STATIC_HOOK beside this gpulet): *ret is a warning that says so, what it means and what to
+ * do (malloc'd); else NULL. -ENOMEM, or -errno from /proc/self/exe.
+ */
+int cdi_hooks_fallback_warning(const struct cdi_hook_options *o, char **ret);
+
+/*
  * A device's own hooks: create-symlinks for links ("TARGET::LINK"), e.g. the GPU's
  * /dev/dri/by-path links (docs/reference/cdi.md §7.3). *ret: a new hooks array, empty when links
  * is empty or create-symlinks is disabled.

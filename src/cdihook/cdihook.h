@@ -92,6 +92,13 @@ int cdihook_disable_devnode_mod(int root_fd, const char *host_params, struct ger
  */
 int cdihook_check_ldconfig_path(const char *path, struct gerr *err);
 
+/*
+ * In a process that a dynamic loader started (not the static gpulet-cdi-hook): -EPERM with err
+ * naming the first loader variable (LD_*, GCONV_PATH, GLIBC_TUNABLES, ...) in the environment; the
+ * hook then runs no action (loaderenv.c says why refusing is all that is left). 0 otherwise.
+ */
+int cdihook_check_loader_env(struct gerr *err);
+
 /* A host executable run over a rootfs in new namespaces (isolate.c). */
 struct cdihook_jail {
 	const char *rootfs; /* host path; re-opened after the unshare and compared with dev/ino */
@@ -102,7 +109,7 @@ struct cdihook_jail {
 	char *const *argv;  /* run with an empty environment */
 	unsigned timeout_s; /* 0 = CDIHOOK_LDCONFIG_TIMEOUT_S */
 };
-/* Run it (docs/reference/cdi-hook.md §5); 0 when it exits 0, else -errno with err set. */
+/* Run it (docs/reference/cdi-hook.md §6); 0 when it exits 0, else -errno with err set. */
 int cdihook_run_isolated(const struct cdihook_jail *j, struct gerr *err);
 
 /* Write text as path inside the root (parents created), atomically, mode 0644. */

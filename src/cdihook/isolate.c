@@ -1,17 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Running a host binary (the static ldconfig) over a container's rootfs so that nothing it reads
- * from the image can lead it out (docs/reference/cdi-hook.md §5):
+ * from the image can lead it out (docs/reference/cdi-hook.md §6):
  *
  *	clone(new mount, pid, ipc, uts, net namespaces)   the child is pid 1 of its pid namespace
  *	  / made recursively slave                        nothing we mount or unmount reaches the host
  *	  the rootfs re-opened by path, same st_dev/st_ino as the fd the hook checked
  *	  a recursive bind of the rootfs onto itself      a mount point for pivot_root
- *	  /proc (resolved inside the root) covered by an empty read-only tmpfs
- *	                                                  no /proc/<pid>/root, cwd, exe, fd/ magic links
  *	  pivot_root into it, the old root detached       no path names the host's tree any more
+ *	  every procfs and other kernel file system detached, found in the namespace's mountinfo
+ *	                                                  no /proc/<pid>/root, cwd, fd/ magic link left,
+ *	                                                  wherever the runtime or the pod put one
  *	  every fd above 2 close-on-exec, no parent-death survivor
- *	  capabilities cut to what writing files in the rootfs needs, no_new_privs
+ *	  Landlock domain (else a user namespace)         the ptrace check fails against every
+ *	                                                  process outside: a missed /proc still fails
+ *	  CAP_DAC_OVERRIDE, CAP_FOWNER only; no_new_privs; resource limits; seccomp (confine.c)
  *	  execveat(ldconfig's fd opened on the host, empty environment)
  *
  * The parent waits at most timeout_s, then kills the child: killing pid 1 of a pid namespace
@@ -19,7 +22,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,57 +36,115 @@
 #include <unistd.h>
 
 #include "cdihook/cdihook.h"
-#include "cdihook/inroot.h"
+#include "cdihook/confine.h"
+#include "cdihook/mountinfo.h"
+#include "util/fileio.h"
 #include "util/macro.h"
 
 #define ISOLATE_NS    (CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET)
 #define WAIT_STEP_MS  10
-#define FD_LOOP_LIMIT 65536 /* the fallback's bound where close_range is missing (Linux < 5.11) */
+#define FD_LOOP_LIMIT 65536      /* the fallback's bound where close_range is missing (Linux < 5.11) */
+#define DETACH_ROUNDS 16         /* a kernel file system stacked deeper than this fails closed */
+#define MOUNTINFO_MAX (16 << 20) /* a namespace with that much mountinfo is not a container's */
 
 /* The child's steps, in order; a failed one comes back to the parent as {step, errno}. */
-enum step { STEP_SLAVE, STEP_REOPEN, STEP_SAME, STEP_BIND, STEP_PROC, STEP_PIVOT, STEP_FDS, STEP_CAPS, STEP_EXEC };
+enum step {
+	STEP_SLAVE,
+	STEP_REOPEN,
+	STEP_SAME,
+	STEP_BIND,
+	STEP_PROCFS,
+	STEP_PIVOT,
+	STEP_KERNELFS,
+	STEP_FDS,
+	STEP_FENCE,
+	STEP_CAPS,
+	STEP_LIMITS,
+	STEP_SECCOMP,
+	STEP_EXEC
+};
+static const char fence_what[] = "fencing it off every other process: the kernel has neither Landlock (Linux 5.13+, "
+				 "in the LSM list) nor user namespaces (user.max_user_namespaces > 0); enable one";
 static const char *const step_what[] = {
     [STEP_SLAVE] = "making / a slave mount in the new mount namespace",
     [STEP_REOPEN] = "re-opening the rootfs in the new mount namespace",
     [STEP_SAME] = "the rootfs path names another directory than the one checked (swapped meanwhile?)",
     [STEP_BIND] = "bind-mounting the rootfs onto itself",
-    [STEP_PROC] = "covering the rootfs's /proc with an empty read-only tmpfs",
+    [STEP_PROCFS] = "mounting a private procfs of the new pid namespace (to read its mountinfo)",
     [STEP_PIVOT] = "pivot_root into the rootfs",
+    [STEP_KERNELFS] = "detaching every procfs and other kernel file system from the new root",
     [STEP_FDS] = "marking inherited file descriptors close-on-exec",
+    [STEP_FENCE] = fence_what,
     [STEP_CAPS] = "dropping capabilities",
+    [STEP_LIMITS] = "setting resource limits",
+    [STEP_SECCOMP] = "installing the seccomp filter",
     [STEP_EXEC] = "execveat",
 };
 
-/* Mount an empty read-only tmpfs on the directory fd dir (an O_PATH fd inside the new root). */
-static int cover_with_empty_tmpfs(int dir)
-{
-	_cleanup_close_ int fs = -1, mnt = -1;
+/*
+ * File systems ldconfig never needs and that lead out of the rootfs: procfs has the magic links
+ * (/proc/<pid>/root, cwd, exe, fd/, map_files/) into other processes' trees, wherever it is
+ * mounted (the runtime's /proc, a pod's hostPath of the host's /proc, a second procfs of the
+ * host's pid namespace); nsfs files are other namespaces; the others are the kernel's and the
+ * host's settings (a write there is host-wide: binfmt_misc, cgroups, sysfs, efivars) or its
+ * device nodes (devtmpfs, in a privileged container).
+ */
+static const char *const kernel_fs[] = {
+    "proc", "nsfs",     "sysfs",       "cgroup",   "cgroup2", "debugfs", "tracefs",  "securityfs",
+    "bpf",  "configfs", "binfmt_misc", "efivarfs", "pstore",  "fusectl", "devtmpfs",
+};
 
-	fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
-	if (fs < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "size", "4k", 0) < 0 ||
-	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+/*
+ * A procfs of our pid namespace, mounted nowhere and closed before the exec: its self/mountinfo,
+ * and <pid>/uid_map for the user namespace fallback (so writable).
+ */
+static int private_procfs(void)
+{
+	_cleanup_close_ int fs = fsopen("proc", FSOPEN_CLOEXEC);
+	int mnt;
+
+	if (fs < 0 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
 		return -errno;
-	mnt =
-	    fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-	if (mnt < 0 || move_mount(mnt, "", dir, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-		return -errno;
-	return 0;
+	mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	return mnt < 0 ? -errno : mnt;
 }
 
 /*
- * The image decides what /proc is (a dir, a symlink elsewhere in the root, nothing); a runtime
- * that resolves it inside the root mounted its procfs wherever it leads, so cover that. Nothing
- * there (or nothing a directory could be mounted on): nothing to cover.
+ * Detach every mount of a kernel_fs type from the tree we now live in, found by reading our own
+ * mountinfo (not by guessing paths), until none is left. A detach takes what is mounted below it;
+ * one hidden under another mount comes up on top and goes in the next round.
  */
-static int cover_proc(int root)
+static int detach_kernel_fs(int procfs)
 {
-	_cleanup_close_ int proc = inroot_open(root, "/proc", O_PATH | O_DIRECTORY, 0);
+	for (int round = 0; round < DETACH_ROUNDS; round++) {
+		_cleanup_close_ int fd = openat(procfs, "self/mountinfo", O_RDONLY | O_CLOEXEC);
+		_cleanup_free_ char *text = NULL;
+		size_t len, found = 0;
+		int r;
 
-	if (proc == -ENOENT || proc == -ENOTDIR || proc == -ELOOP)
-		return 0;
-	if (proc < 0)
-		return proc;
-	return cover_with_empty_tmpfs(proc);
+		if (fd < 0)
+			return -errno;
+		r = read_fd(fd, "mountinfo", MOUNTINFO_MAX, &text, &len, NULL);
+		if (r < 0)
+			return r;
+		for (char *cursor = text, *point, *type; (r = mountinfo_next(&cursor, &point, &type)) != 0;) {
+			bool kernel = false;
+
+			if (r < 0)
+				return r;
+			for (size_t i = 0; i < ELEMENTSOF(kernel_fs) && !kernel; i++)
+				kernel = streq(type, kernel_fs[i]);
+			if (!kernel)
+				continue;
+			found++;
+			/* EINVAL, ENOENT: gone with a detach above it this round; the next read shows */
+			if (umount2(point, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT)
+				return -errno;
+		}
+		if (found == 0)
+			return 0;
+	}
+	return -EBUSY;
 }
 
 /* pivot_root(".", ".") with the new root as cwd, then the old root (now on top) detached. */
@@ -118,22 +178,6 @@ static int cloexec_all(void)
 	return rl.rlim_cur <= FD_LOOP_LIMIT ? 0 : -EMFILE;
 }
 
-/*
- * ldconfig reads the image's ELF files: should one exploit it, it holds no more than file access
- * (root's other capabilities, CAP_SYS_ADMIN and CAP_MKNOD above all, leave the bounding set, so
- * the exec does not grant them) and cannot gain privileges by a set-uid file.
- */
-static int drop_capabilities(void)
-{
-	const unsigned long keep =
-	    1UL << CAP_CHOWN | 1UL << CAP_DAC_OVERRIDE | 1UL << CAP_DAC_READ_SEARCH | 1UL << CAP_FOWNER;
-
-	for (int cap = 0; cap < 64; cap++)
-		if (!(keep & 1UL << cap) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-			return -errno; /* EINVAL: past the kernel's last capability */
-	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ? -errno : 0;
-}
-
 static _Noreturn void child_fail(int report, enum step s, int e)
 {
 	int msg[2] = {(int)s, e};
@@ -147,7 +191,7 @@ static _Noreturn void child(const struct cdihook_jail *j, int report)
 {
 	char *const envp[] = {NULL};
 	struct stat st;
-	int rfd, tree, r;
+	int rfd, tree, procfs, r;
 
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
@@ -162,18 +206,31 @@ static _Noreturn void child(const struct cdihook_jail *j, int report)
 	tree = open_tree(rfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
 	if (tree < 0 || move_mount(tree, "", rfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		child_fail(report, STEP_BIND, errno);
-	r = cover_proc(tree);
-	if (r < 0)
-		child_fail(report, STEP_PROC, -r);
+	procfs = private_procfs();
+	if (procfs < 0)
+		child_fail(report, STEP_PROCFS, -procfs);
 	r = pivot_into(tree);
 	if (r < 0)
 		child_fail(report, STEP_PIVOT, -r);
+	r = detach_kernel_fs(procfs);
+	if (r < 0)
+		child_fail(report, STEP_KERNELFS, -r);
 	r = cloexec_all();
 	if (r < 0)
 		child_fail(report, STEP_FDS, -r);
-	r = drop_capabilities();
+	r = confine_ptrace_fence(procfs);
+	if (r < 0)
+		child_fail(report, STEP_FENCE, -r);
+	close(procfs);
+	r = confine_capabilities();
 	if (r < 0)
 		child_fail(report, STEP_CAPS, -r);
+	r = confine_limits();
+	if (r < 0)
+		child_fail(report, STEP_LIMITS, -r);
+	r = confine_seccomp();
+	if (r < 0)
+		child_fail(report, STEP_SECCOMP, -r);
 	syscall(SYS_execveat, j->exe_fd, "", j->argv, envp, AT_EMPTY_PATH);
 	child_fail(report, STEP_EXEC, errno);
 }

@@ -2,7 +2,7 @@
 /*
  * update-ldcache: the container's ld.so.conf.d gets the injected library dirs and the system dirs
  * its own dynamic loader uses, then the host's ldconfig rebuilds /etc/ld.so.cache inside the
- * rootfs, isolated in new namespaces (isolate.c; docs/reference/cdi-hook.md §2.2, §5). The ldconfig
+ * rootfs, isolated in new namespaces (isolate.c; docs/reference/cdi-hook.md §2.2, §6). The ldconfig
  * must be a static ELF: a script would need a shell, and a dynamic one would load the container's
  * ld.so after the pivot_root.
  */

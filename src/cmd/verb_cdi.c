@@ -130,7 +130,7 @@ static const struct optspec generate_opts[] = {
 	    .off = CDI_F(force)),
     CMD_ROW("strict", 0, OPT_SET, NULL,
 	    "fail (exit 1, nothing written) when the spec would leave something out: a lost GPU, a missing "
-	    "device node, a dangling library link, an expected library",
+	    "device node, a dangling library link, an expected library, an unsafe MPS pipe dir, the static hook",
 	    .off = CDI_F(gen.strict)),
     CMD_OPT_DRIVER_ROOT,
     CMD_ROW("dev-root", 0, OPT_ARGV, "DIR", "host dir holding dev/nvidia* (default: the driver root)",

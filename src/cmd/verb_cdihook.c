@@ -179,8 +179,10 @@ static int run_action(const struct hook_verb *hv, struct hook_cli *cli, struct g
 	_cleanup_free_ char *rootfs = NULL;
 	_cleanup_close_ int root_fd = -1;
 	struct cdihook_ldcache_options lo = {cli->ldconfig_path, cli->list, cli->n_list, NULL, 0};
-	int r;
+	int r = cdihook_check_loader_env(err);
 
+	if (r < 0)
+		return r;
 	if (hv->action == HOOK_NOOP || (hv->action == HOOK_COMPAT && !cli->host_driver_version))
 		return 0;
 	if (hv->action == HOOK_LDCACHE && ldconfig_timeout(&lo.timeout_s, err) < 0)

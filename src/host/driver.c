@@ -2,6 +2,7 @@
 /* Driver root discovery. See driver.h. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -78,11 +79,12 @@ const size_t driver_n_control_nodes = ELEMENTSOF(driver_control_nodes);
 /* IPC endpoints (nvidia-ctk internal/discover/ipc.go); the first existing spelling of each wins. */
 static const struct {
 	const char *paths[2];
-	bool dir;
+	bool dir; /* a directory: mounted read-write only when safe_dir() says a local user cannot own it */
 } ipc_paths[] = {
     {{"/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced/socket"}, false},
     {{"/run/nvidia-fabricmanager/socket", "/var/run/nvidia-fabricmanager/socket"}, false},
-    {{"/tmp/nvidia-mps", NULL}, true}, /* MPS pipe dir (libnvidia-container nvc_info.c) */
+    /* MPS pipe dir (libnvidia-container nvc_info.c): a fixed name under the world-writable /tmp */
+    {{"/tmp/nvidia-mps", NULL}, true},
 };
 
 /* Utility binaries (nvidia-ctk internal/discover binaries; cdi.md §7.5), searched in host_bin_dirs. */
@@ -650,6 +652,88 @@ static int discover_libraries(struct discovery *d, struct gerr *err)
 	return r < 0 ? gerr_set(err, -r, "driver discovery: %s", strerror(-r)) : 0;
 }
 
+/* Say why a dir is not safe (safe_dir); returns 0, "not safe". */
+_printf_(3, 4) static int unsafe(char *why, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, size, fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+/*
+ * path (under the driver root, read under --root) as a directory no local user can have made or
+ * taken over, looked at without following any link: every component from the driver root down is
+ * a directory owned by root and, where group or others may write it, sticky (as /tmp is: nobody
+ * removes or replaces another's entry). nvidia-cuda-mps-control keeps the mode of a pipe dir that
+ * exists and makes a missing one 0777 (docs/reference/cdi-hook.md §7.2). 1: safe; 0: not, why
+ * says what; -errno: not there, or not a directory.
+ */
+static int safe_dir(const struct discovery *d, const char *path, char *why, size_t size)
+{
+	_cleanup_free_ char *top = root_path(d->root, d->driver_root);
+	_cleanup_close_ int dir = -1;
+	char seen[PATH_MAX] = "";
+
+	if (!top)
+		return -ENOMEM;
+	dir = open(top, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -errno;
+	for (const char *p = path + strspn(path, "/"); *p; p += strspn(p, "/")) {
+		size_t n = strcspn(p, "/");
+		char name[NAME_MAX + 1];
+		struct stat st;
+		int next;
+
+		if (n > NAME_MAX)
+			return -ENAMETOOLONG;
+		memcpy(name, p, n);
+		name[n] = '\0';
+		p += n;
+		snprintf(seen + strlen(seen), sizeof(seen) - strlen(seen), "/%s", name);
+		next = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0)
+			return -errno;
+		close(dir);
+		dir = next;
+		if (fstat(dir, &st) < 0)
+			return -errno;
+		if (S_ISLNK(st.st_mode))
+			return unsafe(why, size, "%s is a symlink", seen);
+		if (!S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+		if (st.st_uid != 0)
+			return unsafe(why, size, "%s is owned by uid %u, not root", seen, (unsigned)st.st_uid);
+		if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+			return unsafe(why, size, "%s has mode %04o: writable by group or others and not sticky", seen,
+				      (unsigned)(st.st_mode & 07777));
+	}
+	return 1;
+}
+
+/* An IPC dir is mounted read-write into every GPU container: only a safe one (safe_dir), else a warning. */
+static int add_ipc_dir(struct discovery *d, const char *path)
+{
+	_cleanup_free_ char *host = host_join(d->driver_root, path);
+	char why[PATH_MAX + 64];
+	int r = safe_dir(d, path, why, sizeof(why));
+
+	if (r < 0)
+		return r == -ENOMEM ? r : 0; /* gone or not a dir meanwhile: nothing to mount */
+	if (r > 0)
+		return add_file(d, DRIVER_IPC_SOCKET, d->driver_root, path, true);
+	return add_warning(d->info,
+			   "%s (MPS pipe dir): not mounted into containers, as %s; a local user can make or take over "
+			   "this path under the world-writable /tmp, and every GPU container would get it read-write. "
+			   "Fix: before nvidia-cuda-mps-control starts (it keeps an existing dir's mode, and makes a "
+			   "missing one 0777), make it root's and 1777 or 0755, e.g. the systemd-tmpfiles line "
+			   "'d /tmp/nvidia-mps 1777 root root -'",
+			   host ? host : path, why);
+}
+
 static int discover_fixed(struct discovery *d)
 {
 	_cleanup_free_ char *fw = NULL;
@@ -666,7 +750,8 @@ static int discover_fixed(struct discovery *d)
 			if (stat_under(d, d->driver_root, path, &st, true) < 0 ||
 			    (ipc_paths[i].dir ? !S_ISDIR(st.st_mode) : !S_ISSOCK(st.st_mode)))
 				continue;
-			r = add_file(d, DRIVER_IPC_SOCKET, d->driver_root, path, ipc_paths[i].dir);
+			r = ipc_paths[i].dir ? add_ipc_dir(d, path)
+					     : add_file(d, DRIVER_IPC_SOCKET, d->driver_root, path, false);
 			break;
 		}
 	for (size_t i = 0; i < ELEMENTSOF(binaries) && r >= 0; i++)

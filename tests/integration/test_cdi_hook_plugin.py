@@ -61,6 +61,19 @@ def test_plugin_hooks(h):
     check(any("leaves this out" in line and "nvidia3" in line for line in h.log_text().splitlines()),
           "no warning for the missing /dev/nvidia3:\n%s" % h.log_text()[-2000:])
 
+    # a /tmp/nvidia-mps anyone may write is not mounted into every container, and the log says so
+    mps = os.path.join(h.root, "tmp", "nvidia-mps")
+    os.makedirs(mps, exist_ok=True)
+    os.chmod(mps, 0o777)
+    plugin_hooks(h)
+    os.rmdir(mps)
+    with open(os.path.join(h.root, SPEC)) as f:
+        mounts = [m["containerPath"] for m in json.load(f)["containerEdits"].get("mounts", [])]
+    check("/tmp/nvidia-mps" not in mounts, "the plugin's spec mounts a world-writable /tmp/nvidia-mps")
+    check(any("leaves this out" in line and "nvidia-mps" in line and "0777" in line
+              for line in h.log_text().splitlines()),
+          "no warning for the world-writable /tmp/nvidia-mps:\n%s" % h.log_text()[-2000:])
+
     # another spec of the same devices beside ours: runtimes drop both, so the log names the file and the fix
     other = os.path.join(h.root, "var/run/cdi/copy-of-ours.json")
     with open(os.path.join(h.root, SPEC)) as src, open(other, "w") as dst:

@@ -4,14 +4,18 @@
  * as --ldconfig-path. It writes what it can see into /probe.out of the root it runs in (the
  * container's rootfs when the hook confines it): its pid, environment, open descriptors above 2,
  * what /proc/1/root, /proc/self/root and /proc/self/cwd read as, and whether the host canary
- * (CANARY, compiled in) is reachable through the magic links of /proc. Built with -DPWN it also
+ * (CANARY, compiled in) is reachable through the magic links of /proc, its effective capabilities
+ * and its resource limits ("limit.NAME=SOFT HARD", -1 for unlimited). Built with -DPWN it also
  * tries to write a file into the canary through each of them (the image's own "ldconfig" of the
  * relative --ldconfig-path attack). Exits 0, as ldconfig does.
  */
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #ifndef CANARY
@@ -55,14 +59,37 @@ static void look(FILE *f, const char *prefix)
 #endif
 }
 
+static void limits(FILE *f)
+{
+	static const struct {
+		int res;
+		const char *name;
+	} rows[] = {{RLIMIT_DATA, "data"},     {RLIMIT_AS, "as"},     {RLIMIT_FSIZE, "fsize"},
+		    {RLIMIT_NOFILE, "nofile"}, {RLIMIT_CORE, "core"}, {RLIMIT_STACK, "stack"}};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct rlimit rl;
+
+		if (getrlimit(rows[i].res, &rl) == 0)
+			fprintf(f, "limit.%s=%lld %lld\n", rows[i].name,
+				rl.rlim_cur == RLIM_INFINITY ? -1LL : (long long)rl.rlim_cur,
+				rl.rlim_max == RLIM_INFINITY ? -1LL : (long long)rl.rlim_max);
+	}
+}
+
 int main(void)
 {
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct caps[2] = {{0}};
 	FILE *f = fopen("/probe.out", "w");
 	char path[4096], fdpath[64];
 
 	if (!f)
 		return 0; /* nowhere to report: the test sees no /probe.out and fails */
 	fprintf(f, "pid=%d\n", (int)getpid());
+	if (syscall(SYS_capget, &hdr, caps) == 0)
+		fprintf(f, "caps=%#llx\n", (unsigned long long)caps[1].effective << 32 | caps[0].effective);
+	limits(f);
 	for (char **e = environ; e && *e; e++)
 		fprintf(f, "env=%s\n", *e);
 	for (int fd = 3; fd < 4096; fd++) {

@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
 """Shared parts of the security suite (not a test itself): a host canary tree and its fingerprint,
-a fake node root and the CDI spec `gpulet cdi generate` writes for it, OCI bundles run by real runc
-with their own state dir, and the pass/fail bookkeeping.
+a fake node root and the CDI spec `gpulet cdi generate` writes for it, OCI bundles run by a real
+runtime (runc or crun, GPULET_SEC_RUNTIME, default runc) with their own state dir, the case
+harness the attack scripts share (Suite), and the pass/fail bookkeeping.
 
-Everything lives under one temp dir per test run; runc containers and state are removed even when a
+Everything lives under one temp dir per test run; containers and runtime state are removed even when a
 check fails or the run is interrupted.
 """
 import glob
@@ -28,6 +29,8 @@ CC = os.environ.get("CC") or "cc"
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(SRC, "tests/fixtures/single-t4.json")
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
+# the OCI runtime every container of the run goes through: runc (Debian 12: 1.1.5) or crun (1.8.1)
+RUNTIME = os.environ.get("GPULET_SEC_RUNTIME") or "runc"
 
 failures = []
 passes = []
@@ -60,10 +63,12 @@ def skip(why):
 
 
 def preflight():
-    """Exit 77 only where no runc container can run here at all (not root, no runc, no busybox)."""
+    """Exit 77 only where no container can run here at all (not root, no runtime, no busybox)."""
+    if RUNTIME not in ("runc", "crun"):
+        raise SystemExit("GPULET_SEC_RUNTIME=%r: runc or crun" % RUNTIME)
     if os.geteuid() != 0:
-        skip("runc needs root here (mount, mknod, chroot)")
-    for tool in ("runc", "ldconfig"):
+        skip("%s needs root here (mount, mknod, chroot)" % RUNTIME)
+    for tool in (RUNTIME, "ldconfig"):
         if not shutil.which(tool):
             skip("%s not found" % tool)
     if not os.path.exists("/bin/busybox"):
@@ -187,18 +192,27 @@ class Canary:
 
 
 # ---- the fake node and its CDI spec -------------------------------------------------------------
-def node_spec(tmp, *extra):
-    """A fake node root (tests/lib/mkroot.sh) and the spec `gpulet cdi generate` writes for it, hooks
-    by the generator's default binary: returns the spec-level containerEdits (mounts, hooks)."""
+def generate(tmp, *extra, gpulet=None):
+    """A fake node root (tests/lib/mkroot.sh, made once per tmp) and the spec `gpulet cdi generate`
+    writes for it (gpulet: this binary, default GPULET): (spec-level containerEdits, its stderr)."""
     node = os.path.join(tmp, "node")
     if not os.path.isdir(node):
         sh(["sh", os.path.join(SRC, "tests/lib/mkroot.sh"), node, FIXTURE], env=dict(os.environ, GPULET_BUILD=BUILD))
     out = tempfile.mkdtemp(prefix="spec-", dir=tmp)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GPULET_", "NVIDIA_"))}
-    sh([GPULET, "cdi", "generate", "--nvml-library", FAKE_NVML_LIB, "--driver-root", node, "--dev-root", node,
-        "--format", "json", "--output", out + "/"] + list(extra), env=dict(env, FAKE_NVML_FIXTURE=FIXTURE))
+    p = subprocess.run([gpulet or GPULET, "cdi", "generate", "--nvml-library", FAKE_NVML_LIB, "--driver-root", node,
+                        "--dev-root", node, "--format", "json", "--output", out + "/"] + list(extra),
+                       capture_output=True, text=True, env=dict(env, FAKE_NVML_FIXTURE=FIXTURE))
+    if p.returncode != 0:
+        raise RuntimeError("cdi generate: rc %d: %s" % (p.returncode, p.stderr))
     with open(os.path.join(out, "nvidia.com-gpu.json")) as f:
-        return json.load(f)["containerEdits"]
+        return json.load(f)["containerEdits"], p.stderr
+
+
+def node_spec(tmp, *extra):
+    """The spec-level containerEdits (mounts, hooks) `gpulet cdi generate` writes for the fake node,
+    hooks by the generator's default binary."""
+    return generate(tmp, *extra)[0]
 
 
 def hook_by_action(edits, action):
@@ -210,7 +224,7 @@ def hook_by_action(edits, action):
 
 
 def run_hook(edits, action, args, stdin, timeout=30, env=None):
-    """Run the spec's hook binary for ACTION directly (not through runc) with crafted OCI state."""
+    """Run the spec's hook binary for ACTION directly (not through a runtime) with crafted OCI state."""
     h, prefix = hook_by_action(edits, action)
     return subprocess.run(prefix + list(args), executable=h["path"], input=stdin, capture_output=True,
                           timeout=timeout, env=env if env is not None else {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
@@ -237,7 +251,7 @@ def base_config():
     if _base_config is None:
         d = tempfile.mkdtemp(prefix="gpulet-sec-spec-")
         try:
-            sh(["runc", "spec"], cwd=d)
+            sh([RUNTIME, "spec"], cwd=d)
             with open(os.path.join(d, "config.json")) as f:
                 _base_config = json.load(f)
         finally:
@@ -245,9 +259,9 @@ def base_config():
     return json.loads(json.dumps(_base_config))
 
 
-def write_bundle(bundle, rootfs, hooks, mounts=(), script="echo STARTED", env=None):
-    """config.json of runc's default spec: the rootfs, the CDI hooks as createContainer hooks (path,
-    args, env, timeout as the spec says) and the spec's mounts as bind mounts."""
+def write_bundle(bundle, rootfs, hooks, mounts=(), script="echo STARTED", env=None, tweak=None):
+    """config.json of the runtime's default spec: the rootfs, the CDI hooks as createContainer hooks (path,
+    args, env, timeout as the spec says) and the spec's mounts as bind mounts; tweak(config) last."""
     c = base_config()
     c["root"] = {"path": rootfs, "readonly": False}
     c["process"]["terminal"] = False
@@ -266,6 +280,8 @@ def write_bundle(bundle, rootfs, hooks, mounts=(), script="echo STARTED", env=No
                 o[k] = h[k]
         hk.append(o)
     c["hooks"] = {"createContainer": hk}
+    if tweak:
+        tweak(c)
     os.makedirs(bundle, exist_ok=True)
     with open(os.path.join(bundle, "config.json"), "w") as f:
         json.dump(c, f, indent=1)
@@ -291,21 +307,45 @@ def descendants(pid):
     return out
 
 
-class Runc:
-    """Real runc with its own --root state dir; every container it ran is deleted on close()."""
+def hybrid_cgroups():
+    """A cgroup v1 host with a cgroup2 mount that has controllers (/sys/fs/cgroup/unified)."""
+    try:
+        with open("/sys/fs/cgroup/unified/cgroup.controllers") as f:
+            return bool(f.read().split())
+    except OSError:
+        return False
+
+
+class Runtime:
+    """The real runtime (RUNTIME) with its own --root state dir; every container it ran is deleted on
+    close(). runc and crun take the same commands here."""
 
     def __init__(self, tmp):
-        self.state = os.path.join(tmp, "runc-state")
+        self.name = RUNTIME
+        self.state = os.path.join(tmp, "%s-state" % RUNTIME)
         os.makedirs(self.state, exist_ok=True)
         self.n = 0
+        self.cmd = [RUNTIME, "--root", self.state]
+        if RUNTIME == "crun":
+            # nothing here is about cgroups: crun runs without them; and crun 1.8 refuses a cgroup v1
+            # host whose cgroup2 mount has controllers ("hybrid mode"), so there it runs in a mount
+            # namespace of its own without that mount (nothing changes on the machine)
+            self.cmd.append("--cgroup-manager=disabled")
+            if hybrid_cgroups():
+                self.cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                            'umount /sys/fs/cgroup/unified && exec "$@"', "sh"] + self.cmd
 
     def run(self, bundle, timeout=30, on_timeout=None):
-        """runc run; returns (rc, stdout, stderr, seconds); rc None when it ran past timeout (then
-        on_timeout() is called to unblock it, runc and its children are killed)."""
+        """RUNTIME run; returns (rc, stdout, stderr, seconds); rc None when it ran past timeout (then
+        on_timeout() is called to unblock it, the runtime and its children are killed)."""
         self.n += 1
         cid = "gpulet-sec-%d-%d" % (os.getpid(), self.n)
+        with open(os.path.join(bundle, "config.json")) as f:
+            hook_err = json.load(f).get("annotations", {}).get("run.oci.hooks.stderr")
+        if hook_err and os.path.exists(hook_err):
+            os.unlink(hook_err)
         t0 = time.monotonic()
-        p = subprocess.Popen(["runc", "--root", self.state, "run", "--bundle", bundle, cid], stdin=subprocess.DEVNULL,
+        p = subprocess.Popen(self.cmd + ["run", "--bundle", bundle, cid], stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
             out, err = p.communicate(timeout=timeout)
@@ -316,17 +356,20 @@ class Runc:
             self.kill_group(p)
             out, err = p.communicate()
             rc = None
-        except BaseException:  # interrupted (SIGTERM, ^C): runc and its children go too
+        except BaseException:  # interrupted (SIGTERM, ^C): the runtime and its children go too
             self.kill_group(p)
             p.wait()
             raise
         finally:
             self.delete(cid)
+        if hook_err and os.path.exists(hook_err):  # crun's hooks wrote their stderr there
+            with open(hook_err, errors="replace") as f:
+                err = f.read() + err
         return rc, out, err, time.monotonic() - t0
 
     @staticmethod
     def kill_group(p):
-        """SIGKILL runc and every process below it: runc init leaves runc's process group, and
+        """SIGKILL the runtime and every process below it: runc init leaves runc's process group, and
         killing it (pid 1 of the container's pid namespace) ends the hooks and their children."""
         tree = descendants(p.pid)
         for pid in [p.pid] + tree:
@@ -336,8 +379,8 @@ class Runc:
                 pass
 
     def delete(self, cid):
-        subprocess.run(["runc", "--root", self.state, "kill", cid, "KILL"], capture_output=True)
-        subprocess.run(["runc", "--root", self.state, "delete", "--force", cid], capture_output=True)
+        subprocess.run(self.cmd + ["kill", cid, "KILL"], capture_output=True)
+        subprocess.run(self.cmd + ["delete", "--force", cid], capture_output=True)
         # a container killed while being created has no state for runc to delete: its cgroups stay
         for _ in range(20):
             left = [d for d in glob.glob("/sys/fs/cgroup/*/" + cid) + glob.glob("/sys/fs/cgroup/" + cid)
@@ -352,13 +395,13 @@ class Runc:
             time.sleep(0.1)
 
     def close(self):
-        p = subprocess.run(["runc", "--root", self.state, "list", "-q"], capture_output=True, text=True)
+        p = subprocess.run(self.cmd + ["list", "-q"], capture_output=True, text=True)
         for cid in p.stdout.split():
             self.delete(cid)
 
 
 def one_line_error(err, prefix="gpulet cdi-hook"):
-    """The hook's message as runc shows it: the first line naming the hook, or ''."""
+    """The hook's message as the runtime shows it: the first line naming the hook, or ''."""
     for line in err.replace("\\n", "\n").splitlines():
         if prefix in line:
             return line[line.index(prefix):]
@@ -371,8 +414,118 @@ def ldconfig_cache(path):
     return [ln.rsplit("=> ", 1)[1].strip() for ln in p.stdout.splitlines() if "=> " in ln]
 
 
+
+# ---- the case harness the attack scripts share --------------------------------------------------
+LIBCUDA = LIBDIR + "/libcuda.so.1"
+
+
+class Suite:
+    """One group's run: a temp dir, the runtime, the spec `cdi generate` writes for a fake node."""
+
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.rt = Runtime(tmp)
+        self.edits = node_spec(tmp)
+        self.n = 0
+
+    def casedir(self, name):
+        self.n += 1
+        d = os.path.join(self.tmp, "%02d-%s" % (self.n, re.sub(r"[^A-Za-z0-9_.-]", "_", name)))
+        os.makedirs(d)
+        return d
+
+    def walked(self, hooks):
+        """The hooks run under noopenat2 (openat2 fails ENOSYS): the hook resolves paths by its walk."""
+        if not hasattr(self, "noopenat2"):
+            self.noopenat2 = compile_c("noopenat2.c", os.path.join(self.tmp, "noopenat2"), "-static")
+        return [dict(h, path=self.noopenat2, args=[self.noopenat2, h["path"]] + h["args"]) for h in hooks]
+
+    def container(self, name, image=None, hooks=None, edits=None, script="echo STARTED", env=None, timeout=30,
+                  on_timeout=None, walk=False, tweak=None):
+        """A case dir with its own canary, an image made by image(rootfs, canary_path), run by the
+        runtime with the spec's hooks and mounts. edits, hooks and env may be functions of the canary
+        path (hooks: of the canary path and the spec's edits; env: of the rootfs); tweak(config,
+        canary_path) edits the OCI config last. walk: the hooks resolve paths without openat2.
+        Returns what happened."""
+        d = self.casedir(name)
+        canary = Canary(os.path.join(d, "host/canary"))
+        rootfs = busybox_rootfs(os.path.join(d, "bundle/rootfs"))
+        edits = (edits(canary.path) if callable(edits) else edits) or self.edits
+        hooks = hooks(canary.path, edits) if callable(hooks) else hooks
+        if walk:
+            hooks = self.walked(edits["hooks"] if hooks is None else hooks)
+        env = env(rootfs) if callable(env) else env
+        if image:
+            image(rootfs, canary.path)
+        hook_err = os.path.join(d, "hooks.stderr")
+
+        def edit(c):
+            if self.rt.name == "crun":
+                # crun does not put a failed hook's stderr in its own message: it writes it here
+                c.setdefault("annotations", {})["run.oci.hooks.stderr"] = hook_err
+            if tweak:
+                tweak(c, canary.path)
+
+        bundle = write_bundle(os.path.join(d, "bundle"), rootfs, edits["hooks"] if hooks is None else hooks,
+                              edits.get("mounts", []), script, env, edit)
+        rc, out, err, secs = self.rt.run(bundle, timeout, on_timeout and (lambda: on_timeout(rootfs)))
+        print(squeeze("  [%s] %s rc %s in %.1fs; stdout %r; stderr %r" % (name, self.rt.name, rc, secs, out[-300:],
+                                                                        err[-2000:])))
+        return {"name": name, "canary": canary, "rootfs": rootfs, "rc": rc, "out": out, "err": err, "secs": secs,
+                "dir": d, "bundle": bundle}
+
+    def started(self, r):
+        return case(r["name"] + ".container-started", r["rc"] == 0 and "STARTED" in r["out"],
+                    "%s rc %s, stdout %r, stderr %r" % (self.rt.name, r["rc"], r["out"][-200:], r["err"][-2000:]))
+
+    def refused(self, r, pattern):
+        """The runtime failed because the hook refused, with one line matching pattern."""
+        line = one_line_error(r["err"])
+        return case(r["name"] + ".refused", r["rc"] not in (0, None) and "STARTED" not in r["out"] and
+                    re.search(pattern, line), "want %s to fail with the hook's line matching /%s/; rc %s, "
+                    "stdout %r, stderr %r" % (self.rt.name, pattern, r["rc"], r["out"][-200:], r["err"][-2000:]))
+
+    def cache_has_spec_libs(self, r):
+        libs = ldconfig_cache(os.path.join(r["rootfs"], "etc/ld.so.cache"))
+        case(r["name"] + ".ld.so.cache-built", LIBCUDA in libs,
+             "ldconfig -p -C <rootfs>/etc/ld.so.cache lists no %s: %s" % (LIBCUDA, libs[:8]))
+
+
+def hooks_with(edits, action=None, extra=(), drop_env=False, env=()):
+    """A copy of the spec's hooks, extra args (and env) added to ACTION's hook, env dropped if asked."""
+    out = []
+    for h in edits["hooks"]:
+        h = json.loads(json.dumps(h))
+        if action in h["args"]:
+            h["args"] += list(extra)
+            h["env"] = h.get("env", []) + list(env)
+        if drop_env:
+            h.pop("env", None)
+        out.append(h)
+    return out
+
+
+def run_groups(groups, prefix):
+    """main() of an attack script: the groups named on the command line (none: all), each in its own
+    temp dir with its own Suite; exit 1 when a check failed, 77 when nothing can run here."""
+    preflight()
+    # a SIGTERM (ctest's timeout, a CI cancel) still runs the cleanup below: containers, state, temp dirs
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM: cleaning up"))
+    for g in sys.argv[1:] or list(groups):
+        with TempDir("%s-%s-" % (prefix, g)) as tmp:
+            s = Suite(tmp)
+            try:
+                groups[g](s)
+            except Exception as ex:  # a broken case is a failure, not a crash that skips the cleanup
+                import traceback
+                traceback.print_exc()
+                case("%s.completed" % g, False, "%s: %s" % (type(ex).__name__, ex))
+            finally:
+                s.rt.close()
+    return finish()
+
 class TempDir:
-    """mkdtemp, removed on exit even when runc left mounts or busy files a moment."""
+    """mkdtemp, removed on exit even when the runtime left mounts or busy files a moment."""
 
     def __init__(self, prefix):
         self.path = tempfile.mkdtemp(prefix=prefix)

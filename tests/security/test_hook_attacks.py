@@ -3,9 +3,9 @@
 """A hostile image against `gpulet cdi-hook`, the OCI hook that runs as root on the host over a
 rootfs the image author controls. Each attack builds an image (static busybox plus what the attack
 needs), a bundle whose createContainer hooks are exactly those `gpulet cdi generate` writes for a
-fake node (tests/lib/mkroot.sh), runs it with real runc (own --root state dir), and checks that a
-host canary tree (files, dirs, symlinks: type, mode, owner, inode, mtime, content, link target) is
-unchanged, plus what the attack should come to: a refusal with the hook's one-line message, or a
+fake node (tests/lib/mkroot.sh), runs it with real runc or crun (GPULET_SEC_RUNTIME; own --root state
+dir), and checks that a host canary tree (files, dirs, symlinks: type, mode, owner, inode, mtime,
+content, link target) is unchanged, plus what the attack should come to: a refusal with the hook's one-line message, or a
 container that started with the right result.
 
   escape     the update-ldcache escape (issue: CVE-2025-23267's class): ld.so.conf.d lines and
@@ -27,101 +27,25 @@ container that started with the right result.
              hook's fallback walk meets the symlinks, magic links, races and dangling links
 
 usage: test_hook_attacks.py GROUP...  (no argument = all). Exit 77 (CTest skip) only without root,
-runc or busybox; everything else that goes wrong fails.
+the runtime or busybox; everything else that goes wrong fails.
 """
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import seclib  # noqa: E402
-from seclib import LIBDIR, Canary, Runc, busybox_rootfs, case, compile_c, evil_lib, one_line_error  # noqa: E402
+from seclib import LIBDIR, Canary, Suite, case, compile_c, evil_lib, hooks_with, one_line_error  # noqa: E402
 
-LIBCUDA = LIBDIR + "/libcuda.so.1"
 # The hook kills an ldconfig that runs longer than its bound (30 s), which this variable of the hook's
 # environment may only shorten; the test gives the hook that much plus slack for a loaded 2-core
 # machine, then unblocks the FIFO itself and fails.
 LDCONFIG_TIMEOUT_ENV = "GPULET_CDI_HOOK_LDCONFIG_TIMEOUT"
 LDCONFIG_BOUND = 3
 FIFO_WAIT = LDCONFIG_BOUND + 15
-
-
-class Suite:
-    def __init__(self, tmp):
-        self.tmp = tmp
-        self.runc = Runc(tmp)
-        self.edits = seclib.node_spec(tmp)
-        self.n = 0
-
-    def casedir(self, name):
-        self.n += 1
-        d = os.path.join(self.tmp, "%02d-%s" % (self.n, re.sub(r"[^A-Za-z0-9_.-]", "_", name)))
-        os.makedirs(d)
-        return d
-
-    def walked(self, hooks):
-        """The hooks run under noopenat2 (openat2 fails ENOSYS): the hook resolves paths by its walk."""
-        if not hasattr(self, "noopenat2"):
-            self.noopenat2 = compile_c("noopenat2.c", os.path.join(self.tmp, "noopenat2"), "-static")
-        return [dict(h, path=self.noopenat2, args=[self.noopenat2, h["path"]] + h["args"]) for h in hooks]
-
-    def container(self, name, image=None, hooks=None, edits=None, script="echo STARTED", env=None, timeout=30,
-                  on_timeout=None, walk=False):
-        """A case dir with its own canary, an image made by image(rootfs, canary_path), run by runc
-        with the spec's hooks and mounts. edits, hooks and env may be functions of the canary path
-        (hooks: of the canary path and the spec's edits; env: of the rootfs). walk: the hooks resolve
-        paths without openat2. Returns what happened."""
-        d = self.casedir(name)
-        canary = Canary(os.path.join(d, "host/canary"))
-        rootfs = busybox_rootfs(os.path.join(d, "bundle/rootfs"))
-        edits = (edits(canary.path) if callable(edits) else edits) or self.edits
-        hooks = hooks(canary.path, edits) if callable(hooks) else hooks
-        if walk:
-            hooks = self.walked(edits["hooks"] if hooks is None else hooks)
-        env = env(rootfs) if callable(env) else env
-        if image:
-            image(rootfs, canary.path)
-        bundle = seclib.write_bundle(os.path.join(d, "bundle"), rootfs, edits["hooks"] if hooks is None else hooks,
-                                     edits.get("mounts", []), script, env)
-        rc, out, err, secs = self.runc.run(bundle, timeout, on_timeout and (lambda: on_timeout(rootfs)))
-        print(seclib.squeeze("  [%s] runc rc %s in %.1fs; stdout %r; stderr %r" % (name, rc, secs, out[-300:],
-                                                                                   err[-2000:])))
-        return {"name": name, "canary": canary, "rootfs": rootfs, "rc": rc, "out": out, "err": err, "secs": secs,
-                "dir": d, "bundle": bundle}
-
-    def started(self, r):
-        return case(r["name"] + ".container-started", r["rc"] == 0 and "STARTED" in r["out"],
-                    "runc rc %s, stdout %r, stderr %r" % (r["rc"], r["out"][-200:], r["err"][-2000:]))
-
-    def refused(self, r, pattern):
-        """runc failed because the hook refused, with one line matching pattern."""
-        line = one_line_error(r["err"])
-        return case(r["name"] + ".refused", r["rc"] not in (0, None) and "STARTED" not in r["out"] and
-                    re.search(pattern, line), "want runc to fail with the hook's line matching /%s/; rc %s, "
-                    "stdout %r, stderr %r" % (pattern, r["rc"], r["out"][-200:], r["err"][-2000:]))
-
-    def cache_has_spec_libs(self, r):
-        libs = seclib.ldconfig_cache(os.path.join(r["rootfs"], "etc/ld.so.cache"))
-        case(r["name"] + ".ld.so.cache-built", LIBCUDA in libs,
-             "ldconfig -p -C <rootfs>/etc/ld.so.cache lists no %s: %s" % (LIBCUDA, libs[:8]))
-
-
-def hooks_with(edits, action=None, extra=(), drop_env=False, env=()):
-    """A copy of the spec's hooks, extra args (and env) added to ACTION's hook, env dropped if asked."""
-    out = []
-    for h in edits["hooks"]:
-        h = json.loads(json.dumps(h))
-        if action in h["args"]:
-            h["args"] += list(extra)
-            h["env"] = h.get("env", []) + list(env)
-        if drop_env:
-            h.pop("env", None)
-        out.append(h)
-    return out
 
 
 # ---- a. the update-ldcache escape ---------------------------------------------------------------
@@ -339,6 +263,10 @@ def resolution_cases(s, walk):
             os.rename(os.path.join(rootfs, "etc"), os.path.join(rootfs, "etc.real"))
             os.symlink(canary + "/sub" if how == "absolute" else CLIMB + canary.lstrip("/") + "/sub",
                        os.path.join(rootfs, "etc"))
+            if s.rt.name == "crun":
+                # crun writes /etc/hostname itself, resolved inside the rootfs, and stops where that
+                # /etc leads nowhere: the target is made inside, so the hooks get to run at all
+                os.makedirs(rootfs + canary + "/sub")
 
         r = s.container(g + "etc-symlink-" + how, image, walk=walk)
         r["canary"].check(r["name"])
@@ -387,7 +315,7 @@ def resolution_cases(s, walk):
         try:
             t0 = time.monotonic()
             while time.monotonic() - t0 < 1.5:
-                rc, out, err, _t = s.runc.run(os.path.dirname(r["rootfs"]), timeout=20)
+                rc, out, err, _t = s.rt.run(os.path.dirname(r["rootfs"]), timeout=20)
                 outcomes.append("ok" if rc == 0 else (one_line_error(err)[:120] or "rc %s %s" % (rc, err[-200:])))
         finally:
             racer.kill()
@@ -535,21 +463,7 @@ GROUPS = {"escape": group_escape, "ldconfig": group_ldconfig, "rootfs": group_ro
 
 
 def main():
-    seclib.preflight()
-    # a SIGTERM (ctest's timeout, a CI cancel) still runs the cleanup below: containers, state, temp dirs
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit("SIGTERM: cleaning up"))
-    for g in sys.argv[1:] or list(GROUPS):
-        with seclib.TempDir("gpulet-sec-%s-" % g) as tmp:
-            s = Suite(tmp)
-            try:
-                GROUPS[g](s)
-            except Exception as ex:  # a broken case is a failure, not a crash that skips the cleanup
-                import traceback
-                traceback.print_exc()
-                case("%s.completed" % g, False, "%s: %s" % (type(ex).__name__, ex))
-            finally:
-                s.runc.close()
-    return seclib.finish()
+    return seclib.run_groups(GROUPS, "gpulet-sec")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@
 #include <cmocka.h>
 
 #include "cdihook/cdihook.h"
+#include "cdihook/confine.h"
 #include "cdihook/inroot.h"
 #include "util/fileio.h"
 
@@ -343,16 +345,37 @@ static void run_probe_in_child(const struct tree *t, bool link)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/*
+ * What the stand-in must report: pid 1, nothing inherited, an empty /proc, effective capabilities
+ * CAP_DAC_OVERRIDE and CAP_FOWNER (bits 1 and 3) and nothing else, file handles, fork and unshare
+ * refused (EPERM), the jail's limits, and no FIFO where Landlock is there to refuse it.
+ */
+static void isolation_report(char *want, size_t size)
+{
+	bool landlock = syscall(__NR_landlock_create_ruleset, NULL, 0, 1U) >= 1;
+	size_t used = (size_t)snprintf(want, size,
+				       "pid 1\nfds 0\nenv 0\nproc_entries 0\nproc_1_root 0\nmarker 1\ncwd_marker 1\n"
+				       "caps 0:0xa\nsys_admin_bound 0\nno_new_privs 1\nuid 0\nhandle %d\nfork %d\n"
+				       "unshare %d\n",
+				       EPERM, EPERM, EPERM);
+	static const char *const names[] = {"data", "as", "stack", "fsize", "nofile", "core", "memlock"};
+
+	assert_int_equal(confine_n_limits, ELEMENTSOF(names));
+	for (size_t i = 0; i < confine_n_limits; i++)
+		used += (size_t)snprintf(want + used, size - used, "limit_%s %llu %llu\n", names[i],
+					 (unsigned long long)confine_limit_table[i].value,
+					 (unsigned long long)confine_limit_table[i].value);
+	snprintf(want + used, size - used, "mkfifo %d\n", landlock ? EACCES : 0);
+}
+
 static void test_isolation(void **state)
 {
 	struct tree *t = *state;
-	/* effective: CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER (bits 0-3) and nothing else */
-	const char *want = "pid 1\nfds 0\nenv 0\nproc_entries 0\nproc_1_root 0\nmarker 1\ncwd_marker 1\n"
-			   "caps 0:0xf\nsys_admin_bound 0\nno_new_privs 1\n";
-	char report[256];
+	char report[256], want[1024];
 
 	if (geteuid() != 0)
 		skip();
+	isolation_report(want, sizeof(want));
 	put(t->root, "marker-inside", "");
 	mkdir_at(t->root, "proc");
 	run_probe_in_child(t, false);

@@ -105,9 +105,13 @@ static void check_common(const struct driver_info *d)
 	assert_null(find(d, DRIVER_FIRMWARE, "/lib/firmware/nvidia/" VER "/other.bin"));
 	assert_non_null(find(d, DRIVER_IPC_SOCKET, "/run/nvidia-persistenced/socket"));
 	assert_null(find(d, DRIVER_IPC_SOCKET, "/run/nvidia-fabricmanager/socket"));
+	/* root's and 0755 only when the test runs as root: else it is left out (test_mps_dir) */
 	f = find(d, DRIVER_IPC_SOCKET, "/tmp/nvidia-mps");
-	assert_non_null(f);
-	assert_true(f->is_dir);
+	if (geteuid() == 0) {
+		assert_non_null(f);
+		assert_true(f->is_dir);
+	} else
+		assert_null(f);
 	assert_non_null(find(d, DRIVER_BINARY, "/usr/bin/nvidia-smi"));
 	assert_null(find(d, DRIVER_BINARY, "/usr/bin/nvidia-debugdump")); /* not executable */
 	assert_int_equal(d->n_lib_dirs, 1);
@@ -190,6 +194,63 @@ static void test_empty_root(void **state)
 	rm_tree(root);
 }
 
+/* The warning about the MPS dir, or NULL. */
+static const char *mps_warning(const struct driver_info *d)
+{
+	for (size_t i = 0; i < d->n_warnings; i++)
+		if (strstr(d->warnings[i], "/drv/tmp/nvidia-mps (MPS pipe dir): not mounted"))
+			return d->warnings[i];
+	return NULL;
+}
+
+/*
+ * /tmp/nvidia-mps is mounted read-write into every GPU container: only when root owns it and each
+ * dir from the driver root down that group or others may write is sticky, never through a link;
+ * otherwise a warning that names the path and why. Each case: a shell command on the driver root,
+ * then whether it is mounted and what the warning says.
+ */
+static void test_mps_dir(void **state)
+{
+	static const struct {
+		const char *cmd, *why; /* why: NULL = mounted */
+	} cases[] = {
+	    {"chmod 0755 tmp/nvidia-mps", NULL},
+	    {"chmod 0700 tmp/nvidia-mps", NULL},
+	    {"chmod 1777 tmp/nvidia-mps", NULL}, /* made so before the daemon starts: it keeps the mode */
+	    {"chmod 1777 tmp && chmod 0755 tmp/nvidia-mps", NULL},
+	    /* what nvidia-cuda-mps-control makes when the dir is missing */
+	    {"chmod 0777 tmp/nvidia-mps", "/tmp/nvidia-mps has mode 0777: writable by group or others and not sticky"},
+	    {"chmod 0775 tmp/nvidia-mps", "/tmp/nvidia-mps has mode 0775: writable by group or others and not sticky"},
+	    {"chmod 0755 tmp/nvidia-mps && chown 1000:1000 tmp/nvidia-mps", "/tmp/nvidia-mps is owned by uid 1000"},
+	    {"chmod 1777 tmp/nvidia-mps && chown 1000 tmp/nvidia-mps", "/tmp/nvidia-mps is owned by uid 1000"},
+	    {"chmod 0777 tmp && chmod 0755 tmp/nvidia-mps",
+	     "/tmp has mode 0777: writable by group or others and not sticky"},
+	    {"mv tmp/nvidia-mps safe && ln -s ../safe tmp/nvidia-mps", "/tmp/nvidia-mps is a symlink"},
+	};
+
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* chown, and a root-owned dir to begin with */
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		_cleanup_free_ char *root = make_driver_root(true);
+		_cleanup_(driver_info_freep) struct driver_info *d = NULL;
+		struct driver_options o = {.root = root, .driver_root = "/drv", .version = VER};
+		const char *w;
+
+		assert_int_equal(shf("cd '%s/drv' && chmod 0755 tmp && %s", root, cases[i].cmd), 0);
+		assert_int_equal(driver_discover(&o, &d, NULL), 0);
+		w = mps_warning(d);
+		if (!cases[i].why) {
+			if (!find(d, DRIVER_IPC_SOCKET, "/tmp/nvidia-mps") || w)
+				fail_msg("%s: want /tmp/nvidia-mps mounted, no warning; got %s", cases[i].cmd,
+					 w ? w : "no mount");
+		} else if (find(d, DRIVER_IPC_SOCKET, "/tmp/nvidia-mps") || !w || !strstr(w, cases[i].why))
+			fail_msg("%s: want /tmp/nvidia-mps left out with a warning saying '%s'; got %s", cases[i].cmd,
+				 cases[i].why, w ? w : "a mount");
+		rm_tree(root);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -198,6 +259,7 @@ int main(void)
 	    cmocka_unit_test(test_version_inferred_from_cache),
 	    cmocka_unit_test(test_dev_root_and_broken_cache),
 	    cmocka_unit_test(test_empty_root),
+	    cmocka_unit_test(test_mps_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
