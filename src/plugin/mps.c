@@ -203,7 +203,8 @@ int mps_start_control(const char *bin, const char *root, const char *name, const
 			       .bind_dst = shm_dir ? "/dev/shm" : NULL};
 	int r;
 
-	if (mps_path(root, name, MPS_PIPE, pipe, sizeof(pipe)) < 0 || mps_path(root, name, MPS_LOG, log, sizeof(log)) < 0)
+	if (mps_path(root, name, MPS_PIPE, pipe, sizeof(pipe)) < 0 ||
+	    mps_path(root, name, MPS_LOG, log, sizeof(log)) < 0)
 		return gerr_set(err, ENAMETOOLONG, "MPS root %s: path too long", root);
 	if ((r = mkdir_p(pipe, 0755)) < 0 || (r = mkdir_p(log, 0755)) < 0)
 		return gerr_set(err, -r, "cannot create %s or %s: %s", pipe, log, strerror(-r));
@@ -214,7 +215,10 @@ int mps_start_control(const char *bin, const char *root, const char *name, const
 	r = spawn_run(&o, out, sizeof(out));
 	if (r == 0)
 		return 0;
-	return gerr_set(err, r > 0 && strstr(out, "already running") ? EALREADY : r < 0 ? -r : EIO,
+	return gerr_set(err,
+			r > 0 && strstr(out, "already running") ? EALREADY
+			: r < 0                                 ? -r
+								: EIO,
 			"%s -d (pipe dir %s) failed (%s %d): %s", bin, pipe, r < 0 ? strerror(-r) : "exit status", r,
 			out[0] ? out : "(no output)");
 }

@@ -59,7 +59,8 @@ struct mps_limits {
 	unsigned thread_percentage; /* 100 / replicas per GPU; 0 = not set */
 	size_t n_gpus;
 	struct {
-		/* the device as set_default_device_pinned_mem_limit names it: the plugin's index, the DRA driver's UUID */
+		/* the device as set_default_device_pinned_mem_limit names it: the plugin's index, the DRA driver's UUID
+		 */
 		char device[NODE_UUID_MAX];
 		char uuid[NODE_UUID_MAX];
 		uint64_t pinned_mib; /* memory / replicas, MiB; 0 = not set (memory unknown) */
