@@ -76,13 +76,14 @@ static pid_t fork_in_ns(const struct spawn_opts *o, int in, int outw)
 {
 	static const char fail_ns[] = "cannot make a mount namespace (unshare CLONE_NEWNS needs CAP_SYS_ADMIN)\n";
 	static const char fail_bind[] = "cannot bind-mount the shm dir in the child's mount namespace\n";
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	sigset_t none;
 	pid_t pid = fork();
 
 	if (pid != 0)
 		return pid < 0 ? -errno : pid;
 	sigemptyset(&none);
-	signal(SIGPIPE, SIG_DFL);
+	sigaction(SIGPIPE, &dfl, NULL);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (dup2(in, STDIN_FILENO) < 0 || dup2(outw, STDOUT_FILENO) < 0 ||
 	    dup2(o->stderr_to_out ? outw : open("/dev/null", O_WRONLY), STDERR_FILENO) < 0)

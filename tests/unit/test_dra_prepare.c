@@ -549,6 +549,22 @@ static void test_mps(void **state)
 	assert_int_equal(stat(shm, &st), 0);
 	assert_int_equal(stat(mpsroot, &parent), 0);
 	assert_true(st.st_dev != parent.st_dev);
+	/* ... which is the daemon's /dev/shm, in a mount namespace of its own (control.log names its pid) */
+	{
+		_cleanup_free_ char *clog = NULL;
+		char proc[64];
+		struct stat ds, host;
+		const char *at;
+
+		snprintf(buf, sizeof(buf), "%s/m1-0/log/control.log", mpsroot);
+		assert_non_null(clog = slurp(buf));
+		assert_non_null(at = strstr(clog, "Control "));
+		snprintf(proc, sizeof(proc), "/proc/%d/root/dev/shm", atoi(at + 8));
+		assert_int_equal(stat(proc, &ds), 0);
+		assert_int_equal(stat("/dev/shm", &host), 0);
+		assert_true(ds.st_dev == st.st_dev && ds.st_ino == st.st_ino);
+		assert_true(host.st_dev != st.st_dev);
+	}
 	/* the claim's device: the pipe dir and /dev/shm mounted, CUDA_MPS_PIPE_DIRECTORY (NVIDIA's edits) */
 	spec = read_spec(t, "m1");
 	edits = json_object_get(json_array_get(json_object_get(spec, "devices"), 0), "containerEdits");
