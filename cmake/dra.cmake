@@ -17,18 +17,23 @@ foreach(_p dra dra_health pluginregistration)
   set_source_files_properties(${DRA_GEN}/${_p}.pb-c.c PROPERTIES COMPILE_OPTIONS "-w")
   target_sources(gpulet_lib PRIVATE ${DRA_GEN}/${_p}.pb-c.c ${DRA_GEN}/${_p}.pb-c.h)
 endforeach()
-set(DRA_PY_PROTOS dra dra_v1beta1 dra_health pluginregistration)
-set(DRA_PY_OUT)
-foreach(_p ${DRA_PY_PROTOS})
-  list(APPEND DRA_PY_OUT ${DRA_GEN}/py/${_p}_pb2.py)
-endforeach()
-list(TRANSFORM DRA_PY_PROTOS PREPEND ${CMAKE_SOURCE_DIR}/proto/ OUTPUT_VARIABLE _dra_py_in)
-list(TRANSFORM _dra_py_in APPEND .proto)
+# v1beta1 is dra.proto under another package (docs/reference/dra.md §3.1): made here, not kept twice
+add_custom_command(
+  OUTPUT ${DRA_GEN}/proto/dra_v1beta1.proto
+  COMMAND sed "s/^package k8s.io.kubelet.pkg.apis.dra.v1;/package k8s.io.kubelet.pkg.apis.dra.v1beta1;/"
+          ${CMAKE_SOURCE_DIR}/proto/dra.proto > ${DRA_GEN}/proto/dra_v1beta1.proto
+  DEPENDS ${CMAKE_SOURCE_DIR}/proto/dra.proto
+  VERBATIM)
+set(DRA_PY_OUT ${DRA_GEN}/py/dra_pb2.py ${DRA_GEN}/py/dra_v1beta1_pb2.py ${DRA_GEN}/py/dra_health_pb2.py
+               ${DRA_GEN}/py/pluginregistration_pb2.py)
 add_custom_command(
   OUTPUT ${DRA_PY_OUT}
-  COMMAND ${PROTOC} -I${CMAKE_SOURCE_DIR}/proto --python_out=${DRA_GEN}/py ${_dra_py_in}
-  DEPENDS ${_dra_py_in}
-  COMMENT "protoc --python_out proto/dra*.proto proto/pluginregistration.proto")
+  COMMAND ${PROTOC} -I${CMAKE_SOURCE_DIR}/proto --python_out=${DRA_GEN}/py ${CMAKE_SOURCE_DIR}/proto/dra.proto
+          ${CMAKE_SOURCE_DIR}/proto/dra_health.proto ${CMAKE_SOURCE_DIR}/proto/pluginregistration.proto
+  COMMAND ${PROTOC} -I${DRA_GEN}/proto --python_out=${DRA_GEN}/py ${DRA_GEN}/proto/dra_v1beta1.proto
+  DEPENDS ${CMAKE_SOURCE_DIR}/proto/dra.proto ${CMAKE_SOURCE_DIR}/proto/dra_health.proto
+          ${CMAKE_SOURCE_DIR}/proto/pluginregistration.proto ${DRA_GEN}/proto/dra_v1beta1.proto
+  COMMENT "protoc --python_out proto/dra.proto (v1 and v1beta1), dra_health.proto, pluginregistration.proto")
 add_custom_target(dra_pyproto ALL DEPENDS ${DRA_PY_OUT})
 
 # The pure parts against JSON fixtures (tests/fixtures/dra/), the prepare state machine on a fake node,

@@ -32,10 +32,14 @@ static const struct {
 	const char *name;
 	enum gate_use use;
 } gates[] = {
-    {"TimeSlicingSettings", GATE_SHARING_TS},        {"MPSSupport", GATE_SHARING_MPS},
-    {"IMEXDaemonsWithDNSNames", GATE_OTHER_PLUGIN},  {"ComputeDomainCliques", GATE_OTHER_PLUGIN},
-    {"CrashOnNVLinkFabricErrors", GATE_OTHER_PLUGIN}, {"PassthroughSupport", GATE_NOT_DONE},
-    {"DynamicMIG", GATE_NOT_DONE},                    {"NVMLDeviceHealthCheck", GATE_NOT_DONE},
+    {"TimeSlicingSettings", GATE_SHARING_TS},
+    {"MPSSupport", GATE_SHARING_MPS},
+    {"IMEXDaemonsWithDNSNames", GATE_OTHER_PLUGIN},
+    {"ComputeDomainCliques", GATE_OTHER_PLUGIN},
+    {"CrashOnNVLinkFabricErrors", GATE_OTHER_PLUGIN},
+    {"PassthroughSupport", GATE_NOT_DONE},
+    {"DynamicMIG", GATE_NOT_DONE},
+    {"NVMLDeviceHealthCheck", GATE_NOT_DONE},
 };
 
 /* --feature-gates "A=true,B=false" (component-base's form) */
@@ -77,8 +81,9 @@ static const struct optspec dra_opts[] = {
 	    .env = {"NODE_NAME"}, .off = DRA_F(node_name)),
     CMD_ROW("driver-name", 0, OPT_ARGV, "NAME", "the DRA driver name the DeviceClasses select",
 	    .def = DRA_DRIVER_DEFAULT, .off = DRA_F(driver)),
-    CMD_ROW("cdi-root", 0, OPT_PATH, "DIR", "host dir the claims' CDI specs are written to (NVIDIA's chart: "
-					      "/var/run/cdi)",
+    CMD_ROW("cdi-root", 0, OPT_PATH, "DIR",
+	    "host dir the claims' CDI specs are written to (NVIDIA's chart: "
+	    "/var/run/cdi)",
 	    .env = {"CDI_ROOT"}, .def = "/var/run/cdi", .off = DRA_F(cdi_root)),
     CMD_ROW("kubelet-registrar-directory-path", 0, OPT_PATH, "DIR", "kubelet's plugin registration dir",
 	    .env = {"KUBELET_REGISTRAR_DIRECTORY_PATH"}, .def = DRA_REGISTRY_DEFAULT, .off = DRA_F(registry_dir)),
@@ -106,9 +111,8 @@ static const struct optspec dra_opts[] = {
 	    .env = {"IMAGE_PULL_SECRETS"}, .off = DRA_F(pull_secrets)),
     CMD_ROW("image-pull-policy", 0, OPT_ARGV, "POLICY", "NVIDIA's MPS Deployment pull policy; accepted, not used",
 	    .env = {"IMAGE_PULL_POLICY"}, .off = DRA_F(pull_policy)),
-    CMD_ROW("service-account-name", 0, OPT_ARGV, "NAME",
-	    "NVIDIA's MPS Deployment service account; accepted, not used", .env = {"SERVICE_ACCOUNT_NAME"},
-	    .off = DRA_F(service_account)),
+    CMD_ROW("service-account-name", 0, OPT_ARGV, "NAME", "NVIDIA's MPS Deployment service account; accepted, not used",
+	    .env = {"SERVICE_ACCOUNT_NAME"}, .off = DRA_F(service_account)),
     CMD_ROW("healthcheck-port", 0, OPT_ARGV, "PORT",
 	    "NVIDIA's gRPC health service port; only a negative one (none) is accepted", .env = {"HEALTHCHECK_PORT"},
 	    .def = "-1", .off = DRA_F(healthcheck_port)),
@@ -123,8 +127,7 @@ static const struct optspec dra_opts[] = {
 };
 
 static const struct cmd_verb dra_verb = CMD_VERB(
-    "dra", "[OPTIONS]", dra_opts,
-    "NODE_NAME=$(hostname) gpulet dra --cdi-root /var/run/cdi --root /host",
+    "dra", "[OPTIONS]", dra_opts, "NODE_NAME=$(hostname) gpulet dra --cdi-root /var/run/cdi --root /host",
     .about = "The kubelet plugin of a DRA driver for NVIDIA GPUs, in place of NVIDIA's gpu-kubelet-plugin:\n"
 	     "registers on <registrar dir>/<driver>-reg.sock (DRAPlugin, v1.DRAPlugin and v1beta1.DRAPlugin) and\n"
 	     "serves NodePrepareResources/NodeUnprepareResources on <plugins dir>/<driver>/dra.sock. The node's\n"
@@ -145,7 +148,8 @@ static int refuse_unhonoured(const struct dra_opts *o)
 	long port = strtol(o->healthcheck_port, &end, 10);
 
 	if (!o->node_name || !o->node_name[0])
-		return cmd_usage_error(&dra_verb, "--node-name (or env NODE_NAME) is required: it names the node's pool");
+		return cmd_usage_error(&dra_verb,
+				       "--node-name (or env NODE_NAME) is required: it names the node's pool");
 	if (*end || end == o->healthcheck_port)
 		return cmd_usage_error(&dra_verb, "--healthcheck-port '%s' is not a number", o->healthcheck_port);
 	if (port >= 0)
@@ -154,8 +158,9 @@ static int refuse_unhonoured(const struct dra_opts *o)
 				       "negative (none)",
 				       port);
 	if (o->http_endpoint && o->http_endpoint[0])
-		return cmd_usage_error(&dra_verb, "--http-endpoint %s: metrics are not served by gpulet dra (use gpulet "
-						  "exporter); leave it empty",
+		return cmd_usage_error(&dra_verb,
+				       "--http-endpoint %s: metrics are not served by gpulet dra (use gpulet "
+				       "exporter); leave it empty",
 				       o->http_endpoint);
 	if (!streq(o->consumable_shares, "disabled"))
 		return cmd_usage_error(&dra_verb, "--consumable-shares %s: not implemented; only disabled is accepted",
@@ -177,19 +182,19 @@ int cmd_dra(int argc, char **argv)
 	/* every thread (gRPC's included) inherits the blocked stop signals; the run loop takes them */
 	cmd_block_stop_signals(&stop);
 	signal(SIGPIPE, SIG_IGN);
-	r = dra_daemon_start(&(struct dra_daemon_options){.driver = o.driver,
-							  .node_name = o.node_name,
-							  .registry_dir = o.registry_dir,
-							  .plugins_dir = o.plugins_dir,
-							  .cdi_root = o.cdi_root,
-							  .hook_path = o.hook_path,
-							  .dev_root = o.dev_root,
-							  .nvml = {.root = o.c.nvml.root,
-								   .library = o.c.nvml.library,
-								   .driver_root = o.c.nvml.driver_root},
-							  .gates = o.gates,
-							  .claims = NULL},
-			     &d);
+	r = dra_daemon_start(
+	    &(struct dra_daemon_options){
+		.driver = o.driver,
+		.node_name = o.node_name,
+		.registry_dir = o.registry_dir,
+		.plugins_dir = o.plugins_dir,
+		.cdi_root = o.cdi_root,
+		.hook_path = o.hook_path,
+		.dev_root = o.dev_root,
+		.nvml = {.root = o.c.nvml.root, .library = o.c.nvml.library, .driver_root = o.c.nvml.driver_root},
+		.gates = o.gates,
+		.claims = NULL},
+	    &d);
 	if (r < 0)
 		return 1;
 	dra_daemon_run(d, &stop);

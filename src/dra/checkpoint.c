@@ -59,7 +59,7 @@ static int check_doc(const json_t *doc, struct gerr *err)
 				(long long)json_integer_value(json_object_get(doc, "version")), CP_VERSION);
 	if (!json_is_object(claims) || !json_is_string(json_object_get(doc, "nodeBootID")))
 		return gerr_set(err, EINVAL, "no claims object or nodeBootID");
-	json_object_foreach((json_t *)claims, uid, rec) {
+	json_object_foreach ((json_t *)claims, uid, rec) {
 		const char *st = json_string_value(json_object_get(rec, "state"));
 
 		if (!json_is_object(rec) || !st || (!streq(st, DRA_STATE_STARTED) && !streq(st, DRA_STATE_COMPLETED)))
@@ -124,7 +124,7 @@ int dra_checkpoint_open(const char *path, const char *boot_id, struct dra_checkp
 
 			/* /var/run is gone, the MPS daemons and GPU settings too: nothing of it is prepared now */
 			found = DRA_CP_REBOOT;
-			json_object_foreach(json_object_get(doc, "claims"), uid, rec) {
+			json_object_foreach (json_object_get(doc, "claims"), uid, rec) {
 				json_object_set_new(rec, "state", json_string(DRA_STATE_STARTED));
 				json_object_set_new(rec, "rebooted", json_true());
 			}

@@ -14,7 +14,7 @@
 #include "dra/claim.h"
 
 struct cfg {
-	const json_t *requests; /* array of names, empty or absent: all */
+	const json_t *requests;     /* array of names, empty or absent: all */
 	struct dra_sharing sharing; /* moved into its group when a result first uses it */
 	enum dra_cfg_kind kind;
 	char source[48];
@@ -64,7 +64,7 @@ static bool names_request(const json_t *requests, const char *q)
 	size_t i;
 	json_t *r;
 
-	json_array_foreach(requests, i, r)
+	json_array_foreach (requests, i, r)
 		if (json_is_string(r) && request_matches(json_string_value(r), q))
 			return true;
 	return false;
@@ -84,19 +84,20 @@ static int read_configs(const json_t *configs, const struct dra_claim_check *c, 
 		return gerr_set(err, ENOMEM, "out of memory");
 	*ret = v;
 	for (size_t pass = 0; pass < ELEMENTSOF(sources); pass++)
-		json_array_foreach(configs, i, e) {
+		json_array_foreach (configs, i, e) {
 			const char *source = str_at(e, "source");
 			const json_t *opaque = json_object_get(e, "opaque");
 
 			if (!source || (!streq(source, sources[0]) && !streq(source, sources[1])))
-				return gerr_set(err, EINVAL, "config %zu: invalid config source \"%s\"", i, source ?: "");
+				return gerr_set(err, EINVAL, "config %zu: invalid config source \"%s\"", i,
+						source ?: "");
 			if (!streq(source, sources[pass]))
 				continue;
 			/* a config this version cannot read is refused, not skipped: it may be ours */
 			if (!json_is_object(opaque))
 				return gerr_set(err, EINVAL,
-						"config %zu (%s): only opaque parameters are supported by this driver", i,
-						source);
+						"config %zu (%s): only opaque parameters are supported by this driver",
+						i, source);
 			if (!str_at(opaque, "driver") || !streq(str_at(opaque, "driver"), c->driver))
 				continue; /* another driver's: a request may be served by several drivers */
 			v[n].requests = json_object_get(e, "requests");
@@ -157,7 +158,7 @@ static int read_results(const json_t *results, const struct dra_claim_check *c, 
 
 	if (!(out->results = calloc(json_array_size(results) + 1, sizeof(*out->results))))
 		return gerr_set(err, ENOMEM, "out of memory");
-	json_array_foreach(results, i, e) {
+	json_array_foreach (results, i, e) {
 		const char *driver = str_at(e, "driver"), *pool = str_at(e, "pool"), *dev = str_at(e, "device");
 		const char *req = str_at(e, "request");
 		const struct dra_device *d;
@@ -213,8 +214,9 @@ int dra_claim_parse(const json_t *claim, const struct dra_claim_ref *want, const
 	int r;
 
 	if (!json_is_object(claim) || !uid || !name)
-		return gerr_set(err, EINVAL, "ResourceClaim %s/%s: not a ResourceClaim object (no metadata.uid or name)",
-				want->ns, want->name);
+		return gerr_set(err, EINVAL,
+				"ResourceClaim %s/%s: not a ResourceClaim object (no metadata.uid or name)", want->ns,
+				want->name);
 	if (!streq(uid, want->uid) || !streq(name, want->name) || !streq(ns ?: "", want->ns))
 		return gerr_set(err, ESTALE,
 				"ResourceClaim %s/%s: the API has uid %s, kubelet asked for %s: the claim was replaced "

@@ -22,10 +22,10 @@ struct dra_claim_ref {
 
 /* One allocation result of this driver. */
 struct dra_result {
-	char *request;    /* as allocated: "gpu", or "gpu/sub" for a firstAvailable subrequest */
-	char *device;     /* "gpu-0" */
-	bool admin;       /* adminAccess: may share the device with another claim */
-	size_t group;     /* its config group */
+	char *request; /* as allocated: "gpu", or "gpu/sub" for a firstAvailable subrequest */
+	char *device;  /* "gpu-0" */
+	bool admin;    /* adminAccess: may share the device with another claim */
+	size_t group;  /* its config group */
 	enum dra_dev_type type;
 };
 

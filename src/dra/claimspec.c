@@ -42,7 +42,7 @@ static int merge_edits(json_t *dst, const json_t *src)
 	const char *key;
 	json_t *v;
 
-	json_object_foreach((json_t *)src, key, v) {
+	json_object_foreach ((json_t *)src, key, v) {
 		json_t *have = json_object_get(dst, key);
 
 		if (!json_is_array(v))
@@ -61,7 +61,7 @@ static json_t *claim_device(const json_t *all, const struct dra_spec_device *d, 
 	size_t i;
 	json_t *dev;
 
-	json_array_foreach(all, i, dev) {
+	json_array_foreach (all, i, dev) {
 		json_t *copy, *edits;
 		char name[256];
 
@@ -114,10 +114,11 @@ int dra_cdi_write(const struct node *n, const struct dra_cdi_options *o, const c
 		json_t *dev = claim_device(json_object_get(spec, "devices"), &devs[i], uid);
 
 		if (!dev)
-			return gerr_set(err, ENODEV,
-					"device %s (%s) is not in the node's CDI spec: its device node is missing under "
-					"the dev root, or the GPU is lost",
-					devs[i].name, devs[i].uuid);
+			return gerr_set(
+			    err, ENODEV,
+			    "device %s (%s) is not in the node's CDI spec: its device node is missing under "
+			    "the dev root, or the GPU is lost",
+			    devs[i].name, devs[i].uuid);
 		if (json_array_append_new(mine, dev) < 0)
 			return gerr_set(err, ENOMEM, "out of memory");
 	}
@@ -134,7 +135,8 @@ int dra_cdi_remove(const struct dra_cdi_options *o, const char *uid, struct gerr
 
 	if (!dir)
 		return gerr_set(err, ENOMEM, "out of memory");
-	if (dra_cdi_spec_file(o->driver, uid, file, sizeof(file)) < 0 || dra_cdi_kind(o->driver, kind, sizeof(kind)) < 0)
+	if (dra_cdi_spec_file(o->driver, uid, file, sizeof(file)) < 0 ||
+	    dra_cdi_kind(o->driver, kind, sizeof(kind)) < 0)
 		return gerr_set(err, ENAMETOOLONG, "claim uid %s: CDI spec name too long", uid);
 	return cdi_remove_spec(dir, file, kind, err);
 }

@@ -26,8 +26,8 @@ struct dra_daemon {
 	struct dra_devices devices;
 	struct dra_checkpoint *cp;
 	struct dra_prep prep;
-	char *plugin_dir;        /* host path <plugins>/<driver> */
-	char *endpoint;          /* host path of dra.sock */
+	char *plugin_dir;          /* host path <plugins>/<driver> */
+	char *endpoint;            /* host path of dra.sock */
 	char *reg_sock, *dra_sock; /* as opened here (under --root) */
 	struct dra_server *srv;
 };
@@ -39,10 +39,11 @@ static int on_prepare(void *data, const struct dra_claim_ref *ref, json_t **ret,
 	int r;
 
 	if (!d->o.claims) {
-		r = gerr_set(err, ENOTCONN,
-			     "ResourceClaim %s/%s: this gpulet dra cannot read ResourceClaims from the API server (it has "
-			     "no Kubernetes API client), so it cannot prepare claims",
-			     ref->ns, ref->name);
+		r = gerr_set(
+		    err, ENOTCONN,
+		    "ResourceClaim %s/%s: this gpulet dra cannot read ResourceClaims from the API server (it has "
+		    "no Kubernetes API client), so it cannot prepare claims",
+		    ref->ns, ref->name);
 	} else if ((r = d->o.claims->get(d->o.claims->data, ref->ns, ref->name, &claim, err)) < 0) {
 		gerr_prefix(err, "ResourceClaim %s/%s: ", ref->ns, ref->name);
 	} else
@@ -83,7 +84,8 @@ static void on_registered(void *data, bool ok, const char *error)
 	if (ok)
 		log_info("Registered DRA plugin with kubelet", "driver=%s endpoint=%s", d->o.driver, d->endpoint);
 	else
-		log_error("kubelet refused the DRA plugin's registration", "driver=%s error=\"%s\"", d->o.driver, error);
+		log_error("kubelet refused the DRA plugin's registration", "driver=%s error=\"%s\"", d->o.driver,
+			  error);
 }
 
 static const struct dra_server_ops ops = {
@@ -104,11 +106,13 @@ static int load_node(struct dra_daemon *d, struct gerr *err)
 	json_auto_t *slices = NULL;
 	int r;
 
-	if ((r = nvml_open_host(&d->o.nvml, &d->nv, err)) < 0 || (r = node_load(d->nv, d->o.nvml.root, &d->node, err)) < 0 ||
+	if ((r = nvml_open_host(&d->o.nvml, &d->nv, err)) < 0 ||
+	    (r = node_load(d->nv, d->o.nvml.root, &d->node, err)) < 0 ||
 	    (r = dra_devices_build(d->node, d->o.nvml.root, &d->devices, err)) < 0)
 		return r;
-	for (size_t i = 0; i < d->devices.n_left_out; i++)
-		log_warn("Device not published", "reason=\"%s\"", d->devices.left_out[i]);
+	for (size_t i = 0; i < json_array_size(d->devices.left_out); i++)
+		log_warn("Device not published", "reason=\"%s\"",
+			 json_string_value(json_array_get(d->devices.left_out, i)));
 	for (size_t i = 0; i < d->devices.n; i++) {
 		const struct dra_device *v = &d->devices.v[i];
 
@@ -116,18 +120,20 @@ static int load_node(struct dra_daemon *d, struct gerr *err)
 			 v->mig ? v->mig->index : v->gpu->index);
 	}
 	/* built (and so checked against the API's limits) now; published by the API client */
-	r = dra_slices_build(&d->devices,
-			     &(struct dra_slice_options){.driver = d->o.driver, .node_name = d->o.node_name, .generation = 1},
-			     &slices, err);
+	r = dra_slices_build(
+	    &d->devices,
+	    &(struct dra_slice_options){.driver = d->o.driver, .node_name = d->o.node_name, .generation = 1}, &slices,
+	    err);
 	return r < 0 ? gerr_prefix(err, "building the ResourceSlice: ") : 0;
 }
 
 /* The plugin dir (0750, as NVIDIA's), the checkpoint in it, half-prepared claims undone. */
 static int open_state(struct dra_daemon *d, struct gerr *err)
 {
-	static const char *const found_text[] = {
-	    [DRA_CP_NEW] = "new", [DRA_CP_SAME] = "this boot's", [DRA_CP_REBOOT] = "another boot's",
-	    [DRA_CP_CORRUPT] = "unreadable"};
+	static const char *const found_text[] = {[DRA_CP_NEW] = "new",
+						 [DRA_CP_SAME] = "this boot's",
+						 [DRA_CP_REBOOT] = "another boot's",
+						 [DRA_CP_CORRUPT] = "unreadable"};
 	_cleanup_free_ char *dir = root_path(d->o.nvml.root, d->plugin_dir), *path = NULL;
 	struct gerr cperr = {0};
 	enum dra_cp_found found;
@@ -198,7 +204,8 @@ int dra_daemon_start(const struct dra_daemon_options *o, struct dra_daemon **ret
 		return log_error("Cannot start the DRA plugin", "error=\"out of memory\""), -ENOMEM;
 	d->o = *o;
 	if (asprintf(&d->plugin_dir, "%s/%s", o->plugins_dir, o->driver) < 0 ||
-	    asprintf(&d->endpoint, "%s/dra.sock", d->plugin_dir) < 0 || !(d->dra_sock = root_path(o->nvml.root, d->endpoint))) {
+	    asprintf(&d->endpoint, "%s/dra.sock", d->plugin_dir) < 0 ||
+	    !(d->dra_sock = root_path(o->nvml.root, d->endpoint))) {
 		r = gerr_set(&err, ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -213,11 +220,10 @@ int dra_daemon_start(const struct dra_daemon_options *o, struct dra_daemon **ret
 	}
 	if ((r = check_registry(d, &err)) < 0 || (r = load_node(d, &err)) < 0 || (r = open_state(d, &err)) < 0)
 		goto fail;
-	r = dra_server_start(&(struct dra_server_options){.driver = o->driver,
-							  .reg_socket = d->reg_sock,
-							  .dra_socket = d->dra_sock,
-							  .endpoint = d->endpoint},
-			     &ops, d, &d->srv, &err);
+	r = dra_server_start(
+	    &(struct dra_server_options){
+		.driver = o->driver, .reg_socket = d->reg_sock, .dra_socket = d->dra_sock, .endpoint = d->endpoint},
+	    &ops, d, &d->srv, &err);
 	if (r < 0)
 		goto fail;
 	log_info("Serving DRA plugin", "driver=%s node=%s registration=%s endpoint=%s devices=%zu", o->driver,

@@ -7,7 +7,6 @@
  */
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,50 +17,29 @@
 #include "dra/quantity.h"
 #include "util/fileio.h"
 
-#define SLICE_MAX_DEVICES    128 /* ResourceSliceMaxDevices */
-#define DEVICE_MAX_ATTR_CAP  32  /* ResourceSliceMaxAttributesAndCapacitiesPerDevice */
-#define ATTR_VALUE_MAX       64  /* DeviceAttributeMaxValueLength */
-#define STD_PREFIX           "resource.kubernetes.io/"
+#define SLICE_MAX_DEVICES   128 /* ResourceSliceMaxDevices */
+#define DEVICE_MAX_ATTR_CAP 32  /* ResourceSliceMaxAttributesAndCapacitiesPerDevice */
+#define ATTR_VALUE_MAX      64  /* DeviceAttributeMaxValueLength */
+#define STD_PREFIX          "resource.kubernetes.io/"
 
 /* go-nvlib device.GetArchitectureAsString() (v0.12.0), by NVML_DEVICE_ARCH_* */
 static const char *const arch_names[] = {
-    [2] = "Kepler", [3] = "Maxwell", [4] = "Pascal", [5] = "Volta",     [6] = "Turing",
+    [2] = "Kepler", [3] = "Maxwell",      [4] = "Pascal", [5] = "Volta",      [6] = "Turing",
     [7] = "Ampere", [8] = "Ada Lovelace", [9] = "Hopper", [10] = "Blackwell", [11] = "Rubin",
 };
 /* go-nvlib device.GetBrandAsString() (v0.12.0), by NVML_BRAND_* */
 static const char *const brand_names[] = {
-    "Unknown",   "Quadro",      "Tesla",     "NVS",       "Grid",       "GeForce",           "Titan",
-    "NvidiaVApps", "NvidiaVPC", "NvidiaVCS", "NvidiaVWS", "NvidiaCloudGaming", "QuadroRTX", "NvidiaRTX",
-    "Nvidia",    "GeForceRTX",  "TitanRTX",
+    "Unknown",   "Quadro",      "Tesla",     "NVS",        "Grid",      "GeForce",
+    "Titan",     "NvidiaVApps", "NvidiaVPC", "NvidiaVCS",  "NvidiaVWS", "NvidiaCloudGaming",
+    "QuadroRTX", "NvidiaRTX",   "Nvidia",    "GeForceRTX", "TitanRTX",
 };
 
-static int note(struct dra_devices *d, const char *fmt, ...) _printf_(2, 3);
-static int note(struct dra_devices *d, const char *fmt, ...)
-{
-	char *line = NULL, **v;
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(&line, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		return -ENOMEM;
-	v = realloc(d->left_out, (d->n_left_out + 1) * sizeof(*v));
-	if (!v) {
-		free(line);
-		return -ENOMEM;
-	}
-	d->left_out = v;
-	d->left_out[d->n_left_out++] = line;
-	return 0;
-}
+/* A device left out, and why: one line of d->left_out. */
+#define NOTE(d, ...) (json_array_append_new((d)->left_out, json_sprintf(__VA_ARGS__)) < 0 ? -ENOMEM : 0)
 
 void dra_devices_clear(struct dra_devices *d)
 {
-	for (size_t i = 0; i < d->n_left_out; i++)
-		free(d->left_out[i]);
-	free(d->left_out);
+	json_decref(d->left_out);
 	free(d->v);
 	*d = (struct dra_devices){0};
 }
@@ -164,7 +142,7 @@ static bool publishable(struct dra_devices *d, const struct node_gpu *g, int *r)
 
 	*r = 0;
 	if (streq(h, "lost") || streq(h, "unhealthy")) {
-		*r = note(d, "GPU %s (index %u) is %s: not published%s", g->uuid[0] ? g->uuid : "?", g->index, h,
+		*r = NOTE(d, "GPU %s (index %u) is %s: not published%s", g->uuid[0] ? g->uuid : "?", g->index, h,
 			  g->mig_enabled ? ", nor its MIG devices" : "");
 		return false;
 	}
@@ -194,9 +172,9 @@ static struct dra_device *add(struct dra_devices *d, size_t *cap)
 
 int dra_devices_build(const struct node *n, const char *root, struct dra_devices *ret, struct gerr *err)
 {
-	struct dra_devices d = {.node = n};
+	struct dra_devices d = {.node = n, .left_out = json_array()};
 	size_t cap = 0;
-	int r = 0;
+	int r = d.left_out ? 0 : -ENOMEM;
 
 	for (size_t i = 0; i < n->n_gpus && r >= 0; i++) {
 		const struct node_gpu *g = &n->gpus[i];
@@ -225,18 +203,19 @@ int dra_devices_build(const struct node *n, const char *root, struct dra_devices
 			continue;
 		}
 		if (!g->n_migs)
-			r = note(&d, "GPU %s (index %u) has MIG mode on and no MIG devices: nothing to publish", g->uuid,
-				 g->index);
+			r = NOTE(&d, "GPU %s (index %u) has MIG mode on and no MIG devices: nothing to publish",
+				 g->uuid, g->index);
 		for (size_t k = 0; k < g->n_migs && r >= 0; k++) {
 			const struct node_mig *m = &g->migs[k];
 			struct dra_device *dev;
 			char label[40];
 
 			if (!m->gi_info_known || !m->profile[0]) {
-				r = note(&d,
-					 "MIG device %s (GPU %u GI %u) not published: NVML did not give its GPU-instance "
-					 "profile and placement",
-					 m->uuid, g->index, m->gi);
+				r = NOTE(
+				    &d,
+				    "MIG device %s (GPU %u GI %u) not published: NVML did not give its GPU-instance "
+				    "profile and placement",
+				    m->uuid, g->index, m->gi);
 				continue;
 			}
 			if (!(dev = add(&d, &cap))) {
@@ -249,7 +228,8 @@ int dra_devices_build(const struct node *n, const char *root, struct dra_devices
 			/* NVIDIA's name has no compute instance: a GPU instance split into several would give them
 			 * one name (the API refuses a slice with a name twice); they get their CI's id appended */
 			if (gi_split(g, m->gi))
-				snprintf(dev->name + strlen(dev->name), sizeof(dev->name) - strlen(dev->name), "-ci%u", m->ci);
+				snprintf(dev->name + strlen(dev->name), sizeof(dev->name) - strlen(dev->name), "-ci%u",
+					 m->ci);
 			dev->type = DRA_DEV_MIG;
 			dev->gpu = g;
 			dev->mig = m;
@@ -350,13 +330,14 @@ static void common_attrs(struct attrs *a, const struct node *n, const struct dra
 	if (n->driver_version[0])
 		attr_ver(a, "driverVersion", n->driver_version);
 	if (n->cuda_driver_version > 0) {
-		snprintf(cuda, sizeof(cuda), "%d.%d", n->cuda_driver_version / 1000, (n->cuda_driver_version % 1000) / 10);
+		snprintf(cuda, sizeof(cuda), "%d.%d", n->cuda_driver_version / 1000,
+			 (n->cuda_driver_version % 1000) / 10);
 		attr_ver(a, "cudaDriverVersion", cuda);
 	}
 	if (g->pci_bus_id[0]) {
 		node_pci_sysfs_id(g->pci_bus_id, bus, sizeof(bus));
-		attr_str(a, "pcieBusID", bus);               /* v25.8's name */
-		attr_str(a, STD_PREFIX "pciBusID", bus);     /* v25.12's */
+		attr_str(a, "pcieBusID", bus);           /* v25.8's name */
+		attr_str(a, STD_PREFIX "pciBusID", bus); /* v25.12's */
 	}
 	attr_str(a, STD_PREFIX "pcieRoot", d->pcie_root);
 	if (g->numa_node >= 0)
@@ -458,8 +439,8 @@ static json_t *devices_of(const json_t *slices)
 	json_t *all = json_object(), *slice, *dev;
 	size_t i, k;
 
-	json_array_foreach(slices, i, slice)
-		json_array_foreach(json_object_get(json_object_get(slice, "spec"), "devices"), k, dev)
+	json_array_foreach (slices, i, slice)
+		json_array_foreach (json_object_get(json_object_get(slice, "spec"), "devices"), k, dev)
 			json_object_set(all, json_string_value(json_object_get(dev, "name")) ?: "", dev);
 	return all;
 }

@@ -33,8 +33,8 @@ struct dra_devices {
 	const struct node *node;
 	struct dra_device *v;
 	size_t n;
-	char **left_out; /* one line per GPU or MIG device not published, and why (the daemon logs them) */
-	size_t n_left_out;
+	json_t
+	    *left_out; /* an array of strings: each GPU or MIG device not published, and why (the daemon logs them) */
 };
 
 /*

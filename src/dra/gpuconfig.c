@@ -51,7 +51,7 @@ static int only_fields(const json_t *obj, const char *where, const char *const *
 
 	if (!json_is_object(obj))
 		return gerr_set(err, EINVAL, "%s: want an object", where);
-	json_object_foreach((json_t *)obj, key, v) {
+	json_object_foreach ((json_t *)obj, key, v) {
 		bool ok = false;
 
 		for (size_t i = 0; allowed[i] && !ok; i++)
@@ -111,7 +111,8 @@ static int parse_mps(const json_t *mps, struct dra_sharing *s, struct gerr *err)
 	v = json_object_get(mps, fields[0]);
 	if (v && !json_is_null(v)) {
 		if (!json_is_integer(v))
-			return gerr_set(err, EINVAL, "sharing.mpsConfig.defaultActiveThreadPercentage: want an integer");
+			return gerr_set(err, EINVAL,
+					"sharing.mpsConfig.defaultActiveThreadPercentage: want an integer");
 		/* MpsConfig.Validate() */
 		if (json_integer_value(v) < 0)
 			return gerr_set(err, EINVAL,
@@ -136,7 +137,7 @@ static int parse_mps(const json_t *mps, struct dra_sharing *s, struct gerr *err)
 				"(UUID or index) to quantity");
 	if (!(s->per_dev = calloc(json_object_size(v) ? json_object_size(v) : 1, sizeof(*s->per_dev))))
 		return gerr_set(err, ENOMEM, "out of memory");
-	json_object_foreach((json_t *)v, key, q) {
+	json_object_foreach ((json_t *)v, key, q) {
 		char where[160];
 		struct dra_pinned *p = &s->per_dev[s->n_per_dev];
 
@@ -167,7 +168,8 @@ static int parse_sharing(const json_t *sh, const struct dra_gates *g, struct dra
 		return r;
 	/* GpuSharingStrategy.Validate(): the strategy must be known and its gate on */
 	if (!strategy || enum_from_name(strategies, strategy, &v) < 0)
-		return gerr_set(err, EINVAL, "sharing.strategy: unknown GPU sharing strategy \"%s\" (want TimeSlicing or MPS)",
+		return gerr_set(err, EINVAL,
+				"sharing.strategy: unknown GPU sharing strategy \"%s\" (want TimeSlicing or MPS)",
 				strategy ? strategy : "");
 	s->strategy = (enum dra_strategy)v;
 	if ((s->strategy == DRA_SHARE_TIME_SLICING && !g->time_slicing) || (s->strategy == DRA_SHARE_MPS && !g->mps))
@@ -180,7 +182,8 @@ static int parse_sharing(const json_t *sh, const struct dra_gates *g, struct dra
 	if (s->strategy == DRA_SHARE_TIME_SLICING && mps)
 		return gerr_set(err, EINVAL, "sharing.mpsConfig: cannot use MpsConfig with the 'TimeSlicing' strategy");
 	if (s->strategy == DRA_SHARE_MPS && ts)
-		return gerr_set(err, EINVAL, "sharing.timeSlicingConfig: cannot use TimeSlicingConfig with the 'MPS' strategy");
+		return gerr_set(err, EINVAL,
+				"sharing.timeSlicingConfig: cannot use TimeSlicingConfig with the 'MPS' strategy");
 	if (ts) {
 		static const char *const ts_fields[] = {"interval", NULL};
 
@@ -210,17 +213,19 @@ int dra_gpuconfig_parse(const json_t *params, const struct dra_gates *g, struct 
 	if ((r = get_str(params, "apiVersion", "", &api, err)) < 0 || (r = get_str(params, "kind", "", &kind, err)) < 0)
 		return r;
 	if (!api || !kind)
-		return gerr_set(err, EINVAL, "parameters: apiVersion and kind are required (%s, GpuConfig or MigDeviceConfig)",
+		return gerr_set(err, EINVAL,
+				"parameters: apiVersion and kind are required (%s, GpuConfig or MigDeviceConfig)",
 				DRA_CONFIG_API_VERSION);
 	if (!streq(api, DRA_CONFIG_API_VERSION))
 		return gerr_set(err, EINVAL, "apiVersion \"%s\" is not served: want %s", api, DRA_CONFIG_API_VERSION);
 	if (enum_from_name(kinds, kind, &k) < 0) {
 		for (size_t i = 0; i < ELEMENTSOF(other_kinds); i++)
 			if (streq(kind, other_kinds[i]))
-				return gerr_set(err, EOPNOTSUPP,
-						"kind %s is not served by gpulet (GPU passthrough and ComputeDomains are "
-						"not implemented): use GpuConfig or MigDeviceConfig",
-						kind);
+				return gerr_set(
+				    err, EOPNOTSUPP,
+				    "kind %s is not served by gpulet (GPU passthrough and ComputeDomains are "
+				    "not implemented): use GpuConfig or MigDeviceConfig",
+				    kind);
 		return gerr_set(err, EINVAL, "unknown kind \"%s\" of %s: want GpuConfig or MigDeviceConfig", kind,
 				DRA_CONFIG_API_VERSION);
 	}
@@ -258,25 +263,28 @@ int dra_mps_pinned_mib(const struct dra_sharing *s, const char *const *uuids, si
 {
 	/* limit.Megabyte(): value / 1024 / 1024 "M", refused when that is 0 ("value set too low") */
 	if (s->pinned >= 0 && s->pinned / 1024 / 1024 <= 0)
-		return gerr_set(err, EINVAL,
-				"sharing.mpsConfig.defaultPinnedDeviceMemoryLimit: invalid limit: default value set too "
-				"low: %lld bytes (at least 1Mi)",
-				(long long)s->pinned);
+		return gerr_set(
+		    err, EINVAL,
+		    "sharing.mpsConfig.defaultPinnedDeviceMemoryLimit: invalid limit: default value set too "
+		    "low: %lld bytes (at least 1Mi)",
+		    (long long)s->pinned);
 	for (size_t i = 0; i < n; i++)
 		ret_mib[i] = s->pinned >= 0 ? (uint64_t)(s->pinned / 1024 / 1024) : 0;
 	for (size_t k = 0; k < s->n_per_dev; k++) {
 		size_t i;
 
 		if (key_index(s->per_dev[k].key, uuids, n, &i) < 0)
-			return gerr_set(err, EINVAL,
-					"sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit: invalid device: \"%s\" is "
-					"neither the UUID of one of this request's %zu devices nor an index below %zu",
-					s->per_dev[k].key, n, n);
+			return gerr_set(
+			    err, EINVAL,
+			    "sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit: invalid device: \"%s\" is "
+			    "neither the UUID of one of this request's %zu devices nor an index below %zu",
+			    s->per_dev[k].key, n, n);
 		if (s->per_dev[k].bytes / 1024 / 1024 <= 0)
-			return gerr_set(err, EINVAL,
-					"sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit.%s: invalid limit: value set "
-					"too low (at least 1Mi)",
-					s->per_dev[k].key);
+			return gerr_set(
+			    err, EINVAL,
+			    "sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit.%s: invalid limit: value set "
+			    "too low (at least 1Mi)",
+			    s->per_dev[k].key);
 		ret_mib[i] = (uint64_t)(s->per_dev[k].bytes / 1024 / 1024);
 	}
 	return 0;

@@ -17,8 +17,7 @@ bool dra_uid_valid(const char *uid)
 {
 	size_t l = uid ? strlen(uid) : 0;
 
-	return l > 0 && l <= 64 &&
-	       strspn(uid, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") == l;
+	return l > 0 && l <= 64 && strspn(uid, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") == l;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -75,19 +74,20 @@ static bool same_devices(const json_t *rec, const struct dra_claim *cl)
 	return true;
 }
 
-/* Another prepared claim holds one of ours (neither with admin access): NVIDIA's validateNoOverlappingPreparedDevices() */
+/* Another prepared claim holds one of ours (neither with admin access): NVIDIA's validateNoOverlappingPreparedDevices()
+ */
 static int check_overlap(struct dra_prep *p, const struct dra_claim *cl, struct gerr *err)
 {
 	const char *uid;
 	json_t *rec;
 
-	json_object_foreach(dra_checkpoint_claims(p->cp), uid, rec) {
+	json_object_foreach (dra_checkpoint_claims(p->cp), uid, rec) {
 		size_t i;
 		json_t *d;
 
 		if (streq(uid, cl->uid) || !dra_claim_completed(rec))
 			continue;
-		json_array_foreach(json_object_get(rec, "devices"), i, d) {
+		json_array_foreach (json_object_get(rec, "devices"), i, d) {
 			const char *name = json_string_value(json_object_get(d, "deviceName"));
 
 			if (!name || json_is_true(json_object_get(d, "adminAccess")))
@@ -97,7 +97,8 @@ static int check_overlap(struct dra_prep *p, const struct dra_claim *cl, struct 
 					return gerr_set(err, EBUSY,
 							"device %s is already prepared for claim %s/%s (%s); a device "
 							"is given to one claim at a time",
-							name, json_string_value(json_object_get(rec, "namespace")) ?: "",
+							name,
+							json_string_value(json_object_get(rec, "namespace")) ?: "",
 							json_string_value(json_object_get(rec, "name")) ?: "", uid);
 		}
 	}
@@ -125,7 +126,8 @@ static int write_spec(struct dra_prep *p, const char *uid, const json_t *rec, st
 						 .name = json_string_value(json_object_get(d, "deviceName")),
 						 .edits = json_is_object(e) ? e : NULL};
 		if (!sd[i].uuid || !sd[i].name)
-			return gerr_set(err, EINVAL, "checkpoint record of claim %s has a device without uuid or name", uid);
+			return gerr_set(err, EINVAL, "checkpoint record of claim %s has a device without uuid or name",
+					uid);
 	}
 	r = dra_cdi_write(p->devices->node, &p->cdi, uid, sd, n, err);
 	return r < 0 ? gerr_prefix(err, "writing the claim's CDI spec: ") : 0;
@@ -137,7 +139,7 @@ static json_t *answer(const json_t *rec)
 	json_t *out = json_array(), *d;
 	size_t i;
 
-	json_array_foreach(json_object_get(rec, "devices"), i, d)
+	json_array_foreach (json_object_get(rec, "devices"), i, d)
 		json_array_append_new(out, json_pack("{s:O, s:O, s:O, s:O}", "requests", json_object_get(d, "requests"),
 						     "poolName", json_object_get(d, "poolName"), "deviceName",
 						     json_object_get(d, "deviceName"), "cdiDeviceIDs",
@@ -211,7 +213,8 @@ static int apply_groups(struct dra_prep *p, const struct dra_claim *cl, json_t *
 
 		if (group_uuids(p, cl, g, &all, &n_all, &gpus, &n_gpus) < 0)
 			return gerr_set(err, ENOMEM, "out of memory");
-		r = dra_share_apply(&p->share, cl->uid, g, &cl->groups[g].sharing, gpus, n_gpus, all, n_all, &done, err);
+		r = dra_share_apply(&p->share, cl->uid, g, &cl->groups[g].sharing, gpus, n_gpus, all, n_all, &done,
+				    err);
 		if (done)
 			json_array_append_new(json_object_get(rec, "groups"), done);
 		if (r < 0)
@@ -250,8 +253,10 @@ static int prepare_fresh(struct dra_prep *p, const struct dra_claim *cl, json_t 
 			char first[GERR_MAX];
 
 			snprintf(first, sizeof(first), "%s", err->msg);
-			gerr_set(err, -r, "%s; and undoing it failed (it stays PrepareStarted and is undone at the next "
-				 "try): %s", first, uerr.msg);
+			gerr_set(err, -r,
+				 "%s; and undoing it failed (it stays PrepareStarted and is undone at the next "
+				 "try): %s",
+				 first, uerr.msg);
 		}
 		return r;
 	}
@@ -296,10 +301,10 @@ size_t dra_prepare_cleanup(struct dra_prep *p, void (*said)(void *data, const ch
 	size_t n = 0, i;
 
 	/* collected first: undoing deletes from the object being walked */
-	json_object_foreach(dra_checkpoint_claims(p->cp), uid, rec)
+	json_object_foreach (dra_checkpoint_claims(p->cp), uid, rec)
 		if (!dra_claim_completed(rec))
 			json_array_append_new(uids, json_string(uid));
-	json_array_foreach(uids, i, u) {
+	json_array_foreach (uids, i, u) {
 		struct gerr err = {0};
 		int r = undo_and_forget(p, json_string_value(u), &err);
 

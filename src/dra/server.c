@@ -97,9 +97,8 @@ static int reg_unary(void *data, unsigned method, const uint8_t *in, size_t inle
 /* The claim as the ops see it: a Claim message's fields ("" for an absent one). */
 static struct dra_claim_ref ref_of(const Claim *c)
 {
-	return (struct dra_claim_ref){.ns = c->namespace_ ? c->namespace_ : "",
-				      .name = c->name ? c->name : "",
-				      .uid = c->uid ? c->uid : ""};
+	return (struct dra_claim_ref){
+	    .ns = c->namespace_ ? c->namespace_ : "", .name = c->name ? c->name : "", .uid = c->uid ? c->uid : ""};
 }
 
 /* One claim's NodePrepareResourceResponse from the ops' answer; strings point into devs. */
@@ -113,7 +112,7 @@ static int fill_prepared(PrepOne *one, const json_t *devs)
 	one->devices = calloc(n, sizeof(*one->devices));
 	if (!one->devices)
 		return -ENOMEM;
-	json_array_foreach(devs, i, d) {
+	json_array_foreach (devs, i, d) {
 		const json_t *reqs = json_object_get(d, "requests"), *ids = json_object_get(d, "cdiDeviceIDs");
 		Device *dev = calloc(1, sizeof(*dev));
 
@@ -130,7 +129,8 @@ static int fill_prepared(PrepOne *one, const json_t *devs)
 		for (size_t k = 0; k < json_array_size(reqs); k++)
 			dev->request_names[dev->n_request_names++] = (char *)json_string_value(json_array_get(reqs, k));
 		for (size_t k = 0; k < json_array_size(ids); k++)
-			dev->cdi_device_ids[dev->n_cdi_device_ids++] = (char *)json_string_value(json_array_get(ids, k));
+			dev->cdi_device_ids[dev->n_cdi_device_ids++] =
+			    (char *)json_string_value(json_array_get(ids, k));
 	}
 	return 0;
 }

@@ -47,8 +47,9 @@ static int set_timeslice(const char *smi, const char *uuid, int interval, struct
 	snprintf(n, sizeof(n), "%d", interval);
 	r = mps_run(smi, argv, envp, NULL, out, sizeof(out), MPS_TIMEOUT_MS);
 	if (r != 0)
-		return gerr_set(err, r < 0 ? -r : EIO, "nvidia-smi compute-policy -i %s --set-timeslice %d failed (%s): %s",
-				uuid, interval, r < 0 ? strerror(-r) : "exit status", out);
+		return gerr_set(err, r < 0 ? -r : EIO,
+				"nvidia-smi compute-policy -i %s --set-timeslice %d failed (%s): %s", uuid, interval,
+				r < 0 ? strerror(-r) : "exit status", out);
 	return 0;
 }
 
@@ -65,8 +66,9 @@ static int timeslice_apply(const struct dra_share_env *e, const struct dra_shari
 	if (!n) /* MIG devices only: they are time-sliced within their instance already */
 		return 0;
 	if (!(smi = find_tool(e, "nvidia-smi")))
-		return gerr_set(err, ENOENT, "nvidia-smi not found under the root or the driver root: TimeSlicing sets the "
-					     "GPU's time slice with it");
+		return gerr_set(err, ENOENT,
+				"nvidia-smi not found under the root or the driver root: TimeSlicing sets the "
+				"GPU's time slice with it");
 	for (size_t i = 0; i < n; i++) {
 		/* the compute mode first, as NVIDIA's SetTimeSlice() */
 		if ((r = mps_compute_mode(smi, &gpus[i], 1, "DEFAULT", NULL, err)) < 0 ||
@@ -90,7 +92,7 @@ static int timeslice_undo(const struct dra_share_env *e, const json_t *done, str
 		return 0;
 	if (!(smi = find_tool(e, "nvidia-smi")))
 		return gerr_set(err, ENOENT, "nvidia-smi not found: cannot set the time slice back to Default");
-	json_array_foreach(gpus, i, u)
+	json_array_foreach (gpus, i, u)
 		if ((r = set_timeslice(smi, json_string_value(u), DRA_TS_DEFAULT, err)) < 0)
 			return r;
 	return 0;
@@ -105,26 +107,6 @@ static char *mps_root(const struct dra_share_env *e)
 	char *p = NULL;
 
 	return dir && asprintf(&p, "%s/mps", dir) >= 0 ? p : NULL;
-}
-
-static int mount_shm(const struct dra_share_env *e, const char *shm, struct gerr *err)
-{
-	_cleanup_free_ char *meminfo_path = root_path(e->root, "/proc/meminfo"), *meminfo = NULL;
-	char size[64], opts[80];
-	int r;
-
-	if ((r = mkdir_p(shm, 0755)) < 0)
-		return gerr_set(err, -r, "cannot create %s: %s", shm, strerror(-r));
-	if (!meminfo_path || read_file(meminfo_path, 1 << 20, &meminfo, NULL, NULL) < 0)
-		meminfo = NULL; /* NVIDIA's getDefaultShmSize() falls back to 65536k */
-	mps_shm_size(meminfo, size, sizeof(size));
-	snprintf(opts, sizeof(opts), "size=%s", size);
-	if (mount("shm", shm, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RELATIME, opts) < 0)
-		return gerr_set(err, errno,
-				"cannot mount a tmpfs on %s (%s) for the MPS clients' /dev/shm: %s; gpulet dra needs "
-				"CAP_SYS_ADMIN for MPS, as NVIDIA's privileged MPS daemon has",
-				shm, opts, strerror(errno));
-	return 0;
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
@@ -174,7 +156,7 @@ static int mps_apply(const struct dra_share_env *e, const char *id, const struct
 	_cleanup_free_ char *visible = NULL;
 	json_t *switched = json_array();
 	struct mps_limits lim;
-	char out[256];
+	char out[256], opts[80];
 	size_t done_n = 0, len = 0;
 	int r;
 
@@ -182,13 +164,14 @@ static int mps_apply(const struct dra_share_env *e, const char *id, const struct
 	    json_object_set_new(done, "gpus", switched) < 0 || asprintf(&shm, "%s/%s/shm", root, id) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
 	if (!bin)
-		return gerr_set(err, ENOENT,
-				"%s not found in /usr/bin, /usr/sbin, /usr/local/bin or /bin under the root or the driver "
-				"root: MPS sharing needs it",
-				MPS_CONTROL_BIN);
+		return gerr_set(
+		    err, ENOENT,
+		    "%s not found in /usr/bin, /usr/sbin, /usr/local/bin or /bin under the root or the driver "
+		    "root: MPS sharing needs it",
+		    MPS_CONTROL_BIN);
 	if ((r = limits(s, devs, n_devs, &lim, done, err)) < 0)
 		return r;
-	if ((r = mount_shm(e, shm, err)) < 0)
+	if ((r = mps_mount_tmpfs(e->root, shm, opts, sizeof(opts), err)) < 0)
 		return r;
 	json_object_set_new(done, "shm", json_true());
 	if (n_gpus && !(smi = find_tool(e, "nvidia-smi")))
@@ -246,8 +229,9 @@ static int mps_undo(const struct dra_share_env *e, const json_t *done, struct ge
 		const char *uuids[64];
 
 		if (!(smi = find_tool(e, "nvidia-smi")))
-			return gerr_set(err, ENOENT, "nvidia-smi not found: cannot set the compute mode back to DEFAULT");
-		json_array_foreach(gpus, i, u)
+			return gerr_set(err, ENOENT,
+					"nvidia-smi not found: cannot set the compute mode back to DEFAULT");
+		json_array_foreach (gpus, i, u)
 			if (n < ELEMENTSOF(uuids) && json_string_value(u))
 				uuids[n++] = json_string_value(u);
 		if ((r = mps_compute_mode(smi, uuids, n, "DEFAULT", NULL, err)) < 0)
@@ -309,7 +293,8 @@ json_t *dra_share_edits(const struct dra_share_env *e, const json_t *done)
 	if (!strategy || !streq(strategy, dra_strategy_name(DRA_SHARE_MPS)) || !id)
 		return NULL;
 	/* host paths: the plugin dir is the same inside and outside the driver's container */
-	if (asprintf(&shm, "%s/mps/%s/shm", e->plugin_dir, id) < 0 || asprintf(&pipe, "%s/mps/%s/pipe", e->plugin_dir, id) < 0)
+	if (asprintf(&shm, "%s/mps/%s/shm", e->plugin_dir, id) < 0 ||
+	    asprintf(&pipe, "%s/mps/%s/pipe", e->plugin_dir, id) < 0)
 		return NULL;
 	return json_pack("{s:[s], s:[{s:s, s:s, s:[s,s,s,s]}, {s:s, s:s, s:[s,s,s,s]}]}", "env",
 			 "CUDA_MPS_PIPE_DIRECTORY=" MPS_PIPE_IN_CONTAINER, "mounts", "hostPath", shm, "containerPath",

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -241,6 +242,29 @@ int mps_set_limits(const char *bin, const char *root, const char *name, const st
 		if ((r = mps_control(bin, root, name, cmd, out, sizeof(out), err)) < 0)
 			return r;
 	}
+	return 0;
+}
+
+int mps_mount_tmpfs(const char *root, const char *dir, char *opts, size_t size, struct gerr *err)
+{
+	_cleanup_free_ char *meminfo_path = root_path(root, "/proc/meminfo"), *meminfo = NULL;
+	char sz[64];
+	int r;
+
+	if (!meminfo_path || read_file(meminfo_path, 1 << 20, &meminfo, NULL, NULL) < 0)
+		meminfo = NULL; /* upstream falls back to 65536k */
+	mps_shm_size(meminfo, sz, sizeof(sz));
+	/* upstream's CleanupMountPoint: unmount what is there (a restart of the init container) */
+	if (umount2(dir, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+		return gerr_set(err, errno, "cannot unmount %s: %s", dir, strerror(errno));
+	if ((r = mkdir_p(dir, 0755)) < 0)
+		return gerr_set(err, -r, "cannot create %s: %s", dir, strerror(-r));
+	snprintf(opts, size, "size=%s", sz);
+	if (mount("shm", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RELATIME, opts) < 0)
+		return gerr_set(err, errno,
+				"cannot mount a tmpfs on %s (%s): %s; this needs privileges (CAP_SYS_ADMIN), as "
+				"upstream's MPS init container and NVIDIA's MPS daemon have",
+				dir, opts, strerror(errno));
 	return 0;
 }
 

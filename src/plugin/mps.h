@@ -86,5 +86,12 @@ int mps_start_control(const char *bin, const char *root, const char *name, const
 		      struct gerr *err);
 int mps_set_limits(const char *bin, const char *root, const char *name, const struct mps_limits *lim, struct gerr *err);
 
+/*
+ * A tmpfs on dir of mps_shm_size() of <root>/proc/meminfo, nosuid, nodev, noexec, relatime, for the MPS
+ * clients' /dev/shm; what is mounted there already is replaced (upstream's CleanupMountPoint). opts
+ * gets the size option. Needs CAP_SYS_ADMIN (err says so).
+ */
+int mps_mount_tmpfs(const char *root, const char *dir, char *opts, size_t size, struct gerr *err);
+
 /* The tmpfs size upstream's mount-shm gives <root>/shm: half of MemTotal from meminfo text, else 65536k. */
 void mps_shm_size(const char *meminfo, char *buf, size_t size);

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -474,26 +473,10 @@ void mps_daemon_stop(struct mps_daemon *s)
 
 int mps_mount_shm(const struct plugin_config *cfg, char *opts, size_t size, struct gerr *err)
 {
-	_cleanup_free_ char *root = root_path(cfg->root, cfg->mps_root), *meminfo_path = NULL, *meminfo = NULL;
-	char dir[PATH_MAX], sz[64];
-	int r;
+	_cleanup_free_ char *root = root_path(cfg->root, cfg->mps_root);
+	char dir[PATH_MAX];
 
 	if (!root || snprintf(dir, sizeof(dir), "%s/shm", root) >= (int)sizeof(dir))
 		return gerr_set(err, ENAMETOOLONG, "MPS root too long");
-	meminfo_path = root_path(cfg->root, "/proc/meminfo");
-	if (!meminfo_path || read_file(meminfo_path, 1 << 20, &meminfo, NULL, NULL) < 0)
-		meminfo = NULL; /* upstream falls back to 65536k */
-	mps_shm_size(meminfo, sz, sizeof(sz));
-	/* upstream's CleanupMountPoint: unmount what is there (a restart of the init container) */
-	if (umount2(dir, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
-		return gerr_set(err, errno, "cannot unmount %s: %s", dir, strerror(errno));
-	if ((r = mkdir_p(dir, 0755)) < 0)
-		return gerr_set(err, -r, "cannot create %s: %s", dir, strerror(-r));
-	snprintf(opts, size, "size=%s", sz);
-	if (mount("shm", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RELATIME, opts) < 0)
-		return gerr_set(err, errno,
-				"cannot mount a tmpfs on %s (%s): %s; the container needs privileges "
-				"(CAP_SYS_ADMIN) as upstream's init container has",
-				dir, opts, strerror(errno));
-	return 0;
+	return mps_mount_tmpfs(cfg->root, dir, opts, size, err);
 }

@@ -11,8 +11,14 @@
 
 static struct node_mig migs[2] = {
     {.gi = 1, .index = 0, .uuid = "MIG-a", .profile = "1g.5gb", .gi_info_known = true, .gi_profile_id = 19},
-    {.gi = 2, .index = 1, .uuid = "MIG-b", .profile = "1g.5gb", .gi_info_known = true, .gi_profile_id = 19,
-     .placement_start = 1, .placement_size = 1},
+    {.gi = 2,
+     .index = 1,
+     .uuid = "MIG-b",
+     .profile = "1g.5gb",
+     .gi_info_known = true,
+     .gi_profile_id = 19,
+     .placement_start = 1,
+     .placement_size = 1},
 };
 static struct node_gpu gpus[2] = {
     {.index = 0, .minor = 0, .uuid = "GPU-a", .cc_major = 8},

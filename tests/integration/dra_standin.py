@@ -8,7 +8,7 @@ watcher and DRA manager call a driver (docs/reference/dra.md §2, §3):
     (/pluginregistration.Registration/...);
   * NodePrepareResources / NodeUnprepareResources on the endpoint GetInfo names, v1 or v1beta1
     (/k8s.io.kubelet.pkg.apis.dra.<version>.DRAPlugin/...), with the messages compiled from
-    proto/dra.proto and proto/dra_v1beta1.proto.
+    proto/dra.proto (the v1beta1 module is the same file under the v1beta1 package).
 
 Library use (tests import it) or the command line, printing one JSON document:
 

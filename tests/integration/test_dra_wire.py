@@ -10,7 +10,8 @@
     Kubernetes API client each says the claim cannot be read (never an RPC error, never a silent
     success); NodeUnprepareResources of a claim it never prepared succeeds; a uid that is no uid is refused;
   * a request that does not decode is INVALID_ARGUMENT, an unknown method UNIMPLEMENTED;
-  * the v1 and v1beta1 messages are the same fields (gpulet answers both with one set);
+  * the two stand-in modules carry the same fields under the two packages (the v1beta1 one is made
+    from proto/dra.proto by the build, as upstream's v1beta1 file is v1's under another package);
   * a second instance on the same dirs exits 1 and leaves the first serving; SIGTERM removes the
     sockets; a half-prepared claim of the checkpoint (its CDI spec) is undone at start;
   * NVIDIA's options: --node-name required, only the values of health port, metrics endpoint,
@@ -165,7 +166,8 @@ def test_bad_requests(n):
 
 
 def test_same_messages(_n):
-    """gpulet answers v1beta1 with the v1 messages: the two must be the same fields."""
+    """The stand-in's v1beta1 messages are v1's, under their own package (so the v1beta1 calls above
+    really go to /k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/...)."""
     def fields(mod):
         out = {}
         for name, d in mod.DESCRIPTOR.message_types_by_name.items():
@@ -176,6 +178,8 @@ def test_same_messages(_n):
         return out
     a, b = fields(dra_pb2), fields(dra_v1beta1_pb2)
     check(a == b and len(a) >= 8, "v1 %s\nv1beta1 %s" % (a, b))
+    check(dra_pb2.DESCRIPTOR.package == "k8s.io.kubelet.pkg.apis.dra.v1" and
+          dra_v1beta1_pb2.DESCRIPTOR.package == "k8s.io.kubelet.pkg.apis.dra.v1beta1", "packages")
 
 
 def test_second_instance_and_stop(n):

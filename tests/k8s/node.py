@@ -572,6 +572,15 @@ class Node:
             raise NodeError("kubectl %s: %s" % (" ".join(args), p.stderr.strip()))
         return p.returncode, p.stdout
 
+    def get(self, *what):
+        """kubectl get WHAT -o json, parsed."""
+        return json.loads(self.kubectl("get", *what, "-o", "json")[1])
+
+    def events_of(self, name):
+        """(reason, component, message) of the events about object name."""
+        return [(e.get("reason"), e.get("source", {}).get("component") or e.get("reportingComponent"),
+                 e.get("message", "")) for e in self.get("events", "--field-selector", "involvedObject.name=" + name)["items"]]
+
     def run_pod(self, name, script, limits, annotations=None, timeout=int(os.environ.get("GPULET_K8S_POD_TIMEOUT", "90"))):
         """A busybox pod on this node (nodeName, host network: no CNI) running script; returns
         (phase, log). The script's output is the test's evidence of what the container sees."""

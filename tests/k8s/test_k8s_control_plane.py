@@ -33,13 +33,6 @@ def pod(name, claims=None):
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
 
 
-def get(node, *what):
-    return json.loads(node.kubectl("get", *what, "-o", "json")[1])
-
-
-def events_of(node, name):
-    return [(e.get("reason"), e.get("source", {}).get("component") or e.get("reportingComponent"), e.get("message", ""))
-            for e in get(node, "events", "--field-selector", "involvedObject.name=" + name)["items"]]
 
 
 def main():
@@ -50,11 +43,11 @@ def main():
 
         t = time.time()
         node.kubectl("apply", "-f", "-", stdin=json.dumps(pod("scheduled")))
-        node.wait("pod scheduled running", lambda: get(node, "pod", "scheduled")["status"].get("phase") == "Running"
+        node.wait("pod scheduled running", lambda: node.get("pod", "scheduled")["status"].get("phase") == "Running"
                   and "RUNNING" in node.kubectl("logs", "scheduled", check=False)[1], timeout=90, proc="kube-scheduler")
-        p = get(node, "pod", "scheduled")
+        p = node.get("pod", "scheduled")
         check(p["spec"].get("nodeName") == NODE_NAME, "bound to %s" % p["spec"].get("nodeName"))
-        ev = events_of(node, "scheduled")
+        ev = node.events_of("scheduled")
         check(any(r == "Scheduled" and c == "default-scheduler" for r, c, _ in ev), "events: %s" % ev)
         print("PASS a pod without nodeName scheduled by kube-scheduler and running (%.1fs)" % (time.time() - t))
 
@@ -66,17 +59,17 @@ def main():
         node.kubectl("apply", "-f", "-", stdin=json.dumps(pod("claimed", claims="one-gpu")))
 
         def claim_made():
-            st = get(node, "pod", "claimed")["status"].get("resourceClaimStatuses") or []
+            st = node.get("pod", "claimed")["status"].get("resourceClaimStatuses") or []
             return st and st[0].get("resourceClaimName")
         name = node.wait("the resourceclaim controller's claim", claim_made, timeout=60, proc="kube-controller-manager")
-        c = get(node, "resourceclaim", name)
+        c = node.get("resourceclaim", name)
         owner = c["metadata"].get("ownerReferences", [{}])[0]
         check(owner.get("kind") == "Pod" and owner.get("name") == "claimed", "claim owner: %s" % owner)
-        node.wait("the scheduler's word on the claim", lambda: [m for r, comp, m in events_of(node, "claimed")
+        node.wait("the scheduler's word on the claim", lambda: [m for r, comp, m in node.events_of("claimed")
                                                                if r == "FailedScheduling"], timeout=60)
-        ev = [m for r, _, m in events_of(node, "claimed") if r == "FailedScheduling"]
+        ev = [m for r, _, m in node.events_of("claimed") if r == "FailedScheduling"]
         check(any("gpu.nvidia.com" in m or "claim" in m for m in ev), "FailedScheduling: %s" % ev)
-        check(get(node, "pod", "claimed")["status"].get("phase") == "Pending", "pod not pending")
+        check(node.get("pod", "claimed")["status"].get("phase") == "Pending", "pod not pending")
         node.kubectl("delete", "pod", "claimed", "--wait=false")
         node.wait("the claim garbage-collected",
                   lambda: node.kubectl("get", "resourceclaim", name, check=False)[0] != 0, timeout=60)

@@ -80,9 +80,6 @@ def pod(name, claim_name):
                                      "resources": {"claims": [{"name": "gpus"}]}}]}}
 
 
-def get(node, *what):
-    return json.loads(node.kubectl("get", *what, "-o", "json")[1])
-
 
 def main():
     t0 = time.time()
@@ -101,7 +98,7 @@ def main():
         t = time.time()
         with open(os.path.join(SRC, "tests/golden/dra/dgx-a100.slices.json")) as f:
             slices = json.load(f)["slices"]
-        uid = get(node, "node", NODE_NAME)["metadata"]["uid"]
+        uid = node.get("node", NODE_NAME)["metadata"]["uid"]
         for s in slices:
             s = copy.deepcopy(s)
             s["metadata"]["generateName"] = "%s-%s-" % (NODE_NAME, DRIVER)
@@ -109,7 +106,7 @@ def main():
             s["spec"]["nodeName"] = NODE_NAME
             s["spec"]["pool"]["name"] = NODE_NAME
             node.kubectl("create", "-f", "-", stdin=json.dumps(s))
-        stored = get(node, "resourceslices")["items"]
+        stored = node.get("resourceslices")["items"]
         check(len(stored) == 1 and len(stored[0]["spec"]["devices"]) == 13, "slices stored: %s" % len(stored))
         print("PASS the real kube-apiserver accepted gpulet's ResourceSlice, 13 devices (%.1fs)" % (time.time() - t))
 
@@ -121,7 +118,7 @@ def main():
             node.kubectl("apply", "-f", "-", stdin=json.dumps(pod("p-" + name, name)))
         for name, (_, want) in CLAIMS.items():
             alloc = node.wait("claim %s allocated" % name,
-                              lambda name=name: get(node, "resourceclaim", name).get("status", {}).get("allocation"),
+                              lambda name=name: node.get("resourceclaim", name).get("status", {}).get("allocation"),
                               timeout=60, proc="kube-scheduler")
             devs = [r["device"] for r in alloc["devices"]["results"]]
             check(all(r["driver"] == DRIVER and r["pool"] == NODE_NAME for r in alloc["devices"]["results"]),
@@ -133,7 +130,7 @@ def main():
         t = time.time()
 
         def failed_prepare():
-            evs = get(node, "events", "--field-selector", "involvedObject.name=p-a100-index-2")["items"]
+            evs = node.get("events", "--field-selector", "involvedObject.name=p-a100-index-2")["items"]
             return [e["message"] for e in evs if e.get("reason") == "FailedPrepareDynamicResources"]
         msgs = node.wait("kubelet's FailedPrepareDynamicResources event", failed_prepare, timeout=90, proc="dra")
         check(any("cannot read ResourceClaims from the API server" in m for m in msgs), "events: %s" % msgs)

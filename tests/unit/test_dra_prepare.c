@@ -32,6 +32,7 @@
 #include "dra/prepare.h"
 #include "nvml/nvml.h"
 #include "plugin/mps.h"
+#include "test_cdi_helpers.h"
 #include "util/fileio.h"
 
 #define PLUGIN_DIR "/var/lib/kubelet/plugins/gpu.nvidia.com"
@@ -41,10 +42,11 @@
 #define MIG1       "gpu-1-mig-1g5gb-19-1"
 
 /* a stand-in for nvidia-smi: it records its arguments, and fails when FAIL exists beside the log */
-static const char smi_script[] = "#!/bin/sh\n"
-				 "echo \"$@\" >> '%s/smi.calls'\n"
-				 "if [ -e '%s/smi.fail' ]; then echo 'Unable to set the time slice: no GPU'; exit 3; fi\n"
-				 "echo ok\n";
+static const char smi_script[] =
+    "#!/bin/sh\n"
+    "echo \"$@\" >> '%s/smi.calls'\n"
+    "if [ -e '%s/smi.fail' ]; then echo 'Unable to set the time slice: no GPU'; exit 3; fi\n"
+    "echo ok\n";
 
 static struct nvml *nv;
 
@@ -57,23 +59,6 @@ struct t {
 	struct dra_prep p;
 };
 
-static int sh(const char *fmt, ...) _printf_(1, 2);
-static int sh(const char *fmt, ...)
-{
-	char *cmd = NULL;
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(&cmd, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		return -1;
-	r = system(cmd);
-	free(cmd);
-	return r;
-}
-
 static char *slurp(const char *path)
 {
 	char *text = NULL;
@@ -83,8 +68,8 @@ static char *slurp(const char *path)
 
 static void write_boot(struct t *t, const char *id)
 {
-	assert_int_equal(sh("mkdir -p %s/proc/sys/kernel/random && echo %s > %s/proc/sys/kernel/random/boot_id", t->root,
-			    id, t->root),
+	assert_int_equal(shf("mkdir -p %s/proc/sys/kernel/random && echo %s > %s/proc/sys/kernel/random/boot_id",
+			     t->root, id, t->root),
 			 0);
 }
 
@@ -125,15 +110,16 @@ static int setup(void **state)
 		return -1;
 	t->dir = strdup(tmpl);
 	snprintf(t->root, sizeof(t->root), "%s/root", t->dir);
-	if (sh("%s/tests/lib/mkroot.sh %s mixed >/dev/null", getenv("GPULET_SRC"), t->root) != 0 ||
-	    sh("mkdir -p %s" PLUGIN_DIR " %s/usr/bin && touch %s/usr/bin/gpulet-cdi-hook", t->root, t->root, t->root) != 0 ||
+	if (shf("%s/tests/lib/mkroot.sh %s mixed >/dev/null", getenv("GPULET_SRC"), t->root) != 0 ||
+	    shf("mkdir -p %s" PLUGIN_DIR " %s/usr/bin && touch %s/usr/bin/gpulet-cdi-hook", t->root, t->root,
+		t->root) != 0 ||
 	    write_smi(t) < 0)
 		return -1;
 	write_boot(t, "boot-1");
 	snprintf(fixture, sizeof(fixture), "%s/tests/fixtures/mixed.json", getenv("GPULET_SRC"));
 	setenv("FAKE_NVML_FIXTURE", fixture, 1);
-	if ((!nv && nvml_open(getenv("FAKE_NVML_LIB"), NULL, &nv, &err) < 0) || node_load(nv, t->root, &t->node, &err) < 0 ||
-	    dra_devices_build(t->node, t->root, &t->devs, &err) < 0) {
+	if ((!nv && nvml_open(getenv("FAKE_NVML_LIB"), NULL, &nv, &err) < 0) ||
+	    node_load(nv, t->root, &t->node, &err) < 0 || dra_devices_build(t->node, t->root, &t->devs, &err) < 0) {
 		fprintf(stderr, "setup: %s\n", err.msg);
 		return -1;
 	}
@@ -177,7 +163,7 @@ static int teardown(void **state)
 	dra_devices_clear(&t->devs);
 	node_free(t->node);
 	if (strncmp(t->dir, "/tmp/gpulet-dra-prep.", 21) == 0)
-		sh("rm -rf '%s'", t->dir);
+		shf("rm -rf '%s'", t->dir);
 	free(t->dir);
 	free(t);
 	return 0;
@@ -194,16 +180,16 @@ static json_t *claim(const char *uid, const char *name, json_t *config, const ch
 		json_array_append_new(results, json_pack("{s:s, s:s, s:s, s:s}", "request", req, "driver",
 							 "gpu.nvidia.com", "pool", "node-a", "device", dev));
 	va_end(ap);
-	return json_pack("{s:{s:s, s:s, s:s}, s:{s:{s:{s:o, s:o}}}}", "metadata", "name", name, "namespace", "team", "uid",
-			 uid, "status", "allocation", "devices", "results", results, "config",
+	return json_pack("{s:{s:s, s:s, s:s}, s:{s:{s:{s:o, s:o}}}}", "metadata", "name", name, "namespace", "team",
+			 "uid", uid, "status", "allocation", "devices", "results", results, "config",
 			 config ? config : json_array());
 }
 
 static json_t *ts_config(const char *interval)
 {
 	return json_pack("[{s:s, s:{s:s, s:{s:s, s:s, s:{s:s, s:{s:s}}}}}]", "source", "FromClaim", "opaque", "driver",
-			 "gpu.nvidia.com", "parameters", "apiVersion", DRA_CONFIG_API_VERSION, "kind", "GpuConfig", "sharing",
-			 "strategy", "TimeSlicing", "timeSlicingConfig", "interval", interval);
+			 "gpu.nvidia.com", "parameters", "apiVersion", DRA_CONFIG_API_VERSION, "kind", "GpuConfig",
+			 "sharing", "strategy", "TimeSlicing", "timeSlicingConfig", "interval", interval);
 }
 
 static int prep(struct t *t, json_t *c, json_t **ret, struct gerr *err)
@@ -275,7 +261,7 @@ static void test_prepare_unprepare(void **state)
 	spec = read_spec(t, uid);
 	assert_string_equal(json_string_value(json_object_get(spec, "kind")), "k8s.gpu.nvidia.com/claim");
 	assert_int_equal(json_array_size(json_object_get(spec, "devices")), 2);
-	json_array_foreach(json_object_get(spec, "devices"), i, dev) {
+	json_array_foreach (json_object_get(spec, "devices"), i, dev) {
 		char want[128];
 
 		snprintf(want, sizeof(want), "%s-%s", uid, i ? MIG0 : GPU0);
@@ -322,7 +308,7 @@ static void test_restart_keeps_prepared(void **state)
 	dra_checkpoint_free(t->cp);
 	open_cp(t, DRA_CP_SAME);
 	assert_int_equal(dra_prepare_cleanup(&t->p, NULL, NULL), 0);
-	assert_int_equal(sh("rm -f %s/smi.calls", t->dir), 0);
+	assert_int_equal(shf("rm -f %s/smi.calls", t->dir), 0);
 	assert_int_equal(prep(t, claim(uid, "c2", ts_config("Long"), "gpu", GPU0, NULL), &again, &err), 0);
 	assert_true(json_equal(ans, again));
 	/* nothing applied again: no nvidia-smi call */
@@ -346,12 +332,13 @@ static void test_one_claim_per_device(void **state)
 	assert_null(dra_checkpoint_claim(t->cp, "aaaa-2"));
 	/* with admin access the device may be shared (NVIDIA's rule) */
 	admin = claim("aaaa-3", "admin", NULL, "gpu", GPU0, NULL);
-	json_object_set_new(json_array_get(json_object_get(json_object_get(json_object_get(json_object_get(admin, "status"),
-												    "allocation"),
-									     "devices"),
-							  "results"),
-				       0),
-			    "adminAccess", json_true());
+	json_object_set_new(
+	    json_array_get(
+		json_object_get(
+		    json_object_get(json_object_get(json_object_get(admin, "status"), "allocation"), "devices"),
+		    "results"),
+		0),
+	    "adminAccess", json_true());
 	assert_int_equal(prep(t, admin, &ans, &err), 0);
 	json_decref(ans);
 }
@@ -368,7 +355,8 @@ static void test_refused_claims(void **state)
 	c = claim("bbbb-2", "replaced", NULL, "gpu", GPU0, NULL);
 	json_object_set_new(json_object_get(c, "metadata"), "uid", json_string("bbbb-9"));
 	json_object_set_new(json_object_get(c, "metadata"), "name", json_string("replaced"));
-	assert_int_equal(dra_prepare(&t->p, c, &(struct dra_claim_ref){"team", "replaced", "bbbb-2"}, &ans, &err), -ESTALE);
+	assert_int_equal(dra_prepare(&t->p, c, &(struct dra_claim_ref){"team", "replaced", "bbbb-2"}, &ans, &err),
+			 -ESTALE);
 	json_decref(c);
 	c = claim("../bbbb", "evil", NULL, "gpu", GPU0, NULL);
 	assert_int_equal(prep(t, c, &ans, &err), -EINVAL);
@@ -392,9 +380,10 @@ static void test_timeslicing(void **state)
 	snprintf(want, sizeof(want), "-i %s -c DEFAULT\ncompute-policy -i %s --set-timeslice 3\n", gpu, gpu);
 	assert_string_equal(smi_calls(t, buf, sizeof(buf)), want);
 	rec = dra_checkpoint_claim(t->cp, uid);
-	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(rec, "groups"), 0), "strategy")),
-			    "TimeSlicing");
-	assert_int_equal(sh("rm -f %s/smi.calls", t->dir), 0);
+	assert_string_equal(
+	    json_string_value(json_object_get(json_array_get(json_object_get(rec, "groups"), 0), "strategy")),
+	    "TimeSlicing");
+	assert_int_equal(shf("rm -f %s/smi.calls", t->dir), 0);
 	assert_int_equal(dra_unprepare(&t->p, uid, &err), 0);
 	snprintf(want, sizeof(want), "compute-policy -i %s --set-timeslice 0\n", gpu);
 	assert_string_equal(smi_calls(t, buf, sizeof(buf)), want);
@@ -409,7 +398,7 @@ static void test_timeslicing_fails_cleanly(void **state)
 	char path[600];
 
 	/* the tool fails: the claim fails with its words, nothing is left */
-	assert_int_equal(sh("touch %s/smi.fail", t->dir), 0);
+	assert_int_equal(shf("touch %s/smi.fail", t->dir), 0);
 	assert_int_equal(prep(t, claim("dddd-1", "ts", ts_config("Short"), "gpu", GPU0, NULL), &ans, &err), -EIO);
 	assert_non_null(strstr(err.msg, "TimeSlicing sharing (FromClaim config 0)"));
 	assert_non_null(strstr(err.msg, "nvidia-smi -i"));
@@ -444,7 +433,7 @@ static void test_half_prepared_undone_at_start(void **state)
 	json_object_set_new(rec, "state", json_string(DRA_STATE_STARTED));
 	assert_int_equal(dra_checkpoint_save(t->cp, &err), 0);
 	dra_checkpoint_free(t->cp);
-	assert_int_equal(sh("rm -f %s/smi.calls", t->dir), 0);
+	assert_int_equal(shf("rm -f %s/smi.calls", t->dir), 0);
 	open_cp(t, DRA_CP_SAME);
 	assert_int_equal(dra_prepare_cleanup(&t->p, NULL, NULL), 1);
 	snprintf(want, sizeof(want), "compute-policy -i %s --set-timeslice 0\n", gpu);
@@ -462,7 +451,7 @@ static void test_reboot(void **state)
 	assert_int_equal(prep(t, claim("ffff-1", "r", NULL, "gpu", GPU0, NULL), &ans, &err), 0);
 	dra_checkpoint_free(t->cp);
 	/* the node reboots: /var/run is a new tmpfs, the boot id changes */
-	assert_int_equal(sh("rm -rf %s" CDI_DIR, t->root), 0);
+	assert_int_equal(shf("rm -rf %s" CDI_DIR, t->root), 0);
 	write_boot(t, "boot-2");
 	open_cp(t, DRA_CP_REBOOT);
 	assert_false(dra_claim_completed(dra_checkpoint_claim(t->cp, "ffff-1")));
@@ -499,7 +488,7 @@ static bool has_string(const json_t *arr, const char *s)
 	size_t i;
 	json_t *v;
 
-	json_array_foreach(arr, i, v)
+	json_array_foreach (arr, i, v)
 		if (json_is_string(v) && streq(json_string_value(v), s))
 			return true;
 	return false;
@@ -510,7 +499,7 @@ static bool has_mount(const json_t *mounts, const char *host, const char *ctr)
 	size_t i;
 	json_t *m;
 
-	json_array_foreach(mounts, i, m)
+	json_array_foreach (mounts, i, m)
 		if (streq(json_string_value(json_object_get(m, "hostPath")) ?: "", host) &&
 		    streq(json_string_value(json_object_get(m, "containerPath")) ?: "", ctr))
 			return true;
@@ -527,11 +516,11 @@ static void test_mps(void **state)
 	struct stat st, parent;
 
 	assert_non_null(rd);
-	assert_int_equal(sh("cp %s/root-plain/usr/bin/nvidia-cuda-mps-control %s/usr/bin/", rd, t->root), 0);
-	cfg = json_pack("[{s:s, s:{s:s, s:{s:s, s:s, s:{s:s, s:{s:i, s:s}}}}}]", "source", "FromClaim", "opaque", "driver",
-			"gpu.nvidia.com", "parameters", "apiVersion", DRA_CONFIG_API_VERSION, "kind", "GpuConfig", "sharing",
-			"strategy", "MPS", "mpsConfig", "defaultActiveThreadPercentage", 25, "defaultPinnedDeviceMemoryLimit",
-			"2Gi");
+	assert_int_equal(shf("cp %s/root-plain/usr/bin/nvidia-cuda-mps-control %s/usr/bin/", rd, t->root), 0);
+	cfg = json_pack("[{s:s, s:{s:s, s:{s:s, s:s, s:{s:s, s:{s:i, s:s}}}}}]", "source", "FromClaim", "opaque",
+			"driver", "gpu.nvidia.com", "parameters", "apiVersion", DRA_CONFIG_API_VERSION, "kind",
+			"GpuConfig", "sharing", "strategy", "MPS", "mpsConfig", "defaultActiveThreadPercentage", 25,
+			"defaultPinnedDeviceMemoryLimit", "2Gi");
 	if (prep(t, claim("m1", "mps", cfg, "gpu", GPU0, NULL), &ans, &err) < 0)
 		fail_msg("%s", err.msg);
 	/* the whole GPU in EXCLUSIVE_PROCESS; the daemon runs with the claim's limits */
@@ -539,10 +528,11 @@ static void test_mps(void **state)
 	assert_string_equal(smi_calls(t, buf, sizeof(buf)), want);
 	snprintf(mpsroot, sizeof(mpsroot), "%s" PLUGIN_DIR "/mps", t->root);
 	snprintf(buf, sizeof(buf), "%s/usr/bin/nvidia-cuda-mps-control", t->root);
-	assert_int_equal(mps_control(buf, mpsroot, "m1-0", "get_default_active_thread_percentage", out, sizeof(out), &err), 0);
+	assert_int_equal(
+	    mps_control(buf, mpsroot, "m1-0", "get_default_active_thread_percentage", out, sizeof(out), &err), 0);
 	assert_non_null(strstr(out, "25"));
-	assert_int_equal(mps_control(buf, mpsroot, "m1-0", "get_default_device_pinned_mem_limit 0", out, sizeof(out), &err),
-			 0);
+	assert_int_equal(
+	    mps_control(buf, mpsroot, "m1-0", "get_default_device_pinned_mem_limit 0", out, sizeof(out), &err), 0);
 	assert_non_null(strstr(out, "2G"));
 	/* a tmpfs of its own for /dev/shm */
 	snprintf(shm, sizeof(shm), "%s/m1-0/shm", mpsroot);
@@ -573,7 +563,7 @@ static void test_mps(void **state)
 	assert_true(has_mount(json_object_get(edits, "mounts"), PLUGIN_DIR "/mps/m1-0/pipe", "/tmp/nvidia-mps"));
 	json_decref(spec);
 	/* unprepare: the daemon quits, DEFAULT again, the tmpfs and the dirs gone */
-	assert_int_equal(sh("rm -f %s/smi.calls", t->dir), 0);
+	assert_int_equal(shf("rm -f %s/smi.calls", t->dir), 0);
 	assert_int_equal(dra_unprepare(&t->p, "m1", &err), 0);
 	snprintf(want, sizeof(want), "-i %s -c DEFAULT\n", gpu);
 	assert_string_equal(smi_calls(t, buf, sizeof(buf)), want);
@@ -626,20 +616,21 @@ static void test_wire(void **state)
 
 	json_object_set_new(claims, "team/good", claim("9d9d-1", "good", NULL, "gpu", GPU0, NULL));
 	json_object_set_new(claims, "team/bad", claim("9d9d-2", "bad", ts_config("Sometimes"), "gpu", MIG0, NULL));
-	assert_int_equal(sh("mkdir -p %s/var/lib/kubelet/plugins_registry", t->root), 0);
+	assert_int_equal(shf("mkdir -p %s/var/lib/kubelet/plugins_registry", t->root), 0);
 	dra_checkpoint_free(t->cp); /* the daemon opens its own */
 	t->cp = NULL;
-	assert_int_equal(dra_daemon_start(&(struct dra_daemon_options){.driver = "gpu.nvidia.com",
-								       .node_name = "node-a",
-								       .registry_dir = DRA_REGISTRY_DEFAULT,
-								       .plugins_dir = DRA_PLUGINS_DEFAULT,
-								       .cdi_root = CDI_DIR,
-								       .hook_path = "/usr/bin/gpulet-cdi-hook",
-								       .nvml = {.root = t->root, .library = getenv("FAKE_NVML_LIB"),
-										.driver_root = "/"},
-								       .gates = {true, true},
-								       .claims = &src},
-					  &d),
+	assert_int_equal(dra_daemon_start(
+			     &(struct dra_daemon_options){
+				 .driver = "gpu.nvidia.com",
+				 .node_name = "node-a",
+				 .registry_dir = DRA_REGISTRY_DEFAULT,
+				 .plugins_dir = DRA_PLUGINS_DEFAULT,
+				 .cdi_root = CDI_DIR,
+				 .hook_path = "/usr/bin/gpulet-cdi-hook",
+				 .nvml = {.root = t->root, .library = getenv("FAKE_NVML_LIB"), .driver_root = "/"},
+				 .gates = {true, true},
+				 .claims = &src},
+			     &d),
 			 0);
 	snprintf(reg, sizeof(reg), "%s" DRA_REGISTRY_DEFAULT "/gpu.nvidia.com-reg.sock", t->root);
 	snprintf(sock, sizeof(sock), "%s" PLUGIN_DIR "/dra.sock", t->root);
@@ -656,14 +647,17 @@ static void test_wire(void **state)
 	assert_int_equal(json_object_size(r), 3);
 	one = json_object_get(r, "9d9d-1");
 	assert_string_equal(json_string_value(json_object_get(one, "error")), "");
-	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(one, "devices"), 0), "device_name")),
-			    GPU0);
-	assert_string_equal(json_string_value(json_array_get(
-				json_object_get(json_array_get(json_object_get(one, "devices"), 0), "cdi_device_ids"), 0)),
-			    "k8s.gpu.nvidia.com/claim=9d9d-1-gpu-0");
-	assert_string_equal(json_string_value(json_array_get(
-				json_object_get(json_array_get(json_object_get(one, "devices"), 0), "request_names"), 0)),
-			    "gpu");
+	assert_string_equal(
+	    json_string_value(json_object_get(json_array_get(json_object_get(one, "devices"), 0), "device_name")),
+	    GPU0);
+	assert_string_equal(
+	    json_string_value(json_array_get(
+		json_object_get(json_array_get(json_object_get(one, "devices"), 0), "cdi_device_ids"), 0)),
+	    "k8s.gpu.nvidia.com/claim=9d9d-1-gpu-0");
+	assert_string_equal(
+	    json_string_value(json_array_get(
+		json_object_get(json_array_get(json_object_get(one, "devices"), 0), "request_names"), 0)),
+	    "gpu");
 	/* a GpuConfig named for a MIG device, a claim the API does not have: their errors, no devices */
 	one = json_object_get(r, "9d9d-2");
 	assert_non_null(strstr(json_string_value(json_object_get(one, "error")), "ResourceClaim team/bad:"));
