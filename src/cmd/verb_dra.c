@@ -168,9 +168,14 @@ static int refuse_unhonoured(const struct dra_opts *o)
 	return CMD_CONTINUE;
 }
 
+static void opts_free(struct dra_opts *o)
+{
+	optspec_free(dra_opts, o);
+}
+
 int cmd_dra(int argc, char **argv)
 {
-	struct dra_opts o = {.gates = {.time_slicing = true, .mps = true}};
+	_cleanup_(opts_free) struct dra_opts o = {.gates = {.time_slicing = true, .mps = true}};
 	struct dra_daemon *d = NULL;
 	sigset_t stop;
 	int r = cmd_parse(&dra_verb, argc, argv, &o);

@@ -77,9 +77,9 @@ class Node:
                              stderr=subprocess.STDOUT)
         p.log = log
         self.procs.append(p)
-        if wait:
-            deadline = time.time() + 15
-            while not (os.path.exists(self.sock) and os.path.exists(self.reg)):
+        if wait:  # its last start line: everything before it (the checkpoint's cleanup too) is logged
+            deadline = time.time() + 30
+            while "Serving DRA plugin" not in self.log(p):
                 if p.poll() is not None or time.time() > deadline:
                     fail("gpulet dra did not come up (rc %s): %s" % (p.poll(), self.log(p)))
                 time.sleep(0.05)
@@ -120,8 +120,7 @@ def test_registration(n):
         check(stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600, "%s mode %o" % (path, stat.S_IMODE(mode)))
     kubelet.notify(n.reg, True)
     kubelet.notify(n.reg, False, "none of the services are supported")
-    time.sleep(0.3)
-    log = n.log(p)
+    log = n.log(p)  # logged by the handler before it answered
     check("Registered DRA plugin with kubelet" in log, log)
     check('kubelet refused the DRA plugin\'s registration' in log and "none of the services are supported" in log, log)
     check(n.stop(p) == 0, "exit status")
@@ -210,7 +209,6 @@ def test_half_prepared_at_start(n):
                    "claims": {UID: {"state": "PrepareStarted", "namespace": "ns", "name": "c", "devices": [],
                                     "groups": []}}}, f)
     p = n.start()
-    time.sleep(0.2)
     log = n.log(p)
     check("Undid a half-prepared claim" in log and UID in log, log)
     check(not os.path.exists(os.path.join(cdi, spec)), "the half-prepared claim's spec is still there")
@@ -224,7 +222,6 @@ def test_half_prepared_at_start(n):
                                     "groups": []}}}, f)
     n.set_boot("boot-b")
     p = n.start()
-    time.sleep(0.2)
     log = n.log(p)
     check('found="another boot\'s"' in log and "The node rebooted since the checkpoint" in log, log)
     check(n.stop(p) == 0, "exit status")

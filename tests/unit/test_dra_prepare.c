@@ -267,8 +267,17 @@ static void test_prepare_unprepare(void **state)
 		snprintf(want, sizeof(want), "%s-%s", uid, i ? MIG0 : GPU0);
 		assert_string_equal(json_string_value(json_object_get(dev, "name")), want);
 	}
+	/* the MIG device: its GI and CI access nodes */
 	dev = json_array_get(json_object_get(spec, "devices"), 1);
-	assert_non_null(strstr(json_dumps(json_object_get(dev, "containerEdits"), 0), "/dev/nvidia-caps/nvidia-cap"));
+	{
+		size_t k, caps = 0;
+		json_t *node;
+
+		json_array_foreach (json_object_get(json_object_get(dev, "containerEdits"), "deviceNodes"), k, node)
+			caps += strncmp(json_string_value(json_object_get(node, "path")) ?: "",
+					"/dev/nvidia-caps/nvidia-cap", 27) == 0;
+		assert_int_equal(caps, 2);
+	}
 	snprintf(path, sizeof(path), "%s" CDI_DIR "/k8s.gpu.nvidia.com-claim_%s.yaml", t->root, uid);
 	assert_int_equal(cdi_validate_files((const char *[]){path}, 1, &vo, &rep), 0);
 	if (rep.n_errors)
