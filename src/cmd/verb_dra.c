@@ -198,7 +198,8 @@ int cmd_dra(int argc, char **argv)
 		.dev_root = o.dev_root,
 		.nvml = {.root = o.c.nvml.root, .library = o.c.nvml.library, .driver_root = o.c.nvml.driver_root},
 		.gates = o.gates,
-		.claims = NULL},
+		.claims = NULL,
+		.publisher = NULL},
 	    &d);
 	if (r < 0)
 		return 1;

@@ -124,7 +124,20 @@ static int load_node(struct dra_daemon *d, struct gerr *err)
 	    &d->devices,
 	    &(struct dra_slice_options){.driver = d->o.driver, .node_name = d->o.node_name, .generation = 1}, &slices,
 	    err);
-	return r < 0 ? gerr_prefix(err, "building the ResourceSlice: ") : 0;
+	if (r < 0)
+		return gerr_prefix(err, "building the ResourceSlice: ");
+	if (d->o.publisher) {
+		struct gerr perr = {0};
+
+		/* a failure is said, not fatal: the API client retries, prepare does not need the slices */
+		if (d->o.publisher->publish(d->o.publisher->data, slices, &perr) < 0)
+			log_error("Cannot publish the ResourceSlices", "driver=%s node=%s error=\"%s\"", d->o.driver,
+				  d->o.node_name, perr.msg);
+		else
+			log_info("Published the ResourceSlices", "driver=%s node=%s slices=%zu devices=%zu",
+				 d->o.driver, d->o.node_name, json_array_size(slices), d->devices.n);
+	}
+	return 0;
 }
 
 /* The plugin dir (0750, as NVIDIA's), the checkpoint in it, half-prepared claims undone. */
@@ -228,7 +241,7 @@ int dra_daemon_start(const struct dra_daemon_options *o, struct dra_daemon **ret
 		goto fail;
 	log_info("Serving DRA plugin", "driver=%s node=%s registration=%s endpoint=%s devices=%zu", o->driver,
 		 o->node_name, d->reg_sock, d->endpoint, d->devices.n);
-	if (!o->claims)
+	if (!o->claims || !o->publisher)
 		log_warn("No Kubernetes API client: ResourceSlices are not published and claims cannot be prepared",
 			 "driver=%s", o->driver);
 	*ret = d;

@@ -30,6 +30,19 @@ struct dra_claim_source {
 	void *data;
 };
 
+/*
+ * Where the node's ResourceSlices go: the API client makes the pool's slices in the API server these
+ * (creates, updates, deletes the others), keeping the generation past the highest it finds there
+ * (dra_slices_next_generation()) and owning them by the Node (its uid in metadata.ownerReferences),
+ * and publishes them again when kubelet wipes them. Called once at start now; without one nothing
+ * is published.
+ */
+struct dra_slice_publisher {
+	/* slices: the JSON array of dra_slices_build() (generation 1, no owner reference yet), borrowed */
+	int (*publish)(void *data, const json_t *slices, struct gerr *err);
+	void *data;
+};
+
 struct dra_daemon_options {
 	const char *driver;       /* DRA driver name: the ResourceSlices' driver, the CDI vendor k8s.<driver> */
 	const char *node_name;    /* this node: the pool's name */
@@ -40,7 +53,8 @@ struct dra_daemon_options {
 	const char *dev_root;     /* host dir holding dev/nvidia*; NULL: the driver root */
 	struct nvml_host nvml;    /* .root is the read prefix of every host path above */
 	struct dra_gates gates;
-	const struct dra_claim_source *claims; /* NULL: no API client */
+	const struct dra_claim_source *claims;       /* NULL: no API client */
+	const struct dra_slice_publisher *publisher; /* NULL: no API client */
 };
 
 struct dra_daemon;

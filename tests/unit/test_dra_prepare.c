@@ -595,6 +595,12 @@ static int source_get(void *data, const char *ns, const char *name, json_t **ret
 	return 0;
 }
 
+static int publish(void *data, const json_t *slices, struct gerr *err)
+{
+	(void)err;
+	return json_array_extend(data, (json_t *)slices);
+}
+
 /* dra_standin.py VERB SOCK VERSION CLAIMS -> its JSON answer */
 static json_t *standin(const char *verb, const char *sock, const char *version, const char *claims)
 {
@@ -618,8 +624,9 @@ static json_t *standin(const char *verb, const char *sock, const char *version, 
 static void test_wire(void **state)
 {
 	struct t *t = *state;
-	json_t *claims = json_object(), *info, *r, *one;
+	json_t *claims = json_object(), *published = json_array(), *info, *r, *one, *spec;
 	struct dra_claim_source src = {.get = source_get, .data = claims};
+	struct dra_slice_publisher pub = {.publish = publish, .data = published};
 	struct dra_daemon *d = NULL;
 	char reg[600], sock[600];
 
@@ -638,9 +645,16 @@ static void test_wire(void **state)
 				 .hook_path = "/usr/bin/gpulet-cdi-hook",
 				 .nvml = {.root = t->root, .library = getenv("FAKE_NVML_LIB"), .driver_root = "/"},
 				 .gates = {true, true},
-				 .claims = &src},
+				 .claims = &src,
+				 .publisher = &pub},
 			     &d),
 			 0);
+	/* the pool went to the publisher: this node's 8 devices (gpu-0 and seven MIG devices) */
+	assert_int_equal(json_array_size(published), 1);
+	spec = json_object_get(json_array_get(published, 0), "spec");
+	assert_string_equal(json_string_value(json_object_get(spec, "nodeName")), "node-a");
+	assert_int_equal(json_array_size(json_object_get(spec, "devices")), 8);
+	json_decref(published);
 	snprintf(reg, sizeof(reg), "%s" DRA_REGISTRY_DEFAULT "/gpu.nvidia.com-reg.sock", t->root);
 	snprintf(sock, sizeof(sock), "%s" PLUGIN_DIR "/dra.sock", t->root);
 	info = standin("info", reg, NULL, NULL);
