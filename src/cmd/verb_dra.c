@@ -168,6 +168,23 @@ static int refuse_unhonoured(const struct dra_opts *o)
 	return CMD_CONTINUE;
 }
 
+/* NVIDIA's MPS Deployment options: accepted (its chart sets them), said once each to mean nothing here. */
+static void say_unused(const struct dra_opts *o)
+{
+	const struct {
+		const char *flag, *value;
+	} unused[] = {{"image-name", o->image_name},
+		      {"image-pull-secrets", o->pull_secrets},
+		      {"image-pull-policy", o->pull_policy},
+		      {"service-account-name", o->service_account}};
+
+	for (size_t i = 0; i < ELEMENTSOF(unused); i++)
+		if (unused[i].value && unused[i].value[0])
+			log_info(
+			    "NVIDIA's MPS Deployment option has no effect: gpulet runs each MPS control daemon itself",
+			    "flag=--%s", unused[i].flag);
+}
+
 static void opts_free(struct dra_opts *o)
 {
 	optspec_free(dra_opts, o);
@@ -184,6 +201,7 @@ int cmd_dra(int argc, char **argv)
 		return r;
 	if ((r = refuse_unhonoured(&o)) != CMD_CONTINUE)
 		return r;
+	say_unused(&o);
 	/* every thread (gRPC's included) inherits the blocked stop signals; the run loop takes them */
 	cmd_block_stop_signals(&stop);
 	signal(SIGPIPE, SIG_IGN);

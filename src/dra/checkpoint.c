@@ -81,7 +81,7 @@ static int load(const char *path, json_t **ret, struct gerr *err)
 	doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (!doc)
 		return gerr_set(err, EINVAL, "%s:%d:%d: %s", path, je.line, je.column, je.text);
-	if ((r = check_doc(doc, err)) < 0) {
+	if (check_doc(doc, err) < 0) {
 		json_decref(doc);
 		return gerr_prefix(err, "%s: ", path);
 	}

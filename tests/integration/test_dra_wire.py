@@ -245,8 +245,10 @@ def test_options(n):
         check(r.returncode == rc and text in r.stderr, "%s %s: rc %d, stderr %s" % (args, env, r.returncode, r.stderr))
     # NVIDIA's env vars: NODE_NAME, feature gates it can honour (the ComputeDomain ones concern its other plugin)
     p = n.start(env={"NODE_NAME": "node-b", "FEATURE_GATES": "TimeSlicingSettings=true,MPSSupport=false,"
-                     "ComputeDomainCliques=true,DynamicMIG=false"})
+                     "ComputeDomainCliques=true,DynamicMIG=false", "IMAGE_NAME": "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.12.0"})
     check("node=node-a" in n.log(p), "the flag wins over NODE_NAME")
+    check("NVIDIA's MPS Deployment option has no effect" in n.log(p) and "flag=--image-name" in n.log(p),
+          "IMAGE_NAME is said to mean nothing: " + n.log(p))
     check(n.stop(p) == 0, "exit status")
 
 
