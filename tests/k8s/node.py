@@ -462,6 +462,15 @@ class Node:
                 self.ns(["curl", "-sk", "--max-time", "2", url]), capture_output=True, text=True).stdout.strip() == "ok",
                 timeout=60, proc=name)
 
+    def get(self, *what):
+        """kubectl get WHAT -o json, parsed."""
+        return json.loads(self.kubectl("get", *what, "-o", "json")[1])
+
+    def events_of(self, name):
+        """(reason, component, message) of the events about object name."""
+        return [(e.get("reason"), e.get("source", {}).get("component") or e.get("reportingComponent"),
+                 e.get("message", "")) for e in self.get("events", "--field-selector", "involvedObject.name=" + name)["items"]]
+
     def _containerd(self, enable_cdi=True, images=True):
         conf = os.path.join(self.t, "containerd.toml")
         with open(conf, "w") as f:
@@ -571,15 +580,6 @@ class Node:
         if check and p.returncode != 0:
             raise NodeError("kubectl %s: %s" % (" ".join(args), p.stderr.strip()))
         return p.returncode, p.stdout
-
-    def get(self, *what):
-        """kubectl get WHAT -o json, parsed."""
-        return json.loads(self.kubectl("get", *what, "-o", "json")[1])
-
-    def events_of(self, name):
-        """(reason, component, message) of the events about object name."""
-        return [(e.get("reason"), e.get("source", {}).get("component") or e.get("reportingComponent"),
-                 e.get("message", "")) for e in self.get("events", "--field-selector", "involvedObject.name=" + name)["items"]]
 
     def run_pod(self, name, script, limits, annotations=None, timeout=int(os.environ.get("GPULET_K8S_POD_TIMEOUT", "90"))):
         """A busybox pod on this node (nodeName, host network: no CNI) running script; returns
