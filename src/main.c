@@ -25,6 +25,7 @@ static const struct verb {
     {"mps-control-daemon", cmd_mps_control_daemon,
      "start and supervise NVIDIA MPS control daemons (replaces mps-control-daemon)"},
     {"cdi-hook", cmd_cdihook, "the OCI hook CDI specs name (nvidia-cdi-hook's actions)"},
+    {"dra", cmd_dra, "the kubelet plugin of a DRA driver for GPUs (replaces NVIDIA's gpu-kubelet-plugin)"},
 };
 
 /*

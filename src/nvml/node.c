@@ -126,16 +126,22 @@ static const struct {
     {0xD, "-me"}, {0xE, "-me"}, {0xF, "+me.all"}, {0x10, "+me.all"}, {0x11, "+gfx"},
 };
 
-static const char *mig_profile_suffix(struct nvml *nv, nvmlDevice_t parent, unsigned gi)
+/* The GI's suffix by its profile; fills m's GI info (profile id, placement) when NVML answers. */
+static const char *mig_profile_suffix(struct nvml *nv, nvmlDevice_t parent, struct node_mig *m)
 {
 	nvmlGpuInstance_t ginst;
 	nvmlGpuInstanceInfo_t info;
 
-	if (!NVML_HAS(nv, device_get_gpu_instance_by_id) || !NVML_HAS(nv, gpu_instance_get_info) ||
-	    !NVML_HAS(nv, device_get_gpu_instance_profile_info))
+	if (!NVML_HAS(nv, device_get_gpu_instance_by_id) || !NVML_HAS(nv, gpu_instance_get_info))
 		return "";
-	if (nv->device_get_gpu_instance_by_id(parent, gi, &ginst) != NVML_SUCCESS ||
+	if (nv->device_get_gpu_instance_by_id(parent, m->gi, &ginst) != NVML_SUCCESS ||
 	    nv->gpu_instance_get_info(ginst, &info) != NVML_SUCCESS)
+		return "";
+	m->gi_info_known = true;
+	m->gi_profile_id = info.profileId;
+	m->placement_start = info.placement.start;
+	m->placement_size = info.placement.size;
+	if (!NVML_HAS(nv, device_get_gpu_instance_profile_info))
 		return "";
 	for (size_t i = 0; i < ELEMENTSOF(gi_profile_suffixes); i++) {
 		nvmlGpuInstanceProfileInfo_t pi;
@@ -256,7 +262,7 @@ static void load_mig(struct nvml *nv, nvmlDevice_t parent, struct node_gpu *g, c
 			m->engines_ofa = attr.sharedOfaCount;
 			node_mig_profile_name(m->gi_slices, m->ci_slices, m->memory_mb, g->memory_total, base,
 					      sizeof(base));
-			snprintf(m->profile, sizeof(m->profile), "%s%s", base, mig_profile_suffix(nv, parent, m->gi));
+			snprintf(m->profile, sizeof(m->profile), "%s%s", base, mig_profile_suffix(nv, parent, m));
 		}
 		m->gi_cap_minor = mig_minors_lookup(mm, g->minor, m->gi, -1);
 		m->ci_cap_minor = mig_minors_lookup(mm, g->minor, m->gi, (int)m->ci);
@@ -312,6 +318,7 @@ static void load_gpu(struct nvml *nv, const char *root, unsigned i, struct node_
 	g->index = i;
 	g->cc_major = g->cc_minor = -1;
 	g->numa_node = -1;
+	g->brand = -1;
 	*ret_h = NULL;
 	r = nv->device_get_handle_by_index(i, &h);
 	if (r != NVML_SUCCESS) {
@@ -349,6 +356,8 @@ static void load_gpu(struct nvml *nv, const char *root, unsigned i, struct node_
 		g->cc_major = g->cc_minor = -1;
 	if (NVML_HAS(nv, device_get_architecture))
 		(void)nv->device_get_architecture(h, &g->arch);
+	if (!NVML_HAS(nv, device_get_brand) || nv->device_get_brand(h, &g->brand) != NVML_SUCCESS)
+		g->brand = -1;
 	if (g->pci_bus_id[0])
 		g->numa_node = read_numa_node(root, g->pci_bus_id);
 	if (g->numa_node < 0 && NVML_HAS(nv, device_get_numa_node_id)) {

@@ -28,6 +28,10 @@ struct node_mig {
 	/* labels: the rest of nvmlDeviceGetAttributes_v2 (GFD's mig-<profile>.multiprocessors, .engines.*) */
 	unsigned multiprocessors;
 	unsigned engines_copy, engines_decoder, engines_encoder, engines_jpeg, engines_ofa;
+	/* dra: nvmlGpuInstanceGetInfo, the GI's profile id and memory-slice placement (NVIDIA's DRA device name) */
+	bool gi_info_known;
+	unsigned gi_profile_id;
+	unsigned placement_start, placement_size;
 };
 
 enum node_health {
@@ -45,6 +49,7 @@ struct node_gpu {
 	uint64_t memory_total;    /* bytes */
 	int cc_major, cc_minor;   /* CUDA compute capability, -1 unknown */
 	unsigned arch;            /* NVML_DEVICE_ARCH_*, 0 unknown */
+	int brand;                /* NVML_BRAND_*, -1 unknown (dra: the brand attribute) */
 	int numa_node;            /* from sysfs under --root, -1 unknown */
 	bool mig_capable;
 	bool mig_enabled;        /* current MIG mode */

@@ -14,7 +14,7 @@
 
 #include "kube/grpc_client.h"
 #include "plugin/daemon_serve.h"
-#include "plugin/gsrv.h"
+#include "kube/gsrv.h"
 #include "plugin/register.h"
 #include "util/log.h"
 

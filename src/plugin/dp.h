@@ -12,7 +12,7 @@
 
 #include "plugin/config.h"
 #include "deviceplugin.pb-c.h"
-#include "plugin/gsrv.h"
+#include "kube/gsrv.h"
 #include "nvml/node.h"
 #include "plugin/resources.h"
 

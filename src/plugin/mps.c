@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -145,7 +146,7 @@ void mps_limits(const struct node *n, const struct resource *r, struct mps_limit
 		if (k == ret->n_gpus) {
 			if (k == ELEMENTSOF(ret->gpus))
 				continue;
-			snprintf(ret->gpus[k].index, sizeof(ret->gpus[k].index), "%s", d->index);
+			snprintf(ret->gpus[k].device, sizeof(ret->gpus[k].device), "%s", d->index);
 			snprintf(ret->gpus[k].uuid, sizeof(ret->gpus[k].uuid), "%s", d->uuid);
 			/* the total first; divided by the replicas below */
 			ret->gpus[k].pinned_mib = n->gpus[d->gpu].memory_total;
@@ -163,6 +164,108 @@ void mps_limits(const struct node *n, const struct resource *r, struct mps_limit
 			reps += streq(r->devices[i].uuid, ret->gpus[k].uuid);
 		ret->gpus[k].pinned_mib = reps ? ret->gpus[k].pinned_mib / reps / 1024 / 1024 : 0;
 	}
+}
+
+int mps_compute_mode(const char *smi, const char *const *uuids, size_t n, const char *mode, size_t *done,
+		     struct gerr *err)
+{
+	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
+	char out[1024];
+
+	if (!smi)
+		return gerr_set(err, ENOENT,
+				"nvidia-smi not found under the root or the driver root: it sets the "
+				"compute mode of the GPUs shared with MPS");
+	for (size_t k = 0; k < n; k++) {
+		char *argv[] = {(char *)smi, "-i", (char *)uuids[k], "-c", (char *)mode, NULL};
+		int r = mps_run(smi, argv, envp, NULL, out, sizeof(out), MPS_TIMEOUT_MS);
+
+		if (r != 0)
+			return gerr_set(err, r < 0 ? -r : EIO, "nvidia-smi -i %s -c %s failed (%s): %s", uuids[k], mode,
+					r < 0 ? strerror(-r) : "exit status", out);
+		if (done)
+			(*done)++;
+	}
+	return 0;
+}
+
+int mps_start_control(const char *bin, const char *root, const char *name, const char *visible, const char *shm_dir,
+		      struct gerr *err)
+{
+	char pipe[PATH_MAX], log[PATH_MAX], pe[PATH_MAX + 32], le[PATH_MAX + 32], out[1024];
+	_cleanup_free_ char *ve = NULL;
+	char *argv[] = {(char *)bin, "-d", NULL}, *envp[] = {pe, le, NULL, NULL};
+	struct spawn_opts o = {.path = bin,
+			       .argv = argv,
+			       .envp = envp,
+			       .stderr_to_out = true,
+			       .timeout_ms = MPS_TIMEOUT_MS,
+			       .bind_src = shm_dir,
+			       .bind_dst = shm_dir ? "/dev/shm" : NULL};
+	int r;
+
+	if (mps_path(root, name, MPS_PIPE, pipe, sizeof(pipe)) < 0 ||
+	    mps_path(root, name, MPS_LOG, log, sizeof(log)) < 0)
+		return gerr_set(err, ENAMETOOLONG, "MPS root %s: path too long", root);
+	if ((r = mkdir_p(pipe, 0755)) < 0 || (r = mkdir_p(log, 0755)) < 0)
+		return gerr_set(err, -r, "cannot create %s or %s: %s", pipe, log, strerror(-r));
+	snprintf(pe, sizeof(pe), "CUDA_MPS_PIPE_DIRECTORY=%s", pipe);
+	snprintf(le, sizeof(le), "CUDA_MPS_LOG_DIRECTORY=%s", log);
+	if (visible && (asprintf(&ve, "CUDA_VISIBLE_DEVICES=%s", visible) < 0 || !(envp[2] = ve)))
+		return gerr_set(err, ENOMEM, "out of memory");
+	r = spawn_run(&o, out, sizeof(out));
+	if (r == 0)
+		return 0;
+	return gerr_set(err,
+			r > 0 && strstr(out, "already running") ? EALREADY
+			: r < 0                                 ? -r
+								: EIO,
+			"%s -d (pipe dir %s) failed (%s %d): %s", bin, pipe, r < 0 ? strerror(-r) : "exit status", r,
+			out[0] ? out : "(no output)");
+}
+
+int mps_set_limits(const char *bin, const char *root, const char *name, const struct mps_limits *lim, struct gerr *err)
+{
+	char cmd[64 + NODE_UUID_MAX], out[256];
+	int r;
+
+	for (size_t k = 0; k < lim->n_gpus; k++) {
+		if (!lim->gpus[k].pinned_mib)
+			continue;
+		snprintf(cmd, sizeof(cmd), "set_default_device_pinned_mem_limit %s %lluM", lim->gpus[k].device,
+			 (unsigned long long)lim->gpus[k].pinned_mib);
+		if ((r = mps_control(bin, root, name, cmd, out, sizeof(out), err)) < 0)
+			return r;
+	}
+	if (lim->thread_percentage) {
+		snprintf(cmd, sizeof(cmd), "set_default_active_thread_percentage %u", lim->thread_percentage);
+		if ((r = mps_control(bin, root, name, cmd, out, sizeof(out), err)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+int mps_mount_tmpfs(const char *root, const char *dir, char *opts, size_t size, struct gerr *err)
+{
+	_cleanup_free_ char *meminfo_path = root_path(root, "/proc/meminfo"), *meminfo = NULL;
+	char sz[64];
+	int r;
+
+	if (!meminfo_path || read_file(meminfo_path, 1 << 20, &meminfo, NULL, NULL) < 0)
+		meminfo = NULL; /* upstream falls back to 65536k */
+	mps_shm_size(meminfo, sz, sizeof(sz));
+	/* upstream's CleanupMountPoint: unmount what is there (a restart of the init container) */
+	if (umount2(dir, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+		return gerr_set(err, errno, "cannot unmount %s: %s", dir, strerror(errno));
+	if ((r = mkdir_p(dir, 0755)) < 0)
+		return gerr_set(err, -r, "cannot create %s: %s", dir, strerror(-r));
+	snprintf(opts, size, "size=%s", sz);
+	if (mount("shm", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RELATIME, opts) < 0)
+		return gerr_set(err, errno,
+				"cannot mount a tmpfs on %s (%s): %s; this needs privileges (CAP_SYS_ADMIN), as "
+				"upstream's MPS init container and NVIDIA's MPS daemon have",
+				dir, opts, strerror(errno));
+	return 0;
 }
 
 void mps_shm_size(const char *meminfo, char *buf, size_t size)

@@ -54,17 +54,44 @@ int mps_control(const char *bin, const char *root, const char *resource, const c
  */
 int mps_ready(const char *bin, const char *root, const char *resource, int timeout_ms, struct gerr *err);
 
-/* The limits of one resource's daemon (upstream Daemon.Start). */
+/* The limits of one control daemon (upstream Daemon.Start; NVIDIA's DRA driver's template). */
 struct mps_limits {
 	unsigned thread_percentage; /* 100 / replicas per GPU; 0 = not set */
 	size_t n_gpus;
 	struct {
-		char index[16];
+		/* the device as set_default_device_pinned_mem_limit names it: the plugin's index, the DRA driver's UUID
+		 */
+		char device[NODE_UUID_MAX];
 		char uuid[NODE_UUID_MAX];
 		uint64_t pinned_mib; /* memory / replicas, MiB; 0 = not set (memory unknown) */
 	} gpus[64];
 };
 void mps_limits(const struct node *n, const struct resource *r, struct mps_limits *ret);
+
+/*
+ * The steps of starting one control daemon, shared by `gpulet mps-control-daemon` (one per resource)
+ * and the DRA driver (one per claim): its pipe and log dirs are root/<name>/{pipe,log}.
+ *
+ * mps_compute_mode: `nvidia-smi -i <uuid> -c <mode>` (upstream setComputeMode) for each uuid; needs a
+ * GPU, and its output says why not; *done (may be NULL) counts the GPUs switched. smi NULL: -ENOENT.
+ * mps_start_control: `nvidia-cuda-mps-control -d` with CUDA_MPS_PIPE_DIRECTORY and CUDA_MPS_LOG_DIRECTORY
+ * (and CUDA_VISIBLE_DEVICES=visible unless NULL), the dirs created; in a new mount namespace with
+ * shm_dir bound on /dev/shm unless shm_dir is NULL (the DRA driver's per-claim /dev/shm, as the
+ * clients get it). -EALREADY when a daemon already serves that pipe dir (err says so).
+ * mps_set_limits: the limits of lim (pinned memory per device, then the thread percentage).
+ */
+int mps_compute_mode(const char *smi, const char *const *uuids, size_t n, const char *mode, size_t *done,
+		     struct gerr *err);
+int mps_start_control(const char *bin, const char *root, const char *name, const char *visible, const char *shm_dir,
+		      struct gerr *err);
+int mps_set_limits(const char *bin, const char *root, const char *name, const struct mps_limits *lim, struct gerr *err);
+
+/*
+ * A tmpfs on dir of mps_shm_size() of <root>/proc/meminfo, nosuid, nodev, noexec, relatime, for the MPS
+ * clients' /dev/shm; what is mounted there already is replaced (upstream's CleanupMountPoint). opts
+ * gets the size option. Needs CAP_SYS_ADMIN (err says so).
+ */
+int mps_mount_tmpfs(const char *root, const char *dir, char *opts, size_t size, struct gerr *err);
 
 /* The tmpfs size upstream's mount-shm gives <root>/shm: half of MemTotal from meminfo text, else 65536k. */
 void mps_shm_size(const char *meminfo, char *buf, size_t size);

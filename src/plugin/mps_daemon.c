@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -72,22 +71,6 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char tmp[PATH_MAX];
-
-	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	for (char *p = tmp + 1; *p; p++)
-		if (*p == '/') {
-			*p = '\0';
-			if (mkdir(tmp, mode) < 0 && errno != EEXIST)
-				return -errno;
-			*p = '/';
-		}
-	return mkdir(tmp, mode) < 0 && errno != EEXIST ? -errno : 0;
-}
-
 static int touch(const char *path)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -98,85 +81,33 @@ static int touch(const char *path)
 	return 0;
 }
 
-/*
- * nvidia-smi -i <uuid> -c <mode> (upstream setComputeMode) for the first n GPUs of dm: needs a GPU;
- * its output says why not. *done (may be NULL) counts the GPUs switched.
- */
+/* nvidia-smi -i <uuid> -c <mode> for the first n GPUs of dm (mps_compute_mode()). */
 static int compute_mode(struct mps_daemon *s, const struct sdaemon *dm, size_t n, const char *mode, size_t *done,
 			struct gerr *err)
 {
-	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
-	char out[1024];
+	const char *uuids[ELEMENTSOF(dm->lim.gpus)];
 
-	if (!s->smi)
-		return gerr_set(err, ENOENT,
-				"nvidia-smi not found under the root or the driver root: it sets the "
-				"compute mode of the GPUs shared with MPS");
-	for (size_t k = 0; k < n && k < dm->lim.n_gpus; k++) {
-		char *argv[] = {s->smi, "-i", (char *)dm->lim.gpus[k].uuid, "-c", (char *)mode, NULL};
-		int r = mps_run(s->smi, argv, envp, NULL, out, sizeof(out), MPS_TIMEOUT_MS);
-
-		if (r != 0)
-			return gerr_set(err, r < 0 ? -r : EIO, "nvidia-smi -i %s -c %s failed (%s): %s",
-					dm->lim.gpus[k].uuid, mode, r < 0 ? strerror(-r) : "exit status", out);
-		if (done)
-			(*done)++;
-	}
-	return 0;
+	n = MIN(n, dm->lim.n_gpus);
+	for (size_t k = 0; k < n; k++)
+		uuids[k] = dm->lim.gpus[k].uuid;
+	return mps_compute_mode(s->smi, uuids, n, mode, done, err);
 }
 
 /* nvidia-cuda-mps-control -d with the resource's pipe and log dirs (upstream Daemon.Start). */
 static int start_control(struct mps_daemon *s, const struct sdaemon *dm, struct gerr *err)
 {
-	char pipe[PATH_MAX], log[PATH_MAX], pe[PATH_MAX + 32], le[PATH_MAX + 32], out[1024];
-	char *argv[] = {s->bin, "-d", NULL}, *envp[] = {pe, le, NULL};
-	int r;
+	char pipe[PATH_MAX], ans[256];
+	int r = mps_start_control(s->bin, s->root, dm->res->name, NULL, NULL, err);
 
-	if (mps_path(s->root, dm->res->name, MPS_PIPE, pipe, sizeof(pipe)) < 0 ||
-	    mps_path(s->root, dm->res->name, MPS_LOG, log, sizeof(log)) < 0)
-		return gerr_set(err, ENAMETOOLONG, "MPS root %s: path too long", s->root);
-	if ((r = mkdir_p(pipe, 0755)) < 0 || (r = mkdir_p(log, 0755)) < 0)
-		return gerr_set(err, -r, "cannot create %s or %s: %s", pipe, log, strerror(-r));
-	snprintf(pe, sizeof(pe), "CUDA_MPS_PIPE_DIRECTORY=%s", pipe);
-	snprintf(le, sizeof(le), "CUDA_MPS_LOG_DIRECTORY=%s", log);
-	for (int attempt = 0;; attempt++) {
-		r = mps_run(s->bin, argv, envp, NULL, out, sizeof(out), MPS_TIMEOUT_MS);
-		if (r == 0)
-			return 0;
-		/* one left by an earlier run of ours that was killed: ask it to quit, start ours */
-		if (attempt == 0 && r > 0 && strstr(out, "already running")) {
-			char ans[256];
-
-			log_warn("An MPS control daemon already runs for this resource; asking it to quit",
-				 "resource=%s pipe=%s", dm->res->name, pipe);
-			(void)mps_control(s->bin, s->root, dm->res->name, "quit", ans, sizeof(ans), NULL);
-			usleep(200 * 1000);
-			continue;
-		}
-		return gerr_set(err, r < 0 ? -r : EIO, "%s -d (pipe dir %s) failed (%s %d): %s", s->bin, pipe,
-				r < 0 ? strerror(-r) : "exit status", r, out[0] ? out : "(no output)");
-	}
-}
-
-static int set_limits(struct mps_daemon *s, const struct sdaemon *dm, struct gerr *err)
-{
-	char cmd[128], out[256];
-	int r;
-
-	for (size_t k = 0; k < dm->lim.n_gpus; k++) {
-		if (!dm->lim.gpus[k].pinned_mib)
-			continue;
-		snprintf(cmd, sizeof(cmd), "set_default_device_pinned_mem_limit %s %lluM", dm->lim.gpus[k].index,
-			 (unsigned long long)dm->lim.gpus[k].pinned_mib);
-		if ((r = mps_control(s->bin, s->root, dm->res->name, cmd, out, sizeof(out), err)) < 0)
-			return r;
-	}
-	if (dm->lim.thread_percentage) {
-		snprintf(cmd, sizeof(cmd), "set_default_active_thread_percentage %u", dm->lim.thread_percentage);
-		if ((r = mps_control(s->bin, s->root, dm->res->name, cmd, out, sizeof(out), err)) < 0)
-			return r;
-	}
-	return 0;
+	if (r != -EALREADY)
+		return r;
+	/* one left by an earlier run of ours that was killed: ask it to quit, start ours */
+	(void)mps_path(s->root, dm->res->name, MPS_PIPE, pipe, sizeof(pipe));
+	log_warn("An MPS control daemon already runs for this resource; asking it to quit", "resource=%s pipe=%s",
+		 dm->res->name, pipe);
+	(void)mps_control(s->bin, s->root, dm->res->name, "quit", ans, sizeof(ans), NULL);
+	usleep(200 * 1000);
+	return mps_start_control(s->bin, s->root, dm->res->name, NULL, NULL, err);
 }
 
 static int start_one(struct mps_daemon *s, struct sdaemon *dm, struct gerr *err)
@@ -192,11 +123,11 @@ static int start_one(struct mps_daemon *s, struct sdaemon *dm, struct gerr *err)
 	if ((r = start_control(s, dm, err)) < 0)
 		return r;
 	dm->started = true;
-	if ((r = set_limits(s, dm, err)) < 0)
+	if ((r = mps_set_limits(s->bin, s->root, dm->res->name, &dm->lim, err)) < 0)
 		return r;
 	for (size_t k = 0; k < dm->lim.n_gpus; k++)
 		log_info("MPS limits set", "resource=%s uuid=%s index=%s pinned_mem_limit=%lluM", dm->res->name,
-			 dm->lim.gpus[k].uuid, dm->lim.gpus[k].index, (unsigned long long)dm->lim.gpus[k].pinned_mib);
+			 dm->lim.gpus[k].uuid, dm->lim.gpus[k].device, (unsigned long long)dm->lim.gpus[k].pinned_mib);
 	if (mps_path(s->root, dm->res->name, MPS_STARTED, started, sizeof(started)) < 0 || (r = touch(started)) < 0)
 		return gerr_set(err, r < 0 ? -r : ENAMETOOLONG, "cannot create %s", started);
 	(void)mps_path(s->root, dm->res->name, MPS_LOG, dm->log_file, sizeof(dm->log_file));
@@ -542,26 +473,10 @@ void mps_daemon_stop(struct mps_daemon *s)
 
 int mps_mount_shm(const struct plugin_config *cfg, char *opts, size_t size, struct gerr *err)
 {
-	_cleanup_free_ char *root = root_path(cfg->root, cfg->mps_root), *meminfo_path = NULL, *meminfo = NULL;
-	char dir[PATH_MAX], sz[64];
-	int r;
+	_cleanup_free_ char *root = root_path(cfg->root, cfg->mps_root);
+	char dir[PATH_MAX];
 
 	if (!root || snprintf(dir, sizeof(dir), "%s/shm", root) >= (int)sizeof(dir))
 		return gerr_set(err, ENAMETOOLONG, "MPS root too long");
-	meminfo_path = root_path(cfg->root, "/proc/meminfo");
-	if (!meminfo_path || read_file(meminfo_path, 1 << 20, &meminfo, NULL, NULL) < 0)
-		meminfo = NULL; /* upstream falls back to 65536k */
-	mps_shm_size(meminfo, sz, sizeof(sz));
-	/* upstream's CleanupMountPoint: unmount what is there (a restart of the init container) */
-	if (umount2(dir, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
-		return gerr_set(err, errno, "cannot unmount %s: %s", dir, strerror(errno));
-	if ((r = mkdir_p(dir, 0755)) < 0)
-		return gerr_set(err, -r, "cannot create %s: %s", dir, strerror(-r));
-	snprintf(opts, size, "size=%s", sz);
-	if (mount("shm", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RELATIME, opts) < 0)
-		return gerr_set(err, errno,
-				"cannot mount a tmpfs on %s (%s): %s; the container needs privileges "
-				"(CAP_SYS_ADMIN) as upstream's init container has",
-				dir, opts, strerror(errno));
-	return 0;
+	return mps_mount_tmpfs(cfg->root, dir, opts, size, err);
 }

@@ -18,7 +18,7 @@
 #include "util/err.h"
 
 enum serve_module {
-	SERVE_GRPC, /* gpulet-grpc.so: the Device Plugin server, the PodResources client */
+	SERVE_GRPC, /* gpulet-grpc.so: the Device Plugin and DRA servers, the PodResources client */
 	SERVE_HTTP, /* gpulet-http.so: the exporter's HTTP server (and what the exporter needs), doctor --serve-metrics
 		     */
 	_SERVE_MAX,
@@ -31,6 +31,7 @@ enum serve_module {
  */
 #define SERVE_EXPORTS(X)                      \
 	X(SERVE_GRPC, cmd_plugin)             \
+	X(SERVE_GRPC, cmd_dra)                \
 	X(SERVE_GRPC, podres_list)            \
 	X(SERVE_GRPC, podres_find)            \
 	X(SERVE_GRPC, podres_map_free)        \

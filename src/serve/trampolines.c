@@ -56,6 +56,7 @@
 	}
 
 VERB_STAND_IN(SERVE_GRPC, cmd_plugin)
+VERB_STAND_IN(SERVE_GRPC, cmd_dra)
 VERB_STAND_IN(SERVE_HTTP, cmd_exporter)
 
 STAND_IN int podres_list(const char *root, const char *socket, int timeout_ms, const char *const *extra_resources,

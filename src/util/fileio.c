@@ -214,3 +214,19 @@ int read_line_file(const char *path, char *buf, size_t size)
 	buf[strcspn(buf, "\n")] = 0;
 	return 0;
 }
+
+int mkdir_p(const char *path, mode_t mode)
+{
+	char tmp[PATH_MAX];
+
+	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	for (char *p = tmp + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+				return -errno;
+			*p = '/';
+		}
+	return mkdir(tmp, mode) < 0 && errno != EEXIST ? -errno : 0;
+}

@@ -54,5 +54,8 @@ int read_fd(int fd, const char *path, size_t max, char **ret, size_t *ret_len, s
  */
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, struct gerr *err);
 
+/* mkdir -p: every missing component of path with mode; 0, or -errno (-ENAMETOOLONG past PATH_MAX). */
+int mkdir_p(const char *path, mode_t mode);
+
 /* Read a small file and strip the trailing newline; for sysfs/procfs values. */
 int read_line_file(const char *path, char *buf, size_t size);

@@ -4,7 +4,10 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sched.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,6 +68,39 @@ static void close_pair(int p[2])
 		close(p[1]);
 }
 
+/*
+ * The child of a spawn with a bind mount: fork (posix_spawn cannot unshare), then only
+ * async-signal-safe calls until execve (gpulet's daemons have threads). Returns the pid or -errno.
+ */
+static pid_t fork_in_ns(const struct spawn_opts *o, int in, int outw)
+{
+	static const char fail_ns[] = "cannot make a mount namespace (unshare CLONE_NEWNS needs CAP_SYS_ADMIN)\n";
+	static const char fail_bind[] = "cannot bind-mount the shm dir in the child's mount namespace\n";
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	sigset_t none;
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid < 0 ? -errno : pid;
+	sigemptyset(&none);
+	sigaction(SIGPIPE, &dfl, NULL);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (dup2(in, STDIN_FILENO) < 0 || dup2(outw, STDOUT_FILENO) < 0 ||
+	    dup2(o->stderr_to_out ? outw : open("/dev/null", O_WRONLY), STDERR_FILENO) < 0)
+		_exit(126);
+	/* private: neither the bind nor anything the tool mounts reaches our namespace */
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		(void)!write(STDOUT_FILENO, fail_ns, sizeof(fail_ns) - 1);
+		_exit(126);
+	}
+	if (mount(o->bind_src, o->bind_dst, NULL, MS_BIND, NULL) < 0) {
+		(void)!write(STDOUT_FILENO, fail_bind, sizeof(fail_bind) - 1);
+		_exit(126);
+	}
+	execve(o->path, o->argv, o->envp);
+	_exit(127);
+}
+
 int spawn_run(const struct spawn_opts *o, char *out, size_t size)
 {
 	posix_spawn_file_actions_t fa;
@@ -98,7 +134,11 @@ int spawn_run(const struct spawn_opts *o, char *out, size_t size)
 	posix_spawnattr_setsigmask(&at, &none);
 	posix_spawnattr_setsigdefault(&at, &dfl);
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	r = -posix_spawn(&pid, o->path, &fa, &at, o->argv, o->envp);
+	if (o->bind_src) {
+		pid = fork_in_ns(o, in[0], op[1]);
+		r = pid < 0 ? (int)pid : 0;
+	} else
+		r = -posix_spawn(&pid, o->path, &fa, &at, o->argv, o->envp);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	close(in[0]);

@@ -16,6 +16,12 @@ struct spawn_opts {
 	const char *input;  /* written to its stdin, or NULL (stdin at EOF) */
 	bool stderr_to_out; /* stderr joins stdout in out; false: /dev/null */
 	int timeout_ms;
+	/*
+	 * Run the child in a new, private mount namespace with bind_src bind-mounted on bind_dst (the
+	 * DRA driver's per-claim /dev/shm for an MPS control daemon; needs CAP_SYS_ADMIN). NULL: in ours.
+	 * A failed unshare or mount is the child's exit status 126 with the reason in out.
+	 */
+	const char *bind_src, *bind_dst;
 };
 
 /*

@@ -294,7 +294,8 @@ class Node:
         self.stop()
         return False
 
-    def start(self, plugin_args=("--device-list-strategy=cdi-cri",), gpus="8"):
+    def start(self, plugin_args=("--device-list-strategy=cdi-cri",), gpus="8", control_plane=False):
+        """control_plane: also kube-scheduler and kube-controller-manager (start_control_plane())."""
         t0 = time.time()
         self.bins = peers.all_peers()
         from helm_lib import fetch as fetch_k8stools
@@ -309,6 +310,8 @@ class Node:
         self._cgroups()
         self._etcd()
         self._apiserver()
+        if control_plane:
+            self.start_control_plane()
         self._containerd()
         self._kubelet()
         self.start_plugin(*plugin_args)
@@ -437,6 +440,41 @@ class Node:
             *self.apiserver_flags])
         self.wait("kube-apiserver /readyz", lambda: self.kubectl("get", "--raw", "/readyz", check=False)[0] == 0,
                   timeout=90, proc="kube-apiserver")
+
+    # -- the rest of the control plane (DRA: the scheduler allocates, the resourceclaim controller
+    # makes claims from templates; docs/reference/dra.md §10) ---------------------------------------
+    def start_control_plane(self):
+        """kube-scheduler and kube-controller-manager of the same release, on the API server as admin,
+        serving only on the namespace's loopback. DRA is on by default in 1.34 (GA); the controller
+        manager runs the resourceclaim and garbage-collector controllers (no node lifecycle
+        controller: it would taint this CNI-less node not-ready)."""
+        c = self.certs
+        common = ["--kubeconfig", self.admin_kubeconfig, "--authentication-kubeconfig", self.admin_kubeconfig,
+                  "--authorization-kubeconfig", self.admin_kubeconfig, "--bind-address", "127.0.0.1",
+                  "--leader-elect=false", "--v", "1"]
+        self.spawn("kube-scheduler", [self.bins["kube-scheduler"], *common, "--secure-port", "10259",
+                                      "--cert-dir", self.t + "/scheduler-certs"])
+        self.spawn("kube-controller-manager", [
+            self.bins["kube-controller-manager"], *common, "--secure-port", "10257",
+            "--cert-dir", self.t + "/controller-manager-certs",
+            "--controllers", "resourceclaim-controller,garbage-collector-controller",
+            "--service-account-private-key-file", c + "/sa.key", "--root-ca-file", c + "/ca.crt",
+            "--use-service-account-credentials=false"])
+        for name, port in (("kube-scheduler", 10259), ("kube-controller-manager", 10257)):
+            # /healthz is open to anyone (--authorization-always-allow-paths); their serving certs are self-signed
+            url = "https://127.0.0.1:%d/healthz" % port
+            self.wait("%s %s" % (name, url), lambda url=url: subprocess.run(
+                self.ns(["curl", "-sk", "--max-time", "2", url]), capture_output=True, text=True).stdout.strip() == "ok",
+                timeout=60, proc=name)
+
+    def get(self, *what):
+        """kubectl get WHAT -o json, parsed."""
+        return json.loads(self.kubectl("get", *what, "-o", "json")[1])
+
+    def events_of(self, name):
+        """(reason, component, message) of the events about object name."""
+        return [(e.get("reason"), e.get("source", {}).get("component") or e.get("reportingComponent"),
+                 e.get("message", "")) for e in self.get("events", "--field-selector", "involvedObject.name=" + name)["items"]]
 
     def _containerd(self, enable_cdi=True, images=True):
         conf = os.path.join(self.t, "containerd.toml")
@@ -642,7 +680,8 @@ class Node:
     def stop(self):
         if self.holder and "containerd" in self.procs and self.procs["containerd"].poll() is None:
             self.crictl("rmp", "-fa", check=False)
-        for name in ("plugin", "kubelet", "containerd", "kube-apiserver", "etcd"):
+        for name in ("plugin", "kubelet", "containerd", "kube-controller-manager", "kube-scheduler",
+                     "kube-apiserver", "etcd"):
             self.stop_proc(name)
         for name in list(self.procs):
             self.stop_proc(name)

@@ -3,7 +3,7 @@
 
     peers.py [NAME...]     build the named peers (all by default) and print their binaries
 
-kubelet and kube-apiserver come from k8s.io/kubernetes 1.34 (the last release that runs on cgroup v1,
+kubelet and kube-apiserver (and kube-scheduler and kube-controller-manager) come from k8s.io/kubernetes 1.34 (the last release that runs on cgroup v1,
 which our CI machines have), built through a throwaway module that requires it and replaces every
 staging module k8s.io/* by the same release's v0.34 tag (k8s.io/kubernetes points them at local
 directories, and a dependency's replace lines are ignored by Go). etcd and containerd (with its CRI
@@ -32,11 +32,23 @@ def _k8s_ldflags():
                      "-X %s.gitMinor=%s" % (v, minor), "-X %s.gitTreeState=clean" % v])
 
 
+def _k8s_replace():
+    return [("k8s.io/" + m, "k8s.io/%s %s" % (m, STAGING_VERSION)) for m in STAGING]
+
+
 def kubernetes():
-    replace = [("k8s.io/" + m, "k8s.io/%s %s" % (m, STAGING_VERSION)) for m in STAGING]
     return gopeers.build("kubernetes", "k8s.io/kubernetes", K8S_VERSION,
                          ["k8s.io/kubernetes/cmd/kubelet", "k8s.io/kubernetes/cmd/kube-apiserver"],
-                         replace=replace, ldflags=_k8s_ldflags())
+                         replace=_k8s_replace(), ldflags=_k8s_ldflags())
+
+
+def kubernetes_control():
+    """kube-scheduler (its DynamicResources plugin is DRA's only allocator) and kube-controller-manager
+    (the resourceclaim controller makes claims from templates), from the same release as kubelet and
+    kube-apiserver; their own cache entry, so adding them rebuilds nothing of the others."""
+    return gopeers.build("kubernetes-control", "k8s.io/kubernetes", K8S_VERSION,
+                         ["k8s.io/kubernetes/cmd/kube-scheduler", "k8s.io/kubernetes/cmd/kube-controller-manager"],
+                         replace=_k8s_replace(), ldflags=_k8s_ldflags())
 
 
 def etcd():
@@ -63,7 +75,7 @@ def runc():
     return {"runc": path}
 
 
-PEERS = {"kubernetes": kubernetes, "etcd": etcd, "containerd": containerd, "crictl": crictl, "runc": runc}
+PEERS = {"kubernetes": kubernetes, "kubernetes-control": kubernetes_control, "etcd": etcd, "containerd": containerd, "crictl": crictl, "runc": runc}
 
 
 def all_peers():

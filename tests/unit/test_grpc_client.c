@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The one gRPC status <-> errno map (src/kube/grpc_client.c) and the clients built on it: the
- * plugin's Registration client and the server's answers (src/plugin/gsrv.c). The statuses are the
+ * plugin's Registration client and the server's answers (src/kube/gsrv.c). The statuses are the
  * ones kubelet answers and reads (docs/reference/device-plugin.md §3): UNAVAILABLE while kubelet is
  * not listening (the plugin retries on -ECONNREFUSED), UNIMPLEMENTED for an RPC a peer does not
  * have, INVALID_ARGUMENT for a bad Allocate.
@@ -20,7 +20,7 @@
 #include <grpc/status.h>
 
 #include "kube/grpc_client.h"
-#include "plugin/gsrv.h"
+#include "kube/gsrv.h"
 #include "plugin/register.h"
 
 static void test_status_to_errno(void **state)

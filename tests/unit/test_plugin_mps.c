@@ -34,7 +34,7 @@ static void test_limits(void **state)
 	mps_limits(&n, &r, &l);
 	assert_int_equal(l.n_gpus, 2);
 	assert_int_equal(l.thread_percentage, 33); /* 100 / (6 devices / 2 GPUs), integer as upstream */
-	assert_string_equal(l.gpus[0].index, "0");
+	assert_string_equal(l.gpus[0].device, "0");
 	assert_int_equal(l.gpus[0].pinned_mib, 13653); /* 40960 MiB / 3 */
 	assert_string_equal(l.gpus[1].uuid, "GPU-b");
 	assert_int_equal(l.gpus[1].pinned_mib, 5461); /* 16384 MiB / 3 */

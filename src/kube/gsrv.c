@@ -23,7 +23,7 @@
 #include <grpc/support/time.h>
 
 #include "kube/grpc_client.h"
-#include "plugin/gsrv.h"
+#include "kube/gsrv.h"
 #include "util/macro.h"
 
 #define GSRV_MAX_METHODS 8

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The devices this node's DRA driver publishes and the ResourceSlices that carry them, with
+ * NVIDIA's names (docs/reference/dra.md §5): a GPU without MIG mode is one device "gpu-<minor>", a
+ * GPU with MIG mode on publishes its existing MIG devices instead,
+ * "gpu-<minor>-mig-<profile>-<GI profile id>-<placement start>". Pure: the node model in, JSON out.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "nvml/node.h"
+#include "util/err.h"
+
+#define DRA_DEVICE_NAME_MAX 64 /* a DNS label: 63 characters */
+
+enum dra_dev_type { DRA_DEV_GPU, DRA_DEV_MIG };
+
+struct dra_device {
+	char name[DRA_DEVICE_NAME_MAX];
+	enum dra_dev_type type;
+	const struct node_gpu *gpu; /* the GPU, or the MIG device's parent */
+	const struct node_mig *mig; /* NULL for a whole GPU */
+	char pcie_root[64];         /* resource.kubernetes.io/pcieRoot ("pci0000:00"), "" when sysfs does not say */
+};
+
+/* The published devices of one node snapshot (pointers into it: it must outlive them). */
+struct dra_devices {
+	const struct node *node;
+	struct dra_device *v;
+	size_t n;
+	json_t
+	    *left_out; /* an array of strings: each GPU or MIG device not published, and why (the daemon logs them) */
+};
+
+/*
+ * The devices of n: lost GPUs and GPUs with uncorrectable memory errors are left out (a workload
+ * would fail there), and so is a MIG device whose GPU-instance placement NVML does not say (its
+ * NVIDIA name needs it). root is the --root prefix for sysfs (the PCIe root). -ENOMEM only.
+ */
+int dra_devices_build(const struct node *n, const char *root, struct dra_devices *ret, struct gerr *err);
+void dra_devices_clear(struct dra_devices *d);
+const struct dra_device *dra_devices_find(const struct dra_devices *d, const char *name);
+/* The device's NVML UUID (GPU-... or MIG-...). */
+const char *dra_device_uuid(const struct dra_device *d);
+
+/* "pci0000:00" for bus id "0000:07:00.0" from <root>/sys/bus/pci/devices, as k8s' deviceattribute. */
+int dra_pcie_root(const char *root, const char *bus_id, char *buf, size_t size);
+
+struct dra_slice_options {
+	const char *driver;    /* "gpu.nvidia.com" */
+	const char *node_name; /* the pool's name and spec.nodeName */
+	const char *node_uid;  /* the Node's uid for the owner reference; NULL: none (not known yet) */
+	int64_t generation;    /* the pool's generation */
+};
+
+/*
+ * The ResourceSlice objects (resource.k8s.io/v1) of the node's one pool: at most 128 devices each
+ * (resourceSliceCount says how many), generateName "<node>-<driver>-", owned by the Node when its uid is
+ * known. *ret is a new JSON array. A device the API would refuse (more than 32 attributes and
+ * capacities) is -EINVAL with err naming it.
+ */
+int dra_slices_build(const struct dra_devices *d, const struct dra_slice_options *o, json_t **ret, struct gerr *err);
+
+/* The generation to publish next: prev unchanged when the devices of a and b are the same, else prev + 1. */
+int64_t dra_slices_next_generation(const json_t *published, const json_t *wanted, int64_t prev);
