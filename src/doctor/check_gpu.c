@@ -13,6 +13,7 @@
 
 #include "doctor/cudatable.h"
 #include "doctor/doctor.h"
+#include "doctor/klog.h"
 #include "util/fileio.h"
 #include "nvml/node.h"
 #include "nvml/nvml.h"
@@ -113,62 +114,6 @@ struct xid_seen {
 	char text[160];
 };
 
-/* Read the kernel log: --kernel-log, <root>/var/log/kern.log, or /dev/kmsg when looking at this host. */
-static int read_kernel_log(const struct doctor_ctx *c, char **ret, char *src, size_t size)
-{
-	_cleanup_free_ char *kern = NULL;
-	struct gerr err = {0};
-	int fd;
-
-	if (c->o->kernel_log) {
-		snprintf(src, size, "%s", c->o->kernel_log);
-		return read_file(c->o->kernel_log, 64u << 20, ret, NULL, &err);
-	}
-	kern = doctor_path(c, "/var/log/kern.log");
-	if (!kern)
-		return -ENOMEM;
-	if (access(kern, R_OK) == 0) {
-		snprintf(src, size, "%s", kern);
-		return read_file(kern, 64u << 20, ret, NULL, &err);
-	}
-	if (c->o->root && *c->o->root && !streq(c->o->root, "/"))
-		return -ENOENT;
-	/* /dev/kmsg: one record per read(); EAGAIN at the end of the buffer */
-	fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	{
-		size_t cap = 1 << 16, len = 0;
-		char *buf = malloc(cap);
-
-		while (buf) {
-			ssize_t n;
-
-			if (cap - len < 8192) {
-				char *nb = cap < (64u << 20) ? realloc(buf, cap * 2) : NULL;
-
-				if (!nb)
-					break;
-				buf = nb;
-				cap *= 2;
-			}
-			n = read(fd, buf + len, cap - len - 1);
-			if (n < 0 && errno == EPIPE)
-				continue; /* record overwritten while reading: go on */
-			if (n <= 0)
-				break;
-			len += (size_t)n;
-		}
-		close(fd);
-		if (!buf)
-			return -ENOMEM;
-		buf[len] = '\0';
-		*ret = buf;
-	}
-	snprintf(src, size, "/dev/kmsg");
-	return 0;
-}
-
 static void add_seen(struct xid_seen *seen, size_t *n, size_t max, const struct xid_kmsg *x)
 {
 	for (size_t k = 0; k < *n; k++)
@@ -197,16 +142,14 @@ static const struct {
 
 int doctor_check_kernel_log(struct doctor_ctx *c)
 {
-	_cleanup_free_ char *text = NULL;
 	struct xid_kmsg_parser p = {0};
 	struct xid_policy pol;
 	struct xid_seen seen[64];
-	size_t n_seen = 0;
-	char src[4096];
-	char *line, *save = NULL;
+	size_t n_seen = 0, len;
+	const char *text, *src, *pos, *line;
 	int r;
 
-	r = read_kernel_log(c, &text, src, sizeof(src));
+	r = doctor_need_klog(c, &text, &src);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0) {
@@ -214,10 +157,12 @@ int doctor_check_kernel_log(struct doctor_ctx *c)
 			      "no kernel log to read (give one with --kernel-log FILE)");
 		return 0;
 	}
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+	for (pos = text; klog_next_line(&pos, &line, &len);) {
+		char one[4096];
 		struct xid_kmsg x;
 
-		if (xid_kmsg_parse_line(&p, line, &x) == 1)
+		snprintf(one, sizeof(one), "%.*s", (int)len, line);
+		if (xid_kmsg_parse_line(&p, one, &x) == 1)
 			add_seen(seen, &n_seen, ELEMENTSOF(seen), &x);
 	}
 	xid_policy_default(&pol);

@@ -527,10 +527,14 @@ int doctor_run_table(struct doctor_ctx *c, const struct doctor_options *o, const
 
 void doctor_ctx_done(struct doctor_ctx *c)
 {
-	for (size_t k = 0; k < c->n_findings; k++)
+	for (size_t k = 0; k < c->n_findings; k++) {
 		for (size_t e = 0; e < c->findings[k].n_evidence; e++)
 			free(c->findings[k].evidence[e]);
+		free(c->findings[k].run);
+		free(c->findings[k].run_here);
+	}
 	free(c->findings);
+	free(c->klog);
 	json_decref(c->skipped);
 	node_free(c->node);
 	nvml_close(c->nv);
@@ -636,10 +640,16 @@ json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_o
 		ev = json_array();
 		for (size_t e = 0; e < f->n_evidence; e++)
 			json_array_append_new(ev, json_string(f->evidence[e]));
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:o, s:s}", "id", f->id, "severity",
-						     doctor_severity_name(f->severity), "component",
-						     doctor_link_name(f->link), "summary", f->summary, "evidence", ev,
-						     "fix", f->fix));
+		json_t *one = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s}", "id", f->id, "severity",
+					doctor_severity_name(f->severity), "component", doctor_link_name(f->link),
+					"summary", f->summary, "evidence", ev, "fix", f->fix);
+
+		/* the fix as a command: for the node, and for here when the node is under --root */
+		if (one && f->run)
+			json_object_set_new(one, "run", json_string(f->run));
+		if (one && f->run_here)
+			json_object_set_new(one, "run_here", json_string(f->run_here));
+		json_array_append_new(arr, one);
 	}
 	json_object_set_new(doc, "findings", arr);
 	json_object_set(doc, "skipped", c->skipped);
@@ -699,6 +709,11 @@ void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size
 				fprintf(out, "                  - %s\n", f->evidence[e]);
 			if (f->fix[0])
 				fprintf(out, "                  fix: %s\n", f->fix);
+			if (f->run)
+				fprintf(out, "                  run on the node: %s\n", f->run);
+			if (f->run_here)
+				fprintf(out, "                  run here (node under %s): %s\n", c->o->root,
+					f->run_here);
 		}
 	print_skipped(out, c, "explained_by", "not checked, already explained by an earlier failure:", "<-");
 	print_skipped(out, c, "reason", "not checked here:", "--");
@@ -706,5 +721,7 @@ void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size
 	if (root_cause)
 		fprintf(out, "Root cause: %s (%s link): %s\nFix first: %s\n", root_cause->id,
 			doctor_link_name(root_cause->link), root_cause->summary, root_cause->fix);
+	if (root_cause && (root_cause->run_here || root_cause->run))
+		fprintf(out, "Run: %s\n", root_cause->run_here ? root_cause->run_here : root_cause->run);
 	fprintf(out, "%zu fail, %zu warn, %zu ok\n", n_fail, n_warn, n_ok);
 }
