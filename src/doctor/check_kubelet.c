@@ -252,7 +252,8 @@ static bool socket_dir_mismatch(struct doctor_ctx *c, const char *dp)
 int doctor_check_plugin(struct doctor_ctx *c)
 {
 	const char *dp = doctor_device_plugin_dir(c);
-	char socks[512], stale[512], fix[512];
+	char socks[512], stale[512], fix[1024];
+	struct plugin_ds ds;
 	size_t n_stale = 0;
 	size_t n = plugin_sockets(c, dp, socks, sizeof(socks), live_root(c) ? stale : NULL, sizeof(stale), &n_stale);
 	struct doctor_finding *f;
@@ -262,14 +263,14 @@ int doctor_check_plugin(struct doctor_ctx *c)
 
 	if (no_kubelet(c))
 		return 0;
+	cluster_plugin_ds(c, &ds);
 	if (!n) {
 		if (socket_dir_mismatch(c, dp))
 			return 0;
 		snprintf(fix, sizeof(fix),
-			 "kubectl -n kube-system logs ds/nvidia-device-plugin-daemonset | grep -i 'Registered device "
-			 "plugin'; check the DaemonSet is scheduled on this node (nodeSelector, tolerations) and "
-			 "mounts %s",
-			 dp);
+			 "kubectl -n %s logs ds/%s | grep -i 'Registered device plugin'; check the DaemonSet is "
+			 "scheduled on this node (nodeSelector, tolerations) and mounts %s",
+			 ds.ns, ds.name, dp);
 		f = doctor_report(c, "plugin.not-registered", DOCTOR_FAIL, LINK_PLUGIN, fix,
 				  "no NVIDIA device plugin socket in kubelet's device-plugins dir: the plugin is not "
 				  "running here, so Allocatable has no nvidia.com/gpu (Insufficient nvidia.com/gpu)");
@@ -282,13 +283,14 @@ int doctor_check_plugin(struct doctor_ctx *c)
 		return 0;
 	}
 	if (n_stale) {
-		f = doctor_report(
-		    c, "plugin.not-registered", DOCTOR_FAIL, LINK_PLUGIN,
-		    "restart the device plugin (kubectl -n kube-system delete pod -l "
-		    "name=nvidia-device-plugin-ds) and find why it died: kubectl describe pod (Last State: "
-		    "OOMKilled / exit code), kubectl logs --previous; raise its memory limit if OOMKilled",
-		    "a device plugin socket is stale: nobody listens on it, so kubelet cannot allocate "
-		    "its GPUs (and drops them from Allocatable)");
+		snprintf(fix, sizeof(fix),
+			 "restart the device plugin (kubectl -n %s delete pod -l %s) and find why it died: kubectl "
+			 "describe pod (Last State: OOMKilled / exit code), kubectl logs --previous; raise its memory "
+			 "limit if OOMKilled",
+			 ds.ns, ds.selector);
+		f = doctor_report(c, "plugin.not-registered", DOCTOR_FAIL, LINK_PLUGIN, fix,
+				  "a device plugin socket is stale: nobody listens on it, so kubelet cannot allocate "
+				  "its GPUs (and drops them from Allocatable)");
 		doctor_evidence(f,
 				"%s: %s: socket is stale (the plugin died or was OOM-killed): "
 				"connect() is refused",
@@ -298,9 +300,12 @@ int doctor_check_plugin(struct doctor_ctx *c)
 		return 0;
 	}
 	if (c->node_obj && cap <= 0 && !ck) {
-		f = doctor_report(c, "plugin.not-registered", DOCTOR_FAIL, LINK_PLUGIN,
-				  "the plugin's log should say 'Registered device plugin'; if it does not, restart it "
-				  "(kubectl -n kube-system delete pod -l name=nvidia-device-plugin-ds)",
+		snprintf(
+		    fix, sizeof(fix),
+		    "the plugin's log should say 'Registered device plugin' (kubectl -n %s logs ds/%s); if it does "
+		    "not, restart it (kubectl -n %s delete pod -l %s)",
+		    ds.ns, ds.name, ds.ns, ds.selector);
+		f = doctor_report(c, "plugin.not-registered", DOCTOR_FAIL, LINK_PLUGIN, fix,
 				  "the plugin socket exists but kubelet lists no nvidia.com/gpu: registration failed");
 		doctor_evidence(f, "%s: %s", dp, socks);
 		doctor_evidence(f, "--node: capacity nvidia.com/gpu absent or 0");
@@ -361,14 +366,18 @@ static bool cdi_enabled(struct doctor_ctx *c)
 static struct doctor_finding *stale_finding(struct doctor_ctx *c)
 {
 	struct doctor_finding *f = doctor_find(c, "mig.layout-stale");
+	struct plugin_ds ds;
+	char fix[512];
 
-	return f ? f
-		 : doctor_report(
-		       c, "mig.layout-stale", DOCTOR_FAIL, LINK_MIG,
-		       "restart the device plugin so it re-reads the MIG layout (kubectl -n kube-system delete pod "
-		       "-l name=nvidia-device-plugin-ds); gpulet plugin re-advertises live on a re-partition",
-		       "the MIG layout was changed but the device plugin still advertises the old one: pods get "
-		       "instances that no longer exist or none");
+	if (f)
+		return f;
+	cluster_plugin_ds(c, &ds);
+	snprintf(fix, sizeof(fix),
+		 "restart the device plugin so it re-reads the MIG layout (kubectl -n %s delete pod -l %s)%s", ds.ns,
+		 ds.selector, ds.gpulet ? "" : "; gpulet plugin re-advertises live on a re-partition");
+	return doctor_report(c, "mig.layout-stale", DOCTOR_FAIL, LINK_MIG, fix,
+			     "the MIG layout was changed but the device plugin still advertises the old one: pods get "
+			     "instances that no longer exist or none");
 }
 
 /* A device of this spec file (below root) named after a MIG-enabled GPU: its UUID or its index. */

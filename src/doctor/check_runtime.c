@@ -18,6 +18,7 @@
 #include "kube/k8sobj.h"
 #include "parse/toml.h"
 #include "doctor/runtime_find.h"
+#include "doctor/kubelet_root.h"
 
 int doctor_toolkit_version(const struct doctor_ctx *c, char *buf, size_t size, char *src, size_t src_size)
 {
@@ -181,9 +182,17 @@ static void check_handler(struct doctor_ctx *c, const struct ctrd_facts *f, cons
 	if (!*handler)
 		return; /* --runtime-class "": GPU pods name no RuntimeClass and run on the default runtime */
 	if (!rt) {
-		users = doctor_pods_with_class(c, handler, NULL);
-		if (!users && f->enable_cdi && c->pods)
+		struct inject_facts inj;
+		bool hook_needed;
+
+		/* users: any pod here whose RuntimeClass names the handler (the plugin's own pods too), or a
+		 * device plugin handing out NVIDIA_VISIBLE_DEVICES that only the nvidia runtime's hook acts on */
+		users = cluster_handler_users(c, handler, NULL);
+		doctor_inject_facts(c, &inj);
+		hook_needed = inject_has_env(&inj) && !(f->enable_cdi && inject_cdi_names(&inj));
+		if (!users && !hook_needed && f->enable_cdi && (c->pods || inject_cdi_names(&inj)))
 			return; /* nobody asks for the handler and CDI injects the devices */
+		users += hook_needed;
 		if (c->rt->kind == RT_CONTAINERD)
 			snprintf(fix, sizeof(fix),
 				 "nvidia-ctk runtime configure --runtime=containerd --nvidia-runtime-name=%s "
@@ -210,7 +219,9 @@ static void check_handler(struct doctor_ctx *c, const struct ctrd_facts *f, cons
 				   f->enable_cdi ? "" : ", and with CDI off nothing else injects the GPU");
 		doctor_evidence(fd, "plugins.\"%s\".containerd.runtimes has no \"%s\"", f->plugin_id, handler);
 		files_evidence(c, fd);
-		doctor_pods_with_class(c, handler, fd);
+		if (hook_needed)
+			doctor_evidence(fd, "%s: only the nvidia runtime's hook acts on it", inj.source);
+		cluster_handler_users(c, handler, fd);
 		return;
 	}
 	{
@@ -275,12 +286,24 @@ static void check_cgroup_driver(struct doctor_ctx *c, const struct ctrd_facts *f
 	json_decref(docs);
 }
 
-/* Something on the node runs kubelet, so some CRI runtime must run too. */
-static bool kubelet_here(const struct doctor_ctx *c)
+static bool is_socket_name(const char *name)
+{
+	size_t l = strlen(name);
+
+	return l > 5 && streq(name + l - 5, ".sock");
+}
+
+/*
+ * Something on the node runs kubelet, so some CRI runtime must run too: kubelet's config, --pods, or
+ * kubelet's Registration socket or a device plugin's socket where kubelet serves them (a plugin
+ * registered there is asking this runtime to start GPU containers, whatever config file kubelet reads).
+ */
+static bool kubelet_here(struct doctor_ctx *c)
 {
 	static const char *const files[] = {"/var/lib/kubelet/config.yaml", "/etc/kubernetes/kubelet.conf",
 					    "/var/lib/rancher/k3s/agent/kubelet.kubeconfig",
 					    "/var/lib/rancher/rke2/agent/kubelet.kubeconfig"};
+	char names[1][256];
 
 	for (size_t k = 0; k < ELEMENTSOF(files); k++) {
 		_cleanup_free_ char *p = doctor_path(c, files[k]);
@@ -288,7 +311,7 @@ static bool kubelet_here(const struct doctor_ctx *c)
 		if (p && access(p, F_OK) == 0)
 			return true;
 	}
-	return c->pods != NULL;
+	return c->pods != NULL || doctor_dir_names(c, doctor_device_plugin_dir(c), is_socket_name, names, 1) > 0;
 }
 
 /*

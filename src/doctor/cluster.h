@@ -40,6 +40,22 @@ const char *cluster_node_name(const struct doctor_ctx *c);
 bool cluster_pod_here(const struct doctor_ctx *c, const json_t *pod);
 bool cluster_is_pod(const json_t *obj);
 enum nv_component cluster_component(const json_t *pod);
+/* A pod of gpulet's own chart (label app.kubernetes.io/name=gpulet). */
+bool cluster_is_gpulet(const json_t *pod);
+
+/*
+ * The device plugin's DaemonSet on this node, for fix texts: from its pod in --pods (namespace,
+ * ownerReferences, labels; gpulet's chart or NVIDIA's), else NVIDIA's static manifest's names.
+ */
+struct plugin_ds {
+	bool known;         /* read from a plugin pod in --pods */
+	bool gpulet;        /* gpulet's chart runs it */
+	char ns[64];        /* kube-system */
+	char name[128];     /* nvidia-device-plugin-daemonset */
+	char selector[320]; /* name=nvidia-device-plugin-ds */
+	char pod[256];
+};
+void cluster_plugin_ds(const struct doctor_ctx *c, struct plugin_ds *ret);
 /* Ready, and no container waiting / restarting: why not in buf ("CrashLoopBackOff, last OOMKilled"). */
 bool cluster_pod_healthy(const json_t *pod, char *why, size_t size);
 /* The object of this kind and name in --pods (ConfigMap, RuntimeClass), NULL when absent. */
@@ -69,6 +85,7 @@ void cluster_plugin_cfg(const struct doctor_ctx *c, struct plugin_cfg *ret);
 struct inject_facts {
 	enum allocresp_mode mode; /* ALLOCRESP_NONE: unknown */
 	bool also_env;            /* CDI names and NVIDIA_VISIBLE_DEVICES both ("envvar,cdi-cri") */
+	char cdi_name[160];       /* a CDI name handed out ("k8s.device-plugin.nvidia.com/gpu=GPU-…"), "" unknown */
 	char source[320];         /* the evidence: checkpoint entry, pod env, ConfigMap, CDI spec file */
 };
 void doctor_inject_facts(struct doctor_ctx *c, struct inject_facts *ret);
@@ -76,6 +93,13 @@ void doctor_inject_facts(struct doctor_ctx *c, struct inject_facts *ret);
 bool inject_cdi_only(const struct inject_facts *f);
 /* NVIDIA_VISIBLE_DEVICES is handed out (alone or beside CDI names): the nvidia runtime's hook can inject. */
 bool inject_has_env(const struct inject_facts *f);
+/* CDI device names are handed out (alone or beside NVIDIA_VISIBLE_DEVICES): a runtime with CDI on must resolve them. */
+bool inject_cdi_names(const struct inject_facts *f);
+/* The runtime handler a RuntimeClass names: its object in --pods, else the class's own name. */
+const char *cluster_class_handler(const struct doctor_ctx *c, const char *cls);
+/* Pods on this node (any, GPU or not, not terminating) whose RuntimeClass names this handler; each is
+ * evidence on f when given. */
+size_t cluster_handler_users(const struct doctor_ctx *c, const char *handler, struct doctor_finding *f);
 
 int doctor_check_inject(struct doctor_ctx *c);
 int doctor_check_plugin_pods(struct doctor_ctx *c);

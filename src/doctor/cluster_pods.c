@@ -117,10 +117,39 @@ static enum nv_component component_of(const char *s)
 	return NV_NONE;
 }
 
+/* gpulet's chart: app.kubernetes.io/name gpulet, one app.kubernetes.io/component per DaemonSet
+ * (deploy/helm/gpulet/templates), whatever the release calls the pods. */
+static const struct {
+	const char *component;
+	enum nv_component comp;
+} gpulet_components[] = {
+    {"device-plugin", NV_DEVICE_PLUGIN},
+    {"mps-control-daemon", NV_MPS_DAEMON},
+    {"gpu-feature-discovery", NV_GFD},
+};
+
+bool cluster_is_gpulet(const json_t *pod)
+{
+	const json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
+	const char *name = json_string_value(json_object_get(labels, "app.kubernetes.io/name"));
+
+	return name && streq(name, "gpulet");
+}
+
 enum nv_component cluster_component(const json_t *pod)
 {
 	const json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
-	enum nv_component comp = component_of(cluster_pod_name(pod));
+	enum nv_component comp;
+
+	if (cluster_is_gpulet(pod)) {
+		const char *part = json_string_value(json_object_get(labels, "app.kubernetes.io/component"));
+
+		for (size_t k = 0; part && k < ELEMENTSOF(gpulet_components); k++)
+			if (streq(part, gpulet_components[k].component))
+				return gpulet_components[k].comp;
+		return NV_OTHER;
+	}
+	comp = component_of(cluster_pod_name(pod));
 
 	if (comp == NV_NONE)
 		comp = component_of(json_string_value(json_object_get(labels, "app")));
@@ -353,6 +382,75 @@ void cluster_plugin_cfg(const struct doctor_ctx *c, struct plugin_cfg *p)
 					 marg ? "--mig-strategy" : "env MIG_STRATEGY");
 			}
 		}
+		return;
+	}
+}
+
+/* The DaemonSet that owns a pod (metadata.ownerReferences), NULL when none says so. */
+static const char *owner_daemonset(const json_t *pod)
+{
+	size_t i;
+	json_t *o;
+
+	json_array_foreach (json_object_get(json_object_get(pod, "metadata"), "ownerReferences"), i, o) {
+		const char *kind = json_string_value(json_object_get(o, "kind"));
+
+		if (kind && streq(kind, "DaemonSet"))
+			return json_string_value(json_object_get(o, "name"));
+	}
+	return NULL;
+}
+
+/*
+ * Label keys that select one DaemonSet's pods, in the order charts set them: gpulet's and the
+ * upstream chart's app.kubernetes.io set, the static manifest's name=nvidia-device-plugin-ds
+ * (k8s-device-plugin deployments/static), the GPU Operator's app=.
+ */
+static const char *const selector_keys[][3] = {
+    {"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component"},
+    {"name", NULL, NULL},
+    {"app", NULL, NULL},
+};
+
+static void pod_selector(const json_t *pod, char *buf, size_t size)
+{
+	const json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
+
+	buf[0] = '\0';
+	for (size_t k = 0; k < ELEMENTSOF(selector_keys) && !buf[0]; k++)
+		for (size_t j = 0; j < ELEMENTSOF(selector_keys[k]) && selector_keys[k][j]; j++) {
+			const char *v = json_string_value(json_object_get(labels, selector_keys[k][j]));
+			size_t used = strlen(buf);
+
+			if (v && used < size)
+				snprintf(buf + used, size - used, "%s%s=%s", used ? "," : "", selector_keys[k][j], v);
+		}
+}
+
+void cluster_plugin_ds(const struct doctor_ctx *c, struct plugin_ds *ds)
+{
+	size_t i;
+	json_t *pod;
+
+	/* k8s-device-plugin's static manifest (deployments/static/nvidia-device-plugin.yml): the default */
+	*ds = (struct plugin_ds){
+	    .ns = "kube-system", .name = "nvidia-device-plugin-daemonset", .selector = "name=nvidia-device-plugin-ds"};
+	json_array_foreach (c->pods, i, pod) {
+		const char *owner;
+
+		if (!cluster_pod_here(c, pod) || cluster_component(pod) != NV_DEVICE_PLUGIN ||
+		    doctor_pod_is_terminating(pod))
+			continue;
+		owner = owner_daemonset(pod);
+		ds->known = true;
+		ds->gpulet = cluster_is_gpulet(pod);
+		snprintf(ds->ns, sizeof(ds->ns), "%s", cluster_pod_ns(pod));
+		snprintf(ds->pod, sizeof(ds->pod), "%s", cluster_pod_name(pod));
+		if (owner)
+			snprintf(ds->name, sizeof(ds->name), "%s", owner);
+		else if (ds->gpulet)
+			snprintf(ds->name, sizeof(ds->name), "gpulet-device-plugin");
+		pod_selector(pod, ds->selector, sizeof(ds->selector));
 		return;
 	}
 }

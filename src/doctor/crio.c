@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "doctor/cluster.h"
 #include "doctor/doctor.h"
 #include "doctor/runtime_find.h"
 #include "parse/toml.h"
@@ -185,7 +186,13 @@ int doctor_check_crio(struct doctor_ctx *c)
 		check_binary(c, rt, handler);
 		return 0;
 	}
-	users = doctor_pods_with_class(c, handler, NULL);
+	{
+		struct inject_facts inj;
+
+		/* any pod naming the handler, or a plugin handing out NVIDIA_VISIBLE_DEVICES alone */
+		doctor_inject_facts(c, &inj);
+		users = cluster_handler_users(c, handler, NULL) + (inject_has_env(&inj) && !inject_cdi_names(&inj));
+	}
 	if (!users && cdi_spec_present(c))
 		return 0; /* CRI-O injects CDI devices itself; nobody asks for the handler */
 	f = doctor_report(c, "runtime.nvidia-handler-missing", users ? DOCTOR_FAIL : DOCTOR_WARN, LINK_RUNTIME,
@@ -198,6 +205,6 @@ int doctor_check_crio(struct doctor_ctx *c)
 	doctor_evidence(f, "no [crio.runtime.runtimes.%s] in what CRI-O reads", handler);
 	files_evidence(c->rt, f);
 	unread_dropins(c, handler, f);
-	doctor_pods_with_class(c, handler, f);
+	cluster_handler_users(c, handler, f);
 	return 0;
 }
