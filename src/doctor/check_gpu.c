@@ -22,6 +22,8 @@
 #define FIX_FALLEN                                                                                                  \
 	"drain the node (kubectl drain NODE --ignore-daemonsets) and cold-reboot it; nvidia-smi -r cannot reset a " \
 	"GPU that fell off the bus. If it recurs check power, cooling and the PCIe slot (XID 79)"
+const char doctor_fix_fallen[] = FIX_FALLEN;
+
 #define FIX_DBE                                                                                                \
 	"drain the GPU's workloads, then reset it (nvidia-smi -r -i <index>) or reboot; if double-bit errors " \
 	"recur the GPU needs service (XID 48)"

@@ -102,6 +102,7 @@ static const struct {
     {"cuda-validator", NV_VALIDATOR},
     {"container-toolkit", NV_TOOLKIT},
     {"nvidia-device-plugin", NV_DEVICE_PLUGIN},
+    {"nvidia-gpu-device-plugin", NV_DEVICE_PLUGIN}, /* GKE's (kube-system, k8s-app=nvidia-gpu-device-plugin) */
     {"gpu-operator", NV_OPERATOR},
     {"dcgm", NV_OTHER},
     {"mig-manager", NV_OTHER},

@@ -26,18 +26,43 @@
  * (docs/reference/monitoring-doctor.md B12: "each step's failure explains every later symptom").
  */
 const struct doctor_check doctor_checks[] = {
-    {"driver", LINK_DRIVER, 0, "/proc/driver/nvidia/version, /sys/module/nvidia",
-     "driver.not-loaded driver.version-unreadable", doctor_check_driver},
+    {"driver", LINK_DRIVER, 0,
+     "/proc/driver/nvidia/version, /sys/module/nvidia; when not loaded: PCI drivers, kernel log, "
+     "/lib/modules/<release>, DKMS, efivars SecureBoot and MokListRT; WSL2's /dev/dxg",
+     "driver.not-loaded driver.version-unreadable driver.nouveau driver.secure-boot-unsigned "
+     "driver.open-module-no-gsp driver.no-module-for-kernel",
+     doctor_check_driver},
     {"devnode", LINK_DEVNODE, L(LINK_DRIVER), "/dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia<minor>",
      "devnode.missing devnode.permissions devnode.no-gpus", doctor_check_devnodes},
+    {"devchar", LINK_DEVNODE, L(LINK_DRIVER),
+     "/dev/char/<major>:<minor> of each NVIDIA device node, kubelet cgroupDriver, the runtime's systemd cgroups",
+     "devnode.char-links-missing", doctor_check_devchar},
     {"kernel-log", LINK_GPU, 0, "--kernel-log, /var/log/kern.log or /dev/kmsg",
      "gpu.unhealthy-xid gpu.fallen-off-bus gpu.ecc-dbe", doctor_check_kernel_log},
     {"nvml", LINK_NVML, L(LINK_DRIVER) | L(LINK_DEVNODE), "libnvidia-ml.so.1 (--nvml-library)",
      "nvml.load-failed nvml.version-mismatch", doctor_check_nvml},
     {"gpu-health", LINK_GPU, L(LINK_NVML), "NVML per GPU: lost, ECC volatile uncorrected",
      "gpu.fallen-off-bus gpu.ecc-dbe", doctor_check_gpu_health},
+    {"gpu-state", LINK_GPU, L(LINK_NVML),
+     "NVML per GPU: MIG mode and pending mode, MIG instances, remapped rows, retired pages pending",
+     "mig.mode-change-pending mig.no-instances gpu.row-remap-failed gpu.row-remap-pending gpu.retired-pages-pending",
+     doctor_check_gpu_state},
+    {"pci", LINK_GPU, L(LINK_DRIVER),
+     "/sys/bus/pci/devices (vendor 0x10de, class 0x03) vs /proc/driver/nvidia/gpus and NVML, kernel log, "
+     "driverctl, modprobe.d",
+     "gpu.bound-to-vfio gpu.bound-to-other-driver gpu.bar-unassigned driver.gsp-firmware-missing "
+     "gpu.fallen-off-bus gpu.init-failed gpu.not-probed",
+     doctor_check_pci},
+    {"fabric", LINK_GPU, L(LINK_DRIVER),
+     "/dev/nvidia-nvswitch*, /run/nvidia-fabricmanager/socket, nv-fabricmanager process, dpkg, its unit and log, "
+     "NVML fabric state",
+     "fabric.manager-not-running fabric.version-mismatch fabric.not-ready", doctor_check_fabric},
     {"toolkit", LINK_TOOLKIT, 0, "/var/lib/dpkg/status, nvidia-ctk, /etc/nvidia-container-runtime/config.toml",
      "toolkit.too-old-for-driver", doctor_check_toolkit},
+    {"toolkit-config", LINK_TOOLKIT, 0,
+     "/etc/nvidia-container-runtime/config.toml (and the GPU Operator's copy): root, ldconfig, no-cgroups; "
+     "cgroup v2, libnvidia-container version",
+     "toolkit.driver-root-missing toolkit.ldconfig-missing toolkit.cgroup-v2-unsupported", doctor_check_toolkit_config},
     {"inject", LINK_RUNTIME, 0, "kubelet_internal_checkpoint AllocResp, --pods plugin pod + ConfigMap, RuntimeClasses",
      "inject.cdi-disabled inject.runtime-class-missing inject.handler-missing inject.kubelet-too-old-for-cdi",
      doctor_check_inject},
@@ -51,7 +76,7 @@ const struct doctor_check doctor_checks[] = {
      doctor_check_runtime},
     {"cdi", LINK_CDI, 0, "CDI spec dirs (/etc/cdi, /var/run/cdi or cdi_spec_dirs)",
      "cdi.spec-missing cdi.spec-invalid cdi.spec-unreadable cdi.version-too-new cdi.duplicate-device "
-     "cdi.stale-devices cdi.libs-not-loadable",
+     "cdi.stale-devices cdi.hook-missing cdi.libs-not-loadable",
      doctor_check_cdi},
     {"kubelet", LINK_KUBELET, 0,
      "kubelet's --root-dir (/proc, kubelet.service, kubeadm-flags.env, k3s/rke2/k0s/microk8s config), "
@@ -61,6 +86,8 @@ const struct doctor_check doctor_checks[] = {
      "plugin.pod-crashing plugin.mps-daemon-missing labels.discovery-missing operator.driver-on-preinstalled "
      "operator.validator-failing operator.upgrade-cordoned",
      doctor_check_plugin_pods},
+    {"plugin-dup", LINK_PLUGIN, L(LINK_KUBELET), "--pods plugin pods, nvidia-gpu.sock / nvidiaGPU-*.sock, checkpoint",
+     "plugin.duplicate", doctor_check_duplicate_plugins},
     {"plugin", LINK_PLUGIN, L(LINK_KUBELET) | L(LINK_NVML) | L(LINK_DRIVER),
      "device-plugins/nvidia-*.sock, kubelet_internal_checkpoint, --node",
      "plugin.not-registered plugin.socket-dir-mismatch plugin.allocatable-short", doctor_check_plugin},
@@ -202,6 +229,35 @@ size_t doctor_dir_names(const struct doctor_ctx *c, const char *dir, bool (*keep
 
 /* ---- lazily loaded facts ---- */
 
+/*
+ * Where a driver lives when it is not installed under / (docs/reference/doctor-classes.md §9): the GPU
+ * Operator's driver container, GKE's installer on COS, WSL2's mount of the Windows driver's libraries.
+ */
+static const char *const driver_roots[] = {"/run/nvidia/driver", "/home/kubernetes/bin/nvidia", "/usr/lib/wsl"};
+
+static int open_nvml(struct doctor_ctx *c, struct gerr *err)
+{
+	bool chosen = (c->o->nvml_library && *c->o->nvml_library) || getenv("GPULET_NVML_LIBRARY") ||
+		      (c->o->driver_root && *c->o->driver_root) || getenv("NVIDIA_DRIVER_ROOT");
+	int r = nvml_open_host(
+	    &(struct nvml_host){.root = c->o->root, .library = c->o->nvml_library, .driver_root = c->o->driver_root},
+	    &c->nv, err);
+
+	for (size_t k = 0; r == -ELIBACC && !chosen && k < ELEMENTSOF(driver_roots); k++) {
+		_cleanup_free_ char *p = doctor_path(c, driver_roots[k]);
+		struct gerr e2 = {0};
+
+		if (!p || access(p, F_OK) != 0)
+			continue;
+		if (nvml_open_host(&(struct nvml_host){.root = c->o->root, .driver_root = driver_roots[k]}, &c->nv,
+				   &e2) >= 0) {
+			snprintf(c->driver_root_found, sizeof(c->driver_root_found), "%s", driver_roots[k]);
+			r = 0;
+		}
+	}
+	return r;
+}
+
 int doctor_need_nvml(struct doctor_ctx *c)
 {
 	struct gerr err = {0};
@@ -209,9 +265,7 @@ int doctor_need_nvml(struct doctor_ctx *c)
 
 	if (c->nvml_state)
 		return c->nvml_state;
-	r = nvml_open_host(
-	    &(struct nvml_host){.root = c->o->root, .library = c->o->nvml_library, .driver_root = c->o->driver_root},
-	    &c->nv, &err);
+	r = open_nvml(c, &err);
 	if (r >= 0) {
 		r = node_load(c->nv, c->o->root, &c->node, &err);
 		if (r < 0) {

@@ -94,7 +94,9 @@ struct doctor_ctx {
 
 	/* driver */
 	bool driver_loaded;
-	char driver_version[64]; /* "550.54.15" from /proc/driver/nvidia/version, "" unknown */
+	char driver_version[64];    /* "550.54.15" from /proc/driver/nvidia/version, "" unknown */
+	bool wsl;                   /* WSL2: the Windows host's driver through /dev/dxg, no /dev/nvidia* */
+	char driver_root_found[64]; /* where NVML was found when not under / (doctor_need_nvml), "" / */
 	/* NVML */
 	int nvml_state; /* 0 not tried, 1 open, <0 -errno */
 	char nvml_error[GERR_MAX];
@@ -240,6 +242,16 @@ int doctor_check_plugin(struct doctor_ctx *c);
 int doctor_check_mig(struct doctor_ctx *c);
 int doctor_check_alloc(struct doctor_ctx *c);
 int doctor_check_cuda(struct doctor_ctx *c);
+int doctor_check_pci(struct doctor_ctx *c);
+/* Why the driver is not loaded (check_kmod.c): the finding of the first reason found, NULL none. */
+struct doctor_finding *doctor_driver_why_not_loaded(struct doctor_ctx *c);
+int doctor_check_fabric(struct doctor_ctx *c);
+int doctor_check_gpu_state(struct doctor_ctx *c);
+int doctor_check_devchar(struct doctor_ctx *c);
+int doctor_check_toolkit_config(struct doctor_ctx *c);
+int doctor_check_duplicate_plugins(struct doctor_ctx *c);
+/* A GPU that fell off the bus: the one fix (check_gpu.c), for the kernel log, NVML and PCI findings. */
+extern const char doctor_fix_fallen[];
 
 struct doctor_check {
 	const char *name; /* "driver", also the id of its ok finding ("driver.ok") */

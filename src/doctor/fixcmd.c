@@ -63,6 +63,14 @@ static int put_word(FILE *out, const char *prefix, const char *s)
 	return 0;
 }
 
+/* The driver root a gpulet command needs: the doctor's --driver-root, or where it found the driver. */
+static const char *driver_root(const struct doctor_ctx *c)
+{
+	if (c->o->driver_root && *c->o->driver_root && !streq(c->o->driver_root, "/"))
+		return c->o->driver_root;
+	return c->driver_root_found[0] ? c->driver_root_found : NULL;
+}
+
 /* Render args: here = false for the node, true for the doctor's side of --root. */
 static int render(const struct doctor_ctx *c, const struct doctor_fix_arg *args, bool here, char **ret)
 {
@@ -80,8 +88,7 @@ static int render(const struct doctor_ctx *c, const struct doctor_fix_arg *args,
 			const char *opt, *val;
 		} opts[3] = {{"--root", root},
 			     {"--nvml-library", here ? c->o->nvml_library : NULL},
-			     {"--driver-root", c->o->driver_root && !streq(c->o->driver_root, "/") ? c->o->driver_root
-												    : NULL}};
+			     {"--driver-root", driver_root(c)}};
 
 		if (a->kind == FIX_ROOT) {
 			for (size_t k = 0; k < ELEMENTSOF(opts) && r >= 0; k++) {

@@ -11,7 +11,7 @@ Every finding that carries its fix as a command ("run" for the node, "run_here" 
 --root) gets it executed on the scenario's node (its own temp copy), and the doctor, run again, must no
 longer report that finding; expect.json's "runs" lists ids whose finding must carry such a command.
 Usage: run.py [--keep] [NAME...]; env GPULET, FAKE_NVML_LIB, GPULET_SRC."""
-import json, os, shlex, shutil, socket, subprocess, sys, tempfile, time
+import json, os, shlex, shutil, socket, stat, subprocess, sys, tempfile, time
 
 SRC = os.environ.get("GPULET_SRC") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GPULET = os.environ.get("GPULET") or os.path.join(SRC, "build", "gpulet")
@@ -105,6 +105,7 @@ def healthy(root, fixture, kdir="/var/lib/kubelet", dpdir="/var/lib/kubelet/devi
     kdir: kubelet's --root-dir (pod-resources/ and pods/ go there); dpdir: where kubelet serves device
     plugins (kubelet.sock, plugin sockets, checkpoint): released kubelets use the fixed
     /var/lib/kubelet/device-plugins whatever --root-dir says (docs/reference/kubelet-root-dir.md)."""
+    dev_char_links(root)
     put(root, "/etc/containerd/config.toml", CONTAINERD_V2)
     put(root, "/usr/bin/nvidia-container-runtime", "#!/bin/sh\nexec runc \"$@\"\n", 0o755)
     put(root, "/etc/cdi/nvidia.json", json.dumps(cdi_spec(fixture), indent=1))
@@ -126,6 +127,22 @@ def healthy(root, fixture, kdir="/var/lib/kubelet", dpdir="/var/lib/kubelet/devi
         "Dec  2 10:00:00 node kernel: [   12.3] nvidia-nvlink: Nvlink Core is being initialized\n"
         "Dec  2 10:05:00 node kernel: [  300.1] NVRM: Xid (PCI:0000:07:00): 13, pid=4242, name=python, "
         "Graphics SM Warp Exception on (GPC 0, TPC 1, SM 0): Out Of Range Address\n")
+
+
+def dev_char_links(root):
+    """/dev/char/<major>:<minor> links to the NVIDIA device nodes, as nvidia-ctk system
+    create-dev-char-symlinks makes them (a node on the systemd cgroup driver needs them:
+    docs/reference/doctor-classes.md §6)."""
+    for sub in ("dev", "dev/nvidia-caps"):
+        d = os.path.join(root, sub)
+        for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            st = os.lstat(os.path.join(d, name))
+            if not name.startswith("nvidia") or not stat.S_ISCHR(st.st_mode):
+                continue
+            link = os.path.join(root, "dev/char", f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
+            os.makedirs(os.path.dirname(link), exist_ok=True)
+            if not os.path.lexists(link):
+                os.symlink(os.path.join("..", sub[4:], name) if sub != "dev" else os.path.join("..", name), link)
 
 
 def patch(doc, path, value):
