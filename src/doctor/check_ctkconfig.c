@@ -55,8 +55,8 @@ static int comment_out(const struct doctor_ctx *c, struct doctor_finding *f, con
 	char expr[64];
 
 	snprintf(expr, sizeof(expr), "%us/^/#/", line);
-	return doctor_fix_run(c, f,
-			      (const struct doctor_fix_arg[]){FIX_W("sed"), FIX_W("-i"), FIX_W(expr), FIX_P(file), FIX_DONE});
+	return doctor_fix_run(
+	    c, f, (const struct doctor_fix_arg[]){FIX_W("sed"), FIX_W("-i"), FIX_W(expr), FIX_P(file), FIX_DONE});
 }
 
 static int driver_root(struct doctor_ctx *c, const char *file, const struct toml *cli)
@@ -67,10 +67,11 @@ static int driver_root(struct doctor_ctx *c, const char *file, const struct toml
 	if (!v || v->type != TOML_STRING || !*v->s || streq(v->s, "/") || has_driver(c, v->s))
 		return 0;
 	f = doctor_report(c, "toolkit.driver-root-missing", DOCTOR_FAIL, LINK_TOOLKIT,
-			  has_driver(c, "/") ? "the driver is installed on the host: drop the root line (command below; "
-					       "nvidia-ctk config --in-place --set nvidia-container-cli.root=/ does the same)"
-					     : "point root at where the driver is installed, or start the GPU Operator's driver "
-					       "container again",
+			  has_driver(c, "/")
+			      ? "the driver is installed on the host: drop the root line (command below; "
+				"nvidia-ctk config --in-place --set nvidia-container-cli.root=/ does the same)"
+			      : "point root at where the driver is installed, or start the GPU Operator's driver "
+				"container again",
 			  "the toolkit looks for the driver under %s, which holds no driver: every GPU container "
 			  "fails (\"nvidia-container-cli: initialization error: load library failed: "
 			  "libnvidia-ml.so.1\")",
@@ -98,8 +99,8 @@ static int ldconfig(struct doctor_ctx *c, const char *file, const struct toml *c
 	for (size_t k = 0; k < ELEMENTSOF(tools) && !use; k++)
 		if (node_file(c, tools[k]))
 			use = tools[k];
-	snprintf(fix, sizeof(fix), "set ldconfig = \"@%s\" under [nvidia-container-cli] in %s%s", use ? use : "/sbin/ldconfig",
-		 file, use ? " (command below)" : "");
+	snprintf(fix, sizeof(fix), "set ldconfig = \"@%s\" under [nvidia-container-cli] in %s%s",
+		 use ? use : "/sbin/ldconfig", file, use ? " (command below)" : "");
 	f = doctor_report(c, "toolkit.ldconfig-missing", DOCTOR_FAIL, LINK_TOOLKIT, fix,
 			  "the toolkit runs %s to update the container's library cache, which this host does not have: "
 			  "every GPU container fails (\"nvidia-container-cli: ldcache error: open failed: %s: no such "
@@ -110,8 +111,8 @@ static int ldconfig(struct doctor_ctx *c, const char *file, const struct toml *c
 		return 0;
 	doctor_evidence(f, "%s exists", use);
 	snprintf(expr, sizeof(expr), "%us|.*|ldconfig = \"@%s\"|", v->line, use);
-	return doctor_fix_run(c, f,
-			      (const struct doctor_fix_arg[]){FIX_W("sed"), FIX_W("-i"), FIX_W(expr), FIX_P(file), FIX_DONE});
+	return doctor_fix_run(
+	    c, f, (const struct doctor_fix_arg[]){FIX_W("sed"), FIX_W("-i"), FIX_W(expr), FIX_P(file), FIX_DONE});
 }
 
 /* libnvidia-container supports cgroup v2 from 1.8.0 (its NEWS); before, it asks for cgroup v1's devices controller. */
@@ -129,12 +130,13 @@ static void cgroup_v2(struct doctor_ctx *c, const char *file, const struct toml 
 			pkg = pkgs[k];
 	if (!pkg || version_cmp(ver, "1.8.0") >= 0)
 		return;
-	f = doctor_report(c, "toolkit.cgroup-v2-unsupported", DOCTOR_FAIL, LINK_TOOLKIT,
-			  "upgrade the NVIDIA container toolkit to 1.8 or later (apt-get install nvidia-container-toolkit "
-			  "libnvidia-container1), or boot with cgroup v1 (systemd.unified_cgroup_hierarchy=0)",
-			  "the node runs cgroup v2 but libnvidia-container %s knows only cgroup v1: every GPU container "
-			  "fails (\"nvidia-container-cli: container error: cgroup subsystem devices not found\")",
-			  ver);
+	f = doctor_report(
+	    c, "toolkit.cgroup-v2-unsupported", DOCTOR_FAIL, LINK_TOOLKIT,
+	    "upgrade the NVIDIA container toolkit to 1.8 or later (apt-get install nvidia-container-toolkit "
+	    "libnvidia-container1), or boot with cgroup v1 (systemd.unified_cgroup_hierarchy=0)",
+	    "the node runs cgroup v2 but libnvidia-container %s knows only cgroup v1: every GPU container "
+	    "fails (\"nvidia-container-cli: container error: cgroup subsystem devices not found\")",
+	    ver);
 	doctor_evidence(f, "/sys/fs/cgroup/cgroup.controllers exists: the unified (v2) hierarchy");
 	doctor_evidence(f, "dpkg: %s %s < 1.8.0", pkg, ver);
 	doctor_evidence(f, "%s: no-cgroups is not set", file);

@@ -33,7 +33,8 @@ static bool systemd_cgroups(struct doctor_ctx *c, char *why, size_t size)
 	bool yes = false;
 
 	if (p && k8sobj_load(p, &docs, NULL) >= 0 &&
-	    (drv = json_string_value(json_object_get(json_array_get(docs, 0), "cgroupDriver"))) && streq(drv, "systemd")) {
+	    (drv = json_string_value(json_object_get(json_array_get(docs, 0), "cgroupDriver"))) &&
+	    streq(drv, "systemd")) {
 		snprintf(why, size, "/var/lib/kubelet/config.yaml: cgroupDriver: systemd");
 		yes = true;
 	}
@@ -41,7 +42,8 @@ static bool systemd_cgroups(struct doctor_ctx *c, char *why, size_t size)
 	if (yes || doctor_need_runtime(c) < 0)
 		return yes;
 	if (c->rt->kind == RT_CRIO && c->rt->crio) {
-		const char *m = toml_string(toml_path(c->rt->crio, "crio", "runtime", NULL), "cgroup_manager", "systemd");
+		const char *m =
+		    toml_string(toml_path(c->rt->crio, "crio", "runtime", NULL), "cgroup_manager", "systemd");
 
 		snprintf(why, size, "CRI-O cgroup_manager = \"%s\"", m);
 		return streq(m, "systemd");
@@ -125,13 +127,14 @@ int doctor_check_devchar(struct doctor_ctx *c)
 		return 0;
 	if (n > ELEMENTSOF(miss))
 		n = ELEMENTSOF(miss);
-	f = doctor_report(c, "devnode.char-links-missing", DOCTOR_WARN, LINK_DEVNODE,
-			  "create the links (command below, or nvidia-ctk system create-dev-char-symlinks --create-all "
-			  "from toolkit 1.12) and keep them across reboots with a udev rule running that command when "
-			  "the nvidia driver binds (NVIDIA's notice, nvidia-container-toolkit issue 48)",
-			  "NVIDIA device nodes have no /dev/char/<major>:<minor> link: with the systemd cgroup driver, the "
-			  "next systemctl daemon-reload takes /dev/nvidia* away from running GPU containers (\"Failed "
-			  "to initialize NVML: Unknown Error\")");
+	f = doctor_report(
+	    c, "devnode.char-links-missing", DOCTOR_WARN, LINK_DEVNODE,
+	    "create the links (command below, or nvidia-ctk system create-dev-char-symlinks --create-all "
+	    "from toolkit 1.12) and keep them across reboots with a udev rule running that command when "
+	    "the nvidia driver binds (NVIDIA's notice, nvidia-container-toolkit issue 48)",
+	    "NVIDIA device nodes have no /dev/char/<major>:<minor> link: with the systemd cgroup driver, the "
+	    "next systemctl daemon-reload takes /dev/nvidia* away from running GPU containers (\"Failed "
+	    "to initialize NVML: Unknown Error\")");
 	doctor_evidence(f, "%s", why);
 	for (size_t k = 0; k < n && k < DOCTOR_MAX_EVIDENCE - 2; k++)
 		doctor_evidence(f, "%s has no %s link", miss[k].path, miss[k].link);

@@ -81,7 +81,8 @@ static const char *started(const json_t *pod)
 	return json_string_value(json_object_get(json_object_get(pod, "status"), "startTime")) ?: "";
 }
 
-/* Whose device IDs kubelet keeps for nvidia.com/gpu: GKE names devices nvidia<N>, NVIDIA's plugin and gpulet GPU-<uuid>. */
+/* Whose device IDs kubelet keeps for nvidia.com/gpu: GKE names devices nvidia<N>, NVIDIA's plugin and gpulet
+ * GPU-<uuid>. */
 static void checkpoint_owner(struct doctor_ctx *c, struct doctor_finding *f)
 {
 	const struct checkpoint_registered *reg;
@@ -89,10 +90,11 @@ static void checkpoint_owner(struct doctor_ctx *c, struct doctor_finding *f)
 	if (doctor_need_checkpoint(c) <= 0 || !(reg = checkpoint_find_resource(c->ckpt, "nvidia.com/gpu")) ||
 	    !reg->n_ids)
 		return;
-	doctor_evidence(f, "kubelet_internal_checkpoint registers nvidia.com/gpu devices like %s: %s", reg->device_ids[0],
-			!strncmp(reg->device_ids[0], "GPU-", 4) ? "UUIDs, as NVIDIA's plugin and gpulet name them"
+	doctor_evidence(f, "kubelet_internal_checkpoint registers nvidia.com/gpu devices like %s: %s",
+			reg->device_ids[0],
+			!strncmp(reg->device_ids[0], "GPU-", 4)     ? "UUIDs, as NVIDIA's plugin and gpulet name them"
 			: !strncmp(reg->device_ids[0], "nvidia", 6) ? "nvidia<N>, as GKE's plugin names them"
-								     : "names of another plugin");
+								    : "names of another plugin");
 }
 
 int doctor_check_duplicate_plugins(struct doctor_ctx *c)

@@ -44,7 +44,8 @@ static bool fm_package(const struct doctor_ctx *c, char *pkg, size_t psize, char
 
 	if (!p || read_file(p, 64u << 20, &status, NULL, NULL) < 0)
 		return false;
-	for (s = strstr(status, "Package: nvidia-fabricmanager"); s; s = strstr(s + 1, "Package: nvidia-fabricmanager")) {
+	for (s = strstr(status, "Package: nvidia-fabricmanager"); s;
+	     s = strstr(s + 1, "Package: nvidia-fabricmanager")) {
 		if (s != status && s[-1] != '\n')
 			continue;
 		snprintf(pkg, psize, "%.*s", (int)strcspn(s + 9, "\n"), s + 9);
@@ -130,12 +131,13 @@ static void fabric_state(struct doctor_ctx *c)
 		    (g->fabric_state == NVML_GPU_FABRIC_STATE_COMPLETED && g->fabric_status == NVML_SUCCESS))
 			continue;
 		if (!f)
-			f = doctor_report(c, "fabric.not-ready", DOCTOR_FAIL, LINK_GPU,
-					  "journalctl -u nvidia-fabricmanager and " FM_LOG
-					  " say why the fabric did not come up; systemctl restart nvidia-fabricmanager, "
-					  "or reboot the node",
-					  "the GPUs' NVLink fabric is not ready: CUDA fails with error 802 \"system not yet "
-					  "initialized\" until it is");
+			f = doctor_report(
+			    c, "fabric.not-ready", DOCTOR_FAIL, LINK_GPU,
+			    "journalctl -u nvidia-fabricmanager and " FM_LOG
+			    " say why the fabric did not come up; systemctl restart nvidia-fabricmanager, "
+			    "or reboot the node",
+			    "the GPUs' NVLink fabric is not ready: CUDA fails with error 802 \"system not yet "
+			    "initialized\" until it is");
 		doctor_evidence(f, "NVML nvmlDeviceGetGpuFabricInfo: GPU %u %s fabric state %s%s%s", g->index, g->uuid,
 				g->fabric_state < ELEMENTSOF(states) ? states[g->fabric_state] : "unknown",
 				g->fabric_state == NVML_GPU_FABRIC_STATE_COMPLETED ? ", status " : "",
@@ -158,14 +160,17 @@ int doctor_check_fabric(struct doctor_ctx *c)
 	}
 	if ((have && c->driver_version[0] && !streq(pver, c->driver_version)) ||
 	    fm_log_mismatch(c, line, sizeof(line))) {
-		snprintf(fix, sizeof(fix),
-			 "install the fabric manager of the driver's exact version %s (apt-get install %s=%s-*; hold both "
-			 "with apt-mark hold) and systemctl restart nvidia-fabricmanager",
-			 c->driver_version[0] ? c->driver_version : "(see nvidia-smi)", pkg[0] ? pkg : "nvidia-fabricmanager-<branch>",
-			 c->driver_version[0] ? c->driver_version : "<version>");
-		f = doctor_report(c, "fabric.version-mismatch", DOCTOR_FAIL, LINK_GPU, fix,
-				  "the fabric manager's version is not the driver's: it refuses to start, and CUDA fails "
-				  "with error 802 \"system not yet initialized\" on this NVSwitch node");
+		snprintf(
+		    fix, sizeof(fix),
+		    "install the fabric manager of the driver's exact version %s (apt-get install %s=%s-*; hold both "
+		    "with apt-mark hold) and systemctl restart nvidia-fabricmanager",
+		    c->driver_version[0] ? c->driver_version : "(see nvidia-smi)",
+		    pkg[0] ? pkg : "nvidia-fabricmanager-<branch>",
+		    c->driver_version[0] ? c->driver_version : "<version>");
+		f = doctor_report(
+		    c, "fabric.version-mismatch", DOCTOR_FAIL, LINK_GPU, fix,
+		    "the fabric manager's version is not the driver's: it refuses to start, and CUDA fails "
+		    "with error 802 \"system not yet initialized\" on this NVSwitch node");
 		if (have)
 			doctor_evidence(f, "dpkg: %s %s; the loaded driver is %s", pkg, pver, c->driver_version);
 		if (fm_log_mismatch(c, line, sizeof(line)))

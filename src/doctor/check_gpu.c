@@ -5,7 +5,7 @@
  * §4.1).
  */
 #include <errno.h>
-#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +14,7 @@
 #include "doctor/cudatable.h"
 #include "doctor/doctor.h"
 #include "doctor/klog.h"
+#include "host/driver.h"
 #include "util/fileio.h"
 #include "nvml/node.h"
 #include "nvml/nvml.h"
@@ -52,7 +53,7 @@ static void held_packages(const struct doctor_ctx *c, struct doctor_finding *f)
  * a reboot (or module reload) loads it; module newer = user space was not upgraded (held or pinned
  * packages, a partial upgrade), and no reboot fixes that.
  */
-static void version_skew(struct doctor_ctx *c, const char *module, const char *user)
+static struct doctor_finding *version_skew(struct doctor_ctx *c, const char *module, const char *user)
 {
 	bool user_newer = version_cmp(user, module) > 0;
 	char fix[768];
@@ -74,8 +75,91 @@ static void version_skew(struct doctor_ctx *c, const char *module, const char *u
 			  user_newer ? "the driver was upgraded but the old module still runs"
 				     : "the user-space driver is older than the loaded module");
 	doctor_evidence(f, "/proc/driver/nvidia/version: %s (kernel module)", module);
-	doctor_evidence(f, "NVML reports driver %s (user space)", user);
 	held_packages(c, f);
+	return f;
+}
+
+/*
+ * The user-space driver's version from the file libnvidia-ml.so.1 resolves to (libnvidia-ml.so.550.54.15),
+ * in the driver's library dirs (host/ driver_lib_dirs[]) below the root and driver root. where gets the file.
+ */
+static bool library_version(const struct doctor_ctx *c, char *ver, size_t vsize, char *where, size_t wsize)
+{
+	const char *droot = c->o->driver_root && *c->o->driver_root ? c->o->driver_root
+			    : c->driver_root_found[0]               ? c->driver_root_found
+								    : "";
+
+	for (size_t k = 0; k < driver_n_lib_dirs; k++) {
+		char rel[PATH_MAX], link[PATH_MAX];
+		_cleanup_free_ char *p = NULL;
+		ssize_t n;
+
+		snprintf(rel, sizeof(rel), "%s%s/libnvidia-ml.so.1", streq(droot, "/") ? "" : droot,
+			 driver_lib_dirs[k]);
+		p = doctor_path(c, rel);
+		for (int hop = 0; p && hop < 4 && (n = readlink(p, link, sizeof(link) - 1)) > 0; hop++) {
+			const char *base;
+
+			link[n] = '\0';
+			base = strrchr(link, '/');
+			base = base ? base + 1 : link;
+			if (!strncmp(base, "libnvidia-ml.so.", 16) && strchr(base + 16, '.')) {
+				snprintf(ver, vsize, "%s", base + 16);
+				snprintf(where, wsize, "%s -> %s", rel, link);
+				return true;
+			}
+			if (link[0] == '/')
+				break;
+			free(p);
+			snprintf(rel + (strrchr(rel, '/') - rel) + 1,
+				 sizeof(rel) - (size_t)(strrchr(rel, '/') - rel) - 1, "%s", link);
+			p = doctor_path(c, rel);
+		}
+	}
+	return false;
+}
+
+/*
+ * The driver's "NVRM: API mismatch" report (src/nvidia/arch/nvalloc/unix/src/osapi.c): "the client has the
+ * version X, but / this kernel module has the version Y" (older drivers), or "the client 'nvidia-smi' (pid N)
+ * / has the version X, but this kernel module has / the version Y" — the client's version is the first
+ * "has the version" after the mismatch line.
+ */
+static bool klog_client_version(struct doctor_ctx *c, char *ver, size_t vsize, char *line, size_t lsize)
+{
+	const char *text, *hit, *v;
+
+	if (doctor_need_klog(c, &text, NULL) < 0 || !klog_find(text, "NVRM: API mismatch", NULL, line, lsize))
+		return false;
+	hit = strstr(text, "NVRM: API mismatch");
+	if (!(v = strstr(hit, "has the version ")))
+		return false;
+	v += 16;
+	snprintf(ver, vsize, "%.*s", (int)strspn(v, "0123456789."), v);
+	while (*ver && ver[strlen(ver) - 1] == '.')
+		ver[strlen(ver) - 1] = '\0';
+	return *ver != '\0';
+}
+
+/* NVML refused to initialise with LIB_RM_VERSION_MISMATCH: name both versions from what is on the node. */
+static int rm_mismatch(struct doctor_ctx *c)
+{
+	char user[64] = "", where[PATH_MAX + 128] = "", line[512] = "", kv[64];
+	bool file = library_version(c, user, sizeof(user), where, sizeof(where));
+	bool logged = klog_client_version(c, kv, sizeof(kv), line, sizeof(line));
+	struct doctor_finding *f;
+
+	if (!file && logged)
+		snprintf(user, sizeof(user), "%s", kv);
+	if (!user[0] || !c->driver_version[0] || streq(user, c->driver_version))
+		return 1;
+	f = version_skew(c, c->driver_version, user);
+	doctor_evidence(f, "NVML: %s", c->nvml_error);
+	if (file)
+		doctor_evidence(f, "%s (user space %s)", where, user);
+	if (line[0])
+		doctor_evidence(f, "%s: %s", c->klog_src, line);
+	return 0;
 }
 
 int doctor_check_nvml(struct doctor_ctx *c)
@@ -85,6 +169,8 @@ int doctor_check_nvml(struct doctor_ctx *c)
 
 	if (r == -ENOMEM)
 		return r;
+	if (r == -EPROTO && rm_mismatch(c) == 0)
+		return 0; /* LIB_RM_VERSION_MISMATCH: the version skew, named with both versions */
 	if (r < 0) {
 		f = doctor_report(
 		    c, "nvml.load-failed", DOCTOR_FAIL, LINK_NVML,
@@ -103,7 +189,8 @@ int doctor_check_nvml(struct doctor_ctx *c)
 	(void)doctor_report(c, "nvml.ok", DOCTOR_OK, LINK_NVML, NULL, "NVML %s: %zu GPU(s), driver %s",
 			    c->node->nvml_version, c->node->n_gpus, c->node->driver_version);
 	if (c->driver_version[0] && c->node->driver_version[0] && !streq(c->driver_version, c->node->driver_version))
-		version_skew(c, c->driver_version, c->node->driver_version);
+		doctor_evidence(version_skew(c, c->driver_version, c->node->driver_version),
+				"NVML reports driver %s (user space)", c->node->driver_version);
 	return 0;
 }
 

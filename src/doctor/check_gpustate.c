@@ -19,7 +19,8 @@ static bool retired_pending(const struct doctor_ctx *c, const struct node_gpu *g
 	nvmlDevice_t dev;
 	nvmlEnableState_t st = NVML_FEATURE_DISABLED;
 
-	return NVML_HAS(c->nv, device_get_handle_by_index) && NVML_HAS(c->nv, device_get_retired_pages_pending_status) &&
+	return NVML_HAS(c->nv, device_get_handle_by_index) &&
+	       NVML_HAS(c->nv, device_get_retired_pages_pending_status) &&
 	       c->nv->device_get_handle_by_index(g->index, &dev) == NVML_SUCCESS &&
 	       c->nv->device_get_retired_pages_pending_status(dev, &st) == NVML_SUCCESS && st == NVML_FEATURE_ENABLED;
 }
@@ -73,8 +74,7 @@ static const struct gpu_state {
     {"gpu.row-remap-pending", DOCTOR_WARN, remap_pending, "nvmlDeviceGetRemappedRows: isPending",
      "a GPU memory row remap waits for a GPU reset: until then the faulty row is still in use",
      "drain the GPU's pods and reset it (nvidia-smi -r -i <index>) or reboot the node to apply the remap"},
-    {"gpu.retired-pages-pending", DOCTOR_WARN, retired_pending,
-     "nvmlDeviceGetRetiredPagesPendingStatus: enabled",
+    {"gpu.retired-pages-pending", DOCTOR_WARN, retired_pending, "nvmlDeviceGetRetiredPagesPendingStatus: enabled",
      "ECC retired GPU memory pages that stay in use until the driver reloads",
      "drain the GPU's pods and reset it (nvidia-smi -r -i <index>) or reboot the node so the pages are retired"},
 };

@@ -25,7 +25,7 @@
 #define SHIM_GUID  "605dab50-e046-4300-abb6-3dd810dd8b23"
 
 struct kmod_facts {
-	const char *klog; /* NULL: no kernel log */
+	const char *klog;  /* NULL: no kernel log */
 	char release[128]; /* running kernel, /proc/sys/kernel/osrelease; "" unknown */
 	struct pci_gpu gpus[MAX_PCI_GPUS];
 	size_t n_gpus;
@@ -77,9 +77,11 @@ static struct doctor_finding *nouveau(struct doctor_ctx *c, struct kmod_facts *k
 			f = doctor_report(
 			    c, "driver.nouveau", DOCTOR_FAIL, LINK_DRIVER,
 			    "blacklist nouveau (printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' > "
-			    "/etc/modprobe.d/blacklist-nouveau.conf), rebuild the initramfs (update-initramfs -u, or dracut "
+			    "/etc/modprobe.d/blacklist-nouveau.conf), rebuild the initramfs (update-initramfs -u, or "
+			    "dracut "
 			    "-f) and reboot; the GPU Operator's driver container needs the same",
-			    "the open-source nouveau driver owns the GPUs, so the NVIDIA module cannot bind to them (it "
+			    "the open-source nouveau driver owns the GPUs, so the NVIDIA module cannot bind to them "
+			    "(it "
 			    "finds no GPU to probe and does not load)");
 		doctor_evidence(f, "/sys/bus/pci/devices/%s/driver -> nouveau", k->gpus[i].bdf);
 	}
@@ -177,12 +179,13 @@ static struct doctor_finding *unsigned_module(struct doctor_ctx *c, struct kmod_
 	}
 	if (!logged && !(sb == 1 && enrolled == 0))
 		return NULL;
-	f = doctor_report(c, "driver.secure-boot-unsigned", DOCTOR_FAIL, LINK_DRIVER,
-			  "enrol the key the module is signed with: mokutil --import /var/lib/dkms/mok.pub, reboot and "
-			  "confirm it in the MOK manager on the console; or use a module signed by your distribution "
-			  "(Ubuntu linux-modules-nvidia-<branch>-<flavour>), or turn Secure Boot off",
-			  "Secure Boot rejects the NVIDIA module: it is not signed by a key the kernel trusts (the DKMS "
-			  "key was never enrolled in MOK)");
+	f = doctor_report(
+	    c, "driver.secure-boot-unsigned", DOCTOR_FAIL, LINK_DRIVER,
+	    "enrol the key the module is signed with: mokutil --import /var/lib/dkms/mok.pub, reboot and "
+	    "confirm it in the MOK manager on the console; or use a module signed by your distribution "
+	    "(Ubuntu linux-modules-nvidia-<branch>-<flavour>), or turn Secure Boot off",
+	    "Secure Boot rejects the NVIDIA module: it is not signed by a key the kernel trusts (the DKMS "
+	    "key was never enrolled in MOK)");
 	if (logged)
 		doctor_evidence(f, "%s: %s", c->klog_src, k->line);
 	if (sb == 1)
@@ -231,8 +234,7 @@ static bool module_built(const struct doctor_ctx *c, const char *release, bool *
 }
 
 /* The kernels DKMS built nvidia/<version> for: /var/lib/dkms/nvidia/<version>/<kernel>/. */
-static void dkms_evidence(struct doctor_ctx *c, struct doctor_finding *f, const char *release, char *ver,
-			  size_t vsize)
+static void dkms_evidence(struct doctor_ctx *c, struct doctor_finding *f, const char *release, char *ver, size_t vsize)
 {
 	char vers[16][256], kernels[32][256], rel[PATH_MAX], line[700];
 	size_t nv = doctor_dir_names(c, "/var/lib/dkms/nvidia", NULL, vers, ELEMENTSOF(vers));
@@ -251,8 +253,8 @@ static void dkms_evidence(struct doctor_ctx *c, struct doctor_finding *f, const 
 			if (!streq(kernels[k], "build") && !streq(kernels[k], "source"))
 				used += (size_t)snprintf(line + used, sizeof(line) - used, "%s%s", used ? ", " : "",
 							 kernels[k]);
-		doctor_evidence(f, "DKMS has nvidia/%s built for: %s; not for %s", vers[i], line[0] ? line : "no kernel",
-				release);
+		doctor_evidence(f, "DKMS has nvidia/%s built for: %s; not for %s", vers[i],
+				line[0] ? line : "no kernel", release);
 	}
 }
 
@@ -267,12 +269,14 @@ static struct doctor_finding *no_module(struct doctor_ctx *c, struct kmod_facts 
 	snprintf(build, sizeof(build), "/lib/modules/%s/build", k->release);
 	snprintf(hdr, sizeof(hdr), "/usr/src/linux-headers-%s", k->release);
 	headers = node_exists(c, build) || node_exists(c, hdr);
-	snprintf(fix, sizeof(fix),
-		 "%sbuild the module for %s: dkms autoinstall -k %s (or install the precompiled module package for this "
-		 "kernel, e.g. linux-modules-nvidia-<branch>-<flavour> on Ubuntu), then modprobe nvidia",
-		 headers ? "" : "install the kernel headers (apt-get install linux-headers-$(uname -r), or dnf install "
-				"kernel-devel-$(uname -r)), then ",
-		 k->release, k->release);
+	snprintf(
+	    fix, sizeof(fix),
+	    "%sbuild the module for %s: dkms autoinstall -k %s (or install the precompiled module package for this "
+	    "kernel, e.g. linux-modules-nvidia-<branch>-<flavour> on Ubuntu), then modprobe nvidia",
+	    headers ? ""
+		    : "install the kernel headers (apt-get install linux-headers-$(uname -r), or dnf install "
+		      "kernel-devel-$(uname -r)), then ",
+	    k->release, k->release);
 	f = doctor_report(c, "driver.no-module-for-kernel", DOCTOR_FAIL, LINK_DRIVER, fix,
 			  "there is no NVIDIA kernel module for the running kernel %s: modprobe nvidia fails (\"Module "
 			  "nvidia not found\"); DKMS built none%s",

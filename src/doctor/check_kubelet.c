@@ -19,6 +19,7 @@
 #include "doctor/cluster.h"
 #include "doctor/doctor.h"
 #include "doctor/kubelet_root.h"
+#include "doctor/runtime_find.h"
 #include "util/fileio.h"
 #include "nvml/node.h"
 #include "kube/podres.h"
@@ -352,14 +353,12 @@ static bool advertised(const struct checkpoint *ck, const char *id)
 	return false;
 }
 
+/* The runtime resolves CDI names: containerd with enable_cdi, CRI-O always (rt_facts.c). */
 static bool cdi_enabled(struct doctor_ctx *c)
 {
-	struct ctrd_facts f;
+	struct rt_facts f;
 
-	if (doctor_need_containerd(c) <= 0)
-		return false;
-	doctor_containerd_facts(c, &f);
-	return f.enable_cdi;
+	return rt_facts_get(c, &f) > 0 && f.cdi;
 }
 
 /* The one mig.layout-stale finding, made on first use. */
@@ -381,7 +380,7 @@ static struct doctor_finding *stale_finding(struct doctor_ctx *c)
 }
 
 /* A device of this spec file (below root) named after a MIG-enabled GPU: its UUID or its index. */
-static bool spec_has_whole_mig_gpu(const struct doctor_ctx *c, const char *rel)
+static bool spec_has_whole_mig_gpu(struct doctor_ctx *c, const char *rel)
 {
 	_cleanup_free_ char *p = doctor_path(c, rel);
 	json_auto_t *spec = p ? json_load_file(p, 0, NULL) : NULL;
@@ -409,7 +408,7 @@ static bool spec_has_whole_mig_gpu(const struct doctor_ctx *c, const char *rel)
  * default, none); without one, from gpulet's plugin spec in /var/run/cdi, which defines a MIG-enabled
  * GPU whole only under none (docs/reference/device-plugin.md §8).
  */
-static bool mig_strategy_none(const struct doctor_ctx *c)
+static bool mig_strategy_none(struct doctor_ctx *c)
 {
 	struct plugin_cfg p;
 	char names[32][256];
@@ -500,10 +499,10 @@ int doctor_check_mig(struct doctor_ctx *c)
 		    c, "mig.without-cdi", DOCTOR_WARN, LINK_MIG,
 		    "enable CDI in containerd (enable_cdi = true) and run the plugin with CDI "
 		    "(--device-list-strategy=cdi-cri), so each MIG instance is injected with its own caps devices",
-		    "MIG is enabled but containerd's CDI is off: MIG instances depend on the legacy hook, and a "
+		    "MIG is enabled but the runtime's CDI is off: MIG instances depend on the legacy hook, and a "
 		    "misconfigured runtime hands the container the whole GPU instead of its instance");
 		doctor_evidence(f, "%zu GPU(s) in MIG mode", n_mig_gpus);
-		doctor_evidence(f, "containerd enable_cdi is off or containerd's config is unreadable");
+		doctor_evidence(f, "the runtime's CDI is off (containerd enable_cdi) or its config was not read");
 	}
 	return 0;
 }

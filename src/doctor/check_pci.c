@@ -63,7 +63,8 @@ static bool bar_unassigned(struct doctor_ctx *c, struct lost_gpu *l)
 	       klog_about(l, "BAR1 is 0M") || (!l->g->driver[0] && l->g->bar1_unset);
 }
 
-/* /lib/firmware/nvidia/<version>/gsp_*.bin: what the driver asks the kernel to load (kernel-open/common/inc/nv-firmware.h) */
+/* /lib/firmware/nvidia/<version>/gsp_*.bin: what the driver asks the kernel to load
+ * (kernel-open/common/inc/nv-firmware.h) */
 static bool gsp_missing(struct doctor_ctx *c, struct lost_gpu *l)
 {
 	static const char *const files[] = {"gsp_ga10x.bin", "gsp_tu10x.bin"};
@@ -136,8 +137,7 @@ static const struct lost_reason {
      "Ubuntu, the driver's kmod/firmware package elsewhere; it puts gsp_*.bin in /lib/firmware/nvidia/<version>/), "
      "then reload the driver or reboot"},
     {"gpu.fallen-off-bus", fell_off,
-     "a GPU fell off the bus: it is unusable until the node is rebooted, and Allocatable shrinks",
-     doctor_fix_fallen},
+     "a GPU fell off the bus: it is unusable until the node is rebooted, and Allocatable shrinks", doctor_fix_fallen},
     {"gpu.init-failed", init_failed,
      "the nvidia driver probed a GPU but could not initialise it (RmInitAdapter failed): NVML and nvidia-smi "
      "do not list it, and the node advertises fewer GPUs",
@@ -188,8 +188,8 @@ static void vfio_sources(struct doctor_ctx *c, struct doctor_finding *f, const s
 
 	for (size_t k = 0; k < n; k++)
 		if (strstr(names[k], g->bdf))
-			doctor_evidence(f, "/etc/driverctl.d/%s: driverctl keeps %s on vfio-pci at every boot", names[k],
-					g->bdf);
+			doctor_evidence(f, "/etc/driverctl.d/%s: driverctl keeps %s on vfio-pci at every boot",
+					names[k], g->bdf);
 	if (cmd && read_file(cmd, 1 << 16, &text, NULL, NULL) >= 0 && strstr(text, "vfio-pci.ids="))
 		doctor_evidence(f, "/proc/cmdline: %.*s", (int)strcspn(strstr(text, "vfio-pci.ids="), " \n"),
 				strstr(text, "vfio-pci.ids="));
@@ -211,7 +211,8 @@ static int report(struct doctor_ctx *c, const struct lost_reason *r, struct lost
 
 	doctor_evidence(f, "/sys/bus/pci/devices/%s: NVIDIA GPU 10de:%04x, driver %s%s%s; %s", l->g->bdf, l->g->device,
 			l->g->driver[0] ? l->g->driver : "none", l->g->override[0] ? ", driver_override " : "",
-			l->g->override, l->g->in_proc ? "in /proc/driver/nvidia/gpus" : "not in /proc/driver/nvidia/gpus");
+			l->g->override,
+			l->g->in_proc ? "in /proc/driver/nvidia/gpus" : "not in /proc/driver/nvidia/gpus");
 	if (nvml)
 		doctor_evidence(f, "NVML does not list %s", l->g->bdf);
 	if (l->line[0])
@@ -219,7 +220,8 @@ static int report(struct doctor_ctx *c, const struct lost_reason *r, struct lost
 	if (streq(r->id, "gpu.bound-to-vfio"))
 		vfio_sources(c, f, l->g);
 	if (streq(r->id, "driver.gsp-firmware-missing"))
-		doctor_evidence(f, "/lib/firmware/nvidia/%s/: gsp_ga10x.bin or gsp_tu10x.bin missing", c->driver_version);
+		doctor_evidence(f, "/lib/firmware/nvidia/%s/: gsp_ga10x.bin or gsp_tu10x.bin missing",
+				c->driver_version);
 	return 0;
 }
 
@@ -234,7 +236,8 @@ int doctor_check_pci(struct doctor_ctx *c)
 	if (n > ELEMENTSOF(gpus))
 		n = ELEMENTSOF(gpus);
 	if (!n) {
-		doctor_skip(c, "no NVIDIA GPU in /sys/bus/pci/devices (paravirtual GPUs, WSL2, or a root without sys/)");
+		doctor_skip(c,
+			    "no NVIDIA GPU in /sys/bus/pci/devices (paravirtual GPUs, WSL2, or a root without sys/)");
 		return 0;
 	}
 	for (size_t k = 0; k < n; k++) {

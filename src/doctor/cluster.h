@@ -78,8 +78,9 @@ struct plugin_cfg {
 	bool config_unread;     /* it mounts a ConfigMap that --pods does not hold */
 	char mig_strategy[16];  /* --mig-strategy / MIG_STRATEGY / flags.migStrategy, "" unset (default none) */
 	char mig_src[256];      /* where it was read */
+	char mps_root[256];     /* --mps-root / MPS_ROOT of the plugin pod, "" unset */
 };
-void cluster_plugin_cfg(const struct doctor_ctx *c, struct plugin_cfg *ret);
+void cluster_plugin_cfg(struct doctor_ctx *c, struct plugin_cfg *ret);
 
 /* Who injects the GPU on this node (doctor/inject.c). */
 struct inject_facts {
@@ -101,8 +102,21 @@ const char *cluster_class_handler(const struct doctor_ctx *c, const char *cls);
  * evidence on f when given. */
 size_t cluster_handler_users(const struct doctor_ctx *c, const char *handler, struct doctor_finding *f);
 
+/*
+ * The GPU Operator runs in the cluster but NFD never labelled this node (no pci-10de label, no
+ * nvidia.com/gpu.present): the operator deploys none of its operands here, its toolkit included, so the
+ * runtime was never configured for GPUs — that is NFD's doing, not the runtime's (labels.discovery-missing).
+ */
+bool cluster_operator_unlabelled(const struct doctor_ctx *c);
+/* GKE's own GPU stack: the driver under /home/kubernetes/bin/nvidia and GKE's device plugin, which mounts
+ * the driver and hands the device nodes over itself (no NVIDIA runtime, no CDI needed). */
+bool cluster_gke(struct doctor_ctx *c);
+
 int doctor_check_inject(struct doctor_ctx *c);
 int doctor_check_plugin_pods(struct doctor_ctx *c);
 int doctor_check_cluster(struct doctor_ctx *c);
+/* A pod's CUDA out-of-memory on a time-sliced GPU, naming its co-tenants (doctor/check_shared.c), called
+ * by doctor_check_cluster. */
+void doctor_shared_gpu_oom(struct doctor_ctx *c);
 /* --events: reasons mapped onto the chain (doctor/check_events.c), called by doctor_check_cluster. */
 void doctor_cluster_events(struct doctor_ctx *c);

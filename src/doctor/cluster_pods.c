@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Reading --pods / --node: pods on this node, NVIDIA's components, the device plugin's config. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "doctor/cluster.h"
+#include "doctor/kubelet_root.h"
 #include "kube/k8sobj.h"
 #include "util/fileio.h"
 #include "util/macro.h"
@@ -310,8 +314,55 @@ static void read_config_doc(const json_t *doc, struct plugin_cfg *p, const char 
 	}
 }
 
+static void use_config_text(const char *src, const char *text, size_t len, struct plugin_cfg *p)
+{
+	json_auto_t *docs = NULL;
+
+	if (k8sobj_parse(src, text, len, &docs, NULL) >= 0) {
+		snprintf(p->config_src, sizeof(p->config_src), "%s", src);
+		read_config_doc(json_array_get(docs, 0), p, src);
+	}
+}
+
+static bool not_dot(const char *name)
+{
+	return name[0] != '.';
+}
+
+/*
+ * kubelet's copy of a ConfigMap volume on the node, <kubelet root>/pods/<uid>/volumes/kubernetes.io~configmap/
+ * <volume>/<key> (kubelet's atomic writer: each key a link into ..data): the config the plugin really reads
+ * when --pods does not hold the ConfigMap. The key: the node label's, config.yaml, or the only one.
+ */
+static bool read_kubelet_copy(struct doctor_ctx *c, const json_t *pod, const char *volume, const char *want,
+			      struct plugin_cfg *p)
+{
+	const char *uid = meta(pod, "uid");
+	char dir[PATH_MAX], keys[16][256], file[PATH_MAX + 300];
+	size_t n;
+
+	if (!uid || strchr(uid, '/') || strchr(volume, '/'))
+		return false;
+	snprintf(dir, sizeof(dir), "%s/pods/%s/volumes/kubernetes.io~configmap/%s", doctor_kubelet_dir(c), uid, volume);
+	n = doctor_dir_names(c, dir, not_dot, keys, ELEMENTSOF(keys));
+	for (size_t k = 0; k < n; k++) {
+		_cleanup_free_ char *path = NULL, *text = NULL;
+		size_t len = 0;
+
+		if (!((want && streq(keys[k], want)) || (!want && (streq(keys[k], "config.yaml") || n == 1))))
+			continue;
+		snprintf(file, sizeof(file), "%s/%s", dir, keys[k]);
+		path = doctor_path(c, file);
+		if (!path || read_file(path, 1 << 20, &text, &len, NULL) < 0)
+			return false;
+		use_config_text(file, text, len, p);
+		return true;
+	}
+	return false;
+}
+
 /* The plugin's ConfigMap volume: the key the node label picks (config-manager), "config.yaml", or the only one. */
-static void read_configmap(const struct doctor_ctx *c, const json_t *pod, struct plugin_cfg *p)
+static void read_configmap(struct doctor_ctx *c, const json_t *pod, struct plugin_cfg *p)
 {
 	const char *want = cluster_node_label(c, "nvidia.com/device-plugin.config");
 	size_t i;
@@ -321,11 +372,11 @@ static void read_configmap(const struct doctor_ctx *c, const json_t *pod, struct
 		const char *cm = json_string_value(json_object_get(json_object_get(v, "configMap"), "name"));
 		const json_t *obj = cm ? cluster_object(c, "ConfigMap", cluster_pod_ns(pod), cm) : NULL;
 		const json_t *data = json_object_get(obj, "data");
-		const char *key = NULL;
+		const char *key = NULL, *vol = json_string_value(json_object_get(v, "name"));
 		const json_t *text = NULL;
 		json_t *val;
 
-		if (cm && !obj)
+		if (cm && !obj && !(vol && read_kubelet_copy(c, pod, vol, want, p)))
 			p->config_unread = true;
 		if (!json_is_object(data))
 			continue;
@@ -337,19 +388,15 @@ static void read_configmap(const struct doctor_ctx *c, const json_t *pod, struct
 			}
 		}
 		if (json_is_string(text)) {
-			json_auto_t *docs = NULL;
 			char src[256];
 
 			snprintf(src, sizeof(src), "ConfigMap %s/%s key %s", cluster_pod_ns(pod), cm, key);
-			if (k8sobj_parse(src, json_string_value(text), json_string_length(text), &docs, NULL) >= 0) {
-				snprintf(p->config_src, sizeof(p->config_src), "%s", src);
-				read_config_doc(json_array_get(docs, 0), p, src);
-			}
+			use_config_text(src, json_string_value(text), json_string_length(text), p);
 		}
 	}
 }
 
-void cluster_plugin_cfg(const struct doctor_ctx *c, struct plugin_cfg *p)
+void cluster_plugin_cfg(struct doctor_ctx *c, struct plugin_cfg *p)
 {
 	size_t i;
 	json_t *pod;
@@ -377,6 +424,9 @@ void cluster_plugin_cfg(const struct doctor_ctx *c, struct plugin_cfg *p)
 				snprintf(p->strategy_src, sizeof(p->strategy_src), "pod %s: %s", p->pod,
 					 arg ? "--device-list-strategy" : "env DEVICE_LIST_STRATEGY");
 			}
+			if (cluster_env(ctr, "MPS_ROOT") || flag_arg(ctr, "--mps-root"))
+				snprintf(p->mps_root, sizeof(p->mps_root), "%s",
+					 flag_arg(ctr, "--mps-root") ?: cluster_env(ctr, "MPS_ROOT"));
 			if (menv || marg) {
 				snprintf(p->mig_strategy, sizeof(p->mig_strategy), "%s", marg ? marg : menv);
 				snprintf(p->mig_src, sizeof(p->mig_src), "pod %s: %s", p->pod,
@@ -454,4 +504,26 @@ void cluster_plugin_ds(const struct doctor_ctx *c, struct plugin_ds *ds)
 		pod_selector(pod, ds->selector, sizeof(ds->selector));
 		return;
 	}
+}
+
+static bool gke_socket(const char *name)
+{
+	return !strncmp(name, "nvidiaGPU-", 10);
+}
+
+bool cluster_gke(struct doctor_ctx *c)
+{
+	_cleanup_free_ char *p = doctor_path(c, "/home/kubernetes/bin/nvidia");
+	char names[1][256];
+	size_t i;
+	json_t *pod;
+
+	if (!p || access(p, F_OK) != 0)
+		return false;
+	if (doctor_dir_names(c, doctor_device_plugin_dir(c), gke_socket, names, 1))
+		return true;
+	json_array_foreach (c->pods, i, pod)
+		if (cluster_pod_here(c, pod) && strstr(cluster_pod_name(pod), "nvidia-gpu-device-plugin"))
+			return true;
+	return false;
 }

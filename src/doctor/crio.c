@@ -165,6 +165,34 @@ static void check_binary(struct doctor_ctx *c, const struct toml *rt, const char
 	files_evidence(c->rt, f);
 }
 
+/*
+ * default_runtime names a runtime no [crio.runtime.runtimes.<name>] table defines: CRI-O refuses to start
+ * ("default_runtime set to %q, but no runtime entry table [crio.runtime.runtimes.%s] was found", cri-o
+ * pkg/config/config.go ValidateRuntimes). crun (runc before 1.28) is defined by CRI-O's built-in config.
+ */
+static bool default_missing(struct doctor_ctx *c)
+{
+	const struct toml *rt = toml_path(c->rt->crio, "crio", "runtime", NULL);
+	const char *def = toml_string(rt, "default_runtime", "");
+	struct doctor_finding *f;
+	char fix[512];
+
+	if (!*def || streq(def, "crun") || streq(def, "runc") || toml_path(rt, "runtimes", def, NULL))
+		return false;
+	snprintf(
+	    fix, sizeof(fix),
+	    "define the runtime (nvidia-ctk runtime configure --runtime=crio%s writes its table in "
+	    "/etc/crio/crio.conf.d/99-nvidia.toml) or set default_runtime back to crun, then systemctl restart crio",
+	    streq(def, "nvidia") ? " --set-as-default" : "");
+	f = doctor_report(c, "runtime.default-missing", DOCTOR_FAIL, LINK_RUNTIME, fix,
+			  "CRI-O's default_runtime is \"%s\" but no [crio.runtime.runtimes.%s] table defines it: CRI-O "
+			  "refuses to start, and no pod starts on this node",
+			  def, def);
+	doctor_evidence(f, "crio.runtime.default_runtime = \"%s\"", def);
+	files_evidence(c->rt, f);
+	return true;
+}
+
 int doctor_check_crio(struct doctor_ctx *c)
 {
 	const char *handler = c->o->runtime_class ? c->o->runtime_class : "nvidia";
@@ -182,6 +210,8 @@ int doctor_check_crio(struct doctor_ctx *c)
 		doctor_evidence(f, "%s", c->rt->crio_error);
 		return 0;
 	}
+	if (default_missing(c))
+		return 0;
 	if (rt) {
 		check_binary(c, rt, handler);
 		return 0;

@@ -70,7 +70,7 @@ const struct doctor_check doctor_checks[] = {
      "the runtime under /proc (containerd -c, k3s/RKE2, crio) or its well-known config + imports/drop-ins, "
      "RuntimeClass handler",
      "runtime.not-found runtime.config-invalid runtime.config-missing runtime.nvidia-handler-missing "
-     "runtime.binary-missing "
+     "runtime.binary-missing runtime.default-missing runtime.cdi-unsupported "
      "runtime.cgroup-driver-mismatch "
      "runtime.default-is-runc runtime.cdi-disabled runtime.cdi-spec-dirs-mismatch runtime.cdi-and-legacy-hook",
      doctor_check_runtime},
@@ -99,8 +99,10 @@ const struct doctor_check doctor_checks[] = {
     {"cuda", LINK_VERSIONS, L(LINK_DRIVER), "--cuda-version, CUDA_VERSION of --pods images, driver",
      "cuda.driver-too-old", doctor_check_cuda},
     {"cluster", LINK_ALLOC, 0, "--pods, --node, --events",
-     "sched.wrong-resource sched.taint-not-tolerated sched.too-many-gpus sched.replicas-over-one "
-     "alloc.visible-devices-all events.failed-scheduling events.admission-error events.runtime-failed",
+     "sched.wrong-resource sched.taint-not-tolerated sched.too-many-gpus sched.node-lost-gpus "
+     "sched.replicas-over-one "
+     "alloc.visible-devices-all alloc.shared-gpu-oom events.failed-scheduling events.admission-error "
+     "events.runtime-failed",
      doctor_check_cluster},
 };
 const size_t doctor_n_checks = ELEMENTSOF(doctor_checks);

@@ -310,6 +310,10 @@ int doctor_check_inject(struct doctor_ctx *c)
 
 	if (r == -ENOMEM)
 		return r;
+	if (cluster_operator_unlabelled(c)) {
+		doctor_skip(c, "the GPU Operator has not set this node up (see labels.discovery-missing)");
+		return 0;
+	}
 	doctor_inject_facts(c, &f);
 	if (r <= 0) {
 		doctor_skip(c, "the runtime's config was not read (see runtime.*): cannot judge who injects");

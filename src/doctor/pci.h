@@ -12,12 +12,12 @@
 struct doctor_ctx;
 
 struct pci_gpu {
-	char bdf[16];        /* "0000:07:00.0", the sysfs name */
-	unsigned device;     /* PCI device id (0x20b0) */
-	char driver[32];     /* the driver link's name ("nvidia", "vfio-pci", "nouveau"), "" unbound */
-	char override[32];   /* driver_override, "" none */
-	bool bar1_unset;     /* resource line 1 is all zero: BAR1 was never assigned */
-	bool in_proc;        /* /proc/driver/nvidia/gpus/<bdf> exists: the nvidia driver probed it */
+	char bdf[16];      /* "0000:07:00.0", the sysfs name */
+	unsigned device;   /* PCI device id (0x20b0) */
+	char driver[32];   /* the driver link's name ("nvidia", "vfio-pci", "nouveau"), "" unbound */
+	char override[32]; /* driver_override, "" none */
+	bool bar1_unset;   /* resource line 1 is all zero: BAR1 was never assigned */
+	bool in_proc;      /* /proc/driver/nvidia/gpus/<bdf> exists: the nvidia driver probed it */
 };
 
 /* Up to max GPUs into gpus; returns how many there are (may be more than max). */

@@ -35,8 +35,8 @@ bool doctor_find_process(const struct doctor_ctx *c, const char *const *names, s
 		size_t len = 0;
 
 		if (de->d_name[strspn(de->d_name, "0123456789")] != '\0' || de->d_name[0] == '\0' ||
-		    asprintf(&p, "%s/%s/cmdline", dir, de->d_name) < 0 || read_file(p, 1 << 16, &text, &len, NULL) < 0 ||
-		    !len || !named(text, names, n_names))
+		    asprintf(&p, "%s/%s/cmdline", dir, de->d_name) < 0 ||
+		    read_file(p, 1 << 16, &text, &len, NULL) < 0 || !len || !named(text, names, n_names))
 			continue;
 		for (size_t k = 0; k + 1 < len; k++)
 			if (text[k] == '\0')
