@@ -78,17 +78,19 @@ static void bad_runtime(struct doctor_ctx *c, const char *name, const char *path
 		 "--runtime=docker%s, then %s",
 		 is_default ? " --set-as-default" : "", rt_restart(c->rt));
 	if (path)
-		f = doctor_report(c, "runtime.binary-missing", DOCTOR_FAIL, LINK_RUNTIME, fix,
-				  "Docker's \"%s\" runtime %s is not an executable on the node: containers given it fail "
-				  "to start",
-				  name, path);
+		f = doctor_report(
+		    c, "runtime.binary-missing", DOCTOR_FAIL, LINK_RUNTIME, fix,
+		    "Docker's \"%s\" runtime %s is not an executable on the node: containers given it fail "
+		    "to start",
+		    name, path);
 	else
-		f = doctor_report(c, "runtime.default-missing", DOCTOR_FAIL, LINK_RUNTIME, fix,
-				  "daemon.json makes \"%s\" Docker's default runtime but defines no runtime of that name: "
-				  "dockerd does not start, and no container runs on this node",
-				  name);
-	doctor_evidence(f, "%s: %s\"%s\"%s%s", c->rt->config, is_default ? "\"default-runtime\": " : "runtimes.",
-			name, path ? ", path " : "", path ? path : "");
+		f = doctor_report(
+		    c, "runtime.default-missing", DOCTOR_FAIL, LINK_RUNTIME, fix,
+		    "daemon.json makes \"%s\" Docker's default runtime but defines no runtime of that name: "
+		    "dockerd does not start, and no container runs on this node",
+		    name);
+	doctor_evidence(f, "%s: %s\"%s\"%s%s", c->rt->config, is_default ? "\"default-runtime\": " : "runtimes.", name,
+			path ? ", path " : "", path ? path : "");
 	files_evidence(c, f);
 }
 
@@ -112,11 +114,11 @@ static void default_runtime(struct doctor_ctx *c)
 		 "make nvidia Docker's default runtime: nvidia-ctk runtime configure --runtime=docker --set-as-default "
 		 "(\"default-runtime\": \"nvidia\" in %s), then %s",
 		 c->rt->config, rt_restart(c->rt));
-	f = doctor_report(c, "runtime.default-is-runc", n || inject_has_env(&inj) ? DOCTOR_FAIL : DOCTOR_WARN,
-			  LINK_RUNTIME, fix,
-			  "Docker's default runtime is \"%s\": GPU pods (cri-dockerd runs them on it) start without the "
-			  "NVIDIA hook and see no GPU (\"No devices were found\")",
-			  def);
+	f = doctor_report(
+	    c, "runtime.default-is-runc", n || inject_has_env(&inj) ? DOCTOR_FAIL : DOCTOR_WARN, LINK_RUNTIME, fix,
+	    "Docker's default runtime is \"%s\": GPU pods (cri-dockerd runs them on it) start without the "
+	    "NVIDIA hook and see no GPU (\"No devices were found\")",
+	    def);
 	doctor_evidence(f, "%s: \"default-runtime\" is %s", c->rt->config,
 			json_object_get(c->rt->docker, "default-runtime") ? def : "unset (runc)");
 	if (inj.mode != ALLOCRESP_NONE)
@@ -132,11 +134,12 @@ int doctor_check_docker(struct doctor_ctx *c)
 	struct doctor_finding *f;
 
 	if (c->rt->docker_error[0]) {
-		f = doctor_report(c, "runtime.config-invalid", DOCTOR_FAIL, LINK_RUNTIME,
-				  "fix the JSON at the line:col shown (dockerd --validate --config-file FILE checks it), "
-				  "then systemctl restart docker",
-				  "Docker's daemon.json does not parse: dockerd refuses to start, so no container starts on "
-				  "this node");
+		f = doctor_report(
+		    c, "runtime.config-invalid", DOCTOR_FAIL, LINK_RUNTIME,
+		    "fix the JSON at the line:col shown (dockerd --validate --config-file FILE checks it), "
+		    "then systemctl restart docker",
+		    "Docker's daemon.json does not parse: dockerd refuses to start, so no container starts on "
+		    "this node");
 		doctor_evidence(f, "%s", c->rt->docker_error);
 		return 0;
 	}

@@ -186,8 +186,14 @@ int doctor_check_nvml(struct doctor_ctx *c)
 					c->driver_version);
 		return 0;
 	}
-	(void)doctor_report(c, "nvml.ok", DOCTOR_OK, LINK_NVML, NULL, "NVML %s: %zu GPU(s), driver %s",
-			    c->node->nvml_version, c->node->n_gpus, c->node->driver_version);
+	f = doctor_report(c, "nvml.ok", DOCTOR_OK, LINK_NVML, NULL, "NVML %s: %zu GPU(s), driver %s",
+			  c->node->nvml_version, c->node->n_gpus, c->node->driver_version);
+	if (c->driver_root_found[0])
+		doctor_evidence(
+		    f,
+		    "libnvidia-ml.so.1 found under the driver root %s (the GPU Operator's driver container, "
+		    "GKE's installer or WSL2), not under /",
+		    c->driver_root_found);
 	if (c->driver_version[0] && c->node->driver_version[0] && !streq(c->driver_version, c->node->driver_version))
 		doctor_evidence(version_skew(c, c->driver_version, c->node->driver_version),
 				"NVML reports driver %s (user space)", c->node->driver_version);

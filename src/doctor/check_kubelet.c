@@ -353,12 +353,16 @@ static bool advertised(const struct checkpoint *ck, const char *id)
 	return false;
 }
 
-/* The runtime resolves CDI names: containerd with enable_cdi, CRI-O always (rt_facts.c). */
-static bool cdi_enabled(struct doctor_ctx *c)
+/*
+ * MIG instances reach containers safely: the runtime resolves CDI names (containerd with enable_cdi,
+ * CRI-O always), or pods get NVIDIA's runtime by default, whose hook injects the instance named in
+ * NVIDIA_VISIBLE_DEVICES (rt_facts.c).
+ */
+static bool mig_injected(struct doctor_ctx *c)
 {
 	struct rt_facts f;
 
-	return rt_facts_get(c, &f) > 0 && f.cdi;
+	return rt_facts_get(c, &f) > 0 && (f.cdi || rt_handler(c, f.default_handler) == RTH_NVIDIA);
 }
 
 /* The one mig.layout-stale finding, made on first use. */
@@ -494,7 +498,7 @@ int doctor_check_mig(struct doctor_ctx *c)
 		stale_from_checkpoint(c, ck);
 	if (c->node_obj)
 		stale_from_node(c);
-	if (n_mig_gpus && !cdi_enabled(c)) {
+	if (n_mig_gpus && !mig_injected(c)) {
 		struct doctor_finding *f = doctor_report(
 		    c, "mig.without-cdi", DOCTOR_WARN, LINK_MIG,
 		    "enable CDI in containerd (enable_cdi = true) and run the plugin with CDI "

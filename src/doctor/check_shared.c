@@ -16,8 +16,8 @@
 
 /* What PyTorch, TensorFlow/XLA, JAX and the CUDA runtime print when an allocation on the GPU fails. */
 static const char *const oom_words[] = {
-    "CUDA out of memory", "CUDA error: out of memory", "OutOfMemoryError", "CUDA_ERROR_OUT_OF_MEMORY",
-    "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED: Out of memory",
+    "CUDA out of memory",       "CUDA error: out of memory", "OutOfMemoryError",
+    "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation", "RESOURCE_EXHAUSTED: Out of memory",
 };
 
 /* The termination message (kubelet puts the log's tail there with FallbackToLogsOnError) that says CUDA OOM. */
@@ -37,6 +37,8 @@ static bool cuda_oom(const json_t *pod, char *ctr, size_t csize, char *msg, size
 
 				if (!hit)
 					continue;
+				while (hit > m && hit[-1] != '\n') /* the whole line, as the log has it */
+					hit--;
 				snprintf(ctr, csize, "%s", json_string_value(json_object_get(cs, "name")) ?: "?");
 				snprintf(msg, msize, "%.*s", (int)strcspn(hit, "\n"), hit);
 				return true;
@@ -76,9 +78,10 @@ static size_t cotenants(struct doctor_ctx *c, const char *uid, struct doctor_fin
 					n++;
 					if (f)
 						doctor_evidence(f, "GPU %.*s: %s, and pod %s%s%s (container %s) %s",
-								(int)strcspn(mine->device_ids[a], ":"), mine->device_ids[a],
-								mine->device_ids[a], op ? cluster_pod_ns(op) : "",
-								op ? "/" : "", op ? cluster_pod_name(op) : other->pod_uid,
+								(int)strcspn(mine->device_ids[a], ":"),
+								mine->device_ids[a], mine->device_ids[a],
+								op ? cluster_pod_ns(op) : "", op ? "/" : "",
+								op ? cluster_pod_name(op) : other->pod_uid,
 								other->container, other->device_ids[b]);
 					a = mine->n_ids;
 					break;
@@ -105,17 +108,19 @@ void doctor_shared_gpu_oom(struct doctor_ctx *c)
 		if (!uid || !cluster_pod_here(c, pod) || !cuda_oom(pod, ctr, sizeof(ctr), msg, sizeof(msg)) ||
 		    !cotenants(c, uid, NULL))
 			continue;
-		f = doctor_report_once(
-		    c, "alloc.shared-gpu-oom", DOCTOR_FAIL, LINK_ALLOC,
-		    "give the pod that ran out a GPU of its own (a resource without time-slicing, e.g. request nvidia.com/gpu "
-		    "where the shared one is renamed nvidia.com/gpu.shared), a MIG instance, or share by MPS (sharing.mps "
-		    "caps each client's memory); or move the co-tenant to another GPU",
-		    "a pod ran out of GPU memory on a GPU it shares by time-slicing with another pod: time-slicing puts no "
-		    "limit on each replica's memory, so the co-tenant took what this pod needed");
+		f = doctor_report_once(c, "alloc.shared-gpu-oom", DOCTOR_FAIL, LINK_ALLOC,
+				       "give the pod that ran out a GPU of its own (a resource without time-slicing, "
+				       "e.g. request nvidia.com/gpu "
+				       "where the shared one is renamed nvidia.com/gpu.shared), a MIG instance, or "
+				       "share by MPS (sharing.mps "
+				       "caps each client's memory); or move the co-tenant to another GPU",
+				       "a pod ran out of GPU memory on a GPU it shares by time-slicing with another "
+				       "pod: time-slicing puts no "
+				       "limit on each replica's memory, so the co-tenant took what this pod needed");
 		doctor_evidence(f, "pod %s/%s container %s: %s", cluster_pod_ns(pod), cluster_pod_name(pod), ctr, msg);
 		cotenants(c, uid, f);
 		if (p.sharing[0])
-			doctor_evidence(f, "%s: sharing.%s, %lld replicas per GPU", p.config_src[0] ? p.config_src : p.pod,
-					p.sharing, p.replicas);
+			doctor_evidence(f, "%s: sharing.%s, %lld replicas per GPU",
+					p.config_src[0] ? p.config_src : p.pod, p.sharing, p.replicas);
 	}
 }

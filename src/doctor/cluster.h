@@ -79,6 +79,7 @@ struct plugin_cfg {
 	char mig_strategy[16];  /* --mig-strategy / MIG_STRATEGY / flags.migStrategy, "" unset (default none) */
 	char mig_src[256];      /* where it was read */
 	char mps_root[256];     /* --mps-root / MPS_ROOT of the plugin pod, "" unset */
+	bool gke;               /* GKE's own plugin: it mounts the driver and hands device nodes over itself */
 };
 void cluster_plugin_cfg(struct doctor_ctx *c, struct plugin_cfg *ret);
 

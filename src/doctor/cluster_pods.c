@@ -410,6 +410,7 @@ void cluster_plugin_cfg(struct doctor_ctx *c, struct plugin_cfg *p)
 		if (!cluster_pod_here(c, pod) || cluster_component(pod) != NV_DEVICE_PLUGIN)
 			continue;
 		p->found = true;
+		p->gke = strstr(cluster_pod_name(pod), "nvidia-gpu-device-plugin") != NULL;
 		snprintf(p->pod, sizeof(p->pod), "%s/%s", cluster_pod_ns(pod), cluster_pod_name(pod));
 		read_configmap(c, pod, p);
 		ctrs = json_object_get(json_object_get(pod, "spec"), "containers");

@@ -82,8 +82,8 @@ static void from_plugin_pod(struct doctor_ctx *c, struct inject_facts *f)
 	struct plugin_cfg p;
 
 	cluster_plugin_cfg(c, &p);
-	if (!p.found || (!p.strategy[0] && p.config_unread))
-		return; /* its config file may set the strategy: unknown */
+	if (!p.found || p.gke || (!p.strategy[0] && p.config_unread))
+		return; /* its config file may set the strategy: unknown; GKE's plugin injects by itself */
 	f->mode = p.strategy[0] ? strategy_mode(p.strategy) : ALLOCRESP_ENVVAR;
 	f->also_env = strstr(p.strategy, "envvar") || strstr(p.strategy, "volume-mounts");
 	if (p.strategy[0])

@@ -28,7 +28,7 @@ real_cdi() {
 	printf '#!/bin/sh\nexit 0\n' >"$ROOT$hook"
 	chmod 0755 "$ROOT$hook"
 	FAKE_NVML_FIXTURE="$FIXTURE" "$GPULET" cdi generate --root "$ROOT" --nvml-library "$FAKE_NVML_LIB" \
-		--nvidia-cdi-hook-path "$hook" ${DRIVER_ROOT:+--driver-root "$DRIVER_ROOT"} \
+		--nvidia-cdi-hook-path "$hook" ${DRIVER_ROOT:+--driver-root "$DRIVER_ROOT"} ${DEV_ROOT:+--dev-root "$DEV_ROOT"} \
 		-o "$ROOT$dir/nvidia.yaml" >/dev/null 2>&1
 }
 

@@ -6,7 +6,10 @@ says which finding ids `gpulet doctor --root ... --json` must report as fail / w
 not appear at all, and words a finding's evidence must hold; "no_other_fail" / "no_warn" forbid any
 other fail / any other warn (a healthy node); "skip_reason" maps a finding id to words the reason
 its check was skipped must hold; scenario.json's "kubelet_root" and
-"device_plugin_dir" move the healthy kubelet's root dir and device-plugins dir.
+"device_plugin_dir" move the healthy kubelet's root dir and device-plugins dir; "no_nvml_library"
+leaves --nvml-library out, so the doctor finds libnvidia-ml.so.1 on the node itself (mkroot
+--with-fakenvml installs the fake NVML there).
+"fix" / "fix_lacks" map an id to words its fix must / must not hold.
 Every finding that carries its fix as a command ("run" for the node, "run_here" for the node under
 --root) gets it executed on the scenario's node (its own temp copy), and the doctor, run again, must no
 longer report that finding; expect.json's "runs" lists ids whose finding must carry such a command.
@@ -266,7 +269,8 @@ def run(name, keep):
             else:
                 standin.kill()
                 return ["podres stand-in did not start"]
-        args = [GPULET, "doctor", "--root", root, "--json", "--nvml-library", FAKE]
+        args = [GPULET, "doctor", "--root", root, "--json"] + ([] if spec.get("no_nvml_library") else
+                                                               ["--nvml-library", FAKE])
         for opt in ("pods", "node", "kernel-log", "events"):
             if opt in spec:
                 args += [f"--{opt}", os.path.join(d, spec[opt])]
@@ -294,6 +298,12 @@ def run(name, keep):
         for i, words in expect.get("skip_reason", {}).items():
             if not any(i in s["ids"].split() and words in s.get("reason", "") for s in doc.get("skipped", [])):
                 errs.append(f"expected the check reporting {i} to be skipped with the reason {words!r}")
+        for i, wants in expect.get("fix", {}).items():  # words the finding's fix (or its command) must hold
+            fx = " | ".join(f["fix"] + " " + (f.get("run") or "") for f in doc["findings"] if f["id"] == i)
+            errs += [f"{i}: fix lacks {w!r}: {fx[:600]}" for w in wants if w not in fx]
+        for i, wants in expect.get("fix_lacks", {}).items():  # words wrong for this node
+            fx = " | ".join(f["fix"] + " " + (f.get("run") or "") for f in doc["findings"] if f["id"] == i)
+            errs += [f"{i}: fix must not say {w!r}: {fx[:600]}" for w in wants if w in fx]
         for i, wants in expect.get("evidence", {}).items():  # words the finding's evidence must hold
             ev = " | ".join(e for f in doc["findings"] if f["id"] == i for e in f["evidence"])
             errs += [f"{i}: evidence lacks {w!r}: {ev[:600]}" for w in wants if w not in ev]
