@@ -119,34 +119,14 @@ static bool library_version(const struct doctor_ctx *c, char *ver, size_t vsize,
 	return false;
 }
 
-/*
- * The driver's "NVRM: API mismatch" report (src/nvidia/arch/nvalloc/unix/src/osapi.c): "the client has the
- * version X, but / this kernel module has the version Y" (older drivers), or "the client 'nvidia-smi' (pid N)
- * / has the version X, but this kernel module has / the version Y" — the client's version is the first
- * "has the version" after the mismatch line.
- */
-static bool klog_client_version(struct doctor_ctx *c, char *ver, size_t vsize, char *line, size_t lsize)
-{
-	const char *text, *hit, *v;
-
-	if (doctor_need_klog(c, &text, NULL) < 0 || !klog_find(text, "NVRM: API mismatch", NULL, line, lsize))
-		return false;
-	hit = strstr(text, "NVRM: API mismatch");
-	if (!(v = strstr(hit, "has the version ")))
-		return false;
-	v += 16;
-	snprintf(ver, vsize, "%.*s", (int)strspn(v, "0123456789."), v);
-	while (*ver && ver[strlen(ver) - 1] == '.')
-		ver[strlen(ver) - 1] = '\0';
-	return *ver != '\0';
-}
-
 /* NVML refused to initialise with LIB_RM_VERSION_MISMATCH: name both versions from what is on the node. */
 static int rm_mismatch(struct doctor_ctx *c)
 {
 	char user[64] = "", where[PATH_MAX + 128] = "", line[512] = "", kv[64];
 	bool file = library_version(c, user, sizeof(user), where, sizeof(where));
-	bool logged = klog_client_version(c, kv, sizeof(kv), line, sizeof(line));
+	const char *text;
+	bool logged =
+	    doctor_need_klog(c, &text, NULL) >= 0 && klog_api_mismatch(text, kv, sizeof(kv), line, sizeof(line));
 	struct doctor_finding *f;
 
 	if (!file && logged)

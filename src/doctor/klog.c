@@ -166,3 +166,24 @@ const char *klog_find(const char *text, const char *needle, const char *also, ch
 	}
 	return NULL;
 }
+
+bool klog_api_mismatch(const char *text, char *client, size_t size, char *line, size_t lsize)
+{
+	const char *hit, *v;
+	size_t n;
+
+	if (!klog_find(text, "NVRM: API mismatch", NULL, line, lsize))
+		return false;
+	hit = strstr(text, "NVRM: API mismatch");
+	v = hit ? strstr(hit, "has the version ") : NULL;
+	if (!v)
+		return false;
+	v += 16;
+	n = strspn(v, "0123456789.");
+	while (n && v[n - 1] == '.')
+		n--;
+	if (!n || n >= size)
+		return false;
+	snprintf(client, size, "%.*s", (int)n, v);
+	return true;
+}

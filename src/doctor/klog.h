@@ -23,3 +23,11 @@ const char *klog_message(const char *line, size_t len, size_t *mlen);
 
 /* A log line containing needle (and, when also is given, also that); NULL none. buf gets the message. */
 const char *klog_find(const char *text, const char *needle, const char *also, char *buf, size_t size);
+
+/*
+ * The driver's "NVRM: API mismatch" report (src/nvidia/arch/nvalloc/unix/src/osapi.c): "the client has the
+ * version X, but / this kernel module has the version Y" (older drivers), or "the client 'nvidia-smi' (pid N)
+ * / has the version X, but this kernel module has / the version Y". client gets X, the user-space driver's
+ * version; line the first line of the report. false when the log has none.
+ */
+bool klog_api_mismatch(const char *text, char *client, size_t size, char *line, size_t lsize);
