@@ -3,8 +3,8 @@
  * Docker as kubelet's runtime through cri-dockerd (docs/reference/doctor-classes.md §8):
  * /etc/docker/daemon.json says which runtimes dockerd has ("runtimes": {"nvidia": {"path":
  * "nvidia-container-runtime"}}) and which one containers get ("default-runtime"). cri-dockerd maps a
- * RuntimeClass handler to a Docker runtime only from 0.3.14 (Mirantis/cri-dockerd PR 350); before,
- * every pod ran on the default runtime, so NVIDIA's guidance for Docker nodes is default-runtime nvidia.
+ * RuntimeClass handler to a Docker runtime only since Mirantis/cri-dockerd PR 350 (2024); before, every
+ * pod ran on the default runtime, so NVIDIA's guidance for Docker nodes is default-runtime nvidia.
  */
 #include <errno.h>
 #include <stdio.h>

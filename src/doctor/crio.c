@@ -168,7 +168,7 @@ static void check_binary(struct doctor_ctx *c, const struct toml *rt, const char
 /*
  * default_runtime names a runtime no [crio.runtime.runtimes.<name>] table defines: CRI-O refuses to start
  * ("default_runtime set to %q, but no runtime entry table [crio.runtime.runtimes.%s] was found", cri-o
- * pkg/config/config.go ValidateRuntimes). crun (runc before 1.28) is defined by CRI-O's built-in config.
+ * pkg/config/config.go ValidateRuntimes). crun (runc before 1.31) is defined by CRI-O's built-in config.
  */
 static bool default_missing(struct doctor_ctx *c)
 {
