@@ -152,14 +152,16 @@ int doctor_check_fabric(struct doctor_ctx *c)
 	size_t n_sw = nvswitches(c);
 	char pkg[128] = "", pver[64] = "", how[600], line[512], fix[512];
 	struct doctor_finding *f;
-	bool have = fm_package(c, pkg, sizeof(pkg), pver, sizeof(pver));
+	bool have = fm_package(c, pkg, sizeof(pkg), pver, sizeof(pver)), running;
 
 	if (!n_sw) {
 		doctor_skip(c, "no NVSwitch on this node: no fabric manager needed");
 		return 0;
 	}
+	running = fm_running(c, how, sizeof(how));
+	/* its log's complaint counts while it does not run: an old line must not outlive the fix */
 	if ((have && c->driver_version[0] && !streq(pver, c->driver_version)) ||
-	    fm_log_mismatch(c, line, sizeof(line))) {
+	    (!running && fm_log_mismatch(c, line, sizeof(line)))) {
 		snprintf(
 		    fix, sizeof(fix),
 		    "install the fabric manager of the driver's exact version %s (apt-get install %s=%s-*; hold both "
@@ -177,7 +179,7 @@ int doctor_check_fabric(struct doctor_ctx *c)
 			doctor_evidence(f, "%s: %s", FM_LOG, line);
 		return 0;
 	}
-	if (!fm_running(c, how, sizeof(how))) {
+	if (!running) {
 		not_running(c, n_sw, pkg, pver);
 		return 0;
 	}

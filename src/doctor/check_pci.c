@@ -169,14 +169,18 @@ static bool meant(struct doctor_ctx *c, const struct pci_gpu *g)
 {
 	const char *workload = cluster_node_label(c, "nvidia.com/gpu.workload.config");
 	_cleanup_free_ char *p = NULL, *text = NULL;
+	const char *line;
 	char rel[128];
 
 	if (workload && (streq(workload, "vm-passthrough") || streq(workload, "vm-vgpu")))
 		return true;
 	snprintf(rel, sizeof(rel), "/proc/driver/nvidia/gpus/%s/information", g->bdf);
 	p = doctor_path(c, rel);
-	return p && read_file(p, 1 << 16, &text, NULL, NULL) >= 0 && strstr(text, "GPU Excluded:") &&
-	       strstr(strstr(text, "GPU Excluded:"), "Yes");
+	if (!p || read_file(p, 1 << 16, &text, NULL, NULL) < 0 || !(line = strstr(text, "GPU Excluded:")))
+		return false;
+	line += strlen("GPU Excluded:");
+	line += strspn(line, " \t");
+	return !strncmp(line, "Yes", 3);
 }
 
 /* vfio-pci ids in modprobe.d, the kernel command line, a driverctl override: what binds it at boot. */
