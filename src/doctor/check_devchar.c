@@ -23,24 +23,12 @@
 
 #define MAX_NODES 256
 
-/* Who puts containers under systemd's cgroup management: kubelet's cgroupDriver, containerd's runc
- * SystemdCgroup, CRI-O's cgroup_manager (systemd by default). why gets the evidence. */
-static bool systemd_cgroups(struct doctor_ctx *c, char *why, size_t size)
+/* The runtime's own setting (its config is already loaded): containerd's runc SystemdCgroup, CRI-O's
+ * cgroup_manager (systemd by default). */
+static bool runtime_systemd(struct doctor_ctx *c, char *why, size_t size)
 {
-	_cleanup_free_ char *p = doctor_path(c, "/var/lib/kubelet/config.yaml");
-	json_t *docs = NULL;
-	const char *drv;
-	bool yes = false;
-
-	if (p && k8sobj_load(p, &docs, NULL) >= 0 &&
-	    (drv = json_string_value(json_object_get(json_array_get(docs, 0), "cgroupDriver"))) &&
-	    streq(drv, "systemd")) {
-		snprintf(why, size, "/var/lib/kubelet/config.yaml: cgroupDriver: systemd");
-		yes = true;
-	}
-	json_decref(docs);
-	if (yes || doctor_need_runtime(c) < 0)
-		return yes;
+	if (doctor_need_runtime(c) < 0)
+		return false;
 	if (c->rt->kind == RT_CRIO && c->rt->crio) {
 		const char *m =
 		    toml_string(toml_path(c->rt->crio, "crio", "runtime", NULL), "cgroup_manager", "systemd");
@@ -62,6 +50,28 @@ static bool systemd_cgroups(struct doctor_ctx *c, char *why, size_t size)
 			}
 	}
 	return false;
+}
+
+/* Who puts containers under systemd's cgroup management: the runtime, or kubelet's cgroupDriver (its
+ * config is YAML: read only when the runtime did not say). why gets the evidence. */
+static bool systemd_cgroups(struct doctor_ctx *c, char *why, size_t size)
+{
+	_cleanup_free_ char *p = NULL;
+	json_t *docs = NULL;
+	const char *drv;
+	bool yes = false;
+
+	if (runtime_systemd(c, why, size))
+		return true;
+	p = doctor_path(c, "/var/lib/kubelet/config.yaml");
+	if (p && k8sobj_load(p, &docs, NULL) >= 0 &&
+	    (drv = json_string_value(json_object_get(json_array_get(docs, 0), "cgroupDriver"))) &&
+	    streq(drv, "systemd")) {
+		snprintf(why, size, "/var/lib/kubelet/config.yaml: cgroupDriver: systemd");
+		yes = true;
+	}
+	json_decref(docs);
+	return yes;
 }
 
 static bool nvidia_node(const char *name)
