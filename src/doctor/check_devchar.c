@@ -119,6 +119,28 @@ static size_t missing_links(struct doctor_ctx *c, struct devnode *out, size_t ma
 	return n_out;
 }
 
+/* Evidence order: the control nodes, the GPUs, NVSwitches, then MIG capabilities; by number within each. */
+static int rank(const char *path)
+{
+	static const char *const first[] = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+					    "/dev/nvidia-modeset"};
+
+	for (size_t k = 0; k < ELEMENTSOF(first); k++)
+		if (streq(path, first[k]))
+			return 0;
+	if (!strncmp(path, "/dev/nvidia-caps/", 17))
+		return 3;
+	return strncmp(path, "/dev/nvidia-nvswitch", 20) ? 1 : 2;
+}
+
+static int cmp_devnode(const void *a, const void *b)
+{
+	const struct devnode *x = a, *y = b;
+	int d = rank(x->path) - rank(y->path);
+
+	return d ? d : strverscmp(x->path, y->path);
+}
+
 int doctor_check_devchar(struct doctor_ctx *c)
 {
 	static struct devnode miss[MAX_NODES];
@@ -137,6 +159,7 @@ int doctor_check_devchar(struct doctor_ctx *c)
 		return 0;
 	if (n > ELEMENTSOF(miss))
 		n = ELEMENTSOF(miss);
+	qsort(miss, n, sizeof(miss[0]), cmp_devnode);
 	f = doctor_report(
 	    c, "devnode.char-links-missing", DOCTOR_WARN, LINK_DEVNODE,
 	    "create the links (command below, or nvidia-ctk system create-dev-char-symlinks --create-all "
@@ -146,8 +169,11 @@ int doctor_check_devchar(struct doctor_ctx *c)
 	    "next systemctl daemon-reload takes /dev/nvidia* away from running GPU containers (\"Failed "
 	    "to initialize NVML: Unknown Error\")");
 	doctor_evidence(f, "%s", why);
-	for (size_t k = 0; k < n && k < DOCTOR_MAX_EVIDENCE - 2; k++)
+	for (size_t k = 0; k < n && k < DOCTOR_MAX_EVIDENCE - 3; k++)
 		doctor_evidence(f, "%s has no %s link", miss[k].path, miss[k].link);
+	if (n > DOCTOR_MAX_EVIDENCE - 3)
+		doctor_evidence(f, "and %zu more NVIDIA device nodes (all in the command below)",
+				n - (DOCTOR_MAX_EVIDENCE - 3));
 	args[a++] = (struct doctor_fix_arg)FIX_W("mkdir");
 	args[a++] = (struct doctor_fix_arg)FIX_W("-p");
 	args[a++] = (struct doctor_fix_arg)FIX_P("/dev/char");
