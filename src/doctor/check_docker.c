@@ -131,16 +131,13 @@ int doctor_check_docker(struct doctor_ctx *c)
 	const char *def, *path;
 	const char *key;
 	json_t *v;
-	struct doctor_finding *f;
 
 	if (c->rt->docker_error[0]) {
-		f = doctor_report(
-		    c, "runtime.config-invalid", DOCTOR_FAIL, LINK_RUNTIME,
+		rt_config_invalid(
+		    c,
 		    "fix the JSON at the line:col shown (dockerd --validate --config-file FILE checks it), "
 		    "then systemctl restart docker",
-		    "Docker's daemon.json does not parse: dockerd refuses to start, so no container starts on "
-		    "this node");
-		doctor_evidence(f, "%s", c->rt->docker_error);
+		    c->rt->docker_error);
 		return 0;
 	}
 	def = docker_default_runtime(c->rt);

@@ -201,13 +201,9 @@ int doctor_check_crio(struct doctor_ctx *c)
 	size_t users;
 
 	if (c->rt->crio_error[0]) {
-		f = doctor_report(
-		    c, "runtime.config-invalid", DOCTOR_FAIL, LINK_RUNTIME,
-		    "fix the file at the line:col shown, check with crio config, then systemctl restart "
-		    "crio",
-		    "CRI-O's config does not parse: CRI-O refuses to start with it, so no container starts "
-		    "on this node");
-		doctor_evidence(f, "%s", c->rt->crio_error);
+		rt_config_invalid(
+		    c, "fix the file at the line:col shown, check with crio config, then systemctl restart crio",
+		    c->rt->crio_error);
 		return 0;
 	}
 	if (default_missing(c))

@@ -99,27 +99,28 @@ static bool requests_differ(const struct lint_target *t, char *why, size_t size)
 	return requested_without_limit(t, true, why, size) != NULL;
 }
 
-static void requests_differ_fix(const struct lint_target *t, char *fix, size_t size)
+/* The fix names what was requested (nvidia.com/gpu.shared, nvidia.com/mig-1g.10gb, ...). */
+static void requests_fix(const struct lint_target *t, bool differ, char *fix, size_t size)
 {
 	char why[256];
-	const char *res = requested_without_limit(t, true, why, sizeof(why));
+	const char *res = requested_without_limit(t, differ, why, sizeof(why));
 
 	snprintf(fix, size,
-		 "set %s's request equal to its limit, or drop the request (it defaults to the limit); an extended "
-		 "resource cannot be overcommitted",
+		 differ ? "set %s's request equal to its limit, or drop the request (it defaults to the limit); an "
+			  "extended resource cannot be overcommitted"
+			: "put %s under resources.limits with the same count (requests default to the limit; an "
+			  "extended resource in requests alone is not allocated)",
 		 res ? res : "the nvidia.com/* resource");
 }
 
-/* The fix names what was requested (nvidia.com/gpu.shared, nvidia.com/mig-1g.10gb, ...). */
+static void requests_differ_fix(const struct lint_target *t, char *fix, size_t size)
+{
+	requests_fix(t, true, fix, size);
+}
+
 static void requests_only_fix(const struct lint_target *t, char *fix, size_t size)
 {
-	char why[256];
-	const char *res = requested_without_limit(t, false, why, sizeof(why));
-
-	snprintf(fix, size,
-		 "put %s under resources.limits with the same count (requests default to the limit; an extended "
-		 "resource in requests alone is not allocated)",
-		 res ? res : "the nvidia.com/* resource");
+	requests_fix(t, false, fix, size);
 }
 
 static bool missing_runtime_class(const struct lint_target *t, char *why, size_t size)
@@ -294,8 +295,12 @@ static const char *misspelled_gpu(const char *res, char *right, size_t size)
 	return NULL;
 }
 
-/* The first misspelled GPU resource of the container (limits, then requests). */
-static const char *wrong_name_of(const struct lint_target *t, char *right, size_t rsize)
+/*
+ * The first resource of the container (limits, then requests) that bad() holds against; *list gets
+ * "limits" or "requests" and *value the quantity. NULL when none.
+ */
+static const char *first_resource(const struct lint_target *t, bool (*bad)(const char *k, const json_t *v, void *arg),
+				  void *arg, const char **list, const json_t **value)
 {
 	static const char *const lists[] = {"limits", "requests"};
 	const json_t *res = json_object_get(t->ctr, "resources");
@@ -305,11 +310,39 @@ static const char *wrong_name_of(const struct lint_target *t, char *right, size_
 		json_t *v;
 
 		json_object_foreach (json_object_get(res, lists[l]), k, v) {
-			if (misspelled_gpu(k, right, rsize))
-				return k;
+			if (!bad(k, v, arg))
+				continue;
+			*list = lists[l];
+			*value = v;
+			return k;
 		}
 	}
 	return NULL;
+}
+
+struct right_name {
+	char buf[64];
+};
+
+static bool misspelled(const char *k, const json_t *v, void *arg)
+{
+	struct right_name *r = arg;
+
+	(void)v;
+	return misspelled_gpu(k, r->buf, sizeof(r->buf)) != NULL;
+}
+
+/* The first misspelled GPU resource of the container (limits, then requests). */
+static const char *wrong_name_of(const struct lint_target *t, char *right, size_t rsize)
+{
+	struct right_name r;
+	const char *list, *k;
+	const json_t *v;
+
+	k = first_resource(t, misspelled, &r, &list, &v);
+	if (k)
+		snprintf(right, rsize, "%s", r.buf);
+	return k;
 }
 
 static bool wrong_name(const struct lint_target *t, char *why, size_t size)
@@ -343,29 +376,27 @@ static bool whole(const json_t *v)
 	return s && *s && s[strspn(s, "0123456789")] == '\0';
 }
 
+static bool not_whole(const char *k, const json_t *v, void *arg)
+{
+	(void)arg;
+	return !strncmp(k, "nvidia.com/", 11) && !whole(v);
+}
+
 static bool fractional(const struct lint_target *t, char *why, size_t size)
 {
-	static const char *const lists[] = {"limits", "requests"};
-	const json_t *res = json_object_get(t->ctr, "resources");
+	const char *list, *k;
+	const json_t *v;
+	char text[64];
 
-	for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
-		const char *k;
-		json_t *v;
-
-		json_object_foreach (json_object_get(res, lists[l]), k, v) {
-			char text[64];
-
-			if (strncmp(k, "nvidia.com/", 11) || whole(v))
-				continue;
-			if (json_is_number(v))
-				snprintf(text, sizeof(text), "%g", json_number_value(v));
-			else
-				snprintf(text, sizeof(text), "%s", json_string_value(v) ?: "?");
-			snprintf(why, size, "%s %s: %s", lists[l], k, text);
-			return true;
-		}
-	}
-	return false;
+	k = first_resource(t, not_whole, NULL, &list, &v);
+	if (!k)
+		return false;
+	if (json_is_number(v))
+		snprintf(text, sizeof(text), "%g", json_number_value(v));
+	else
+		snprintf(text, sizeof(text), "%s", json_string_value(v) ?: "?");
+	snprintf(why, size, "%s %s: %s", list, k, text);
+	return true;
 }
 
 static bool init_gpu(const struct lint_target *t, char *why, size_t size)

@@ -103,3 +103,13 @@ enum rt_handler_state rt_handler(const struct doctor_ctx *c, const char *handler
 	/* nvidia-container-runtime, its .cdi and .legacy forms: the NVIDIA hook runs */
 	return strstr(bin, "nvidia") ? RTH_NVIDIA : RTH_PLAIN;
 }
+
+void rt_config_invalid(struct doctor_ctx *c, const char *fix, const char *error)
+{
+	struct doctor_finding *f = doctor_report(c, "runtime.config-invalid", DOCTOR_FAIL, LINK_RUNTIME, fix,
+						 "%s's config does not parse: it refuses to start with it, so no "
+						 "container starts on this node",
+						 rt_name(c->rt));
+
+	doctor_evidence(f, "%s", error);
+}

@@ -92,5 +92,8 @@ enum rt_handler_state { RTH_MISSING, RTH_PLAIN, RTH_NVIDIA };
 /* After rt_facts_get returned 1: the handler is missing, a plain one, or runs NVIDIA's binary. */
 enum rt_handler_state rt_handler(const struct doctor_ctx *c, const char *handler);
 
+/* runtime.config-invalid for the runtime found: error says where (file:line:col), fix how to check it. */
+void rt_config_invalid(struct doctor_ctx *c, const char *fix, const char *error);
+
 /* --runtime-user (a rootless runtime): may uid:gid do perm (4 r, 2 w, 1 x) on a file with this stat? */
 bool doctor_user_may(const struct stat *st, unsigned uid, unsigned gid, unsigned perm);

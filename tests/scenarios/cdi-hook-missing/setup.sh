@@ -4,9 +4,5 @@
 # such file or directory" (siderolabs/talos issue 13021). Nothing about the GPUs is stale: the fix is
 # the hook path, for the spec's own kind, in its own file, on this node.
 . "$NODE_LIB"
-rm -f "$ROOT/etc/cdi/nvidia.json"
-mkdir -p "$ROOT/var/run/cdi"
-FAKE_NVML_FIXTURE="$FIXTURE" "$GPULET" cdi generate --root "$ROOT" --nvml-library "$FAKE_NVML_LIB" --vendor k8s.device-plugin.nvidia.com \
-	--class gpu --device-name-strategy uuid --format json --nvidia-cdi-hook-path /usr/bin/nvidia-ctk \
-	-o "$ROOT/var/run/cdi/k8s.device-plugin.nvidia.com-gpu.json" >/dev/null 2>&1
+plugin_spec /usr/bin/nvidia-ctk
 printf '#!/bin/sh\nexit 0\n' >"$ROOT/usr/bin/nvidia-cdi-hook" && chmod 0755 "$ROOT/usr/bin/nvidia-cdi-hook"

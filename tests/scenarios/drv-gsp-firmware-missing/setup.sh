@@ -2,7 +2,5 @@
 # the GPUs, but RmInitAdapter fails on the one whose GSP firmware it must load, which nvidia-smi then
 # does not list (open-gpu-kernel-modules issues 263, 943). NVML lists the other seven.
 rm -f "$ROOT/lib/firmware/nvidia/550.54.15/gsp_ga10x.bin"
-python3 - "$FIXTURE" <<'P'
-import json, sys
-f = json.load(open(sys.argv[1])); del f["gpus"][1]; json.dump(f, open(sys.argv[1], "w"))
-P
+. "$NODE_LIB"
+drop_gpus 1

@@ -3,10 +3,6 @@
 # gpulet's chart installs it, /usr/bin/nvidia-cdi-hook, which exists. A healthy node: no failure, no
 # warning (the demo once reported its missing hook as "driver upgrade, GPU gone").
 . "$NODE_LIB"
-rm -f "$ROOT/etc/cdi/nvidia.json"
-mkdir -p "$ROOT/var/run/cdi"
 printf '#!/bin/sh\nexit 0\n' >"$ROOT/usr/bin/nvidia-cdi-hook" && chmod 0755 "$ROOT/usr/bin/nvidia-cdi-hook"
-FAKE_NVML_FIXTURE="$FIXTURE" "$GPULET" cdi generate --root "$ROOT" --nvml-library "$FAKE_NVML_LIB" --vendor k8s.device-plugin.nvidia.com \
-	--class gpu --device-name-strategy uuid --format json --nvidia-cdi-hook-path /usr/bin/nvidia-cdi-hook \
-	-o "$ROOT/var/run/cdi/k8s.device-plugin.nvidia.com-gpu.json" >/dev/null 2>&1
+plugin_spec /usr/bin/nvidia-cdi-hook
 sed -i "s|CgA=|$(/usr/bin/python3 "$SCEN/../allocresp.py" env NVIDIA_VISIBLE_DEVICES=GPU-4fa1c0e2-7b3d-4d21-9a5e-1c2b3d4e5f60 cdi k8s.device-plugin.nvidia.com/gpu=GPU-4fa1c0e2-7b3d-4d21-9a5e-1c2b3d4e5f60)|" "$ROOT/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
