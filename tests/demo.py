@@ -8,6 +8,7 @@ built by tests/lib/mkroot.sh. The main job, `gpulet plugin`, registers with a ku
 (python3-grpcio) exactly as it would with kubelet, and the stand-in asks it for GPUs.
 """
 import os
+import shutil
 import subprocess
 import sys
 
@@ -57,6 +58,10 @@ def main():
     with open(os.path.join(h.root, "usr/bin/runc"), "w") as f:  # the runtime binary containerd would exec
         f.write("#!/bin/sh\n")
     os.chmod(os.path.join(h.root, "usr/bin/runc"), 0o755)
+    # the CDI hook the plugin's spec names, installed where gpulet's chart points the plugin at it
+    # (values cdi.nvidiaHookPath: /usr/bin/nvidia-cdi-hook, gpulet's static hook under that name)
+    shutil.copy(os.path.join(os.path.dirname(pl.GPULET), "gpulet-cdi-hook"),
+                os.path.join(h.root, "usr/bin/nvidia-cdi-hook"))
     try:
         print("Simulated node in %s (fake NVML: %s)" % (h.tmp, pl.FAKE_NVML_LIB))
         step("What the driver reports")
@@ -65,6 +70,7 @@ def main():
         step("The main job: gpulet plugin, registering with a kubelet stand-in")
         h.start_standin()
         h.start_plugin("--mig-strategy", "mixed", "--device-list-strategy", "envvar,cdi-cri",
+                       "--nvidia-cdi-hook-path", "/usr/bin/nvidia-cdi-hook",
                        wait_resources=("nvidia.com/gpu", "nvidia.com/mig-1g.5gb"))
         regs = [e for e in h.events.items if e["event"] == "register"]
         for e in regs:

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "doctor/cudatable.h"
 #include "doctor/cdi_loader.h"
@@ -98,36 +99,304 @@ static const char *cdi_runtime_for(const struct doctor_ctx *c, char *why, size_t
 	return NULL;
 }
 
-/*
- * Regenerate the stale file itself: a fresh spec in /var/run/cdi (tmpfs) hides a stale one in /etc/cdi
- * only until the next reboot, and two specs of one kind in one dir drop the device
- * (docs/reference/cdi.md §4).
- */
-static const char *stale_fix(const struct doctor_ctx *c, const char *file, char *buf, size_t size)
-{
-	const char *root = c->o->root && !streq(c->o->root, "/") ? c->o->root : "";
-	size_t l = strlen(root);
+/* Where NVIDIA's and gpulet's CDI hooks are installed (nvidia-container-toolkit-base ≥ 1.16 ships
+ * nvidia-cdi-hook beside nvidia-ctk; the GPU Operator's toolkit uses /usr/local/nvidia/toolkit). */
+static const char *const hook_paths[] = {
+    "/usr/bin/nvidia-cdi-hook",
+    "/usr/bin/nvidia-ctk",
+    "/usr/local/nvidia/toolkit/nvidia-cdi-hook",
+    "/usr/local/nvidia/toolkit/nvidia-ctk",
+    "/usr/local/bin/nvidia-cdi-hook",
+    "/usr/local/bin/nvidia-ctk",
+    "/usr/bin/gpulet-cdi-hook",
+    "/usr/local/bin/gpulet-cdi-hook",
+};
 
-	if (file && l && !strncmp(file, root, l) && file[l] == '/')
-		file += l; /* the node's own path */
+static bool node_executable(const struct doctor_ctx *c, const char *path)
+{
+	_cleanup_free_ char *p = path && *path == '/' ? doctor_path(c, path) : NULL;
+
+	return p && access(p, X_OK) == 0;
+}
+
+/* The first CDI hook installed on the node, "" none. */
+static void node_hook(const struct doctor_ctx *c, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	for (size_t k = 0; k < ELEMENTSOF(hook_paths) && !buf[0]; k++)
+		if (node_executable(c, hook_paths[k]))
+			snprintf(buf, size, "%s", hook_paths[k]);
+}
+
+/* What a spec file says about itself: enough to regenerate it as it was meant. */
+struct spec_facts {
+	bool read;
+	char vendor[128], class[128];
+	bool yaml;
+	bool by_uuid, by_index;      /* device names */
+	char hook_missing[PATH_MAX]; /* a hook path the spec names that the node lacks */
+	char hook[PATH_MAX];         /* an executable hook on the node, "" none */
+	bool plugin_own;             /* the device plugin's own spec: it rewrites it at start */
+};
+
+static void hooks_of(const struct doctor_ctx *c, const json_t *edits, struct spec_facts *sf)
+{
+	size_t i;
+	json_t *h;
+
+	json_array_foreach (json_object_get(edits, "hooks"), i, h) {
+		const char *path = json_string_value(json_object_get(h, "path"));
+
+		if (!path)
+			continue;
+		if (node_executable(c, path)) {
+			if (!sf->hook[0])
+				snprintf(sf->hook, sizeof(sf->hook), "%s", path);
+		} else if (!sf->hook_missing[0])
+			snprintf(sf->hook_missing, sizeof(sf->hook_missing), "%s", path);
+	}
+}
+
+static void spec_facts_read(const struct doctor_ctx *c, const char *file, struct spec_facts *sf)
+{
+	const char *node = doctor_node_path(c, file), *base = strrchr(node, '/');
+	json_auto_t *spec = NULL;
+	const char *kind, *slash;
+	size_t i, l = strlen(file);
+	json_t *dev;
+
+	memset(sf, 0, sizeof(*sf));
+	base = base ? base + 1 : node;
+	sf->plugin_own = !strncmp(base, "k8s.device-plugin.nvidia.com", 28) || !strncmp(base, "gpulet", 6);
+	sf->yaml = l > 5 && streq(file + l - 5, ".yaml");
+	if (cdi_read_spec(file, &spec, NULL) < 0 || !(kind = json_string_value(json_object_get(spec, "kind"))) ||
+	    !(slash = strchr(kind, '/')))
+		return;
+	snprintf(sf->vendor, sizeof(sf->vendor), "%.*s", (int)(slash - kind), kind);
+	snprintf(sf->class, sizeof(sf->class), "%s", slash + 1);
+	if (!cdi_vendor_valid(sf->vendor) || !cdi_class_valid(sf->class))
+		return;
+	hooks_of(c, json_object_get(spec, "containerEdits"), sf);
+	json_array_foreach (json_object_get(spec, "devices"), i, dev) {
+		const char *name = json_string_value(json_object_get(dev, "name")) ?: "";
+
+		hooks_of(c, json_object_get(dev, "containerEdits"), sf);
+		if (!strncmp(name, "GPU-", 4) || !strncmp(name, "MIG-", 4))
+			sf->by_uuid = true;
+		else if (name[strspn(name, "0123456789:")] == '\0')
+			sf->by_index = true;
+	}
+	if (!sf->hook[0])
+		node_hook(c, sf->hook, sizeof(sf->hook));
+	sf->read = true;
+}
+
+/*
+ * The file regenerated in place, as the node sees it: same kind, same device names, the same format,
+ * a hook that exists on the node. --force because the file it replaces is not gpulet's; a fresh spec
+ * in /var/run/cdi hides a stale one in /etc/cdi only until the next reboot, and two specs of one kind
+ * in one dir drop the device (docs/reference/cdi.md §4).
+ */
+static int regenerate_run(const struct doctor_ctx *c, struct doctor_finding *f, const char *file,
+			  const struct spec_facts *sf)
+{
+	struct doctor_fix_arg args[24] = {FIX_W("gpulet"),   FIX_W("cdi"),      FIX_W("generate"), FIX_ROOTOPTS,
+					  FIX_W("--vendor"), FIX_W(sf->vendor), FIX_W("--class"),  FIX_W(sf->class)};
+	size_t n = 8;
+
+	if (!sf->read)
+		return 0;
+	if (sf->by_uuid != sf->by_index) {
+		args[n++] = (struct doctor_fix_arg)FIX_W("--device-name-strategy");
+		args[n++] = (struct doctor_fix_arg)FIX_W(sf->by_uuid ? "uuid" : "index");
+	}
+	args[n++] = (struct doctor_fix_arg)FIX_W("--format");
+	args[n++] = (struct doctor_fix_arg)FIX_W(sf->yaml ? "yaml" : "json");
+	if (sf->hook[0]) {
+		args[n++] = (struct doctor_fix_arg)FIX_W("--nvidia-cdi-hook-path");
+		args[n++] = (struct doctor_fix_arg)FIX_W(sf->hook);
+	} else {
+		size_t l = strlen(f->fix);
+
+		args[n++] = (struct doctor_fix_arg)FIX_W("--cdi-disable-hooks");
+		args[n++] = (struct doctor_fix_arg)FIX_W("all");
+		snprintf(f->fix + l, sizeof(f->fix) - l,
+			 "; no CDI hook is installed on the node, so the command writes the spec without hooks "
+			 "(nvidia-container-toolkit-base ships nvidia-cdi-hook)");
+	}
+	args[n++] = (struct doctor_fix_arg)FIX_W("--force");
+	args[n++] = (struct doctor_fix_arg)FIX_W("--output");
+	args[n++] = (struct doctor_fix_arg)FIX_P(doctor_node_path(c, file));
+	args[n] = (struct doctor_fix_arg)FIX_DONE;
+	return doctor_fix_run(c, f, args);
+}
+
+/* "restart the device plugin" naming its DaemonSet (gpulet's chart or NVIDIA's), for its own spec. */
+static void plugin_restart(const struct doctor_ctx *c, char *buf, size_t size)
+{
+	struct plugin_ds ds;
+
+	cluster_plugin_ds(c, &ds);
 	snprintf(buf, size,
-		 "regenerate the stale spec in place: gpulet cdi generate --output %s (or nvidia-ctk cdi generate "
-		 "--output=%s); a new file in /var/run/cdi hides a stale /etc/cdi spec only until reboot",
-		 file ? file : "<the stale file>", file ? file : "<the stale file>");
+		 "restart the device plugin, which rewrites its own spec at start (kubectl -n %s rollout restart "
+		 "daemonset/%s)",
+		 ds.ns, ds.name);
+}
+
+static const char *stale_fix(const struct doctor_ctx *c, const char *file, const struct spec_facts *sf, char *buf,
+			     size_t size)
+{
+	char restart[400] = "";
+
+	if (sf->plugin_own)
+		plugin_restart(c, restart, sizeof(restart));
+	if (!sf->read)
+		snprintf(buf, size,
+			 "%s%sregenerate %s with the tool that wrote it (gpulet cdi generate, nvidia-ctk cdi generate)",
+			 restart, *restart ? "; or " : "", doctor_node_path(c, file));
+	else
+		snprintf(buf, size,
+			 "%s%sregenerate %s in place with the same kind %s/%s (command below); a new file in "
+			 "/var/run/cdi would hide a stale /etc/cdi spec only until reboot",
+			 restart, *restart ? "; or " : "", doctor_node_path(c, file), sf->vendor, sf->class);
 	return buf;
 }
 
-/* Devices named by UUID in the specs that NVML does not know (docs/reference/cdi.md §5.3 uuid names). */
-static void check_uuids(struct doctor_ctx *c, const char *const *dirs, size_t n)
+/*
+ * A hook the spec names is not on the node: the runtime cannot exec it and every container given
+ * these devices fails ("error running createContainer hook #0: fork/exec /usr/bin/nvidia-ctk: no such
+ * file or directory", docs/reference/doctor-classes.md §11). Its own finding: nothing about the GPUs
+ * is stale, and regenerating with the same missing hook would change nothing.
+ */
+static const char *hook_fix(const struct doctor_ctx *c, const char *file, const struct spec_facts *sf, char *buf,
+			    size_t size)
 {
-	const struct category *stale = category_row("stale-devices");
+	char restart[400] = "";
+	struct plugin_ds ds;
+
+	cluster_plugin_ds(c, &ds);
+	if (sf->plugin_own)
+		snprintf(restart, sizeof(restart),
+			 "set the device plugin's hook path to it (--nvidia-cdi-hook-path, env NVIDIA_CDI_HOOK_PATH%s) "
+			 "so it writes it itself, or ",
+			 ds.gpulet ? ", gpulet chart value cdi.nvidiaHookPath" : "");
+	if (sf->hook[0])
+		snprintf(buf, size, "%s is not on the node but %s is: %sregenerate %s with it (command below)",
+			 sf->hook_missing, sf->hook, restart, doctor_node_path(c, file));
+	else
+		snprintf(
+		    buf, size,
+		    "install the hook: apt-get install nvidia-container-toolkit-base (or dnf install "
+		    "nvidia-container-toolkit-base; it ships %s), or install gpulet's hook and point the spec at it",
+		    sf->hook_missing);
+	return buf;
+}
+
+/*
+ * The spec to write when none exists: the kind and name style the plugin hands out (its checkpoint
+ * entry), else the device plugin's kind when it asks for CDI names (k8s-device-plugin's
+ * k8s.device-plugin.nvidia.com/gpu), else nvidia-ctk's nvidia.com/gpu; in dir, the runtime's spec dir
+ * that wins (the last one it reads). out gets the node path.
+ */
+static void missing_spec_facts(const struct doctor_ctx *c, const struct inject_facts *inj, const char *dir,
+			       struct spec_facts *sf, char *out, size_t size)
+{
+	const char *name = inj->cdi_name, *slash = strchr(name, '/'), *eq = strchr(name, '=');
+
+	memset(sf, 0, sizeof(*sf));
+	snprintf(sf->vendor, sizeof(sf->vendor), "%s",
+		 inject_cdi_names(inj) ? "k8s.device-plugin.nvidia.com" : "nvidia.com");
+	snprintf(sf->class, sizeof(sf->class), "gpu");
+	if (slash && eq && slash < eq) {
+		snprintf(sf->vendor, sizeof(sf->vendor), "%.*s", (int)(slash - name), name);
+		snprintf(sf->class, sizeof(sf->class), "%.*s", (int)(eq - slash - 1), slash + 1);
+		sf->by_uuid = !strncmp(eq + 1, "GPU-", 4) || !strncmp(eq + 1, "MIG-", 4);
+		sf->by_index = !sf->by_uuid;
+	}
+	sf->read = cdi_vendor_valid(sf->vendor) && cdi_class_valid(sf->class);
+	node_hook(c, sf->hook, sizeof(sf->hook));
+	snprintf(out, size, "%s/%s-%s.json", dir, sf->vendor, sf->class);
+}
+
+/* A validator message names host paths below --root: say them as the node does. */
+static const char *node_message(const struct doctor_ctx *c, const char *msg, char *buf, size_t size)
+{
+	const char *root = c->o->root;
+	size_t l = doctor_root_elsewhere(c) ? strlen(root) : 0, used = 0;
+
+	while (l > 1 && root[l - 1] == '/')
+		l--;
+	buf[0] = '\0';
+	for (const char *m = msg; *m && used + 1 < size;) {
+		const char *hit = l ? strstr(m, root) : NULL;
+
+		if (hit && (hit[l] == '/')) {
+			used += (size_t)snprintf(buf + used, size - used, "%.*s", (int)(hit - m), m);
+			m = hit + l;
+			continue;
+		}
+		snprintf(buf + used, size - used, "%s", m);
+		break;
+	}
+	return buf;
+}
+
+/* The finding for a stale file (cdi.stale-devices) or a missing hook (cdi.hook-missing), made once. */
+static int stale_report(struct doctor_ctx *c, const char *file, bool hook, struct doctor_finding **ret)
+{
+	const char *id = hook ? "cdi.hook-missing" : "cdi.stale-devices";
+	struct doctor_finding *f = doctor_find(c, id);
+	struct spec_facts sf;
+	char fix[1024];
+
+	if (f) {
+		*ret = f;
+		return 0;
+	}
+	spec_facts_read(c, file, &sf);
+	if (hook)
+		f = doctor_report(
+		    c, id, DOCTOR_FAIL, LINK_CDI, hook_fix(c, file, &sf, fix, sizeof(fix)),
+		    "a CDI spec's hook program is not on the node: every container given these devices fails "
+		    "to start (the runtime cannot run the createContainer hook)");
+	else
+		f = doctor_report(c, id, DOCTOR_FAIL, LINK_CDI, stale_fix(c, file, &sf, fix, sizeof(fix)), "%s",
+				  category_row("stale-devices")->summary);
+	*ret = f;
+	if (hook && !sf.hook[0])
+		return 0; /* nothing on the node to point it at: install the toolkit */
+	return regenerate_run(c, f, file, &sf);
+}
+
+/*
+ * A stale-devices problem of the validator: a missing hook binary is its own finding, and a device node
+ * the devnode link already found missing is that link's (the spec is right, the node lacks the node;
+ * regenerating would drop the device). *ret NULL: the problem went to another finding as evidence.
+ */
+static int stale_or_hook(struct doctor_ctx *c, const struct cdi_problem *p, struct doctor_finding **ret)
+{
+	struct doctor_finding *devnode = doctor_find(c, "devnode.missing");
+	bool missing = streq(p->code, "host-path-missing");
+
+	if (devnode && missing && p->json_path && strstr(p->json_path, ".deviceNodes[")) {
+		doctor_evidence(devnode, "CDI spec %s %s names it: the spec is right, the node lacks it",
+				doctor_node_path(c, p->file), p->json_path);
+		*ret = NULL;
+		return 0;
+	}
+	return stale_report(c, p->file, missing && p->json_path && strstr(p->json_path, ".hooks["), ret);
+}
+
+/* Devices named by UUID in the specs that NVML does not know (docs/reference/cdi.md §5.3 uuid names). */
+static int check_uuids(struct doctor_ctx *c, const char *const *dirs, size_t n)
+{
 	struct doctor_finding *lost = doctor_find(c, "gpu.fallen-off-bus");
 	json_t *list = NULL, *e;
 	struct doctor_finding *f = NULL;
 	size_t i;
 
 	if (doctor_need_nvml(c) < 0 || cdi_list_dirs(c->o->root, dirs, n, &list, NULL) < 0)
-		return;
+		return 0;
 	json_array_foreach (list, i, e) {
 		const char *dev = json_string_value(json_object_get(e, "device"));
 
@@ -139,21 +408,19 @@ static void check_uuids(struct doctor_ctx *c, const char *const *dirs, size_t n)
 					"CDI device %s (%s) names a GPU NVML no longer lists: regenerate that "
 					"spec only after the GPU is back or replaced",
 					json_string_value(json_object_get(e, "name")),
-					json_string_value(json_object_get(e, "file")));
+					doctor_node_path(c, json_string_value(json_object_get(e, "file"))));
 			continue;
 		}
-		if (!f) {
-			char fix[1024];
-
-			f = doctor_report(c, stale->id, stale->sev, LINK_CDI,
-					  stale_fix(c, json_string_value(json_object_get(e, "file")), fix, sizeof(fix)),
-					  "%s", stale->summary);
+		if (!f && stale_report(c, json_string_value(json_object_get(e, "file")) ?: "", false, &f) < 0) {
+			json_decref(list);
+			return -ENOMEM;
 		}
 		doctor_evidence(f, "%s (%s): no such GPU or MIG instance on this node now",
 				json_string_value(json_object_get(e, "name")),
-				json_string_value(json_object_get(e, "file")));
+				doctor_node_path(c, json_string_value(json_object_get(e, "file"))));
 	}
 	json_decref(list);
+	return 0;
 }
 
 int doctor_check_cdi(struct doctor_ctx *c)
@@ -177,26 +444,41 @@ int doctor_check_cdi(struct doctor_ctx *c)
 					    : NULL;
 		const char *bin = toml_string(toml_get(rt, "options"), "BinaryName", "");
 		struct inject_facts inj;
-		bool cdi_mode, plugin_cdi;
+		struct rt_facts rf;
+		struct spec_facts sf;
+		char fix[1024], out[PATH_MAX], restart[400];
+		bool cdi_mode, plugin_cdi, rt_cdi;
 
-		/* a runtime in CDI mode, or a plugin that hands out CDI names only: nothing else injects */
+		/*
+		 * A runtime in CDI mode, or a plugin that hands out CDI names: where the runtime resolves CDI
+		 * names (containerd with CDI on, CRI-O always) an unresolvable name fails the container even
+		 * when NVIDIA_VISIBLE_DEVICES came beside it; with CDI off the names are dropped, and then only
+		 * a plugin handing out nothing else leaves the GPU out.
+		 */
 		doctor_inject_facts(c, &inj);
-		plugin_cdi = inject_cdi_only(&inj);
+		rt_cdi = rt_facts_get(c, &rf) > 0 && rf.cdi;
+		plugin_cdi = inject_cdi_only(&inj) || (inject_cdi_names(&inj) && rt_cdi);
 		cdi_mode = strstr(bin, ".cdi") != NULL || plugin_cdi;
 		/* CDI not in use: off, or only on by containerd 2's default with no CDI runtime mode */
 		if ((!f.enable_cdi || !f.enable_cdi_explicit) && !cdi_mode)
 			return 0;
-		fd = doctor_report(
-		    c, "cdi.spec-missing", cdi_mode ? DOCTOR_FAIL : DOCTOR_WARN, LINK_CDI,
-		    "gpulet cdi generate --output /var/run/cdi/nvidia.yaml (or nvidia-ctk cdi generate "
-		    "--output=/etc/cdi/nvidia.yaml); the device plugin with CDI writes its own spec at start",
-		    "CDI is on but no CDI spec exists: CDI device requests are unresolvable%s",
-		    plugin_cdi ? " and the device plugin hands out CDI names only"
-		    : cdi_mode ? " and the nvidia-container-runtime.cdi runtime injects nothing"
-			       : "");
+		missing_spec_facts(c, &inj, n_dirs ? dirs[n_dirs - 1] : "/var/run/cdi", &sf, out, sizeof(out));
+		plugin_restart(c, restart, sizeof(restart) - 6);
+		strcat(restart, "; or ");
+		snprintf(fix, sizeof(fix),
+			 "%swrite a spec of the kind %s/%s where the runtime reads (command below; or nvidia-ctk cdi "
+			 "generate --vendor=%s --class=%s --output=%s)",
+			 plugin_cdi ? restart : "", sf.vendor, sf.class, sf.vendor, sf.class, out);
+		fd = doctor_report(c, "cdi.spec-missing", cdi_mode ? DOCTOR_FAIL : DOCTOR_WARN, LINK_CDI, fix,
+				   "CDI is on but no CDI spec exists: CDI device requests are unresolvable%s",
+				   plugin_cdi ? " and the device plugin hands out CDI names"
+				   : cdi_mode ? " and the nvidia-container-runtime.cdi runtime injects nothing"
+					      : "");
 		for (size_t k = 0; k < n_dirs; k++)
 			doctor_evidence(fd, "%s: no *.json or *.yaml spec", dirs[k]);
-		return 0;
+		if (inj.mode != ALLOCRESP_NONE)
+			doctor_evidence(fd, "%s", inj.source);
+		return regenerate_run(c, fd, out, &sf);
 	}
 	{
 		char why[160];
@@ -204,7 +486,7 @@ int doctor_check_cdi(struct doctor_ctx *c)
 		    .root = c->o->root, .runtime_uid = c->o->runtime_uid, .runtime_gid = c->o->runtime_gid};
 		_cleanup_(cdi_report_clear) struct cdi_report rep = {0};
 		const char *rt = cdi_runtime_for(c, why, sizeof(why));
-		char fix[1024];
+		char msg[1024];
 		int r;
 
 		o.runtime_name = rt;
@@ -218,18 +500,23 @@ int doctor_check_cdi(struct doctor_ctx *c)
 
 			if (!cat)
 				continue;
-			if (streq(p->category, "stale-devices"))
-				fd = doctor_report_once(c, cat->id, cat->sev, LINK_CDI,
-							stale_fix(c, p->file, fix, sizeof(fix)), "%s", cat->summary);
-			else
+			if (streq(p->category, "stale-devices")) {
+				r = stale_or_hook(c, p, &fd);
+				if (r < 0)
+					return r;
+				if (!fd)
+					continue;
+			} else
 				fd = doctor_report_once(c, cat->id, cat->sev, LINK_CDI, cat->fix, "%s", cat->summary);
-			doctor_evidence(fd, "%s%s%s: %s [%s]", p->file, p->json_path && *p->json_path ? " " : "",
-					p->json_path ? p->json_path : "", p->message, p->code);
+			doctor_evidence(fd, "%s%s%s: %s [%s]", doctor_node_path(c, p->file),
+					p->json_path && *p->json_path ? " " : "", p->json_path ? p->json_path : "",
+					node_message(c, p->message, msg, sizeof(msg)), p->code);
 			if (streq(p->category, "version-too-new"))
 				doctor_evidence(fd, "runtime: %s", why);
 		}
-		check_uuids(c, dirs, n_dirs);
-		r = doctor_check_cdi_loader(c, dirs, n_dirs);
+		r = check_uuids(c, dirs, n_dirs);
+		if (r >= 0)
+			r = doctor_check_cdi_loader(c, dirs, n_dirs);
 		if (r < 0)
 			return r;
 	}

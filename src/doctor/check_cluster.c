@@ -80,17 +80,47 @@ static void plugin_pod(struct doctor_ctx *c)
 	doctor_evidence(f, "pod %s/%s: %s", cluster_pod_ns(pod), cluster_pod_name(pod), why);
 }
 
+static bool not_dot(const char *name)
+{
+	return name[0] != '.' && !streq(name, "shm");
+}
+
+/*
+ * The MPS root on the node (the plugin's --mps-root / MPS_ROOT, else the charts' /run/nvidia/mps): the
+ * control daemon makes <root>/<resource>/pipe and, once every daemon runs, <root>/.ready, and takes .ready
+ * away when it stops (docs/reference/device-plugin.md §5.1). Resource dirs without .ready: MPS is in use
+ * and no control daemon serves it now.
+ */
+static bool mps_root_stale(struct doctor_ctx *c, const struct plugin_cfg *p, char *why, size_t size)
+{
+	const char *root = p->mps_root[0] ? p->mps_root : "/run/nvidia/mps";
+	char ready[300], names[8][256];
+	_cleanup_free_ char *rp = NULL;
+	size_t n = doctor_dir_names(c, root, not_dot, names, ELEMENTSOF(names));
+
+	snprintf(ready, sizeof(ready), "%s/.ready", root);
+	rp = doctor_path(c, ready);
+	if (!n || !rp || access(rp, F_OK) == 0)
+		return false;
+	snprintf(why, size, "%s/%s/ exists (a control daemon set it up) but %s does not: none runs now", root, names[0],
+		 ready);
+	return true;
+}
+
 static void mps_daemon(struct doctor_ctx *c, const struct plugin_cfg *p)
 {
 	const char *label = cluster_node_label(c, "nvidia.com/gpu.sharing-strategy");
-	char why[512];
+	char why[512], stale[700];
 	const json_t *pod;
 	struct doctor_finding *f;
+	bool files = mps_root_stale(c, p, stale, sizeof(stale));
 
-	if (!streq(p->sharing, "mps") && !(label && streq(label, "mps")))
+	if (!streq(p->sharing, "mps") && !(label && streq(label, "mps")) && !files)
 		return;
 	pod = component_pod(c, NV_MPS_DAEMON, why, sizeof(why));
 	if (pod && !why[0])
+		return;
+	if (!c->pods && !files)
 		return;
 	f = doctor_report(c, "plugin.mps-daemon-missing", DOCTOR_FAIL, LINK_PLUGIN,
 			  "deploy the MPS control daemon DaemonSet with the plugin (helm chart: it is created when the "
@@ -102,9 +132,12 @@ static void mps_daemon(struct doctor_ctx *c, const struct plugin_cfg *p)
 		doctor_evidence(f, "%s: sharing.mps is set", p->config_src[0] ? p->config_src : p->pod);
 	if (label)
 		doctor_evidence(f, "--node label nvidia.com/gpu.sharing-strategy=%s", label);
-	doctor_evidence(f, pod ? "MPS control daemon pod %s/%s: %s" : "--pods: no %s%s%s pod on this node",
-			pod ? cluster_pod_ns(pod) : "nvidia-device-plugin-mps-control-daemon",
-			pod ? cluster_pod_name(pod) : "", pod ? why : "");
+	if (files)
+		doctor_evidence(f, "%s", stale);
+	if (c->pods)
+		doctor_evidence(f, pod ? "MPS control daemon pod %s/%s: %s" : "--pods: no %s%s%s pod on this node",
+				pod ? cluster_pod_ns(pod) : "nvidia-device-plugin-mps-control-daemon",
+				pod ? cluster_pod_name(pod) : "", pod ? why : "");
 }
 
 static long long node_quantity(const struct doctor_ctx *c, const char *list, const char *res)
@@ -175,6 +208,14 @@ static bool label_wanted(const struct doctor_ctx *c, char *why, size_t size)
 	return false;
 }
 
+bool cluster_operator_unlabelled(const struct doctor_ctx *c)
+{
+	char why[512];
+
+	return c->node_obj && c->pods && operator_cluster(c) && !nfd_gpu_label(c) &&
+	       !cluster_node_label(c, "nvidia.com/gpu.present") && !component_pod(c, NV_NFD, why, sizeof(why));
+}
+
 /* GFD labels the node (nvidia.com/gpu.product ...); under the GPU Operator, NFD's PCI label schedules everything. */
 static void discovery(struct doctor_ctx *c)
 {
@@ -184,8 +225,7 @@ static void discovery(struct doctor_ctx *c)
 
 	if (!c->node_obj || !c->pods)
 		return;
-	if (op && !nfd_gpu_label(c) && !cluster_node_label(c, "nvidia.com/gpu.present") &&
-	    !component_pod(c, NV_NFD, why, sizeof(why))) {
+	if (cluster_operator_unlabelled(c)) {
 		f = doctor_report(
 		    c, "labels.discovery-missing", DOCTOR_FAIL, LINK_PLUGIN,
 		    "deploy Node Feature Discovery (the operator's nfd.enabled=true, or your own NFD) or "
@@ -292,11 +332,13 @@ int doctor_check_plugin_pods(struct doctor_ctx *c)
 
 	cluster_find_node(c);
 
+	cluster_plugin_cfg(c, &p);
 	if (!c->pods) {
-		doctor_skip(c, "no --pods: the device plugin and GPU Operator pods are not known");
+		mps_daemon(c, &p); /* the MPS root on the node tells without --pods */
+		if (!doctor_find(c, "plugin.mps-daemon-missing"))
+			doctor_skip(c, "no --pods: the device plugin and GPU Operator pods are not known");
 		return 0;
 	}
-	cluster_plugin_cfg(c, &p);
 	plugin_pod(c);
 	mps_daemon(c, &p);
 	discovery(c);

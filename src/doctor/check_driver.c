@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "doctor/doctor.h"
 #include "doctor/runtime_find.h"
@@ -43,6 +44,30 @@ static bool parse_driver_version(const char *text, char *buf, size_t size)
 	return false;
 }
 
+/*
+ * WSL2 has no NVIDIA kernel module in the Linux guest: the Windows driver serves CUDA through /dev/dxg,
+ * and WSL mounts the user-space libraries under /usr/lib/wsl/lib (docs/reference/doctor-classes.md §9).
+ */
+static bool wsl2(struct doctor_ctx *c)
+{
+	static const char *const files[] = {"/dev/dxg", "/usr/lib/wsl/lib/libnvidia-ml.so.1"};
+	struct doctor_finding *f;
+
+	for (size_t k = 0; k < ELEMENTSOF(files); k++) {
+		_cleanup_free_ char *p = doctor_path(c, files[k]);
+
+		if (!p || access(p, F_OK) != 0)
+			return false;
+	}
+	c->driver_loaded = c->wsl = true;
+	f = doctor_report(c, "driver.ok", DOCTOR_OK, LINK_DRIVER, NULL,
+			  "WSL2: the Windows host's NVIDIA driver serves the GPUs through /dev/dxg");
+	doctor_evidence(f,
+			"/dev/dxg and /usr/lib/wsl/lib/libnvidia-ml.so.1 exist; no NVIDIA kernel module in the guest "
+			"(none is needed)");
+	return true;
+}
+
 int doctor_check_driver(struct doctor_ctx *c)
 {
 	_cleanup_free_ char *vpath = doctor_path(c, "/proc/driver/nvidia/version");
@@ -56,9 +81,17 @@ int doctor_check_driver(struct doctor_ctx *c)
 	if (!vpath || !mod)
 		return -ENOMEM;
 	r = read_file(vpath, 1 << 16, &text, NULL, &err);
+	if (r == -ENOENT && wsl2(c))
+		return 0;
 	if (r == -ENOENT) {
 		bool module = stat(mod, &st) == 0;
 
+		f = doctor_driver_why_not_loaded(c);
+		if (f) {
+			doctor_evidence(f, "%s does not exist: the module is not loaded",
+					"/proc/driver/nvidia/version");
+			return 0;
+		}
 		f = doctor_report(c, "driver.not-loaded", DOCTOR_FAIL, LINK_DRIVER, FIX_DRIVER,
 				  "the NVIDIA kernel driver is not loaded: no GPU can work on this node, and every "
 				  "later symptom (no NVML, no device plugin, Insufficient nvidia.com/gpu) follows");
@@ -86,6 +119,8 @@ int doctor_check_driver(struct doctor_ctx *c)
 	doctor_report(c, "driver.ok", DOCTOR_OK, LINK_DRIVER, NULL, "NVIDIA driver %s is loaded", c->driver_version);
 	return 0;
 }
+
+static int devnodes(struct doctor_ctx *c);
 
 /* Minors of the GPUs the driver knows, from /proc/driver/nvidia/gpus/<pci>/information ("Device Minor:"). */
 static size_t driver_gpu_minors(const struct doctor_ctx *c, int *minors, char (*pci)[32], size_t max)
@@ -177,6 +212,15 @@ static void rootless_evidence(struct doctor_ctx *c, struct doctor_finding *perm,
 }
 
 int doctor_check_devnodes(struct doctor_ctx *c)
+{
+	if (c->wsl) {
+		doctor_skip(c, "WSL2: GPUs go through /dev/dxg, there are no /dev/nvidia* nodes");
+		return 0;
+	}
+	return devnodes(c);
+}
+
+static int devnodes(struct doctor_ctx *c)
 {
 	/* /dev/nvidiactl and /dev/nvidia-uvm are needed by every CUDA process (nvidia-container-cli list) */
 	static const char *const control[] = {"/dev/nvidiactl", "/dev/nvidia-uvm"};

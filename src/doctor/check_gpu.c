@@ -5,7 +5,7 @@
  * §4.1).
  */
 #include <errno.h>
-#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +13,8 @@
 
 #include "doctor/cudatable.h"
 #include "doctor/doctor.h"
+#include "doctor/klog.h"
+#include "host/driver.h"
 #include "util/fileio.h"
 #include "nvml/node.h"
 #include "nvml/nvml.h"
@@ -21,6 +23,8 @@
 #define FIX_FALLEN                                                                                                  \
 	"drain the node (kubectl drain NODE --ignore-daemonsets) and cold-reboot it; nvidia-smi -r cannot reset a " \
 	"GPU that fell off the bus. If it recurs check power, cooling and the PCIe slot (XID 79)"
+const char doctor_fix_fallen[] = FIX_FALLEN;
+
 #define FIX_DBE                                                                                                \
 	"drain the GPU's workloads, then reset it (nvidia-smi -r -i <index>) or reboot; if double-bit errors " \
 	"recur the GPU needs service (XID 48)"
@@ -49,7 +53,7 @@ static void held_packages(const struct doctor_ctx *c, struct doctor_finding *f)
  * a reboot (or module reload) loads it; module newer = user space was not upgraded (held or pinned
  * packages, a partial upgrade), and no reboot fixes that.
  */
-static void version_skew(struct doctor_ctx *c, const char *module, const char *user)
+static struct doctor_finding *version_skew(struct doctor_ctx *c, const char *module, const char *user)
 {
 	bool user_newer = version_cmp(user, module) > 0;
 	char fix[768];
@@ -71,8 +75,71 @@ static void version_skew(struct doctor_ctx *c, const char *module, const char *u
 			  user_newer ? "the driver was upgraded but the old module still runs"
 				     : "the user-space driver is older than the loaded module");
 	doctor_evidence(f, "/proc/driver/nvidia/version: %s (kernel module)", module);
-	doctor_evidence(f, "NVML reports driver %s (user space)", user);
 	held_packages(c, f);
+	return f;
+}
+
+/*
+ * The user-space driver's version from the file libnvidia-ml.so.1 resolves to (libnvidia-ml.so.550.54.15),
+ * in the driver's library dirs (host/ driver_lib_dirs[]) below the root and driver root. where gets the file.
+ */
+static bool library_version(const struct doctor_ctx *c, char *ver, size_t vsize, char *where, size_t wsize)
+{
+	const char *droot = c->o->driver_root && *c->o->driver_root ? c->o->driver_root
+			    : c->driver_root_found[0]               ? c->driver_root_found
+								    : "";
+
+	for (size_t k = 0; k < driver_n_lib_dirs; k++) {
+		char rel[PATH_MAX], link[PATH_MAX];
+		_cleanup_free_ char *p = NULL;
+		ssize_t n;
+
+		snprintf(rel, sizeof(rel), "%s%s/libnvidia-ml.so.1", streq(droot, "/") ? "" : droot,
+			 driver_lib_dirs[k]);
+		p = doctor_path(c, rel);
+		for (int hop = 0; p && hop < 4 && (n = readlink(p, link, sizeof(link) - 1)) > 0; hop++) {
+			const char *base;
+
+			link[n] = '\0';
+			base = strrchr(link, '/');
+			base = base ? base + 1 : link;
+			if (!strncmp(base, "libnvidia-ml.so.", 16) && strchr(base + 16, '.')) {
+				snprintf(ver, vsize, "%s", base + 16);
+				snprintf(where, wsize, "%s -> %s", rel, link);
+				return true;
+			}
+			if (link[0] == '/')
+				break;
+			free(p);
+			snprintf(rel + (strrchr(rel, '/') - rel) + 1,
+				 sizeof(rel) - (size_t)(strrchr(rel, '/') - rel) - 1, "%s", link);
+			p = doctor_path(c, rel);
+		}
+	}
+	return false;
+}
+
+/* NVML refused to initialise with LIB_RM_VERSION_MISMATCH: name both versions from what is on the node. */
+static int rm_mismatch(struct doctor_ctx *c)
+{
+	char user[64] = "", where[PATH_MAX + 128] = "", line[512] = "", kv[64];
+	bool file = library_version(c, user, sizeof(user), where, sizeof(where));
+	const char *text;
+	bool logged =
+	    doctor_need_klog(c, &text, NULL) >= 0 && klog_api_mismatch(text, kv, sizeof(kv), line, sizeof(line));
+	struct doctor_finding *f;
+
+	if (!file && logged)
+		snprintf(user, sizeof(user), "%s", kv);
+	if (!user[0] || !c->driver_version[0] || streq(user, c->driver_version))
+		return 1;
+	f = version_skew(c, c->driver_version, user);
+	doctor_evidence(f, "NVML: %s", c->nvml_error);
+	if (file)
+		doctor_evidence(f, "%s (user space %s)", where, user);
+	if (line[0])
+		doctor_evidence(f, "%s: %s", c->klog_src, line);
+	return 0;
 }
 
 int doctor_check_nvml(struct doctor_ctx *c)
@@ -82,6 +149,8 @@ int doctor_check_nvml(struct doctor_ctx *c)
 
 	if (r == -ENOMEM)
 		return r;
+	if (r == -EPROTO && rm_mismatch(c) == 0)
+		return 0; /* LIB_RM_VERSION_MISMATCH: the version skew, named with both versions */
 	if (r < 0) {
 		f = doctor_report(
 		    c, "nvml.load-failed", DOCTOR_FAIL, LINK_NVML,
@@ -97,10 +166,17 @@ int doctor_check_nvml(struct doctor_ctx *c)
 					c->driver_version);
 		return 0;
 	}
-	(void)doctor_report(c, "nvml.ok", DOCTOR_OK, LINK_NVML, NULL, "NVML %s: %zu GPU(s), driver %s",
-			    c->node->nvml_version, c->node->n_gpus, c->node->driver_version);
+	f = doctor_report(c, "nvml.ok", DOCTOR_OK, LINK_NVML, NULL, "NVML %s: %zu GPU(s), driver %s",
+			  c->node->nvml_version, c->node->n_gpus, c->node->driver_version);
+	if (c->driver_root_found[0])
+		doctor_evidence(
+		    f,
+		    "libnvidia-ml.so.1 found under the driver root %s (the GPU Operator's driver container, "
+		    "GKE's installer or WSL2), not under /",
+		    c->driver_root_found);
 	if (c->driver_version[0] && c->node->driver_version[0] && !streq(c->driver_version, c->node->driver_version))
-		version_skew(c, c->driver_version, c->node->driver_version);
+		doctor_evidence(version_skew(c, c->driver_version, c->node->driver_version),
+				"NVML reports driver %s (user space)", c->node->driver_version);
 	return 0;
 }
 
@@ -112,62 +188,6 @@ struct xid_seen {
 	unsigned count;
 	char text[160];
 };
-
-/* Read the kernel log: --kernel-log, <root>/var/log/kern.log, or /dev/kmsg when looking at this host. */
-static int read_kernel_log(const struct doctor_ctx *c, char **ret, char *src, size_t size)
-{
-	_cleanup_free_ char *kern = NULL;
-	struct gerr err = {0};
-	int fd;
-
-	if (c->o->kernel_log) {
-		snprintf(src, size, "%s", c->o->kernel_log);
-		return read_file(c->o->kernel_log, 64u << 20, ret, NULL, &err);
-	}
-	kern = doctor_path(c, "/var/log/kern.log");
-	if (!kern)
-		return -ENOMEM;
-	if (access(kern, R_OK) == 0) {
-		snprintf(src, size, "%s", kern);
-		return read_file(kern, 64u << 20, ret, NULL, &err);
-	}
-	if (c->o->root && *c->o->root && !streq(c->o->root, "/"))
-		return -ENOENT;
-	/* /dev/kmsg: one record per read(); EAGAIN at the end of the buffer */
-	fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	{
-		size_t cap = 1 << 16, len = 0;
-		char *buf = malloc(cap);
-
-		while (buf) {
-			ssize_t n;
-
-			if (cap - len < 8192) {
-				char *nb = cap < (64u << 20) ? realloc(buf, cap * 2) : NULL;
-
-				if (!nb)
-					break;
-				buf = nb;
-				cap *= 2;
-			}
-			n = read(fd, buf + len, cap - len - 1);
-			if (n < 0 && errno == EPIPE)
-				continue; /* record overwritten while reading: go on */
-			if (n <= 0)
-				break;
-			len += (size_t)n;
-		}
-		close(fd);
-		if (!buf)
-			return -ENOMEM;
-		buf[len] = '\0';
-		*ret = buf;
-	}
-	snprintf(src, size, "/dev/kmsg");
-	return 0;
-}
 
 static void add_seen(struct xid_seen *seen, size_t *n, size_t max, const struct xid_kmsg *x)
 {
@@ -197,16 +217,14 @@ static const struct {
 
 int doctor_check_kernel_log(struct doctor_ctx *c)
 {
-	_cleanup_free_ char *text = NULL;
 	struct xid_kmsg_parser p = {0};
 	struct xid_policy pol;
 	struct xid_seen seen[64];
-	size_t n_seen = 0;
-	char src[4096];
-	char *line, *save = NULL;
+	size_t n_seen = 0, len;
+	const char *text, *src, *pos, *line;
 	int r;
 
-	r = read_kernel_log(c, &text, src, sizeof(src));
+	r = doctor_need_klog(c, &text, &src);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0) {
@@ -214,10 +232,12 @@ int doctor_check_kernel_log(struct doctor_ctx *c)
 			      "no kernel log to read (give one with --kernel-log FILE)");
 		return 0;
 	}
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+	for (pos = text; klog_next_line(&pos, &line, &len);) {
+		char one[4096];
 		struct xid_kmsg x;
 
-		if (xid_kmsg_parse_line(&p, line, &x) == 1)
+		snprintf(one, sizeof(one), "%.*s", (int)len, line);
+		if (xid_kmsg_parse_line(&p, one, &x) == 1)
 			add_seen(seen, &n_seen, ELEMENTSOF(seen), &x);
 	}
 	xid_policy_default(&pol);

@@ -19,6 +19,7 @@
 #include "doctor/cluster.h"
 #include "doctor/doctor.h"
 #include "doctor/kubelet_root.h"
+#include "doctor/runtime_find.h"
 #include "util/fileio.h"
 #include "nvml/node.h"
 #include "kube/podres.h"
@@ -252,7 +253,8 @@ static bool socket_dir_mismatch(struct doctor_ctx *c, const char *dp)
 int doctor_check_plugin(struct doctor_ctx *c)
 {
 	const char *dp = doctor_device_plugin_dir(c);
-	char socks[512], stale[512], fix[512];
+	char socks[512], stale[512], fix[1024];
+	struct plugin_ds ds;
 	size_t n_stale = 0;
 	size_t n = plugin_sockets(c, dp, socks, sizeof(socks), live_root(c) ? stale : NULL, sizeof(stale), &n_stale);
 	struct doctor_finding *f;
@@ -262,14 +264,14 @@ int doctor_check_plugin(struct doctor_ctx *c)
 
 	if (no_kubelet(c))
 		return 0;
+	cluster_plugin_ds(c, &ds);
 	if (!n) {
 		if (socket_dir_mismatch(c, dp))
 			return 0;
 		snprintf(fix, sizeof(fix),
-			 "kubectl -n kube-system logs ds/nvidia-device-plugin-daemonset | grep -i 'Registered device "
-			 "plugin'; check the DaemonSet is scheduled on this node (nodeSelector, tolerations) and "
-			 "mounts %s",
-			 dp);
+			 "kubectl -n %s logs ds/%s | grep -i 'Registered device plugin'; check the DaemonSet is "
+			 "scheduled on this node (nodeSelector, tolerations) and mounts %s",
+			 ds.ns, ds.name, dp);
 		f = doctor_report(c, "plugin.not-registered", DOCTOR_FAIL, LINK_PLUGIN, fix,
 				  "no NVIDIA device plugin socket in kubelet's device-plugins dir: the plugin is not "
 				  "running here, so Allocatable has no nvidia.com/gpu (Insufficient nvidia.com/gpu)");
@@ -282,13 +284,14 @@ int doctor_check_plugin(struct doctor_ctx *c)
 		return 0;
 	}
 	if (n_stale) {
-		f = doctor_report(
-		    c, "plugin.not-registered", DOCTOR_FAIL, LINK_PLUGIN,
-		    "restart the device plugin (kubectl -n kube-system delete pod -l "
-		    "name=nvidia-device-plugin-ds) and find why it died: kubectl describe pod (Last State: "
-		    "OOMKilled / exit code), kubectl logs --previous; raise its memory limit if OOMKilled",
-		    "a device plugin socket is stale: nobody listens on it, so kubelet cannot allocate "
-		    "its GPUs (and drops them from Allocatable)");
+		snprintf(fix, sizeof(fix),
+			 "restart the device plugin (kubectl -n %s delete pod -l %s) and find why it died: kubectl "
+			 "describe pod (Last State: OOMKilled / exit code), kubectl logs --previous; raise its memory "
+			 "limit if OOMKilled",
+			 ds.ns, ds.selector);
+		f = doctor_report(c, "plugin.not-registered", DOCTOR_FAIL, LINK_PLUGIN, fix,
+				  "a device plugin socket is stale: nobody listens on it, so kubelet cannot allocate "
+				  "its GPUs (and drops them from Allocatable)");
 		doctor_evidence(f,
 				"%s: %s: socket is stale (the plugin died or was OOM-killed): "
 				"connect() is refused",
@@ -298,9 +301,12 @@ int doctor_check_plugin(struct doctor_ctx *c)
 		return 0;
 	}
 	if (c->node_obj && cap <= 0 && !ck) {
-		f = doctor_report(c, "plugin.not-registered", DOCTOR_FAIL, LINK_PLUGIN,
-				  "the plugin's log should say 'Registered device plugin'; if it does not, restart it "
-				  "(kubectl -n kube-system delete pod -l name=nvidia-device-plugin-ds)",
+		snprintf(
+		    fix, sizeof(fix),
+		    "the plugin's log should say 'Registered device plugin' (kubectl -n %s logs ds/%s); if it does "
+		    "not, restart it (kubectl -n %s delete pod -l %s)",
+		    ds.ns, ds.name, ds.ns, ds.selector);
+		f = doctor_report(c, "plugin.not-registered", DOCTOR_FAIL, LINK_PLUGIN, fix,
 				  "the plugin socket exists but kubelet lists no nvidia.com/gpu: registration failed");
 		doctor_evidence(f, "%s: %s", dp, socks);
 		doctor_evidence(f, "--node: capacity nvidia.com/gpu absent or 0");
@@ -347,32 +353,38 @@ static bool advertised(const struct checkpoint *ck, const char *id)
 	return false;
 }
 
-static bool cdi_enabled(struct doctor_ctx *c)
+/*
+ * MIG instances reach containers safely: the runtime resolves CDI names (containerd with enable_cdi,
+ * CRI-O always), or pods get NVIDIA's runtime by default, whose hook injects the instance named in
+ * NVIDIA_VISIBLE_DEVICES (rt_facts.c).
+ */
+static bool mig_injected(struct doctor_ctx *c)
 {
-	struct ctrd_facts f;
+	struct rt_facts f;
 
-	if (doctor_need_containerd(c) <= 0)
-		return false;
-	doctor_containerd_facts(c, &f);
-	return f.enable_cdi;
+	return rt_facts_get(c, &f) > 0 && (f.cdi || rt_handler(c, f.default_handler) == RTH_NVIDIA);
 }
 
 /* The one mig.layout-stale finding, made on first use. */
 static struct doctor_finding *stale_finding(struct doctor_ctx *c)
 {
 	struct doctor_finding *f = doctor_find(c, "mig.layout-stale");
+	struct plugin_ds ds;
+	char fix[512];
 
-	return f ? f
-		 : doctor_report(
-		       c, "mig.layout-stale", DOCTOR_FAIL, LINK_MIG,
-		       "restart the device plugin so it re-reads the MIG layout (kubectl -n kube-system delete pod "
-		       "-l name=nvidia-device-plugin-ds); gpulet plugin re-advertises live on a re-partition",
-		       "the MIG layout was changed but the device plugin still advertises the old one: pods get "
-		       "instances that no longer exist or none");
+	if (f)
+		return f;
+	cluster_plugin_ds(c, &ds);
+	snprintf(fix, sizeof(fix),
+		 "restart the device plugin so it re-reads the MIG layout (kubectl -n %s delete pod -l %s)%s", ds.ns,
+		 ds.selector, ds.gpulet ? "" : "; gpulet plugin re-advertises live on a re-partition");
+	return doctor_report(c, "mig.layout-stale", DOCTOR_FAIL, LINK_MIG, fix,
+			     "the MIG layout was changed but the device plugin still advertises the old one: pods get "
+			     "instances that no longer exist or none");
 }
 
 /* A device of this spec file (below root) named after a MIG-enabled GPU: its UUID or its index. */
-static bool spec_has_whole_mig_gpu(const struct doctor_ctx *c, const char *rel)
+static bool spec_has_whole_mig_gpu(struct doctor_ctx *c, const char *rel)
 {
 	_cleanup_free_ char *p = doctor_path(c, rel);
 	json_auto_t *spec = p ? json_load_file(p, 0, NULL) : NULL;
@@ -400,7 +412,7 @@ static bool spec_has_whole_mig_gpu(const struct doctor_ctx *c, const char *rel)
  * default, none); without one, from gpulet's plugin spec in /var/run/cdi, which defines a MIG-enabled
  * GPU whole only under none (docs/reference/device-plugin.md §8).
  */
-static bool mig_strategy_none(const struct doctor_ctx *c)
+static bool mig_strategy_none(struct doctor_ctx *c)
 {
 	struct plugin_cfg p;
 	char names[32][256];
@@ -486,15 +498,15 @@ int doctor_check_mig(struct doctor_ctx *c)
 		stale_from_checkpoint(c, ck);
 	if (c->node_obj)
 		stale_from_node(c);
-	if (n_mig_gpus && !cdi_enabled(c)) {
+	if (n_mig_gpus && !mig_injected(c)) {
 		struct doctor_finding *f = doctor_report(
 		    c, "mig.without-cdi", DOCTOR_WARN, LINK_MIG,
 		    "enable CDI in containerd (enable_cdi = true) and run the plugin with CDI "
 		    "(--device-list-strategy=cdi-cri), so each MIG instance is injected with its own caps devices",
-		    "MIG is enabled but containerd's CDI is off: MIG instances depend on the legacy hook, and a "
+		    "MIG is enabled but the runtime's CDI is off: MIG instances depend on the legacy hook, and a "
 		    "misconfigured runtime hands the container the whole GPU instead of its instance");
 		doctor_evidence(f, "%zu GPU(s) in MIG mode", n_mig_gpus);
-		doctor_evidence(f, "containerd enable_cdi is off or containerd's config is unreadable");
+		doctor_evidence(f, "the runtime's CDI is off (containerd enable_cdi) or its config was not read");
 	}
 	return 0;
 }

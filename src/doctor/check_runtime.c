@@ -18,6 +18,7 @@
 #include "kube/k8sobj.h"
 #include "parse/toml.h"
 #include "doctor/runtime_find.h"
+#include "doctor/kubelet_root.h"
 
 int doctor_toolkit_version(const struct doctor_ctx *c, char *buf, size_t size, char *src, size_t src_size)
 {
@@ -181,9 +182,19 @@ static void check_handler(struct doctor_ctx *c, const struct ctrd_facts *f, cons
 	if (!*handler)
 		return; /* --runtime-class "": GPU pods name no RuntimeClass and run on the default runtime */
 	if (!rt) {
-		users = doctor_pods_with_class(c, handler, NULL);
-		if (!users && f->enable_cdi && c->pods)
+		struct inject_facts inj;
+		bool hook_needed;
+
+		/* users: any pod here whose RuntimeClass names the handler (the plugin's own pods too), or a
+		 * device plugin handing out NVIDIA_VISIBLE_DEVICES that only the nvidia runtime's hook acts on */
+		users = cluster_handler_users(c, handler, NULL);
+		doctor_inject_facts(c, &inj);
+		hook_needed = inject_has_env(&inj) && !(f->enable_cdi && inject_cdi_names(&inj));
+		if (!users && !hook_needed && f->enable_cdi && (c->pods || inject_cdi_names(&inj)))
 			return; /* nobody asks for the handler and CDI injects the devices */
+		if (!users && !hook_needed && cluster_gke(c))
+			return; /* GKE's plugin mounts the driver and hands the device nodes over itself */
+		users += hook_needed;
 		if (c->rt->kind == RT_CONTAINERD)
 			snprintf(fix, sizeof(fix),
 				 "nvidia-ctk runtime configure --runtime=containerd --nvidia-runtime-name=%s "
@@ -210,7 +221,9 @@ static void check_handler(struct doctor_ctx *c, const struct ctrd_facts *f, cons
 				   f->enable_cdi ? "" : ", and with CDI off nothing else injects the GPU");
 		doctor_evidence(fd, "plugins.\"%s\".containerd.runtimes has no \"%s\"", f->plugin_id, handler);
 		files_evidence(c, fd);
-		doctor_pods_with_class(c, handler, fd);
+		if (hook_needed)
+			doctor_evidence(fd, "%s: only the nvidia runtime's hook acts on it", inj.source);
+		cluster_handler_users(c, handler, fd);
 		return;
 	}
 	{
@@ -275,12 +288,24 @@ static void check_cgroup_driver(struct doctor_ctx *c, const struct ctrd_facts *f
 	json_decref(docs);
 }
 
-/* Something on the node runs kubelet, so some CRI runtime must run too. */
-static bool kubelet_here(const struct doctor_ctx *c)
+static bool is_socket_name(const char *name)
+{
+	size_t l = strlen(name);
+
+	return l > 5 && streq(name + l - 5, ".sock");
+}
+
+/*
+ * Something on the node runs kubelet, so some CRI runtime must run too: kubelet's config, --pods, or
+ * kubelet's Registration socket or a device plugin's socket where kubelet serves them (a plugin
+ * registered there is asking this runtime to start GPU containers, whatever config file kubelet reads).
+ */
+static bool kubelet_here(struct doctor_ctx *c)
 {
 	static const char *const files[] = {"/var/lib/kubelet/config.yaml", "/etc/kubernetes/kubelet.conf",
 					    "/var/lib/rancher/k3s/agent/kubelet.kubeconfig",
 					    "/var/lib/rancher/rke2/agent/kubelet.kubeconfig"};
+	char names[1][256];
 
 	for (size_t k = 0; k < ELEMENTSOF(files); k++) {
 		_cleanup_free_ char *p = doctor_path(c, files[k]);
@@ -288,7 +313,7 @@ static bool kubelet_here(const struct doctor_ctx *c)
 		if (p && access(p, F_OK) == 0)
 			return true;
 	}
-	return c->pods != NULL;
+	return c->pods != NULL || doctor_dir_names(c, doctor_device_plugin_dir(c), is_socket_name, names, 1) > 0;
 }
 
 /*
@@ -527,6 +552,41 @@ static void check_legacy_hook(struct doctor_ctx *c, const struct ctrd_facts *f, 
 	doctor_evidence(fd, "/etc/nvidia-container-runtime/config.toml: mode = \"%s\"", mode);
 }
 
+/*
+ * containerd before 1.7 has no CDI (containerd 1.7.0 release notes: "Add CDI device injection"): an
+ * enable_cdi key is ignored without a word, and CDI device names from the plugin are never resolved.
+ */
+static bool cdi_unsupported(struct doctor_ctx *c, const struct ctrd_facts *f)
+{
+	char v[64], fix[512];
+	struct inject_facts inj;
+	struct doctor_finding *fd;
+
+	if ((!doctor_dpkg_version(c, "containerd", v, sizeof(v)) &&
+	     !doctor_dpkg_version(c, "containerd.io", v, sizeof(v))) ||
+	    version_cmp(v, "1.7") >= 0)
+		return false;
+	doctor_inject_facts(c, &inj);
+	if (!(f->enable_cdi_explicit && f->enable_cdi) && !inject_cdi_names(&inj))
+		return false;
+	snprintf(
+	    fix, sizeof(fix),
+	    "upgrade containerd to 1.7 or later (2.x has CDI on by default), then %s; or run the device plugin with "
+	    "deviceListStrategy envvar and the nvidia runtime",
+	    rt_restart(c->rt));
+	fd = doctor_report(c, "runtime.cdi-unsupported", DOCTOR_FAIL, LINK_RUNTIME, fix,
+			   "containerd %s has no CDI support (it came in 1.7.0): enable_cdi is ignored and CDI device "
+			   "names are never resolved, so CDI-injected GPUs never reach the containers",
+			   v);
+	doctor_evidence(fd, "dpkg: containerd %s", v);
+	if (f->enable_cdi_explicit && f->enable_cdi)
+		doctor_evidence(fd, "plugins.\"%s\".enable_cdi = true (ignored by this version)", f->plugin_id);
+	if (inject_cdi_names(&inj))
+		doctor_evidence(fd, "%s", inj.source);
+	files_evidence(c, fd);
+	return true;
+}
+
 static int check_runtime_links(struct doctor_ctx *c)
 {
 	const char *handler = c->o->runtime_class ? c->o->runtime_class : "nvidia";
@@ -536,6 +596,13 @@ static int check_runtime_links(struct doctor_ctx *c)
 
 	if (r < 0)
 		return r;
+	cluster_find_node(c);
+	if (cluster_operator_unlabelled(c)) {
+		doctor_skip(
+		    c, "the GPU Operator has not set this node up: NFD never labelled it, so the operator's toolkit "
+		       "never configured the runtime (see labels.discovery-missing)");
+		return 0;
+	}
 	if (c->rt->kind == RT_NONE)
 		return runtime_not_found(c);
 	if (!kubelet_here(c)) {
@@ -550,6 +617,8 @@ static int check_runtime_links(struct doctor_ctx *c)
 			    rt_name(c->rt), c->rt->source);
 		return 0;
 	}
+	if (c->rt->kind == RT_DOCKER)
+		return doctor_check_docker(c);
 	if (c->rt->kind == RT_CRIO) {
 		r = doctor_check_crio(c);
 		if (r >= 0 && !c->rt->crio_error[0])
@@ -564,6 +633,8 @@ static int check_runtime_links(struct doctor_ctx *c)
 	if (!kubernetes_runtime(c))
 		return 0;
 	doctor_containerd_facts(c, &f);
+	if (cdi_unsupported(c, &f))
+		return 0;
 	check_handler(c, &f, handler);
 	check_cgroup_driver(c, &f, handler);
 	check_default_runtime(c, &f, handler);
@@ -585,6 +656,8 @@ static void report_ok(struct doctor_ctx *c)
 		for (size_t k = 0; c->ctrd_files && c->ctrd_files[k]; k++)
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s", k ? ", " : "",
 				 c->ctrd_files[k]);
+	else if (c->rt->kind == RT_DOCKER && c->rt->docker)
+		snprintf(line, sizeof(line), "%s", c->rt->config);
 	else if (c->rt->kind == RT_CRIO)
 		for (unsigned k = 0; k < c->rt->n_crio_files && k < RT_MAX_FILES; k++)
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s", k ? ", " : "",

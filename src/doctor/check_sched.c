@@ -11,7 +11,9 @@
 #include <strings.h>
 
 #include "doctor/cluster.h"
+#include "doctor/pci.h"
 #include "doctor/runtime_find.h"
+#include "nvml/node.h"
 #include "parse/toml.h"
 #include "util/macro.h"
 
@@ -149,6 +151,55 @@ static void untolerated_taint(struct doctor_ctx *c, const json_t *pod)
 	}
 }
 
+/*
+ * The GPUs the node has, whatever it advertises now: on its PCI bus, else what NVML lists. A pod that
+ * asks for no more than that fits the hardware: when the node advertises fewer, the node lost GPUs
+ * (check_pci.c says why) and lowering the request is the wrong advice (docs/reference/doctor-classes.md §2).
+ */
+static long long node_gpus(struct doctor_ctx *c)
+{
+	long long pci = (long long)doctor_pci_gpu_count(c);
+	long long nvml = doctor_need_nvml(c) > 0 ? (long long)c->node->n_gpus : 0;
+
+	return pci > nvml ? pci : nvml;
+}
+
+/* The finding that says why the node has fewer GPUs than its hardware, NULL unknown. */
+static const struct doctor_finding *why_lost(const struct doctor_ctx *c)
+{
+	for (size_t k = 0; k < c->n_findings; k++)
+		if (c->findings[k].severity == DOCTOR_FAIL &&
+		    (c->findings[k].link == LINK_DRIVER || c->findings[k].link == LINK_GPU ||
+		     c->findings[k].link == LINK_PLUGIN))
+			return &c->findings[k];
+	return NULL;
+}
+
+static void lost_gpus(struct doctor_ctx *c, const json_t *pod, const char *res, long long want, long long have,
+		      long long hw)
+{
+	const struct doctor_finding *why = why_lost(c);
+	struct doctor_finding *f;
+	char fix[700], what[300];
+
+	snprintf(fix, sizeof(fix),
+		 "bring the node's GPUs back (%s%s), not the request down: the pod fits the node's %lld GPU(s) once "
+		 "they are advertised",
+		 why ? "fix "
+		     : "see why the device plugin advertises fewer: gpulet doctor's driver, gpu and plugin "
+		       "findings",
+		 why ? why->id : "", hw);
+	f = doctor_report_once(c, "sched.node-lost-gpus", DOCTOR_FAIL, LINK_ALLOC, fix,
+			       "a pod asks for no more GPUs than the node has, but the node advertises fewer: it stays "
+			       "Pending (FailedScheduling: Insufficient %s) until the node's GPUs are back",
+			       res);
+	snprintf(what, sizeof(what), "asks for %lld %.100s; the node advertises %lld of the %lld GPU(s) it has", want,
+		 res, have, hw);
+	pod_evidence(f, pod, what);
+	if (why && f->n_evidence == 1)
+		doctor_evidence(f, "explained by %s: %s", why->id, why->summary);
+}
+
 static void too_many(struct doctor_ctx *c, const json_t *pod)
 {
 	const json_t *cap = json_object_get(json_object_get(c->node_obj, "status"), "capacity");
@@ -156,11 +207,16 @@ static void too_many(struct doctor_ctx *c, const json_t *pod)
 	json_t *v;
 
 	json_object_foreach ((json_t *)cap, res, v) {
-		long long want = pod_request(pod, res), have = qty(v);
+		long long want = pod_request(pod, res), have = qty(v), hw;
 		char what[200];
 
 		if (strncmp(res, "nvidia.com/", 11) || want <= have)
 			continue;
+		hw = streq(res, "nvidia.com/gpu") ? node_gpus(c) : 0;
+		if (want <= hw) {
+			lost_gpus(c, pod, res, want, have, hw);
+			continue;
+		}
 		snprintf(what, sizeof(what), "asks for %lld %.100s; the node has %lld", want, res, have);
 		pod_evidence(doctor_report_once(c, "sched.too-many-gpus", DOCTOR_FAIL, LINK_ALLOC,
 						"lower the pod's GPU request to what one node has (a pod cannot span "
@@ -280,6 +336,7 @@ int doctor_check_cluster(struct doctor_ctx *c)
 			replicas_over_one(c, pod, &p);
 		visible_devices(c, pod, have_rf > 0 ? &rf : NULL);
 	}
+	doctor_shared_gpu_oom(c);
 	doctor_cluster_events(c);
 	return 0;
 }

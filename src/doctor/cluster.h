@@ -40,6 +40,22 @@ const char *cluster_node_name(const struct doctor_ctx *c);
 bool cluster_pod_here(const struct doctor_ctx *c, const json_t *pod);
 bool cluster_is_pod(const json_t *obj);
 enum nv_component cluster_component(const json_t *pod);
+/* A pod of gpulet's own chart (label app.kubernetes.io/name=gpulet). */
+bool cluster_is_gpulet(const json_t *pod);
+
+/*
+ * The device plugin's DaemonSet on this node, for fix texts: from its pod in --pods (namespace,
+ * ownerReferences, labels; gpulet's chart or NVIDIA's), else NVIDIA's static manifest's names.
+ */
+struct plugin_ds {
+	bool known;         /* read from a plugin pod in --pods */
+	bool gpulet;        /* gpulet's chart runs it */
+	char ns[64];        /* kube-system */
+	char name[128];     /* nvidia-device-plugin-daemonset */
+	char selector[320]; /* name=nvidia-device-plugin-ds */
+	char pod[256];
+};
+void cluster_plugin_ds(const struct doctor_ctx *c, struct plugin_ds *ret);
 /* Ready, and no container waiting / restarting: why not in buf ("CrashLoopBackOff, last OOMKilled"). */
 bool cluster_pod_healthy(const json_t *pod, char *why, size_t size);
 /* The object of this kind and name in --pods (ConfigMap, RuntimeClass), NULL when absent. */
@@ -62,13 +78,16 @@ struct plugin_cfg {
 	bool config_unread;     /* it mounts a ConfigMap that --pods does not hold */
 	char mig_strategy[16];  /* --mig-strategy / MIG_STRATEGY / flags.migStrategy, "" unset (default none) */
 	char mig_src[256];      /* where it was read */
+	char mps_root[256];     /* --mps-root / MPS_ROOT of the plugin pod, "" unset */
+	bool gke;               /* GKE's own plugin: it mounts the driver and hands device nodes over itself */
 };
-void cluster_plugin_cfg(const struct doctor_ctx *c, struct plugin_cfg *ret);
+void cluster_plugin_cfg(struct doctor_ctx *c, struct plugin_cfg *ret);
 
 /* Who injects the GPU on this node (doctor/inject.c). */
 struct inject_facts {
 	enum allocresp_mode mode; /* ALLOCRESP_NONE: unknown */
 	bool also_env;            /* CDI names and NVIDIA_VISIBLE_DEVICES both ("envvar,cdi-cri") */
+	char cdi_name[160];       /* a CDI name handed out ("k8s.device-plugin.nvidia.com/gpu=GPU-…"), "" unknown */
 	char source[320];         /* the evidence: checkpoint entry, pod env, ConfigMap, CDI spec file */
 };
 void doctor_inject_facts(struct doctor_ctx *c, struct inject_facts *ret);
@@ -76,9 +95,29 @@ void doctor_inject_facts(struct doctor_ctx *c, struct inject_facts *ret);
 bool inject_cdi_only(const struct inject_facts *f);
 /* NVIDIA_VISIBLE_DEVICES is handed out (alone or beside CDI names): the nvidia runtime's hook can inject. */
 bool inject_has_env(const struct inject_facts *f);
+/* CDI device names are handed out (alone or beside NVIDIA_VISIBLE_DEVICES): a runtime with CDI on must resolve them. */
+bool inject_cdi_names(const struct inject_facts *f);
+/* The runtime handler a RuntimeClass names: its object in --pods, else the class's own name. */
+const char *cluster_class_handler(const struct doctor_ctx *c, const char *cls);
+/* Pods on this node (any, GPU or not, not terminating) whose RuntimeClass names this handler; each is
+ * evidence on f when given. */
+size_t cluster_handler_users(const struct doctor_ctx *c, const char *handler, struct doctor_finding *f);
+
+/*
+ * The GPU Operator runs in the cluster but NFD never labelled this node (no pci-10de label, no
+ * nvidia.com/gpu.present): the operator deploys none of its operands here, its toolkit included, so the
+ * runtime was never configured for GPUs — that is NFD's doing, not the runtime's (labels.discovery-missing).
+ */
+bool cluster_operator_unlabelled(const struct doctor_ctx *c);
+/* GKE's own GPU stack: the driver under /home/kubernetes/bin/nvidia and GKE's device plugin, which mounts
+ * the driver and hands the device nodes over itself (no NVIDIA runtime, no CDI needed). */
+bool cluster_gke(struct doctor_ctx *c);
 
 int doctor_check_inject(struct doctor_ctx *c);
 int doctor_check_plugin_pods(struct doctor_ctx *c);
 int doctor_check_cluster(struct doctor_ctx *c);
+/* A pod's CUDA out-of-memory on a time-sliced GPU, naming its co-tenants (doctor/check_shared.c), called
+ * by doctor_check_cluster. */
+void doctor_shared_gpu_oom(struct doctor_ctx *c);
 /* --events: reasons mapped onto the chain (doctor/check_events.c), called by doctor_check_cluster. */
 void doctor_cluster_events(struct doctor_ctx *c);

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Reading --pods / --node: pods on this node, NVIDIA's components, the device plugin's config. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "doctor/cluster.h"
+#include "doctor/kubelet_root.h"
 #include "kube/k8sobj.h"
 #include "util/fileio.h"
 #include "util/macro.h"
@@ -102,6 +106,7 @@ static const struct {
     {"cuda-validator", NV_VALIDATOR},
     {"container-toolkit", NV_TOOLKIT},
     {"nvidia-device-plugin", NV_DEVICE_PLUGIN},
+    {"nvidia-gpu-device-plugin", NV_DEVICE_PLUGIN}, /* GKE's (kube-system, k8s-app=nvidia-gpu-device-plugin) */
     {"gpu-operator", NV_OPERATOR},
     {"dcgm", NV_OTHER},
     {"mig-manager", NV_OTHER},
@@ -117,10 +122,39 @@ static enum nv_component component_of(const char *s)
 	return NV_NONE;
 }
 
+/* gpulet's chart: app.kubernetes.io/name gpulet, one app.kubernetes.io/component per DaemonSet
+ * (deploy/helm/gpulet/templates), whatever the release calls the pods. */
+static const struct {
+	const char *component;
+	enum nv_component comp;
+} gpulet_components[] = {
+    {"device-plugin", NV_DEVICE_PLUGIN},
+    {"mps-control-daemon", NV_MPS_DAEMON},
+    {"gpu-feature-discovery", NV_GFD},
+};
+
+bool cluster_is_gpulet(const json_t *pod)
+{
+	const json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
+	const char *name = json_string_value(json_object_get(labels, "app.kubernetes.io/name"));
+
+	return name && streq(name, "gpulet");
+}
+
 enum nv_component cluster_component(const json_t *pod)
 {
 	const json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
-	enum nv_component comp = component_of(cluster_pod_name(pod));
+	enum nv_component comp;
+
+	if (cluster_is_gpulet(pod)) {
+		const char *part = json_string_value(json_object_get(labels, "app.kubernetes.io/component"));
+
+		for (size_t k = 0; part && k < ELEMENTSOF(gpulet_components); k++)
+			if (streq(part, gpulet_components[k].component))
+				return gpulet_components[k].comp;
+		return NV_OTHER;
+	}
+	comp = component_of(cluster_pod_name(pod));
 
 	if (comp == NV_NONE)
 		comp = component_of(json_string_value(json_object_get(labels, "app")));
@@ -280,8 +314,55 @@ static void read_config_doc(const json_t *doc, struct plugin_cfg *p, const char 
 	}
 }
 
+static void use_config_text(const char *src, const char *text, size_t len, struct plugin_cfg *p)
+{
+	json_auto_t *docs = NULL;
+
+	if (k8sobj_parse(src, text, len, &docs, NULL) >= 0) {
+		snprintf(p->config_src, sizeof(p->config_src), "%s", src);
+		read_config_doc(json_array_get(docs, 0), p, src);
+	}
+}
+
+static bool not_dot(const char *name)
+{
+	return name[0] != '.';
+}
+
+/*
+ * kubelet's copy of a ConfigMap volume on the node, <kubelet root>/pods/<uid>/volumes/kubernetes.io~configmap/
+ * <volume>/<key> (kubelet's atomic writer: each key a link into ..data): the config the plugin really reads
+ * when --pods does not hold the ConfigMap. The key: the node label's, config.yaml, or the only one.
+ */
+static bool read_kubelet_copy(struct doctor_ctx *c, const json_t *pod, const char *volume, const char *want,
+			      struct plugin_cfg *p)
+{
+	const char *uid = meta(pod, "uid");
+	char dir[PATH_MAX], keys[16][256], file[PATH_MAX + 300];
+	size_t n;
+
+	if (!uid || strchr(uid, '/') || strchr(volume, '/'))
+		return false;
+	snprintf(dir, sizeof(dir), "%s/pods/%s/volumes/kubernetes.io~configmap/%s", doctor_kubelet_dir(c), uid, volume);
+	n = doctor_dir_names(c, dir, not_dot, keys, ELEMENTSOF(keys));
+	for (size_t k = 0; k < n; k++) {
+		_cleanup_free_ char *path = NULL, *text = NULL;
+		size_t len = 0;
+
+		if (!((want && streq(keys[k], want)) || (!want && (streq(keys[k], "config.yaml") || n == 1))))
+			continue;
+		snprintf(file, sizeof(file), "%s/%s", dir, keys[k]);
+		path = doctor_path(c, file);
+		if (!path || read_file(path, 1 << 20, &text, &len, NULL) < 0)
+			return false;
+		use_config_text(file, text, len, p);
+		return true;
+	}
+	return false;
+}
+
 /* The plugin's ConfigMap volume: the key the node label picks (config-manager), "config.yaml", or the only one. */
-static void read_configmap(const struct doctor_ctx *c, const json_t *pod, struct plugin_cfg *p)
+static void read_configmap(struct doctor_ctx *c, const json_t *pod, struct plugin_cfg *p)
 {
 	const char *want = cluster_node_label(c, "nvidia.com/device-plugin.config");
 	size_t i;
@@ -291,11 +372,11 @@ static void read_configmap(const struct doctor_ctx *c, const json_t *pod, struct
 		const char *cm = json_string_value(json_object_get(json_object_get(v, "configMap"), "name"));
 		const json_t *obj = cm ? cluster_object(c, "ConfigMap", cluster_pod_ns(pod), cm) : NULL;
 		const json_t *data = json_object_get(obj, "data");
-		const char *key = NULL;
+		const char *key = NULL, *vol = json_string_value(json_object_get(v, "name"));
 		const json_t *text = NULL;
 		json_t *val;
 
-		if (cm && !obj)
+		if (cm && !obj && !(vol && read_kubelet_copy(c, pod, vol, want, p)))
 			p->config_unread = true;
 		if (!json_is_object(data))
 			continue;
@@ -307,19 +388,15 @@ static void read_configmap(const struct doctor_ctx *c, const json_t *pod, struct
 			}
 		}
 		if (json_is_string(text)) {
-			json_auto_t *docs = NULL;
 			char src[256];
 
 			snprintf(src, sizeof(src), "ConfigMap %s/%s key %s", cluster_pod_ns(pod), cm, key);
-			if (k8sobj_parse(src, json_string_value(text), json_string_length(text), &docs, NULL) >= 0) {
-				snprintf(p->config_src, sizeof(p->config_src), "%s", src);
-				read_config_doc(json_array_get(docs, 0), p, src);
-			}
+			use_config_text(src, json_string_value(text), json_string_length(text), p);
 		}
 	}
 }
 
-void cluster_plugin_cfg(const struct doctor_ctx *c, struct plugin_cfg *p)
+void cluster_plugin_cfg(struct doctor_ctx *c, struct plugin_cfg *p)
 {
 	size_t i;
 	json_t *pod;
@@ -333,6 +410,7 @@ void cluster_plugin_cfg(const struct doctor_ctx *c, struct plugin_cfg *p)
 		if (!cluster_pod_here(c, pod) || cluster_component(pod) != NV_DEVICE_PLUGIN)
 			continue;
 		p->found = true;
+		p->gke = strstr(cluster_pod_name(pod), "nvidia-gpu-device-plugin") != NULL;
 		snprintf(p->pod, sizeof(p->pod), "%s/%s", cluster_pod_ns(pod), cluster_pod_name(pod));
 		read_configmap(c, pod, p);
 		ctrs = json_object_get(json_object_get(pod, "spec"), "containers");
@@ -347,6 +425,9 @@ void cluster_plugin_cfg(const struct doctor_ctx *c, struct plugin_cfg *p)
 				snprintf(p->strategy_src, sizeof(p->strategy_src), "pod %s: %s", p->pod,
 					 arg ? "--device-list-strategy" : "env DEVICE_LIST_STRATEGY");
 			}
+			if (cluster_env(ctr, "MPS_ROOT") || flag_arg(ctr, "--mps-root"))
+				snprintf(p->mps_root, sizeof(p->mps_root), "%s",
+					 flag_arg(ctr, "--mps-root") ?: cluster_env(ctr, "MPS_ROOT"));
 			if (menv || marg) {
 				snprintf(p->mig_strategy, sizeof(p->mig_strategy), "%s", marg ? marg : menv);
 				snprintf(p->mig_src, sizeof(p->mig_src), "pod %s: %s", p->pod,
@@ -355,4 +436,95 @@ void cluster_plugin_cfg(const struct doctor_ctx *c, struct plugin_cfg *p)
 		}
 		return;
 	}
+}
+
+/* The DaemonSet that owns a pod (metadata.ownerReferences), NULL when none says so. */
+static const char *owner_daemonset(const json_t *pod)
+{
+	size_t i;
+	json_t *o;
+
+	json_array_foreach (json_object_get(json_object_get(pod, "metadata"), "ownerReferences"), i, o) {
+		const char *kind = json_string_value(json_object_get(o, "kind"));
+
+		if (kind && streq(kind, "DaemonSet"))
+			return json_string_value(json_object_get(o, "name"));
+	}
+	return NULL;
+}
+
+/*
+ * Label keys that select one DaemonSet's pods, in the order charts set them: gpulet's and the
+ * upstream chart's app.kubernetes.io set, the static manifest's name=nvidia-device-plugin-ds
+ * (k8s-device-plugin deployments/static), the GPU Operator's app=.
+ */
+static const char *const selector_keys[][3] = {
+    {"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component"},
+    {"name", NULL, NULL},
+    {"app", NULL, NULL},
+};
+
+static void pod_selector(const json_t *pod, char *buf, size_t size)
+{
+	const json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
+
+	buf[0] = '\0';
+	for (size_t k = 0; k < ELEMENTSOF(selector_keys) && !buf[0]; k++)
+		for (size_t j = 0; j < ELEMENTSOF(selector_keys[k]) && selector_keys[k][j]; j++) {
+			const char *v = json_string_value(json_object_get(labels, selector_keys[k][j]));
+			size_t used = strlen(buf);
+
+			if (v && used < size)
+				snprintf(buf + used, size - used, "%s%s=%s", used ? "," : "", selector_keys[k][j], v);
+		}
+}
+
+void cluster_plugin_ds(const struct doctor_ctx *c, struct plugin_ds *ds)
+{
+	size_t i;
+	json_t *pod;
+
+	/* k8s-device-plugin's static manifest (deployments/static/nvidia-device-plugin.yml): the default */
+	*ds = (struct plugin_ds){
+	    .ns = "kube-system", .name = "nvidia-device-plugin-daemonset", .selector = "name=nvidia-device-plugin-ds"};
+	json_array_foreach (c->pods, i, pod) {
+		const char *owner;
+
+		if (!cluster_pod_here(c, pod) || cluster_component(pod) != NV_DEVICE_PLUGIN ||
+		    doctor_pod_is_terminating(pod))
+			continue;
+		owner = owner_daemonset(pod);
+		ds->known = true;
+		ds->gpulet = cluster_is_gpulet(pod);
+		snprintf(ds->ns, sizeof(ds->ns), "%s", cluster_pod_ns(pod));
+		snprintf(ds->pod, sizeof(ds->pod), "%s", cluster_pod_name(pod));
+		if (owner)
+			snprintf(ds->name, sizeof(ds->name), "%s", owner);
+		else if (ds->gpulet)
+			snprintf(ds->name, sizeof(ds->name), "gpulet-device-plugin");
+		pod_selector(pod, ds->selector, sizeof(ds->selector));
+		return;
+	}
+}
+
+static bool gke_socket(const char *name)
+{
+	return !strncmp(name, "nvidiaGPU-", 10);
+}
+
+bool cluster_gke(struct doctor_ctx *c)
+{
+	_cleanup_free_ char *p = doctor_path(c, "/home/kubernetes/bin/nvidia");
+	char names[1][256];
+	size_t i;
+	json_t *pod;
+
+	if (!p || access(p, F_OK) != 0)
+		return false;
+	if (doctor_dir_names(c, doctor_device_plugin_dir(c), gke_socket, names, 1))
+		return true;
+	json_array_foreach (c->pods, i, pod)
+		if (cluster_pod_here(c, pod) && strstr(cluster_pod_name(pod), "nvidia-gpu-device-plugin"))
+			return true;
+	return false;
 }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "doctor/cluster.h"
 #include "doctor/doctor.h"
 #include "doctor/runtime_find.h"
 #include "parse/toml.h"
@@ -164,6 +165,34 @@ static void check_binary(struct doctor_ctx *c, const struct toml *rt, const char
 	files_evidence(c->rt, f);
 }
 
+/*
+ * default_runtime names a runtime no [crio.runtime.runtimes.<name>] table defines: CRI-O refuses to start
+ * ("default_runtime set to %q, but no runtime entry table [crio.runtime.runtimes.%s] was found", cri-o
+ * pkg/config/config.go ValidateRuntimes). crun (runc before 1.31) is defined by CRI-O's built-in config.
+ */
+static bool default_missing(struct doctor_ctx *c)
+{
+	const struct toml *rt = toml_path(c->rt->crio, "crio", "runtime", NULL);
+	const char *def = toml_string(rt, "default_runtime", "");
+	struct doctor_finding *f;
+	char fix[512];
+
+	if (!*def || streq(def, "crun") || streq(def, "runc") || toml_path(rt, "runtimes", def, NULL))
+		return false;
+	snprintf(
+	    fix, sizeof(fix),
+	    "define the runtime (nvidia-ctk runtime configure --runtime=crio%s writes its table in "
+	    "/etc/crio/crio.conf.d/99-nvidia.toml) or set default_runtime back to crun, then systemctl restart crio",
+	    streq(def, "nvidia") ? " --set-as-default" : "");
+	f = doctor_report(c, "runtime.default-missing", DOCTOR_FAIL, LINK_RUNTIME, fix,
+			  "CRI-O's default_runtime is \"%s\" but no [crio.runtime.runtimes.%s] table defines it: CRI-O "
+			  "refuses to start, and no pod starts on this node",
+			  def, def);
+	doctor_evidence(f, "crio.runtime.default_runtime = \"%s\"", def);
+	files_evidence(c->rt, f);
+	return true;
+}
+
 int doctor_check_crio(struct doctor_ctx *c)
 {
 	const char *handler = c->o->runtime_class ? c->o->runtime_class : "nvidia";
@@ -172,20 +201,24 @@ int doctor_check_crio(struct doctor_ctx *c)
 	size_t users;
 
 	if (c->rt->crio_error[0]) {
-		f = doctor_report(
-		    c, "runtime.config-invalid", DOCTOR_FAIL, LINK_RUNTIME,
-		    "fix the file at the line:col shown, check with crio config, then systemctl restart "
-		    "crio",
-		    "CRI-O's config does not parse: CRI-O refuses to start with it, so no container starts "
-		    "on this node");
-		doctor_evidence(f, "%s", c->rt->crio_error);
+		rt_config_invalid(
+		    c, "fix the file at the line:col shown, check with crio config, then systemctl restart crio",
+		    c->rt->crio_error);
 		return 0;
 	}
+	if (default_missing(c))
+		return 0;
 	if (rt) {
 		check_binary(c, rt, handler);
 		return 0;
 	}
-	users = doctor_pods_with_class(c, handler, NULL);
+	{
+		struct inject_facts inj;
+
+		/* any pod naming the handler, or a plugin handing out NVIDIA_VISIBLE_DEVICES alone */
+		doctor_inject_facts(c, &inj);
+		users = cluster_handler_users(c, handler, NULL) + (inject_has_env(&inj) && !inject_cdi_names(&inj));
+	}
 	if (!users && cdi_spec_present(c))
 		return 0; /* CRI-O injects CDI devices itself; nobody asks for the handler */
 	f = doctor_report(c, "runtime.nvidia-handler-missing", users ? DOCTOR_FAIL : DOCTOR_WARN, LINK_RUNTIME,
@@ -198,6 +231,6 @@ int doctor_check_crio(struct doctor_ctx *c)
 	doctor_evidence(f, "no [crio.runtime.runtimes.%s] in what CRI-O reads", handler);
 	files_evidence(c->rt, f);
 	unread_dropins(c, handler, f);
-	doctor_pods_with_class(c, handler, f);
+	cluster_handler_users(c, handler, f);
 	return 0;
 }

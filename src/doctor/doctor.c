@@ -26,18 +26,43 @@
  * (docs/reference/monitoring-doctor.md B12: "each step's failure explains every later symptom").
  */
 const struct doctor_check doctor_checks[] = {
-    {"driver", LINK_DRIVER, 0, "/proc/driver/nvidia/version, /sys/module/nvidia",
-     "driver.not-loaded driver.version-unreadable", doctor_check_driver},
+    {"driver", LINK_DRIVER, 0,
+     "/proc/driver/nvidia/version, /sys/module/nvidia; when not loaded: PCI drivers, kernel log, "
+     "/lib/modules/<release>, DKMS, efivars SecureBoot and MokListRT; WSL2's /dev/dxg",
+     "driver.not-loaded driver.version-unreadable driver.nouveau driver.secure-boot-unsigned "
+     "driver.open-module-no-gsp driver.no-module-for-kernel",
+     doctor_check_driver},
     {"devnode", LINK_DEVNODE, L(LINK_DRIVER), "/dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia<minor>",
      "devnode.missing devnode.permissions devnode.no-gpus", doctor_check_devnodes},
+    {"devchar", LINK_DEVNODE, L(LINK_DRIVER),
+     "/dev/char/<major>:<minor> of each NVIDIA device node, kubelet cgroupDriver, the runtime's systemd cgroups",
+     "devnode.char-links-missing", doctor_check_devchar},
     {"kernel-log", LINK_GPU, 0, "--kernel-log, /var/log/kern.log or /dev/kmsg",
      "gpu.unhealthy-xid gpu.fallen-off-bus gpu.ecc-dbe", doctor_check_kernel_log},
     {"nvml", LINK_NVML, L(LINK_DRIVER) | L(LINK_DEVNODE), "libnvidia-ml.so.1 (--nvml-library)",
      "nvml.load-failed nvml.version-mismatch", doctor_check_nvml},
     {"gpu-health", LINK_GPU, L(LINK_NVML), "NVML per GPU: lost, ECC volatile uncorrected",
      "gpu.fallen-off-bus gpu.ecc-dbe", doctor_check_gpu_health},
+    {"gpu-state", LINK_GPU, L(LINK_NVML),
+     "NVML per GPU: MIG mode and pending mode, MIG instances, remapped rows, retired pages pending",
+     "mig.mode-change-pending mig.no-instances gpu.row-remap-failed gpu.row-remap-pending gpu.retired-pages-pending",
+     doctor_check_gpu_state},
+    {"pci", LINK_GPU, L(LINK_DRIVER),
+     "/sys/bus/pci/devices (vendor 0x10de, class 0x03) vs /proc/driver/nvidia/gpus and NVML, kernel log, "
+     "driverctl, modprobe.d",
+     "gpu.bound-to-vfio gpu.bound-to-other-driver gpu.bar-unassigned driver.gsp-firmware-missing "
+     "gpu.fallen-off-bus gpu.init-failed gpu.not-probed",
+     doctor_check_pci},
+    {"fabric", LINK_GPU, L(LINK_DRIVER),
+     "/dev/nvidia-nvswitch*, /run/nvidia-fabricmanager/socket, nv-fabricmanager process, dpkg, its unit and log, "
+     "NVML fabric state",
+     "fabric.manager-not-running fabric.version-mismatch fabric.not-ready", doctor_check_fabric},
     {"toolkit", LINK_TOOLKIT, 0, "/var/lib/dpkg/status, nvidia-ctk, /etc/nvidia-container-runtime/config.toml",
      "toolkit.too-old-for-driver", doctor_check_toolkit},
+    {"toolkit-config", LINK_TOOLKIT, 0,
+     "/etc/nvidia-container-runtime/config.toml (and the GPU Operator's copy): root, ldconfig, no-cgroups; "
+     "cgroup v2, libnvidia-container version",
+     "toolkit.driver-root-missing toolkit.ldconfig-missing toolkit.cgroup-v2-unsupported", doctor_check_toolkit_config},
     {"inject", LINK_RUNTIME, 0, "kubelet_internal_checkpoint AllocResp, --pods plugin pod + ConfigMap, RuntimeClasses",
      "inject.cdi-disabled inject.runtime-class-missing inject.handler-missing inject.kubelet-too-old-for-cdi",
      doctor_check_inject},
@@ -45,13 +70,13 @@ const struct doctor_check doctor_checks[] = {
      "the runtime under /proc (containerd -c, k3s/RKE2, crio) or its well-known config + imports/drop-ins, "
      "RuntimeClass handler",
      "runtime.not-found runtime.config-invalid runtime.config-missing runtime.nvidia-handler-missing "
-     "runtime.binary-missing "
+     "runtime.binary-missing runtime.default-missing runtime.cdi-unsupported "
      "runtime.cgroup-driver-mismatch "
      "runtime.default-is-runc runtime.cdi-disabled runtime.cdi-spec-dirs-mismatch runtime.cdi-and-legacy-hook",
      doctor_check_runtime},
     {"cdi", LINK_CDI, 0, "CDI spec dirs (/etc/cdi, /var/run/cdi or cdi_spec_dirs)",
      "cdi.spec-missing cdi.spec-invalid cdi.spec-unreadable cdi.version-too-new cdi.duplicate-device "
-     "cdi.stale-devices cdi.libs-not-loadable",
+     "cdi.stale-devices cdi.hook-missing cdi.libs-not-loadable",
      doctor_check_cdi},
     {"kubelet", LINK_KUBELET, 0,
      "kubelet's --root-dir (/proc, kubelet.service, kubeadm-flags.env, k3s/rke2/k0s/microk8s config), "
@@ -61,6 +86,8 @@ const struct doctor_check doctor_checks[] = {
      "plugin.pod-crashing plugin.mps-daemon-missing labels.discovery-missing operator.driver-on-preinstalled "
      "operator.validator-failing operator.upgrade-cordoned",
      doctor_check_plugin_pods},
+    {"plugin-dup", LINK_PLUGIN, L(LINK_KUBELET), "--pods plugin pods, nvidia-gpu.sock / nvidiaGPU-*.sock, checkpoint",
+     "plugin.duplicate", doctor_check_duplicate_plugins},
     {"plugin", LINK_PLUGIN, L(LINK_KUBELET) | L(LINK_NVML) | L(LINK_DRIVER),
      "device-plugins/nvidia-*.sock, kubelet_internal_checkpoint, --node",
      "plugin.not-registered plugin.socket-dir-mismatch plugin.allocatable-short", doctor_check_plugin},
@@ -72,8 +99,10 @@ const struct doctor_check doctor_checks[] = {
     {"cuda", LINK_VERSIONS, L(LINK_DRIVER), "--cuda-version, CUDA_VERSION of --pods images, driver",
      "cuda.driver-too-old", doctor_check_cuda},
     {"cluster", LINK_ALLOC, 0, "--pods, --node, --events",
-     "sched.wrong-resource sched.taint-not-tolerated sched.too-many-gpus sched.replicas-over-one "
-     "alloc.visible-devices-all events.failed-scheduling events.admission-error events.runtime-failed",
+     "sched.wrong-resource sched.taint-not-tolerated sched.too-many-gpus sched.node-lost-gpus "
+     "sched.replicas-over-one "
+     "alloc.visible-devices-all alloc.shared-gpu-oom events.failed-scheduling events.admission-error "
+     "events.runtime-failed",
      doctor_check_cluster},
 };
 const size_t doctor_n_checks = ELEMENTSOF(doctor_checks);
@@ -202,6 +231,35 @@ size_t doctor_dir_names(const struct doctor_ctx *c, const char *dir, bool (*keep
 
 /* ---- lazily loaded facts ---- */
 
+/*
+ * Where a driver lives when it is not installed under / (docs/reference/doctor-classes.md §9): the GPU
+ * Operator's driver container, GKE's installer on COS, WSL2's mount of the Windows driver's libraries.
+ */
+static const char *const driver_roots[] = {"/run/nvidia/driver", "/home/kubernetes/bin/nvidia", "/usr/lib/wsl"};
+
+static int open_nvml(struct doctor_ctx *c, struct gerr *err)
+{
+	bool chosen = (c->o->nvml_library && *c->o->nvml_library) || getenv("GPULET_NVML_LIBRARY") ||
+		      (c->o->driver_root && *c->o->driver_root) || getenv("NVIDIA_DRIVER_ROOT");
+	int r = nvml_open_host(
+	    &(struct nvml_host){.root = c->o->root, .library = c->o->nvml_library, .driver_root = c->o->driver_root},
+	    &c->nv, err);
+
+	for (size_t k = 0; r == -ELIBACC && !chosen && k < ELEMENTSOF(driver_roots); k++) {
+		_cleanup_free_ char *p = doctor_path(c, driver_roots[k]);
+		struct gerr e2 = {0};
+
+		if (!p || access(p, F_OK) != 0)
+			continue;
+		if (nvml_open_host(&(struct nvml_host){.root = c->o->root, .driver_root = driver_roots[k]}, &c->nv,
+				   &e2) >= 0) {
+			snprintf(c->driver_root_found, sizeof(c->driver_root_found), "%s", driver_roots[k]);
+			r = 0;
+		}
+	}
+	return r;
+}
+
 int doctor_need_nvml(struct doctor_ctx *c)
 {
 	struct gerr err = {0};
@@ -209,9 +267,7 @@ int doctor_need_nvml(struct doctor_ctx *c)
 
 	if (c->nvml_state)
 		return c->nvml_state;
-	r = nvml_open_host(
-	    &(struct nvml_host){.root = c->o->root, .library = c->o->nvml_library, .driver_root = c->o->driver_root},
-	    &c->nv, &err);
+	r = open_nvml(c, &err);
 	if (r >= 0) {
 		r = node_load(c->nv, c->o->root, &c->node, &err);
 		if (r < 0) {
@@ -527,10 +583,14 @@ int doctor_run_table(struct doctor_ctx *c, const struct doctor_options *o, const
 
 void doctor_ctx_done(struct doctor_ctx *c)
 {
-	for (size_t k = 0; k < c->n_findings; k++)
+	for (size_t k = 0; k < c->n_findings; k++) {
 		for (size_t e = 0; e < c->findings[k].n_evidence; e++)
 			free(c->findings[k].evidence[e]);
+		free(c->findings[k].run);
+		free(c->findings[k].run_here);
+	}
 	free(c->findings);
+	free(c->klog);
 	json_decref(c->skipped);
 	node_free(c->node);
 	nvml_close(c->nv);
@@ -636,10 +696,16 @@ json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_o
 		ev = json_array();
 		for (size_t e = 0; e < f->n_evidence; e++)
 			json_array_append_new(ev, json_string(f->evidence[e]));
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s, s:o, s:s}", "id", f->id, "severity",
-						     doctor_severity_name(f->severity), "component",
-						     doctor_link_name(f->link), "summary", f->summary, "evidence", ev,
-						     "fix", f->fix));
+		json_t *one = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s}", "id", f->id, "severity",
+					doctor_severity_name(f->severity), "component", doctor_link_name(f->link),
+					"summary", f->summary, "evidence", ev, "fix", f->fix);
+
+		/* the fix as a command: for the node, and for here when the node is under --root */
+		if (one && f->run)
+			json_object_set_new(one, "run", json_string(f->run));
+		if (one && f->run_here)
+			json_object_set_new(one, "run_here", json_string(f->run_here));
+		json_array_append_new(arr, one);
 	}
 	json_object_set_new(doc, "findings", arr);
 	json_object_set(doc, "skipped", c->skipped);
@@ -699,6 +765,11 @@ void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size
 				fprintf(out, "                  - %s\n", f->evidence[e]);
 			if (f->fix[0])
 				fprintf(out, "                  fix: %s\n", f->fix);
+			if (f->run)
+				fprintf(out, "                  run on the node: %s\n", f->run);
+			if (f->run_here)
+				fprintf(out, "                  run here (node under %s): %s\n", c->o->root,
+					f->run_here);
 		}
 	print_skipped(out, c, "explained_by", "not checked, already explained by an earlier failure:", "<-");
 	print_skipped(out, c, "reason", "not checked here:", "--");
@@ -706,5 +777,7 @@ void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size
 	if (root_cause)
 		fprintf(out, "Root cause: %s (%s link): %s\nFix first: %s\n", root_cause->id,
 			doctor_link_name(root_cause->link), root_cause->summary, root_cause->fix);
+	if (root_cause && (root_cause->run_here || root_cause->run))
+		fprintf(out, "Run: %s\n", root_cause->run_here ? root_cause->run_here : root_cause->run);
 	fprintf(out, "%zu fail, %zu warn, %zu ok\n", n_fail, n_warn, n_ok);
 }

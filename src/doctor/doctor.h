@@ -50,6 +50,10 @@ struct doctor_finding {
 	char *evidence[DOCTOR_MAX_EVIDENCE];
 	size_t n_evidence;
 	char fix[1024];
+	/* the fix as a shell command, when it is one (doctor_fix_run): for the node itself, and for where the
+	 * doctor ran with the node's files under --root (NULL: none, or the same as run) */
+	char *run;
+	char *run_here;
 };
 
 struct doctor_options {
@@ -90,7 +94,9 @@ struct doctor_ctx {
 
 	/* driver */
 	bool driver_loaded;
-	char driver_version[64]; /* "550.54.15" from /proc/driver/nvidia/version, "" unknown */
+	char driver_version[64];    /* "550.54.15" from /proc/driver/nvidia/version, "" unknown */
+	bool wsl;                   /* WSL2: the Windows host's driver through /dev/dxg, no /dev/nvidia* */
+	char driver_root_found[64]; /* where NVML was found when not under / (doctor_need_nvml), "" / */
 	/* NVML */
 	int nvml_state; /* 0 not tried, 1 open, <0 -errno */
 	char nvml_error[GERR_MAX];
@@ -117,6 +123,10 @@ struct doctor_ctx {
 	/* this node's name in --pods: --node's, else ROOT/etc/hostname when pods run there (doctor/cluster.h) */
 	char node_name[256];
 	bool node_name_done;
+	/* the kernel log, read once (doctor/klog.h) */
+	int klog_state; /* 0 not read, 1 read, <0 -errno */
+	char *klog;
+	char klog_src[512];
 };
 
 /* Add a finding; evidence lines are added with doctor_evidence() on the returned pointer. */
@@ -126,6 +136,44 @@ struct doctor_finding *doctor_report(struct doctor_ctx *c, const char *id, enum 
 struct doctor_finding *doctor_report_once(struct doctor_ctx *c, const char *id, enum doctor_severity sev,
 					  enum doctor_link link, const char *fix, const char *fmt, ...) _printf_(6, 7);
 void doctor_evidence(struct doctor_finding *f, const char *fmt, ...) _printf_(2, 3);
+
+/*
+ * The fix as a command (doctor/fixcmd.c): one word per argument, each quoted for the shell when it needs
+ * it. A FIX_PATH is a path on the node: as is in run, below --root in run_here; FIX_ROOT stands for the
+ * options that point a gpulet command at the node (--root, --nvml-library, --driver-root, only in
+ * run_here where the doctor had them); FIX_OP is a shell operator (&&) left unquoted.
+ */
+enum doctor_fix_kind { FIX_END, FIX_WORD, FIX_PATH, FIX_ROOT, FIX_OP };
+struct doctor_fix_arg {
+	enum doctor_fix_kind kind;
+	const char *s;
+};
+#define FIX_W(s)              \
+	{                     \
+		FIX_WORD, (s) \
+	}
+#define FIX_P(s)              \
+	{                     \
+		FIX_PATH, (s) \
+	}
+#define FIX_AND              \
+	{                    \
+		FIX_OP, "&&" \
+	}
+#define FIX_ROOTOPTS           \
+	{                      \
+		FIX_ROOT, NULL \
+	}
+#define FIX_DONE              \
+	{                     \
+		FIX_END, NULL \
+	}
+/* Set f's run / run_here from args (terminated by FIX_END); -ENOMEM only. */
+int doctor_fix_run(const struct doctor_ctx *c, struct doctor_finding *f, const struct doctor_fix_arg *args);
+/* path as the node sees it: a path below --root loses the root prefix (evidence quotes node paths) */
+const char *doctor_node_path(const struct doctor_ctx *c, const char *path);
+/* --root is another directory than / (the doctor looks at a node mounted or copied elsewhere) */
+bool doctor_root_elsewhere(const struct doctor_ctx *c);
 
 /* Path below --root; aborts the check with -ENOMEM on allocation failure. */
 char *doctor_path(const struct doctor_ctx *c, const char *path);
@@ -194,6 +242,16 @@ int doctor_check_plugin(struct doctor_ctx *c);
 int doctor_check_mig(struct doctor_ctx *c);
 int doctor_check_alloc(struct doctor_ctx *c);
 int doctor_check_cuda(struct doctor_ctx *c);
+int doctor_check_pci(struct doctor_ctx *c);
+/* Why the driver is not loaded (check_kmod.c): the finding of the first reason found, NULL none. */
+struct doctor_finding *doctor_driver_why_not_loaded(struct doctor_ctx *c);
+int doctor_check_fabric(struct doctor_ctx *c);
+int doctor_check_gpu_state(struct doctor_ctx *c);
+int doctor_check_devchar(struct doctor_ctx *c);
+int doctor_check_toolkit_config(struct doctor_ctx *c);
+int doctor_check_duplicate_plugins(struct doctor_ctx *c);
+/* A GPU that fell off the bus: the one fix (check_gpu.c), for the kernel log, NVML and PCI findings. */
+extern const char doctor_fix_fallen[];
 
 struct doctor_check {
 	const char *name; /* "driver", also the id of its ok finding ("driver.ok") */

@@ -46,6 +46,8 @@ static void from_checkpoint(struct doctor_ctx *c, struct inject_facts *f)
 			continue;
 		f->mode = a.mode;
 		f->also_env = a.envvar || a.volume_mounts;
+		if (is_cdi(a.mode) && strchr(a.example, '/') && strchr(a.example, '='))
+			snprintf(f->cdi_name, sizeof(f->cdi_name), "%s", a.example);
 		snprintf(f->source, sizeof(f->source),
 			 "%s: Allocate for pod %.40s container %.60s (%.60s) returned %s (%.100s)", rel,
 			 json_string_value(json_object_get(e, "PodUID")) ?: "?",
@@ -80,8 +82,8 @@ static void from_plugin_pod(struct doctor_ctx *c, struct inject_facts *f)
 	struct plugin_cfg p;
 
 	cluster_plugin_cfg(c, &p);
-	if (!p.found || (!p.strategy[0] && p.config_unread))
-		return; /* its config file may set the strategy: unknown */
+	if (!p.found || p.gke || (!p.strategy[0] && p.config_unread))
+		return; /* its config file may set the strategy: unknown; GKE's plugin injects by itself */
 	f->mode = p.strategy[0] ? strategy_mode(p.strategy) : ALLOCRESP_ENVVAR;
 	f->also_env = strstr(p.strategy, "envvar") || strstr(p.strategy, "volume-mounts");
 	if (p.strategy[0])
@@ -113,6 +115,31 @@ bool inject_cdi_only(const struct inject_facts *f)
 	return is_cdi(f->mode) && !f->also_env;
 }
 
+bool inject_cdi_names(const struct inject_facts *f)
+{
+	return is_cdi(f->mode);
+}
+
+size_t cluster_handler_users(const struct doctor_ctx *c, const char *handler, struct doctor_finding *f)
+{
+	size_t i, n = 0;
+	json_t *pod;
+
+	json_array_foreach (c->pods, i, pod) {
+		const char *cls = json_string_value(json_object_get(json_object_get(pod, "spec"), "runtimeClassName"));
+
+		if (!cls || !cluster_pod_here(c, pod) || doctor_pod_is_terminating(pod) ||
+		    !streq(cluster_class_handler(c, cls), handler))
+			continue;
+		n++;
+		if (f && f->n_evidence < DOCTOR_MAX_EVIDENCE - 1)
+			doctor_evidence(f, "pod %s/%s uses runtimeClassName %s (handler %s)%s", cluster_pod_ns(pod),
+					cluster_pod_name(pod), cls, handler,
+					doctor_pod_requests_gpu(pod) ? " and requests a GPU" : "");
+	}
+	return n;
+}
+
 bool inject_has_env(const struct inject_facts *f)
 {
 	return f->mode != ALLOCRESP_NONE && (!is_cdi(f->mode) || f->also_env);
@@ -129,7 +156,7 @@ void doctor_inject_facts(struct doctor_ctx *c, struct inject_facts *f)
 }
 
 /* The runtime handler of a RuntimeClass: its object in --pods, else the name (kubeadm clusters name them alike). */
-static const char *class_handler(const struct doctor_ctx *c, const char *cls)
+const char *cluster_class_handler(const struct doctor_ctx *c, const char *cls)
 {
 	const json_t *rc = cluster_object(c, "RuntimeClass", NULL, cls);
 	const char *h = json_string_value(json_object_get(rc, "handler"));
@@ -174,7 +201,7 @@ static void runtime_class_link(struct doctor_ctx *c, const struct inject_facts *
 	FOREACH_GPU_POD(c, i, pod)
 	{
 		const char *cls = json_string_value(json_object_get(json_object_get(pod, "spec"), "runtimeClassName"));
-		const char *h = cls ? class_handler(c, cls) : rf->default_handler;
+		const char *h = cls ? cluster_class_handler(c, cls) : rf->default_handler;
 		enum rt_handler_state st = rt_handler(c, h);
 
 		if (streq(h, nvidia) || st == RTH_NVIDIA || (cls && st == RTH_MISSING))
@@ -206,7 +233,7 @@ static void missing_handlers(struct doctor_ctx *c, const char *nvidia)
 	FOREACH_GPU_POD(c, i, pod)
 	{
 		const char *cls = json_string_value(json_object_get(json_object_get(pod, "spec"), "runtimeClassName"));
-		const char *h = cls ? class_handler(c, cls) : NULL;
+		const char *h = cls ? cluster_class_handler(c, cls) : NULL;
 		char id_fix[512];
 
 		if (!h || streq(h, nvidia) || rt_handler(c, h) != RTH_MISSING)
@@ -283,6 +310,10 @@ int doctor_check_inject(struct doctor_ctx *c)
 
 	if (r == -ENOMEM)
 		return r;
+	if (cluster_operator_unlabelled(c)) {
+		doctor_skip(c, "the GPU Operator has not set this node up (see labels.discovery-missing)");
+		return 0;
+	}
 	doctor_inject_facts(c, &f);
 	if (r <= 0) {
 		doctor_skip(c, "the runtime's config was not read (see runtime.*): cannot judge who injects");

@@ -3,6 +3,7 @@
  * gpulet lint: the workload-side mistakes of the field guide, one table row per rule, each run on
  * every container (or pod) that asks for an nvidia.com resource.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,10 +22,14 @@ struct lint_target {
 	char where[512];    /* "file doc N: Kind ns/name container C" */
 };
 
+/* What a rule looks at: the pod spec, each app container asking for a GPU, every container (apps and init,
+ * GPU or not: a wrong name is exactly what keeps it from asking), each init container. */
+enum lint_scope { LINT_POD, LINT_GPU_CONTAINER, LINT_ANY_CONTAINER, LINT_INIT_CONTAINER };
+
 struct lint_rule {
 	const char *id;
 	enum doctor_severity severity;
-	bool per_container;
+	enum lint_scope scope;
 	const char *summary;
 	const char *fix;
 	/* returns true (and may add text to why) when the target breaks the rule */
@@ -50,7 +55,7 @@ static bool node_devs_closed(const struct lint_target *t)
  * Extended resources are set in limits; requests alone are rejected or ignored (docs/reference/field-guide.md §5.2).
  * Returns the offending nvidia.com/<name> resource (why says how), NULL when none.
  */
-static const char *requested_without_limit(const struct lint_target *t, char *why, size_t size)
+static const char *requested_without_limit(const struct lint_target *t, bool differ, char *why, size_t size)
 {
 	const json_t *res = json_object_get(t->ctr, "resources");
 	const json_t *req = json_object_get(res, "requests"), *lim = json_object_get(res, "limits");
@@ -64,6 +69,8 @@ static const char *requested_without_limit(const struct lint_target *t, char *wh
 		if (strncmp(k, "nvidia.com/", 11))
 			continue;
 		if (!l) {
+			if (differ)
+				continue;
 			snprintf(why, size, "requests %s without a limit", k);
 			return k;
 		}
@@ -73,7 +80,7 @@ static const char *requested_without_limit(const struct lint_target *t, char *wh
 			snprintf(a, sizeof(a), "%lld", (long long)json_integer_value(v));
 		if (json_is_integer(l))
 			snprintf(b, sizeof(b), "%lld", (long long)json_integer_value(l));
-		if (!streq(a, b)) {
+		if (!streq(a, b) && differ) {
 			snprintf(why, size, "%s request %s differs from limit %s", k, a, b);
 			return k;
 		}
@@ -83,19 +90,37 @@ static const char *requested_without_limit(const struct lint_target *t, char *wh
 
 static bool requests_only(const struct lint_target *t, char *why, size_t size)
 {
-	return requested_without_limit(t, why, size) != NULL;
+	return requested_without_limit(t, false, why, size) != NULL;
+}
+
+/* Both set and different: the API server rejects the pod ("must be equal to nvidia.com/gpu limit"). */
+static bool requests_differ(const struct lint_target *t, char *why, size_t size)
+{
+	return requested_without_limit(t, true, why, size) != NULL;
 }
 
 /* The fix names what was requested (nvidia.com/gpu.shared, nvidia.com/mig-1g.10gb, ...). */
-static void requests_only_fix(const struct lint_target *t, char *fix, size_t size)
+static void requests_fix(const struct lint_target *t, bool differ, char *fix, size_t size)
 {
 	char why[256];
-	const char *res = requested_without_limit(t, why, sizeof(why));
+	const char *res = requested_without_limit(t, differ, why, sizeof(why));
 
 	snprintf(fix, size,
-		 "put %s under resources.limits with the same count (requests default to the limit; an extended "
-		 "resource in requests alone is not allocated)",
+		 differ ? "set %s's request equal to its limit, or drop the request (it defaults to the limit); an "
+			  "extended resource cannot be overcommitted"
+			: "put %s under resources.limits with the same count (requests default to the limit; an "
+			  "extended resource in requests alone is not allocated)",
 		 res ? res : "the nvidia.com/* resource");
+}
+
+static void requests_differ_fix(const struct lint_target *t, char *fix, size_t size)
+{
+	requests_fix(t, true, fix, size);
+}
+
+static void requests_only_fix(const struct lint_target *t, char *fix, size_t size)
+{
+	requests_fix(t, false, fix, size);
 }
 
 static bool missing_runtime_class(const struct lint_target *t, char *why, size_t size)
@@ -224,28 +249,243 @@ static bool cuda_too_new(const struct lint_target *t, char *why, size_t size)
 	return true;
 }
 
+/* ---- names, counts and places of GPU requests (docs/reference/doctor-classes.md §13) ---- */
+
+/* NVIDIA's resource names: nvidia.com/gpu, its shared form, MIG profiles (k8s-device-plugin's naming). */
+static bool valid_gpu_name(const char *res)
+{
+	return streq(res, "nvidia.com/gpu") || streq(res, "nvidia.com/gpu.shared") ||
+	       !strncmp(res, "nvidia.com/mig-", 15);
+}
+
+/*
+ * A resource name meant for NVIDIA's GPUs but spelled so no plugin advertises it: nvidia/gpu (no domain),
+ * nvidia.com/gpus, case errors (NVIDIA.com/gpu, nvidia.com/GPU; resource names are case-sensitive), a bare
+ * gpu. The right spelling goes to right.
+ */
+static const char *misspelled_gpu(const char *res, char *right, size_t size)
+{
+	static const struct {
+		const char *wrong, *right;
+	} known[] = {
+	    {"nvidia/gpu", "nvidia.com/gpu"},
+	    {"nvidia.com/gpus", "nvidia.com/gpu"},
+	    {"nvidia.com/gpu.count", "nvidia.com/gpu"},
+	    {"nvidia.io/gpu", "nvidia.com/gpu"},
+	    {"gpu", "nvidia.com/gpu"},
+	    {"nvidia-gpu", "nvidia.com/gpu"},
+	    {"nvidia.com/gpus.shared", "nvidia.com/gpu.shared"},
+	};
+	char lower[256];
+	size_t l = strlen(res);
+
+	if (l >= sizeof(lower))
+		return NULL;
+	for (size_t k = 0; k <= l; k++)
+		lower[k] = (char)tolower((unsigned char)res[k]);
+	for (size_t k = 0; k < ELEMENTSOF(known); k++)
+		if (streq(lower, known[k].wrong) && !streq(res, known[k].right)) {
+			snprintf(right, size, "%s", known[k].right);
+			return res;
+		}
+	if (!streq(lower, res) && valid_gpu_name(lower)) { /* a case error of a valid name */
+		snprintf(right, size, "%s", lower);
+		return res;
+	}
+	return NULL;
+}
+
+/*
+ * The first resource of the container (limits, then requests) that bad() holds against; *list gets
+ * "limits" or "requests" and *value the quantity. NULL when none.
+ */
+static const char *first_resource(const struct lint_target *t, bool (*bad)(const char *k, const json_t *v, void *arg),
+				  void *arg, const char **list, const json_t **value)
+{
+	static const char *const lists[] = {"limits", "requests"};
+	const json_t *res = json_object_get(t->ctr, "resources");
+
+	for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
+		const char *k;
+		json_t *v;
+
+		json_object_foreach (json_object_get(res, lists[l]), k, v) {
+			if (!bad(k, v, arg))
+				continue;
+			*list = lists[l];
+			*value = v;
+			return k;
+		}
+	}
+	return NULL;
+}
+
+struct right_name {
+	char buf[64];
+};
+
+static bool misspelled(const char *k, const json_t *v, void *arg)
+{
+	struct right_name *r = arg;
+
+	(void)v;
+	return misspelled_gpu(k, r->buf, sizeof(r->buf)) != NULL;
+}
+
+/* The first misspelled GPU resource of the container (limits, then requests). */
+static const char *wrong_name_of(const struct lint_target *t, char *right, size_t rsize)
+{
+	struct right_name r;
+	const char *list, *k;
+	const json_t *v;
+
+	k = first_resource(t, misspelled, &r, &list, &v);
+	if (k)
+		snprintf(right, rsize, "%s", r.buf);
+	return k;
+}
+
+static bool wrong_name(const struct lint_target *t, char *why, size_t size)
+{
+	char right[64];
+	const char *k = wrong_name_of(t, right, sizeof(right));
+
+	if (k)
+		snprintf(why, size, "asks for %s; NVIDIA's device plugin advertises %s", k, right);
+	return k != NULL;
+}
+
+static void wrong_name_fix(const struct lint_target *t, char *fix, size_t size)
+{
+	char right[64];
+	const char *k = wrong_name_of(t, right, sizeof(right));
+
+	snprintf(fix, size,
+		 "write %s instead of %s (resource names are case-sensitive; kubectl describe node lists what the node "
+		 "has under Capacity)",
+		 right, k ? k : "the misspelled name");
+}
+
+/* "1", 1: a whole count; "0.5", "500m", 1.5: not (extended resources are integers). */
+static bool whole(const json_t *v)
+{
+	const char *s = json_string_value(v);
+
+	if (json_is_integer(v))
+		return json_integer_value(v) >= 0;
+	return s && *s && s[strspn(s, "0123456789")] == '\0';
+}
+
+static bool not_whole(const char *k, const json_t *v, void *arg)
+{
+	(void)arg;
+	return !strncmp(k, "nvidia.com/", 11) && !whole(v);
+}
+
+static bool fractional(const struct lint_target *t, char *why, size_t size)
+{
+	const char *list, *k;
+	const json_t *v;
+	char text[64];
+
+	k = first_resource(t, not_whole, NULL, &list, &v);
+	if (!k)
+		return false;
+	if (json_is_number(v))
+		snprintf(text, sizeof(text), "%g", json_number_value(v));
+	else
+		snprintf(text, sizeof(text), "%s", json_string_value(v) ?: "?");
+	snprintf(why, size, "%s %s: %s", list, k, text);
+	return true;
+}
+
+static bool init_gpu(const struct lint_target *t, char *why, size_t size)
+{
+	const json_t *lim = json_object_get(json_object_get(t->ctr, "resources"), "limits");
+	const char *k;
+	json_t *v;
+
+	json_object_foreach ((json_t *)lim, k, v) {
+		if (!strncmp(k, "nvidia.com/", 11)) {
+			snprintf(why, size, "init container limits %s", k);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * NVIDIA_VISIBLE_DEVICES set by hand in a container that asks for no GPU: under the nvidia runtime's hook
+ * it gets the GPUs it names ("all": every GPU of the node) that the scheduler gave to other pods.
+ * "void" and "none" ask for no GPU (nvidia-container-toolkit's reserved values).
+ */
+static bool visible_without_gpu(const struct lint_target *t, char *why, size_t size)
+{
+	size_t i;
+	json_t *e;
+
+	if (doctor_container_wants_gpu(t->ctr))
+		return false;
+	json_array_foreach (json_object_get(t->ctr, "env"), i, e) {
+		const char *n = json_string_value(json_object_get(e, "name"));
+		const char *v = json_string_value(json_object_get(e, "value"));
+
+		if (!n || !streq(n, "NVIDIA_VISIBLE_DEVICES") || (v && (streq(v, "void") || streq(v, "none"))))
+			continue;
+		snprintf(why, size, "sets NVIDIA_VISIBLE_DEVICES=%s%s and has no nvidia.com/* limit",
+			 v ? v : "(from a reference)", v && streq(v, "all") ? " (every GPU of the node)" : "");
+		return true;
+	}
+	return false;
+}
+
 static const struct lint_rule rules[] = {
-    {"lint.gpu-requests-without-limits", DOCTOR_FAIL, true,
+    {"lint.gpu-requests-without-limits", DOCTOR_FAIL, LINT_GPU_CONTAINER,
      "GPUs must be set in resources.limits: extended resources in requests alone do not work",
      "put the nvidia.com/* resource under resources.limits", requests_only, NULL, requests_only_fix},
-    {"lint.missing-runtime-class", DOCTOR_FAIL, false,
+    {"lint.gpu-requests-differ-from-limits", DOCTOR_FAIL, LINT_ANY_CONTAINER,
+     "a GPU request differs from its limit: the API server rejects the pod (extended resources cannot be "
+     "overcommitted, requests must equal limits)",
+     "set the request equal to the limit", requests_differ, NULL, requests_differ_fix},
+    {"lint.wrong-resource-name", DOCTOR_FAIL, LINT_ANY_CONTAINER,
+     "a GPU resource name no device plugin advertises: the pod stays Pending (Insufficient <name>) or is "
+     "rejected",
+     "use nvidia.com/gpu", wrong_name, NULL, wrong_name_fix},
+    {"lint.gpu-count-not-integer", DOCTOR_FAIL, LINT_ANY_CONTAINER,
+     "a fractional GPU count: extended resources are whole numbers, the API server rejects the pod",
+     "ask for a whole GPU (nvidia.com/gpu: 1); to share one GPU, request one replica of a time-sliced or MPS "
+     "resource, or a MIG instance (nvidia.com/mig-<profile>)",
+     fractional, NULL, NULL},
+    {"lint.gpu-in-init-container", DOCTOR_WARN, LINT_INIT_CONTAINER,
+     "an init container asks for GPUs: they are allocated before the app containers start, count towards the "
+     "pod's GPUs (the larger of init and app requests), and are rarely what was meant",
+     "move the GPU limit to the container that computes; an init container that downloads or converts a model "
+     "needs no GPU",
+     init_gpu, NULL, NULL},
+    {"lint.visible-devices-without-gpu", DOCTOR_FAIL, LINT_ANY_CONTAINER,
+     "a container without a GPU limit sets NVIDIA_VISIBLE_DEVICES: under the nvidia runtime it gets GPUs the "
+     "scheduler gave to other pods, and none are counted for it",
+     "remove NVIDIA_VISIBLE_DEVICES and ask for nvidia.com/gpu in resources.limits (or set it to void in a "
+     "container that must not see GPUs)",
+     visible_without_gpu, NULL, NULL},
+    {"lint.missing-runtime-class", DOCTOR_FAIL, LINT_POD,
      "GPU pod without the RuntimeClass the node needs: it starts with runc and sees no GPU "
      "(\"No devices were found\")",
      "set spec.runtimeClassName (e.g. nvidia), or enable CDI on the node", missing_runtime_class, NULL, NULL},
-    {"lint.missing-gpu-toleration", DOCTOR_WARN, false,
+    {"lint.missing-gpu-toleration", DOCTOR_WARN, LINT_POD,
      "GPU pod does not tolerate the GPU nodes' taint: it stays Pending on tainted GPU nodes",
      "add tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]", missing_toleration, node_given,
      NULL},
-    {"lint.time-slicing-for-training", DOCTOR_WARN, true,
+    {"lint.time-slicing-for-training", DOCTOR_WARN, LINT_GPU_CONTAINER,
      "a training job on a time-sliced GPU: no memory or fault isolation, one job can take down the others",
      "request a whole GPU (nvidia.com/gpu) or a MIG instance (nvidia.com/mig-<profile>) for training",
      training_on_shared, NULL, NULL},
-    {"lint.nonroot-without-device-access", DOCTOR_WARN, true,
+    {"lint.nonroot-without-device-access", DOCTOR_WARN, LINT_GPU_CONTAINER,
      "a non-root GPU container cannot open /dev/nvidia* when the node's device files are 0660 root",
      "add the device files' group to securityContext.supplementalGroups, or set NVreg_DeviceFileMode=0666 "
      "on the nodes",
      nonroot_no_device_access, node_devs_closed, NULL},
-    {"lint.cuda-too-new-for-driver", DOCTOR_FAIL, true,
+    {"lint.cuda-too-new-for-driver", DOCTOR_FAIL, LINT_GPU_CONTAINER,
      "the image needs a newer driver than the node has: \"CUDA driver version is insufficient\"",
      "use an image built for the node's CUDA, or upgrade the driver", cuda_too_new, NULL, NULL},
 };
@@ -271,6 +511,29 @@ static void run_rule(const struct lint_rule *r, struct lint_target *t)
 	doctor_evidence(f, "%s: %s", t->where, why);
 }
 
+/* The rules of one scope over the containers of one list ("containers" or "initContainers"). */
+static void run_containers(struct lint_target *t, const char *list, enum lint_scope scope)
+{
+	char base[512];
+	size_t k;
+	json_t *ctr;
+
+	snprintf(base, sizeof(base), "%s", t->where);
+	json_array_foreach (json_object_get(t->spec, list), k, ctr) {
+		if (scope == LINT_GPU_CONTAINER && !doctor_container_wants_gpu(ctr))
+			continue;
+		t->ctr = ctr;
+		snprintf(t->where, sizeof(t->where), "%s %s %s", base,
+			 streq(list, "initContainers") ? "init container" : "container",
+			 json_string_value(json_object_get(ctr, "name")) ?: "?");
+		for (size_t r = 0; r < ELEMENTSOF(rules); r++)
+			if (rules[r].scope == scope)
+				run_rule(&rules[r], t);
+	}
+	snprintf(t->where, sizeof(t->where), "%s", base);
+	t->ctr = NULL;
+}
+
 int lint_objects(struct doctor_ctx *c, const char *file, const json_t *objs, const struct lint_options *lo)
 {
 	size_t i;
@@ -289,29 +552,20 @@ int lint_objects(struct doctor_ctx *c, const char *file, const json_t *objs, con
 			continue;
 		json_array_foreach (json_object_get(t.spec, "containers"), k, ctr)
 			gpu |= doctor_container_wants_gpu(ctr);
-		if (!gpu)
-			continue;
 		snprintf(t.where, sizeof(t.where), "%s: %s %s/%s", file, kind,
 			 json_string_value(json_object_get(md, "namespace")) ?: "default",
 			 json_string_value(json_object_get(md, "name")) ?: "?");
+		/* names, counts and stray env vars matter in every workload: a misspelled name is why it asks for no
+		 * GPU */
+		run_containers(&t, "containers", LINT_ANY_CONTAINER);
+		run_containers(&t, "initContainers", LINT_ANY_CONTAINER);
+		run_containers(&t, "initContainers", LINT_INIT_CONTAINER);
+		if (!gpu)
+			continue;
 		for (size_t r = 0; r < ELEMENTSOF(rules); r++)
-			if (!rules[r].per_container)
+			if (rules[r].scope == LINT_POD)
 				run_rule(&rules[r], &t);
-		json_array_foreach (json_object_get(t.spec, "containers"), k, ctr) {
-			char base[512];
-
-			if (!doctor_container_wants_gpu(ctr))
-				continue;
-			snprintf(base, sizeof(base), "%s", t.where);
-			t.ctr = ctr;
-			snprintf(t.where, sizeof(t.where), "%s container %s", base,
-				 json_string_value(json_object_get(ctr, "name")) ?: "?");
-			for (size_t r = 0; r < ELEMENTSOF(rules); r++)
-				if (rules[r].per_container)
-					run_rule(&rules[r], &t);
-			snprintf(t.where, sizeof(t.where), "%s", base);
-			t.ctr = NULL;
-		}
+		run_containers(&t, "containers", LINT_GPU_CONTAINER);
 	}
 	return 0;
 }

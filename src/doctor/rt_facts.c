@@ -38,6 +38,15 @@ static void containerd_facts(const struct doctor_ctx *c, struct rt_facts *f)
 		 c->ctrd_files && c->ctrd_files[0] ? c->ctrd_files[0] : c->rt->config);
 }
 
+/* Docker: CDI only with "features": {"cdi": true} (Docker 25+); the default runtime from daemon.json. */
+static void docker_facts(const struct runtime_found *rt, struct rt_facts *f)
+{
+	f->cdi = json_is_true(json_object_get(json_object_get(rt->docker, "features"), "cdi"));
+	snprintf(f->default_handler, sizeof(f->default_handler), "%s", docker_default_runtime(rt));
+	snprintf(f->cdi_where, sizeof(f->cdi_where), "%s: \"features\": {\"cdi\"} is %s (found by %s)", rt->config,
+		 f->cdi ? "true" : "not true", rt->source);
+}
+
 int rt_facts_get(struct doctor_ctx *c, struct rt_facts *f)
 {
 	int r = doctor_need_runtime(c);
@@ -45,6 +54,12 @@ int rt_facts_get(struct doctor_ctx *c, struct rt_facts *f)
 	memset(f, 0, sizeof(*f));
 	if (r < 0)
 		return r;
+	if (c->rt->kind == RT_DOCKER) {
+		if (c->rt->docker_error[0])
+			return 0;
+		docker_facts(c->rt, f);
+		return 1;
+	}
 	if (c->rt->kind == RT_CRIO) {
 		if (!c->rt->crio || c->rt->crio_error[0])
 			return 0;
@@ -67,6 +82,11 @@ enum rt_handler_state rt_handler(const struct doctor_ctx *c, const char *handler
 	const struct toml *t;
 	const char *bin;
 
+	if (c->rt && c->rt->kind == RT_DOCKER) {
+		/* cri-dockerd's own handler name is "docker": the default runtime */
+		bin = docker_runtime_path(c->rt, streq(handler, "docker") ? docker_default_runtime(c->rt) : handler);
+		return !bin ? RTH_MISSING : strstr(bin, "nvidia") ? RTH_NVIDIA : RTH_PLAIN;
+	}
 	if (c->rt && c->rt->kind == RT_CRIO) {
 		t = toml_path(c->rt->crio, "crio", "runtime", "runtimes", handler, NULL);
 		/* no runtime_path: CRI-O runs the handler's name from its PATH */
@@ -82,4 +102,14 @@ enum rt_handler_state rt_handler(const struct doctor_ctx *c, const char *handler
 		return RTH_MISSING;
 	/* nvidia-container-runtime, its .cdi and .legacy forms: the NVIDIA hook runs */
 	return strstr(bin, "nvidia") ? RTH_NVIDIA : RTH_PLAIN;
+}
+
+void rt_config_invalid(struct doctor_ctx *c, const char *fix, const char *error)
+{
+	struct doctor_finding *f = doctor_report(c, "runtime.config-invalid", DOCTOR_FAIL, LINK_RUNTIME, fix,
+						 "%s's config does not parse: it refuses to start with it, so no "
+						 "container starts on this node",
+						 rt_name(c->rt));
+
+	doctor_evidence(f, "%s", error);
 }

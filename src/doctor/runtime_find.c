@@ -42,7 +42,13 @@ static const struct rt_row {
      "snap restart microk8s",
      "/var/snap/microk8s/current/args/containerd-template.toml (MicroK8s renders containerd.toml from it)"},
     {RT_CRIO, "/etc/crio/crio.conf", "/etc/crio/crio.conf.d", "CRI-O", "systemctl restart crio", ""},
+    {RT_DOCKER, "/etc/docker/daemon.json", "", "Docker (through cri-dockerd)", "systemctl restart docker", ""},
 };
+
+/* cri-dockerd, the CRI shim that lets kubelet run pods on Docker (Mirantis/cri-dockerd): its binary or unit. */
+static const char *const cri_dockerd[] = {
+    "/usr/bin/cri-dockerd", "/usr/local/bin/cri-dockerd", "/etc/systemd/system/cri-docker.service",
+    "/lib/systemd/system/cri-docker.service", "/usr/lib/systemd/system/cri-docker.service"};
 
 /* Files that show a runtime is installed even without a config (then it runs on built-in defaults). */
 static const struct {
@@ -82,7 +88,7 @@ static const struct rt_row *row(enum rt_kind k)
 
 bool rt_is_containerd(const struct runtime_found *rt)
 {
-	return rt && rt->kind != RT_NONE && rt->kind != RT_CRIO;
+	return rt && rt->kind != RT_NONE && rt->kind != RT_CRIO && rt->kind != RT_DOCKER;
 }
 
 const char *rt_name(const struct runtime_found *rt)
@@ -167,6 +173,8 @@ bool rt_from_cmdline(struct runtime_found *rt, const char *pid, char *text, size
 	} else if (streq(base_name(argv[0]), "crio")) {
 		set_found(rt, RT_CRIO, flag_value(argv, argc, "-c", "--config"),
 			  flag_value(argv, argc, "-d", "--config-dir"));
+	} else if (streq(base_name(argv[0]), "cri-dockerd")) {
+		set_found(rt, RT_DOCKER, NULL, NULL);
 	} else
 		return false;
 	snprintf(rt->source, sizeof(rt->source), "/proc/%s/cmdline: %s%s%s", pid, argv[0], argc > 1 ? " " : "",
@@ -202,8 +210,20 @@ static int cmp_pid(const void *a, const void *b)
 	return atoi(*(char *const *)a) - atoi(*(char *const *)b);
 }
 
+static bool cri_dockerd_installed(const struct doctor_ctx *c, const char **which)
+{
+	for (size_t k = 0; k < ELEMENTSOF(cri_dockerd); k++)
+		if (exists(c, cri_dockerd[k])) {
+			*which = cri_dockerd[k];
+			return true;
+		}
+	return false;
+}
+
 static bool from_proc(const struct doctor_ctx *c, struct runtime_found *rt)
 {
+	const char *which;
+	bool docker = cri_dockerd_installed(c, &which);
 	static char names[4096][256]; /* 1 MiB: off the stack; the doctor is single-threaded */
 	char pids[4096][16];
 	char *order[4096];
@@ -217,17 +237,25 @@ static bool from_proc(const struct doctor_ctx *c, struct runtime_found *rt)
 		}
 	qsort(order, m, sizeof(order[0]), cmp_pid);
 	for (size_t k = 0; k < m; k++) {
+		static struct runtime_found one; /* large: off the stack */
 		char rel[64];
 		_cleanup_free_ char *p = NULL, *text = NULL;
 		size_t len = 0;
 
 		snprintf(rel, sizeof(rel), "/proc/%s/cmdline", order[k]);
 		p = doctor_path(c, rel);
-		if (p && read_file(p, 1 << 16, &text, &len, NULL) >= 0 && runtime_user_process(c, order[k]) &&
-		    rt_from_cmdline(rt, order[k], text, len))
+		memset(&one, 0, sizeof(one));
+		if (!p || read_file(p, 1 << 16, &text, &len, NULL) < 0 || !runtime_user_process(c, order[k]) ||
+		    !rt_from_cmdline(&one, order[k], text, len))
+			continue;
+		/* cri-dockerd is kubelet's runtime even beside Docker's own containerd (which serves no pods):
+		 * look on for it only where it is installed */
+		if (rt->kind == RT_NONE || one.kind == RT_DOCKER)
+			*rt = one;
+		if (rt->kind == RT_DOCKER || !docker)
 			return true;
 	}
-	return false;
+	return rt->kind != RT_NONE;
 }
 
 static bool dir_has_files(const struct doctor_ctx *c, const char *dir)
@@ -235,6 +263,18 @@ static bool dir_has_files(const struct doctor_ctx *c, const char *dir)
 	char names[1][256];
 
 	return *dir && doctor_dir_names(c, dir, NULL, names, 1) > 0;
+}
+
+/* Docker with cri-dockerd installed: kubelet's pods run on Docker, whatever containerd config is there. */
+static bool docker_installed(const struct doctor_ctx *c, struct runtime_found *rt)
+{
+	const char *which;
+
+	if (!cri_dockerd_installed(c, &which))
+		return false;
+	set_found(rt, RT_DOCKER, NULL, NULL);
+	snprintf(rt->source, sizeof(rt->source), "no runtime process under /proc; %s is installed", which);
+	return true;
 }
 
 /* Well-known config files; k3s and RKE2 first (a node running them has no /etc/containerd). */
@@ -306,7 +346,7 @@ int doctor_need_runtime(struct doctor_ctx *c)
 	if (c->o->containerd_config) {
 		set_found(rt, containerd_kind(c->o->containerd_config), c->o->containerd_config, NULL);
 		snprintf(rt->source, sizeof(rt->source), "--containerd-config %s", c->o->containerd_config);
-	} else if (!from_proc(c, rt) && !from_files(c, rt) && !from_installed(c, rt)) {
+	} else if (!from_proc(c, rt) && !docker_installed(c, rt) && !from_files(c, rt) && !from_installed(c, rt)) {
 		size_t l = (size_t)snprintf(rt->looked, sizeof(rt->looked),
 					    "no containerd or crio process under /proc; none of");
 
@@ -322,6 +362,8 @@ int doctor_need_runtime(struct doctor_ctx *c)
 	else if (*row(rt->kind)->edit)
 		snprintf(rt->templ, sizeof(rt->templ), "%s", row(rt->kind)->edit);
 	c->rt = rt;
+	if (rt->kind == RT_DOCKER)
+		return docker_load(c, rt);
 	if (rt->kind == RT_CRIO) {
 		snprintf(rt->templ, sizeof(rt->templ), "a drop-in file in %s/ (CRI-O reads them in name order)",
 			 rt->dropins);
@@ -335,6 +377,7 @@ void runtime_found_free(struct runtime_found *rt)
 	if (!rt)
 		return;
 	toml_free(rt->crio);
+	json_decref(rt->docker);
 	for (unsigned k = 0; k < rt->n_crio_files && k < RT_MAX_FILES; k++) /* n counts past the cap */
 		free(rt->crio_files[k]);
 	free(rt);

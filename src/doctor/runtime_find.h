@@ -16,7 +16,7 @@
 struct doctor_ctx;
 struct toml;
 
-enum rt_kind { RT_NONE, RT_CONTAINERD, RT_K3S, RT_RKE2, RT_K0S, RT_MICROK8S, RT_CRIO };
+enum rt_kind { RT_NONE, RT_CONTAINERD, RT_K3S, RT_RKE2, RT_K0S, RT_MICROK8S, RT_CRIO, RT_DOCKER };
 
 #define RT_MAX_FILES 16
 
@@ -33,6 +33,9 @@ struct runtime_found {
 	char *crio_files[RT_MAX_FILES];
 	unsigned n_crio_files;
 	char crio_error[300];
+	/* Docker under cri-dockerd: /etc/docker/daemon.json, NULL when absent or invalid (docker_error says) */
+	struct json_t *docker;
+	char docker_error[300];
 };
 
 /*
@@ -52,6 +55,14 @@ const char *rt_name(const struct runtime_found *rt);
 const char *rt_edit_target(const struct runtime_found *rt);
 /* "systemctl restart containerd", "systemctl restart k3s (k3s-agent on agents)", ... */
 const char *rt_restart(const struct runtime_found *rt);
+
+/* Docker with cri-dockerd (doctor/check_docker.c): daemon.json loaded; the runtime link's Docker checks. */
+int docker_load(const struct doctor_ctx *c, struct runtime_found *rt);
+int doctor_check_docker(struct doctor_ctx *c);
+/* daemon.json's default-runtime ("runc" when unset) and whether a runtime of that name exists. */
+const char *docker_default_runtime(const struct runtime_found *rt);
+/* The runtimes.<name>.path of daemon.json (runc: "runc"); NULL when Docker has no such runtime. */
+const char *docker_runtime_path(const struct runtime_found *rt, const char *name);
 
 /* CRI-O (doctor/crio.c): load c->rt's crio.conf + drop-ins; the runtime link's CRI-O checks. */
 int crio_load(const struct doctor_ctx *c, struct runtime_found *rt);
@@ -80,6 +91,9 @@ int rt_facts_get(struct doctor_ctx *c, struct rt_facts *f);
 enum rt_handler_state { RTH_MISSING, RTH_PLAIN, RTH_NVIDIA };
 /* After rt_facts_get returned 1: the handler is missing, a plain one, or runs NVIDIA's binary. */
 enum rt_handler_state rt_handler(const struct doctor_ctx *c, const char *handler);
+
+/* runtime.config-invalid for the runtime found: error says where (file:line:col), fix how to check it. */
+void rt_config_invalid(struct doctor_ctx *c, const char *fix, const char *error);
 
 /* --runtime-user (a rootless runtime): may uid:gid do perm (4 r, 2 w, 1 x) on a file with this stat? */
 bool doctor_user_may(const struct stat *st, unsigned uid, unsigned gid, unsigned perm);

@@ -35,6 +35,56 @@ void mig_minors_free(struct mig_minors *m)
 	free(m);
 }
 
+/* 1 to 9 decimal digits at *p (no sign, no blank: what the driver writes), advancing *p. */
+static bool digits(const char **p, unsigned *ret)
+{
+	unsigned v = 0;
+	size_t n = 0;
+
+	while (n < 9 && (*p)[n] >= '0' && (*p)[n] <= '9')
+		v = v * 10 + (unsigned)((*p)[n++] - '0');
+	if (!n || ((*p)[n] >= '0' && (*p)[n] <= '9'))
+		return false;
+	*p += n;
+	*ret = v;
+	return true;
+}
+
+static bool literal(const char **p, const char *word)
+{
+	size_t l = strlen(word);
+
+	if (strncmp(*p, word, l))
+		return false;
+	*p += l;
+	return true;
+}
+
+/*
+ * The driver's own spelling of an access line, "gpu<G>/gi<I>[/ci<C>]/access <minor>", read without
+ * sscanf: the table has 4322 lines on every node and this is the doctor's hottest loop. A line it does
+ * not take goes to the sscanf reading below, which gives the same answer for every line this takes.
+ */
+static bool fast_entry(const char *s, struct mig_minor_entry *e)
+{
+	unsigned gpu, gi, ci, minor;
+
+	if (!literal(&s, "gpu") || !digits(&s, &gpu) || !literal(&s, "/gi") || !digits(&s, &gi))
+		return false;
+	e->ci = -1;
+	if (literal(&s, "/ci")) {
+		if (!digits(&s, &ci))
+			return false;
+		e->ci = (int)ci;
+	}
+	if (!literal(&s, "/access ") || !digits(&s, &minor) || *s)
+		return false;
+	e->gpu = gpu;
+	e->gi = gi;
+	e->minor = (int)minor;
+	return true;
+}
+
 /*
  * Lines look like "gpu0/gi1/access 12", "gpu0/gi1/ci0/access 13", "config 1", "monitor 2"
  * (docs/reference/device-plugin.md §6). Only the access lines matter; others are skipped.
@@ -63,12 +113,14 @@ int mig_minors_parse(const char *text, struct mig_minors **ret, struct gerr *err
 		p = *eol ? eol + 1 : eol;
 		if (strncmp(buf, "gpu", 3) != 0)
 			continue;
-		if (sscanf(buf, "gpu%u/gi%u/ci%u/access %d%n", &e.gpu, &e.gi, &ci, &e.minor, &consumed) == 4 &&
-		    consumed == (int)len)
-			e.ci = (int)ci;
-		else if (!(sscanf(buf, "gpu%u/gi%u/access %d%n", &e.gpu, &e.gi, &e.minor, &consumed) == 3 &&
-			   consumed == (int)len))
-			continue; /* gpuN/gi/… other capability lines */
+		if (!fast_entry(buf, &e)) { /* not the usual spelling: sscanf decides */
+			if (sscanf(buf, "gpu%u/gi%u/ci%u/access %d%n", &e.gpu, &e.gi, &ci, &e.minor, &consumed) == 4 &&
+			    consumed == (int)len)
+				e.ci = (int)ci;
+			else if (!(sscanf(buf, "gpu%u/gi%u/access %d%n", &e.gpu, &e.gi, &e.minor, &consumed) == 3 &&
+				   consumed == (int)len))
+				continue; /* gpuN/gi/… other capability lines */
+		}
 		if (e.minor < 0)
 			return gerr_set(err, EINVAL, "%s:%u: negative minor in '%s'", MIG_MINORS_PATH, line, buf);
 		if (m->n == cap) {

@@ -28,7 +28,7 @@ real_cdi() {
 	printf '#!/bin/sh\nexit 0\n' >"$ROOT$hook"
 	chmod 0755 "$ROOT$hook"
 	FAKE_NVML_FIXTURE="$FIXTURE" "$GPULET" cdi generate --root "$ROOT" --nvml-library "$FAKE_NVML_LIB" \
-		--nvidia-cdi-hook-path "$hook" ${DRIVER_ROOT:+--driver-root "$DRIVER_ROOT"} \
+		--nvidia-cdi-hook-path "$hook" ${DRIVER_ROOT:+--driver-root "$DRIVER_ROOT"} ${DEV_ROOT:+--dev-root "$DEV_ROOT"} \
 		-o "$ROOT$dir/nvidia.yaml" >/dev/null 2>&1
 }
 
@@ -57,4 +57,55 @@ rancher_config() {
 		printf "\n[%s.containerd.runtimes.%s]\n  runtime_type = \"io.containerd.runc.v2\"\n\n[%s.containerd.runtimes.%s.options]\n  BinaryName = \"%s\"\n  SystemdCgroup = true\n" \
 			"$p" "$q" "$p" "$q" "$bin" >>"$d/config.toml"
 	fi
+}
+
+# plugin_spec HOOK: the device plugin's own CDI spec as it writes it (k8s-device-plugin and gpulet: kind
+# k8s.device-plugin.nvidia.com/gpu, device names by UUID, JSON, in /var/run/cdi), its hooks naming HOOK;
+# the base's /etc/cdi spec goes.
+plugin_spec() {
+	rm -f "$ROOT/etc/cdi/nvidia.json"
+	mkdir -p "$ROOT/var/run/cdi"
+	FAKE_NVML_FIXTURE="$FIXTURE" "$GPULET" cdi generate --root "$ROOT" --nvml-library "$FAKE_NVML_LIB" \
+		--vendor k8s.device-plugin.nvidia.com --class gpu --device-name-strategy uuid --format json \
+		--nvidia-cdi-hook-path "$1" -o "$ROOT/var/run/cdi/k8s.device-plugin.nvidia.com-gpu.json" >/dev/null 2>&1
+}
+
+# vfio_bound BDF...: every NVIDIA GPU bound to nvidia as sysfs shows it (driver links), then these ones
+# on vfio-pci (driver link and driver_override, as driverctl leaves them) and gone from the driver's list.
+vfio_bound() {
+	mkdir -p "$ROOT/sys/bus/pci/drivers/vfio-pci" "$ROOT/sys/bus/pci/drivers/nvidia"
+	for d in "$ROOT"/sys/bus/pci/devices/*; do ln -s ../../drivers/nvidia "$d/driver"; done
+	for b in "$@"; do
+		rm -f "$ROOT/sys/bus/pci/devices/$b/driver"
+		ln -s ../../drivers/vfio-pci "$ROOT/sys/bus/pci/devices/$b/driver"
+		echo vfio-pci >"$ROOT/sys/bus/pci/devices/$b/driver_override"
+		rm -rf "$ROOT/proc/driver/nvidia/gpus/$b"
+	done
+}
+
+# docker_node DAEMON_JSON: kubelet's pods on Docker through cri-dockerd (Docker's own containerd has its
+# CRI plugin off), the toolkit installed, daemon.json as given; the plugin hands out NVIDIA_VISIBLE_DEVICES.
+docker_node() {
+	printf 'Package: docker-ce\nStatus: install ok installed\nVersion: 5:26.1.4-1~ubuntu.22.04~jammy\n\nPackage: containerd.io\nStatus: install ok installed\nVersion: 1.7.18-1\n\nPackage: nvidia-container-toolkit\nStatus: install ok installed\nVersion: 1.17.8-1\n\n' \
+		>"$ROOT/var/lib/dpkg/status"
+	printf '#   Copyright 2018-2022 Docker Inc.\ndisabled_plugins = ["cri"]\n' >"$ROOT/etc/containerd/config.toml"
+	mkdir -p "$ROOT/etc/docker"
+	printf '%s\n' "$1" >"$ROOT/etc/docker/daemon.json"
+	printf '#!/bin/sh\n' >"$ROOT/usr/bin/cri-dockerd" && chmod 0755 "$ROOT/usr/bin/cri-dockerd"
+	proc 610 /usr/bin/containerd
+	proc 700 /usr/bin/dockerd -H fd:// --containerd=/run/containerd/containerd.sock
+	proc 720 /usr/bin/cri-dockerd --container-runtime-endpoint fd://
+	sed -i "s|CgA=|$(/usr/bin/python3 "$SCEN/../allocresp.py" env NVIDIA_VISIBLE_DEVICES=GPU-4fa1c0e2-7b3d-4d21-9a5e-1c2b3d4e5f60)|" \
+		"$ROOT/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
+}
+
+# drop_gpus INDEX...: NVML no longer lists these GPUs (the fixture loses them; sysfs and /proc keep them).
+drop_gpus() {
+	python3 - "$FIXTURE" "$@" <<'P'
+import json, sys
+f = json.load(open(sys.argv[1]))
+for i in sorted(map(int, sys.argv[2:]), reverse=True):
+    del f["gpus"][i]
+json.dump(f, open(sys.argv[1], "w"))
+P
 }

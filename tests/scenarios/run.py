@@ -6,9 +6,15 @@ says which finding ids `gpulet doctor --root ... --json` must report as fail / w
 not appear at all, and words a finding's evidence must hold; "no_other_fail" / "no_warn" forbid any
 other fail / any other warn (a healthy node); "skip_reason" maps a finding id to words the reason
 its check was skipped must hold; scenario.json's "kubelet_root" and
-"device_plugin_dir" move the healthy kubelet's root dir and device-plugins dir.
+"device_plugin_dir" move the healthy kubelet's root dir and device-plugins dir; "no_nvml_library"
+leaves --nvml-library out, so the doctor finds libnvidia-ml.so.1 on the node itself (mkroot
+--with-fakenvml installs the fake NVML there).
+"fix" / "fix_lacks" map an id to words its fix must / must not hold.
+Every finding that carries its fix as a command ("run" for the node, "run_here" for the node under
+--root) gets it executed on the scenario's node (its own temp copy), and the doctor, run again, must no
+longer report that finding; expect.json's "runs" lists ids whose finding must carry such a command.
 Usage: run.py [--keep] [NAME...]; env GPULET, FAKE_NVML_LIB, GPULET_SRC."""
-import json, os, shutil, socket, subprocess, sys, tempfile, time
+import json, os, shlex, shutil, socket, stat, subprocess, sys, tempfile, time
 
 SRC = os.environ.get("GPULET_SRC") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GPULET = os.environ.get("GPULET") or os.path.join(SRC, "build", "gpulet")
@@ -102,6 +108,7 @@ def healthy(root, fixture, kdir="/var/lib/kubelet", dpdir="/var/lib/kubelet/devi
     kdir: kubelet's --root-dir (pod-resources/ and pods/ go there); dpdir: where kubelet serves device
     plugins (kubelet.sock, plugin sockets, checkpoint): released kubelets use the fixed
     /var/lib/kubelet/device-plugins whatever --root-dir says (docs/reference/kubelet-root-dir.md)."""
+    dev_char_links(root)
     put(root, "/etc/containerd/config.toml", CONTAINERD_V2)
     put(root, "/usr/bin/nvidia-container-runtime", "#!/bin/sh\nexec runc \"$@\"\n", 0o755)
     put(root, "/etc/cdi/nvidia.json", json.dumps(cdi_spec(fixture), indent=1))
@@ -123,6 +130,22 @@ def healthy(root, fixture, kdir="/var/lib/kubelet", dpdir="/var/lib/kubelet/devi
         "Dec  2 10:00:00 node kernel: [   12.3] nvidia-nvlink: Nvlink Core is being initialized\n"
         "Dec  2 10:05:00 node kernel: [  300.1] NVRM: Xid (PCI:0000:07:00): 13, pid=4242, name=python, "
         "Graphics SM Warp Exception on (GPC 0, TPC 1, SM 0): Out Of Range Address\n")
+
+
+def dev_char_links(root):
+    """/dev/char/<major>:<minor> links to the NVIDIA device nodes, as nvidia-ctk system
+    create-dev-char-symlinks makes them (a node on the systemd cgroup driver needs them:
+    docs/reference/doctor-classes.md §6)."""
+    for sub in ("dev", "dev/nvidia-caps"):
+        d = os.path.join(root, sub)
+        for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            st = os.lstat(os.path.join(d, name))
+            if not name.startswith("nvidia") or not stat.S_ISCHR(st.st_mode):
+                continue
+            link = os.path.join(root, "dev/char", f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
+            os.makedirs(os.path.dirname(link), exist_ok=True)
+            if not os.path.lexists(link):
+                os.symlink(os.path.join("..", sub[4:], name) if sub != "dev" else os.path.join("..", name), link)
 
 
 def patch(doc, path, value):
@@ -165,6 +188,62 @@ def build_node(name, tmp):
     return root, nvml, kdir
 
 
+# options whose value is a path written into a file for the node, not a file the command touches here
+NODE_VALUE_OPTS = ("--nvidia-cdi-hook-path", "--driver-root")
+
+
+def fix_outside_root(cmd, root):
+    """The absolute paths a fix command would touch outside the node's root (it must touch none)."""
+    words = shlex.split(cmd)
+    bad = []
+    for k, w in enumerate(words):
+        prev = words[k - 1] if k else ""
+        if not w.startswith("/") or prev in NODE_VALUE_OPTS or w in (FAKE, GPULET):
+            continue
+        if w != root and not w.startswith(root + "/"):
+            bad.append(w)
+    return bad
+
+
+def check_fixes(doc, root, args, env, tmp):
+    """Run each finding's fix command on the node, then the doctor again: the finding must be gone."""
+    errs = []
+    bindir = os.path.join(tmp, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    if not os.path.exists(os.path.join(bindir, "gpulet")):
+        os.symlink(GPULET, os.path.join(bindir, "gpulet"))
+    for f in doc["findings"]:
+        cmd = f.get("run_here") or f.get("run")
+        if not cmd:
+            continue
+        if f.get("run_here"):  # the node's form: the same command with the node's paths and no --root
+            here, stripped = shlex.split(f["run_here"]), []
+            for k, w in enumerate(here):
+                if w in ("--root", "--nvml-library") or (k and here[k - 1] in ("--root", "--nvml-library")):
+                    continue
+                stripped.append(w[len(root):] if w.startswith(root + "/") else w)
+            if stripped != shlex.split(f.get("run", "")):
+                errs.append(f"{f['id']}: run and run_here differ beyond the root: {f.get('run')!r} vs {cmd!r}")
+        bad = fix_outside_root(cmd, root)
+        if bad:
+            errs.append(f"{f['id']}: fix command touches {bad} outside the node's root: {cmd}")
+            continue
+        p = subprocess.run(["sh", "-c", cmd], env=dict(env, PATH=bindir + ":" + os.environ.get("PATH", "")),
+                           capture_output=True, text=True, timeout=120)
+        if p.returncode != 0:
+            errs.append(f"{f['id']}: fix command failed (rc {p.returncode}): {cmd}: {p.stderr.strip()[-400:]}")
+            continue
+        again = subprocess.run(args, env=env, capture_output=True, text=True)
+        try:
+            after = {x["id"] for x in json.loads(again.stdout)["findings"]}
+        except ValueError:
+            errs.append(f"{f['id']}: doctor after the fix printed no JSON: {again.stdout[:200]}")
+            continue
+        if f["id"] in after:
+            errs.append(f"{f['id']}: still reported after running its fix: {cmd}")
+    return errs
+
+
 def run(name, keep):
     d = os.path.join(HERE, name)
     spec = json.load(open(os.path.join(d, "scenario.json")))
@@ -190,7 +269,8 @@ def run(name, keep):
             else:
                 standin.kill()
                 return ["podres stand-in did not start"]
-        args = [GPULET, "doctor", "--root", root, "--json", "--nvml-library", FAKE]
+        args = [GPULET, "doctor", "--root", root, "--json"] + ([] if spec.get("no_nvml_library") else
+                                                               ["--nvml-library", FAKE])
         for opt in ("pods", "node", "kernel-log", "events"):
             if opt in spec:
                 args += [f"--{opt}", os.path.join(d, spec[opt])]
@@ -218,6 +298,12 @@ def run(name, keep):
         for i, words in expect.get("skip_reason", {}).items():
             if not any(i in s["ids"].split() and words in s.get("reason", "") for s in doc.get("skipped", [])):
                 errs.append(f"expected the check reporting {i} to be skipped with the reason {words!r}")
+        for i, wants in expect.get("fix", {}).items():  # words the finding's fix (or its command) must hold
+            fx = " | ".join(f["fix"] + " " + (f.get("run") or "") for f in doc["findings"] if f["id"] == i)
+            errs += [f"{i}: fix lacks {w!r}: {fx[:600]}" for w in wants if w not in fx]
+        for i, wants in expect.get("fix_lacks", {}).items():  # words wrong for this node
+            fx = " | ".join(f["fix"] + " " + (f.get("run") or "") for f in doc["findings"] if f["id"] == i)
+            errs += [f"{i}: fix must not say {w!r}: {fx[:600]}" for w in wants if w in fx]
         for i, wants in expect.get("evidence", {}).items():  # words the finding's evidence must hold
             ev = " | ".join(e for f in doc["findings"] if f["id"] == i for e in f["evidence"])
             errs += [f"{i}: evidence lacks {w!r}: {ev[:600]}" for w in wants if w not in ev]
@@ -235,12 +321,17 @@ def run(name, keep):
         for f in doc["findings"]:
             if f["severity"] != "ok" and (not f["summary"] or not f["fix"] or not f["evidence"]):
                 errs.append(f"{f['id']}: a problem needs summary, evidence and fix")
+        for i in expect.get("runs", []):
+            if not any(f["id"] == i and (f.get("run") or f.get("run_here")) for f in doc["findings"]):
+                errs.append(f"{i}: expected its fix as a command (run/run_here)")
         if "text" in expect:  # the readable report names the root cause first
             t = subprocess.run([a for a in args if a != "--json"], env=dict(env, FAKE_NVML_FIXTURE=nvml),
                                capture_output=True, text=True).stdout
             for want in expect["text"]:
                 if want not in t:
                     errs.append(f"text report lacks {want!r}:\n{t[-600:]}")
+        if not errs and not standin:  # last: the fixes change the node
+            errs += check_fixes(doc, root, args, dict(env, FAKE_NVML_FIXTURE=nvml), tmp)
         if errs:
             errs.append("findings: " + json.dumps({i: s for i, s in got.items() if s != "ok"}))
         return errs

@@ -111,6 +111,46 @@ static void test_report_once(void **state)
 	doctor_ctx_done(&c);
 }
 
+/* A fix command: every word quoted for a POSIX shell when it needs it (file names on the node are outside
+ * input), node paths as the node sees them, the same command below --root for where the doctor ran. */
+static void test_fix_run_quoting(void **state)
+{
+	struct doctor_options o = {.root = "/host", .nvml_library = "/opt/lib/libnvidia-ml.so.1"};
+	struct doctor_ctx c = {.o = &o};
+	struct doctor_finding *f;
+
+	(void)state;
+	f = doctor_report(&c, "cdi.stale-devices", DOCTOR_FAIL, LINK_CDI, "regenerate", "stale");
+	assert_int_equal(
+	    doctor_fix_run(&c, f,
+			   (const struct doctor_fix_arg[]){
+			       FIX_W("gpulet"), FIX_W("cdi"), FIX_W("generate"), FIX_ROOTOPTS, FIX_W("--output"),
+			       FIX_P("/etc/cdi/a b;rm -rf ~'x'.json"), FIX_AND, FIX_W("ln"), FIX_W("-sfn"),
+			       FIX_W("../nvidia0"), FIX_P("/dev/char/195:0"), FIX_DONE}),
+	    0);
+	assert_string_equal(
+	    f->run, "gpulet cdi generate --output '/etc/cdi/a b;rm -rf ~'\\''x'\\''.json' && ln -sfn ../nvidia0 "
+		    "/dev/char/195:0");
+	assert_string_equal(f->run_here,
+			    "gpulet cdi generate --root /host --nvml-library /opt/lib/libnvidia-ml.so.1 --output "
+			    "'/host/etc/cdi/a b;rm -rf ~'\\''x'\\''.json' && ln -sfn ../nvidia0 /host/dev/char/195:0");
+	assert_string_equal(doctor_node_path(&c, "/host/etc/cdi/x.json"), "/etc/cdi/x.json");
+	assert_string_equal(doctor_node_path(&c, "/hostile/x"), "/hostile/x");
+	doctor_ctx_done(&c);
+
+	/* the doctor on the node itself: one form, no --root */
+	o = (struct doctor_options){.root = "/"};
+	c = (struct doctor_ctx){.o = &o};
+	f = doctor_report(&c, "devnode.char-links-missing", DOCTOR_WARN, LINK_DEVNODE, "links", "links");
+	assert_int_equal(
+	    doctor_fix_run(&c, f,
+			   (const struct doctor_fix_arg[]){FIX_W("mkdir"), FIX_W("-p"), FIX_P("/dev/char"), FIX_DONE}),
+	    0);
+	assert_string_equal(f->run, "mkdir -p /dev/char");
+	assert_null(f->run_here);
+	doctor_ctx_done(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -120,6 +160,7 @@ int main(void)
 	    cmocka_unit_test(test_cuda_verdicts),
 	    cmocka_unit_test(test_toolkit_table),
 	    cmocka_unit_test(test_report_once),
+	    cmocka_unit_test(test_fix_run_quoting),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,6 +35,30 @@ static void test_parse(void **state)
 	mig_minors_free(m);
 }
 
+/* Lines off the driver's usual spelling are read as sscanf reads them (the fast reader leaves them to it). */
+static void test_parse_unusual_spellings(void **state)
+{
+	const char *text = "gpu 1/gi2/access 20\n"            /* %u skips the blank */
+			   "gpu1/gi3/access  21\n"            /* two blanks before the minor */
+			   "gpu1/gi4/access 022\n"            /* leading zero: decimal */
+			   "gpu1/gi5/ci1/access 1234567890\n" /* ten digits */
+			   "gpu1/gi6/access 23 \n"            /* trailing blank: not all consumed, skipped */
+			   "gpu1/gi7/ci/access 24\n"          /* no ci number: skipped */
+			   "gpu01/gi8/access 25\n";
+	struct mig_minors *m = NULL;
+
+	(void)state;
+	assert_int_equal(mig_minors_parse(text, &m, NULL), 0);
+	assert_int_equal(mig_minors_lookup(m, 1, 2, -1), 20);
+	assert_int_equal(mig_minors_lookup(m, 1, 3, -1), 21);
+	assert_int_equal(mig_minors_lookup(m, 1, 4, -1), 22);
+	assert_int_equal(mig_minors_lookup(m, 1, 5, 1), 1234567890);
+	assert_int_equal(mig_minors_lookup(m, 1, 6, -1), -ENOENT);
+	assert_int_equal(mig_minors_lookup(m, 1, 7, -1), -ENOENT);
+	assert_int_equal(mig_minors_lookup(m, 1, 8, -1), 25);
+	mig_minors_free(m);
+}
+
 static void test_parse_garbage(void **state)
 {
 	struct mig_minors *m = NULL;
@@ -89,6 +113,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse),
+	    cmocka_unit_test(test_parse_unusual_spellings),
 	    cmocka_unit_test(test_parse_garbage),
 	    cmocka_unit_test(test_profile_names),
 	};
