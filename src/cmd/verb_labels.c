@@ -16,6 +16,7 @@
 #include "labels/labels.h"
 #include "plugin/config.h"
 #include "util/fileio.h"
+#include "util/hostpaths.h"
 #include "util/log.h"
 #include "util/opt.h"
 #include "util/optspec.h"
@@ -37,6 +38,7 @@ struct labels_cli {
 	unsigned replicas;
 	/* resolved */
 	struct plugin_config *cfg; /* owned (config_new()): the file's sharing section and warnings */
+	struct host_paths *host;   /* owned: --root, --driver-root, --nvml-library resolved */
 	struct labels_options lo;
 };
 
@@ -167,6 +169,8 @@ static int settle(struct labels_cli *c)
 		log_warn("config file", "path=%s warnings=\"%s\"", c->config_file ?: "", c->cfg->warnings);
 	if ((r = resolve_sharing(c)) != 0)
 		return r;
+	if (cmd_host_paths(&c->c.nvml, &c->host) < 0)
+		return 1;
 	c->lo.mig_strategy = (enum mig_strategy)c->mig_strategy;
 	if (c->discovery != DISCOVERY_AUTO && c->discovery != DISCOVERY_NVML)
 		log_warn("gpulet labels discovers GPUs through NVML only; using NVML", "device_discovery_strategy=%s",
@@ -187,6 +191,8 @@ static void labels_cli_clear(struct labels_cli *c)
 	optspec_free(labels_opts, c);
 	config_free(c->cfg);
 	c->cfg = NULL;
+	host_paths_free(c->host);
+	c->host = NULL;
 }
 
 /* The command line, kept for SIGHUP: the options are built again from it, the file read again. */
@@ -233,7 +239,7 @@ static int write_output(const struct labels_cli *c, const char *text)
 
 	if (to_stdout(c))
 		return fputs(text, stdout) < 0 || fflush(stdout) != 0 ? -EIO : 0;
-	path = root_path(c->c.nvml.root, c->output);
+	path = root_path(c->host->root, c->output);
 	if (!path)
 		return -ENOMEM;
 	r = write_file_atomic(path, text, strlen(text), 0644, &err);
@@ -253,12 +259,12 @@ static int label_once(struct labels_cli *c, struct nvml *nv)
 	struct node empty = {0};
 	int r;
 
-	if (nv && node_load(nv, c->c.nvml.root, &n, &err) < 0) {
+	if (nv && node_load(nv, c->host->root, &n, &err) < 0) {
 		log_error("cannot read the GPUs", "error=\"%s\"", err.msg);
 		if (c->fail_on_init_error)
 			return 1;
 	}
-	labels_read_host(c->c.nvml.root, n ? n : &empty, c->machine_file, &host);
+	labels_read_host(c->host->root, n ? n : &empty, c->machine_file, &host);
 	c->lo.now = time(NULL);
 	r = labels_build(n ? n : &empty, &c->lo, &host, &s, &err);
 	labels_host_clear(&host);
@@ -279,7 +285,7 @@ static int label_once(struct labels_cli *c, struct nvml *nv)
 static int open_nvml(struct labels_cli *c, struct nvml **ret)
 {
 	struct gerr err = {0};
-	int r = cmd_open_nvml(&c->c.nvml, ret, &err);
+	int r = nvml_open_host(c->host, ret, &err);
 
 	if (r >= 0)
 		return r;

@@ -105,7 +105,7 @@ static const char *cdi_runtime_for(const struct doctor_ctx *c, char *why, size_t
  */
 static const char *stale_fix(const struct doctor_ctx *c, const char *file, char *buf, size_t size)
 {
-	const char *root = c->o->root && !streq(c->o->root, "/") ? c->o->root : "";
+	const char *root = !streq(doctor_root(c->o), "/") ? doctor_root(c->o) : "";
 	size_t l = strlen(root);
 
 	if (file && l && !strncmp(file, root, l) && file[l] == '/')
@@ -126,7 +126,7 @@ static void check_uuids(struct doctor_ctx *c, const char *const *dirs, size_t n)
 	struct doctor_finding *f = NULL;
 	size_t i;
 
-	if (doctor_need_nvml(c) < 0 || cdi_list_dirs(c->o->root, dirs, n, &list, NULL) < 0)
+	if (doctor_need_nvml(c) < 0 || cdi_list_dirs(doctor_root(c->o), dirs, n, &list, NULL) < 0)
 		return;
 	json_array_foreach (list, i, e) {
 		const char *dev = json_string_value(json_object_get(e, "device"));
@@ -201,7 +201,7 @@ int doctor_check_cdi(struct doctor_ctx *c)
 	{
 		char why[160];
 		struct cdi_validate_options o = {
-		    .root = c->o->root, .runtime_uid = c->o->runtime_uid, .runtime_gid = c->o->runtime_gid};
+		    .root = doctor_root(c->o), .runtime_uid = c->o->runtime_uid, .runtime_gid = c->o->runtime_gid};
 		_cleanup_(cdi_report_clear) struct cdi_report rep = {0};
 		const char *rt = cdi_runtime_for(c, why, sizeof(why));
 		char fix[1024];

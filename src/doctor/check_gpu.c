@@ -131,7 +131,7 @@ static int read_kernel_log(const struct doctor_ctx *c, char **ret, char *src, si
 		snprintf(src, size, "%s", kern);
 		return read_file(kern, 64u << 20, ret, NULL, &err);
 	}
-	if (c->o->root && *c->o->root && !streq(c->o->root, "/"))
+	if (!streq(doctor_root(c->o), "/"))
 		return -ENOENT;
 	/* /dev/kmsg: one record per read(); EAGAIN at the end of the buffer */
 	fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);

@@ -189,7 +189,7 @@ static void serve_loop(const struct doctor_options *o, const struct doctor_serve
 		next_interval = last_walk + so->interval_s;
 		change_due = 0;
 		if (ifd >= 0)
-			add_watches(ifd, o->root);
+			add_watches(ifd, doctor_root(o));
 	}
 }
 
@@ -245,7 +245,7 @@ int doctor_serve_start(const struct doctor_options *o, const struct doctor_serve
 		log_warn("Cannot watch the node for changes, re-checking on the interval only", "error=\"%s\"",
 			 strerror(errno));
 	else
-		add_watches(s->ifd, o->root);
+		add_watches(s->ifd, doctor_root(o));
 	*ret = s;
 	return 0;
 }

@@ -178,9 +178,14 @@ struct doctor_finding *doctor_find(struct doctor_ctx *c, const char *id)
 	return NULL;
 }
 
+const char *doctor_root(const struct doctor_options *o)
+{
+	return o->host ? o->host->root : "/";
+}
+
 char *doctor_path(const struct doctor_ctx *c, const char *path)
 {
-	return root_path(c->o->root, path);
+	return root_path(doctor_root(c->o), path);
 }
 
 size_t doctor_dir_names(const struct doctor_ctx *c, const char *dir, bool (*keep)(const char *name), char names[][256],
@@ -209,11 +214,10 @@ int doctor_need_nvml(struct doctor_ctx *c)
 
 	if (c->nvml_state)
 		return c->nvml_state;
-	r = nvml_open_host(
-	    &(struct nvml_host){.root = c->o->root, .library = c->o->nvml_library, .driver_root = c->o->driver_root},
-	    &c->nv, &err);
+	r = c->o->host ? nvml_open_host(c->o->host, &c->nv, &err)
+		       : gerr_set(&err, ENOENT, "no host paths given to read NVML from");
 	if (r >= 0) {
-		r = node_load(c->nv, c->o->root, &c->node, &err);
+		r = node_load(c->nv, doctor_root(c->o), &c->node, &err);
 		if (r < 0) {
 			nvml_close(c->nv);
 			c->nv = NULL;
@@ -420,7 +424,7 @@ static const struct {
 
 int doctor_check_options(const struct doctor_options *o, struct gerr *err)
 {
-	const char *root = o->root && *o->root ? o->root : "/";
+	const char *root = doctor_root(o);
 	struct stat st;
 	int r;
 

@@ -75,8 +75,8 @@ static int load_node(struct exporter_daemon *d, const sigset_t *stop)
 	for (;;) {
 		struct gerr err = {0};
 
-		if (nvml_open_host(&d->o.nvml, &d->nv, &err) >= 0 &&
-		    node_load(d->nv, d->o.nvml.root, &d->node, &err) >= 0)
+		if (nvml_open_host(d->o.host, &d->nv, &err) >= 0 &&
+		    node_load(d->nv, d->o.host->root, &d->node, &err) >= 0)
 			return 0;
 		nvml_close(d->nv);
 		d->nv = NULL;
@@ -121,7 +121,7 @@ static int start_exporter(struct exporter_daemon *d)
 	}
 	if (r >= 0 && d->o.kubernetes) {
 		what = "cannot start pod attribution";
-		r = podres_cache_start(&d->pc, d->o.nvml.root, d->o.podres_socket, (int)d->o.podres_ms,
+		r = podres_cache_start(&d->pc, d->o.host->root, d->o.podres_socket, (int)d->o.podres_ms,
 				       d->o.resource_names, &err);
 		d->pc_started = r >= 0;
 		if (r >= 0 && d->pc.errors)

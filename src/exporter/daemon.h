@@ -15,9 +15,10 @@
 
 struct exporter_daemon_options {
 	struct exp_http_options http;
-	struct nvml_host nvml;       /* .root is also where the PodResources socket is read */
-	const char *collectors_file; /* dcgm-exporter CSV, NULL: the built-in set */
-	struct exp_config served;    /* .collectors is set from collectors_file */
+	const struct host_paths *host; /* NVML and the host, as the verb resolved them; .root is also where the
+					* PodResources socket is read */
+	const char *collectors_file;   /* dcgm-exporter CSV, NULL: the built-in set */
+	struct exp_config served;      /* .collectors is set from collectors_file */
 	struct xid_policy xid_policy;
 	unsigned interval_ms;
 	bool kubernetes; /* pod attribution from PodResources */

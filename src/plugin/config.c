@@ -395,6 +395,7 @@ void config_free(struct plugin_config *c)
 	optspec_free(config_opts, c); /* the owned rows */
 	free(c->imex_channel_ids);    /* the CALL row's */
 	free(c->warnings);
+	host_paths_free(c->host);
 	free(c);
 }
 
@@ -410,11 +411,26 @@ static int config_file_layer(void *opts, const char *path, struct gerr *err)
 	return config_apply_file_text(opts, text, len, path, err);
 }
 
+/* The host paths of the layered options, the one rule (util/hostpaths.h), resolved once per config. */
+static int config_host_paths(struct plugin_config *c, struct gerr *err)
+{
+	host_paths_free(c->host);
+	c->host = NULL;
+	return host_paths_new(&(struct host_paths_options){.root = c->root,
+							   .driver_root = c->driver_root,
+							   .dev_root = c->dev_root,
+							   .ctr_driver_root = c->container_driver_root,
+							   .nvml_library = c->nvml_library},
+			      &c->host, err);
+}
+
 static int config_finish(void *opts, struct gerr *err)
 {
 	int r = config_derive(opts, err);
 
-	return r < 0 ? r : config_validate(opts, err);
+	if (r >= 0)
+		r = config_validate(opts, err);
+	return r < 0 ? r : config_host_paths(opts, err);
 }
 
 int config_load(const struct config_args *args, struct plugin_config **ret, struct gerr *err)
@@ -448,11 +464,6 @@ void config_resource_options(const struct plugin_config *cfg, struct resource_op
 	o->fail_requests_greater_than_one = cfg->fail_requests_greater_than_one;
 	o->rules = cfg->rules;
 	o->n_rules = cfg->n_rules;
-}
-
-const char *config_dev_root(const struct plugin_config *cfg)
-{
-	return host_dev_root(cfg->driver_root, cfg->dev_root);
 }
 
 char *config_to_json(const struct plugin_config *cfg)

@@ -13,6 +13,7 @@
 
 #include "util/enumtab.h"
 #include "util/err.h"
+#include "util/hostpaths.h"
 #include "util/log.h"
 #include "util/optspec.h"
 #include "plugin/resources.h"
@@ -122,6 +123,9 @@ struct plugin_config {
 	 * the file is at most 1 MiB, so is the list within a bound; warnings_len is strlen(warnings) */
 	char *warnings;
 	size_t warnings_len, warnings_cap;
+	/* root, driver root, dev root, container driver root and NVML library resolved once, after every layer
+	 * (util/hostpaths.h): what every part of the plugin reads and writes host paths with; owned */
+	struct host_paths *host;
 };
 
 /* A config with every number zero and every text "" (what the layers start from); NULL: out of memory. */
@@ -178,6 +182,3 @@ void config_resource_options(const struct plugin_config *cfg, struct resource_op
 
 /* The effective config as one JSON line ("Running with config"). Caller frees. */
 char *config_to_json(const struct plugin_config *cfg);
-
-/* dev_root when set, else driver_root. */
-const char *config_dev_root(const struct plugin_config *cfg);

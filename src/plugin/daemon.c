@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <grpc/grpc.h>
@@ -80,27 +79,6 @@ static bool given(const char *s)
 	return s && s[0];
 }
 
-/* NULL-safe string equality for config strings. */
-static bool same(const char *a, const char *b)
-{
-	return a == b || (a && b && streq(a, b));
-}
-
-/* Where NVML lives as the plugin sees it: inside the plugin container the host driver root is
- * mounted at containerDriverRoot (docs/reference/device-plugin.md §1, last paragraph). */
-static char *nvml_driver_root(const struct plugin_config *cfg)
-{
-	_cleanup_free_ char *ctr = NULL;
-	struct stat st;
-
-	if (!same(cfg->driver_root, "/") && given(cfg->container_driver_root)) {
-		ctr = root_path(cfg->root, cfg->container_driver_root);
-		if (ctr && stat(ctr, &st) == 0 && S_ISDIR(st.st_mode))
-			return TAKE_PTR(ctr);
-	}
-	return root_path(cfg->root, cfg->driver_root);
-}
-
 /* What build() found besides the node and the resources. */
 struct built {
 	bool no_devices; /* NVML works and there is nothing to advertise (upstream waits) */
@@ -122,13 +100,11 @@ static int build(struct nvml **nv, const struct plugin_config *cfg, struct node 
 		return r;
 
 	if (!*nv) {
-		_cleanup_free_ char *droot = nvml_driver_root(cfg);
-
-		r = nvml_open_host(&(struct nvml_host){.library = cfg->nvml_library, .driver_root = droot}, nv, err);
+		r = nvml_open_host(cfg->host, nv, err);
 		if (r < 0)
 			return r;
 	}
-	r = node_load(*nv, cfg->root, &n, err);
+	r = node_load(*nv, cfg->host->root, &n, err);
 	if (r < 0)
 		return r;
 	ret->no_devices = true;
@@ -254,7 +230,7 @@ static void restart(struct plugin_daemon *d, const char *why, enum restart_kind 
 		cfg = loaded;
 	}
 	/* a new NVML is opened beside the old one, which the watcher keeps using until it is replaced */
-	if (d->nv && same(cfg->nvml_library, d->cfg->nvml_library) && same(cfg->driver_root, d->cfg->driver_root))
+	if (d->nv && host_paths_same_nvml(cfg->host, d->cfg->host))
 		nv = d->nv;
 	if (build(&nv, cfg, &n, &rs, &got, &err) < 0) {
 		if (nv != d->nv)

@@ -105,15 +105,12 @@ static void mount_add(struct build *b, const char *ctr, const char *host, bool r
 	b->mounts[b->n_mounts++] = m;
 }
 
-/* "<dev_root><path>" as the host sees it; dev_root "/" leaves the path alone. */
+/* "<dev_root><path>" as the host sees it (host_join()); dev_root "/" leaves the path alone. */
 static const char *host_dev_path(struct build *b, const struct plugin_config *cfg, const char *path)
 {
-	const char *root = config_dev_root(cfg);
-	size_t rl = strlen(root);
+	_cleanup_free_ char *p = host_join(cfg->host->dev_root, path);
 
-	while (rl > 0 && root[rl - 1] == '/')
-		rl--;
-	return arena_printf(b->a, "%.*s%s", (int)rl, root, path);
+	return p ? arena_strdup(b->a, p) : NULL;
 }
 
 static void devspec_add(struct build *b, const struct plugin_config *cfg, const char *path)
@@ -137,12 +134,9 @@ static void devspec_add(struct build *b, const struct plugin_config *cfg, const 
 /* Does a device node exist below --root and the dev root (as the plugin sees the host)? */
 static bool dev_present(const struct plugin_config *cfg, const char *path)
 {
-	_cleanup_free_ char *in_root = NULL, *full = NULL;
+	_cleanup_free_ char *full = root_path(cfg->host->dev_dir, path);
 	struct stat st;
 
-	if (asprintf(&in_root, "%s/%s", config_dev_root(cfg), path) < 0)
-		return false;
-	full = root_path(cfg->root, in_root);
 	return full && stat(full, &st) == 0;
 }
 

@@ -17,6 +17,7 @@
 
 #include "plugin/mps.h"
 #include "util/fileio.h"
+#include "util/hostpaths.h"
 #include "util/macro.h"
 #include "util/spawn.h"
 
@@ -32,17 +33,14 @@ int mps_path(const char *root, const char *resource, enum mps_path which, char *
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-char *mps_find_tool(const struct plugin_config *cfg, const char *name)
+char *mps_find_tool(const struct host_paths *h, const char *name)
 {
 	/* the host's own dirs, then the driver root (host path, and where the plugin pod mounts it) */
-	const char *const roots[] = {"/", cfg->driver_root, cfg->container_driver_root};
+	const char *const dirs[] = {h->root, h->driver_dir, h->mount_dir};
 
-	for (size_t i = 0; i < ELEMENTSOF(roots); i++) {
-		char *p;
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		char *p = dirs[i] ? host_find_bin(dirs[i], NULL, name) : NULL;
 
-		if (!roots[i][0] || (i > 0 && streq(roots[i], "/")))
-			continue;
-		p = host_find_bin(cfg->root, roots[i], name);
 		if (p)
 			return p;
 	}

@@ -27,8 +27,9 @@
 enum mps_path { MPS_PIPE, MPS_LOG, MPS_STARTED, MPS_READY };
 int mps_path(const char *root, const char *resource, enum mps_path which, char *buf, size_t size);
 
-/* A host tool (nvidia-cuda-mps-control, nvidia-smi) in the fixed tool dirs under cfg's roots; NULL if none. */
-char *mps_find_tool(const struct plugin_config *cfg, const char *name);
+/* A host tool (nvidia-cuda-mps-control, nvidia-smi) in the fixed tool dirs under h's root, its driver root (where
+ * the host has it, then where it is mounted here); NULL if none. */
+char *mps_find_tool(const struct host_paths *h, const char *name);
 
 /*
  * Run path with argv and envp (NULL-terminated), input written to its stdin (may be NULL), its

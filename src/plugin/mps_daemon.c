@@ -264,13 +264,13 @@ static int load(struct mps_daemon *s, struct gerr *err)
 	struct resource_options o;
 	int r;
 
-	if (!(root = root_path(s->cfg->root, s->cfg->mps_root)) || strlen(root) >= sizeof(s->root))
+	if (!(root = root_path(s->cfg->host->root, s->cfg->mps_root)) || strlen(root) >= sizeof(s->root))
 		return gerr_set(err, ENAMETOOLONG, "MPS root too long");
 	snprintf(s->root, sizeof(s->root), "%s", root);
 	free(s->bin);
 	free(s->smi);
-	s->bin = mps_find_tool(s->cfg, MPS_CONTROL_BIN);
-	s->smi = mps_find_tool(s->cfg, "nvidia-smi");
+	s->bin = mps_find_tool(s->cfg->host, MPS_CONTROL_BIN);
+	s->smi = mps_find_tool(s->cfg->host, "nvidia-smi");
 	resource_set_free(s->rs);
 	node_free(s->node);
 	s->rs = NULL;
@@ -282,16 +282,9 @@ static int load(struct mps_daemon *s, struct gerr *err)
 				"%s not found in /usr/bin, /usr/sbin, /usr/local/bin or /bin under the "
 				"root or the driver root",
 				MPS_CONTROL_BIN);
-	if (!s->nv) {
-		_cleanup_free_ char *droot = root_path(s->cfg->root, s->cfg->driver_root);
-
-		r = nvml_open_host(
-		    &(struct nvml_host){.root = s->cfg->root, .library = s->cfg->nvml_library, .driver_root = droot},
-		    &s->nv, err);
-		if (r < 0)
-			return r;
-	}
-	if ((r = node_load(s->nv, s->cfg->root, &s->node, err)) < 0)
+	if (!s->nv && (r = nvml_open_host(s->cfg->host, &s->nv, err)) < 0)
+		return r;
+	if ((r = node_load(s->nv, s->cfg->host->root, &s->node, err)) < 0)
 		return r;
 	config_resource_options(s->cfg, &o);
 	return resources_build(s->node, &o, &s->rs, err);
@@ -395,31 +388,19 @@ static void restart(struct mps_daemon *s)
 	}
 }
 
-static bool same_str(const char *a, const char *b)
-{
-	return a == b || (a && b && streq(a, b));
-}
-
 /* Whether cfg opens another NVML than the one open (library, driver root, root changed). */
 static bool nvml_changed(const struct mps_daemon *s, const struct plugin_config *cfg)
 {
-	return s->nv && (!same_str(cfg->nvml_library, s->cfg->nvml_library) ||
-			 !same_str(cfg->driver_root, s->cfg->driver_root) || !same_str(cfg->root, s->cfg->root));
+	return s->nv && !host_paths_same_nvml(cfg->host, s->cfg->host);
 }
 
 /* The NVML cfg needs opened into *ret when it differs from the open one (else NULL: keep that one). */
 static int nvml_for(const struct plugin_config *cfg, struct nvml **ret, struct gerr *err)
 {
-	_cleanup_free_ char *droot = NULL;
-
 	*ret = NULL;
 	if (cfg->sharing != SHARING_MPS)
 		return 0;
-	droot = root_path(cfg->root, cfg->driver_root);
-	if (!droot)
-		return gerr_set(err, ENOMEM, "out of memory");
-	return nvml_open_host(
-	    &(struct nvml_host){.root = cfg->root, .library = cfg->nvml_library, .driver_root = droot}, ret, err);
+	return nvml_open_host(cfg->host, ret, err);
 }
 
 /*
@@ -542,13 +523,13 @@ void mps_daemon_stop(struct mps_daemon *s)
 
 int mps_mount_shm(const struct plugin_config *cfg, char *opts, size_t size, struct gerr *err)
 {
-	_cleanup_free_ char *root = root_path(cfg->root, cfg->mps_root), *meminfo_path = NULL, *meminfo = NULL;
+	_cleanup_free_ char *root = root_path(cfg->host->root, cfg->mps_root), *meminfo_path = NULL, *meminfo = NULL;
 	char dir[PATH_MAX], sz[64];
 	int r;
 
 	if (!root || snprintf(dir, sizeof(dir), "%s/shm", root) >= (int)sizeof(dir))
 		return gerr_set(err, ENAMETOOLONG, "MPS root too long");
-	meminfo_path = root_path(cfg->root, "/proc/meminfo");
+	meminfo_path = root_path(cfg->host->root, "/proc/meminfo");
 	if (!meminfo_path || read_file(meminfo_path, 1 << 20, &meminfo, NULL, NULL) < 0)
 		meminfo = NULL; /* upstream falls back to 65536k */
 	mps_shm_size(meminfo, sz, sizeof(sz));

@@ -86,7 +86,7 @@ static void test_toolkit_table(void **state)
 /* Findings are referenced by id: doctor_report_once grows the one finding of an id. */
 static void test_report_once(void **state)
 {
-	struct doctor_options o = {.root = "/"};
+	struct doctor_options o = {0};
 	struct doctor_ctx c = {.o = &o};
 	struct doctor_finding *f;
 

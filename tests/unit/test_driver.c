@@ -125,7 +125,8 @@ static void test_discover_with_ldcache(void **state)
 {
 	_cleanup_free_ char *root = make_driver_root(true);
 	_cleanup_(driver_info_freep) struct driver_info *d = NULL;
-	struct driver_options o = {.root = root, .driver_root = "/drv", .version = VER};
+	_cleanup_(host_paths_freep) struct host_paths *hp = mk_paths(root, "/drv", NULL);
+	struct driver_options o = {.host = hp, .version = VER};
 	struct gerr err = {0};
 
 	assert_int_equal(driver_discover(&o, &d, &err), 0);
@@ -138,7 +139,8 @@ static void test_discover_without_ldcache_searches_default_dirs(void **state)
 {
 	_cleanup_free_ char *root = make_driver_root(false);
 	_cleanup_(driver_info_freep) struct driver_info *d = NULL;
-	struct driver_options o = {.root = root, .driver_root = "/drv", .version = VER};
+	_cleanup_(host_paths_freep) struct host_paths *hp = mk_paths(root, "/drv", NULL);
+	struct driver_options o = {.host = hp, .version = VER};
 
 	assert_int_equal(driver_discover(&o, &d, NULL), 0);
 	assert_false(d->ldcache_found);
@@ -150,7 +152,8 @@ static void test_version_inferred_from_cache(void **state)
 {
 	_cleanup_free_ char *root = make_driver_root(true);
 	_cleanup_(driver_info_freep) struct driver_info *d = NULL;
-	struct driver_options o = {.root = root, .driver_root = "/drv"};
+	_cleanup_(host_paths_freep) struct host_paths *hp = mk_paths(root, "/drv", NULL);
+	struct driver_options o = {.host = hp};
 
 	assert_int_equal(driver_discover(&o, &d, NULL), 0);
 	check_common(d);
@@ -161,7 +164,8 @@ static void test_dev_root_and_broken_cache(void **state)
 {
 	_cleanup_free_ char *root = make_driver_root(true);
 	_cleanup_(driver_info_freep) struct driver_info *d = NULL;
-	struct driver_options o = {.root = root, .driver_root = "/drv", .dev_root = "/devroot", .version = VER};
+	_cleanup_(host_paths_freep) struct host_paths *hp = mk_paths(root, "/drv", "/devroot");
+	struct driver_options o = {.host = hp, .version = VER};
 	struct gerr err = {0};
 
 	assert_int_equal(shf("mkdir -p '%s/devroot/dev' && touch '%s/devroot/dev/nvidia-modeset'", root, root), 0);
@@ -182,7 +186,8 @@ static void test_empty_root(void **state)
 {
 	_cleanup_free_ char *root = mk_tempdir();
 	_cleanup_(driver_info_freep) struct driver_info *d = NULL;
-	struct driver_options o = {.root = root};
+	_cleanup_(host_paths_freep) struct host_paths *hp = mk_paths(root, NULL, NULL);
+	struct driver_options o = {.host = hp};
 
 	assert_int_equal(driver_discover(&o, &d, NULL), 0);
 	assert_int_equal(d->n_files, 0);
