@@ -23,13 +23,21 @@
 
 int mps_path(const char *root, const char *resource, enum mps_path which, char *buf, size_t size)
 {
-	static const char *const leaf[] = {"pipe", "log", ".started"};
+	static const char *const leaf[] = {[MPS_PIPE] = "pipe",
+					   [MPS_LOG] = "log",
+					   [MPS_STARTED] = ".started",
+					   [MPS_READY] = MPS_READY_FILE,
+					   [MPS_SHM] = "shm"};
+	size_t rl = strlen(root);
 	int n;
 
-	if (which == MPS_READY)
-		n = snprintf(buf, size, "%s/%s", root, MPS_READY_FILE);
+	/* joined as upstream's filepath.Join joins them: "/run/nvidia/mps/" is "/run/nvidia/mps" */
+	while (rl > 0 && root[rl - 1] == '/')
+		rl--;
+	if (which == MPS_READY || which == MPS_SHM)
+		n = snprintf(buf, size, "%.*s/%s", (int)rl, root, leaf[which]);
 	else
-		n = snprintf(buf, size, "%s/%s/%s", root, resource, leaf[which]);
+		n = snprintf(buf, size, "%.*s/%s/%s", (int)rl, root, resource, leaf[which]);
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 

@@ -527,7 +527,7 @@ int mps_mount_shm(const struct plugin_config *cfg, char *opts, size_t size, stru
 	char dir[PATH_MAX], sz[64];
 	int r;
 
-	if (!root || snprintf(dir, sizeof(dir), "%s/shm", root) >= (int)sizeof(dir))
+	if (!root || mps_path(root, NULL, MPS_SHM, dir, sizeof(dir)) < 0)
 		return gerr_set(err, ENAMETOOLONG, "MPS root too long");
 	meminfo_path = root_path(cfg->host->root, "/proc/meminfo");
 	if (!meminfo_path || read_file(meminfo_path, 1 << 20, &meminfo, NULL, NULL) < 0)
