@@ -25,13 +25,15 @@
 struct labels_cli {
 	struct cmd_common c;
 	/* GFD options the config file may also set (config-file keys in the rows) */
-	char *output, *machine_file, *ctr_driver_root, *config_file; /* owned: optspec_free() */
-	int mig_strategy;                                            /* enum mig_strategy */
-	int discovery;                                               /* enum discovery_strategy */
-	int64_t sleep_ns;                                            /* < 0: infinite */
+	char *output, *machine_file, *config_file; /* owned: optspec_free() */
+	int mig_strategy;                          /* enum mig_strategy */
+	int discovery;                             /* enum discovery_strategy */
+	int64_t sleep_ns;                          /* < 0: infinite */
 	bool oneshot, no_timestamp, fail_on_init_error, use_nfd_api;
 	/* the Kubernetes client of --use-node-feature-api: accepted, not used (no API client here) */
 	const char *kubeconfig, *kube_qps, *kube_burst, *namespace, *node_name, *pod_name;
+	/* accepted, not used: GFD parses it and reads it nowhere (docs/reference/gfd-labels.md) */
+	const char *ctr_driver_root;
 	/* gpulet's own */
 	const char *gpu_type, *sharing_flag;
 	bool gpu_mig, rename_flag;
@@ -76,7 +78,12 @@ static const struct optspec labels_opts[] = {
 	    "auto, nvml, tegra or vfio; gpulet discovers GPUs through NVML", .env = {"DEVICE_DISCOVERY_STRATEGY"},
 	    .key = CONFIG_KEY_DISCOVERY_STRATEGY, .def = "auto", .off = LABELS_F(discovery),
 	    OPTSPEC_NAMES(config_discovery_names)),
-    CONFIG_OPT_CTR_DRIVER_ROOT(LABELS_F(ctr_driver_root)),
+    /* GFD v0.20 keeps the value in its config and never reads it; NVML comes from the system's loader */
+    CMD_ROW("driver-root-ctr-path", 0, OPT_ARGV, "DIR",
+	    "GFD's container driver root: accepted, not used (GFD reads it "
+	    "nowhere)",
+	    .alias = "container-driver-root", .env = {"DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"},
+	    .off = LABELS_F(ctr_driver_root)),
     CMD_ROW("kubeconfig", 0, OPT_ARGV, "FILE", "Kubernetes client of --use-node-feature-api: accepted, not used",
 	    .env = {"KUBECONFIG"}, .off = LABELS_F(kubeconfig)),
     CMD_ROW("kube-api-qps", 0, OPT_ARGV, "N", "accepted with --kubeconfig, not used", .env = {"KUBE_API_QPS"},
