@@ -370,13 +370,11 @@ int cmd_exporter(int argc, char **argv)
 	d.virtual_gpus = o.virtual_gpus;
 	d.no_hostname = o.no_hostname;
 	d.replace_blanks = o.replace_blanks;
-	/* every thread inherits the blocked set; the daemon takes the signals with sigwait */
+	/* every thread inherits the blocked set; the daemon's loop takes them (util/loop.h) */
 	cmd_block_stop_signals(&set);
-	signal(SIGPIPE, SIG_IGN);
 	if (exporter_daemon_start(&d, &set, &daemon) < 0)
 		return 1;
-	if (daemon)
-		exporter_daemon_run(daemon, &set);
+	r = exporter_daemon_run(daemon);
 	exporter_daemon_stop(daemon);
-	return 0;
+	return r < 0 ? 1 : 0;
 }

@@ -15,6 +15,7 @@
 #include "plugin/mps.h"
 #include "plugin/mps_daemon.h"
 #include "util/log.h"
+#include "util/loop.h"
 #include "util/sig.h"
 
 static void notes(FILE *f)
@@ -37,26 +38,22 @@ static const struct cmd_verb mps_verb =
 		      "The MPS root is /mps (upstream's container mount) unless --mps-root or MPS_ROOT is given.",
 	     .notes = notes, .cli = &config_cli, .value_exit = 1);
 
-int cmd_mps_control_daemon(int argc, char **argv)
+/* Parse, then mount-shm or supervise until a stop signal: the exit code. */
+static int run(int argc, char **argv, bool shm)
 {
 	static const char *const mps_default[] = {"--mps-root=" MPS_CONTAINER_ROOT, NULL};
-	_cleanup_(config_args_freep) struct config_args *args = NULL;
+	_cleanup_(loop_argv_freep) struct loop_argv *args = NULL;
 	_cleanup_free_ char **v = NULL;
-	bool shm = argc > 1 && streq(argv[1], "mount-shm");
 	_cleanup_(config_freep) struct plugin_config *cfg = config_new();
+	/* declared last: stopped first, as it borrows args and cfg */
 	_cleanup_(mps_daemon_stopp) struct mps_daemon *daemon = NULL;
 	struct gerr err = {0};
-	sigset_t stop, old;
 	char opts[96];
 	int n, r;
 
-	/* blocked before the config is read: a SIGHUP or SIGTERM then waits for the supervisor's signalfd
-	 * instead of killing us by default action; the mask goes back at mps_daemon_stop() */
-	sig_daemon_set(&stop);
-	pthread_sigmask(SIG_BLOCK, &stop, &old);
 	/* upstream's /mps unless a flag or MPS_ROOT (even empty: urfave/cli) says otherwise */
-	if (!cfg || config_args_new(argc - shm, argv + shm, getenv("MPS_ROOT") ? NULL : mps_default, &args) < 0 ||
-	    !(v = config_args_vector(args, &n))) {
+	if (!cfg || loop_argv_new(argc - shm, argv + shm, getenv("MPS_ROOT") ? NULL : mps_default, &args) < 0 ||
+	    !(v = loop_argv_vector(args, &n))) {
 		fprintf(stderr, "gpulet mps-control-daemon: out of memory\n");
 		return 1;
 	}
@@ -72,9 +69,25 @@ int cmd_mps_control_daemon(int argc, char **argv)
 		printf("mounted tmpfs on %s/shm (%s)\n", cfg->mps_root, opts);
 		return 0;
 	}
-	/* the supervisor borrows cfg: it is freed (on return) only after the supervisor stopped */
-	if (mps_daemon_start(args, cfg, &old, &daemon) < 0)
+	if (mps_daemon_start(args, cfg, &daemon) < 0)
 		return 1;
-	mps_daemon_run(daemon);
-	return 0;
+	return mps_daemon_run(daemon) < 0 ? 1 : 0;
+}
+
+int cmd_mps_control_daemon(int argc, char **argv)
+{
+	sigset_t set, old;
+	int r;
+
+	/* blocked before the config is read: a SIGHUP or SIGTERM then waits for the supervisor's loop
+	 * instead of killing us by default action; the mask goes back once the supervisor stopped */
+	sig_daemon_set(&set);
+	r = sig_block(&set, &old);
+	if (r != 0) {
+		fprintf(stderr, "gpulet mps-control-daemon: cannot block signals: %s\n", strerror(r));
+		return 1;
+	}
+	r = run(argc, argv, argc > 1 && streq(argv[1], "mount-shm"));
+	sig_restore(&set, &old);
+	return r;
 }

@@ -11,14 +11,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +26,7 @@
 #include "plugin/mps_daemon.h"
 #include "util/fileio.h"
 #include "util/log.h"
+#include "util/loop.h"
 #include "util/sig.h"
 
 #define RETRY_MS   30000 /* upstream: "Retrying in 30s..." */
@@ -47,12 +45,11 @@ struct sdaemon {
 };
 
 struct mps_daemon {
-	const struct config_args *args;
+	const struct loop_argv *args;
 	const struct plugin_config *cfg; /* in use: the caller's, or the one a SIGHUP loaded */
 	struct plugin_config *reloaded;  /* owned: what the last successful SIGHUP loaded */
-	int sigfd;
-	sigset_t restore_mask; /* the caller's signal mask before the stop signals were blocked */
-	bool running;          /* started: "Stopped" is said at the end */
+	struct loop *loop;               /* signals (util/loop.h) */
+	bool running;                    /* started: "Stopped" is said at the end */
 	long long next_retry, next_check;
 	char root[PATH_MAX];
 	char *bin, *smi;
@@ -319,6 +316,7 @@ static int start_all(struct mps_daemon *s, struct gerr *err)
 	    (r = touch(ready)) < 0)
 		return gerr_set(err, r < 0 ? -r : ENAMETOOLONG, "failed to create the .ready file in %s", s->root);
 	s->ready = true;
+	s->next_check = now_ms() + CHECK_MS; /* they just answered: the first probe one period later */
 	log_info("MPS control daemons ready", "root=%s daemons=%zu ready_file=%s", s->root, s->n, ready);
 	return 0;
 }
@@ -404,23 +402,22 @@ static int nvml_for(const struct plugin_config *cfg, struct nvml **ret, struct g
 }
 
 /*
- * SIGHUP: read the config again, and only when it loads (and its NVML opens) stop the daemons and start
- * them under it. A config that does not load leaves the running daemons, .ready and the config in use.
+ * SIGHUP (util/loop.h): read the config again, and only when it loads (and its NVML opens) stop the
+ * daemons and start them under it. A config that does not load leaves the running daemons, .ready and
+ * the config in use; the loop says why.
  */
-static void reload(struct mps_daemon *s)
+static int on_reload(void *data, struct gerr *err)
 {
+	struct mps_daemon *s = data;
 	_cleanup_(config_freep) struct plugin_config *loaded = NULL;
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
-	struct gerr err = {0};
 	bool changed = false;
+	int r;
 
-	if (config_load(s->args, &loaded, &err) < 0 ||
-	    ((changed = nvml_changed(s, loaded)) && nvml_for(loaded, &nv, &err) < 0)) {
-		log_error("Cannot load the new configuration; keeping the running daemons and config; fix and send "
-			  "SIGHUP again",
-			  "error=\"%s\"", err.msg);
-		return;
-	}
+	log_info("Received SIGHUP, restarting.", NULL);
+	if ((r = config_load(s->args, &loaded, err)) < 0 ||
+	    ((changed = nvml_changed(s, loaded)) && (r = nvml_for(loaded, &nv, err)) < 0))
+		return r;
 	stop_all(s);
 	/* nothing points into the old config past here: the daemons were stopped, the tool paths are copies */
 	if (changed) {
@@ -432,35 +429,46 @@ static void reload(struct mps_daemon *s)
 	s->reloaded = TAKE_PTR(loaded);
 	s->cfg = s->reloaded;
 	restart(s);
+	return 0;
 }
 
-int mps_daemon_start(const struct config_args *args, const struct plugin_config *cfg, const sigset_t *restore_mask,
-		     struct mps_daemon **ret)
+/* Every second: the daemons' log lines, a retry that is due, the readiness probe that is due. */
+static long long on_tick(void *data)
+{
+	struct mps_daemon *s = data;
+
+	tail_logs(s);
+	if (s->next_retry && now_ms() >= s->next_retry) {
+		restart(s);
+	} else if (s->ready && s->n && now_ms() >= s->next_check) {
+		s->next_check = now_ms() + CHECK_MS;
+		if (!check_all(s))
+			restart(s);
+	}
+	return TICK_MS;
+}
+
+static const struct loop_ops mps_loop_ops = {.reload = on_reload, .tick = on_tick};
+
+int mps_daemon_start(const struct loop_argv *args, const struct plugin_config *cfg, struct mps_daemon **ret)
 {
 	struct mps_daemon *s = calloc(1, sizeof(*s));
-	sigset_t mask;
-	int e;
+	struct gerr err = {0};
+	sigset_t set;
+	int r;
 
 	*ret = NULL;
 	if (!s)
 		return log_error("Cannot start the MPS control daemon supervisor", "error=\"out of memory\""), -ENOMEM;
 	s->cfg = cfg;
-	s->sigfd = -1;
 	s->args = args;
-	if (restore_mask)
-		s->restore_mask = *restore_mask;
-	else
-		pthread_sigmask(SIG_SETMASK, NULL, &s->restore_mask);
-	sig_daemon_set(&mask);
-	e = pthread_sigmask(SIG_BLOCK, &mask, NULL); /* returns its error; errno is not set */
-	if (e == 0 && (s->sigfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0)
-		e = errno;
-	if (e != 0) {
-		log_error("Cannot start the MPS control daemon supervisor", "error=\"signalfd: %s\"", strerror(e));
+	sig_daemon_set(&set);
+	r = loop_new(&set, &mps_loop_ops, s, &s->loop, &err);
+	if (r < 0) {
+		log_error("Cannot start the MPS control daemon supervisor", "error=\"%s\"", err.msg);
 		mps_daemon_stop(s);
-		return -e;
+		return r;
 	}
-	signal(SIGPIPE, SIG_IGN); /* a closed log pipe must not kill us with the daemons still running */
 	/* the first start uses the config cmd_ already loaded; a failed one is retried, not fatal */
 	restart(s);
 	s->running = true;
@@ -468,37 +476,13 @@ int mps_daemon_start(const struct config_args *args, const struct plugin_config 
 	return 0;
 }
 
-void mps_daemon_run(struct mps_daemon *s)
+int mps_daemon_run(struct mps_daemon *s)
 {
-	for (;;) {
-		struct pollfd pfd = {s->sigfd, POLLIN, 0};
-		struct signalfd_siginfo si;
-
-		if (poll(&pfd, 1, TICK_MS) > 0 && read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-			if (si.ssi_signo != SIGHUP) {
-				log_info("Received signal, shutting down.", "signal=%s", strsignal((int)si.ssi_signo));
-				return;
-			}
-			log_info("Received SIGHUP, restarting.", NULL);
-			reload(s);
-			continue;
-		}
-		tail_logs(s);
-		if (s->next_retry && now_ms() >= s->next_retry) {
-			restart(s);
-			continue;
-		}
-		if (s->ready && s->n && now_ms() >= s->next_check) {
-			s->next_check = now_ms() + CHECK_MS;
-			if (!check_all(s))
-				restart(s);
-		}
-	}
+	return loop_run(s->loop);
 }
 
 void mps_daemon_stop(struct mps_daemon *s)
 {
-	sigset_t restore;
 	bool running;
 
 	if (!s)
@@ -510,15 +494,11 @@ void mps_daemon_stop(struct mps_daemon *s)
 	nvml_close(s->nv);
 	free(s->bin);
 	free(s->smi);
-	if (s->sigfd >= 0)
-		close(s->sigfd);
+	loop_free(s->loop);
 	config_free(s->reloaded);
-	restore = s->restore_mask;
 	free(s);
 	if (running)
 		log_info("Stopped", NULL);
-	/* last: a stop signal still pending takes its default action only once everything is undone */
-	pthread_sigmask(SIG_SETMASK, &restore, NULL);
 }
 
 int mps_mount_shm(const struct plugin_config *cfg, char *opts, size_t size, struct gerr *err)
