@@ -26,6 +26,14 @@ int cmd_cdihook(int argc, char **argv);
  */
 void cmd_block_stop_signals(sigset_t *set);
 
+/*
+ * A daemon verb: its signals (sig_daemon_set()) blocked before anything else, so a SIGHUP
+ * (config-manager sends one at its first sync) or SIGTERM that comes before the daemon's loop exists
+ * waits for it instead of killing the process; run(argc, argv); then the signals still pending taken
+ * and the mask set back (sig_restore()). run's exit code, or 1 when the signals cannot be blocked.
+ */
+int cmd_daemon(const char *verb, int argc, char **argv, int (*run)(int argc, char **argv));
+
 /* Environment fallbacks shared by the verbs that open NVML. */
 const char *cmd_env_or(const char *name, const char *fallback);
 

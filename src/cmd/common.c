@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "cmd/cmd.h"
 #include "util/hostpaths.h"
@@ -25,6 +26,22 @@ void cmd_block_stop_signals(sigset_t *set)
 {
 	sig_stop_set(set);
 	pthread_sigmask(SIG_BLOCK, set, NULL);
+}
+
+int cmd_daemon(const char *verb, int argc, char **argv, int (*run)(int argc, char **argv))
+{
+	sigset_t set, old;
+	int r;
+
+	sig_daemon_set(&set);
+	r = sig_block(&set, &old);
+	if (r != 0) {
+		fprintf(stderr, "gpulet %s: cannot block signals: %s\n", verb, strerror(r));
+		return 1;
+	}
+	r = run(argc, argv);
+	sig_restore(&set, &old);
+	return r;
 }
 
 int cmd_host_paths(const struct cmd_nvml_opts *o, struct host_paths **ret)

@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,7 +19,6 @@
 #include "util/loop.h"
 #include "util/opt.h"
 #include "util/optspec.h"
-#include "util/sig.h"
 
 struct labels_cli {
 	struct cmd_common c;
@@ -272,16 +270,5 @@ static int run(int argc, char **argv)
 
 int cmd_labels(int argc, char **argv)
 {
-	sigset_t set, old;
-	int r;
-
-	sig_daemon_set(&set);
-	r = sig_block(&set, &old);
-	if (r != 0) {
-		fprintf(stderr, "gpulet labels: cannot block signals: %s\n", strerror(r));
-		return 1;
-	}
-	r = run(argc, argv);
-	sig_restore(&set, &old);
-	return r;
+	return cmd_daemon("labels", argc, argv, run);
 }

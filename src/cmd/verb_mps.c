@@ -4,7 +4,6 @@
  * --mig-strategy, and every plugin flag), and its `mount-shm` subcommand for the init container.
  * The work is in src/plugin/mps_daemon.c; facts in docs/reference/device-plugin.md §5.1.
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +15,6 @@
 #include "plugin/mps_daemon.h"
 #include "util/log.h"
 #include "util/loop.h"
-#include "util/sig.h"
 
 static void notes(FILE *f)
 {
@@ -39,8 +37,9 @@ static const struct cmd_verb mps_verb =
 	     .notes = notes, .cli = &config_cli, .value_exit = 1);
 
 /* Parse, then mount-shm or supervise until a stop signal: the exit code. */
-static int run(int argc, char **argv, bool shm)
+static int run(int argc, char **argv)
 {
+	bool shm = argc > 1 && streq(argv[1], "mount-shm");
 	static const char *const mps_default[] = {"--mps-root=" MPS_CONTAINER_ROOT, NULL};
 	_cleanup_(loop_argv_freep) struct loop_argv *args = NULL;
 	_cleanup_free_ char **v = NULL;
@@ -76,18 +75,5 @@ static int run(int argc, char **argv, bool shm)
 
 int cmd_mps_control_daemon(int argc, char **argv)
 {
-	sigset_t set, old;
-	int r;
-
-	/* blocked before the config is read: a SIGHUP or SIGTERM then waits for the supervisor's loop
-	 * instead of killing us by default action; the mask goes back once the supervisor stopped */
-	sig_daemon_set(&set);
-	r = sig_block(&set, &old);
-	if (r != 0) {
-		fprintf(stderr, "gpulet mps-control-daemon: cannot block signals: %s\n", strerror(r));
-		return 1;
-	}
-	r = run(argc, argv, argc > 1 && streq(argv[1], "mount-shm"));
-	sig_restore(&set, &old);
-	return r;
+	return cmd_daemon("mps-control-daemon", argc, argv, run);
 }

@@ -4,7 +4,6 @@
  * (docs/reference/device-plugin.md §1-2); the rows are plugin/config.c's, the daemon is
  * src/plugin/daemon.c.
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +14,6 @@
 #include "plugin/daemon.h"
 #include "util/log.h"
 #include "util/loop.h"
-#include "util/sig.h"
 
 static const struct cmd_verb plugin_verb =
     CMD_VERB("plugin", "[OPTIONS]", NULL,
@@ -39,15 +37,16 @@ static int print_config(const struct plugin_config *cfg)
 }
 
 /* Parse, start, serve until a stop signal: the exit code. */
-static int run(int argc, char **argv, struct plugin_config *cfg)
+static int run(int argc, char **argv)
 {
 	_cleanup_(loop_argv_freep) struct loop_argv *args = NULL;
-	/* declared after args: stopped first, as it borrows args (and cfg, the caller's) */
+	_cleanup_(config_freep) struct plugin_config *cfg = config_new();
+	/* declared after args and cfg: stopped first, as it borrows them */
 	_cleanup_(plugin_daemon_stopp) struct plugin_daemon *daemon = NULL;
 	int r;
 
 	/* kept before getopt permutes argv: SIGHUP builds the config again from it */
-	if (loop_argv_new(argc, argv, NULL, &args) < 0) {
+	if (!cfg || loop_argv_new(argc, argv, NULL, &args) < 0) {
 		fprintf(stderr, "gpulet plugin: out of memory\n");
 		return 1;
 	}
@@ -64,26 +63,5 @@ static int run(int argc, char **argv, struct plugin_config *cfg)
 
 int cmd_plugin(int argc, char **argv)
 {
-	/* the daemon borrows cfg: run() stops it before returning */
-	_cleanup_(config_freep) struct plugin_config *cfg = NULL;
-	sigset_t set, old;
-	int r;
-
-	/* before anything else: a SIGHUP (config-manager sends one at its first sync) or SIGTERM that comes
-	 * before the daemon's loop exists would otherwise kill the process (default action) */
-	sig_daemon_set(&set);
-	r = sig_block(&set, &old);
-	if (r != 0) {
-		fprintf(stderr, "gpulet plugin: cannot block signals: %s\n", strerror(r));
-		return 1;
-	}
-	cfg = config_new();
-	if (!cfg) {
-		fprintf(stderr, "gpulet plugin: out of memory\n");
-		r = 1;
-	} else {
-		r = run(argc, argv, cfg);
-	}
-	sig_restore(&set, &old);
-	return r;
+	return cmd_daemon("plugin", argc, argv, run);
 }

@@ -312,18 +312,18 @@ static void on_tick(struct plugin_daemon *d)
 		}
 	}
 	if (!d->srv.g && d->rs) {
-		if (d->srv.next_serve_ms && daemon_now_ms() >= d->srv.next_serve_ms)
+		if (d->srv.next_serve_ms && loop_now_ms() >= d->srv.next_serve_ms)
 			restart(d, "creating the plugin sockets again", RESERVE);
 		return;
 	}
 	if (!d->srv.g) {
-		if (daemon_now_ms() >= d->next_init_ms) {
-			d->next_init_ms = daemon_now_ms() + INIT_RETRY_MS;
+		if (loop_now_ms() >= d->next_init_ms) {
+			d->next_init_ms = loop_now_ms() + INIT_RETRY_MS;
 			restart(d, "looking for devices again", REBUILD);
 		}
 		return;
 	}
-	if (d->srv.next_register_ms && daemon_now_ms() >= d->srv.next_register_ms)
+	if (d->srv.next_register_ms && loop_now_ms() >= d->srv.next_register_ms)
 		daemon_register_all(&d->srv, d->cfg->kubelet_socket, false);
 }
 
@@ -359,7 +359,7 @@ static long long on_wake(void *data)
 	} else {
 		on_tick(d);
 	}
-	due = d->srv.next_register_ms ? d->srv.next_register_ms - daemon_now_ms() : TICK_MS;
+	due = d->srv.next_register_ms ? d->srv.next_register_ms - loop_now_ms() : TICK_MS;
 	return MAX(0, MIN(due, TICK_MS));
 }
 
@@ -403,7 +403,7 @@ static int start_serving(struct plugin_daemon *d)
 		}
 		log_warn("No devices found. Waiting indefinitely.", "error=\"%s\" retry_s=%d", err.msg,
 			 INIT_RETRY_MS / 1000);
-		d->next_init_ms = daemon_now_ms() + INIT_RETRY_MS;
+		d->next_init_ms = loop_now_ms() + INIT_RETRY_MS;
 		return 0;
 	}
 	/* another live plugin serves these sockets: two DaemonSets on one node is a mistake to fix,

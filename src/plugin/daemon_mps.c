@@ -85,9 +85,9 @@ void daemon_mps_check(struct daemon_mps *m, const struct plugin_config *cfg, str
 {
 	_cleanup_free_ char *root = NULL, *bin = NULL;
 
-	if (!m->n || (!force && daemon_now_ms() < m->next_ms))
+	if (!m->n || (!force && loop_now_ms() < m->next_ms))
 		return;
-	m->next_ms = daemon_now_ms() + MPS_CHECK_MS;
+	m->next_ms = loop_now_ms() + MPS_CHECK_MS;
 	root = plugin_mps_root(cfg);
 	bin = mps_find_tool(cfg->host, MPS_CONTROL_BIN);
 	for (size_t i = 0; i < m->n; i++) {

@@ -17,7 +17,6 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "nvml/node.h"
@@ -60,14 +59,6 @@ struct mps_daemon {
 	size_t n;
 	bool ready;
 };
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int mkdir_p(const char *path, mode_t mode)
 {
@@ -316,7 +307,7 @@ static int start_all(struct mps_daemon *s, struct gerr *err)
 	    (r = touch(ready)) < 0)
 		return gerr_set(err, r < 0 ? -r : ENAMETOOLONG, "failed to create the .ready file in %s", s->root);
 	s->ready = true;
-	s->next_check = now_ms() + CHECK_MS; /* they just answered: the first probe one period later */
+	s->next_check = loop_now_ms() + CHECK_MS; /* they just answered: the first probe one period later */
 	log_info("MPS control daemons ready", "root=%s daemons=%zu ready_file=%s", s->root, s->n, ready);
 	return 0;
 }
@@ -382,7 +373,7 @@ static void restart(struct mps_daemon *s)
 	if (start_all(s, &err) < 0) {
 		log_error("Failed to start MPS daemon; retrying", "error=\"%s\" retry_s=%d", err.msg, RETRY_MS / 1000);
 		stop_all(s);
-		s->next_retry = now_ms() + RETRY_MS;
+		s->next_retry = loop_now_ms() + RETRY_MS;
 	}
 }
 
@@ -438,10 +429,10 @@ static long long on_tick(void *data)
 	struct mps_daemon *s = data;
 
 	tail_logs(s);
-	if (s->next_retry && now_ms() >= s->next_retry) {
+	if (s->next_retry && loop_now_ms() >= s->next_retry) {
 		restart(s);
-	} else if (s->ready && s->n && now_ms() >= s->next_check) {
-		s->next_check = now_ms() + CHECK_MS;
+	} else if (s->ready && s->n && loop_now_ms() >= s->next_check) {
+		s->next_check = loop_now_ms() + CHECK_MS;
 		if (!check_all(s))
 			restart(s);
 	}

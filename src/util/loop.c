@@ -34,7 +34,7 @@ struct loop {
 	int code;
 };
 
-static long long now_ms(void)
+long long loop_now_ms(void)
 {
 	struct timespec ts;
 
@@ -86,7 +86,7 @@ int loop_add_fd(struct loop *l, int fd, int (*fn)(void *data), void *data)
 
 void loop_due(struct loop *l, long long ms)
 {
-	l->due_ms = ms < 0 ? -1 : now_ms() + ms;
+	l->due_ms = ms < 0 ? -1 : loop_now_ms() + ms;
 }
 
 void loop_stop(struct loop *l, int code)
@@ -110,7 +110,7 @@ static int timeout_ms(const struct loop *l)
 
 	if (l->due_ms < 0)
 		return -1;
-	left = l->due_ms - now_ms();
+	left = l->due_ms - loop_now_ms();
 	return left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
 }
 

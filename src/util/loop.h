@@ -50,6 +50,8 @@ int loop_new(const sigset_t *set, const struct loop_ops *ops, void *data, struct
 int loop_add_fd(struct loop *l, int fd, int (*fn)(void *data), void *data);
 /* The tick is due again in ms (0: right after the current callback), whatever it said last. */
 void loop_due(struct loop *l, long long ms);
+/* CLOCK_MONOTONIC in milliseconds: the clock of every due time a daemon keeps. */
+long long loop_now_ms(void);
 /* End loop_run() with code once the current callback returns. */
 void loop_stop(struct loop *l, int code);
 /* The tick at once, then events until a stop: 0 after a stop signal, loop_stop()'s code, or -errno (logged). */
