@@ -38,11 +38,14 @@ static long now_us(void)
 static int in_process(long n, const char *root, const char *library)
 {
 	long *load = calloc((size_t)n, sizeof(long)), *gen = calloc((size_t)n, sizeof(long));
+	struct host_paths *paths = NULL;
 	struct nvml *nv = NULL;
 	struct gerr err = {0};
 	size_t bytes = 0;
 
-	if (!load || !gen || nvml_open(library, "/", &nv, &err) < 0) {
+	if (!load || !gen ||
+	    host_paths_new(&(struct host_paths_options){.root = root, .nvml_library = library}, &paths, &err) < 0 ||
+	    nvml_open_host(paths, &nv, &err) < 0) {
 		fprintf(stderr, "bench_cdi: %s\n", err.msg);
 		return 1;
 	}
@@ -53,7 +56,7 @@ static int in_process(long n, const char *root, const char *library)
 		char *text = NULL;
 		long t0 = now_us(), t1;
 
-		o.root = root;
+		o.host = paths;
 		if (node_load(nv, root, &node, &err) < 0)
 			break;
 		t1 = now_us();
@@ -67,6 +70,7 @@ static int in_process(long n, const char *root, const char *library)
 		node_free(node);
 	}
 	nvml_close(nv);
+	host_paths_free(paths);
 	if (err.code) {
 		fprintf(stderr, "bench_cdi: %s\n", err.msg);
 		return 1;

@@ -9,11 +9,11 @@
  * Typical use (the plugin):
  *
  *	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
- *	o.root = root; o.vendor = "k8s.device-plugin.nvidia.com"; o.class = "gpu";
+ *	o.host = paths; o.vendor = "k8s.device-plugin.nvidia.com"; o.class = "gpu";
  *	o.names = CDI_NAMES_UUID;
  *	json_auto_t *spec = NULL;
  *	r = cdi_generate(node, &o, &spec, &err);
- *	dir = root_path(root, CDI_DYNAMIC_DIR);
+ *	dir = root_path(paths->root, CDI_DYNAMIC_DIR);
  *	r = cdi_write_spec(dir, "k8s.device-plugin.nvidia.com-gpu.json", spec, &err);
  */
 #pragma once
@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "util/err.h"
+#include "util/hostpaths.h"
 #include "nvml/node.h"
 
 struct cdi_hook_options;
@@ -45,13 +46,13 @@ enum cdi_names {
  * container that mounts the host), and never appears in the spec.
  */
 struct cdi_gen_options {
-	const char *root;        /* read prefix, NULL = "/" */
-	const char *driver_root; /* host dir the driver is installed under, NULL = "/" */
-	const char *dev_root;    /* host dir holding dev/nvidia*, NULL = driver_root */
-	const char *vendor;      /* NULL = "nvidia.com" */
-	const char *class;       /* NULL = "gpu" */
-	unsigned names;          /* enum cdi_names; 0 = CDI_NAMES_BOTH */
-	bool no_all_device;      /* do not emit the "all" device */
+	/* the read prefix, the host dir the driver is installed under and the one holding dev/nvidia*, as the
+	 * verb resolved them (util/hostpaths.h) */
+	const struct host_paths *host;
+	const char *vendor; /* NULL = "nvidia.com" */
+	const char *class;  /* NULL = "gpu" */
+	unsigned names;     /* enum cdi_names; 0 = CDI_NAMES_BOTH */
+	bool no_all_device; /* do not emit the "all" device */
 	/*
 	 * Mark the spec as written by gpulet (an env entry GPULET_CDI_SPEC=<kind> in the spec-level
 	 * edits), so cdi_write_spec() may later replace it. true in CDI_GEN_OPTIONS_INIT.

@@ -34,7 +34,7 @@ static const char *const *const mount_options[_DRIVER_KIND_MAX] = {
 
 struct gen {
 	const struct cdi_gen_options *o;
-	const char *driver_root, *dev_root;
+	const char *driver_root, *dev_root; /* o->host's: the host names of the roots, for the spec and messages */
 	json_t *devices;
 	json_t *all_nodes;                /* union for the "all" device */
 	json_t *links;                    /* device name -> its create-symlinks links (DRM by-path) */
@@ -77,10 +77,9 @@ _printf_(2, 3) static int warn(struct gen *g, const char *fmt, ...)
 /* 1 when the node path (inside the dev root) exists where gpulet reads the host, 0 if not. */
 static int node_exists(const struct gen *g, const char *path)
 {
-	_cleanup_free_ char *host = host_join(g->dev_root, path), *p = NULL;
+	_cleanup_free_ char *p = root_path(g->o->host->dev_dir, path);
 	struct stat st;
 
-	p = host ? root_path(g->o->root, host) : NULL;
 	if (!p)
 		return -ENOMEM;
 	return stat(p, &st) == 0;
@@ -208,12 +207,11 @@ static int push_by_path_links(struct gen *g, const json_t *nodes, const char *bu
 
 	for (size_t i = 0; i < ELEMENTSOF(kinds); i++) {
 		char link[128], target[PATH_MAX], node[PATH_MAX + 16];
-		_cleanup_free_ char *host = NULL, *p = NULL;
+		_cleanup_free_ char *p = NULL;
 		ssize_t n;
 
 		snprintf(link, sizeof(link), "/dev/dri/by-path/pci-%s-%s", busid, kinds[i]);
-		host = host_join(g->dev_root, link);
-		p = host ? root_path(g->o->root, host) : NULL;
+		p = root_path(g->o->host->dev_dir, link);
 		if (!p)
 			return -ENOMEM;
 		n = readlink(p, target, sizeof(target) - 1);
@@ -254,7 +252,7 @@ static int push_drm_nodes(struct gen *g, json_t *nodes, const struct node_gpu *g
 	for (char *c = busid; *c; c++)
 		*c = (char)tolower((unsigned char)*c);
 	snprintf(rel, sizeof(rel), "/sys/bus/pci/devices/%s/drm", busid);
-	dir = root_path(g->o->root, rel);
+	dir = root_path(g->o->host->root, rel);
 	if (!dir)
 		return -ENOMEM;
 	n = scandir(dir, &list, drm_filter, alphasort);
@@ -398,15 +396,14 @@ static int gen_common_edits(const struct cdi_gen_options *o, const struct driver
 	return 0;
 }
 
-/* 1. A root the user names must exist: a typo would otherwise give a spec without any driver file. */
-static int check_root(const struct cdi_gen_options *o, const char *dir, const char *what, const char *flag,
-		      struct gerr *err)
+/*
+ * 1. A root the user names must exist: a typo would otherwise give a spec without any driver file. dir
+ * is its host name, p where it is read.
+ */
+static int check_root(const char *dir, const char *p, const char *what, const char *flag, struct gerr *err)
 {
-	_cleanup_free_ char *p = root_path(o->root, dir);
 	struct stat st;
 
-	if (!p)
-		return gerr_set(err, ENOMEM, "out of memory");
 	if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
 		return 0;
 	return gerr_set(err, ENOENT,
@@ -527,9 +524,7 @@ static int build_spec(struct gen *g, const struct node *n, const char *kind, jso
 {
 	const struct cdi_gen_options *o = g->o;
 	struct driver_options dopt = {
-	    .root = o->root,
-	    .driver_root = g->driver_root,
-	    .dev_root = o->dev_root,
+	    .host = o->host,
 	    .version = n->driver_version[0] ? n->driver_version : NULL,
 	};
 	_cleanup_(driver_info_freep) struct driver_info *d = NULL;
@@ -539,9 +534,9 @@ static int build_spec(struct gen *g, const struct node *n, const char *kind, jso
 	if (!spec)
 		return gerr_set(err, ENOMEM, "out of memory");
 	/* 1. roots */
-	r = check_root(o, g->driver_root, "driver root", "--driver-root", err);
+	r = check_root(g->driver_root, o->host->driver_dir, "driver root", "--driver-root", err);
 	if (r == 0 && !streq(g->dev_root, g->driver_root))
-		r = check_root(o, g->dev_root, "dev root", "--dev-root", err);
+		r = check_root(g->dev_root, o->host->dev_dir, "dev root", "--dev-root", err);
 	if (r < 0)
 		return r;
 	/* 2. driver */
@@ -605,8 +600,8 @@ int cdi_generate(const struct node *n, const struct cdi_gen_options *o, json_t *
 				"'gpulet devices' and the driver");
 	if (!devices || !all || !links || asprintf(&kind, "%s/%s", vendor, class) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
-	g.driver_root = host_driver_root(o->driver_root);
-	g.dev_root = host_dev_root(o->driver_root, o->dev_root);
+	g.driver_root = o->host->driver_root;
+	g.dev_root = o->host->dev_root;
 	r = build_spec(&g, n, kind, ret, err);
 	if (r >= 0 && o->warnings)
 		*o->warnings = g.warnings;

@@ -27,23 +27,35 @@ int cmd_dra(int argc, char **argv);
  */
 void cmd_block_stop_signals(sigset_t *set);
 
+/*
+ * A daemon verb: its signals (sig_daemon_set()) blocked before anything else, so a SIGHUP
+ * (config-manager sends one at its first sync) or SIGTERM that comes before the daemon's loop exists
+ * waits for it instead of killing the process; run(argc, argv); then the signals still pending taken
+ * and the mask set back (sig_restore()). run's exit code, or 1 when the signals cannot be blocked.
+ */
+int cmd_daemon(const char *verb, int argc, char **argv, int (*run)(int argc, char **argv));
+
 /* Environment fallbacks shared by the verbs that open NVML. */
 const char *cmd_env_or(const char *name, const char *fallback);
 
-/* Where to find NVML and the host: --nvml-library, --driver-root, --root (NULL = env/default). */
+/* Where the host is: --root, --driver-root, --dev-root, --nvml-library (NULL = not given). */
 struct cmd_nvml_opts {
 	const char *library;     /* env GPULET_NVML_LIBRARY */
 	const char *driver_root; /* env NVIDIA_DRIVER_ROOT, default "/" */
+	const char *dev_root;    /* cdi generate's --dev-root; default: the driver root */
 	const char *root;        /* host root prefix for sysfs/procfs/dev, default "/" */
 };
 
+struct host_paths;
+struct nvml;
+struct node;
+/*
+ * These options resolved once into the host paths every consumer takes (util/hostpaths.h); on failure
+ * the reason on stderr and -1.
+ */
+int cmd_host_paths(const struct cmd_nvml_opts *o, struct host_paths **ret);
 /*
  * Open NVML and read the node; on failure print the one-sentence reason to stderr and return -1.
  * The caller owns *ret_nv (nvml_close) and *ret_node (node_free).
  */
-struct nvml;
-struct node;
-struct gerr;
-/* NVML for these options: library from --nvml-library/env, searched under <root>/<driver-root>. */
-int cmd_open_nvml(const struct cmd_nvml_opts *o, struct nvml **ret, struct gerr *err);
-int cmd_load_node(const struct cmd_nvml_opts *o, struct nvml **ret_nv, struct node **ret_node);
+int cmd_load_node(const struct host_paths *hp, struct nvml **ret_nv, struct node **ret_node);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Option plumbing shared by verbs: environment fallbacks and opening NVML + the node model. */
+/* Option plumbing shared by verbs: environment fallbacks, the host paths, opening NVML + the node model. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -7,11 +7,13 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "cmd/cmd.h"
-#include "util/fileio.h"
+#include "util/hostpaths.h"
 #include "util/sig.h"
 #include "nvml/node.h"
+#include "nvml/nvml.h"
 
 const char *cmd_env_or(const char *name, const char *fallback)
 {
@@ -26,19 +28,42 @@ void cmd_block_stop_signals(sigset_t *set)
 	pthread_sigmask(SIG_BLOCK, set, NULL);
 }
 
-int cmd_open_nvml(const struct cmd_nvml_opts *o, struct nvml **ret, struct gerr *err)
+int cmd_daemon(const char *verb, int argc, char **argv, int (*run)(int argc, char **argv))
 {
-	return nvml_open_host(
-	    &(struct nvml_host){.root = o->root, .library = o->library, .driver_root = o->driver_root}, ret, err);
+	sigset_t set, old;
+	int r;
+
+	sig_daemon_set(&set);
+	r = sig_block(&set, &old);
+	if (r != 0) {
+		fprintf(stderr, "gpulet %s: cannot block signals: %s\n", verb, strerror(r));
+		return 1;
+	}
+	r = run(argc, argv);
+	sig_restore(&set, &old);
+	return r;
 }
 
-int cmd_load_node(const struct cmd_nvml_opts *o, struct nvml **ret_nv, struct node **ret_node)
+int cmd_host_paths(const struct cmd_nvml_opts *o, struct host_paths **ret)
+{
+	struct gerr err = {0};
+	int r = host_paths_new(
+	    &(struct host_paths_options){
+		.root = o->root, .driver_root = o->driver_root, .dev_root = o->dev_root, .nvml_library = o->library},
+	    ret, &err);
+
+	if (r < 0)
+		fprintf(stderr, "gpulet: %s\n", err.msg);
+	return r < 0 ? -1 : 0;
+}
+
+int cmd_load_node(const struct host_paths *hp, struct nvml **ret_nv, struct node **ret_node)
 {
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
 	struct gerr err = {0};
 	struct node *n = NULL;
 
-	if (cmd_open_nvml(o, &nv, &err) < 0 || node_load(nv, o->root, &n, &err) < 0) {
+	if (nvml_open_host(hp, &nv, &err) < 0 || node_load(nv, hp->root, &n, &err) < 0) {
 		fprintf(stderr, "gpulet: %s\n", err.msg);
 		return -1;
 	}

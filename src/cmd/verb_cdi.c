@@ -134,7 +134,7 @@ static const struct optspec generate_opts[] = {
 	    .off = CDI_F(gen.strict)),
     CMD_OPT_DRIVER_ROOT,
     CMD_ROW("dev-root", 0, OPT_ARGV, "DIR", "host dir holding dev/nvidia* (default: the driver root)",
-	    .off = CDI_F(gen.dev_root)),
+	    .off = CDI_F(c.nvml.dev_root)),
     CMD_ROW("nvidia-cdi-hook-path", 0, OPT_ARGV, "PATH",
 	    "host path of the hook binary in the spec's hooks (default: gpulet-cdi-hook beside this gpulet, else this "
 	    "gpulet; a binary named "
@@ -352,6 +352,7 @@ static int cdi_generate_cmd(int argc, char **argv)
 {
 	struct cdi_cli cli = {.gen = CDI_GEN_OPTIONS_INIT};
 	struct cdi_gen_options *o = &cli.gen;
+	_cleanup_(host_paths_freep) struct host_paths *hp = NULL;
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
 	_cleanup_(node_freep) struct node *n = NULL;
 	_cleanup_(cdi_gen_warnings_clear) struct cdi_gen_warnings warnings = {0};
@@ -364,11 +365,10 @@ static int cdi_generate_cmd(int argc, char **argv)
 		return r;
 	fmt = cli.format ? (streq(cli.format, "json") ? CDI_FORMAT_JSON : CDI_FORMAT_YAML)
 			 : (ends_with(cli.output, ".json") ? CDI_FORMAT_JSON : CDI_FORMAT_YAML);
-	o->root = cli.c.nvml.root;
-	o->driver_root = host_driver_root(cli.c.nvml.driver_root);
 	o->hooks = &cli.hooks;
-	if (cmd_load_node(&cli.c.nvml, &nv, &n) < 0)
+	if (cmd_host_paths(&cli.c.nvml, &hp) < 0 || cmd_load_node(hp, &nv, &n) < 0)
 		return 1;
+	o->host = hp;
 	o->warnings = &warnings;
 	if (cdi_generate(n, o, &spec, &err) < 0) {
 		fprintf(stderr, "gpulet cdi generate: %s\n", err.msg);

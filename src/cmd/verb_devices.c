@@ -6,6 +6,8 @@
 
 #include "cmd/options.h"
 #include "nvml/node.h"
+#include "nvml/nvml.h"
+#include "util/hostpaths.h"
 
 static const struct optspec devices_opts[] = {
     CMD_OPT_JSON("print a JSON document instead of the table"),
@@ -67,13 +69,14 @@ static void print_table(const struct node *n)
 int cmd_devices(int argc, char **argv)
 {
 	struct cmd_common o = {0};
+	_cleanup_(host_paths_freep) struct host_paths *hp = NULL;
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
 	_cleanup_(node_freep) struct node *n = NULL;
 	int r = cmd_parse(&devices_verb, argc, argv, &o);
 
 	if (r != CMD_CONTINUE)
 		return r;
-	if (cmd_load_node(&o.nvml, &nv, &n) < 0)
+	if (cmd_host_paths(&o.nvml, &hp) < 0 || cmd_load_node(hp, &nv, &n) < 0)
 		return 1;
 	if (!o.json) {
 		print_table(n);

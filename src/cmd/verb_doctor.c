@@ -173,6 +173,7 @@ int cmd_doctor(int argc, char **argv)
 {
 	struct doctor_cli cli = {0};
 	struct doctor_options *o = &cli.o;
+	_cleanup_(host_paths_freep) struct host_paths *hp = NULL;
 	struct doctor_ctx c = {0};
 	struct gerr err = {0};
 	int r, rc = cmd_parse(&doctor_verb, argc, argv, &cli);
@@ -181,9 +182,9 @@ int cmd_doctor(int argc, char **argv)
 		rc = check_only(&cli, argc, argv);
 	if (rc != CMD_CONTINUE)
 		return rc;
-	o->root = cli.c.nvml.root ? cli.c.nvml.root : "/";
-	o->nvml_library = cli.c.nvml.library;
-	o->driver_root = cli.c.nvml.driver_root;
+	if (cmd_host_paths(&cli.c.nvml, &hp) < 0)
+		return 1;
+	o->host = hp;
 	o->pods_file = cli.c.pods_file;
 	o->node_file = cli.c.node_file;
 	r = doctor_check_options(o, &err);
@@ -214,7 +215,7 @@ int cmd_doctor(int argc, char **argv)
 			rc = 1;
 		json_decref(doc);
 	} else {
-		printf("gpulet doctor: node root %s\n\n", o->root);
+		printf("gpulet doctor: node root %s\n\n", hp->root);
 		doctor_print(stdout, &c, cli.only, cli.n_only);
 	}
 	doctor_ctx_done(&c);

@@ -14,7 +14,7 @@
 
 struct dra_opts {
 	struct cmd_common c;
-	const char *node_name, *namespace, *cdi_root, *dev_root, *hook_path, *registry_dir, *plugins_dir, *driver;
+	const char *node_name, *namespace, *cdi_root, *hook_path, *registry_dir, *plugins_dir, *driver;
 	const char *image_name, *pull_secrets, *pull_policy, *service_account, *consumable_shares, *http_endpoint;
 	const char *healthcheck_port;
 	struct dra_gates gates;
@@ -94,7 +94,7 @@ static const struct optspec dra_opts[] = {
 	    "where the driver is installed, below --root; default /, /run/nvidia/driver with the GPU Operator",
 	    .alias = "driver-root", .env = {"NVIDIA_DRIVER_ROOT", "HOST_DRIVER_ROOT"}, .call = cmd_set_driver_root),
     CMD_ROW("dev-root", 0, OPT_PATH, "DIR", "host dir holding dev/nvidia* (default: the driver root)",
-	    .alias = "nvidia-dev-root", .env = {"NVIDIA_DEV_ROOT"}, .off = DRA_F(dev_root)),
+	    .alias = "nvidia-dev-root", .env = {"NVIDIA_DEV_ROOT"}, .off = DRA_F(c.nvml.dev_root)),
     CMD_ROW("nvidia-cdi-hook-path", 0, OPT_PATH, "PATH",
 	    "host path of the CDI hook the specs run (default: gpulet-cdi-hook next to gpulet)",
 	    .env = {"NVIDIA_CDI_HOOK_PATH"}, .off = DRA_F(hook_path)),
@@ -193,6 +193,7 @@ static void opts_free(struct dra_opts *o)
 int cmd_dra(int argc, char **argv)
 {
 	_cleanup_(opts_free) struct dra_opts o = {.gates = {.time_slicing = true, .mps = true}};
+	_cleanup_(host_paths_freep) struct host_paths *hp = NULL;
 	struct dra_daemon *d = NULL;
 	sigset_t stop;
 	int r = cmd_parse(&dra_verb, argc, argv, &o);
@@ -202,23 +203,22 @@ int cmd_dra(int argc, char **argv)
 	if ((r = refuse_unhonoured(&o)) != CMD_CONTINUE)
 		return r;
 	say_unused(&o);
+	if (cmd_host_paths(&o.c.nvml, &hp) < 0)
+		return 1;
 	/* every thread (gRPC's included) inherits the blocked stop signals; the run loop takes them */
 	cmd_block_stop_signals(&stop);
 	signal(SIGPIPE, SIG_IGN);
-	r = dra_daemon_start(
-	    &(struct dra_daemon_options){
-		.driver = o.driver,
-		.node_name = o.node_name,
-		.registry_dir = o.registry_dir,
-		.plugins_dir = o.plugins_dir,
-		.cdi_root = o.cdi_root,
-		.hook_path = o.hook_path,
-		.dev_root = o.dev_root,
-		.nvml = {.root = o.c.nvml.root, .library = o.c.nvml.library, .driver_root = o.c.nvml.driver_root},
-		.gates = o.gates,
-		.claims = NULL,
-		.publisher = NULL},
-	    &d);
+	r = dra_daemon_start(&(struct dra_daemon_options){.driver = o.driver,
+							  .node_name = o.node_name,
+							  .registry_dir = o.registry_dir,
+							  .plugins_dir = o.plugins_dir,
+							  .cdi_root = o.cdi_root,
+							  .hook_path = o.hook_path,
+							  .host = hp,
+							  .gates = o.gates,
+							  .claims = NULL,
+							  .publisher = NULL},
+			     &d);
 	if (r < 0)
 		return 1;
 	dra_daemon_run(d, &stop);

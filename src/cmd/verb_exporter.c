@@ -341,6 +341,7 @@ int cmd_exporter(int argc, char **argv)
 {
 	struct exporter_opts o = {0};
 	struct exporter_daemon_options d = {0};
+	_cleanup_(host_paths_freep) struct host_paths *hp = NULL;
 	struct exporter_daemon *daemon = NULL;
 	_cleanup_free_ char *names_copy = NULL;
 	_cleanup_free_ char **names = NULL;
@@ -357,8 +358,9 @@ int cmd_exporter(int argc, char **argv)
 		return r;
 	names = split_names(o.resource_names, &names_copy);
 	d.http = (struct exp_http_options){.address = o.address, .web_config_file = o.web_config};
-	d.nvml =
-	    (struct nvml_host){.root = o.c.nvml.root, .library = o.c.nvml.library, .driver_root = o.c.nvml.driver_root};
+	if (cmd_host_paths(&o.c.nvml, &hp) < 0)
+		return 1;
+	d.host = hp;
 	d.collectors_file = o.collectors;
 	d.interval_ms = o.interval_ms;
 	d.kubernetes = o.kubernetes;
@@ -368,13 +370,11 @@ int cmd_exporter(int argc, char **argv)
 	d.virtual_gpus = o.virtual_gpus;
 	d.no_hostname = o.no_hostname;
 	d.replace_blanks = o.replace_blanks;
-	/* every thread inherits the blocked set; the daemon takes the signals with sigwait */
+	/* every thread inherits the blocked set; the daemon's loop takes them (util/loop.h) */
 	cmd_block_stop_signals(&set);
-	signal(SIGPIPE, SIG_IGN);
 	if (exporter_daemon_start(&d, &set, &daemon) < 0)
 		return 1;
-	if (daemon)
-		exporter_daemon_run(daemon, &set);
+	r = exporter_daemon_run(daemon);
 	exporter_daemon_stop(daemon);
-	return 0;
+	return r < 0 ? 1 : 0;
 }

@@ -7,37 +7,40 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "cmd/options.h"
+#include "labels/daemon.h"
 #include "labels/labels.h"
 #include "plugin/config.h"
-#include "util/fileio.h"
+#include "util/hostpaths.h"
 #include "util/log.h"
+#include "util/loop.h"
 #include "util/opt.h"
 #include "util/optspec.h"
-#include "util/sig.h"
 
 struct labels_cli {
 	struct cmd_common c;
 	/* GFD options the config file may also set (config-file keys in the rows) */
-	char *output, *machine_file, *ctr_driver_root, *config_file; /* owned: optspec_free() */
-	int mig_strategy;                                            /* enum mig_strategy */
-	int discovery;                                               /* enum discovery_strategy */
-	int64_t sleep_ns;                                            /* < 0: infinite */
+	char *output, *machine_file, *config_file; /* owned: optspec_free() */
+	int mig_strategy;                          /* enum mig_strategy */
+	int discovery;                             /* enum discovery_strategy */
+	int64_t sleep_ns;                          /* < 0: infinite */
 	bool oneshot, no_timestamp, fail_on_init_error, use_nfd_api;
 	/* the Kubernetes client of --use-node-feature-api: accepted, not used (no API client here) */
 	const char *kubeconfig, *kube_qps, *kube_burst, *namespace, *node_name, *pod_name;
+	/* accepted, not used: GFD parses it and reads it nowhere (docs/reference/gfd-labels.md) */
+	const char *ctr_driver_root;
 	/* gpulet's own */
 	const char *gpu_type, *sharing_flag;
 	bool gpu_mig, rename_flag;
 	unsigned replicas;
 	/* resolved */
 	struct plugin_config *cfg; /* owned (config_new()): the file's sharing section and warnings */
+	struct host_paths *host;   /* owned: --root, --driver-root, --nvml-library resolved */
 	struct labels_options lo;
+	struct labels_daemon_options run; /* what the daemon runs with (labels/daemon.h) */
 };
 
 /* GFD's --sleep-interval: "infinite" (api/config/v1/duration.go), else a Go duration from 100ms to 168h. */
@@ -74,7 +77,12 @@ static const struct optspec labels_opts[] = {
 	    "auto, nvml, tegra or vfio; gpulet discovers GPUs through NVML", .env = {"DEVICE_DISCOVERY_STRATEGY"},
 	    .key = CONFIG_KEY_DISCOVERY_STRATEGY, .def = "auto", .off = LABELS_F(discovery),
 	    OPTSPEC_NAMES(config_discovery_names)),
-    CONFIG_OPT_CTR_DRIVER_ROOT(LABELS_F(ctr_driver_root)),
+    /* GFD v0.20 keeps the value in its config and never reads it; NVML comes from the system's loader */
+    CMD_ROW("driver-root-ctr-path", 0, OPT_ARGV, "DIR",
+	    "GFD's container driver root: accepted, not used (GFD reads it "
+	    "nowhere)",
+	    .alias = "container-driver-root", .env = {"DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"},
+	    .off = LABELS_F(ctr_driver_root)),
     CMD_ROW("kubeconfig", 0, OPT_ARGV, "FILE", "Kubernetes client of --use-node-feature-api: accepted, not used",
 	    .env = {"KUBECONFIG"}, .off = LABELS_F(kubeconfig)),
     CMD_ROW("kube-api-qps", 0, OPT_ARGV, "N", "accepted with --kubeconfig, not used", .env = {"KUBE_API_QPS"},
@@ -167,6 +175,8 @@ static int settle(struct labels_cli *c)
 		log_warn("config file", "path=%s warnings=\"%s\"", c->config_file ?: "", c->cfg->warnings);
 	if ((r = resolve_sharing(c)) != 0)
 		return r;
+	if (cmd_host_paths(&c->c.nvml, &c->host) < 0)
+		return 1;
 	c->lo.mig_strategy = (enum mig_strategy)c->mig_strategy;
 	if (c->discovery != DISCOVERY_AUTO && c->discovery != DISCOVERY_NVML)
 		log_warn("gpulet labels discovers GPUs through NVML only; using NVML", "device_discovery_strategy=%s",
@@ -179,189 +189,86 @@ static int settle(struct labels_cli *c)
 	c->lo.timestamp = !c->no_timestamp;
 	c->lo.gpu_type = c->gpu_type;
 	c->lo.gpu_mig = c->gpu_mig;
+	c->run = (struct labels_daemon_options){.host = c->host,
+						.output = c->output,
+						.out = streq(c->output, "-") || !c->output[0] ? stdout : NULL,
+						.machine_file = c->machine_file,
+						.sleep_ns = c->sleep_ns,
+						.oneshot = c->oneshot,
+						.fail_on_init_error = c->fail_on_init_error,
+						.lo = c->lo};
 	return 0;
 }
 
-static void labels_cli_clear(struct labels_cli *c)
+static void labels_cli_free(struct labels_cli *c)
 {
+	if (!c)
+		return;
 	optspec_free(labels_opts, c);
 	config_free(c->cfg);
-	c->cfg = NULL;
+	host_paths_free(c->host);
+	free(c);
+}
+DEFINE_CLEANUP_FUNC(struct labels_cli, labels_cli_free)
+
+static struct labels_cli *labels_cli_new(void)
+{
+	_cleanup_(labels_cli_freep) struct labels_cli *c = calloc(1, sizeof(*c));
+
+	if (!c || !(c->cfg = config_new()))
+		return NULL;
+	return TAKE_PTR(c);
 }
 
-/* The command line, kept for SIGHUP: the options are built again from it, the file read again. */
-struct argv_copy {
-	int argc;
-	char **argv;
+/* What the daemon runs under, and what SIGHUP builds it again from. */
+struct labels_run {
+	const struct loop_argv *args; /* the command line, kept before getopt permuted it */
+	struct labels_cli *cli;       /* owned: the options in use */
+	struct labels_daemon *d;
 };
 
-/* SIGHUP: every layer again (the file may have changed); 0, or 1 (logged) when they are bad now. */
-static int reload(struct labels_cli *c, const struct argv_copy *a)
+/* SIGHUP (util/loop.h): every layer again from the kept command line (the file may have changed), then in use. */
+static int reload(void *data, struct gerr *err)
 {
-	_cleanup_free_ char **v = calloc((size_t)a->argc + 1, sizeof(char *));
-	struct labels_cli n = {0};
-	enum optspec_action action;
-	enum optspec_fail fail;
-	struct gerr err = {0};
+	struct labels_run *run = data;
+	_cleanup_(labels_cli_freep) struct labels_cli *n = labels_cli_new();
 	int r;
 
-	if (!v || !(n.cfg = config_new()))
-		return log_error("out of memory", NULL), 1;
-	memcpy(v, a->argv, (size_t)a->argc * sizeof(char *));
-	r = optspec_parse(&labels_cli_desc, a->argc, v, &n, &action, &fail, &err);
-	if (r < 0 || settle(&n) != 0) {
-		if (err.msg[0])
-			log_error("cannot load the config file", "path=%s error=\"%s\"", n.config_file ?: "", err.msg);
-		labels_cli_clear(&n);
-		return 1;
-	}
-	labels_cli_clear(c);
-	*c = n;
-	return 0;
-}
-
-static bool to_stdout(const struct labels_cli *c)
-{
-	return streq(c->output, "-") || !c->output[0];
-}
-
-static int write_output(const struct labels_cli *c, const char *text)
-{
-	_cleanup_free_ char *path = NULL;
-	struct gerr err = {0};
-	int r;
-
-	if (to_stdout(c))
-		return fputs(text, stdout) < 0 || fflush(stdout) != 0 ? -EIO : 0;
-	path = root_path(c->c.nvml.root, c->output);
-	if (!path)
-		return -ENOMEM;
-	r = write_file_atomic(path, text, strlen(text), 0644, &err);
+	if (!n)
+		return gerr_set(err, ENOMEM, "out of memory");
+	r = loop_reparse(&labels_cli_desc, run->args, n, err);
 	if (r < 0)
-		log_error("cannot write the feature file", "path=%s error=\"%s\"", path, err.msg);
-	return r;
-}
-
-/* One labeling pass: read the node and the host, compute, write. 0, 1 (NVML) or 2 (GFD refuses to label). */
-static int label_once(struct labels_cli *c, struct nvml *nv)
-{
-	struct gerr err = {0};
-	_cleanup_(node_freep) struct node *n = NULL;
-	_cleanup_(label_set_freep) struct label_set *s = NULL;
-	_cleanup_free_ char *text = NULL;
-	struct labels_host host;
-	struct node empty = {0};
-	int r;
-
-	if (nv && node_load(nv, c->c.nvml.root, &n, &err) < 0) {
-		log_error("cannot read the GPUs", "error=\"%s\"", err.msg);
-		if (c->fail_on_init_error)
-			return 1;
-	}
-	labels_read_host(c->c.nvml.root, n ? n : &empty, c->machine_file, &host);
-	c->lo.now = time(NULL);
-	r = labels_build(n ? n : &empty, &c->lo, &host, &s, &err);
-	labels_host_clear(&host);
-	if (r < 0) {
-		log_error("cannot compute labels", "error=\"%s\"", err.msg);
-		return 2;
-	}
-	if (labels_format(s, &text) < 0 || write_output(c, text) < 0)
-		return 1;
-	log_debug("labels written", "path=%s labels=%zu", c->output, s->n);
+		return r;
+	if (settle(n) != 0)
+		return gerr_set(err, EINVAL, "the options do not hold together any more (said above)");
+	labels_daemon_apply(run->d, &n->run);
+	labels_cli_free(run->cli);
+	run->cli = TAKE_PTR(n);
 	return 0;
 }
 
-/*
- * NVML for the labels. Without it GFD with --fail-on-init-error=false writes only what needs no GPU
- * (the timestamp); we say so, and try again at every relabelling so the labels appear once the driver does.
- */
-static int open_nvml(struct labels_cli *c, struct nvml **ret)
+/* Parse, then label once or until a stop signal: the exit code. */
+static int run(int argc, char **argv)
 {
-	struct gerr err = {0};
-	int r = cmd_open_nvml(&c->c.nvml, ret, &err);
+	_cleanup_(loop_argv_freep) struct loop_argv *args = NULL;
+	struct labels_run run = {0};
+	int r;
 
-	if (r >= 0)
-		return r;
-	if (c->fail_on_init_error || c->oneshot)
-		log_error("cannot load NVML", "error=\"%s\"", err.msg);
-	else
-		log_warn("cannot load NVML: no GPU labels are written (only the timestamp); trying again at each "
-			 "relabelling",
-			 "error=\"%s\" sleep_interval_ms=%lld", err.msg,
-			 c->sleep_ns < 0 ? -1LL : (long long)(c->sleep_ns / OPT_NSEC_PER_MSEC));
-	*ret = NULL;
-	return r;
-}
-
-/* Sleep until the next pass: 0 time to relabel, SIGHUP to reload, another signal to stop. */
-static int wait_next(const struct labels_cli *c, const sigset_t *set)
-{
-	struct timespec ts = {.tv_sec = (time_t)(c->sleep_ns / OPT_NSEC_PER_SEC),
-			      .tv_nsec = (long)(c->sleep_ns % OPT_NSEC_PER_SEC)};
-	int sig = 0;
-
-	if (c->sleep_ns < 0)
-		return sigwait(set, &sig) == 0 ? sig : SIGTERM;
-	sig = sigtimedwait(set, NULL, &ts);
-	return sig > 0 ? sig : 0;
-}
-
-static int run(struct labels_cli *c, const struct argv_copy *a, const sigset_t *set)
-{
-	_cleanup_(nvml_closep) struct nvml *nv = NULL;
-	int r, sig;
-
-	if (open_nvml(c, &nv) < 0 && c->fail_on_init_error)
+	if (loop_argv_new(argc, argv, NULL, &args) < 0 || !(run.cli = labels_cli_new())) {
+		fprintf(stderr, "gpulet labels: out of memory\n");
 		return 1;
-	for (;;) {
-		if (!nv && open_nvml(c, &nv) >= 0)
-			log_info("NVML loaded, labelling the GPUs", NULL);
-		r = label_once(c, nv);
-		if (c->oneshot)
-			return r ? 1 : 0;
-		if (r == 2 || (r && c->fail_on_init_error))
-			break;
-		sig = wait_next(c, set);
-		if (sig == SIGHUP) {
-			log_info("SIGHUP: reading the config file again", "path=%s",
-				 c->config_file ? c->config_file : "");
-			if ((r = reload(c, a)) != 0)
-				break;
-			continue;
-		}
-		if (sig > 0) {
-			r = 0;
-			break;
-		}
 	}
-	/*
-	 * The feature file stays when we stop (GFD removes it, cmd/gpu-feature-discovery/main.go): a
-	 * rollout or a crash must not blank the node's labels until NFD's next pass; the next
-	 * successful labelling replaces it (docs/reference/device-plugin.md §9.1).
-	 */
-	return r ? 1 : 0;
+	run.args = args;
+	r = cmd_parse(&labels_verb, argc, argv, run.cli);
+	if (r == CMD_CONTINUE && (r = settle(run.cli)) == 0) {
+		r = labels_daemon_start(&run.cli->run, reload, &run, &run.d) < 0 ? 1 : labels_daemon_run(run.d);
+		labels_daemon_stop(run.d); /* before the options it borrows are freed */
+	}
+	labels_cli_free(run.cli);
+	return r;
 }
 
 int cmd_labels(int argc, char **argv)
 {
-	_cleanup_free_ char **saved = calloc((size_t)argc + 1, sizeof(char *));
-	struct argv_copy a = {argc, saved};
-	struct labels_cli c = {0};
-	sigset_t set;
-	int r;
-
-	if (!saved || !(c.cfg = config_new())) {
-		fprintf(stderr, "gpulet labels: out of memory\n");
-		return 1;
-	}
-	memcpy(saved, argv, (size_t)argc * sizeof(char *)); /* before getopt permutes argv */
-	r = cmd_parse(&labels_verb, argc, argv, &c);
-	if (r == CMD_CONTINUE && (r = settle(&c)) == 0) {
-		sig_daemon_set(&set); /* SIGHUP: GFD reloads its config (the chart's config-manager sends it) */
-		pthread_sigmask(SIG_BLOCK, &set, NULL);
-		r = run(&c, &a, &set);
-	}
-	labels_cli_clear(&c);
-	return r;
+	return cmd_daemon("labels", argc, argv, run);
 }

@@ -42,14 +42,14 @@ static const struct cmd_verb lint_verb = CMD_VERB(
     .footer = "Exit status: 0 no failure, 1 a rule failed or a file did not parse, 2 usage.", .operands = true);
 
 /* Node facts from --root, reusing doctor's readers: driver version, runtime class need, device modes. */
-static void facts_from_root(const char *root, struct lint_options *lo, char *driver, size_t size, struct doctor_ctx *dc,
-			    struct doctor_options *dopt)
+static void facts_from_root(const struct host_paths *hp, struct lint_options *lo, char *driver, size_t size,
+			    struct doctor_ctx *dc, struct doctor_options *dopt)
 {
-	_cleanup_free_ char *ctl = root_path(root, "/dev/nvidiactl");
+	_cleanup_free_ char *ctl = root_path(hp->root, "/dev/nvidiactl");
 	struct ctrd_facts f;
 	struct stat st;
 
-	dopt->root = root;
+	dopt->host = hp;
 	dc->o = dopt;
 	if (!lo->driver_version && doctor_check_driver(dc) >= 0 && dc->driver_loaded) {
 		snprintf(driver, size, "%s", dc->driver_version);
@@ -69,6 +69,7 @@ int cmd_lint(int argc, char **argv)
 {
 	struct lint_cli cli = {0};
 	struct lint_options *lo = &cli.lo;
+	_cleanup_(host_paths_freep) struct host_paths *hp = NULL;
 	struct doctor_options dopt = {0};
 	struct doctor_ctx c = {0}, dc = {0};
 	const char *node_file;
@@ -95,8 +96,11 @@ int cmd_lint(int argc, char **argv)
 		}
 		lo->node = node;
 	}
-	if (cli.c.nvml.root)
-		facts_from_root(cli.c.nvml.root, lo, driver, sizeof(driver), &dc, &dopt);
+	if (cli.c.nvml.root) {
+		if (cmd_host_paths(&cli.c.nvml, &hp) < 0)
+			return 1;
+		facts_from_root(hp, lo, driver, sizeof(driver), &dc, &dopt);
+	}
 	c.o = &dopt;
 	c.skipped = json_array();
 	for (int k = optind; k < argc; k++) {

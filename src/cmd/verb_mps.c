@@ -4,7 +4,6 @@
  * --mig-strategy, and every plugin flag), and its `mount-shm` subcommand for the init container.
  * The work is in src/plugin/mps_daemon.c; facts in docs/reference/device-plugin.md §5.1.
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +14,7 @@
 #include "plugin/mps.h"
 #include "plugin/mps_daemon.h"
 #include "util/log.h"
-#include "util/sig.h"
+#include "util/loop.h"
 
 static void notes(FILE *f)
 {
@@ -37,26 +36,23 @@ static const struct cmd_verb mps_verb =
 		      "The MPS root is /mps (upstream's container mount) unless --mps-root or MPS_ROOT is given.",
 	     .notes = notes, .cli = &config_cli, .value_exit = 1);
 
-int cmd_mps_control_daemon(int argc, char **argv)
+/* Parse, then mount-shm or supervise until a stop signal: the exit code. */
+static int run(int argc, char **argv)
 {
-	static const char *const mps_default[] = {"--mps-root=" MPS_CONTAINER_ROOT, NULL};
-	_cleanup_(config_args_freep) struct config_args *args = NULL;
-	_cleanup_free_ char **v = NULL;
 	bool shm = argc > 1 && streq(argv[1], "mount-shm");
+	static const char *const mps_default[] = {"--mps-root=" MPS_CONTAINER_ROOT, NULL};
+	_cleanup_(loop_argv_freep) struct loop_argv *args = NULL;
+	_cleanup_free_ char **v = NULL;
 	_cleanup_(config_freep) struct plugin_config *cfg = config_new();
+	/* declared last: stopped first, as it borrows args and cfg */
 	_cleanup_(mps_daemon_stopp) struct mps_daemon *daemon = NULL;
 	struct gerr err = {0};
-	sigset_t stop, old;
 	char opts[96];
 	int n, r;
 
-	/* blocked before the config is read: a SIGHUP or SIGTERM then waits for the supervisor's signalfd
-	 * instead of killing us by default action; the mask goes back at mps_daemon_stop() */
-	sig_daemon_set(&stop);
-	pthread_sigmask(SIG_BLOCK, &stop, &old);
 	/* upstream's /mps unless a flag or MPS_ROOT (even empty: urfave/cli) says otherwise */
-	if (!cfg || config_args_new(argc - shm, argv + shm, getenv("MPS_ROOT") ? NULL : mps_default, &args) < 0 ||
-	    !(v = config_args_vector(args, &n))) {
+	if (!cfg || loop_argv_new(argc - shm, argv + shm, getenv("MPS_ROOT") ? NULL : mps_default, &args) < 0 ||
+	    !(v = loop_argv_vector(args, &n))) {
 		fprintf(stderr, "gpulet mps-control-daemon: out of memory\n");
 		return 1;
 	}
@@ -72,9 +68,12 @@ int cmd_mps_control_daemon(int argc, char **argv)
 		printf("mounted tmpfs on %s/shm (%s)\n", cfg->mps_root, opts);
 		return 0;
 	}
-	/* the supervisor borrows cfg: it is freed (on return) only after the supervisor stopped */
-	if (mps_daemon_start(args, cfg, &old, &daemon) < 0)
+	if (mps_daemon_start(args, cfg, &daemon) < 0)
 		return 1;
-	mps_daemon_run(daemon);
-	return 0;
+	return mps_daemon_run(daemon) < 0 ? 1 : 0;
+}
+
+int cmd_mps_control_daemon(int argc, char **argv)
+{
+	return cmd_daemon("mps-control-daemon", argc, argv, run);
 }

@@ -34,14 +34,15 @@ static const struct cmd_verb probe_verb = CMD_VERB(
 int cmd_probe(int argc, char **argv)
 {
 	struct probe_cli cli = {0};
+	_cleanup_(host_paths_freep) struct host_paths *hp = NULL;
 	int rc = cmd_parse(&probe_verb, argc, argv, &cli);
 
 	if (rc != CMD_CONTINUE)
 		return rc;
+	if (cmd_host_paths(&cli.c.nvml, &hp) < 0)
+		return 1;
 	struct doctor_ctx c = {0};
-	struct doctor_options o = {.root = cli.c.nvml.root ? cli.c.nvml.root : "/",
-				   .nvml_library = cli.c.nvml.library,
-				   .cuda_library = cli.cuda_library};
+	struct doctor_options o = {.host = hp, .cuda_library = cli.cuda_library};
 
 	rc = 0;
 	if (doctor_run_table(&c, &o, probe_checks, probe_n_checks) < 0) {

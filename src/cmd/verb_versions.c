@@ -13,6 +13,7 @@ static const struct optspec versions_opts[] = {
     CMD_OPT_JSON("print JSON: {\"components\":[{name,version,source,verdicts:[{severity,text,source}]}]}"),
     CMD_OPT_ROOT,
     CMD_OPT_NVML_LIBRARY,
+    CMD_OPT_DRIVER_ROOT,
     CMD_OPT_PODS,
     CMD_OPT_NODE,
     {0},
@@ -28,6 +29,7 @@ static const struct cmd_verb versions_verb =
 int cmd_versions(int argc, char **argv)
 {
 	struct cmd_common cli = {0};
+	_cleanup_(host_paths_freep) struct host_paths *hp = NULL;
 	struct doctor_ctx c = {0};
 	json_t *list, *comp, *v;
 	size_t i, k;
@@ -35,10 +37,9 @@ int cmd_versions(int argc, char **argv)
 
 	if (rc != CMD_CONTINUE)
 		return rc;
-	struct doctor_options o = {.root = cli.nvml.root ? cli.nvml.root : "/",
-				   .nvml_library = cli.nvml.library,
-				   .pods_file = cli.pods_file,
-				   .node_file = cli.node_file};
+	if (cmd_host_paths(&cli.nvml, &hp) < 0)
+		return 1;
+	struct doctor_options o = {.host = hp, .pods_file = cli.pods_file, .node_file = cli.node_file};
 	struct gerr err = {0};
 
 	rc = 0;

@@ -321,7 +321,7 @@ static void missing_spec_facts(const struct doctor_ctx *c, const struct inject_f
 /* A validator message names host paths below --root: say them as the node does. */
 static const char *node_message(const struct doctor_ctx *c, const char *msg, char *buf, size_t size)
 {
-	const char *root = c->o->root;
+	const char *root = doctor_root(c->o);
 	size_t l = doctor_root_elsewhere(c) ? strlen(root) : 0, used = 0;
 
 	while (l > 1 && root[l - 1] == '/')
@@ -395,7 +395,7 @@ static int check_uuids(struct doctor_ctx *c, const char *const *dirs, size_t n)
 	struct doctor_finding *f = NULL;
 	size_t i;
 
-	if (doctor_need_nvml(c) < 0 || cdi_list_dirs(c->o->root, dirs, n, &list, NULL) < 0)
+	if (doctor_need_nvml(c) < 0 || cdi_list_dirs(doctor_root(c->o), dirs, n, &list, NULL) < 0)
 		return 0;
 	json_array_foreach (list, i, e) {
 		const char *dev = json_string_value(json_object_get(e, "device"));
@@ -483,7 +483,7 @@ int doctor_check_cdi(struct doctor_ctx *c)
 	{
 		char why[160];
 		struct cdi_validate_options o = {
-		    .root = c->o->root, .runtime_uid = c->o->runtime_uid, .runtime_gid = c->o->runtime_gid};
+		    .root = doctor_root(c->o), .runtime_uid = c->o->runtime_uid, .runtime_gid = c->o->runtime_gid};
 		_cleanup_(cdi_report_clear) struct cdi_report rep = {0};
 		const char *rt = cdi_runtime_for(c, why, sizeof(why));
 		char msg[1024];

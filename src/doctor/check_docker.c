@@ -59,7 +59,7 @@ static bool runtime_present(const struct doctor_ctx *c, const char *path)
 	if (strchr(path, '/'))
 		p = doctor_path(c, path);
 	else
-		p = host_find_bin(c->o->root, "/", path);
+		p = host_find_bin(doctor_root(c->o), "/", path);
 	return p && access(p, X_OK) == 0;
 }
 

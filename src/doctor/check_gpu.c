@@ -85,9 +85,9 @@ static struct doctor_finding *version_skew(struct doctor_ctx *c, const char *mod
  */
 static bool library_version(const struct doctor_ctx *c, char *ver, size_t vsize, char *where, size_t wsize)
 {
-	const char *droot = c->o->driver_root && *c->o->driver_root ? c->o->driver_root
-			    : c->driver_root_found[0]               ? c->driver_root_found
-								    : "";
+	const char *droot = doctor_driver_root(c->o)  ? doctor_driver_root(c->o)
+			    : c->driver_root_found[0] ? c->driver_root_found
+						      : "";
 
 	for (size_t k = 0; k < driver_n_lib_dirs; k++) {
 		char rel[PATH_MAX], link[PATH_MAX];

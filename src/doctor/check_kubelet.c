@@ -30,14 +30,14 @@ static bool exists(const struct doctor_ctx *c, const char *dir, const char *name
 	_cleanup_free_ char *p = NULL;
 	struct stat dummy;
 
-	if (asprintf(&p, "%s/%s/%s", c->o->root ? c->o->root : "", dir, name) < 0)
+	if (asprintf(&p, "%s/%s/%s", doctor_root(c->o), dir, name) < 0)
 		return false;
 	return stat(p, st ? st : &dummy) == 0;
 }
 
 static bool live_root(const struct doctor_ctx *c)
 {
-	return c->o->live || !c->o->root || !*c->o->root || streq(c->o->root, "/");
+	return c->o->live || streq(doctor_root(c->o), "/");
 }
 
 /* connect() to a UNIX socket: 0 answers, -ECONNREFUSED nobody listens (stale), other -errno unknown. */
@@ -118,8 +118,7 @@ int doctor_check_kubelet(struct doctor_ctx *c)
 		int r;
 
 		/* below --root: with --live the root is the running node mounted elsewhere (/host) */
-		if (asprintf(&p, "%s/%s/kubelet.sock", c->o->root ? c->o->root : "", dp) >= 0 &&
-		    !socket_answers(p, &r)) {
+		if (asprintf(&p, "%s/%s/kubelet.sock", doctor_root(c->o), dp) >= 0 && !socket_answers(p, &r)) {
 			f = doctor_report(c, "kubelet.not-running", DOCTOR_FAIL, LINK_KUBELET,
 					  "systemctl restart kubelet; journalctl -u kubelet -e",
 					  "kubelet's Registration socket exists but nobody answers: kubelet is down");
@@ -147,7 +146,7 @@ static size_t plugin_sockets(const struct doctor_ctx *c, const char *dir, char *
 	struct dirent *de;
 	size_t n = 0, used = 0, sused = 0;
 
-	if (asprintf(&p, "%s/%s", c->o->root ? c->o->root : "", dir) < 0)
+	if (asprintf(&p, "%s/%s", doctor_root(c->o), dir) < 0)
 		return 0;
 	d = opendir(p);
 	if (!d)
@@ -563,7 +562,7 @@ int doctor_check_alloc(struct doctor_ctx *c)
 	/* live kubelet: PodResources List shows what running pods hold (docs/reference/monitoring-doctor.md A4) */
 	if (!c->pods && exists(c, kd, "pod-resources/kubelet.sock", &st) && S_ISSOCK(st.st_mode) &&
 	    asprintf(&sock, "%s/pod-resources/kubelet.sock", kd) >= 0 &&
-	    podres_list(c->o->root, sock, 2000, NULL, &live, NULL) < 0)
+	    podres_list(doctor_root(c->o), sock, 2000, NULL, &live, NULL) < 0)
 		live = NULL;
 	for (size_t k = 0; k < c->ckpt->n_entries; k++) {
 		const struct checkpoint_entry *e = &c->ckpt->entries[k];

@@ -30,7 +30,7 @@ int doctor_toolkit_version(const struct doctor_ctx *c, char *buf, size_t size, c
 			return 0;
 		}
 	/* on the host itself, ask the binary ("NVIDIA Container Toolkit CLI version 1.14.3") */
-	if (!c->o->root || !*c->o->root || streq(c->o->root, "/")) {
+	if (streq(doctor_root(c->o), "/")) {
 		static char *const argv[] = {"nvidia-ctk", "--version", NULL};
 		char out[1024];
 		const char *v;

@@ -57,7 +57,7 @@ static int merge_file(const char *root, struct runtime_found *rt, const char *pa
 int crio_load(const struct doctor_ctx *c, struct runtime_found *rt)
 {
 	static char names[256][256];
-	const char *root = c->o->root;
+	const char *root = doctor_root(c->o);
 	_cleanup_free_ char *main_path = root_path(root, rt->config);
 	struct stat st;
 	size_t n;

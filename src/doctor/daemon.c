@@ -7,18 +7,17 @@
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "doctor/daemon.h"
 #include "util/log.h"
+#include "util/loop.h"
 #include "util/macro.h"
 #include "util/prom.h"
 #include "util/sig.h"
@@ -155,70 +154,73 @@ static bool drain(int fd)
 	return any;
 }
 
-/* Milliseconds until the next walk is due (-1: none pending), for poll(). */
-static int wait_ms(double due)
-{
-	double left = due - now_s(CLOCK_MONOTONIC);
-
-	return left <= 0 ? 0 : left > INT_MAX / 1000.0 ? INT_MAX : (int)(left * 1000.0) + 1;
-}
-
-/* The loop: walk at start, then when the interval or a change (after its debounce) comes due. */
-static void serve_loop(const struct doctor_options *o, const struct doctor_serve_options *so, int sfd, int ifd,
-		       struct published *p)
-{
-	struct doctor_run_info ri = {.node = so->node_name, .interval_s = so->interval_s};
-	double next_interval, change_due = 0, last_walk;
-
-	walk(o, &ri, DOCTOR_TRIGGER_START, p);
-	last_walk = now_s(CLOCK_MONOTONIC);
-	next_interval = last_walk + so->interval_s;
-	for (;;) {
-		double due = change_due && change_due < next_interval ? change_due : next_interval;
-		struct pollfd fds[] = {{.fd = sfd, .events = POLLIN}, {.fd = ifd, .events = POLLIN}};
-		int n = poll(fds, ifd >= 0 ? 2 : 1, wait_ms(due));
-
-		if (n < 0 && errno != EINTR)
-			return;
-		if (n > 0 && fds[0].revents)
-			return; /* SIGTERM or SIGINT */
-		if (n > 0 && ifd >= 0 && fds[1].revents && drain(ifd)) {
-			double earliest = last_walk + so->delay_s;
-			double quiet = now_s(CLOCK_MONOTONIC) + so->delay_s;
-
-			change_due = quiet > earliest ? quiet : earliest;
-			continue;
-		}
-		if (now_s(CLOCK_MONOTONIC) < due)
-			continue;
-		walk(o, &ri,
-		     change_due && change_due <= next_interval ? DOCTOR_TRIGGER_CHANGE : DOCTOR_TRIGGER_INTERVAL, p);
-		last_walk = now_s(CLOCK_MONOTONIC);
-		next_interval = last_walk + so->interval_s;
-		change_due = 0;
-		if (ifd >= 0)
-			add_watches(ifd, o->root);
-	}
-}
-
-/* The daemon: what serve_loop() runs with, owned here from start to stop. */
+/* The daemon: what the loop's callbacks run with, owned here from start to stop. */
 struct doctor_server {
 	const struct doctor_options *o;
 	const struct doctor_serve_options *so;
 	struct published p;
 	struct web_endpoint *http;
-	int sfd, ifd;
+	struct loop *loop; /* SIGTERM/SIGINT, the node's changes (util/loop.h) */
+	int ifd;
+	struct doctor_run_info ri;
+	bool walked;                                 /* the first walk ran */
+	double next_interval, change_due, last_walk; /* CLOCK_MONOTONIC s; change_due 0: no change pending */
 };
+
+/* Milliseconds until t (CLOCK_MONOTONIC s), for the loop. */
+static long long ms_until(double t)
+{
+	double left = t - now_s(CLOCK_MONOTONIC);
+
+	return left <= 0 ? 0 : left > INT_MAX / 1000.0 ? INT_MAX : (long long)(left * 1000.0) + 1;
+}
+
+/* The node changed: walk again after the debounce, and never sooner than delay_s after the last walk. */
+static int on_change(void *data)
+{
+	struct doctor_server *s = data;
+
+	if (drain(s->ifd)) {
+		double earliest = s->last_walk + s->so->delay_s;
+		double quiet = now_s(CLOCK_MONOTONIC) + s->so->delay_s;
+
+		s->change_due = quiet > earliest ? quiet : earliest;
+	}
+	return 0;
+}
+
+/* Walk at start, then when the interval or a change (after its debounce) comes due. */
+static long long on_tick(void *data)
+{
+	struct doctor_server *s = data;
+	double due = s->change_due && s->change_due < s->next_interval ? s->change_due : s->next_interval;
+	enum doctor_trigger t = DOCTOR_TRIGGER_START;
+
+	if (s->walked && now_s(CLOCK_MONOTONIC) < due)
+		return ms_until(due);
+	if (s->walked)
+		t = s->change_due && s->change_due <= s->next_interval ? DOCTOR_TRIGGER_CHANGE
+								       : DOCTOR_TRIGGER_INTERVAL;
+	walk(s->o, &s->ri, t, &s->p);
+	s->walked = true;
+	s->last_walk = now_s(CLOCK_MONOTONIC);
+	s->next_interval = s->last_walk + s->so->interval_s;
+	s->change_due = 0;
+	if (s->ifd >= 0 && t != DOCTOR_TRIGGER_START)
+		add_watches(s->ifd, doctor_root(s->o));
+	return ms_until(s->next_interval);
+}
+
+static const struct loop_ops serve_loop_ops = {.tick = on_tick};
 
 void doctor_serve_stop(struct doctor_server *s)
 {
 	if (!s)
 		return;
 	web_endpoint_stop(s->http); /* no scrape reads p after this */
+	loop_free(s->loop);
 	if (s->ifd >= 0)
 		close(s->ifd);
-	if (s->sfd >= 0)
-		close(s->sfd);
 	free(s->p.text);
 	pthread_mutex_destroy(&s->p.lock);
 	free(s);
@@ -233,12 +235,12 @@ int doctor_serve_start(const struct doctor_options *o, const struct doctor_serve
 
 	if (!s)
 		return gerr_set(err, ENOMEM, "out of memory");
-	*s = (struct doctor_server){.o = o, .so = so, .sfd = -1, .ifd = -1};
+	*s = (struct doctor_server){
+	    .o = o, .so = so, .ifd = -1, .ri = {.node = so->node_name, .interval_s = so->interval_s}};
 	pthread_mutex_init(&s->p.lock, NULL);
 	sig_stop_set(&stop);
-	s->sfd = signalfd(-1, &stop, SFD_CLOEXEC);
-	if (s->sfd < 0) {
-		r = gerr_set(err, errno, "signalfd: %s", strerror(errno));
+	r = loop_new(&stop, &serve_loop_ops, s, &s->loop, err);
+	if (r < 0) {
 		doctor_serve_stop(s);
 		return r;
 	}
@@ -253,14 +255,18 @@ int doctor_serve_start(const struct doctor_options *o, const struct doctor_serve
 		log_warn("Cannot watch the node for changes, re-checking on the interval only", "error=\"%s\"",
 			 strerror(errno));
 	else
-		add_watches(s->ifd, o->root);
+		add_watches(s->ifd, doctor_root(o));
+	if (s->ifd >= 0 && (r = loop_add_fd(s->loop, s->ifd, on_change, s)) < 0) {
+		doctor_serve_stop(s);
+		return gerr_set(err, -r, "%s", strerror(-r));
+	}
 	*ret = s;
 	return 0;
 }
 
 void doctor_serve_run(struct doctor_server *s)
 {
-	serve_loop(s->o, s->so, s->sfd, s->ifd, &s->p);
+	(void)loop_run(s->loop);
 	log_info("Stopping", NULL);
 }
 

@@ -207,9 +207,24 @@ struct doctor_finding *doctor_find(struct doctor_ctx *c, const char *id)
 	return NULL;
 }
 
+const char *doctor_root(const struct doctor_options *o)
+{
+	return o->host ? o->host->root : "/";
+}
+
+const char *doctor_driver_root(const struct doctor_options *o)
+{
+	return o->host && !streq(o->host->driver_root, "/") ? o->host->driver_root : NULL;
+}
+
+const char *doctor_nvml_library(const struct doctor_options *o)
+{
+	return o->host ? o->host->nvml_library : NULL;
+}
+
 char *doctor_path(const struct doctor_ctx *c, const char *path)
 {
-	return root_path(c->o->root, path);
+	return root_path(doctor_root(c->o), path);
 }
 
 size_t doctor_dir_names(const struct doctor_ctx *c, const char *dir, bool (*keep)(const char *name), char names[][256],
@@ -239,20 +254,23 @@ static const char *const driver_roots[] = {"/run/nvidia/driver", "/home/kubernet
 
 static int open_nvml(struct doctor_ctx *c, struct gerr *err)
 {
-	bool chosen = (c->o->nvml_library && *c->o->nvml_library) || getenv("GPULET_NVML_LIBRARY") ||
-		      (c->o->driver_root && *c->o->driver_root) || getenv("NVIDIA_DRIVER_ROOT");
-	int r = nvml_open_host(
-	    &(struct nvml_host){.root = c->o->root, .library = c->o->nvml_library, .driver_root = c->o->driver_root},
-	    &c->nv, err);
+	/* a library or driver root the user named is the one to read, never a guess */
+	bool chosen = doctor_nvml_library(c->o) || doctor_driver_root(c->o);
+	int r = c->o->host ? nvml_open_host(c->o->host, &c->nv, err)
+			   : gerr_set(err, ENOENT, "no host paths given to read NVML from");
 
 	for (size_t k = 0; r == -ELIBACC && !chosen && k < ELEMENTSOF(driver_roots); k++) {
 		_cleanup_free_ char *p = doctor_path(c, driver_roots[k]);
+		_cleanup_(host_paths_freep) struct host_paths *hp = NULL;
 		struct gerr e2 = {0};
 
 		if (!p || access(p, F_OK) != 0)
 			continue;
-		if (nvml_open_host(&(struct nvml_host){.root = c->o->root, .driver_root = driver_roots[k]}, &c->nv,
-				   &e2) >= 0) {
+		if (host_paths_new(
+			&(struct host_paths_options){.root = doctor_root(c->o), .driver_root = driver_roots[k]}, &hp,
+			&e2) < 0)
+			continue;
+		if (nvml_open_host(hp, &c->nv, &e2) >= 0) {
 			snprintf(c->driver_root_found, sizeof(c->driver_root_found), "%s", driver_roots[k]);
 			r = 0;
 		}
@@ -269,7 +287,7 @@ int doctor_need_nvml(struct doctor_ctx *c)
 		return c->nvml_state;
 	r = open_nvml(c, &err);
 	if (r >= 0) {
-		r = node_load(c->nv, c->o->root, &c->node, &err);
+		r = node_load(c->nv, doctor_root(c->o), &c->node, &err);
 		if (r < 0) {
 			nvml_close(c->nv);
 			c->nv = NULL;
@@ -476,7 +494,7 @@ static const struct {
 
 int doctor_check_options(const struct doctor_options *o, struct gerr *err)
 {
-	const char *root = o->root && *o->root ? o->root : "/";
+	const char *root = doctor_root(o);
 	struct stat st;
 	int r;
 
@@ -768,7 +786,7 @@ void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size
 			if (f->run)
 				fprintf(out, "                  run on the node: %s\n", f->run);
 			if (f->run_here)
-				fprintf(out, "                  run here (node under %s): %s\n", c->o->root,
+				fprintf(out, "                  run here (node under %s): %s\n", doctor_root(c->o),
 					f->run_here);
 		}
 	print_skipped(out, c, "explained_by", "not checked, already explained by an earlier failure:", "<-");

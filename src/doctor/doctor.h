@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "util/err.h"
+#include "util/hostpaths.h"
 
 enum doctor_severity { DOCTOR_OK, DOCTOR_WARN, DOCTOR_FAIL };
 
@@ -57,9 +58,9 @@ struct doctor_finding {
 };
 
 struct doctor_options {
-	const char *root;                  /* host root prefix, "/" by default */
-	const char *nvml_library;          /* --nvml-library / GPULET_NVML_LIBRARY */
-	const char *driver_root;           /* where the driver is installed (relative to the host), "/" */
+	/* --root, --driver-root and --nvml-library as the verb resolved them (util/hostpaths.h); NULL: this host
+	 * ("/"), NVML searched where the system has it */
+	const struct host_paths *host;
 	const char *kernel_log;            /* --kernel-log FILE; NULL: <root>/var/log/kern.log, or /dev/kmsg live */
 	const char *pods_file;             /* --pods FILE: kubectl get pods -o json (a List or one Pod) */
 	const char *node_file;             /* --node FILE: kubectl get node NAME -o json */
@@ -175,6 +176,12 @@ const char *doctor_node_path(const struct doctor_ctx *c, const char *path);
 /* --root is another directory than / (the doctor looks at a node mounted or copied elsewhere) */
 bool doctor_root_elsewhere(const struct doctor_ctx *c);
 
+/* The read prefix: o->host's root, "/" without one. */
+const char *doctor_root(const struct doctor_options *o);
+/* The driver root the user gave (--driver-root, NVIDIA_DRIVER_ROOT), NULL when none or "/". */
+const char *doctor_driver_root(const struct doctor_options *o);
+/* The NVML library the user gave (--nvml-library, GPULET_NVML_LIBRARY), NULL when none. */
+const char *doctor_nvml_library(const struct doctor_options *o);
 /* Path below --root; aborts the check with -ENOMEM on allocation failure. */
 char *doctor_path(const struct doctor_ctx *c, const char *path);
 

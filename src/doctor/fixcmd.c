@@ -15,14 +15,14 @@
 
 bool doctor_root_elsewhere(const struct doctor_ctx *c)
 {
-	const char *r = c->o ? c->o->root : NULL;
+	const char *r = c->o ? doctor_root(c->o) : NULL;
 
 	return r && *r && !streq(r, "/");
 }
 
 const char *doctor_node_path(const struct doctor_ctx *c, const char *path)
 {
-	const char *root = c->o ? c->o->root : NULL;
+	const char *root = c->o ? doctor_root(c->o) : NULL;
 	size_t l = root ? strlen(root) : 0;
 
 	while (l > 1 && root[l - 1] == '/')
@@ -66,15 +66,15 @@ static int put_word(FILE *out, const char *prefix, const char *s)
 /* The driver root a gpulet command needs: the doctor's --driver-root, or where it found the driver. */
 static const char *driver_root(const struct doctor_ctx *c)
 {
-	if (c->o->driver_root && *c->o->driver_root && !streq(c->o->driver_root, "/"))
-		return c->o->driver_root;
+	if (doctor_driver_root(c->o))
+		return doctor_driver_root(c->o);
 	return c->driver_root_found[0] ? c->driver_root_found : NULL;
 }
 
 /* Render args: here = false for the node, true for the doctor's side of --root. */
 static int render(const struct doctor_ctx *c, const struct doctor_fix_arg *args, bool here, char **ret)
 {
-	const char *root = here ? c->o->root : NULL;
+	const char *root = here ? doctor_root(c->o) : NULL;
 	char *buf = NULL;
 	size_t size = 0;
 	FILE *out = open_memstream(&buf, &size);
@@ -87,7 +87,7 @@ static int render(const struct doctor_ctx *c, const struct doctor_fix_arg *args,
 		struct {
 			const char *opt, *val;
 		} opts[3] = {{"--root", root},
-			     {"--nvml-library", here ? c->o->nvml_library : NULL},
+			     {"--nvml-library", here ? doctor_nvml_library(c->o) : NULL},
 			     {"--driver-root", driver_root(c)}};
 
 		if (a->kind == FIX_ROOT) {

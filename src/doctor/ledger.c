@@ -18,7 +18,7 @@
 
 static bool live(const struct doctor_ctx *c)
 {
-	return !c->o->root || !*c->o->root || streq(c->o->root, "/");
+	return streq(doctor_root(c->o), "/");
 }
 
 bool doctor_scan_version(const char *text, char *buf, size_t size)

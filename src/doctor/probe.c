@@ -108,7 +108,7 @@ static void *open_lib(const char *name, char *err, size_t size)
 static int check_libraries(struct doctor_ctx *c)
 {
 	const char *cuda = c->o->cuda_library ? c->o->cuda_library : "libcuda.so.1";
-	const char *nvml = c->o->nvml_library ? c->o->nvml_library : "libnvidia-ml.so.1";
+	const char *nvml = c->o->host && c->o->host->nvml_library ? c->o->host->nvml_library : "libnvidia-ml.so.1";
 	char err[512];
 	void *h;
 	struct doctor_finding *f;

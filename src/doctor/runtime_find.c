@@ -398,7 +398,7 @@ int doctor_need_containerd(struct doctor_ctx *c)
 			 c->rt->kind == RT_CRIO ? c->rt->source : c->rt->looked);
 		return c->ctrd_state = -ENODEV;
 	}
-	r = toml_load_containerd(c->o->root, c->rt->config, &c->ctrd, &c->ctrd_files, &err);
+	r = toml_load_containerd(doctor_root(c->o), c->rt->config, &c->ctrd, &c->ctrd_files, &err);
 	if (r < 0) {
 		snprintf(c->ctrd_error, sizeof(c->ctrd_error), "%s", err.msg[0] ? err.msg : strerror(-r));
 		return c->ctrd_state = r;

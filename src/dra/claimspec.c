@@ -83,7 +83,7 @@ static json_t *claim_device(const json_t *all, const struct dra_spec_device *d, 
 
 static char *spec_dir(const struct dra_cdi_options *o)
 {
-	return root_path(o->root, o->cdi_root);
+	return root_path(o->host->root, o->cdi_root);
 }
 
 int dra_cdi_write(const struct node *n, const struct dra_cdi_options *o, const char *uid,
@@ -100,9 +100,7 @@ int dra_cdi_write(const struct node *n, const struct dra_cdi_options *o, const c
 		return gerr_set(err, ENOMEM, "out of memory");
 	if (dra_cdi_spec_file(o->driver, uid, file, sizeof(file)) < 0)
 		return gerr_set(err, ENAMETOOLONG, "claim uid %s: CDI spec name too long", uid);
-	g.root = o->root;
-	g.driver_root = o->driver_root;
-	g.dev_root = o->dev_root;
+	g.host = o->host;
 	g.vendor = vendor;
 	g.class = CLASS;
 	g.names = CDI_NAMES_UUID;

@@ -16,12 +16,10 @@
 #include "util/err.h"
 
 struct dra_cdi_options {
-	const char *driver;      /* "gpu.nvidia.com" */
-	const char *root;        /* read prefix */
-	const char *driver_root; /* host paths as cdi_gen_options */
-	const char *dev_root;
-	const char *hook_path; /* --nvidia-cdi-hook-path; NULL: gpulet's own */
-	const char *cdi_root;  /* host dir the spec goes to (under root) */
+	const char *driver;            /* "gpu.nvidia.com" */
+	const struct host_paths *host; /* read prefix, driver and dev roots (util/hostpaths.h) */
+	const char *hook_path;         /* --nvidia-cdi-hook-path; NULL: gpulet's own */
+	const char *cdi_root;          /* host dir the spec goes to (under root) */
 };
 
 struct dra_spec_device {

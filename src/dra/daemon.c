@@ -106,9 +106,9 @@ static int load_node(struct dra_daemon *d, struct gerr *err)
 	json_auto_t *slices = NULL;
 	int r;
 
-	if ((r = nvml_open_host(&d->o.nvml, &d->nv, err)) < 0 ||
-	    (r = node_load(d->nv, d->o.nvml.root, &d->node, err)) < 0 ||
-	    (r = dra_devices_build(d->node, d->o.nvml.root, &d->devices, err)) < 0)
+	if ((r = nvml_open_host(d->o.host, &d->nv, err)) < 0 ||
+	    (r = node_load(d->nv, d->o.host->root, &d->node, err)) < 0 ||
+	    (r = dra_devices_build(d->node, d->o.host->root, &d->devices, err)) < 0)
 		return r;
 	for (size_t i = 0; i < json_array_size(d->devices.left_out); i++)
 		log_warn("Device not published", "reason=\"%s\"",
@@ -147,7 +147,7 @@ static int open_state(struct dra_daemon *d, struct gerr *err)
 						 [DRA_CP_SAME] = "this boot's",
 						 [DRA_CP_REBOOT] = "another boot's",
 						 [DRA_CP_CORRUPT] = "unreadable"};
-	_cleanup_free_ char *dir = root_path(d->o.nvml.root, d->plugin_dir), *path = NULL;
+	_cleanup_free_ char *dir = root_path(d->o.host->root, d->plugin_dir), *path = NULL;
 	struct gerr cperr = {0};
 	enum dra_cp_found found;
 	char boot[64] = "";
@@ -158,7 +158,7 @@ static int open_state(struct dra_daemon *d, struct gerr *err)
 		return gerr_set(err, ENOMEM, "out of memory");
 	if ((r = mkdir_p(dir, 0750)) < 0)
 		return gerr_set(err, -r, "cannot create the plugin dir %s: %s", dir, strerror(-r));
-	if (dra_boot_id(d->o.nvml.root, boot, sizeof(boot)) < 0) {
+	if (dra_boot_id(d->o.host->root, boot, sizeof(boot)) < 0) {
 		log_warn("Cannot read the boot id; a reboot will not be noticed by the checkpoint",
 			 "file=/proc/sys/kernel/random/boot_id");
 		boot[0] = '\0';
@@ -175,13 +175,8 @@ static int open_state(struct dra_daemon *d, struct gerr *err)
 	    .devices = &d->devices,
 	    .gates = &d->o.gates,
 	    .cp = d->cp,
-	    .cdi = {.driver = d->o.driver,
-		    .root = d->o.nvml.root,
-		    .driver_root = d->o.nvml.driver_root,
-		    .dev_root = d->o.dev_root,
-		    .hook_path = d->o.hook_path,
-		    .cdi_root = d->o.cdi_root},
-	    .share = {.root = d->o.nvml.root, .driver_root = d->o.nvml.driver_root, .plugin_dir = d->plugin_dir},
+	    .cdi = {.driver = d->o.driver, .host = d->o.host, .hook_path = d->o.hook_path, .cdi_root = d->o.cdi_root},
+	    .share = {.root = d->o.host->root, .driver_root = d->o.host->driver_root, .plugin_dir = d->plugin_dir},
 	};
 	n = dra_prepare_cleanup(&d->prep, said_cleanup, d);
 	if (found == DRA_CP_REBOOT)
@@ -193,7 +188,7 @@ static int open_state(struct dra_daemon *d, struct gerr *err)
 /* kubelet makes its registration dir; a missing one is a wrong path (or no kubelet), said before binding. */
 static int check_registry(const struct dra_daemon *d, struct gerr *err)
 {
-	_cleanup_free_ char *dir = root_path(d->o.nvml.root, d->o.registry_dir);
+	_cleanup_free_ char *dir = root_path(d->o.host->root, d->o.registry_dir);
 	struct stat st;
 
 	if (!dir)
@@ -218,7 +213,7 @@ int dra_daemon_start(const struct dra_daemon_options *o, struct dra_daemon **ret
 	d->o = *o;
 	if (asprintf(&d->plugin_dir, "%s/%s", o->plugins_dir, o->driver) < 0 ||
 	    asprintf(&d->endpoint, "%s/dra.sock", d->plugin_dir) < 0 ||
-	    !(d->dra_sock = root_path(o->nvml.root, d->endpoint))) {
+	    !(d->dra_sock = root_path(o->host->root, d->endpoint))) {
 		r = gerr_set(&err, ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -226,7 +221,7 @@ int dra_daemon_start(const struct dra_daemon_options *o, struct dra_daemon **ret
 		_cleanup_free_ char *reg = NULL;
 
 		if (asprintf(&reg, "%s/%s-reg.sock", o->registry_dir, o->driver) < 0 ||
-		    !(d->reg_sock = root_path(o->nvml.root, reg))) {
+		    !(d->reg_sock = root_path(o->host->root, reg))) {
 			r = gerr_set(&err, ENOMEM, "out of memory");
 			goto fail;
 		}

@@ -50,8 +50,8 @@ struct dra_daemon_options {
 	const char *plugins_dir;  /* host path: the plugin's dir is <plugins_dir>/<driver> */
 	const char *cdi_root;     /* host path the claims' CDI specs go to */
 	const char *hook_path;    /* the CDI hook the specs name; NULL: gpulet's own */
-	const char *dev_root;     /* host dir holding dev/nvidia*; NULL: the driver root */
-	struct nvml_host nvml;    /* .root is the read prefix of every host path above */
+	/* the verb's host paths (util/hostpaths.h): .root is the read prefix of every host path above */
+	const struct host_paths *host;
 	struct dra_gates gates;
 	const struct dra_claim_source *claims;       /* NULL: no API client */
 	const struct dra_slice_publisher *publisher; /* NULL: no API client */

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "exporter/collectors.h"
@@ -11,6 +10,7 @@
 #include "kube/podres.h"
 #include "nvml/node.h"
 #include "util/log.h"
+#include "util/loop.h"
 #include "util/macro.h"
 
 #define NVML_RETRY_S 10
@@ -26,6 +26,7 @@ struct exporter_daemon {
 	struct podres_cache pc;
 	bool pc_started;
 	char host[256];
+	struct loop *loop; /* the stop signals (util/loop.h) */
 };
 
 /*
@@ -33,17 +34,6 @@ struct exporter_daemon {
  * it, so it is kept (not freed, NVML not closed) until the process exits. At most one per process.
  */
 static struct exporter_daemon *kept_for_stuck_sampler;
-
-/* Wait for a signal of stop at most seconds (<0: forever). Returns true when one came. */
-static bool wait_signal(const sigset_t *set, int seconds)
-{
-	struct timespec ts = {.tv_sec = seconds};
-	int sig;
-
-	if (seconds < 0)
-		return sigwait(set, &sig) == 0;
-	return sigtimedwait(set, NULL, &ts) > 0;
-}
 
 /* What a collectors file asks for that is served differently or not at all: one warning each. */
 static void warn_collectors(const struct exp_collectors *c)
@@ -69,24 +59,20 @@ static void warn_collectors(const struct exp_collectors *c)
 	}
 }
 
-/* NVML and the node, retried until they load: a pod that crash-loops on NVML explains nothing. */
-static int load_node(struct exporter_daemon *d, const sigset_t *stop)
+/* NVML and the node; a failure is said on /metrics and /healthz, and tried again. */
+static int load_node(struct exporter_daemon *d)
 {
-	for (;;) {
-		struct gerr err = {0};
+	struct gerr err = {0};
 
-		if (nvml_open_host(&d->o.nvml, &d->nv, &err) >= 0 &&
-		    node_load(d->nv, d->o.nvml.root, &d->node, &err) >= 0)
-			return 0;
-		nvml_close(d->nv);
-		d->nv = NULL;
-		log_error("cannot load NVML; /metrics serves gpulet_exporter_ready 0 and /healthz 503 with this error, "
-			  "retrying",
-			  "error=\"%s\" retry_s=%d", err.msg, NVML_RETRY_S);
-		exp_http_set_not_ready(d->http, err.msg);
-		if (wait_signal(stop, NVML_RETRY_S))
-			return -EINTR;
-	}
+	if (nvml_open_host(d->o.host, &d->nv, &err) >= 0 && node_load(d->nv, d->o.host->root, &d->node, &err) >= 0)
+		return 0;
+	nvml_close(d->nv);
+	d->nv = NULL;
+	log_error("cannot load NVML; /metrics serves gpulet_exporter_ready 0 and /healthz 503 with this error, "
+		  "retrying",
+		  "error=\"%s\" retry_s=%d", err.msg, NVML_RETRY_S);
+	exp_http_set_not_ready(d->http, err.msg);
+	return -ENOENT;
 }
 
 static void set_host(struct exporter_daemon *d)
@@ -121,7 +107,7 @@ static int start_exporter(struct exporter_daemon *d)
 	}
 	if (r >= 0 && d->o.kubernetes) {
 		what = "cannot start pod attribution";
-		r = podres_cache_start(&d->pc, d->o.nvml.root, d->o.podres_socket, (int)d->o.podres_ms,
+		r = podres_cache_start(&d->pc, d->o.host->root, d->o.podres_socket, (int)d->o.podres_ms,
 				       d->o.resource_names, &err);
 		d->pc_started = r >= 0;
 		if (r >= 0 && d->pc.errors)
@@ -139,6 +125,40 @@ static int start_exporter(struct exporter_daemon *d)
 		log_error(what, "error=\"%s\"", err.msg);
 	return r;
 }
+
+/*
+ * The loop's tick: NVML and the node (every NVML_RETRY_S until they load), then the exporter over
+ * them; after that, once a second, whether the MIG layout changed. The MIG layout is read once;
+ * after a re-partition the samplers stop publishing the moved instances and we exit so the
+ * DaemonSet restarts us on the new layout (the plugin's upstream does the same on MIG changes,
+ * device-plugin.md §6).
+ */
+static long long on_tick(void *data)
+{
+	struct exporter_daemon *d = data;
+	int r;
+
+	if (d->e_started) {
+		if (atomic_load(&d->e.layout_changed)) {
+			log_warn("MIG layout changed; exiting to restart with the new layout", NULL);
+			loop_stop(d->loop, 0);
+		}
+		return 1000;
+	}
+	if (load_node(d) < 0)
+		return NVML_RETRY_S * 1000;
+	r = start_exporter(d);
+	if (r < 0) {
+		loop_stop(d->loop, r);
+		return -1;
+	}
+	exp_http_set_exporter(d->http, &d->e);
+	log_info("Exporter ready", "gpus=%zu mig_instances=%zu driver=%s hostname=%s", d->e.n_gpus,
+		 d->e.n_devs - d->e.n_gpus, d->node->driver_version, d->o.no_hostname ? "-" : d->host);
+	return 1000;
+}
+
+static const struct loop_ops exporter_loop_ops = {.tick = on_tick};
 
 int exporter_daemon_start(const struct exporter_daemon_options *o, const sigset_t *stop, struct exporter_daemon **ret)
 {
@@ -162,7 +182,9 @@ int exporter_daemon_start(const struct exporter_daemon_options *o, const sigset_
 		d->o.served.collectors = &d->collectors;
 		log_info("Collectors file read", "file=%s fields=%zu", o->collectors_file, d->collectors.n);
 	}
-	r = exp_http_start(&o->http, &d->http, &err);
+	r = loop_new(stop, &exporter_loop_ops, d, &d->loop, &err);
+	if (r >= 0)
+		r = exp_http_start(&o->http, &d->http, &err);
 	if (r < 0) {
 		log_error("cannot start the exporter", "error=\"%s\"", err.msg);
 		exporter_daemon_stop(d);
@@ -171,33 +193,16 @@ int exporter_daemon_start(const struct exporter_daemon_options *o, const sigset_
 	log_info("Starting exporter", "address=%s port=%u collect_interval_ms=%u kubernetes=%s web_config=\"%s\"",
 		 o->http.address, exp_http_port(d->http), o->interval_ms, o->kubernetes ? "true" : "false",
 		 o->http.web_config_file ? o->http.web_config_file : "");
-	r = load_node(d, stop);
-	if (r >= 0)
-		r = start_exporter(d);
-	if (r < 0) {
-		exporter_daemon_stop(d);
-		return r == -EINTR ? 0 : r;
-	}
-	exp_http_set_exporter(d->http, &d->e);
-	log_info("Exporter ready", "gpus=%zu mig_instances=%zu driver=%s hostname=%s", d->e.n_gpus,
-		 d->e.n_devs - d->e.n_gpus, d->node->driver_version, o->no_hostname ? "-" : d->host);
 	*ret = d;
 	return 0;
 }
 
-void exporter_daemon_run(struct exporter_daemon *d, const sigset_t *stop)
+int exporter_daemon_run(struct exporter_daemon *d)
 {
-	/*
-	 * The MIG layout is read once; after a re-partition the samplers stop publishing the moved
-	 * instances and we exit so the DaemonSet restarts us on the new layout (the plugin's upstream
-	 * does the same on MIG changes, device-plugin.md §6).
-	 */
-	while (!wait_signal(stop, 1))
-		if (atomic_load(&d->e.layout_changed)) {
-			log_warn("MIG layout changed; exiting to restart with the new layout", NULL);
-			break;
-		}
+	int r = loop_run(d->loop);
+
 	log_info("Stopping exporter", NULL);
+	return r;
 }
 
 void exporter_daemon_stop(struct exporter_daemon *d)
@@ -216,6 +221,7 @@ void exporter_daemon_stop(struct exporter_daemon *d)
 		kept_for_stuck_sampler = d;
 		return;
 	}
+	loop_free(d->loop);
 	if (d->e_init)
 		exporter_free(&d->e);
 	node_free(d->node);

@@ -15,9 +15,10 @@
 
 struct exporter_daemon_options {
 	struct exp_http_options http;
-	struct nvml_host nvml;       /* .root is also where the PodResources socket is read */
-	const char *collectors_file; /* dcgm-exporter CSV, NULL: the built-in set */
-	struct exp_config served;    /* .collectors is set from collectors_file */
+	const struct host_paths *host; /* NVML and the host, as the verb resolved them; .root is also where the
+					* PodResources socket is read */
+	const char *collectors_file;   /* dcgm-exporter CSV, NULL: the built-in set */
+	struct exp_config served;      /* .collectors is set from collectors_file */
 	struct xid_policy xid_policy;
 	unsigned interval_ms;
 	bool kubernetes; /* pod attribution from PodResources */
@@ -30,13 +31,16 @@ struct exporter_daemon_options {
 struct exporter_daemon;
 
 /*
- * Read the collectors file, serve HTTP at once, load NVML (retried every 10 s, /healthz saying
- * why, until it loads or a signal of stop arrives), start samplers and pod attribution. Returns 0
- * with *ret running, 0 with *ret NULL when stopped before NVML loaded, or -errno (logged) with
- * everything started so far stopped again.
+ * Read the collectors file, serve HTTP at once (/healthz 503 until NVML loads), take the stop signals
+ * of stop (util/loop.h; blocked by the caller before any thread starts). 0 with *ret, or -errno
+ * (logged) with everything started so far stopped again.
  */
 int exporter_daemon_start(const struct exporter_daemon_options *o, const sigset_t *stop, struct exporter_daemon **ret);
-/* Serve until a signal of stop arrives or the MIG layout changes (then the DaemonSet restarts us). */
-void exporter_daemon_run(struct exporter_daemon *d, const sigset_t *stop);
+/*
+ * Run on the one daemon loop until a stop signal or a MIG layout change (then the DaemonSet restarts
+ * us): NVML and the node (retried every 10 s, /healthz saying why), then the samplers and pod
+ * attribution. 0, or -errno (logged) when the exporter cannot start over the loaded node.
+ */
+int exporter_daemon_run(struct exporter_daemon *d);
 /* Stop HTTP (no scrape runs after it), the samplers and pod attribution; free. NULL is fine. */
 void exporter_daemon_stop(struct exporter_daemon *d);

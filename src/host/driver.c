@@ -819,8 +819,9 @@ int driver_discover(const struct driver_options *o, struct driver_info **ret, st
 {
 	_cleanup_(driver_info_freep) struct driver_info *in = calloc(1, sizeof(*in));
 	struct discovery d = {
-	    .root = o->root,
-	    .driver_root = host_driver_root(o->driver_root),
+	    .root = o->host->root,
+	    .driver_root = o->host->driver_root,
+	    .dev_root = o->host->dev_root,
 	    .info = in,
 	};
 	size_t w = 0;
@@ -828,7 +829,6 @@ int driver_discover(const struct driver_options *o, struct driver_info **ret, st
 
 	if (!in)
 		return gerr_set(err, ENOMEM, "out of memory");
-	d.dev_root = host_dev_root(o->driver_root, o->dev_root);
 	if (o->version)
 		snprintf(in->version, sizeof(in->version), "%s", o->version);
 	r = discover_libraries(&d, err);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "util/err.h"
+#include "util/hostpaths.h"
 
 /* ---- driver files ----------------------------------------------------------------------------- */
 
@@ -64,10 +65,8 @@ struct driver_info {
 };
 
 struct driver_options {
-	const char *root;        /* read prefix, NULL = "/" */
-	const char *driver_root; /* NULL = "/" */
-	const char *dev_root;    /* NULL = driver_root */
-	const char *version;     /* driver version from NVML ("550.54.15"); NULL = infer from libcuda/libnvidia-ml */
+	const struct host_paths *host; /* root, driver root and dev root, as the verb resolved them */
+	const char *version; /* driver version from NVML ("550.54.15"); NULL = infer from libcuda/libnvidia-ml */
 };
 
 /*

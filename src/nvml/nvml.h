@@ -9,6 +9,7 @@
 #include <limits.h>
 
 #include "util/err.h"
+#include "util/hostpaths.h"
 #include "nvml/abi.h"
 
 struct nvml {
@@ -23,18 +24,11 @@ struct nvml {
 
 #define NVML_HAS(nv, field) ((nv)->field != NULL)
 
-/* Where a verb finds NVML: its --root, --nvml-library and --driver-root (NULL = not given). */
-struct nvml_host {
-	const char *root;        /* every host path is read below it; NULL = "/" */
-	const char *library;     /* NULL or "": env GPULET_NVML_LIBRARY, else search the driver root */
-	const char *driver_root; /* a host path; NULL or "": env NVIDIA_DRIVER_ROOT, else "/" */
-};
-
 /*
- * THE way gpulet opens NVML (every verb, doctor, the plugin): resolves the options above with
- * their environment fallbacks, then nvml_open(library, root + driver root).
+ * THE way gpulet opens NVML (every verb, doctor, the plugin): the host's paths as the verb resolved
+ * them (util/hostpaths.h), then nvml_open(h->nvml_library, h->nvml_dir).
  */
-int nvml_open_host(const struct nvml_host *h, struct nvml **ret, struct gerr *err);
+int nvml_open_host(const struct host_paths *h, struct nvml **ret, struct gerr *err);
 
 /*
  * Find and load libnvidia-ml.so.1 and call nvmlInit_v2.

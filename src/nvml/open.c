@@ -139,14 +139,7 @@ void nvml_close(struct nvml *nv)
 	free(nv);
 }
 
-int nvml_open_host(const struct nvml_host *h, struct nvml **ret, struct gerr *err)
+int nvml_open_host(const struct host_paths *h, struct nvml **ret, struct gerr *err)
 {
-	const char *lib = h->library && *h->library ? h->library : getenv("GPULET_NVML_LIBRARY");
-	const char *droot = h->driver_root && *h->driver_root ? h->driver_root : getenv("NVIDIA_DRIVER_ROOT");
-	/* The driver root is a host path like every other: under --root /host it is /host/<driver root>. */
-	_cleanup_free_ char *at = root_path(h->root, droot && *droot ? droot : "/");
-
-	if (!at)
-		return gerr_set(err, ENOMEM, "out of memory");
-	return nvml_open(lib && *lib ? lib : NULL, at, ret, err);
+	return nvml_open(h->nvml_library, h->nvml_dir, ret, err);
 }

@@ -300,51 +300,6 @@ const struct optspec_cli config_cli = {
     .finish = config_finish,
 };
 
-struct config_args {
-	int argc;
-	char **argv; /* a copy, with the command's own defaults first */
-};
-
-void config_args_free(struct config_args *a)
-{
-	if (!a)
-		return;
-	for (int i = 0; i < a->argc; i++)
-		free(a->argv[i]);
-	free(a->argv);
-	free(a);
-}
-
-int config_args_new(int argc, char *const *argv, const char *const *defaults, struct config_args **ret)
-{
-	_cleanup_(config_args_freep) struct config_args *a = calloc(1, sizeof(*a));
-	int nd = 0;
-
-	while (defaults && defaults[nd])
-		nd++;
-	if (!a || !(a->argv = calloc((size_t)argc + (size_t)nd + 1, sizeof(char *))))
-		return -ENOMEM;
-	for (int i = 0; i < argc + nd; i++) {
-		/* the verb, then the defaults as flags (a later real flag wins), then the rest */
-		const char *s = i == 0 ? argv[0] : i <= nd ? defaults[i - 1] : argv[i - nd];
-
-		if (!(a->argv[a->argc++] = strdup(s)))
-			return -ENOMEM;
-	}
-	*ret = TAKE_PTR(a);
-	return 0;
-}
-
-char **config_args_vector(const struct config_args *a, int *argc)
-{
-	char **v = calloc((size_t)a->argc + 1, sizeof(char *));
-
-	if (v)
-		memcpy(v, a->argv, (size_t)a->argc * sizeof(char *));
-	*argc = a->argc;
-	return v;
-}
-
 /* Values that follow from others when not given (docs/reference/device-plugin.md §3.1). */
 static int config_derive(struct plugin_config *c, struct gerr *err)
 {
@@ -395,6 +350,7 @@ void config_free(struct plugin_config *c)
 	optspec_free(config_opts, c); /* the owned rows */
 	free(c->imex_channel_ids);    /* the CALL row's */
 	free(c->warnings);
+	host_paths_free(c->host);
 	free(c);
 }
 
@@ -410,28 +366,41 @@ static int config_file_layer(void *opts, const char *path, struct gerr *err)
 	return config_apply_file_text(opts, text, len, path, err);
 }
 
+/* The host paths of the layered options, the one rule (util/hostpaths.h), resolved once per config. */
+static int config_host_paths(struct plugin_config *c, struct gerr *err)
+{
+	host_paths_free(c->host);
+	c->host = NULL;
+	return host_paths_new(&(struct host_paths_options){.root = c->root,
+							   .driver_root = c->driver_root,
+							   .dev_root = c->dev_root,
+							   .ctr_driver_root = c->container_driver_root,
+							   .nvml_library = c->nvml_library},
+			      &c->host, err);
+}
+
 static int config_finish(void *opts, struct gerr *err)
 {
 	int r = config_derive(opts, err);
 
-	return r < 0 ? r : config_validate(opts, err);
+	if (r >= 0)
+		r = config_validate(opts, err);
+	return r < 0 ? r : config_host_paths(opts, err);
 }
 
-int config_load(const struct config_args *args, struct plugin_config **ret, struct gerr *err)
+int config_load(const struct loop_argv *args, struct plugin_config **ret, struct gerr *err)
 {
 	static char verb[] = "plugin";
 	_cleanup_(config_freep) struct plugin_config *c = config_new();
-	_cleanup_free_ char **argv = NULL;
 	char *no_args[] = {verb, NULL};
 	enum optspec_action action;
 	enum optspec_fail fail;
-	int argc = 1, r;
+	int r;
 
 	if (!c)
 		return gerr_set(err, ENOMEM, "out of memory");
-	if (args && !(argv = config_args_vector(args, &argc)))
-		return gerr_set(err, ENOMEM, "out of memory");
-	r = optspec_parse(&config_cli, argc, argv ?: no_args, c, &action, &fail, err);
+	r = args ? loop_reparse(&config_cli, args, c, err)
+		 : optspec_parse(&config_cli, 1, no_args, c, &action, &fail, err);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(c);
@@ -448,11 +417,6 @@ void config_resource_options(const struct plugin_config *cfg, struct resource_op
 	o->fail_requests_greater_than_one = cfg->fail_requests_greater_than_one;
 	o->rules = cfg->rules;
 	o->n_rules = cfg->n_rules;
-}
-
-const char *config_dev_root(const struct plugin_config *cfg)
-{
-	return host_dev_root(cfg->driver_root, cfg->dev_root);
 }
 
 char *config_to_json(const struct plugin_config *cfg)

@@ -13,7 +13,9 @@
 
 #include "util/enumtab.h"
 #include "util/err.h"
+#include "util/hostpaths.h"
 #include "util/log.h"
+#include "util/loop.h"
 #include "util/optspec.h"
 #include "plugin/resources.h"
 
@@ -122,6 +124,9 @@ struct plugin_config {
 	 * the file is at most 1 MiB, so is the list within a bound; warnings_len is strlen(warnings) */
 	char *warnings;
 	size_t warnings_len, warnings_cap;
+	/* root, driver root, dev root, container driver root and NVML library resolved once, after every layer
+	 * (util/hostpaths.h): what every part of the plugin reads and writes host paths with; owned */
+	struct host_paths *host;
 };
 
 /* A config with every number zero and every text "" (what the layers start from); NULL: out of memory. */
@@ -136,27 +141,13 @@ DEFINE_CLEANUP_FUNC(struct plugin_config, config_free)
  */
 extern const struct optspec_cli config_cli;
 
-/* The command line, kept to build the config again on SIGHUP. */
-struct config_args;
-
-/*
- * Keep argv (argv[0] is the verb) with defaults ("--mps-root=/mps", NULL-terminated; NULL for none)
- * given as flags before the real ones, which win. 0 or -ENOMEM.
- */
-int config_args_new(int argc, char *const *argv, const char *const *defaults, struct config_args **ret);
-void config_args_free(struct config_args *a);
-/* A copy of the kept argv's vector for a parse (getopt permutes it); *argc its length. Caller frees it, not the
- * strings. */
-char **config_args_vector(const struct config_args *a, int *argc);
-DEFINE_CLEANUP_FUNC(struct config_args, config_args_free)
-
 /*
  * Build the effective config, a new one in *ret (the caller frees it with config_free()):
  * defaults, then the config file (--config-file / CONFIG_FILE, a path as given), then env, then
- * args (NULL: none). A bad file fails with file:line:col and the key; a bad value (too long
- * included) names its source. *ret is set only on success.
+ * args (the command line kept for SIGHUP, util/loop.h; NULL: none). A bad file fails with file:line:col and the key; a
+ * bad value (too long included) names its source. *ret is set only on success.
  */
-int config_load(const struct config_args *args, struct plugin_config **ret, struct gerr *err);
+int config_load(const struct loop_argv *args, struct plugin_config **ret, struct gerr *err);
 
 /*
  * The v1 file at path (as given) for another reader of it (gpulet labels, GFD's keys): option keys set
@@ -178,6 +169,3 @@ void config_resource_options(const struct plugin_config *cfg, struct resource_op
 
 /* The effective config as one JSON line ("Running with config"). Caller frees. */
 char *config_to_json(const struct plugin_config *cfg);
-
-/* dev_root when set, else driver_root. */
-const char *config_dev_root(const struct plugin_config *cfg);

@@ -16,13 +16,8 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <grpc/grpc.h>
@@ -38,6 +33,7 @@
 #include "plugin/daemon_serve.h"
 #include "util/fileio.h"
 #include "util/log.h"
+#include "util/loop.h"
 #include "util/sig.h"
 
 #define TICK_MS        1000
@@ -45,7 +41,7 @@
 #define MAX_WARN_LINES 20    /* config warnings logged one by one; the rest are counted */
 
 struct plugin_daemon {
-	const struct config_args *args;
+	const struct loop_argv *args;
 	const struct plugin_config *cfg; /* in use: the caller's, or the one a SIGHUP loaded */
 	struct plugin_config *reloaded;  /* owned: what the last successful SIGHUP loaded */
 	struct nvml *nv;
@@ -56,10 +52,8 @@ struct plugin_daemon {
 	/* the device names of the CDI spec last written (none when it could not be): Allocate hands
 	 * out no other (dp_ctx.cdi_names) */
 	struct dp_cdi_names cdi;
-	int sigfd;
-	sigset_t old_mask;     /* before setup_signals(), restored at stop */
-	void (*old_pipe)(int); /* SIGPIPE's action before setup_signals() */
-	bool mask_saved, pipe_saved;
+	struct loop *loop;  /* signals, the kubelet dir's inotify, the health queue's eventfd (util/loop.h) */
+	bool kubelet_event; /* the kubelet dir changed since the last tick */
 	bool grpc_up, started;
 	long long next_init_ms;
 	struct daemon_kubelet_watch kw;
@@ -70,35 +64,13 @@ struct plugin_daemon {
 
 enum restart_kind {
 	RESERVE, /* kubelet restarted or a socket vanished: serve the same devices again, fast */
-	REBUILD, /* the node changed: read NVML again */
-	RELOAD,  /* SIGHUP: read the config file and NVML again */
+	REBUILD, /* the node changed (or the config, on SIGHUP): read NVML again */
 };
 
 /* A string option that is given ("" and unset are not). */
 static bool given(const char *s)
 {
 	return s && s[0];
-}
-
-/* NULL-safe string equality for config strings. */
-static bool same(const char *a, const char *b)
-{
-	return a == b || (a && b && streq(a, b));
-}
-
-/* Where NVML lives as the plugin sees it: inside the plugin container the host driver root is
- * mounted at containerDriverRoot (docs/reference/device-plugin.md §1, last paragraph). */
-static char *nvml_driver_root(const struct plugin_config *cfg)
-{
-	_cleanup_free_ char *ctr = NULL;
-	struct stat st;
-
-	if (!same(cfg->driver_root, "/") && given(cfg->container_driver_root)) {
-		ctr = root_path(cfg->root, cfg->container_driver_root);
-		if (ctr && stat(ctr, &st) == 0 && S_ISDIR(st.st_mode))
-			return TAKE_PTR(ctr);
-	}
-	return root_path(cfg->root, cfg->driver_root);
 }
 
 /* What build() found besides the node and the resources. */
@@ -122,13 +94,11 @@ static int build(struct nvml **nv, const struct plugin_config *cfg, struct node 
 		return r;
 
 	if (!*nv) {
-		_cleanup_free_ char *droot = nvml_driver_root(cfg);
-
-		r = nvml_open_host(&(struct nvml_host){.library = cfg->nvml_library, .driver_root = droot}, nv, err);
+		r = nvml_open_host(cfg->host, nv, err);
 		if (r < 0)
 			return r;
 	}
-	r = node_load(*nv, cfg->root, &n, err);
+	r = node_load(*nv, cfg->host->root, &n, err);
 	if (r < 0)
 		return r;
 	ret->no_devices = true;
@@ -224,53 +194,43 @@ static void adopt_config(struct plugin_daemon *d, struct plugin_config *loaded)
 }
 
 /*
- * Full restart (kubelet restart, SIGHUP, layout change): new config (optional), new node and
- * resources, then swap. When the new state cannot be built the old one is served again, so one
- * bad reload never takes the node's GPUs away.
+ * Full restart (kubelet restart, SIGHUP, layout change; the caller says why): new config (loaded:
+ * what a SIGHUP read, taken over; NULL: the one in use), new node and resources, then swap. When the
+ * new state cannot be built the old one is served again, so one bad reload never takes the node's
+ * GPUs away: then -errno with err, and a loaded config is dropped.
  */
-static void restart(struct plugin_daemon *d, const char *why, enum restart_kind kind)
+static int restart_with(struct plugin_daemon *d, enum restart_kind kind, struct plugin_config *loaded, struct gerr *err)
 {
-	_cleanup_(config_freep) struct plugin_config *loaded = NULL;
+	_cleanup_(config_freep) struct plugin_config *new_cfg = loaded;
 	struct plugin_config *old = NULL;
-	const struct plugin_config *cfg = d->cfg;
+	const struct plugin_config *cfg = new_cfg ? new_cfg : d->cfg;
 	struct nvml *nv = NULL, *old_nv = NULL;
 	struct node *n = NULL;
 	struct resource_set *rs = NULL;
-	struct gerr err = {0};
 	struct built got;
+	int r;
 
-	log_info("Restarting device plugins", "reason=\"%s\"", why);
 	if (kind == RESERVE && d->rs) {
 		daemon_serve_stop(&d->srv, d->rs);
 		(void)serve(d);
-		return;
-	}
-	if (kind == RELOAD) {
-		if (config_load(d->args, &loaded, &err) < 0) {
-			/* nothing changes: the running plugins keep serving as they are */
-			log_error("Config reload failed, keeping the running config", "error=\"%s\"", err.msg);
-			return;
-		}
-		cfg = loaded;
+		return 0;
 	}
 	/* a new NVML is opened beside the old one, which the watcher keeps using until it is replaced */
-	if (d->nv && same(cfg->nvml_library, d->cfg->nvml_library) && same(cfg->driver_root, d->cfg->driver_root))
+	if (d->nv && host_paths_same_nvml(cfg->host, d->cfg->host))
 		nv = d->nv;
-	if (build(&nv, cfg, &n, &rs, &got, &err) < 0) {
+	r = build(&nv, cfg, &n, &rs, &got, err);
+	if (r < 0) {
 		if (nv != d->nv)
 			nvml_close(nv);
 		if (!d->rs) {
 			/* never served: there is no previous list to fall back to, nor a config to keep */
-			if (loaded)
-				adopt_config(d, TAKE_PTR(loaded));
+			if (new_cfg)
+				adopt_config(d, TAKE_PTR(new_cfg));
 			log_warn("Still no devices, nothing is advertised; looking again later",
-				 "error=\"%s\" retry_s=%d", err.msg, INIT_RETRY_MS / 1000);
-			return;
+				 "error=\"%s\" retry_s=%d", err->msg, INIT_RETRY_MS / 1000);
+			return 0;
 		}
-		log_error("Cannot build the device list, serving the previous one", "error=\"%s\"", err.msg);
-		if (loaded)
-			log_error("Config reload not applied; the previous config is in use",
-				  "hint=\"fix what the error above names, then send SIGHUP again\"");
+		log_error("Cannot build the device list, serving the previous one", "error=\"%s\"", err->msg);
 		daemon_serve_stop(&d->srv, d->rs);
 	} else {
 		daemon_serve_stop(&d->srv, rs);
@@ -279,10 +239,10 @@ static void restart(struct plugin_daemon *d, const char *why, enum restart_kind 
 			old_nv = d->nv;
 			d->nv = nv;
 		}
-		if (loaded) {
+		if (new_cfg) {
 			/* the previous one is freed below, after the watcher let go of it */
 			old = d->reloaded;
-			d->reloaded = TAKE_PTR(loaded);
+			d->reloaded = TAKE_PTR(new_cfg);
 			d->cfg = d->reloaded;
 		}
 		d->imex = got.imex;
@@ -297,25 +257,31 @@ static void restart(struct plugin_daemon *d, const char *why, enum restart_kind 
 		config_free(old);
 	}
 	(void)serve(d);
+	return r;
 }
 
-static int setup_signals(struct plugin_daemon *d, struct gerr *err)
+/* A restart the daemon decides on itself: a failure is logged there and tried again later. */
+static void restart(struct plugin_daemon *d, const char *why, enum restart_kind kind)
 {
-	sigset_t mask;
+	struct gerr err = {0};
+
+	log_info("Restarting device plugins", "reason=\"%s\"", why);
+	(void)restart_with(d, kind, NULL, &err);
+}
+
+/*
+ * SIGHUP (util/loop.h): the config again from the kept command line, then NVML and every device under
+ * it. A config that does not load, or whose devices cannot be built, changes nothing: the loop says why.
+ */
+static int on_reload(void *data, struct gerr *err)
+{
+	struct plugin_daemon *d = data;
+	struct plugin_config *loaded = NULL;
 	int r;
 
-	sig_daemon_set(&mask);
-	/* blocked before any thread starts, so every thread inherits the mask */
-	r = pthread_sigmask(SIG_BLOCK, &mask, &d->old_mask);
-	if (r != 0)
-		return gerr_set(err, r, "cannot block signals: %s", strerror(r));
-	d->mask_saved = true;
-	d->sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
-	if (d->sigfd < 0)
-		return gerr_set(err, errno, "signalfd: %s", strerror(errno));
-	d->old_pipe = signal(SIGPIPE, SIG_IGN);
-	d->pipe_saved = d->old_pipe != SIG_ERR;
-	return 0;
+	log_info("Restarting device plugins", "reason=\"SIGHUP: reloading the config\"");
+	r = config_load(d->args, &loaded, err);
+	return r < 0 ? r : restart_with(d, REBUILD, loaded, err);
 }
 
 /* A kubelet socket event: restart unless we are registered with exactly that socket already. */
@@ -346,55 +312,76 @@ static void on_tick(struct plugin_daemon *d)
 		}
 	}
 	if (!d->srv.g && d->rs) {
-		if (d->srv.next_serve_ms && daemon_now_ms() >= d->srv.next_serve_ms)
+		if (d->srv.next_serve_ms && loop_now_ms() >= d->srv.next_serve_ms)
 			restart(d, "creating the plugin sockets again", RESERVE);
 		return;
 	}
 	if (!d->srv.g) {
-		if (daemon_now_ms() >= d->next_init_ms) {
-			d->next_init_ms = daemon_now_ms() + INIT_RETRY_MS;
+		if (loop_now_ms() >= d->next_init_ms) {
+			d->next_init_ms = loop_now_ms() + INIT_RETRY_MS;
 			restart(d, "looking for devices again", REBUILD);
 		}
 		return;
 	}
-	if (d->srv.next_register_ms && daemon_now_ms() >= d->srv.next_register_ms)
+	if (d->srv.next_register_ms && loop_now_ms() >= d->srv.next_register_ms)
 		daemon_register_all(&d->srv, d->cfg->kubelet_socket, false);
 }
 
+/* The health watcher queued events: apply them; a changed layout is read again. */
+static int on_health(void *data)
+{
+	struct plugin_daemon *d = data;
+
+	if (daemon_health_drain(&d->health, d->rs, d->node, &d->srv))
+		restart(d, "device layout changed (MIG re-partition, GPU added or removed)", REBUILD);
+	return 0;
+}
+
+/* The kubelet socket's dir changed: the tick that follows acts on it. */
+static int on_kubelet_dir(void *data)
+{
+	struct plugin_daemon *d = data;
+
+	d->kubelet_event |= daemon_kubelet_watch_read(&d->kw);
+	return 0;
+}
+
+/* After every wake-up: the MPS daemons' readiness, then a kubelet socket event or what is due. */
+static long long on_wake(void *data)
+{
+	struct plugin_daemon *d = data;
+	long long due;
+
+	daemon_mps_check(&d->mps, d->cfg, &d->srv, false);
+	if (d->kubelet_event) {
+		d->kubelet_event = false;
+		on_kubelet_event(d);
+	} else {
+		on_tick(d);
+	}
+	due = d->srv.next_register_ms ? d->srv.next_register_ms - loop_now_ms() : TICK_MS;
+	return MAX(0, MIN(due, TICK_MS));
+}
+
+static const struct loop_ops daemon_loop_ops = {.reload = on_reload, .tick = on_wake};
+
 int plugin_daemon_run(struct plugin_daemon *d)
 {
-	for (;;) {
-		/* a negative fd (no kubelet socket to watch) is skipped by poll() */
-		struct pollfd pfd[3] = {{d->sigfd, POLLIN, 0}, {d->kw.fd, POLLIN, 0}, {d->health.evfd, POLLIN, 0}};
-		long long due = d->srv.next_register_ms ? d->srv.next_register_ms - daemon_now_ms() : TICK_MS;
-		int n = poll(pfd, ELEMENTSOF(pfd), (int)MAX(0, MIN(due, TICK_MS)));
+	return loop_run(d->loop);
+}
 
-		if (n < 0 && errno != EINTR) {
-			int e = errno;
+/* The loop: the daemon's signals (SIGHUP reloads), the health queue, the kubelet socket's dir. */
+static int setup_loop(struct plugin_daemon *d, struct gerr *err)
+{
+	sigset_t set;
+	int r;
 
-			log_error("Cannot wait for events, exiting", "error=\"poll: %s\"", strerror(e));
-			return -e;
-		}
-		if (n > 0 && (pfd[0].revents & POLLIN)) {
-			struct signalfd_siginfo si;
-
-			if (read(d->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-				if (si.ssi_signo == SIGHUP) {
-					restart(d, "SIGHUP: reloading the config", RELOAD);
-					continue;
-				}
-				log_info("Received signal, shutting down", "signal=%s", strsignal((int)si.ssi_signo));
-				return 0;
-			}
-		}
-		if (n > 0 && (pfd[2].revents & POLLIN) && daemon_health_drain(&d->health, d->rs, d->node, &d->srv))
-			restart(d, "device layout changed (MIG re-partition, GPU added or removed)", REBUILD);
-		daemon_mps_check(&d->mps, d->cfg, &d->srv, false);
-		if (n > 0 && d->kw.fd >= 0 && (pfd[1].revents & POLLIN) && daemon_kubelet_watch_read(&d->kw))
-			on_kubelet_event(d);
-		else
-			on_tick(d);
-	}
+	sig_daemon_set(&set);
+	r = loop_new(&set, &daemon_loop_ops, d, &d->loop, err);
+	if (r >= 0 && ((r = loop_add_fd(d->loop, d->health.evfd, on_health, d)) < 0 ||
+		       (r = loop_add_fd(d->loop, d->kw.fd, on_kubelet_dir, d)) < 0))
+		return gerr_set(err, -r, "%s", strerror(-r));
+	return r;
 }
 
 /* The node's devices and everything derived from them, served; -errno (logged) when start must fail. */
@@ -416,7 +403,7 @@ static int start_serving(struct plugin_daemon *d)
 		}
 		log_warn("No devices found. Waiting indefinitely.", "error=\"%s\" retry_s=%d", err.msg,
 			 INIT_RETRY_MS / 1000);
-		d->next_init_ms = daemon_now_ms() + INIT_RETRY_MS;
+		d->next_init_ms = loop_now_ms() + INIT_RETRY_MS;
 		return 0;
 	}
 	/* another live plugin serves these sockets: two DaemonSets on one node is a mistake to fix,
@@ -444,7 +431,7 @@ static int start_serving(struct plugin_daemon *d)
 	return 0;
 }
 
-int plugin_daemon_start(const struct config_args *args, const struct plugin_config *cfg, struct plugin_daemon **ret)
+int plugin_daemon_start(const struct loop_argv *args, const struct plugin_config *cfg, struct plugin_daemon **ret)
 {
 	struct plugin_daemon *d = calloc(1, sizeof(*d));
 	struct gerr err = {0};
@@ -453,12 +440,12 @@ int plugin_daemon_start(const struct config_args *args, const struct plugin_conf
 	*ret = NULL;
 	if (!d)
 		return log_error("Cannot start the device plugin", "error=\"out of memory\""), -ENOMEM;
-	*d = (struct plugin_daemon){.args = args, .cfg = cfg, .sigfd = -1, .kw = {.fd = -1, .wd = -1}};
+	*d = (struct plugin_daemon){.args = args, .cfg = cfg, .kw = {.fd = -1, .wd = -1}};
 	r = daemon_health_init(&d->health, &err);
 	if (r >= 0)
-		r = setup_signals(d, &err);
-	if (r >= 0)
 		r = daemon_kubelet_watch_init(&d->kw, cfg->kubelet_socket, &err);
+	if (r >= 0)
+		r = setup_loop(d, &err);
 	if (r < 0) {
 		log_error("Cannot start the device plugin", "error=\"%s\"", err.msg);
 		plugin_daemon_stop(d);
@@ -490,12 +477,7 @@ void plugin_daemon_stop(struct plugin_daemon *d)
 	if (d->grpc_up)
 		grpc_shutdown();
 	daemon_kubelet_watch_fini(&d->kw);
-	if (d->sigfd >= 0)
-		close(d->sigfd);
-	if (d->pipe_saved)
-		signal(SIGPIPE, d->old_pipe);
-	if (d->mask_saved)
-		(void)pthread_sigmask(SIG_SETMASK, &d->old_mask, NULL);
+	loop_free(d->loop);
 	config_free(d->reloaded);
 	if (d->started)
 		log_info("Stopped", NULL);

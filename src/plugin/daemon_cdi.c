@@ -82,9 +82,7 @@ int daemon_cdi_write_spec(const struct plugin_config *cfg, const struct node *no
 
 	if (!(cfg->device_list_strategy & DLS_CDI_ANY) || !node)
 		return 0;
-	o.root = cfg->root;
-	o.driver_root = cfg->driver_root;
-	o.dev_root = cfg->dev_root; /* "": the driver root (host_dev_root) */
+	o.host = cfg->host;
 	o.vendor = DP_CDI_VENDOR;
 	o.class = DP_CDI_CLASS;
 	o.names = cfg->device_id_strategy == DEVICE_ID_INDEX ? CDI_NAMES_INDEX : CDI_NAMES_UUID;
@@ -92,7 +90,7 @@ int daemon_cdi_write_spec(const struct plugin_config *cfg, const struct node *no
 	o.warnings = &left_out; /* a partial spec is still written (as `cdi generate` does), but never silently */
 	/* none hands a MIG-enabled GPU out whole: its name must resolve (docs/reference/device-plugin.md §8) */
 	o.whole_mig_enabled = cfg->mig_strategy == MIG_STRATEGY_NONE;
-	dir = root_path(cfg->root, CDI_DYNAMIC_DIR);
+	dir = root_path(cfg->host->root, CDI_DYNAMIC_DIR);
 	/* --nvidia-cdi-hook-path and --cdi-disable-hooks, as `gpulet cdi generate` takes them */
 	r = cdi_hooks_parse_disabled(cfg->cdi_disable_hooks, &hooks.disabled, &err);
 	if (r >= 0)

@@ -52,24 +52,12 @@ static const struct gated {
     {"mofed", "MOFED", DP_CDI_EXTRA_MOFED, offsetof(struct plugin_config, mofed_enabled), mofed_nodes, NULL},
 };
 
-/* "<root><base><path>" as this process sees it. */
-static char *local_path(const struct plugin_config *cfg, const char *base, const char *path)
-{
-	_cleanup_free_ char *in_root = NULL;
-
-	if (asprintf(&in_root, "%s/%s", base, path) < 0)
-		return NULL;
-	return root_path(cfg->root, in_root);
-}
-
-/* "<base><path>" as the host sees it; base "/" leaves the path alone. */
+/* "<base><path>" as the host sees it (host_join()); base "/" leaves the path alone. */
 static json_t *host_path(const char *base, const char *path)
 {
-	size_t bl = strlen(base);
+	_cleanup_free_ char *p = host_join(base, path);
 
-	while (bl > 0 && base[bl - 1] == '/')
-		bl--;
-	return json_sprintf("%.*s%s", (int)bl, base, path);
+	return p ? json_string(p) : NULL;
 }
 
 static bool is_char_dev(const char *path)
@@ -81,7 +69,7 @@ static bool is_char_dev(const char *path)
 
 static int push_node(json_t *nodes, const struct plugin_config *cfg, const char *path)
 {
-	json_t *n = json_pack("{s:s}", "path", path), *h = host_path(config_dev_root(cfg), path);
+	json_t *n = json_pack("{s:s}", "path", path), *h = host_path(cfg->host->dev_root, path);
 
 	if (!n || !h || (!streq(json_string_value(h), path) && json_object_set(n, "hostPath", h) < 0) ||
 	    json_array_append_new(nodes, n) < 0) {
@@ -95,16 +83,13 @@ static int push_node(json_t *nodes, const struct plugin_config *cfg, const char 
 /* The character devices under the dev root matching each pattern, as CDI deviceNodes. */
 static int find_nodes(const struct plugin_config *cfg, const char *const *patterns, json_t *nodes)
 {
-	_cleanup_free_ char *base = local_path(cfg, config_dev_root(cfg), "");
-	size_t bl;
+	const char *base = cfg->host->dev_dir;
+	size_t bl = strlen(base);
 
-	if (!base)
-		return -ENOMEM;
-	bl = strlen(base);
 	while (bl > 0 && base[bl - 1] == '/')
 		bl--;
 	for (size_t p = 0; patterns[p]; p++) {
-		_cleanup_free_ char *pat = local_path(cfg, config_dev_root(cfg), patterns[p]);
+		_cleanup_free_ char *pat = root_path(cfg->host->dev_dir, patterns[p]);
 		glob_t gl = {0};
 		int r = 0;
 
@@ -125,7 +110,7 @@ static int find_nodes(const struct plugin_config *cfg, const char *const *patter
 static int find_files(const struct plugin_config *cfg, const char *const *files, json_t *mounts)
 {
 	for (size_t i = 0; files && files[i]; i++) {
-		_cleanup_free_ char *p = local_path(cfg, cfg->driver_root, files[i]);
+		_cleanup_free_ char *p = root_path(cfg->host->driver_dir, files[i]);
 		json_t *m, *opts;
 
 		if (!p)
@@ -135,8 +120,8 @@ static int find_files(const struct plugin_config *cfg, const char *const *files,
 		opts = json_array();
 		for (size_t o = 0; opts && mount_options[o]; o++)
 			json_array_append_new(opts, json_string(mount_options[o]));
-		m = json_pack("{s:o, s:s, s:o}", "hostPath", host_path(cfg->driver_root, files[i]), "containerPath",
-			      files[i], "options", opts);
+		m = json_pack("{s:o, s:s, s:o}", "hostPath", host_path(cfg->host->driver_root, files[i]),
+			      "containerPath", files[i], "options", opts);
 		if (!m || json_array_append_new(mounts, m) < 0)
 			return -ENOMEM;
 	}
@@ -146,7 +131,7 @@ static int find_files(const struct plugin_config *cfg, const char *const *files,
 /* Where class cls's spec lives: the spec dir under the root, "<vendor>-<cls>.json", "<vendor>/<cls>". */
 static int spec_names(const struct plugin_config *cfg, const char *cls, char **dir, char **file, char **kind)
 {
-	*dir = root_path(cfg->root, CDI_DYNAMIC_DIR);
+	*dir = root_path(cfg->host->root, CDI_DYNAMIC_DIR);
 	if (!*dir || asprintf(file, "%s-%s.json", DP_CDI_VENDOR, cls) < 0)
 		return -ENOMEM;
 	if (asprintf(kind, "%s/%s", DP_CDI_VENDOR, cls) < 0)
@@ -211,7 +196,7 @@ bool daemon_imex_channel_present(const struct plugin_config *cfg, char **ret_pat
 
 	if (asprintf(&rel, IMEX_CHANNEL_DIR "/channel%s", cfg->imex_channel_ids) < 0)
 		return false;
-	local = local_path(cfg, config_dev_root(cfg), rel);
+	local = root_path(cfg->host->dev_dir, rel);
 	if (ret_path)
 		*ret_path = TAKE_PTR(rel);
 	return is_char_dev(local);
@@ -231,7 +216,7 @@ int daemon_imex_select(const struct plugin_config *cfg, bool *ret, struct gerr *
 				"IMEX channel %s is required (imex.required, IMEX_REQUIRED) but %s under the dev "
 				"root %s is not a character device; create it (nvidia driver option "
 				"NVreg_CreateImexChannel0=1, or 'nvidia-modprobe -i %s') or drop imex.required",
-				cfg->imex_channel_ids, path ? path : "the channel node", config_dev_root(cfg),
+				cfg->imex_channel_ids, path ? path : "the channel node", cfg->host->dev_root,
 				cfg->imex_channel_ids);
 	if (ok)
 		log_info("Selecting IMEX channel", "channel=channel%s", cfg->imex_channel_ids);
@@ -239,7 +224,7 @@ int daemon_imex_select(const struct plugin_config *cfg, bool *ret, struct gerr *
 		log_warn("Ignoring requested IMEX channel: its device node does not exist",
 			 "channel=channel%s path=%s "
 			 "dev_root=%s",
-			 cfg->imex_channel_ids, path ? path : "?", config_dev_root(cfg));
+			 cfg->imex_channel_ids, path ? path : "?", cfg->host->dev_root);
 	*ret = ok;
 	return 0;
 }
@@ -289,7 +274,7 @@ unsigned daemon_cdi_write_extra(const struct plugin_config *cfg, bool imex)
 			log_warn("Feature enabled but none of its device nodes exist; containers will not get it",
 				 "feature=%s what=\"%s\" looked_for=\"%s%s%s\" dev_root=%s", g->cls, g->what,
 				 g->nodes[0], g->nodes[1] ? " " : "", g->nodes[1] ? g->nodes[1] : "",
-				 config_dev_root(cfg));
+				 cfg->host->dev_root);
 			remove_stale(cfg, g->cls, "device nodes absent");
 		} else if (cdi && find_files(cfg, g->files, mounts) == 0) {
 			devices = json_pack("[{s:s, s:{s:O}}]", "name", "all", "containerEdits", "deviceNodes", nodes);

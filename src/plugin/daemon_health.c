@@ -91,7 +91,7 @@ void daemon_health_restart(struct daemon_health *h, struct nvml *nv, const struc
 	if (!node || !nv)
 		return;
 	health_options_default(&o);
-	o.root = cfg->root;
+	o.root = cfg->host->root;
 	o.policy = h->policy;
 	o.mig_poll_ms = cfg->rescan_interval / OPT_NSEC_PER_MSEC;
 	o.quiet_ms = cfg->health_recovery / OPT_NSEC_PER_MSEC;

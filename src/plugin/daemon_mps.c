@@ -23,13 +23,13 @@
 /* The MPS root as this process sees it: --mps-root under --root, else upstream's container mount /mps. */
 static char *plugin_mps_root(const struct plugin_config *cfg)
 {
-	_cleanup_free_ char *host = root_path(cfg->root, cfg->mps_root);
+	_cleanup_free_ char *host = root_path(cfg->host->root, cfg->mps_root);
 	char *ctr;
 	struct stat st;
 
 	if (!host || (stat(host, &st) == 0 && S_ISDIR(st.st_mode)))
 		return TAKE_PTR(host);
-	ctr = root_path(cfg->root, MPS_CONTAINER_ROOT);
+	ctr = root_path(cfg->host->root, MPS_CONTAINER_ROOT);
 	if (ctr && stat(ctr, &st) == 0 && S_ISDIR(st.st_mode))
 		return ctr;
 	free(ctr);
@@ -85,11 +85,11 @@ void daemon_mps_check(struct daemon_mps *m, const struct plugin_config *cfg, str
 {
 	_cleanup_free_ char *root = NULL, *bin = NULL;
 
-	if (!m->n || (!force && daemon_now_ms() < m->next_ms))
+	if (!m->n || (!force && loop_now_ms() < m->next_ms))
 		return;
-	m->next_ms = daemon_now_ms() + MPS_CHECK_MS;
+	m->next_ms = loop_now_ms() + MPS_CHECK_MS;
 	root = plugin_mps_root(cfg);
-	bin = mps_find_tool(cfg, MPS_CONTROL_BIN);
+	bin = mps_find_tool(cfg->host, MPS_CONTROL_BIN);
 	for (size_t i = 0; i < m->n; i++) {
 		struct gerr err = {0};
 

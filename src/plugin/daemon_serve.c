@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "kube/grpc_client.h"
 #include "plugin/daemon_serve.h"
@@ -37,14 +36,6 @@ struct served {
 	unsigned rejects_suppressed;
 };
 
-long long daemon_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int h_unary(void *data, unsigned method, const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen,
 		   struct gerr *err)
 {
@@ -55,7 +46,7 @@ static int h_unary(void *data, unsigned method, const uint8_t *in, size_t inlen,
 
 	if (st == 0)
 		return st;
-	t = daemon_now_ms();
+	t = loop_now_ms();
 	if (s->reject_log_ms && t - s->reject_log_ms < REJECT_LOG_MS) {
 		s->rejects_suppressed++;
 		return st;
@@ -127,7 +118,7 @@ void daemon_register_all(struct daemon_servers *s, const char *kubelet_socket, b
 {
 	_cleanup_free_ struct plugin_registration *regs = NULL;
 	_cleanup_free_ struct served **who = NULL;
-	long long t = daemon_now_ms();
+	long long t = loop_now_ms();
 	bool refused = false;
 	size_t n = 0;
 
@@ -160,7 +151,7 @@ void daemon_register_all(struct daemon_servers *s, const char *kubelet_socket, b
 			who[i]->registered = true;
 			log_info("Registered device plugin", "resource=%s socket=%s kubelet=%s latency_ms=%lld",
 				 regs[i].resource_name, gsrv_socket(who[i]->srv), kubelet_socket,
-				 daemon_now_ms() - s->register_t0);
+				 loop_now_ms() - s->register_t0);
 		}
 		refused |= regs[i].result == -ECONNREFUSED || regs[i].result == -ENOENT;
 	}
@@ -187,7 +178,7 @@ void daemon_register_all(struct daemon_servers *s, const char *kubelet_socket, b
 		if (regs[i].result < 0)
 			log_warn("Could not register device plugin, will retry", "resource=%s kubelet=%s error=\"%s\"",
 				 regs[i].resource_name, kubelet_socket, regs[i].err.msg);
-	s->next_register_ms = daemon_now_ms() + REGISTER_RETRY_MS;
+	s->next_register_ms = loop_now_ms() + REGISTER_RETRY_MS;
 }
 
 static void log_unhealthy(const struct resource_set *rs)
@@ -306,7 +297,7 @@ int daemon_serve_or_retry(struct daemon_servers *s, const struct daemon_serve_in
 	/* upstream retries every 30 s; starting at 1 s picks up a dir that appears a moment later */
 	retry_ms = s->serve_failures < 5 ? 1000 << s->serve_failures : SERVE_RETRY_MAX_MS;
 	s->serve_failures++;
-	s->next_serve_ms = daemon_now_ms() + retry_ms;
+	s->next_serve_ms = loop_now_ms() + retry_ms;
 	log_error("Cannot serve the device plugins, will retry", "error=\"%s\" attempt=%u retry_s=%d", err.msg,
 		  s->serve_failures, retry_ms / 1000);
 	return r;

@@ -52,8 +52,6 @@ struct daemon_serve_input {
 	const void *mps_data;
 };
 
-long long daemon_now_ms(void);
-
 /*
  * Serve in->rs (one server per resource), then register with in->cfg's kubelet socket. On failure
  * nothing is left served, why is logged and another try is scheduled at next_serve_ms (1 s, 2 s,

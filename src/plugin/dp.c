@@ -15,6 +15,7 @@
 #include "plugin/alloc.h"
 #include "plugin/arena.h"
 #include "plugin/dp.h"
+#include "plugin/mps.h"
 #include "util/fileio.h"
 #include "util/macro.h"
 
@@ -105,15 +106,12 @@ static void mount_add(struct build *b, const char *ctr, const char *host, bool r
 	b->mounts[b->n_mounts++] = m;
 }
 
-/* "<dev_root><path>" as the host sees it; dev_root "/" leaves the path alone. */
+/* "<dev_root><path>" as the host sees it (host_join()); dev_root "/" leaves the path alone. */
 static const char *host_dev_path(struct build *b, const struct plugin_config *cfg, const char *path)
 {
-	const char *root = config_dev_root(cfg);
-	size_t rl = strlen(root);
+	_cleanup_free_ char *p = host_join(cfg->host->dev_root, path);
 
-	while (rl > 0 && root[rl - 1] == '/')
-		rl--;
-	return arena_printf(b->a, "%.*s%s", (int)rl, root, path);
+	return p ? arena_strdup(b->a, p) : NULL;
 }
 
 static void devspec_add(struct build *b, const struct plugin_config *cfg, const char *path)
@@ -137,12 +135,9 @@ static void devspec_add(struct build *b, const struct plugin_config *cfg, const 
 /* Does a device node exist below --root and the dev root (as the plugin sees the host)? */
 static bool dev_present(const struct plugin_config *cfg, const char *path)
 {
-	_cleanup_free_ char *in_root = NULL, *full = NULL;
+	_cleanup_free_ char *full = root_path(cfg->host->dev_dir, path);
 	struct stat st;
 
-	if (asprintf(&in_root, "%s/%s", config_dev_root(cfg), path) < 0)
-		return false;
-	full = root_path(cfg->root, in_root);
 	return full && stat(full, &st) == 0;
 }
 
@@ -410,11 +405,17 @@ int dp_allocate_container(const struct dp_ctx *c, const V1beta1__ContainerAlloca
 	if (dls & DLS_CDI_ANY)
 		add_cdi(c, &b, resp, ids, n);
 	if (cfg->sharing == SHARING_MPS) {
-		const char *pipe = arena_printf(a, "/mps/%s/pipe", c->res->name);
+		/* the resource's pipe dir and the shm dir, from the host's MPS root to the container's */
+		char pipe[PATH_MAX], host_pipe[PATH_MAX], shm[PATH_MAX];
 
-		env_set(&b, "CUDA_MPS_PIPE_DIRECTORY", pipe);
-		mount_add(&b, pipe, arena_printf(a, "%s/%s/pipe", cfg->mps_root, c->res->name), false);
-		mount_add(&b, "/dev/shm", arena_printf(a, "%s/shm", cfg->mps_root), false);
+		if (mps_path(MPS_CONTAINER_ROOT, c->res->name, MPS_PIPE, pipe, sizeof(pipe)) < 0 ||
+		    mps_path(cfg->mps_root, c->res->name, MPS_PIPE, host_pipe, sizeof(host_pipe)) < 0 ||
+		    mps_path(cfg->mps_root, NULL, MPS_SHM, shm, sizeof(shm)) < 0)
+			return gerr_set(err, ENAMETOOLONG, "--mps-root %s: the pipe dir of %s is too long",
+					cfg->mps_root, c->res->name);
+		env_set(&b, "CUDA_MPS_PIPE_DIRECTORY", arena_strdup(a, pipe));
+		mount_add(&b, pipe, host_pipe, false);
+		mount_add(&b, MPS_CONTAINER_SHM, shm, false);
 	}
 	if (cfg->gdrcopy_enabled)
 		env_set(&b, "NVIDIA_GDRCOPY", "enabled");

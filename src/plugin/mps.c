@@ -18,32 +18,38 @@
 
 #include "plugin/mps.h"
 #include "util/fileio.h"
+#include "util/hostpaths.h"
 #include "util/macro.h"
 #include "util/spawn.h"
 
 int mps_path(const char *root, const char *resource, enum mps_path which, char *buf, size_t size)
 {
-	static const char *const leaf[] = {"pipe", "log", ".started"};
+	static const char *const leaf[] = {[MPS_PIPE] = "pipe",
+					   [MPS_LOG] = "log",
+					   [MPS_STARTED] = ".started",
+					   [MPS_READY] = MPS_READY_FILE,
+					   [MPS_SHM] = "shm"};
+	size_t rl = strlen(root);
 	int n;
 
-	if (which == MPS_READY)
-		n = snprintf(buf, size, "%s/%s", root, MPS_READY_FILE);
+	/* joined as upstream's filepath.Join joins them: "/run/nvidia/mps/" is "/run/nvidia/mps" */
+	while (rl > 0 && root[rl - 1] == '/')
+		rl--;
+	if (which == MPS_READY || which == MPS_SHM)
+		n = snprintf(buf, size, "%.*s/%s", (int)rl, root, leaf[which]);
 	else
-		n = snprintf(buf, size, "%s/%s/%s", root, resource, leaf[which]);
+		n = snprintf(buf, size, "%.*s/%s/%s", (int)rl, root, resource, leaf[which]);
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-char *mps_find_tool(const struct plugin_config *cfg, const char *name)
+char *mps_find_tool(const struct host_paths *h, const char *name)
 {
 	/* the host's own dirs, then the driver root (host path, and where the plugin pod mounts it) */
-	const char *const roots[] = {"/", cfg->driver_root, cfg->container_driver_root};
+	const char *const dirs[] = {h->root, h->driver_dir, h->mount_dir};
 
-	for (size_t i = 0; i < ELEMENTSOF(roots); i++) {
-		char *p;
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		char *p = dirs[i] ? host_find_bin(dirs[i], NULL, name) : NULL;
 
-		if (!roots[i][0] || (i > 0 && streq(roots[i], "/")))
-			continue;
-		p = host_find_bin(cfg->root, roots[i], name);
 		if (p)
 			return p;
 	}

@@ -17,18 +17,24 @@
 #include "plugin/resources.h"
 #include "util/err.h"
 
-#define MPS_CONTAINER_ROOT "/mps" /* where upstream's chart mounts the MPS root in its containers */
+#define MPS_CONTAINER_ROOT "/mps"     /* where upstream's chart mounts the MPS root in its containers */
+#define MPS_CONTAINER_SHM  "/dev/shm" /* where a workload gets <root>/shm (upstream Daemon.ShmDir()) */
 #define MPS_CONTROL_BIN    "nvidia-cuda-mps-control"
 #define MPS_READY_FILE     ".ready"
 #define MPS_QUERY          "get_default_active_thread_percentage" /* upstream's health probe */
 #define MPS_TIMEOUT_MS     5000
 
-/* <root>/<resource>/pipe, <root>/<resource>/log, <root>/<resource>/.started, <root>/.ready */
-enum mps_path { MPS_PIPE, MPS_LOG, MPS_STARTED, MPS_READY };
+/*
+ * The one layout of an MPS root (upstream mps/root.go), on the host (--mps-root) and in containers
+ * (MPS_CONTAINER_ROOT): <root>/<resource>/pipe, <root>/<resource>/log, <root>/<resource>/.started,
+ * <root>/.ready, <root>/shm (resource unused for the last two). -ENAMETOOLONG when buf is too small.
+ */
+enum mps_path { MPS_PIPE, MPS_LOG, MPS_STARTED, MPS_READY, MPS_SHM };
 int mps_path(const char *root, const char *resource, enum mps_path which, char *buf, size_t size);
 
-/* A host tool (nvidia-cuda-mps-control, nvidia-smi) in the fixed tool dirs under cfg's roots; NULL if none. */
-char *mps_find_tool(const struct plugin_config *cfg, const char *name);
+/* A host tool (nvidia-cuda-mps-control, nvidia-smi) in the fixed tool dirs under h's root, its driver root (where
+ * the host has it, then where it is mounted here); NULL if none. */
+char *mps_find_tool(const struct host_paths *h, const char *name);
 
 /*
  * Run path with argv and envp (NULL-terminated), input written to its stdin (may be NULL), its

@@ -11,15 +11,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "nvml/node.h"
@@ -28,6 +24,7 @@
 #include "plugin/mps_daemon.h"
 #include "util/fileio.h"
 #include "util/log.h"
+#include "util/loop.h"
 #include "util/sig.h"
 
 #define RETRY_MS   30000 /* upstream: "Retrying in 30s..." */
@@ -46,12 +43,11 @@ struct sdaemon {
 };
 
 struct mps_daemon {
-	const struct config_args *args;
+	const struct loop_argv *args;
 	const struct plugin_config *cfg; /* in use: the caller's, or the one a SIGHUP loaded */
 	struct plugin_config *reloaded;  /* owned: what the last successful SIGHUP loaded */
-	int sigfd;
-	sigset_t restore_mask; /* the caller's signal mask before the stop signals were blocked */
-	bool running;          /* started: "Stopped" is said at the end */
+	struct loop *loop;               /* signals (util/loop.h) */
+	bool running;                    /* started: "Stopped" is said at the end */
 	long long next_retry, next_check;
 	char root[PATH_MAX];
 	char *bin, *smi;
@@ -62,14 +58,6 @@ struct mps_daemon {
 	size_t n;
 	bool ready;
 };
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int touch(const char *path)
 {
@@ -195,13 +183,13 @@ static int load(struct mps_daemon *s, struct gerr *err)
 	struct resource_options o;
 	int r;
 
-	if (!(root = root_path(s->cfg->root, s->cfg->mps_root)) || strlen(root) >= sizeof(s->root))
+	if (!(root = root_path(s->cfg->host->root, s->cfg->mps_root)) || strlen(root) >= sizeof(s->root))
 		return gerr_set(err, ENAMETOOLONG, "MPS root too long");
 	snprintf(s->root, sizeof(s->root), "%s", root);
 	free(s->bin);
 	free(s->smi);
-	s->bin = mps_find_tool(s->cfg, MPS_CONTROL_BIN);
-	s->smi = mps_find_tool(s->cfg, "nvidia-smi");
+	s->bin = mps_find_tool(s->cfg->host, MPS_CONTROL_BIN);
+	s->smi = mps_find_tool(s->cfg->host, "nvidia-smi");
 	resource_set_free(s->rs);
 	node_free(s->node);
 	s->rs = NULL;
@@ -213,16 +201,9 @@ static int load(struct mps_daemon *s, struct gerr *err)
 				"%s not found in /usr/bin, /usr/sbin, /usr/local/bin or /bin under the "
 				"root or the driver root",
 				MPS_CONTROL_BIN);
-	if (!s->nv) {
-		_cleanup_free_ char *droot = root_path(s->cfg->root, s->cfg->driver_root);
-
-		r = nvml_open_host(
-		    &(struct nvml_host){.root = s->cfg->root, .library = s->cfg->nvml_library, .driver_root = droot},
-		    &s->nv, err);
-		if (r < 0)
-			return r;
-	}
-	if ((r = node_load(s->nv, s->cfg->root, &s->node, err)) < 0)
+	if (!s->nv && (r = nvml_open_host(s->cfg->host, &s->nv, err)) < 0)
+		return r;
+	if ((r = node_load(s->nv, s->cfg->host->root, &s->node, err)) < 0)
 		return r;
 	config_resource_options(s->cfg, &o);
 	return resources_build(s->node, &o, &s->rs, err);
@@ -257,6 +238,7 @@ static int start_all(struct mps_daemon *s, struct gerr *err)
 	    (r = touch(ready)) < 0)
 		return gerr_set(err, r < 0 ? -r : ENAMETOOLONG, "failed to create the .ready file in %s", s->root);
 	s->ready = true;
+	s->next_check = loop_now_ms() + CHECK_MS; /* they just answered: the first probe one period later */
 	log_info("MPS control daemons ready", "root=%s daemons=%zu ready_file=%s", s->root, s->n, ready);
 	return 0;
 }
@@ -322,55 +304,42 @@ static void restart(struct mps_daemon *s)
 	if (start_all(s, &err) < 0) {
 		log_error("Failed to start MPS daemon; retrying", "error=\"%s\" retry_s=%d", err.msg, RETRY_MS / 1000);
 		stop_all(s);
-		s->next_retry = now_ms() + RETRY_MS;
+		s->next_retry = loop_now_ms() + RETRY_MS;
 	}
-}
-
-static bool same_str(const char *a, const char *b)
-{
-	return a == b || (a && b && streq(a, b));
 }
 
 /* Whether cfg opens another NVML than the one open (library, driver root, root changed). */
 static bool nvml_changed(const struct mps_daemon *s, const struct plugin_config *cfg)
 {
-	return s->nv && (!same_str(cfg->nvml_library, s->cfg->nvml_library) ||
-			 !same_str(cfg->driver_root, s->cfg->driver_root) || !same_str(cfg->root, s->cfg->root));
+	return s->nv && !host_paths_same_nvml(cfg->host, s->cfg->host);
 }
 
 /* The NVML cfg needs opened into *ret when it differs from the open one (else NULL: keep that one). */
 static int nvml_for(const struct plugin_config *cfg, struct nvml **ret, struct gerr *err)
 {
-	_cleanup_free_ char *droot = NULL;
-
 	*ret = NULL;
 	if (cfg->sharing != SHARING_MPS)
 		return 0;
-	droot = root_path(cfg->root, cfg->driver_root);
-	if (!droot)
-		return gerr_set(err, ENOMEM, "out of memory");
-	return nvml_open_host(
-	    &(struct nvml_host){.root = cfg->root, .library = cfg->nvml_library, .driver_root = droot}, ret, err);
+	return nvml_open_host(cfg->host, ret, err);
 }
 
 /*
- * SIGHUP: read the config again, and only when it loads (and its NVML opens) stop the daemons and start
- * them under it. A config that does not load leaves the running daemons, .ready and the config in use.
+ * SIGHUP (util/loop.h): read the config again, and only when it loads (and its NVML opens) stop the
+ * daemons and start them under it. A config that does not load leaves the running daemons, .ready and
+ * the config in use; the loop says why.
  */
-static void reload(struct mps_daemon *s)
+static int on_reload(void *data, struct gerr *err)
 {
+	struct mps_daemon *s = data;
 	_cleanup_(config_freep) struct plugin_config *loaded = NULL;
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
-	struct gerr err = {0};
 	bool changed = false;
+	int r;
 
-	if (config_load(s->args, &loaded, &err) < 0 ||
-	    ((changed = nvml_changed(s, loaded)) && nvml_for(loaded, &nv, &err) < 0)) {
-		log_error("Cannot load the new configuration; keeping the running daemons and config; fix and send "
-			  "SIGHUP again",
-			  "error=\"%s\"", err.msg);
-		return;
-	}
+	log_info("Received SIGHUP, restarting.", NULL);
+	if ((r = config_load(s->args, &loaded, err)) < 0 ||
+	    ((changed = nvml_changed(s, loaded)) && (r = nvml_for(loaded, &nv, err)) < 0))
+		return r;
 	stop_all(s);
 	/* nothing points into the old config past here: the daemons were stopped, the tool paths are copies */
 	if (changed) {
@@ -382,35 +351,46 @@ static void reload(struct mps_daemon *s)
 	s->reloaded = TAKE_PTR(loaded);
 	s->cfg = s->reloaded;
 	restart(s);
+	return 0;
 }
 
-int mps_daemon_start(const struct config_args *args, const struct plugin_config *cfg, const sigset_t *restore_mask,
-		     struct mps_daemon **ret)
+/* Every second: the daemons' log lines, a retry that is due, the readiness probe that is due. */
+static long long on_tick(void *data)
+{
+	struct mps_daemon *s = data;
+
+	tail_logs(s);
+	if (s->next_retry && loop_now_ms() >= s->next_retry) {
+		restart(s);
+	} else if (s->ready && s->n && loop_now_ms() >= s->next_check) {
+		s->next_check = loop_now_ms() + CHECK_MS;
+		if (!check_all(s))
+			restart(s);
+	}
+	return TICK_MS;
+}
+
+static const struct loop_ops mps_loop_ops = {.reload = on_reload, .tick = on_tick};
+
+int mps_daemon_start(const struct loop_argv *args, const struct plugin_config *cfg, struct mps_daemon **ret)
 {
 	struct mps_daemon *s = calloc(1, sizeof(*s));
-	sigset_t mask;
-	int e;
+	struct gerr err = {0};
+	sigset_t set;
+	int r;
 
 	*ret = NULL;
 	if (!s)
 		return log_error("Cannot start the MPS control daemon supervisor", "error=\"out of memory\""), -ENOMEM;
 	s->cfg = cfg;
-	s->sigfd = -1;
 	s->args = args;
-	if (restore_mask)
-		s->restore_mask = *restore_mask;
-	else
-		pthread_sigmask(SIG_SETMASK, NULL, &s->restore_mask);
-	sig_daemon_set(&mask);
-	e = pthread_sigmask(SIG_BLOCK, &mask, NULL); /* returns its error; errno is not set */
-	if (e == 0 && (s->sigfd = signalfd(-1, &mask, SFD_CLOEXEC)) < 0)
-		e = errno;
-	if (e != 0) {
-		log_error("Cannot start the MPS control daemon supervisor", "error=\"signalfd: %s\"", strerror(e));
+	sig_daemon_set(&set);
+	r = loop_new(&set, &mps_loop_ops, s, &s->loop, &err);
+	if (r < 0) {
+		log_error("Cannot start the MPS control daemon supervisor", "error=\"%s\"", err.msg);
 		mps_daemon_stop(s);
-		return -e;
+		return r;
 	}
-	signal(SIGPIPE, SIG_IGN); /* a closed log pipe must not kill us with the daemons still running */
 	/* the first start uses the config cmd_ already loaded; a failed one is retried, not fatal */
 	restart(s);
 	s->running = true;
@@ -418,37 +398,13 @@ int mps_daemon_start(const struct config_args *args, const struct plugin_config 
 	return 0;
 }
 
-void mps_daemon_run(struct mps_daemon *s)
+int mps_daemon_run(struct mps_daemon *s)
 {
-	for (;;) {
-		struct pollfd pfd = {s->sigfd, POLLIN, 0};
-		struct signalfd_siginfo si;
-
-		if (poll(&pfd, 1, TICK_MS) > 0 && read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-			if (si.ssi_signo != SIGHUP) {
-				log_info("Received signal, shutting down.", "signal=%s", strsignal((int)si.ssi_signo));
-				return;
-			}
-			log_info("Received SIGHUP, restarting.", NULL);
-			reload(s);
-			continue;
-		}
-		tail_logs(s);
-		if (s->next_retry && now_ms() >= s->next_retry) {
-			restart(s);
-			continue;
-		}
-		if (s->ready && s->n && now_ms() >= s->next_check) {
-			s->next_check = now_ms() + CHECK_MS;
-			if (!check_all(s))
-				restart(s);
-		}
-	}
+	return loop_run(s->loop);
 }
 
 void mps_daemon_stop(struct mps_daemon *s)
 {
-	sigset_t restore;
 	bool running;
 
 	if (!s)
@@ -460,23 +416,19 @@ void mps_daemon_stop(struct mps_daemon *s)
 	nvml_close(s->nv);
 	free(s->bin);
 	free(s->smi);
-	if (s->sigfd >= 0)
-		close(s->sigfd);
+	loop_free(s->loop);
 	config_free(s->reloaded);
-	restore = s->restore_mask;
 	free(s);
 	if (running)
 		log_info("Stopped", NULL);
-	/* last: a stop signal still pending takes its default action only once everything is undone */
-	pthread_sigmask(SIG_SETMASK, &restore, NULL);
 }
 
 int mps_mount_shm(const struct plugin_config *cfg, char *opts, size_t size, struct gerr *err)
 {
-	_cleanup_free_ char *root = root_path(cfg->root, cfg->mps_root);
+	_cleanup_free_ char *root = root_path(cfg->host->root, cfg->mps_root);
 	char dir[PATH_MAX];
 
-	if (!root || snprintf(dir, sizeof(dir), "%s/shm", root) >= (int)sizeof(dir))
+	if (!root || mps_path(root, NULL, MPS_SHM, dir, sizeof(dir)) < 0)
 		return gerr_set(err, ENAMETOOLONG, "MPS root too long");
-	return mps_mount_tmpfs(cfg->root, dir, opts, size, err);
+	return mps_mount_tmpfs(cfg->host->root, dir, opts, size, err);
 }

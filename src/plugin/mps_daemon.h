@@ -2,7 +2,6 @@
 /* `gpulet mps-control-daemon` (mps_daemon.c): upstream's mps-control-daemon, and its mount-shm. */
 #pragma once
 
-#include <signal.h>
 #include <stddef.h>
 
 #include "plugin/config.h"
@@ -12,16 +11,18 @@ struct mps_daemon;
 
 /*
  * One owner for what `gpulet mps-control-daemon` runs, started, run and stopped symmetrically.
- * Start: block the stop signals, start the MPS control daemons (a failed start is logged and
- * retried from the run loop, as upstream). Returns 0 with *ret, or -errno (logged) with nothing
- * left running. args and cfg are borrowed (args for SIGHUP) and must outlive mps_daemon_stop().
- * restore_mask (NULL: the mask now) is the signal mask mps_daemon_stop() sets back: the caller's from
- * before it blocked the stop signals itself.
+ * Start: take the daemon's signals (util/loop.h), start the MPS control daemons (a failed start is
+ * logged and retried from the run loop, as upstream). Returns 0 with *ret, or -errno (logged) with
+ * nothing left running. args and cfg are borrowed (args for SIGHUP) and must outlive
+ * mps_daemon_stop(). The caller blocked the daemon's signals before (sig_block()) and sets its mask
+ * back after mps_daemon_stop() (sig_restore()).
  */
-int mps_daemon_start(const struct config_args *args, const struct plugin_config *cfg, const sigset_t *restore_mask,
-		     struct mps_daemon **ret);
-/* Supervise until a stop signal: logs, readiness probes, restarts on SIGHUP or a daemon that stopped answering. */
-void mps_daemon_run(struct mps_daemon *d);
+int mps_daemon_start(const struct loop_argv *args, const struct plugin_config *cfg, struct mps_daemon **ret);
+/*
+ * Supervise until a stop signal, on the one daemon loop: logs, readiness probes, restarts on SIGHUP
+ * or a daemon that stopped answering. 0, or -errno (logged) when the loop cannot wait any more.
+ */
+int mps_daemon_run(struct mps_daemon *d);
 /* Quit every control daemon, set the compute mode back, remove .ready/.started/logs; free. NULL is fine. */
 void mps_daemon_stop(struct mps_daemon *d);
 /* _cleanup_(mps_daemon_stopp): stops, frees and NULLs the pointer (no use after the free). */

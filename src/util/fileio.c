@@ -34,43 +34,6 @@ char *root_path(const char *root, const char *path)
 	return r;
 }
 
-char *host_join(const char *base, const char *path)
-{
-	if (!base || !*base || streq(base, "/"))
-		return strdup(path);
-	return root_path(base, path);
-}
-
-const char *host_driver_root(const char *driver_root)
-{
-	return driver_root && *driver_root ? driver_root : "/";
-}
-
-const char *host_dev_root(const char *driver_root, const char *dev_root)
-{
-	return dev_root && *dev_root ? dev_root : host_driver_root(driver_root);
-}
-
-const char *const host_bin_dirs[] = {"/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"};
-const size_t host_n_bin_dirs = ELEMENTSOF(host_bin_dirs);
-
-char *host_find_bin(const char *root, const char *under, const char *name)
-{
-	if (!*name || strchr(name, '/'))
-		return NULL;
-	for (size_t k = 0; k < host_n_bin_dirs; k++) {
-		_cleanup_free_ char *rel = NULL, *in = NULL, *p = NULL;
-
-		if (asprintf(&rel, "%s/%s", host_bin_dirs[k], name) < 0)
-			return NULL;
-		in = host_join(under, rel);
-		p = in ? root_path(root, in) : NULL;
-		if (p && access(p, X_OK) == 0)
-			return TAKE_PTR(p);
-	}
-	return NULL;
-}
-
 int read_fd(int fd, const char *path, size_t max, char **ret, size_t *ret_len, struct gerr *err)
 {
 	_cleanup_free_ char *buf = NULL;

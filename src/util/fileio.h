@@ -10,29 +10,6 @@
 /* "<root>/<path>" with duplicate slashes folded; root NULL or "" means "/". Returns NULL on ENOMEM. */
 char *root_path(const char *root, const char *path);
 
-/* base + path as the host sees it; base NULL, "" or "/" means none (path as given). NULL on ENOMEM. */
-char *host_join(const char *base, const char *path);
-
-/*
- * The one rule for the driver's roots, as nvidia-ctk and the device plugin read them: an empty
- * (or NULL) driver root is "/"; an empty (or NULL) dev root is the driver root.
- */
-const char *host_driver_root(const char *driver_root);
-const char *host_dev_root(const char *driver_root, const char *dev_root);
-
-/*
- * The one list of directories host tools live in, in search order (nvidia-ctk's binary search,
- * docs/reference/cdi.md §7.5; /usr/local/bin last, for hand-installed copies). No $PATH lookup.
- */
-extern const char *const host_bin_dirs[];
-extern const size_t host_n_bin_dirs;
-
-/*
- * The executable `name` (a plain name: one with '/' is never found) in host_bin_dirs under
- * under (host_join rules) under root (root_path rules), as a path to open; NULL when none.
- */
-char *host_find_bin(const char *root, const char *under, const char *name);
-
 /*
  * Read a whole regular file (at most max bytes; larger is -EFBIG) into a NUL-terminated buffer.
  * *ret_len (optional) gets the length without the NUL.

@@ -2,7 +2,9 @@
 /* Small helpers every module uses: cleanup attributes, ownership transfer, array sizes. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <stdio.h>
 
@@ -82,7 +84,12 @@ static inline void *grow_alloc(void *p, size_t *cap, size_t size, size_t first)
 	}
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
-#define MIN(a, b)   ((a) < (b) ? (a) : (b))
-#define MAX(a, b)   ((a) > (b) ? (a) : (b))
+/* streq() where either may be NULL: two NULLs are equal, a NULL and a string are not. */
+static inline bool streq_ptr(const char *a, const char *b)
+{
+	return a == b || (a && b && streq(a, b));
+}
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
 /* Three-way comparison for qsort comparators: -1, 0 or 1. */
 #define CMP(a, b) (((a) > (b)) - ((a) < (b)))

@@ -298,7 +298,10 @@ def group_instance(tmp):
              "second instance: rc=%s (want 1 with a message naming %s and the running instance):\n%s" % (
                  brc, sock, bout[-1200:]))
         time.sleep(0.5)
-        st = os.stat(sock) if os.path.exists(sock) else None
+        try:  # one stat, no exists-then-stat: the socket may go between two calls
+            st = os.stat(sock)
+        except FileNotFoundError:
+            st = None
         case("instance.first-keeps-socket", st is not None and st.st_ino == ino and stat.S_ISSOCK(st.st_mode),
              "the first instance's socket was replaced or removed (inode %s -> %s)" % (ino, st and st.st_ino))
         case("instance.first-alive", a.poll() is None, "first instance exited rc=%s" % a.poll())

@@ -11,7 +11,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct doctor_options o = {.root = "/nonexistent", .events_file = "fuzz.json"};
+	static struct host_paths *host;
+	static struct doctor_options o = {.events_file = "fuzz.json"};
 	struct doctor_ctx c = {0};
 	struct gerr err = {0};
 	json_t *objs = NULL;
@@ -19,6 +20,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t i;
 	json_t *obj;
 
+	if (!host && host_paths_new(&(struct host_paths_options){.root = "/nonexistent"}, &host, NULL) < 0)
+		abort();
+	o.host = host;
 	if (k8sobj_parse("fuzz-events", (const char *)data, size, &objs, &err) < 0)
 		return 0;
 	json_array_foreach (objs, i, obj)

@@ -6,12 +6,16 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct doctor_options o = {.root = "/nonexistent"};
+	static struct host_paths *host;
+	static struct doctor_options o;
 	struct lint_options lo = {.runtime_class = "nvidia", .driver_version = "535.54.03"};
 	struct doctor_ctx c = {.o = &o};
 	struct gerr err = {0};
 	json_t *objs = NULL;
 
+	if (!host && host_paths_new(&(struct host_paths_options){.root = "/nonexistent"}, &host, NULL) < 0)
+		abort();
+	o.host = host;
 	if (k8sobj_parse("fuzz-podyaml", (const char *)data, size, &objs, &err) < 0)
 		return 0;
 	lint_objects(&c, "fuzz", objs, &lo);

@@ -83,12 +83,22 @@ class Registration:
         return pb.Empty()
 
 
+def clear_dir(dirname):
+    """What kubelet's device manager does at start: every file but its checkpoint removed. A running
+    plugin removes its own sockets too (a stop, a restart): one gone since the listing is what kubelet
+    wanted anyway, never an error."""
+    for name in os.listdir(dirname):
+        if name != "kubelet_internal_checkpoint":
+            try:
+                os.unlink(os.path.join(dirname, name))
+            except FileNotFoundError:
+                pass
+
+
 def main():
     dirname = sys.argv[1]
     os.makedirs(dirname, exist_ok=True)
-    for name in os.listdir(dirname):
-        if name != "kubelet_internal_checkpoint":
-            os.unlink(os.path.join(dirname, name))
+    clear_dir(dirname)
     reg = Registration(dirname)
     handler = grpc.method_handlers_generic_handler("v1beta1.Registration", {
         "Register": grpc.unary_unary_rpc_method_handler(

@@ -75,8 +75,10 @@ def main():
     })
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     server.add_generic_rpc_handlers((handler,))
-    if os.path.exists(a.socket):
-        os.unlink(a.socket)
+    try:
+        os.unlink(a.socket)  # one left by an earlier run; never exists-then-unlink (another may remove it between)
+    except FileNotFoundError:
+        pass
     server.add_insecure_port("unix://" + a.socket)
     server.start()
     if a.ready:

@@ -8,6 +8,7 @@ relabeling, SIGHUP reload and removal on SIGTERM."""
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import stat
@@ -54,6 +55,20 @@ def read(path):
 
 def load(name):
     return json.loads(read(fixture_path(name)))
+
+
+def read_until(stream, text, seconds):
+    """What a process wrote to stream (read unbuffered from its fd) until text shows (fails after `seconds`)."""
+    got, deadline = b"", time.time() + seconds
+    while text.encode() not in got:
+        left = deadline - time.time()
+        if left <= 0 or not select.select([stream.fileno()], [], [], left)[0]:
+            raise AssertionError("no %r within %ss in:\n%s" % (text, seconds, got.decode()))
+        chunk = os.read(stream.fileno(), 65536)
+        if not chunk:
+            raise AssertionError("the stream ended before %r:\n%s" % (text, got.decode()))
+        got += chunk
+    return got.decode()
 
 
 def wait_until(pred, seconds):
@@ -590,16 +605,22 @@ class ConfigAndFlags(unittest.TestCase):
         self.assertEqual(got[NV + "gpu.count"], "8")
         self.assertIn("device_discovery_strategy=vfio", err)
 
+    def test_container_driver_root_not_used(self):
+        """GFD v0.20 parses --driver-root-ctr-path (flag, env, flags.plugin.containerDriverRoot) and reads it
+        nowhere (docs/reference/gfd-labels.md): every spelling is taken as GFD takes it and the labels do
+        not change."""
+        want = run(["--oneshot", "-o", "-", "--no-timestamp"], "dgx-a100", self.root)
+        self.assertEqual(want.returncode, 0, want.stderr)
+        cfg = self.write("ctr.yaml", "version: v1\nflags:\n  plugin:\n    containerDriverRoot: /x/../y\n")
+        for args, env in ((["--driver-root-ctr-path", "/a/../etc"], None), (["--container-driver-root", "rel"], None),
+                          ([], {"DRIVER_ROOT_CTR_PATH": "/nonexistent"}), (["--config-file", cfg], None)):
+            p = run(["--oneshot", "-o", "-", "--no-timestamp"] + args, "dgx-a100", self.root, env=env)
+            self.assertEqual((p.returncode, p.stdout), (0, want.stdout), (args, env, p.stderr))
+        p = run(["--help"], "dgx-a100", self.root)
+        self.assertRegex(p.stdout, r"--driver-root-ctr-path DIR[^\n]*\n +GFD's container driver root: accepted, not used")
+
     def test_shared_rows(self):
         """The rows labels shares with the plugin have the plugin's rule (plugin/config.h CONFIG_OPT_*)."""
-        for args in (["--driver-root-ctr-path", "/a/../etc"], ["--container-driver-root", "rel"]):
-            p = run(["--oneshot", "-o", "/out"] + args, "dgx-a100", self.root)
-            self.assertEqual(p.returncode, 2, args)
-            self.assertIn("--driver-root-ctr-path", p.stderr)
-        cfg = self.write("ctr.yaml", "version: v1\nflags:\n  plugin:\n    containerDriverRoot: /x/../y\n")
-        p = run(["--oneshot", "-o", "/out", "--config-file", cfg], "dgx-a100", self.root)
-        self.assertEqual(p.returncode, 1)
-        self.assertIn("flags.plugin.containerDriverRoot", p.stderr)
         # a relative --config-file is taken from the working directory, as the plugin's
         self.write("rel.yaml", "version: v1\nflags:\n  migStrategy: single\n")
         p = run(["--oneshot", "-o", "-", "--config-file", "rel.yaml"], "dgx-a100", self.root,
@@ -673,6 +694,34 @@ class ConfigAndFlags(unittest.TestCase):
             proc.wait(10)
         self.assertEqual(proc.returncode, 0, proc.stderr.read())
         self.assertIn("mig.strategy=mixed", read(out))  # kept on stop (issue 23 §8)
+
+    def test_sighup_bad_config_keeps_the_running_one(self):
+        """SIGHUP's one path (util/loop.h): a config file that no longer loads is refused in one log line,
+        the daemon keeps labelling under the config in use, and a fixed file is taken at the next SIGHUP
+        (it used to exit 1)."""
+        cfg = self.write("c.yaml", {"version": "v1", "flags": {"migStrategy": "mixed"}})
+        out = os.path.join(self.root, "out")
+        proc = self.daemon(["--config-file", cfg, "--sleep-interval", "1h"])
+        err = ""
+        try:
+            wait_until(lambda: os.path.exists(out) and "mig.strategy=mixed" in read(out), 5)
+            self.assertIn("mig.strategy=mixed", read(out))
+            self.write("c.yaml", "version: v1\nflags:\n  migStrategy: bogus\n")
+            proc.send_signal(signal.SIGHUP)
+            err = read_until(proc.stderr, "Config reload failed", 10)  # the file is fixed only after it was read
+            self.assertIsNone(proc.poll(), "exited on a config that does not load:\n" + err)
+            self.write("c.yaml", {"version": "v1", "flags": {"migStrategy": "single"}})
+            proc.send_signal(signal.SIGHUP)
+            wait_until(lambda: "mig.strategy=single" in read(out), 5)
+            self.assertIn("mig.strategy=single", read(out))
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(10)
+        err += proc.stderr.read()
+        self.assertEqual(proc.returncode, 0, err)
+        refused = [ln for ln in err.splitlines() if "Config reload failed, keeping the running config" in ln]
+        self.assertEqual(len(refused), 1, err)
+        self.assertIn("flags.migStrategy", refused[0])
 
     def test_infinite_sleep_keeps_the_file(self):
         out = os.path.join(self.root, "out")

@@ -194,6 +194,13 @@ def test_allocate_replicas(h):
            envs={"CUDA_MPS_PIPE_DIRECTORY": "/mps/nvidia.com/gpu/pipe", "NVIDIA_VISIBLE_DEVICES": g[0]},
            mounts=[("/mps/nvidia.com/gpu/pipe", "/run/nvidia/mps/nvidia.com/gpu/pipe", False),
                    ("/dev/shm", "/run/nvidia/mps/shm", False)])
+    # both sides from the one MPS root layout (plugin/mps.h), joined as upstream's filepath.Join: a
+    # trailing slash of --mps-root adds none to the paths
+    restart(h, "--config-file", cfg, "--mps-root=/run/nvidia/mps/")
+    expect(one(h, "nvidia.com/gpu", g[0] + "::1"),
+           envs={"CUDA_MPS_PIPE_DIRECTORY": "/mps/nvidia.com/gpu/pipe", "NVIDIA_VISIBLE_DEVICES": g[0]},
+           mounts=[("/mps/nvidia.com/gpu/pipe", "/run/nvidia/mps/nvidia.com/gpu/pipe", False),
+                   ("/dev/shm", "/run/nvidia/mps/shm", False)])
 
 
 def test_allocate_cdi_spec(h):

@@ -63,11 +63,15 @@ def finish(p, what, want, wait_for=(), signals=()):
 
 
 def spec_dir(cdi):
-    """Each file of the CDI spec dir: (mtime, content)."""
+    """Each file of the CDI spec dir: (mtime, content). A file gone between the listing and the read
+    (a running plugin's temp file, renamed into place) is not in it."""
     out = {}
     for name in sorted(os.listdir(cdi)):
-        with open(os.path.join(cdi, name)) as f:
-            out[name] = (os.stat(os.path.join(cdi, name)).st_mtime_ns, f.read())
+        try:
+            with open(os.path.join(cdi, name)) as f:
+                out[name] = (os.fstat(f.fileno()).st_mtime_ns, f.read())
+        except FileNotFoundError:
+            pass
     return out
 
 

@@ -7,6 +7,7 @@ moment it was listening, over several restarts. Also: plugin sockets deleted beh
 while kubelet stays up are re-created and re-registered."""
 import os
 import statistics
+from unittest import mock
 
 from plugin_lib import check, run
 
@@ -49,6 +50,21 @@ def test_sockets_deleted(h):
     h.check_alive()
 
 
+def test_standin_clears_a_dir_the_plugin_changes(h):
+    """The stand-in clears the dir as kubelet does while a running plugin removes its own sockets: a
+    file gone between the listing and its unlink is no error (reliability_soak failed on a
+    FileNotFoundError there, under load). The plugin's removal is put between the two, deterministically."""
+    import kubelet_standin
+    os.makedirs(h.dp, exist_ok=True)
+    for name in ("nvidia-gpu.sock", "kubelet_internal_checkpoint"):
+        open(os.path.join(h.dp, name), "w").close()
+    listdir = os.listdir
+    with mock.patch.object(kubelet_standin.os, "listdir", lambda d: listdir(d) + ["removed-by-the-plugin.sock"]):
+        kubelet_standin.clear_dir(h.dp)
+    check(os.listdir(h.dp) == ["kubelet_internal_checkpoint"], "left: %r" % os.listdir(h.dp))
+
+
 if __name__ == "__main__":
     run(test_kubelet_restart)
     run(test_sockets_deleted)
+    run(test_standin_clears_a_dir_the_plugin_changes)

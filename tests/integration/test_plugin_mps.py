@@ -22,6 +22,7 @@ start (never exercised here). Where a GPU is needed a stand-in nvidia-smi record
     kept (said); a restart after a daemon died does not read the file again, only a SIGHUP does;
   * a daemon that hangs is not ready (1 s probe timeout), and is used once it answers;
   * a start that fails after the GPUs were switched to EXCLUSIVE_PROCESS switches them back;
+  * --driver-root is read below --root once, where the plugin reads it (no <root><root> path);
   * mount-shm: a tmpfs of half MemTotal with upstream's options (when this machine lets us mount).
 """
 import os
@@ -33,7 +34,7 @@ import time
 
 import grpc
 
-from plugin_lib import BUILD, FAKE_NVML_LIB, GPULET, SRC, check, fail, run
+from plugin_lib import BUILD, FAKE_NVML_LIB, GPULET, SANITIZED, SRC, check, fail, run
 
 REALDRIVER = os.path.join(BUILD, "realdriver")
 MPS_ROOT = "/run/nvidia/mps"
@@ -76,11 +77,11 @@ class Mps:
         self.log_path = os.path.join(h.tmp, "mps.log")
         self.proc = None
 
-    def start(self):
+    def start(self, nvml=("--nvml-library", FAKE_NVML_LIB), env=None):
         self.log = open(self.log_path, "a")
-        self.proc = subprocess.Popen([GPULET, "mps-control-daemon", "--root", self.h.root, "--nvml-library",
-                                      FAKE_NVML_LIB, "--config-file", self.config, "--mps-root", MPS_ROOT],
-                                     stdout=self.log, stderr=subprocess.STDOUT, env=self.h.plugin_env())
+        self.proc = subprocess.Popen([GPULET, "mps-control-daemon", "--root", self.h.root, *nvml,
+                                      "--config-file", self.config, "--mps-root", MPS_ROOT],
+                                     stdout=self.log, stderr=subprocess.STDOUT, env=self.h.plugin_env(env))
 
     def text(self):
         with open(self.log_path) as f:
@@ -230,8 +231,8 @@ def test_mps_bad_reload_keeps_daemons(h, m):
         f.write("version: v1\nsharing:\n  mps:\n    resources: [\n")
     at = len(m.text())
     m.proc.send_signal(signal.SIGHUP)
-    m.wait_log(r'level=error msg="Cannot load the new configuration; keeping the running daemons and config; '
-               r'fix and send SIGHUP again"', after=at)
+    m.wait_log(r'level=error msg="Config reload failed, keeping the running config" error="[^"]*mps\.yaml:5:1: ',
+               after=at)
     time.sleep(0.5)
     check(m.daemon_pids() == old, "control daemon replaced or stopped by a config that does not load")
     check(os.path.exists(ready), ".ready removed by a config that does not load")
@@ -285,6 +286,21 @@ def test_mps_hung_daemon(h):
 
 
 test_mps_hung_daemon.harness_args = {"fixture": "pcie-4gpu"}
+
+
+@with_mps("standin")
+def test_mps_driver_root_joined_once(h, m):
+    """--root and --driver-root are joined once, as the plugin joins them (util/hostpaths.h): NVML is
+    found in <root>/run/nvidia/driver, where the plugin finds it; the supervisor used to look in
+    <root>/<root>/run/nvidia/driver and never started."""
+    lib = os.path.join(h.root, "run/nvidia/driver/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1")
+    os.makedirs(os.path.dirname(lib))
+    shutil.copy(FAKE_NVML_LIB, lib)
+    # under ASan the preloaded fake must be this copy, or the dlopen below maps a second one (plugin_lib)
+    m.start(nvml=("--driver-root", "/run/nvidia/driver"), env={"LD_PRELOAD": lib} if SANITIZED else None)
+    m.wait_log(r'msg="MPS control daemons ready"', timeout=30)
+    check(h.root + h.root not in m.text(), "a path joined to --root twice:\n%s" % m.text()[-3000:])
+    check(m.stop() == 0, "SIGTERM")
 
 
 def test_mps_failed_start_sets_mode_back(h):
@@ -367,4 +383,5 @@ if __name__ == "__main__":
     run(test_mps_bad_reload_keeps_daemons)
     run(test_mps_hung_daemon)
     run(test_mps_failed_start_sets_mode_back)
+    run(test_mps_driver_root_joined_once)
     run(test_mps_mount_shm)

@@ -57,6 +57,26 @@ try:
             errs.append(f"with --node/--pods {k}: expected {v}, got {c.get(k)}")
     if rc != 0:
         errs.append(f"a compatible node must exit 0, got {rc}: {json.dumps(c)[:400]}")
+
+    # the driver root from NVIDIA_DRIVER_ROOT below --root: the verb's own row reads it (no library reads
+    # env vars, util/hostpaths.h), as --driver-root; without either NVML is not found under the root
+    lib = f"{root}/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"
+    os.makedirs(os.path.dirname(lib))
+    shutil.copy(FAKE, lib)
+    env = dict(os.environ, FAKE_NVML_FIXTURE=os.path.join(SRC, "tests", "fixtures", "dgx-a100.json"))
+    env.pop("GPULET_NVML_LIBRARY", None)
+    for how, args, extra in (("NVIDIA_DRIVER_ROOT", [], {"NVIDIA_DRIVER_ROOT": "/run/nvidia/driver"}),
+                             ("--driver-root", ["--driver-root", "/run/nvidia/driver"], {}), ("neither", [], {})):
+        e = {k: v for k, v in env.items() if k != "NVIDIA_DRIVER_ROOT"}
+        e.update(extra)
+        p = subprocess.run([GPULET, "versions", "--json", "--root", root, *args], capture_output=True, text=True, env=e)
+        try:
+            cuda = {x["name"]: x for x in json.loads(p.stdout)["components"]}.get("cuda", {})
+        except ValueError:
+            cuda = {}
+        from_nvml = "NVML" in cuda.get("source", "")  # else the CUDA table for the driver version
+        if from_nvml != (how != "neither"):
+            errs.append(f"versions with {how}: cuda from {cuda.get('source')!r} (rc {p.returncode}): {p.stderr[-300:]}")
 finally:
     shutil.rmtree(tmp)
 print("\n".join(errs) if errs else "OK: versions ledger")

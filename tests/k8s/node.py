@@ -7,7 +7,9 @@ Everything runs inside one private mount + network namespace (a holder process m
 `unshare -m -n`; each daemon enters it with nsenter), on loopback only. Inside that namespace a
 tmpfs covers /run (containerd's shim sockets, runc state), a temp dir covers /var/log (kubelet's
 container log links), and temp files cover the kernel sysctls kubelet sets (vm.overcommit_memory,
-kernel.panic, ...), so no host path or sysctl outside the test's dir is touched. kubelet and the
+kernel.panic, ...); kubelet's volume plugin dir (by default /usr/libexec/kubernetes/kubelet-plugins/
+volume/exec, which it creates) is in the test's dir too, so no host path or sysctl outside the test's
+dir is touched (test_k8s_host_paths.py checks the host's well-known paths before and after). kubelet and the
 pods get their own cgroup parent (cgroupRoot), made in every cgroup v1 hierarchy and removed at the
 end. Images are local only: a static pause and busybox, imported with `ctr images import`.
 
@@ -282,6 +284,7 @@ class Node:
         self.timing = {}
         self.bins = {}
         self.kubelet_root = os.path.join(self.t, "kubelet")
+        self.volume_plugin_dir = os.path.join(self.t, "volume-plugins")  # kubelet makes it
         self.root = os.path.join(self.t, "noderoot")  # the fake node root (driver + /dev)
         self.plugin_args = []
 
@@ -523,7 +526,8 @@ class Node:
         conf = os.path.join(self.t, "kubelet.yaml")
         self.spawn("kubelet", [self.bins["kubelet"], "--config", conf, "--kubeconfig", self.kubelet_kubeconfig,
                                "--root-dir", KUBELET_ROOT, "--hostname-override", NODE_NAME,
-                               "--node-ip", NODE_IP, "--cert-dir", self.t + "/kubelet-pki", "--v", "2"])
+                               "--node-ip", NODE_IP, "--cert-dir", self.t + "/kubelet-pki",
+                               "--volume-plugin-dir", self.volume_plugin_dir, "--v", "2"])
         self.wait("node %s registered" % NODE_NAME,
                   lambda: self.kubectl("get", "node", NODE_NAME, check=False)[0] == 0, timeout=60, proc="kubelet")
         self.wait("kubelet's device-plugin socket",

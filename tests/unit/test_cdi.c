@@ -35,14 +35,15 @@ static struct node test_node = {.driver_version = "550.54.15", .gpus = gpus, .n_
 static json_t *gen(const char *dev_root, unsigned names, struct gerr *err)
 {
 	_cleanup_free_ char *root = mk_tempdir();
+	_cleanup_(host_paths_freep) struct host_paths *hp = NULL;
 	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
 	json_t *spec = NULL;
 	int r;
 
 	if (!root)
 		abort();
-	o.root = root;
-	o.dev_root = dev_root;
+	hp = mk_paths(root, NULL, dev_root);
+	o.host = hp;
 	o.names = names;
 	assert_int_equal(mk_driver(root, dev_root, test_node.driver_version), 0);
 	r = cdi_generate(&test_node, &o, &spec, err);
@@ -149,6 +150,7 @@ static void test_generate_versions_and_names(void **state)
 static void test_generate_drm_nodes(void **state)
 {
 	_cleanup_free_ char *root = mk_tempdir(), *p0 = NULL, *pall = NULL;
+	_cleanup_(host_paths_freep) struct host_paths *hp = NULL;
 	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
 	json_auto_t *spec = NULL;
 	struct gerr err = {0};
@@ -170,7 +172,8 @@ static void test_generate_drm_nodes(void **state)
 			     root),
 			 0);
 	snprintf(gpus[0].pci_bus_id, sizeof(gpus[0].pci_bus_id), "00000000:0A:00.0");
-	o.root = root;
+	hp = mk_paths(root, NULL, NULL);
+	o.host = hp;
 	assert_int_equal(cdi_generate(&test_node, &o, &spec, &err), 0);
 	gpus[0].pci_bus_id[0] = 0;
 	p0 = node_paths(device(spec, "0"));

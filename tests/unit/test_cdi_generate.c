@@ -62,11 +62,10 @@ static int teardown(void **state)
 
 static int gen(struct run *t, const struct node *n, const char *driver_root, const char *dev_root, bool strict)
 {
+	_cleanup_(host_paths_freep) struct host_paths *hp = mk_paths(t->root, driver_root, dev_root);
 	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
 
-	o.root = t->root;
-	o.driver_root = driver_root;
-	o.dev_root = dev_root;
+	o.host = hp;
 	o.strict = strict;
 	o.warnings = &t->w;
 	json_decref(t->spec);

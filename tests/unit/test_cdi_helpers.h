@@ -8,9 +8,21 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "util/hostpaths.h"
 #include "util/macro.h"
 
 /* Run a shell command built with printf; returns its exit status. */
+/* The host paths a verb resolves from --root, --driver-root and --dev-root (NULL: not given). */
+static inline struct host_paths *mk_paths(const char *root, const char *driver_root, const char *dev_root)
+{
+	struct host_paths *hp = NULL;
+
+	if (host_paths_new(&(struct host_paths_options){.root = root, .driver_root = driver_root, .dev_root = dev_root},
+			   &hp, NULL) < 0)
+		abort();
+	return hp;
+}
+
 _printf_(1, 2) static inline int shf(const char *fmt, ...)
 {
 	char *cmd = NULL;

@@ -86,7 +86,7 @@ static void test_toolkit_table(void **state)
 /* Findings are referenced by id: doctor_report_once grows the one finding of an id. */
 static void test_report_once(void **state)
 {
-	struct doctor_options o = {.root = "/"};
+	struct doctor_options o = {0};
 	struct doctor_ctx c = {.o = &o};
 	struct doctor_finding *f;
 
@@ -115,7 +115,9 @@ static void test_report_once(void **state)
  * input), node paths as the node sees them, the same command below --root for where the doctor ran. */
 static void test_fix_run_quoting(void **state)
 {
-	struct doctor_options o = {.root = "/host", .nvml_library = "/opt/lib/libnvidia-ml.so.1"};
+	struct host_paths hp = {.root = "/host", .driver_root = "/", .nvml_library = "/opt/lib/libnvidia-ml.so.1"};
+	struct host_paths node = {.root = "/", .driver_root = "/"};
+	struct doctor_options o = {.host = &hp};
 	struct doctor_ctx c = {.o = &o};
 	struct doctor_finding *f;
 
@@ -139,7 +141,7 @@ static void test_fix_run_quoting(void **state)
 	doctor_ctx_done(&c);
 
 	/* the doctor on the node itself: one form, no --root */
-	o = (struct doctor_options){.root = "/"};
+	o = (struct doctor_options){.host = &node};
 	c = (struct doctor_ctx){.o = &o};
 	f = doctor_report(&c, "devnode.char-links-missing", DOCTOR_WARN, LINK_DEVNODE, "links", "links");
 	assert_int_equal(

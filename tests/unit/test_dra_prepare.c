@@ -57,6 +57,8 @@ struct t {
 	struct dra_checkpoint *cp;
 	struct dra_gates gates;
 	struct dra_prep p;
+	struct host_paths *hp;     /* root t->root, driver root / */
+	struct host_paths *hp_lib; /* the same with the fake NVML named */
 };
 
 static char *slurp(const char *path)
@@ -124,13 +126,18 @@ static int setup(void **state)
 		return -1;
 	}
 	t->gates = (struct dra_gates){true, true};
+	t->hp = mk_paths(t->root, "/", NULL);
+	if (host_paths_new(&(struct host_paths_options){.root = t->root,
+							.driver_root = "/",
+							.nvml_library = getenv("FAKE_NVML_LIB")},
+			   &t->hp_lib, NULL) < 0)
+		return -1;
 	t->p = (struct dra_prep){.driver = "gpu.nvidia.com",
 				 .pool = "node-a",
 				 .devices = &t->devs,
 				 .gates = &t->gates,
 				 .cdi = {.driver = "gpu.nvidia.com",
-					 .root = t->root,
-					 .driver_root = "/",
+					 .host = t->hp,
 					 .hook_path = "/usr/bin/gpulet-cdi-hook",
 					 .cdi_root = CDI_DIR},
 				 .share = {.root = t->root, .driver_root = "/", .plugin_dir = PLUGIN_DIR}};
@@ -162,6 +169,8 @@ static int teardown(void **state)
 	dra_checkpoint_free(t->cp);
 	dra_devices_clear(&t->devs);
 	node_free(t->node);
+	host_paths_free(t->hp);
+	host_paths_free(t->hp_lib);
 	if (strncmp(t->dir, "/tmp/gpulet-dra-prep.", 21) == 0)
 		shf("rm -rf '%s'", t->dir);
 	free(t->dir);
@@ -635,19 +644,17 @@ static void test_wire(void **state)
 	assert_int_equal(shf("mkdir -p %s/var/lib/kubelet/plugins_registry", t->root), 0);
 	dra_checkpoint_free(t->cp); /* the daemon opens its own */
 	t->cp = NULL;
-	assert_int_equal(dra_daemon_start(
-			     &(struct dra_daemon_options){
-				 .driver = "gpu.nvidia.com",
-				 .node_name = "node-a",
-				 .registry_dir = DRA_REGISTRY_DEFAULT,
-				 .plugins_dir = DRA_PLUGINS_DEFAULT,
-				 .cdi_root = CDI_DIR,
-				 .hook_path = "/usr/bin/gpulet-cdi-hook",
-				 .nvml = {.root = t->root, .library = getenv("FAKE_NVML_LIB"), .driver_root = "/"},
-				 .gates = {true, true},
-				 .claims = &src,
-				 .publisher = &pub},
-			     &d),
+	assert_int_equal(dra_daemon_start(&(struct dra_daemon_options){.driver = "gpu.nvidia.com",
+								       .node_name = "node-a",
+								       .registry_dir = DRA_REGISTRY_DEFAULT,
+								       .plugins_dir = DRA_PLUGINS_DEFAULT,
+								       .cdi_root = CDI_DIR,
+								       .hook_path = "/usr/bin/gpulet-cdi-hook",
+								       .host = t->hp_lib,
+								       .gates = {true, true},
+								       .claims = &src,
+								       .publisher = &pub},
+					  &d),
 			 0);
 	/* the pool went to the publisher: this node's 8 devices (gpu-0 and seven MIG devices) */
 	assert_int_equal(json_array_size(published), 1);

@@ -129,7 +129,8 @@ static void test_discover_with_ldcache(void **state)
 {
 	_cleanup_free_ char *root = make_driver_root(true);
 	_cleanup_(driver_info_freep) struct driver_info *d = NULL;
-	struct driver_options o = {.root = root, .driver_root = "/drv", .version = VER};
+	_cleanup_(host_paths_freep) struct host_paths *hp = mk_paths(root, "/drv", NULL);
+	struct driver_options o = {.host = hp, .version = VER};
 	struct gerr err = {0};
 
 	assert_int_equal(driver_discover(&o, &d, &err), 0);
@@ -142,7 +143,8 @@ static void test_discover_without_ldcache_searches_default_dirs(void **state)
 {
 	_cleanup_free_ char *root = make_driver_root(false);
 	_cleanup_(driver_info_freep) struct driver_info *d = NULL;
-	struct driver_options o = {.root = root, .driver_root = "/drv", .version = VER};
+	_cleanup_(host_paths_freep) struct host_paths *hp = mk_paths(root, "/drv", NULL);
+	struct driver_options o = {.host = hp, .version = VER};
 
 	assert_int_equal(driver_discover(&o, &d, NULL), 0);
 	assert_false(d->ldcache_found);
@@ -154,7 +156,8 @@ static void test_version_inferred_from_cache(void **state)
 {
 	_cleanup_free_ char *root = make_driver_root(true);
 	_cleanup_(driver_info_freep) struct driver_info *d = NULL;
-	struct driver_options o = {.root = root, .driver_root = "/drv"};
+	_cleanup_(host_paths_freep) struct host_paths *hp = mk_paths(root, "/drv", NULL);
+	struct driver_options o = {.host = hp};
 
 	assert_int_equal(driver_discover(&o, &d, NULL), 0);
 	check_common(d);
@@ -165,7 +168,8 @@ static void test_dev_root_and_broken_cache(void **state)
 {
 	_cleanup_free_ char *root = make_driver_root(true);
 	_cleanup_(driver_info_freep) struct driver_info *d = NULL;
-	struct driver_options o = {.root = root, .driver_root = "/drv", .dev_root = "/devroot", .version = VER};
+	_cleanup_(host_paths_freep) struct host_paths *hp = mk_paths(root, "/drv", "/devroot");
+	struct driver_options o = {.host = hp, .version = VER};
 	struct gerr err = {0};
 
 	assert_int_equal(shf("mkdir -p '%s/devroot/dev' && touch '%s/devroot/dev/nvidia-modeset'", root, root), 0);
@@ -186,7 +190,8 @@ static void test_empty_root(void **state)
 {
 	_cleanup_free_ char *root = mk_tempdir();
 	_cleanup_(driver_info_freep) struct driver_info *d = NULL;
-	struct driver_options o = {.root = root};
+	_cleanup_(host_paths_freep) struct host_paths *hp = mk_paths(root, NULL, NULL);
+	struct driver_options o = {.host = hp};
 
 	assert_int_equal(driver_discover(&o, &d, NULL), 0);
 	assert_int_equal(d->n_files, 0);
@@ -234,7 +239,8 @@ static void test_mps_dir(void **state)
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
 		_cleanup_free_ char *root = make_driver_root(true);
 		_cleanup_(driver_info_freep) struct driver_info *d = NULL;
-		struct driver_options o = {.root = root, .driver_root = "/drv", .version = VER};
+		_cleanup_(host_paths_freep) struct host_paths *hp = mk_paths(root, "/drv", NULL);
+		struct driver_options o = {.host = hp, .version = VER};
 		const char *w;
 
 		assert_int_equal(shf("cd '%s/drv' && chmod 0755 tmp && %s", root, cases[i].cmd), 0);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * NVML opened one way (nvml_open_host): --nvml-library / GPULET_NVML_LIBRARY and --driver-root /
- * NVIDIA_DRIVER_ROOT under --root, flags before env; the one list of library dirs (Debian's
+ * NVML opened one way (nvml_open_host): --nvml-library, and --driver-root under --root, as
+ * host_paths_new() resolves them (the container driver root where the plugin has it mounted); no env
+ * var is read here (the verbs' rows read them); the one list of library dirs (Debian's
  * nvidia/current, RHEL's usr/lib64); Debian's absolute /etc/alternatives link followed inside the
  * driver root, never on this host (docs/reference/real-driver.md §3). The fake NVML stands in for
  * the library; tests/realdriver/test_verbs.py does the same with NVIDIA's.
@@ -56,12 +57,14 @@ static void sh(const char *fmt, ...)
 	assert_int_equal(system(cmd), 0);
 }
 
-/* Opens via h; returns the loaded path (static) or NULL with err set. */
-static const char *open_path(const struct nvml_host *h, struct gerr *err)
+/* Opens via the paths o resolves to; returns the loaded path (static) or NULL with err set. */
+static const char *open_path(const struct host_paths_options *o, struct gerr *err)
 {
+	_cleanup_(host_paths_freep) struct host_paths *h = NULL;
 	static char path[4096];
 	struct nvml *nv = NULL;
 
+	assert_int_equal(host_paths_new(o, &h, err), 0);
 	if (nvml_open_host(h, &nv, err) < 0)
 		return NULL;
 	snprintf(path, sizeof(path), "%s", nv->path);
@@ -101,42 +104,57 @@ static void test_debian_layout_under_root(void **state)
 	   root, fake_lib);
 	snprintf(want, sizeof(want), "%s/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", root);
 	/* --driver-root under --root */
-	p = open_path(&(struct nvml_host){.root = root, .driver_root = "/run/nvidia/driver"}, &err);
+	p = open_path(&(struct host_paths_options){.root = root, .driver_root = "/run/nvidia/driver"}, &err);
 	assert_non_null(p);
 	assert_string_equal(p, want);
-	/* NVIDIA_DRIVER_ROOT under --root: the doctor ignored it before */
+	/* the library reads no env var: NVIDIA_DRIVER_ROOT is the verbs' row, never a fallback here */
 	setenv("NVIDIA_DRIVER_ROOT", "/run/nvidia/driver", 1);
-	p = open_path(&(struct nvml_host){.root = root}, &err);
+	p = open_path(&(struct host_paths_options){.root = root}, &err);
+	assert_null(p);
+	unsetenv("NVIDIA_DRIVER_ROOT");
+	/* the plugin's container driver root: where the driver root is mounted, when it is not "/" */
+	sh("mkdir -p '%s/driver-root' && cp -a '%s/run/nvidia/driver/.' '%s/driver-root/'", root, root, root);
+	snprintf(want, sizeof(want), "%s/driver-root/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", root);
+	p = open_path(
+	    &(struct host_paths_options){.root = root, .driver_root = "/elsewhere", .ctr_driver_root = "/driver-root"},
+	    &err);
 	assert_non_null(p);
 	assert_string_equal(p, want);
-	/* the flag wins over the env */
-	p = open_path(&(struct nvml_host){.root = root, .driver_root = "/elsewhere"}, &err);
+	/* a driver root of "/" is read where it is, and so is one whose mount is missing */
+	p = open_path(&(struct host_paths_options){.root = root, .ctr_driver_root = "/driver-root"}, &err);
 	assert_null(p);
-	assert_non_null(strstr(err.msg, "/elsewhere"));
-	unsetenv("NVIDIA_DRIVER_ROOT");
+	snprintf(want, sizeof(want), "%s/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", root);
+	p = open_path(&(struct host_paths_options){.root = root,
+						   .driver_root = "/run/nvidia/driver",
+						   .ctr_driver_root = "/no-mount"},
+		      &err);
+	assert_non_null(p);
+	assert_string_equal(p, want);
 	/* without the triplet link, nvidia/current itself is in the list */
 	sh("rm '%s/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1'", root);
-	p = open_path(&(struct nvml_host){.root = root, .driver_root = "/run/nvidia/driver"}, &err);
+	p = open_path(&(struct host_paths_options){.root = root, .driver_root = "/run/nvidia/driver"}, &err);
 	assert_non_null(p);
 	assert_non_null(strstr(p, "/usr/lib/x86_64-linux-gnu/nvidia/current/libnvidia-ml.so.1"));
 }
 
-static void test_library_flag_and_env(void **state)
+static void test_library_flag(void **state)
 {
 	struct gerr err = {0};
 	const char *p;
 
-	setenv("GPULET_NVML_LIBRARY", fake_lib, 1);
-	p = open_path(&(struct nvml_host){.root = root, .driver_root = "/nothing-here"}, &err);
+	p = open_path(
+	    &(struct host_paths_options){.root = root, .driver_root = "/nothing-here", .nvml_library = fake_lib}, &err);
 	assert_non_null(p);
 	assert_string_equal(p, fake_lib);
-	p = open_path(&(struct nvml_host){.library = "/nonexistent/libnvidia-ml.so.1"}, &err);
+	p = open_path(&(struct host_paths_options){.nvml_library = "/nonexistent/libnvidia-ml.so.1"}, &err);
 	assert_null(p);
 	assert_non_null(strstr(err.msg, "/nonexistent/libnvidia-ml.so.1"));
-	unsetenv("GPULET_NVML_LIBRARY");
-	p = open_path(&(struct nvml_host){.root = root, .driver_root = "/nothing-here"}, &err);
+	/* GPULET_NVML_LIBRARY is the verbs' row: the library never falls back to it */
+	setenv("GPULET_NVML_LIBRARY", fake_lib, 1);
+	p = open_path(&(struct host_paths_options){.root = root, .driver_root = "/nothing-here"}, &err);
 	assert_null(p);
 	assert_non_null(strstr(err.msg, "libnvidia-ml.so.1 was not found"));
+	unsetenv("GPULET_NVML_LIBRARY");
 }
 
 int main(void)
@@ -144,7 +162,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_one_list),
 	    cmocka_unit_test(test_debian_layout_under_root),
-	    cmocka_unit_test(test_library_flag_and_env),
+	    cmocka_unit_test(test_library_flag),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -56,6 +56,13 @@ static void test_paths(void **state)
 	assert_string_equal(buf, "/mps/nvidia.com/gpu/.started");
 	assert_int_equal(mps_path("/run/nvidia/mps", NULL, MPS_READY, buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "/run/nvidia/mps/.ready");
+	assert_int_equal(mps_path("/run/nvidia/mps", NULL, MPS_SHM, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/run/nvidia/mps/shm");
+	/* joined as upstream's filepath.Join: a root's trailing slashes add none */
+	assert_int_equal(mps_path("/run/nvidia/mps//", "nvidia.com/gpu", MPS_PIPE, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/run/nvidia/mps/nvidia.com/gpu/pipe");
+	assert_int_equal(mps_path("/", "nvidia.com/gpu", MPS_PIPE, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/nvidia.com/gpu/pipe");
 	assert_int_equal(
 	    mps_path("/mps", "nvidia.com/a-very-long-resource-name-that-does-not-fit", MPS_PIPE, buf, sizeof(buf)),
 	    -ENAMETOOLONG);
