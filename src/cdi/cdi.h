@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "util/err.h"
+#include "util/warnings.h"
 #include "nvml/node.h"
 
 struct cdi_hook_options;
@@ -57,10 +58,15 @@ struct cdi_gen_options {
 	 * edits), so cdi_write_spec() may later replace it. true in CDI_GEN_OPTIONS_INIT.
 	 */
 	bool owner_marker;
-	/* A partial spec (see struct cdi_gen_warnings) is an error instead: nothing is returned. */
+	/* A partial spec (see warnings) is an error instead: nothing is returned. */
 	bool strict;
-	/* Where the partial-spec items go; NULL = not collected (they are still left out). */
-	struct cdi_gen_warnings *warnings;
+	/*
+	 * What a generated spec leaves out while the rest still works, one line per item naming it: a
+	 * lost GPU, a GPU or MIG device node that does not exist, a driver library's dangling link, an
+	 * expected library that is missing (driver_libs[].need). Lines are added to it on success;
+	 * NULL = not collected (the items are still left out).
+	 */
+	struct warnings *warnings;
 	/* OCI hooks in the spec-level edits (cdi/hooks.h); NULL = all, run by this gpulet binary */
 	const struct cdi_hook_options *hooks;
 	/*
@@ -75,17 +81,6 @@ struct cdi_gen_options {
 	{                            \
 		.owner_marker = true \
 	}
-
-/*
- * What a generated spec leaves out while the rest still works, one line per item naming it: a
- * lost GPU, a GPU or MIG device node that does not exist, a driver library's dangling link, an
- * expected library that is missing (driver_libs[].need). Owned by the caller.
- */
-struct cdi_gen_warnings {
-	char **items;
-	size_t n;
-};
-void cdi_gen_warnings_clear(struct cdi_gen_warnings *w);
 
 /*
  * Build the spec for node n: one device per GPU without MIG (a MIG-enabled GPU gets none unless

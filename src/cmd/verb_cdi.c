@@ -354,7 +354,7 @@ static int cdi_generate_cmd(int argc, char **argv)
 	struct cdi_gen_options *o = &cli.gen;
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
 	_cleanup_(node_freep) struct node *n = NULL;
-	_cleanup_(cdi_gen_warnings_clear) struct cdi_gen_warnings warnings = {0};
+	_cleanup_(warnings_clear) struct warnings warnings = {0};
 	json_auto_t *spec = NULL;
 	enum cdi_format fmt;
 	struct gerr err = {0};

@@ -191,13 +191,11 @@ static int add_file_at(struct discovery *d, enum driver_file_kind kind, const ch
 	struct driver_file *f;
 
 	if (in->n_files == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 32;
-		struct driver_file *nf = realloc(in->files, cap * sizeof(*nf));
+		struct driver_file *nf = grow_alloc(in->files, &d->cap, sizeof(*nf), 32);
 
 		if (!nf)
 			return -ENOMEM;
 		in->files = nf;
-		d->cap = cap;
 	}
 	f = &in->files[in->n_files];
 	*f = (struct driver_file){.kind = kind, .is_dir = is_dir};
@@ -321,30 +319,6 @@ static int resolve_in_root(const struct discovery *d, const char *path, char **r
 	return driver_resolve(d->root, d->driver_root, path, ret);
 }
 
-/* Append a warning line (once: the cache and the dir scan may meet the same link). */
-_printf_(2, 3) static int add_warning(struct driver_info *in, const char *fmt, ...)
-{
-	_cleanup_free_ char *w = NULL;
-	char **nw;
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(&w, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		return -ENOMEM;
-	for (size_t i = 0; i < in->n_warnings; i++)
-		if (streq(in->warnings[i], w))
-			return 0;
-	nw = realloc(in->warnings, (in->n_warnings + 1) * sizeof(*nw));
-	if (!nw)
-		return -ENOMEM;
-	in->warnings = nw;
-	in->warnings[in->n_warnings++] = TAKE_PTR(w);
-	return 0;
-}
-
 static bool has_suffix(const char *s, const char *suffix)
 {
 	size_t a = strlen(s), b = strlen(suffix);
@@ -398,9 +372,10 @@ static int warn_dangling(struct discovery *d, const char *path)
 	if (n < 0)
 		return 0; /* not a link: simply absent (a cache entry for a removed file) */
 	target[n] = 0;
-	return add_warning(d->info,
-			   "%s: dangling link to %s (left out; reinstall the driver libraries or run ldconfig)", host,
-			   target);
+	/* once: the cache and the dir scan may meet the same link */
+	return warnings_add_once(&d->info->warnings,
+				 "%s: dangling link to %s (left out; reinstall the driver libraries or run ldconfig)",
+				 host, target);
 }
 
 /*
@@ -777,8 +752,6 @@ void driver_info_free(struct driver_info *d)
 	for (size_t i = 0; i < d->n_lib_dirs; i++)
 		free(d->lib_dirs[i]);
 	free(d->lib_dirs);
-	for (size_t i = 0; i < d->n_warnings; i++)
-		free(d->warnings[i]);
-	free(d->warnings);
+	warnings_clear(&d->warnings);
 	free(d);
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "util/err.h"
+#include "util/warnings.h"
 
 /* ---- driver files ----------------------------------------------------------------------------- */
 
@@ -59,8 +60,7 @@ struct driver_info {
 	 * What discovery skipped that a user should hear about, one line per item: a driver
 	 * library's link whose target is missing (a stale ld.so.cache after a driver upgrade).
 	 */
-	char **warnings;
-	size_t n_warnings;
+	struct warnings warnings;
 };
 
 struct driver_options {

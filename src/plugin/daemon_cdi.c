@@ -74,7 +74,7 @@ int daemon_cdi_write_spec(const struct plugin_config *cfg, const struct node *no
 {
 	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
 	struct cdi_hook_options hooks = {.path = cfg->nvidia_cdi_hook_path};
-	_cleanup_(cdi_gen_warnings_clear) struct cdi_gen_warnings left_out = {0};
+	_cleanup_(warnings_clear) struct warnings left_out = {0};
 	_cleanup_free_ char *dir = NULL;
 	json_t *spec = NULL;
 	struct gerr err = {0};

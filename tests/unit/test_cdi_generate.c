@@ -33,7 +33,7 @@ static struct node node3 = {.driver_version = VERSION, .gpus = gpus, .n_gpus = 3
 struct run {
 	char *root;
 	json_t *spec;
-	struct cdi_gen_warnings w;
+	struct warnings w;
 	struct gerr err;
 	int r;
 };
@@ -55,7 +55,7 @@ static int teardown(void **state)
 	rm_tree(t->root);
 	free(t->root);
 	json_decref(t->spec);
-	cdi_gen_warnings_clear(&t->w);
+	warnings_clear(&t->w);
 	free(t);
 	return 0;
 }
@@ -71,7 +71,7 @@ static int gen(struct run *t, const struct node *n, const char *driver_root, con
 	o.warnings = &t->w;
 	json_decref(t->spec);
 	t->spec = NULL;
-	cdi_gen_warnings_clear(&t->w);
+	warnings_clear(&t->w);
 	t->err = (struct gerr){0};
 	t->r = cdi_generate(n, &o, &t->spec, &t->err);
 	if (t->r < 0)
