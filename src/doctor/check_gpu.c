@@ -145,12 +145,11 @@ static int read_kernel_log(const struct doctor_ctx *c, char **ret, char *src, si
 			ssize_t n;
 
 			if (cap - len < 8192) {
-				char *nb = cap < (64u << 20) ? realloc(buf, cap * 2) : NULL;
+				char *nb = cap < (64u << 20) ? grow_alloc(buf, &cap, 1, 1 << 16) : NULL;
 
 				if (!nb)
 					break;
 				buf = nb;
-				cap *= 2;
 			}
 			n = read(fd, buf + len, cap - len - 1);
 			if (n < 0 && errno == EPIPE)

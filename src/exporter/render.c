@@ -28,6 +28,21 @@ void strbuf_free(struct strbuf *b)
 	memset(b, 0, sizeof(*b));
 }
 
+/* Room for n more bytes and the NUL after them (doubling, 4 KiB at least); false (b->oom) when out of memory. */
+static bool strbuf_room(struct strbuf *b, size_t n)
+{
+	while (b->cap - b->len <= n) {
+		char *s = grow_alloc(b->s, &b->cap, 1, 4096);
+
+		if (!s) {
+			b->oom = true;
+			return false;
+		}
+		b->s = s;
+	}
+	return true;
+}
+
 void strbuf_printf(struct strbuf *b, const char *fmt, ...)
 {
 	if (b->oom)
@@ -46,14 +61,8 @@ void strbuf_printf(struct strbuf *b, const char *fmt, ...)
 			b->len += (size_t)n;
 			return;
 		}
-		size_t ncap = MAX(b->cap * 2, b->len + (size_t)n + 4096);
-		char *s = realloc(b->s, ncap);
-		if (!s) {
-			b->oom = true;
+		if (!strbuf_room(b, (size_t)n))
 			return;
-		}
-		b->s = s;
-		b->cap = ncap;
 	}
 }
 
@@ -63,16 +72,8 @@ static void put_str(struct strbuf *b, const char *s)
 	size_t n = strlen(s);
 	if (b->oom)
 		return;
-	if (b->cap - b->len <= n) {
-		size_t ncap = MAX(b->cap * 2, b->len + n + 4096);
-		char *p = realloc(b->s, ncap);
-		if (!p) {
-			b->oom = true;
-			return;
-		}
-		b->s = p;
-		b->cap = ncap;
-	}
+	if (!strbuf_room(b, n))
+		return;
 	memcpy(b->s + b->len, s, n + 1);
 	b->len += n;
 }
@@ -169,8 +170,7 @@ static int attribution_build(struct attribution *a, const struct exporter *e, co
 		a->first[d] = a->n_off;
 		for (size_t k = 0; k < want; k++) {
 			if (a->n_off == cap) {
-				cap = cap ? cap * 2 : 32;
-				size_t *o = realloc(a->off, cap * sizeof(*o));
+				size_t *o = grow_alloc(a->off, &cap, sizeof(*o), 32);
 				if (!o)
 					return -ENOMEM;
 				a->off = o;

@@ -61,8 +61,7 @@ static void add(struct builder *b, const char *value, const char *keyfmt, ...)
 			return;
 		}
 	if (b->s->n == b->cap) {
-		size_t ncap = b->cap ? b->cap * 2 : 64;
-		struct label *v = realloc(b->s->v, ncap * sizeof(*v));
+		struct label *v = grow_alloc(b->s->v, &b->cap, sizeof(*v), 64);
 
 		if (!v) {
 			free(key);
@@ -71,7 +70,6 @@ static void add(struct builder *b, const char *value, const char *keyfmt, ...)
 			return;
 		}
 		b->s->v = v;
-		b->cap = ncap;
 	}
 	b->s->v[b->s->n++] = (struct label){key, val};
 }

@@ -345,13 +345,10 @@ static int where_add(struct reader *r, const json_t *c, const char *key, size_t 
 	if (!w)
 		return 0;
 	if (w->n == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 64;
-
-		e = reallocarray(w->e, cap, sizeof(*e));
+		e = grow_alloc(w->e, &w->cap, sizeof(*e), 64);
 		if (!e)
 			return -ENOMEM;
 		w->e = e;
-		w->cap = cap;
 	}
 	e = &w->e[w->n];
 	*e = (struct where_entry){.container = c, .index = index, .pos = {m->line + 1, m->column + 1}};

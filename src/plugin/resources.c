@@ -103,8 +103,8 @@ static int res_push(struct resource *r, const struct rdevice *d)
 {
 	/* capacity doubles at powers of two, so n_devices alone tells when to grow */
 	if ((r->n_devices & (r->n_devices - 1)) == 0) {
-		size_t cap = r->n_devices ? r->n_devices * 2 : 1;
-		struct rdevice *p = realloc(r->devices, cap * sizeof(*p));
+		size_t cap = r->n_devices;
+		struct rdevice *p = grow_alloc(r->devices, &cap, sizeof(*p), 1);
 		if (!p)
 			return -ENOMEM;
 		r->devices = p;

@@ -88,8 +88,7 @@ int read_fd(int fd, const char *path, size_t max, char **ret, size_t *ret_len, s
 			if (cap > max + 1)
 				return gerr_set(err, EFBIG, "%s is larger than %zu bytes; refusing to read it", path,
 						max);
-			cap *= 2;
-			nb = realloc(buf, cap);
+			nb = grow_alloc(buf, &cap, 1, 4096);
 			if (!nb)
 				return gerr_set(err, ENOMEM, "out of memory reading %s", path);
 			buf = nb;

@@ -457,13 +457,11 @@ static int add_given(struct given *g, size_t i, const struct optspec *o, const c
 
 	/* one token can give several options ("-abc"): the list grows as they come */
 	if (g->n == g->cap) {
-		size_t cap = g->cap ? 2 * g->cap : 16;
-		void *occ = reallocarray(g->occ, cap, sizeof(*g->occ));
+		void *occ = grow_alloc(g->occ, &g->cap, sizeof(*g->occ), 16);
 
 		if (!occ)
 			return gerr_set(err, ENOMEM, "out of memory");
 		g->occ = occ;
-		g->cap = cap;
 	}
 	if (o->kind != OPT_FLAGS || at < 0) {
 		g->first[i] = at < 0 ? (ssize_t)g->n : at;
