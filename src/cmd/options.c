@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cmd/options.h"
+#include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
 
@@ -69,8 +70,11 @@ int cmd_set_driver_root(void *opts, const char *value, struct gerr *err)
 
 int cmd_set_root(void *opts, const char *value, struct gerr *err)
 {
-	static char abs[PATH_MAX]; /* one --root per process */
+	/* a relative --root made absolute, for the life of the process: a verb's options borrow it (as they
+	 * borrow argv), and a reload of the same argv gets the same text back */
+	static char *kept;
 	struct cmd_common *c = opts;
+	char *abs;
 	int r = optspec_check_path(value, true, err);
 
 	if (r < 0)
@@ -79,13 +83,16 @@ int cmd_set_root(void *opts, const char *value, struct gerr *err)
 		c->nvml.root = value;
 		return 0;
 	}
-	if (!getcwd(abs, sizeof(abs)))
-		return gerr_set(err, errno, "cannot make '%s' absolute: %s; give an absolute path", value,
-				strerror(errno));
-	if (strlen(abs) + 1 + strlen(value) >= sizeof(abs))
-		return gerr_set(err, ENAMETOOLONG, "'%s' is too long", value);
-	strcat(strcat(abs, "/"), value);
-	c->nvml.root = abs;
+	r = path_absolute(value, &abs, err);
+	if (r < 0)
+		return r;
+	if (kept && streq(kept, abs)) {
+		free(abs);
+	} else {
+		free(kept);
+		kept = abs;
+	}
+	c->nvml.root = kept;
 	return 0;
 }
 

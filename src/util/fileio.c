@@ -213,3 +213,21 @@ int read_line_file(const char *path, char *buf, size_t size)
 	buf[strcspn(buf, "\n")] = 0;
 	return 0;
 }
+
+int path_absolute(const char *path, char **ret, struct gerr *err)
+{
+	_cleanup_free_ char *cwd = NULL;
+	char *abs;
+
+	if (!path[0] || path[0] == '/')
+		abs = strdup(path);
+	else if (!(cwd = getcwd(NULL, 0)))
+		return gerr_set(err, errno, "cannot make '%s' absolute: %s; give an absolute path", path,
+				strerror(errno));
+	else if (asprintf(&abs, "%s%s%s", cwd, streq(cwd, "/") ? "" : "/", path) < 0)
+		abs = NULL;
+	if (!abs)
+		return gerr_set(err, ENOMEM, "out of memory");
+	*ret = abs;
+	return 0;
+}

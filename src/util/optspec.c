@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "util/argv.h"
+#include "util/fileio.h"
 #include "util/opt.h"
 #include "util/optspec.h"
 
@@ -112,15 +113,9 @@ static int set_path(const struct optspec *o, void *field, const char *v, struct 
 static int set_file(const struct optspec *o, void *field, const char *v, struct gerr *err)
 {
 	_cleanup_free_ char *abs = NULL;
-	char cwd[PATH_MAX];
+	int r = path_absolute(v, &abs, err);
 
-	if (!v[0] || v[0] == '/')
-		return set_text(o, field, v, err);
-	if (!getcwd(cwd, sizeof(cwd)))
-		return gerr_set(err, errno, "cannot resolve the relative path: %s", strerror(errno));
-	if (asprintf(&abs, "%s/%s", cwd, v) < 0)
-		return gerr_set(err, ENOMEM, "out of memory");
-	return set_text(o, field, abs, err);
+	return r < 0 ? r : set_text(o, field, abs, err);
 }
 
 /*
