@@ -17,6 +17,7 @@ struct exporter_daemon_options {
 	struct exp_http_options http;
 	struct nvml_host nvml;       /* .root is also where the PodResources socket is read */
 	const char *collectors_file; /* dcgm-exporter CSV, NULL: the built-in set */
+	const char *node_name;       /* the Hostname label (env NODE_NAME); NULL or "": the host name */
 	struct exp_config served;    /* .collectors is set from collectors_file */
 	struct xid_policy xid_policy;
 	unsigned interval_ms;

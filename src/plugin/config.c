@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "cdi/hooks.h"
 #include "plugin/config_int.h"
 #include "util/fileio.h"
 #include "util/opt.h"
@@ -212,11 +213,14 @@ static const struct optspec config_opts[] = {
      FS(cdi_feature_flags),
      .help = "feature flags for CDI spec generation"},
     {.name = "cdi-disable-hooks",
-     .kind = OPT_STR,
+     .kind = OPT_FLAGS,
      .arg = "HOOKS",
      .env = {"CDI_DISABLE_HOOKS"},
-     FS(cdi_disable_hooks),
-     .help = "CDI hooks to leave out (all)"},
+     F(cdi_disable_hooks),
+     .help = "CDI hooks to leave out: all, or names separated by commas",
+     .want = "hook",
+     .empty_none = true,
+     OPTSPEC_NAMES(cdi_hook_names)},
     /* gpulet: upstream hard-codes the dir (pluginapi.DevicePluginPath); "" = the kubelet socket's dir,
      * where kubelet dials the endpoint it was given (docs/reference/device-plugin.md §3.1) */
     {.name = "device-plugin-path",
@@ -273,6 +277,22 @@ static const struct optspec config_opts[] = {
      .env = {"GPULET_KERNEL_LOG"},
      FP(kernel_log),
      .help = "kernel log followed for 'NVRM: Xid' lines (default: <root>/dev/kmsg; e.g. /var/log/kern.log)"},
+    /* env only, as upstream reads them (internal/rm/health.go; docs/reference/device-plugin.md §4) */
+    {.name = "disable-healthchecks",
+     .kind = OPT_STR,
+     .arg = "LIST",
+     .env = {"DP_DISABLE_HEALTHCHECKS"},
+     .env_only = true,
+     FS(xid_disable),
+     .help = "XIDs that do not make a GPU unhealthy, comma-separated; all or xids: none does"},
+    {.name = "enable-healthchecks",
+     .kind = OPT_STR,
+     .arg = "LIST",
+     .env = {"DP_ENABLE_HEALTHCHECKS"},
+     .env_only = true,
+     FS(xid_enable),
+     .help = "XIDs that make a GPU unhealthy even when ignored by default (13,31,43,45,68,109) or disabled; all: "
+	     "every XID"},
     LOG_OPT_LEVEL(offsetof(struct plugin_config, log_level)),
     /* gpulet: command line only */
     {.name = "print-config", .kind = OPT_SET, F(print_config), .help = "print the effective config as JSON and exit"},
@@ -412,9 +432,17 @@ static int config_file_layer(void *opts, const char *path, struct gerr *err)
 
 static int config_finish(void *opts, struct gerr *err)
 {
-	int r = config_derive(opts, err);
+	struct plugin_config *c = opts;
+	struct gerr why = {0};
+	int r = config_derive(c, err);
 
-	return r < 0 ? r : config_validate(opts, err);
+	if (r < 0)
+		return r;
+	/* as upstream, an entry that is not an XID is skipped with a message, not a failure */
+	if (xid_policy_parse(c->xid_disable, c->xid_enable, &c->xid_policy, &why) > 0 &&
+	    config_warn(c, err, "Ignoring malformed XID values in the health check settings: %s", why.msg) < 0)
+		return -ENOMEM;
+	return config_validate(c, err);
 }
 
 int config_load(const struct config_args *args, struct plugin_config **ret, struct gerr *err)
@@ -469,6 +497,8 @@ char *config_to_json(const struct plugin_config *cfg)
 		const void *f = (const char *)cfg + p->off;
 		json_t *v;
 
+		if (p->env_only) /* upstream's env-only settings: not in its config either */
+			continue;
 		switch (p->kind) {
 		case OPT_SET: /* --print-config: not a setting */
 			continue;

@@ -15,6 +15,7 @@
 #include "util/err.h"
 #include "util/log.h"
 #include "util/optspec.h"
+#include "nvml/xid.h"
 #include "plugin/resources.h"
 
 /* --device-list-strategy values; several may be set at once. */
@@ -104,7 +105,7 @@ struct plugin_config {
 	char *device_plugin_path;
 	char *config_file;
 	char *cdi_feature_flags;
-	char *cdi_disable_hooks;
+	unsigned cdi_disable_hooks; /* enum cdi_hook bits */
 	char *nvml_library;
 	char *root;
 	enum log_level log_level;
@@ -112,6 +113,9 @@ struct plugin_config {
 	int64_t rescan_interval; /* ns */
 	int64_t health_recovery; /* ns without a new error before a recoverable GPU is healthy again */
 	char *kernel_log;        /* file followed for NVRM Xid lines; "" = <root>/dev/kmsg */
+	/* env only (DP_DISABLE_HEALTHCHECKS, DP_ENABLE_HEALTHCHECKS) and the XID policy they make */
+	char *xid_disable, *xid_enable;
+	struct xid_policy xid_policy;
 	/* sharing.* from the file */
 	enum sharing_strategy sharing;
 	bool rename_by_default;

@@ -71,10 +71,16 @@ def test_plugin_hooks(h):
     check(bad and "copy-of-ours.json" in bad[-1] and "where=same-dir" in bad[-1] and "fix=" in bad[-1],
           "no error for the conflicting spec:\n%s" % h.log_text()[-2000:])
 
-    p = subprocess.run([GPULET, "plugin", *h.base_args(), "--device-list-strategy", "cdi-cri", "--cdi-disable-hooks",
-                        "bogus"], capture_output=True, text=True, env=h.plugin_env(), timeout=20)
-    check(p.returncode == 1 and "unknown hook 'bogus'" in p.stderr, "bad --cdi-disable-hooks: %d %s" %
-          (p.returncode, p.stderr))
+    # a hook name the generator does not know is refused when the options are read, as `cdi generate` refuses it,
+    # with a CDI strategy or without one (it was accepted, exit 0, when no spec was written)
+    for strategy in (["--device-list-strategy", "cdi-cri"], ["--print-config"]):
+        p = subprocess.run([GPULET, "plugin", *h.base_args(), *strategy, "--cdi-disable-hooks", "bogus"],
+                           capture_output=True, text=True, env=h.plugin_env(), timeout=20)
+        check(p.returncode == 1 and 'unknown hook "bogus"' in p.stderr, "bad --cdi-disable-hooks %s: %d %s" %
+              (strategy, p.returncode, p.stderr))
+    p = subprocess.run([GPULET, "plugin", *h.base_args(), "--print-config"], capture_output=True, text=True,
+                       env=dict(h.plugin_env(), CDI_DISABLE_HOOKS=""), timeout=20)
+    check(p.returncode == 0 and '"cdi-disable-hooks":[]' in p.stdout, "CDI_DISABLE_HOOKS='': none: %s" % p.stderr)
 
 
 if __name__ == "__main__":
