@@ -31,12 +31,12 @@ static const struct cmd_verb plugin_verb =
 /* --print-config: the effective config as JSON, the file's warnings on stderr. */
 static int print_config(const struct plugin_config *cfg)
 {
-	_cleanup_free_ char *json = config_to_json(cfg);
+	_cleanup_free_ char *json = config_to_json(cfg), *warnings = warnings_join(&cfg->warnings, "; ");
 
 	printf("%s\n", json ? json : "{}");
-	if (cfg->warnings[0])
-		fprintf(stderr, "gpulet plugin: warning: %s\n", cfg->warnings);
-	return json ? 0 : 1;
+	if (cfg->warnings.n)
+		fprintf(stderr, "gpulet plugin: warning: %s\n", warnings ? warnings : "(out of memory)");
+	return json && warnings ? 0 : 1;
 }
 
 /*

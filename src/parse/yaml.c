@@ -21,12 +21,14 @@ struct where_entry {
 	const json_t *container;
 	char *key; /* NULL for an array item */
 	size_t index;
-	struct yaml_pos pos;
+	struct yaml_pos pos;   /* the key's; an item's value */
+	struct yaml_pos value; /* a key's value: where its node starts */
 };
 
 struct yaml_where {
 	struct where_entry *e;
 	size_t n, cap;
+	struct yaml_pos root; /* where the (single) document's node starts */
 };
 
 struct reader {
@@ -337,7 +339,14 @@ static int key_to_string(struct reader *r, const yaml_mark_t *m, json_t **key)
 
 /* ---- positions ----------------------------------------------------------------------------------- */
 
-static int where_add(struct reader *r, const json_t *c, const char *key, size_t index, const yaml_mark_t *m)
+static struct yaml_pos pos_of(const yaml_mark_t *m)
+{
+	return (struct yaml_pos){(unsigned)m->line + 1, (unsigned)m->column + 1};
+}
+
+/* Where a key (its value at vm; NULL for an item) or item of c is. */
+static int where_add(struct reader *r, const json_t *c, const char *key, size_t index, const yaml_mark_t *m,
+		     const yaml_mark_t *vm)
 {
 	struct yaml_where *w = r->where;
 	struct where_entry *e;
@@ -351,7 +360,7 @@ static int where_add(struct reader *r, const json_t *c, const char *key, size_t 
 		w->e = e;
 	}
 	e = &w->e[w->n];
-	*e = (struct where_entry){.container = c, .index = index, .pos = {m->line + 1, m->column + 1}};
+	*e = (struct where_entry){.container = c, .index = index, .pos = pos_of(m), .value = pos_of(vm ? vm : m)};
 	if (key && !(e->key = strdup(key)))
 		return -ENOMEM;
 	w->n++;
@@ -377,6 +386,24 @@ int yaml_where_key(const struct yaml_where *w, const json_t *object, const char 
 	if (!e)
 		return -ENOENT;
 	*ret = e->pos;
+	return 0;
+}
+
+int yaml_where_value(const struct yaml_where *w, const json_t *object, const char *key, struct yaml_pos *ret)
+{
+	const struct where_entry *e = key ? where_find(w, object, key, 0) : NULL;
+
+	if (!e)
+		return -ENOENT;
+	*ret = e->value;
+	return 0;
+}
+
+int yaml_where_root(const struct yaml_where *w, struct yaml_pos *ret)
+{
+	if (!w || !w->root.line)
+		return -ENOENT;
+	*ret = w->root;
 	return 0;
 }
 
@@ -416,7 +443,7 @@ static int read_next_node(struct reader *r, unsigned depth, json_t **ret, yaml_m
 	return k;
 }
 
-static int map_put(struct reader *r, json_t *c, json_t *key, json_t *val, const yaml_mark_t *km)
+static int map_put(struct reader *r, json_t *c, json_t *key, json_t *val, const yaml_mark_t *km, const yaml_mark_t *vm)
 {
 	const char *k = json_string_value(key);
 
@@ -426,7 +453,7 @@ static int map_put(struct reader *r, json_t *c, json_t *key, json_t *val, const 
 	}
 	if (json_object_set_new(c, k, val) < 0)
 		return -ENOMEM;
-	return where_add(r, c, k, 0, km);
+	return where_add(r, c, k, 0, km, vm);
 }
 
 /* A mapping entry whose key node is already read (into key, which this consumes). */
@@ -439,7 +466,7 @@ static int map_entry(struct reader *r, json_t *c, json_t *key, const yaml_mark_t
 	if (k >= 0)
 		k = read_next_node(r, depth, &val, &vm);
 	if (k >= 0)
-		k = map_put(r, c, key, val, km);
+		k = map_put(r, c, key, val, km, &vm);
 	json_decref(key);
 	return k;
 }
@@ -448,7 +475,7 @@ static int seq_item(struct reader *r, json_t *c, json_t *val, const yaml_mark_t 
 {
 	if (json_array_append_new(c, val) < 0)
 		return -ENOMEM;
-	return where_add(r, c, NULL, json_array_size(c) - 1, m);
+	return where_add(r, c, NULL, json_array_size(c) - 1, m, NULL);
 }
 
 static int read_collection(struct reader *r, bool mapping, unsigned depth, json_t **ret)
@@ -568,11 +595,13 @@ static int read_stream(struct reader *r, json_t *docs)
 			return rerr(r, &m, "more than one YAML document; this file holds one");
 		if ((k = read_next_node(r, 0, &doc, &m)) < 0)
 			return k;
+		if (r->where && !r->where->root.line)
+			r->where->root = pos_of(&m);
 		if (json_array_append_new(docs, doc) < 0)
 			return -ENOMEM;
 		/* the documents array is the result only with YAML_ALL_DOCUMENTS */
 		if ((r->flags & YAML_ALL_DOCUMENTS) &&
-		    (k = where_add(r, docs, NULL, json_array_size(docs) - 1, &m)) < 0)
+		    (k = where_add(r, docs, NULL, json_array_size(docs) - 1, &m, NULL)) < 0)
 			return k;
 	}
 }

@@ -49,7 +49,7 @@ struct yaml_pos {
 	unsigned line, col;
 };
 
-/* Where each key and array item of a result came from; valid while that result lives. */
+/* Where each key, key's value and array item of a result came from; valid while that result lives. */
 struct yaml_where;
 
 /*
@@ -63,6 +63,13 @@ int yaml_to_json(const char *buf, size_t len, const char *filename, unsigned fla
 
 /* Position of the key `key` of `object` (a value in the result): 0, or -ENOENT. */
 int yaml_where_key(const struct yaml_where *w, const json_t *object, const char *key, struct yaml_pos *ret);
+/*
+ * Where the value of that key starts: its first character as libyaml reports the node's start
+ * (a null written as nothing: where the parser met the missing value). 0, or -ENOENT.
+ */
+int yaml_where_value(const struct yaml_where *w, const json_t *object, const char *key, struct yaml_pos *ret);
+/* Where the first document's node starts (past a "---"). 0, or -ENOENT (no document). */
+int yaml_where_root(const struct yaml_where *w, struct yaml_pos *ret);
 /* Position of item `index` of `array`: 0, or -ENOENT. */
 int yaml_where_item(const struct yaml_where *w, const json_t *array, size_t index, struct yaml_pos *ret);
 

@@ -275,7 +275,7 @@ static int load(struct mps_daemon *s, struct gerr *err)
 	node_free(s->node);
 	s->rs = NULL;
 	s->node = NULL;
-	if (s->cfg->sharing != SHARING_MPS)
+	if (s->cfg->sharing.strategy != SHARING_MPS)
 		return 0;
 	if (!s->bin)
 		return gerr_set(err, ENOENT,
@@ -413,7 +413,7 @@ static int nvml_for(const struct plugin_config *cfg, struct nvml **ret, struct g
 	_cleanup_free_ char *droot = NULL;
 
 	*ret = NULL;
-	if (cfg->sharing != SHARING_MPS)
+	if (cfg->sharing.strategy != SHARING_MPS)
 		return 0;
 	droot = root_path(cfg->root, cfg->driver_root);
 	if (!droot)

@@ -39,6 +39,22 @@ int(gerr_prefix)(struct gerr *err, const char *fmt, ...)
 	return -(err->code ? err->code : EINVAL);
 }
 
+int(gerr_suffix)(struct gerr *err, const char *fmt, ...)
+{
+	char tail[GERR_MAX], old[GERR_MAX];
+	va_list ap;
+
+	if (!err)
+		return -EINVAL;
+	va_start(ap, fmt);
+	vsnprintf(tail, sizeof(tail), fmt, ap);
+	va_end(ap);
+	memcpy(old, err->msg, sizeof(old)); /* never format a message into itself */
+	/* what to do is kept whole: the old message gives way */
+	snprintf(err->msg, sizeof(err->msg), "%.*s%s", (int)(sizeof(err->msg) - 1 - strlen(tail)), old, tail);
+	return -(err->code ? err->code : EINVAL);
+}
+
 const char *gerr_quote(const char *s, char buf[static GERR_QUOTE_MAX])
 {
 	size_t len = strlen(s), head = GERR_QUOTE_MAX / 2, tail = GERR_QUOTE_MAX / 4;

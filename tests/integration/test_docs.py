@@ -149,7 +149,20 @@ def check_names(text):
     for name in sorted(names):
         if name not in idents:
             fail("HACKING names %s, which is nowhere in src/" % name)
+    check_used(re.findall(r"\b([A-Za-z_]\w*)\(\)", text))
     return len(names)
+
+
+def check_used(functions):
+    """A function HACKING points readers to is used: some line of src/ names it other than its declarations and
+    definition (which start at column 0 with the name followed by '('), e.g. a call, a table row, a callback."""
+    lines = [line for p in sources("src") for line in read(p).splitlines()]
+    for name in sorted(set(functions)):
+        word = re.compile(r"\b%s\b" % re.escape(name))
+        declared = re.compile(r"^\S.*\b%s\(" % re.escape(name))
+        if any(word.search(line) for line in lines) and not any(
+                word.search(line) and not declared.match(line) for line in lines):
+            fail("HACKING names %s, which nothing in src/ uses (dead code, or the text is stale)" % name)
 
 
 def main():
