@@ -7,7 +7,10 @@
 
 #define EXIT_USAGE 2
 
-/* Each verb: parse its options with getopt_long, call core, print, return the exit code. */
+/*
+ * Each verb: its options through the one option engine (cmd_parse() over its rows, util/optspec.h),
+ * then call the library, print, return the exit code.
+ */
 int cmd_devices(int argc, char **argv);
 int cmd_plugin(int argc, char **argv);
 int cmd_mps_control_daemon(int argc, char **argv);
@@ -25,9 +28,6 @@ int cmd_cdihook(int argc, char **argv);
  * daemon verb's main thread takes them with sigwait/sigtimedwait.
  */
 void cmd_block_stop_signals(sigset_t *set);
-
-/* Environment fallbacks shared by the verbs that open NVML. */
-const char *cmd_env_or(const char *name, const char *fallback);
 
 /* Where to find NVML and the host: --nvml-library, --driver-root, --root (NULL = env/default). */
 struct cmd_nvml_opts {

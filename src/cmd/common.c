@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Option plumbing shared by verbs: environment fallbacks and opening NVML + the node model. */
+/* What verbs share besides their options: the stop signals, opening NVML and the node model. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -12,13 +12,6 @@
 #include "util/fileio.h"
 #include "util/sig.h"
 #include "nvml/node.h"
-
-const char *cmd_env_or(const char *name, const char *fallback)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? v : fallback;
-}
 
 void cmd_block_stop_signals(sigset_t *set)
 {

@@ -137,6 +137,17 @@ def check_rules(text):
             fail("HACKING §1 names %s, which does not exist" % p)
 
 
+def check_one_parser():
+    """Options are parsed by the one engine (util/optspec.c over util/argv.c): no other file calls getopt, and no
+    comment says a verb parses with it (cmd.h did, after every verb had moved to the engine)."""
+    engine = {os.path.join(SRC, "src", "util", f) for f in ("optspec.c", "optspec.h", "argv.c", "argv.h")}
+    call = re.compile(r"\bgetopt(_long)?\s*\(|(?:parse|read)s? (?:its|their|the) options with getopt")
+    for path in sources("src"):
+        for n, line in enumerate(read(path).splitlines(), 1):
+            if path not in engine and call.search(line):
+                fail("%s:%d: options parsed beside the engine (util/optspec.c): %s" % (path, n, line.strip()))
+
+
 def check_names(text):
     """Functions and tables live in src/; a few the text names are test helpers or cmake functions."""
     paths = list(sources("src")) + [os.path.join(SRC, "CMakeLists.txt")]
@@ -169,6 +180,7 @@ def main():
     text = read(HACKING)
     check_layers(text)
     check_rules(text)
+    check_one_parser()
     n = check_names(text)
     if failures:
         print("%d problem(s): fix the code or docs/HACKING.md, whichever is wrong" % len(failures))
