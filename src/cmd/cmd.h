@@ -23,6 +23,10 @@ int cmd_exporter(int argc, char **argv);
 int cmd_labels(int argc, char **argv);
 int cmd_cdihook(int argc, char **argv);
 
+/* --print-config of the plugin and mps-control-daemon: the effective config as JSON, its warnings on stderr. */
+struct plugin_config;
+int cmd_print_plugin_config(const char *verb, const struct plugin_config *cfg);
+
 /*
  * Block SIGTERM and SIGINT (set gets them) in this thread and every thread it starts, so that a
  * daemon verb's main thread takes them with sigwait/sigtimedwait.

@@ -12,6 +12,7 @@
 #include "util/fileio.h"
 #include "util/sig.h"
 #include "nvml/node.h"
+#include "plugin/config.h"
 
 void cmd_block_stop_signals(sigset_t *set)
 {
@@ -38,4 +39,14 @@ int cmd_load_node(const struct cmd_nvml_opts *o, struct nvml **ret_nv, struct no
 	*ret_nv = TAKE_PTR(nv);
 	*ret_node = n;
 	return 0;
+}
+
+int cmd_print_plugin_config(const char *verb, const struct plugin_config *cfg)
+{
+	_cleanup_free_ char *json = config_to_json(cfg), *warnings = warnings_join(&cfg->warnings, "; ");
+
+	printf("%s\n", json ? json : "{}");
+	if (cfg->warnings.n)
+		fprintf(stderr, "gpulet %s: warning: %s\n", verb, warnings ? warnings : "(out of memory)");
+	return json && warnings ? 0 : 1;
 }

@@ -37,6 +37,14 @@ static const struct cmd_verb mps_verb =
 		      "The MPS root is /mps (upstream's container mount) unless --mps-root or MPS_ROOT is given.",
 	     .notes = notes, .cli = &config_cli, .value_exit = 1);
 
+/* Whether --mps-root's env var (MPS_ROOT, read by its row's rule: urfave/cli, so even "") gives the root. */
+static bool mps_root_in_env(void)
+{
+	const char *name;
+
+	return optspec_env(optspec_by_name(config_cli.rows, "mps-root"), config_cli.env, &name) != NULL;
+}
+
 int cmd_mps_control_daemon(int argc, char **argv)
 {
 	static const char *const mps_default[] = {"--mps-root=" MPS_CONTAINER_ROOT, NULL};
@@ -54,8 +62,8 @@ int cmd_mps_control_daemon(int argc, char **argv)
 	 * instead of killing us by default action; the mask goes back at mps_daemon_stop() */
 	sig_daemon_set(&stop);
 	pthread_sigmask(SIG_BLOCK, &stop, &old);
-	/* upstream's /mps unless a flag or MPS_ROOT (even empty: urfave/cli) says otherwise */
-	if (!cfg || config_args_new(argc - shm, argv + shm, getenv("MPS_ROOT") ? NULL : mps_default, &args) < 0 ||
+	/* upstream's /mps unless a flag or MPS_ROOT says otherwise */
+	if (!cfg || config_args_new(argc - shm, argv + shm, mps_root_in_env() ? NULL : mps_default, &args) < 0 ||
 	    !(v = config_args_vector(args, &n))) {
 		fprintf(stderr, "gpulet mps-control-daemon: out of memory\n");
 		return 1;
@@ -63,6 +71,8 @@ int cmd_mps_control_daemon(int argc, char **argv)
 	r = cmd_parse(&mps_verb, n, v, cfg);
 	if (r != CMD_CONTINUE)
 		return r;
+	if (cfg->print_config) /* the config the daemons would run under; nothing is started */
+		return cmd_print_plugin_config("mps-control-daemon", cfg);
 	log_set_level(cfg->log_level);
 	if (shm) {
 		if (mps_mount_shm(cfg, opts, sizeof(opts), &err) < 0) {

@@ -28,17 +28,6 @@ static const struct cmd_verb plugin_verb =
 		      "Precedence: flag > env var > config file > default.",
 	     .cli = &config_cli, .value_exit = 1);
 
-/* --print-config: the effective config as JSON, the file's warnings on stderr. */
-static int print_config(const struct plugin_config *cfg)
-{
-	_cleanup_free_ char *json = config_to_json(cfg), *warnings = warnings_join(&cfg->warnings, "; ");
-
-	printf("%s\n", json ? json : "{}");
-	if (cfg->warnings.n)
-		fprintf(stderr, "gpulet plugin: warning: %s\n", warnings ? warnings : "(out of memory)");
-	return json && warnings ? 0 : 1;
-}
-
 /*
  * Before anything else: a SIGHUP (config-manager sends one at its first sync) or SIGTERM that
  * comes before the daemon's signalfd exists would otherwise kill the process (default action).
@@ -81,7 +70,7 @@ static int run(int argc, char **argv, struct plugin_config *cfg)
 	if (r != CMD_CONTINUE)
 		return r;
 	if (cfg->print_config)
-		return print_config(cfg);
+		return cmd_print_plugin_config("plugin", cfg);
 	log_set_level(cfg->log_level);
 	if (plugin_daemon_start(args, cfg, &daemon) < 0)
 		return 1;
