@@ -31,6 +31,39 @@ static const char *const *const mount_options[_DRIVER_KIND_MAX] = {
     [DRIVER_IPC_SOCKET] = ipc_mount_options, [DRIVER_CONFIG] = lib_mount_options, /* mounts-to-container-path.go */
 };
 
+const struct enum_name cdi_feature_names[7] = {
+    {CDI_FEATURE_DISABLE_IPC, "disable-ipc-discoverer"},
+    {CDI_FEATURE_NO_ADDITIONAL_GIDS, "no-additional-gids-for-device-nodes"},
+    {CDI_FEATURE_NO_NVSANDBOXUTILS, "disable-nvsandboxutils"},
+    {CDI_FEATURE_NO_MULTIPLE_CSV, "disable-multiple-csv-devices"},
+    {CDI_FEATURE_COHERENT_ANNOTATIONS, "enable-coherent-annotations"},
+    {CDI_FEATURE_EXPLICIT_LIBRARIES, "enable-explicit-driver-libraries"},
+    {CDI_FEATURE_NO_NVSANDBOXUTILS, "disable-nvsandbox-utils"}, /* the first release's spelling (options.go) */
+};
+
+/* The flags gpulet's generator does not do, and why (docs/reference/device-plugin.md §8.1). */
+static const struct {
+	unsigned bit;
+	const char *why;
+} features_refused[] = {
+    {CDI_FEATURE_COHERENT_ANNOTATIONS,
+     "the gpu.nvidia.com/coherent annotation needs NVML's addressing mode, which gpulet does not read"},
+    {CDI_FEATURE_EXPLICIT_LIBRARIES,
+     "gpulet mounts the driver's versioned libraries only, not the GLVND and OpenCL front libraries"},
+};
+
+int cdi_features_check(unsigned bits, struct gerr *err)
+{
+	for (size_t i = 0; i < ELEMENTSOF(features_refused); i++)
+		if (bits & features_refused[i].bit)
+			return gerr_set(err, EOPNOTSUPP,
+					"CDI feature flag %s is not supported: %s; remove it from --cdi-feature-flags "
+					"(CDI_FEATURE_FLAGS, the chart's cdi.featureFlags)",
+					enum_to_name(cdi_feature_names, features_refused[i].bit, "?"),
+					features_refused[i].why);
+	return 0;
+}
+
 struct gen {
 	const struct cdi_gen_options *o;
 	const char *driver_root, *dev_root;
@@ -346,6 +379,8 @@ static int gen_common_edits(const struct cdi_gen_options *o, const struct driver
 				return -ENOMEM;
 			continue;
 		}
+		if (df->kind == DRIVER_IPC_SOCKET && (o->features & CDI_FEATURE_DISABLE_IPC))
+			continue; /* persistenced, fabricmanager, MPS sockets left out, as nvcdi's flag does */
 		m = json_pack("{s:s, s:s, s:[]}", "hostPath", df->host_path, "containerPath", df->container_path,
 			      "options");
 		if (!m)
@@ -536,6 +571,9 @@ int cdi_generate(const struct node *n, const struct cdi_gen_options *o, json_t *
 		    "invalid CDI kind '%s/%s': vendor and class start with a letter, end with a letter or "
 		    "digit, use only letters, digits, '_', '.', '-', and the class has at least 2 characters",
 		    vendor, class);
+	r = cdi_features_check(o->features, err); /* never a spec without what was asked for */
+	if (r < 0)
+		return r;
 	if (n->n_gpus == 0)
 		return gerr_set(err, ENODEV,
 				"no GPUs on this node, so no CDI devices; a spec without devices is invalid. Check "

@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "cdi/cdi.h"
 #include "cdi/hooks.h"
 #include "plugin/config_int.h"
 #include "util/fileio.h"
@@ -186,11 +187,17 @@ static const struct optspec config_opts[] = {
      .help = "kubelet registration socket (\"\": serve without registering)"},
     NVCONFIG_OPT_CONFIG_FILE(offsetof(struct plugin_config, config_file), "CONFIG_FILE"),
     {.name = "cdi-feature-flags",
-     .kind = OPT_STR,
+     .kind = OPT_FLAGS,
      .arg = "FLAGS",
      .env = {"CDI_FEATURE_FLAGS"},
-     FS(cdi_feature_flags),
-     .help = "feature flags for CDI spec generation"},
+     F(cdi_feature_flags),
+     .help =
+	 "upstream's CDI feature flags, comma-separated: disable-ipc-discoverer, and the ones gpulet's spec "
+	 "already matches (no-additional-gids-for-device-nodes, disable-nvsandboxutils, disable-multiple-csv-devices); "
+	 "enable-coherent-annotations and enable-explicit-driver-libraries are refused",
+     .want = "feature flag",
+     .empty_none = true,
+     OPTSPEC_NAMES(cdi_feature_names)},
     {.name = "cdi-disable-hooks",
      .kind = OPT_FLAGS,
      .arg = "HOOKS",
@@ -498,11 +505,17 @@ char *config_to_json(const struct plugin_config *cfg)
 		case OPT_BOOL:
 			v = json_boolean(*(const bool *)f);
 			break;
-		case OPT_FLAGS:
+		case OPT_FLAGS: /* each name whose bits are all set, once per value (an alias is not repeated) */
 			v = json_array();
-			for (size_t k = 0; k < p->n_names; k++)
-				if (*(const unsigned *)f & (unsigned)p->names[k].value)
+			for (size_t k = 0; k < p->n_names; k++) {
+				unsigned bits = (unsigned)p->names[k].value;
+				bool alias = false;
+
+				for (size_t j = 0; j < k; j++)
+					alias |= p->names[j].value == p->names[k].value;
+				if (!alias && (*(const unsigned *)f & bits) == bits)
 					json_array_append_new(v, json_string(p->names[k].name));
+			}
 			break;
 		case OPT_UINT:
 			v = json_integer(*(const unsigned *)f);

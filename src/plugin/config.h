@@ -66,7 +66,7 @@ struct plugin_config {
 	char *kubelet_socket; /* "" = serve but never register */
 	char *device_plugin_path;
 	char *config_file;
-	char *cdi_feature_flags;
+	unsigned cdi_feature_flags; /* enum cdi_feature bits */
 	unsigned cdi_disable_hooks; /* enum cdi_hook bits */
 	char *nvml_library;
 	char *root;

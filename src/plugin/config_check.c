@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 
+#include "cdi/cdi.h"
 #include "plugin/config_int.h"
 
 int config_validate(const struct plugin_config *c, struct gerr *err)
@@ -18,6 +19,9 @@ int config_validate(const struct plugin_config *c, struct gerr *err)
 		return gerr_set(err, EINVAL,
 				"CDI --device-list-strategy options are only supported on NVML-based systems; "
 				"use envvar or volume-mounts with --device-discovery-strategy=tegra");
+	/* refused when read, with a CDI strategy or without (never accepted and then ignored) */
+	if (cdi_features_check(c->cdi_feature_flags, err) < 0)
+		return -EOPNOTSUPP;
 	if (c->sharing.strategy == SHARING_MPS && c->mig_strategy == MIG_STRATEGY_MIXED)
 		return gerr_set(err, EINVAL, "MPS sharing is not supported with --mig-strategy=mixed");
 	if (c->sharing.strategy == SHARING_MPS && !c->mps_root[0])

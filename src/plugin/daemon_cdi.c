@@ -89,6 +89,7 @@ int daemon_cdi_write_spec(const struct plugin_config *cfg, const struct node *no
 	o.class = DP_CDI_CLASS;
 	o.names = cfg->device_id_strategy == DEVICE_ID_INDEX ? CDI_NAMES_INDEX : CDI_NAMES_UUID;
 	o.hooks = &hooks;
+	o.features = cfg->cdi_feature_flags;
 	o.warnings = &left_out; /* a partial spec is still written (as `cdi generate` does), but never silently */
 	/* none hands a MIG-enabled GPU out whole: its name must resolve (docs/reference/device-plugin.md §8) */
 	o.whole_mig_enabled = cfg->mig_strategy == MIG_STRATEGY_NONE;

@@ -107,6 +107,24 @@ static void test_complete_root_no_warnings(void **state)
 	assert_int_equal(t->w.n, 0);
 }
 
+/* A feature flag the generator cannot honour is never taken and then ignored: no spec, the flag named. */
+static void test_feature_flags_refused(void **state)
+{
+	struct run *t = *state;
+	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
+
+	o.root = t->root;
+	o.features = CDI_FEATURE_DISABLE_IPC | CDI_FEATURE_NO_NVSANDBOXUTILS;
+	assert_int_equal(cdi_generate(&node2, &o, &t->spec, &t->err), 0);
+	json_decref(TAKE_PTR(t->spec));
+	o.features |= CDI_FEATURE_EXPLICIT_LIBRARIES;
+	assert_int_equal(cdi_generate(&node2, &o, &t->spec, &t->err), -EOPNOTSUPP);
+	assert_null(t->spec);
+	assert_msg(t->err.msg, "enable-explicit-driver-libraries is not supported", "CDI_FEATURE_FLAGS");
+	assert_int_equal(cdi_features_check(CDI_FEATURE_COHERENT_ANNOTATIONS, &t->err), -EOPNOTSUPP);
+	assert_msg(t->err.msg, "enable-coherent-annotations", NULL);
+}
+
 static void test_missing_roots_are_errors(void **state)
 {
 	struct run *t = *state;
@@ -217,6 +235,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_complete_root_no_warnings, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_missing_roots_are_errors, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_feature_flags_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_required_files_are_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_partial_is_a_warning_and_strict_an_error, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_config_files_and_unversioned_libraries, setup, teardown),
