@@ -329,7 +329,7 @@ static const char *env_value(const struct optspec *o, enum optspec_env_mode mode
 
 		if (v && *v)
 			return *ret_k = k, v;
-		if (!v || mode == OPT_ENV_EMPTY_UNSET)
+		if (!v || (mode == OPT_ENV_EMPTY_UNSET && !o->env_empty_is_value))
 			continue;
 		*ret_k = k;
 		switch (o->kind) {

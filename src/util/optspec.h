@@ -70,6 +70,9 @@ struct optspec {
 	 * lists it by its env var.
 	 */
 	bool env_only;
+	/* An env var set to "" gives "" in either env mode: a fact of the environment rather than a setting
+	 * (probe's NVIDIA_VISIBLE_DEVICES, where "" asks for no GPU). */
+	bool env_empty_is_value;
 };
 #define OPTSPEC_NAMES(t) .names = (t), .n_names = ELEMENTSOF(t)
 

@@ -531,6 +531,7 @@ static void test_list_env_only_flags(void **state)
 		const char *only;
 		unsigned bits;
 		bool quiet;
+		const char *fact;
 	};
 	static const struct optspec l_rows[] = {
 	    {.name = "dir", .kind = OPT_LIST, .arg = "D", .off = offsetof(struct l_opts, dirs), .max = 2},
@@ -548,6 +549,13 @@ static void test_list_env_only_flags(void **state)
 	     .off = offsetof(struct l_opts, bits),
 	     OPTSPEC_NAMES(colors)},
 	    {.name = "quiet", .kind = OPT_SET, .off = offsetof(struct l_opts, quiet)},
+	    {.name = "fact",
+	     .kind = OPT_ARGV,
+	     .arg = "X",
+	     .env = {"T_FACT"},
+	     .env_only = true,
+	     .env_empty_is_value = true,
+	     .off = offsetof(struct l_opts, fact)},
 	    {0},
 	};
 	const struct optspec_cli c = {.rows = l_rows, .env = OPT_ENV_EMPTY_URFAVE, .operands = true};
@@ -580,11 +588,18 @@ static void test_list_env_only_flags(void **state)
 	memset(&t, 0, sizeof(t));
 	assert_int_equal(optspec_parse(&c, 1, argv, &t, &a, &f, &err), 0);
 	assert_int_equal(t.bits, COLOR_RED | COLOR_BLUE);
-	/* stop_at_operand: what follows the first operand is the operand's */
+	/* stop_at_operand: what follows the first operand is the operand's; an empty env var is unset in this
+	 * mode, except for a row whose "" is a value */
 	memset(&t, 0, sizeof(t));
+	setenv("T_ONLY", "", 1);
+	setenv("T_FACT", "", 1);
 	assert_int_equal(optspec_parse(&stop, 3, op, &t, &a, &f, &err), 0);
 	assert_false(t.quiet);
 	assert_string_equal(op[optind], "run");
+	assert_null(t.only);
+	assert_non_null(t.fact);
+	assert_string_equal(t.fact, "");
+	unsetenv("T_FACT");
 	unsetenv("T_ONLY");
 	unsetenv("T_EBITS");
 }
