@@ -272,48 +272,42 @@ static bool may_lack_value(const struct optspec *o)
 	       (o->kind == OPT_CALL && !o->arg);
 }
 
+/* Text borrowed as given (ARGV: argv, env and defaults outlive the options). */
+static int set_argv(const struct optspec *o, void *field, const char *v, struct gerr *err)
+{
+	(void)o, (void)err;
+	*(const char **)field = v;
+	return 0;
+}
+
+/* Given on the command line without a value: true; any other value is a boolean. */
+static int set_bool(const struct optspec *o, void *field, const char *v, struct gerr *err)
+{
+	(void)o;
+	if (opt_parse_bool(v ? v : "true", field) < 0)
+		return gerr_set(err, EINVAL, "want true or false");
+	return 0;
+}
+
+/* The setter of each kind that writes its field (CALL, HELP and VERSION are optspec_set()'s). */
+static int (*const setters[])(const struct optspec *o, void *field, const char *v, struct gerr *err) = {
+    [OPT_ARGV] = set_argv, [OPT_STR] = set_text,    [OPT_PATH] = set_path, [OPT_FILE] = set_file,
+    [OPT_SET] = set_bool,  [OPT_BOOL] = set_bool,   [OPT_UINT] = set_uint, [OPT_DURATION] = set_duration,
+    [OPT_ENUM] = set_enum, [OPT_FLAGS] = set_flags, [OPT_LIST] = set_list,
+};
+
 int optspec_set(const struct optspec *o, void *opts, const char *value, struct gerr *err)
 {
-	void *field = (char *)opts + o->off;
-
 	/* NULL: a flag given without a value */
 	if (!value && !may_lack_value(o))
 		return gerr_set(err, EINVAL, "needs a value");
-	switch (o->kind) {
-	case OPT_ARGV:
-		*(const char **)field = value;
-		return 0;
-	case OPT_STR:
-		return set_text(o, field, value, err);
-	case OPT_PATH:
-		return set_path(o, field, value, err);
-	case OPT_FILE:
-		return set_file(o, field, value, err);
-	case OPT_SET:
-	case OPT_BOOL:
-		/* given on the command line without a value: true; any other value is a boolean */
-		if (opt_parse_bool(value ? value : "true", field) < 0)
-			return gerr_set(err, EINVAL, "want true or false");
-		return 0;
-	case OPT_UINT:
-		return set_uint(o, field, value, err);
-	case OPT_DURATION:
-		return set_duration(o, field, value, err);
-	case OPT_ENUM:
-		return set_enum(o, field, value, err);
-	case OPT_FLAGS:
-		return set_flags(o, field, value, err);
-	case OPT_LIST:
-		return set_list(o, field, value, err);
-	case OPT_CALL:
+	if (o->kind == OPT_CALL)
 		return o->call(opts, value, err);
-	case OPT_HELP:
-	case OPT_VERSION:
+	if (o->kind == OPT_HELP || o->kind == OPT_VERSION)
 		return OPTSPEC_DONE;
-	case OPT_END:
-		break;
-	}
-	return gerr_set(err, EINVAL, "internal error: no such option kind");
+	if ((size_t)o->kind >= ELEMENTSOF(setters) || !setters[o->kind])
+		return gerr_set(err, EINVAL, "internal error: no such option kind");
+	return setters[o->kind](o, (char *)opts + o->off, value, err);
 }
 
 /*

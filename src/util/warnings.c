@@ -29,35 +29,16 @@ static int take(struct warnings *w, char *line, bool once)
 	return 0;
 }
 
-static int addv(struct warnings *w, bool once, const char *fmt, va_list ap)
+int warnings_addf(struct warnings *w, bool once, const char *fmt, ...)
 {
 	char *line;
-
-	if (vasprintf(&line, fmt, ap) < 0)
-		return -ENOMEM;
-	return take(w, line, once);
-}
-
-int warnings_add(struct warnings *w, const char *fmt, ...)
-{
 	va_list ap;
-	int r;
+	int n;
 
 	va_start(ap, fmt);
-	r = addv(w, false, fmt, ap);
+	n = vasprintf(&line, fmt, ap);
 	va_end(ap);
-	return r;
-}
-
-int warnings_add_once(struct warnings *w, const char *fmt, ...)
-{
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = addv(w, true, fmt, ap);
-	va_end(ap);
-	return r;
+	return n < 0 ? -ENOMEM : take(w, line, once);
 }
 
 int warnings_extend(struct warnings *w, const struct warnings *from)

@@ -16,10 +16,13 @@ struct warnings {
 	size_t n, cap;
 };
 
-/* Append a line; 0 or -ENOMEM (w unchanged). */
-int warnings_add(struct warnings *w, const char *fmt, ...) _printf_(2, 3);
-/* The same, unless the same line is already there (two ways of finding one thing). */
-int warnings_add_once(struct warnings *w, const char *fmt, ...) _printf_(2, 3);
+#include <stdbool.h>
+
+/* Append a line, unless once and the same line is already there; 0 or -ENOMEM (w unchanged). */
+int warnings_addf(struct warnings *w, bool once, const char *fmt, ...) _printf_(3, 4);
+#define warnings_add(w, ...) warnings_addf((w), false, __VA_ARGS__)
+/* once: two ways of finding one thing (a cache and a dir scan meeting the same link) say it once */
+#define warnings_add_once(w, ...) warnings_addf((w), true, __VA_ARGS__)
 /* Every line of from appended to w (from stays); 0 or -ENOMEM. */
 int warnings_extend(struct warnings *w, const struct warnings *from);
 
