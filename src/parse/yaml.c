@@ -389,31 +389,74 @@ int yaml_where_key(const struct yaml_where *w, const json_t *object, const char 
 	return 0;
 }
 
-int yaml_where_value(const struct yaml_where *w, const json_t *object, const char *key, struct yaml_pos *ret)
+/* n's kids from its value's members or items and their places; *budget nodes may still be made. */
+static int tree_fill(const struct yaml_where *w, struct yaml_node *n, unsigned depth, size_t *budget)
 {
-	const struct where_entry *e = key ? where_find(w, object, key, 0) : NULL;
+	size_t count = json_is_object(n->v) ? json_object_size(n->v) : json_is_array(n->v) ? json_array_size(n->v) : 0;
+	const char *k;
+	json_t *v;
+	size_t i = 0;
+	int r;
 
-	if (!e)
-		return -ENOENT;
-	*ret = e->value;
+	if (!count || !depth)
+		return 0;
+	if (count > *budget)
+		return -E2BIG;
+	*budget -= count;
+	n->kids = calloc(count, sizeof(*n->kids));
+	if (!n->kids)
+		return -ENOMEM;
+	n->n = count;
+	if (json_is_object(n->v)) {
+		json_object_foreach (n->v, k, v) {
+			const struct where_entry *e = where_find(w, n->v, k, 0);
+
+			n->kids[i] = (struct yaml_node){.v = v, .key = k, .at = n->at, .key_at = n->at};
+			if (e)
+				n->kids[i].key_at = e->pos, n->kids[i].at = e->value;
+			i++;
+		}
+	} else {
+		json_array_foreach (n->v, i, v) {
+			const struct where_entry *e = where_find(w, n->v, NULL, i);
+
+			n->kids[i] = (struct yaml_node){.v = v, .at = e ? e->pos : n->at};
+		}
+	}
+	for (i = 0; i < count; i++)
+		if ((r = tree_fill(w, &n->kids[i], depth - 1, budget)) < 0)
+			return r;
 	return 0;
 }
 
-int yaml_where_root(const struct yaml_where *w, struct yaml_pos *ret)
+static void node_clear(struct yaml_node *n)
 {
-	if (!w || !w->root.line)
-		return -ENOENT;
-	*ret = w->root;
-	return 0;
+	for (size_t i = 0; i < n->n; i++)
+		node_clear(&n->kids[i]);
+	free(n->kids);
 }
 
-int yaml_where_item(const struct yaml_where *w, const json_t *array, size_t index, struct yaml_pos *ret)
+void yaml_node_free(struct yaml_node *n)
 {
-	const struct where_entry *e = where_find(w, array, NULL, index);
+	if (!n)
+		return;
+	node_clear(n);
+	free(n);
+}
 
-	if (!e)
-		return -ENOENT;
-	*ret = e->pos;
+int yaml_where_tree(const struct yaml_where *w, json_t *doc, unsigned max_depth, struct yaml_node **ret)
+{
+	_cleanup_(yaml_node_freep) struct yaml_node *root = calloc(1, sizeof(*root));
+	size_t budget = YAML_TREE_MAX_NODES;
+	int r;
+
+	if (!root)
+		return -ENOMEM;
+	*root = (struct yaml_node){.v = doc, .at = w && w->root.line ? w->root : (struct yaml_pos){1, 1}};
+	r = tree_fill(w, root, max_depth, &budget);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(root);
 	return 0;
 }
 
