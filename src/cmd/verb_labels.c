@@ -90,7 +90,7 @@ static const struct optspec labels_opts[] = {
 	    "(the file's sharing section otherwise)",
 	    .off = LABELS_F(sharing_flag), OPTSPEC_NAMES(sharing_strategy_names)),
     CMD_ROW("replicas", 0, OPT_UINT, "N", "gpulet: replicas of nvidia.com/gpu with --sharing-strategy",
-	    .off = LABELS_F(replicas), .min = 0, .max = 1024),
+	    .off = LABELS_F(replicas), .min = 0, .max = NVCONFIG_REPLICAS_MAX),
     CMD_ROW("rename-by-default", 0, OPT_SET, NULL,
 	    "gpulet: sharing.*.renameByDefault with --sharing-strategy (no -SHARED suffix)",
 	    .off = LABELS_F(rename_flag)),
