@@ -169,7 +169,7 @@ static int attribution_build(struct attribution *a, const struct exporter *e, co
 		size_t want = per_pod ? n : MIN(n, (size_t)1);
 		a->first[d] = a->n_off;
 		for (size_t k = 0; k < want; k++) {
-			if (a->n_off == cap) {
+			if (!a->off || a->n_off == cap) { /* none yet, or full */
 				size_t *o = grow_alloc(a->off, &cap, sizeof(*o), 32);
 				if (!o)
 					return -ENOMEM;
