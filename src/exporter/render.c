@@ -156,9 +156,9 @@ static int attribution_build(struct attribution *a, const struct exporter *e, co
 	a->count = calloc(e->n_devs + 1, sizeof(size_t));
 	if (!a->first || !a->count)
 		return -ENOMEM;
-	for (size_t d = 0; d < e->n_devs && map; d++) {
+	for (size_t d = 0; d < e->n_devs; d++) { /* every device's count set, 0 without PodResources */
 		const struct podres_device *h = NULL;
-		size_t n = find_holders(e, map, d, &h);
+		size_t n = map ? find_holders(e, map, d, &h) : 0;
 		bool one = n > 0;
 		for (size_t k = 1; k < n; k++)
 			one &= same_holder(&h[0], &h[k]);
@@ -169,7 +169,7 @@ static int attribution_build(struct attribution *a, const struct exporter *e, co
 		size_t want = per_pod ? n : MIN(n, (size_t)1);
 		a->first[d] = a->n_off;
 		for (size_t k = 0; k < want; k++) {
-			if (!a->off || a->n_off == cap) { /* none yet, or full */
+			if (a->n_off == cap) {
 				size_t *o = grow_alloc(a->off, &cap, sizeof(*o), 32);
 				if (!o)
 					return -ENOMEM;
@@ -217,9 +217,9 @@ static void device_line(struct strbuf *b, const struct exporter *e, const struct
 static void render_pod_allocation(struct strbuf *b, const struct exporter *e, const struct podres_map *map)
 {
 	bool header = false;
-	for (size_t d = 0; d < e->n_devs && map; d++) {
+	for (size_t d = 0; d < e->n_devs; d++) { /* every device's count set, 0 without PodResources */
 		const struct podres_device *h = NULL;
-		size_t n = find_holders(e, map, d, &h);
+		size_t n = map ? find_holders(e, map, d, &h) : 0;
 		for (size_t k = 0; k < n; k++) {
 			if (!header) {
 				family(
