@@ -165,15 +165,16 @@ def check_names(text):
 
 
 def check_used(functions):
-    """A function HACKING points readers to is used: some line of src/ names it other than its declarations and
-    definition (which start at column 0 with the name followed by '('), e.g. a call, a table row, a callback."""
-    lines = [line for p in sources("src") for line in read(p).splitlines()]
+    """A function HACKING points readers to is used: some line of src/ or tests/ names it other than its
+    declarations and definition (which start at column 0 with the name followed by '('), e.g. a call, a table row,
+    a callback, a test's call of a library function nothing else calls yet."""
+    lines = [line for under in ("src", "tests") for p in sources(under) for line in read(p).splitlines()]
     for name in sorted(set(functions)):
         word = re.compile(r"\b%s\b" % re.escape(name))
         declared = re.compile(r"^\S.*\b%s\(" % re.escape(name))
         if any(word.search(line) for line in lines) and not any(
                 word.search(line) and not declared.match(line) for line in lines):
-            fail("HACKING names %s, which nothing in src/ uses (dead code, or the text is stale)" % name)
+            fail("HACKING names %s, which nothing in src/ or tests/ uses (dead code, or the text is stale)" % name)
 
 
 def main():
