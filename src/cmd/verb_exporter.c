@@ -43,11 +43,12 @@ enum {
 
 struct exporter_opts {
 	struct cmd_common c;
-	const char *address, *web_config, *socket, *resource_names, *collectors;
-	const char *devices_text;  /* --devices as given (the default's own text when none was) */
-	const char *devices_range; /* --devices g:RANGE / i:RANGE: the text, or NULL */
-	enum exp_devices devices;  /* --devices */
-	int gpu_id_type;           /* --kubernetes-gpu-id-type: GPU_ID_* */
+	const char *address, *web_config, *socket, *resource_names, *collectors, *node_name;
+	const char *xid_disable, *xid_enable; /* DP_DISABLE_HEALTHCHECKS, DP_ENABLE_HEALTHCHECKS */
+	const char *devices_text;             /* --devices as given (the default's own text when none was) */
+	const char *devices_range;            /* --devices g:RANGE / i:RANGE: the text, or NULL */
+	enum exp_devices devices;             /* --devices */
+	int gpu_id_type;                      /* --kubernetes-gpu-id-type: GPU_ID_* */
 	unsigned interval_ms, podres_ms, xid_window_ms, clock_window_ms;
 	bool kubernetes, virtual_gpus, no_hostname, mig_parent, debug, replace_blanks, old_namespace;
 	const char *ignored[IGN_COUNT]; /* the value given, or NULL */
@@ -143,6 +144,17 @@ static const struct optspec exporter_opts[] = {
     IGNORED_STR("dump-retention", 0, "DCGM_EXPORTER_DUMP_RETENTION", IGN_DUMP_RETENTION),
     IGNORED_BOOL("dump-compression", 0, "DCGM_EXPORTER_DUMP_COMPRESSION", IGN_DUMP_COMPRESSION),
     IGNORED_BOOL("disable-startup-validate", 0, "DISABLE_STARTUP_VALIDATE", IGN_STARTUP_VALIDATE),
+    /* env only, as upstream reads them: the Hostname label (dcgm-exporter's pod spec sets it from the node), and
+     * the XIDs that make a GPU unhealthy, as the device plugin's (docs/reference/device-plugin.md §4) */
+    CMD_ROW("node-name", 0, OPT_ARGV, "NAME", "the Hostname label (default: the host name)", .env = {"NODE_NAME"},
+	    .env_only = true, .off = EXP_F(node_name)),
+    CMD_ROW("disable-healthchecks", 0, OPT_ARGV, "LIST",
+	    "XIDs that do not make a GPU unhealthy, comma-separated; all or xids: none does",
+	    .env = {"DP_DISABLE_HEALTHCHECKS"}, .env_only = true, .off = EXP_F(xid_disable)),
+    CMD_ROW("enable-healthchecks", 0, OPT_ARGV, "LIST",
+	    "XIDs that make a GPU unhealthy even when ignored by default (13,31,43,45,68,109) or disabled; all: every "
+	    "XID",
+	    .env = {"DP_ENABLE_HEALTHCHECKS"}, .env_only = true, .off = EXP_F(xid_enable)),
     CMD_OPTS_NVML,
     CMD_OPT_LOG_LEVEL,
     {0},
@@ -248,48 +260,31 @@ static int set_devices(void *opts, const char *value, struct gerr *err)
 	return 0;
 }
 
-/* The env var of row that urfave/cli reads (the first one set) when it is set to "", else NULL. */
-static const char *empty_env(const struct optspec *row)
-{
-	for (size_t k = 0; k < ELEMENTSOF(row->env) && row->env[k]; k++) {
-		const char *v = getenv(row->env[k]);
-
-		if (v)
-			return *v ? NULL : row->env[k];
-	}
-	return NULL;
-}
-
 /*
- * Text options that an empty value cannot serve (docs/reference/dcgm-exporter.md section 5): refused
- * here, naming where the "" came from. --devices is typed, but the engine keeps a typed option's
- * value for an empty env var where dcgm-exporter refuses "": its text is then still the default's.
+ * Options that an empty value cannot serve (docs/reference/dcgm-exporter.md section 5): refused,
+ * naming where the "" came from (the engine's given record). An empty env var counts for --devices
+ * too, although the engine keeps a typed option's value for it where dcgm-exporter refuses "".
  */
 static const struct {
-	const char *name;
-	size_t off; /* const char * in struct exporter_opts */
-	const char *why;
+	const char *name, *why;
 } no_empty[] = {
-    {"address", EXP_F(address), "give HOST:PORT or :PORT, such as :9400 (dcgm-exporter would listen on a random port)"},
-    {"pod-resources-socket", EXP_F(socket), "unset it for the kubelet's " PODRES_DEFAULT_SOCKET},
-    {"collectors", EXP_F(collectors), "unset it for the built-in set, or name a CSV file"},
-    {"devices", EXP_F(devices_text), "want " DEVICES_WANT},
+    {"address", "give HOST:PORT or :PORT, such as :9400 (dcgm-exporter would listen on a random port)"},
+    {"pod-resources-socket", "unset it for the kubelet's " PODRES_DEFAULT_SOCKET},
+    {"collectors", "unset it for the built-in set, or name a CSV file"},
+    {"devices", "want " DEVICES_WANT},
 };
 
-/* CMD_CONTINUE, or EXIT_USAGE with the message when an option of no_empty[] is empty. */
+/* CMD_CONTINUE, or EXIT_USAGE with the message when an option of no_empty[] was given "". */
 static int refuse_empty(const struct exporter_opts *o)
 {
 	for (size_t i = 0; i < ELEMENTSOF(no_empty); i++) {
 		const struct optspec *row = optspec_by_name(exporter_opts, no_empty[i].name);
-		const char *text = *(const char *const *)((const char *)o + no_empty[i].off);
-		const char *env = empty_env(row);
-		bool from_env = env && (text == row->def || text == getenv(env));
+		enum optspec_src src;
+		char where[96];
 
-		if (!text || (*text && !from_env))
-			continue;
-		if (from_env)
-			return cmd_usage_error(&exporter_verb, "env %s '' is not valid: %s", env, no_empty[i].why);
-		return cmd_usage_error(&exporter_verb, "--%s '' is not valid: %s", row->name, no_empty[i].why);
+		src = cmd_source(&exporter_verb, o, no_empty[i].name, where, sizeof(where));
+		if ((src == OPTSPEC_SRC_ENV || src == OPTSPEC_SRC_FLAG) && o->c.given.empty[row - exporter_opts])
+			return cmd_usage_error(&exporter_verb, "%s '' is not valid: %s", where, no_empty[i].why);
 	}
 	return CMD_CONTINUE;
 }
@@ -329,8 +324,7 @@ static int served_set(const struct exporter_opts *o, struct exporter_daemon_opti
 		log_warn("device id ranges are not applied; every GPU and instance of that kind is served",
 			 "devices=%s", o->devices_range);
 	warn_ignored(o);
-	if (xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &d->xid_policy,
-			     &err) < 0) {
+	if (xid_policy_parse(o->xid_disable, o->xid_enable, &d->xid_policy, &err) < 0) {
 		log_error("cannot start the exporter", "error=\"%s\"", err.msg);
 		return EXIT_USAGE;
 	}
@@ -362,6 +356,7 @@ int cmd_exporter(int argc, char **argv)
 		return 1;
 	d.host = hp;
 	d.collectors_file = o.collectors;
+	d.node_name = o.node_name;
 	d.interval_ms = o.interval_ms;
 	d.kubernetes = o.kubernetes;
 	d.podres_socket = o.socket;

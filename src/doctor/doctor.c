@@ -137,8 +137,7 @@ static struct doctor_finding *vreport(struct doctor_ctx *c, const char *id, enum
 	struct doctor_finding *f;
 
 	if (c->n_findings == c->cap_findings) {
-		size_t cap = c->cap_findings ? c->cap_findings * 2 : 16;
-		struct doctor_finding *nf = realloc(c->findings, cap * sizeof(*nf));
+		struct doctor_finding *nf = grow_alloc(c->findings, &c->cap_findings, sizeof(*nf), 16);
 
 		if (!nf) {
 			memset(&oom, 0, sizeof(oom));
@@ -146,7 +145,6 @@ static struct doctor_finding *vreport(struct doctor_ctx *c, const char *id, enum
 			return &oom;
 		}
 		c->findings = nf;
-		c->cap_findings = cap;
 	}
 	f = &c->findings[c->n_findings++];
 	memset(f, 0, sizeof(*f));

@@ -65,12 +65,13 @@ struct doctor_options {
 	const char *pods_file;             /* --pods FILE: kubectl get pods -o json (a List or one Pod) */
 	const char *node_file;             /* --node FILE: kubectl get node NAME -o json */
 	const char *events_file;           /* --events FILE: kubectl get events -A -o json */
-	const char *cuda_version;          /* --cuda-version 12.4: the CUDA an image needs */
+	const char *cuda_version;          /* --cuda-version 12.4 (probe: CUDA_VERSION): the CUDA an image needs */
 	const char *runtime_class;         /* RuntimeClass handler pods use, "nvidia" by default */
 	const char *containerd_config;     /* path of config.toml on the host */
 	unsigned runtime_uid, runtime_gid; /* user containerd runs as (rootless containerd: not 0) */
 	bool live;                         /* root is the running node: its sockets answer (implied by "/") */
 	const char *cuda_library;          /* probe: libcuda to dlopen, "libcuda.so.1" by default */
+	const char *visible_devices;       /* probe: NVIDIA_VISIBLE_DEVICES as the runtime set it, or NULL */
 };
 
 struct toml;

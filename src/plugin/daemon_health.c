@@ -63,14 +63,8 @@ static void on_health(struct health_event *ev, void *userdata)
 
 int daemon_health_init(struct daemon_health *h, struct gerr *err)
 {
-	struct gerr perr = {0};
-
 	*h = (struct daemon_health){.evfd = -1};
 	h->q_tail = &h->q_head;
-	/* as upstream, an entry that is not an XID is skipped with a message, not a failure */
-	if (xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &h->policy, &perr) >
-	    0)
-		log_warn("Ignoring malformed XID values in the health check settings", "detail=\"%s\"", perr.msg);
 	h->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (h->evfd < 0)
 		return gerr_set(err, errno, "eventfd: %s", strerror(errno));
@@ -92,7 +86,7 @@ void daemon_health_restart(struct daemon_health *h, struct nvml *nv, const struc
 		return;
 	health_options_default(&o);
 	o.root = cfg->host->root;
-	o.policy = h->policy;
+	o.policy = cfg->xid_policy;
 	o.mig_poll_ms = cfg->rescan_interval / OPT_NSEC_PER_MSEC;
 	o.quiet_ms = cfg->health_recovery / OPT_NSEC_PER_MSEC;
 	if (kernel_log && kernel_log[0])

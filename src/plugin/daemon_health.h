@@ -22,7 +22,6 @@ struct health_item;
 
 struct daemon_health {
 	struct health_watcher *hw; /* NULL: no watcher runs */
-	struct xid_policy policy;  /* DP_DISABLE_HEALTHCHECKS / DP_ENABLE_HEALTHCHECKS */
 	int evfd;                  /* written by the watcher threads, polled by the main thread */
 	pthread_mutex_t qlock;
 	bool qlock_ready;

@@ -194,7 +194,7 @@ static int load(struct mps_daemon *s, struct gerr *err)
 	node_free(s->node);
 	s->rs = NULL;
 	s->node = NULL;
-	if (s->cfg->sharing != SHARING_MPS)
+	if (s->cfg->sharing.strategy != SHARING_MPS)
 		return 0;
 	if (!s->bin)
 		return gerr_set(err, ENOENT,
@@ -318,7 +318,7 @@ static bool nvml_changed(const struct mps_daemon *s, const struct plugin_config 
 static int nvml_for(const struct plugin_config *cfg, struct nvml **ret, struct gerr *err)
 {
 	*ret = NULL;
-	if (cfg->sharing != SHARING_MPS)
+	if (cfg->sharing.strategy != SHARING_MPS)
 		return 0;
 	return nvml_open_host(cfg->host, ret, err);
 }

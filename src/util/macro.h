@@ -51,7 +51,7 @@ static inline void fclosep(FILE **f)
 static inline void *grow_alloc(void *p, size_t *cap, size_t size, size_t first)
 {
 	size_t c = *cap ? *cap * 2 : first;
-	void *np = realloc(p, c * size);
+	void *np = c > *cap ? reallocarray(p, c, size) : NULL; /* reallocarray: c * size may not wrap */
 
 	if (np)
 		*cap = c;

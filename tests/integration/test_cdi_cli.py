@@ -38,12 +38,22 @@ def static_hook(hook, root):
         check(r.returncode == 0 and "update-ldcache" in r.stdout and not r.stderr, f"LD_PRELOAD ignored: {r.stderr}")
     state = json.dumps({"bundle": "/nonexistent", "root": root})
     for args, env, rc, what in ((["--ldconfig-path", "sbin/ldconfig"], {}, 2, "'sbin/ldconfig' is not valid"),
-                                ([], {"GPULET_CDI_HOOK_LDCONFIG_TIMEOUT": "31"}, 1, "from 1 to 30"),
-                                ([], {"GPULET_CDI_HOOK_LDCONFIG_TIMEOUT": "5s"}, 1, "from 1 to 30")):
+                                ([], {"GPULET_CDI_HOOK_LDCONFIG_TIMEOUT": "31"}, 2, "whole number in 1..30"),
+                                ([], {"GPULET_CDI_HOOK_LDCONFIG_TIMEOUT": "5s"}, 2, "whole number in 1..30")):
         r = subprocess.run([hook, "update-ldcache", *args, "--folder", "/usr/lib64"], input=state, text=True,
                            capture_output=True, env=dict(os.environ, **env))
         check(r.returncode == rc and what in r.stderr and r.stderr.count("\n") == 1,
               f"hook {args} {env}: {r.returncode} {r.stderr!r}")
+    # nvidia-cdi-hook's own flags come before the action and go through the option engine (as upstream: its
+    # debug env vars; an unknown flag is refused); an unknown or missing action stays a warning and exit 0
+    for args, env, rc, what in ((["--debug", "noop"], {}, 0, ""), (["-d", "--quiet", "noop"], {}, 0, ""),
+                                (["noop"], {"NVIDIA_CTK_DEBUG": "false"}, 0, ""),
+                                (["noop"], {"NVIDIA_CTK_DEBUG": "sometimes"}, 2, "env NVIDIA_CTK_DEBUG"),
+                                (["--bogus", "noop"], {}, 2, "unrecognized option"),
+                                (["--quiet"], {}, 0, "warning: no hook given"),
+                                (["--quiet", "future-action", "--x"], {}, 0, "unsupported hook 'future-action'")):
+        r = subprocess.run([hook, *args], input=state, text=True, capture_output=True, env=dict(os.environ, **env))
+        check(r.returncode == rc and what in r.stderr, f"hook {args} {env}: {r.returncode} {r.stderr!r}")
     for bad in ("/", "/.", "/tmp/..", "/proc/self/root"):
         r = subprocess.run([hook, "create-symlinks", "--link", "a::/b"], input=json.dumps({"root": bad}), text=True,
                            capture_output=True)

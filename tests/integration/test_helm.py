@@ -242,6 +242,9 @@ def check_plugin_accepts(name, c, values):
             check(eff[field] == conv(v), "%s: values %s=%r gave %s=%r" % (name, key, v, field, eff[field]))
     check(eff["root"] == "/host" and eff["mps-root"] == values.get("mps", {}).get("root", "/run/nvidia/mps"),
           "%s: root %r, mps-root %r" % (name, eff["root"], eff["mps-root"]))
+    flags = values.get("cdi", {}).get("featureFlags")
+    check(eff["cdi-feature-flags"] == (flags.split(",") if flags else []),
+          "%s: cdi.featureFlags %r gave %r" % (name, flags, eff["cdi-feature-flags"]))
     return eff
 
 
@@ -372,7 +375,8 @@ def test_matrix():
     upstream = {"migStrategy": "mixed", "failOnInitError": False, "deviceListStrategy": "envvar,cdi-annotations",
                 "deviceIDStrategy": "index", "nvidiaDriverRoot": "/run/nvidia/driver", "compatWithCPUManager": True,
                 "gdsEnabled": True, "mofedEnabled": False, "deviceDiscoveryStrategy": "nvml",
-                "cdi": {"nvidiaHookPath": "/usr/local/nvidia/toolkit/nvidia-cdi-hook", "featureFlags": "x"},
+                "cdi": {"nvidiaHookPath": "/usr/local/nvidia/toolkit/nvidia-cdi-hook",
+                        "featureFlags": "disable-ipc-discoverer"},
                 "gfd": {"enabled": True, "sleepInterval": "30s", "noTimestamp": True},
                 "config": {"name": "my-plugin-config", "default": "config.yaml"},
                 "nodeSelector": {"nvidia.com/gpu.present": "true"}, "tolerations": [], "affinity": None,

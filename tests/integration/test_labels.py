@@ -655,12 +655,15 @@ class ConfigAndFlags(unittest.TestCase):
             self.assertEqual(p.returncode, 2, bad)
             p = run(base, "dgx-a100", self.root, env={"GFD_SLEEP_INTERVAL": bad})
             self.assertEqual(p.returncode, 2, bad)
-        # the file's bare number is nanoseconds, as upstream's Duration.UnmarshalJSON
-        for text in ("sleepInterval: 60", '{"version": "v1", "flags": {"gfd": {"sleepInterval": 60}}}'):
+        # the file's bare number is nanoseconds, as upstream's Duration.UnmarshalJSON; the message keeps where the
+        # value is and why it is refused (it was once formatted into itself: "gpulet labels: ; a bare number ...")
+        for text, where in (("sleepInterval: 60", "n.yaml:4:20"),
+                            ('{"version": "v1", "flags": {"gfd": {"sleepInterval": 60}}}', "n.yaml:1:54")):
             doc = text if text.startswith("{") else "version: v1\nflags:\n  gfd:\n    " + text + "\n"
             p = run(base + ["--config-file", self.write("n.yaml", doc)], "dgx-a100", self.root)
             self.assertEqual(p.returncode, 1, text)
-            self.assertIn("a bare number is nanoseconds here, as upstream; write 60s", p.stderr)
+            self.assertIn(where + ": flags.gfd.sleepInterval '60ns' is not valid: want 100ms to 168h0m0s, or "
+                          "infinite; a bare number is nanoseconds here, as upstream; write 60s", p.stderr)
         cfg = self.write("ns.yaml", "version: v1\nflags:\n  gfd:\n    sleepInterval: 60000000000\n")
         self.labels(base + ["--config-file", cfg])  # 60e9 ns = 60s
         cfg = self.write("q.yaml", "version: v1\nflags:\n  gfd:\n    sleepInterval: \"60\"\n")

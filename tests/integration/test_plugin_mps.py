@@ -25,6 +25,7 @@ start (never exercised here). Where a GPU is needed a stand-in nvidia-smi record
   * --driver-root is read below --root once, where the plugin reads it (no <root><root> path);
   * mount-shm: a tmpfs of half MemTotal with upstream's options (when this machine lets us mount).
 """
+import json
 import os
 import re
 import shutil
@@ -377,6 +378,25 @@ def test_mps_mount_shm(h):
 
 test_mps_mount_shm.harness_args = {"fixture": "pcie-4gpu"}
 
+
+def test_mps_print_config(h):
+    """--print-config (the plugin's flag, which --help lists) prints the config the daemons would run under and
+    exits; nothing is started. The MPS root is /mps unless --mps-root or MPS_ROOT gives one."""
+    cfg = os.path.join(h.root, "mps.yaml")
+    with open(cfg, "w") as f:
+        f.write("version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n")
+    for env, root in (({}, "/mps"), ({"MPS_ROOT": "/run/nvidia/mps"}, "/run/nvidia/mps")):
+        p = subprocess.run([GPULET, "mps-control-daemon", "--print-config", "--config-file", cfg, "--root", h.root],
+                           capture_output=True, text=True, timeout=20, env=dict(os.environ, **env))
+        check(p.returncode == 0, "--print-config %s: %d %s" % (env, p.returncode, p.stderr))
+        doc = json.loads(p.stdout)
+        check(doc["mps-root"] == root and doc["sharing"]["strategy"] == "mps" and
+              doc["sharing"]["resources"][0]["replicas"] == 4, "--print-config %s: %s" % (env, p.stdout))
+        check(not os.path.exists(os.path.join(h.root, root.lstrip("/"), ".ready")), "a daemon was started")
+
+
+test_mps_print_config.harness_args = {"fixture": "pcie-4gpu"}
+
 if __name__ == "__main__":
     run(test_mps_real_nvidia_smi_without_gpu)
     run(test_mps_fail_safe)
@@ -385,3 +405,4 @@ if __name__ == "__main__":
     run(test_mps_failed_start_sets_mode_back)
     run(test_mps_driver_root_joined_once)
     run(test_mps_mount_shm)
+    run(test_mps_print_config)
