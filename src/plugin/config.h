@@ -114,6 +114,9 @@ struct plugin_config {
 	int64_t rescan_interval; /* ns */
 	int64_t health_recovery; /* ns without a new error before a recoverable GPU is healthy again */
 	char *kernel_log;        /* file followed for NVRM Xid lines; "" = <root>/dev/kmsg */
+	bool node_health;        /* GPU health on the Node object: condition and events (plugin/node_health.h) */
+	char *node_name;         /* this node (NODE_NAME), for --node-health */
+	char *kubeconfig;        /* "": $KUBECONFIG, else the pod's service account */
 	/* sharing.* from the file */
 	enum sharing_strategy sharing;
 	bool rename_by_default;
