@@ -14,8 +14,12 @@
 #include "util/opt.h"
 #include "util/sig.h"
 
-/* What a labelling pass ended with. */
-enum pass { PASS_OK, PASS_FAILED, PASS_REFUSED };
+/* What a labelling pass ended with; PASS_RETRY: the API server did not take the object (a daemon tries
+ * again soon rather than dying: the object from the last pass still holds the labels). */
+enum pass { PASS_OK, PASS_FAILED, PASS_REFUSED, PASS_RETRY };
+
+#define RETRY_MS     5000 /* after PASS_RETRY, doubling up to the sleep interval */
+#define RETRY_MAX_MS 300000
 
 struct labels_daemon {
 	const struct labels_daemon_options *o;
@@ -26,9 +30,10 @@ struct labels_daemon {
 	int code; /* the exit code once the loop stops */
 	/* --use-node-feature-api with an API server: the object (labels/nodefeature.h); NULL: the file */
 	struct nodefeature *nf;
-	bool fallback;     /* the API serves no NodeFeatures: the file holds the labels */
-	bool file_dropped; /* the object holds them and the feature file is gone (or was never there) */
-	bool written;      /* the object was written once: later writes log at debug */
+	bool fallback;      /* the API serves no NodeFeatures: the file holds the labels */
+	bool file_dropped;  /* the object holds them and the feature file is gone (or was never there) */
+	bool written;       /* the object was written once: later writes log at debug */
+	long long retry_ms; /* the wait before the next try after PASS_RETRY; 0: none pending */
 };
 
 static int write_file(const struct labels_daemon_options *o, const char *text)
@@ -101,9 +106,15 @@ static int write_object(struct labels_daemon *d, const struct label_set *s, cons
 	return 0;
 }
 
+/* 0, -EAGAIN when the API server did not take the object (PASS_RETRY), other -errno */
 static int write_output(struct labels_daemon *d, const struct label_set *s, const char *text)
 {
-	return d->nf ? write_object(d, s, text) : write_file(d->o, text);
+	int r;
+
+	if (!d->nf)
+		return write_file(d->o, text);
+	r = write_object(d, s, text);
+	return r < 0 && !d->fallback ? -EAGAIN : r;
 }
 
 /* One labelling pass: read the node and the host, compute, write. */
@@ -132,8 +143,11 @@ static enum pass label_once(struct labels_daemon *d)
 		log_error("cannot compute labels", "error=\"%s\"", err.msg);
 		return PASS_REFUSED;
 	}
-	if (labels_format(s, &text) < 0 || write_output(d, s, text) < 0)
+	if (labels_format(s, &text) < 0)
 		return PASS_FAILED;
+	r = write_output(d, s, text);
+	if (r < 0)
+		return r == -EAGAIN ? PASS_RETRY : PASS_FAILED;
 	log_debug("labels written", "to=%s labels=%zu",
 		  d->nf && !d->fallback ? nodefeature_name(d->nf)
 		  : o->out              ? "-"
@@ -169,6 +183,7 @@ static int open_nvml(struct labels_daemon *d)
 static long long on_tick(void *data)
 {
 	struct labels_daemon *d = data;
+	long long sleep_ms;
 	enum pass p;
 
 	/* the object's first LIST says whether the API serves NodeFeatures: its answer starts the pass */
@@ -182,7 +197,13 @@ static long long on_tick(void *data)
 		loop_stop(d->loop, 0);
 		return -1;
 	}
-	return d->o->sleep_ns < 0 ? -1 : d->o->sleep_ns / OPT_NSEC_PER_MSEC;
+	sleep_ms = d->o->sleep_ns < 0 ? -1 : d->o->sleep_ns / OPT_NSEC_PER_MSEC;
+	if (p != PASS_RETRY) {
+		d->retry_ms = 0;
+		return sleep_ms;
+	}
+	d->retry_ms = d->retry_ms ? MIN(d->retry_ms * 2, RETRY_MAX_MS) : RETRY_MS;
+	return sleep_ms < 0 ? d->retry_ms : MIN(d->retry_ms, sleep_ms);
 }
 
 /* SIGHUP: the verb builds the options again and applies them (labels_daemon_apply()), or nothing changes. */

@@ -20,11 +20,11 @@ struct nodefeature {
 	struct kapi *k;
 	struct kapi_informer *inf; /* NULL: not following */
 	char *ns, *node, *pod, *name;
-	json_t *owners;       /* the ownerReferences we write; NULL: not resolved (yet) */
-	bool owners_final;    /* resolved, or failed for good (no pod name, the pod or its RBAC rule missing) */
-	json_t *last;         /* the object as our last write left it (the server's answer) */
-	char last_rv[64];     /* its resourceVersion: a watch event with another one is someone else's */
-	bool changed;         /* the object changed behind us since the last nodefeature_changed() */
+	json_t *owners;           /* the ownerReferences we write; NULL: not resolved (yet) */
+	bool owners_final;        /* resolved, or failed for good (no pod name, the pod or its RBAC rule missing) */
+	json_t *last;             /* the object as our last write left it (the server's answer) */
+	char last_rv[64];         /* its resourceVersion: a watch event with another one is someone else's */
+	bool changed;             /* the object changed behind us since the last nodefeature_changed() */
 	char owner_err[GERR_MAX]; /* why the owners are not known, "" when they are */
 	bool owner_err_told;
 	enum nodefeature_state seen; /* the state at the last nodefeature_changed() */
@@ -112,8 +112,8 @@ static int resolve_owners(struct nodefeature *nf)
 		return 0;
 	nf->owners = json_pack("[{s:s*, s:s, s:s*, s:s*, s:b}, {s:s, s:s, s:s, s:s*}]", "apiVersion",
 			       str_at(ds, "apiVersion", NULL), "kind", "DaemonSet", "name", str_at(ds, "name", NULL),
-			       "uid", str_at(ds, "uid", NULL), "controller", 1, "apiVersion", "v1", "kind", "Pod", "name",
-			       nf->pod, "uid", str_at(pod, "metadata", "uid"));
+			       "uid", str_at(ds, "uid", NULL), "controller", 1, "apiVersion", "v1", "kind", "Pod",
+			       "name", nf->pod, "uid", str_at(pod, "metadata", "uid"));
 	return nf->owners ? 0 : -ENOMEM;
 }
 
@@ -137,11 +137,13 @@ int nodefeature_open(const struct nodefeature_options *o, struct nodefeature **r
 	if (r < 0)
 		return r == -ENOENT ? -EINVAL : r; /* configured, and what it names is missing */
 	if (!o->node_name || !o->node_name[0])
-		return gerr_set(err, EINVAL,
-				"the NodeFeature API needs this node's name: set NODE_NAME (the chart sets it from "
-				"spec.nodeName) or --node-name, or give --use-node-feature-api=false for the feature file");
+		return gerr_set(
+		    err, EINVAL,
+		    "the NodeFeature API needs this node's name: set NODE_NAME (the chart sets it from "
+		    "spec.nodeName) or --node-name, or give --use-node-feature-api=false for the feature file");
 	if (!o->ns || !o->ns[0])
-		return gerr_set(err, EINVAL, "the NodeFeature API needs the pod's namespace: set NAMESPACE or --namespace");
+		return gerr_set(err, EINVAL,
+				"the NodeFeature API needs the pod's namespace: set NAMESPACE or --namespace");
 	if (!(nf->ns = strdup(o->ns)) || !(nf->node = strdup(o->node_name)) ||
 	    (o->pod_name && o->pod_name[0] && !(nf->pod = strdup(o->pod_name))) ||
 	    asprintf(&nf->name, NAME_PREFIX "%s", o->node_name) < 0) {
@@ -230,8 +232,8 @@ static json_t *labels_json(const struct label_set *s)
 static int own_fields(struct nodefeature *nf, json_t *obj, json_t *labels)
 {
 	json_t *meta = json_object_get(obj, "metadata");
-	json_t *spec = json_pack("{s:{s:{}, s:{}, s:{}}, s:O}", "features", "flags", "attributes", "instances", "labels",
-				 labels);
+	json_t *spec =
+	    json_pack("{s:{s:{}, s:{}, s:{}}, s:O}", "features", "flags", "attributes", "instances", "labels", labels);
 
 	if (!spec || json_object_set_new(obj, "spec", spec) < 0 ||
 	    json_object_set_new(meta, "labels", json_pack("{s:s}", NODE_NAME_LABEL, nf->node)) < 0)
@@ -304,8 +306,8 @@ static int write_object(struct nodefeature *nf, json_t *cur, json_t *labels, str
 		obj = json_deep_copy(cur);
 		json_object_del(obj, "status");
 	} else {
-		obj = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "nfd.k8s-sigs.io/v1alpha1", "kind", "NodeFeature",
-				"metadata", "name", nf->name, "namespace", nf->ns);
+		obj = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "nfd.k8s-sigs.io/v1alpha1", "kind",
+				"NodeFeature", "metadata", "name", nf->name, "namespace", nf->ns);
 	}
 	if (!obj || own_fields(nf, obj, labels) < 0)
 		return -ENOMEM;
