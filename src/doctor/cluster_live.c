@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What the cluster says, from the API server instead of --pods/--node/--events dumps
- * (docs/reference/cluster-events.md §6): this node (GET, or an informer on its name), the pods bound
+ * (docs/reference/cluster-events.md §7): this node (GET, or an informer on its name), the pods bound
  * to it (fieldSelector spec.nodeName: the API server answers from its watch cache's index) and the
  * GPU Operator's own pod wherever it runs (labelSelector app=gpu-operator: whether the Operator is in
  * the cluster at all), and the events of the pods here that do not run well (one LIST per pod,
@@ -90,8 +90,8 @@ static const struct kapi_resource *resource_of(size_t i)
 
 int doctor_api_open(const struct doctor_options *o, bool follow, struct doctor_api **ret, struct gerr *err)
 {
-	const struct kapi_options ko = {
-	    .kubeconfig = o->kubeconfig && o->kubeconfig[0] ? o->kubeconfig : NULL, .timeout_s = TIMEOUT_S};
+	const struct kapi_options ko = {.kubeconfig = o->kubeconfig && o->kubeconfig[0] ? o->kubeconfig : NULL,
+					.timeout_s = TIMEOUT_S};
 	_cleanup_(doctor_api_closep) struct doctor_api *a = NULL;
 	int r;
 
@@ -239,13 +239,14 @@ static int load_events(struct doctor_api *a, const json_t *pods, json_t **ret, s
 
 static void api_failed(struct doctor_ctx *c, const char *what, const struct gerr *err)
 {
-	doctor_evidence(doctor_report_once(c, "input.api-failed", DOCTOR_WARN, LINK_ALLOC,
-					   "give the doctor's ServiceAccount read access to nodes, pods and events "
-					   "(the chart's doctor.readCluster does), or dump them: kubectl get pods -A -o json "
-					   "> pods.json, and --pods/--node/--events",
-					   "the API server did not give what the cluster says about this node; "
-					   "those facts are not checked"),
-			"%s: %s", what, err->msg);
+	doctor_evidence(
+	    doctor_report_once(c, "input.api-failed", DOCTOR_WARN, LINK_ALLOC,
+			       "give the doctor's ServiceAccount read access to nodes, pods and events "
+			       "(the chart's doctor.readCluster does), or dump them: kubectl get pods -A -o json "
+			       "> pods.json, and --pods/--node/--events",
+			       "the API server did not give what the cluster says about this node; "
+			       "those facts are not checked"),
+	    "%s: %s", what, err->msg);
 }
 
 int doctor_api_load(struct doctor_ctx *c)

@@ -20,8 +20,8 @@
 #define BACKOFF_MS    1000                   /* after a failure, doubling */
 #define BACKOFF_MAXMS 60000
 #define EVENT_NS      "default" /* a Node's events (see send_event()) */
-#define MAX_FAULTS    256 /* GPUs and MIG instances of one node, with room */
-#define MAX_QUEUED    64  /* events waiting for the API server; older ones give way */
+#define MAX_FAULTS    256       /* GPUs and MIG instances of one node, with room */
+#define MAX_QUEUED    64        /* events waiting for the API server; older ones give way */
 /* events: a burst of 10, then one a minute (client-go's recorder spam filter: 25, one per 5 minutes) */
 #define EVENT_BURST 10
 #define EVENT_QPS   (1.0 / 60)
@@ -113,7 +113,8 @@ static void fault_reason(const struct fault *f, char *buf, size_t size)
 /* "GPU 3 GPU-..." or "GPU 3 GPU-... MIG 1/0" */
 static void fault_where(const struct fault *f, char *buf, size_t size)
 {
-	int n = f->index >= 0 ? snprintf(buf, size, "GPU %d %s", f->index, f->uuid) : snprintf(buf, size, "GPU %s", f->uuid);
+	int n = f->index >= 0 ? snprintf(buf, size, "GPU %d %s", f->index, f->uuid)
+			      : snprintf(buf, size, "GPU %s", f->uuid);
 
 	if (f->gi >= 0 && n > 0 && (size_t)n < size)
 		snprintf(buf + n, size - (size_t)n, f->ci >= 0 ? " MIG %d/%d" : " MIG %d", f->gi, f->ci);
@@ -141,7 +142,8 @@ static void compose(const struct node_health_reporter *nh, struct node_health_ve
 			worst = &nh->faults[i];
 	}
 	fault_reason(worst, v->reason, sizeof(v->reason));
-	len = (size_t)snprintf(v->message, sizeof(v->message), "%zu of %zu GPUs unhealthy:", gpus, MAX(gpus, nh->n_gpus));
+	len =
+	    (size_t)snprintf(v->message, sizeof(v->message), "%zu of %zu GPUs unhealthy:", gpus, MAX(gpus, nh->n_gpus));
 	for (size_t i = 0; i < nh->n_faults && len < sizeof(v->message); i++) {
 		char where[160];
 
@@ -160,7 +162,7 @@ void node_health_verdict(struct node_health_reporter *nh, struct node_health_ver
 
 /* Queue an event (under lock), within the rate limit; the oldest gives way when the queue is full. */
 static void queue_event(struct node_health_reporter *nh, bool warning, const char *reason, const char *fmt, ...)
-	_printf_(4, 5);
+    _printf_(4, 5);
 static void queue_event(struct node_health_reporter *nh, bool warning, const char *reason, const char *fmt, ...)
 {
 	struct timespec ts;
@@ -212,7 +214,8 @@ void node_health_note(struct node_health_reporter *nh, const struct node_health_
 				continue;
 			}
 			fault_where(&nh->faults[i], where, sizeof(where));
-			queue_event(nh, false, "GPUHealthy", "%s is healthy again (was: %s)", where, nh->faults[i].reason);
+			queue_event(nh, false, "GPUHealthy", "%s is healthy again (was: %s)", where,
+				    nh->faults[i].reason);
 			nh->faults[i] = nh->faults[--nh->n_faults];
 			changed = true;
 		}
@@ -225,7 +228,8 @@ void node_health_note(struct node_health_reporter *nh, const struct node_health_
 		if (!f && nh->n_faults < MAX_FAULTS)
 			f = &nh->faults[nh->n_faults++];
 		if (f && (f->kind != n->kind || f->xid != n->xid || !streq(f->uuid, n->uuid))) {
-			*f = (struct fault){.index = n->index, .gi = n->gi, .ci = n->ci, .kind = n->kind, .xid = n->xid};
+			*f =
+			    (struct fault){.index = n->index, .gi = n->gi, .ci = n->ci, .kind = n->kind, .xid = n->xid};
 			snprintf(f->uuid, sizeof(f->uuid), "%s", n->uuid);
 			snprintf(f->reason, sizeof(f->reason), "%s", n->reason ? n->reason : "");
 			fault_where(f, where, sizeof(where));
@@ -288,13 +292,15 @@ static void failed(struct node_health_reporter *nh, const char *what, int r, con
 	if (streq(nh->last_error, err->msg))
 		return;
 	snprintf(nh->last_error, sizeof(nh->last_error), "%s", err->msg);
-	log_warn(refused(r) ? "Cannot report GPU health on the Node; not sent" : "Cannot report GPU health on the Node; retrying",
+	log_warn(refused(r) ? "Cannot report GPU health on the Node; not sent"
+			    : "Cannot report GPU health on the Node; retrying",
 		 "node=%s what=\"%s\" error=\"%s\"", nh->node, what, err->msg);
 }
 
 static int open_client(struct node_health_reporter *nh)
 {
-	const struct kapi_options ko = {.kubeconfig = nh->kubeconfig, .timeout_s = TIMEOUT_S, .field_manager = COMPONENT};
+	const struct kapi_options ko = {
+	    .kubeconfig = nh->kubeconfig, .timeout_s = TIMEOUT_S, .field_manager = COMPONENT};
 	struct gerr err = {0};
 	int r;
 
@@ -305,8 +311,8 @@ static int open_client(struct node_health_reporter *nh)
 		return r;
 	if (r < 0) {
 		/* no API server to talk to, a kubeconfig we refuse, no libcurl: asking again will not help */
-		log_error("--node-health: no client for the API server; GPU health stays on this node", "node=%s error=\"%s\"",
-			  nh->node, err.msg);
+		log_error("--node-health: no client for the API server; GPU health stays on this node",
+			  "node=%s error=\"%s\"", nh->node, err.msg);
 		nh->disabled = true;
 		return r;
 	}
@@ -360,10 +366,10 @@ static int apply_condition(struct node_health_reporter *nh, const struct node_he
 	rfc3339(time(NULL), now, sizeof(now));
 	if (!nh->have_status || nh->status != v->healthy)
 		snprintf(nh->transition, sizeof(nh->transition), "%s", now);
-	patch = json_pack("{s:s, s:s, s:{s:s}, s:{s:[{s:s, s:s, s:s, s:s, s:s, s:s}]}}", "apiVersion", "v1", "kind", "Node",
-			  "metadata", "name", nh->node, "status", "conditions", "type", CONDITION, "status",
-			  v->healthy ? "True" : "False", "reason", v->reason, "message", v->message, "lastHeartbeatTime",
-			  now, "lastTransitionTime", nh->transition);
+	patch = json_pack("{s:s, s:s, s:{s:s}, s:{s:[{s:s, s:s, s:s, s:s, s:s, s:s}]}}", "apiVersion", "v1", "kind",
+			  "Node", "metadata", "name", nh->node, "status", "conditions", "type", CONDITION, "status",
+			  v->healthy ? "True" : "False", "reason", v->reason, "message", v->message,
+			  "lastHeartbeatTime", now, "lastTransitionTime", nh->transition);
 	if (!patch)
 		return -ENOMEM;
 	r = kapi_patch(nh->k, &kapi_nodes, NULL, nh->node, "status", KAPI_APPLY_FORCE, patch, NULL, &err);
@@ -372,8 +378,9 @@ static int apply_condition(struct node_health_reporter *nh, const struct node_he
 		return r;
 	}
 	if (!nh->have_status || nh->status != v->healthy)
-		log_emit(v->healthy ? LOG_LVL_INFO : LOG_LVL_WARN, "Node condition set", "node=%s condition=" CONDITION
-			 " status=%s reason=%s message=\"%s\"", nh->node, v->healthy ? "True" : "False", v->reason, v->message);
+		log_emit(v->healthy ? LOG_LVL_INFO : LOG_LVL_WARN, "Node condition set",
+			 "node=%s condition=" CONDITION " status=%s reason=%s message=\"%s\"", nh->node,
+			 v->healthy ? "True" : "False", v->reason, v->message);
 	nh->have_status = true;
 	nh->status = v->healthy;
 	return 0;
@@ -382,7 +389,7 @@ static int apply_condition(struct node_health_reporter *nh, const struct node_he
 /*
  * An Event on the Node, as client-go's recorder makes one (NAME.<hex>, namespace default: the API takes
  * the event of a cluster-scoped object only there, or in kube-system with an eventTime; docs/reference/
- * device-plugin.md §4.3).
+ * device-plugin.md §4.2).
  */
 static int send_event(struct node_health_reporter *nh, const struct event *e)
 {
@@ -393,14 +400,15 @@ static int send_event(struct node_health_reporter *nh, const struct event *e)
 	int r;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(name, sizeof(name), "%s.%llx", nh->node, (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec);
+	snprintf(name, sizeof(name), "%s.%llx", nh->node,
+		 (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec);
 	rfc3339(e->at, at, sizeof(at));
 	ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s, s:s}, s:s, s:s, s:i, "
 		       "s:s, s:s}",
 		       "apiVersion", "v1", "kind", "Event", "metadata", "name", name, "namespace", EVENT_NS,
 		       "involvedObject", "apiVersion", "v1", "kind", "Node", "name", nh->node, "uid", nh->uid, "reason",
-		       e->reason, "message", e->message, "type", e->warning ? "Warning" : "Normal", "source", "component",
-		       COMPONENT, "host", nh->node, "firstTimestamp", at, "lastTimestamp", at, "count", 1,
+		       e->reason, "message", e->message, "type", e->warning ? "Warning" : "Normal", "source",
+		       "component", COMPONENT, "host", nh->node, "firstTimestamp", at, "lastTimestamp", at, "count", 1,
 		       "reportingComponent", COMPONENT, "reportingInstance", nh->node);
 	if (!ev)
 		return -ENOMEM;
@@ -411,8 +419,8 @@ static int send_event(struct node_health_reporter *nh, const struct event *e)
 }
 
 /* One round with the lock released: the condition (when it changed) and the queued events. */
-static int report(struct node_health_reporter *nh, uint64_t version, const struct node_health_verdict *v, struct event *ev,
-		  size_t *n_ev)
+static int report(struct node_health_reporter *nh, uint64_t version, const struct node_health_verdict *v,
+		  struct event *ev, size_t *n_ev)
 {
 	int r = open_client(nh);
 
@@ -446,7 +454,8 @@ static void *run(void *arg)
 		uint64_t version;
 		int r;
 
-		while (!nh->stop && (nh->disabled || !nh->gpus_known || (nh->version == nh->applied && !nh->n_events && !n_ev))) {
+		while (!nh->stop &&
+		       (nh->disabled || !nh->gpus_known || (nh->version == nh->applied && !nh->n_events && !n_ev))) {
 			pthread_cond_wait(&nh->cond, &nh->lock);
 		}
 		while (!nh->stop && backoff && pthread_cond_timedwait(&nh->cond, &nh->lock, &due) != ETIMEDOUT)
@@ -454,7 +463,8 @@ static void *run(void *arg)
 		if (nh->stop)
 			break;
 		if (nh->dropped) {
-			log_warn("Node events not sent: over the rate limit", "node=%s dropped=%u", nh->node, nh->dropped);
+			log_warn("Node events not sent: over the rate limit", "node=%s dropped=%u", nh->node,
+				 nh->dropped);
 			nh->dropped = 0;
 		}
 		/* take the new events after the ones still unsent, within the bound */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * GPU health on the Node object (--node-health; docs/reference/device-plugin.md §4.3): the condition
+ * GPU health on the Node object (--node-health; docs/reference/device-plugin.md §4.2): the condition
  * GPUHealthy (True while every GPU is healthy; False with the worst fault's class as its reason, e.g.
  * XID79, ECCUncorrectable, GPULost, and every unhealthy GPU's index and UUID in its message), written
  * by server-side apply on nodes/NAME/status under our own field manager so kubelet's conditions stay
