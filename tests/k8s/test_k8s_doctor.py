@@ -96,6 +96,27 @@ def waiting(st):
     return "", ""
 
 
+def start_server(node):
+    """`gpulet doctor --serve-metrics` as in the chart's pod: in-cluster, its informers on the node and the
+    pods bound to it (doctor/cluster_live.c)."""
+    env = node.plugin_env()
+    env = dict(node.in_cluster, FAKE_NVML_FIXTURE=env["FAKE_NVML_FIXTURE"], FAKE_NVML_EVENTS=env["FAKE_NVML_EVENTS"],
+               NODE_NAME=NODE_NAME)
+    node.spawn("doctor-serve", [GPULET, "doctor", "--root", node.root, "--live", "--nvml-library", FAKE_NVML_LIB,
+                                "--runtime-class", "", "--serve-metrics", "127.0.0.1:19402", "--interval", "300",
+                                "--recheck-delay", "1"], env=env)
+    node.wait("the doctor's server following the cluster", lambda: "Following this node and its pods" in
+              node.log_tail("doctor-serve", 20000) and "gpulet_doctor" in served_metrics(node), timeout=60,
+              proc="doctor-serve")
+    check('id="input.api-failed"' not in served_metrics(node), "the server: %s" % served_metrics(node)[:2000])
+
+
+def served_metrics(node):
+    p = subprocess.run(node.ns(["curl", "-sS", "--max-time", "5", "http://127.0.0.1:19402/metrics"]),
+                       capture_output=True, text=True, timeout=30)
+    return p.stdout
+
+
 def spec_deleted(node):
     path = os.path.join(node.cdi_dir, "k8s.device-plugin.nvidia.com-gpu.json")
     os.unlink(path)
@@ -106,6 +127,12 @@ def spec_deleted(node):
     print("PASS the spec deleted: the pod sits in %s: %s" % (reason, msg[:200]))
     node.wait("the Failed event of pod nospec", lambda: "unresolvable CDI devices" in
               node.kubectl("get", "events", "-A", "-o", "json")[1], timeout=30)
+    # the doctor's server in-cluster: its informers saw the GPU pod fail, it walked again and read the
+    # pod's events from the API server
+    node.wait("the doctor's server to report events.runtime-failed", lambda: 'id="events.runtime-failed"' in
+              served_metrics(node), timeout=60, proc="doctor-serve")
+    print("PASS the doctor's server (in-cluster, following the node and its pods) walked again and reports "
+          "events.runtime-failed")
     rc, fails = doctor(node)
     print("doctor with the spec deleted: rc %d, root cause %s\n%s\nwarnings:\n%s"
           % (rc, node.root_cause, show(fails), show(node.doctor_warnings)))
@@ -149,6 +176,7 @@ def test_doctor():
     with RbacNode() as node:
         node.start(("--device-list-strategy=cdi-cri", "--mig-strategy=none"), gpus="8")
         node.in_cluster = in_cluster(node, "doctor")
+        start_server(node)
         node.start_pod("holder", "true", {"nvidia.com/gpu": "1"})
         rc, fails = doctor(node)
         check(rc == 0 and not fails, "doctor on the healthy node: rc %d\n%s" % (rc, show(fails)))
@@ -157,6 +185,7 @@ def test_doctor():
         spec_deleted(node)
         cdi_disabled(node)
 
+        node.stop_proc("doctor-serve")
         node.stop_plugin()
         rc, fails = doctor(node)
         # also failed today, wrongly: alloc.held-by-terminated-pod (the deleted pod nocdi's GPU, which
