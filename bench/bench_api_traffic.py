@@ -6,7 +6,8 @@ account for it (tests/k8s/chartapi.py) and run alone, so that the API server's o
 (apiserver_request_total, apiserver_response_sizes, apiserver_watch_events_sizes on the consumer's
 resources) are its traffic:
 
-  * `gpulet plugin --node-health` on the fake dgx-a100 (serving without kubelet): GPUs healthy;
+  * `gpulet plugin --node-health` on the fake dgx-a100 (serving without kubelet): GPUs healthy; and the
+    same plugin without it, the floor of its memory (VmRSS and PSS of each, read in the window);
   * `gpulet labels` with the NodeFeature object, GFD's default timestamp label (a new value each pass:
     one write a pass, as GFD) and with --no-timestamp (nothing changes: nothing is written);
   * `gpulet doctor --serve-metrics` reading the cluster (its node, 10 running pods bound to it, one
@@ -79,13 +80,23 @@ def measure(cp, name, argv, env, resources, seconds):
     t.start()
     time.sleep(seconds)
     m1 = metrics(cp, resources)
+    rss = memory(p.pid)  # nsenter runs gpulet in its own place (exec, no fork)
     t.join()
     p.terminate()
     p.wait(30)
     alive = p.returncode in (0, -15)
     return {"name": name, "startup_requests": m0[0] - m_start[0], "requests": m1[0] - m0[0],
             "bytes": (m1[1] - m0[1]) + (m1[2] - m0[2]), "floor_bytes": fl.get("bytes", 0), "exit": p.returncode,
-            "ok": alive}
+            "ok": alive, "rss_kib": rss[0], "pss_kib": rss[1]}
+
+
+def memory(pid):
+    """(VmRSS, Pss) in KiB of a running process."""
+    with open("/proc/%d/status" % pid) as f:
+        rss = int(next(line for line in f if line.startswith("VmRSS:")).split()[1])
+    with open("/proc/%d/smaps_rollup" % pid) as f:
+        pss = int(next(line for line in f if line.startswith("Pss:")).split()[1])
+    return rss, pss
 
 
 def pods(cp):
@@ -120,7 +131,10 @@ def main():
                    NAMESPACE=NS)
         env.pop("KUBECONFIG", None)
         common = ["--root", root, "--nvml-library", FAKE_NVML_LIB]
+        plugin = [GPULET, "plugin", *common, "--driver-root", root, "--kubelet-socket", "", "--device-plugin-path",
+                  os.path.join(tmp, "dp"), "--device-list-strategy", "envvar"]
         runs = [
+            ("plugin (node health off: the floor)", plugin, {"nodes", "events"}),
             ("plugin --node-health", [GPULET, "plugin", *common, "--driver-root", root, "--kubelet-socket", "",
                                       "--device-plugin-path", os.path.join(tmp, "dp"), "--device-list-strategy",
                                       "envvar", "--node-health", "--kubeconfig", kc["device-plugin"]],
@@ -138,12 +152,18 @@ def main():
     per_min = lambda v: v * 60.0 / seconds  # noqa: E731
     print("one node's gpulet against kube-apiserver 1.34, each consumer alone, steady state over %d s after %d s "
           "of start-up; floor: one idle curl watch (bookmarks) in the same window" % (seconds, WARMUP_S))
-    print("%-40s %10s %14s %12s %12s %8s" % ("", "start req", "requests/min", "bytes/min", "floor B/min", "ratio"))
+    print("%-40s %9s %12s %10s %11s %6s %9s %9s" % ("", "start req", "requests/min", "bytes/min", "floor B/min",
+                                                  "ratio", "RSS KiB", "PSS KiB"))
     for r in results:
         fb = per_min(r["floor_bytes"])
-        print("%-40s %10.0f %14.2f %12.0f %12.0f %8.2f%s" % (
+        print("%-40s %9.0f %12.2f %10.0f %11.0f %6.2f %9d %9d%s" % (
             r["name"], r["startup_requests"], per_min(r["requests"]), per_min(r["bytes"]), fb,
-            per_min(r["bytes"]) / fb if fb else float("nan"), "" if r["ok"] else "  (exited %s)" % r["exit"]))
+            per_min(r["bytes"]) / fb if fb else float("nan"), r["rss_kib"], r["pss_kib"],
+            "" if r["ok"] else "  (exited %s)" % r["exit"]))
+    off, on = results[0], results[1]
+    print("plugin memory with --node-health: RSS %+d KiB (%.2fx the floor's), PSS %+d KiB: the API client (libcurl, "
+          "OpenSSL) and its thread" % (on["rss_kib"] - off["rss_kib"], on["rss_kib"] / off["rss_kib"],
+                                       on["pss_kib"] - off["pss_kib"]))
     print("(requests and bytes as the API server counts them on the consumer's resources: response bodies and "
           "watch events, without headers and TLS; the floor's are its stream's body)")
 
