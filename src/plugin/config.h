@@ -114,6 +114,7 @@ struct plugin_config {
 	int64_t rescan_interval; /* ns */
 	int64_t health_recovery; /* ns without a new error before a recoverable GPU is healthy again */
 	char *kernel_log;        /* file followed for NVRM Xid lines; "" = <root>/dev/kmsg */
+	char *cdi_spec_dir;      /* where specs are written, as this process sees it; "" = <root>/var/run/cdi */
 	/* sharing.* from the file */
 	enum sharing_strategy sharing;
 	bool rename_by_default;
