@@ -20,6 +20,7 @@ int cmd_exporter(int argc, char **argv);
 int cmd_labels(int argc, char **argv);
 int cmd_cdihook(int argc, char **argv);
 int cmd_dra(int argc, char **argv);
+int cmd_entrypoint(int argc, char **argv);
 
 /*
  * Block SIGTERM and SIGINT (set gets them) in this thread and every thread it starts, so that a
