@@ -23,7 +23,13 @@ start (never exercised here). Where a GPU is needed a stand-in nvidia-smi record
   * a daemon that hangs is not ready (1 s probe timeout), and is used once it answers;
   * a start that fails after the GPUs were switched to EXCLUSIVE_PROCESS switches them back;
   * --driver-root is read below --root once, where the plugin reads it (no <root><root> path);
-  * mount-shm: a tmpfs of half MemTotal with upstream's options (when this machine lets us mount).
+  * mount-shm: a tmpfs of half MemTotal with upstream's options (when this machine lets us mount);
+  * in a pid namespace of its own (a pod without hostPID) the real control daemon starts, takes the
+    limits and answers the plugin, which runs in another pid namespace (docs/reference/helm-chart.md:
+    what needs host PIDs is the MPS server a CUDA client makes the daemon start, never run here);
+  * SELinux (upstream's setSELinuxContext): with <root>/sys/fs/selinux the pipe dir carries the label
+    system_u:object_r:container_file_t:s0 (security.selinux, read back by the test) before the real
+    control daemon starts in it; without, it carries none and the log says SELinux is off.
 """
 import os
 import re
@@ -77,9 +83,9 @@ class Mps:
         self.log_path = os.path.join(h.tmp, "mps.log")
         self.proc = None
 
-    def start(self, nvml=("--nvml-library", FAKE_NVML_LIB), env=None):
+    def start(self, nvml=("--nvml-library", FAKE_NVML_LIB), env=None, wrap=()):
         self.log = open(self.log_path, "a")
-        self.proc = subprocess.Popen([GPULET, "mps-control-daemon", "--root", self.h.root, *nvml,
+        self.proc = subprocess.Popen([*wrap, GPULET, "mps-control-daemon", "--root", self.h.root, *nvml,
                                       "--config-file", self.config, "--mps-root", MPS_ROOT],
                                      stdout=self.log, stderr=subprocess.STDOUT, env=self.h.plugin_env(env))
 
@@ -126,7 +132,10 @@ class Mps:
             self.proc.kill()
             self.proc.wait()
         for pid in self.daemon_pids():
-            os.kill(pid, signal.SIGKILL)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:  # a pid namespace's daemons die with its first process
+                pass
 
 
 def with_mps(smi):
@@ -216,6 +225,53 @@ def test_mps_fail_safe(h, m):
     h.wait_log(r'msg="Waiting for the MPS control daemon; advertising no devices for this resource"[^\n]*'
                r'\.ready: No such file')
     h.check_alive()
+
+
+@with_mps("standin")
+def test_mps_pid_namespace(h, m):
+    wrap = ("unshare", "--pid", "--fork", "--mount-proc", "--kill-child")
+    if subprocess.run([*wrap, "true"], capture_output=True).returncode != 0:
+        print("note: no pid namespace can be made here; nothing to check")
+        return
+    h.start_standin()
+    mark = h.start_plugin("--config-file", m.config, "--mps-root", MPS_ROOT, wait_resources=())
+    m.start(wrap=wrap)
+    m.wait_log(r'msg="MPS control daemons ready" root=%s daemons=1' % re.escape(m.root))
+    (pid,) = m.daemon_pids()
+    with open("/proc/%d/status" % pid) as f:
+        nspid = next(x.split()[1:] for x in f if x.startswith("NSpid:"))
+    check(len(nspid) == 2, "the control daemon is not in a pid namespace of its own: NSpid %s" % nspid)
+    # the plugin (this machine's pid namespace) asks it, and advertises the replicas
+    h.wait_list("nvidia.com/gpu", start=mark, pred=lambda d: len(d) == 16, timeout=15)
+    check(m.ask("get_default_active_thread_percentage\n") == (0, "25.0"), "limits from another pid namespace")
+    print("PASS the real control daemon in a pid namespace of its own (pid %s there): ready, limits set, "
+          "the plugin outside it advertises 16 replicas" % nspid[1])
+
+
+def selinux_label(path):
+    try:
+        return os.getxattr(path, "security.selinux", follow_symlinks=False).rstrip(b"\0").decode()
+    except OSError:
+        return None
+
+
+@with_mps("standin")
+def test_mps_selinux_relabel(h, m):
+    m.start()
+    m.wait_log(r'msg="MPS control daemons ready" root=%s daemons=1' % re.escape(m.root))
+    check('msg="SELinux disabled, not updating context" path=%s' % m.pipe in m.text(), "no word on SELinux")
+    check(selinux_label(m.pipe) is None, "labelled without SELinux: %r" % selinux_label(m.pipe))
+    check(m.stop() == 0, "SIGTERM exit code")
+    os.makedirs(os.path.join(h.root, "sys/fs/selinux"))
+    at = len(m.text())
+    m.start()
+    m.wait_log(r'msg="MPS control daemons ready" root=%s daemons=1' % re.escape(m.root), after=at)
+    check('msg="SELinux enabled, setting context" path=%s context=system_u:object_r:container_file_t:s0' % m.pipe
+          in m.text()[at:], "no relabel said: %s" % m.text()[at:])
+    check(selinux_label(m.pipe) == "system_u:object_r:container_file_t:s0", "pipe dir label %r" % selinux_label(m.pipe))
+    # the real daemon made its pipes in the labelled dir, and answers there
+    check(m.ask("get_default_active_thread_percentage\n") == (0, "25.0"), "daemon in the labelled dir")
+    check(m.stop() == 0, "SIGTERM exit code")
 
 
 @with_mps("standin")
@@ -380,6 +436,8 @@ test_mps_mount_shm.harness_args = {"fixture": "pcie-4gpu"}
 if __name__ == "__main__":
     run(test_mps_real_nvidia_smi_without_gpu)
     run(test_mps_fail_safe)
+    run(test_mps_selinux_relabel)
+    run(test_mps_pid_namespace)
     run(test_mps_bad_reload_keeps_daemons)
     run(test_mps_hung_daemon)
     run(test_mps_failed_start_sets_mode_back)
