@@ -116,6 +116,9 @@ if [ "sha256:$old" != "$config" ]; then
 	[ -z "$old" ] || podman rmi --force "$old" >/dev/null 2>&1 || true
 fi
 podman tag "$image:$version" "gpulet:$version"
+# the OCI layout as one tar too (BUILD/image/oci.tar): what containerd imports (tests/k8s), whatever the
+# podman store holds by then
+tar -C "$out/oci" --sort=name --numeric-owner --owner=0 --group=0 --mtime="@$sde" -cf "$out/oci.tar" .
 rm -rf "$root" "$out/rootfs.tar" "$out/oci"
 size=$(podman image inspect --format '{{.Size}}' "$image:$version")
 printf '%s\n' "$image:$version" >"$out/tag"
