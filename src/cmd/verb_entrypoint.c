@@ -236,10 +236,23 @@ static int run_operator_plugin(void)
 {
 	_cleanup_free_ char *text = NULL;
 	static char *none[] = {NULL};
+	const char *host_root = getenv("HOST_ROOT");
 	struct operator_script s;
 	struct gerr err = {0};
 	size_t len;
 
+	/*
+	 * hostPaths.rootFS: the Operator mounts that host dir at /host and the validator names host paths below
+	 * it, which gpulet (reading host path P at /host/P) cannot map back (controllers/object_controls.go
+	 * transformHostRootVolume; docs/reference/operator.md §4)
+	 */
+	if (host_root && *host_root && !streq(host_root, "/")) {
+		fprintf(stderr,
+			"gpulet entrypoint: HOST_ROOT=%s: the ClusterPolicy's hostPaths.rootFS is not supported yet "
+			"(gpulet reads the host's / at /host); unset it\n",
+			host_root);
+		return 1;
+	}
 	if (read_file(OPERATOR_SCRIPT, OPERATOR_SCRIPT_MAX, &text, &len, &err) < 0 ||
 	    operator_script_check(text, len, OPERATOR_SCRIPT, &s, &err) < 0) {
 		fprintf(stderr,
