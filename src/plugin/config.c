@@ -299,6 +299,14 @@ static const struct optspec config_opts[] = {
      .env = {"KUBECONFIG"},
      FP(kubeconfig),
      .help = "kubeconfig for --node-health (default: the pod's service account)"},
+    /* gpulet: the GPU Operator mounts the host's / read-only at /host and the spec dir at /var/run/cdi
+     * (docs/reference/operator.md §3): the one write that is not below --root */
+    {.name = "cdi-spec-dir",
+     .kind = OPT_PATH,
+     .arg = "DIR",
+     .env = {"GPULET_CDI_SPEC_DIR"},
+     FP(cdi_spec_dir),
+     .help = "dir the CDI specs are written to, as this process sees it (default: <root>/var/run/cdi)"},
     LOG_OPT_LEVEL(offsetof(struct plugin_config, log_level)),
     /* gpulet: command line only */
     {.name = "print-config", .kind = OPT_SET, F(print_config), .help = "print the effective config as JSON and exit"},

@@ -188,6 +188,10 @@ def check_security(name, pod, c, values, verb):
     if verb in PRIVILEGED:
         check(sc.get("privileged") is True and sc.get("readOnlyRootFilesystem") is True,
               "%s: privileged with a read-only root" % name)
+        # the MPS server needs host PIDs (docs/reference/helm-chart.md §2): mps.enableHostPID, default true
+        want = (values.get("mps") or {}).get("enableHostPID", True) is not False
+        check(bool(pod.get("hostPID")) == want and not pod.get("hostIPC"),
+              "%s: hostPID %r, hostIPC %r (mps.enableHostPID %r)" % (name, pod.get("hostPID"), pod.get("hostIPC"), want))
         return
     check(not sc.get("privileged"), "%s: privileged" % name)
     check(sc.get("allowPrivilegeEscalation") is False, "%s: allowPrivilegeEscalation must be false" % name)
@@ -480,6 +484,7 @@ def test_matrix():
                 "gfd": {"enabled": True, "sleepInterval": "30s", "noTimestamp": True},
                 "config": {"name": "my-plugin-config", "default": "config.yaml"},
                 "nodeSelector": {"nvidia.com/gpu.present": "true"}, "tolerations": [], "affinity": None,
+                "mps": {"enableHostPID": False},
                 "priorityClassName": "", "resources": {}, "runtimeClassName": "nvidia",
                 "image": {"repository": "registry.example/gpulet", "tag": "dev"}}
     everything = {"gfd": {"enabled": True}, "exporter": {"kubernetesVirtualGPUs": True, "port": 9500},
