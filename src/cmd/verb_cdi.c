@@ -197,11 +197,13 @@ static const struct optspec validate_opts[] = {
 };
 
 static const struct cmd_verb validate_verb =
-    CMD_VERB("cdi validate", "[FILE...] [OPTIONS]", validate_opts,
-	     "gpulet cdi validate --runtime podman-4.3 /etc/cdi/nvidia.yaml",
+    CMD_VERB("cdi validate", "[FILE|DIR...] [OPTIONS]", validate_opts,
+	     "gpulet cdi validate --runtime podman-4.3 /etc/cdi/nvidia.yaml /var/run/cdi",
 	     .about = "Check CDI specs as the CDI spec and real runtimes read them: syntax, cdiVersion, kind and\n"
 		      "device names, field types, devices defined twice, host paths that do not exist, files the\n"
-		      "runtime user cannot read. Without FILE and --dir, checks /etc/cdi and /var/run/cdi.",
+		      "runtime user cannot read. A DIR is a spec dir, read as a runtime reads one (its *.json and\n"
+		      "*.yaml in name order), after the --dir ones. Without FILE, DIR and --dir, checks /etc/cdi\n"
+		      "and /var/run/cdi.",
 	     .notes = validate_notes,
 	     .footer = "Exit status: 0 when no errors (warnings allowed), 1 otherwise, 2 usage.", .operands = true);
 
@@ -466,11 +468,42 @@ static void print_report(const struct cdi_report *rep)
 	       rep->n_problems - rep->n_errors == 1 ? "" : "s");
 }
 
+/*
+ * A DIR operand is a spec dir, scanned as a runtime scans it, after the --dir ones (a later one wins).
+ * Operands are read as given, files and dirs alike, so with --root a dir must name a path under it,
+ * which is then handed on as --dir takes it: absolute, below the root.
+ */
+static int add_dir_operand(struct cdi_cli *cli, const char *root, const char *dir)
+{
+	size_t n = root && !streq(root, "/") ? strlen(root) : 0;
+	struct gerr err = {0};
+
+	while (n > 0 && root[n - 1] == '/')
+		n--;
+	if (n > 0 && dir[0] == '/') {
+		if (strncmp(dir, root, n) != 0 || (dir[n] != '/' && dir[n] != 0)) {
+			fprintf(stderr,
+				"gpulet cdi validate: %s: a directory outside --root %s; give it as it is seen below "
+				"the root with --dir, or without --root\n",
+				dir, root);
+			return -EINVAL;
+		}
+		dir = dir[n] ? dir + n : "/";
+	}
+	if (add_dir(cli, dir, &err) < 0) {
+		fprintf(stderr, "gpulet cdi validate: %s\n", err.msg);
+		return -E2BIG;
+	}
+	return 0;
+}
+
 static int cdi_validate_cmd(int argc, char **argv)
 {
 	_cleanup_(cdi_report_clear) struct cdi_report rep = {0};
+	_cleanup_free_ const char **files = NULL;
 	struct cdi_cli cli = {0};
 	struct cdi_validate_options *o = &cli.val;
+	size_t n_files = 0;
 	int r = cmd_parse(&validate_verb, argc, argv, &cli);
 
 	if (r != CMD_CONTINUE)
@@ -480,8 +513,21 @@ static int cdi_validate_cmd(int argc, char **argv)
 	for (size_t i = 0; i < cli.n_dirs; i++)
 		if (check_spec_dir("validate", o->root, cli.dirs[i]) < 0)
 			return 1;
-	if (optind < argc)
-		r = cdi_validate_files((const char *const *)argv + optind, (size_t)(argc - optind), o, &rep);
+	files = calloc((size_t)(argc - optind) + 1, sizeof(*files));
+	if (!files)
+		return 1;
+	for (int i = optind; i < argc; i++) {
+		struct stat st;
+
+		if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+			if (add_dir_operand(&cli, o->root, argv[i]) < 0)
+				return EXIT_USAGE;
+		} else {
+			files[n_files++] = argv[i];
+		}
+	}
+	if (n_files > 0)
+		r = cdi_validate_files(files, n_files, o, &rep);
 	if (r >= 0 && (cli.n_dirs > 0 || optind == argc))
 		r = cdi_validate_dirs(cli.dirs, cli.n_dirs, o, &rep);
 	if (r < 0) {
