@@ -751,10 +751,20 @@ static void print_skipped(FILE *out, const struct doctor_ctx *c, const char *key
 	}
 }
 
+const struct doctor_finding *doctor_root_cause(const struct doctor_ctx *c, char *const *only, size_t n_only)
+{
+	for (int l = 0; l < _LINK_MAX; l++)
+		for (size_t k = 0; k < c->n_findings; k++)
+			if ((int)c->findings[k].link == l && c->findings[k].severity == DOCTOR_FAIL &&
+			    doctor_finding_shown(c, &c->findings[k], only, n_only))
+				return &c->findings[k];
+	return NULL;
+}
+
 /* The readable report: grouped by link in chain order, the first failure named as the root cause. */
 void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size_t n_only)
 {
-	const struct doctor_finding *root_cause = NULL;
+	const struct doctor_finding *root_cause = doctor_root_cause(c, only, n_only);
 	size_t n_fail = 0, n_warn = 0, n_ok = 0;
 
 	for (int l = 0; l < _LINK_MAX; l++)
@@ -770,13 +780,10 @@ void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size
 					fprintf(out, "                  note: %s\n", f->evidence[e]);
 				continue;
 			}
-			if (f->severity == DOCTOR_FAIL) {
+			if (f->severity == DOCTOR_FAIL)
 				n_fail++;
-				if (!root_cause)
-					root_cause = f;
-			} else {
+			else
 				n_warn++;
-			}
 			fprintf(out, "  %-9s %-5s %s: %s\n", doctor_link_name(f->link),
 				f->severity == DOCTOR_FAIL ? "FAIL" : "WARN", f->id, f->summary);
 			for (size_t e = 0; e < f->n_evidence; e++)

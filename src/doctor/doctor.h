@@ -320,6 +320,9 @@ void doctor_skip(struct doctor_ctx *c, const char *fmt, ...) _printf_(2, 3);
 
 /* {"findings":[...], "skipped":[...]}; only ids in only[] (prefix match, "cdi." or exact) when given. */
 json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_only);
+/* The root cause: the first failure in chain order among the findings shown (doctor_finding_shown); NULL when
+ * none fails. */
+const struct doctor_finding *doctor_root_cause(const struct doctor_ctx *c, char *const *only, size_t n_only);
 /* Readable report on out (cmd/ passes stdout), grouped by link in chain order; names the first failure as root cause.
  */
 void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size_t n_only);
