@@ -4,6 +4,7 @@
 #   make test   installs what is missing, builds, runs clang-tidy, every test, then again under ASan+UBSan,
 #               then a short libFuzzer run of every parser
 #   make image  the OCI image from Debian 12 packages (deploy/image/build.sh), tagged with the version
+#   make cluster-demo  gpulet on a real single-node Kubernetes with fake GPUs, left up; make cluster-demo-down
 #   make install  gpulet, gpulet-probe, gpulet-cdi-hook, the serving modules and the upstream program
 #               names under $(DESTDIR)$(PREFIX) (docs/HACKING.md section 7, "Installing")
 BUILD      ?= build
@@ -20,7 +21,7 @@ DEMO_PACKAGES := $(shell grep -v '^\#' .ci/demo-packages.txt)
 DEMO_DIR   ?= $(BUILD)/demo
 PREFIX     ?= /usr/local
 
-.PHONY: all deps demo-deps build asan-build demo install test tidy unit-test asan-test fuzz-test format-check format clean \
+.PHONY: all deps demo-deps build asan-build demo cluster-demo cluster-demo-down install test tidy unit-test asan-test fuzz-test format-check format clean \
 	image image-deps chart-files deploy-render
 
 all: build
@@ -69,6 +70,16 @@ demo: demo-deps
 	@echo "Building gpulet and the fake NVML in $(BUILD) (output in $(BUILD)/build.log) ..."
 	$(call quiet_build,gpulet fakenvml plugin_pyproto)
 	@GPULET_BUILD=$(CURDIR)/$(BUILD) /usr/bin/python3 tests/demo.py --dir $(DEMO_DIR)
+
+# The real single-node Kubernetes of tests/k8s with gpulet on it, left running in $(BUILD)/cluster-demo;
+# the peers are built once into ~/.cache/gpulet-peers (tests/k8s/peers.py). cluster-demo-down stops it.
+cluster-demo: deps
+	@echo "Building gpulet and the fake NVML in $(BUILD) (output in $(BUILD)/build.log) ..."
+	$(call quiet_build,gpulet fakenvml)
+	@GPULET_BUILD=$(CURDIR)/$(BUILD) /usr/bin/python3 tests/cluster_demo.py up --dir $(BUILD)/cluster-demo
+
+cluster-demo-down:
+	@GPULET_BUILD=$(CURDIR)/$(BUILD) /usr/bin/python3 tests/cluster_demo.py down --dir $(BUILD)/cluster-demo
 
 install:
 	$(call quiet_build,gpulet)
