@@ -12,12 +12,14 @@
 #     cmake/install.cmake), an ld.so.cache made with `ldconfig -r`;
 #  4. no build-host leftovers (apt and dpkg state but the status file, /etc/hostname, resolv.conf,
 #     fstab, lock files, ldconfig's aux-cache, libstdc++'s gdb helper scripts);
-#  5. a reproducible OCI image (oci.py): every mtime SOURCE_DATE_EPOCH, the tar sorted with numeric
+#  5. the same for arm64 (arm64.sh: the same packages for arm64, gpulet cross-built), unless
+#     GPULET_IMAGE_ARCHS=amd64;
+#  6. a reproducible OCI image index of both (oci.py): every mtime SOURCE_DATE_EPOCH, the tar sorted with numeric
 #     owners, the config's created time from SOURCE_DATE_EPOCH too, so the same base, gpulet and
 #     commit give the same digest (BUILD/image/digest: manifest and config digests); OCI labels
-#     version, source, revision, created, licenses; loaded with `podman pull oci:` as
+#     version, source, revision, created, licenses; the host's image loaded with `podman pull oci:` as
 #     $IMAGE:VERSION (VERSION: CMakeLists.txt GPULET_VERSION), also tagged gpulet:VERSION; prints
-#     the image size.
+#     the image size; the layout with the index stays in BUILD/image/oci.
 # Env: IMAGE (default ghcr.io/gpulet/gpulet), DEBIAN_MIRROR, DEBIAN_SECURITY_MIRROR,
 # SOURCE_DATE_EPOCH (default: the commit time of HEAD, else 0).
 set -eu
@@ -62,24 +64,13 @@ root=$out/root
 rm -rf "$root"
 mkdir -p "$root"
 tar -C "$root" -xf "$base"
-# what mmdebstrap and apt leave for a system that would run apt or dpkg again, and this image never
-# does: only /var/lib/dpkg/status stays (the packages shipped, for scanners)
-(cd "$root" && rm -rf etc/apt etc/dpkg etc/hostname etc/resolv.conf etc/fstab var/cache var/lib/apt var/log \
-	var/lib/dpkg/alternatives var/lib/dpkg/info var/lib/dpkg/triggers var/lib/dpkg/updates var/lib/dpkg/arch \
-	var/lib/dpkg/lock var/lib/dpkg/lock-frontend)
-# and base-files' empty FHS dirs (/home, /srv, /var/mail, ...): the runtime makes its mount points
-find "$root" -depth -mindepth 1 -type d -empty ! -path "$root/var/lib/dpkg" -delete
+# what mmdebstrap and apt leave, base-files' empty dirs; the mount points, passwd and group
+sh "$src/deploy/image/finish-root.sh" "$root"
 DESTDIR=$root cmake --install "$build" --prefix /usr --strip >/dev/null
 # (/sbin/ldconfig of the build machine: the image has no programs but gpulet); its aux-cache holds
 # the build's inode numbers and times: not shipped
 /sbin/ldconfig -r "$root"
 rm -rf "$root/var/cache"
-# the image's own files: nothing gpulet writes lives here (the root filesystem is read-only in the
-# chart); /host and /tmp are mount points
-mkdir -p "$root/host" "$root/tmp" "$root/etc"
-chmod 1777 "$root/tmp"
-printf 'root:x:0:0:root:/:/usr/sbin/nologin\n' >"$root/etc/passwd"
-printf 'root:x:0:\n' >"$root/etc/group"
 "$root/lib64/ld-linux-x86-64.so.2" --library-path "$root/lib/x86_64-linux-gnu:$root/usr/lib/x86_64-linux-gnu" \
 	"$root/usr/bin/gpulet" --help >/dev/null ||
 	{ echo "build.sh: gpulet does not start from the image root" >&2; exit 1; }
@@ -95,7 +86,13 @@ revision=$(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)
 [ "$revision" = unknown ] || [ -z "$(git -C "$src" status --porcelain --untracked-files=no 2>/dev/null)" ] ||
 	revision=$revision-dirty
 tar --sort=name --format=gnu --numeric-owner --owner=0 --group=0 --mtime="@$sde" -C "$root" -cf "$out/rootfs.tar" .
-set -- $(python3 "$src/deploy/image/oci.py" "$out/oci" "$out/rootfs.tar" "$version" "$created" \
+# the arm64 image of the index (deploy/image/arm64.sh; GPULET_IMAGE_ARCHS=amd64 leaves it out)
+rootfs="amd64=$out/rootfs.tar"
+case " ${GPULET_IMAGE_ARCHS:-amd64 arm64} " in *" arm64 "*)
+	sh "$src/deploy/image/arm64.sh" "$build" "$out" "$keep" "$libs" "$sde"
+	rootfs="$rootfs,arm64=$out/rootfs-arm64.tar" ;;
+esac
+set -- $(python3 "$src/deploy/image/oci.py" "$out/oci" "$rootfs" "$version" "$created" \
 	"org.opencontainers.image.version=$version" \
 	"org.opencontainers.image.title=gpulet" \
 	"org.opencontainers.image.description=gpulet: device plugin, CDI, doctor, exporter and GFD labels for NVIDIA GPU nodes; Debian 12 packages only" \
@@ -103,8 +100,8 @@ set -- $(python3 "$src/deploy/image/oci.py" "$out/oci" "$out/rootfs.tar" "$versi
 	"org.opencontainers.image.revision=$revision" \
 	"org.opencontainers.image.created=$created" \
 	"org.opencontainers.image.licenses=Apache-2.0")
-manifest=$1 config=$2
-printf '%s\n%s\n' "$manifest" "$config" >"$out/digest"
+manifest=$1 config=$2 index=${3:-}
+printf '%s\n%s\n%s\n' "$manifest" "$config" "$index" >"$out/digest"
 old=$(podman image inspect --format '{{.Id}}' "$image:$version" 2>/dev/null || true)
 if [ "sha256:$old" != "$config" ]; then
 	podman pull --quiet "oci:$out/oci:$version" >/dev/null
@@ -113,7 +110,8 @@ if [ "sha256:$old" != "$config" ]; then
 	[ -z "$old" ] || podman rmi --force "$old" >/dev/null 2>&1 || true
 fi
 podman tag "$image:$version" "gpulet:$version"
-rm -rf "$root" "$out/rootfs.tar" "$out/oci"
+# the layout stays: the index of both architectures, for `skopeo copy --all oci:$out/oci:VERSION docker://...`
+rm -rf "$root" "$out/rootfs.tar" "$out/rootfs-arm64.tar"
 size=$(podman image inspect --format '{{.Size}}' "$image:$version")
 printf '%s\n' "$image:$version" >"$out/tag"
 echo "image: $image:$version (also gpulet:$version), $(( size / 1024 / 1024 )) MiB ($size bytes), manifest $manifest, packages: $(printf '%s\n' "$keep" | paste -sd' ')"

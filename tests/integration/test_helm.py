@@ -444,7 +444,7 @@ def test_matrix():
             # (a map value is merged with the default by helm: null, not {}, removes the default affinity;
             # what stays is the image's architecture, nodeArchitectures)
             arch_only = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}}
+                {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64", "arm64"]}]}]}}}
             check(pod.get("nodeSelector") == {"nvidia.com/gpu.present": "true"} and pod.get("affinity") == arch_only
                   and "priorityClassName" not in pod and "tolerations" not in pod,
                   "scheduling values not applied: %r" % {k: pod.get(k) for k in
