@@ -109,7 +109,8 @@ def packages(status):
 def check_index(first):
     """BUILD/image/oci: the index of both images; the arm64 image's files run under qemu."""
     layout = os.path.join(BUILD, "image", "oci")
-    top = jload(os.path.join(layout, "index.json"), "the layout's index.json")["manifests"]
+    with open(os.path.join(layout, "index.json")) as f:
+        top = json.load(f)["manifests"]
     check(len(top) == 1 and top[0]["mediaType"] == "application/vnd.oci.image.index.v1+json" and
           top[0]["digest"] == first[2], "index.json names the image index %s: %s" % (first[2:], top))
     index = json.loads(blob(layout, top[0]["digest"]))
@@ -126,9 +127,8 @@ def check_index(first):
         check(sh(["tar", "-C", root, "-xf", layer]).returncode == 0, "the arm64 layer unpacks")
         for f in ("gpulet", "gpulet-probe", "gpulet-cdi-hook"):
             h = sh(["readelf", "-h", "-l", "-W", os.path.join(root, "usr/bin", f)]).stdout
-            check("AArch64" in h and ("INTERP" in h) == (f == "gpulet"),
-                  "arm64 image: /usr/bin/%s is AArch64 (static: the hook, the probe but for libc)" % f
-                  if f != "gpulet-probe" else "arm64 image: /usr/bin/gpulet-probe is AArch64")
+            check("AArch64" in h and ("INTERP" in h) == (f != "gpulet-cdi-hook"),
+                  "arm64 image: /usr/bin/%s is AArch64%s" % (f, " and static" if f == "gpulet-cdi-hook" else ""))
         r = sh(["qemu-aarch64-static", "-L", root, os.path.join(root, "usr/bin/gpulet"), "exporter", "--help"])
         check(r.returncode == 0 and "--web-config-file" in r.stdout,
               "arm64 image: gpulet exporter --help under qemu from the image's own root: %s" % r.stderr)
