@@ -3,10 +3,10 @@
 #  1. the runtime packages: ldd's closure of BUILD/gpulet mapped to Debian packages
 #     (runtime-packages.sh; 22 packages for gpulet 0.1.0, most of them gRPC's), plus base-files for
 #     /etc/os-release and /etc/debian_version, which scanners (Trivy, Grype) read to know the OS;
-#  2. a minimal root of exactly those packages from the Debian archive with mmdebstrap
-#     (--variant=extract: no shell, no apt, no dpkg; prune.sh drops the dependencies gpulet never
+#  2. a minimal root of exactly those packages from the Debian archive (base.sh: mmdebstrap
+#     --variant=extract: no shell, no apt, no dpkg; prune.sh drops the dependencies gpulet never
 #     loads and the docs, and writes the dpkg status entries of exactly the packages kept), cached in
-#     BUILD/image/base-KEY.tar, KEY from the package list, mirrors and the scripts, so a rerun with
+#     BUILD/image/amd64-base-KEY.tar, KEY from the package list, mirrors and prune.sh, so a rerun with
 #     the same libraries does not touch the network;
 #  3. gpulet and its command-name links installed into it (`cmake --install --prefix /usr --strip`,
 #     cmake/install.cmake), an ld.so.cache made with `ldconfig -r`;
@@ -26,8 +26,6 @@ set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$src/build}" && pwd)
 image=${IMAGE:-ghcr.io/gpulet/gpulet}
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-security=${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 version=$(sed -n 's/^set(GPULET_VERSION "\(.*\)")$/\1/p' "$src/CMakeLists.txt")
 [ -n "$version" ] || { echo "build.sh: no GPULET_VERSION in CMakeLists.txt" >&2; exit 1; }
 for tool in mmdebstrap podman python3; do
@@ -40,25 +38,10 @@ mkdir -p "$out"
 bins="$build/gpulet $build/gpulet-grpc.so $build/gpulet-http.so"
 keep=$( ("$src/deploy/image/runtime-packages.sh" $bins; echo base-files) | sort -u)
 libs=$("$src/deploy/image/runtime-packages.sh" --libs $bins | sed 's|.*/||' | sort -u)
-sources="deb $mirror bookworm main
-deb $mirror bookworm-updates main
-deb $security bookworm-security main"
-key=$( (printf '%s\n' "$keep" "$libs" "$sources"; cat "$src/deploy/image/prune.sh") | sha256sum | cut -c1-16)
-base=$out/base-$key.tar
-if [ ! -s "$base" ]; then
-	echo "image: mmdebstrap of $(printf '%s\n' "$keep" | wc -l) packages from $mirror (cached as $base)"
-	GPULET_IMAGE_KEEP=$keep GPULET_IMAGE_LIBS=$libs mmdebstrap --quiet --variant=extract --mode=root --format=tar --skip=output/dev \
-		--include="$(printf '%s\n' "$keep" | paste -sd,)" \
-		--extract-hook="$src/deploy/image/prune.sh \"\$1\"" \
-		bookworm "$base.part" "$sources" || {
-		rm -f "$base.part"
-		echo "build.sh: mmdebstrap failed: is the Debian archive ($mirror) reachable?" >&2
-		exit 3
-	}
-	mv "$base.part" "$base"
-	# older bases (another package set) are no longer used
-	find "$out" -maxdepth 1 -name 'base-*.tar' ! -name "base-$key.tar" -delete
-fi
+export GPULET_IMAGE_KEEP="$keep" GPULET_IMAGE_LIBS="$libs"
+base=$(sh "$src/deploy/image/base.sh" amd64 "$out")
+# older bases of the layout before base.sh
+find "$out" -maxdepth 1 -name 'base-*.tar' -delete
 
 root=$out/root
 rm -rf "$root"
@@ -89,7 +72,7 @@ tar --sort=name --format=gnu --numeric-owner --owner=0 --group=0 --mtime="@$sde"
 # the arm64 image of the index (deploy/image/arm64.sh; GPULET_IMAGE_ARCHS=amd64 leaves it out)
 rootfs="amd64=$out/rootfs.tar"
 case " ${GPULET_IMAGE_ARCHS:-amd64 arm64} " in *" arm64 "*)
-	sh "$src/deploy/image/arm64.sh" "$build" "$out" "$keep" "$libs" "$sde"
+	sh "$src/deploy/image/arm64.sh" "$build" "$out" "$sde"
 	rootfs="$rootfs,arm64=$out/rootfs-arm64.tar" ;;
 esac
 set -- $(python3 "$src/deploy/image/oci.py" "$out/oci" "$rootfs" "$version" "$created" \

@@ -730,25 +730,42 @@ json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_o
 	return doc;
 }
 
-/* The skipped checks that carry `key` ("explained_by" or "reason"), under one heading. */
-static void print_skipped(FILE *out, const struct doctor_ctx *c, const char *key, const char *heading,
-			  const char *arrow)
+size_t doctor_skipped_each(const struct doctor_ctx *c, const char *key, doctor_skipped_fn fn, void *userdata)
 {
-	bool first = true;
-	size_t i;
+	size_t i, n = 0;
 	json_t *s;
 
 	json_array_foreach (c->skipped, i, s) {
 		const char *v = json_string_value(json_object_get(s, key));
 
-		if (!v)
-			continue;
-		if (first)
-			fprintf(out, "\n  %s\n", heading);
-		first = false;
-		fprintf(out, "    %-10s (%s) %s %s\n", json_string_value(json_object_get(s, "check")),
-			json_string_value(json_object_get(s, "ids")), arrow, v);
+		if (v)
+			fn(userdata, n++, json_string_value(json_object_get(s, "check")),
+			   json_string_value(json_object_get(s, "ids")), v);
 	}
+	return n;
+}
+
+struct skipped_text {
+	FILE *out;
+	const char *heading, *arrow;
+};
+
+static void print_one_skipped(void *userdata, size_t k, const char *check, const char *ids, const char *value)
+{
+	const struct skipped_text *t = userdata;
+
+	if (k == 0)
+		fprintf(t->out, "\n  %s\n", t->heading);
+	fprintf(t->out, "    %-10s (%s) %s %s\n", check, ids, t->arrow, value);
+}
+
+/* The skipped checks that carry `key` ("explained_by" or "reason"), under one heading. */
+static void print_skipped(FILE *out, const struct doctor_ctx *c, const char *key, const char *heading,
+			  const char *arrow)
+{
+	struct skipped_text t = {out, heading, arrow};
+
+	doctor_skipped_each(c, key, print_one_skipped, &t);
 }
 
 const struct doctor_finding *doctor_root_cause(const struct doctor_ctx *c, char *const *only, size_t n_only)

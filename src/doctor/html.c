@@ -31,18 +31,18 @@ static const struct {
 
 /* The chain's links as the page names them, in the doctor's order (doctor.h, enum doctor_link). */
 static const char *const link_titles[] = {
-    [LINK_DRIVER] = "driver",   [LINK_DEVNODE] = "device nodes", [LINK_NVML] = "NVML",
-    [LINK_GPU] = "GPU health",  [LINK_TOOLKIT] = "toolkit",      [LINK_RUNTIME] = "runtime",
-    [LINK_CDI] = "CDI",         [LINK_KUBELET] = "kubelet",      [LINK_PLUGIN] = "device plugin",
-    [LINK_MIG] = "MIG",         [LINK_ALLOC] = "allocations",    [LINK_VERSIONS] = "versions",
+    [LINK_DRIVER] = "driver",  [LINK_DEVNODE] = "device nodes", [LINK_NVML] = "NVML",
+    [LINK_GPU] = "GPU health", [LINK_TOOLKIT] = "toolkit",      [LINK_RUNTIME] = "runtime",
+    [LINK_CDI] = "CDI",        [LINK_KUBELET] = "kubelet",      [LINK_PLUGIN] = "device plugin",
+    [LINK_MIG] = "MIG",        [LINK_ALLOC] = "allocations",    [LINK_VERSIONS] = "versions",
 };
 #define N_DRAWN ELEMENTSOF(link_titles)
 
 /* Characters that may not appear as themselves in HTML text or a quoted attribute; C0 controls but tab
  * and newline are not allowed in HTML at all and become U+FFFD. */
 static const char *const entities[256] = {
-    ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&#39;",
-    [1 ... 8] = "&#xfffd;", [11 ... 31] = "&#xfffd;", [127] = "&#xfffd;",
+    ['&'] = "&amp;",  ['<'] = "&lt;",         ['>'] = "&gt;",           ['"'] = "&quot;",
+    ['\''] = "&#39;", [1 ... 8] = "&#xfffd;", [11 ... 31] = "&#xfffd;", [127] = "&#xfffd;",
 };
 
 static void esc(FILE *f, const char *s)
@@ -83,10 +83,11 @@ static const char style[] =
 
 static void page_head(const struct doctor_html_page *pg, FILE *f)
 {
-	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-	      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
-	      "<meta name=\"viewport\" content=\"width=device-width\">\n<title>gpulet doctor: ",
-	      f);
+	fputs(
+	    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+	    "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
+	    "<meta name=\"viewport\" content=\"width=device-width\">\n<title>gpulet doctor: ",
+	    f);
 	esc(f, pg->node);
 	fprintf(f, "</title>\n<style>%s</style>\n</head><body>\n", style);
 }
@@ -236,35 +237,37 @@ static void findings(const struct doctor_ctx *c, char *const *only, size_t n_onl
 	fputs("</table>\n", f);
 }
 
+struct skipped_page {
+	FILE *f;
+	const char *heading;
+};
+
+static void skipped_item(void *userdata, size_t k, const char *check, const char *ids, const char *value)
+{
+	const struct skipped_page *pg = userdata;
+
+	if (k == 0)
+		fprintf(pg->f, "<h2>%s</h2>\n<ul>\n", pg->heading);
+	fputs("<li><b>", pg->f);
+	esc(pg->f, check);
+	fputs("</b> (", pg->f);
+	esc(pg->f, ids);
+	fputs("): ", pg->f);
+	esc(pg->f, value);
+	fputs("</li>\n", pg->f);
+}
+
 /* The checks not run, under one heading per kind ("explained_by" a failure, or a "reason"). */
 static void skipped(const struct doctor_ctx *c, const char *key, const char *heading, FILE *f)
 {
-	bool first = true;
-	size_t i;
-	json_t *s;
+	struct skipped_page pg = {f, heading};
 
-	json_array_foreach (c->skipped, i, s) {
-		const char *v = json_string_value(json_object_get(s, key));
-
-		if (!v)
-			continue;
-		if (first)
-			fprintf(f, "<h2>%s</h2>\n<ul>\n", heading);
-		first = false;
-		fputs("<li><b>", f);
-		esc(f, json_string_value(json_object_get(s, "check")));
-		fputs("</b> (", f);
-		esc(f, json_string_value(json_object_get(s, "ids")));
-		fputs("): ", f);
-		esc(f, v);
-		fputs("</li>\n", f);
-	}
-	if (!first)
+	if (doctor_skipped_each(c, key, skipped_item, &pg))
 		fputs("</ul>\n", f);
 }
 
-void doctor_render_html(const struct doctor_ctx *c, const struct doctor_html_page *pg, char *const *only,
-			size_t n_only, FILE *f)
+void doctor_render_html(const struct doctor_ctx *c, const struct doctor_html_page *pg, char *const *only, size_t n_only,
+			FILE *f)
 {
 	const struct doctor_finding *cause = doctor_root_cause(c, only, n_only);
 

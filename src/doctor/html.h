@@ -18,5 +18,5 @@ struct doctor_html_page {
 };
 
 /* The page for the findings of c (those --only selects: only, n_only) on f. */
-void doctor_render_html(const struct doctor_ctx *c, const struct doctor_html_page *pg, char *const *only,
-			size_t n_only, FILE *f);
+void doctor_render_html(const struct doctor_ctx *c, const struct doctor_html_page *pg, char *const *only, size_t n_only,
+			FILE *f);

@@ -66,10 +66,11 @@ static void test_escaped(void **state)
 	assert_null(strstr(page, "href="));
 	assert_non_null(strstr(page, "default-src 'none'"));
 	/* the text is there, escaped, in each place it appears, controls replaced */
-	assert_int_equal(count(page, "&lt;/title&gt;&lt;script&gt;alert(1)&lt;/script&gt;&quot;&gt;&lt;img src=x "
-				     "onerror=alert(2)&gt;&#39;&amp;&#xfffd;&#xfffd;[31m"),
-			 /* title, heading, when, the ok summary, the failure's summary x2, evidence, fix x2 and run, skipped x2 */
-			 12);
+	assert_int_equal(
+	    count(page, "&lt;/title&gt;&lt;script&gt;alert(1)&lt;/script&gt;&quot;&gt;&lt;img src=x "
+			"onerror=alert(2)&gt;&#39;&amp;&#xfffd;&#xfffd;[31m"),
+	    /* title, heading, when, the ok summary, the failure's summary x2, evidence, fix x2 and run, skipped x2 */
+	    12);
 	assert_null(strchr(page, '\x01'));
 	assert_null(strchr(page, '\x1b'));
 	free(page);
