@@ -471,12 +471,11 @@ static void print_report(const struct cdi_report *rep)
 /*
  * A DIR operand is a spec dir, scanned as a runtime scans it, after the --dir ones (a later one wins).
  * Operands are read as given, files and dirs alike, so with --root a dir must name a path under it,
- * which is then handed on as --dir takes it: absolute, below the root.
+ * which is then handed on as --dir takes it (*ret): absolute, below the root.
  */
-static int add_dir_operand(struct cdi_cli *cli, const char *root, const char *dir)
+static int dir_operand(const char *root, const char *dir, const char **ret)
 {
 	size_t n = root && !streq(root, "/") ? strlen(root) : 0;
-	struct gerr err = {0};
 
 	while (n > 0 && root[n - 1] == '/')
 		n--;
@@ -490,46 +489,44 @@ static int add_dir_operand(struct cdi_cli *cli, const char *root, const char *di
 		}
 		dir = dir[n] ? dir + n : "/";
 	}
-	if (add_dir(cli, dir, &err) < 0) {
-		fprintf(stderr, "gpulet cdi validate: %s\n", err.msg);
-		return -E2BIG;
-	}
+	*ret = dir;
 	return 0;
 }
 
 static int cdi_validate_cmd(int argc, char **argv)
 {
 	_cleanup_(cdi_report_clear) struct cdi_report rep = {0};
-	_cleanup_free_ const char **files = NULL;
+	_cleanup_free_ const char **files = NULL, **dirs = NULL;
 	struct cdi_cli cli = {0};
 	struct cdi_validate_options *o = &cli.val;
-	size_t n_files = 0;
+	size_t n_files = 0, n_dirs = 0;
 	int r = cmd_parse(&validate_verb, argc, argv, &cli);
 
 	if (r != CMD_CONTINUE)
 		return r;
 	r = 0;
 	o->root = cli.c.nvml.root;
-	for (size_t i = 0; i < cli.n_dirs; i++)
+	files = calloc((size_t)(argc - optind) + 1, sizeof(*files));
+	dirs = calloc(cli.n_dirs + (size_t)(argc - optind) + 1, sizeof(*dirs));
+	if (!files || !dirs)
+		return 1;
+	for (size_t i = 0; i < cli.n_dirs; i++) {
 		if (check_spec_dir("validate", o->root, cli.dirs[i]) < 0)
 			return 1;
-	files = calloc((size_t)(argc - optind) + 1, sizeof(*files));
-	if (!files)
-		return 1;
+		dirs[n_dirs++] = cli.dirs[i];
+	}
 	for (int i = optind; i < argc; i++) {
 		struct stat st;
 
-		if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-			if (add_dir_operand(&cli, o->root, argv[i]) < 0)
-				return EXIT_USAGE;
-		} else {
+		if (stat(argv[i], &st) < 0 || !S_ISDIR(st.st_mode))
 			files[n_files++] = argv[i];
-		}
+		else if (dir_operand(o->root, argv[i], &dirs[n_dirs++]) < 0)
+			return EXIT_USAGE;
 	}
 	if (n_files > 0)
 		r = cdi_validate_files(files, n_files, o, &rep);
-	if (r >= 0 && (cli.n_dirs > 0 || optind == argc))
-		r = cdi_validate_dirs(cli.dirs, cli.n_dirs, o, &rep);
+	if (r >= 0 && (n_dirs > 0 || optind == argc))
+		r = cdi_validate_dirs(dirs, n_dirs, o, &rep);
 	if (r < 0) {
 		fprintf(stderr, "gpulet cdi validate: %s\n", strerror(-r));
 		return 1;
