@@ -87,6 +87,10 @@ class Demo:
             if not os.path.exists(os.path.join(self.dir, MARK)):
                 raise SystemExit("demo: %s exists and is not a demo node; remove it or give another --dir" % self.dir)
             shutil.rmtree(self.dir)
+        longest = os.path.join(self.dir, "root/var/lib/kubelet/device-plugins/nvidia-mig-4g.20gb.sock")
+        if len(longest.encode()) > 107:  # sun_path: 108 bytes with the NUL
+            raise SystemExit("demo: %s is too deep for the plugin's unix sockets (%d bytes of 107): give a "
+                             "shorter one, e.g. make demo DEMO_DIR=/tmp/gpulet-demo" % (self.dir, len(longest)))
         h = pl.Harness("dgx-a100", mkroot_args=("--with-fakenvml",), tmp=self.dir)
         open(os.path.join(self.dir, MARK), "w").close()
         h.dp = os.path.join(h.root, "var/lib/kubelet/device-plugins")
@@ -214,7 +218,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dir", default=os.path.join(pl.BUILD, "demo"), help="where the node is made and left")
     a = ap.parse_args()
-    return Demo(a.dir).run()
+    try:
+        return Demo(a.dir).run()
+    except AssertionError as e:  # what the demo waited for did not come: the plugin's log says why
+        log = os.path.join(os.path.abspath(a.dir), "plugin.log")
+        tail = open(log).read()[-3000:] if os.path.exists(log) else ""
+        print("demo: %s\n--- the plugin's log (%s), its end ---\n%s" % (e, rel(log), tail))
+        return 1
 
 
 if __name__ == "__main__":
