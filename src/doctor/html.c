@@ -1,7 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpulet doctor's verdict as one self-contained HTML page (doctor/html.h). */
-#include <string.h>
-
 #include "doctor/html.h"
 #include "util/macro.h"
 
@@ -37,6 +35,7 @@ static const char *const link_titles[] = {
     [LINK_MIG] = "MIG",        [LINK_ALLOC] = "allocations",    [LINK_VERSIONS] = "versions",
 };
 #define N_DRAWN ELEMENTSOF(link_titles)
+_Static_assert(N_DRAWN == LINK_LINT, "a title for every link of the chain (lint findings are not a link)");
 
 /* Characters that may not appear as themselves in HTML text or a quoted attribute; C0 controls but tab
  * and newline are not allowed in HTML at all and become U+FFFD. */
