@@ -40,6 +40,7 @@ static const struct {
     {"gpu-feature-discovery", "labels"},
     {"mps-control-daemon", "mps-control-daemon"},
     {"nvidia-cdi-hook", "cdi-hook"},
+    {"gpu-kubelet-plugin", "dra"}, /* NVIDIA's DRA driver's kubelet plugin (docs/reference/dra.md §9) */
 };
 
 static void usage(FILE *f)

@@ -148,16 +148,59 @@ static int limits(const struct dra_sharing *s, const char *const *devs, size_t n
 	return 0;
 }
 
+/* "a,b,c": CUDA_VISIBLE_DEVICES of the group's devices in the order their limits name them. */
+static char *visible_of(const char *const *devs, size_t n)
+{
+	size_t len = 1;
+	char *v;
+
+	for (size_t i = 0; i < n; i++)
+		len += strlen(devs[i]) + 1;
+	if (!(v = calloc(len, 1)))
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		strcat(strcat(v, i ? "," : ""), devs[i]);
+	return v;
+}
+
+/* Start the group's control daemon with its limits and wait until it answers. */
+static int launch(const char *bin, const char *root, const char *id, const char *const *devs, size_t n,
+		  const struct mps_limits *lim, int thread_pct, const char *shm, json_t *done, struct gerr *err)
+{
+	_cleanup_free_ char *visible = visible_of(devs, n);
+	char out[256];
+	int r;
+
+	if (!visible)
+		return gerr_set(err, ENOMEM, "out of memory");
+	r = mps_start_control(bin, root, id, visible, shm, err);
+	if (r == -EALREADY) { /* one of an attempt that died half-way: this claim's, so ours to stop */
+		(void)mps_control(bin, root, id, "quit", out, sizeof(out), NULL);
+		usleep(200 * 1000);
+		r = mps_start_control(bin, root, id, visible, shm, err);
+	}
+	if (r < 0)
+		return r;
+	if (done)
+		json_object_set_new(done, "started", json_true());
+	if ((r = mps_set_limits(bin, root, id, lim, err)) < 0)
+		return r;
+	if (thread_pct == 0 && /* 0 is a valid percentage, and mps_limits' "unset" */
+	    (r = mps_control(bin, root, id, "set_default_active_thread_percentage 0", out, sizeof(out), err)) < 0)
+		return r;
+	/* ready: it answers (NVIDIA waits for its Deployment's pod to be Ready) */
+	return mps_control(bin, root, id, MPS_QUERY, out, sizeof(out), err);
+}
+
 static int mps_apply(const struct dra_share_env *e, const char *id, const struct dra_sharing *s,
 		     const char *const *gpus, size_t n_gpus, const char *const *devs, size_t n_devs, json_t *done,
 		     struct gerr *err)
 {
 	_cleanup_free_ char *root = mps_root(e), *bin = find_tool(e, MPS_CONTROL_BIN), *smi = NULL, *shm = NULL;
-	_cleanup_free_ char *visible = NULL;
 	json_t *switched = json_array();
 	struct mps_limits lim;
-	char out[256], opts[80];
-	size_t done_n = 0, len = 0;
+	char opts[80];
+	size_t done_n = 0;
 	int r;
 
 	if (!root || !switched || json_object_set_new(done, "id", json_string(id)) < 0 ||
@@ -182,28 +225,41 @@ static int mps_apply(const struct dra_share_env *e, const char *id, const struct
 		push(switched, gpus[i]);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < n_devs; i++)
-		len += strlen(devs[i]) + 1;
-	if (!(visible = calloc(len + 1, 1)))
+	return launch(bin, root, id, devs, n_devs, &lim, s->thread_pct, shm, done, err);
+}
+
+int dra_share_revive(const struct dra_share_env *e, const json_t *done, const char *const *devs, size_t n,
+		     struct gerr *err)
+{
+	const char *id = json_string_value(json_object_get(done, "id"));
+	const json_t *pinned = json_object_get(done, "pinnedMiB"), *pct = json_object_get(done, "threadPercentage");
+	_cleanup_free_ char *root = mps_root(e), *bin = find_tool(e, MPS_CONTROL_BIN), *shm = NULL;
+	struct mps_limits lim = {0};
+	char out[256];
+	int r;
+
+	if (!json_is_true(json_object_get(done, "started")) || !id)
+		return 0; /* not MPS, or it never ran: nothing to keep running */
+	if (!root || asprintf(&shm, "%s/%s/shm", root, id) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
-	for (size_t i = 0; i < n_devs; i++)
-		strcat(strcat(visible, i ? "," : ""), devs[i]);
-	r = mps_start_control(bin, root, id, visible, shm, err);
-	if (r == -EALREADY) { /* one of an attempt that died half-way: this claim's, so ours to stop */
-		(void)mps_control(bin, root, id, "quit", out, sizeof(out), NULL);
-		usleep(200 * 1000);
-		r = mps_start_control(bin, root, id, visible, shm, err);
+	if (!bin)
+		return gerr_set(err, ENOENT, "%s not found: the MPS control daemon %s cannot be started again",
+				MPS_CONTROL_BIN, id);
+	if (mps_control(bin, root, id, MPS_QUERY, out, sizeof(out), NULL) == 0)
+		return 0;
+	if (n > ELEMENTSOF(lim.gpus))
+		return gerr_set(err, E2BIG, "more than %zu devices share one MPS daemon", ELEMENTSOF(lim.gpus));
+	/* the limits it had: the record's, by the same ordinals */
+	lim.thread_percentage = json_integer_value(pct) > 0 ? (unsigned)json_integer_value(pct) : 0;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(lim.gpus[i].device, sizeof(lim.gpus[i].device), "%zu", i);
+		snprintf(lim.gpus[i].uuid, sizeof(lim.gpus[i].uuid), "%s", devs[i]);
+		lim.gpus[i].pinned_mib = (uint64_t)json_integer_value(json_object_get(pinned, devs[i]));
 	}
-	if (r < 0)
-		return r;
-	json_object_set_new(done, "started", json_true());
-	if ((r = mps_set_limits(bin, root, id, &lim, err)) < 0)
-		return r;
-	if (s->thread_pct == 0 && /* 0 is a valid percentage, and mps_limits' "unset" */
-	    (r = mps_control(bin, root, id, "set_default_active_thread_percentage 0", out, sizeof(out), err)) < 0)
-		return r;
-	/* ready: it answers (NVIDIA waits for its Deployment's pod to be Ready) */
-	return mps_control(bin, root, id, MPS_QUERY, out, sizeof(out), err);
+	lim.n_gpus = n;
+	r = launch(bin, root, id, devs, n, &lim, json_is_integer(pct) ? (int)json_integer_value(pct) : -1,
+		   access(shm, F_OK) == 0 ? shm : NULL, NULL, err);
+	return r < 0 ? r : 1;
 }
 
 static int mps_undo(const struct dra_share_env *e, const json_t *done, struct gerr *err)

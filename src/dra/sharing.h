@@ -35,5 +35,12 @@ int dra_share_apply(const struct dra_share_env *e, const char *uid, size_t g, co
 		    struct gerr *err);
 /* Undo a record: idempotent (a daemon no longer running, a dir already gone: done). */
 int dra_share_undo(const struct dra_share_env *e, const json_t *done, struct gerr *err);
+/*
+ * Keep a record's MPS control daemon running: 0 when it answers (or the record has none), 1 when it
+ * was dead (a restart of the plugin's container, an OOM kill) and was started again with the
+ * record's limits, -errno with err. devs: the group's devices as dra_share_apply() got them.
+ */
+int dra_share_revive(const struct dra_share_env *e, const json_t *done, const char *const *devs, size_t n,
+		     struct gerr *err);
 /* The containerEdits the record gives each device of its group (MPS: env and mounts), a new object or NULL. */
 json_t *dra_share_edits(const struct dra_share_env *e, const json_t *done);

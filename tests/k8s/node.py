@@ -265,6 +265,12 @@ class Node:
     # kube-apiserver's authorizer and extra flags; the control-plane fixture (controlplane.py) sets RBAC
     authorization_mode = "AlwaysAllow"
     apiserver_flags = ()
+    # Kubernetes feature gates of every component (apiserver, scheduler, controller-manager, kubelet)
+    feature_gates = {}
+
+    def _gates_flags(self):
+        return ["--feature-gates=" + ",".join("%s=%s" % (k, str(v).lower()) for k, v in sorted(self.feature_gates.items()))] \
+            if self.feature_gates else []
 
     def __init__(self, fixture="dgx-a100", keep_logs_on_failure=True, mkroot_args=()):
         """fixture: a name under tests/fixtures or a path without its .json; mkroot_args: more
@@ -297,8 +303,9 @@ class Node:
         self.stop()
         return False
 
-    def start(self, plugin_args=("--device-list-strategy=cdi-cri",), gpus="8", control_plane=False):
-        """control_plane: also kube-scheduler and kube-controller-manager (start_control_plane())."""
+    def start(self, plugin_args=("--device-list-strategy=cdi-cri",), gpus="8", control_plane=False, device_plugin=True):
+        """control_plane: also kube-scheduler and kube-controller-manager (start_control_plane());
+        device_plugin=False: no `gpulet plugin` (a node whose GPUs go through DRA)."""
         t0 = time.time()
         self.bins = peers.all_peers()
         from helm_lib import fetch as fetch_k8stools
@@ -317,8 +324,9 @@ class Node:
             self.start_control_plane()
         self._containerd()
         self._kubelet()
-        self.start_plugin(*plugin_args)
-        self.wait_node_ready_for_gpus(count=gpus)
+        if device_plugin:
+            self.start_plugin(*plugin_args)
+            self.wait_node_ready_for_gpus(count=gpus)
         self.timing["bringup_s"] = time.time() - t1
         return self
 
@@ -440,7 +448,7 @@ class Node:
             "--disable-admission-plugins", "ServiceAccount", "--endpoint-reconciler-type", "none",
             "--kubelet-client-certificate", c + "/admin.crt", "--kubelet-client-key", c + "/admin.key",
             "--kubelet-preferred-address-types", "InternalIP", "--enable-priority-and-fairness=false", "--v", "1",
-            *self.apiserver_flags])
+            *self.apiserver_flags, *self._gates_flags()])
         self.wait("kube-apiserver /readyz", lambda: self.kubectl("get", "--raw", "/readyz", check=False)[0] == 0,
                   timeout=90, proc="kube-apiserver")
 
@@ -454,7 +462,7 @@ class Node:
         c = self.certs
         common = ["--kubeconfig", self.admin_kubeconfig, "--authentication-kubeconfig", self.admin_kubeconfig,
                   "--authorization-kubeconfig", self.admin_kubeconfig, "--bind-address", "127.0.0.1",
-                  "--leader-elect=false", "--v", "1"]
+                  "--leader-elect=false", "--v", "1", *self._gates_flags()]
         self.spawn("kube-scheduler", [self.bins["kube-scheduler"], *common, "--secure-port", "10259",
                                       "--cert-dir", self.t + "/scheduler-certs"])
         self.spawn("kube-controller-manager", [
@@ -516,8 +524,11 @@ class Node:
     def _kubelet(self):
         os.makedirs(self.kubelet_root, exist_ok=True)
         conf = os.path.join(self.t, "kubelet.yaml")
+        cfg = _kubelet_config(self.t, self.certs, self.cgroup_root)
+        if self.feature_gates:
+            cfg["featureGates"] = dict(self.feature_gates)
         with open(conf, "w") as f:
-            json.dump(_kubelet_config(self.t, self.certs, self.cgroup_root), f)
+            json.dump(cfg, f)
         self.kubelet_kubeconfig = os.path.join(self.t, "kubelet.kubeconfig")
         _kubeconfig(self.kubelet_kubeconfig, self.certs, "kubelet")
         self.start_kubelet()

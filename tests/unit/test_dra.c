@@ -335,8 +335,11 @@ static void test_slices_golden(void **state)
 		struct gerr err = {0};
 
 		assert_int_equal(dra_devices_build(n, root, &d, &err), 0);
-		if (dra_slices_build(&d, &(struct dra_slice_options){"gpu.nvidia.com", "node-a", "0a1b-uid", 3},
-				     &slices, &err) < 0)
+		if (dra_slices_build(
+			&d,
+			&(struct dra_slice_options){
+			    .driver = "gpu.nvidia.com", .node_name = "node-a", .node_uid = "0a1b-uid", .generation = 3},
+			&slices, &err) < 0)
 			fail_msg("%s: %s", fixtures[i], err.msg);
 		check_api_limits(slices);
 		doc = json_pack("{s:o, s:O}", "slices", slices, "leftOut", d.left_out);
@@ -361,7 +364,11 @@ static void test_slice_attributes(void **state)
 	(void)state;
 	assert_int_equal(dra_devices_build(n, root, &d, &err), 0);
 	assert_int_equal(
-	    dra_slices_build(&d, &(struct dra_slice_options){"gpu.nvidia.com", "node-a", NULL, 1}, &slices, &err), 0);
+	    dra_slices_build(&d,
+			     &(struct dra_slice_options){
+				 .driver = "gpu.nvidia.com", .node_name = "node-a", .node_uid = NULL, .generation = 1},
+			     &slices, &err),
+	    0);
 	devs = json_object_get(json_object_get(json_array_get(slices, 0), "spec"), "devices");
 	gpu = json_object_get(json_array_get(devs, 0), "attributes");
 	mig = json_object_get(json_array_get(devs, 1), "attributes");
@@ -406,7 +413,11 @@ static void test_slice_owner_and_generation(void **state)
 	(void)state;
 	assert_int_equal(dra_devices_build(n, root, &d, &err), 0);
 	assert_int_equal(
-	    dra_slices_build(&d, &(struct dra_slice_options){"gpu.nvidia.com", "node-a", "u-1", 4}, &a, &err), 0);
+	    dra_slices_build(&d,
+			     &(struct dra_slice_options){
+				 .driver = "gpu.nvidia.com", .node_name = "node-a", .node_uid = "u-1", .generation = 4},
+			     &a, &err),
+	    0);
 	owner =
 	    json_array_get(json_object_get(json_object_get(json_array_get(a, 0), "metadata"), "ownerReferences"), 0);
 	assert_string_equal(json_string_value(json_object_get(owner, "kind")), "Node");
@@ -417,12 +428,20 @@ static void test_slice_owner_and_generation(void **state)
 	    "node-a-gpu.nvidia.com-");
 	/* the same devices at another generation: no bump; a device less: a bump */
 	assert_int_equal(
-	    dra_slices_build(&d, &(struct dra_slice_options){"gpu.nvidia.com", "node-a", "u-1", 9}, &b, &err), 0);
+	    dra_slices_build(&d,
+			     &(struct dra_slice_options){
+				 .driver = "gpu.nvidia.com", .node_name = "node-a", .node_uid = "u-1", .generation = 9},
+			     &b, &err),
+	    0);
 	assert_int_equal(dra_slices_next_generation(a, b, 4), 4);
 	fewer = d;
 	fewer.n--;
 	assert_int_equal(
-	    dra_slices_build(&fewer, &(struct dra_slice_options){"gpu.nvidia.com", "node-a", "u-1", 4}, &c, &err), 0);
+	    dra_slices_build(&fewer,
+			     &(struct dra_slice_options){
+				 .driver = "gpu.nvidia.com", .node_name = "node-a", .node_uid = "u-1", .generation = 4},
+			     &c, &err),
+	    0);
 	assert_int_equal(dra_slices_next_generation(a, c, 4), 5);
 	assert_int_equal(dra_slices_next_generation(NULL, c, 0), 1);
 	json_decref(a);

@@ -604,10 +604,11 @@ static int source_get(void *data, const char *ns, const char *name, json_t **ret
 	return 0;
 }
 
-static int publish(void *data, const json_t *slices, struct gerr *err)
+static int publish(void *data, const json_t *slices, int64_t *ret_generation, struct gerr *err)
 {
 	(void)err;
-	return json_array_extend(data, (json_t *)slices);
+	*ret_generation = 1;
+	return json_array_extend(data, (json_t *)slices) < 0 ? -ENOMEM : (int)json_array_size(slices);
 }
 
 /* dra_standin.py VERB SOCK VERSION CLAIMS -> its JSON answer */
@@ -635,7 +636,8 @@ static void test_wire(void **state)
 	struct t *t = *state;
 	json_t *claims = json_object(), *published = json_array(), *info, *r, *one, *spec;
 	struct dra_claim_source src = {.get = source_get, .data = claims};
-	struct dra_slice_publisher pub = {.publish = publish, .data = published};
+	struct dra_slice_publisher pub = {.publish = publish, .fd = -1, .data = published};
+	sigset_t stop;
 	struct dra_daemon *d = NULL;
 	char reg[600], sock[600];
 
@@ -644,6 +646,8 @@ static void test_wire(void **state)
 	assert_int_equal(shf("mkdir -p %s/var/lib/kubelet/plugins_registry", t->root), 0);
 	dra_checkpoint_free(t->cp); /* the daemon opens its own */
 	t->cp = NULL;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
 	assert_int_equal(dra_daemon_start(&(struct dra_daemon_options){.driver = "gpu.nvidia.com",
 								       .node_name = "node-a",
 								       .registry_dir = DRA_REGISTRY_DEFAULT,
@@ -654,7 +658,7 @@ static void test_wire(void **state)
 								       .gates = {true, true},
 								       .claims = &src,
 								       .publisher = &pub},
-					  &d),
+					  &stop, &d),
 			 0);
 	/* the pool went to the publisher: this node's 8 devices (gpu-0 and seven MIG devices) */
 	assert_int_equal(json_array_size(published), 1);
