@@ -86,7 +86,8 @@ static bool as_made(const struct dra_api *a, const json_t *existing, const json_
 	size_t i;
 	json_t *s;
 
-	if (!a->last_wanted || !json_equal(a->last_wanted, wanted) || json_array_size(existing) != json_object_size(a->made))
+	if (!a->last_wanted || !json_equal(a->last_wanted, wanted) ||
+	    json_array_size(existing) != json_object_size(a->made))
 		return false;
 	json_array_foreach (existing, i, s) {
 		const json_t *meta = json_object_get(s, "metadata");
@@ -175,7 +176,8 @@ static int publish(void *data, const json_t *slices, int64_t *ret_generation, st
 	if ((r = ready(a, err)) < 0)
 		return r;
 	if (!(node = kapi_informer_get(a->node, a->node_name)))
-		return gerr_set(err, EAGAIN, "Node %s is not in the API server (yet): its ResourceSlices need it as their owner",
+		return gerr_set(err, EAGAIN,
+				"Node %s is not in the API server (yet): its ResourceSlices need it as their owner",
 				a->node_name);
 	uid = json_string_value(json_object_get(json_object_get(node, "metadata"), "uid"));
 	if (!(existing = kapi_informer_list(a->slices)))
@@ -195,7 +197,8 @@ static int publish(void *data, const json_t *slices, int64_t *ret_generation, st
 		json_array_foreach (plan.deletes, k, x)
 			touched |= name && streq(name, json_string_value(json_object_get(x, "name")) ?: "");
 		if (name && !touched)
-			json_object_set(a->made, name, json_object_get(json_object_get(s, "metadata"), "resourceVersion"));
+			json_object_set(a->made, name,
+					json_object_get(json_object_get(s, "metadata"), "resourceVersion"));
 	}
 	r = apply(a, &plan, err);
 	if (r >= 0) {
@@ -274,10 +277,10 @@ static bool taints_dropped(void *data)
 static int start_informer(struct dra_api *a, const struct kapi_resource *r, const char *selector,
 			  struct kapi_informer **ret, struct gerr *err)
 {
-	return kapi_informer_start(a->k,
-				   &(struct kapi_informer_options){
-				       .resource = r, .field_selector = selector, .notify = wake, .userdata = a},
-				   ret, err);
+	return kapi_informer_start(
+	    a->k,
+	    &(struct kapi_informer_options){.resource = r, .field_selector = selector, .notify = wake, .userdata = a},
+	    ret, err);
 }
 
 int dra_api_open(const struct dra_api_options *o, struct dra_api **ret, struct gerr *err)
@@ -289,20 +292,20 @@ int dra_api_open(const struct dra_api_options *o, struct dra_api **ret, struct g
 	if (!a)
 		return gerr_set(err, ENOMEM, "out of memory");
 	a->evfd = -1;
-	if (!(a->driver = strdup(o->driver)) || !(a->node_name = strdup(o->node_name)) ||
-	    !(a->made = json_object()) ||
+	if (!(a->driver = strdup(o->driver)) || !(a->node_name = strdup(o->node_name)) || !(a->made = json_object()) ||
 	    asprintf(&slice_sel, "spec.nodeName=%s,spec.driver=%s", o->node_name, o->driver) < 0 ||
 	    asprintf(&node_sel, "metadata.name=%s", o->node_name) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
 	if ((a->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
 		return gerr_set(err, errno, "eventfd: %s", strerror(errno));
-	r = kapi_open(&(struct kapi_options){.kubeconfig = o->kubeconfig,
-					     .qps = o->qps,
-					     .burst = o->burst,
-					     /* within kubelet's 45 s call timeout, with room for the rest of a prepare */
-					     .timeout_s = 20,
-					     .field_manager = "gpulet-dra"},
-		      &a->k, err);
+	r = kapi_open(
+	    &(struct kapi_options){.kubeconfig = o->kubeconfig,
+				   .qps = o->qps,
+				   .burst = o->burst,
+				   /* within kubelet's 45 s call timeout, with room for the rest of a prepare */
+				   .timeout_s = 20,
+				   .field_manager = "gpulet-dra"},
+	    &a->k, err);
 	if (r < 0)
 		return r;
 	if ((r = start_informer(a, &kapi_resourceslices, slice_sel, &a->slices, err)) < 0 ||

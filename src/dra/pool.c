@@ -53,12 +53,14 @@ static const char *str_at(const json_t *o, const char *a, const char *b)
 
 static int64_t generation_of(const json_t *slice)
 {
-	return json_integer_value(json_object_get(json_object_get(json_object_get(slice, "spec"), "pool"), "generation"));
+	return json_integer_value(
+	    json_object_get(json_object_get(json_object_get(slice, "spec"), "pool"), "generation"));
 }
 
 static int by_name(const void *a, const void *b)
 {
-	const char *x = str_at(*(json_t *const *)a, "metadata", "name"), *y = str_at(*(json_t *const *)b, "metadata", "name");
+	const char *x = str_at(*(json_t *const *)a, "metadata", "name"),
+		   *y = str_at(*(json_t *const *)b, "metadata", "name");
 
 	return strcmp(x ? x : "", y ? y : "");
 }
@@ -95,10 +97,10 @@ static json_t *desired(const json_t *w, const char *node_uid, int64_t gen)
 
 	if (!d || !json_is_object(meta) ||
 	    json_object_set_new(json_object_get(spec, "pool"), "generation", json_integer((json_int_t)gen)) < 0 ||
-	    (node_uid && json_object_set_new(meta, "ownerReferences",
-					     json_pack("[{s:s, s:s, s:s, s:s, s:b}]", "apiVersion", "v1", "kind",
-						       "Node", "name", node ? node : "", "uid", node_uid,
-						       "controller", 1)) < 0)) {
+	    (node_uid &&
+	     json_object_set_new(meta, "ownerReferences",
+				 json_pack("[{s:s, s:s, s:s, s:s, s:b}]", "apiVersion", "v1", "kind", "Node", "name",
+					   node ? node : "", "uid", node_uid, "controller", 1)) < 0)) {
 		json_decref(d);
 		return NULL;
 	}
@@ -111,7 +113,8 @@ static bool same_slice(const json_t *have, const json_t *d)
 	const json_t *owners = json_object_get(json_object_get(d, "metadata"), "ownerReferences");
 
 	return dra_json_covers(json_object_get(have, "spec"), json_object_get(d, "spec")) &&
-	       (!owners || dra_json_covers(json_object_get(json_object_get(have, "metadata"), "ownerReferences"), owners));
+	       (!owners ||
+		dra_json_covers(json_object_get(json_object_get(have, "metadata"), "ownerReferences"), owners));
 }
 
 int dra_pool_plan(const json_t *existing, const json_t *wanted, const char *node_uid, int64_t prev,
@@ -131,8 +134,8 @@ int dra_pool_plan(const json_t *existing, const json_t *wanted, const char *node
 		goto nomem;
 	/* this pool's slices; slices of another pool of this node and driver are obsolete */
 	json_array_foreach (existing, i, s) {
-		const char *sp = json_string_value(
-		    json_object_get(json_object_get(json_object_get(s, "spec"), "pool"), "name"));
+		const char *sp =
+		    json_string_value(json_object_get(json_object_get(json_object_get(s, "spec"), "pool"), "name"));
 
 		if (sp && streq(sp, pool)) {
 			ours[n_ours++] = s;
@@ -159,10 +162,12 @@ int dra_pool_plan(const json_t *existing, const json_t *wanted, const char *node
 			json_t *meta = json_object_get(d, "metadata");
 
 			json_object_del(meta, "generateName");
-			r = json_object_set(meta, "name", json_object_get(json_object_get(ours[k], "metadata"), "name"));
+			r = json_object_set(meta, "name",
+					    json_object_get(json_object_get(ours[k], "metadata"), "name"));
 			if (r >= 0)
-				r = json_object_set(meta, "resourceVersion",
-						    json_object_get(json_object_get(ours[k], "metadata"), "resourceVersion"));
+				r = json_object_set(
+				    meta, "resourceVersion",
+				    json_object_get(json_object_get(ours[k], "metadata"), "resourceVersion"));
 			if (r >= 0)
 				r = json_array_append(p.updates, d);
 		}

@@ -580,6 +580,21 @@ static void test_mps(void **state)
 	assert_true(has_mount(json_object_get(edits, "mounts"), PLUGIN_DIR "/mps/m1-0/shm", "/dev/shm"));
 	assert_true(has_mount(json_object_get(edits, "mounts"), PLUGIN_DIR "/mps/m1-0/pipe", "/tmp/nvidia-mps"));
 	json_decref(spec);
+	/* a running daemon is left alone; a dead one (the plugin's container restarted) is started again
+	 * with the claim's limits, answering on the pipe dir the pod was given */
+	snprintf(buf, sizeof(buf), "%s/usr/bin/nvidia-cuda-mps-control", t->root);
+	assert_int_equal(dra_prepare_revive(&t->p, NULL, NULL), 0);
+	assert_int_equal(mps_control(buf, mpsroot, "m1-0", "quit", out, sizeof(out), &err), 0);
+	for (int i = 0; i < 50 && mps_control(buf, mpsroot, "m1-0", MPS_QUERY, out, sizeof(out), NULL) == 0; i++)
+		usleep(100 * 1000);
+	assert_int_not_equal(mps_control(buf, mpsroot, "m1-0", MPS_QUERY, out, sizeof(out), NULL), 0);
+	assert_int_equal(dra_prepare_revive(&t->p, NULL, NULL), 1);
+	assert_int_equal(
+	    mps_control(buf, mpsroot, "m1-0", "get_default_active_thread_percentage", out, sizeof(out), &err), 0);
+	assert_non_null(strstr(out, "25"));
+	assert_int_equal(
+	    mps_control(buf, mpsroot, "m1-0", "get_default_device_pinned_mem_limit 0", out, sizeof(out), &err), 0);
+	assert_non_null(strstr(out, "2G"));
 	/* unprepare: the daemon quits, DEFAULT again, the tmpfs and the dirs gone */
 	assert_int_equal(shf("rm -f %s/smi.calls", t->dir), 0);
 	assert_int_equal(dra_unprepare(&t->p, "m1", &err), 0);
