@@ -69,12 +69,14 @@ static int ready(struct dra_api *a, struct gerr *err)
 
 	kapi_informer_status(a->slices, &ss);
 	kapi_informer_status(a->node, &ns);
+	/* not listed yet: -EAGAIN (the informer wakes the daemon when it is); failing: its error */
 	if (!ss.synced)
-		return gerr_set(err, EAGAIN, "waiting for the API server's list of this node's ResourceSlices%s%s",
+		return gerr_set(err, ss.error ? ss.error : EAGAIN,
+				"waiting for the API server's list of this node's ResourceSlices%s%s",
 				ss.error ? ": " : "", ss.error ? ss.message : "");
 	if (!ns.synced)
-		return gerr_set(err, EAGAIN, "waiting for the API server's Node %s%s%s", a->node_name,
-				ns.error ? ": " : "", ns.error ? ns.message : "");
+		return gerr_set(err, ns.error ? ns.error : EAGAIN, "waiting for the API server's Node %s%s%s",
+				a->node_name, ns.error ? ": " : "", ns.error ? ns.message : "");
 	if (a->made_rv && strtoull(ss.resource_version, NULL, 10) < a->made_rv)
 		return gerr_set(err, EAGAIN, "waiting for the watch to show the ResourceSlices just written");
 	return 0;

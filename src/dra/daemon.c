@@ -242,10 +242,15 @@ static void publish(struct dra_daemon *d)
 		d->publish_due = true;
 		d->publish_backoff_ms = MIN(MAX(d->publish_backoff_ms * 2, PUBLISH_RETRY_MS), PUBLISH_MAX_MS);
 		d->next_publish_ms = loop_now_ms() + d->publish_backoff_ms;
-		if (!streq(err.msg, d->publish_error))
+		/* -EAGAIN: the API server's answer is on its way (an informer's first list, the watch catching
+		 * up with our writes): said once it lasts; any other failure once per distinct error */
+		if (r == -EAGAIN && d->publish_backoff_ms <= 4 * PUBLISH_RETRY_MS)
+			log_debug("Cannot publish the ResourceSlices yet", "error=\"%s\"", err.msg);
+		else if (!streq(err.msg, d->publish_error)) {
 			log_error("Cannot publish the ResourceSlices; trying again", "driver=%s node=%s error=\"%s\"",
 				  d->o.driver, d->o.node_name, err.msg);
-		snprintf(d->publish_error, sizeof(d->publish_error), "%s", err.msg);
+			snprintf(d->publish_error, sizeof(d->publish_error), "%s", err.msg);
+		}
 		return;
 	}
 	d->publish_backoff_ms = 0;

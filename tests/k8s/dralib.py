@@ -209,3 +209,37 @@ def minor_of(device):
 
 def timed(what, t):
     print("PASS %s (%.1fs)" % (what, time.time() - t))
+
+
+# a stand-in for nvidia-smi in the fake root: it records its arguments (TimeSlicing and MPS set the
+# GPUs' compute mode and time slice with it, docs/reference/dra.md §6.3)
+SMI = "#!/bin/sh\necho \"$@\" >> '%s'\nif [ -e '%s' ]; then echo 'Unable to set the time slice: no GPU'; exit 3; fi\n"
+
+
+def smi_standin(node):
+    """Install the recording nvidia-smi (it fails while smi_fail(node) exists); returns the file its
+    calls go to."""
+    calls = os.path.join(node.t, "smi.calls")
+    path = os.path.join(node.root, "usr/bin/nvidia-smi")
+    with open(path + ".new", "w") as f:
+        f.write(SMI % (calls, smi_fail(node)))
+    os.chmod(path + ".new", 0o755)
+    os.rename(path + ".new", path)
+    open(calls, "a").close()
+    return calls
+
+
+def smi_fail(node):
+    return os.path.join(node.t, "smi.fail")
+
+
+def smi_calls(calls):
+    with open(calls) as f:
+        return f.read().splitlines()
+
+
+def set_boot_id(node, boot):
+    d = os.path.join(node.root, "proc/sys/kernel/random")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "boot_id"), "w") as f:
+        f.write(boot + "\n")

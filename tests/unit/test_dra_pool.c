@@ -107,12 +107,15 @@ static void test_plan(void **state)
 	/* nothing there: created at generation 1, owned by the Node */
 	assert_int_equal(dra_pool_plan(existing, wanted, "node-uid", 0, &p, &err), 0);
 	assert_int_equal(json_array_size(p.creates), 1);
-	assert_true(dra_pool_plan_empty(&(struct dra_pool_plan){.creates = p.updates, .updates = p.updates, .deletes = p.deletes}));
+	assert_true(dra_pool_plan_empty(
+	    &(struct dra_pool_plan){.creates = p.updates, .updates = p.updates, .deletes = p.deletes}));
 	assert_int_equal(p.generation, 1);
 	s0 = json_array_get(p.creates, 0);
 	assert_int_equal(plan_gen(s0), 1);
-	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(s0, "metadata"), "ownerReferences"), 0), "uid")),
-			    "node-uid");
+	assert_string_equal(
+	    json_string_value(json_object_get(
+		json_array_get(json_object_get(json_object_get(s0, "metadata"), "ownerReferences"), 0), "uid")),
+	    "node-uid");
 	json_array_append_new(existing, stored(s0, "node-a-gpu.nvidia.com-abcde", "100"));
 	dra_pool_plan_clear(&p);
 
@@ -133,7 +136,8 @@ static void test_plan(void **state)
 	s0 = json_array_get(p.updates, 0);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(s0, "metadata"), "name")),
 			    "node-a-gpu.nvidia.com-abcde");
-	assert_string_equal(json_string_value(json_object_get(json_object_get(s0, "metadata"), "resourceVersion")), "100");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(s0, "metadata"), "resourceVersion")),
+			    "100");
 	assert_null(json_object_get(json_object_get(s0, "metadata"), "generateName"));
 	assert_int_equal(plan_gen(s0), 2);
 	dra_pool_plan_clear(&p);
