@@ -51,3 +51,6 @@ foreach(t ${DRA_PY_TESTS})
   gpulet_script_test(${_n} /usr/bin/python3 ${t})
   set_tests_properties(${_n} PROPERTIES TIMEOUT 120)
 endforeach()
+# tests/k8s/test_k8s_dra_sharing.py runs NVIDIA's real nvidia-cuda-mps-control too (the k8s tests are
+# made in k8s.cmake, after this file: the property is set once they exist)
+cmake_language(DEFER CALL set_property TEST k8s_dra_sharing APPEND PROPERTY FIXTURES_REQUIRED realdriver)

@@ -19,6 +19,9 @@
 #include "util/fileio.h"
 
 #define MPS_PIPE_IN_CONTAINER "/tmp/nvidia-mps" /* NVIDIA's GetCDIContainerEdits() */
+/* the longest pipe dir the real 535 control daemon takes: its socket control_privileged must fit
+ * sun_path (108 bytes); seen with longer dirs: `-d` exits 1 without a word (docs/reference/dra.md §6.3) */
+#define MPS_PIPE_DIR_MAX 88
 
 /* A host tool: the host's own dirs, then the driver root's (never $PATH). */
 static char *find_tool(const struct dra_share_env *e, const char *name)
@@ -192,19 +195,48 @@ static int launch(const char *bin, const char *root, const char *id, const char 
 	return mps_control(bin, root, id, MPS_QUERY, out, sizeof(out), err);
 }
 
-static int mps_apply(const struct dra_share_env *e, const char *id, const struct dra_sharing *s,
-		     const char *const *gpus, size_t n_gpus, const char *const *devs, size_t n_devs, json_t *done,
-		     struct gerr *err)
+/*
+ * A new dir under the MPS root for one control daemon, named by the smallest free number: short, as
+ * the daemon's sockets in <dir>/pipe must fit a unix socket's 108 bytes (the real 535 control
+ * daemon refuses a pipe dir longer than 88 characters, docs/reference/dra.md §6.3), and unique
+ * (mkdir is the claim on the name).
+ */
+static int mps_new_dir(const char *root, char *id, size_t size, struct gerr *err)
+{
+	char dir[PATH_MAX];
+	int r;
+
+	if ((r = mkdir_p(root, 0755)) < 0)
+		return gerr_set(err, -r, "cannot create the MPS root %s: %s", root, strerror(-r));
+	for (unsigned k = 0; k < 100000; k++) {
+		snprintf(id, size, "%u", k);
+		if (snprintf(dir, sizeof(dir), "%s/%s", root, id) >= (int)sizeof(dir))
+			return gerr_set(err, ENAMETOOLONG, "MPS root %s: path too long", root);
+		if (strlen(dir) + strlen("/pipe") > MPS_PIPE_DIR_MAX)
+			return gerr_set(
+			    err, ENAMETOOLONG,
+			    "the MPS pipe dir %s/pipe would be longer than the %d characters NVIDIA's control "
+			    "daemon takes: use a shorter --kubelet-plugins-directory-path",
+			    dir, MPS_PIPE_DIR_MAX);
+		if (mkdir(dir, 0755) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return gerr_set(err, errno, "cannot create %s: %s", dir, strerror(errno));
+	}
+	return gerr_set(err, ENOSPC, "no free MPS dir under %s", root);
+}
+
+static int mps_apply(const struct dra_share_env *e, const struct dra_sharing *s, const char *const *gpus, size_t n_gpus,
+		     const char *const *devs, size_t n_devs, json_t *done, struct gerr *err)
 {
 	_cleanup_free_ char *root = mps_root(e), *bin = find_tool(e, MPS_CONTROL_BIN), *smi = NULL, *shm = NULL;
 	json_t *switched = json_array();
 	struct mps_limits lim;
-	char opts[80];
+	char opts[80], id[16];
 	size_t done_n = 0;
 	int r;
 
-	if (!root || !switched || json_object_set_new(done, "id", json_string(id)) < 0 ||
-	    json_object_set_new(done, "gpus", switched) < 0 || asprintf(&shm, "%s/%s/shm", root, id) < 0)
+	if (!root || !switched || json_object_set_new(done, "gpus", switched) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
 	if (!bin)
 		return gerr_set(
@@ -212,6 +244,11 @@ static int mps_apply(const struct dra_share_env *e, const char *id, const struct
 		    "%s not found in /usr/bin, /usr/sbin, /usr/local/bin or /bin under the root or the driver "
 		    "root: MPS sharing needs it",
 		    MPS_CONTROL_BIN);
+	if ((r = mps_new_dir(root, id, sizeof(id), err)) < 0)
+		return r;
+	/* recorded at once: undo removes the dir whatever fails after */
+	if (json_object_set_new(done, "id", json_string(id)) < 0 || asprintf(&shm, "%s/%s/shm", root, id) < 0)
+		return gerr_set(err, ENOMEM, "out of memory");
 	if ((r = limits(s, devs, n_devs, &lim, done, err)) < 0)
 		return r;
 	if ((r = mps_mount_tmpfs(e->root, shm, opts, sizeof(opts), err)) < 0)
@@ -312,18 +349,18 @@ int dra_share_apply(const struct dra_share_env *e, const char *uid, size_t g, co
 		    const char *const *gpus, size_t n_gpus, const char *const *devs, size_t n_devs, json_t **ret_done,
 		    struct gerr *err)
 {
-	json_t *done = json_pack("{s:s}", "strategy", dra_strategy_name(s->strategy));
-	char id[96];
+	/* the claim and group it was done for: for whoever reads the checkpoint */
+	json_t *done = json_pack("{s:s, s:s, s:I}", "strategy", dra_strategy_name(s->strategy), "claim", uid, "group",
+				 (json_int_t)g);
 	int r = 0;
 
 	*ret_done = done;
 	if (!done)
 		return gerr_set(err, ENOMEM, "out of memory");
-	snprintf(id, sizeof(id), "%s-%zu", uid, g);
 	if (s->strategy == DRA_SHARE_TIME_SLICING && s->kind == DRA_CFG_GPU)
 		r = timeslice_apply(e, s, gpus, n_gpus, done, err);
 	else if (s->strategy == DRA_SHARE_MPS)
-		r = mps_apply(e, id, s, gpus, n_gpus, devs, n_devs, done, err);
+		r = mps_apply(e, s, gpus, n_gpus, devs, n_devs, done, err);
 	return r;
 }
 

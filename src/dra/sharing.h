@@ -5,7 +5,8 @@
  *                --set-timeslice <0-3>` on each whole GPU, as NVIDIA's driver (NVML has no public
  *                call for the compute time slice); back to Default (0) on undo;
  *   MPS:         one control daemon per group, gpulet's own (plugin/mps.h), pipe, log and a tmpfs
- *                /dev/shm under <plugin dir>/mps/<id>/, the whole GPUs in EXCLUSIVE_PROCESS, the
+ *                /dev/shm under <plugin dir>/mps/<N>/ (N: the smallest free number, kept in the
+ *                record: the daemon's socket paths must stay short), the whole GPUs in EXCLUSIVE_PROCESS, the
  *                limits set; the claim's devices get CUDA_MPS_PIPE_DIRECTORY and the two mounts.
  * What was done is recorded in a JSON object (the checkpoint keeps it), from which undo and the
  * CDI edits are made again after a restart.

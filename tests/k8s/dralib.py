@@ -11,7 +11,7 @@ import time
 
 import yaml
 
-from node import BUSYBOX_IMAGE, FAKE_NVML_LIB, GPULET, NODE_NAME, Node, NodeError  # noqa: F401
+from node import BUILD, BUSYBOX_IMAGE, FAKE_NVML_LIB, GPULET, NODE_NAME, Node, NodeError  # noqa: F401
 from podcheck import check, gpu_nodes, host_rdev, parse, probe_script
 
 DRIVER = "gpu.nvidia.com"
@@ -93,9 +93,9 @@ def dra_args(node, *more):
 
 def start_dra(node, *more, name="dra", wait_published=True, env=None):
     """gpulet dra beside the node's kubelet; returns once kubelet registered it (and it published)."""
-    node.spawn(name, dra_args(node, *more), env=dict(node.plugin_env(), **(env or {})))
     mark = log_count(node, name, "Registered DRA plugin with kubelet")
-    node.wait("kubelet registers gpulet dra", lambda: log_count(node, name, "Registered DRA plugin with kubelet") >= max(mark, 1),
+    node.spawn(name, dra_args(node, *more), env=dict(node.plugin_env(), **(env or {})))
+    node.wait("kubelet registers gpulet dra", lambda: log_count(node, name, "Registered DRA plugin with kubelet") > mark,
               timeout=60, proc=name)
     if wait_published:
         node.wait("gpulet dra publishes its ResourceSlices", lambda: pool(node), timeout=30, proc=name)

@@ -364,6 +364,10 @@ class Node:
         script = ["set -e", "ip link set lo up", "ip addr add %s/32 dev lo" % NODE_IP,
                   "mount -t tmpfs -o mode=755 gpulet-k8s-run /run", "mount --bind %s/varlog /var/log" % t,
                   "mount -t tmpfs -o mode=755 gpulet-k8s-varlib /var/lib", "mkdir /var/lib/kubelet",
+                  # shared, as a node's /var/lib/kubelet is: a mount made below the kubelet dir (the DRA
+                  # driver's per-claim MPS /dev/shm) shows at both of its names
+                  "mount --bind %s %s" % (self.kubelet_root, self.kubelet_root),
+                  "mount --make-shared %s" % self.kubelet_root,
                   "mount --bind %s /var/lib/kubelet" % self.kubelet_root,
                   "mount -t tmpfs -o mode=755 gpulet-k8s-opt /opt",
                   # the plugin writes R/var/run/cdi; containerd reads /var/run/cdi, as on a node

@@ -546,14 +546,14 @@ static void test_mps(void **state)
 	assert_string_equal(smi_calls(t, buf, sizeof(buf)), want);
 	snprintf(mpsroot, sizeof(mpsroot), "%s" PLUGIN_DIR "/mps", t->root);
 	snprintf(buf, sizeof(buf), "%s/usr/bin/nvidia-cuda-mps-control", t->root);
-	assert_int_equal(
-	    mps_control(buf, mpsroot, "m1-0", "get_default_active_thread_percentage", out, sizeof(out), &err), 0);
+	assert_int_equal(mps_control(buf, mpsroot, "0", "get_default_active_thread_percentage", out, sizeof(out), &err),
+			 0);
 	assert_non_null(strstr(out, "25"));
 	assert_int_equal(
-	    mps_control(buf, mpsroot, "m1-0", "get_default_device_pinned_mem_limit 0", out, sizeof(out), &err), 0);
+	    mps_control(buf, mpsroot, "0", "get_default_device_pinned_mem_limit 0", out, sizeof(out), &err), 0);
 	assert_non_null(strstr(out, "2G"));
 	/* a tmpfs of its own for /dev/shm */
-	snprintf(shm, sizeof(shm), "%s/m1-0/shm", mpsroot);
+	snprintf(shm, sizeof(shm), "%s/0/shm", mpsroot);
 	assert_int_equal(stat(shm, &st), 0);
 	assert_int_equal(stat(mpsroot, &parent), 0);
 	assert_true(st.st_dev != parent.st_dev);
@@ -564,7 +564,7 @@ static void test_mps(void **state)
 		struct stat ds, host;
 		const char *at;
 
-		snprintf(buf, sizeof(buf), "%s/m1-0/log/control.log", mpsroot);
+		snprintf(buf, sizeof(buf), "%s/0/log/control.log", mpsroot);
 		assert_non_null(clog = slurp(buf));
 		assert_non_null(at = strstr(clog, "Control "));
 		snprintf(proc, sizeof(proc), "/proc/%d/root/dev/shm", atoi(at + 8));
@@ -577,30 +577,30 @@ static void test_mps(void **state)
 	spec = read_spec(t, "m1");
 	edits = json_object_get(json_array_get(json_object_get(spec, "devices"), 0), "containerEdits");
 	assert_true(has_string(json_object_get(edits, "env"), "CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps"));
-	assert_true(has_mount(json_object_get(edits, "mounts"), PLUGIN_DIR "/mps/m1-0/shm", "/dev/shm"));
-	assert_true(has_mount(json_object_get(edits, "mounts"), PLUGIN_DIR "/mps/m1-0/pipe", "/tmp/nvidia-mps"));
+	assert_true(has_mount(json_object_get(edits, "mounts"), PLUGIN_DIR "/mps/0/shm", "/dev/shm"));
+	assert_true(has_mount(json_object_get(edits, "mounts"), PLUGIN_DIR "/mps/0/pipe", "/tmp/nvidia-mps"));
 	json_decref(spec);
 	/* a running daemon is left alone; a dead one (the plugin's container restarted) is started again
 	 * with the claim's limits, answering on the pipe dir the pod was given */
 	snprintf(buf, sizeof(buf), "%s/usr/bin/nvidia-cuda-mps-control", t->root);
 	assert_int_equal(dra_prepare_revive(&t->p, NULL, NULL), 0);
-	assert_int_equal(mps_control(buf, mpsroot, "m1-0", "quit", out, sizeof(out), &err), 0);
-	for (int i = 0; i < 50 && mps_control(buf, mpsroot, "m1-0", MPS_QUERY, out, sizeof(out), NULL) == 0; i++)
+	assert_int_equal(mps_control(buf, mpsroot, "0", "quit", out, sizeof(out), &err), 0);
+	for (int i = 0; i < 50 && mps_control(buf, mpsroot, "0", MPS_QUERY, out, sizeof(out), NULL) == 0; i++)
 		usleep(100 * 1000);
-	assert_int_not_equal(mps_control(buf, mpsroot, "m1-0", MPS_QUERY, out, sizeof(out), NULL), 0);
+	assert_int_not_equal(mps_control(buf, mpsroot, "0", MPS_QUERY, out, sizeof(out), NULL), 0);
 	assert_int_equal(dra_prepare_revive(&t->p, NULL, NULL), 1);
-	assert_int_equal(
-	    mps_control(buf, mpsroot, "m1-0", "get_default_active_thread_percentage", out, sizeof(out), &err), 0);
+	assert_int_equal(mps_control(buf, mpsroot, "0", "get_default_active_thread_percentage", out, sizeof(out), &err),
+			 0);
 	assert_non_null(strstr(out, "25"));
 	assert_int_equal(
-	    mps_control(buf, mpsroot, "m1-0", "get_default_device_pinned_mem_limit 0", out, sizeof(out), &err), 0);
+	    mps_control(buf, mpsroot, "0", "get_default_device_pinned_mem_limit 0", out, sizeof(out), &err), 0);
 	assert_non_null(strstr(out, "2G"));
 	/* unprepare: the daemon quits, DEFAULT again, the tmpfs and the dirs gone */
 	assert_int_equal(shf("rm -f %s/smi.calls", t->dir), 0);
 	assert_int_equal(dra_unprepare(&t->p, "m1", &err), 0);
 	snprintf(want, sizeof(want), "-i %s -c DEFAULT\n", gpu);
 	assert_string_equal(smi_calls(t, buf, sizeof(buf)), want);
-	snprintf(buf, sizeof(buf), "%s/m1-0", mpsroot);
+	snprintf(buf, sizeof(buf), "%s/0", mpsroot);
 	assert_int_equal(access(buf, F_OK), -1);
 	json_decref(ans);
 }
