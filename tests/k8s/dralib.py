@@ -63,10 +63,11 @@ def template(name, requests, constraints=None, config=None):
             "spec": {"spec": claim_spec(requests, constraints, config)}}
 
 
-def pod(name, script, claim_name=None, template_name=None, restart="Never"):
-    """A busybox pod with one claim (by name or from a template), scheduled by kube-scheduler (no
-    nodeName: the scheduler allocates the claim). script runs, then the container sleeps."""
-    ref = {"name": "gpus"}
+def pod(name, script, claim_name=None, template_name=None, restart="Never", ref_name="gpus"):
+    """A busybox pod with one claim (by name or from a template) referenced as ref_name, scheduled by
+    kube-scheduler (no nodeName: the scheduler allocates the claim). script runs, then the container
+    sleeps."""
+    ref = {"name": ref_name}
     if claim_name:
         ref["resourceClaimName"] = claim_name
     else:
@@ -77,7 +78,7 @@ def pod(name, script, claim_name=None, template_name=None, restart="Never"):
                      "tolerations": [{"operator": "Exists"}], "resourceClaims": [ref],
                      "containers": [{"name": "c", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
                                      "command": ["/bin/sh", "-c", script + "\necho PROBE-DONE\nexec sleep 3600"],
-                                     "resources": {"claims": [{"name": "gpus"}]}}]}}
+                                     "resources": {"claims": [{"name": ref_name}]}}]}}
 
 
 def apply(node, *objs):
