@@ -55,10 +55,11 @@ bool daemon_dra_yield(struct daemon_dra *g, const char *device_plugin_path, long
 {
 	if (registered(g, device_plugin_path)) {
 		if (!g->yielding)
-			log_error("A DRA driver for NVIDIA GPUs is registered on this node: advertising no GPUs, so that "
-				  "none is given out twice",
-				  "driver=%s registration=%s hint=\"%s\"", DAEMON_DRA_DRIVER, g->socket,
-				  "run either the device plugin or the DRA driver on a node (docs/reference/dra.md)");
+			log_error(
+			    "A DRA driver for NVIDIA GPUs is registered on this node: advertising no GPUs, so that "
+			    "none is given out twice",
+			    "driver=%s registration=%s hint=\"%s\"", DAEMON_DRA_DRIVER, g->socket,
+			    "run either the device plugin or the DRA driver on a node (docs/reference/dra.md)");
 		g->yielding = true;
 		g->gone_ms = 0;
 		return true;

@@ -16,6 +16,7 @@
     from proto/dra.proto by the build, as upstream's v1beta1 file is v1's under another package);
   * a second instance on the same dirs exits 1 and leaves the first serving; SIGTERM removes the
     sockets; a half-prepared claim of the checkpoint (its CDI spec) is undone at start;
+  * NVIDIA's program name gpu-kubelet-plugin (a link to gpulet) runs gpulet dra;
   * NVIDIA's options: --node-name required, only the values of health port, metrics endpoint,
     consumable shares and feature gates it can honour are accepted (exit 2 otherwise); without an API
     server to talk to (no kubeconfig, not in a pod) it does not start (exit 1).
@@ -287,6 +288,12 @@ def test_options(n):
     for args, env, rc, text in cases:
         r = n.run(*args, env=env)
         check(r.returncode == rc and text in r.stderr, "%s %s: rc %d, stderr %s" % (args, env, r.returncode, r.stderr))
+    # NVIDIA's program name: a link named gpu-kubelet-plugin runs gpulet dra (src/main.c programs[])
+    link = os.path.join(n.tmp, "gpu-kubelet-plugin")
+    os.symlink(os.path.realpath(GPULET), link)
+    r = subprocess.run([link, "--help"], env=n.env(), capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0 and "gpulet dra" in r.stdout and "--kubelet-plugins-directory-path" in r.stdout,
+          "gpu-kubelet-plugin --help: rc %d %s" % (r.returncode, r.stdout[:300]))
     # NVIDIA's env vars: NODE_NAME, feature gates it can honour (the ComputeDomain ones concern its other plugin)
     p = n.start(env={"NODE_NAME": "node-b", "FEATURE_GATES": "TimeSlicingSettings=true,MPSSupport=false,"
                      "ComputeDomainCliques=true,DynamicMIG=false", "IMAGE_NAME": "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.12.0"})
