@@ -220,7 +220,9 @@ static int apply_groups(struct dra_prep *p, const struct dra_claim *cl, json_t *
 		if (r < 0)
 			return gerr_prefix(err, "%s sharing (%s): ", dra_strategy_name(cl->groups[g].sharing.strategy),
 					   cl->groups[g].source);
-		if ((r = dra_checkpoint_save(p->cp, err)) < 0)
+		/* on disk before the next group: a crash from here undoes what this one did (a group
+		 * without sharing did nothing to undo, and costs no write) */
+		if (cl->groups[g].sharing.strategy != DRA_SHARE_NONE && (r = dra_checkpoint_save(p->cp, err)) < 0)
 			return r;
 	}
 	return 0;

@@ -18,6 +18,7 @@ kube-controller-manager, no device plugin; docs/reference/dra.md):
 Without the registries (Go module proxy, npm) the peers cannot be built and the test fails."""
 import json
 import os
+import re
 import sys
 import time
 
@@ -118,6 +119,9 @@ def main():
         check(a.split("PROBE-DONE")[0].split() == b.split("PROBE-DONE")[0].split() == ["nvidia3"],
               "two pods sharing one claim see %r and %r" % (a, b))
         check(log_count(node, "dra", "Prepared claim") == prepared + 1, "the shared claim was prepared more than once")
+        # where a slow prepare spent its time, in its log line: the claim's GET, then the rest
+        line = [x for x in node.log_tail("dra", 10 ** 8).splitlines() if "Prepared claim" in x][-1]
+        check(re.search(r"claim=default/shared .* get_ms=\d+ prepare_ms=\d+", line), "prepare's log: %s" % line)
         timed("two pods sharing one claim see the same GPU, prepared once", t)
 
         t = time.time()

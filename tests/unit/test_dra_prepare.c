@@ -408,6 +408,32 @@ static void test_timeslicing(void **state)
 	json_decref(ans);
 }
 
+/* What a prepare costs on disk: PrepareStarted and PrepareCompleted, plus one write per group whose
+ * sharing did something to undo; a claim prepared before costs none, an unprepare one. */
+static void test_checkpoint_writes(void **state)
+{
+	struct t *t = *state;
+	json_t *ans = NULL;
+	struct gerr err = {0};
+	unsigned long n = dra_checkpoint_saves(t->cp);
+
+	/* no sharing (a GPU and a MIG device): nothing to undo, no write between the two */
+	assert_int_equal(prep(t, claim("abab-1", "plain", NULL, "gpu", GPU0, "m", MIG0, NULL), &ans, &err), 0);
+	assert_int_equal(dra_checkpoint_saves(t->cp) - n, 2);
+	json_decref(ans);
+	n = dra_checkpoint_saves(t->cp);
+	assert_int_equal(prep(t, claim("abab-1", "plain", NULL, "gpu", GPU0, "m", MIG0, NULL), &ans, &err), 0);
+	assert_int_equal(dra_checkpoint_saves(t->cp) - n, 0);
+	json_decref(ans);
+	assert_int_equal(dra_unprepare(&t->p, "abab-1", &err), 0);
+	assert_int_equal(dra_checkpoint_saves(t->cp) - n, 1);
+	/* time-slicing changed the GPU: on disk before anything else is done */
+	n = dra_checkpoint_saves(t->cp);
+	assert_int_equal(prep(t, claim("abab-2", "ts", ts_config("Long"), "gpu", GPU0, NULL), &ans, &err), 0);
+	assert_int_equal(dra_checkpoint_saves(t->cp) - n, 3);
+	json_decref(ans);
+}
+
 static void test_timeslicing_fails_cleanly(void **state)
 {
 	struct t *t = *state;
@@ -741,6 +767,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_one_claim_per_device, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_refused_claims, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_timeslicing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_checkpoint_writes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_timeslicing_fails_cleanly, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_half_prepared_undone_at_start, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reboot, setup, teardown),
