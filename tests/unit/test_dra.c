@@ -28,6 +28,8 @@
 #include "nvml/nvml.h"
 #include "util/fileio.h"
 
+#include "test_dra_helpers.h"
+
 static const struct {
 	const char *name;
 	int value;
@@ -243,23 +245,6 @@ static void test_mps_pinned(void **state)
 }
 
 /* ---- devices and ResourceSlices of the fake nodes ---- */
-
-static struct nvml *nv; /* one for the run (the fake keeps its fixture in globals) */
-
-static struct node *load_node(const char *fixture, const char *root)
-{
-	char path[1024];
-	struct node *n = NULL;
-	struct gerr err = {0};
-
-	snprintf(path, sizeof(path), "%s/tests/fixtures/%s.json", getenv("GPULET_SRC"), fixture);
-	setenv("FAKE_NVML_FIXTURE", path, 1);
-	if (!nv && nvml_open(getenv("FAKE_NVML_LIB"), NULL, &nv, &err) < 0)
-		fail_msg("nvml_open: %s", err.msg);
-	if (node_load(nv, root, &n, &err) < 0)
-		fail_msg("node_load %s: %s", fixture, err.msg);
-	return n;
-}
 
 /* The API's rules for a slice (k8s.io/api v0.34.4 resource/v1 types.go), checked on their own. */
 static void check_api_limits(const json_t *slices)

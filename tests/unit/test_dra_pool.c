@@ -24,22 +24,7 @@
 #include "dra/pool.h"
 #include "nvml/nvml.h"
 
-static struct nvml *nv;
-
-static struct node *load_node(const char *fixture)
-{
-	char path[1024];
-	struct node *n = NULL;
-	struct gerr err = {0};
-
-	snprintf(path, sizeof(path), "%s/tests/fixtures/%s.json", getenv("GPULET_SRC"), fixture);
-	setenv("FAKE_NVML_FIXTURE", path, 1);
-	if (!nv && nvml_open(getenv("FAKE_NVML_LIB"), NULL, &nv, &err) < 0)
-		fail_msg("nvml_open: %s", err.msg);
-	if (node_load(nv, "/nonexistent", &n, &err) < 0)
-		fail_msg("node_load %s: %s", fixture, err.msg);
-	return n;
-}
+#include "test_dra_helpers.h"
 
 static json_t *build(const struct dra_devices *d, bool taints, bool withhold)
 {
@@ -93,7 +78,7 @@ static void test_covers(void **state)
 
 static void test_plan(void **state)
 {
-	struct node *n = load_node("dgx-a100");
+	struct node *n = load_node("dgx-a100", "/nonexistent");
 	struct dra_devices d = {0}, fewer;
 	struct dra_pool_plan p = {0};
 	struct gerr err = {0};
@@ -201,7 +186,7 @@ static const json_t *device(const json_t *slices, const char *name)
 
 static void test_health(void **state)
 {
-	struct node *n = load_node("dgx-a100");
+	struct node *n = load_node("dgx-a100", "/nonexistent");
 	struct dra_devices d = {0};
 	struct gerr err = {0};
 	json_auto_t *out = NULL, *tainted = NULL, *held = NULL, *back = NULL;
