@@ -128,7 +128,11 @@ static void test_plan(void **state)
 	dra_pool_plan_clear(&p);
 
 	/* wiped by kubelet: created again above what was published before */
-	assert_int_equal(dra_pool_plan(json_array(), wanted, "node-uid", 2, &p, &err), 0);
+	{
+		json_auto_t *none = json_array();
+
+		assert_int_equal(dra_pool_plan(none, wanted, "node-uid", 2, &p, &err), 0);
+	}
 	assert_int_equal(json_array_size(p.creates), 1);
 	assert_int_equal(p.generation, 3);
 	dra_pool_plan_clear(&p);
