@@ -255,7 +255,7 @@ def pod_start(node):
 def mig_repartition():
     print("\n3. MIG re-partition (fake DGX A100, GPU 6: four instances -> one 7g.40gb)")
     with Node(mkroot_args=("--all-caps",)) as node:
-        node.start(control_plane=True, device_plugin=False)
+        node.start(control_plane=True, plugin=False)
         start_dra(node, "--rescan-interval", "1")
         fx = node.fixture_data()
         before = log_count(node, "dra", "Published the ResourceSlices")
@@ -276,7 +276,7 @@ def mig_repartition():
 def main():
     if os.environ.get("BENCH_DRA_ONLY") == "prepare":
         with Node(fixture="dgx-h100") as node:
-            node.start(control_plane=True, device_plugin=False)
+            node.start(control_plane=True, plugin=False)
             start_dra(node)
             prepare_latency(node, os.path.join(node.kubelet_root, "plugins", DRIVER, "dra.sock"))
         return 0

@@ -26,6 +26,7 @@ static const struct verb {
      "start and supervise NVIDIA MPS control daemons (replaces mps-control-daemon)"},
     {"cdi-hook", cmd_cdihook, "the OCI hook CDI specs name (nvidia-cdi-hook's actions)"},
     {"dra", cmd_dra, "the kubelet plugin of a DRA driver for GPUs (replaces NVIDIA's gpu-kubelet-plugin)"},
+    {"entrypoint", cmd_entrypoint, "the image's entrypoint: runs what NVIDIA's manifests start (GPU Operator)"},
 };
 
 /*
@@ -41,6 +42,13 @@ static const struct {
     {"mps-control-daemon", "mps-control-daemon"},
     {"nvidia-cdi-hook", "cdi-hook"},
     {"gpu-kubelet-plugin", "dra"}, /* NVIDIA's DRA driver's kubelet plugin (docs/reference/dra.md §9) */
+    /* the GPU Operator's and NVIDIA's charts' containers on gpulet's image (docs/reference/operator.md):
+     * dcgm-exporter's name for the exporter; /bin/sh and /bin/bash for the Operator's device-plugin
+     * entrypoint only, and config-manager, refused: no shell, no config-manager (cmd/verb_entrypoint.c) */
+    {"dcgm-exporter", "exporter"},
+    {"sh", "entrypoint"},
+    {"bash", "entrypoint"},
+    {"config-manager", "entrypoint"},
 };
 
 static void usage(FILE *f)
@@ -70,19 +78,14 @@ static bool wants_version(int argc, char **argv)
 	return argc > 1 && is_version_flag(argv[1]);
 }
 
-/* Run verb name with args (args[0] is the verb name); EXIT_USAGE when there is no such verb. */
-static int run_verb(const char *name, int argc, char **args)
+/* Run verb v with args (args[0] is the verb name). */
+static int run_verb(const struct verb *v, int argc, char **args)
 {
-	for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
-		if (!streq(name, verbs[i].name))
-			continue;
-		if (wants_version(argc, args)) {
-			cmd_print_version(stdout, name);
-			return EXIT_SUCCESS;
-		}
-		return verbs[i].run(argc, args);
+	if (wants_version(argc, args)) {
+		cmd_print_version(stdout, v->name);
+		return EXIT_SUCCESS;
 	}
-	return -1;
+	return v->run(argc, args);
 }
 
 static const char *base_name(const char *path)
@@ -101,38 +104,24 @@ static const char *program_verb(const char *argv0)
 	return NULL;
 }
 
+static const struct cmd_menu menu = CMD_MENU("gpulet", "command", verbs, usage);
+
 int main(int argc, char **argv)
 {
 	const char *as = argc > 0 ? program_verb(argv[0]) : NULL;
+	const struct verb *v;
 	int rc;
 
 	if (as) {
-		const char *invoked = base_name(argv[0]);
-
+		/* programs[] names only verbs of verbs[] */
+		v = cmd_menu_pick(&menu, 1, (char **)&as, &rc);
 		argv[0] = (char *)as; /* the verb sees itself as argv[0], as under `gpulet VERB` */
-		rc = run_verb(as, argc, argv);
-		if (rc < 0) {
-			fprintf(stderr, "gpulet: invoked as %s, but this build has no '%s' command\n", invoked, as);
-			exit(EXIT_FAILURE);
-		}
-		exit(rc);
+		exit(v ? run_verb(v, argc, argv) : rc);
 	}
-	if (argc < 2) {
-		usage(stderr);
-		exit(EXIT_USAGE);
-	}
-	if (streq(argv[1], "--help") || streq(argv[1], "-h") || streq(argv[1], "help")) {
-		usage(stdout);
-		exit(EXIT_SUCCESS);
-	}
-	if (is_version_flag(argv[1])) {
+	if (argc > 1 && is_version_flag(argv[1])) {
 		cmd_print_version(stdout, NULL);
 		exit(EXIT_SUCCESS);
 	}
-	rc = run_verb(argv[1], argc - 1, argv + 1);
-	if (rc >= 0)
-		exit(rc);
-	fprintf(stderr, "gpulet: unknown command '%s'\n\n", argv[1]);
-	usage(stderr);
-	exit(EXIT_USAGE);
+	v = cmd_menu_pick(&menu, argc - 1, argv + 1, &rc);
+	exit(v ? run_verb(v, argc - 1, argv + 1) : rc);
 }

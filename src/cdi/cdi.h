@@ -24,8 +24,10 @@
 
 #include <jansson.h>
 
+#include "util/enumtab.h"
 #include "util/err.h"
 #include "util/hostpaths.h"
+#include "util/warnings.h"
 #include "nvml/node.h"
 
 struct cdi_hook_options;
@@ -39,6 +41,25 @@ enum cdi_names {
 	CDI_NAMES_UUID = 1 << 1,  /* "GPU-…", "MIG-…" */
 	CDI_NAMES_BOTH = CDI_NAMES_INDEX | CDI_NAMES_UUID,
 };
+
+/*
+ * Upstream's CDI feature flags (nvidia-container-toolkit pkg/nvcdi/api.go, v1.20; the device plugin's
+ * --cdi-feature-flags / CDI_FEATURE_FLAGS hand them on): all are off by default. What gpulet's
+ * generator does with each is docs/reference/device-plugin.md §8.1; cdi_features_check() refuses the
+ * ones it cannot honour.
+ */
+enum cdi_feature {
+	CDI_FEATURE_DISABLE_IPC = 1 << 0,          /* disable-ipc-discoverer: no IPC socket mounts */
+	CDI_FEATURE_NO_ADDITIONAL_GIDS = 1 << 1,   /* no-additional-gids-for-device-nodes: gpulet never adds them */
+	CDI_FEATURE_NO_NVSANDBOXUTILS = 1 << 2,    /* disable-nvsandboxutils: gpulet reads NVML only */
+	CDI_FEATURE_NO_MULTIPLE_CSV = 1 << 3,      /* disable-multiple-csv-devices: CSV (Tegra) mode only */
+	CDI_FEATURE_COHERENT_ANNOTATIONS = 1 << 4, /* enable-coherent-annotations: not done here, refused */
+	CDI_FEATURE_EXPLICIT_LIBRARIES = 1 << 5,   /* enable-explicit-driver-libraries: not done here, refused */
+};
+/* Their names (an option row of kind OPT_FLAGS takes them), upstream's misspelt alias after the main row. */
+extern const struct enum_name cdi_feature_names[7];
+/* 0, or -EOPNOTSUPP with err naming a flag of bits the generator cannot honour and why. */
+int cdi_features_check(unsigned bits, struct gerr *err);
 
 /*
  * Where things are. Paths written into the spec are host paths (driver_root / dev_root + path);
@@ -58,10 +79,15 @@ struct cdi_gen_options {
 	 * edits), so cdi_write_spec() may later replace it. true in CDI_GEN_OPTIONS_INIT.
 	 */
 	bool owner_marker;
-	/* A partial spec (see struct cdi_gen_warnings) is an error instead: nothing is returned. */
+	/* A partial spec (see warnings) is an error instead: nothing is returned. */
 	bool strict;
-	/* Where the partial-spec items go; NULL = not collected (they are still left out). */
-	struct cdi_gen_warnings *warnings;
+	/*
+	 * What a generated spec leaves out while the rest still works, one line per item naming it: a
+	 * lost GPU, a GPU or MIG device node that does not exist, a driver library's dangling link, an
+	 * expected library that is missing (driver_libs[].need). Lines are added to it on success;
+	 * NULL = not collected (the items are still left out).
+	 */
+	struct warnings *warnings;
 	/* OCI hooks in the spec-level edits (cdi/hooks.h); NULL = all, run by this gpulet binary */
 	const struct cdi_hook_options *hooks;
 	/*
@@ -71,22 +97,13 @@ struct cdi_gen_options {
 	 * false for `cdi generate`, which skips them as nvidia-ctk does.
 	 */
 	bool whole_mig_enabled;
+	/* enum cdi_feature bits (upstream's feature flags); the generator honours what cdi_features_check() allows */
+	unsigned features;
 };
 #define CDI_GEN_OPTIONS_INIT         \
 	{                            \
 		.owner_marker = true \
 	}
-
-/*
- * What a generated spec leaves out while the rest still works, one line per item naming it: a
- * lost GPU, a GPU or MIG device node that does not exist, a driver library's dangling link, an
- * expected library that is missing (driver_libs[].need). Owned by the caller.
- */
-struct cdi_gen_warnings {
-	char **items;
-	size_t n;
-};
-void cdi_gen_warnings_clear(struct cdi_gen_warnings *w);
 
 /*
  * Build the spec for node n: one device per GPU without MIG (a MIG-enabled GPU gets none unless

@@ -13,7 +13,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,47 +31,47 @@ static const char *const *const mount_options[_DRIVER_KIND_MAX] = {
     [DRIVER_IPC_SOCKET] = ipc_mount_options, [DRIVER_CONFIG] = lib_mount_options, /* mounts-to-container-path.go */
 };
 
+const struct enum_name cdi_feature_names[7] = {
+    {CDI_FEATURE_DISABLE_IPC, "disable-ipc-discoverer"},
+    {CDI_FEATURE_NO_ADDITIONAL_GIDS, "no-additional-gids-for-device-nodes"},
+    {CDI_FEATURE_NO_NVSANDBOXUTILS, "disable-nvsandboxutils"},
+    {CDI_FEATURE_NO_MULTIPLE_CSV, "disable-multiple-csv-devices"},
+    {CDI_FEATURE_COHERENT_ANNOTATIONS, "enable-coherent-annotations"},
+    {CDI_FEATURE_EXPLICIT_LIBRARIES, "enable-explicit-driver-libraries"},
+    {CDI_FEATURE_NO_NVSANDBOXUTILS, "disable-nvsandbox-utils"}, /* the first release's spelling (options.go) */
+};
+
+/* The flags gpulet's generator does not do, and why (docs/reference/device-plugin.md §8.1). */
+static const struct {
+	unsigned bit;
+	const char *why;
+} features_refused[] = {
+    {CDI_FEATURE_COHERENT_ANNOTATIONS,
+     "the gpu.nvidia.com/coherent annotation needs NVML's addressing mode, which gpulet does not read"},
+    {CDI_FEATURE_EXPLICIT_LIBRARIES,
+     "gpulet mounts the driver's versioned libraries only, not the GLVND and OpenCL front libraries"},
+};
+
+int cdi_features_check(unsigned bits, struct gerr *err)
+{
+	for (size_t i = 0; i < ELEMENTSOF(features_refused); i++)
+		if (bits & features_refused[i].bit)
+			return gerr_set(err, EOPNOTSUPP,
+					"CDI feature flag %s is not supported: %s; remove it from --cdi-feature-flags "
+					"(CDI_FEATURE_FLAGS, the chart's cdi.featureFlags)",
+					enum_to_name(cdi_feature_names, features_refused[i].bit, "?"),
+					features_refused[i].why);
+	return 0;
+}
+
 struct gen {
 	const struct cdi_gen_options *o;
 	const char *driver_root, *dev_root; /* o->host's: the host names of the roots, for the spec and messages */
 	json_t *devices;
-	json_t *all_nodes;                /* union for the "all" device */
-	json_t *links;                    /* device name -> its create-symlinks links (DRM by-path) */
-	struct cdi_gen_warnings warnings; /* what is left out; handed to o->warnings */
+	json_t *all_nodes;        /* union for the "all" device */
+	json_t *links;            /* device name -> its create-symlinks links (DRM by-path) */
+	struct warnings warnings; /* what is left out; handed to o->warnings */
 };
-
-void cdi_gen_warnings_clear(struct cdi_gen_warnings *w)
-{
-	for (size_t i = 0; i < w->n; i++)
-		free(w->items[i]);
-	free(w->items);
-	*w = (struct cdi_gen_warnings){0};
-}
-
-static int warn_str(struct gen *g, const char *s)
-{
-	char **ni = realloc(g->warnings.items, (g->warnings.n + 1) * sizeof(*ni));
-
-	if (!ni)
-		return -ENOMEM;
-	g->warnings.items = ni;
-	if (!(ni[g->warnings.n] = strdup(s)))
-		return -ENOMEM;
-	g->warnings.n++;
-	return 0;
-}
-
-_printf_(2, 3) static int warn(struct gen *g, const char *fmt, ...)
-{
-	_cleanup_free_ char *s = NULL;
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	return r < 0 ? -ENOMEM : warn_str(g, s);
-}
 
 /* 1 when the node path (inside the dev root) exists where gpulet reads the host, 0 if not. */
 static int node_exists(const struct gen *g, const char *path)
@@ -263,10 +262,11 @@ static int push_drm_nodes(struct gen *g, json_t *nodes, const struct node_gpu *g
 		if (r == 0)
 			r = node_exists(g, path);
 		if (r == 0)
-			r = warn(g,
-				 "GPU %u %s: %s (sysfs lists it) does not exist under the dev root; left out of the "
-				 "GPU's device",
-				 gpu->index, gpu->uuid, path);
+			r = warnings_add(
+			    &g->warnings,
+			    "GPU %u %s: %s (sysfs lists it) does not exist under the dev root; left out of the "
+			    "GPU's device",
+			    gpu->index, gpu->uuid, path);
 		else if (r == 1)
 			r = push_node(g, nodes, path);
 		free(list[i]);
@@ -292,10 +292,11 @@ static int gen_mig(struct gen *g, const struct node_gpu *gpu, const struct node_
 		snprintf(path, sizeof(path), "/dev/nvidia-caps/nvidia-cap%d", caps[c]);
 		r = node_exists(g, path);
 		if (r == 0)
-			return warn(g,
-				    "MIG device %s (GPU %u, MIG %u): %s does not exist under the dev root; left out "
-				    "(nvidia-modprobe -f /proc/driver/nvidia-caps/mig-minors creates the cap nodes)",
-				    m->uuid, gpu->index, m->index, path);
+			return warnings_add(
+			    &g->warnings,
+			    "MIG device %s (GPU %u, MIG %u): %s does not exist under the dev root; left out "
+			    "(nvidia-modprobe -f /proc/driver/nvidia-caps/mig-minors creates the cap nodes)",
+			    m->uuid, gpu->index, m->index, path);
 		if (r < 0 || (r = push_node(g, mig_nodes, path)) < 0)
 			return r;
 	}
@@ -312,17 +313,17 @@ static int gen_gpu(struct gen *g, const struct node_gpu *gpu)
 	if (!nodes)
 		return -ENOMEM;
 	if (gpu->lost || !gpu->uuid[0])
-		return warn(g,
-			    "GPU %u%s%s: lost (NVML cannot read it); left out until it is reset or the node "
-			    "reboots",
-			    gpu->index, gpu->pci_bus_id[0] ? " at " : "", gpu->pci_bus_id);
+		return warnings_add(&g->warnings,
+				    "GPU %u%s%s: lost (NVML cannot read it); left out until it is reset or the node "
+				    "reboots",
+				    gpu->index, gpu->pci_bus_id[0] ? " at " : "", gpu->pci_bus_id);
 	snprintf(path, sizeof(path), "/dev/nvidia%u", gpu->minor);
 	r = node_exists(g, path);
 	if (r == 0)
-		return warn(g,
-			    "GPU %u %s: %s does not exist under the dev root %s; left out with its MIG devices "
-			    "(check --dev-root; nvidia-modprobe -c%u creates it)",
-			    gpu->index, gpu->uuid, path, g->dev_root, gpu->minor);
+		return warnings_add(&g->warnings,
+				    "GPU %u %s: %s does not exist under the dev root %s; left out with its MIG devices "
+				    "(check --dev-root; nvidia-modprobe -c%u creates it)",
+				    gpu->index, gpu->uuid, path, g->dev_root, gpu->minor);
 	if (r < 0 || (r = push_node(g, nodes, path)) < 0)
 		return r;
 	/* MIG enabled: only the MIG devices are usable (nvidia-ctk skips the full GPU too), unless the
@@ -376,6 +377,8 @@ static int gen_common_edits(const struct cdi_gen_options *o, const struct driver
 				return -ENOMEM;
 			continue;
 		}
+		if (df->kind == DRIVER_IPC_SOCKET && (o->features & CDI_FEATURE_DISABLE_IPC))
+			continue; /* persistenced, fabricmanager, MPS sockets left out, as nvcdi's flag does */
 		m = json_pack("{s:s, s:s, s:[]}", "hostPath", df->host_path, "containerPath", df->container_path,
 			      "options");
 		if (!m)
@@ -445,27 +448,26 @@ static int check_driver(struct gen *g, const struct driver_info *d, struct gerr 
 					d->ldcache_found ? " and the library dirs"
 							 : " missing; searched the library dirs",
 					l->what);
-		r = warn(g, "%s.%s not found under the driver root %s: %s (install it with the driver)", l->name,
-			 d->version[0] ? d->version : "*", g->driver_root, l->what);
+		r = warnings_add(&g->warnings,
+				 "%s.%s not found under the driver root %s: %s (install it with the driver)", l->name,
+				 d->version[0] ? d->version : "*", g->driver_root, l->what);
 	}
-	for (size_t i = 0; i < d->n_warnings && r >= 0; i++)
-		r = warn_str(g, d->warnings[i]);
+	if (r >= 0)
+		r = warnings_extend(&g->warnings, &d->warnings);
 	return r < 0 ? gerr_set(err, -r, "out of memory") : 0;
 }
 
 /* 5. With --strict a partial spec is an error naming every item (as many as the message holds). */
 static int strict_error(const struct gen *g, struct gerr *err)
 {
-	char buf[GERR_MAX];
-	size_t used = 0;
+	_cleanup_free_ char *all = warnings_join(&g->warnings, "; ");
 
-	buf[0] = 0;
-	for (size_t i = 0; i < g->warnings.n && used < sizeof(buf); i++)
-		used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s", i ? "; " : "", g->warnings.items[i]);
+	if (!all)
+		return gerr_set(err, ENOMEM, "out of memory");
 	return gerr_set(err, EIO,
 			"the spec would leave out %zu item%s (--strict): %s. Nothing written. Fix them, or "
 			"drop --strict to write the partial spec",
-			g->warnings.n, g->warnings.n == 1 ? "" : "s", buf);
+			g->warnings.n, g->warnings.n == 1 ? "" : "s", all);
 }
 
 /* Each device's create-symlinks hook for the links gen_gpu found (after the spec hooks: the binary is good). */
@@ -516,7 +518,7 @@ static int warn_hook_fallback(struct gen *g, const json_t *edits, struct gerr *e
 		return 0;
 	r = cdi_hooks_fallback_warning(g->o->hooks, &w);
 	if (r >= 0 && w)
-		r = warn_str(g, w);
+		r = warnings_add(&g->warnings, "%s", w);
 	return r < 0 ? gerr_set(err, -r, "finding the hook binary: %s", strerror(-r)) : 0;
 }
 
@@ -594,6 +596,9 @@ int cdi_generate(const struct node *n, const struct cdi_gen_options *o, json_t *
 		    "invalid CDI kind '%s/%s': vendor and class start with a letter, end with a letter or "
 		    "digit, use only letters, digits, '_', '.', '-', and the class has at least 2 characters",
 		    vendor, class);
+	r = cdi_features_check(o->features, err); /* never a spec without what was asked for */
+	if (r < 0)
+		return r;
 	if (n->n_gpus == 0)
 		return gerr_set(err, ENODEV,
 				"no GPUs on this node, so no CDI devices; a spec without devices is invalid. Check "
@@ -603,9 +608,11 @@ int cdi_generate(const struct node *n, const struct cdi_gen_options *o, json_t *
 	g.driver_root = o->host->driver_root;
 	g.dev_root = o->host->dev_root;
 	r = build_spec(&g, n, kind, ret, err);
-	if (r >= 0 && o->warnings)
+	if (r >= 0 && o->warnings) {
+		warnings_clear(o->warnings);
 		*o->warnings = g.warnings;
-	else
-		cdi_gen_warnings_clear(&g.warnings);
+	} else {
+		warnings_clear(&g.warnings);
+	}
 	return r;
 }

@@ -15,15 +15,12 @@
 #include "cdi/hooks.h"
 #include "cdi/internal.h"
 
-static const struct {
-	const char *name;
-	unsigned bit;
-} hook_names[] = {
-    {"create-symlinks", CDI_HOOK_CREATE_SYMLINKS},
-    {"enable-cuda-compat", CDI_HOOK_CUDA_COMPAT},
-    {"update-ldcache", CDI_HOOK_LDCACHE},
-    {"disable-device-node-modification", CDI_HOOK_DEVNODES},
-    {"all", CDI_HOOK_ALL},
+const struct enum_name cdi_hook_names[5] = {
+    {CDI_HOOK_CREATE_SYMLINKS, "create-symlinks"},
+    {CDI_HOOK_CUDA_COMPAT, "enable-cuda-compat"},
+    {CDI_HOOK_LDCACHE, "update-ldcache"},
+    {CDI_HOOK_DEVNODES, "disable-device-node-modification"},
+    {CDI_HOOK_ALL, "all"},
 };
 
 /*
@@ -42,33 +39,6 @@ static const struct {
     {"libnvidia-allocator.so.%s", "../libnvidia-allocator.so.1", "gbm/nvidia-drm_gbm.so"},
     {"libnvidia-vulkan-producer.so.%s", NULL, "libnvidia-vulkan-producer.so"},
 };
-
-int cdi_hooks_parse_disabled(const char *list, unsigned *ret, struct gerr *err)
-{
-	unsigned bits = 0;
-	const char *p = list ? list : "";
-
-	while (*p) {
-		size_t len = strcspn(p, ", ");
-		bool known = len == 0;
-
-		for (size_t i = 0; i < ELEMENTSOF(hook_names) && !known; i++)
-			if (strlen(hook_names[i].name) == len && strncmp(p, hook_names[i].name, len) == 0) {
-				bits |= hook_names[i].bit;
-				known = true;
-			}
-		if (!known)
-			return gerr_set(
-			    err, EINVAL,
-			    "unknown hook '%.*s' to disable; use all, or create-symlinks, enable-cuda-compat, "
-			    "update-ldcache, disable-device-node-modification (comma-separated)",
-			    (int)len, p);
-		p += len;
-		p += strspn(p, ", ");
-	}
-	*ret = bits;
-	return 0;
-}
 
 /* lib?*.so or lib?*.so.<anything>: what nvidia-ctk calls a library (ldconfig.go isLibName) */
 static bool is_lib_name(const char *base)

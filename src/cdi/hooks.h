@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "util/enumtab.h"
 #include "util/err.h"
 
 /* Hook names, as bits (the names are nvidia-cdi-hook's actions). */
@@ -30,10 +31,10 @@ struct cdi_hook_options {
 };
 
 /*
- * "all", or hook names separated by commas ("update-ldcache,create-symlinks"); "" = none.
- * -EINVAL with err naming the unknown hook.
+ * The hooks' names (nvidia-cdi-hook's actions) and "all", for --cdi-disable-hooks: an option row
+ * of kind OPT_FLAGS over this table (util/optspec.h) takes "all" or names separated by commas.
  */
-int cdi_hooks_parse_disabled(const char *list, unsigned *ret, struct gerr *err);
+extern const struct enum_name cdi_hook_names[5];
 
 /*
  * Append the hooks to the spec-level containerEdits edits (they read its "mounts"): create-symlinks

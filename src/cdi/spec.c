@@ -12,6 +12,7 @@
 #include <yaml.h>
 
 #include "cdi/internal.h"
+#include "parse/json.h"
 #include "parse/yaml.h"
 #include "util/fileio.h"
 
@@ -161,21 +162,10 @@ static int parse_yaml(const char *name, const char *text, size_t len, json_t **r
 
 int cdi_parse_spec(const char *name, const char *text, size_t len, json_t **ret, struct gerr *err)
 {
-	json_error_t je;
-	json_t *j;
-
 	if (!cdi_has_ext(name, ".json"))
 		return parse_yaml(name, text, len, ret, err);
 	/* jansson for *.json: exact line:column and duplicate keys, like the strict Go decoder. */
-	j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-	if (!j)
-		return gerr_set(err, EINVAL, "%s:%d:%d: %s", name, je.line, je.column, je.text);
-	if (!json_is_object(j)) {
-		json_decref(j);
-		return gerr_set(err, EINVAL, "%s: a CDI spec is a JSON object at the top level", name);
-	}
-	*ret = j;
-	return 0;
+	return json_parse_object(name, "a CDI spec", text, len, ret, err);
 }
 
 static int parse_spec_text(const char *path, char **text, size_t len, void *ret, struct gerr *err)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cdihook/cdihook.h"
+#include "parse/json.h"
 #include "util/fileio.h"
 
 void oci_state_clear(struct oci_state *s)
@@ -18,21 +19,6 @@ void oci_state_clear(struct oci_state *s)
 	free(s->bundle);
 	free(s->root);
 	*s = (struct oci_state){0};
-}
-
-static int load(const char *name, const char *text, size_t len, json_t **ret, struct gerr *err)
-{
-	json_error_t je;
-	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-
-	if (!doc)
-		return gerr_set(err, EINVAL, "%s:%d:%d: not valid JSON: %s", name, je.line, je.column, je.text);
-	if (!json_is_object(doc)) {
-		json_decref(doc);
-		return gerr_set(err, EINVAL, "%s: not a JSON object", name);
-	}
-	*ret = doc;
-	return 0;
 }
 
 /*
@@ -56,7 +42,7 @@ int oci_state_parse(const char *name, const char *text, size_t len, struct oci_s
 {
 	struct oci_state s = {0};
 	json_t *doc = NULL;
-	int r = load(name, text, len, &doc, err);
+	int r = json_parse_object(name, "the OCI state", text, len, &doc, err);
 
 	if (r < 0)
 		return r;
@@ -83,7 +69,7 @@ int oci_config_root(const char *name, const char *text, size_t len, char **ret, 
 {
 	json_t *doc = NULL, *root;
 	char *path = NULL;
-	int r = load(name, text, len, &doc, err);
+	int r = json_parse_object(name, "the bundle's config.json", text, len, &doc, err);
 
 	if (r < 0)
 		return r;

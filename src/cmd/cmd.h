@@ -7,7 +7,10 @@
 
 #define EXIT_USAGE 2
 
-/* Each verb: parse its options with getopt_long, call core, print, return the exit code. */
+/*
+ * Each verb: its options through the one option engine (cmd_parse() over its rows, util/optspec.h),
+ * then call the library, print, return the exit code.
+ */
 int cmd_devices(int argc, char **argv);
 int cmd_plugin(int argc, char **argv);
 int cmd_mps_control_daemon(int argc, char **argv);
@@ -20,6 +23,11 @@ int cmd_exporter(int argc, char **argv);
 int cmd_labels(int argc, char **argv);
 int cmd_cdihook(int argc, char **argv);
 int cmd_dra(int argc, char **argv);
+int cmd_entrypoint(int argc, char **argv);
+
+/* --print-config of the plugin and mps-control-daemon: the effective config as JSON, its warnings on stderr. */
+struct plugin_config;
+int cmd_print_plugin_config(const char *verb, const struct plugin_config *cfg);
 
 /*
  * Block SIGTERM and SIGINT (set gets them) in this thread and every thread it starts, so that a
@@ -34,9 +42,6 @@ void cmd_block_stop_signals(sigset_t *set);
  * and the mask set back (sig_restore()). run's exit code, or 1 when the signals cannot be blocked.
  */
 int cmd_daemon(const char *verb, int argc, char **argv, int (*run)(int argc, char **argv));
-
-/* Environment fallbacks shared by the verbs that open NVML. */
-const char *cmd_env_or(const char *name, const char *fallback);
 
 /* Where the host is: --root, --driver-root, --dev-root, --nvml-library (NULL = not given). */
 struct cmd_nvml_opts {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Option plumbing shared by verbs: environment fallbacks, the host paths, opening NVML + the node model. */
+/* What verbs share besides their options: the stop signals, the host paths, opening NVML + the node model. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -14,13 +14,7 @@
 #include "util/sig.h"
 #include "nvml/node.h"
 #include "nvml/nvml.h"
-
-const char *cmd_env_or(const char *name, const char *fallback)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? v : fallback;
-}
+#include "plugin/config.h"
 
 void cmd_block_stop_signals(sigset_t *set)
 {
@@ -70,4 +64,14 @@ int cmd_load_node(const struct host_paths *hp, struct nvml **ret_nv, struct node
 	*ret_nv = TAKE_PTR(nv);
 	*ret_node = n;
 	return 0;
+}
+
+int cmd_print_plugin_config(const char *verb, const struct plugin_config *cfg)
+{
+	_cleanup_free_ char *json = config_to_json(cfg), *warnings = warnings_join(&cfg->warnings, "; ");
+
+	printf("%s\n", json ? json : "{}");
+	if (cfg->warnings.n)
+		fprintf(stderr, "gpulet %s: warning: %s\n", verb, warnings ? warnings : "(out of memory)");
+	return json && warnings ? 0 : 1;
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cmd/options.h"
+#include "util/fileio.h"
 #include "util/log.h"
 #include "util/macro.h"
 
@@ -69,8 +70,11 @@ int cmd_set_driver_root(void *opts, const char *value, struct gerr *err)
 
 int cmd_set_root(void *opts, const char *value, struct gerr *err)
 {
-	static char abs[PATH_MAX]; /* one --root per process */
+	/* a relative --root made absolute, for the life of the process: a verb's options borrow it (as they
+	 * borrow argv), and a reload of the same argv gets the same text back */
+	static char *kept;
 	struct cmd_common *c = opts;
+	char *abs;
 	int r = optspec_check_path(value, true, err);
 
 	if (r < 0)
@@ -79,13 +83,16 @@ int cmd_set_root(void *opts, const char *value, struct gerr *err)
 		c->nvml.root = value;
 		return 0;
 	}
-	if (!getcwd(abs, sizeof(abs)))
-		return gerr_set(err, errno, "cannot make '%s' absolute: %s; give an absolute path", value,
-				strerror(errno));
-	if (strlen(abs) + 1 + strlen(value) >= sizeof(abs))
-		return gerr_set(err, ENAMETOOLONG, "'%s' is too long", value);
-	strcat(strcat(abs, "/"), value);
-	c->nvml.root = abs;
+	r = path_absolute(value, &abs, err);
+	if (r < 0)
+		return r;
+	if (kept && streq(kept, abs)) {
+		free(abs);
+	} else {
+		free(kept);
+		kept = abs;
+	}
+	c->nvml.root = kept;
 	return 0;
 }
 
@@ -136,12 +143,14 @@ static struct optspec_cli cli_of(const struct cmd_verb *v, const struct optspec 
 	    .env = v->urfave ? OPT_ENV_EMPTY_URFAVE : OPT_ENV_EMPTY_UNSET,
 	    .version_v = v->urfave,
 	    .getopt_says = true, /* getopt's own message, then the help */
+	    .given_off = offsetof(struct cmd_common, given),
 	};
 
 	if (v->cli)
 		c = *v->cli;
 	c.rows = rows;
-	c.operands = v->operands;
+	c.operands = v->operands || v->stop_at_operand;
+	c.stop_at_operand = v->stop_at_operand;
 	return c;
 }
 
@@ -186,6 +195,52 @@ int cmd_parse(const struct cmd_verb *v, int argc, char **argv, void *opts)
 	if (action == OPTSPEC_VERSION)
 		cmd_print_version(stdout, v->name);
 	return action == OPTSPEC_RUN ? CMD_CONTINUE : 0;
+}
+
+enum optspec_src cmd_source(const struct cmd_verb *v, const void *opts, const char *name, char *buf, size_t size)
+{
+	const struct optspec *rows = v->cli ? v->cli->rows : v->opts;
+	const struct optspec *o = optspec_by_name(rows, name);
+	size_t off = v->cli ? v->cli->given_off : offsetof(struct cmd_common, given);
+	const struct optspec_given *g = off ? (const struct optspec_given *)((const char *)opts + off) : NULL;
+
+	if (!o)
+		return OPTSPEC_SRC_NONE;
+	return optspec_source(rows, (size_t)(o - rows), g, buf, size);
+}
+
+static bool is_help_word(const char *a)
+{
+	return streq(a, "--help") || streq(a, "-h") || streq(a, "help");
+}
+
+const void *cmd_menu_pick(const struct cmd_menu *m, int argc, char **argv, int *rc)
+{
+	const char *row = m->rows;
+
+	if (argc > 0 && is_help_word(argv[0])) {
+		m->help(stdout);
+		*rc = 0;
+		return NULL;
+	}
+	for (size_t i = 0; argc > 0 && i < m->n; i++, row += m->stride) {
+		const char *name;
+
+		memcpy(&name, row, sizeof(name));
+		if (streq(argv[0], name))
+			return row;
+	}
+	if (m->unknown_ok) {
+		fprintf(stderr, "%s: warning: %s %s%s '%s'; nothing done (a spec from a newer toolkit?)\n", m->name,
+			argc > 0 ? "unsupported" : "no", m->word, argc > 0 ? "" : " given", argc > 0 ? argv[0] : "");
+		*rc = 0;
+		return NULL;
+	}
+	if (argc > 0)
+		fprintf(stderr, "%s: unknown %s '%s'\n\n", m->name, m->word, argv[0]);
+	m->help(stderr);
+	*rc = EXIT_USAGE;
+	return NULL;
 }
 
 void cmd_help(const struct cmd_verb *v, FILE *f)

@@ -25,8 +25,9 @@
 struct cmd_common {
 	bool json;
 	const char *pods_file, *node_file;
-	struct cmd_nvml_opts nvml; /* --nvml-library, --driver-root, --root */
-	int log_level;             /* enum log_level of CMD_OPT_LOG_LEVEL: set by cmd_parse() after the options */
+	struct cmd_nvml_opts nvml;  /* --nvml-library, --driver-root, --root */
+	int log_level;              /* enum log_level of CMD_OPT_LOG_LEVEL: set by cmd_parse() after the options */
+	struct optspec_given given; /* where each option's value came from: cmd_source() */
 };
 
 /* A verb: its rows and the text around them in --help. */
@@ -38,7 +39,8 @@ struct cmd_verb {
 	void (*notes)(FILE *f);     /* more text after the options, or NULL */
 	const char *footer;         /* exit status, JSON shape, ... or NULL */
 	const char *example;
-	bool operands; /* arguments after the options are the verb's (else: usage error) */
+	bool operands;        /* arguments after the options are the verb's (else: usage error) */
+	bool stop_at_operand; /* the first operand ends the options: a verb of verbs' own flags (cdi-hook) */
 	/*
 	 * The verb stands in for a urfave/cli v2 program (docs/reference/go-parsing.md): an env var set
 	 * to "" counts as set (a string takes "", a switch false, a number keeps its default), and -v
@@ -58,6 +60,37 @@ struct cmd_verb {
 #define CMD_CONTINUE (-1)
 int cmd_parse(const struct cmd_verb *v, int argc, char **argv, void *opts);
 void cmd_help(const struct cmd_verb *v, FILE *f);
+
+/*
+ * Where the value of v's option name came from in opts (the engine's given record: the verb's own
+ * struct cmd_common, or its .cli's), and that source in words into buf ("--name", "env NAME").
+ */
+enum optspec_src cmd_source(const struct cmd_verb *v, const void *opts, const char *name, char *buf, size_t size);
+
+/*
+ * A verb of verbs (gpulet itself, `gpulet cdi`, `gpulet cdi-hook`): its words are the first member
+ * (const char *name) of rows of stride bytes. An unknown word is a usage error, or a warning and
+ * exit 0 with .unknown_ok (nvidia-cdi-hook: a spec from a newer toolkit still starts).
+ */
+struct cmd_menu {
+	const char *name; /* "gpulet cdi": the messages' prefix */
+	const char *word; /* what a row is called: "command", "verb", "hook" */
+	const void *rows;
+	size_t n, stride;
+	void (*help)(FILE *f);
+	bool unknown_ok;
+};
+/*
+ * The row argv[0] names, or NULL with *rc the exit code: 0 after --help, -h or help (the help on
+ * stdout); for no word or an unknown one EXIT_USAGE (the message and the help on stderr), or 0
+ * with a warning under .unknown_ok.
+ */
+const void *cmd_menu_pick(const struct cmd_menu *m, int argc, char **argv, int *rc);
+#define CMD_MENU(name_, word_, rows_, help_, ...)                                          \
+	{                                                                                  \
+		.name = (name_), .word = (word_), .rows = (rows_), .n = ELEMENTSOF(rows_), \
+		.stride = sizeof((rows_)[0]), .help = (help_), __VA_ARGS__                 \
+	}
 
 /*
  * gpulet's version and, for a verb that replaces an upstream program, the program and upstream

@@ -18,6 +18,11 @@
 
 #define MAX_DIRS 16
 
+/* --device-name-strategy: nvidia-ctk's names (docs/reference/cdi.md §7.2), repeatable */
+static const struct enum_name name_strategies[] = {
+    {CDI_NAMES_INDEX, "index"}, {CDI_NAMES_UUID, "uuid"}, {CDI_NAMES_BOTH, "both"}};
+static const struct enum_name formats[] = {{CDI_FORMAT_JSON, "json"}, {CDI_FORMAT_YAML, "yaml"}};
+
 static void cdi_help(FILE *f)
 {
 	fprintf(f, "Usage: gpulet cdi generate|list|validate [OPTIONS]\n\n"
@@ -33,58 +38,16 @@ struct cdi_cli {
 	struct cdi_gen_options gen;
 	struct cdi_validate_options val;
 	struct cdi_hook_options hooks;
-	const char *output, *format;
+	const char *output;
+	int format; /* enum cdi_format; not given: from the output's extension */
 	bool force;
-	const char *dirs[MAX_DIRS];
-	size_t n_dirs;
+	struct optspec_list dirs;
 };
-
-static int add_strategy(void *opts, const char *value, struct gerr *err)
-{
-	static const struct {
-		const char *name;
-		unsigned bits;
-	} strategies[] = {
-	    {"index", CDI_NAMES_INDEX},
-	    {"uuid", CDI_NAMES_UUID},
-	    {"both", CDI_NAMES_BOTH},
-	};
-
-	for (size_t i = 0; i < ELEMENTSOF(strategies); i++)
-		if (streq(value, strategies[i].name)) {
-			((struct cdi_cli *)opts)->gen.names |= strategies[i].bits;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-static int set_disabled_hooks(void *opts, const char *value, struct gerr *err)
-{
-	return cdi_hooks_parse_disabled(value, &((struct cdi_cli *)opts)->hooks.disabled, err);
-}
 
 static int set_ldconfig_path(void *opts, const char *value, struct gerr *err)
 {
 	((struct cdi_cli *)opts)->hooks.ldconfig_path = value;
 	return cdihook_check_ldconfig_path(value, err);
-}
-
-static int set_format(void *opts, const char *value, struct gerr *err)
-{
-	if (!streq(value, "json") && !streq(value, "yaml"))
-		return -EINVAL;
-	((struct cdi_cli *)opts)->format = value;
-	return 0;
-}
-
-static int add_dir(void *opts, const char *value, struct gerr *err)
-{
-	struct cdi_cli *cli = opts;
-
-	if (cli->n_dirs == MAX_DIRS)
-		return gerr_set(err, E2BIG, "at most %d --dir", MAX_DIRS);
-	cli->dirs[cli->n_dirs++] = value;
-	return 0;
 }
 
 static int set_runtime(void *opts, const char *value, struct gerr *err)
@@ -107,21 +70,21 @@ static int set_runtime_user(void *opts, const char *value, struct gerr *err)
 }
 
 #define CDI_F(field) offsetof(struct cdi_cli, field)
-#define CDI_OPT_DIR(text)                                                                    \
-	{                                                                                    \
-		.name = "dir", .kind = OPT_CALL, .arg = "DIR", .help = text, .call = add_dir \
+#define CDI_OPT_DIR(text)                                                                                        \
+	{                                                                                                        \
+		.name = "dir", .kind = OPT_LIST, .arg = "DIR", .help = text, .off = CDI_F(dirs), .max = MAX_DIRS \
 	}
 
 static const struct optspec generate_opts[] = {
     CMD_ROW("output", 'o', OPT_ARGV, "DIR|FILE|-",
 	    "where to write (-: stdout); a DIR (existing, or ending in /) gets VENDOR-CLASS.EXT", .def = "-",
 	    .off = CDI_F(output)),
-    CMD_ROW("format", 'f', OPT_CALL, "json|yaml", "output format (default: from FILE's extension, else yaml)",
-	    .call = set_format, .want = "json or yaml"),
+    CMD_ROW("format", 'f', OPT_ENUM, "json|yaml", "output format (default: from FILE's extension, else yaml)",
+	    .off = CDI_F(format), OPTSPEC_NAMES(formats)),
     CMD_ROW("vendor", 0, OPT_ARGV, "NAME", "vendor part of the kind (default nvidia.com)", .off = CDI_F(gen.vendor)),
     CMD_ROW("class", 0, OPT_ARGV, "NAME", "class part of the kind (default gpu)", .off = CDI_F(gen.class)),
-    CMD_ROW("device-name-strategy", 0, OPT_CALL, "S", "index, uuid or both (repeatable; default both)",
-	    .call = add_strategy, .want = "index, uuid or both"),
+    CMD_ROW("device-name-strategy", 0, OPT_FLAGS, "S", "index, uuid or both (repeatable; default both)",
+	    .off = CDI_F(gen.names), .want = "strategy", OPTSPEC_NAMES(name_strategies)),
     CMD_ROW("no-all-device", 0, OPT_SET, NULL, "do not add the 'all' device", .off = CDI_F(gen.no_all_device)),
     CMD_ROW("force", 0, OPT_SET, NULL,
 	    "replace what stands in the way, after saying what: a spec of the same devices in the output dir or in "
@@ -144,8 +107,8 @@ static const struct optspec generate_opts[] = {
 	    "absolute host path of the ldconfig the update-ldcache hook runs (a static ELF; @ prefix allowed; "
 	    "default: the hook's, /sbin/ldconfig, or /sbin/ldconfig.real where that exists)",
 	    .env = {"NVIDIA_CTK_CDI_GENERATE_LDCONFIG_PATH"}, .call = set_ldconfig_path),
-    CMD_ROW("cdi-disable-hooks", 0, OPT_CALL, "all|NAME,...", "leave these OCI hooks out of the spec",
-	    .call = set_disabled_hooks, .want = "all, or hook names separated by commas"),
+    CMD_ROW("cdi-disable-hooks", 0, OPT_FLAGS, "all|NAME,...", "leave these OCI hooks out of the spec",
+	    .off = CDI_F(hooks.disabled), .want = "hook", .empty_none = true, OPTSPEC_NAMES(cdi_hook_names)),
     CMD_OPT_ROOT,
     CMD_OPT_NVML_LIBRARY,
     {0},
@@ -197,11 +160,13 @@ static const struct optspec validate_opts[] = {
 };
 
 static const struct cmd_verb validate_verb =
-    CMD_VERB("cdi validate", "[FILE...] [OPTIONS]", validate_opts,
-	     "gpulet cdi validate --runtime podman-4.3 /etc/cdi/nvidia.yaml",
+    CMD_VERB("cdi validate", "[FILE|DIR...] [OPTIONS]", validate_opts,
+	     "gpulet cdi validate --runtime podman-4.3 /etc/cdi/nvidia.yaml /var/run/cdi",
 	     .about = "Check CDI specs as the CDI spec and real runtimes read them: syntax, cdiVersion, kind and\n"
 		      "device names, field types, devices defined twice, host paths that do not exist, files the\n"
-		      "runtime user cannot read. Without FILE and --dir, checks /etc/cdi and /var/run/cdi.",
+		      "runtime user cannot read. A DIR is a spec dir, read as a runtime reads one (its *.json and\n"
+		      "*.yaml in name order), after the --dir ones. Without FILE, DIR and --dir, checks /etc/cdi\n"
+		      "and /var/run/cdi.",
 	     .notes = validate_notes,
 	     .footer = "Exit status: 0 when no errors (warnings allowed), 1 otherwise, 2 usage.", .operands = true);
 
@@ -355,7 +320,7 @@ static int cdi_generate_cmd(int argc, char **argv)
 	_cleanup_(host_paths_freep) struct host_paths *hp = NULL;
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
 	_cleanup_(node_freep) struct node *n = NULL;
-	_cleanup_(cdi_gen_warnings_clear) struct cdi_gen_warnings warnings = {0};
+	_cleanup_(warnings_clear) struct warnings warnings = {0};
 	json_auto_t *spec = NULL;
 	enum cdi_format fmt;
 	struct gerr err = {0};
@@ -363,8 +328,9 @@ static int cdi_generate_cmd(int argc, char **argv)
 
 	if (r != CMD_CONTINUE)
 		return r;
-	fmt = cli.format ? (streq(cli.format, "json") ? CDI_FORMAT_JSON : CDI_FORMAT_YAML)
-			 : (ends_with(cli.output, ".json") ? CDI_FORMAT_JSON : CDI_FORMAT_YAML);
+	fmt = cmd_source(&generate_verb, &cli, "format", NULL, 0) != OPTSPEC_SRC_NONE ? (enum cdi_format)cli.format
+	      : ends_with(cli.output, ".json")                                        ? CDI_FORMAT_JSON
+										      : CDI_FORMAT_YAML;
 	o->hooks = &cli.hooks;
 	if (cmd_host_paths(&cli.c.nvml, &hp) < 0 || cmd_load_node(hp, &nv, &n) < 0)
 		return 1;
@@ -430,10 +396,10 @@ static int cdi_list_cmd(int argc, char **argv)
 
 	if (r != CMD_CONTINUE)
 		return r;
-	for (i = 0; i < cli.n_dirs; i++)
-		if (check_spec_dir("list", cli.c.nvml.root, cli.dirs[i]) < 0)
+	for (i = 0; i < cli.dirs.n; i++)
+		if (check_spec_dir("list", cli.c.nvml.root, cli.dirs.v[i]) < 0)
 			return 1;
-	if (cdi_list_dirs(cli.c.nvml.root, cli.dirs, cli.n_dirs, &list, &err) < 0) {
+	if (cdi_list_dirs(cli.c.nvml.root, cli.dirs.v, cli.dirs.n, &list, &err) < 0) {
 		fprintf(stderr, "gpulet cdi list: %s\n", err.msg);
 		return 1;
 	}
@@ -466,24 +432,65 @@ static void print_report(const struct cdi_report *rep)
 	       rep->n_problems - rep->n_errors == 1 ? "" : "s");
 }
 
+/*
+ * A DIR operand is a spec dir, scanned as a runtime scans it, after the --dir ones (a later one wins).
+ * Operands are read as given, files and dirs alike, so with --root a dir must name a path under it,
+ * which is then handed on as --dir takes it (*ret): absolute, below the root.
+ */
+static int dir_operand(const char *root, const char *dir, const char **ret)
+{
+	size_t n = root && !streq(root, "/") ? strlen(root) : 0;
+
+	while (n > 0 && root[n - 1] == '/')
+		n--;
+	if (n > 0 && dir[0] == '/') {
+		if (strncmp(dir, root, n) != 0 || (dir[n] != '/' && dir[n] != 0)) {
+			fprintf(stderr,
+				"gpulet cdi validate: %s: a directory outside --root %s; give it as it is seen below "
+				"the root with --dir, or without --root\n",
+				dir, root);
+			return -EINVAL;
+		}
+		dir = dir[n] ? dir + n : "/";
+	}
+	*ret = dir;
+	return 0;
+}
+
 static int cdi_validate_cmd(int argc, char **argv)
 {
 	_cleanup_(cdi_report_clear) struct cdi_report rep = {0};
+	_cleanup_free_ const char **files = NULL, **dirs = NULL;
 	struct cdi_cli cli = {0};
 	struct cdi_validate_options *o = &cli.val;
+	size_t n_files = 0, n_dirs = 0;
 	int r = cmd_parse(&validate_verb, argc, argv, &cli);
 
 	if (r != CMD_CONTINUE)
 		return r;
 	r = 0;
 	o->root = cli.c.nvml.root;
-	for (size_t i = 0; i < cli.n_dirs; i++)
-		if (check_spec_dir("validate", o->root, cli.dirs[i]) < 0)
+	files = calloc((size_t)(argc - optind) + 1, sizeof(*files));
+	dirs = calloc(cli.dirs.n + (size_t)(argc - optind) + 1, sizeof(*dirs));
+	if (!files || !dirs)
+		return 1;
+	for (size_t i = 0; i < cli.dirs.n; i++) {
+		if (check_spec_dir("validate", o->root, cli.dirs.v[i]) < 0)
 			return 1;
-	if (optind < argc)
-		r = cdi_validate_files((const char *const *)argv + optind, (size_t)(argc - optind), o, &rep);
-	if (r >= 0 && (cli.n_dirs > 0 || optind == argc))
-		r = cdi_validate_dirs(cli.dirs, cli.n_dirs, o, &rep);
+		dirs[n_dirs++] = cli.dirs.v[i];
+	}
+	for (int i = optind; i < argc; i++) {
+		struct stat st;
+
+		if (stat(argv[i], &st) < 0 || !S_ISDIR(st.st_mode))
+			files[n_files++] = argv[i];
+		else if (dir_operand(o->root, argv[i], &dirs[n_dirs++]) < 0)
+			return EXIT_USAGE;
+	}
+	if (n_files > 0)
+		r = cdi_validate_files(files, n_files, o, &rep);
+	if (r >= 0 && (n_dirs > 0 || optind == argc))
+		r = cdi_validate_dirs(dirs, n_dirs, o, &rep);
 	if (r < 0) {
 		fprintf(stderr, "gpulet cdi validate: %s\n", strerror(-r));
 		return 1;
@@ -499,7 +506,7 @@ static int cdi_validate_cmd(int argc, char **argv)
 
 int cmd_cdi(int argc, char **argv)
 {
-	static const struct {
+	static const struct cdi_verb {
 		const char *name;
 		int (*run)(int argc, char **argv);
 	} verbs[] = {
@@ -507,19 +514,10 @@ int cmd_cdi(int argc, char **argv)
 	    {"list", cdi_list_cmd},
 	    {"validate", cdi_validate_cmd},
 	};
+	static const struct cmd_menu menu = CMD_MENU("gpulet cdi", "verb", verbs, cdi_help);
+	const struct cdi_verb *v;
+	int rc;
 
-	if (argc < 2) {
-		cdi_help(stderr);
-		return EXIT_USAGE;
-	}
-	if (streq(argv[1], "--help") || streq(argv[1], "-h") || streq(argv[1], "help")) {
-		cdi_help(stdout);
-		return 0;
-	}
-	for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-		if (streq(argv[1], verbs[i].name))
-			return verbs[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "gpulet cdi: unknown verb '%s'\n\n", argv[1]);
-	cdi_help(stderr);
-	return EXIT_USAGE;
+	v = cmd_menu_pick(&menu, argc - 1, argv + 1, &rc);
+	return v ? v->run(argc - 1, argv + 1) : rc;
 }

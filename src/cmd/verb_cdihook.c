@@ -19,26 +19,16 @@
 #include "cmd/options.h"
 #include "util/fileio.h"
 
-#define MAX_ARGS             512 /* --folder / --link given more often than this is not a spec we wrote */
-#define LDCONFIG_TIMEOUT_ENV "GPULET_CDI_HOOK_LDCONFIG_TIMEOUT"
+#define MAX_ARGS 512 /* --folder / --link given more often than this is not a spec we wrote */
 
 struct hook_cli {
 	struct cmd_common c;
 	const char *container_spec;
 	const char *ldconfig_path, *host_driver_version, *host_cuda_version, *compat_root;
-	const char *list[MAX_ARGS];
-	size_t n_list;
+	struct optspec_list list; /* --folder, --link */
+	unsigned timeout_s;       /* GPULET_CDI_HOOK_LDCONFIG_TIMEOUT; 0: the default bound */
+	bool debug, quiet;        /* nvidia-cdi-hook's global flags: logging only */
 };
-
-static int add_list(void *opts, const char *value, struct gerr *err)
-{
-	struct hook_cli *cli = opts;
-
-	if (cli->n_list == MAX_ARGS)
-		return gerr_set(err, E2BIG, "given more than %d times", MAX_ARGS);
-	cli->list[cli->n_list++] = value;
-	return 0;
-}
 
 static int set_ldconfig_path(void *opts, const char *value, struct gerr *err)
 {
@@ -53,16 +43,21 @@ static int set_ldconfig_path(void *opts, const char *value, struct gerr *err)
 		.off = HOOK_F(container_spec))
 
 static const struct optspec ldcache_opts[] = {
-    CMD_ROW("folder", 0, OPT_CALL, "DIR", "a container dir holding injected libraries (repeatable)", .call = add_list),
+    CMD_ROW("folder", 0, OPT_LIST, "DIR", "a container dir holding injected libraries (repeatable)",
+	    .off = HOOK_F(list), .max = MAX_ARGS),
     CMD_ROW("ldconfig-path", 0, OPT_CALL, "PATH",
 	    "the host's static ldconfig, absolute (@ prefix allowed; PATH.real is preferred when it exists)",
 	    .def = "/sbin/ldconfig", .call = set_ldconfig_path),
+    /* gpulet: it can only shorten the bound (tests); whole seconds */
+    CMD_ROW("ldconfig-timeout", 0, OPT_UINT, "SECONDS", "seconds ldconfig may run (at most the default, 30)",
+	    .env = {"GPULET_CDI_HOOK_LDCONFIG_TIMEOUT"}, .env_only = true, .off = HOOK_F(timeout_s), .min = 1,
+	    .max = CDIHOOK_LDCONFIG_TIMEOUT_S),
     OPT_CONTAINER_SPEC,
     {0},
 };
 static const struct optspec symlinks_opts[] = {
-    CMD_ROW("link", 0, OPT_CALL, "TARGET::LINK", "create LINK -> TARGET in the container (repeatable)",
-	    .call = add_list),
+    CMD_ROW("link", 0, OPT_LIST, "TARGET::LINK", "create LINK -> TARGET in the container (repeatable)",
+	    .off = HOOK_F(list), .max = MAX_ARGS),
     OPT_CONTAINER_SPEC,
     {0},
 };
@@ -82,6 +77,20 @@ static const struct optspec plain_opts[] = {
 };
 
 enum hook_action { HOOK_LDCACHE, HOOK_SYMLINKS, HOOK_COMPAT, HOOK_DEVNODES, HOOK_NOOP };
+
+/*
+ * nvidia-cdi-hook's own flags, before the action (cmd/nvidia-cdi-hook/main.go; docs/reference/cdi-hook.md):
+ * logging only, and the hook writes nothing but its errors.
+ */
+static const struct optspec global_opts[] = {
+    CMD_ROW("debug", 'd', OPT_BOOL, NULL, "accepted: debug logging (the hook logs only its errors)",
+	    .env = {"NVIDIA_CTK_DEBUG", "NVIDIA_CDI_DEBUG"}, .off = HOOK_F(debug)),
+    CMD_ROW("quiet", 0, OPT_BOOL, NULL, "accepted: only errors (the hook logs only its errors)",
+	    .env = {"NVIDIA_CTK_QUIET", "NVIDIA_CDI_QUIET"}, .off = HOOK_F(quiet)),
+    {0},
+};
+
+static void hook_help(FILE *f);
 
 static const struct hook_verb {
 	const char *name;
@@ -112,16 +121,25 @@ static const struct hook_verb {
     {"noop", HOOK_NOOP, CMD_VERB("cdi-hook noop", "", plain_opts, "gpulet cdi-hook noop")},
 };
 
-static void hook_help(FILE *f)
+static void actions_help(FILE *f)
 {
-	fprintf(f, "Usage: gpulet cdi-hook [--debug] [--quiet] ACTION [OPTIONS]   (or: nvidia-cdi-hook ACTION ...)\n\n"
-		   "The OCI createContainer hook that CDI specs name; reads the OCI state on stdin and acts only\n"
-		   "inside the container's rootfs. Actions:\n");
+	fprintf(f,
+		"\nActions (the OCI createContainer hook that CDI specs name; each reads the OCI state on stdin and\n"
+		"acts only inside the container's rootfs):\n");
 	for (size_t i = 0; i + 1 < ELEMENTSOF(hook_verbs); i++)
 		fprintf(f, "  %s\n", hook_verbs[i].name);
 	fprintf(f, "\nAn unknown ACTION is a warning and exit 0, as nvidia-cdi-hook (a newer spec still starts).\n"
-		   "Run 'gpulet cdi-hook ACTION --help' for an action's options.\n"
-		   "Example: gpulet cdi-hook update-ldcache --folder /usr/lib/x86_64-linux-gnu < state.json\n");
+		   "Run 'gpulet cdi-hook ACTION --help' for an action's options.\n");
+}
+
+static const struct cmd_verb hook_verb =
+    CMD_VERB("cdi-hook", "[--debug] [--quiet] ACTION [OPTIONS]   (or: nvidia-cdi-hook ACTION ...)", global_opts,
+	     "gpulet cdi-hook update-ldcache --folder /usr/lib/x86_64-linux-gnu < state.json", .notes = actions_help,
+	     .stop_at_operand = true);
+
+static void hook_help(FILE *f)
+{
+	cmd_help(&hook_verb, f);
 }
 
 /* The rootfs of the container the OCI state (stdin or --container-spec) names, opened O_PATH. */
@@ -152,41 +170,17 @@ static int open_rootfs(const char *spec, char **ret_path, struct gerr *err)
 	return fd;
 }
 
-/*
- * GPULET_CDI_HOOK_LDCONFIG_TIMEOUT: whole seconds, 1 to CDIHOOK_LDCONFIG_TIMEOUT_S; it can only
- * shorten the bound (for tests). Unset or empty: the default.
- */
-static int ldconfig_timeout(unsigned *ret, struct gerr *err)
-{
-	const char *v = getenv(LDCONFIG_TIMEOUT_ENV);
-	char *end;
-	unsigned long n;
-
-	*ret = 0;
-	if (!v || !*v)
-		return 0;
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (errno || *end || *v < '1' || *v > '9' || n > CDIHOOK_LDCONFIG_TIMEOUT_S)
-		return gerr_set(err, EINVAL, "%s='%s': give whole seconds from 1 to %d (it can only shorten the bound)",
-				LDCONFIG_TIMEOUT_ENV, v, CDIHOOK_LDCONFIG_TIMEOUT_S);
-	*ret = (unsigned)n;
-	return 0;
-}
-
 static int run_action(const struct hook_verb *hv, struct hook_cli *cli, struct gerr *err)
 {
 	_cleanup_free_ char *rootfs = NULL;
 	_cleanup_close_ int root_fd = -1;
-	struct cdihook_ldcache_options lo = {cli->ldconfig_path, cli->list, cli->n_list, NULL, 0};
+	struct cdihook_ldcache_options lo = {cli->ldconfig_path, cli->list.v, cli->list.n, NULL, cli->timeout_s};
 	int r = cdihook_check_loader_env(err);
 
 	if (r < 0)
 		return r;
 	if (hv->action == HOOK_NOOP || (hv->action == HOOK_COMPAT && !cli->host_driver_version))
 		return 0;
-	if (hv->action == HOOK_LDCACHE && ldconfig_timeout(&lo.timeout_s, err) < 0)
-		return -EINVAL;
 	root_fd = open_rootfs(cli->container_spec, &rootfs, err);
 	if (root_fd < 0)
 		return root_fd;
@@ -196,7 +190,7 @@ static int run_action(const struct hook_verb *hv, struct hook_cli *cli, struct g
 		r = cdihook_update_ldcache(root_fd, &lo, err);
 		break;
 	case HOOK_SYMLINKS:
-		r = cdihook_create_symlinks(root_fd, cli->list, cli->n_list, err);
+		r = cdihook_create_symlinks(root_fd, cli->list.v, cli->list.n, err);
 		break;
 	case HOOK_COMPAT:
 		r = cdihook_enable_cuda_compat(root_fd, cli->host_driver_version, cli->compat_root, err);
@@ -217,32 +211,27 @@ static int run_action(const struct hook_verb *hv, struct hook_cli *cli, struct g
 
 int cmd_cdihook(int argc, char **argv)
 {
+	static const struct cmd_menu menu =
+	    CMD_MENU("gpulet cdi-hook", "hook", hook_verbs, hook_help, .unknown_ok = true);
+	const struct hook_verb *hv;
 	struct hook_cli cli = {0};
 	struct gerr err = {0};
-	int i = 1, r;
+	int at, r;
 
-	/* nvidia-cdi-hook's global flags: logging only; accepted before the action */
-	while (i < argc && (streq(argv[i], "--debug") || streq(argv[i], "-d") || streq(argv[i], "--quiet")))
-		i++;
-	if (i < argc && (streq(argv[i], "--help") || streq(argv[i], "-h") || streq(argv[i], "help"))) {
-		hook_help(stdout);
-		return 0;
+	/* nvidia-cdi-hook's own flags, up to the action */
+	r = cmd_parse(&hook_verb, argc, argv, &cli);
+	if (r != CMD_CONTINUE)
+		return r;
+	at = optind;
+	hv = cmd_menu_pick(&menu, argc - at, argv + at, &r);
+	if (!hv)
+		return r;
+	r = cmd_parse(&hv->verb, argc - at, argv + at, &cli);
+	if (r != CMD_CONTINUE)
+		return r;
+	if (run_action(hv, &cli, &err) < 0) {
+		fprintf(stderr, "gpulet cdi-hook %s: %s\n", hv->name, err.msg);
+		return 1;
 	}
-	for (size_t k = 0; i < argc && k < ELEMENTSOF(hook_verbs); k++) {
-		const struct hook_verb *hv = &hook_verbs[k];
-
-		if (!streq(argv[i], hv->name))
-			continue;
-		r = cmd_parse(&hv->verb, argc - i, argv + i, &cli);
-		if (r != CMD_CONTINUE)
-			return r;
-		if (run_action(hv, &cli, &err) < 0) {
-			fprintf(stderr, "gpulet cdi-hook %s: %s\n", hv->name, err.msg);
-			return 1;
-		}
-		return 0;
-	}
-	fprintf(stderr, "gpulet cdi-hook: warning: %s '%s'; nothing done (a spec from a newer toolkit?)\n",
-		i < argc ? "unsupported hook" : "no hook given", i < argc ? argv[i] : "");
 	return 0;
 }

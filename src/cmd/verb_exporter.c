@@ -43,11 +43,12 @@ enum {
 
 struct exporter_opts {
 	struct cmd_common c;
-	const char *address, *web_config, *socket, *resource_names, *collectors;
-	const char *devices_text;  /* --devices as given (the default's own text when none was) */
-	const char *devices_range; /* --devices g:RANGE / i:RANGE: the text, or NULL */
-	enum exp_devices devices;  /* --devices */
-	int gpu_id_type;           /* --kubernetes-gpu-id-type: GPU_ID_* */
+	const char *address, *web_config, *socket, *resource_names, *collectors, *node_name;
+	const char *xid_disable, *xid_enable; /* DP_DISABLE_HEALTHCHECKS, DP_ENABLE_HEALTHCHECKS */
+	const char *devices_text;             /* --devices as given (the default's own text when none was) */
+	const char *devices_range;            /* --devices g:RANGE / i:RANGE: the text, or NULL */
+	enum exp_devices devices;             /* --devices */
+	int gpu_id_type;                      /* --kubernetes-gpu-id-type: GPU_ID_* */
 	unsigned interval_ms, podres_ms, xid_window_ms, clock_window_ms;
 	bool kubernetes, virtual_gpus, no_hostname, mig_parent, debug, replace_blanks, old_namespace;
 	const char *ignored[IGN_COUNT]; /* the value given, or NULL */
@@ -70,6 +71,13 @@ static const char devices_default[] = "f";
 #define IGNORED_BOOL(name_, short_, env_, idx)                                                                    \
 	CMD_ROW(name_, short_, OPT_BOOL, NULL, "accepted for dcgm-exporter compatibility; no effect (a warning)", \
 		.env = {env_}, .off = EXP_F(ignored_set) + (idx) * sizeof(bool))
+/* A dcgm-exporter flag whose effect gpulet does not have yet: refused when set (see refused[]). */
+#define REFUSED_STR(name_, short_, env_, idx)                                                                        \
+	CMD_ROW(name_, short_, OPT_ARGV, "X", "dcgm-exporter's; not supported yet: refused when set", .env = {env_}, \
+		.off = EXP_F(ignored) + (idx) * sizeof(const char *))
+#define REFUSED_BOOL(name_, short_, env_, idx)                                                                         \
+	CMD_ROW(name_, short_, OPT_BOOL, NULL, "dcgm-exporter's; not supported yet: refused when true", .env = {env_}, \
+		.off = EXP_F(ignored_set) + (idx) * sizeof(bool))
 /* Flags and env vars of dcgm-exporter where it has them (docs/reference/monitoring-doctor.md A3). */
 static const struct optspec exporter_opts[] = {
     CMD_ROW("address", 'a', OPT_ARGV, "ADDR", "listen address", .alias = "listen", .env = {"DCGM_EXPORTER_LISTEN"},
@@ -120,8 +128,8 @@ static const struct optspec exporter_opts[] = {
 	    "how kubelet names GPUs: uid (GPU-...) or device-name (nvidiaN, GKE)",
 	    .env = {"DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"}, .def = "uid", .off = EXP_F(gpu_id_type),
 	    OPTSPEC_NAMES(gpu_id_types)),
-    IGNORED_BOOL("kubernetes-enable-pod-labels", 0, "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", IGN_POD_LABELS),
-    IGNORED_BOOL("kubernetes-enable-pod-uid", 0, "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", IGN_POD_UID),
+    REFUSED_BOOL("kubernetes-enable-pod-labels", 0, "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", IGN_POD_LABELS),
+    REFUSED_BOOL("kubernetes-enable-pod-uid", 0, "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", IGN_POD_UID),
     IGNORED_STR("kubernetes-pod-label-allowlist-regex", 0, "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
 		IGN_POD_LABEL_REGEX),
     IGNORED_BOOL("kubernetes-enable-dra", 0, "KUBERNETES_ENABLE_DRA", IGN_DRA),
@@ -129,7 +137,7 @@ static const struct optspec exporter_opts[] = {
 	    "DCGM_EXP_CLOCK_EVENTS_COUNT counts clock event samples of this window",
 	    .env = {"DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE"}, .def = "300000", .off = EXP_F(clock_window_ms),
 	    .min = 1, .max = 7 * 24 * 3600 * 1000),
-    IGNORED_STR("hpc-job-mapping-dir", 0, "DCGM_HPC_JOB_MAPPING_DIR", IGN_HPC_DIR),
+    REFUSED_STR("hpc-job-mapping-dir", 0, "DCGM_HPC_JOB_MAPPING_DIR", IGN_HPC_DIR),
     IGNORED_STR("log-format", 0, "DCGM_EXPORTER_LOG_FORMAT", IGN_LOG_FORMAT),
     IGNORED_BOOL("enable-dcgm-log", 0, "DCGM_EXPORTER_ENABLE_DCGM_LOG", IGN_DCGM_LOG),
     IGNORED_STR("dcgm-log-level", 0, "DCGM_EXPORTER_DCGM_LOG_LEVEL", IGN_DCGM_LOG_LEVEL),
@@ -143,6 +151,17 @@ static const struct optspec exporter_opts[] = {
     IGNORED_STR("dump-retention", 0, "DCGM_EXPORTER_DUMP_RETENTION", IGN_DUMP_RETENTION),
     IGNORED_BOOL("dump-compression", 0, "DCGM_EXPORTER_DUMP_COMPRESSION", IGN_DUMP_COMPRESSION),
     IGNORED_BOOL("disable-startup-validate", 0, "DISABLE_STARTUP_VALIDATE", IGN_STARTUP_VALIDATE),
+    /* env only, as upstream reads them: the Hostname label (dcgm-exporter's pod spec sets it from the node), and
+     * the XIDs that make a GPU unhealthy, as the device plugin's (docs/reference/device-plugin.md §4) */
+    CMD_ROW("node-name", 0, OPT_ARGV, "NAME", "the Hostname label (default: the host name)", .env = {"NODE_NAME"},
+	    .env_only = true, .off = EXP_F(node_name)),
+    CMD_ROW("disable-healthchecks", 0, OPT_ARGV, "LIST",
+	    "XIDs that do not make a GPU unhealthy, comma-separated; all or xids: none does",
+	    .env = {"DP_DISABLE_HEALTHCHECKS"}, .env_only = true, .off = EXP_F(xid_disable)),
+    CMD_ROW("enable-healthchecks", 0, OPT_ARGV, "LIST",
+	    "XIDs that make a GPU unhealthy even when ignored by default (13,31,43,45,68,109) or disabled; all: every "
+	    "XID",
+	    .env = {"DP_ENABLE_HEALTHCHECKS"}, .env_only = true, .off = EXP_F(xid_enable)),
     CMD_OPTS_NVML,
     CMD_OPT_LOG_LEVEL,
     {0},
@@ -154,11 +173,8 @@ static const char *const ignored_why[IGN_COUNT] = {
     [IGN_SWITCH_DEVICES] = "NVSwitch metrics are not served",
     [IGN_CPU_DEVICES] = "CPU metrics are not served",
     [IGN_CONFIGMAP] = "ConfigMaps are not read: mount it as a file and pass -f",
-    [IGN_POD_LABELS] = "pod Kubernetes labels are not added (no API server access)",
-    [IGN_POD_UID] = "the pod_uid label is not added (PodResources has no UID)",
     [IGN_POD_LABEL_REGEX] = "pod Kubernetes labels are not added",
     [IGN_DRA] = "DRA claims are not attributed",
-    [IGN_HPC_DIR] = "the hpc_job label is not added",
     [IGN_LOG_FORMAT] = "logs are logfmt",
     [IGN_DCGM_LOG] = "there is no DCGM library",
     [IGN_DCGM_LOG_LEVEL] = "there is no DCGM library",
@@ -172,6 +188,22 @@ static const char *const ignored_why[IGN_COUNT] = {
     [IGN_DUMP_RETENTION] = "debug dumps are not written",
     [IGN_DUMP_COMPRESSION] = "debug dumps are not written",
     [IGN_STARTUP_VALIDATE] = "startup checks are gpulet doctor's",
+};
+
+/*
+ * Options whose series a user would miss without a word: refused at start, naming the flag or env
+ * var and where the GPU Operator and NVIDIA's chart set them (docs/reference/operator.md §4), until
+ * gpulet serves them.
+ */
+static const struct {
+	unsigned idx;
+	const char *settings;
+} refused[] = {
+    {IGN_POD_LABELS, "GPU Operator ClusterPolicy dcgmExporter.enablePodLabels, dcgm-exporter chart "
+		     "kubernetes.enablePodLabels: pods' Kubernetes labels are not added to the series yet"},
+    {IGN_POD_UID, "GPU Operator ClusterPolicy dcgmExporter.enablePodUID, dcgm-exporter chart "
+		  "kubernetes.enablePodUID: the pod_uid label is not added yet"},
+    {IGN_HPC_DIR, "GPU Operator ClusterPolicy dcgmExporter.hpcJobMapping: the hpc_job label is not added yet"},
 };
 
 static const struct cmd_verb exporter_verb = CMD_VERB(
@@ -248,48 +280,64 @@ static int set_devices(void *opts, const char *value, struct gerr *err)
 	return 0;
 }
 
-/* The env var of row that urfave/cli reads (the first one set) when it is set to "", else NULL. */
-static const char *empty_env(const struct optspec *row)
-{
-	for (size_t k = 0; k < ELEMENTSOF(row->env) && row->env[k]; k++) {
-		const char *v = getenv(row->env[k]);
-
-		if (v)
-			return *v ? NULL : row->env[k];
-	}
-	return NULL;
-}
-
 /*
- * Text options that an empty value cannot serve (docs/reference/dcgm-exporter.md section 5): refused
- * here, naming where the "" came from. --devices is typed, but the engine keeps a typed option's
- * value for an empty env var where dcgm-exporter refuses "": its text is then still the default's.
+ * Options that an empty value cannot serve (docs/reference/dcgm-exporter.md section 5): refused,
+ * naming where the "" came from (the engine's given record). An empty env var counts for --devices
+ * too, although the engine keeps a typed option's value for it where dcgm-exporter refuses "".
  */
 static const struct {
-	const char *name;
-	size_t off; /* const char * in struct exporter_opts */
-	const char *why;
+	const char *name, *why;
 } no_empty[] = {
-    {"address", EXP_F(address), "give HOST:PORT or :PORT, such as :9400 (dcgm-exporter would listen on a random port)"},
-    {"pod-resources-socket", EXP_F(socket), "unset it for the kubelet's " PODRES_DEFAULT_SOCKET},
-    {"collectors", EXP_F(collectors), "unset it for the built-in set, or name a CSV file"},
-    {"devices", EXP_F(devices_text), "want " DEVICES_WANT},
+    {"address", "give HOST:PORT or :PORT, such as :9400 (dcgm-exporter would listen on a random port)"},
+    {"pod-resources-socket", "unset it for the kubelet's " PODRES_DEFAULT_SOCKET},
+    {"collectors", "unset it for the built-in set, or name a CSV file"},
+    {"devices", "want " DEVICES_WANT},
 };
 
-/* CMD_CONTINUE, or EXIT_USAGE with the message when an option of no_empty[] is empty. */
+/* CMD_CONTINUE, or EXIT_USAGE with the message when an option of no_empty[] was given "". */
 static int refuse_empty(const struct exporter_opts *o)
 {
 	for (size_t i = 0; i < ELEMENTSOF(no_empty); i++) {
 		const struct optspec *row = optspec_by_name(exporter_opts, no_empty[i].name);
-		const char *text = *(const char *const *)((const char *)o + no_empty[i].off);
-		const char *env = empty_env(row);
-		bool from_env = env && (text == row->def || text == getenv(env));
+		enum optspec_src src;
+		char where[96];
 
-		if (!text || (*text && !from_env))
+		src = cmd_source(&exporter_verb, o, no_empty[i].name, where, sizeof(where));
+		if ((src == OPTSPEC_SRC_ENV || src == OPTSPEC_SRC_FLAG) && o->c.given.empty[row - exporter_opts])
+			return cmd_usage_error(&exporter_verb, "%s '' is not valid: %s", where, no_empty[i].why);
+	}
+	return CMD_CONTINUE;
+}
+
+/* The row that stores ignored option i. */
+static const struct optspec *ignored_row(size_t i)
+{
+	for (const struct optspec *r = exporter_opts; r->name; r++)
+		if (r->off == EXP_F(ignored) + i * sizeof(const char *) ||
+		    r->off == EXP_F(ignored_set) + i * sizeof(bool))
+			return r;
+	return NULL;
+}
+
+static bool is_refused(size_t i)
+{
+	for (size_t k = 0; k < ELEMENTSOF(refused); k++)
+		if (refused[k].idx == i)
+			return true;
+	return false;
+}
+
+/* CMD_CONTINUE, or EXIT_USAGE naming the first refused option that is set and who sets it. */
+static int refuse_unsupported(const struct exporter_opts *o)
+{
+	for (size_t k = 0; k < ELEMENTSOF(refused); k++) {
+		const struct optspec *row = ignored_row(refused[k].idx);
+		const char *v = o->ignored[refused[k].idx];
+
+		if (!row || ((!v || !*v) && !o->ignored_set[refused[k].idx]))
 			continue;
-		if (from_env)
-			return cmd_usage_error(&exporter_verb, "env %s '' is not valid: %s", env, no_empty[i].why);
-		return cmd_usage_error(&exporter_verb, "--%s '' is not valid: %s", row->name, no_empty[i].why);
+		return cmd_usage_error(&exporter_verb, "--%s (env %s) is not supported yet (%s); unset it", row->name,
+				       row->env[0], refused[k].settings);
 	}
 	return CMD_CONTINUE;
 }
@@ -297,14 +345,11 @@ static int refuse_empty(const struct exporter_opts *o)
 static void warn_ignored(const struct exporter_opts *o)
 {
 	for (size_t i = 0; i < IGN_COUNT; i++) {
-		if (!o->ignored[i] && !o->ignored_set[i])
+		const struct optspec *row = ignored_row(i);
+
+		if ((!o->ignored[i] && !o->ignored_set[i]) || is_refused(i) || !row)
 			continue;
-		const char *flag = "?";
-		for (const struct optspec *r = exporter_opts; r->name; r++)
-			if (r->off == EXP_F(ignored) + i * sizeof(const char *) ||
-			    r->off == EXP_F(ignored_set) + i * sizeof(bool))
-				flag = r->name;
-		log_warn("dcgm-exporter option accepted but has no effect", "flag=--%s why=\"%s\"", flag,
+		log_warn("dcgm-exporter option accepted but has no effect", "flag=--%s why=\"%s\"", row->name,
 			 ignored_why[i]);
 	}
 }
@@ -329,8 +374,7 @@ static int served_set(const struct exporter_opts *o, struct exporter_daemon_opti
 		log_warn("device id ranges are not applied; every GPU and instance of that kind is served",
 			 "devices=%s", o->devices_range);
 	warn_ignored(o);
-	if (xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &d->xid_policy,
-			     &err) < 0) {
+	if (xid_policy_parse(o->xid_disable, o->xid_enable, &d->xid_policy, &err) < 0) {
 		log_error("cannot start the exporter", "error=\"%s\"", err.msg);
 		return EXIT_USAGE;
 	}
@@ -351,6 +395,8 @@ int cmd_exporter(int argc, char **argv)
 	if (r != CMD_CONTINUE)
 		return r;
 	r = refuse_empty(&o);
+	if (r == CMD_CONTINUE)
+		r = refuse_unsupported(&o);
 	if (r != CMD_CONTINUE)
 		return r;
 	r = served_set(&o, &d);
@@ -362,6 +408,7 @@ int cmd_exporter(int argc, char **argv)
 		return 1;
 	d.host = hp;
 	d.collectors_file = o.collectors;
+	d.node_name = o.node_name;
 	d.interval_ms = o.interval_ms;
 	d.kubernetes = o.kubernetes;
 	d.podres_socket = o.socket;

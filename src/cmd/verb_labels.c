@@ -3,17 +3,20 @@
  * gpulet labels: GPU Feature Discovery compatible labels in an NFD local feature file. Flags, env
  * vars and the v1 config file are GFD's (docs/reference/gfd-labels.md "Options"): one row each for
  * the option engine (util/optspec.h), config-file keys included, so precedence is flag > env var >
- * config file > default as every verb's; the file is read by the plugin's own reader.
+ * config file > default as every verb's; the file is read by the shared v1 file's walker (nvconfig/),
+ * which also gives its sharing section.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd/options.h"
 #include "labels/daemon.h"
 #include "labels/labels.h"
-#include "plugin/config.h"
+#include "nvconfig/nvconfig.h"
 #include "util/hostpaths.h"
 #include "util/log.h"
 #include "util/loop.h"
@@ -28,20 +31,39 @@ struct labels_cli {
 	int discovery;                             /* enum discovery_strategy */
 	int64_t sleep_ns;                          /* < 0: infinite */
 	bool oneshot, no_timestamp, fail_on_init_error, use_nfd_api;
-	/* the Kubernetes client of --use-node-feature-api: accepted, not used (no API client here) */
-	const char *kubeconfig, *kube_qps, *kube_burst, *namespace, *node_name, *pod_name;
+	/* the Kubernetes client of --use-node-feature-api (labels/nodefeature.h) */
+	const char *kubeconfig, *namespace, *node_name, *pod_name;
+	double kube_qps;
+	unsigned kube_burst;
 	/* accepted, not used: GFD parses it and reads it nowhere (docs/reference/gfd-labels.md) */
 	const char *ctr_driver_root;
 	/* gpulet's own */
-	const char *gpu_type, *sharing_flag;
+	const char *gpu_type;
+	int sharing_flag; /* enum sharing_strategy of --sharing-strategy */
 	bool gpu_mig, rename_flag;
 	unsigned replicas;
 	/* resolved */
-	struct plugin_config *cfg; /* owned (config_new()): the file's sharing section and warnings */
+	struct nvconfig_file file; /* the file's sharing section and warnings (nvconfig_file_clear()) */
 	struct host_paths *host;   /* owned: --root, --driver-root, --nvml-library resolved */
 	struct labels_options lo;
+	struct nodefeature_options nfd;
 	struct labels_daemon_options run; /* what the daemon runs with (labels/daemon.h) */
 };
+
+/* GFD's --kube-api-qps is a Go float64 (internal/flags/kubeclient.go): client-go's QPS, < 0 no limit. */
+static int set_qps(void *opts, const char *v, struct gerr *err)
+{
+	struct labels_cli *c = opts;
+	char *end;
+	double q;
+
+	errno = 0;
+	q = strtod(v, &end);
+	if (!v[0] || *end || errno || !isfinite(q))
+		return gerr_set(err, EINVAL, "a number of requests per second (5, 2.5; below 0: no limit)");
+	c->kube_qps = q;
+	return 0;
+}
 
 /* GFD's --sleep-interval: "infinite" (api/config/v1/duration.go), else a Go duration from 100ms to 168h. */
 static const struct enum_name sleep_words[] = {{-1, "infinite"}};
@@ -50,57 +72,54 @@ static const struct enum_name sleep_words[] = {{-1, "infinite"}};
 /* GFD v0.20's flags and env vars (cmd/gpu-feature-discovery/main.go, internal/flags), then gpulet's. */
 static const struct optspec labels_opts[] = {
     CMD_ROW("output-file", 'o', OPT_STR, "FILE", "feature file under --root; '-' or '' prints to stdout",
-	    .alias = "output", .env = {"GFD_OUTPUT_FILE"}, .key = CONFIG_KEY_GFD_OUTPUT_FILE,
+	    .alias = "output", .env = {"GFD_OUTPUT_FILE"}, .key = NVCONFIG_KEY_GFD_OUTPUT_FILE,
 	    .def = LABELS_DEFAULT_OUTPUT, .off = LABELS_F(output)),
-    CMD_ROW("oneshot", 0, OPT_BOOL, NULL, "label once and exit", .env = {"GFD_ONESHOT"}, .key = CONFIG_KEY_GFD_ONESHOT,
-	    .off = LABELS_F(oneshot)),
+    CMD_ROW("oneshot", 0, OPT_BOOL, NULL, "label once and exit", .env = {"GFD_ONESHOT"},
+	    .key = NVCONFIG_KEY_GFD_ONESHOT, .off = LABELS_F(oneshot)),
     CMD_ROW("sleep-interval", 0, OPT_DURATION, "D", "time between relabelings: 60s, 1m30s, 500ms or infinite",
-	    .env = {"GFD_SLEEP_INTERVAL"}, .key = CONFIG_KEY_GFD_SLEEP_INTERVAL, .def = "60s",
+	    .env = {"GFD_SLEEP_INTERVAL"}, .key = NVCONFIG_KEY_GFD_SLEEP_INTERVAL, .def = "60s",
 	    .off = LABELS_F(sleep_ns), .min = 100, .max = 7 * 24 * 3600 * 1000UL, OPTSPEC_NAMES(sleep_words)),
     CMD_ROW("no-timestamp", 0, OPT_BOOL, NULL, "no nvidia.com/gfd.timestamp label", .env = {"GFD_NO_TIMESTAMP"},
-	    .key = CONFIG_KEY_GFD_NO_TIMESTAMP, .off = LABELS_F(no_timestamp)),
-    CMD_ROW("mig-strategy", 0, OPT_ENUM, "S", "none, single or mixed: how MIG devices are labeled",
-	    .env = {"GFD_MIG_STRATEGY", "MIG_STRATEGY"}, .key = CONFIG_KEY_MIG_STRATEGY, .def = "none",
-	    .off = LABELS_F(mig_strategy), OPTSPEC_NAMES(mig_strategy_names)),
-    CMD_ROW("fail-on-init-error", 0, OPT_BOOL, NULL, "exit when NVML fails",
-	    .env = {"GFD_FAIL_ON_INIT_ERROR", "FAIL_ON_INIT_ERROR"}, .key = CONFIG_KEY_FAIL_ON_INIT_ERROR,
-	    .def = "true", .off = LABELS_F(fail_on_init_error)),
+	    .key = NVCONFIG_KEY_GFD_NO_TIMESTAMP, .off = LABELS_F(no_timestamp)),
+    NVCONFIG_OPT_MIG_STRATEGY(LABELS_F(mig_strategy), "none, single or mixed: how MIG devices are labeled",
+			      "GFD_MIG_STRATEGY", "MIG_STRATEGY"),
+    NVCONFIG_OPT_FAIL_ON_INIT_ERROR(LABELS_F(fail_on_init_error), "exit when NVML fails", "GFD_FAIL_ON_INIT_ERROR",
+				    "FAIL_ON_INIT_ERROR"),
     CMD_ROW("machine-type-file", 0, OPT_STR, "F", "DMI product name under --root", .env = {"GFD_MACHINE_TYPE_FILE"},
-	    .key = CONFIG_KEY_GFD_MACHINE_TYPE_FILE, .def = LABELS_DEFAULT_MACHINE_FILE, .off = LABELS_F(machine_file)),
-    CONFIG_OPT_CONFIG_FILE(LABELS_F(config_file), "GFD_CONFIG_FILE", "CONFIG_FILE"),
+	    .key = NVCONFIG_KEY_GFD_MACHINE_TYPE_FILE, .def = LABELS_DEFAULT_MACHINE_FILE,
+	    .off = LABELS_F(machine_file)),
+    NVCONFIG_OPT_CONFIG_FILE(LABELS_F(config_file), "GFD_CONFIG_FILE", "CONFIG_FILE"),
     CMD_ROW("use-node-feature-api", 0, OPT_BOOL, NULL,
-	    "publish through NFD's NodeFeature API; gpulet has no Kubernetes client and writes the feature file "
-	    "instead, with a warning",
-	    .env = {"GFD_USE_NODE_FEATURE_API", "USE_NODE_FEATURE_API"}, .key = CONFIG_KEY_USE_NODE_FEATURE_API,
-	    .off = LABELS_F(use_nfd_api)),
-    CMD_ROW("device-discovery-strategy", 0, OPT_ENUM, "S",
-	    "auto, nvml, tegra or vfio; gpulet discovers GPUs through NVML", .env = {"DEVICE_DISCOVERY_STRATEGY"},
-	    .key = CONFIG_KEY_DISCOVERY_STRATEGY, .def = "auto", .off = LABELS_F(discovery),
-	    OPTSPEC_NAMES(config_discovery_names)),
+	    "publish the labels in NFD's NodeFeature object nvidia-features-for-NODE (in a pod or with --kubeconfig); "
+	    "the feature file when there is no API server or NFD's CRD is absent",
+	    .env = {"GFD_USE_NODE_FEATURE_API", "USE_NODE_FEATURE_API"}, .key = NVCONFIG_KEY_USE_NODE_FEATURE_API,
+	    .def = "true", .off = LABELS_F(use_nfd_api)),
+    NVCONFIG_OPT_DISCOVERY(LABELS_F(discovery), "auto, nvml, tegra or vfio; gpulet discovers GPUs through NVML"),
     /* GFD v0.20 keeps the value in its config and never reads it; NVML comes from the system's loader */
     CMD_ROW("driver-root-ctr-path", 0, OPT_ARGV, "DIR",
 	    "GFD's container driver root: accepted, not used (GFD reads it "
 	    "nowhere)",
 	    .alias = "container-driver-root", .env = {"DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"},
 	    .off = LABELS_F(ctr_driver_root)),
-    CMD_ROW("kubeconfig", 0, OPT_ARGV, "FILE", "Kubernetes client of --use-node-feature-api: accepted, not used",
-	    .env = {"KUBECONFIG"}, .off = LABELS_F(kubeconfig)),
-    CMD_ROW("kube-api-qps", 0, OPT_ARGV, "N", "accepted with --kubeconfig, not used", .env = {"KUBE_API_QPS"},
-	    .def = "5", .off = LABELS_F(kube_qps)),
-    CMD_ROW("kube-api-burst", 0, OPT_ARGV, "N", "accepted with --kubeconfig, not used", .env = {"KUBE_API_BURST"},
-	    .def = "10", .off = LABELS_F(kube_burst)),
-    CMD_ROW("namespace", 0, OPT_ARGV, "NS", "NodeFeature namespace: accepted, not used", .env = {"NAMESPACE"},
+    CMD_ROW("kubeconfig", 0, OPT_ARGV, "FILE",
+	    "kubeconfig of the NodeFeature API's client (default: the pod's service account)", .env = {"KUBECONFIG"},
+	    .off = LABELS_F(kubeconfig)),
+    CMD_ROW("kube-api-qps", 0, OPT_CALL, "QPS", "requests per second to the API server (below 0: no limit)",
+	    .env = {"KUBE_API_QPS"}, .def = "5", .call = set_qps),
+    CMD_ROW("kube-api-burst", 0, OPT_UINT, "N", "burst of requests to the API server", .env = {"KUBE_API_BURST"},
+	    .def = "10", .off = LABELS_F(kube_burst), .min = 1, .max = 1000),
+    CMD_ROW("namespace", 0, OPT_ARGV, "NS", "namespace of the NodeFeature object (the pod's)", .env = {"NAMESPACE"},
 	    .def = "default", .off = LABELS_F(namespace)),
-    CMD_ROW("node-name", 0, OPT_ARGV, "NAME", "NodeFeature node: accepted, not used", .env = {"NODE_NAME"},
-	    .off = LABELS_F(node_name)),
-    CMD_ROW("pod-name", 0, OPT_ARGV, "NAME", "NodeFeature owner pod: accepted, not used", .env = {"POD_NAME"},
-	    .off = LABELS_F(pod_name)),
-    CMD_ROW("sharing-strategy", 0, OPT_ARGV, "S",
+    CMD_ROW("node-name", 0, OPT_ARGV, "NAME", "this node: the NodeFeature object's name and node label",
+	    .env = {"NODE_NAME"}, .off = LABELS_F(node_name)),
+    CMD_ROW("pod-name", 0, OPT_ARGV, "NAME", "this pod: the NodeFeature object's owners (it and its DaemonSet)",
+	    .env = {"POD_NAME"}, .off = LABELS_F(pod_name)),
+    CMD_ROW("sharing-strategy", 0, OPT_ENUM, "S",
 	    "gpulet: none, time-slicing or mps for nvidia.com/gpu with --replicas N, without a config file "
 	    "(the file's sharing section otherwise)",
-	    .off = LABELS_F(sharing_flag)),
+	    .off = LABELS_F(sharing_flag), OPTSPEC_NAMES(sharing_strategy_names)),
     CMD_ROW("replicas", 0, OPT_UINT, "N", "gpulet: replicas of nvidia.com/gpu with --sharing-strategy",
-	    .off = LABELS_F(replicas), .min = 0, .max = 1024),
+	    .off = LABELS_F(replicas), .min = 0, .max = NVCONFIG_REPLICAS_MAX),
     CMD_ROW("rename-by-default", 0, OPT_SET, NULL,
 	    "gpulet: sharing.*.renameByDefault with --sharing-strategy (no -SHARED suffix)",
 	    .off = LABELS_F(rename_flag)),
@@ -112,7 +131,7 @@ static const struct optspec labels_opts[] = {
     {0},
 };
 
-/* The file's keys set the rows; its sharing section and warnings go to c->cfg. */
+/* The file's keys set the rows; its sharing section and warnings go to c->file. */
 static int load_file(void *opts, const char *path, struct gerr *err);
 
 /* GFD is a urfave/cli v2 program: its empty env vars count, -v is --version (docs/reference/go-parsing.md). */
@@ -123,12 +142,14 @@ static const struct optspec_cli labels_cli_desc = {
     .getopt_says = true,
     .file_opt = "config-file",
     .load_file = load_file,
+    .given_off = offsetof(struct labels_cli, c.given),
 };
 
 static const struct cmd_verb labels_verb = CMD_VERB(
     "labels", "[OPTIONS]", NULL, "gpulet labels --oneshot --config-file /config/config.yaml --output-file -",
-    .about = "Write GFD-compatible node labels (nvidia.com/gpu.product, gpu.count, mig.strategy, ...) to an NFD\n"
-	     "local feature file, atomically, every --sleep-interval; --oneshot writes once and exits. SIGHUP\n"
+    .about = "Write GFD-compatible node labels (nvidia.com/gpu.product, gpu.count, mig.strategy, ...) to NFD's\n"
+	     "NodeFeature object nvidia-features-for-NODE (in a pod, or with --kubeconfig), else to its local\n"
+	     "feature file, atomically, every --sleep-interval; --oneshot writes once and exits. SIGHUP\n"
 	     "reads the config file again. Precedence: flag > env var > config file > default.",
     .cli = &labels_cli_desc);
 
@@ -136,33 +157,25 @@ static int load_file(void *opts, const char *path, struct gerr *err)
 {
 	struct labels_cli *c = opts;
 
-	return config_load_file_to(&labels_cli_desc, c, path, c->cfg, err);
+	return nvconfig_load(path, &labels_cli_desc, c, &c->file, err);
 }
 
 /* Sharing: gpulet's --sharing-strategy/--replicas for nvidia.com/gpu, else the file's section. */
 static int resolve_sharing(struct labels_cli *c)
 {
-	static struct replica_rule flag_rule = {.name = "nvidia.com/gpu"};
-	enum sharing_strategy s = SHARING_NONE;
+	enum sharing_strategy s = (enum sharing_strategy)c->sharing_flag;
 
-	if (c->sharing_flag && sharing_strategy_from_name(c->sharing_flag, &s) < 0)
-		return cmd_usage_error(&labels_verb, "--sharing-strategy '%s' is not valid: none|time-slicing|mps",
-				       c->sharing_flag);
 	if (s != SHARING_NONE && c->replicas < 2)
 		return cmd_usage_error(&labels_verb, "--sharing-strategy %s needs --replicas 2 or more",
 				       sharing_strategy_name(s));
 	if (s != SHARING_NONE) {
-		flag_rule.replicas = c->replicas;
-		c->lo.sharing = s;
-		c->lo.rules = &flag_rule;
-		c->lo.n_rules = 1;
-		c->lo.rename_by_default = c->rename_flag;
+		c->lo.sharing =
+		    (struct nvconfig_sharing){.strategy = s, .rename_by_default = c->rename_flag, .n_rules = 1};
+		c->lo.sharing.rules[0] = (struct replica_rule){.name = "nvidia.com/gpu", .replicas = c->replicas};
 		return 0;
 	}
-	c->lo.sharing = c->cfg->n_rules ? c->cfg->sharing : SHARING_NONE;
-	c->lo.rules = c->cfg->rules;
-	c->lo.n_rules = c->cfg->n_rules;
-	c->lo.rename_by_default = c->cfg->rename_by_default || c->rename_flag;
+	c->lo.sharing = c->file.sharing;
+	c->lo.sharing.rename_by_default |= c->rename_flag;
 	return 0;
 }
 
@@ -171,8 +184,11 @@ static int settle(struct labels_cli *c)
 {
 	int r;
 
-	if (c->cfg->warnings[0])
-		log_warn("config file", "path=%s warnings=\"%s\"", c->config_file ?: "", c->cfg->warnings);
+	if (c->file.warnings.n) {
+		_cleanup_free_ char *w = warnings_join(&c->file.warnings, "; ");
+
+		log_warn("config file", "path=%s warnings=\"%s\"", c->config_file ?: "", w ? w : "(out of memory)");
+	}
 	if ((r = resolve_sharing(c)) != 0)
 		return r;
 	if (cmd_host_paths(&c->c.nvml, &c->host) < 0)
@@ -180,12 +196,13 @@ static int settle(struct labels_cli *c)
 	c->lo.mig_strategy = (enum mig_strategy)c->mig_strategy;
 	if (c->discovery != DISCOVERY_AUTO && c->discovery != DISCOVERY_NVML)
 		log_warn("gpulet labels discovers GPUs through NVML only; using NVML", "device_discovery_strategy=%s",
-			 enum_to_name(config_discovery_names, c->discovery, "?"));
-	if (c->use_nfd_api)
-		log_warn(
-		    "--use-node-feature-api: gpulet has no Kubernetes API client; writing the NFD feature file instead "
-		    "(NFD's local source reads it)",
-		    "output=%s", c->output);
+			 enum_to_name(discovery_strategy_names, c->discovery, "?"));
+	c->nfd = (struct nodefeature_options){.kubeconfig = c->kubeconfig,
+					      .qps = c->kube_qps,
+					      .burst = (int)c->kube_burst,
+					      .ns = c->namespace,
+					      .node_name = c->node_name,
+					      .pod_name = c->pod_name};
 	c->lo.timestamp = !c->no_timestamp;
 	c->lo.gpu_type = c->gpu_type;
 	c->lo.gpu_mig = c->gpu_mig;
@@ -196,8 +213,21 @@ static int settle(struct labels_cli *c)
 						.sleep_ns = c->sleep_ns,
 						.oneshot = c->oneshot,
 						.fail_on_init_error = c->fail_on_init_error,
-						.lo = c->lo};
+						.lo = c->lo,
+						.nfd = c->use_nfd_api ? &c->nfd : NULL};
 	return 0;
+}
+
+/* The NodeFeature client is made once, at start: a reload that changes it is refused. */
+static bool same_nfd(const struct labels_cli *a, const struct labels_cli *b)
+{
+	const struct nodefeature_options *x = a->run.nfd, *y = b->run.nfd;
+
+	if (!x || !y)
+		return !x && !y;
+	return streq(x->kubeconfig ?: "", y->kubeconfig ?: "") && x->qps == y->qps && x->burst == y->burst &&
+	       streq(x->ns ?: "", y->ns ?: "") && streq(x->node_name ?: "", y->node_name ?: "") &&
+	       streq(x->pod_name ?: "", y->pod_name ?: "");
 }
 
 static void labels_cli_free(struct labels_cli *c)
@@ -205,7 +235,7 @@ static void labels_cli_free(struct labels_cli *c)
 	if (!c)
 		return;
 	optspec_free(labels_opts, c);
-	config_free(c->cfg);
+	nvconfig_file_clear(&c->file);
 	host_paths_free(c->host);
 	free(c);
 }
@@ -215,7 +245,7 @@ static struct labels_cli *labels_cli_new(void)
 {
 	_cleanup_(labels_cli_freep) struct labels_cli *c = calloc(1, sizeof(*c));
 
-	if (!c || !(c->cfg = config_new()))
+	if (!c)
 		return NULL;
 	return TAKE_PTR(c);
 }
@@ -241,6 +271,10 @@ static int reload(void *data, struct gerr *err)
 		return r;
 	if (settle(n) != 0)
 		return gerr_set(err, EINVAL, "the options do not hold together any more (said above)");
+	if (!same_nfd(run->cli, n))
+		return gerr_set(err, EINVAL,
+				"--use-node-feature-api and its client settings are read at start: restart the pod "
+				"to change them");
 	labels_daemon_apply(run->d, &n->run);
 	labels_cli_free(run->cli);
 	run->cli = TAKE_PTR(n);

@@ -37,6 +37,14 @@ static const struct cmd_verb mps_verb =
 	     .notes = notes, .cli = &config_cli, .value_exit = 1);
 
 /* Parse, then mount-shm or supervise until a stop signal: the exit code. */
+/* Whether --mps-root's env var (MPS_ROOT, read by its row's rule: urfave/cli, so even "") gives the root. */
+static bool mps_root_in_env(void)
+{
+	const char *name;
+
+	return optspec_env(optspec_by_name(config_cli.rows, "mps-root"), config_cli.env, &name) != NULL;
+}
+
 static int run(int argc, char **argv)
 {
 	bool shm = argc > 1 && streq(argv[1], "mount-shm");
@@ -50,8 +58,8 @@ static int run(int argc, char **argv)
 	char opts[96];
 	int n, r;
 
-	/* upstream's /mps unless a flag or MPS_ROOT (even empty: urfave/cli) says otherwise */
-	if (!cfg || loop_argv_new(argc - shm, argv + shm, getenv("MPS_ROOT") ? NULL : mps_default, &args) < 0 ||
+	/* upstream's /mps unless a flag or MPS_ROOT says otherwise */
+	if (!cfg || loop_argv_new(argc - shm, argv + shm, mps_root_in_env() ? NULL : mps_default, &args) < 0 ||
 	    !(v = loop_argv_vector(args, &n))) {
 		fprintf(stderr, "gpulet mps-control-daemon: out of memory\n");
 		return 1;
@@ -59,6 +67,8 @@ static int run(int argc, char **argv)
 	r = cmd_parse(&mps_verb, n, v, cfg);
 	if (r != CMD_CONTINUE)
 		return r;
+	if (cfg->print_config) /* the config the daemons would run under; nothing is started */
+		return cmd_print_plugin_config("mps-control-daemon", cfg);
 	log_set_level(cfg->log_level);
 	if (shm) {
 		if (mps_mount_shm(cfg, opts, sizeof(opts), &err) < 0) {

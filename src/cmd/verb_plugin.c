@@ -25,17 +25,6 @@ static const struct cmd_verb plugin_verb =
 		      "Precedence: flag > env var > config file > default.",
 	     .cli = &config_cli, .value_exit = 1);
 
-/* --print-config: the effective config as JSON, the file's warnings on stderr. */
-static int print_config(const struct plugin_config *cfg)
-{
-	_cleanup_free_ char *json = config_to_json(cfg);
-
-	printf("%s\n", json ? json : "{}");
-	if (cfg->warnings[0])
-		fprintf(stderr, "gpulet plugin: warning: %s\n", cfg->warnings);
-	return json ? 0 : 1;
-}
-
 /* Parse, start, serve until a stop signal: the exit code. */
 static int run(int argc, char **argv)
 {
@@ -54,7 +43,7 @@ static int run(int argc, char **argv)
 	if (r != CMD_CONTINUE)
 		return r;
 	if (cfg->print_config)
-		return print_config(cfg);
+		return cmd_print_plugin_config("plugin", cfg);
 	log_set_level(cfg->log_level);
 	if (plugin_daemon_start(args, cfg, &daemon) < 0)
 		return 1;

@@ -9,7 +9,7 @@
 
 struct probe_cli {
 	struct cmd_common c;
-	const char *cuda_library;
+	const char *cuda_library, *visible_devices, *cuda_version;
 };
 
 static const struct optspec probe_opts[] = {
@@ -21,6 +21,13 @@ static const struct optspec probe_opts[] = {
     CMD_ROW("nvml-library", 0, OPT_ARGV, "PATH",
 	    "libnvidia-ml to load (default libnvidia-ml.so.1 through the dynamic linker)",
 	    .off = offsetof(struct cmd_common, nvml.library)),
+    /* what the image and the runtime set in this container */
+    CMD_ROW("visible-devices", 0, OPT_ARGV, "LIST", "the GPUs the runtime was asked for (\"\", void or none: none)",
+	    .env = {"NVIDIA_VISIBLE_DEVICES"}, .env_only = true, .env_empty_is_value = true,
+	    .off = offsetof(struct probe_cli, visible_devices)),
+    CMD_ROW("cuda-version", 0, OPT_ARGV, "VERSION", "the CUDA this image has (nvidia/cuda images set it)",
+	    .env = {"CUDA_VERSION"}, .env_only = true, .env_empty_is_value = true,
+	    .off = offsetof(struct probe_cli, cuda_version)),
     {0},
 };
 
@@ -42,7 +49,10 @@ int cmd_probe(int argc, char **argv)
 	if (cmd_host_paths(&cli.c.nvml, &hp) < 0)
 		return 1;
 	struct doctor_ctx c = {0};
-	struct doctor_options o = {.host = hp, .cuda_library = cli.cuda_library};
+	struct doctor_options o = {.host = hp,
+				   .cuda_library = cli.cuda_library,
+				   .visible_devices = cli.visible_devices,
+				   .cuda_version = cli.cuda_version};
 
 	rc = 0;
 	if (doctor_run_table(&c, &o, probe_checks, probe_n_checks) < 0) {

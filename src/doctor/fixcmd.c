@@ -15,15 +15,15 @@
 
 bool doctor_root_elsewhere(const struct doctor_ctx *c)
 {
-	const char *r = c->o ? doctor_root(c->o) : NULL;
+	const char *r = c->o ? doctor_root(c->o) : "/";
 
-	return r && *r && !streq(r, "/");
+	return *r && !streq(r, "/");
 }
 
 const char *doctor_node_path(const struct doctor_ctx *c, const char *path)
 {
-	const char *root = c->o ? doctor_root(c->o) : NULL;
-	size_t l = root ? strlen(root) : 0;
+	const char *root = c->o ? doctor_root(c->o) : "/";
+	size_t l = strlen(root);
 
 	while (l > 1 && root[l - 1] == '/')
 		l--;

@@ -28,12 +28,11 @@ static int read_kmsg(char **ret)
 		ssize_t n;
 
 		if (cap - len < 8192) {
-			char *nb = cap < KLOG_MAX ? realloc(buf, cap * 2) : NULL;
+			char *nb = cap < KLOG_MAX ? grow_alloc(buf, &cap, 1, 1 << 16) : NULL;
 
 			if (!nb)
 				break;
 			buf = nb;
-			cap *= 2;
 		}
 		n = read(fd, buf + len, cap - len - 1);
 		if (n < 0 && errno == EPIPE)

@@ -32,7 +32,7 @@ static bool no_driver_errno(int e)
 static int check_nodes(struct doctor_ctx *c)
 {
 	_cleanup_free_ char *dev = doctor_path(c, "/dev");
-	const char *vis = getenv("NVIDIA_VISIBLE_DEVICES");
+	const char *vis = c->o->visible_devices;
 	struct doctor_finding *missing = NULL, *perm = NULL, *nodrv = NULL;
 	size_t n_gpus = 0;
 	DIR *d;
@@ -253,7 +253,7 @@ static int driver_cuda(struct doctor_ctx *c)
 
 static int check_cuda_version(struct doctor_ctx *c)
 {
-	const char *want = getenv("CUDA_VERSION"); /* set by nvidia/cuda images */
+	const char *want = c->o->cuda_version; /* CUDA_VERSION, set by nvidia/cuda images */
 	char why[512], have[16];
 	int cuda;
 	struct doctor_finding *f;

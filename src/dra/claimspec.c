@@ -82,7 +82,7 @@ static json_t *claim_device(const json_t *all, const struct dra_spec_device *d, 
 }
 
 /* What the generator said about uuid when it left it out (a missing device node names its path). */
-static const char *why_left_out(const struct cdi_gen_warnings *w, const char *uuid)
+static const char *why_left_out(const struct warnings *w, const char *uuid)
 {
 	for (size_t i = 0; i < w->n; i++)
 		if (strstr(w->items[i], uuid))
@@ -100,7 +100,7 @@ int dra_cdi_write(const struct node *n, const struct dra_cdi_options *o, const c
 {
 	struct cdi_gen_options g = CDI_GEN_OPTIONS_INIT;
 	struct cdi_hook_options hooks = {.path = o->hook_path};
-	_cleanup_(cdi_gen_warnings_clear) struct cdi_gen_warnings warned = {0};
+	_cleanup_(warnings_clear) struct warnings warned = {0};
 	_cleanup_free_ char *vendor = NULL, *dir = NULL;
 	json_auto_t *spec = NULL, *mine = json_array();
 	char file[320];

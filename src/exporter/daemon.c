@@ -77,7 +77,7 @@ static int load_node(struct exporter_daemon *d)
 
 static void set_host(struct exporter_daemon *d)
 {
-	const char *node_name = getenv("NODE_NAME");
+	const char *node_name = d->o.node_name;
 
 	if (node_name && *node_name)
 		snprintf(d->host, sizeof(d->host), "%s", node_name);

@@ -18,6 +18,7 @@ struct exporter_daemon_options {
 	const struct host_paths *host; /* NVML and the host, as the verb resolved them; .root is also where the
 					* PodResources socket is read */
 	const char *collectors_file;   /* dcgm-exporter CSV, NULL: the built-in set */
+	const char *node_name;         /* the Hostname label (env NODE_NAME); NULL or "": the host name */
 	struct exp_config served;      /* .collectors is set from collectors_file */
 	struct xid_policy xid_policy;
 	unsigned interval_ms;

@@ -28,6 +28,21 @@ void strbuf_free(struct strbuf *b)
 	memset(b, 0, sizeof(*b));
 }
 
+/* Room for n more bytes and the NUL after them (doubling, 4 KiB at least); false (b->oom) when out of memory. */
+static bool strbuf_room(struct strbuf *b, size_t n)
+{
+	while (b->cap - b->len <= n) {
+		char *s = grow_alloc(b->s, &b->cap, 1, 4096);
+
+		if (!s) {
+			b->oom = true;
+			return false;
+		}
+		b->s = s;
+	}
+	return true;
+}
+
 void strbuf_printf(struct strbuf *b, const char *fmt, ...)
 {
 	if (b->oom)
@@ -46,14 +61,8 @@ void strbuf_printf(struct strbuf *b, const char *fmt, ...)
 			b->len += (size_t)n;
 			return;
 		}
-		size_t ncap = MAX(b->cap * 2, b->len + (size_t)n + 4096);
-		char *s = realloc(b->s, ncap);
-		if (!s) {
-			b->oom = true;
+		if (!strbuf_room(b, (size_t)n))
 			return;
-		}
-		b->s = s;
-		b->cap = ncap;
 	}
 }
 
@@ -63,16 +72,8 @@ static void put_str(struct strbuf *b, const char *s)
 	size_t n = strlen(s);
 	if (b->oom)
 		return;
-	if (b->cap - b->len <= n) {
-		size_t ncap = MAX(b->cap * 2, b->len + n + 4096);
-		char *p = realloc(b->s, ncap);
-		if (!p) {
-			b->oom = true;
-			return;
-		}
-		b->s = p;
-		b->cap = ncap;
-	}
+	if (!strbuf_room(b, n))
+		return;
 	memcpy(b->s + b->len, s, n + 1);
 	b->len += n;
 }
@@ -155,9 +156,9 @@ static int attribution_build(struct attribution *a, const struct exporter *e, co
 	a->count = calloc(e->n_devs + 1, sizeof(size_t));
 	if (!a->first || !a->count)
 		return -ENOMEM;
-	for (size_t d = 0; d < e->n_devs && map; d++) {
+	for (size_t d = 0; d < e->n_devs; d++) { /* every device's count set, 0 without PodResources */
 		const struct podres_device *h = NULL;
-		size_t n = find_holders(e, map, d, &h);
+		size_t n = map ? find_holders(e, map, d, &h) : 0;
 		bool one = n > 0;
 		for (size_t k = 1; k < n; k++)
 			one &= same_holder(&h[0], &h[k]);
@@ -169,8 +170,7 @@ static int attribution_build(struct attribution *a, const struct exporter *e, co
 		a->first[d] = a->n_off;
 		for (size_t k = 0; k < want; k++) {
 			if (a->n_off == cap) {
-				cap = cap ? cap * 2 : 32;
-				size_t *o = realloc(a->off, cap * sizeof(*o));
+				size_t *o = grow_alloc(a->off, &cap, sizeof(*o), 32);
 				if (!o)
 					return -ENOMEM;
 				a->off = o;
@@ -217,9 +217,9 @@ static void device_line(struct strbuf *b, const struct exporter *e, const struct
 static void render_pod_allocation(struct strbuf *b, const struct exporter *e, const struct podres_map *map)
 {
 	bool header = false;
-	for (size_t d = 0; d < e->n_devs && map; d++) {
+	for (size_t d = 0; d < e->n_devs; d++) { /* every device's count set, 0 without PodResources */
 		const struct podres_device *h = NULL;
-		size_t n = find_holders(e, map, d, &h);
+		size_t n = map ? find_holders(e, map, d, &h) : 0;
 		for (size_t k = 0; k < n; k++) {
 			if (!header) {
 				family(

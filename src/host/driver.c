@@ -193,13 +193,11 @@ static int add_file_at(struct discovery *d, enum driver_file_kind kind, const ch
 	struct driver_file *f;
 
 	if (in->n_files == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 32;
-		struct driver_file *nf = realloc(in->files, cap * sizeof(*nf));
+		struct driver_file *nf = grow_alloc(in->files, &d->cap, sizeof(*nf), 32);
 
 		if (!nf)
 			return -ENOMEM;
 		in->files = nf;
-		d->cap = cap;
 	}
 	f = &in->files[in->n_files];
 	*f = (struct driver_file){.kind = kind, .is_dir = is_dir};
@@ -323,30 +321,6 @@ static int resolve_in_root(const struct discovery *d, const char *path, char **r
 	return driver_resolve(d->root, d->driver_root, path, ret);
 }
 
-/* Append a warning line (once: the cache and the dir scan may meet the same link). */
-_printf_(2, 3) static int add_warning(struct driver_info *in, const char *fmt, ...)
-{
-	_cleanup_free_ char *w = NULL;
-	char **nw;
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(&w, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		return -ENOMEM;
-	for (size_t i = 0; i < in->n_warnings; i++)
-		if (streq(in->warnings[i], w))
-			return 0;
-	nw = realloc(in->warnings, (in->n_warnings + 1) * sizeof(*nw));
-	if (!nw)
-		return -ENOMEM;
-	in->warnings = nw;
-	in->warnings[in->n_warnings++] = TAKE_PTR(w);
-	return 0;
-}
-
 static bool has_suffix(const char *s, const char *suffix)
 {
 	size_t a = strlen(s), b = strlen(suffix);
@@ -400,9 +374,10 @@ static int warn_dangling(struct discovery *d, const char *path)
 	if (n < 0)
 		return 0; /* not a link: simply absent (a cache entry for a removed file) */
 	target[n] = 0;
-	return add_warning(d->info,
-			   "%s: dangling link to %s (left out; reinstall the driver libraries or run ldconfig)", host,
-			   target);
+	/* once: the cache and the dir scan may meet the same link */
+	return warnings_add_once(&d->info->warnings,
+				 "%s: dangling link to %s (left out; reinstall the driver libraries or run ldconfig)",
+				 host, target);
 }
 
 /*
@@ -725,13 +700,14 @@ static int add_ipc_dir(struct discovery *d, const char *path)
 		return r == -ENOMEM ? r : 0; /* gone or not a dir meanwhile: nothing to mount */
 	if (r > 0)
 		return add_file(d, DRIVER_IPC_SOCKET, d->driver_root, path, true);
-	return add_warning(d->info,
-			   "%s (MPS pipe dir): not mounted into containers, as %s; a local user can make or take over "
-			   "this path under the world-writable /tmp, and every GPU container would get it read-write. "
-			   "Fix: before nvidia-cuda-mps-control starts (it keeps an existing dir's mode, and makes a "
-			   "missing one 0777), make it root's and 1777 or 0755, e.g. the systemd-tmpfiles line "
-			   "'d /tmp/nvidia-mps 1777 root root -'",
-			   host ? host : path, why);
+	return warnings_add_once(
+	    &d->info->warnings,
+	    "%s (MPS pipe dir): not mounted into containers, as %s; a local user can make or take over "
+	    "this path under the world-writable /tmp, and every GPU container would get it read-write. "
+	    "Fix: before nvidia-cuda-mps-control starts (it keeps an existing dir's mode, and makes a "
+	    "missing one 0777), make it root's and 1777 or 0755, e.g. the systemd-tmpfiles line "
+	    "'d /tmp/nvidia-mps 1777 root root -'",
+	    host ? host : path, why);
 }
 
 static int discover_fixed(struct discovery *d)
@@ -862,8 +838,6 @@ void driver_info_free(struct driver_info *d)
 	for (size_t i = 0; i < d->n_lib_dirs; i++)
 		free(d->lib_dirs[i]);
 	free(d->lib_dirs);
-	for (size_t i = 0; i < d->n_warnings; i++)
-		free(d->warnings[i]);
-	free(d->warnings);
+	warnings_clear(&d->warnings);
 	free(d);
 }

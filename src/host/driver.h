@@ -15,6 +15,7 @@
 
 #include "util/err.h"
 #include "util/hostpaths.h"
+#include "util/warnings.h"
 
 /* ---- driver files ----------------------------------------------------------------------------- */
 
@@ -60,8 +61,7 @@ struct driver_info {
 	 * What discovery skipped that a user should hear about, one line per item: a driver
 	 * library's link whose target is missing (a stale ld.so.cache after a driver upgrade).
 	 */
-	char **warnings;
-	size_t n_warnings;
+	struct warnings warnings;
 };
 
 struct driver_options {

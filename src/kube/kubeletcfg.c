@@ -348,13 +348,12 @@ static int expand(const char *text, const struct kargv *vars, bool keep, char **
 		const char *add = v ? v : l && !keep ? "" : p;
 		size_t alen = v || (l && !keep) ? strlen(add) : l ? l : 1;
 
-		if (n + alen + 1 > cap) {
-			char *no;
+		while (n + alen + 1 > cap) {
+			char *no = cap <= (16u << 20) ? grow_alloc(out, &cap, 1, 64) : NULL;
 
-			cap = (n + alen + 1) * 2;
-			if (cap > (32u << 20) || !(no = realloc(out, cap))) {
+			if (!no) {
 				free(out);
-				return cap > (32u << 20) ? -E2BIG : -ENOMEM;
+				return cap > (16u << 20) ? -E2BIG : -ENOMEM;
 			}
 			out = no;
 		}

@@ -101,12 +101,10 @@ static int map_add(struct podres_map *m, size_t *cap, const char *id, const char
 	if (m->n >= PODRES_MAX_DEVICES)
 		return -E2BIG;
 	if (m->n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 16;
-		struct podres_device *v = realloc(m->v, ncap * sizeof(*v));
+		struct podres_device *v = grow_alloc(m->v, cap, sizeof(*v), 16);
 		if (!v)
 			return -ENOMEM;
 		m->v = v;
-		*cap = ncap;
 	}
 	struct podres_device d = {.replica = -1};
 	d.id = strdup(id);

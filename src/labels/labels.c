@@ -61,8 +61,7 @@ static void add(struct builder *b, const char *value, const char *keyfmt, ...)
 			return;
 		}
 	if (b->s->n == b->cap) {
-		size_t ncap = b->cap ? b->cap * 2 : 64;
-		struct label *v = realloc(b->s->v, ncap * sizeof(*v));
+		struct label *v = grow_alloc(b->s->v, &b->cap, sizeof(*v), 64);
 
 		if (!v) {
 			free(key);
@@ -71,7 +70,6 @@ static void add(struct builder *b, const char *value, const char *keyfmt, ...)
 			return;
 		}
 		b->s->v = v;
-		b->cap = ncap;
 	}
 	b->s->v[b->s->n++] = (struct label){key, val};
 }
@@ -167,7 +165,7 @@ static bool usable(const struct node_gpu *g)
 /* A resource's labeler: its name and, unless nil in GFD (MIG-enabled GPUs), the sharing config. */
 struct res {
 	const char *name; /* "nvidia.com/gpu", "nvidia.com/mig-1g.5gb" */
-	const struct labels_options *sharing;
+	const struct nvconfig_sharing *sharing;
 };
 
 static const struct replica_rule *rule_for(const struct res *r)
@@ -211,13 +209,13 @@ static void base_labels(struct builder *b, const struct res *r, unsigned long lo
 	add(b, product, "%s.product", r->name);
 	addu(b, count, r->name, "count");
 	addu(b, replicas, r->name, "replicas");
-	add(b, sharing_strategy_name(replicas > 1 ? r->sharing->sharing : SHARING_NONE), "%s.sharing-strategy",
+	add(b, sharing_strategy_name(replicas > 1 ? r->sharing->strategy : SHARING_NONE), "%s.sharing-strategy",
 	    r->name);
 }
 
 /* A whole GPU model under nvidia.com/gpu: base labels, memory when known, architecture when CC > 0. */
 static void gpu_resource_labels(struct builder *b, const struct node_gpu *g, unsigned long long count,
-				const struct labels_options *sharing)
+				const struct nvconfig_sharing *sharing)
 {
 	struct res r = {GPU_RES, sharing};
 	const char *parts[] = {g->name};
@@ -280,7 +278,7 @@ static void full_gpu_labels(struct builder *b, const struct node *n, const struc
 			if (!usable(g) || g->mig_enabled != mig_enabled || !first_of_name(n, i, mig_enabled))
 				continue;
 			gpu_resource_labels(b, last_of_name(n, i, mig_enabled), name_count(n, g->name),
-					    mig_enabled ? NULL : o);
+					    mig_enabled ? NULL : &o->sharing);
 		}
 	}
 }
@@ -351,7 +349,7 @@ static void mixed_labels(struct builder *b, const struct node *n, const struct l
 			if (first != &n->gpus[i].migs[j])
 				continue; /* labelled at its first occurrence */
 			snprintf(res, sizeof(res), NV "mig-%s", name);
-			mig_resource_labels(b, &(struct res){res, o}, parent, first, count);
+			mig_resource_labels(b, &(struct res){res, &o->sharing}, parent, first, count);
 		}
 }
 
@@ -412,7 +410,7 @@ static void single_labels(struct builder *b, const struct node *n, const struct 
 		single_invalid(b, first_enabled);
 		return;
 	}
-	mig_resource_labels(b, &(struct res){GPU_RES, o}, parent, first, count);
+	mig_resource_labels(b, &(struct res){GPU_RES, &o->sharing}, parent, first, count);
 }
 
 /* ---- node-wide labels ---- */
@@ -515,7 +513,7 @@ static int device_labels(struct builder *b, const struct node *n, const struct l
 			mig_capable |= n->gpus[i].mig_capable;
 			mig_enabled |= n->gpus[i].mig_enabled;
 		}
-	if (o->sharing == SHARING_MPS && mig_enabled)
+	if (o->sharing.strategy == SHARING_MPS && mig_enabled)
 		return gerr_set(
 		    err, EINVAL,
 		    "MPS sharing is not supported with MIG: a GPU of this node is in MIG mode; GFD writes no "
@@ -523,7 +521,7 @@ static int device_labels(struct builder *b, const struct node *n, const struct l
 	machine_label(b, h);
 	version_labels(b, n);
 	add(b, mig_capable ? "true" : "false", NV "mig.capable");
-	add(b, o->sharing == SHARING_MPS ? "true" : "false", NV "mps.capable");
+	add(b, o->sharing.strategy == SHARING_MPS ? "true" : "false", NV "mps.capable");
 	full_gpu_labels(b, n, o);
 	if (o->mig_strategy != MIG_STRATEGY_NONE)
 		add(b, mig_strategy_name(o->mig_strategy), NV "mig.strategy");

@@ -13,7 +13,7 @@
 
 #include "util/err.h"
 #include "nvml/node.h"
-#include "plugin/resources.h"
+#include "nvconfig/nvconfig.h"
 
 #define LABELS_DEFAULT_OUTPUT       "/etc/kubernetes/node-feature-discovery/features.d/gfd"
 #define LABELS_DEFAULT_MACHINE_FILE "/sys/class/dmi/id/product_name"
@@ -32,11 +32,9 @@ struct labels_host {
 
 struct labels_options {
 	enum mig_strategy mig_strategy;
-	/* the config's sharing (plugin's v1 file reader): the active strategy and its resources */
-	enum sharing_strategy sharing;
-	bool rename_by_default;
-	const struct replica_rule *rules; /* names and replicas; `rename` is not used (GFD ignores it) */
-	size_t n_rules;
+	/* the sharing in use (the v1 file's section, or gpulet's flags): its resources' names and replicas, and
+	 * renameByDefault; a rule's `rename` is not used (GFD ignores it) */
+	struct nvconfig_sharing sharing;
 	bool timestamp; /* nvidia.com/gfd.timestamp */
 	time_t now;
 	/* The field guide's own labels (field guide: gpu-type=a100, gpu-mig=enabled). NULL/false = off. */

@@ -124,13 +124,11 @@ int mig_minors_parse(const char *text, struct mig_minors **ret, struct gerr *err
 		if (e.minor < 0)
 			return gerr_set(err, EINVAL, "%s:%u: negative minor in '%s'", MIG_MINORS_PATH, line, buf);
 		if (m->n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct mig_minor_entry *ne = reallocarray(m->e, ncap, sizeof(*ne));
+			struct mig_minor_entry *ne = grow_alloc(m->e, &cap, sizeof(*ne), 64);
 
 			if (!ne)
 				return gerr_set(err, ENOMEM, "out of memory");
 			m->e = ne;
-			cap = ncap;
 		}
 		m->e[m->n++] = e;
 	}

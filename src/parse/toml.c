@@ -65,7 +65,7 @@ int toml_add(struct toml *t, char *key, struct toml *v)
 			return -ENOMEM;
 		t->vals = nv;
 		if (t->type == TOML_TABLE) {
-			char **nk = realloc(t->keys, cap * sizeof(*nk));
+			char **nk = reallocarray(t->keys, cap, sizeof(*nk)); /* as many as vals */
 
 			if (!nk)
 				return -ENOMEM;

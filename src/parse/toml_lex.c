@@ -109,14 +109,12 @@ struct buf {
 
 static int toml_bput(struct buf *b, const char *s, size_t n)
 {
-	if (b->n + n + 1 > b->cap) {
-		size_t cap = MAX(b->cap * 2, b->n + n + 16);
-		char *ns = realloc(b->s, cap);
+	while (b->n + n + 1 > b->cap) {
+		char *ns = grow_alloc(b->s, &b->cap, 1, MAX(b->n + n + 1, (size_t)16));
 
 		if (!ns)
 			return -ENOMEM;
 		b->s = ns;
-		b->cap = cap;
 	}
 	memcpy(b->s + b->n, s, n);
 	b->n += n;

@@ -21,12 +21,14 @@ struct where_entry {
 	const json_t *container;
 	char *key; /* NULL for an array item */
 	size_t index;
-	struct yaml_pos pos;
+	struct yaml_pos pos;   /* the key's; an item's value */
+	struct yaml_pos value; /* a key's value: where its node starts */
 };
 
 struct yaml_where {
 	struct where_entry *e;
 	size_t n, cap;
+	struct yaml_pos root; /* where the (single) document's node starts */
 };
 
 struct reader {
@@ -337,7 +339,14 @@ static int key_to_string(struct reader *r, const yaml_mark_t *m, json_t **key)
 
 /* ---- positions ----------------------------------------------------------------------------------- */
 
-static int where_add(struct reader *r, const json_t *c, const char *key, size_t index, const yaml_mark_t *m)
+static struct yaml_pos pos_of(const yaml_mark_t *m)
+{
+	return (struct yaml_pos){(unsigned)m->line + 1, (unsigned)m->column + 1};
+}
+
+/* Where a key (its value at vm; NULL for an item) or item of c is. */
+static int where_add(struct reader *r, const json_t *c, const char *key, size_t index, const yaml_mark_t *m,
+		     const yaml_mark_t *vm)
 {
 	struct yaml_where *w = r->where;
 	struct where_entry *e;
@@ -345,16 +354,13 @@ static int where_add(struct reader *r, const json_t *c, const char *key, size_t 
 	if (!w)
 		return 0;
 	if (w->n == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 64;
-
-		e = reallocarray(w->e, cap, sizeof(*e));
+		e = grow_alloc(w->e, &w->cap, sizeof(*e), 64);
 		if (!e)
 			return -ENOMEM;
 		w->e = e;
-		w->cap = cap;
 	}
 	e = &w->e[w->n];
-	*e = (struct where_entry){.container = c, .index = index, .pos = {m->line + 1, m->column + 1}};
+	*e = (struct where_entry){.container = c, .index = index, .pos = pos_of(m), .value = pos_of(vm ? vm : m)};
 	if (key && !(e->key = strdup(key)))
 		return -ENOMEM;
 	w->n++;
@@ -383,13 +389,74 @@ int yaml_where_key(const struct yaml_where *w, const json_t *object, const char 
 	return 0;
 }
 
-int yaml_where_item(const struct yaml_where *w, const json_t *array, size_t index, struct yaml_pos *ret)
+/* n's kids from its value's members or items and their places; *budget nodes may still be made. */
+static int tree_fill(const struct yaml_where *w, struct yaml_node *n, unsigned depth, size_t *budget)
 {
-	const struct where_entry *e = where_find(w, array, NULL, index);
+	size_t count = json_is_object(n->v) ? json_object_size(n->v) : json_is_array(n->v) ? json_array_size(n->v) : 0;
+	const char *k;
+	json_t *v;
+	size_t i = 0;
+	int r;
 
-	if (!e)
-		return -ENOENT;
-	*ret = e->pos;
+	if (!count || !depth)
+		return 0;
+	if (count > *budget)
+		return -E2BIG;
+	*budget -= count;
+	n->kids = calloc(count, sizeof(*n->kids));
+	if (!n->kids)
+		return -ENOMEM;
+	n->n = count;
+	if (json_is_object(n->v)) {
+		json_object_foreach (n->v, k, v) {
+			const struct where_entry *e = where_find(w, n->v, k, 0);
+
+			n->kids[i] = (struct yaml_node){.v = v, .key = k, .at = n->at, .key_at = n->at};
+			if (e)
+				n->kids[i].key_at = e->pos, n->kids[i].at = e->value;
+			i++;
+		}
+	} else {
+		json_array_foreach (n->v, i, v) {
+			const struct where_entry *e = where_find(w, n->v, NULL, i);
+
+			n->kids[i] = (struct yaml_node){.v = v, .at = e ? e->pos : n->at};
+		}
+	}
+	for (i = 0; i < count; i++)
+		if ((r = tree_fill(w, &n->kids[i], depth - 1, budget)) < 0)
+			return r;
+	return 0;
+}
+
+static void node_clear(struct yaml_node *n)
+{
+	for (size_t i = 0; i < n->n; i++)
+		node_clear(&n->kids[i]);
+	free(n->kids);
+}
+
+void yaml_node_free(struct yaml_node *n)
+{
+	if (!n)
+		return;
+	node_clear(n);
+	free(n);
+}
+
+int yaml_where_tree(const struct yaml_where *w, json_t *doc, unsigned max_depth, struct yaml_node **ret)
+{
+	_cleanup_(yaml_node_freep) struct yaml_node *root = calloc(1, sizeof(*root));
+	size_t budget = YAML_TREE_MAX_NODES;
+	int r;
+
+	if (!root)
+		return -ENOMEM;
+	*root = (struct yaml_node){.v = doc, .at = w && w->root.line ? w->root : (struct yaml_pos){1, 1}};
+	r = tree_fill(w, root, max_depth, &budget);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(root);
 	return 0;
 }
 
@@ -419,7 +486,7 @@ static int read_next_node(struct reader *r, unsigned depth, json_t **ret, yaml_m
 	return k;
 }
 
-static int map_put(struct reader *r, json_t *c, json_t *key, json_t *val, const yaml_mark_t *km)
+static int map_put(struct reader *r, json_t *c, json_t *key, json_t *val, const yaml_mark_t *km, const yaml_mark_t *vm)
 {
 	const char *k = json_string_value(key);
 
@@ -429,7 +496,7 @@ static int map_put(struct reader *r, json_t *c, json_t *key, json_t *val, const 
 	}
 	if (json_object_set_new(c, k, val) < 0)
 		return -ENOMEM;
-	return where_add(r, c, k, 0, km);
+	return where_add(r, c, k, 0, km, vm);
 }
 
 /* A mapping entry whose key node is already read (into key, which this consumes). */
@@ -442,7 +509,7 @@ static int map_entry(struct reader *r, json_t *c, json_t *key, const yaml_mark_t
 	if (k >= 0)
 		k = read_next_node(r, depth, &val, &vm);
 	if (k >= 0)
-		k = map_put(r, c, key, val, km);
+		k = map_put(r, c, key, val, km, &vm);
 	json_decref(key);
 	return k;
 }
@@ -451,7 +518,7 @@ static int seq_item(struct reader *r, json_t *c, json_t *val, const yaml_mark_t 
 {
 	if (json_array_append_new(c, val) < 0)
 		return -ENOMEM;
-	return where_add(r, c, NULL, json_array_size(c) - 1, m);
+	return where_add(r, c, NULL, json_array_size(c) - 1, m, NULL);
 }
 
 static int read_collection(struct reader *r, bool mapping, unsigned depth, json_t **ret)
@@ -571,11 +638,13 @@ static int read_stream(struct reader *r, json_t *docs)
 			return rerr(r, &m, "more than one YAML document; this file holds one");
 		if ((k = read_next_node(r, 0, &doc, &m)) < 0)
 			return k;
+		if (r->where && !r->where->root.line)
+			r->where->root = pos_of(&m);
 		if (json_array_append_new(docs, doc) < 0)
 			return -ENOMEM;
 		/* the documents array is the result only with YAML_ALL_DOCUMENTS */
 		if ((r->flags & YAML_ALL_DOCUMENTS) &&
-		    (k = where_add(r, docs, NULL, json_array_size(docs) - 1, &m)) < 0)
+		    (k = where_add(r, docs, NULL, json_array_size(docs) - 1, &m, NULL)) < 0)
 			return k;
 	}
 }

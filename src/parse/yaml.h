@@ -49,7 +49,7 @@ struct yaml_pos {
 	unsigned line, col;
 };
 
-/* Where each key and array item of a result came from; valid while that result lives. */
+/* Where each key, key's value, array item and the document of a result start; valid while that result lives. */
 struct yaml_where;
 
 /*
@@ -63,8 +63,31 @@ int yaml_to_json(const char *buf, size_t len, const char *filename, unsigned fla
 
 /* Position of the key `key` of `object` (a value in the result): 0, or -ENOENT. */
 int yaml_where_key(const struct yaml_where *w, const json_t *object, const char *key, struct yaml_pos *ret);
-/* Position of item `index` of `array`: 0, or -ENOENT. */
-int yaml_where_item(const struct yaml_where *w, const json_t *array, size_t index, struct yaml_pos *ret);
 
 void yaml_where_free(struct yaml_where *w);
 DEFINE_CLEANUP_FUNC(struct yaml_where, yaml_where_free)
+
+/*
+ * A value of a result with where it starts, as Go's yaml.v3 Node gives its line and column: a
+ * mapping's members with their keys, a sequence's items, in the document's order. A walker over a
+ * file's schema reads values and places from it alone, without a lookup per value.
+ */
+struct yaml_node {
+	json_t *v;              /* borrowed from the result */
+	const char *key;        /* a mapping member's key (the result's); NULL for an item and the document */
+	struct yaml_pos at;     /* where the value starts: its first character, as libyaml reports the node's start
+				 * (a null written as nothing: where the parser met the missing value) */
+	struct yaml_pos key_at; /* a member: where its key is */
+	struct yaml_node *kids; /* a mapping's members or a sequence's items, n of them */
+	size_t n;
+};
+#define YAML_TREE_MAX_NODES (1u << 16) /* a file read this way has a schema: far fewer values */
+
+/*
+ * The result doc of yaml_to_json() with its positions w as nodes, down to max_depth levels below
+ * the document (deeper collections have no kids). The nodes live while doc and w do; free them with
+ * yaml_node_free(). 0; -E2BIG past YAML_TREE_MAX_NODES (aliases can repeat a value), -ENOMEM.
+ */
+int yaml_where_tree(const struct yaml_where *w, json_t *doc, unsigned max_depth, struct yaml_node **ret);
+void yaml_node_free(struct yaml_node *n);
+DEFINE_CLEANUP_FUNC(struct yaml_node, yaml_node_free)

@@ -3,7 +3,8 @@
  * The plugin's option rows for the one engine (util/optspec.h): flag, alias, env vars, config-file
  * key, kind, default, bounds. Values are applied in layers, default < file < env < flag
  * (urfave/cli semantics upstream: a flag counts as set when given on the command line or through
- * its env var), each through the engine's one setter, so every value is validated the same way.
+ * its env var), each through the engine's one setter, so every value is validated the same way;
+ * the file layer is the shared v1 file's walker (nvconfig/nvconfig.h) over these rows.
  * Sources: docs/reference/device-plugin.md §1 (flags, env, defaults) and §2 (v1 file).
  */
 #include <errno.h>
@@ -15,12 +16,13 @@
 
 #include <jansson.h>
 
+#include "cdi/cdi.h"
+#include "cdi/hooks.h"
 #include "plugin/config_int.h"
 #include "util/fileio.h"
 #include "util/opt.h"
 #include "util/log.h"
 
-#define CONFIG_FILE_MAX            (1024 * 1024)
 #define DEFAULT_DEVICE_PLUGIN_PATH "/var/lib/kubelet/device-plugins" /* pluginapi.DevicePluginPath */
 
 /* A field of struct plugin_config; a path (owned, at most PATH_MAX - 1 characters, longer is refused), another
@@ -30,8 +32,6 @@
 #define FS(field) F(field), .max = CONFIG_STR_MAX
 
 const struct enum_name config_device_id_names[2] = {{DEVICE_ID_UUID, "uuid"}, {DEVICE_ID_INDEX, "index"}};
-const struct enum_name config_discovery_names[4] = {
-    {DISCOVERY_AUTO, "auto"}, {DISCOVERY_NVML, "nvml"}, {DISCOVERY_TEGRA, "tegra"}, {DISCOVERY_VFIO, "vfio"}};
 const struct enum_name config_dls_names[4] = {{DLS_ENVVAR, "envvar"},
 					      {DLS_VOLUME_MOUNTS, "volume-mounts"},
 					      {DLS_CDI_ANNOTATIONS, "cdi-annotations"},
@@ -58,28 +58,16 @@ static int set_imex(void *opts, const char *v, struct gerr *err)
  * unless marked gpulet. --help and --version are added by the command (cmd/verb_plugin.c).
  */
 static const struct optspec config_opts[] = {
-    {.name = "mig-strategy",
-     .kind = OPT_ENUM,
-     .arg = "S",
-     .env = {"MIG_STRATEGY"},
-     .key = CONFIG_KEY_MIG_STRATEGY,
-     .def = "none",
-     F(mig_strategy),
-     .help = "how MIG devices are advertised: none, single or mixed",
-     OPTSPEC_NAMES(mig_strategy_names)},
-    {.name = "fail-on-init-error",
-     .kind = OPT_BOOL,
-     .env = {"FAIL_ON_INIT_ERROR"},
-     .key = CONFIG_KEY_FAIL_ON_INIT_ERROR,
-     .def = "true",
-     F(fail_on_init_error),
-     .help = "exit on NVML/device errors at start (false: log and wait)"},
+    NVCONFIG_OPT_MIG_STRATEGY(offsetof(struct plugin_config, mig_strategy),
+			      "how MIG devices are advertised: none, single or mixed", "MIG_STRATEGY"),
+    NVCONFIG_OPT_FAIL_ON_INIT_ERROR(offsetof(struct plugin_config, fail_on_init_error),
+				    "exit on NVML/device errors at start (false: log and wait)", "FAIL_ON_INIT_ERROR"),
     {.name = "driver-root",
      .alias = "nvidia-driver-root",
      .kind = OPT_PATH,
      .arg = "DIR",
      .env = {"NVIDIA_DRIVER_ROOT"},
-     .key = "flags.nvidiaDriverRoot",
+     .key = NVCONFIG_KEY_DRIVER_ROOT,
      .def = "/",
      FP(driver_root),
      .help = "host root of the NVIDIA driver (/ or /run/nvidia/driver)"},
@@ -88,13 +76,13 @@ static const struct optspec config_opts[] = {
      .kind = OPT_PATH,
      .arg = "DIR",
      .env = {"NVIDIA_DEV_ROOT"},
-     .key = "flags.nvidiaDevRoot",
+     .key = NVCONFIG_KEY_DEV_ROOT,
      FP(dev_root),
      .help = "host root of the /dev nodes (default: the driver root)"},
     {.name = "pass-device-specs",
      .kind = OPT_BOOL,
      .env = {"PASS_DEVICE_SPECS"},
-     .key = "flags.plugin.passDeviceSpecs",
+     .key = NVCONFIG_KEY_PASS_DEVICE_SPECS,
      .def = "false",
      F(pass_device_specs),
      .help = "return DeviceSpecs in Allocate (CPUManager static policy)"},
@@ -102,7 +90,7 @@ static const struct optspec config_opts[] = {
      .kind = OPT_FLAGS,
      .arg = "S[,S]",
      .env = {"DEVICE_LIST_STRATEGY"},
-     .key = "flags.plugin.deviceListStrategy",
+     .key = NVCONFIG_KEY_DEVICE_LIST_STRATEGY,
      .def = "envvar",
      F(device_list_strategy),
      .help = "how devices reach the runtime: envvar, volume-mounts, cdi-annotations, cdi-cri; a comma list or "
@@ -113,7 +101,7 @@ static const struct optspec config_opts[] = {
      .kind = OPT_ENUM,
      .arg = "S",
      .env = {"DEVICE_ID_STRATEGY"},
-     .key = "flags.plugin.deviceIDStrategy",
+     .key = NVCONFIG_KEY_DEVICE_ID_STRATEGY,
      .def = "uuid",
      F(device_id_strategy),
      .help = "device IDs passed to the runtime: uuid or index",
@@ -121,21 +109,21 @@ static const struct optspec config_opts[] = {
     {.name = "gdrcopy-enabled",
      .kind = OPT_BOOL,
      .env = {"GDRCOPY_ENABLED"},
-     .key = "flags.gdrcopyEnabled",
+     .key = NVCONFIG_KEY_GDRCOPY_ENABLED,
      .def = "false",
      F(gdrcopy_enabled),
      .help = "set NVIDIA_GDRCOPY=enabled in containers"},
     {.name = "gds-enabled",
      .kind = OPT_BOOL,
      .env = {"GDS_ENABLED"},
-     .key = "flags.gdsEnabled",
+     .key = NVCONFIG_KEY_GDS_ENABLED,
      .def = "false",
      F(gds_enabled),
      .help = "set NVIDIA_GDS=enabled in containers"},
     {.name = "mofed-enabled",
      .kind = OPT_BOOL,
      .env = {"MOFED_ENABLED"},
-     .key = "flags.mofedEnabled",
+     .key = NVCONFIG_KEY_MOFED_ENABLED,
      .def = "false",
      F(mofed_enabled),
      .help = "set NVIDIA_MOFED=enabled in containers"},
@@ -143,7 +131,7 @@ static const struct optspec config_opts[] = {
      .kind = OPT_STR,
      .arg = "PREFIX",
      .env = {"CDI_ANNOTATION_PREFIX"},
-     .key = "flags.plugin.cdiAnnotationPrefix",
+     .key = NVCONFIG_KEY_CDI_ANNOTATION_PREFIX,
      .def = "cdi.k8s.io/",
      FS(cdi_annotation_prefix),
      .help = "prefix of the CDI annotation key"},
@@ -152,48 +140,41 @@ static const struct optspec config_opts[] = {
      .kind = OPT_PATH,
      .arg = "PATH",
      .env = {"NVIDIA_CDI_HOOK_PATH", "NVIDIA_CTK_PATH"},
-     .key = "flags.plugin.nvidiaCTKPath",
+     .key = NVCONFIG_KEY_NVIDIA_CTK_PATH,
      .def = "/usr/bin/nvidia-ctk",
      FP(nvidia_cdi_hook_path),
      .help = "host path of the CDI hook binary written into CDI specs"},
-    CONFIG_OPT_CTR_DRIVER_ROOT(offsetof(struct plugin_config, container_driver_root)),
+    NVCONFIG_OPT_CTR_DRIVER_ROOT(offsetof(struct plugin_config, container_driver_root)),
     {.name = "mps-root",
      .kind = OPT_PATH,
      .arg = "DIR",
      .env = {"MPS_ROOT"},
-     .key = "flags.mpsRoot",
+     .key = NVCONFIG_KEY_MPS_ROOT,
      FP(mps_root),
      .help = "host dir of the MPS daemons' pipes and shm (required with MPS sharing)"},
     {.name = "shared-devices-allocation-policy",
      .kind = OPT_ENUM,
      .arg = "P",
      .env = {"SHARED_DEVICES_ALLOCATION_POLICY"},
-     .key = "flags.plugin.sharedDevicesAllocationPolicy",
+     .key = NVCONFIG_KEY_SHARED_DEVICES_ALLOC_POLICY,
      .def = "distributed",
      F(shared_devices_allocation_policy),
      .help = "replica placement for shared GPUs: distributed or packed",
      OPTSPEC_NAMES(replica_policy_names)},
-    {.name = "device-discovery-strategy",
-     .kind = OPT_ENUM,
-     .arg = "S",
-     .env = {"DEVICE_DISCOVERY_STRATEGY"},
-     .key = CONFIG_KEY_DISCOVERY_STRATEGY,
-     .def = "auto",
-     F(device_discovery_strategy),
-     .help = "how devices are found: auto, nvml, tegra or vfio (vfio: labels only)",
-     OPTSPEC_NAMES(config_discovery_names)},
+    NVCONFIG_OPT_DISCOVERY(offsetof(struct plugin_config, device_discovery_strategy),
+			   "how devices are found: auto, nvml, tegra or vfio (vfio: labels only)"),
     {.name = "imex-channel-ids",
      .kind = OPT_CALL,
      .arg = "IDS",
      .env = {"IMEX_CHANNEL_IDS"},
-     .key = "imex.channelIDs",
+     .key = NVCONFIG_KEY_IMEX_CHANNEL_IDS,
      F(imex_channel_ids),
      .call = set_imex,
      .help = "IMEX channels to inject ([] or 0)"},
     {.name = "imex-required",
      .kind = OPT_BOOL,
      .env = {"IMEX_REQUIRED"},
-     .key = "imex.required",
+     .key = NVCONFIG_KEY_IMEX_REQUIRED,
      .def = "false",
      F(imex_required),
      .help = "fail when the IMEX channels are missing"},
@@ -204,19 +185,28 @@ static const struct optspec config_opts[] = {
      .def = "/var/lib/kubelet/device-plugins/kubelet.sock",
      FP(kubelet_socket),
      .help = "kubelet registration socket (\"\": serve without registering)"},
-    CONFIG_OPT_CONFIG_FILE(offsetof(struct plugin_config, config_file), "CONFIG_FILE"),
+    NVCONFIG_OPT_CONFIG_FILE(offsetof(struct plugin_config, config_file), "CONFIG_FILE"),
     {.name = "cdi-feature-flags",
-     .kind = OPT_STR,
+     .kind = OPT_FLAGS,
      .arg = "FLAGS",
      .env = {"CDI_FEATURE_FLAGS"},
-     FS(cdi_feature_flags),
-     .help = "feature flags for CDI spec generation"},
+     F(cdi_feature_flags),
+     .help =
+	 "upstream's CDI feature flags, comma-separated: disable-ipc-discoverer, and the ones gpulet's spec "
+	 "already matches (no-additional-gids-for-device-nodes, disable-nvsandboxutils, disable-multiple-csv-devices); "
+	 "enable-coherent-annotations and enable-explicit-driver-libraries are refused",
+     .want = "feature flag",
+     .empty_none = true,
+     OPTSPEC_NAMES(cdi_feature_names)},
     {.name = "cdi-disable-hooks",
-     .kind = OPT_STR,
+     .kind = OPT_FLAGS,
      .arg = "HOOKS",
      .env = {"CDI_DISABLE_HOOKS"},
-     FS(cdi_disable_hooks),
-     .help = "CDI hooks to leave out (all)"},
+     F(cdi_disable_hooks),
+     .help = "CDI hooks to leave out: all, or names separated by commas",
+     .want = "hook",
+     .empty_none = true,
+     OPTSPEC_NAMES(cdi_hook_names)},
     /* gpulet: upstream hard-codes the dir (pluginapi.DevicePluginPath); "" = the kubelet socket's dir,
      * where kubelet dials the endpoint it was given (docs/reference/device-plugin.md §3.1) */
     {.name = "device-plugin-path",
@@ -273,6 +263,50 @@ static const struct optspec config_opts[] = {
      .env = {"GPULET_KERNEL_LOG"},
      FP(kernel_log),
      .help = "kernel log followed for 'NVRM: Xid' lines (default: <root>/dev/kmsg; e.g. /var/log/kern.log)"},
+    /* env only, as upstream reads them (internal/rm/health.go; docs/reference/device-plugin.md §4) */
+    {.name = "disable-healthchecks",
+     .kind = OPT_STR,
+     .arg = "LIST",
+     .env = {"DP_DISABLE_HEALTHCHECKS"},
+     .env_only = true,
+     FS(xid_disable),
+     .help = "XIDs that do not make a GPU unhealthy, comma-separated; all or xids: none does"},
+    {.name = "enable-healthchecks",
+     .kind = OPT_STR,
+     .arg = "LIST",
+     .env = {"DP_ENABLE_HEALTHCHECKS"},
+     .env_only = true,
+     FS(xid_enable),
+     .help = "XIDs that make a GPU unhealthy even when ignored by default (13,31,43,45,68,109) or disabled; all: "
+	     "every XID"},
+    /* gpulet: health on the Node object, a condition and events (plugin/node_health.h) */
+    {.name = "node-health",
+     .kind = OPT_BOOL,
+     .env = {"GPULET_NODE_HEALTH"},
+     .def = "false",
+     F(node_health),
+     .help = "report GPU health on this node's Node object: the GPUHealthy condition and events (needs "
+	     "--node-name, and in a pod RBAC for nodes get, nodes/status patch, events create)"},
+    {.name = "node-name",
+     .kind = OPT_STR,
+     .arg = "NAME",
+     .env = {"NODE_NAME"},
+     FS(node_name),
+     .help = "this node's name in the API (--node-health; the chart sets it from spec.nodeName)"},
+    {.name = "kubeconfig",
+     .kind = OPT_FILE,
+     .arg = "FILE",
+     .env = {"KUBECONFIG"},
+     FP(kubeconfig),
+     .help = "kubeconfig for --node-health (default: the pod's service account)"},
+    /* gpulet: the GPU Operator mounts the host's / read-only at /host and the spec dir at /var/run/cdi
+     * (docs/reference/operator.md §3): the one write that is not below --root */
+    {.name = "cdi-spec-dir",
+     .kind = OPT_PATH,
+     .arg = "DIR",
+     .env = {"GPULET_CDI_SPEC_DIR"},
+     FP(cdi_spec_dir),
+     .help = "dir the CDI specs are written to, as this process sees it (default: <root>/var/run/cdi)"},
     LOG_OPT_LEVEL(offsetof(struct plugin_config, log_level)),
     /* gpulet: command line only */
     {.name = "print-config", .kind = OPT_SET, F(print_config), .help = "print the effective config as JSON and exit"},
@@ -332,7 +366,7 @@ struct plugin_config *config_new(void)
 {
 	_cleanup_(config_freep) struct plugin_config *c = calloc(1, sizeof(*c));
 
-	if (!c || !(c->warnings = strdup("")))
+	if (!c)
 		return NULL;
 	for (const struct optspec *o = config_opts; o->kind != OPT_END; o++) {
 		char **p = (char **)((char *)c + o->off);
@@ -349,21 +383,34 @@ void config_free(struct plugin_config *c)
 		return;
 	optspec_free(config_opts, c); /* the owned rows */
 	free(c->imex_channel_ids);    /* the CALL row's */
-	free(c->warnings);
+	warnings_clear(&c->warnings);
 	host_paths_free(c->host);
 	free(c);
 }
 
+/* What the plugin takes from the file besides its rows: the sharing section (when it has one), the warnings. */
+static int take_file(struct plugin_config *c, struct nvconfig_file *f, int r, struct gerr *err)
+{
+	if (r >= 0 && f->sharing.strategy != SHARING_NONE)
+		c->sharing = f->sharing;
+	if (r >= 0 && warnings_extend(&c->warnings, &f->warnings) < 0)
+		r = gerr_set(err, ENOMEM, "out of memory");
+	nvconfig_file_clear(f);
+	return r;
+}
+
 static int config_file_layer(void *opts, const char *path, struct gerr *err)
 {
-	_cleanup_free_ char *text = NULL;
-	size_t len;
-	int r;
+	struct nvconfig_file f = {0};
 
-	r = read_file(path, CONFIG_FILE_MAX, &text, &len, err);
-	if (r < 0)
-		return gerr_prefix(err, "reading the config file %s (--config-file/CONFIG_FILE): ", path), r;
-	return config_apply_file_text(opts, text, len, path, err);
+	return take_file(opts, &f, nvconfig_load(path, &config_cli, opts, &f, err), err);
+}
+
+int config_apply_file_text(struct plugin_config *cfg, const char *text, size_t len, const char *name, struct gerr *err)
+{
+	struct nvconfig_file f = {0};
+
+	return take_file(cfg, &f, nvconfig_read(text, len, name, &config_cli, cfg, &f, err), err);
 }
 
 /* The host paths of the layered options, the one rule (util/hostpaths.h), resolved once per config. */
@@ -381,11 +428,18 @@ static int config_host_paths(struct plugin_config *c, struct gerr *err)
 
 static int config_finish(void *opts, struct gerr *err)
 {
-	int r = config_derive(opts, err);
+	struct plugin_config *c = opts;
+	struct gerr why = {0};
+	int r = config_derive(c, err);
 
-	if (r >= 0)
-		r = config_validate(opts, err);
-	return r < 0 ? r : config_host_paths(opts, err);
+	if (r < 0)
+		return r;
+	/* as upstream, an entry that is not an XID is skipped with a message, not a failure */
+	if (xid_policy_parse(c->xid_disable, c->xid_enable, &c->xid_policy, &why) > 0 &&
+	    warnings_add(&c->warnings, "Ignoring malformed XID values in the health check settings: %s", why.msg) < 0)
+		return gerr_set(err, ENOMEM, "out of memory");
+	r = config_validate(c, err);
+	return r < 0 ? r : config_host_paths(c, err);
 }
 
 int config_load(const struct loop_argv *args, struct plugin_config **ret, struct gerr *err)
@@ -411,16 +465,17 @@ void config_resource_options(const struct plugin_config *cfg, struct resource_op
 {
 	memset(o, 0, sizeof(*o));
 	o->mig_strategy = cfg->mig_strategy;
-	o->sharing = cfg->sharing;
+	o->sharing = cfg->sharing.strategy;
 	o->replica_policy = cfg->shared_devices_allocation_policy;
-	o->rename_by_default = cfg->rename_by_default;
-	o->fail_requests_greater_than_one = cfg->fail_requests_greater_than_one;
-	o->rules = cfg->rules;
-	o->n_rules = cfg->n_rules;
+	o->rename_by_default = cfg->sharing.rename_by_default;
+	o->fail_requests_greater_than_one = cfg->sharing.fail_requests_greater_than_one;
+	o->rules = cfg->sharing.rules;
+	o->n_rules = cfg->sharing.n_rules;
 }
 
 char *config_to_json(const struct plugin_config *cfg)
 {
+	const struct nvconfig_sharing *sh = &cfg->sharing;
 	json_t *o = json_object(), *rules = json_array();
 	char *s;
 
@@ -433,17 +488,25 @@ char *config_to_json(const struct plugin_config *cfg)
 		const void *f = (const char *)cfg + p->off;
 		json_t *v;
 
+		if (p->env_only) /* upstream's env-only settings: not in its config either */
+			continue;
 		switch (p->kind) {
 		case OPT_SET: /* --print-config: not a setting */
 			continue;
 		case OPT_BOOL:
 			v = json_boolean(*(const bool *)f);
 			break;
-		case OPT_FLAGS:
+		case OPT_FLAGS: /* each name whose bits are all set, once per value (an alias is not repeated) */
 			v = json_array();
-			for (size_t k = 0; k < p->n_names; k++)
-				if (*(const unsigned *)f & (unsigned)p->names[k].value)
+			for (size_t k = 0; k < p->n_names; k++) {
+				unsigned bits = (unsigned)p->names[k].value;
+				bool alias = false;
+
+				for (size_t j = 0; j < k; j++)
+					alias |= p->names[j].value == p->names[k].value;
+				if (!alias && (*(const unsigned *)f & bits) == bits)
 					json_array_append_new(v, json_string(p->names[k].name));
+			}
 			break;
 		case OPT_UINT:
 			v = json_integer(*(const unsigned *)f);
@@ -459,28 +522,14 @@ char *config_to_json(const struct plugin_config *cfg)
 		}
 		json_object_set_new(o, p->name, v);
 	}
-	for (size_t i = 0; i < cfg->n_rules; i++)
-		json_array_append_new(rules, json_pack("{s:s, s:s, s:i}", "name", cfg->rules[i].name, "rename",
-						       cfg->rules[i].rename, "replicas", (int)cfg->rules[i].replicas));
+	for (size_t i = 0; i < sh->n_rules; i++)
+		json_array_append_new(rules, json_pack("{s:s, s:s, s:i}", "name", sh->rules[i].name, "rename",
+						       sh->rules[i].rename, "replicas", (int)sh->rules[i].replicas));
 	json_object_set_new(o, "sharing",
-			    json_pack("{s:s, s:b, s:b, s:o}", "strategy", sharing_strategy_name(cfg->sharing),
-				      "renameByDefault", cfg->rename_by_default, "failRequestsGreaterThanOne",
-				      cfg->fail_requests_greater_than_one, "resources", rules));
+			    json_pack("{s:s, s:b, s:b, s:o}", "strategy", sharing_strategy_name(sh->strategy),
+				      "renameByDefault", sh->rename_by_default, "failRequestsGreaterThanOne",
+				      sh->fail_requests_greater_than_one, "resources", rules));
 	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(o);
 	return s;
-}
-
-/* gpulet labels (GFD): its rows over the same file reader; the sharing section into cfg. */
-int config_load_file_to(const struct optspec_cli *cli, void *opts, const char *path, struct plugin_config *cfg,
-			struct gerr *err)
-{
-	_cleanup_free_ char *text = NULL;
-	size_t len;
-	int r;
-
-	r = read_file(path, CONFIG_FILE_MAX, &text, &len, err);
-	if (r < 0)
-		return gerr_prefix(err, "reading the config file %s: ", path), r;
-	return config_apply_file_to(cli, opts, cfg, text, len, path, err);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Plugin configuration: every flag and env var of NVIDIA's k8s-device-plugin v0.20.0 plus the
- * `version: v1` config file, in one option table (config.c). Precedence as upstream:
- * command-line flag > env var > config file > built-in default (docs/reference/device-plugin.md §1-2).
+ * Plugin configuration: every flag and env var of NVIDIA's k8s-device-plugin v0.20.0, in one option
+ * table (config.c), and what the plugin takes from the shared `version: v1` file (nvconfig/): its
+ * keys through the same rows, its sharing rules. Precedence as upstream: command-line flag > env
+ * var > config file > built-in default (docs/reference/device-plugin.md §1-2).
  */
 #pragma once
 
@@ -17,6 +18,9 @@
 #include "util/log.h"
 #include "util/loop.h"
 #include "util/optspec.h"
+#include "util/warnings.h"
+#include "nvml/xid.h"
+#include "nvconfig/nvconfig.h"
 #include "plugin/resources.h"
 
 /* --device-list-strategy values; several may be set at once. */
@@ -30,50 +34,9 @@ enum {
 
 /* --device-id-strategy: the IDs (and CDI device names) containers get. */
 enum device_id_strategy { DEVICE_ID_UUID, DEVICE_ID_INDEX };
-/* --device-discovery-strategy (vfio: labels only). */
-enum discovery_strategy { DISCOVERY_AUTO, DISCOVERY_NVML, DISCOVERY_TEGRA, DISCOVERY_VFIO };
-extern const struct enum_name config_device_id_names[2], config_discovery_names[4], config_dls_names[4];
+extern const struct enum_name config_device_id_names[2], config_dls_names[4];
 
-/*
- * The keys of the shared v1 file that only GFD reads (upstream api/config/v1/flags.go, v0.20.0;
- * docs/reference/device-plugin.md §2): gpulet labels' rows set them, the plugin's reader passes
- * over them without a warning (config_gfd_keys lists them all).
- */
-#define CONFIG_KEY_GFD_ONESHOT           "flags.gfd.oneshot"
-#define CONFIG_KEY_GFD_NO_TIMESTAMP      "flags.gfd.noTimestamp"
-#define CONFIG_KEY_GFD_SLEEP_INTERVAL    "flags.gfd.sleepInterval"
-#define CONFIG_KEY_GFD_OUTPUT_FILE       "flags.gfd.outputFile"
-#define CONFIG_KEY_GFD_MACHINE_TYPE_FILE "flags.gfd.machineTypeFile"
-#define CONFIG_KEY_USE_NODE_FEATURE_API  "flags.useNodeFeatureAPI"
-/* keys both readers take, each with its own row (the plugin's and GFD's defaults and env vars differ) */
-#define CONFIG_KEY_MIG_STRATEGY       "flags.migStrategy"
-#define CONFIG_KEY_FAIL_ON_INIT_ERROR "flags.failOnInitError"
-#define CONFIG_KEY_DISCOVERY_STRATEGY "flags.deviceDiscoveryStrategy"
-extern const char *const config_gfd_keys[6];
-
-/*
- * Rows the plugin and labels share, one rule each (util/optspec.h), off_ the owned char * of the
- * verb's options: where the driver root is mounted in the container (an absolute path without
- * '..'), and the v1 config file (a relative path taken from the working directory); env_ the env
- * vars the verb's upstream reads.
- */
-#define CONFIG_OPT_CTR_DRIVER_ROOT(off_)                                                                             \
-	{                                                                                                            \
-		.name = "driver-root-ctr-path", .alias = "container-driver-root", .kind = OPT_PATH, .arg = "DIR",    \
-		.env = {"DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"}, .key = "flags.plugin.containerDriverRoot", \
-		.def = "/driver-root", .off = (off_), .max = PATH_MAX - 1,                                           \
-		.help = "where the host driver root is mounted in the plugin container"                              \
-	}
-#define CONFIG_OPT_CONFIG_FILE(off_, ...)                                                                    \
-	{                                                                                                    \
-		.name = "config-file", .kind = OPT_FILE, .arg = "FILE", .env = {__VA_ARGS__}, .off = (off_), \
-		.max = PATH_MAX - 1,                                                                         \
-		.help = "version: v1 config file (YAML or JSON); a relative path is taken from the working " \
-			"directory"                                                                          \
-	}
-
-#define CONFIG_MAX_RULES 16
-#define CONFIG_STR_MAX   255 /* the most characters of a text option that is not a path */
+#define CONFIG_STR_MAX 255 /* the most characters of a text option that is not a path */
 
 /*
  * Ownership: every text field is a heap string owned by the struct, never NULL in a struct that
@@ -105,8 +68,8 @@ struct plugin_config {
 	char *kubelet_socket; /* "" = serve but never register */
 	char *device_plugin_path;
 	char *config_file;
-	char *cdi_feature_flags;
-	char *cdi_disable_hooks;
+	unsigned cdi_feature_flags; /* enum cdi_feature bits */
+	unsigned cdi_disable_hooks; /* enum cdi_hook bits */
 	char *nvml_library;
 	char *root;
 	enum log_level log_level;
@@ -114,16 +77,17 @@ struct plugin_config {
 	int64_t rescan_interval; /* ns */
 	int64_t health_recovery; /* ns without a new error before a recoverable GPU is healthy again */
 	char *kernel_log;        /* file followed for NVRM Xid lines; "" = <root>/dev/kmsg */
-	/* sharing.* from the file */
-	enum sharing_strategy sharing;
-	bool rename_by_default;
-	bool fail_requests_greater_than_one;
-	struct replica_rule rules[CONFIG_MAX_RULES]; /* more in a file: an error naming the entry */
-	size_t n_rules;
-	/* warnings collected while loading (unknown keys, ignored sections), "; "-separated, all of them:
-	 * the file is at most 1 MiB, so is the list within a bound; warnings_len is strlen(warnings) */
-	char *warnings;
-	size_t warnings_len, warnings_cap;
+	/* env only (DP_DISABLE_HEALTHCHECKS, DP_ENABLE_HEALTHCHECKS) and the XID policy they make */
+	char *xid_disable, *xid_enable;
+	struct xid_policy xid_policy;
+	/* sharing.* from the file (the section in use; strategy none without one) */
+	struct nvconfig_sharing sharing;
+	/* warnings collected while loading (the file's unknown keys and ignored sections, malformed XIDs), all */
+	struct warnings warnings;
+	bool node_health;   /* GPU health on the Node object: condition and events (plugin/node_health.h) */
+	char *node_name;    /* this node (NODE_NAME), for --node-health */
+	char *kubeconfig;   /* "": $KUBECONFIG, else the pod's service account */
+	char *cdi_spec_dir; /* where specs are written, as this process sees it; "" = <root>/var/run/cdi */
 	/* root, driver root, dev root, container driver root and NVML library resolved once, after every layer
 	 * (util/hostpaths.h): what every part of the plugin reads and writes host paths with; owned */
 	struct host_paths *host;
@@ -149,20 +113,9 @@ extern const struct optspec_cli config_cli;
  */
 int config_load(const struct loop_argv *args, struct plugin_config **ret, struct gerr *err);
 
-/*
- * The v1 file at path (as given) for another reader of it (gpulet labels, GFD's keys): option keys set
- * cli's rows in opts, the sharing section and the warnings go to cfg (one from config_new()). A key of
- * the plugin's rows that cli has none for is not a warning.
- */
-int config_load_file_to(const struct optspec_cli *cli, void *opts, const char *path, struct plugin_config *cfg,
-			struct gerr *err);
-
 /* Load only a YAML/JSON v1 config text into cfg (one from config_new() or config_load(), on top of
  * what is there); name is for messages. */
 int config_apply_file_text(struct plugin_config *cfg, const char *text, size_t len, const char *name, struct gerr *err);
-/* The same with the option keys going to cli's rows in opts. */
-int config_apply_file_to(const struct optspec_cli *cli, void *opts, struct plugin_config *cfg, const char *text,
-			 size_t len, const char *name, struct gerr *err);
 
 /* The resource_options for resources_build(); rules point into cfg. */
 void config_resource_options(const struct plugin_config *cfg, struct resource_options *o);

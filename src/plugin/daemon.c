@@ -69,12 +69,6 @@ enum restart_kind {
 	REBUILD, /* the node changed (or the config, on SIGHUP): read NVML again */
 };
 
-/* A string option that is given ("" and unset are not). */
-static bool given(const char *s)
-{
-	return s && s[0];
-}
-
 /* What build() found besides the node and the resources. */
 struct built {
 	bool no_devices; /* NVML works and there is nothing to advertise (upstream waits) */
@@ -124,21 +118,13 @@ static int build(struct nvml **nv, const struct plugin_config *cfg, struct node 
 	return 0;
 }
 
-/* The config's warnings ("; "-separated, config.h), one log line each, at most MAX_WARN_LINES. */
-static void log_warnings(const char *w)
+/* The config's warnings, one log line each, at most MAX_WARN_LINES. */
+static void log_warnings(const struct warnings *w)
 {
-	unsigned n = 0;
-
-	for (const char *p = w; *p;) {
-		const char *end = strstr(p, "; ");
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-
-		if (len && n++ < MAX_WARN_LINES)
-			log_warn("Config warning", "warning=\"%.*s\"", (int)len, p);
-		p += len + (end ? 2 : 0);
-	}
-	if (n > MAX_WARN_LINES)
-		log_warn("Config warnings left out", "count=%u", n - MAX_WARN_LINES);
+	for (size_t i = 0; i < w->n && i < MAX_WARN_LINES; i++)
+		log_warn("Config warning", "warning=\"%s\"", w->items[i]);
+	if (w->n > MAX_WARN_LINES)
+		log_warn("Config warnings left out", "count=%zu", w->n - MAX_WARN_LINES);
 }
 
 static void log_config(const struct plugin_config *cfg)
@@ -146,8 +132,7 @@ static void log_config(const struct plugin_config *cfg)
 	_cleanup_free_ char *json = config_to_json(cfg);
 
 	log_info("Running with config", "config=%s", json ? json : "{}");
-	if (given(cfg->warnings))
-		log_warnings(cfg->warnings);
+	log_warnings(&cfg->warnings);
 }
 
 static const char *mps_unready(const void *mps, const char *resource)

@@ -64,6 +64,11 @@ static int names_of_spec(const json_t *spec, const char *dir, struct dp_cdi_name
 	return 0;
 }
 
+char *daemon_cdi_dir(const struct plugin_config *cfg)
+{
+	return cfg->cdi_spec_dir[0] ? strdup(cfg->cdi_spec_dir) : root_path(cfg->host->root, CDI_DYNAMIC_DIR);
+}
+
 /*
  * With a CDI device-list strategy the names Allocate returns must resolve: write the node's spec
  * for vendor k8s.device-plugin.nvidia.com, class gpu, named like --device-id-strategy, to
@@ -73,8 +78,8 @@ static int names_of_spec(const json_t *spec, const char *dir, struct dp_cdi_name
 int daemon_cdi_write_spec(const struct plugin_config *cfg, const struct node *node, struct dp_cdi_names *names)
 {
 	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
-	struct cdi_hook_options hooks = {.path = cfg->nvidia_cdi_hook_path};
-	_cleanup_(cdi_gen_warnings_clear) struct cdi_gen_warnings left_out = {0};
+	struct cdi_hook_options hooks = {.path = cfg->nvidia_cdi_hook_path, .disabled = cfg->cdi_disable_hooks};
+	_cleanup_(warnings_clear) struct warnings left_out = {0};
 	_cleanup_free_ char *dir = NULL;
 	json_t *spec = NULL;
 	struct gerr err = {0};
@@ -87,14 +92,12 @@ int daemon_cdi_write_spec(const struct plugin_config *cfg, const struct node *no
 	o.class = DP_CDI_CLASS;
 	o.names = cfg->device_id_strategy == DEVICE_ID_INDEX ? CDI_NAMES_INDEX : CDI_NAMES_UUID;
 	o.hooks = &hooks;
+	o.features = cfg->cdi_feature_flags;
 	o.warnings = &left_out; /* a partial spec is still written (as `cdi generate` does), but never silently */
 	/* none hands a MIG-enabled GPU out whole: its name must resolve (docs/reference/device-plugin.md §8) */
 	o.whole_mig_enabled = cfg->mig_strategy == MIG_STRATEGY_NONE;
-	dir = root_path(cfg->host->root, CDI_DYNAMIC_DIR);
-	/* --nvidia-cdi-hook-path and --cdi-disable-hooks, as `gpulet cdi generate` takes them */
-	r = cdi_hooks_parse_disabled(cfg->cdi_disable_hooks, &hooks.disabled, &err);
-	if (r >= 0)
-		r = dir ? cdi_generate(node, &o, &spec, &err) : gerr_set(&err, ENOMEM, "out of memory");
+	dir = daemon_cdi_dir(cfg);
+	r = dir ? cdi_generate(node, &o, &spec, &err) : gerr_set(&err, ENOMEM, "out of memory");
 	if (r >= 0) {
 		log_conflicts(dir, DP_CDI_SPEC_FILE, spec);
 		r = cdi_write_spec(dir, DP_CDI_SPEC_FILE, spec, &err);

@@ -40,7 +40,7 @@ void daemon_mps_reset(struct daemon_mps *m, const struct plugin_config *cfg, con
 		      struct daemon_servers *s)
 {
 	m->n = 0;
-	if (cfg->sharing != SHARING_MPS || !rs)
+	if (cfg->sharing.strategy != SHARING_MPS || !rs)
 		return;
 	for (size_t i = 0; i < rs->n && m->n < ELEMENTSOF(m->v); i++) {
 		struct daemon_mps_res *mr = &m->v[m->n++];

@@ -206,7 +206,7 @@ static int validate(const struct dp_ctx *c, const V1beta1__ContainerAllocateRequ
 	}
 	if (n_bad)
 		return -EINVAL;
-	if (r->replicas > 1 && c->cfg->fail_requests_greater_than_one && req->n_devices_ids > 1) {
+	if (r->replicas > 1 && c->cfg->sharing.fail_requests_greater_than_one && req->n_devices_ids > 1) {
 		gerr_set(err, EINVAL,
 			 "invalid request for %s: maximum request size for shared resources is 1; found %zu (IDs: ",
 			 r->name, req->n_devices_ids);
@@ -404,7 +404,7 @@ int dp_allocate_container(const struct dp_ctx *c, const V1beta1__ContainerAlloca
 	v1beta1__container_allocate_response__init(resp);
 	if (dls & DLS_CDI_ANY)
 		add_cdi(c, &b, resp, ids, n);
-	if (cfg->sharing == SHARING_MPS) {
+	if (cfg->sharing.strategy == SHARING_MPS) {
 		/* the resource's pipe dir and the shm dir, from the host's MPS root to the container's */
 		char pipe[PATH_MAX], host_pipe[PATH_MAX], shm[PATH_MAX];
 

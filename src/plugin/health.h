@@ -19,7 +19,7 @@
  *
  *	struct health_options ho;
  *	health_options_default(&ho);
- *	r = xid_policy_parse(getenv("DP_DISABLE_HEALTHCHECKS"), getenv("DP_ENABLE_HEALTHCHECKS"), &ho.policy, &err);
+ *	ho.policy = cfg->xid_policy;  (DP_*_HEALTHCHECKS, built with the config)
  *	ho.root = cfg.root; ho.cb = on_health; ho.userdata = daemon;
  *	r = health_start(nv, node, &ho, &watcher, &err);
  *

@@ -81,16 +81,30 @@ static int compute_mode(struct mps_daemon *s, const struct sdaemon *dm, size_t n
 	return mps_compute_mode(s->smi, uuids, n, mode, done, err);
 }
 
-/* nvidia-cuda-mps-control -d with the resource's pipe and log dirs (upstream Daemon.Start). */
+/*
+ * nvidia-cuda-mps-control -d with the resource's pipe and log dirs (upstream Daemon.Start): the pipe dir
+ * made and, where SELinux is on, labelled for containers first.
+ */
 static int start_control(struct mps_daemon *s, const struct sdaemon *dm, struct gerr *err)
 {
 	char pipe[PATH_MAX], ans[256];
-	int r = mps_start_control(s->bin, s->root, dm->res->name, NULL, NULL, err);
+	int r;
 
+	if (mps_path(s->root, dm->res->name, MPS_PIPE, pipe, sizeof(pipe)) < 0)
+		return gerr_set(err, ENAMETOOLONG, "MPS root %s: path too long", s->root);
+	if ((r = mkdir_p(pipe, 0755)) < 0)
+		return gerr_set(err, -r, "cannot create %s: %s", pipe, strerror(-r));
+	r = mps_selinux_relabel(s->cfg->host->root, pipe, err);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		log_info("SELinux enabled, setting context", "path=%s context=%s", pipe, MPS_SELINUX_LABEL);
+	else
+		log_info("SELinux disabled, not updating context", "path=%s", pipe);
+	r = mps_start_control(s->bin, s->root, dm->res->name, NULL, NULL, err);
 	if (r != -EALREADY)
 		return r;
 	/* one left by an earlier run of ours that was killed: ask it to quit, start ours */
-	(void)mps_path(s->root, dm->res->name, MPS_PIPE, pipe, sizeof(pipe));
 	log_warn("An MPS control daemon already runs for this resource; asking it to quit", "resource=%s pipe=%s",
 		 dm->res->name, pipe);
 	(void)mps_control(s->bin, s->root, dm->res->name, "quit", ans, sizeof(ans), NULL);
@@ -194,7 +208,7 @@ static int load(struct mps_daemon *s, struct gerr *err)
 	node_free(s->node);
 	s->rs = NULL;
 	s->node = NULL;
-	if (s->cfg->sharing != SHARING_MPS)
+	if (s->cfg->sharing.strategy != SHARING_MPS)
 		return 0;
 	if (!s->bin)
 		return gerr_set(err, ENOENT,
@@ -318,7 +332,7 @@ static bool nvml_changed(const struct mps_daemon *s, const struct plugin_config 
 static int nvml_for(const struct plugin_config *cfg, struct nvml **ret, struct gerr *err)
 {
 	*ret = NULL;
-	if (cfg->sharing != SHARING_MPS)
+	if (cfg->sharing.strategy != SHARING_MPS)
 		return 0;
 	return nvml_open_host(cfg->host, ret, err);
 }

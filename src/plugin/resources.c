@@ -14,43 +14,12 @@
 
 #define RES_PREFIX   "nvidia.com/"
 #define RES_NAME_MAX 63 /* full name limit upstream checks (rm.go, §2) */
-#define REPLICAS_MAX 1024
 
-/* Words of upstream's flags and GFD's labels (docs/reference/device-plugin.md §5, §6). */
-const struct enum_name mig_strategy_names[3] = {
-    {MIG_STRATEGY_NONE, "none"},
-    {MIG_STRATEGY_SINGLE, "single"},
-    {MIG_STRATEGY_MIXED, "mixed"},
-};
-static const struct enum_name sharing_names[] = {
-    {SHARING_NONE, "none"},
-    {SHARING_TIME_SLICING, "time-slicing"},
-    {SHARING_MPS, "mps"},
-};
+/* Words of upstream's --shared-devices-allocation-policy (docs/reference/device-plugin.md §5). */
 const struct enum_name replica_policy_names[2] = {
     {REPLICA_DISTRIBUTED, "distributed"},
     {REPLICA_PACKED, "packed"},
 };
-
-const char *mig_strategy_name(enum mig_strategy s)
-{
-	return enum_to_name(mig_strategy_names, s, "none");
-}
-
-int mig_strategy_from_name(const char *name, enum mig_strategy *ret)
-{
-	return enum_from_name(mig_strategy_names, name, ret);
-}
-
-const char *sharing_strategy_name(enum sharing_strategy s)
-{
-	return enum_to_name(sharing_names, s, "none");
-}
-
-int sharing_strategy_from_name(const char *name, enum sharing_strategy *ret)
-{
-	return enum_from_name(sharing_names, name, ret);
-}
 
 int replica_policy_from_name(const char *name, enum replica_policy *ret)
 {
@@ -103,8 +72,8 @@ static int res_push(struct resource *r, const struct rdevice *d)
 {
 	/* capacity doubles at powers of two, so n_devices alone tells when to grow */
 	if ((r->n_devices & (r->n_devices - 1)) == 0) {
-		size_t cap = r->n_devices ? r->n_devices * 2 : 1;
-		struct rdevice *p = realloc(r->devices, cap * sizeof(*p));
+		size_t cap = r->n_devices;
+		struct rdevice *p = grow_alloc(r->devices, &cap, sizeof(*p), 1);
 		if (!p)
 			return -ENOMEM;
 		r->devices = p;
@@ -289,9 +258,9 @@ static int apply_rule(struct resource_set *s, const struct resource_options *o, 
 		return 0; /* nothing of that kind on this node */
 	if (r->replicas > 1)
 		return gerr_set(err, EINVAL, "sharing: resource %s is listed twice; list each resource once", name);
-	if (rule->replicas > REPLICAS_MAX)
+	if (rule->replicas > NVCONFIG_REPLICAS_MAX)
 		return gerr_set(err, EINVAL, "sharing: %u replicas for %s is more than the limit of %d", rule->replicas,
-				name, REPLICAS_MAX);
+				name, NVCONFIG_REPLICAS_MAX);
 	if (o->sharing == SHARING_MPS && r->n_devices && r->devices[0].mig >= 0)
 		return gerr_set(err, EINVAL, "sharing using MPS is not supported for MIG devices (%s)", name);
 	ret = rule_target_name(o, rule, name, target, sizeof(target), err);

@@ -13,35 +13,14 @@
 #include "util/enumtab.h"
 #include "util/err.h"
 #include "nvml/node.h"
+#include "nvconfig/nvconfig.h"
 
-enum mig_strategy { MIG_STRATEGY_NONE, MIG_STRATEGY_SINGLE, MIG_STRATEGY_MIXED };
-enum sharing_strategy { SHARING_NONE, SHARING_TIME_SLICING, SHARING_MPS };
+/* The MIG and sharing strategies and the sharing rules are the shared v1 config's (nvconfig/nvconfig.h). */
 enum replica_policy { REPLICA_DISTRIBUTED, REPLICA_PACKED };
 
-/*
- * The names of these values where users write them (util/enumtab.h tables): --mig-strategy
- * none|single|mixed, the sharing strategy none|time-slicing|mps (GFD's sharing-strategy label),
- * --shared-devices-allocation-policy distributed|packed. *_from_name: 0, or -EINVAL for another word.
- */
-/* The words of each enum, as upstream's flags and config file spell them (util/enumtab.h). */
-extern const struct enum_name mig_strategy_names[3], replica_policy_names[2];
-const char *mig_strategy_name(enum mig_strategy s);
-int mig_strategy_from_name(const char *name, enum mig_strategy *ret);
-const char *sharing_strategy_name(enum sharing_strategy s);
-int sharing_strategy_from_name(const char *name, enum sharing_strategy *ret);
+/* --shared-devices-allocation-policy distributed|packed (util/enumtab.h); 0, or -EINVAL for another word. */
+extern const struct enum_name replica_policy_names[2];
 int replica_policy_from_name(const char *name, enum replica_policy *ret);
-
-/*
- * One `sharing.timeSlicing.resources[]` entry of the v1 config. The names stay inline: a resource
- * name is at most 63 characters (upstream's NewResourceName, checked where the file is read, longer
- * is an error naming file:line:col), a rename at most that plus ".shared", so both always fit.
- */
-struct replica_rule {
-	char name[128];    /* resource it applies to: "nvidia.com/gpu", "nvidia.com/mig-1g.5gb" */
-	char rename[128];  /* "" = keep name (or ".shared" suffix when rename_by_default) */
-	unsigned replicas; /* >= 2 to have effect */
-			   /* devices: all (upstream also allows a list of indexes/uuids; not supported yet) */
-};
 
 struct resource_options {
 	enum mig_strategy mig_strategy;

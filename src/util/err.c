@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,19 +25,42 @@ int(gerr_set)(struct gerr *err, int errnum, const char *fmt, ...)
 	return -errnum;
 }
 
-int(gerr_prefix)(struct gerr *err, const char *fmt, ...)
+/* The message with more words before or after it; never formatted into itself. */
+static int affix(struct gerr *err, bool after, const char *fmt, va_list ap)
 {
-	char head[GERR_MAX], old[GERR_MAX];
-	va_list ap;
+	char more[GERR_MAX], old[GERR_MAX];
 
 	if (!err)
 		return -EINVAL;
-	va_start(ap, fmt);
-	vsnprintf(head, sizeof(head), fmt, ap);
-	va_end(ap);
+	vsnprintf(more, sizeof(more), fmt, ap);
 	memcpy(old, err->msg, sizeof(old));
-	snprintf(err->msg, sizeof(err->msg), "%s%s", head, old);
+	if (after) /* what to do is kept whole: the old message gives way */
+		snprintf(err->msg, sizeof(err->msg), "%.*s%s", (int)(sizeof(err->msg) - 1 - strlen(more)), old, more);
+	else
+		snprintf(err->msg, sizeof(err->msg), "%s%s", more, old);
 	return -(err->code ? err->code : EINVAL);
+}
+
+int(gerr_prefix)(struct gerr *err, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = affix(err, false, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int(gerr_suffix)(struct gerr *err, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = affix(err, true, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 const char *gerr_quote(const char *s, char buf[static GERR_QUOTE_MAX])

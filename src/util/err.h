@@ -26,6 +26,8 @@ const char *gerr_quote(const char *s, char buf[static GERR_QUOTE_MAX]);
 
 /* Prefix an existing message with more context ("reading config: " + old message). */
 int gerr_prefix(struct gerr *err, const char *fmt, ...) _printf_(2, 3);
+/* Add to an existing message what to do (old message + "; write 60s"); the old message is cut, if need be. */
+int gerr_suffix(struct gerr *err, const char *fmt, ...) _printf_(2, 3);
 
 #ifdef __clang_analyzer__
 /*
@@ -42,4 +44,5 @@ int gerr_prefix(struct gerr *err, const char *fmt, ...) _printf_(2, 3);
 	})
 #define gerr_set(...)    GERR_NEGATIVE_(gerr_set(__VA_ARGS__))
 #define gerr_prefix(...) GERR_NEGATIVE_(gerr_prefix(__VA_ARGS__))
+#define gerr_suffix(...) GERR_NEGATIVE_(gerr_suffix(__VA_ARGS__))
 #endif

@@ -51,8 +51,7 @@ int read_fd(int fd, const char *path, size_t max, char **ret, size_t *ret_len, s
 			if (cap > max + 1)
 				return gerr_set(err, EFBIG, "%s is larger than %zu bytes; refusing to read it", path,
 						max);
-			cap *= 2;
-			nb = realloc(buf, cap);
+			nb = grow_alloc(buf, &cap, 1, 4096);
 			if (!nb)
 				return gerr_set(err, ENOMEM, "out of memory reading %s", path);
 			buf = nb;
@@ -192,4 +191,22 @@ int mkdir_p(const char *path, mode_t mode)
 			*p = '/';
 		}
 	return mkdir(tmp, mode) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+int path_absolute(const char *path, char **ret, struct gerr *err)
+{
+	_cleanup_free_ char *cwd = NULL;
+	char *abs;
+
+	if (!path[0] || path[0] == '/')
+		abs = strdup(path);
+	else if (!(cwd = getcwd(NULL, 0)))
+		return gerr_set(err, errno, "cannot make '%s' absolute: %s; give an absolute path", path,
+				strerror(errno));
+	else if (asprintf(&abs, "%s%s%s", cwd, streq(cwd, "/") ? "" : "/", path) < 0)
+		abs = NULL;
+	if (!abs)
+		return gerr_set(err, ENOMEM, "out of memory");
+	*ret = abs;
+	return 0;
 }

@@ -36,3 +36,9 @@ int mkdir_p(const char *path, mode_t mode);
 
 /* Read a small file and strip the trailing newline; for sysfs/procfs values. */
 int read_line_file(const char *path, char *buf, size_t size);
+
+/*
+ * path made absolute from the working directory, as a relative path given to a program is read
+ * (an absolute or empty one is copied as it is), malloc'd in *ret. 0, or -errno with err.
+ */
+int path_absolute(const char *path, char **ret, struct gerr *err);

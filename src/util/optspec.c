@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "util/argv.h"
+#include "util/fileio.h"
 #include "util/opt.h"
 #include "util/optspec.h"
 
@@ -112,15 +113,9 @@ static int set_path(const struct optspec *o, void *field, const char *v, struct 
 static int set_file(const struct optspec *o, void *field, const char *v, struct gerr *err)
 {
 	_cleanup_free_ char *abs = NULL;
-	char cwd[PATH_MAX];
+	int r = path_absolute(v, &abs, err);
 
-	if (!v[0] || v[0] == '/')
-		return set_text(o, field, v, err);
-	if (!getcwd(cwd, sizeof(cwd)))
-		return gerr_set(err, errno, "cannot resolve the relative path: %s", strerror(errno));
-	if (asprintf(&abs, "%s/%s", cwd, v) < 0)
-		return gerr_set(err, ENOMEM, "out of memory");
-	return set_text(o, field, abs, err);
+	return r < 0 ? r : set_text(o, field, abs, err);
 }
 
 /*
@@ -171,7 +166,8 @@ static int set_enum(const struct optspec *o, void *field, const char *v, struct 
 
 /*
  * A comma list of names, their values OR-ed. Each item is trimmed of blanks on both sides and none
- * may be empty, as urfave/cli's StringSlice (docs/reference/go-parsing.md).
+ * may be empty, as urfave/cli's StringSlice (docs/reference/go-parsing.md); with .empty_none an
+ * empty item is no name (upstream passes it on to a library that matches nothing with it).
  */
 static int set_flags(const struct optspec *o, void *field, const char *v, struct gerr *err)
 {
@@ -186,21 +182,33 @@ static int set_flags(const struct optspec *o, void *field, const char *v, struct
 			s++, len--;
 		for (n = len; n > 0 && isblank((unsigned char)s[n - 1]);)
 			n--;
-		if (n == 0)
+		if (n == 0 && !o->empty_none)
 			return gerr_set(err, EINVAL, "an empty %s in the list; valid: %s", o->want ? o->want : "name",
 					want);
-		for (k = 0; k < o->n_names; k++)
+		for (k = 0; n > 0 && k < o->n_names; k++)
 			if (strlen(o->names[k].name) == n && strncmp(o->names[k].name, s, n) == 0)
 				break;
-		if (k == o->n_names)
+		if (n > 0 && k == o->n_names)
 			return gerr_set(err, EINVAL, "unknown %s \"%.*s\"; valid: %s", o->want ? o->want : "name",
 					(int)n, s, want);
-		bits |= (unsigned)o->names[k].value;
+		if (n > 0)
+			bits |= (unsigned)o->names[k].value;
 		s += len;
 		if (*s != ',')
 			break;
 	}
 	*(unsigned *)field = bits;
+	return 0;
+}
+
+/* One more value of a LIST row (borrowed: argv and env outlive the options). */
+static int set_list(const struct optspec *o, void *field, const char *v, struct gerr *err)
+{
+	struct optspec_list *l = field;
+
+	if (l->n == (o->max ? o->max : OPTSPEC_LIST_MAX))
+		return gerr_set(err, E2BIG, "given more than %zu times", l->n);
+	l->v[l->n++] = v;
 	return 0;
 }
 
@@ -264,58 +272,60 @@ static bool may_lack_value(const struct optspec *o)
 	       (o->kind == OPT_CALL && !o->arg);
 }
 
+/* Text borrowed as given (ARGV: argv, env and defaults outlive the options). */
+static int set_argv(const struct optspec *o, void *field, const char *v, struct gerr *err)
+{
+	(void)o, (void)err;
+	*(const char **)field = v;
+	return 0;
+}
+
+/* Given on the command line without a value: true; any other value is a boolean. */
+static int set_bool(const struct optspec *o, void *field, const char *v, struct gerr *err)
+{
+	(void)o;
+	if (opt_parse_bool(v ? v : "true", field) < 0)
+		return gerr_set(err, EINVAL, "want true or false");
+	return 0;
+}
+
+/* The setter of each kind that writes its field (CALL, HELP and VERSION are optspec_set()'s). */
+static int (*const setters[])(const struct optspec *o, void *field, const char *v, struct gerr *err) = {
+    [OPT_ARGV] = set_argv, [OPT_STR] = set_text,    [OPT_PATH] = set_path, [OPT_FILE] = set_file,
+    [OPT_SET] = set_bool,  [OPT_BOOL] = set_bool,   [OPT_UINT] = set_uint, [OPT_DURATION] = set_duration,
+    [OPT_ENUM] = set_enum, [OPT_FLAGS] = set_flags, [OPT_LIST] = set_list,
+};
+
 int optspec_set(const struct optspec *o, void *opts, const char *value, struct gerr *err)
 {
-	void *field = (char *)opts + o->off;
-
 	/* NULL: a flag given without a value */
 	if (!value && !may_lack_value(o))
 		return gerr_set(err, EINVAL, "needs a value");
-	switch (o->kind) {
-	case OPT_ARGV:
-		*(const char **)field = value;
-		return 0;
-	case OPT_STR:
-		return set_text(o, field, value, err);
-	case OPT_PATH:
-		return set_path(o, field, value, err);
-	case OPT_FILE:
-		return set_file(o, field, value, err);
-	case OPT_SET:
-	case OPT_BOOL:
-		/* given on the command line without a value: true; any other value is a boolean */
-		if (opt_parse_bool(value ? value : "true", field) < 0)
-			return gerr_set(err, EINVAL, "want true or false");
-		return 0;
-	case OPT_UINT:
-		return set_uint(o, field, value, err);
-	case OPT_DURATION:
-		return set_duration(o, field, value, err);
-	case OPT_ENUM:
-		return set_enum(o, field, value, err);
-	case OPT_FLAGS:
-		return set_flags(o, field, value, err);
-	case OPT_CALL:
+	if (o->kind == OPT_CALL)
 		return o->call(opts, value, err);
-	case OPT_HELP:
-	case OPT_VERSION:
+	if (o->kind == OPT_HELP || o->kind == OPT_VERSION)
 		return OPTSPEC_DONE;
-	case OPT_END:
-		break;
-	}
-	return gerr_set(err, EINVAL, "internal error: no such option kind");
+	if ((size_t)o->kind >= ELEMENTSOF(setters) || !setters[o->kind])
+		return gerr_set(err, EINVAL, "internal error: no such option kind");
+	return setters[o->kind](o, (char *)opts + o->off, value, err);
 }
 
-const char *optspec_env(const struct optspec *o, enum optspec_env_mode mode, const char **name)
+/*
+ * The value of o's env vars (NULL: none to apply) and the index of the one read in *ret_k, or
+ * SIZE_MAX when none is set. In URFAVE mode an empty one is read (the first set wins) even where
+ * it leaves the value alone.
+ */
+static const char *env_value(const struct optspec *o, enum optspec_env_mode mode, size_t *ret_k)
 {
+	*ret_k = SIZE_MAX;
 	for (size_t k = 0; k < ELEMENTSOF(o->env) && o->env[k]; k++) {
 		const char *v = getenv(o->env[k]);
 
-		*name = o->env[k];
 		if (v && *v)
-			return v;
-		if (!v || mode == OPT_ENV_EMPTY_UNSET)
+			return *ret_k = k, v;
+		if (!v || (mode == OPT_ENV_EMPTY_UNSET && !o->env_empty_is_value))
 			continue;
+		*ret_k = k;
 		switch (o->kind) {
 		case OPT_SET:
 		case OPT_BOOL:
@@ -331,6 +341,15 @@ const char *optspec_env(const struct optspec *o, enum optspec_env_mode mode, con
 	return NULL;
 }
 
+const char *optspec_env(const struct optspec *o, enum optspec_env_mode mode, const char **name)
+{
+	size_t k;
+	const char *v = env_value(o, mode, &k);
+
+	*name = k != SIZE_MAX ? o->env[k] : o->env[0];
+	return v;
+}
+
 void optspec_free(const struct optspec *rows, void *opts)
 {
 	for (const struct optspec *o = rows; o->kind != OPT_END; o++)
@@ -342,16 +361,32 @@ void optspec_free(const struct optspec *rows, void *opts)
 		}
 }
 
-/* Set o from value, err saying where it came from in c's style. */
+/* Note in c's given record that row o was given value (NULL: a flag without one) by source (env var k). */
+static void note_given(const struct optspec_cli *c, const struct optspec *o, void *opts, enum optspec_src source,
+		       size_t k, const char *value)
+{
+	struct optspec_given *g = c->given_off ? (struct optspec_given *)((char *)opts + c->given_off) : NULL;
+	size_t i = (size_t)(o - c->rows);
+
+	if (!g || i >= OPTSPEC_MAX_ROWS)
+		return;
+	g->src[i] = (unsigned char)source;
+	g->env[i] = (unsigned char)(source == OPTSPEC_SRC_ENV ? k : 0);
+	g->empty[i] = value && !value[0];
+}
+
+/* Set o from value, given by source (env var k), err saying where it came from in c's style. */
 static int set_from(const struct optspec_cli *c, const struct optspec *o, void *opts, const char *value,
-		    const char *src, struct gerr *err)
+		    enum optspec_src source, size_t k, const char *src, struct gerr *err)
 {
 	struct gerr why = {0};
 	int r = optspec_set(o, opts, value, &why);
 	const char *w;
 
-	if (r >= 0)
+	if (r >= 0) {
+		note_given(c, o, opts, source, k, value);
 		return r;
+	}
 	if (!why.msg[0] && o->want)
 		gerr_set(&why, -r, "%s", o->want);
 	w = why.msg[0] ? why.msg : "see --help";
@@ -376,7 +411,7 @@ int optspec_set_key(const struct optspec_cli *c, void *opts, const char *key, co
 	/* the whole place, however long the file's name: an error must say where */
 	if (asprintf(&src, "%s: %s", where, key) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
-	return set_from(c, o, opts, text, src, err);
+	return set_from(c, o, opts, text, OPTSPEC_SRC_FILE, 0, src, err);
 }
 
 int optspec_defaults(const struct optspec_cli *c, void *opts, struct gerr *err)
@@ -384,9 +419,32 @@ int optspec_defaults(const struct optspec_cli *c, void *opts, struct gerr *err)
 	int r;
 
 	for (const struct optspec *o = c->rows; o->kind != OPT_END; o++)
-		if (o->def && (r = set_from(c, o, opts, o->def, "default", err)) < 0)
+		if (o->def && (r = set_from(c, o, opts, o->def, OPTSPEC_SRC_DEFAULT, 0, "default", err)) < 0)
 			return r;
 	return 0;
+}
+
+enum optspec_src optspec_source(const struct optspec *rows, size_t i, const struct optspec_given *g, char *buf,
+				size_t size)
+{
+	enum optspec_src s = g && i < OPTSPEC_MAX_ROWS ? (enum optspec_src)g->src[i] : OPTSPEC_SRC_NONE;
+
+	if (!buf)
+		return s;
+	switch (s) {
+	case OPTSPEC_SRC_FLAG:
+		snprintf(buf, size, "--%s", rows[i].name);
+		break;
+	case OPTSPEC_SRC_ENV:
+		snprintf(buf, size, "env %s", rows[i].env[g->env[i] < ELEMENTSOF(rows[i].env) ? g->env[i] : 0]);
+		break;
+	case OPTSPEC_SRC_FILE:
+		snprintf(buf, size, "the config file");
+		break;
+	default:
+		snprintf(buf, size, "the default");
+	}
+	return s;
 }
 
 int optspec_has_arg(const struct optspec *o)
@@ -457,13 +515,11 @@ static int add_given(struct given *g, size_t i, const struct optspec *o, const c
 
 	/* one token can give several options ("-abc"): the list grows as they come */
 	if (g->n == g->cap) {
-		size_t cap = g->cap ? 2 * g->cap : 16;
-		void *occ = reallocarray(g->occ, cap, sizeof(*g->occ));
+		void *occ = grow_alloc(g->occ, &g->cap, sizeof(*g->occ), 16);
 
 		if (!occ)
 			return gerr_set(err, ENOMEM, "out of memory");
 		g->occ = occ;
-		g->cap = cap;
 	}
 	if (o->kind != OPT_FLAGS || at < 0) {
 		g->first[i] = at < 0 ? (ssize_t)g->n : at;
@@ -483,11 +539,14 @@ static void build_getopt(const struct optspec_cli *c, size_t total, struct optio
 {
 	size_t n = 0;
 
-	strcpy(shorts, c->getopt_says ? "" : ":"); /* ':': a missing value is ':' (not '?'), with its own message */
+	/* '+': stop at the first operand; ':': a missing value is ':' (not '?'), with its own message */
+	snprintf(shorts, 3, "%s%s", c->stop_at_operand ? "+" : "", c->getopt_says ? "" : ":");
 	for (size_t i = 0; i < total; i++) {
 		const struct optspec *o = &c->rows[i];
 		int sh = optspec_short(c, o), val = sh ? sh : 256 + (int)i;
 
+		if (o->env_only)
+			continue;
 		lo[n++] = (struct option){o->name, optspec_has_arg(o), NULL, val};
 		if (o->alias)
 			lo[n++] = (struct option){o->alias, optspec_has_arg(o), NULL, val};
@@ -513,7 +572,7 @@ static int read_argv(const struct optspec_cli *c, int argc, char **argv, struct 
 		     struct gerr *err)
 {
 	struct option lo[2 * OPTSPEC_MAX_ROWS + 1];
-	char shorts[3 * OPTSPEC_MAX_ROWS + 2], tok[8];
+	char shorts[3 * OPTSPEC_MAX_ROWS + 3], tok[8];
 	size_t total = optspec_count(c->rows);
 	const char *bad;
 	int ch;
@@ -575,8 +634,9 @@ static int apply_layers(const struct optspec_cli *c, const struct given *g, void
 			struct gerr *err)
 {
 	const struct optspec *file = c->file_opt ? optspec_by_name(c->rows, c->file_opt) : NULL;
-	const char *name, *v, *path;
+	const char *v, *path;
 	char src[128];
+	size_t ek;
 	int r;
 
 	if ((r = optspec_defaults(c, opts, err)) < 0)
@@ -585,17 +645,22 @@ static int apply_layers(const struct optspec_cli *c, const struct given *g, void
 		return *fail = OPTSPEC_FAIL_FILE, r;
 	for (const struct optspec *o = c->rows; o->kind != OPT_END; o++) {
 		/* a flag wins over its env var, which is then not even read: a stale bad one does not block the fix */
-		if (g->first[o - c->rows] >= 0 || !(v = optspec_env(o, c->env, &name)))
+		if (g->first[o - c->rows] >= 0)
 			continue;
-		snprintf(src, sizeof(src), "env %s", name);
-		if ((r = set_from(c, o, opts, v, src, err)) < 0)
+		v = env_value(o, c->env, &ek);
+		if (!v && ek != SIZE_MAX) /* urfave/cli: set but empty, the value stays; still given */
+			note_given(c, o, opts, OPTSPEC_SRC_ENV, ek, "");
+		if (!v)
+			continue;
+		snprintf(src, sizeof(src), "env %s", o->env[ek]);
+		if ((r = set_from(c, o, opts, v, OPTSPEC_SRC_ENV, ek, src, err)) < 0)
 			return r;
 	}
 	for (size_t k = 0; k < g->n; k++) {
 		const struct optspec *o = &c->rows[g->occ[k].row];
 
 		snprintf(src, sizeof(src), "--%s", o->name);
-		if ((r = set_from(c, o, opts, g->occ[k].val, src, err)) != 0)
+		if ((r = set_from(c, o, opts, g->occ[k].val, OPTSPEC_SRC_FLAG, 0, src, err)) != 0)
 			return r;
 	}
 	return c->finish ? c->finish(opts, err) : 0;
@@ -608,8 +673,14 @@ static const char *row_defect(const struct optspec *o)
 
 	if (!o->name || !o->name[0])
 		return "a row without a name";
-	if (o->kind == OPT_ARGV && o->key)
-		return "a borrowed (ARGV) row with a config-file key: the file's text does not outlive the file";
+	if ((o->kind == OPT_ARGV || o->kind == OPT_LIST) && o->key)
+		return "a borrowed (ARGV, LIST) row with a config-file key: the file's text does not outlive the file";
+	if (o->kind == OPT_LIST && (o->def || o->max > OPTSPEC_LIST_MAX))
+		return "a LIST row with a default (it would be one of the items) or more items than OPTSPEC_LIST_MAX";
+	if (o->empty_none && o->kind != OPT_FLAGS)
+		return "empty_none on a row that is not a FLAGS row";
+	if (o->env_only && (!o->env[0] || o->short_name || o->kind == OPT_HELP || o->kind == OPT_VERSION))
+		return "an env-only row without an env var, or with a short letter";
 	if (o->size && !text)
 		return "an inline buffer on a row that holds no text";
 	if (o->bare_ms && o->kind != OPT_DURATION)
@@ -674,6 +745,8 @@ int optspec_parse(const struct optspec_cli *c, int argc, char **argv, void *opts
 
 	*action = OPTSPEC_RUN;
 	*fail = OPTSPEC_FAIL_USAGE;
+	if (c->given_off)
+		memset((char *)opts + c->given_off, 0, sizeof(struct optspec_given));
 	r = check_rows(c, err);
 	if (r < 0)
 		return r;
@@ -722,8 +795,11 @@ void optspec_help_row(FILE *f, const struct optspec *o, int short_name)
 		snprintf(arg, sizeof(arg), " %s", o->arg);
 	if (short_name)
 		l += (size_t)snprintf(left + l, sizeof(left) - l, "-%c, ", short_name);
-	l += (size_t)snprintf(left + l, sizeof(left) - l, "--%s%s", o->name, arg);
-	if (o->alias)
+	if (o->env_only) /* no flag: named by its env var, which the text below names again */
+		snprintf(left, sizeof(left), "env %s%s%s", o->env[0], o->arg ? "=" : "", o->arg ? o->arg : "");
+	else
+		l += (size_t)snprintf(left + l, sizeof(left) - l, "--%s%s", o->name, arg);
+	if (o->alias && !o->env_only)
 		snprintf(left + l, sizeof(left) - l, ", --%s%s", o->alias, arg);
 	l = (size_t)snprintf(text, sizeof(text), "%s", o->help);
 	if (o->env[0] || o->def || o->key)

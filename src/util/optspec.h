@@ -34,7 +34,10 @@ enum optspec_kind {
 	OPT_DURATION, /* int64_t nanoseconds, Go's time.ParseDuration (opt_parse_duration()), within [.min, .max]
 		       * milliseconds when .max is set; the words of .names stand for their values ("infinite": -1) */
 	OPT_ENUM,     /* int: the value of one of .names */
-	OPT_FLAGS,    /* unsigned: a comma list of .names, their values OR-ed; a repeated flag adds to the list */
+	OPT_FLAGS,    /* unsigned: a comma list of .names, their values OR-ed; a repeated flag adds to the list;
+		       * "" is an error, or no names with .empty_none */
+	OPT_LIST,     /* struct optspec_list at .off: each value given is appended (a repeatable flag), borrowed as
+		       * ARGV's; at most .max items (OPTSPEC_LIST_MAX when 0); never for a row with a key */
 	OPT_CALL,     /* .call(opts, value, err) */
 	OPT_HELP,     /* --help: the caller prints the help */
 	OPT_VERSION,  /* --version: the caller prints the version */
@@ -59,9 +62,26 @@ struct optspec {
 					* options, which took plain seconds: 1000); 0: refused, as Go refuses it */
 	const struct enum_name *names; /* ENUM, FLAGS; DURATION's words */
 	size_t n_names;
-	bool icase; /* ENUM: a name matches in any case */
+	bool icase;      /* ENUM: a name matches in any case */
+	bool empty_none; /* FLAGS: "" is the empty set (upstream drops an empty item there) */
+	/*
+	 * No command-line flag: the option is read from its env vars (and its config-file key) only, as
+	 * an upstream program reads it (DP_DISABLE_HEALTHCHECKS); .name names it in the table, --help
+	 * lists it by its env var.
+	 */
+	bool env_only;
+	/* An env var set to "" gives "" in either env mode: a fact of the environment rather than a setting
+	 * (probe's NVIDIA_VISIBLE_DEVICES, where "" asks for no GPU). */
+	bool env_empty_is_value;
 };
 #define OPTSPEC_NAMES(t) .names = (t), .n_names = ELEMENTSOF(t)
+
+/* The values of an OPT_LIST row, in the order given. */
+#define OPTSPEC_LIST_MAX 512
+struct optspec_list {
+	size_t n;
+	const char *v[OPTSPEC_LIST_MAX];
+};
 
 /* What a set-but-empty env var means (docs/reference/go-parsing.md). */
 enum optspec_env_mode {
@@ -74,6 +94,26 @@ enum optspec_env_mode {
 
 /* The most rows a verb's table may have, --help and --version included. */
 #define OPTSPEC_MAX_ROWS 64
+
+/* Where a row's value came from: the last layer that gave it. */
+enum optspec_src {
+	OPTSPEC_SRC_NONE,    /* nothing: no default, not given */
+	OPTSPEC_SRC_DEFAULT, /* the row's .def */
+	OPTSPEC_SRC_FILE,    /* the config file */
+	OPTSPEC_SRC_ENV,     /* an env var (which: .env[env]), set even when its "" left the value alone */
+	OPTSPEC_SRC_FLAG,    /* the command line */
+};
+
+/*
+ * The "given" record of a parse, per row (the index of the row in the verb's table): its source,
+ * which env var, and whether the value given was "" (an option that cannot serve "" refuses it
+ * naming where it came from: exporter --address).
+ */
+struct optspec_given {
+	unsigned char src[OPTSPEC_MAX_ROWS]; /* enum optspec_src */
+	unsigned char env[OPTSPEC_MAX_ROWS];
+	bool empty[OPTSPEC_MAX_ROWS];
+};
 
 /* Rows in a table, up to OPT_END. */
 size_t optspec_count(const struct optspec *rows);
@@ -127,6 +167,7 @@ struct optspec_cli {
 	bool version_v;                   /* -v is --version (urfave/cli's alias) when no row takes -v */
 	bool operands;                    /* arguments after the options are the verb's (else: an error) */
 	bool getopt_says;                 /* getopt prints its own message for an unknown option or a missing value */
+	bool stop_at_operand;             /* the first operand ends the options (a verb of verbs: cdi-hook ACTION) */
 	const struct optspec_hint *hints; /* ends with a NULL flag; or NULL */
 	/*
 	 * The config-file layer, between the defaults and the env vars: file_opt names the row whose value
@@ -137,6 +178,8 @@ struct optspec_cli {
 	int (*load_file)(void *opts, const char *path, struct gerr *err);
 	/* Values that follow from others, after every layer; or NULL. */
 	int (*finish)(void *opts, struct gerr *err);
+	/* Where in opts the engine keeps the struct optspec_given of the parse; 0: it keeps none. */
+	size_t given_off;
 };
 
 /* What the command line asks for: run, print the help or the version, or stop (a CALL row did its work: exit 0). */
@@ -163,6 +206,14 @@ int optspec_set_key(const struct optspec_cli *c, void *opts, const char *key, co
 
 /* Only the defaults (a reader of the config file without the command line). */
 int optspec_defaults(const struct optspec_cli *c, void *opts, struct gerr *err);
+
+/*
+ * Where the value of rows[i] came from, by the given record g (NULL: none kept, OPTSPEC_SRC_NONE);
+ * the source in words into buf when buf is not NULL: "--name", "env NAME", "the config file", "the
+ * default".
+ */
+enum optspec_src optspec_source(const struct optspec *rows, size_t i, const struct optspec_given *g, char *buf,
+				size_t size);
 
 /* A row's short letter in cli: its own, or -v for --version (version_v). */
 int optspec_short(const struct optspec_cli *c, const struct optspec *o);

@@ -84,11 +84,56 @@ def test_plugin_hooks(h):
     check(bad and "copy-of-ours.json" in bad[-1] and "where=same-dir" in bad[-1] and "fix=" in bad[-1],
           "no error for the conflicting spec:\n%s" % h.log_text()[-2000:])
 
-    p = subprocess.run([GPULET, "plugin", *h.base_args(), "--device-list-strategy", "cdi-cri", "--cdi-disable-hooks",
-                        "bogus"], capture_output=True, text=True, env=h.plugin_env(), timeout=20)
-    check(p.returncode == 1 and "unknown hook 'bogus'" in p.stderr, "bad --cdi-disable-hooks: %d %s" %
-          (p.returncode, p.stderr))
+    # a hook name the generator does not know is refused when the options are read, as `cdi generate` refuses it,
+    # with a CDI strategy or without one (it was accepted, exit 0, when no spec was written)
+    for strategy in (["--device-list-strategy", "cdi-cri"], ["--print-config"]):
+        p = subprocess.run([GPULET, "plugin", *h.base_args(), *strategy, "--cdi-disable-hooks", "bogus"],
+                           capture_output=True, text=True, env=h.plugin_env(), timeout=20)
+        check(p.returncode == 1 and 'unknown hook "bogus"' in p.stderr, "bad --cdi-disable-hooks %s: %d %s" %
+              (strategy, p.returncode, p.stderr))
+    p = subprocess.run([GPULET, "plugin", *h.base_args(), "--print-config"], capture_output=True, text=True,
+                       env=dict(h.plugin_env(), CDI_DISABLE_HOOKS=""), timeout=20)
+    check(p.returncode == 0 and '"cdi-disable-hooks":[]' in p.stdout, "CDI_DISABLE_HOOKS='': none: %s" % p.stderr)
+
+
+def plugin_spec(h, env=None):
+    h.start_plugin("--device-list-strategy", "cdi-cri", env=env)
+    with open(os.path.join(h.root, SPEC)) as f:
+        spec = json.load(f)
+    h.stop_plugin()
+    return spec
+
+
+def test_plugin_cdi_feature_flags(h):
+    """CDI_FEATURE_FLAGS (the chart's cdi.featureFlags): upstream's flags work as upstream's generator does or
+    are refused naming them, never stored and ignored (docs/reference/device-plugin.md §8.1)."""
+    h.start_standin()
+
+    def ipc(spec):
+        return [m["containerPath"] for m in spec["containerEdits"].get("mounts", []) if "socket" in m["containerPath"]]
+
+    check("/run/nvidia-persistenced/socket" in ipc(plugin_spec(h)), "the fake node's persistenced socket is mounted")
+    for flags in ("disable-ipc-discoverer", "disable-nvsandboxutils,disable-ipc-discoverer"):
+        spec = plugin_spec(h, env={"CDI_FEATURE_FLAGS": flags})
+        check(ipc(spec) == [], "%s: IPC sockets left out: %r" % (flags, ipc(spec)))
+    # flags whose effect gpulet's spec already has, upstream's misspelt alias and "" are taken (and printed)
+    p = subprocess.run([GPULET, "plugin", *h.base_args(), "--print-config", "--cdi-feature-flags",
+                        "no-additional-gids-for-device-nodes,disable-nvsandbox-utils,disable-multiple-csv-devices,"],
+                       capture_output=True, text=True, env=h.plugin_env(), timeout=20)
+    check(p.returncode == 0 and json.loads(p.stdout)["cdi-feature-flags"] == [
+        "no-additional-gids-for-device-nodes", "disable-nvsandboxutils", "disable-multiple-csv-devices"],
+        "accepted flags: %s %s" % (p.stdout, p.stderr))
+    for bad, what in (("bogus", 'unknown feature flag "bogus"'),
+                      ("enable-coherent-annotations", "CDI feature flag enable-coherent-annotations is not supported"),
+                      ("enable-explicit-driver-libraries",
+                       "CDI feature flag enable-explicit-driver-libraries is not supported")):
+        for env in ({"CDI_FEATURE_FLAGS": bad}, {}):
+            args = [] if env else ["--cdi-feature-flags", bad]
+            p = subprocess.run([GPULET, "plugin", *h.base_args(), "--print-config", *args], capture_output=True,
+                               text=True, env=h.plugin_env(env), timeout=20)
+            check(p.returncode == 1 and what in p.stderr, "%s %s: %d %s" % (bad, env, p.returncode, p.stderr))
 
 
 if __name__ == "__main__":
     run(test_plugin_hooks)
+    run(test_plugin_cdi_feature_flags)

@@ -137,6 +137,17 @@ def check_rules(text):
             fail("HACKING §1 names %s, which does not exist" % p)
 
 
+def check_one_parser():
+    """Options are parsed by the one engine (util/optspec.c over util/argv.c): no other file calls getopt, and no
+    comment says a verb parses with it (cmd.h did, after every verb had moved to the engine)."""
+    engine = {os.path.join(SRC, "src", "util", f) for f in ("optspec.c", "optspec.h", "argv.c", "argv.h")}
+    call = re.compile(r"\bgetopt(_long)?\s*\(|(?:parse|read)s? (?:its|their|the) options with getopt")
+    for path in sources("src"):
+        for n, line in enumerate(read(path).splitlines(), 1):
+            if path not in engine and call.search(line):
+                fail("%s:%d: options parsed beside the engine (util/optspec.c): %s" % (path, n, line.strip()))
+
+
 def check_names(text):
     """Functions and tables live in src/; a few the text names are test helpers or cmake functions."""
     paths = list(sources("src")) + [os.path.join(SRC, "CMakeLists.txt")]
@@ -149,13 +160,28 @@ def check_names(text):
     for name in sorted(names):
         if name not in idents:
             fail("HACKING names %s, which is nowhere in src/" % name)
+    check_used(re.findall(r"\b([A-Za-z_]\w*)\(\)", text))
     return len(names)
+
+
+def check_used(functions):
+    """A function HACKING points readers to is used: some line of src/ or tests/ names it other than its
+    declarations and definition (which start at column 0 with the name followed by '('), e.g. a call, a table row,
+    a callback, a test's call of a library function nothing else calls yet."""
+    lines = [line for under in ("src", "tests") for p in sources(under) for line in read(p).splitlines()]
+    for name in sorted(set(functions)):
+        word = re.compile(r"\b%s\b" % re.escape(name))
+        declared = re.compile(r"^\S.*\b%s\(" % re.escape(name))
+        if any(word.search(line) for line in lines) and not any(
+                word.search(line) and not declared.match(line) for line in lines):
+            fail("HACKING names %s, which nothing in src/ or tests/ uses (dead code, or the text is stale)" % name)
 
 
 def main():
     text = read(HACKING)
     check_layers(text)
     check_rules(text)
+    check_one_parser()
     n = check_names(text)
     if failures:
         print("%d problem(s): fix the code or docs/HACKING.md, whichever is wrong" % len(failures))

@@ -23,8 +23,10 @@ start (never exercised here). Where a GPU is needed a stand-in nvidia-smi record
   * a daemon that hangs is not ready (1 s probe timeout), and is used once it answers;
   * a start that fails after the GPUs were switched to EXCLUSIVE_PROCESS switches them back;
   * --driver-root is read below --root once, where the plugin reads it (no <root><root> path);
-  * mount-shm: a tmpfs of half MemTotal with upstream's options (when this machine lets us mount).
+  * mount-shm: a tmpfs of half MemTotal with upstream's options (when this machine lets us mount);
+  * the host's side (SELinux labels, pid namespaces): test_plugin_mps_host.py.
 """
+import json
 import os
 import re
 import shutil
@@ -77,9 +79,9 @@ class Mps:
         self.log_path = os.path.join(h.tmp, "mps.log")
         self.proc = None
 
-    def start(self, nvml=("--nvml-library", FAKE_NVML_LIB), env=None):
+    def start(self, nvml=("--nvml-library", FAKE_NVML_LIB), env=None, wrap=()):
         self.log = open(self.log_path, "a")
-        self.proc = subprocess.Popen([GPULET, "mps-control-daemon", "--root", self.h.root, *nvml,
+        self.proc = subprocess.Popen([*wrap, GPULET, "mps-control-daemon", "--root", self.h.root, *nvml,
                                       "--config-file", self.config, "--mps-root", MPS_ROOT],
                                      stdout=self.log, stderr=subprocess.STDOUT, env=self.h.plugin_env(env))
 
@@ -126,7 +128,10 @@ class Mps:
             self.proc.kill()
             self.proc.wait()
         for pid in self.daemon_pids():
-            os.kill(pid, signal.SIGKILL)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:  # a pid namespace's daemons die with its first process
+                pass
 
 
 def with_mps(smi):
@@ -377,6 +382,25 @@ def test_mps_mount_shm(h):
 
 test_mps_mount_shm.harness_args = {"fixture": "pcie-4gpu"}
 
+
+def test_mps_print_config(h):
+    """--print-config (the plugin's flag, which --help lists) prints the config the daemons would run under and
+    exits; nothing is started. The MPS root is /mps unless --mps-root or MPS_ROOT gives one."""
+    cfg = os.path.join(h.root, "mps.yaml")
+    with open(cfg, "w") as f:
+        f.write("version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n")
+    for env, root in (({}, "/mps"), ({"MPS_ROOT": "/run/nvidia/mps"}, "/run/nvidia/mps")):
+        p = subprocess.run([GPULET, "mps-control-daemon", "--print-config", "--config-file", cfg, "--root", h.root],
+                           capture_output=True, text=True, timeout=20, env=dict(os.environ, **env))
+        check(p.returncode == 0, "--print-config %s: %d %s" % (env, p.returncode, p.stderr))
+        doc = json.loads(p.stdout)
+        check(doc["mps-root"] == root and doc["sharing"]["strategy"] == "mps" and
+              doc["sharing"]["resources"][0]["replicas"] == 4, "--print-config %s: %s" % (env, p.stdout))
+        check(not os.path.exists(os.path.join(h.root, root.lstrip("/"), ".ready")), "a daemon was started")
+
+
+test_mps_print_config.harness_args = {"fixture": "pcie-4gpu"}
+
 if __name__ == "__main__":
     run(test_mps_real_nvidia_smi_without_gpu)
     run(test_mps_fail_safe)
@@ -385,3 +409,4 @@ if __name__ == "__main__":
     run(test_mps_failed_start_sets_mode_back)
     run(test_mps_driver_root_joined_once)
     run(test_mps_mount_shm)
+    run(test_mps_print_config)

@@ -242,6 +242,13 @@ static int watch(struct kapi *k, const struct kapi_informer_options *o)
 					print_json(out);
 					json_decref(out);
 					json_decref(all);
+				} else if (!strncmp(line, "get ", 4)) {
+					/* the cache by key: the object, or null once it is gone */
+					json_t *cached = kapi_informer_get(inf, line + 4);
+					json_t *out = json_pack("{s:s, s:o?}", "get", line + 4, "obj", cached);
+
+					print_json(out);
+					json_decref(out);
 				}
 				used -= (size_t)(nl + 1 - line);
 				memmove(line, nl + 1, used + 1);

@@ -61,7 +61,7 @@ def node_spec(node):
 def main():
     t0 = time.time()
     with Node() as node:
-        node.start(control_plane=True, device_plugin=False)
+        node.start(control_plane=True, plugin=False)
         timed("node with kube-scheduler and kube-controller-manager up", t0)
 
         t = time.time()

@@ -63,7 +63,7 @@ def as_dra(node, kubeconfig, *args, stdin=None):
 def main():
     t0 = time.time()
     with RbacNode() as node:
-        node.start(control_plane=True, device_plugin=False)
+        node.start(control_plane=True, plugin=False)
         node.kubectl("create", "namespace", NS)
         objs = chart_objects()
         check(sorted(o["kind"] for o in objs) == sorted(["ServiceAccount", "ClusterRole", "ClusterRoleBinding",

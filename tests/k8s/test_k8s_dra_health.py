@@ -67,7 +67,7 @@ def last_publish(node):
 def health_and_mig():
     t0 = time.time()
     with HealthNode(mkroot_args=("--all-caps",)) as node:
-        node.start(control_plane=True, device_plugin=False)
+        node.start(control_plane=True, plugin=False)
         set_boot_id(node, "boot-1")
         start_dra(node, "--rescan-interval", "1", "--health-recovery-interval", "15")
         setup_classes(node)
@@ -150,7 +150,7 @@ def health_and_mig():
 def taints():
     t0 = time.time()
     with TaintNode() as node:
-        node.start(control_plane=True, device_plugin=False)
+        node.start(control_plane=True, plugin=False)
         start_dra(node, "--feature-gates", "NVMLDeviceHealthCheck=true")
         setup_classes(node)
         node.wait("the health watcher", lambda: "Watching the GPUs' health" in node.log_tail("dra", 10 ** 8), proc="dra")

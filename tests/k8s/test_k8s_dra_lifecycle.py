@@ -54,7 +54,7 @@ def restart_kubelet(node):
 def main():
     t0 = time.time()
     with Node() as node:
-        node.start(control_plane=True, device_plugin=False)
+        node.start(control_plane=True, plugin=False)
         set_boot_id(node, "boot-1")
         calls = smi_standin(node)
         start_dra(node)

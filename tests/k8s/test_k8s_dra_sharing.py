@@ -48,7 +48,7 @@ def main():
     real = os.path.join(BUILD, "realdriver", "root-plain", "usr/bin/nvidia-cuda-mps-control")
     check(os.path.exists(real), "%s missing: run the realdriver_setup test first" % real)
     with Node() as node:
-        node.start(control_plane=True, device_plugin=False)
+        node.start(control_plane=True, plugin=False)
         calls = smi_standin(node)
         set_boot_id(node, "boot-1")
         shutil.copy(real, os.path.join(node.root, "usr/bin/nvidia-cuda-mps-control"))

@@ -413,6 +413,9 @@ def test_watches(cp):
         st = w.wait_status("relisted", lambda s: s["lists"] >= 2 and s["expired"] >= 1 and s["error"] == 0, 60)
         keys = w.ask("keys", "keys")["keys"]
         check(sorted(keys) == [new.split("/")[1]], "the cache after the relist: %s" % keys)
+        got, gone_obj = w.ask("get " + new, "get").get("obj"), w.ask("get " + gone, "get").get("obj")
+        check(got and got["metadata"]["name"] == new.split("/")[1] and gone_obj is None,
+              "the cache by key after the relist: %s has %s, %s has %s" % (new, got, gone, gone_obj))
         print("PASS watch of %s survived the restart: 410 -> relist, deletion reported, cache %s; %s"
               % (what, keys, st))
     check(int(st["resourceVersion"]) > int(rv_before), "resourceVersion moved on: %s" % st)

@@ -33,7 +33,7 @@ static struct node node3 = {.driver_version = VERSION, .gpus = gpus, .n_gpus = 3
 struct run {
 	char *root;
 	json_t *spec;
-	struct cdi_gen_warnings w;
+	struct warnings w;
 	struct gerr err;
 	int r;
 };
@@ -55,7 +55,7 @@ static int teardown(void **state)
 	rm_tree(t->root);
 	free(t->root);
 	json_decref(t->spec);
-	cdi_gen_warnings_clear(&t->w);
+	warnings_clear(&t->w);
 	free(t);
 	return 0;
 }
@@ -70,7 +70,7 @@ static int gen(struct run *t, const struct node *n, const char *driver_root, con
 	o.warnings = &t->w;
 	json_decref(t->spec);
 	t->spec = NULL;
-	cdi_gen_warnings_clear(&t->w);
+	warnings_clear(&t->w);
 	t->err = (struct gerr){0};
 	t->r = cdi_generate(n, &o, &t->spec, &t->err);
 	if (t->r < 0)
@@ -104,6 +104,25 @@ static void test_complete_root_no_warnings(void **state)
 	assert_int_equal(gen(t, &node2, NULL, NULL, true), 0);
 	assert_non_null(t->spec);
 	assert_int_equal(t->w.n, 0);
+}
+
+/* A feature flag the generator cannot honour is never taken and then ignored: no spec, the flag named. */
+static void test_feature_flags_refused(void **state)
+{
+	struct run *t = *state;
+	_cleanup_(host_paths_freep) struct host_paths *hp = mk_paths(t->root, NULL, NULL);
+	struct cdi_gen_options o = CDI_GEN_OPTIONS_INIT;
+
+	o.host = hp;
+	o.features = CDI_FEATURE_DISABLE_IPC | CDI_FEATURE_NO_NVSANDBOXUTILS;
+	assert_int_equal(cdi_generate(&node2, &o, &t->spec, &t->err), 0);
+	json_decref(TAKE_PTR(t->spec));
+	o.features |= CDI_FEATURE_EXPLICIT_LIBRARIES;
+	assert_int_equal(cdi_generate(&node2, &o, &t->spec, &t->err), -EOPNOTSUPP);
+	assert_null(t->spec);
+	assert_msg(t->err.msg, "enable-explicit-driver-libraries is not supported", "CDI_FEATURE_FLAGS");
+	assert_int_equal(cdi_features_check(CDI_FEATURE_COHERENT_ANNOTATIONS, &t->err), -EOPNOTSUPP);
+	assert_msg(t->err.msg, "enable-coherent-annotations", NULL);
 }
 
 static void test_missing_roots_are_errors(void **state)
@@ -216,6 +235,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_complete_root_no_warnings, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_missing_roots_are_errors, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_feature_flags_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_required_files_are_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_partial_is_a_warning_and_strict_an_error, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_config_files_and_unversioned_libraries, setup, teardown),

@@ -202,9 +202,9 @@ static void test_empty_root(void **state)
 /* The warning about the MPS dir, or NULL. */
 static const char *mps_warning(const struct driver_info *d)
 {
-	for (size_t i = 0; i < d->n_warnings; i++)
-		if (strstr(d->warnings[i], "/drv/tmp/nvidia-mps (MPS pipe dir): not mounted"))
-			return d->warnings[i];
+	for (size_t i = 0; i < d->warnings.n; i++)
+		if (strstr(d->warnings.items[i], "/drv/tmp/nvidia-mps (MPS pipe dir): not mounted"))
+			return d->warnings.items[i];
 	return NULL;
 }
 

@@ -68,15 +68,14 @@ static struct label_set *build(const struct labels_options *o)
 	return s;
 }
 
-/* A time-slicing or MPS config with one resource, as the plugin's v1 file reader gives it. */
-static struct replica_rule rules[2];
-
+/* A time-slicing or MPS config with one resource, as the shared v1 file's walker gives it. */
 static struct labels_options shared(enum sharing_strategy st, const char *name, unsigned replicas, bool rename)
 {
-	memset(rules, 0, sizeof(rules));
-	snprintf(rules[0].name, sizeof(rules[0].name), "%s", name);
-	rules[0].replicas = replicas;
-	return (struct labels_options){.sharing = st, .rules = rules, .n_rules = 1, .rename_by_default = rename};
+	struct labels_options o = {.sharing = {.strategy = st, .n_rules = 1, .rename_by_default = rename}};
+
+	snprintf(o.sharing.rules[0].name, sizeof(o.sharing.rules[0].name), "%s", name);
+	o.sharing.rules[0].replicas = replicas;
+	return o;
 }
 
 #define L(key) labels_get(s, "nvidia.com/" key)
@@ -200,7 +199,7 @@ static void test_sharing(void **state)
 	assert_string_equal(L("gpu.sharing-strategy"), "time-slicing");
 	label_set_free(s);
 	/* renameByDefault: the resource is nvidia.com/gpu.shared, the labels stay nvidia.com/gpu.* (GFD) */
-	o.rename_by_default = true;
+	o.sharing.rename_by_default = true;
 	s = build(&o);
 	assert_string_equal(L("gpu.product"), "NVIDIA-A100-SXM4-40GB");
 	assert_string_equal(L("gpu.replicas"), "4");

@@ -469,6 +469,141 @@ static void test_log_level_row(void **state)
 	assert_int_equal(optspec_set(optspec_by_name(rows, "color"), &t, "RED", &err), -EINVAL);
 }
 
+/* The given record: where each row's value came from, and "" given; urfave's empty env var counts as given. */
+static void test_given(void **state)
+{
+	struct g_opts {
+		const char *a, *b;
+		unsigned n;
+		struct optspec_given given;
+	};
+	static const struct optspec g_rows[] = {
+	    {.name = "a", .kind = OPT_ARGV, .arg = "A", .env = {"T_GA1", "T_GA2"}, .off = offsetof(struct g_opts, a)},
+	    {.name = "b", .kind = OPT_ARGV, .arg = "B", .def = "d", .off = offsetof(struct g_opts, b)},
+	    {.name = "n",
+	     .kind = OPT_UINT,
+	     .arg = "N",
+	     .env = {"T_GN"},
+	     .def = "3",
+	     .off = offsetof(struct g_opts, n),
+	     .max = 9},
+	    {0},
+	};
+	const struct optspec_cli c = {
+	    .rows = g_rows, .env = OPT_ENV_EMPTY_URFAVE, .given_off = offsetof(struct g_opts, given)};
+	char *argv[] = {(char *)"verb", (char *)"--b=", NULL};
+	struct g_opts t = {0};
+	enum optspec_action a;
+	enum optspec_fail f;
+	struct gerr err = {0};
+	char words[64];
+
+	(void)state;
+	setenv("T_GA2", "", 1);
+	setenv("T_GN", "", 1);
+	assert_int_equal(optspec_parse(&c, 2, argv, &t, &a, &f, &err), 0);
+	/* a: the second env var, set to "" */
+	assert_int_equal(optspec_source(g_rows, 0, &t.given, words, sizeof(words)), OPTSPEC_SRC_ENV);
+	assert_string_equal(words, "env T_GA2");
+	assert_true(t.given.empty[0]);
+	/* b: "" on the command line over its default */
+	assert_int_equal(optspec_source(g_rows, 1, &t.given, words, sizeof(words)), OPTSPEC_SRC_FLAG);
+	assert_string_equal(words, "--b");
+	assert_true(t.given.empty[1] && t.b && !t.b[0]);
+	/* n: urfave keeps a number for an empty env var, which still counts as given (and empty) */
+	assert_int_equal(t.n, 3);
+	assert_int_equal(optspec_source(g_rows, 2, &t.given, NULL, 0), OPTSPEC_SRC_ENV);
+	assert_true(t.given.empty[2]);
+	unsetenv("T_GA2");
+	unsetenv("T_GN");
+	assert_int_equal(optspec_parse(&c, 1, argv, &t, &a, &f, &err), 0);
+	assert_int_equal(optspec_source(g_rows, 0, &t.given, NULL, 0), OPTSPEC_SRC_NONE);
+	assert_int_equal(optspec_source(g_rows, 1, &t.given, words, sizeof(words)), OPTSPEC_SRC_DEFAULT);
+	assert_string_equal(words, "the default");
+	assert_int_equal(optspec_source(g_rows, 1, NULL, NULL, 0), OPTSPEC_SRC_NONE);
+}
+
+/* LIST rows append every value given; env-only rows are no flag; FLAGS with empty_none take "" as none. */
+static void test_list_env_only_flags(void **state)
+{
+	struct l_opts {
+		struct optspec_list dirs;
+		const char *only;
+		unsigned bits;
+		bool quiet;
+		const char *fact;
+	};
+	static const struct optspec l_rows[] = {
+	    {.name = "dir", .kind = OPT_LIST, .arg = "D", .off = offsetof(struct l_opts, dirs), .max = 2},
+	    {.name = "only",
+	     .kind = OPT_ARGV,
+	     .arg = "X",
+	     .env = {"T_ONLY"},
+	     .env_only = true,
+	     .off = offsetof(struct l_opts, only)},
+	    {.name = "bits",
+	     .kind = OPT_FLAGS,
+	     .arg = "B",
+	     .env = {"T_EBITS"},
+	     .empty_none = true,
+	     .off = offsetof(struct l_opts, bits),
+	     OPTSPEC_NAMES(colors)},
+	    {.name = "quiet", .kind = OPT_SET, .off = offsetof(struct l_opts, quiet)},
+	    {.name = "fact",
+	     .kind = OPT_ARGV,
+	     .arg = "X",
+	     .env = {"T_FACT"},
+	     .env_only = true,
+	     .env_empty_is_value = true,
+	     .off = offsetof(struct l_opts, fact)},
+	    {0},
+	};
+	const struct optspec_cli c = {.rows = l_rows, .env = OPT_ENV_EMPTY_URFAVE, .operands = true};
+	const struct optspec_cli stop = {.rows = l_rows, .operands = true, .stop_at_operand = true};
+	char *argv[] = {(char *)"verb", (char *)"--dir=a", (char *)"--dir", (char *)"b", NULL};
+	char *three[] = {(char *)"verb", (char *)"--dir=a", (char *)"--dir=b", (char *)"--dir=c", NULL};
+	char *flag[] = {(char *)"verb", (char *)"--only=x", NULL};
+	char *op[] = {(char *)"verb", (char *)"run", (char *)"--quiet", NULL};
+	struct l_opts t = {0};
+	enum optspec_action a;
+	enum optspec_fail f;
+	struct gerr err = {0};
+
+	(void)state;
+	setenv("T_ONLY", "from-env", 1);
+	setenv("T_EBITS", "", 1);
+	assert_int_equal(optspec_parse(&c, 4, argv, &t, &a, &f, &err), 0);
+	assert_int_equal(t.dirs.n, 2);
+	assert_string_equal(t.dirs.v[0], "a");
+	assert_string_equal(t.dirs.v[1], "b");
+	assert_string_equal(t.only, "from-env");
+	assert_int_equal(t.bits, 0);
+	memset(&t, 0, sizeof(t));
+	assert_true(optspec_parse(&c, 4, three, &t, &a, &f, &err) < 0);
+	assert_non_null(strstr(err.msg, "given more than 2 times"));
+	/* an env-only row is no command-line flag */
+	assert_true(optspec_parse(&c, 2, flag, &t, &a, &f, &err) < 0);
+	assert_non_null(strstr(err.msg, "unknown option '--only=x'"));
+	setenv("T_EBITS", "red,,blue", 1);
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(optspec_parse(&c, 1, argv, &t, &a, &f, &err), 0);
+	assert_int_equal(t.bits, COLOR_RED | COLOR_BLUE);
+	/* stop_at_operand: what follows the first operand is the operand's; an empty env var is unset in this
+	 * mode, except for a row whose "" is a value */
+	memset(&t, 0, sizeof(t));
+	setenv("T_ONLY", "", 1);
+	setenv("T_FACT", "", 1);
+	assert_int_equal(optspec_parse(&stop, 3, op, &t, &a, &f, &err), 0);
+	assert_false(t.quiet);
+	assert_string_equal(op[optind], "run");
+	assert_null(t.only);
+	assert_non_null(t.fact);
+	assert_string_equal(t.fact, "");
+	unsetenv("T_FACT");
+	unsetenv("T_ONLY");
+	unsetenv("T_EBITS");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -482,6 +617,8 @@ int main(void)
 	    cmocka_unit_test(test_bare_unit),
 	    cmocka_unit_test(test_bad_tables),
 	    cmocka_unit_test(test_log_level_row),
+	    cmocka_unit_test(test_given),
+	    cmocka_unit_test(test_list_env_only_flags),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

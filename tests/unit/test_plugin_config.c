@@ -18,6 +18,17 @@
 #include "plugin/config.h"
 #include "util/opt.h"
 
+/* The config's warnings as one "; "-joined line (valid until the next call). */
+static const char *W(const struct plugin_config *c)
+{
+	static char *joined;
+
+	free(joined);
+	joined = warnings_join(&c->warnings, "; ");
+	assert_non_null(joined);
+	return joined;
+}
+
 static const char *const plugin_envs[] = {
     "MIG_STRATEGY",
     "FAIL_ON_INIT_ERROR",
@@ -121,18 +132,18 @@ static void test_valid(void **state)
 	assert_true(c->pass_device_specs);
 	assert_int_equal(c->device_list_strategy, DLS_ENVVAR | DLS_CDI_CRI);
 	assert_int_equal(c->device_id_strategy, DEVICE_ID_INDEX);
-	assert_int_equal(c->sharing, SHARING_TIME_SLICING);
-	assert_int_equal(c->n_rules, 2);
-	assert_string_equal(c->rules[0].name, "nvidia.com/gpu");
-	assert_string_equal(c->rules[0].rename, "nvidia.com/gpu.shared");
-	assert_int_equal(c->rules[0].replicas, 4);
-	assert_string_equal(c->rules[1].name, "nvidia.com/mig-1g.5gb");
+	assert_int_equal(c->sharing.strategy, SHARING_TIME_SLICING);
+	assert_int_equal(c->sharing.n_rules, 2);
+	assert_string_equal(c->sharing.rules[0].name, "nvidia.com/gpu");
+	assert_string_equal(c->sharing.rules[0].rename, "nvidia.com/gpu.shared");
+	assert_int_equal(c->sharing.rules[0].replicas, 4);
+	assert_string_equal(c->sharing.rules[1].name, "nvidia.com/mig-1g.5gb");
 	/* issue 15 §5: a rule's own rename is forced off as upstream's DisableResourceNamingInConfig();
 	 * with renameByDefault the name is <name>.shared, with a warning pointing at the key */
-	assert_string_equal(c->rules[1].rename, "nvidia.com/mig-1g.5gb.shared");
-	assert_non_null(strstr(c->warnings, "c.yaml:17:15: sharing.timeSlicing.resources[1].rename: setting 'rename' "
-					    "is not supported"));
-	assert_false(c->fail_requests_greater_than_one);
+	assert_string_equal(c->sharing.rules[1].rename, "nvidia.com/mig-1g.5gb.shared");
+	assert_non_null(strstr(W(c), "c.yaml:17:15: sharing.timeSlicing.resources[1].rename: setting 'rename' "
+				     "is not supported"));
+	assert_false(c->sharing.fail_requests_greater_than_one);
 }
 
 /* Without renameByDefault a rename is dropped: the resource keeps its own name. */
@@ -145,8 +156,8 @@ static void test_rename_forced_off(void **state)
 
 	c = defaults();
 	assert_int_equal(config_apply_file_text(c, text, strlen(text), "c.yaml", &err), 0);
-	assert_string_equal(c->rules[0].rename, "");
-	assert_non_null(strstr(c->warnings, "advertised as nvidia.com/gpu"));
+	assert_string_equal(c->sharing.rules[0].rename, "");
+	assert_non_null(strstr(W(c), "advertised as nvidia.com/gpu"));
 }
 
 /* timeSlicing and mps together: mps wins, as upstream's Sharing.SharingStrategy(), with a warning. */
@@ -159,11 +170,11 @@ static void test_mps_wins(void **state)
 
 	c = defaults();
 	assert_int_equal(config_apply_file_text(c, text, strlen(text), "c.yaml", &err), 0);
-	assert_int_equal(c->sharing, SHARING_MPS);
-	assert_int_equal(c->n_rules, 1);
-	assert_int_equal(c->rules[0].replicas, 3);
-	assert_true(c->fail_requests_greater_than_one);
-	assert_non_null(strstr(c->warnings, "using mps (as upstream)"));
+	assert_int_equal(c->sharing.strategy, SHARING_MPS);
+	assert_int_equal(c->sharing.n_rules, 1);
+	assert_int_equal(c->sharing.rules[0].replicas, 3);
+	assert_true(c->sharing.fail_requests_greater_than_one);
+	assert_non_null(strstr(W(c), "using mps (as upstream)"));
 }
 
 /* issue 15 §6: the sockets go where kubelet looks for the endpoint, next to its own socket. */
@@ -259,8 +270,8 @@ static void test_null_sections(void **state)
 
 		if (config_apply_file_text(c, texts[i], strlen(texts[i]), "c.yaml", &err) < 0)
 			fail_msg("%s: %s", texts[i], err.msg);
-		assert_int_equal(c->sharing, SHARING_NONE);
-		assert_string_equal(c->warnings, "");
+		assert_int_equal(c->sharing.strategy, SHARING_NONE);
+		assert_int_equal(c->warnings.n, 0);
 	}
 }
 
@@ -278,13 +289,13 @@ static void test_sharing_accepted(void **state)
 	c = defaults();
 	if (config_apply_file_text(c, text, strlen(text), "c.yaml", &err) < 0)
 		fail_msg("%s", err.msg);
-	assert_int_equal(c->sharing, SHARING_TIME_SLICING);
-	assert_int_equal(c->n_rules, 2);
-	assert_int_equal(c->rules[0].replicas, 4);
-	assert_string_equal(c->rules[1].rename, "nvidia.com/mig-1g.5gb.shared");
-	assert_non_null(strstr(c->warnings, "c.yaml:11:16: sharing.timeSlicing.resources[0].devices: only \"all\""));
-	assert_non_null(strstr(c->warnings, "resources[1].devices: only \"all\""));
-	assert_non_null(strstr(c->warnings, "c.yaml:2:3: resources: customizing resource names is not supported"));
+	assert_int_equal(c->sharing.strategy, SHARING_TIME_SLICING);
+	assert_int_equal(c->sharing.n_rules, 2);
+	assert_int_equal(c->sharing.rules[0].replicas, 4);
+	assert_string_equal(c->sharing.rules[1].rename, "nvidia.com/mig-1g.5gb.shared");
+	assert_non_null(strstr(W(c), "c.yaml:11:16: sharing.timeSlicing.resources[0].devices: only \"all\""));
+	assert_non_null(strstr(W(c), "resources[1].devices: only \"all\""));
+	assert_non_null(strstr(W(c), "c.yaml:2:3: resources: customizing resource names is not supported"));
 }
 
 /* Names with dots that are not a '..' component stay valid. */
@@ -319,7 +330,7 @@ static void test_unknown_keys_warn(void **state)
 
 	c = defaults();
 	assert_int_equal(config_apply_file_text(c, text, strlen(text), "c.yaml", NULL), 0);
-	assert_non_null(strstr(c->warnings, "c.yaml:3:15: unknown key flags.frobnicate"));
+	assert_non_null(strstr(W(c), "c.yaml:3:15: unknown key flags.frobnicate"));
 	assert_string_equal(c->imex_channel_ids, "0");
 }
 
@@ -334,10 +345,10 @@ static void test_many_warnings_all_kept(void **state)
 		l += (size_t)snprintf(text + l, sizeof(text) - l, "  unknownKeyNumber%03d: 1\n", i);
 	c = defaults();
 	assert_int_equal(config_apply_file_text(c, text, l, "c.yaml", NULL), 0);
-	assert_non_null(strstr(c->warnings, "unknown key flags.unknownKeyNumber000"));
-	assert_non_null(strstr(c->warnings, "c.yaml:202:24: unknown key flags.unknownKeyNumber199 (ignored)"));
-	assert_null(strstr(c->warnings, "left out"));
-	assert_int_equal(strlen(c->warnings), c->warnings_len);
+	assert_non_null(strstr(W(c), "unknown key flags.unknownKeyNumber000"));
+	assert_non_null(strstr(W(c), "c.yaml:202:24: unknown key flags.unknownKeyNumber199 (ignored)"));
+	assert_null(strstr(W(c), "left out"));
+	assert_int_equal(c->warnings.n, 200);
 }
 
 /* issue 21 item 2: an over-long value is an error naming where it came from, never cut to fit. */
@@ -428,7 +439,7 @@ static void test_mutations(void **state)
 		r = config_apply_file_text(c, buf, len, "m.yaml", &err);
 		if (r < 0)
 			assert_non_null(strstr(err.msg, "m.yaml:"));
-		assert_true(c->n_rules <= CONFIG_MAX_RULES);
+		assert_true(c->sharing.n_rules <= NVCONFIG_MAX_RULES);
 	}
 }
 

@@ -155,13 +155,58 @@ static void test_positions(void **state)
 	assert_int_equal(yaml_where_key(w, json_object_get(j, "spec"), "items", &p), 0);
 	assert_int_equal(p.line, 4);
 	assert_int_equal(p.col, 3);
-	assert_int_equal(yaml_where_item(w, items, 1, &p), 0);
-	assert_int_equal(p.line, 6);
-	assert_int_equal(p.col, 9);
 	assert_int_equal(yaml_where_key(w, json_array_get(items, 1), "b", &p), 0);
 	assert_int_equal(p.col, 9);
 	assert_int_equal(yaml_where_key(w, j, "nope", &p), -ENOENT);
-	assert_int_equal(yaml_where_item(w, items, 2, &p), -ENOENT);
+}
+
+/* The nodes: every value with where it starts (past the key, its ':', blanks, line breaks and comments). */
+static void test_tree(void **state)
+{
+	static const char text[] = "# c\n---\nkind: X   # a comment\nspec:\n  items:\n    - a\n    -   b: 1\n"
+				   "  empty:\n  q: 'x'\nlast: {f: [1, 2]}\n";
+	_cleanup_(yaml_where_freep) struct yaml_where *w = NULL;
+	_cleanup_(yaml_node_freep) struct yaml_node *root = NULL, *shallow = NULL;
+	json_auto_t *j = NULL;
+	const struct yaml_node *spec, *items, *last;
+
+	assert_int_equal(yaml_to_json(text, strlen(text), "t.yaml", 0, &j, &w, NULL), 0);
+	assert_int_equal(yaml_where_tree(w, j, 8, &root), 0);
+	assert_true(root->v == j && root->at.line == 3 && root->at.col == 1); /* past the "---" */
+	assert_int_equal(root->n, 3);
+	assert_string_equal(root->kids[0].key, "kind");
+	assert_true(root->kids[0].at.line == 3 && root->kids[0].at.col == 7);
+	spec = &root->kids[1];
+	assert_true(spec->key_at.line == 4 && spec->key_at.col == 1 && spec->at.line == 5 && spec->at.col == 3);
+	items = &spec->kids[0];
+	assert_true(items->n == 2 && items->at.line == 6 && items->at.col == 5);
+	assert_true(items->kids[1].at.line == 7 && items->kids[1].at.col == 9);
+	assert_true(items->kids[1].kids[0].at.line == 7 && items->kids[1].kids[0].at.col == 12);
+	assert_true(json_is_null(spec->kids[1].v) && spec->kids[1].key_at.line == 8);
+	assert_true(spec->kids[2].at.line == 9 && spec->kids[2].at.col == 6);
+	last = &root->kids[2];
+	assert_true(last->at.col == 7 && last->kids[0].at.col == 11 && last->kids[0].kids[1].at.col == 15);
+	/* below max_depth a collection has no kids */
+	assert_int_equal(yaml_where_tree(w, j, 1, &shallow), 0);
+	assert_true(shallow->n == 3 && shallow->kids[1].n == 0);
+}
+
+/* A value repeated by aliases is a node each time: bounded, an error past the bound. */
+static void test_tree_bound(void **state)
+{
+	char text[4096];
+	size_t n = (size_t)snprintf(text, sizeof(text), "a0: &a0 [1, 2, 3, 4, 5, 6, 7, 8]\n");
+	_cleanup_(yaml_where_freep) struct yaml_where *w = NULL;
+	_cleanup_(yaml_node_freep) struct yaml_node *root = NULL;
+	json_auto_t *j = NULL;
+
+	for (int k = 1; k < 6; k++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n,
+				      "a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", k, k, k - 1,
+				      k - 1, k - 1, k - 1, k - 1, k - 1, k - 1, k - 1);
+	assert_int_equal(yaml_to_json(text, n, "t.yaml", 0, &j, &w, NULL), 0);
+	assert_int_equal(yaml_where_tree(w, j, 8, &root), -E2BIG);
+	assert_null(root);
 }
 
 int main(void)
@@ -173,6 +218,8 @@ int main(void)
 	    cmocka_unit_test(test_duplicates_documents_aliases),
 	    cmocka_unit_test(test_alias_bomb),
 	    cmocka_unit_test(test_positions),
+	    cmocka_unit_test(test_tree),
+	    cmocka_unit_test(test_tree_bound),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
