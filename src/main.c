@@ -41,6 +41,7 @@ static const struct {
     {"gpu-feature-discovery", "labels"},
     {"mps-control-daemon", "mps-control-daemon"},
     {"nvidia-cdi-hook", "cdi-hook"},
+    {"gpu-kubelet-plugin", "dra"}, /* NVIDIA's DRA driver's kubelet plugin (docs/reference/dra.md §9) */
     /* the GPU Operator's and NVIDIA's charts' containers on gpulet's image (docs/reference/operator.md):
      * dcgm-exporter's name for the exporter; /bin/sh and /bin/bash for the Operator's device-plugin
      * entrypoint only, and config-manager, refused: no shell, no config-manager (cmd/verb_entrypoint.c) */
