@@ -42,6 +42,13 @@ void nvml_close(struct nvml *nv);
 DEFINE_CLEANUP_FUNC(struct nvml, nvml_close)
 
 /* Map an NVML return code to a negative errno (one table for the whole program). */
+/*
+ * nvmlDeviceSetMemoryLimits_v1 on the GPU uuid for the cgroup v2 dir cgroup (full path): soft and hard
+ * limits in bytes (hard ULLONG_MAX: none). Resolved at the call: -ENOSYS with err when the driver lacks it.
+ */
+int nvml_set_memory_limits(struct nvml *nv, const char *uuid, const char *cgroup, unsigned long long soft,
+			   unsigned long long hard, struct gerr *err);
+
 int nvml_errno(nvmlReturn_t r);
 
 /* NVML's own text for a code when the library has nvmlErrorString, else our name for it. */
