@@ -37,9 +37,10 @@ struct cdi_hook_options;
 
 /* Device naming: bit set, like nvidia-ctk's repeatable --device-name-strategy. */
 enum cdi_names {
-	CDI_NAMES_INDEX = 1 << 0, /* GPU "0", MIG "0:1" (GPU index : MIG device index) */
-	CDI_NAMES_UUID = 1 << 1,  /* "GPU-…", "MIG-…" */
+	CDI_NAMES_INDEX = 1 << 0,      /* GPU "0", MIG "0:1" (GPU index : MIG device index) */
+	CDI_NAMES_UUID = 1 << 1,       /* "GPU-…", "MIG-…" */
 	CDI_NAMES_BOTH = CDI_NAMES_INDEX | CDI_NAMES_UUID,
+	CDI_NAMES_TYPE_INDEX = 1 << 2, /* GPU "gpu0", MIG "mig0:1" (nvidia-ctk's type-index, namer.go) */
 };
 
 /*
@@ -99,6 +100,14 @@ struct cdi_gen_options {
 	bool whole_mig_enabled;
 	/* enum cdi_feature bits (upstream's feature flags); the generator honours what cdi_features_check() allows */
 	unsigned features;
+	/*
+	 * nvidia-ctk's --device-id: only these devices (0 = every one). Taken in order, the first "all" or
+	 * "none" decides for the whole list ("none": one placeholder device "none" and no "all", as
+	 * upstream's lib-nvml.go); else each is a GPU index or UUID (that GPU whole, MIG enabled or not) or a
+	 * MIG device "G:M" or UUID. An ID that names nothing is an error.
+	 */
+	const char *const *device_ids;
+	size_t n_device_ids;
 };
 #define CDI_GEN_OPTIONS_INIT         \
 	{                            \

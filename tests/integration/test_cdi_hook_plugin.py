@@ -39,12 +39,13 @@ def test_plugin_hooks(h):
     check(hooks and all(x["path"] == "/usr/bin/nvidia-ctk" and x["args"][:2] == ["nvidia-ctk", "hook"] and
                         x["hookName"] == "createContainer" for x in hooks), "default: nvidia-ctk hook: %r" % hooks)
     check(actions(hooks) == ["create-symlinks", "enable-cuda-compat", "update-ldcache",
-                             "disable-device-node-modification"], "default actions %r" % actions(hooks))
+                             "disable-device-node-modification", "update-application-profile"],
+          "default actions %r" % actions(hooks))
     check(hooks == generate_hooks(h, "--nvidia-cdi-hook-path", "/usr/bin/nvidia-ctk"), "same hooks as cdi generate")
 
     hooks = plugin_hooks(h, "--nvidia-cdi-hook-path", "/opt/gpulet/nvidia-cdi-hook", "--cdi-disable-hooks",
                          "enable-cuda-compat,create-symlinks")
-    check(actions(hooks) == ["update-ldcache", "disable-device-node-modification"] and
+    check(actions(hooks) == ["update-ldcache", "disable-device-node-modification", "update-application-profile"] and
           all(x["args"][0] == "nvidia-cdi-hook" and x["path"] == "/opt/gpulet/nvidia-cdi-hook" for x in hooks),
           "flags: %r" % hooks)
     check(hooks == generate_hooks(h, "--nvidia-cdi-hook-path", "/opt/gpulet/nvidia-cdi-hook", "--cdi-disable-hooks",
