@@ -339,7 +339,11 @@ static bool selected(const struct gen *g, const struct node_gpu *gpu, const stru
 	return yes;
 }
 
-/* One MIG device: the parent's nodes + its GI and CI cap nodes, left out when a cap node is missing. */
+/*
+ * One MIG device: the parent's nodes + its GI and CI cap nodes, left out when a cap node is missing or
+ * its minor unknown (the container would hold a MIG device it cannot open; nvidia-ctk fails the whole
+ * spec there, nvcaps.go).
+ */
 static int gen_mig(struct gen *g, const struct node_gpu *gpu, const struct node_mig *m, const json_t *parent)
 {
 	json_auto_t *mig_nodes = json_deep_copy(parent);
@@ -352,7 +356,14 @@ static int gen_mig(struct gen *g, const struct node_gpu *gpu, const struct node_
 	/* /proc/driver/nvidia-caps/mig-minors → /dev/nvidia-caps/nvidia-cap<N> (nvcaps.go) */
 	for (size_t c = 0; c < ELEMENTSOF(caps); c++) {
 		if (caps[c] < 0)
-			continue;
+			return warnings_add(
+			    &g->warnings,
+			    "MIG device %s (GPU %u, MIG %u): the minor of its %s access capability is unknown "
+			    "(/proc/driver/nvidia-caps/mig-minors under the root is unreadable or has no "
+			    "gpu%u/gi%u%s line); left out, as the container could not open it. Mount the host's "
+			    "/proc (or give --root) so it can be read",
+			    m->uuid, gpu->index, m->index, c == 0 ? "GPU instance" : "compute instance", gpu->minor, m->gi,
+			    c == 0 ? "/access" : "/ci<N>/access");
 		snprintf(path, sizeof(path), "/dev/nvidia-caps/nvidia-cap%d", caps[c]);
 		r = node_exists(g, path);
 		if (r == 0)

@@ -108,6 +108,22 @@ def no_silent_broken_spec(tmp):
     mkroot(deg, "degraded")
     r = generate("degraded", deg, [])
     check(r.returncode == 0 and "GPU 2" in r.stderr and "lost" in r.stderr, f"lost GPU named: {r.stderr}")
+    # MIG capability minors unknown (mig-minors unreadable under --root): each MIG device is left out with a
+    # warning naming it, an error with --strict; never a MIG device with its parent node alone
+    mig = os.path.join(tmp, "mig")
+    mkroot(mig, "mixed")
+    r = generate("mixed", mig, ["--format", "json"])
+    migs = [d["name"] for d in json.loads(r.stdout)["devices"] if ":" in d["name"]] if r.returncode == 0 else []
+    check(migs, f"mixed: MIG devices with the minors table: {r.stderr}")
+    os.unlink(os.path.join(mig, "proc/driver/nvidia-caps/mig-minors"))
+    r = generate("mixed", mig, ["--format", "json"])
+    left = [d["name"] for d in json.loads(r.stdout)["devices"]] if r.returncode == 0 else []
+    check(r.returncode == 0 and not any(":" in n or n.startswith("MIG-") for n in left) and "0" in left
+          and r.stderr.count("access capability is unknown") == len(migs)
+          and "mig-minors under the root is unreadable" in r.stderr, f"mig-minors unreadable: {left} {r.stderr}")
+    r = generate("mixed", mig, ["--format", "json", "--strict"])
+    check(r.returncode == 1 and "(--strict)" in r.stderr and "access capability is unknown" in r.stderr
+          and not r.stdout, f"mig-minors unreadable, --strict: {r.stderr}")
 
 
 # nvidia-ctk's spec for the same kind, as `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` names it
