@@ -28,7 +28,7 @@ static const struct enum_name formats[] = {{CDI_FORMAT_JSON, "json"}, {CDI_FORMA
 /*
  * --mode: nvidia-ctk's discovery modes (pkg/nvcdi/mode.go, v1.20.2). gpulet generates the GPU spec
  * from NVML, which "auto" resolves to on a GPU node; the others are refused, each with why
- * (docs/reference/cdi.md §7.4).
+ * (docs/reference/cdi.md §7.1.1).
  */
 enum gen_mode {
 	MODE_AUTO,
@@ -64,7 +64,7 @@ static const char *const mode_why[] = {
 
 /*
  * nvidia-ctk options gpulet does not do, refused when given (flag or env) rather than ignored, each with
- * why (docs/reference/cdi.md §7.4).
+ * why (docs/reference/cdi.md §7.1.1).
  */
 static const struct {
 	const char *name, *why;

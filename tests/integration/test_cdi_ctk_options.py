@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """`gpulet cdi generate` with nvidia-ctk 1.20's command line (cmd/nvidia-ctk/cdi/generate/generate.go,
-v1.20.2; docs/reference/cdi.md §7.4): its env vars, aliases and spellings, --device-id, the type-index
+v1.20.2; docs/reference/cdi.md §7.1.1): its env vars, aliases and spellings, --device-id, the type-index
 names, --mode, --feature-flag, --disable-hook/--enable-hook, the options refused with their reason; and
 what nvidia-ctk 1.20 puts in a spec that gpulet now does too: the "void" mount, ucodes firmware, the
 apply-cuda-memory-limits (createRuntime, per full GPU), update-application-profile and, when enabled,
