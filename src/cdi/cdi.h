@@ -143,6 +143,15 @@ const char *cdi_min_version(const json_t *spec);
  * Writing the same bytes again is a no-op (no rename, so watchers see no event).
  */
 int cdi_write_spec(const char *dir, const char *file_name, json_t *spec, struct gerr *err);
+
+/*
+ * <root>/dev/char/<major>:<minor> links for the NVIDIA character devices in the dev root's dev/ and
+ * dev/nvidia-caps/ (nvidia-fs*, nvidia-nvswitch*, nvidia-nvlink* left out), as `nvidia-ctk system
+ * create-dev-char-symlinks`: char/ is made when missing, an existing entry is kept; the target is
+ * "../<name>" for the dev root "/", else the node's host path. *ret_made: the links made
+ * (docs/reference/cdi.md §7.3.1).
+ */
+int cdi_dev_char_links(const struct host_paths *h, unsigned *ret_made, struct gerr *err);
 /*
  * Remove dir/file_name only when it is a spec cdi_write_spec() wrote for kind: a regular file
  * carrying our marker with that kind, checked through one fd (a FIFO is refused, not waited on) that

@@ -64,6 +64,21 @@ static int names_of_spec(const json_t *spec, const char *dir, struct dp_cdi_name
 	return 0;
 }
 
+void daemon_cdi_dev_char_links(const struct plugin_config *cfg)
+{
+	struct gerr err = {0};
+	unsigned made = 0;
+
+	if (cfg->no_dev_char_links)
+		return;
+	if (cdi_dev_char_links(cfg->host, &made, &err) < 0)
+		log_warn("Cannot create the /dev/char links of the NVIDIA device nodes; GPU containers lose their "
+			 "devices at the next systemctl daemon-reload under the systemd cgroup driver",
+			 "error=\"%s\"", err.msg);
+	else if (made)
+		log_info("Created /dev/char links for NVIDIA device nodes", "links=%u", made);
+}
+
 /*
  * With a CDI device-list strategy the names Allocate returns must resolve: write the node's spec
  * for vendor k8s.device-plugin.nvidia.com, class gpu, named like --device-id-strategy, to

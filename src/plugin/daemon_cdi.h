@@ -17,3 +17,9 @@
  */
 int daemon_cdi_write_spec(const struct plugin_config *cfg, const struct node *node, struct dp_cdi_names *names);
 void daemon_cdi_names_clear(struct dp_cdi_names *c);
+
+/*
+ * /dev/char/<major>:<minor> links for the NVIDIA device nodes under the dev root, at start and each
+ * rebuild (new nodes), unless --disable-dev-char-symlink-creation; a failure is logged, never fatal.
+ */
+void daemon_cdi_dev_char_links(const struct plugin_config *cfg);
