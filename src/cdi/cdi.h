@@ -37,8 +37,8 @@ struct cdi_hook_options;
 
 /* Device naming: bit set, like nvidia-ctk's repeatable --device-name-strategy. */
 enum cdi_names {
-	CDI_NAMES_INDEX = 1 << 0,      /* GPU "0", MIG "0:1" (GPU index : MIG device index) */
-	CDI_NAMES_UUID = 1 << 1,       /* "GPU-…", "MIG-…" */
+	CDI_NAMES_INDEX = 1 << 0, /* GPU "0", MIG "0:1" (GPU index : MIG device index) */
+	CDI_NAMES_UUID = 1 << 1,  /* "GPU-…", "MIG-…" */
 	CDI_NAMES_BOTH = CDI_NAMES_INDEX | CDI_NAMES_UUID,
 	CDI_NAMES_TYPE_INDEX = 1 << 2, /* GPU "gpu0", MIG "mig0:1" (nvidia-ctk's type-index, namer.go) */
 };

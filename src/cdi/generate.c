@@ -69,9 +69,9 @@ struct gen {
 	const struct cdi_gen_options *o;
 	const char *driver_root, *dev_root; /* o->host's: the host names of the roots, for the spec and messages */
 	json_t *devices;
-	json_t *all_nodes;        /* union for the "all" device */
-	json_t *devhooks;         /* device name -> {"links", "dirs", "gpus"}: what its own hooks are made of */
-	const char *const *ids;   /* --device-id after "all"/"none" are settled: the ones to select, n_ids of them */
+	json_t *all_nodes;      /* union for the "all" device */
+	json_t *devhooks;       /* device name -> {"links", "dirs", "gpus"}: what its own hooks are made of */
+	const char *const *ids; /* --device-id after "all"/"none" are settled: the ones to select, n_ids of them */
 	size_t n_ids;
 	bool *id_used;            /* which of ids named a device */
 	bool none;                /* --device-id none: the placeholder device only */
@@ -216,7 +216,8 @@ static int add_named(struct gen *g, unsigned gpu, int mig, const char *uuid, con
 {
 	unsigned names = g->o->names ? g->o->names : CDI_NAMES_BOTH;
 	char index[32], typed[40];
-	const char *const named[] = {names & CDI_NAMES_INDEX ? index : NULL, names & CDI_NAMES_TYPE_INDEX ? typed : NULL,
+	const char *const named[] = {names & CDI_NAMES_INDEX ? index : NULL,
+				     names & CDI_NAMES_TYPE_INDEX ? typed : NULL,
 				     names & CDI_NAMES_UUID && uuid[0] ? uuid : NULL};
 	int r = 0;
 
@@ -362,8 +363,8 @@ static int gen_mig(struct gen *g, const struct node_gpu *gpu, const struct node_
 			    "(/proc/driver/nvidia-caps/mig-minors under the root is unreadable or has no "
 			    "gpu%u/gi%u%s line); left out, as the container could not open it. Mount the host's "
 			    "/proc (or give --root) so it can be read",
-			    m->uuid, gpu->index, m->index, c == 0 ? "GPU instance" : "compute instance", gpu->minor, m->gi,
-			    c == 0 ? "/access" : "/ci<N>/access");
+			    m->uuid, gpu->index, m->index, c == 0 ? "GPU instance" : "compute instance", gpu->minor,
+			    m->gi, c == 0 ? "/access" : "/ci<N>/access");
 		snprintf(path, sizeof(path), "/dev/nvidia-caps/nvidia-cap%d", caps[c]);
 		r = node_exists(g, path);
 		if (r == 0)
@@ -415,8 +416,10 @@ static int gen_gpu(struct gen *g, const struct node_gpu *gpu)
 		json_auto_t *hk = json_pack("{s:[], s:[], s:[s]}", "links", "dirs", "gpus", gpu->uuid);
 
 		r = full && hk ? push_drm_nodes(g, full, gpu, json_object_get(hk, "links")) : -ENOMEM;
-		/* the folder of nested nodes crun once left unreadable (chmod hook, workarounds-device-folder-permissions.go) */
-		if (r == 0 && nodes_have_dir(full, "/dev/dri/") && jpush(json_object_get(hk, "dirs"), json_string("/dev/dri")) < 0)
+		/* the folder of nested nodes crun once left unreadable (chmod hook,
+		 * workarounds-device-folder-permissions.go) */
+		if (r == 0 && nodes_have_dir(full, "/dev/dri/") &&
+		    jpush(json_object_get(hk, "dirs"), json_string("/dev/dri")) < 0)
 			r = -ENOMEM;
 		if (r == 0)
 			r = add_named(g, gpu->index, -1, gpu->uuid, full, hk);
@@ -453,7 +456,8 @@ static int gen_devices(struct gen *g, const struct node *n, struct gerr *err)
 	int r = 0;
 
 	if (g->none) { /* the CDI spec allows no device without edits: upstream's placeholder variable */
-		json_t *dev = json_pack("{s:s, s:{s:[s]}}", "name", "none", "containerEdits", "env", "NVCT_EMPTY_DEVICE=");
+		json_t *dev =
+		    json_pack("{s:s, s:{s:[s]}}", "name", "none", "containerEdits", "env", "NVCT_EMPTY_DEVICE=");
 
 		return jpush(g->devices, dev) < 0 ? gerr_set(err, ENOMEM, "out of memory") : 0;
 	}
@@ -528,9 +532,9 @@ static int gen_common_edits(const struct cdi_gen_options *o, const struct driver
 	 * "void" there, as NVIDIA_VISIBLE_DEVICES=void above, asks it for no second injection
 	 * (pkg/nvcdi/wrapper.go GetCommonEdits, v1.20.2; docs/reference/cdi.md §7.1)
 	 */
-	if (jpush(mounts, json_pack("{s:s, s:s, s:[ssss]}", "hostPath", "/dev/null", "containerPath",
-				    "/var/run/nvidia-container-devices/void", "options", "ro", "nosuid", "nodev",
-				    "bind")) < 0)
+	if (jpush(mounts,
+		  json_pack("{s:s, s:s, s:[ssss]}", "hostPath", "/dev/null", "containerPath",
+			    "/var/run/nvidia-container-devices/void", "options", "ro", "nosuid", "nodev", "bind")) < 0)
 		return -ENOMEM;
 	if (jset(edits, "env", json_incref(env)) < 0 ||
 	    (json_array_size(nodes) && jset(edits, "deviceNodes", json_incref(nodes)) < 0) ||

@@ -291,8 +291,7 @@ static json_t *chmod_args(const json_t *dirs)
 	return a;
 }
 
-int cdi_device_hooks(const struct cdi_device_hooks *d, const struct cdi_hook_options *o, json_t **ret,
-		     struct gerr *err)
+int cdi_device_hooks(const struct cdi_device_hooks *d, const struct cdi_hook_options *o, json_t **ret, struct gerr *err)
 {
 	json_auto_t *hooks = json_array(), *prefix = NULL;
 	_cleanup_free_ char *path = NULL;
@@ -319,9 +318,9 @@ int cdi_device_hooks(const struct cdi_device_hooks *d, const struct cdi_hook_opt
 		r = push_hook(hooks, path, prefix, "chmod", chmod_args(d->dirs));
 	json_array_foreach (d->gpus, i, uuid)
 		if (r == 0 && !(off & CDI_HOOK_MEMORY_LIMITS))
-			r = push_hook(hooks, path, prefix, "apply-cuda-memory-limits",
-				      json_pack("[ssss]", "--driver-root", d->driver_root, "--gpu-id",
-						json_string_value(uuid)));
+			r = push_hook(
+			    hooks, path, prefix, "apply-cuda-memory-limits",
+			    json_pack("[ssss]", "--driver-root", d->driver_root, "--gpu-id", json_string_value(uuid)));
 	if (r < 0)
 		return gerr_set(err, -r, "building a device's CDI hooks: %s", strerror(-r));
 	*ret = json_incref(hooks);

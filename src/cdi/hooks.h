@@ -60,7 +60,8 @@ int cdi_add_hooks(json_t *edits, const char *driver_version, const struct cdi_ho
  */
 int cdi_hooks_fallback_warning(const struct cdi_hook_options *o, char **ret);
 
-/* The enum cdi_hook bits o leaves out: --cdi-disable-hooks ("all": every one) and the default-off ones, less the enabled. */
+/* The enum cdi_hook bits o leaves out: --cdi-disable-hooks ("all": every one) and the default-off ones, less the
+ * enabled. */
 unsigned cdi_hooks_off(const struct cdi_hook_options *o);
 
 /*

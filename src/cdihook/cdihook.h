@@ -125,9 +125,9 @@ bool cdihook_is_static(void);
 #define CDIHOOK_CGROUP_ROOT     "/sys/fs/cgroup"
 
 struct cdihook_memlimits {
-	bool wanted;             /* either variable is in the container's env */
+	bool wanted;                       /* either variable is in the container's env */
 	unsigned long long request, limit; /* bytes; limit ULLONG_MAX: none (NVML_DEVICE_MEMORY_LIMIT_MAX) */
-	char *cgroup;            /* CDIHOOK_CGROUP_ROOT + the container's unified cgroup */
+	char *cgroup;                      /* CDIHOOK_CGROUP_ROOT + the container's unified cgroup */
 };
 void cdihook_memlimits_clear(struct cdihook_memlimits *m);
 

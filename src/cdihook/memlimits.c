@@ -144,8 +144,7 @@ int cdihook_cgroup_path(const char *name, const char *text, char **ret, struct g
 			name);
 }
 
-int cdihook_memlimits_read(const struct oci_state *s, const char *proc, struct cdihook_memlimits *ret,
-			   struct gerr *err)
+int cdihook_memlimits_read(const struct oci_state *s, const char *proc, struct cdihook_memlimits *ret, struct gerr *err)
 {
 	_cleanup_free_ char *config = NULL, *text = NULL, *cg = NULL, *cgtext = NULL;
 	struct cdihook_memlimits m = {0};

@@ -23,7 +23,8 @@ int cmd_probe(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
 int cmd_labels(int argc, char **argv);
 int cmd_cdihook(int argc, char **argv);
-/* cmd_cdihook() without NVML, for the static gpulet-cdi-hook: an action that needs NVML runs in the gpulet beside it. */
+/* cmd_cdihook() without NVML, for the static gpulet-cdi-hook: an action that needs NVML runs in the gpulet beside it.
+ */
 int cmd_cdihook_static(int argc, char **argv);
 /* Both: apply sets a GPU memory limit through NVML (verb_cdihook_nvml.c), NULL hands that to gpulet. */
 struct cdihook_memlimits;

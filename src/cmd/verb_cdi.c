@@ -44,10 +44,17 @@ enum gen_mode {
 	MODE_WSL,
 };
 static const struct enum_name modes[] = {
-    {MODE_AUTO, "auto"},   {MODE_NVML, "nvml"},   {MODE_CSV, "csv"},
-    {MODE_GDRCOPY, "gdrcopy"}, {MODE_GDS, "gds"},     {MODE_IMEX, "imex"},
-    {MODE_MANAGEMENT, "management"}, {MODE_MIG_CAPS, "mig-caps"}, {MODE_MOFED, "mofed"},
-    {MODE_NVSWITCH, "nvswitch"}, {MODE_WSL, "wsl"},
+    {MODE_AUTO, "auto"},
+    {MODE_NVML, "nvml"},
+    {MODE_CSV, "csv"},
+    {MODE_GDRCOPY, "gdrcopy"},
+    {MODE_GDS, "gds"},
+    {MODE_IMEX, "imex"},
+    {MODE_MANAGEMENT, "management"},
+    {MODE_MIG_CAPS, "mig-caps"},
+    {MODE_MOFED, "mofed"},
+    {MODE_NVSWITCH, "nvswitch"},
+    {MODE_WSL, "wsl"},
 };
 /* Why each mode but auto and nvml is refused. */
 static const char *const mode_why[] = {
@@ -144,7 +151,8 @@ static const struct optspec generate_opts[] = {
 	    .env = {"NVIDIA_CTK_CDI_OUTPUT_FILE_PATH"}, .off = CDI_F(output)),
     CMD_ROW("format", 'f', OPT_ENUM, "json|yaml", "output format (default: from FILE's extension, else yaml)",
 	    .env = {GEN_ENV("OUTPUT_FORMAT")}, .off = CDI_F(format), .icase = true, OPTSPEC_NAMES(formats)),
-    CMD_ROW("mode", 0, OPT_ENUM, "auto|nvml", "discovery mode: auto and nvml read the GPUs through NVML (the others "
+    CMD_ROW("mode", 0, OPT_ENUM, "auto|nvml",
+	    "discovery mode: auto and nvml read the GPUs through NVML (the others "
 	    "nvidia-ctk knows are refused, each saying why)",
 	    .alias = "discovery-mode", .env = {GEN_ENV("MODE")}, .def = "auto", .off = CDI_F(mode), .icase = true,
 	    OPTSPEC_NAMES(modes)),
@@ -199,10 +207,10 @@ static const struct optspec generate_opts[] = {
 	    "nvidia-ctk's CDI feature flags (repeatable); the ones gpulet cannot honour are refused",
 	    .alias = "feature-flags", .env = {GEN_ENV("FEATURE_FLAGS")}, .off = CDI_F(gen.features),
 	    .want = "feature flag", .empty_none = true, OPTSPEC_NAMES(cdi_feature_names)),
-    CMD_ROW("library-search-path", 0, OPT_LIST, "DIR", "refused (see below)",
-	    .env = {GEN_ENV("LIBRARY_SEARCH_PATHS")}, .off = CDI_F(refused)),
-    CMD_ROW("config-search-path", 0, OPT_LIST, "DIR", "refused (see below)",
-	    .env = {GEN_ENV("CONFIG_SEARCH_PATHS")}, .off = CDI_F(refused)),
+    CMD_ROW("library-search-path", 0, OPT_LIST, "DIR", "refused (see below)", .env = {GEN_ENV("LIBRARY_SEARCH_PATHS")},
+	    .off = CDI_F(refused)),
+    CMD_ROW("config-search-path", 0, OPT_LIST, "DIR", "refused (see below)", .env = {GEN_ENV("CONFIG_SEARCH_PATHS")},
+	    .off = CDI_F(refused)),
     CMD_ROW("csv.file", 0, OPT_LIST, "FILE", "refused (see below)", .env = {GEN_ENV("CSV_FILES")},
 	    .off = CDI_F(refused)),
     CMD_ROW("csv.ignore-pattern", 0, OPT_LIST, "PATTERN", "refused (see below)",

@@ -88,8 +88,7 @@ static const struct optspec memlimits_opts[] = {
 /* chmod (cmd/nvidia-cdi-hook/chmod, deprecated upstream and off in generated specs unless enabled) */
 static const struct optspec chmod_opts[] = {
     CMD_ROW("mode", 0, OPT_ARGV, "OCTAL", "the permission bits to set (e.g. 755)", .off = HOOK_F(mode)),
-    CMD_ROW("path", 0, OPT_LIST, "PATH", "a path in the container (repeatable)", .off = HOOK_F(list),
-	    .max = MAX_ARGS),
+    CMD_ROW("path", 0, OPT_LIST, "PATH", "a path in the container (repeatable)", .off = HOOK_F(list), .max = MAX_ARGS),
     OPT_CONTAINER_SPEC,
     {0},
 };
@@ -148,12 +147,14 @@ static const struct hook_verb {
     {"apply-cuda-memory-limits", HOOK_MEMLIMITS,
      CMD_VERB("cdi-hook apply-cuda-memory-limits", "[OPTIONS]", memlimits_opts,
 	      "gpulet cdi-hook apply-cuda-memory-limits --driver-root / --gpu-id GPU-... < state.json",
-	      .about = "A createRuntime hook: when the container's env has NVIDIA_GPU_MEMORY_REQUEST (soft) or\n"
-		       "NVIDIA_GPU_MEMORY_LIMIT (hard), in MiB, set those limits on each --gpu-id for the container's\n"
-		       "cgroup v2 through NVML (nvmlDeviceSetMemoryLimits_v1). Neither set: nothing to do. The static\n"
-		       "gpulet-cdi-hook runs the NVML part by the gpulet installed beside it, with an empty environment.")},
+	      .about =
+		  "A createRuntime hook: when the container's env has NVIDIA_GPU_MEMORY_REQUEST (soft) or\n"
+		  "NVIDIA_GPU_MEMORY_LIMIT (hard), in MiB, set those limits on each --gpu-id for the container's\n"
+		  "cgroup v2 through NVML (nvmlDeviceSetMemoryLimits_v1). Neither set: nothing to do. The static\n"
+		  "gpulet-cdi-hook runs the NVML part by the gpulet installed beside it, with an empty environment.")},
     {"chmod", HOOK_CHMOD,
-     CMD_VERB("cdi-hook chmod", "[OPTIONS]", chmod_opts, "gpulet cdi-hook chmod --mode 755 --path /dev/dri < state.json",
+     CMD_VERB("cdi-hook chmod", "[OPTIONS]", chmod_opts,
+	      "gpulet cdi-hook chmod --mode 755 --path /dev/dri < state.json",
 	      .about = "Set the permission bits of paths in the container (links followed inside the rootfs;\n"
 		       "a missing path is skipped; a permission error is ignored, as nvidia-cdi-hook does).")},
     {"update-application-profile", HOOK_APPPROFILE,
@@ -166,15 +167,16 @@ static const struct hook_verb {
 
 static void actions_help(FILE *f)
 {
-	fprintf(f,
-		"\nActions (the OCI hooks that CDI specs name, createContainer but for apply-cuda-memory-limits\n"
-		"(createRuntime); each reads the OCI state on stdin and acts only inside the container's rootfs,\n"
-		"apply-cuda-memory-limits on its cgroup):\n");
+	fprintf(f, "\nActions (the OCI hooks that CDI specs name, createContainer but for apply-cuda-memory-limits\n"
+		   "(createRuntime); each reads the OCI state on stdin and acts only inside the container's rootfs,\n"
+		   "apply-cuda-memory-limits on its cgroup):\n");
 	for (size_t i = 0; i + 1 < ELEMENTSOF(hook_verbs); i++)
 		fprintf(f, "  %s\n", hook_verbs[i].name);
-	fprintf(f, "\nAn unknown ACTION fails the container's start (exit 1, one line naming it): nvidia-cdi-hook lets it\n"
-		   "pass with a warning, and a GPU memory limit would then be lost unseen (docs/reference/cdi-hook.md §2).\n"
-		   "Run 'gpulet cdi-hook ACTION --help' for an action's options.\n");
+	fprintf(
+	    f,
+	    "\nAn unknown ACTION fails the container's start (exit 1, one line naming it): nvidia-cdi-hook lets it\n"
+	    "pass with a warning, and a GPU memory limit would then be lost unseen (docs/reference/cdi-hook.md §2).\n"
+	    "Run 'gpulet cdi-hook ACTION --help' for an action's options.\n");
 }
 
 static const struct cmd_verb hook_verb =
@@ -225,15 +227,15 @@ static int open_rootfs(const struct oci_state *st, char **ret_path, struct gerr 
 	return fd;
 }
 
-typedef int (*apply_fn)(const char *driver_root, const char *const *gpus, size_t n,
-			const struct cdihook_memlimits *m, struct gerr *err);
+typedef int (*apply_fn)(const char *driver_root, const char *const *gpus, size_t n, const struct cdihook_memlimits *m,
+			struct gerr *err);
 
 /*
  * apply-cuda-memory-limits: nothing to do unless the container asks; then NVML here (gpulet), or the
  * same action run by the gpulet beside the static hook (apply NULL), with the state it read.
  */
-static int memory_limits(struct hook_cli *cli, const struct oci_state *st, const char *text, size_t len,
-			 apply_fn apply, struct gerr *err)
+static int memory_limits(struct hook_cli *cli, const struct oci_state *st, const char *text, size_t len, apply_fn apply,
+			 struct gerr *err)
 {
 	_cleanup_(cdihook_memlimits_clear) struct cdihook_memlimits m = {0};
 	_cleanup_free_ const char **args = NULL;
@@ -348,14 +350,15 @@ int cmd_cdihook_with(int argc, char **argv, apply_fn apply)
 		return r;
 	at = optind;
 	if (at >= argc || !known_action(argc - at, argv + at)) {
-		fprintf(stderr,
-			"gpulet cdi-hook: %s%s%s; refusing to start the container without what the spec asked for. "
-			"This hook knows: update-ldcache, create-symlinks, enable-cuda-compat, "
-			"disable-device-node-modification, apply-cuda-memory-limits, chmod, update-application-profile. "
-			"Regenerate the spec with 'gpulet cdi generate' (or the plugin), or name a hook binary that knows "
-			"the action (--nvidia-cdi-hook-path)\n",
-			at >= argc ? "no action given" : "unknown action '", at >= argc ? "" : gerr_quote(argv[at], q),
-			at >= argc ? "" : "'");
+		fprintf(
+		    stderr,
+		    "gpulet cdi-hook: %s%s%s; refusing to start the container without what the spec asked for. "
+		    "This hook knows: update-ldcache, create-symlinks, enable-cuda-compat, "
+		    "disable-device-node-modification, apply-cuda-memory-limits, chmod, update-application-profile. "
+		    "Regenerate the spec with 'gpulet cdi generate' (or the plugin), or name a hook binary that knows "
+		    "the action (--nvidia-cdi-hook-path)\n",
+		    at >= argc ? "no action given" : "unknown action '", at >= argc ? "" : gerr_quote(argv[at], q),
+		    at >= argc ? "" : "'");
 		return 1;
 	}
 	hv = cmd_menu_pick(&menu, argc - at, argv + at, &r);

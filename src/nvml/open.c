@@ -170,7 +170,8 @@ int nvml_set_memory_limits(struct nvml *nv, const char *uuid, const char *cgroup
 				nv->path);
 	r = nv->device_get_handle_by_uuid(uuid, &dev);
 	if (r != NVML_SUCCESS)
-		return gerr_set(err, -nvml_errno(r), "GPU %s: %s (%s)", uuid, nvml_strerror(nv, r), nvml_return_name(r));
+		return gerr_set(err, -nvml_errno(r), "GPU %s: %s (%s)", uuid, nvml_strerror(nv, r),
+				nvml_return_name(r));
 	r = set(dev, &lim);
 	if (r != NVML_SUCCESS)
 		return gerr_set(err, -nvml_errno(r), "GPU %s: setting memory limits for cgroup %s: %s (%s)", uuid,

@@ -212,10 +212,11 @@ static void test_generate_drm_nodes(void **state)
 		assert_int_equal(cdi_generate(&test_node, &o, &spec, &err), 0);
 		hooks = json_object_get(json_object_get(device(spec, "0"), "containerEdits"), "hooks");
 		assert_int_equal(json_array_size(hooks), 2);
-		assert_string_equal(json_string_value(json_array_get(json_object_get(json_array_get(hooks, 0), "args"), 2)),
-				    "--mode");
-		assert_string_equal(json_string_value(json_array_get(json_object_get(json_array_get(hooks, 0), "args"), 5)),
-				    "/dev/dri");
+		assert_string_equal(
+		    json_string_value(json_array_get(json_object_get(json_array_get(hooks, 0), "args"), 2)), "--mode");
+		assert_string_equal(
+		    json_string_value(json_array_get(json_object_get(json_array_get(hooks, 0), "args"), 5)),
+		    "/dev/dri");
 		json_decref(spec);
 		spec = NULL;
 		/* and the memory limits off too: no device hook */
