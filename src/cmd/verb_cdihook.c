@@ -335,13 +335,28 @@ static bool known_action(int argc, char **argv)
 	return false;
 }
 
+/* The one line for an unknown or missing action: what, why the start fails, the actions known (the table's). */
+static void refuse_action(const char *action)
+{
+	char q[GERR_QUOTE_MAX];
+
+	if (action)
+		fprintf(stderr, "gpulet cdi-hook: unknown action '%s'", gerr_quote(action, q));
+	else
+		fprintf(stderr, "gpulet cdi-hook: no action given");
+	fprintf(stderr, "; refusing to start the container without what the spec asked for. This hook knows:");
+	for (size_t i = 0; i + 1 < ELEMENTSOF(hook_verbs); i++) /* noop last: not an action a spec names */
+		fprintf(stderr, "%s %s", i ? "," : "", hook_verbs[i].name);
+	fprintf(stderr, ". Regenerate the spec with 'gpulet cdi generate' (or the plugin), or name a hook binary that "
+			"knows the action (--nvidia-cdi-hook-path)\n");
+}
+
 int cmd_cdihook_with(int argc, char **argv, apply_fn apply)
 {
 	static const struct cmd_menu menu = CMD_MENU("gpulet cdi-hook", "hook", hook_verbs, hook_help);
 	const struct hook_verb *hv;
 	struct hook_cli cli = {0};
 	struct gerr err = {0};
-	char q[GERR_QUOTE_MAX];
 	int at, r;
 
 	/* nvidia-cdi-hook's own flags, up to the action */
@@ -350,15 +365,7 @@ int cmd_cdihook_with(int argc, char **argv, apply_fn apply)
 		return r;
 	at = optind;
 	if (at >= argc || !known_action(argc - at, argv + at)) {
-		fprintf(
-		    stderr,
-		    "gpulet cdi-hook: %s%s%s; refusing to start the container without what the spec asked for. "
-		    "This hook knows: update-ldcache, create-symlinks, enable-cuda-compat, "
-		    "disable-device-node-modification, apply-cuda-memory-limits, chmod, update-application-profile. "
-		    "Regenerate the spec with 'gpulet cdi generate' (or the plugin), or name a hook binary that knows "
-		    "the action (--nvidia-cdi-hook-path)\n",
-		    at >= argc ? "no action given" : "unknown action '", at >= argc ? "" : gerr_quote(argv[at], q),
-		    at >= argc ? "" : "'");
+		refuse_action(at < argc ? argv[at] : NULL);
 		return 1;
 	}
 	hv = cmd_menu_pick(&menu, argc - at, argv + at, &r);
