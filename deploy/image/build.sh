@@ -9,7 +9,8 @@
 #     BUILD/image/base-KEY.tar, KEY from the package list, mirrors and the scripts, so a rerun with
 #     the same libraries does not touch the network;
 #  3. gpulet and its command-name links installed into it (`cmake --install --prefix /usr --strip`,
-#     cmake/install.cmake), an ld.so.cache made with `ldconfig -r`;
+#     cmake/install.cmake), what NVIDIA's manifests expect besides (operand-files.sh: /bin/sh and
+#     /bin/bash as gpulet, the dcgm-exporter collectors files), an ld.so.cache made with `ldconfig -r`;
 #  4. no build-host leftovers (apt and dpkg state but the status file, /etc/hostname, resolv.conf,
 #     fstab, lock files, ldconfig's aux-cache, libstdc++'s gdb helper scripts);
 #  5. a reproducible OCI image (oci.py): every mtime SOURCE_DATE_EPOCH, the tar sorted with numeric
@@ -70,6 +71,8 @@ tar -C "$root" -xf "$base"
 # and base-files' empty FHS dirs (/home, /srv, /var/mail, ...): the runtime makes its mount points
 find "$root" -depth -mindepth 1 -type d -empty ! -path "$root/var/lib/dpkg" -delete
 DESTDIR=$root cmake --install "$build" --prefix /usr --strip >/dev/null
+# /bin/sh, /bin/bash (gpulet, not a shell) and the dcgm-exporter collectors files NVIDIA's manifests name
+"$src/deploy/image/operand-files.sh" "$root"
 # (/sbin/ldconfig of the build machine: the image has no programs but gpulet); its aux-cache holds
 # the build's inode numbers and times: not shipped
 /sbin/ldconfig -r "$root"
@@ -113,6 +116,9 @@ if [ "sha256:$old" != "$config" ]; then
 	[ -z "$old" ] || podman rmi --force "$old" >/dev/null 2>&1 || true
 fi
 podman tag "$image:$version" "gpulet:$version"
+# the OCI layout as one tar too (BUILD/image/oci.tar): what containerd imports (tests/k8s), whatever the
+# podman store holds by then
+tar -C "$out/oci" --sort=name --numeric-owner --owner=0 --group=0 --mtime="@$sde" -cf "$out/oci.tar" .
 rm -rf "$root" "$out/rootfs.tar" "$out/oci"
 size=$(podman image inspect --format '{{.Size}}' "$image:$version")
 printf '%s\n' "$image:$version" >"$out/tag"

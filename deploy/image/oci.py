@@ -12,10 +12,15 @@ import os
 import shutil
 import sys
 
-# how the chart and the README run the image: gpulet's verbs, no shell
-ENTRYPOINT = ["/usr/bin/gpulet"]
-CMD = ["--help"]
-ENV = ["PATH=/usr/bin"]
+# gpulet's chart names its verb (command: /usr/bin/gpulet VERB); manifests written for NVIDIA's images
+# start the image without a command or with flags only, which `gpulet entrypoint` maps to the operand
+# (docs/reference/operator.md §2). The NVIDIA_* variables are those NVIDIA's device-plugin and
+# dcgm-exporter images carry, so the nvidia runtime gives NVML to a container that does not set them
+# (the GPU Operator's GFD and exporter containers); no shell.
+ENTRYPOINT = ["/usr/bin/gpulet", "entrypoint"]
+CMD = []
+ENV = ["PATH=/usr/bin", "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility",
+       "NVIDIA_DISABLE_REQUIRE=true"]
 
 
 def dumps(obj):

@@ -33,6 +33,7 @@ int cmd_cdihook_with(int argc, char **argv,
 		     int (*apply)(const char *driver_root, const char *const *gpus, size_t n,
 				  const struct cdihook_memlimits *m, struct gerr *err));
 int cmd_dra(int argc, char **argv);
+int cmd_entrypoint(int argc, char **argv);
 
 /* --print-config of the plugin and mps-control-daemon: the effective config as JSON, its warnings on stderr. */
 struct plugin_config;

@@ -297,8 +297,11 @@ class Node:
         self.stop()
         return False
 
-    def start(self, plugin_args=("--device-list-strategy=cdi-cri",), gpus="8", control_plane=False):
-        """control_plane: also kube-scheduler and kube-controller-manager (start_control_plane())."""
+    def start(self, plugin_args=("--device-list-strategy=cdi-cri",), gpus="8", control_plane=False, plugin=True,
+              images=()):
+        """control_plane: also kube-scheduler and kube-controller-manager (start_control_plane()); plugin:
+        gpulet's plugin on this machine (False: the test runs one, e.g. in a pod); images: more OCI
+        layout tarballs for containerd (named by their io.containerd.image.name annotation)."""
         t0 = time.time()
         self.bins = peers.all_peers()
         from helm_lib import fetch as fetch_k8stools
@@ -307,7 +310,7 @@ class Node:
         t1 = time.time()
         self.certs = os.path.join(self.t, "pki")
         _certs(self.certs)
-        self.images = _images(os.path.join(self.t, "images"))
+        self.images = _images(os.path.join(self.t, "images")) + list(images)
         self._fake_root()
         self._namespace()
         self._cgroups()
@@ -317,8 +320,9 @@ class Node:
             self.start_control_plane()
         self._containerd()
         self._kubelet()
-        self.start_plugin(*plugin_args)
-        self.wait_node_ready_for_gpus(count=gpus)
+        if plugin:
+            self.start_plugin(*plugin_args)
+            self.wait_node_ready_for_gpus(count=gpus)
         self.timing["bringup_s"] = time.time() - t1
         return self
 
@@ -449,7 +453,7 @@ class Node:
     def start_control_plane(self):
         """kube-scheduler and kube-controller-manager of the same release, on the API server as admin,
         serving only on the namespace's loopback. DRA is on by default in 1.34 (GA); the controller
-        manager runs the resourceclaim and garbage-collector controllers (no node lifecycle
+        manager runs the resourceclaim, garbage-collector and daemonset controllers (no node lifecycle
         controller: it would taint this CNI-less node not-ready)."""
         c = self.certs
         common = ["--kubeconfig", self.admin_kubeconfig, "--authentication-kubeconfig", self.admin_kubeconfig,
@@ -460,7 +464,7 @@ class Node:
         self.spawn("kube-controller-manager", [
             self.bins["kube-controller-manager"], *common, "--secure-port", "10257",
             "--cert-dir", self.t + "/controller-manager-certs",
-            "--controllers", "resourceclaim-controller,garbage-collector-controller",
+            "--controllers", "resourceclaim-controller,garbage-collector-controller,daemonset-controller",
             "--service-account-private-key-file", c + "/sa.key", "--root-ca-file", c + "/ca.crt",
             "--use-service-account-credentials=false"])
         for name, port in (("kube-scheduler", 10259), ("kube-controller-manager", 10257)):
