@@ -17,6 +17,7 @@
 
 #include "doctor/cluster.h"
 #include "doctor/daemon.h"
+#include "doctor/html.h"
 #include "util/log.h"
 #include "util/loop.h"
 #include "util/macro.h"
@@ -45,6 +46,8 @@ struct published {
 	pthread_mutex_t lock;
 	char *text; /* the last walk's metrics; NULL until one walk ended */
 	size_t len;
+	char *html; /* the same walk as a page (doctor/html.h), served at / */
+	size_t html_len;
 };
 
 static double now_s(clockid_t clk)
@@ -60,14 +63,17 @@ static enum MHD_Result serve(void *ctx, struct httpd_req *rq, const char *url)
 	struct published *p = ctx;
 	enum MHD_Result r;
 
-	if (!streq(url, "/metrics") && !streq(url, "/healthz"))
-		return httpd_text(rq, streq(url, "/") ? MHD_HTTP_OK : MHD_HTTP_NOT_FOUND,
-				  "gpulet doctor: findings at /metrics, health at /healthz\n");
+	if (!streq(url, "/metrics") && !streq(url, "/healthz") && !streq(url, "/"))
+		return httpd_text(rq, MHD_HTTP_NOT_FOUND,
+				  "gpulet doctor: the verdict at /, findings at /metrics, health at /healthz\n");
 	pthread_mutex_lock(&p->lock);
 	if (!p->text)
 		r = httpd_text(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "starting: the first walk of the chain is running\n");
 	else if (streq(url, "/healthz"))
 		r = httpd_text(rq, MHD_HTTP_OK, "ok\n");
+	else if (streq(url, "/"))
+		r = httpd_reply(rq, MHD_HTTP_OK, "text/html; charset=utf-8", p->html, p->html_len,
+				MHD_RESPMEM_MUST_COPY);
 	else
 		r = httpd_reply(rq, MHD_HTTP_OK, PROM_CONTENT_TYPE, p->text, p->len, MHD_RESPMEM_MUST_COPY);
 	pthread_mutex_unlock(&p->lock);
@@ -108,36 +114,67 @@ static void add_watches(int fd, const char *root)
 	}
 }
 
-/* One walk: run the checks, render, publish. The previous text stays when this walk runs out of memory. */
+/* The page of a walk: the node's name and when the walk ended (UTC). */
+static void render_page(const struct doctor_ctx *c, const struct doctor_run_info *ri, FILE *f)
+{
+	time_t at = (time_t)ri->finished_at;
+	char when[64] = "";
+	struct tm tm;
+
+	if (gmtime_r(&at, &tm))
+		strftime(when, sizeof(when), "walked %Y-%m-%d %H:%M:%S UTC", &tm);
+	doctor_render_html(c, &(struct doctor_html_page){.node = ri->node, .when = when}, NULL, 0, f);
+}
+
+/* Render one walk with fn into *ret (0, or -ENOMEM with *ret untouched). */
+static int render(const struct doctor_ctx *c, const struct doctor_run_info *ri,
+		  void (*fn)(const struct doctor_ctx *, const struct doctor_run_info *, FILE *), char **ret,
+		  size_t *ret_len)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return -ENOMEM;
+	fn(c, ri, f);
+	if (fclose(f) != 0) {
+		free(buf);
+		return -ENOMEM;
+	}
+	*ret = buf;
+	*ret_len = len;
+	return 0;
+}
+
+/* One walk: run the checks, render, publish. The previous texts stay when this walk runs out of memory. */
 static void walk(const struct doctor_options *o, struct doctor_run_info *ri, enum doctor_trigger t, struct published *p)
 {
 	struct doctor_ctx c = {0};
 	double t0 = now_s(CLOCK_MONOTONIC);
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
+	char *text = NULL, *html = NULL;
+	size_t len = 0, html_len = 0;
 	int r = doctor_run(&c, o);
 
 	ri->runs[t]++;
 	ri->duration_s = now_s(CLOCK_MONOTONIC) - t0;
 	ri->finished_at = now_s(CLOCK_REALTIME);
-	f = r < 0 ? NULL : open_memstream(&buf, &len);
-	if (!f) {
-		log_error("Doctor walk failed, serving the previous findings", "error=\"%s\"",
-			  strerror(r < 0 ? -r : ENOMEM));
-		doctor_ctx_done(&c);
-		return;
-	}
-	doctor_render_metrics(&c, ri, f);
-	if (fclose(f) != 0) {
-		free(buf);
+	if (r >= 0)
+		r = render(&c, ri, doctor_render_metrics, &text, &len);
+	if (r >= 0 && (r = render(&c, ri, render_page, &html, &html_len)) < 0)
+		free(text);
+	if (r < 0) {
+		log_error("Doctor walk failed, serving the previous findings", "error=\"%s\"", strerror(-r));
 		doctor_ctx_done(&c);
 		return;
 	}
 	pthread_mutex_lock(&p->lock);
 	free(p->text);
-	p->text = buf;
+	free(p->html);
+	p->text = text;
 	p->len = len;
+	p->html = html;
+	p->html_len = html_len;
 	pthread_mutex_unlock(&p->lock);
 	log_info("Walked the chain", "trigger=%s findings=%zu duration_ms=%.1f", doctor_trigger_names[t], c.n_findings,
 		 ri->duration_s * 1e3);
@@ -270,6 +307,7 @@ void doctor_serve_stop(struct doctor_server *s)
 	if (s->ifd >= 0)
 		close(s->ifd);
 	free(s->p.text);
+	free(s->p.html);
 	pthread_mutex_destroy(&s->p.lock);
 	free(s);
 }

@@ -744,31 +744,58 @@ json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_o
 	return doc;
 }
 
-/* The skipped checks that carry `key` ("explained_by" or "reason"), under one heading. */
-static void print_skipped(FILE *out, const struct doctor_ctx *c, const char *key, const char *heading,
-			  const char *arrow)
+size_t doctor_skipped_each(const struct doctor_ctx *c, const char *key, doctor_skipped_fn fn, void *userdata)
 {
-	bool first = true;
-	size_t i;
+	size_t i, n = 0;
 	json_t *s;
 
 	json_array_foreach (c->skipped, i, s) {
 		const char *v = json_string_value(json_object_get(s, key));
 
-		if (!v)
-			continue;
-		if (first)
-			fprintf(out, "\n  %s\n", heading);
-		first = false;
-		fprintf(out, "    %-10s (%s) %s %s\n", json_string_value(json_object_get(s, "check")),
-			json_string_value(json_object_get(s, "ids")), arrow, v);
+		if (v)
+			fn(userdata, n++, json_string_value(json_object_get(s, "check")),
+			   json_string_value(json_object_get(s, "ids")), v);
 	}
+	return n;
+}
+
+struct skipped_text {
+	FILE *out;
+	const char *heading, *arrow;
+};
+
+static void print_one_skipped(void *userdata, size_t k, const char *check, const char *ids, const char *value)
+{
+	const struct skipped_text *t = userdata;
+
+	if (k == 0)
+		fprintf(t->out, "\n  %s\n", t->heading);
+	fprintf(t->out, "    %-10s (%s) %s %s\n", check, ids, t->arrow, value);
+}
+
+/* The skipped checks that carry `key` ("explained_by" or "reason"), under one heading. */
+static void print_skipped(FILE *out, const struct doctor_ctx *c, const char *key, const char *heading,
+			  const char *arrow)
+{
+	struct skipped_text t = {out, heading, arrow};
+
+	doctor_skipped_each(c, key, print_one_skipped, &t);
+}
+
+const struct doctor_finding *doctor_root_cause(const struct doctor_ctx *c, char *const *only, size_t n_only)
+{
+	for (int l = 0; l < _LINK_MAX; l++)
+		for (size_t k = 0; k < c->n_findings; k++)
+			if ((int)c->findings[k].link == l && c->findings[k].severity == DOCTOR_FAIL &&
+			    doctor_finding_shown(c, &c->findings[k], only, n_only))
+				return &c->findings[k];
+	return NULL;
 }
 
 /* The readable report: grouped by link in chain order, the first failure named as the root cause. */
 void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size_t n_only)
 {
-	const struct doctor_finding *root_cause = NULL;
+	const struct doctor_finding *root_cause = doctor_root_cause(c, only, n_only);
 	size_t n_fail = 0, n_warn = 0, n_ok = 0;
 
 	for (int l = 0; l < _LINK_MAX; l++)
@@ -784,13 +811,10 @@ void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size
 					fprintf(out, "                  note: %s\n", f->evidence[e]);
 				continue;
 			}
-			if (f->severity == DOCTOR_FAIL) {
+			if (f->severity == DOCTOR_FAIL)
 				n_fail++;
-				if (!root_cause)
-					root_cause = f;
-			} else {
+			else
 				n_warn++;
-			}
 			fprintf(out, "  %-9s %-5s %s: %s\n", doctor_link_name(f->link),
 				f->severity == DOCTOR_FAIL ? "FAIL" : "WARN", f->id, f->summary);
 			for (size_t e = 0; e < f->n_evidence; e++)

@@ -328,6 +328,15 @@ void doctor_skip(struct doctor_ctx *c, const char *fmt, ...) _printf_(2, 3);
 
 /* {"findings":[...], "skipped":[...]}; only ids in only[] (prefix match, "cdi." or exact) when given. */
 json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_only);
+/*
+ * The checks not run that carry key ("explained_by": the finding that explains them, or "reason": why not
+ * here), in order: fn gets the k-th one's check name, finding ids and that value. Returns how many.
+ */
+typedef void (*doctor_skipped_fn)(void *userdata, size_t k, const char *check, const char *ids, const char *value);
+size_t doctor_skipped_each(const struct doctor_ctx *c, const char *key, doctor_skipped_fn fn, void *userdata);
+/* The root cause: the first failure in chain order among the findings shown (doctor_finding_shown); NULL when
+ * none fails. */
+const struct doctor_finding *doctor_root_cause(const struct doctor_ctx *c, char *const *only, size_t n_only);
 /* Readable report on out (cmd/ passes stdout), grouped by link in chain order; names the first failure as root cause.
  */
 void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size_t n_only);

@@ -559,7 +559,7 @@ def test_matrix():
             # what stays is the image's architecture, nodeArchitectures)
             # and the plugin's pause label (check_pause)
             arch_only = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+                {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64", "arm64"]},
                                       {"key": "nvidia.com/gpu.deploy.device-plugin", "operator": "NotIn",
                                        "values": PAUSED}]}]}}}
             check(pod.get("nodeSelector") == {"nvidia.com/gpu.present": "true"} and pod.get("affinity") == arch_only

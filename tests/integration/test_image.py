@@ -24,8 +24,11 @@ network (loopback only), read-only root filesystem, no capabilities, no new priv
     one's copyright file), /etc/os-release says Debian 12, the OCI labels name source, revision,
     created and licenses; no build-host leftovers (apt/dpkg state, /etc/hostname, resolv.conf, lock
     files, ldconfig's aux-cache, gcc's helper scripts);
-  * it is reproducible: a second build from the same inputs gives the same manifest and config
-    digests, every file's mtime is SOURCE_DATE_EPOCH;
+  * it is reproducible: a second build from the same inputs gives the same manifest, config and
+    index digests, every file's mtime is SOURCE_DATE_EPOCH;
+  * the layout BUILD/image/oci is an image index of an amd64 and an arm64 (v8) image; the arm64 one
+    holds the same Debian packages for arm64 and AArch64 gpulet files (the hook static), and its gpulet
+    runs from its own root under qemu-aarch64-static;
   * `make image` installs only deploy/image/build-packages.txt, not the test toolchain.
 
 Builds the image first (cached Debian root: seconds). Exit 77 (CTest skip) only when podman cannot
@@ -36,6 +39,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 import urllib.request
 
@@ -99,6 +103,55 @@ def check_reproducible(image, first):
     stamps = {" ".join(line.split()[3:5]) for line in tar.splitlines() if len(line.split()) >= 6}
     check(stamps == {want}, "file times in the image: %s, not only SOURCE_DATE_EPOCH %s" % (sorted(stamps)[:5], want))
     print("PASS reproducible: manifest %s twice, every mtime %s" % (first[0], want))
+
+
+def blob(layout, digest):
+    with open(os.path.join(layout, "blobs", "sha256", digest.split(":", 1)[1]), "rb") as f:
+        return f.read()
+
+
+def packages(status):
+    return {m.group(1): m.group(2) for m in re.finditer(r"^Package: (\S+)\n(?:.+\n)*?Architecture: (\S+)$", status,
+                                                       re.M)}
+
+
+def check_index(first):
+    """BUILD/image/oci: the index of both images; the arm64 image's files run under qemu."""
+    layout = os.path.join(BUILD, "image", "oci")
+    with open(os.path.join(layout, "index.json")) as f:
+        top = json.load(f)["manifests"]
+    check(len(top) == 1 and top[0]["mediaType"] == "application/vnd.oci.image.index.v1+json" and
+          top[0]["digest"] == first[2], "index.json names the image index %s: %s" % (first[2:], top))
+    index = json.loads(blob(layout, top[0]["digest"]))
+    plats = {m["platform"]["architecture"]: m for m in index["manifests"]}
+    check(sorted(plats) == ["amd64", "arm64"] and plats["arm64"]["platform"].get("variant") == "v8" and
+          plats["amd64"]["digest"] == first[0], "the index's manifests: %s" % index["manifests"])
+    man = json.loads(blob(layout, plats["arm64"]["digest"]))
+    check(json.loads(blob(layout, man["config"]["digest"]))["architecture"] == "arm64", "the arm64 config")
+    root = os.path.join(BUILD, "image", "arm64-check")
+    sh(["rm", "-rf", root])
+    os.makedirs(root)
+    try:
+        layer = os.path.join(layout, "blobs", "sha256", man["layers"][0]["digest"].split(":", 1)[1])
+        check(sh(["tar", "-C", root, "-xf", layer]).returncode == 0, "the arm64 layer unpacks")
+        for f in ("gpulet", "gpulet-probe", "gpulet-cdi-hook"):
+            h = sh(["readelf", "-h", "-l", "-W", os.path.join(root, "usr/bin", f)]).stdout
+            check("AArch64" in h and ("INTERP" in h) == (f != "gpulet-cdi-hook"),
+                  "arm64 image: /usr/bin/%s is AArch64%s" % (f, " and static" if f == "gpulet-cdi-hook" else ""))
+        r = sh(["qemu-aarch64-static", "-L", root, os.path.join(root, "usr/bin/gpulet"), "exporter", "--help"])
+        check(r.returncode == 0 and "--web-config-file" in r.stdout,
+              "arm64 image: gpulet exporter --help under qemu from the image's own root: %s" % r.stderr)
+        with open(os.path.join(root, "var/lib/dpkg/status")) as f:
+            arm = packages(f.read())
+        amd_man = json.loads(blob(layout, plats["amd64"]["digest"]))
+        with tarfile.open(os.path.join(layout, "blobs", "sha256", amd_man["layers"][0]["digest"].split(":", 1)[1])) as t:
+            amd = packages(t.extractfile("./var/lib/dpkg/status").read().decode())
+        check(arm and sorted(arm) == sorted(amd) and all(a in ("arm64", "all") for a in arm.values()),
+              "arm64 image: the amd64 image's packages for arm64: %s vs %s" % (arm, amd))
+    finally:
+        sh(["rm", "-rf", root])
+    print("PASS the index: amd64 %s, arm64 %s (gpulet runs under qemu)" % (plats["amd64"]["digest"],
+                                                                         plats["arm64"]["digest"]))
 
 
 def check_scannable(image):
@@ -469,6 +522,7 @@ def main():
     check_contents(image)
     check_scannable(image)
     check_reproducible(image, first)
+    check_index(first)
     h = Node()
     try:
         test_plugin(image, h)

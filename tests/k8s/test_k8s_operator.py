@@ -208,6 +208,10 @@ def gfd(rig):
     e = env({"GFD_SLEEP_INTERVAL": "60s", "GFD_FAIL_ON_INIT_ERROR": "true", "MIG_STRATEGY": "mixed",
              "NVIDIA_MIG_MONITOR_DEVICES": "all"})
     e += [field("NAMESPACE", "metadata.namespace"), field("NODE_NAME", "spec.nodeName"), field("POD_NAME", "metadata.name")]
+    # test: this cluster mounts no service-account tokens (node.py), so the pod cannot reach the API as the
+    # Operator's GFD does; the feature file it writes as on OpenShift (USE_NODE_FEATURE_API=false, the
+    # Operator's own setting there). The NodeFeature object with the chart's role: test_k8s_nodefeature.
+    e += env({"USE_NODE_FEATURE_API": "false"})
     return {"nodeSelector": {"nvidia.com/gpu.deploy.gpu-feature-discovery": "true"},
             "serviceAccountName": "nvidia-gpu-feature-discovery",
             "containers": [{"name": "gpu-feature-discovery", "command": ["gpu-feature-discovery"], "env": e,
