@@ -78,7 +78,7 @@ static const struct optspec plain_opts[] = {
 };
 /* apply-cuda-memory-limits (cmd/nvidia-cdi-hook/apply-cuda-memory-limits, v1.20.2) */
 static const struct optspec memlimits_opts[] = {
-    CMD_ROW("driver-root", 0, OPT_ARGV, "DIR", "the host dir the driver (libnvidia-ml.so.1) is installed under",
+    CMD_ROW("driver-root", 0, OPT_PATH, "DIR", "the host dir the driver (libnvidia-ml.so.1) is installed under",
 	    .def = "/", .off = HOOK_F(driver_root)),
     CMD_ROW("gpu-id", 0, OPT_LIST, "UUID", "a GPU whose memory the container may use (repeatable; at least one)",
 	    .off = HOOK_F(list), .max = MAX_ARGS),
