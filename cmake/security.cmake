@@ -28,5 +28,6 @@ foreach(_t security_jail_limits security_jail_limits_crun)
   set_property(TEST ${_t} APPEND PROPERTY ENVIRONMENT "REALDRIVER_ROOT_PLAIN=${GPULET_REALDRIVER_DIR}/root-plain")
 endforeach()
 # what a generated spec hands a container (issue 30): the dynamic gpulet as the hook (the warning,
-# and the refusal when the runtime passes the image's loader variables), /tmp/nvidia-mps made by a user
-security_tests(test_spec_attacks.py spec "fallback;mps")
+# and the refusal when the runtime passes the image's loader variables), /tmp/nvidia-mps made by a user;
+# the full GPU's apply-cuda-memory-limits as the createRuntime hook, and an unknown action
+security_tests(test_spec_attacks.py spec "fallback;mps;memlimits")

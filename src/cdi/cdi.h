@@ -40,6 +40,7 @@ enum cdi_names {
 	CDI_NAMES_INDEX = 1 << 0, /* GPU "0", MIG "0:1" (GPU index : MIG device index) */
 	CDI_NAMES_UUID = 1 << 1,  /* "GPU-…", "MIG-…" */
 	CDI_NAMES_BOTH = CDI_NAMES_INDEX | CDI_NAMES_UUID,
+	CDI_NAMES_TYPE_INDEX = 1 << 2, /* GPU "gpu0", MIG "mig0:1" (nvidia-ctk's type-index, namer.go) */
 };
 
 /*
@@ -99,6 +100,14 @@ struct cdi_gen_options {
 	bool whole_mig_enabled;
 	/* enum cdi_feature bits (upstream's feature flags); the generator honours what cdi_features_check() allows */
 	unsigned features;
+	/*
+	 * nvidia-ctk's --device-id: only these devices (0 = every one). Taken in order, the first "all" or
+	 * "none" decides for the whole list ("none": one placeholder device "none" and no "all", as
+	 * upstream's lib-nvml.go); else each is a GPU index or UUID (that GPU whole, MIG enabled or not) or a
+	 * MIG device "G:M" or UUID. An ID that names nothing is an error.
+	 */
+	const char *const *device_ids;
+	size_t n_device_ids;
 };
 #define CDI_GEN_OPTIONS_INIT         \
 	{                            \
@@ -134,6 +143,15 @@ const char *cdi_min_version(const json_t *spec);
  * Writing the same bytes again is a no-op (no rename, so watchers see no event).
  */
 int cdi_write_spec(const char *dir, const char *file_name, json_t *spec, struct gerr *err);
+
+/*
+ * <root>/dev/char/<major>:<minor> links for the NVIDIA character devices in the dev root's dev/ and
+ * dev/nvidia-caps/ (nvidia-fs*, nvidia-nvswitch*, nvidia-nvlink* left out), as `nvidia-ctk system
+ * create-dev-char-symlinks`: char/ is made when missing, an existing entry is kept; the target is
+ * "../<name>" for the dev root "/", else the node's host path. *ret_made: the links made
+ * (docs/reference/cdi.md §7.3.1).
+ */
+int cdi_dev_char_links(const struct host_paths *h, unsigned *ret_made, struct gerr *err);
 /*
  * Remove dir/file_name only when it is a spec cdi_write_spec() wrote for kind: a regular file
  * carrying our marker with that kind, checked through one fd (a FIFO is refused, not waited on) that

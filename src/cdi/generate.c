@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -68,8 +69,12 @@ struct gen {
 	const struct cdi_gen_options *o;
 	const char *driver_root, *dev_root; /* o->host's: the host names of the roots, for the spec and messages */
 	json_t *devices;
-	json_t *all_nodes;        /* union for the "all" device */
-	json_t *links;            /* device name -> its create-symlinks links (DRM by-path) */
+	json_t *all_nodes;      /* union for the "all" device */
+	json_t *devhooks;       /* device name -> {"links", "dirs", "gpus"}: what its own hooks are made of */
+	const char *const *ids; /* --device-id after "all"/"none" are settled: the ones to select, n_ids of them */
+	size_t n_ids;
+	bool *id_used;            /* which of ids named a device */
+	bool none;                /* --device-id none: the placeholder device only */
 	struct warnings warnings; /* what is left out; handed to o->warnings */
 };
 
@@ -102,6 +107,18 @@ static json_t *device_node(const char *dev_root, const char *path, const char *h
 		return NULL;
 	}
 	return o;
+}
+
+/* Whether a node's path starts with dir ("/dev/dri/"). */
+static bool nodes_have_dir(const json_t *nodes, const char *dir)
+{
+	const json_t *n;
+	size_t i;
+
+	json_array_foreach (nodes, i, n)
+		if (strncmp(json_string_value(json_object_get(n, "path")), dir, strlen(dir)) == 0)
+			return true;
+	return false;
 }
 
 static bool nodes_have_path(const json_t *nodes, const char *path)
@@ -153,40 +170,65 @@ static int add_device(struct gen *g, const char *name, const json_t *nodes)
 	return jpush(g->devices, dev);
 }
 
-/* Remember links for device name (and for "all"); they become its create-symlinks hook later. */
-static int add_links(struct gen *g, const char *name, json_t *links)
+/* Append each item of from to to that to does not hold yet. */
+static int union_into(json_t *to, const json_t *from)
 {
-	json_t *all = json_object_get(g->links, "all");
+	const json_t *v;
+	size_t i;
 
-	if (json_array_size(links) == 0)
-		return 0;
-	if (!all && jset(g->links, "all", all = json_array()) < 0)
-		return -ENOMEM;
-	if (jset(g->links, name, json_incref(links)) < 0)
-		return -ENOMEM;
-	for (size_t i = 0; i < json_array_size(links); i++) {
-		json_t *l = json_array_get(links, i);
+	json_array_foreach (from, i, v) {
 		bool seen = false;
 
-		for (size_t k = 0; k < json_array_size(all) && !seen; k++)
-			seen = json_equal(json_array_get(all, k), l);
-		if (!seen && json_array_append(all, l) < 0)
+		for (size_t k = 0; k < json_array_size(to) && !seen; k++)
+			seen = json_equal(json_array_get(to, k), v);
+		if (!seen && json_array_append(to, (json_t *)v) < 0)
 			return -ENOMEM;
 	}
 	return 0;
 }
 
-/* One device per selected name for these nodes (and links, for create-symlinks). */
-static int add_named(struct gen *g, const char *index_name, const char *uuid, const json_t *nodes, json_t *links)
+/*
+ * Remember what device name's own hooks are made of (hk: {"links", "dirs", "gpus"}, cdi/hooks.h), and
+ * add it to "all"'s; the hooks are built once the spec-level ones found the binary (add_device_hooks).
+ */
+static int add_dev_hooks(struct gen *g, const char *name, const json_t *hk)
+{
+	static const char *const keys[] = {"links", "dirs", "gpus"};
+	json_t *all = json_object_get(g->devhooks, "all");
+
+	if (!hk)
+		return 0;
+	if (!all && jset(g->devhooks, "all", all = json_pack("{s:[], s:[], s:[]}", "links", "dirs", "gpus")) < 0)
+		return -ENOMEM;
+	if (jset(g->devhooks, name, json_incref((json_t *)hk)) < 0)
+		return -ENOMEM;
+	for (size_t k = 0; k < ELEMENTSOF(keys); k++)
+		if (union_into(json_object_get(all, keys[k]), json_object_get(hk, keys[k])) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+/*
+ * One device per selected name for these nodes (and hk, for its hooks): GPU gpu ("0", "gpu0") or its
+ * MIG device mig >= 0 ("0:1", "mig0:1"), and uuid (nvidia-ctk namer.go).
+ */
+static int add_named(struct gen *g, unsigned gpu, int mig, const char *uuid, const json_t *nodes, const json_t *hk)
 {
 	unsigned names = g->o->names ? g->o->names : CDI_NAMES_BOTH;
-	const char *const named[] = {names & CDI_NAMES_INDEX ? index_name : NULL,
+	char index[32], typed[40];
+	const char *const named[] = {names & CDI_NAMES_INDEX ? index : NULL,
+				     names & CDI_NAMES_TYPE_INDEX ? typed : NULL,
 				     names & CDI_NAMES_UUID && uuid[0] ? uuid : NULL};
 	int r = 0;
 
+	if (mig < 0)
+		snprintf(index, sizeof(index), "%u", gpu);
+	else
+		snprintf(index, sizeof(index), "%u:%d", gpu, mig);
+	snprintf(typed, sizeof(typed), "%s%s", mig < 0 ? "gpu" : "mig", index);
 	for (size_t i = 0; r == 0 && i < ELEMENTSOF(named); i++)
 		if (named[i] && (r = add_device(g, named[i], nodes)) == 0)
-			r = add_links(g, named[i], links);
+			r = add_dev_hooks(g, named[i], hk);
 	return r == 0 ? add_to_all(g, nodes) : r;
 }
 
@@ -275,12 +317,39 @@ static int push_drm_nodes(struct gen *g, json_t *nodes, const struct node_gpu *g
 	return r == 0 && n > 0 ? push_by_path_links(g, nodes, busid, links) : r;
 }
 
-/* One MIG device: the parent's nodes + its GI and CI cap nodes, left out when a cap node is missing. */
+/* Whether id (a --device-id) names GPU gpu (mig < 0) or its MIG device m. */
+static bool id_names(const char *id, const struct node_gpu *gpu, const struct node_mig *m)
+{
+	char index[32];
+
+	if (m)
+		snprintf(index, sizeof(index), "%u:%u", gpu->index, m->index);
+	else
+		snprintf(index, sizeof(index), "%u", gpu->index);
+	return streq(id, index) || streq(id, m ? m->uuid : gpu->uuid);
+}
+
+/* With --device-id: whether it selects GPU gpu (m NULL) or its MIG device m (and which ids were used). */
+static bool selected(const struct gen *g, const struct node_gpu *gpu, const struct node_mig *m)
+{
+	bool yes = false;
+
+	for (size_t i = 0; i < g->n_ids; i++)
+		if (id_names(g->ids[i], gpu, m))
+			yes = g->id_used[i] = true;
+	return yes;
+}
+
+/*
+ * One MIG device: the parent's nodes + its GI and CI cap nodes, left out when a cap node is missing or
+ * its minor unknown (the container would hold a MIG device it cannot open; nvidia-ctk fails the whole
+ * spec there, nvcaps.go).
+ */
 static int gen_mig(struct gen *g, const struct node_gpu *gpu, const struct node_mig *m, const json_t *parent)
 {
 	json_auto_t *mig_nodes = json_deep_copy(parent);
 	const int caps[] = {m->gi_cap_minor, m->ci_cap_minor};
-	char path[64], name[32];
+	char path[64];
 	int r = 0;
 
 	if (!mig_nodes)
@@ -288,7 +357,14 @@ static int gen_mig(struct gen *g, const struct node_gpu *gpu, const struct node_
 	/* /proc/driver/nvidia-caps/mig-minors → /dev/nvidia-caps/nvidia-cap<N> (nvcaps.go) */
 	for (size_t c = 0; c < ELEMENTSOF(caps); c++) {
 		if (caps[c] < 0)
-			continue;
+			return warnings_add(
+			    &g->warnings,
+			    "MIG device %s (GPU %u, MIG %u): the minor of its %s access capability is unknown "
+			    "(/proc/driver/nvidia-caps/mig-minors under the root is unreadable or has no "
+			    "gpu%u/gi%u%s line); left out, as the container could not open it. Mount the host's "
+			    "/proc (or give --root) so it can be read",
+			    m->uuid, gpu->index, m->index, c == 0 ? "GPU instance" : "compute instance", gpu->minor,
+			    m->gi, c == 0 ? "/access" : "/ci<N>/access");
 		snprintf(path, sizeof(path), "/dev/nvidia-caps/nvidia-cap%d", caps[c]);
 		r = node_exists(g, path);
 		if (r == 0)
@@ -300,18 +376,25 @@ static int gen_mig(struct gen *g, const struct node_gpu *gpu, const struct node_
 		if (r < 0 || (r = push_node(g, mig_nodes, path)) < 0)
 			return r;
 	}
-	snprintf(name, sizeof(name), "%u:%u", gpu->index, m->index);
-	return add_named(g, name, m->uuid, mig_nodes, NULL);
+	return add_named(g, gpu->index, (int)m->index, m->uuid, mig_nodes, NULL);
 }
 
 static int gen_gpu(struct gen *g, const struct node_gpu *gpu)
 {
 	json_auto_t *nodes = json_array();
-	char path[64], name[32];
+	bool whole = !gpu->mig_enabled || g->o->whole_mig_enabled, any_mig = false;
+	char path[64];
 	int r;
 
 	if (!nodes)
 		return -ENOMEM;
+	if (g->n_ids) { /* nvidia-ctk: a GPU asked for by id is generated whole, MIG enabled or not */
+		whole = selected(g, gpu, NULL);
+		for (size_t i = 0; i < gpu->n_migs; i++)
+			any_mig = selected(g, gpu, &gpu->migs[i]) || any_mig;
+		if (!whole && !any_mig)
+			return 0;
+	}
 	if (gpu->lost || !gpu->uuid[0])
 		return warnings_add(&g->warnings,
 				    "GPU %u%s%s: lost (NVML cannot read it); left out until it is reset or the node "
@@ -328,17 +411,69 @@ static int gen_gpu(struct gen *g, const struct node_gpu *gpu)
 		return r;
 	/* MIG enabled: only the MIG devices are usable (nvidia-ctk skips the full GPU too), unless the
 	 * caller hands the GPU out whole (the plugin under --mig-strategy=none) */
-	if (!gpu->mig_enabled || g->o->whole_mig_enabled) {
-		json_auto_t *full = json_deep_copy(nodes), *links = json_array();
+	if (whole) {
+		json_auto_t *full = json_deep_copy(nodes);
+		json_auto_t *hk = json_pack("{s:[], s:[], s:[s]}", "links", "dirs", "gpus", gpu->uuid);
 
-		snprintf(name, sizeof(name), "%u", gpu->index);
-		r = full && links ? push_drm_nodes(g, full, gpu, links) : -ENOMEM;
+		r = full && hk ? push_drm_nodes(g, full, gpu, json_object_get(hk, "links")) : -ENOMEM;
+		/* the folder of nested nodes crun once left unreadable (chmod hook,
+		 * workarounds-device-folder-permissions.go) */
+		if (r == 0 && nodes_have_dir(full, "/dev/dri/") &&
+		    jpush(json_object_get(hk, "dirs"), json_string("/dev/dri")) < 0)
+			r = -ENOMEM;
 		if (r == 0)
-			r = add_named(g, name, gpu->uuid, full, links);
+			r = add_named(g, gpu->index, -1, gpu->uuid, full, hk);
 	}
 	for (size_t i = 0; r == 0 && i < gpu->n_migs; i++)
-		r = gen_mig(g, gpu, &gpu->migs[i], nodes);
+		if (!g->n_ids || selected(g, gpu, &gpu->migs[i]))
+			r = gen_mig(g, gpu, &gpu->migs[i], nodes);
 	return r;
+}
+
+/*
+ * --device-id: the first "all" or "none" decides for the list (lib-nvml.go getDeviceSpecGeneratorsForIDs);
+ * else g->ids are the ids to select.
+ */
+static int settle_ids(struct gen *g)
+{
+	for (size_t i = 0; i < g->o->n_device_ids; i++) {
+		if (streq(g->o->device_ids[i], "all"))
+			return 0;
+		if (streq(g->o->device_ids[i], "none")) {
+			g->none = true;
+			return 0;
+		}
+	}
+	g->ids = g->o->device_ids;
+	g->n_ids = g->o->n_device_ids;
+	g->id_used = g->n_ids ? calloc(g->n_ids, sizeof(*g->id_used)) : NULL;
+	return g->n_ids && !g->id_used ? -ENOMEM : 0;
+}
+
+/* 3. The devices: each GPU's, then "all"; or upstream's placeholder for --device-id none. */
+static int gen_devices(struct gen *g, const struct node *n, struct gerr *err)
+{
+	int r = 0;
+
+	if (g->none) { /* the CDI spec allows no device without edits: upstream's placeholder variable */
+		json_t *dev =
+		    json_pack("{s:s, s:{s:[s]}}", "name", "none", "containerEdits", "env", "NVCT_EMPTY_DEVICE=");
+
+		return jpush(g->devices, dev) < 0 ? gerr_set(err, ENOMEM, "out of memory") : 0;
+	}
+	for (size_t i = 0; r == 0 && i < n->n_gpus; i++)
+		r = gen_gpu(g, &n->gpus[i]);
+	if (r == 0 && !g->o->no_all_device && json_array_size(g->all_nodes) > 0)
+		r = add_device(g, "all", g->all_nodes);
+	if (r < 0)
+		return gerr_set(err, -r, "building the CDI spec: %s", strerror(-r));
+	for (size_t i = 0; i < g->n_ids; i++)
+		if (!g->id_used[i])
+			return gerr_set(err, ENODEV,
+					"--device-id %s names no GPU or MIG device on this node (an index as 'gpulet "
+					"devices' shows it, G:M, or a GPU-/MIG- UUID); nothing written",
+					g->ids[i]);
+	return 0;
 }
 
 static int gen_common_edits(const struct cdi_gen_options *o, const struct driver_info *d, const char *kind,
@@ -391,6 +526,16 @@ static int gen_common_edits(const struct cdi_gen_options *o, const struct driver
 		if (jpush(mounts, m) < 0)
 			return -ENOMEM;
 	}
+	/*
+	 * NVIDIA's legacy runtime hook reads the device list from mounts under
+	 * /var/run/nvidia-container-devices when accept-nvidia-visible-devices-as-volume-mounts is on:
+	 * "void" there, as NVIDIA_VISIBLE_DEVICES=void above, asks it for no second injection
+	 * (pkg/nvcdi/wrapper.go GetCommonEdits, v1.20.2; docs/reference/cdi.md §7.1)
+	 */
+	if (jpush(mounts,
+		  json_pack("{s:s, s:s, s:[ssss]}", "hostPath", "/dev/null", "containerPath",
+			    "/var/run/nvidia-container-devices/void", "options", "ro", "nosuid", "nodev", "bind")) < 0)
+		return -ENOMEM;
 	if (jset(edits, "env", json_incref(env)) < 0 ||
 	    (json_array_size(nodes) && jset(edits, "deviceNodes", json_incref(nodes)) < 0) ||
 	    (json_array_size(mounts) && jset(edits, "mounts", json_incref(mounts)) < 0))
@@ -470,20 +615,22 @@ static int strict_error(const struct gen *g, struct gerr *err)
 			g->warnings.n, g->warnings.n == 1 ? "" : "s", all);
 }
 
-/* Each device's create-symlinks hook for the links gen_gpu found (after the spec hooks: the binary is good). */
+/* Each device's own hooks from what gen_gpu found (after the spec hooks: the binary is good). */
 static int add_device_hooks(struct gen *g, struct gerr *err)
 {
 	const json_t *dev;
 	size_t i;
 
 	json_array_foreach (g->devices, i, dev) {
-		const json_t *links = json_object_get(g->links, json_string_value(json_object_get(dev, "name")));
+		const json_t *hk = json_object_get(g->devhooks, json_string_value(json_object_get(dev, "name")));
+		struct cdi_device_hooks d = {json_object_get(hk, "links"), json_object_get(hk, "dirs"),
+					     json_object_get(hk, "gpus"), g->driver_root};
 		json_t *hooks = NULL;
 		int r;
 
-		if (!links)
+		if (!hk)
 			continue;
-		r = cdi_device_link_hooks(links, g->o->hooks, &hooks, err);
+		r = cdi_device_hooks(&d, g->o->hooks, &hooks, err);
 		if (r < 0)
 			return r;
 		if (json_array_size(hooks) == 0)
@@ -548,12 +695,9 @@ static int build_spec(struct gen *g, const struct node *n, const char *kind, jso
 	if (r < 0)
 		return r;
 	/* 3. devices */
-	for (size_t i = 0; r == 0 && i < n->n_gpus; i++)
-		r = gen_gpu(g, &n->gpus[i]);
-	if (r == 0 && !o->no_all_device && json_array_size(g->all_nodes) > 0)
-		r = add_device(g, "all", g->all_nodes);
+	r = gen_devices(g, n, err);
 	if (r < 0)
-		return gerr_set(err, -r, "building the CDI spec: %s", strerror(-r));
+		return r;
 	if (json_array_size(g->devices) == 0)
 		return gerr_set(err, ENODEV,
 				"none of the %zu GPUs can be put in the spec (%s); a spec without devices is "
@@ -586,8 +730,8 @@ int cdi_generate(const struct node *n, const struct cdi_gen_options *o, json_t *
 	const char *vendor = o->vendor ? o->vendor : "nvidia.com", *class = o->class ? o->class : "gpu";
 	json_auto_t *devices = json_array(), *all = json_array();
 	_cleanup_free_ char *kind = NULL;
-	json_auto_t *links = json_object();
-	struct gen g = {.o = o, .devices = devices, .all_nodes = all, .links = links};
+	json_auto_t *devhooks = json_object();
+	struct gen g = {.o = o, .devices = devices, .all_nodes = all, .devhooks = devhooks};
 	int r;
 
 	if (!cdi_vendor_valid(vendor) || !cdi_class_valid(class))
@@ -603,11 +747,14 @@ int cdi_generate(const struct node *n, const struct cdi_gen_options *o, json_t *
 		return gerr_set(err, ENODEV,
 				"no GPUs on this node, so no CDI devices; a spec without devices is invalid. Check "
 				"'gpulet devices' and the driver");
-	if (!devices || !all || !links || asprintf(&kind, "%s/%s", vendor, class) < 0)
+	if (!devices || !all || !devhooks || asprintf(&kind, "%s/%s", vendor, class) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
 	g.driver_root = o->host->driver_root;
 	g.dev_root = o->host->dev_root;
+	if (settle_ids(&g) < 0)
+		return gerr_set(err, ENOMEM, "out of memory");
 	r = build_spec(&g, n, kind, ret, err);
+	free(g.id_used);
 	if (r >= 0 && o->warnings) {
 		warnings_clear(o->warnings);
 		*o->warnings = g.warnings;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The hooks of a generated spec, in nvidia-ctk's order and shape (internal/discover/hooks.go,
- * ldconfig.go, symlinks.go; docs/reference/cdi-hook.md §4): all createContainer, env
- * NVIDIA_CTK_DEBUG=false, argv[0] the binary's name.
+ * ldconfig.go, symlinks.go; docs/reference/cdi-hook.md §4): createContainer but for
+ * apply-cuda-memory-limits (createRuntime), env NVIDIA_CTK_DEBUG=false, argv[0] the binary's name.
  */
 #include <errno.h>
 #include <fnmatch.h>
@@ -15,13 +15,23 @@
 #include "cdi/hooks.h"
 #include "cdi/internal.h"
 
-const struct enum_name cdi_hook_names[5] = {
+const struct enum_name cdi_hook_names[8] = {
     {CDI_HOOK_CREATE_SYMLINKS, "create-symlinks"},
     {CDI_HOOK_CUDA_COMPAT, "enable-cuda-compat"},
     {CDI_HOOK_LDCACHE, "update-ldcache"},
     {CDI_HOOK_DEVNODES, "disable-device-node-modification"},
-    {CDI_HOOK_ALL, "all"},
+    {CDI_HOOK_APP_PROFILE, "update-application-profile"},
+    {CDI_HOOK_MEMORY_LIMITS, "apply-cuda-memory-limits"},
+    {CDI_HOOK_CHMOD, "chmod"},
+    {CDI_HOOK_ALL, "all"}, /* last: --enable-hook takes the rows before it */
 };
+
+unsigned cdi_hooks_off(const struct cdi_hook_options *o)
+{
+	unsigned off = (o ? o->disabled : 0) | CDI_HOOK_DEFAULT_OFF;
+
+	return off & ~(o ? o->enabled : 0);
+}
 
 /*
  * Links nvidia-ctk adds for a mounted driver library (symlinks.go getLinksForMount, graphics.go): the
@@ -186,9 +196,10 @@ static int hook_binary(const struct cdi_hook_options *o, char **ret_path, json_t
 	return 0;
 }
 
-/* One hook: prefix + action + args (args is consumed). */
+/* One hook: prefix + action + args (args is consumed); createRuntime for apply-cuda-memory-limits. */
 static int push_hook(json_t *hooks, const char *path, const json_t *prefix, const char *action, json_t *args)
 {
+	const char *stage = streq(action, "apply-cuda-memory-limits") ? "createRuntime" : "createContainer";
 	json_t *argv = json_deep_copy(prefix);
 	json_t *h;
 
@@ -198,7 +209,7 @@ static int push_hook(json_t *hooks, const char *path, const json_t *prefix, cons
 		return -ENOMEM;
 	}
 	json_decref(args);
-	h = json_pack("{s:s, s:s, s:o, s:[s]}", "hookName", "createContainer", "path", path, "args", argv, "env",
+	h = json_pack("{s:s, s:s, s:o, s:[s]}", "hookName", stage, "path", path, "args", argv, "env",
 		      "NVIDIA_CTK_DEBUG=false");
 	return jpush(hooks, h);
 }
@@ -221,7 +232,7 @@ static json_t *repeat_flag(const char *flag, const json_t *values)
 static int build_hooks(json_t *hooks, const char *path, const json_t *prefix, const char *version,
 		       const struct cdi_hook_options *o, const json_t *dirs, const json_t *links)
 {
-	unsigned off = o ? o->disabled : 0;
+	unsigned off = cdi_hooks_off(o);
 	json_t *ld;
 	int r = 0;
 
@@ -244,6 +255,9 @@ static int build_hooks(json_t *hooks, const char *path, const json_t *prefix, co
 	}
 	if (r == 0 && !(off & CDI_HOOK_DEVNODES))
 		r = push_hook(hooks, path, prefix, "disable-device-node-modification", json_array());
+	/* graphics: EGL/Vulkan see only the container's GPUs (common-nvml.go, last of the spec's hooks) */
+	if (r == 0 && !(off & CDI_HOOK_APP_PROFILE))
+		r = push_hook(hooks, path, prefix, "update-application-profile", json_array());
 	return r;
 }
 
@@ -264,21 +278,51 @@ static int binary_checked(const struct cdi_hook_options *o, char **ret_path, jso
 	return 0;
 }
 
-int cdi_device_link_hooks(const json_t *links, const struct cdi_hook_options *o, json_t **ret, struct gerr *err)
+/* ["--mode", "755", "--path", d1, ...]: upstream's chmod arguments (hooks.go transformArgs) */
+static json_t *chmod_args(const json_t *dirs)
+{
+	json_t *a = json_pack("[ss]", "--mode", "755"), *paths = repeat_flag("--path", dirs);
+
+	if (!a || !paths || json_array_extend(a, paths) < 0) {
+		json_decref(a);
+		a = NULL;
+	}
+	json_decref(paths);
+	return a;
+}
+
+int cdi_device_hooks(const struct cdi_device_hooks *d, const struct cdi_hook_options *o, json_t **ret, struct gerr *err)
 {
 	json_auto_t *hooks = json_array(), *prefix = NULL;
 	_cleanup_free_ char *path = NULL;
-	int r;
+	unsigned off = cdi_hooks_off(o);
+	const json_t *uuid;
+	size_t i;
+	int r = 0;
 
 	if (!hooks)
 		return gerr_set(err, ENOMEM, "out of memory");
-	if (json_array_size(links) > 0 && !(o && (o->disabled & CDI_HOOK_CREATE_SYMLINKS))) {
-		r = binary_checked(o, &path, &prefix, err);
-		if (r < 0)
-			return r;
-		if (push_hook(hooks, path, prefix, "create-symlinks", repeat_flag("--link", links)) < 0)
-			return gerr_set(err, ENOMEM, "out of memory");
+	if (!((json_array_size(d->links) > 0 && !(off & CDI_HOOK_CREATE_SYMLINKS)) ||
+	      (json_array_size(d->dirs) > 0 && !(off & CDI_HOOK_CHMOD)) ||
+	      (json_array_size(d->gpus) > 0 && !(off & CDI_HOOK_MEMORY_LIMITS)))) {
+		*ret = json_incref(hooks);
+		return 0;
 	}
+	r = binary_checked(o, &path, &prefix, err);
+	if (r < 0)
+		return r;
+	/* nvidia-ctk's order (full-gpu-nvml.go): the device nodes' by-path links, the folders' modes, the limits */
+	if (json_array_size(d->links) > 0 && !(off & CDI_HOOK_CREATE_SYMLINKS))
+		r = push_hook(hooks, path, prefix, "create-symlinks", repeat_flag("--link", d->links));
+	if (r == 0 && json_array_size(d->dirs) > 0 && !(off & CDI_HOOK_CHMOD))
+		r = push_hook(hooks, path, prefix, "chmod", chmod_args(d->dirs));
+	json_array_foreach (d->gpus, i, uuid)
+		if (r == 0 && !(off & CDI_HOOK_MEMORY_LIMITS))
+			r = push_hook(
+			    hooks, path, prefix, "apply-cuda-memory-limits",
+			    json_pack("[ssss]", "--driver-root", d->driver_root, "--gpu-id", json_string_value(uuid)));
+	if (r < 0)
+		return gerr_set(err, -r, "building a device's CDI hooks: %s", strerror(-r));
 	*ret = json_incref(hooks);
 	return 0;
 }
@@ -289,7 +333,7 @@ int cdi_add_hooks(json_t *edits, const char *driver_version, const struct cdi_ho
 	_cleanup_free_ char *path = NULL;
 	int r;
 
-	if (o && (o->disabled & CDI_HOOK_ALL) == CDI_HOOK_ALL)
+	if ((cdi_hooks_off(o) & CDI_HOOK_ALL) == CDI_HOOK_ALL)
 		return 0;
 	if (!hooks || !dirs || !links)
 		return gerr_set(err, ENOMEM, "out of memory");

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * create-symlinks, enable-cuda-compat, disable-device-node-modification and the confined file
- * writes they share. Behaviour follows nvidia-cdi-hook (docs/reference/cdi-hook.md §2).
+ * create-symlinks, enable-cuda-compat, disable-device-node-modification, chmod,
+ * update-application-profile and the confined file writes they share. Behaviour follows
+ * nvidia-cdi-hook (docs/reference/cdi-hook.md §2).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "cdihook/cdihook.h"
@@ -38,7 +40,8 @@ static int temp_name(char *buf, size_t size, const char *name)
 	return n > 0 && (size_t)n < size ? 0 : -ENAMETOOLONG;
 }
 
-int cdihook_write_in_root(int root_fd, const char *path, const char *text, struct gerr *err)
+/* cdihook_write_in_root() with the file's mode. */
+static int write_in_root_mode(int root_fd, const char *path, const char *text, mode_t mode, struct gerr *err)
 {
 	_cleanup_close_ int dir = -1, fd = -1;
 	const char *name = NULL;
@@ -51,11 +54,11 @@ int cdihook_write_in_root(int root_fd, const char *path, const char *text, struc
 	if (temp_name(tmp, sizeof(tmp), name) < 0)
 		return gerr_set(err, ENAMETOOLONG, "writing %s in the container: no temp name fits", path);
 	(void)unlinkat(dir, tmp, 0);
-	fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0)
 		return gerr_set(err, errno, "creating %s in the container: %s (is the rootfs read-only?)", path,
 				strerror(errno));
-	if (write(fd, text, len) != (ssize_t)len || fchmod(fd, 0644) < 0 || close(TAKE_FD(fd)) < 0) {
+	if (write(fd, text, len) != (ssize_t)len || fchmod(fd, mode) < 0 || close(TAKE_FD(fd)) < 0) {
 		int e = errno ? errno : EIO;
 
 		(void)unlinkat(dir, tmp, 0);
@@ -68,6 +71,11 @@ int cdihook_write_in_root(int root_fd, const char *path, const char *text, struc
 		return gerr_set(err, e, "replacing %s in the container: %s", path, strerror(e));
 	}
 	return 0;
+}
+
+int cdihook_write_in_root(int root_fd, const char *path, const char *text, struct gerr *err)
+{
+	return write_in_root_mode(root_fd, path, text, 0644, err);
 }
 
 /*
@@ -248,4 +256,131 @@ int cdihook_disable_devnode_mod(int root_fd, const char *host_params, struct ger
 		return gerr_set(err, errno, "mounting the params copy over %s in the container: %s", CONTAINER_PARAMS,
 				strerror(errno));
 	return 0;
+}
+
+/*
+ * chmod MODE PATH: the object path names inside the root (links followed inside it, as upstream's
+ * os.Chmod of root+path follows them on the host) gets mode, unless it has it already. A directory
+ * is changed through an fd of its own; anything else through its O_PATH fd's /proc/self/fd entry, so
+ * a device node is never opened.
+ */
+static int chmod_one(int root_fd, const char *path, mode_t mode, struct gerr *err)
+{
+	_cleanup_close_ int fd = -1, dir = -1;
+	char q[GERR_QUOTE_MAX], proc[64];
+	struct stat st;
+	int r;
+
+	fd = inroot_open(root_fd, path, O_PATH, 0);
+	if (fd == -ENOENT)
+		return 0; /* upstream skips a path that does not exist */
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return gerr_set(err, fd < 0 ? -fd : errno, "--path %s: %s", gerr_quote(path, q),
+				strerror(fd < 0 ? -fd : errno));
+	if ((st.st_mode & 07777) == mode)
+		return 0;
+	if (S_ISDIR(st.st_mode)) {
+		dir = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		r = dir < 0 ? -errno : fchmod(dir, mode) < 0 ? -errno : 0;
+	} else {
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		r = chmod(proc, mode) < 0 ? -errno : 0;
+	}
+	/* upstream ignores a permission error: a read-only bind of the host's /dev (its issue 143) */
+	if (r == -EPERM || r == -EACCES || r == -EROFS)
+		return 0;
+	return r < 0 ? gerr_set(err, -r, "--path %s: chmod %o: %s", gerr_quote(path, q), (unsigned)mode, strerror(-r))
+		     : 0;
+}
+
+int cdihook_chmod(int root_fd, const char *const *paths, size_t n, mode_t mode, struct gerr *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		int r = chmod_one(root_fd, paths[i], mode, err);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int cdihook_parse_mode(const char *s, mode_t *ret, struct gerr *err)
+{
+	unsigned long m = 0;
+
+	if (!s || !*s)
+		return gerr_set(err, EINVAL, "--mode: a non-empty mode must be specified (octal, e.g. 755)");
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '7')
+			return gerr_set(err, EINVAL, "--mode %s is not an octal mode (e.g. 755)", s);
+		m = m * 8 + (unsigned long)(*p - '0');
+		if (m > 0777)
+			/* upstream's os.Chmod keeps only the permission bits of a value above 0777 */
+			return gerr_set(err, EINVAL,
+					"--mode %s: only permission bits (at most 777) are set; setuid, setgid and "
+					"sticky bits are refused",
+					s);
+	}
+	*ret = (mode_t)m;
+	return 0;
+}
+
+#define APP_PROFILE_DIR  "/etc/nvidia/nvidia-application-profiles-rc.d"
+#define APP_PROFILE_FILE APP_PROFILE_DIR "/10-container.conf"
+
+/* The minor of /dev/<name> when it is a character device named nvidia<digits>, else -1. */
+static long gpu_minor(int dev, const struct dirent *de)
+{
+	const char *p = de->d_name + strlen("nvidia");
+	struct stat st;
+
+	if (strncmp(de->d_name, "nvidia", 6) != 0 || !*p || strspn(p, "0123456789") != strlen(p))
+		return -1;
+	if (de->d_type != DT_CHR && de->d_type != DT_UNKNOWN)
+		return -1;
+	if (fstatat(dev, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISCHR(st.st_mode))
+		return -1;
+	return (long)minor(st.st_rdev);
+}
+
+int cdihook_update_app_profile(int root_fd, struct gerr *err)
+{
+	char text[192];
+	unsigned long long mask = 0;
+	struct dirent *de;
+	_cleanup_close_ int dirfd_ = -1;
+	DIR *d;
+	int fd, r;
+
+	fd = inroot_open(root_fd, "/dev", O_RDONLY | O_DIRECTORY, 0);
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0)
+		return gerr_set(err, -fd, "/dev in the container: %s", strerror(-fd));
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return gerr_set(err, errno, "reading /dev in the container: %s", strerror(errno));
+	}
+	while ((de = readdir(d))) {
+		long m = gpu_minor(dirfd(d), de);
+
+		/* EGLVisibleDGPUDevices is a 64-bit mask: upstream drops minors past 63 with a warning */
+		if (m >= 0 && m < 64)
+			mask |= 1ull << m;
+	}
+	closedir(d);
+	if (!mask)
+		return 0;
+	snprintf(text, sizeof(text),
+		 "{\"profiles\":[{\"name\":\"_container_\",\"settings\":[\"EGLVisibleDGPUDevices\",0x%llx]}],"
+		 "\"rules\":[{\"pattern\":[],\"profile\":\"_container_\"}]}",
+		 mask);
+	dirfd_ = inroot_mkdir_p(root_fd, APP_PROFILE_DIR, 0555);
+	r = dirfd_ < 0 ? gerr_set(err, -dirfd_, "creating %s in the container: %s", APP_PROFILE_DIR, strerror(-dirfd_))
+		       : write_in_root_mode(root_fd, APP_PROFILE_FILE, text, 0444, err);
+	/* upstream lets the container start on a read-only rootfs (EROFS) or a busy target (EBUSY) */
+	if (r == -EROFS || r == -EBUSY)
+		return 0;
+	return r;
 }

@@ -27,6 +27,7 @@ struct oci_state {
 	char *id;
 	char *bundle; /* absolute path of the bundle dir (REQUIRED by the spec) */
 	char *root;   /* crun's non-standard "root" (the rootfs path), NULL when absent */
+	pid_t pid;    /* the container's init process in the runtime's pid namespace; 0 when absent */
 };
 void oci_state_clear(struct oci_state *s);
 
@@ -86,6 +87,21 @@ int cdihook_enable_cuda_compat(int root_fd, const char *host_driver_version, con
 int cdihook_disable_devnode_mod(int root_fd, const char *host_params, struct gerr *err);
 
 /*
+ * chmod: each path inside the root (links followed inside it; missing ones skipped, as upstream) gets
+ * mode unless it has it; a permission error is ignored as upstream does (a read-only /dev).
+ */
+int cdihook_chmod(int root_fd, const char *const *paths, size_t n, mode_t mode, struct gerr *err);
+/* --mode: octal permission bits, at most 0777 (upstream drops higher bits silently; refused here). */
+int cdihook_parse_mode(const char *s, mode_t *ret, struct gerr *err);
+
+/*
+ * update-application-profile: the minors of the container's /dev/nvidia<N> character devices become
+ * the EGLVisibleDGPUDevices mask of /etc/nvidia/nvidia-application-profiles-rc.d/10-container.conf
+ * (no GPU node: nothing written; a read-only rootfs: nothing written, no error, as upstream).
+ */
+int cdihook_update_app_profile(int root_fd, struct gerr *err);
+
+/*
  * --ldconfig-path must name a host file by an absolute path ("@" prefix allowed): the runtime runs
  * hooks with the rootfs as working directory, so a relative one would run the image's binary as
  * root. err says why, without the option's name.
@@ -98,6 +114,42 @@ int cdihook_check_ldconfig_path(const char *path, struct gerr *err);
  * hook then runs no action (loaderenv.c says why refusing is all that is left). 0 otherwise.
  */
 int cdihook_check_loader_env(struct gerr *err);
+
+/* Whether no dynamic loader started this process (the static gpulet-cdi-hook). */
+bool cdihook_is_static(void);
+
+/* ---- apply-cuda-memory-limits (memlimits.c), a createRuntime hook ---- */
+
+#define CDIHOOK_MEM_REQUEST_ENV "NVIDIA_GPU_MEMORY_REQUEST" /* MiB, the soft limit */
+#define CDIHOOK_MEM_LIMIT_ENV   "NVIDIA_GPU_MEMORY_LIMIT"   /* MiB, the hard limit */
+#define CDIHOOK_CGROUP_ROOT     "/sys/fs/cgroup"
+
+struct cdihook_memlimits {
+	bool wanted;                       /* either variable is in the container's env */
+	unsigned long long request, limit; /* bytes; limit ULLONG_MAX: none (NVML_DEVICE_MEMORY_LIMIT_MAX) */
+	char *cgroup;                      /* CDIHOOK_CGROUP_ROOT + the container's unified cgroup */
+};
+void cdihook_memlimits_clear(struct cdihook_memlimits *m);
+
+/* The two variables of a config.json text (name for messages): values, checked as upstream; no cgroup. */
+int cdihook_memlimits_from_config(const char *name, const char *text, size_t len, struct cdihook_memlimits *ret,
+				  struct gerr *err);
+/* CDIHOOK_CGROUP_ROOT joined with the "0::" line of a /proc/<pid>/cgroup text; ".." is refused. */
+int cdihook_cgroup_path(const char *name, const char *text, char **ret, struct gerr *err);
+/*
+ * What the container asks for: <bundle>/config.json's variables; when either is set, also the cgroup v2
+ * check and the container's cgroup from <proc>/<pid>/cgroup (proc NULL = /proc). ret->wanted false:
+ * nothing to do. An unreadable config.json is an error (a limit asked for must not pass unapplied).
+ */
+int cdihook_memlimits_read(const struct oci_state *s, const char *proc, struct cdihook_memlimits *ret,
+			   struct gerr *err);
+
+/*
+ * The static hook's hand-over for an action that needs NVML: exec the dynamically linked gpulet beside
+ * this executable as `gpulet cdi-hook ARGS...` (args: the action and its options) with an empty
+ * environment and state[0..len) on stdin. Returns only on failure, -errno with err set.
+ */
+int cdihook_exec_dynamic(const char *const *args, size_t n_args, const char *state, size_t len, struct gerr *err);
 
 /* A host executable run over a rootfs in new namespaces (isolate.c). */
 struct cdihook_jail {

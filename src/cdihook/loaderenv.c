@@ -37,10 +37,15 @@ static bool is_loader_var(const char *entry, size_t len)
 	return false;
 }
 
-int cdihook_check_loader_env(struct gerr *err)
+bool cdihook_is_static(void)
 {
 	/* AT_BASE is where the kernel loaded the program's interpreter: 0 for a static executable */
-	if (getauxval(AT_BASE) == 0)
+	return getauxval(AT_BASE) == 0;
+}
+
+int cdihook_check_loader_env(struct gerr *err)
+{
+	if (cdihook_is_static())
 		return 0;
 	for (char **e = environ; e && *e; e++) {
 		size_t len = strcspn(*e, "=");

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,20 @@ static int opt_string(const char *name, const json_t *o, const char *key, char *
 	return *ret ? 0 : gerr_set(err, ENOMEM, "out of memory");
 }
 
+/* "pid": the container's init process on the host, a positive integer; 0 when absent or null. */
+static int opt_pid(const char *name, const json_t *o, pid_t *ret, struct gerr *err)
+{
+	const json_t *v = json_object_get(o, "pid");
+
+	*ret = 0;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT_MAX)
+		return gerr_set(err, EINVAL, "%s: \"pid\" must be a process id (a non-negative integer)", name);
+	*ret = (pid_t)json_integer_value(v);
+	return 0;
+}
+
 int oci_state_parse(const char *name, const char *text, size_t len, struct oci_state *ret, struct gerr *err)
 {
 	struct oci_state s = {0};
@@ -51,6 +66,8 @@ int oci_state_parse(const char *name, const char *text, size_t len, struct oci_s
 		r = opt_string(name, doc, "bundle", &s.bundle, err);
 	if (r >= 0)
 		r = opt_string(name, doc, "root", &s.root, err);
+	if (r >= 0)
+		r = opt_pid(name, doc, &s.pid, err);
 	json_decref(doc);
 	if (r >= 0 && (!s.bundle || !*s.bundle) && (!s.root || !*s.root))
 		r = gerr_set(err, EINVAL,

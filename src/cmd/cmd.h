@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #define EXIT_USAGE 2
 
@@ -22,6 +23,15 @@ int cmd_probe(int argc, char **argv);
 int cmd_exporter(int argc, char **argv);
 int cmd_labels(int argc, char **argv);
 int cmd_cdihook(int argc, char **argv);
+/* cmd_cdihook() without NVML, for the static gpulet-cdi-hook: an action that needs NVML runs in the gpulet beside it.
+ */
+int cmd_cdihook_static(int argc, char **argv);
+/* Both: apply sets a GPU memory limit through NVML (verb_cdihook_nvml.c), NULL hands that to gpulet. */
+struct cdihook_memlimits;
+struct gerr;
+int cmd_cdihook_with(int argc, char **argv,
+		     int (*apply)(const char *driver_root, const char *const *gpus, size_t n,
+				  const struct cdihook_memlimits *m, struct gerr *err));
 int cmd_dra(int argc, char **argv);
 int cmd_entrypoint(int argc, char **argv);
 

@@ -19,9 +19,73 @@
 #define MAX_DIRS 16
 
 /* --device-name-strategy: nvidia-ctk's names (docs/reference/cdi.md §7.2), repeatable */
-static const struct enum_name name_strategies[] = {
-    {CDI_NAMES_INDEX, "index"}, {CDI_NAMES_UUID, "uuid"}, {CDI_NAMES_BOTH, "both"}};
+static const struct enum_name name_strategies[] = {{CDI_NAMES_INDEX, "index"},
+						   {CDI_NAMES_UUID, "uuid"},
+						   {CDI_NAMES_TYPE_INDEX, "type-index"},
+						   {CDI_NAMES_BOTH, "both"}};
 static const struct enum_name formats[] = {{CDI_FORMAT_JSON, "json"}, {CDI_FORMAT_YAML, "yaml"}};
+
+/*
+ * --mode: nvidia-ctk's discovery modes (pkg/nvcdi/mode.go, v1.20.2). gpulet generates the GPU spec
+ * from NVML, which "auto" resolves to on a GPU node; the others are refused, each with why
+ * (docs/reference/cdi.md §7.1.1).
+ */
+enum gen_mode {
+	MODE_AUTO,
+	MODE_NVML,
+	MODE_CSV,
+	MODE_GDRCOPY,
+	MODE_GDS,
+	MODE_IMEX,
+	MODE_MANAGEMENT,
+	MODE_MIG_CAPS,
+	MODE_MOFED,
+	MODE_NVSWITCH,
+	MODE_WSL,
+};
+static const struct enum_name modes[] = {
+    {MODE_AUTO, "auto"},
+    {MODE_NVML, "nvml"},
+    {MODE_CSV, "csv"},
+    {MODE_GDRCOPY, "gdrcopy"},
+    {MODE_GDS, "gds"},
+    {MODE_IMEX, "imex"},
+    {MODE_MANAGEMENT, "management"},
+    {MODE_MIG_CAPS, "mig-caps"},
+    {MODE_MOFED, "mofed"},
+    {MODE_NVSWITCH, "nvswitch"},
+    {MODE_WSL, "wsl"},
+};
+/* Why each mode but auto and nvml is refused. */
+static const char *const mode_why[] = {
+    [MODE_CSV] = "Tegra (iGPU) systems described by CSV mount lists; gpulet reads discrete GPUs through NVML",
+    [MODE_WSL] = "WSL2's /dev/dxg and its driver store; gpulet reads Linux NVML devices",
+    [MODE_MANAGEMENT] = "a spec of every device node for management containers; gpulet writes per-GPU devices",
+    [MODE_GDRCOPY] = "gpulet's device plugin writes the gdrcopy spec itself (GDRCOPY_ENABLED)",
+    [MODE_GDS] = "gpulet's device plugin writes the gds spec itself (GDS_ENABLED)",
+    [MODE_MOFED] = "gpulet's device plugin writes the mofed spec itself (MOFED_ENABLED)",
+    [MODE_IMEX] = "gpulet's device plugin writes the imex-channel spec itself (imex.channelIDs)",
+    [MODE_NVSWITCH] = "NVSwitch device nodes are for the fabric manager on the host, not containers",
+    [MODE_MIG_CAPS] = "the MIG config/monitor capability nodes are for MIG managers, not workloads",
+};
+
+/*
+ * nvidia-ctk options gpulet does not do, refused when given (flag or env) rather than ignored, each with
+ * why (docs/reference/cdi.md §7.1.1).
+ */
+static const struct {
+	const char *name, *why;
+} opts_refused[] = {
+    {"library-search-path",
+     "gpulet finds the driver's libraries through the driver root's ld.so.cache and library dirs only; "
+     "give --driver-root the dir the driver is installed under (upstream documents the option for CSV mode)"},
+    {"config-search-path",
+     "gpulet reads the driver's EGL, Vulkan and OpenCL files from their standard dirs under the driver root; "
+     "give --driver-root"},
+    {"csv.file", "only CSV (Tegra) mode reads it, which gpulet does not have"},
+    {"csv.ignore-pattern", "only CSV (Tegra) mode reads it, which gpulet does not have"},
+    {"csv.compat-container-root", "only CSV (Tegra) mode reads it, which gpulet does not have"},
+};
 
 static void cdi_help(FILE *f)
 {
@@ -40,8 +104,11 @@ struct cdi_cli {
 	struct cdi_hook_options hooks;
 	const char *output;
 	int format; /* enum cdi_format; not given: from the output's extension */
+	int mode;   /* enum gen_mode */
 	bool force;
 	struct optspec_list dirs;
+	struct optspec_list ids;     /* --device-id */
+	struct optspec_list refused; /* the refused options' values (any given one is an error) */
 };
 
 static int set_ldconfig_path(void *opts, const char *value, struct gerr *err)
@@ -75,17 +142,34 @@ static int set_runtime_user(void *opts, const char *value, struct gerr *err)
 		.name = "dir", .kind = OPT_LIST, .arg = "DIR", .help = text, .off = CDI_F(dirs), .max = MAX_DIRS \
 	}
 
+/* Where nvidia-ctk's environment names each option (cmd/nvidia-ctk/cdi/generate/generate.go, v1.20.2). */
+#define GEN_ENV(x) "NVIDIA_CTK_CDI_GENERATE_" x
+
 static const struct optspec generate_opts[] = {
     CMD_ROW("output", 'o', OPT_ARGV, "DIR|FILE|-",
-	    "where to write (-: stdout); a DIR (existing, or ending in /) gets VENDOR-CLASS.EXT", .def = "-",
-	    .off = CDI_F(output)),
+	    "where to write (- or empty: stdout); a DIR (existing, or ending in /) gets VENDOR-CLASS.EXT", .def = "-",
+	    .env = {"NVIDIA_CTK_CDI_OUTPUT_FILE_PATH"}, .off = CDI_F(output)),
     CMD_ROW("format", 'f', OPT_ENUM, "json|yaml", "output format (default: from FILE's extension, else yaml)",
-	    .off = CDI_F(format), OPTSPEC_NAMES(formats)),
-    CMD_ROW("vendor", 0, OPT_ARGV, "NAME", "vendor part of the kind (default nvidia.com)", .off = CDI_F(gen.vendor)),
-    CMD_ROW("class", 0, OPT_ARGV, "NAME", "class part of the kind (default gpu)", .off = CDI_F(gen.class)),
-    CMD_ROW("device-name-strategy", 0, OPT_FLAGS, "S", "index, uuid or both (repeatable; default both)",
-	    .off = CDI_F(gen.names), .want = "strategy", OPTSPEC_NAMES(name_strategies)),
-    CMD_ROW("no-all-device", 0, OPT_SET, NULL, "do not add the 'all' device", .off = CDI_F(gen.no_all_device)),
+	    .env = {GEN_ENV("OUTPUT_FORMAT")}, .off = CDI_F(format), .icase = true, OPTSPEC_NAMES(formats)),
+    CMD_ROW("mode", 0, OPT_ENUM, "auto|nvml",
+	    "discovery mode: auto and nvml read the GPUs through NVML (the others "
+	    "nvidia-ctk knows are refused, each saying why)",
+	    .alias = "discovery-mode", .env = {GEN_ENV("MODE")}, .def = "auto", .off = CDI_F(mode), .icase = true,
+	    OPTSPEC_NAMES(modes)),
+    CMD_ROW("vendor", 0, OPT_ARGV, "NAME", "vendor part of the kind (default nvidia.com)", .alias = "cdi-vendor",
+	    .env = {GEN_ENV("VENDOR")}, .off = CDI_F(gen.vendor)),
+    CMD_ROW("class", 0, OPT_ARGV, "NAME", "class part of the kind (default gpu)", .alias = "cdi-class",
+	    .env = {GEN_ENV("CLASS")}, .off = CDI_F(gen.class)),
+    CMD_ROW("device-name-strategy", 0, OPT_FLAGS, "S",
+	    "index, uuid, type-index (gpu0, mig0:1) or both (= index,uuid); repeatable; default both",
+	    .env = {GEN_ENV("DEVICE_NAME_STRATEGIES")}, .off = CDI_F(gen.names), .want = "strategy",
+	    OPTSPEC_NAMES(name_strategies)),
+    CMD_ROW("device-id", 0, OPT_LIST, "ID",
+	    "only these devices (repeatable): all, none (a placeholder device \"none\" and no 'all'), a GPU index or "
+	    "UUID, a MIG device G:M or UUID; default all",
+	    .alias = "device-ids", .env = {GEN_ENV("DEVICE_IDS")}, .off = CDI_F(ids)),
+    CMD_ROW("no-all-device", 0, OPT_SET, NULL, "do not add the 'all' device", .env = {GEN_ENV("NO_ALL_DEVICE")},
+	    .off = CDI_F(gen.no_all_device)),
     CMD_ROW("force", 0, OPT_SET, NULL,
 	    "replace what stands in the way, after saying what: a spec of the same devices in the output dir or in "
 	    "the dir that wins over it is moved aside to FILE" CDI_REPLACED_SUFFIX ", so is a foreign file at the "
@@ -93,26 +177,60 @@ static const struct optspec generate_opts[] = {
 	    .off = CDI_F(force)),
     CMD_ROW("strict", 0, OPT_SET, NULL,
 	    "fail (exit 1, nothing written) when the spec would leave something out: a lost GPU, a missing "
-	    "device node, a dangling library link, an expected library, an unsafe MPS pipe dir, the static hook",
+	    "device node, a MIG device without its capability nodes, a dangling library link, an expected "
+	    "library, an unsafe MPS pipe dir, the static hook",
 	    .off = CDI_F(gen.strict)),
-    CMD_OPT_DRIVER_ROOT,
+    CMD_ROW("driver-root", 0, OPT_CALL, "DIR",
+	    "where the driver is installed, below --root; default /, /run/nvidia/driver with the GPU Operator",
+	    .env = {"NVIDIA_CTK_DRIVER_ROOT", "NVIDIA_DRIVER_ROOT"}, .call = cmd_set_driver_root),
     CMD_ROW("dev-root", 0, OPT_ARGV, "DIR", "host dir holding dev/nvidia* (default: the driver root)",
-	    .off = CDI_F(c.nvml.dev_root)),
+	    .env = {"NVIDIA_CTK_DEV_ROOT"}, .off = CDI_F(c.nvml.dev_root)),
     CMD_ROW("nvidia-cdi-hook-path", 0, OPT_ARGV, "PATH",
 	    "host path of the hook binary in the spec's hooks (default: gpulet-cdi-hook beside this gpulet, else this "
 	    "gpulet; a binary named "
 	    "nvidia-cdi-hook or nvidia-ctk gets that tool's arguments)",
-	    .alias = "nvidia-ctk-path", .off = CDI_F(hooks.path)),
+	    .alias = "nvidia-ctk-path", .env = {"NVIDIA_CTK_CDI_HOOK_PATH"}, .off = CDI_F(hooks.path)),
     CMD_ROW("ldconfig-path", 0, OPT_CALL, "PATH",
 	    "absolute host path of the ldconfig the update-ldcache hook runs (a static ELF; @ prefix allowed; "
 	    "default: the hook's, /sbin/ldconfig, or /sbin/ldconfig.real where that exists)",
-	    .env = {"NVIDIA_CTK_CDI_GENERATE_LDCONFIG_PATH"}, .call = set_ldconfig_path),
-    CMD_ROW("cdi-disable-hooks", 0, OPT_FLAGS, "all|NAME,...", "leave these OCI hooks out of the spec",
+	    .env = {GEN_ENV("LDCONFIG_PATH")}, .call = set_ldconfig_path),
+    CMD_ROW("disable-hook", 0, OPT_FLAGS, "all|NAME,...", "leave these OCI hooks out of the spec (repeatable)",
+	    .alias = "disable-hooks", .env = {GEN_ENV("DISABLED_HOOKS")}, .off = CDI_F(hooks.disabled), .want = "hook",
+	    .empty_none = true, OPTSPEC_NAMES(cdi_hook_names)),
+    CMD_ROW("cdi-disable-hooks", 0, OPT_FLAGS, "all|NAME,...", "the same, spelt as the device plugin's flag",
 	    .off = CDI_F(hooks.disabled), .want = "hook", .empty_none = true, OPTSPEC_NAMES(cdi_hook_names)),
+    CMD_ROW("enable-hook", 0, OPT_FLAGS, "NAME,...",
+	    "put these hooks in although disabled (repeatable; chmod is off unless enabled, as upstream)",
+	    .alias = "enable-hooks", .env = {GEN_ENV("ENABLED_HOOKS")}, .off = CDI_F(hooks.enabled), .want = "hook",
+	    .empty_none = true, .names = cdi_hook_names, .n_names = CDI_HOOK_N_NAMES_NOT_ALL),
+    CMD_ROW("feature-flag", 0, OPT_FLAGS, "NAME,...",
+	    "nvidia-ctk's CDI feature flags (repeatable); the ones gpulet cannot honour are refused",
+	    .alias = "feature-flags", .env = {GEN_ENV("FEATURE_FLAGS")}, .off = CDI_F(gen.features),
+	    .want = "feature flag", .empty_none = true, OPTSPEC_NAMES(cdi_feature_names)),
+    CMD_ROW("library-search-path", 0, OPT_LIST, "DIR", "refused (see below)", .env = {GEN_ENV("LIBRARY_SEARCH_PATHS")},
+	    .off = CDI_F(refused)),
+    CMD_ROW("config-search-path", 0, OPT_LIST, "DIR", "refused (see below)", .env = {GEN_ENV("CONFIG_SEARCH_PATHS")},
+	    .off = CDI_F(refused)),
+    CMD_ROW("csv.file", 0, OPT_LIST, "FILE", "refused (see below)", .env = {GEN_ENV("CSV_FILES")},
+	    .off = CDI_F(refused)),
+    CMD_ROW("csv.ignore-pattern", 0, OPT_LIST, "PATTERN", "refused (see below)",
+	    .env = {GEN_ENV("CSV_IGNORE_PATTERNS")}, .off = CDI_F(refused)),
+    CMD_ROW("csv.compat-container-root", 0, OPT_LIST, "DIR", "refused (see below)",
+	    .env = {GEN_ENV("CSV_CONTAINER_COMPAT_ROOT")}, .off = CDI_F(refused)),
     CMD_OPT_ROOT,
     CMD_OPT_NVML_LIBRARY,
     {0},
 };
+
+static void generate_notes(FILE *f)
+{
+	fprintf(f, "\nRefused when given (nvidia-ctk has them; gpulet cannot honour them):\n");
+	for (size_t i = 0; i < ELEMENTSOF(opts_refused); i++)
+		fprintf(f, "  --%s: %s\n", opts_refused[i].name, opts_refused[i].why);
+	for (size_t i = 0; i < ELEMENTSOF(modes); i++)
+		if (modes[i].value != MODE_AUTO && modes[i].value != MODE_NVML)
+			fprintf(f, "  --mode %s: %s\n", modes[i].name, mode_why[modes[i].value]);
+}
 
 static const struct cmd_verb generate_verb = CMD_VERB(
     "cdi generate", "[OPTIONS]", generate_opts,
@@ -124,7 +242,8 @@ static const struct cmd_verb generate_verb = CMD_VERB(
 	     "written into the spec. Nothing is written when the driver cannot work in a container (no\n"
 	     "nvidiactl, nvidia-uvm, libcuda or libnvidia-ml) or when another spec defines the same devices\n"
 	     "beside it or in the dir that wins (--force moves that one aside); what a partial spec leaves\n"
-	     "out is a warning naming each item (--strict: an error).");
+	     "out is a warning naming each item (--strict: an error).",
+    .notes = generate_notes);
 
 static const struct optspec list_opts[] = {
     CDI_OPT_DIR("a spec dir, repeatable, lowest priority first (default /etc/cdi /var/run/cdi)"),
@@ -313,6 +432,50 @@ static int write_output(const struct cdi_cli *cli, json_t *spec, enum cdi_format
 	return write_file(dir, file, spec, cli->force);
 }
 
+/*
+ * urfave/cli's string slices split every value on commas, from a flag or its env var: "0,1:0" is two
+ * ids. The pieces point into *buf (one copy of the values).
+ */
+static int split_commas(const struct optspec_list *in, char **buf, const char **out, size_t max, size_t *n)
+{
+	size_t len = 1;
+	char *p, *item;
+
+	for (size_t i = 0; i < in->n; i++)
+		len += strlen(in->v[i]) + 1;
+	p = *buf = malloc(len);
+	if (!p)
+		return -ENOMEM;
+	*p = '\0';
+	for (size_t i = 0; i < in->n; i++)
+		strcat(strcat(p, i ? "," : ""), in->v[i]);
+	*n = 0;
+	while (in->n && (item = strsep(&p, ",")))
+		if (*n < max)
+			out[(*n)++] = item;
+		else
+			return -E2BIG;
+	return 0;
+}
+
+/* The refused options and modes, when given: one line naming the option (and where it came from) and why. */
+static int check_refused(const struct cdi_cli *cli)
+{
+	char src[128];
+
+	for (size_t i = 0; i < ELEMENTSOF(opts_refused); i++)
+		if (cmd_source(&generate_verb, cli, opts_refused[i].name, src, sizeof(src)) != OPTSPEC_SRC_NONE) {
+			fprintf(stderr, GEN "%s is not supported: %s\n", src, opts_refused[i].why);
+			return EXIT_USAGE;
+		}
+	if (cli->mode == MODE_AUTO || cli->mode == MODE_NVML)
+		return -1;
+	cmd_source(&generate_verb, cli, "mode", src, sizeof(src));
+	fprintf(stderr, GEN "%s %s is not supported: %s; use --mode nvml (or auto)\n", src,
+		enum_to_name(modes, cli->mode, "?"), mode_why[cli->mode]);
+	return EXIT_USAGE;
+}
+
 static int cdi_generate_cmd(int argc, char **argv)
 {
 	struct cdi_cli cli = {.gen = CDI_GEN_OPTIONS_INIT};
@@ -321,6 +484,8 @@ static int cdi_generate_cmd(int argc, char **argv)
 	_cleanup_(nvml_closep) struct nvml *nv = NULL;
 	_cleanup_(node_freep) struct node *n = NULL;
 	_cleanup_(warnings_clear) struct warnings warnings = {0};
+	_cleanup_free_ char *ids_buf = NULL;
+	const char *ids[OPTSPEC_LIST_MAX];
 	json_auto_t *spec = NULL;
 	enum cdi_format fmt;
 	struct gerr err = {0};
@@ -328,6 +493,16 @@ static int cdi_generate_cmd(int argc, char **argv)
 
 	if (r != CMD_CONTINUE)
 		return r;
+	r = check_refused(&cli);
+	if (r >= 0)
+		return r;
+	if (!*cli.output)
+		cli.output = "-"; /* nvidia-ctk: an empty --output is stdout */
+	if (split_commas(&cli.ids, &ids_buf, ids, ELEMENTSOF(ids), &o->n_device_ids) < 0) {
+		fprintf(stderr, GEN "--device-id: too many ids (at most %zu)\n", ELEMENTSOF(ids));
+		return EXIT_USAGE;
+	}
+	o->device_ids = ids;
 	fmt = cmd_source(&generate_verb, &cli, "format", NULL, 0) != OPTSPEC_SRC_NONE ? (enum cdi_format)cli.format
 	      : ends_with(cli.output, ".json")                                        ? CDI_FORMAT_JSON
 										      : CDI_FORMAT_YAML;

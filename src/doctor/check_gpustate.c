@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * GPU states only NVML knows (docs/reference/doctor-classes.md §5): a MIG mode change waiting for a GPU
- * reset, MIG on with no GPU instance (nothing to advertise, nothing CUDA can use), and memory repair —
+ * reset, MIG on with no GPU instance (nothing to advertise, nothing CUDA can use), MIG instances whose
+ * capability minors mig-minors does not give, and memory repair —
  * a row remap pending or failed, retired pages pending — which NVML reports after the kernel log that
  * announced them has rotated away. One row per state: what to look for, what it means, what to do.
  */
@@ -37,6 +38,16 @@ static bool mig_empty(const struct doctor_ctx *c, const struct node_gpu *g)
 	return g->mig_enabled && !g->mig_pending_change && g->n_migs == 0;
 }
 
+/* A MIG device whose GI or CI access capability minor is unknown: its CDI entry cannot name the cap nodes. */
+static bool mig_caps_unknown(const struct doctor_ctx *c, const struct node_gpu *g)
+{
+	(void)c;
+	for (size_t i = 0; i < g->n_migs; i++)
+		if (g->migs[i].gi_cap_minor < 0 || g->migs[i].ci_cap_minor < 0)
+			return true;
+	return false;
+}
+
 static bool remap_failed(const struct doctor_ctx *c, const struct node_gpu *g)
 {
 	(void)c;
@@ -67,6 +78,14 @@ static const struct gpu_state {
      "device on it",
      "create the instances (nvidia-smi mig -cgi <profiles> -C, or the mig-parted config the node's "
      "nvidia.com/mig.config label names), or turn MIG off (nvidia-smi -mig 0 -i <index> and a reset)"},
+    {"mig.caps-unknown", DOCTOR_FAIL, mig_caps_unknown,
+     "MIG devices, but /proc/driver/nvidia-caps/mig-minors names no access capability for some",
+     "MIG devices whose GPU/compute instance access capabilities are unknown: the CDI spec and the device "
+     "plugin cannot hand out their /dev/nvidia-caps nodes, so a container would hold a MIG device it cannot "
+     "open (gpulet cdi generate leaves them out with a warning)",
+     "make /proc/driver/nvidia-caps/mig-minors readable where gpulet runs (mount the host's /proc, or give "
+     "--root); if the file lacks the instances, reload nvidia-caps (nvidia-modprobe -f "
+     "/proc/driver/nvidia-caps/mig-minors) and recreate the instances"},
     {"gpu.row-remap-failed", DOCTOR_FAIL, remap_failed, "nvmlDeviceGetRemappedRows: failureOccurred",
      "a GPU could not remap a failing memory row: its memory is no longer reliable and it needs service",
      "drain the GPU, take it out of service and have it replaced (NVIDIA's field diagnostics confirm); the "

@@ -45,7 +45,8 @@ const struct doctor_check doctor_checks[] = {
      "gpu.fallen-off-bus gpu.ecc-dbe", doctor_check_gpu_health},
     {"gpu-state", LINK_GPU, L(LINK_NVML),
      "NVML per GPU: MIG mode and pending mode, MIG instances, remapped rows, retired pages pending",
-     "mig.mode-change-pending mig.no-instances gpu.row-remap-failed gpu.row-remap-pending gpu.retired-pages-pending",
+     "mig.mode-change-pending mig.no-instances mig.caps-unknown gpu.row-remap-failed gpu.row-remap-pending "
+     "gpu.retired-pages-pending",
      doctor_check_gpu_state},
     {"pci", LINK_GPU, L(LINK_DRIVER),
      "/sys/bus/pci/devices (vendor 0x10de, class 0x03) vs /proc/driver/nvidia/gpus and NVML, kernel log, "

@@ -164,7 +164,8 @@ static const struct {
 };
 static const char *const config_dirs[] = {"/etc", "/usr/local/share", "/usr/share"};
 
-/* GSP firmware dir under the driver root (libnvidia-container: /lib/firmware/nvidia/%s/gsp*.bin). */
+/* Firmware dir under the driver root (libnvidia-container: /lib/firmware/nvidia/%s/gsp*.bin; nvidia-ctk 1.20
+ * also ucodes*.bin). */
 #define FIRMWARE_DIR "/lib/firmware/nvidia"
 
 static const struct enum_name kind_names[] = {
@@ -750,6 +751,9 @@ static int discover_fixed(struct discovery *d)
 		if (asprintf(&fw, FIRMWARE_DIR "/%s", d->info->version) < 0)
 			return -ENOMEM;
 		r = for_each_match(d, fw, "gsp*.bin", add_firmware_cb, NULL);
+		/* R615+ load ucodes*.bin beside the GSP firmware (pkg/nvcdi/driver-nvml.go, v1.20.2) */
+		if (r >= 0)
+			r = for_each_match(d, fw, "ucodes*.bin", add_firmware_cb, NULL);
 	}
 	return r;
 }

@@ -41,6 +41,13 @@ int nvml_open(const char *library, const char *driver_root, struct nvml **ret, s
 void nvml_close(struct nvml *nv);
 DEFINE_CLEANUP_FUNC(struct nvml, nvml_close)
 
+/*
+ * nvmlDeviceSetMemoryLimits_v1 on the GPU uuid for the cgroup v2 dir cgroup (full path): soft and hard
+ * limits in bytes (hard ULLONG_MAX: none). Resolved at the call: -ENOSYS with err when the driver lacks it.
+ */
+int nvml_set_memory_limits(struct nvml *nv, const char *uuid, const char *cgroup, unsigned long long soft,
+			   unsigned long long hard, struct gerr *err);
+
 /* Map an NVML return code to a negative errno (one table for the whole program). */
 int nvml_errno(nvmlReturn_t r);
 

@@ -143,3 +143,38 @@ int nvml_open_host(const struct host_paths *h, struct nvml **ret, struct gerr *e
 {
 	return nvml_open(h->nvml_library, h->nvml_dir, ret, err);
 }
+
+/*
+ * nvmlSetMemoryLimits_v1_t of nvml.h (R580 and newer; go-nvml v0.13.4-1 pkg/nvml/nvml.h): not in our
+ * symbol table, whose rows are checked against the 535 nvml.h that has no such type.
+ */
+struct nvml_set_memory_limits_v1 {
+	const char *name_space; /* the cgroup v2 directory's full path */
+	unsigned long long soft_limit;
+	unsigned long long hard_limit;
+};
+
+int nvml_set_memory_limits(struct nvml *nv, const char *uuid, const char *cgroup, unsigned long long soft,
+			   unsigned long long hard, struct gerr *err)
+{
+	nvmlReturn_t (*set)(nvmlDevice_t, struct nvml_set_memory_limits_v1 *);
+	struct nvml_set_memory_limits_v1 lim = {cgroup, soft, hard};
+	nvmlDevice_t dev = NULL;
+	nvmlReturn_t r;
+
+	*(void **)&set = dlsym(nv->dl, "nvmlDeviceSetMemoryLimits_v1");
+	if (!set || !nv->device_get_handle_by_uuid)
+		return gerr_set(err, ENOSYS,
+				"%s has no nvmlDeviceSetMemoryLimits_v1: this driver cannot limit a container's GPU "
+				"memory (a newer driver can); unset the container's GPU memory variables",
+				nv->path);
+	r = nv->device_get_handle_by_uuid(uuid, &dev);
+	if (r != NVML_SUCCESS)
+		return gerr_set(err, -nvml_errno(r), "GPU %s: %s (%s)", uuid, nvml_strerror(nv, r),
+				nvml_return_name(r));
+	r = set(dev, &lim);
+	if (r != NVML_SUCCESS)
+		return gerr_set(err, -nvml_errno(r), "GPU %s: setting memory limits for cgroup %s: %s (%s)", uuid,
+				cgroup, nvml_strerror(nv, r), nvml_return_name(r));
+	return 0;
+}

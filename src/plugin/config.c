@@ -264,6 +264,15 @@ static const struct optspec config_opts[] = {
      .env = {"GPULET_KERNEL_LOG"},
      FP(kernel_log),
      .help = "kernel log followed for 'NVRM: Xid' lines (default: <root>/dev/kmsg; e.g. /var/log/kern.log)"},
+    /* gpulet: the /dev/char links nvidia-ctk's create-dev-char-symlinks makes (docs/reference/cdi.md §7.3.1);
+     * the name and env of the GPU Operator's validator switch */
+    {.name = "disable-dev-char-symlink-creation",
+     .kind = OPT_BOOL,
+     .env = {"DISABLE_DEV_CHAR_SYMLINK_CREATION"},
+     .def = "false",
+     F(no_dev_char_links),
+     .help = "do not create /dev/char/<major>:<minor> links for the NVIDIA device nodes at start and rebuild "
+	     "(they keep GPU containers' devices across systemctl daemon-reload with the systemd cgroup driver)"},
     /* env only, as upstream reads them (internal/rm/health.go; docs/reference/device-plugin.md §4) */
     {.name = "disable-healthchecks",
      .kind = OPT_STR,

@@ -78,6 +78,7 @@ struct plugin_config {
 	int64_t rescan_interval; /* ns */
 	int64_t health_recovery; /* ns without a new error before a recoverable GPU is healthy again */
 	char *kernel_log;        /* file followed for NVRM Xid lines; "" = <root>/dev/kmsg */
+	bool no_dev_char_links;  /* --disable-dev-char-symlink-creation */
 	/* env only (DP_DISABLE_HEALTHCHECKS, DP_ENABLE_HEALTHCHECKS) and the XID policy they make */
 	char *xid_disable, *xid_enable;
 	struct xid_policy xid_policy;

@@ -161,7 +161,10 @@ static int serve(struct plugin_daemon *d)
 /* The CDI specs for the node now in d: the gpu spec's result (the extras are only logged). */
 static int write_specs(struct plugin_daemon *d)
 {
-	int r = daemon_cdi_write_spec(d->cfg, d->node, &d->cdi);
+	int r;
+
+	daemon_cdi_dev_char_links(d->cfg);
+	r = daemon_cdi_write_spec(d->cfg, d->node, &d->cdi);
 
 	d->cdi_extra = daemon_cdi_write_extra(d->cfg, d->imex);
 	return r;

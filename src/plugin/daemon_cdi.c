@@ -64,6 +64,21 @@ static int names_of_spec(const json_t *spec, const char *dir, struct dp_cdi_name
 	return 0;
 }
 
+void daemon_cdi_dev_char_links(const struct plugin_config *cfg)
+{
+	struct gerr err = {0};
+	unsigned made = 0;
+
+	if (cfg->no_dev_char_links)
+		return;
+	if (cdi_dev_char_links(cfg->host, &made, &err) < 0)
+		log_warn("Cannot create the /dev/char links of the NVIDIA device nodes; GPU containers lose their "
+			 "devices at the next systemctl daemon-reload under the systemd cgroup driver",
+			 "error=\"%s\"", err.msg);
+	else if (made)
+		log_info("Created /dev/char links for NVIDIA device nodes", "links=%u", made);
+}
+
 char *daemon_cdi_dir(const struct plugin_config *cfg)
 {
 	return cfg->cdi_spec_dir[0] ? strdup(cfg->cdi_spec_dir) : root_path(cfg->host->root, CDI_DYNAMIC_DIR);

@@ -18,5 +18,11 @@
 int daemon_cdi_write_spec(const struct plugin_config *cfg, const struct node *node, struct dp_cdi_names *names);
 void daemon_cdi_names_clear(struct dp_cdi_names *c);
 
+/*
+ * /dev/char/<major>:<minor> links for the NVIDIA device nodes under the dev root, at start and each
+ * rebuild (new nodes), unless --disable-dev-char-symlink-creation; a failure is logged, never fatal.
+ */
+void daemon_cdi_dev_char_links(const struct plugin_config *cfg);
+
 /* Where the plugin writes its specs: --cdi-spec-dir, else /var/run/cdi below --root. NULL on ENOMEM. */
 char *daemon_cdi_dir(const struct plugin_config *cfg);

@@ -14,8 +14,11 @@
  * One mutex guards all state; it is never held while a call sleeps (delays, event waits), so a
  * hung call on one GPU does not block calls on the others.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdbool.h>
@@ -263,6 +266,19 @@ static struct gpu_slot *gpu_slot_for(const char *uuid)
 	return NULL;
 }
 
+/* fakenvml-fixture.json in this library's directory, when it exists (tests/lib/mkroot.py --with-fakenvml). */
+static const char *beside_library(void)
+{
+	static char path[4096];
+	Dl_info info;
+	const char *slash;
+
+	if (!dladdr((void *)beside_library, &info) || !info.dli_fname || !(slash = strrchr(info.dli_fname, '/')))
+		return NULL;
+	snprintf(path, sizeof(path), "%.*s/fakenvml-fixture.json", (int)(slash - info.dli_fname), info.dli_fname);
+	return access(path, R_OK) == 0 ? path : NULL;
+}
+
 /* Re-read the fixture when it changed on disk. Called with the lock held. */
 static int refresh(void)
 {
@@ -274,6 +290,8 @@ static int refresh(void)
 	unsigned long old_sig[MAX_GPUS];
 	size_t i;
 
+	if (!path || !*path)
+		path = beside_library(); /* a hook run with an empty environment: mkroot.py puts a copy there */
 	if (!path || !*path) {
 		warn("FAKE_NVML_FIXTURE is not set; point it at a tests/fixtures/*.json file");
 		return -ENOENT;
@@ -1001,6 +1019,36 @@ API nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gi, nvmlGpuInstanceInf
 	info->placement.start = (unsigned)int_or(json_array_get(json_object_get(m->gi_spec, "placement"), 0), 0);
 	info->placement.size =
 	    (unsigned)int_or(json_array_get(json_object_get(m->gi_spec, "placement"), 1), prof_u(m->profile, "slices"));
+	return leave(NVML_SUCCESS);
+}
+
+/*
+ * apply-cuda-memory-limits (both hooks): each call is appended as one line "UUID CGROUP SOFT HARD" to the
+ * file the fixture's "memory_limits_log" names, so a test sees what reached NVML; "fail" knobs apply.
+ */
+struct fake_memory_limits {
+	const char *name_space;
+	unsigned long long soft, hard;
+};
+
+API nvmlReturn_t nvmlDeviceSetMemoryLimits_v1(nvmlDevice_t device, const struct fake_memory_limits *lim)
+{
+	const char *log;
+	char line[4600];
+	int fd, n;
+
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!lim || !lim->name_space || lim->soft > lim->hard)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	log = str_or(json_object_get(root, "memory_limits_log"), NULL);
+	if (log) {
+		n = snprintf(line, sizeof(line), "%s %s %llu %llu\n", c.g->uuid, lim->name_space, lim->soft, lim->hard);
+		fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0 || n < 0 || write(fd, line, (size_t)n) != n)
+			warn("memory_limits_log %s: %s", log, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
 	return leave(NVML_SUCCESS);
 }
 

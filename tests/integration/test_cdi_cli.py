@@ -45,13 +45,14 @@ def static_hook(hook, root):
         check(r.returncode == rc and what in r.stderr and r.stderr.count("\n") == 1,
               f"hook {args} {env}: {r.returncode} {r.stderr!r}")
     # nvidia-cdi-hook's own flags come before the action and go through the option engine (as upstream: its
-    # debug env vars; an unknown flag is refused); an unknown or missing action stays a warning and exit 0
+    # debug env vars; an unknown flag is refused); an unknown or missing action fails the container's start
+    # (upstream warns and exits 0: a spec's GPU memory limit would pass unapplied; cdi-hook.md §2)
     for args, env, rc, what in ((["--debug", "noop"], {}, 0, ""), (["-d", "--quiet", "noop"], {}, 0, ""),
                                 (["noop"], {"NVIDIA_CTK_DEBUG": "false"}, 0, ""),
                                 (["noop"], {"NVIDIA_CTK_DEBUG": "sometimes"}, 2, "env NVIDIA_CTK_DEBUG"),
                                 (["--bogus", "noop"], {}, 2, "unrecognized option"),
-                                (["--quiet"], {}, 0, "warning: no hook given"),
-                                (["--quiet", "future-action", "--x"], {}, 0, "unsupported hook 'future-action'")):
+                                (["--quiet"], {}, 1, "no action given; refusing"),
+                                (["--quiet", "future-action", "--x"], {}, 1, "unknown action 'future-action'")):
         r = subprocess.run([hook, *args], input=state, text=True, capture_output=True, env=dict(os.environ, **env))
         check(r.returncode == rc and what in r.stderr, f"hook {args} {env}: {r.returncode} {r.stderr!r}")
     for bad in ("/", "/.", "/tmp/..", "/proc/self/root"):
@@ -107,6 +108,22 @@ def no_silent_broken_spec(tmp):
     mkroot(deg, "degraded")
     r = generate("degraded", deg, [])
     check(r.returncode == 0 and "GPU 2" in r.stderr and "lost" in r.stderr, f"lost GPU named: {r.stderr}")
+    # MIG capability minors unknown (mig-minors unreadable under --root): each MIG device is left out with a
+    # warning naming it, an error with --strict; never a MIG device with its parent node alone
+    mig = os.path.join(tmp, "mig")
+    mkroot(mig, "mixed")
+    r = generate("mixed", mig, ["--format", "json"])
+    migs = [d["name"] for d in json.loads(r.stdout)["devices"] if ":" in d["name"]] if r.returncode == 0 else []
+    check(migs, f"mixed: MIG devices with the minors table: {r.stderr}")
+    os.unlink(os.path.join(mig, "proc/driver/nvidia-caps/mig-minors"))
+    r = generate("mixed", mig, ["--format", "json"])
+    left = [d["name"] for d in json.loads(r.stdout)["devices"]] if r.returncode == 0 else []
+    check(r.returncode == 0 and not any(":" in n or n.startswith("MIG-") for n in left) and "0" in left
+          and r.stderr.count("access capability is unknown") == len(migs)
+          and "mig-minors under the root is unreadable" in r.stderr, f"mig-minors unreadable: {left} {r.stderr}")
+    r = generate("mixed", mig, ["--format", "json", "--strict"])
+    check(r.returncode == 1 and "(--strict)" in r.stderr and "access capability is unknown" in r.stderr
+          and not r.stdout, f"mig-minors unreadable, --strict: {r.stderr}")
 
 
 # nvidia-ctk's spec for the same kind, as `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` names it
@@ -212,7 +229,7 @@ def main():
         r = gpulet(["cdi", verb, "--help"])
         check(r.returncode == 0 and "Example:" in r.stdout and f"gpulet cdi {verb}" in r.stdout, f"{verb} --help")
     for args in (["cdi"], ["cdi", "bogus"], ["cdi", "generate", "--format", "xml"],
-                 ["cdi", "generate", "--device-name-strategy", "type-index"], ["cdi", "validate", "--runtime", "nope"],
+                 ["cdi", "generate", "--device-name-strategy", "gpu-index"], ["cdi", "validate", "--runtime", "nope"],
                  ["cdi", "validate", "--runtime-user", "x"], ["cdi", "list", "extra"]):
         r = gpulet(args)
         check(r.returncode == 2, f"{' '.join(args)}: usage error exit 2, got {r.returncode}")

@@ -75,8 +75,9 @@ def expected_mounts(root, ver):
             if not real.endswith(".so." + ver):
                 continue
             want.add("/%s/%s" % (d, name))
-    for p in glob.glob(os.path.join(root, "lib/firmware/nvidia", ver, "gsp*.bin")):
-        want.add("/" + os.path.relpath(p, root))
+    for pattern in ("gsp*.bin", "ucodes*.bin"):  # nvidia-ctk 1.20 mounts both (pkg/nvcdi/driver-nvml.go)
+        for p in glob.glob(os.path.join(root, "lib/firmware/nvidia", ver, pattern)):
+            want.add("/" + os.path.relpath(p, root))
     for b in ("nvidia-smi", "nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control",
               "nvidia-cuda-mps-server"):
         if os.access(os.path.join(root, "usr/bin", b), os.X_OK):
@@ -101,8 +102,13 @@ def cross_check(where, fx, root, spec, kind, strategies):
     check(sorted(n["path"] for n in edits.get("deviceNodes", [])) == ctl, f"{where}: control nodes")
     mounts = {m["containerPath"]: m for m in edits.get("mounts", [])}
     want_m = expected_mounts(root, fx["driver_version"])
+    want_m.add("/var/run/nvidia-container-devices/void")
     check(set(mounts) == want_m, f"{where}: mounts differ: extra {sorted(set(mounts) - want_m)} "
                                  f"missing {sorted(want_m - set(mounts))}")
+    # nvidia-ctk's "void" device list for its legacy hook's volume-mounts mode (pkg/nvcdi/wrapper.go)
+    void = mounts.pop("/var/run/nvidia-container-devices/void", None)
+    check(void == {"hostPath": "/dev/null", "containerPath": "/var/run/nvidia-container-devices/void",
+                   "options": ["ro", "nosuid", "nodev", "bind"]}, f"{where}: the void mount {void}")
     for p, m in mounts.items():
         check(m["hostPath"] == p, f"{where}: {p} host path {m['hostPath']} (driver root is /)")
         opts = m.get("options", [])

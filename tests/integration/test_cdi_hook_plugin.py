@@ -6,6 +6,8 @@ flags of the same names: --nvidia-cdi-hook-path (NVIDIA_CDI_HOOK_PATH; upstream 
 `gpulet cdi generate` given the same options."""
 import json
 import os
+import shutil
+import stat
 import subprocess
 
 from plugin_lib import FAKE_NVML_LIB, GPULET, check, run
@@ -39,12 +41,13 @@ def test_plugin_hooks(h):
     check(hooks and all(x["path"] == "/usr/bin/nvidia-ctk" and x["args"][:2] == ["nvidia-ctk", "hook"] and
                         x["hookName"] == "createContainer" for x in hooks), "default: nvidia-ctk hook: %r" % hooks)
     check(actions(hooks) == ["create-symlinks", "enable-cuda-compat", "update-ldcache",
-                             "disable-device-node-modification"], "default actions %r" % actions(hooks))
+                             "disable-device-node-modification", "update-application-profile"],
+          "default actions %r" % actions(hooks))
     check(hooks == generate_hooks(h, "--nvidia-cdi-hook-path", "/usr/bin/nvidia-ctk"), "same hooks as cdi generate")
 
     hooks = plugin_hooks(h, "--nvidia-cdi-hook-path", "/opt/gpulet/nvidia-cdi-hook", "--cdi-disable-hooks",
                          "enable-cuda-compat,create-symlinks")
-    check(actions(hooks) == ["update-ldcache", "disable-device-node-modification"] and
+    check(actions(hooks) == ["update-ldcache", "disable-device-node-modification", "update-application-profile"] and
           all(x["args"][0] == "nvidia-cdi-hook" and x["path"] == "/opt/gpulet/nvidia-cdi-hook" for x in hooks),
           "flags: %r" % hooks)
     check(hooks == generate_hooks(h, "--nvidia-cdi-hook-path", "/opt/gpulet/nvidia-cdi-hook", "--cdi-disable-hooks",
@@ -134,6 +137,53 @@ def test_plugin_cdi_feature_flags(h):
             check(p.returncode == 1 and what in p.stderr, "%s %s: %d %s" % (bad, env, p.returncode, p.stderr))
 
 
+def nvidia_nodes(root):
+    """{path under root: rdev} of the NVIDIA character devices in dev/ and dev/nvidia-caps/."""
+    out = {}
+    for d in ("dev", "dev/nvidia-caps"):
+        full = os.path.join(root, d)
+        for n in sorted(os.listdir(full)) if os.path.isdir(full) else []:
+            st = os.lstat(os.path.join(full, n))
+            if n.startswith("nvidia") and stat.S_ISCHR(st.st_mode):
+                out[os.path.join(d, n)] = st.st_rdev
+    return out
+
+
+def test_plugin_dev_char_links(h):
+    """/dev/char/<major>:<minor> links for every NVIDIA device node at start, as nvidia-ctk system
+    create-dev-char-symlinks makes them (systemd names a container's devices by them at daemon-reload;
+    docs/reference/cdi.md §7.3.1; NVSwitch nodes left out as upstream); an entry already there is kept;
+    --disable-dev-char-symlink-creation
+    (DISABLE_DEV_CHAR_SYMLINK_CREATION) makes none."""
+    h.start_standin()
+    char = os.path.join(h.root, "dev/char")
+    nodes = nvidia_nodes(h.root)
+    check(any("nvidia-caps" in n for n in nodes) and "dev/nvidiactl" in nodes, "fake node's devices: %r" % nodes)
+    os.makedirs(char, exist_ok=True)
+    ctl = "%d:%d" % (os.major(nodes["dev/nvidiactl"]), os.minor(nodes["dev/nvidiactl"]))
+    os.symlink("../somewhere-else", os.path.join(char, ctl))
+    h.start_plugin()
+    h.stop_plugin()
+    for n, rdev in nodes.items():
+        link = os.path.join(char, "%d:%d" % (os.major(rdev), os.minor(rdev)))
+        if n == "dev/nvidiactl":
+            check(os.readlink(link) == "../somewhere-else", "an existing /dev/char entry was replaced")
+            continue
+        if os.path.basename(n).startswith(("nvidia-fs", "nvidia-nvswitch", "nvidia-nvlink")):
+            check(not os.path.lexists(link), "%s: linked, but upstream leaves it out" % n)  # existing.go
+            continue
+        want = "../" + n[len("dev/"):]
+        check(os.path.islink(link) and os.readlink(link) == want and os.stat(link).st_rdev == rdev,
+              "%s: /dev/char link %s -> %s, want %s" % (n, link, os.path.islink(link) and os.readlink(link), want))
+    for args, env in ((["--disable-dev-char-symlink-creation"], None), ([], {"DISABLE_DEV_CHAR_SYMLINK_CREATION": "true"})):
+        shutil.rmtree(char, ignore_errors=True)
+        h.start_plugin(*args, env=env)
+        h.stop_plugin()
+        check(not os.path.exists(char), "%s %s: /dev/char made: %r" % (args, env, os.path.exists(char) and
+                                                                         os.listdir(char)))
+
+
 if __name__ == "__main__":
     run(test_plugin_hooks)
     run(test_plugin_cdi_feature_flags)
+    run(test_plugin_dev_char_links)

@@ -61,7 +61,8 @@ def listed(help_text):
         if not re.match(r"^  -", line):
             continue
         left = re.split(r"\s{2,}", line.strip())[0]
-        longs |= set(re.findall(r"--([a-z0-9][a-z0-9-]*)", left))
+        # a dot inside a name is upstream's too (nvidia-ctk's --csv.file)
+        longs |= set(re.findall(r"--([a-z0-9](?:[a-z0-9-]|\.(?=[a-z]))*)", left))
         shorts |= set(re.findall(r"(?:^|\s)-([a-zA-Z])\b(?!-)", left))
     return longs, shorts
 

@@ -269,6 +269,10 @@ def main():
         if not os.path.exists(fakenvml):
             die("%s is missing: build it first (cmake --build %s --target fakenvml)" % (fakenvml, a.build))
     install_libs(dest, stub_cache(a.build, ver), ver, fakenvml)
+    if fakenvml:
+        # the fixture beside the fake, where it looks without FAKE_NVML_FIXTURE (a hook run with an
+        # empty environment: gpulet-cdi-hook's hand-over to gpulet for apply-cuda-memory-limits)
+        shutil.copy2(path, os.path.join(dest, LIBDIR, "fakenvml-fixture.json"))
 
     # /dev
     if not a.no_devnodes:
@@ -279,6 +283,8 @@ def main():
         devnode(dest, "dev/nvidia-modeset", MAJOR_NVIDIA, MINOR_MODESET, mode, plain, gid)
         devnode(dest, "dev/nvidia-uvm", MAJOR_UVM, 0, mode, plain, gid)
         devnode(dest, "dev/nvidia-uvm-tools", MAJOR_UVM, 1, mode, plain, gid)
+        # the host path of the CDI spec's "void" mount (nvidia-ctk's /var/run/nvidia-container-devices/void)
+        devnode(dest, "dev/null", 1, 3, 0o666, plain)
         if a.drm:
             # DRM nodes as nvidia-drm makes them (char major 226); sysfs drm/ names them per GPU.
             for n, g in enumerate(gpus):

@@ -14,13 +14,21 @@ through a real runtime (GPULET_SEC_RUNTIME: runc or crun) with a host canary tha
             not sticky; a symlink to a dir): `cdi generate` leaves it out with a warning, and a
             container that writes into its /tmp/nvidia-mps leaves the host's untouched; root's 0755
             and 1777 (sticky) ones are mounted read-write
+  memlimits the full GPU's apply-cuda-memory-limits hook, run by the runtime as the createRuntime hook the
+            spec names: a container without NVIDIA_GPU_MEMORY_LIMIT/_REQUEST starts; one that asks for a
+            limit gets it through NVML (the fake's log: the GPU, the container's cgroup v2 dir, the
+            bytes) on a cgroup v2 host and the hook's refusal on a cgroup v1 one, never a start without
+            the limit; a spec naming an action the hook does not know fails the start
+            (docs/reference/cdi-hook.md §2.5)
 
 usage: test_spec_attacks.py GROUP...  (no argument = all). Exit 77 (CTest skip) only without root, the
 runtime or busybox; everything else that goes wrong fails.
 """
+import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -137,7 +145,94 @@ def group_mps(s):
              "the container wrote into the host's %s: %s" % (target, seclib.diff(before, after)))
 
 
-GROUPS = {"fallback": group_fallback, "mps": group_mps}
+# ---- apply-cuda-memory-limits -------------------------------------------------------------------------
+def cgroup2_host():
+    return os.statvfs("/sys/fs/cgroup") and subprocess.run(["stat", "-fc", "%T", "/sys/fs/cgroup"], capture_output=True,
+                                                           text=True).stdout.strip() == "cgroup2fs"
+
+
+def memlimits_spec(s):
+    """A node with the fake NVML installed (the hook's hand-over loads it from --driver-root with an empty
+    environment) logging each limit it is given, and the full spec `cdi generate` writes for it."""
+    node = os.path.join(s.tmp, "memnode")
+    log = os.path.join(s.tmp, "memory-limits.log")
+    seclib.sh(["sh", os.path.join(seclib.SRC, "tests/lib/mkroot.sh"), node, seclib.FIXTURE, "--with-fakenvml"],
+              env=dict(os.environ, GPULET_BUILD=seclib.BUILD))
+    fx = os.path.join(node, seclib.LIBDIR.lstrip("/"), "fakenvml-fixture.json")
+    with open(fx) as f:
+        doc = json.load(f)
+    doc["memory_limits_log"] = log
+    with open(fx, "w") as f:
+        json.dump(doc, f)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GPULET_", "NVIDIA_"))}
+    p = subprocess.run([seclib.GPULET, "cdi", "generate", "--nvml-library", seclib.FAKE_NVML_LIB, "--driver-root",
+                        node, "--dev-root", node, "--format", "json", "--device-id", "0"],
+                       capture_output=True, text=True, env=dict(env, FAKE_NVML_FIXTURE=fx))
+    if p.returncode != 0:
+        raise RuntimeError("cdi generate: rc %d: %s" % (p.returncode, p.stderr))
+    return json.loads(p.stdout), log
+
+
+def group_memlimits(s):
+    spec, log = memlimits_spec(s)
+    dev = next(d for d in spec["devices"] if d["name"] == "0")["containerEdits"]
+    mem = [h for h in dev.get("hooks", []) if "apply-cuda-memory-limits" in h["args"]]
+    case("memlimits.in-spec", len(mem) == 1 and mem[0]["hookName"] == "createRuntime", "device 0's hooks: %r" % dev)
+    if not mem:
+        return
+    uuid = mem[0]["args"][-1]
+    edits = dict(spec["containerEdits"], hooks=spec["containerEdits"]["hooks"] +
+                 [h for h in dev.get("hooks", []) if h not in mem])
+
+    def runtime_hook(c, _canary):
+        c["hooks"]["createRuntime"] = [{k: mem[0][k] for k in ("path", "args", "env")}]
+
+    base_env = ["PATH=/bin"]
+    r = s.container("memlimits.not-asked", edits=edits, tweak=runtime_hook, env=base_env)
+    s.started(r)
+    case("memlimits.not-asked.no-nvml-call", not os.path.exists(log), "NVML was called: %s" % log)
+    r = s.container("memlimits.asked", edits=edits, tweak=runtime_hook,
+                    env=base_env + ["NVIDIA_GPU_MEMORY_LIMIT=4096", "NVIDIA_GPU_MEMORY_REQUEST=1024"])
+    if cgroup2_host():
+        s.started(r)
+        with open(log) if os.path.exists(log) else open(os.devnull) as f:
+            lines = f.read().split()
+        case("memlimits.asked.applied", len(lines) == 4 and lines[0] == uuid and lines[1].startswith("/sys/fs/cgroup/")
+             and lines[2:] == [str(1024 << 20), str(4096 << 20)], "the fake NVML's log: %r" % lines)
+    else:
+        s.refused(r, r"apply-cuda-memory-limits: .*not the cgroup v2 \(unified\) hierarchy")
+        case("memlimits.asked.no-nvml-call", not os.path.exists(log), "NVML was called on a cgroup v1 host")
+    if not cgroup2_host() and seclib.hybrid_cgroups():
+        # a cgroup v1 host with the unified hierarchy beside it: the same container, the runtime (and so
+        # its hooks) in a mount namespace of its own where /sys/fs/cgroup is that cgroup2 mount
+        saved = s.rt.cmd
+        s.rt.cmd = (["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                     'mount --bind /sys/fs/cgroup/unified /sys/fs/cgroup && exec "$@"', "sh", seclib.RUNTIME, "--root",
+                     s.rt.state] + (["--cgroup-manager=disabled"] if seclib.RUNTIME == "crun" else []))
+        try:
+            r = s.container("memlimits.asked-cgroup2", edits=edits, tweak=runtime_hook,
+                            env=base_env + ["NVIDIA_GPU_MEMORY_LIMIT=4096", "NVIDIA_GPU_MEMORY_REQUEST=1024"])
+        finally:
+            s.rt.cmd = saved
+        s.started(r)
+        with open(log) if os.path.exists(log) else open(os.devnull) as f:
+            lines = f.read().split()
+        # runc puts the container in a cgroup of its own; crun runs here with cgroups disabled (the root)
+        want = "/sys/fs/cgroup/" if seclib.RUNTIME == "runc" else "/sys/fs/cgroup"
+        case("memlimits.asked-cgroup2.applied", len(lines) == 4 and lines[0] == uuid and
+             lines[1].startswith(want) and lines[2:] == [str(1024 << 20), str(4096 << 20)],
+             "the fake NVML's log: %r" % lines)
+    r = s.container("memlimits.bad-value", edits=edits, tweak=runtime_hook,
+                    env=base_env + ["NVIDIA_GPU_MEMORY_LIMIT=4G"])
+    s.refused(r, r"NVIDIA_GPU_MEMORY_LIMIT=.*4G.* is not a whole number of MiB")
+    # a spec from a newer toolkit: an action this hook does not know fails the start (nvidia-cdi-hook: exit 0)
+    future = dict(mem[0], args=[a if a != "apply-cuda-memory-limits" else "future-action" for a in mem[0]["args"]])
+    r = s.container("memlimits.unknown-action", edits=edits,
+                    hooks=lambda _c, e: e["hooks"] + [{k: future[k] for k in ("path", "args", "env")}])
+    s.refused(r, r"unknown action 'future-action'")
+
+
+GROUPS = {"fallback": group_fallback, "mps": group_mps, "memlimits": group_memlimits}
 
 
 def main():

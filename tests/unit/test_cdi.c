@@ -184,22 +184,44 @@ static void test_generate_drm_nodes(void **state)
 		const char *name = (const char *[]){"0", "GPU-0000", "all"}[i];
 		const json_t *hooks = json_object_get(json_object_get(device(spec, name), "containerEdits"), "hooks");
 		const json_t *args = json_object_get(json_array_get(hooks, 0), "args");
-		size_t n = json_array_size(args);
+		const json_t *mem = json_object_get(json_array_get(hooks, 1), "args");
+		size_t n = json_array_size(args), k = json_array_size(mem);
 
-		assert_int_equal(json_array_size(hooks), 1);
+		/* the by-path links, then GPU 0's memory limits (createRuntime; GPU 1 has MIG on: none) */
+		assert_int_equal(json_array_size(hooks), 2);
 		assert_string_equal(json_string_value(json_array_get(args, n - 3)), "create-symlinks");
 		assert_string_equal(json_string_value(json_array_get(args, n - 1)),
 				    "../card0::/dev/dri/by-path/pci-0000:0a:00.0-card");
+		assert_string_equal(json_string_value(json_object_get(json_array_get(hooks, 1), "hookName")),
+				    "createRuntime");
+		assert_string_equal(json_string_value(json_array_get(mem, k - 5)), "apply-cuda-memory-limits");
+		assert_string_equal(json_string_value(json_array_get(mem, k - 4)), "--driver-root");
+		assert_string_equal(json_string_value(json_array_get(mem, k - 2)), "--gpu-id");
+		assert_string_equal(json_string_value(json_array_get(mem, k - 1)), "GPU-0000");
 	}
 	assert_null(json_object_get(json_object_get(device(spec, "1:2"), "containerEdits"), "hooks"));
 	json_decref(spec);
 	spec = NULL;
-	/* --cdi-disable-hooks create-symlinks: no device hook */
+	/* --cdi-disable-hooks create-symlinks: only the memory limits; and with chmod enabled, /dev/dri's */
 	{
-		struct cdi_hook_options h = {.disabled = CDI_HOOK_CREATE_SYMLINKS};
+		struct cdi_hook_options h = {.disabled = CDI_HOOK_CREATE_SYMLINKS, .enabled = CDI_HOOK_CHMOD};
+		const json_t *hooks;
 
 		o.hooks = &h;
 		snprintf(gpus[0].pci_bus_id, sizeof(gpus[0].pci_bus_id), "00000000:0A:00.0");
+		assert_int_equal(cdi_generate(&test_node, &o, &spec, &err), 0);
+		hooks = json_object_get(json_object_get(device(spec, "0"), "containerEdits"), "hooks");
+		assert_int_equal(json_array_size(hooks), 2);
+		assert_string_equal(
+		    json_string_value(json_array_get(json_object_get(json_array_get(hooks, 0), "args"), 2)), "--mode");
+		assert_string_equal(
+		    json_string_value(json_array_get(json_object_get(json_array_get(hooks, 0), "args"), 5)),
+		    "/dev/dri");
+		json_decref(spec);
+		spec = NULL;
+		/* and the memory limits off too: no device hook */
+		h.disabled |= CDI_HOOK_MEMORY_LIMITS;
+		h.enabled = 0;
 		assert_int_equal(cdi_generate(&test_node, &o, &spec, &err), 0);
 		gpus[0].pci_bus_id[0] = 0;
 		assert_null(json_object_get(json_object_get(device(spec, "0"), "containerEdits"), "hooks"));

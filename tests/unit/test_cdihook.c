@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -400,6 +401,50 @@ static void test_devnode_params(void **state)
 	assert_int_equal(cdihook_disable_devnode_mod(t->root_fd, host, NULL), 0);
 }
 
+/* apply-cuda-memory-limits' parsers: the two variables (either one is enough), and the cgroup v2 line. */
+static void test_memlimits(void **state)
+{
+	static const struct {
+		const char *env;
+		int ret;
+		bool wanted;
+		unsigned long long request, limit;
+	} cases[] = {
+	    {"\"PATH=/bin\"", 0, false, 0, 0},
+	    {"\"NVIDIA_GPU_MEMORY_REQUEST=1024\",\"NVIDIA_GPU_MEMORY_LIMIT=4096\"", 0, true, 1024ull << 20,
+	     4096ull << 20},
+	    {"\"NVIDIA_GPU_MEMORY_LIMIT=4096\"", 0, true, 4096ull << 20, 4096ull << 20},
+	    {"\"NVIDIA_GPU_MEMORY_REQUEST=1024\"", 0, true, 1024ull << 20, ULLONG_MAX},
+	    /* the first entry wins, as getenv in the container */
+	    {"\"NVIDIA_GPU_MEMORY_LIMIT=8\",\"NVIDIA_GPU_MEMORY_LIMIT=x\"", 0, true, 8ull << 20, 8ull << 20},
+	    {"\"NVIDIA_GPU_MEMORY_LIMIT=4G\"", -EINVAL, false, 0, 0},
+	    {"\"NVIDIA_GPU_MEMORY_LIMIT=\"", -EINVAL, false, 0, 0},
+	    {"\"NVIDIA_GPU_MEMORY_LIMIT=-1\"", -EINVAL, false, 0, 0},
+	    {"\"NVIDIA_GPU_MEMORY_LIMIT=17592186044416\"", -ERANGE, false, 0, 0},
+	    {"\"NVIDIA_GPU_MEMORY_REQUEST=2\",\"NVIDIA_GPU_MEMORY_LIMIT=1\"", -EINVAL, false, 0, 0},
+	    {"1", -EINVAL, false, 0, 0},
+	};
+	char text[256], *cg = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct cdihook_memlimits m = {0};
+
+		snprintf(text, sizeof(text), "{\"process\":{\"env\":[%s]}}", cases[i].env);
+		assert_int_equal(cdihook_memlimits_from_config("config.json", text, strlen(text), &m, NULL),
+				 cases[i].ret);
+		if (cases[i].ret < 0)
+			continue;
+		assert_int_equal(m.wanted, cases[i].wanted);
+		assert_true(m.request == cases[i].request && m.limit == cases[i].limit);
+	}
+	assert_int_equal(cdihook_cgroup_path("cgroup", "12:memory:/x\n 0::/kubepods/./pod1/ctr \n", &cg, NULL), 0);
+	assert_string_equal(cg, "/sys/fs/cgroup/kubepods/pod1/ctr");
+	free(cg);
+	assert_int_equal(cdihook_cgroup_path("cgroup", "0::/a/../../etc\n", &cg, NULL), -EINVAL);
+	assert_int_equal(cdihook_cgroup_path("cgroup", "12:memory:/x\n", &cg, NULL), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -411,6 +456,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_oci_state, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_update_ldcache, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_devnode_params, setup, teardown),
+	    cmocka_unit_test(test_memlimits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
