@@ -26,6 +26,8 @@ static const struct verb {
      "start and supervise NVIDIA MPS control daemons (replaces mps-control-daemon)"},
     {"cdi-hook", cmd_cdihook, "the OCI hook CDI specs name (nvidia-cdi-hook's actions)"},
     {"dra", cmd_dra, "the kubelet plugin of a DRA driver for GPUs (replaces NVIDIA's gpu-kubelet-plugin)"},
+    {"config-manager", cmd_config_manager,
+     "point a config file at the config the node label names (replaces NVIDIA's config-manager)"},
 };
 
 /*
@@ -36,10 +38,9 @@ static const struct verb {
 static const struct {
 	const char *program, *verb;
 } programs[] = {
-    {"nvidia-device-plugin", "plugin"},
-    {"gpu-feature-discovery", "labels"},
-    {"mps-control-daemon", "mps-control-daemon"},
-    {"nvidia-cdi-hook", "cdi-hook"},
+    {"nvidia-device-plugin", "plugin"},           {"gpu-feature-discovery", "labels"},
+    {"mps-control-daemon", "mps-control-daemon"}, {"nvidia-cdi-hook", "cdi-hook"},
+    {"config-manager", "config-manager"},
 };
 
 static void usage(FILE *f)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmd/node_config.h"
 #include "cmd/options.h"
 #include "labels/daemon.h"
 #include "labels/labels.h"
@@ -33,6 +34,8 @@ struct labels_cli {
 	const char *kubeconfig, *kube_qps, *kube_burst, *namespace, *node_name, *pod_name;
 	/* accepted, not used: GFD parses it and reads it nowhere (docs/reference/gfd-labels.md) */
 	const char *ctr_driver_root;
+	/* per-node configs (nodeconfig/: the node label chooses the config file) */
+	struct nodeconfig_options node_config;
 	/* gpulet's own */
 	const char *gpu_type;
 	int sharing_flag; /* enum sharing_strategy of --sharing-strategy */
@@ -81,7 +84,9 @@ static const struct optspec labels_opts[] = {
 	    "nowhere)",
 	    .alias = "container-driver-root", .env = {"DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"},
 	    .off = LABELS_F(ctr_driver_root)),
-    CMD_ROW("kubeconfig", 0, OPT_ARGV, "FILE", "Kubernetes client of --use-node-feature-api: accepted, not used",
+    CMD_ROW("kubeconfig", 0, OPT_ARGV, "FILE",
+	    "Kubernetes client of per-node configs (default: the pod's service account); --use-node-feature-api: "
+	    "accepted, not used",
 	    .env = {"KUBECONFIG"}, .off = LABELS_F(kubeconfig)),
     CMD_ROW("kube-api-qps", 0, OPT_ARGV, "N", "accepted with --kubeconfig, not used", .env = {"KUBE_API_QPS"},
 	    .def = "5", .off = LABELS_F(kube_qps)),
@@ -89,8 +94,9 @@ static const struct optspec labels_opts[] = {
 	    .def = "10", .off = LABELS_F(kube_burst)),
     CMD_ROW("namespace", 0, OPT_ARGV, "NS", "NodeFeature namespace: accepted, not used", .env = {"NAMESPACE"},
 	    .def = "default", .off = LABELS_F(namespace)),
-    CMD_ROW("node-name", 0, OPT_ARGV, "NAME", "NodeFeature node: accepted, not used", .env = {"NODE_NAME"},
-	    .off = LABELS_F(node_name)),
+    CMD_ROW("node-name", 0, OPT_ARGV, "NAME",
+	    "this node (per-node configs: the Node whose label is followed); NodeFeature node: accepted, not used",
+	    .env = {"NODE_NAME"}, .off = LABELS_F(node_name)),
     CMD_ROW("pod-name", 0, OPT_ARGV, "NAME", "NodeFeature owner pod: accepted, not used", .env = {"POD_NAME"},
 	    .off = LABELS_F(pod_name)),
     CMD_ROW("sharing-strategy", 0, OPT_ENUM, "S",
@@ -106,6 +112,7 @@ static const struct optspec labels_opts[] = {
 	    "also write the field guide's custom label gpu-type=VALUE ('auto': from the product)",
 	    .off = LABELS_F(gpu_type)),
     CMD_ROW("gpu-mig-label", 0, OPT_SET, NULL, "also write gpu-mig=enabled|disabled", .off = LABELS_F(gpu_mig)),
+    NODECONFIG_OPTS(LABELS_F(node_config)),
     CMD_OPTS_NVML,
     {0},
 };
@@ -216,9 +223,11 @@ static struct labels_cli *labels_cli_new(void)
 
 /* What the daemon runs under, and what SIGHUP builds it again from. */
 struct labels_run {
-	const struct loop_argv *args; /* the command line, kept before getopt permuted it */
-	struct labels_cli *cli;       /* owned: the options in use */
-	struct labels_daemon *d;
+	struct loop_argv *args;  /* the command line, kept before getopt permuted it */
+	struct labels_cli *cli;  /* owned: the options in use */
+	struct labels_daemon *d; /* NULL until it runs */
+	struct cmd_node_config nc;
+	struct loop_source src;
 };
 
 /* SIGHUP (util/loop.h): every layer again from the kept command line (the file may have changed), then in use. */
@@ -235,9 +244,37 @@ static int reload(void *data, struct gerr *err)
 		return r;
 	if (settle(n) != 0)
 		return gerr_set(err, EINVAL, "the options do not hold together any more (said above)");
-	labels_daemon_apply(run->d, &n->run);
+	n->run.source = run->nc.nc ? &run->src : NULL;
+	if (run->d)
+		labels_daemon_apply(run->d, &n->run);
 	labels_cli_free(run->cli);
 	run->cli = TAKE_PTR(n);
+	return 0;
+}
+
+/*
+ * Per-node configs (--config-file-srcdir): the node followed and the options built again with the
+ * config file its label names, settled (the reload's way): 0. CMD_CONTINUE when off, or the exit code.
+ */
+static int node_config(struct labels_run *run)
+{
+	const struct labels_cli *c = run->cli;
+	struct gerr err = {0};
+	const struct cmd_node_config_args a = {.component = "gpulet-labels",
+					       .opts = &c->node_config,
+					       .node_name = c->node_name,
+					       .kubeconfig = c->kubeconfig,
+					       .config_file = c->config_file,
+					       .args = run->args};
+
+	if (cmd_node_config_start(&a, &run->nc, &err) < 0 ||
+	    (run->nc.nc && cmd_node_config_load(&run->nc, reload, run, &err) < 0)) {
+		fprintf(stderr, "gpulet labels: %s\n", err.msg);
+		return 1;
+	}
+	if (!run->nc.nc)
+		return CMD_CONTINUE;
+	run->src = nodeconfig_source(run->nc.nc);
 	return 0;
 }
 
@@ -254,10 +291,16 @@ static int run(int argc, char **argv)
 	}
 	run.args = args;
 	r = cmd_parse(&labels_verb, argc, argv, run.cli);
-	if (r == CMD_CONTINUE && (r = settle(run.cli)) == 0) {
+	if (r == CMD_CONTINUE)
+		r = node_config(&run);
+	if (r == CMD_CONTINUE)
+		r = settle(run.cli);
+	if (r == 0) {
+		run.cli->run.source = run.nc.nc ? &run.src : NULL;
 		r = labels_daemon_start(&run.cli->run, reload, &run, &run.d) < 0 ? 1 : labels_daemon_run(run.d);
 		labels_daemon_stop(run.d); /* before the options it borrows are freed */
 	}
+	cmd_node_config_stop(&run.nc);
 	labels_cli_free(run.cli);
 	return r;
 }

@@ -147,6 +147,27 @@ enum kapi_patch {
 int kapi_patch(struct kapi *k, const struct kapi_resource *r, const char *ns, const char *name, const char *subresource,
 	       enum kapi_patch type, const json_t *patch, json_t **ret, struct gerr *err);
 
+/* -- events -------------------------------------------------------------------------------- */
+
+/* A core/v1 Event about one object (what `kubectl describe` lists). */
+struct kapi_event {
+	const struct kapi_resource *resource; /* the object's kind: &kapi_nodes */
+	const char *ns;                       /* its namespace (a namespaced kind); NULL otherwise */
+	const char *name;                     /* its name */
+	const char *uid;                      /* its metadata.uid, or NULL */
+	const char *type;                     /* "Normal" or "Warning" */
+	const char *reason;                   /* UpperCamelCase: "ConfigNotApplied" */
+	const char *message;
+	const char *component; /* source.component: "gpulet-plugin" */
+	const char *host;      /* source.host: the node, or NULL */
+};
+/*
+ * POST it, as client-go's legacy recorder does (docs/reference/kube-api.md §7): named
+ * <object>.<hex nanoseconds>, count 1, in the object's namespace or, for a cluster-scoped object,
+ * in "default" (where the API wants it). RBAC: create events in that namespace.
+ */
+int kapi_event_create(struct kapi *k, const struct kapi_event *e, struct gerr *err);
+
 /* -- informers: LIST + WATCH on a thread, a cache, a queue of changed keys -------------------- */
 
 struct kapi_informer_options {

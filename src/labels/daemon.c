@@ -119,7 +119,7 @@ static int on_reload(void *data, struct gerr *err)
 {
 	struct labels_daemon *d = data;
 
-	log_info("SIGHUP: reading the config file again", NULL);
+	log_info("Reading the config file again", "cause=\"%s\"", loop_reload_cause(d->loop));
 	return d->reload(d->reload_data, err);
 }
 
@@ -149,6 +149,8 @@ int labels_daemon_start(const struct labels_daemon_options *o, int (*reload)(voi
 		/* SIGHUP: GFD reloads its config (the chart's config-manager sends it) */
 		sig_daemon_set(&set);
 		r = loop_new(&set, &labels_loop_ops, d, &d->loop, &err);
+		if (r >= 0 && o->source && (r = loop_add_source(d->loop, o->source)) < 0)
+			gerr_set(&err, r, "%s", strerror(-r));
 		if (r < 0)
 			return log_error("cannot start", "error=\"%s\"", err.msg), r;
 	}

@@ -14,6 +14,7 @@
 #include "labels/labels.h"
 #include "util/err.h"
 #include "util/hostpaths.h"
+#include "util/loop.h"
 
 struct labels_daemon_options {
 	const struct host_paths *host; /* NVML and the host's files are read, the feature file written, below it */
@@ -23,6 +24,8 @@ struct labels_daemon_options {
 	int64_t sleep_ns; /* between passes; < 0: infinite */
 	bool oneshot, fail_on_init_error;
 	struct labels_options lo; /* .now is set at each pass */
+	/* one more event source of the loop (the node label of per-node configs); NULL: none */
+	const struct loop_source *source;
 };
 
 struct labels_daemon;

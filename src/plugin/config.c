@@ -279,6 +279,21 @@ static const struct optspec config_opts[] = {
      FS(xid_enable),
      .help = "XIDs that make a GPU unhealthy even when ignored by default (13,31,43,45,68,109) or disabled; all: "
 	     "every XID"},
+    /* per-node configs: upstream's config-manager's flags and env vars, so that the plugin follows the node
+     * label itself (nodeconfig/nodeconfig.h, docs/reference/config-manager.md) */
+    NODECONFIG_OPTS(offsetof(struct plugin_config, node_config)),
+    {.name = "node-name",
+     .kind = OPT_ARGV,
+     .arg = "NAME",
+     .env = {"NODE_NAME"},
+     F(node_name),
+     .help = "this node's name (per-node configs: the Node whose label is followed)"},
+    {.name = "kubeconfig",
+     .kind = OPT_ARGV,
+     .arg = "FILE",
+     .env = {"KUBECONFIG"},
+     F(kubeconfig),
+     .help = "kubeconfig of the API server (per-node configs; default: the pod's service account)"},
     LOG_OPT_LEVEL(offsetof(struct plugin_config, log_level)),
     /* gpulet: command line only */
     {.name = "print-config", .kind = OPT_SET, F(print_config), .help = "print the effective config as JSON and exit"},
@@ -463,7 +478,8 @@ char *config_to_json(const struct plugin_config *cfg)
 		if (p->env_only) /* upstream's env-only settings: not in its config either */
 			continue;
 		switch (p->kind) {
-		case OPT_SET: /* --print-config: not a setting */
+		case OPT_SET:  /* --print-config: not a setting */
+		case OPT_ARGV: /* where the config comes from (per-node configs), not a setting of it */
 			continue;
 		case OPT_BOOL:
 			v = json_boolean(*(const bool *)f);

@@ -20,6 +20,7 @@
 #include "util/optspec.h"
 #include "util/warnings.h"
 #include "nvml/xid.h"
+#include "nodeconfig/nodeconfig.h"
 #include "nvconfig/nvconfig.h"
 #include "plugin/resources.h"
 
@@ -77,6 +78,9 @@ struct plugin_config {
 	int64_t rescan_interval; /* ns */
 	int64_t health_recovery; /* ns without a new error before a recoverable GPU is healthy again */
 	char *kernel_log;        /* file followed for NVRM Xid lines; "" = <root>/dev/kmsg */
+	/* per-node configs (nodeconfig/): which of a dir's configs the node label chooses; borrowed (argv, env) */
+	struct nodeconfig_options node_config;
+	const char *node_name, *kubeconfig;
 	/* env only (DP_DISABLE_HEALTHCHECKS, DP_ENABLE_HEALTHCHECKS) and the XID policy they make */
 	char *xid_disable, *xid_enable;
 	struct xid_policy xid_policy;

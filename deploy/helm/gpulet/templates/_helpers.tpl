@@ -55,11 +55,27 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- end -}}
 
+{{/*
+---- per-node configs (docs/reference/config-manager.md) ------------------------------------------------
+"true" when the plugin, labels and MPS daemon follow the node label nvidia.com/device-plugin.config
+themselves (gpulet's config-manager in-process: CONFIG_FILE_SRCDIR on the container): when
+config.followNodeLabel says so, else (null) when the ConfigMap is config.name (its keys are the
+cluster's) or config.map has several configs. "" otherwise: one config file for every node.
+*/}}
+{{- define "gpulet.nodeConfig" -}}
+{{- $f := .Values.config.followNodeLabel -}}
+{{- if and (typeIs "bool" $f) $f (not (include "gpulet.configMapName" .)) -}}
+{{- fail "config.followNodeLabel is true, but there is no config to choose from: set config.map or config.name" -}}
+{{- else if typeIs "bool" $f -}}
+{{- if $f }}true{{ end -}}
+{{- else if or .Values.config.name (gt (len .Values.config.map) 1) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* The one config file of every node (per-node configs off): config.default, else "default", else the only key. */}}
 {{- define "gpulet.configKey" -}}
 {{- $m := .Values.config.map -}}
-{{- if and (gt (len $m) 1) (not .Values.config.oneConfigPerRelease) -}}
-{{- fail (printf "config.map has several configs (%s), but gpulet has no config-manager: every node of a release gets the same one, whatever its nvidia.com/device-plugin.config label. Set config.oneConfigPerRelease=true and config.default to the config this release uses, and install one release per node pool (its own nodeSelector) for the others" (keys $m | sortAlpha | join ", ")) -}}
-{{- end -}}
 {{- if .Values.config.default -}}
 {{- if and (not (empty $m)) (not (hasKey $m .Values.config.default)) -}}
 {{- fail (printf "config.default %q is not a key of config.map (keys: %s)" .Values.config.default (keys $m | sortAlpha | join ", ")) -}}
@@ -70,9 +86,57 @@ default
 {{- else if eq (len $m) 1 -}}
 {{- keys $m | first -}}
 {{- else -}}
-{{- fail (printf "config.map has several configs (%s): set config.default to the one to use (gpulet has no per-node config-manager)" (keys $m | sortAlpha | join ", ")) -}}
+{{- fail (printf "config.map has several configs (%s) and config.followNodeLabel is false: set config.default to the config every node of this release uses" (keys $m | sortAlpha | join ", ")) -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The config.map of per-node configs can serve a node without the label, as upstream's chart checks
+(templates/validation.yml, hasDefaultConfig): config.default is one of its keys, or a fallback
+strategy finds one (named: a key "default"; single: the only key; empty: no config file). An
+external config.name cannot be checked (its keys are the cluster's).
+*/}}
+{{- define "gpulet.nodeConfigCheck" -}}
+{{- $m := .Values.config.map -}}
+{{- $fb := .Values.config.fallbackStrategies | default list -}}
+{{- if and .Values.config.default (not (empty $m)) (not (hasKey $m .Values.config.default)) -}}
+{{- fail (printf "config.default %q is not a key of config.map (keys: %s)" .Values.config.default (keys $m | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- if and (not (empty $m)) (not .Values.config.default) (not (or (and (has "named" $fb) (hasKey $m "default")) (and (has "single" $fb) (eq (len $m) 1)) (has "empty" $fb))) -}}
+{{- fail (printf "config.map has several configs (%s) and none for a node without the nvidia.com/device-plugin.config label: set config.default, or config.fallbackStrategies (named: the key \"default\"; single: the only key; empty: no config file; now %v)" (keys $m | sortAlpha | join ", ") $fb) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The config's env of the plugin, labels and MPS containers: per-node (the label chooses) or one file. */}}
+{{- define "gpulet.configEnv" -}}
+{{- if include "gpulet.nodeConfig" . -}}
+{{- include "gpulet.nodeConfigCheck" . -}}
+# per-node configs: the node label nvidia.com/device-plugin.config names one of /config's files
+# (upstream's config-manager's env); the container follows it live (docs/reference/config-manager.md)
+- name: CONFIG_FILE_SRCDIR
+  value: /config
+- name: NODE_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: spec.nodeName
+- name: DEFAULT_CONFIG
+  value: {{ .Values.config.default | quote }}
+- name: FALLBACK_STRATEGIES
+  value: {{ join "," (.Values.config.fallbackStrategies | default list) | quote }}
+{{- else if include "gpulet.configMapName" . -}}
+- name: CONFIG_FILE
+  value: /config/{{ include "gpulet.configKey" . }}
+{{- end }}
+{{- end -}}
+
+{{/* The ServiceAccount of a component's pods ((dict "root" $ "component" NAME)): per-node configs read the
+     node and write Events (rbac-node-config.yaml); "" without them. */}}
+{{- define "gpulet.nodeConfigServiceAccount" -}}
+{{- if include "gpulet.nodeConfig" .root -}}
+{{- printf "%s-%s" (include "gpulet.fullname" .root) .component | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{/* ---- end of per-node configs -------------------------------------------------------------------------- */}}
 
 {{/* Container security context: the user's, or no capabilities, read-only root, no escalation. */}}
 {{- define "gpulet.containerSecurityContext" -}}
@@ -87,7 +151,8 @@ capabilities:
 {{- end -}}
 
 {{/* Pod-level fields shared by every gpulet DaemonSet: (dict "root" $ "hostNetwork" BOOL "runtimeClassName" NAME
-     ["nodeSelector" labels the DaemonSet needs on top of .Values.nodeSelector]) */}}
+     ["nodeSelector" labels the DaemonSet needs on top of .Values.nodeSelector]
+     ["serviceAccount" NAME: the pod talks to the API server with its token]) */}}
 {{- define "gpulet.podCommon" -}}
 {{- $v := .root.Values -}}
 {{- with $v.priorityClassName }}
@@ -104,8 +169,14 @@ imagePullSecrets:
 hostNetwork: true
 dnsPolicy: ClusterFirstWithHostNet
 {{- end }}
-# no gpulet verb calls the API server: no service-account token in the pod
+{{- with .serviceAccount }}
+# per-node configs: the node's label and Events (rbac-node-config.yaml)
+serviceAccountName: {{ . }}
+automountServiceAccountToken: true
+{{- else }}
+# this pod calls no API server: no service-account token in it
 automountServiceAccountToken: false
+{{- end }}
 securityContext:
   {{- if $v.podSecurityContext }}
   {{- toYaml $v.podSecurityContext | nindent 2 }}
