@@ -278,6 +278,22 @@ static int node_config(struct labels_run *run)
 	return 0;
 }
 
+/* Label once or until a stop signal, under the parsed options: the exit code. */
+static int label(struct labels_run *run)
+{
+	/* per-node configs settle the options themselves (0), else CMD_CONTINUE */
+	int r = node_config(run);
+
+	if (r == CMD_CONTINUE)
+		r = settle(run->cli);
+	if (r != 0)
+		return r;
+	run->cli->run.source = run->nc.nc ? &run->src : NULL;
+	r = labels_daemon_start(&run->cli->run, reload, run, &run->d) < 0 ? 1 : labels_daemon_run(run->d);
+	labels_daemon_stop(run->d); /* before the options it borrows are freed */
+	return r;
+}
+
 /* Parse, then label once or until a stop signal: the exit code. */
 static int run(int argc, char **argv)
 {
@@ -292,14 +308,7 @@ static int run(int argc, char **argv)
 	run.args = args;
 	r = cmd_parse(&labels_verb, argc, argv, run.cli);
 	if (r == CMD_CONTINUE)
-		r = node_config(&run);
-	if (r == CMD_CONTINUE)
-		r = settle(run.cli);
-	if (r == 0) {
-		run.cli->run.source = run.nc.nc ? &run.src : NULL;
-		r = labels_daemon_start(&run.cli->run, reload, &run, &run.d) < 0 ? 1 : labels_daemon_run(run.d);
-		labels_daemon_stop(run.d); /* before the options it borrows are freed */
-	}
+		r = label(&run);
 	cmd_node_config_stop(&run.nc);
 	labels_cli_free(run.cli);
 	return r;

@@ -174,7 +174,7 @@ dnsPolicy: ClusterFirstWithHostNet
 serviceAccountName: {{ . }}
 automountServiceAccountToken: true
 {{- else }}
-# this pod calls no API server: no service-account token in it
+# no gpulet verb calls the API server: no service-account token in the pod
 automountServiceAccountToken: false
 {{- end }}
 securityContext:
