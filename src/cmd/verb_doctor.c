@@ -100,8 +100,13 @@ static const struct optspec doctor_opts[] = {
 	    "this long (and at least this long since the last check): a Go duration or seconds, whole seconds",
 	    .off = offsetof(struct doctor_cli, delay_ns), .def = "5", .min = 0, .max = 3600 * 1000, .bare_ms = 1000),
     CMD_ROW("node-name", 0, OPT_ARGV, "NAME",
-	    "with --serve-metrics: the node label of the metrics (default: host name)", .env = {"NODE_NAME"},
-	    .off = offsetof(struct doctor_cli, serve.node_name)),
+	    "this node in the API server (default: ROOT/etc/hostname) and the node label of --serve-metrics' metrics "
+	    "(default: host name)",
+	    .env = {"NODE_NAME"}, .off = offsetof(struct doctor_cli, serve.node_name)),
+    CMD_ROW("kubeconfig", 0, OPT_ARGV, "FILE",
+	    "read this node, its pods and their events from the API server where --node, --pods, --events are not "
+	    "given (default: in a pod, its service account; neither: only the files)",
+	    .env = {"KUBECONFIG"}, .off = DOCTOR_F(kubeconfig)),
     CMD_ROW("web-config-file", 0, OPT_ARGV, "FILE",
 	    "with --serve-metrics: TLS and basic auth from an exporter-toolkit web config file, as gpulet "
 	    "exporter's --web-config-file",
@@ -187,6 +192,7 @@ int cmd_doctor(int argc, char **argv)
 	o->host = hp;
 	o->pods_file = cli.c.pods_file;
 	o->node_file = cli.c.node_file;
+	o->node_name = cli.serve.node_name;
 	r = doctor_check_options(o, &err);
 	if (r < 0) {
 		fprintf(stderr, "gpulet doctor: %s\n", err.msg[0] ? err.msg : strerror(-r));

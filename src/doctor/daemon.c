@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "doctor/cluster.h"
 #include "doctor/daemon.h"
 #include "util/log.h"
 #include "util/loop.h"
@@ -156,14 +157,18 @@ static bool drain(int fd)
 
 /* The daemon: what the loop's callbacks run with, owned here from start to stop. */
 struct doctor_server {
-	const struct doctor_options *o;
+	const struct doctor_options *o; /* the caller's, or opts below */
+	struct doctor_options opts;     /* the caller's with the API client that follows the cluster */
 	const struct doctor_serve_options *so;
 	struct published p;
 	struct web_endpoint *http;
 	struct loop *loop; /* SIGTERM/SIGINT, the node's changes (util/loop.h) */
 	int ifd;
 	struct doctor_run_info ri;
-	bool walked;                                 /* the first walk ran */
+	bool walked; /* the first walk ran */
+	/* the node, the pods bound to it and the Operator's pod, followed (doctor/cluster_live.c); NULL: a walk
+	 * asks for them, or reads none (no API server configured) */
+	struct doctor_api *api;
 	double next_interval, change_due, last_walk; /* CLOCK_MONOTONIC s; change_due 0: no change pending */
 };
 
@@ -211,7 +216,49 @@ static long long on_tick(void *data)
 	return ms_until(s->next_interval);
 }
 
+/* The node or a GPU pod on it changed in the API: walk again, as after a change on the node. */
+static int on_cluster(void *data)
+{
+	struct doctor_server *s = data;
+
+	if (doctor_api_changed(s->api)) {
+		double earliest = s->last_walk + s->so->delay_s;
+		double quiet = now_s(CLOCK_MONOTONIC) + s->so->delay_s;
+
+		if (s->walked)
+			s->change_due = quiet > earliest ? quiet : earliest;
+	}
+	return 0;
+}
+
 static const struct loop_ops serve_loop_ops = {.tick = on_tick};
+
+/* Follow the cluster's side where no file gives it; a client that cannot be made leaves each walk to ask
+ * (and say why in its findings). */
+static int follow_cluster(struct doctor_server *s)
+{
+	struct gerr err = {0};
+	int r;
+
+	if (s->o->pods_file && s->o->node_file && s->o->events_file)
+		return 0;
+	r = doctor_api_open(s->o, true, &s->api, &err);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0) {
+		log_warn("Cannot follow the cluster's side; each walk asks the API server", "error=\"%s\"", err.msg);
+		return r == -ENOMEM ? r : 0;
+	}
+	log_info("Following this node and its pods in the API server", NULL);
+	s->opts = *s->o;
+	s->opts.api = s->api;
+	s->o = &s->opts;
+	for (size_t i = 0; i < doctor_api_n_fds(); i++)
+		if (doctor_api_fd(s->api, i) >= 0 &&
+		    (r = loop_add_fd(s->loop, doctor_api_fd(s->api, i), on_cluster, s)) < 0)
+			return r;
+	return 0;
+}
 
 void doctor_serve_stop(struct doctor_server *s)
 {
@@ -219,6 +266,7 @@ void doctor_serve_stop(struct doctor_server *s)
 		return;
 	web_endpoint_stop(s->http); /* no scrape reads p after this */
 	loop_free(s->loop);
+	doctor_api_close(s->api);
 	if (s->ifd >= 0)
 		close(s->ifd);
 	free(s->p.text);
@@ -256,7 +304,7 @@ int doctor_serve_start(const struct doctor_options *o, const struct doctor_serve
 			 strerror(errno));
 	else
 		add_watches(s->ifd, doctor_root(o));
-	if (s->ifd >= 0 && (r = loop_add_fd(s->loop, s->ifd, on_change, s)) < 0) {
+	if ((s->ifd >= 0 && (r = loop_add_fd(s->loop, s->ifd, on_change, s)) < 0) || (r = follow_cluster(s)) < 0) {
 		doctor_serve_stop(s);
 		return gerr_set(err, -r, "%s", strerror(-r));
 	}

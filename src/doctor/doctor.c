@@ -557,17 +557,30 @@ void doctor_skip(struct doctor_ctx *c, const char *fmt, ...)
 	va_end(ap);
 }
 
+static int run_checks(struct doctor_ctx *c, const struct doctor_check *checks, size_t n);
+
+/* The chain: the inputs, what the API server says where no file does (not for probe and versions, which
+ * never read the cluster: gpulet-probe stays free of the client), then the checks. */
 int doctor_run(struct doctor_ctx *c, const struct doctor_options *o)
 {
-	return doctor_run_table(c, o, doctor_checks, doctor_n_checks);
+	int r = doctor_load_inputs(c, o);
+
+	if (r >= 0)
+		r = doctor_api_load(c);
+	return r < 0 ? r : run_checks(c, doctor_checks, doctor_n_checks);
 }
 
 int doctor_run_table(struct doctor_ctx *c, const struct doctor_options *o, const struct doctor_check *checks, size_t n)
 {
 	int r = doctor_load_inputs(c, o);
 
-	if (r < 0)
-		return r;
+	return r < 0 ? r : run_checks(c, checks, n);
+}
+
+static int run_checks(struct doctor_ctx *c, const struct doctor_check *checks, size_t n)
+{
+	int r;
+
 	for (size_t k = 0; k < n; k++) {
 		const struct doctor_check *ch = &checks[k];
 		const struct doctor_finding *why = explaining(c, ch->requires);
@@ -620,6 +633,7 @@ void doctor_ctx_done(struct doctor_ctx *c)
 	json_decref(c->pods);
 	json_decref(c->node_obj);
 	json_decref(c->events);
+	doctor_api_close(c->api);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -660,7 +674,8 @@ bool doctor_only_valid(const char *sel)
 {
 	/* ids reported outside the check table: bad input files */
 	static const char *const input_ids[] = {"input.pods-invalid", "input.node-invalid",
-						"input.cuda-version-invalid", "input.events-invalid"};
+						"input.cuda-version-invalid", "input.events-invalid",
+						"input.api-failed"};
 	char *const one[] = {(char *)sel};
 
 	for (size_t k = 0; k < doctor_n_checks; k++)

@@ -57,6 +57,8 @@ struct doctor_finding {
 	char *run_here;
 };
 
+struct doctor_api;
+
 struct doctor_options {
 	/* --root, --driver-root and --nvml-library as the verb resolved them (util/hostpaths.h); NULL: this host
 	 * ("/"), NVML searched where the system has it */
@@ -70,8 +72,12 @@ struct doctor_options {
 	const char *containerd_config;     /* path of config.toml on the host */
 	unsigned runtime_uid, runtime_gid; /* user containerd runs as (rootless containerd: not 0) */
 	bool live;                         /* root is the running node: its sockets answer (implied by "/") */
-	const char *cuda_library;          /* probe: libcuda to dlopen, "libcuda.so.1" by default */
-	const char *visible_devices;       /* probe: NVIDIA_VISIBLE_DEVICES as the runtime set it, or NULL */
+	/* the cluster's side from the API server (doctor/cluster_live.c) where no file gives it */
+	const char *kubeconfig;      /* --kubeconfig; NULL: $KUBECONFIG, else in a pod its service account */
+	const char *node_name;       /* --node-name / NODE_NAME: this node in the API; NULL: the node's host name */
+	struct doctor_api *api;      /* the server's client following them; NULL: a request per walk */
+	const char *cuda_library;    /* probe: libcuda to dlopen, "libcuda.so.1" by default */
+	const char *visible_devices; /* probe: NVIDIA_VISIBLE_DEVICES as the runtime set it, or NULL */
 };
 
 struct toml;
@@ -121,7 +127,8 @@ struct doctor_ctx {
 	/* cluster facts from --pods / --node */
 	json_t *pods; /* array of Pod objects, NULL when not given */
 	json_t *node_obj;
-	json_t *events; /* --events, loaded by the cluster check (doctor/cluster.h) */
+	json_t *events;         /* --events, loaded by the cluster check (doctor/cluster.h) */
+	struct doctor_api *api; /* this walk's own API client (doctor_api_load), NULL: none or o->api */
 	/* this node's name in --pods: --node's, else ROOT/etc/hostname when pods run there (doctor/cluster.h) */
 	char node_name[256];
 	bool node_name_done;

@@ -282,18 +282,27 @@ static const struct optspec config_opts[] = {
     /* per-node configs: upstream's config-manager's flags and env vars, so that the plugin follows the node
      * label itself (nodeconfig/nodeconfig.h, docs/reference/config-manager.md) */
     NODECONFIG_OPTS(offsetof(struct plugin_config, node_config)),
+    /* gpulet: health on the Node object, a condition and events (plugin/node_health.h) */
+    {.name = "node-health",
+     .kind = OPT_BOOL,
+     .env = {"GPULET_NODE_HEALTH"},
+     .def = "false",
+     F(node_health),
+     .help = "report GPU health on this node's Node object: the GPUHealthy condition and events (needs "
+	     "--node-name, and in a pod RBAC for nodes get, nodes/status patch, events create)"},
     {.name = "node-name",
-     .kind = OPT_ARGV,
+     .kind = OPT_STR,
      .arg = "NAME",
      .env = {"NODE_NAME"},
-     F(node_name),
-     .help = "this node's name (per-node configs: the Node whose label is followed)"},
+     FS(node_name),
+     .help = "this node's name in the API (--node-health, per-node configs: the Node whose label is followed; the "
+	     "chart sets it from spec.nodeName)"},
     {.name = "kubeconfig",
-     .kind = OPT_ARGV,
+     .kind = OPT_FILE,
      .arg = "FILE",
      .env = {"KUBECONFIG"},
-     F(kubeconfig),
-     .help = "kubeconfig of the API server (per-node configs; default: the pod's service account)"},
+     FP(kubeconfig),
+     .help = "kubeconfig of the API server (--node-health, per-node configs; default: the pod's service account)"},
     LOG_OPT_LEVEL(offsetof(struct plugin_config, log_level)),
     /* gpulet: command line only */
     {.name = "print-config", .kind = OPT_SET, F(print_config), .help = "print the effective config as JSON and exit"},

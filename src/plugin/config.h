@@ -80,7 +80,6 @@ struct plugin_config {
 	char *kernel_log;        /* file followed for NVRM Xid lines; "" = <root>/dev/kmsg */
 	/* per-node configs (nodeconfig/): which of a dir's configs the node label chooses; borrowed (argv, env) */
 	struct nodeconfig_options node_config;
-	const char *node_name, *kubeconfig;
 	/* env only (DP_DISABLE_HEALTHCHECKS, DP_ENABLE_HEALTHCHECKS) and the XID policy they make */
 	char *xid_disable, *xid_enable;
 	struct xid_policy xid_policy;
@@ -88,6 +87,9 @@ struct plugin_config {
 	struct nvconfig_sharing sharing;
 	/* warnings collected while loading (the file's unknown keys and ignored sections, malformed XIDs), all */
 	struct warnings warnings;
+	bool node_health; /* GPU health on the Node object: condition and events (plugin/node_health.h) */
+	char *node_name;  /* this node (NODE_NAME): --node-health, per-node configs */
+	char *kubeconfig; /* "": $KUBECONFIG, else the pod's service account */
 	/* root, driver root, dev root, container driver root and NVML library resolved once, after every layer
 	 * (util/hostpaths.h): what every part of the plugin reads and writes host paths with; owned */
 	struct host_paths *host;

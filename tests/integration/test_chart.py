@@ -10,9 +10,10 @@ the real helm v4 (template, lint, the values schema) on Kubernetes 1.26, 1.29, 1
   can be unset; `helm test` has a pod; the chart has a README; no render has a whitespace-only line;
 - no NFD needed: a scheduling mode on nvidia.com/gpu.present (the label `gpulet labels` writes);
 - several configs in config.map (or config.name) are per-node configs (docs/reference/config-manager.md):
-  the plugin, labels and MPS containers get upstream's config-manager env and a ServiceAccount each with
-  the least RBAC (nodes get/list/watch, events create in "default"); one config, or
-  config.followNodeLabel=false, keeps one CONFIG_FILE and no API access; a map no config of which
+  the plugin, labels and MPS containers get upstream's config-manager env, and each one ServiceAccount
+  whose rules add nodes get/list/watch and events create in "default" to its other features' (node
+  health, NodeFeature); one config, or config.followNodeLabel=false, keeps one CONFIG_FILE and no
+  access for it; a map no config of which
   serves a node without the label fails as upstream's; oneConfigPerRelease is accepted and does
   nothing; config edits roll the pods (checksum annotation);
 - the DaemonSets stay off arm64 nodes while the image is amd64 only."""
@@ -200,7 +201,11 @@ def test_gpu_nodes():
             for comp, ds in daemonsets(helm_lib.template(values=values, kube_version=kube)).items():
                 terms = ds["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
                     "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-                exprs = [t["matchExpressions"] for t in terms]
+                # the GPU Operator's pause labels (nvidia.com/gpu.deploy.*) follow in every term: test_helm checks them
+                exprs = [[e for e in t["matchExpressions"] if not e["key"].startswith("nvidia.com/gpu.deploy.")]
+                         for t in terms]
+                check(all(len(e) < len(t["matchExpressions"]) for e, t in zip(exprs, terms)),
+                      "kube %s %s: a term lacks the pause label" % (kube, comp))
                 if want is None:
                     check(len(exprs) >= 5 and all(e[-1] == term for e in exprs),
                           "kube %s %s: a term lacks kubernetes.io/arch amd64: %r" % (kube, comp, exprs))
@@ -271,11 +276,39 @@ def config_view(docs):
     return out, rbac
 
 
+def grants(docs, sa, namespace="kube-system"):
+    """What the account may do through every binding rendered, as (where, apiGroup, resource, verb):
+    where is "cluster", or the namespace of a Role."""
+    roles = {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]): d["rules"]
+             for d in docs if d["kind"] in ("ClusterRole", "Role")}
+    got = set()
+    for b in (d for d in docs if d["kind"] in ("ClusterRoleBinding", "RoleBinding")):
+        if {"kind": "ServiceAccount", "name": sa, "namespace": namespace} in b["subjects"]:
+            ns = b["metadata"].get("namespace")
+            for r in roles.get((b["roleRef"]["kind"], ns, b["roleRef"]["name"]), []):
+                got |= {("cluster" if ns is None else ns, g, res, v)
+                        for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]}
+    return got
+
+
+# per-node configs: the Node watched by name, a Warning Event on it (src/nodeconfig/follow.c)
+NODE_CONFIG_RULES = {("cluster", "", "nodes", v) for v in ("get", "list", "watch")} | {("default", "", "events", "create")}
+# what each pod's other features need with the chart's defaults (node health, NodeFeature)
+OTHER_RULES = {"device-plugin": {("cluster", "", "nodes", "get"), ("cluster", "", "nodes/status", "patch"),
+                                 ("default", "", "events", "create")},
+               "gpu-feature-discovery": {("kube-system", "nfd.k8s-sigs.io", "nodefeatures", v)
+                                         for v in ("get", "list", "watch", "create", "update")} |
+                                        {("kube-system", "", "pods", "get")},
+               "mps-control-daemon": set()}
+
+
 def test_node_configs():
     """Issue 32 item 2: several configs are per-node configs, as upstream's chart has them, without
-    its sidecars; one config needs no API access."""
+    its sidecars; each pod keeps one ServiceAccount whose rules are the union of its features' (per-node
+    configs with node health and NodeFeature); one config needs no API access for it."""
     two = {"config": {"map": {"default": "version: v1\n", "ts2": "version: v1\n"}}, "gfd": {"enabled": True}}
-    pods, rbac = config_view(helm_lib.template(values=two))
+    docs = helm_lib.template(values=two)
+    pods, rbac = config_view(docs)
     check(set(pods) == set(NODE_CONFIG_PODS), "per-node configs: the pods %s" % sorted(pods))
     for c, (env, sa, mount) in pods.items():
         check(env.get("CONFIG_FILE_SRCDIR", {}).get("value") == "/config" and "CONFIG_FILE" not in env and
@@ -283,32 +316,45 @@ def test_node_configs():
               env.get("DEFAULT_CONFIG", {}).get("value") == "" and
               env.get("FALLBACK_STRATEGIES", {}).get("value") == "named,single",
               "%s: upstream's config-manager env %s" % (c, {k: env[k] for k in env if "CONFIG" in k or k == "NODE_NAME"}))
+        names = [e["name"] for e in daemonsets(docs)[c]["spec"]["template"]["spec"]["containers"][0].get("env", [])]
+        check(names.count("NODE_NAME") == 1, "%s: NODE_NAME %d times" % (c, names.count("NODE_NAME")))
         check(sa == "gpulet-" + c and mount is True, "%s: service account %r automount %r" % (c, sa, mount))
+        got = grants(docs, sa)
+        want = NODE_CONFIG_RULES | OTHER_RULES[c]
+        check(got == want, "%s: %s may %s, its features need exactly %s (extra %s, missing %s)"
+              % (c, sa, sorted(got), sorted(want), sorted(got - want), sorted(want - got)))
     sas = sorted(d["metadata"]["name"] for d in rbac.get("ServiceAccount", []))
-    check(sas == sorted("gpulet-" + c for c in NODE_CONFIG_PODS), "ServiceAccounts %s" % sas)
-    (cr,) = rbac.get("ClusterRole", [None])
-    check(cr and cr["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}],
-          "the ClusterRole grants only nodes get/list/watch: %s" % (cr or {}).get("rules"))
-    (role,) = rbac.get("Role", [None])
-    check(role and role["metadata"]["namespace"] == "default" and
-          role["rules"] == [{"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}],
-          "the Role grants only events create in default: %s" % role)
-    for kind in ("ClusterRoleBinding", "RoleBinding"):
-        (b,) = rbac.get(kind, [None])
-        check(b and sorted(s["name"] for s in b["subjects"]) == sas, "%s subjects %s" % (kind, b and b["subjects"]))
+    check(sas == sorted(["gpulet-doctor"] + ["gpulet-" + c for c in NODE_CONFIG_PODS]),
+          "one ServiceAccount per pod that calls the API server: %s" % sas)
+    names = [(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"])
+             for k in rbac for d in rbac[k]]
+    check(len(names) == len(set(names)), "an RBAC object rendered twice: %s" % sorted(names))
     # the same with oneConfigPerRelease (no effect) and with an external ConfigMap
     for values in (dict(two, config=dict(two["config"], oneConfigPerRelease=True)),
                    {"config": {"name": "site-configs"}}):
         pods2, _ = config_view(helm_lib.template(values=values))
         check(all(env.get("CONFIG_FILE_SRCDIR") for env, _, _ in pods2.values()), "per-node with %s" % values)
-    # one config, or per-node configs off: one CONFIG_FILE, no token, no RBAC
-    for values, key in (({"config": {"map": {"only": "version: v1\n"}}}, "only"),
-                        ({"config": dict(two["config"], followNodeLabel=False, default="ts2")}, "ts2")):
-        pods3, rbac3 = config_view(helm_lib.template(values=values))
+    # one config, or per-node configs off: one CONFIG_FILE, and only the other features' access (the MPS
+    # daemons have none: no account, no token)
+    for values, key in (({"config": {"map": {"only": "version: v1\n"}}, "gfd": {"enabled": True}}, "only"),
+                        ({"config": dict(two["config"], followNodeLabel=False, default="ts2"), "gfd": {"enabled": True}},
+                         "ts2")):
+        docs3 = helm_lib.template(values=values)
+        pods3, _ = config_view(docs3)
         for c, (env, sa, mount) in pods3.items():
-            check(env.get("CONFIG_FILE", {}).get("value") == "/config/" + key and "CONFIG_FILE_SRCDIR" not in env and
-                  sa is None and mount is False, "%s with %s: env %s sa %r" % (c, values, sorted(env), sa))
-        check(not rbac3, "no RBAC without per-node configs: %s" % sorted(rbac3))
+            check(env.get("CONFIG_FILE", {}).get("value") == "/config/" + key and "CONFIG_FILE_SRCDIR" not in env,
+                  "%s with %s: env %s" % (c, values, sorted(env)))
+            want = OTHER_RULES[c]
+            check(sa == ("gpulet-" + c if want else None) and mount is bool(want),
+                  "%s with %s: service account %r automount %r" % (c, values, sa, mount))
+            check(not sa or grants(docs3, sa) == want, "%s with %s: %s may %s, expected %s"
+                  % (c, values, sa, sorted(grants(docs3, sa)), sorted(want)))
+    # without node health and NodeFeature, per-node configs alone give the plugin, labels and MPS their account
+    alone = dict(two, devicePlugin={"nodeHealth": False}, gfd={"enabled": True, "useNodeFeatureAPI": False})
+    docs4 = helm_lib.template(values=alone)
+    for c, (env, sa, mount) in config_view(docs4)[0].items():
+        check(sa == "gpulet-" + c and grants(docs4, sa) == NODE_CONFIG_RULES,
+              "%s, per-node configs alone: %s may %s" % (c, sa, sorted(grants(docs4, sa))))
     # what cannot serve a node without the label fails, as upstream's validation.yml
     for values, words in (({"config": {"map": {"a": "version: v1", "b": "version: v1"}}}, "config.fallbackStrategies"),
                           ({"config": {"map": {"a": "version: v1", "b": "version: v1"}, "default": "c"}}, '"c" is not a key'),

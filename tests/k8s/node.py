@@ -449,7 +449,7 @@ class Node:
     def start_control_plane(self):
         """kube-scheduler and kube-controller-manager of the same release, on the API server as admin,
         serving only on the namespace's loopback. DRA is on by default in 1.34 (GA); the controller
-        manager runs the resourceclaim and garbage-collector controllers (no node lifecycle
+        manager runs the resourceclaim, garbage-collector and daemonset controllers (no node lifecycle
         controller: it would taint this CNI-less node not-ready)."""
         c = self.certs
         common = ["--kubeconfig", self.admin_kubeconfig, "--authentication-kubeconfig", self.admin_kubeconfig,
@@ -460,7 +460,7 @@ class Node:
         self.spawn("kube-controller-manager", [
             self.bins["kube-controller-manager"], *common, "--secure-port", "10257",
             "--cert-dir", self.t + "/controller-manager-certs",
-            "--controllers", "resourceclaim-controller,garbage-collector-controller",
+            "--controllers", "resourceclaim-controller,garbage-collector-controller,daemonset-controller",
             "--service-account-private-key-file", c + "/sa.key", "--root-ca-file", c + "/ca.crt",
             "--use-service-account-credentials=false"])
         for name, port in (("kube-scheduler", 10259), ("kube-controller-manager", 10257)):

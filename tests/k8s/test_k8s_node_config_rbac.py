@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""The chart's RBAC for per-node configs (templates/rbac-node-config.yaml) is enough, and needed, on a
-real kube-apiserver with RBAC on (controlplane.py): the objects `helm template` renders for a release
-with several configs are applied, and gpulet config-manager runs with the token of the plugin's
-ServiceAccount. It reads its Node (a watch with metadata.name=<node>), links the config the label
+"""The chart's RBAC for per-node configs (templates/rbac.yaml: each pod's one ServiceAccount holds the
+union of its features' rules, gpulet.apiRules) is enough, and needed, on a real kube-apiserver with RBAC
+on (controlplane.py): the objects `helm template` renders for a release with several configs are
+applied, and gpulet config-manager runs with the token of the MPS daemons' ServiceAccount (per-node
+configs are its only feature: their rules alone) and of the plugin's (node health's rules with them). It reads its Node (a watch with metadata.name=<node>), links the config the label
 names, and when the label names one that does not exist writes the Warning Event on the Node in
 "default" (the API's namespace for a cluster-scoped object's Events). A ServiceAccount the chart did
 not bind gets a 403 that names the rule it misses.
@@ -54,7 +55,8 @@ def test_rbac():
     rbac = [d for d in docs if d["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
                                              "RoleBinding")]
     sas = sorted(d["metadata"]["name"] for d in rbac if d["kind"] == "ServiceAccount")
-    check(len(sas) == 3, "one ServiceAccount per component (plugin, gfd, mps): %s" % sas)
+    check(sas == ["gpulet-" + c for c in ("device-plugin", "doctor", "gpu-feature-discovery", "mps-control-daemon")],
+          "one ServiceAccount per pod that calls the API server: %s" % sas)
     with ControlPlane() as cp:
         cp.start()
         cp.kubectl("create", "namespace", NS)
@@ -66,14 +68,16 @@ def test_rbac():
         for k in ("default", "ts2"):
             with open(os.path.join(srcdir, k), "w") as f:
                 f.write("version: v1\n")
-        plugin_sa = [s for s in sas if s.endswith("-device-plugin")][0]
-        token = cp.kubectl("create", "token", plugin_sa, "-n", NS, "--duration", "1h")[1].strip()
-        kc = kubeconfig(cp, "plugin.kubeconfig", token)
-
         dst = os.path.join(cp.t, "config.yaml")
-        rc, err = config_manager(cp, kc, srcdir, dst)
-        check(rc == 0 and os.readlink(dst) == os.path.join(srcdir, "ts2"), "ts2 with the chart's RBAC: rc %d %s" % (rc, err))
-        print("PASS the plugin's ServiceAccount reads its Node through a watch: the label's config linked")
+        for comp in ("device-plugin", "mps-control-daemon"):
+            token = cp.kubectl("create", "token", "gpulet-" + comp, "-n", NS, "--duration", "1h")[1].strip()
+            kc = kubeconfig(cp, comp + ".kubeconfig", token)
+            if os.path.lexists(dst):
+                os.unlink(dst)
+            rc, err = config_manager(cp, kc, srcdir, dst)
+            check(rc == 0 and os.readlink(dst) == os.path.join(srcdir, "ts2"),
+                  "ts2 with the chart's RBAC of %s: rc %d %s" % (comp, rc, err))
+            print("PASS the %s ServiceAccount reads its Node through a watch: the label's config linked" % comp)
 
         # nothing in place yet and the label names no config: the default, and the Event on the Node
         os.unlink(dst)

@@ -112,13 +112,10 @@ external config.name cannot be checked (its keys are the cluster's).
 {{- if include "gpulet.nodeConfig" . -}}
 {{- include "gpulet.nodeConfigCheck" . -}}
 # per-node configs: the node label nvidia.com/device-plugin.config names one of /config's files
-# (upstream's config-manager's env); the container follows it live (docs/reference/config-manager.md)
+# (upstream's config-manager's env); the container follows it live (docs/reference/config-manager.md);
+# NODE_NAME comes with the component's API access (gpulet.nodeNameEnv)
 - name: CONFIG_FILE_SRCDIR
   value: /config
-- name: NODE_NAME
-  valueFrom:
-    fieldRef:
-      fieldPath: spec.nodeName
 - name: DEFAULT_CONFIG
   value: {{ .Values.config.default | quote }}
 - name: FALLBACK_STRATEGIES
@@ -129,13 +126,6 @@ external config.name cannot be checked (its keys are the cluster's).
 {{- end }}
 {{- end -}}
 
-{{/* The ServiceAccount of a component's pods ((dict "root" $ "component" NAME)): per-node configs read the
-     node and write Events (rbac-node-config.yaml); "" without them. */}}
-{{- define "gpulet.nodeConfigServiceAccount" -}}
-{{- if include "gpulet.nodeConfig" .root -}}
-{{- printf "%s-%s" (include "gpulet.fullname" .root) .component | trunc 63 | trimSuffix "-" -}}
-{{- end -}}
-{{- end -}}
 {{/* ---- end of per-node configs -------------------------------------------------------------------------- */}}
 
 {{/* Container security context: the user's, or no capabilities, read-only root, no escalation. */}}
@@ -152,9 +142,11 @@ capabilities:
 
 {{/* Pod-level fields shared by every gpulet DaemonSet: (dict "root" $ "hostNetwork" BOOL "runtimeClassName" NAME
      ["nodeSelector" labels the DaemonSet needs on top of .Values.nodeSelector]
-     ["serviceAccount" NAME: the pod talks to the API server with its token]) */}}
+     ["component" its app.kubernetes.io/component: its ServiceAccount (gpulet.apiRules) and pause labels
+      (gpulet.deployLabels)]) */}}
 {{- define "gpulet.podCommon" -}}
 {{- $v := .root.Values -}}
+{{- $api := hasKey (include "gpulet.apiRules" .root | fromYaml) (.component | default "") -}}
 {{- with $v.priorityClassName }}
 priorityClassName: {{ . }}
 {{- end }}
@@ -169,12 +161,12 @@ imagePullSecrets:
 hostNetwork: true
 dnsPolicy: ClusterFirstWithHostNet
 {{- end }}
-{{- with .serviceAccount }}
-# per-node configs: the node's label and Events (rbac-node-config.yaml)
-serviceAccountName: {{ . }}
+{{- if $api }}
+# its own ServiceAccount with the least rules its features need (gpulet.apiRules, rbac.yaml), and its token
+serviceAccountName: {{ include "gpulet.fullname" .root }}-{{ .component }}
 automountServiceAccountToken: true
 {{- else }}
-# no gpulet verb calls the API server: no service-account token in the pod
+# this verb does not call the API server: no service-account token in the pod
 automountServiceAccountToken: false
 {{- end }}
 securityContext:
@@ -189,7 +181,7 @@ securityContext:
 nodeSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with include "gpulet.affinity" .root | fromYaml }}
+{{- with include "gpulet.podAffinity" . | fromYaml }}
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
@@ -403,6 +395,159 @@ nodeArchitectures (the image's). A YAML map ({} for none).
 {{- $_ := set $aff "nodeAffinity" $na -}}
 {{- end -}}
 {{- toYaml $aff -}}
+{{- end -}}
+
+{{/*
+The GPU Operator's pause protocol (docs/reference/helm-chart.md "Pause labels"): the node labels that
+stop each component, as the Operator's own DaemonSets select on them (gpu-operator assets/state-*:
+nodeSelector nvidia.com/gpu.deploy.<operand>: "true"). mig-manager (mig-parted
+pkg/mig/reconfigure/reconfigure.go) sets them to paused-for-mig-change, the driver upgrade
+(k8s-driver-manager cmd/driver-manager/main.go) to paused-for-driver-upgrade, or X_paused-for-driver-upgrade
+over another pause, and false disables; "true", "" and no label at all run the pods (gpulet's chart runs
+without the Operator too). The doctor has a label of its own and leaves with the device plugin (mig-manager
+knows no doctor). A YAML map: component -> label keys.
+*/}}
+{{- define "gpulet.deployLabels" -}}
+{{- if .Values.operatorPauseLabels -}}
+device-plugin: [nvidia.com/gpu.deploy.device-plugin]
+mps-control-daemon: [nvidia.com/gpu.deploy.device-plugin]
+gpu-feature-discovery: [nvidia.com/gpu.deploy.gpu-feature-discovery]
+exporter: [nvidia.com/gpu.deploy.dcgm-exporter]
+doctor: [nvidia.com/gpu.deploy.gpulet-doctor, nvidia.com/gpu.deploy.device-plugin]
+{{- end -}}
+{{- end -}}
+
+{{/* The values of a deploy label that stop the pods (see gpulet.deployLabels), a YAML list. */}}
+{{- define "gpulet.pauseValues" -}}
+["false", "paused-for-mig-change", "paused-for-driver-upgrade", "paused-for-mig-change_paused-for-driver-upgrade"]
+{{- end -}}
+
+{{/*
+A DaemonSet's affinity: gpulet.affinity with, in every required term, a NotIn expression per deploy label
+of its component (NotIn also admits a node without the label): (dict "root" $ "component" NAME).
+*/}}
+{{- define "gpulet.podAffinity" -}}
+{{- $aff := include "gpulet.affinity" .root | fromYaml -}}
+{{- $keys := get (include "gpulet.deployLabels" .root | fromYaml) (.component | default "") -}}
+{{- if $keys -}}
+{{- $stop := include "gpulet.pauseValues" .root | fromYamlArray -}}
+{{- $pause := list -}}
+{{- range $keys -}}
+{{- $pause = append $pause (dict "key" . "operator" "NotIn" "values" $stop) -}}
+{{- end -}}
+{{- $terms := dig "nodeAffinity" "requiredDuringSchedulingIgnoredDuringExecution" "nodeSelectorTerms" list $aff -}}
+{{- $out := list -}}
+{{- range ($terms | default (list dict)) -}}
+{{- $out = append $out (merge (dict "matchExpressions" (concat (.matchExpressions | default list) $pause)) (omit . "matchExpressions")) -}}
+{{- end -}}
+{{- $na := deepCopy (get $aff "nodeAffinity" | default dict) -}}
+{{- $_ := set $na "requiredDuringSchedulingIgnoredDuringExecution" (dict "nodeSelectorTerms" $out) -}}
+{{- $_ := set $aff "nodeAffinity" $na -}}
+{{- end -}}
+{{- toYaml $aff -}}
+{{- end -}}
+
+{{/*
+What each feature that calls the API server needs, the least RBAC (docs/reference/helm-chart.md "RBAC"):
+  nodeHealth (devicePlugin.nodeHealth): reads its Node once, applies the GPUHealthy condition on
+    nodes/status, creates Events about the Node (src/plugin/node_health.c), which the API takes only in
+    the namespace default (eventsNamespace: that Role is made there);
+  nodeConfig (gpulet.nodeConfig, per-node configs): watches its own Node (fieldSelector metadata.name;
+    RBAC cannot narrow a rule to one name, so get/list/watch of nodes) and creates a Warning Event on it
+    when the config its label names is refused (src/nodeconfig/follow.c);
+  nodeFeature (gfd.useNodeFeatureAPI not false): its NodeFeature object in its namespace (followed: list
+    and watch of that one name), its own pod for the owner references (src/labels/nodefeature.c);
+  readCluster (doctor.readCluster): reads this node, the pods on it and their events (src/doctor/cluster_live.c).
+A YAML map: feature -> {cluster: [rules], namespaced: [rules], eventsNamespace: [rules]}, one resource a rule.
+*/}}
+{{- define "gpulet.apiFeatureRules" -}}
+nodeHealth:
+  cluster:
+    - {apiGroups: [""], resources: [nodes], verbs: [get]}
+    - {apiGroups: [""], resources: [nodes/status], verbs: [patch]}
+  eventsNamespace:
+    - {apiGroups: [""], resources: [events], verbs: [create]}
+nodeConfig:
+  cluster:
+    - {apiGroups: [""], resources: [nodes], verbs: [get, list, watch]}
+  eventsNamespace:
+    - {apiGroups: [""], resources: [events], verbs: [create]}
+nodeFeature:
+  namespaced:
+    - {apiGroups: [nfd.k8s-sigs.io], resources: [nodefeatures], verbs: [get, list, watch, create, update]}
+    - {apiGroups: [""], resources: [pods], verbs: [get]}
+readCluster:
+  cluster:
+    - {apiGroups: [""], resources: [nodes], verbs: [get, list, watch]}
+    - {apiGroups: [""], resources: [pods], verbs: [get, list, watch]}
+    - {apiGroups: [""], resources: [events], verbs: [list]}
+{{- end -}}
+
+{{/* The features each component's pods run (only the enabled ones): component -> [feature], a YAML map. */}}
+{{- define "gpulet.apiFeatures" -}}
+{{- $v := .Values -}}
+{{- $nc := include "gpulet.nodeConfig" . -}}
+{{- $out := dict -}}
+{{- if $v.devicePlugin.enabled -}}
+{{- $f := list -}}
+{{- if $v.devicePlugin.nodeHealth }}{{ $f = append $f "nodeHealth" }}{{ end -}}
+{{- if $nc }}{{ $f = append $f "nodeConfig" }}{{ end -}}
+{{- with $f }}{{ $_ := set $out "device-plugin" . }}{{ end -}}
+{{- if $nc }}{{ $_ := set $out "mps-control-daemon" (list "nodeConfig") }}{{ end -}}
+{{- end -}}
+{{- if $v.gfd.enabled -}}
+{{- $f := list -}}
+{{- if ne $v.gfd.useNodeFeatureAPI false }}{{ $f = append $f "nodeFeature" }}{{ end -}}
+{{- if $nc }}{{ $f = append $f "nodeConfig" }}{{ end -}}
+{{- with $f }}{{ $_ := set $out "gpu-feature-discovery" . }}{{ end -}}
+{{- end -}}
+{{- if and $v.doctor.enabled $v.doctor.readCluster -}}
+{{- $_ := set $out "doctor" (list "readCluster") -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/*
+The components that call the API server and the rules of each: the union of its features' rules
+(gpulet.apiFeatureRules), one rule per resource with the verbs of all (rbac.yaml makes one ServiceAccount,
+and a ClusterRole and/or a Role in the release's namespace and in default, for each).
+A YAML map: component -> {cluster: [rules], namespaced: [rules], eventsNamespace: [rules]}.
+*/}}
+{{- define "gpulet.apiRules" -}}
+{{- $byFeature := include "gpulet.apiFeatureRules" . | fromYaml -}}
+{{- $out := dict -}}
+{{- range $comp, $features := include "gpulet.apiFeatures" . | fromYaml -}}
+{{- $scopes := dict -}}
+{{- range $features -}}
+{{- range $scope, $rules := get $byFeature . -}}
+{{- $have := get $scopes $scope | default list -}}
+{{- range $rules -}}
+{{- $new := . -}}
+{{- $found := false -}}
+{{- range $have -}}
+{{- if and (eq (toJson .apiGroups) (toJson $new.apiGroups)) (eq (toJson .resources) (toJson $new.resources)) -}}
+{{- $_ := set . "verbs" (concat .verbs $new.verbs | uniq) -}}
+{{- $found = true -}}
+{{- end -}}
+{{- end -}}
+{{- if not $found }}{{ $have = append $have (deepCopy $new) }}{{ end -}}
+{{- end -}}
+{{- $_ := set $scopes $scope $have -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $out $comp $scopes -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/* NODE_NAME from the pod's node, for a component that calls the API server about its Node: (dict "root" $ "component" NAME) */}}
+{{- define "gpulet.nodeNameEnv" -}}
+{{- if hasKey (include "gpulet.apiFeatures" .root | fromYaml) .component -}}
+- name: NODE_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: spec.nodeName
+{{- end -}}
 {{- end -}}
 
 {{/* The nodes (lookup) the affinity and nodeSelector admit: a count, "" under helm template. */}}
