@@ -89,11 +89,11 @@ static int cmp_names(const void *a, const void *b)
 
 int nodeconfig_list(const char *dir, struct nodeconfig_names *ret, struct gerr *err)
 {
-	_cleanup_(nodeconfig_names_clear) struct nodeconfig_names n = {0};
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	int r = 0;
 
+	*ret = (struct nodeconfig_names){0};
 	if (!d)
 		return gerr_set(err, errno, "cannot read the configs' dir %s: %s", dir, strerror(errno));
 	while ((e = readdir(d))) {
@@ -105,29 +105,30 @@ int nodeconfig_list(const char *dir, struct nodeconfig_names *ret, struct gerr *
 		/* a key is a link into ..data: what it leads to must be a file */
 		if (fstatat(dirfd(d), e->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode))
 			continue;
-		if (n.n == NODECONFIG_MAX_NAMES) {
+		if (ret->n == NODECONFIG_MAX_NAMES) {
 			r = gerr_set(err, E2BIG, "%s holds more than %d configs", dir, NODECONFIG_MAX_NAMES);
 			break;
 		}
-		if (!(n.v[n.n] = strdup(e->d_name))) {
+		if (!(ret->v[ret->n] = strdup(e->d_name))) {
 			r = gerr_set(err, ENOMEM, "out of memory");
 			break;
 		}
-		n.n++;
+		ret->n++;
 	}
 	closedir(d);
-	if (r < 0)
+	if (r < 0) {
+		nodeconfig_names_clear(ret); /* nothing half-listed */
 		return r;
-	qsort(n.v, n.n, sizeof(n.v[0]), cmp_names);
-	*ret = n;
-	n = (struct nodeconfig_names){0};
+	}
+	if (ret->n > 0)
+		qsort(ret->v, ret->n, sizeof(ret->v[0]), cmp_names);
 	return 0;
 }
 
 static const char *find(const struct nodeconfig_names *names, const char *name)
 {
 	for (size_t i = 0; i < names->n; i++)
-		if (streq(names->v[i], name))
+		if (names->v[i] && streq(names->v[i], name))
 			return names->v[i];
 	return NULL;
 }

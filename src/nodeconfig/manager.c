@@ -137,7 +137,8 @@ int nodeconfig_find_process(const char *proc, const char *name, pid_t self, pid_
 	}
 	closedir(d);
 	/* the first by pid, as procfs.AllProcs() hands them to upstream */
-	qsort(pids, n, sizeof(*pids), cmp_pid);
+	if (n > 0)
+		qsort(pids, n, sizeof(*pids), cmp_pid);
 	for (size_t i = 0; i < n; i++)
 		if (is_named(proc, pids[i], name)) {
 			*ret = pids[i];

@@ -138,6 +138,17 @@ static void test_list(void **state)
 	nodeconfig_names_clear(&n);
 	assert_int_equal(nodeconfig_list(in("nope"), &n, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "nope"));
+	/* more configs than it holds: refused whole, nothing half-listed */
+	assert_int_equal(mkdir(in("many"), 0755), 0);
+	for (int i = 0; i <= NODECONFIG_MAX_NAMES; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "many/c%d", i);
+		write_in(in(name), "version: v1\n");
+	}
+	assert_int_equal(nodeconfig_list(in("many"), &n, &err), -E2BIG);
+	assert_int_equal(n.n, 0);
+	assert_non_null(strstr(err.msg, "more than 256 configs"));
 }
 
 static struct nodeconfig_names names(const char *const *v)
