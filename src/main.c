@@ -27,6 +27,8 @@ static const struct verb {
     {"cdi-hook", cmd_cdihook, "the OCI hook CDI specs name (nvidia-cdi-hook's actions)"},
     {"dra", cmd_dra, "the kubelet plugin of a DRA driver for GPUs (replaces NVIDIA's gpu-kubelet-plugin)"},
     {"entrypoint", cmd_entrypoint, "the image's entrypoint: runs what NVIDIA's manifests start (GPU Operator)"},
+    {"config-manager", cmd_config_manager,
+     "point a config file at the config the node label names (replaces NVIDIA's config-manager)"},
 };
 
 /*
@@ -44,11 +46,11 @@ static const struct {
     {"gpu-kubelet-plugin", "dra"}, /* NVIDIA's DRA driver's kubelet plugin (docs/reference/dra.md §9) */
     /* the GPU Operator's and NVIDIA's charts' containers on gpulet's image (docs/reference/operator.md):
      * dcgm-exporter's name for the exporter; /bin/sh and /bin/bash for the Operator's device-plugin
-     * entrypoint only, and config-manager, refused: no shell, no config-manager (cmd/verb_entrypoint.c) */
+     * entrypoint only (no shell: cmd/verb_entrypoint.c); config-manager (docs/reference/config-manager.md) */
     {"dcgm-exporter", "exporter"},
     {"sh", "entrypoint"},
     {"bash", "entrypoint"},
-    {"config-manager", "entrypoint"},
+    {"config-manager", "config-manager"},
 };
 
 static void usage(FILE *f)

@@ -34,6 +34,7 @@ int cmd_cdihook_with(int argc, char **argv,
 				  const struct cdihook_memlimits *m, struct gerr *err));
 int cmd_dra(int argc, char **argv);
 int cmd_entrypoint(int argc, char **argv);
+int cmd_config_manager(int argc, char **argv);
 
 /* --print-config of the plugin and mps-control-daemon: the effective config as JSON, its warnings on stderr. */
 struct plugin_config;

@@ -30,6 +30,7 @@ static const struct {
     {"plugin", "nvidia-device-plugin", "NVIDIA k8s-device-plugin v0.20.0"},
     {"labels", "gpu-feature-discovery", "NVIDIA k8s-device-plugin v0.20.0 (GPU Feature Discovery)"},
     {"mps-control-daemon", "mps-control-daemon", "NVIDIA k8s-device-plugin v0.20.0"},
+    {"config-manager", "config-manager", "NVIDIA k8s-device-plugin v0.20.0"},
     {"exporter", "dcgm-exporter", "NVIDIA dcgm-exporter 4.5.3-4.8.2"},
     {"cdi", "nvidia-ctk cdi", "NVIDIA Container Toolkit (snapshot d34b304, 2026-08)"},
     {"cdi-hook", "nvidia-cdi-hook", "NVIDIA Container Toolkit (snapshot d34b304, 2026-08)"},

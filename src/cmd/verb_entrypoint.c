@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gpulet entrypoint: the image's entrypoint, so that manifests written for NVIDIA's images run
- * gpulet's image unchanged (docs/reference/operator.md). Three ways in, by the name it was run under:
+ * gpulet's image unchanged (docs/reference/operator.md). Two ways in, by the name it was run under
+ * (config-manager, the Operator's third name, is a verb of its own: cmd/verb_config_manager.c):
  *
  *   gpulet entrypoint [ARGS]   the image's ENTRYPOINT. A command (`devices --json`) runs as `gpulet
  *                              COMMAND`. No command: the operand is chosen from the environment
@@ -10,7 +11,6 @@
  *   /bin/sh, /bin/bash         not a shell: exactly `-c /bin/entrypoint.sh`, the GPU Operator's
  *                              device-plugin container, whose script gpulet reads and does itself
  *                              (plugin/operator.h); anything else is refused.
- *   config-manager             refused, naming the ClusterPolicy setting that starts it.
  *
  * The image has no shell and nothing here runs one: every way ends in an exec of gpulet itself.
  */
@@ -72,7 +72,7 @@ static const struct cmd_verb entrypoint_verb = CMD_VERB(
 	"device-plugin container (`-c /bin/entrypoint.sh`): it checks the script is the Operator's, waits for\n"
 	"/run/nvidia/validations/driver-ready, exports its variables, sets GDRCOPY_ENABLED, GDS_ENABLED and\n"
 	"MOFED_ENABLED for loaded gdrdrv and nvidia_fs modules when the script asks, and runs\n"
-	"nvidia-device-plugin; there is no shell. As config-manager it explains why it cannot run.",
+	"nvidia-device-plugin; there is no shell.",
     .footer = "Exit status: the program's it runs; 1 when it cannot run it, 2 for a form it does not know.",
     .operands = true);
 
@@ -292,13 +292,5 @@ int cmd_entrypoint(int argc, char **argv)
 
 	if (streq(as, "sh") || streq(as, "bash"))
 		return run_shell(as, argc, argv);
-	if (streq(as, "config-manager")) {
-		fprintf(stderr,
-			"config-manager: not in gpulet yet. The GPU Operator starts it (an init container and a "
-			"sidecar) only when the ClusterPolicy sets devicePlugin.config (a ConfigMap of per-node "
-			"device-plugin configs); unset devicePlugin.config to run gpulet with its default config "
-			"(docs/reference/operator.md)\n");
-		return 1;
-	}
 	return run_image(argc, argv);
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/node_config.h"
 #include "cmd/options.h"
 #include "kapi/rows.h"
 #include "labels/daemon.h"
@@ -39,6 +40,8 @@ struct labels_cli {
 	unsigned kube_burst;
 	/* accepted, not used: GFD parses it and reads it nowhere (docs/reference/gfd-labels.md) */
 	const char *ctr_driver_root;
+	/* per-node configs (nodeconfig/: the node label chooses the config file) */
+	struct nodeconfig_options node_config;
 	/* gpulet's own */
 	const char *gpu_type;
 	int sharing_flag; /* enum sharing_strategy of --sharing-strategy */
@@ -104,8 +107,9 @@ static const struct optspec labels_opts[] = {
 	    .alias = "container-driver-root", .env = {"DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"},
 	    .off = LABELS_F(ctr_driver_root)),
     CMD_ROW("kubeconfig", 0, OPT_ARGV, "FILE",
-	    "kubeconfig of the NodeFeature API's client (default: the pod's service account)", .env = {"KUBECONFIG"},
-	    .off = LABELS_F(kubeconfig)),
+	    "kubeconfig of the API server: per-node configs, the NodeFeature API's client (default: the pod's "
+	    "service account)",
+	    .env = {"KUBECONFIG"}, .off = LABELS_F(kubeconfig)),
     KAPI_ENV_ROWS(LABELS_F(kenv)),
     CMD_ROW("kube-api-qps", 0, OPT_CALL, "QPS", "requests per second to the API server (below 0: no limit)",
 	    .env = {"KUBE_API_QPS"}, .def = "5", .call = set_qps),
@@ -113,7 +117,8 @@ static const struct optspec labels_opts[] = {
 	    .def = "10", .off = LABELS_F(kube_burst), .min = 1, .max = 1000),
     CMD_ROW("namespace", 0, OPT_ARGV, "NS", "namespace of the NodeFeature object (the pod's)", .env = {"NAMESPACE"},
 	    .def = "default", .off = LABELS_F(namespace)),
-    CMD_ROW("node-name", 0, OPT_ARGV, "NAME", "this node: the NodeFeature object's name and node label",
+    CMD_ROW("node-name", 0, OPT_ARGV, "NAME",
+	    "this node: the NodeFeature object's name and node label, the Node whose label per-node configs follow",
 	    .env = {"NODE_NAME"}, .off = LABELS_F(node_name)),
     CMD_ROW("pod-name", 0, OPT_ARGV, "NAME", "this pod: the NodeFeature object's owners (it and its DaemonSet)",
 	    .env = {"POD_NAME"}, .off = LABELS_F(pod_name)),
@@ -130,6 +135,7 @@ static const struct optspec labels_opts[] = {
 	    "also write the field guide's custom label gpu-type=VALUE ('auto': from the product)",
 	    .off = LABELS_F(gpu_type)),
     CMD_ROW("gpu-mig-label", 0, OPT_SET, NULL, "also write gpu-mig=enabled|disabled", .off = LABELS_F(gpu_mig)),
+    NODECONFIG_OPTS(LABELS_F(node_config)),
     CMD_OPTS_NVML,
     {0},
 };
@@ -256,9 +262,11 @@ static struct labels_cli *labels_cli_new(void)
 
 /* What the daemon runs under, and what SIGHUP builds it again from. */
 struct labels_run {
-	const struct loop_argv *args; /* the command line, kept before getopt permuted it */
-	struct labels_cli *cli;       /* owned: the options in use */
-	struct labels_daemon *d;
+	struct loop_argv *args;  /* the command line, kept before getopt permuted it */
+	struct labels_cli *cli;  /* owned: the options in use */
+	struct labels_daemon *d; /* NULL until it runs */
+	struct cmd_node_config nc;
+	struct loop_source src;
 };
 
 /* SIGHUP (util/loop.h): every layer again from the kept command line (the file may have changed), then in use. */
@@ -275,14 +283,60 @@ static int reload(void *data, struct gerr *err)
 		return r;
 	if (settle(n) != 0)
 		return gerr_set(err, EINVAL, "the options do not hold together any more (said above)");
-	if (!same_nfd(run->cli, n))
+	n->run.source = run->nc.nc ? &run->src : NULL;
+	/* the first config of per-node configs is loaded here before the daemon runs (node_config()) */
+	if (run->d && !same_nfd(run->cli, n))
 		return gerr_set(err, EINVAL,
 				"--use-node-feature-api and its client settings are read at start: restart the pod "
 				"to change them");
-	labels_daemon_apply(run->d, &n->run);
+	if (run->d)
+		labels_daemon_apply(run->d, &n->run);
 	labels_cli_free(run->cli);
 	run->cli = TAKE_PTR(n);
 	return 0;
+}
+
+/*
+ * Per-node configs (--config-file-srcdir): the node followed and the options built again with the
+ * config file its label names, settled (the reload's way): 0. CMD_CONTINUE when off, or the exit code.
+ */
+static int node_config(struct labels_run *run)
+{
+	const struct labels_cli *c = run->cli;
+	struct gerr err = {0};
+	const struct cmd_node_config_args a = {.component = "gpulet-labels",
+					       .opts = &c->node_config,
+					       .node_name = c->node_name,
+					       .kubeconfig = c->kubeconfig,
+					       .env = &c->kenv,
+					       .config_file = c->config_file,
+					       .args = run->args};
+
+	if (cmd_node_config_start(&a, &run->nc, &err) < 0 ||
+	    (run->nc.nc && cmd_node_config_load(&run->nc, reload, run, &err) < 0)) {
+		fprintf(stderr, "gpulet labels: %s\n", err.msg);
+		return 1;
+	}
+	if (!run->nc.nc)
+		return CMD_CONTINUE;
+	run->src = nodeconfig_source(run->nc.nc);
+	return 0;
+}
+
+/* Label once or until a stop signal, under the parsed options: the exit code. */
+static int label(struct labels_run *run)
+{
+	/* per-node configs settle the options themselves (0), else CMD_CONTINUE */
+	int r = node_config(run);
+
+	if (r == CMD_CONTINUE)
+		r = settle(run->cli);
+	if (r != 0)
+		return r;
+	run->cli->run.source = run->nc.nc ? &run->src : NULL;
+	r = labels_daemon_start(&run->cli->run, reload, run, &run->d) < 0 ? 1 : labels_daemon_run(run->d);
+	labels_daemon_stop(run->d); /* before the options it borrows are freed */
+	return r;
 }
 
 /* Parse, then label once or until a stop signal: the exit code. */
@@ -298,10 +352,9 @@ static int run(int argc, char **argv)
 	}
 	run.args = args;
 	r = cmd_parse(&labels_verb, argc, argv, run.cli);
-	if (r == CMD_CONTINUE && (r = settle(run.cli)) == 0) {
-		r = labels_daemon_start(&run.cli->run, reload, &run, &run.d) < 0 ? 1 : labels_daemon_run(run.d);
-		labels_daemon_stop(run.d); /* before the options it borrows are freed */
-	}
+	if (r == CMD_CONTINUE)
+		r = label(&run);
+	cmd_node_config_stop(&run.nc);
 	labels_cli_free(run.cli);
 	return r;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/node_config.h"
 #include "cmd/options.h"
 #include "plugin/config.h"
 #include "plugin/mps.h"
@@ -52,8 +53,10 @@ static int run(int argc, char **argv)
 	_cleanup_(loop_argv_freep) struct loop_argv *args = NULL;
 	_cleanup_free_ char **v = NULL;
 	_cleanup_(config_freep) struct plugin_config *cfg = config_new();
-	/* declared last: stopped first, as it borrows args and cfg */
+	_cleanup_(cmd_node_config_stop) struct cmd_node_config nc = {0};
+	/* declared last: stopped first, as it borrows args, cfg and nc */
 	_cleanup_(mps_daemon_stopp) struct mps_daemon *daemon = NULL;
+	struct loop_source src;
 	struct gerr err = {0};
 	char opts[96];
 	int n, r;
@@ -67,9 +70,12 @@ static int run(int argc, char **argv)
 	r = cmd_parse(&mps_verb, n, v, cfg);
 	if (r != CMD_CONTINUE)
 		return r;
+	log_set_level(cfg->log_level);
+	/* per-node configs: the daemons', not mount-shm's (an init container's tmpfs needs no config) */
+	if (!shm && cmd_node_config_plugin("mps-control-daemon", "gpulet-mps-control-daemon", args, &cfg, &nc) < 0)
+		return 1;
 	if (cfg->print_config) /* the config the daemons would run under; nothing is started */
 		return cmd_print_plugin_config("mps-control-daemon", cfg);
-	log_set_level(cfg->log_level);
 	if (shm) {
 		if (mps_mount_shm(cfg, opts, sizeof(opts), &err) < 0) {
 			fprintf(stderr, "gpulet mps-control-daemon mount-shm: %s\n", err.msg);
@@ -78,7 +84,9 @@ static int run(int argc, char **argv)
 		printf("mounted tmpfs on %s/shm (%s)\n", cfg->mps_root, opts);
 		return 0;
 	}
-	if (mps_daemon_start(args, cfg, &daemon) < 0)
+	if (nc.nc)
+		src = nodeconfig_source(nc.nc);
+	if (mps_daemon_start(args, cfg, nc.nc ? &src : NULL, &daemon) < 0)
 		return 1;
 	return mps_daemon_run(daemon) < 0 ? 1 : 0;
 }

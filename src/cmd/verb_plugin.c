@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/node_config.h"
 #include "cmd/options.h"
 #include "plugin/config.h"
 #include "plugin/daemon.h"
@@ -30,8 +31,10 @@ static int run(int argc, char **argv)
 {
 	_cleanup_(loop_argv_freep) struct loop_argv *args = NULL;
 	_cleanup_(config_freep) struct plugin_config *cfg = config_new();
-	/* declared after args and cfg: stopped first, as it borrows them */
+	_cleanup_(cmd_node_config_stop) struct cmd_node_config nc = {0};
+	/* declared after args, cfg and nc: stopped first, as it borrows them */
 	_cleanup_(plugin_daemon_stopp) struct plugin_daemon *daemon = NULL;
+	struct loop_source src;
 	int r;
 
 	/* kept before getopt permutes argv: SIGHUP builds the config again from it */
@@ -42,10 +45,14 @@ static int run(int argc, char **argv)
 	r = cmd_parse(&plugin_verb, argc, argv, cfg);
 	if (r != CMD_CONTINUE)
 		return r;
+	log_set_level(cfg->log_level);
+	if (cmd_node_config_plugin("plugin", "gpulet-plugin", args, &cfg, &nc) < 0)
+		return 1;
 	if (cfg->print_config)
 		return cmd_print_plugin_config("plugin", cfg);
-	log_set_level(cfg->log_level);
-	if (plugin_daemon_start(args, cfg, &daemon) < 0)
+	if (nc.nc)
+		src = nodeconfig_source(nc.nc);
+	if (plugin_daemon_start(args, cfg, nc.nc ? &src : NULL, &daemon) < 0)
 		return 1;
 	return plugin_daemon_run(daemon) < 0 ? 1 : 0;
 }

@@ -38,6 +38,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "util/err.h"
 
@@ -168,6 +169,33 @@ enum kapi_patch {
  */
 int kapi_patch(struct kapi *k, const struct kapi_resource *r, const char *ns, const char *name, const char *subresource,
 	       enum kapi_patch type, const json_t *patch, json_t **ret, struct gerr *err);
+
+/* -- events -------------------------------------------------------------------------------- */
+
+/* A core/v1 Event about one object (what `kubectl describe` lists). */
+struct kapi_event {
+	const struct kapi_resource *resource; /* the object's kind: &kapi_nodes */
+	const char *ns;                       /* its namespace (a namespaced kind); NULL otherwise */
+	const char *name;                     /* its name */
+	const char *uid;                      /* its metadata.uid, or NULL */
+	const char *type;                     /* "Normal" or "Warning" */
+	const char *reason;                   /* UpperCamelCase: "ConfigNotApplied" */
+	const char *message;
+	const char *component; /* source.component and reportingComponent: "gpulet-plugin" */
+	const char *host;      /* source.host and reportingInstance: the node, or NULL */
+	time_t at;             /* when it happened (first and last timestamp); 0: now */
+};
+/*
+ * POST it, as client-go's recorder does (docs/reference/kube-api.md §7): named <object>.<hex
+ * nanoseconds>, count 1, in the object's namespace or, for a cluster-scoped object, in "default"
+ * (where the API wants it). RBAC: create events in that namespace. The one writer of Events: every
+ * component that reports on an object calls it.
+ */
+int kapi_event_create(struct kapi *k, const struct kapi_event *e, struct gerr *err);
+
+/* t as metav1.Time encodes it: RFC 3339 in UTC, seconds ("2006-01-02T15:04:05Z"); size >= KAPI_TIME_MAX. */
+#define KAPI_TIME_MAX 32
+void kapi_time_format(time_t t, char *buf, size_t size);
 
 /* -- informers: LIST + WATCH on a thread, a cache, a queue of changed keys -------------------- */
 

@@ -95,7 +95,8 @@ static int write_object(struct labels_daemon *d, const struct label_set *s, cons
 	if (r < 0) {
 		log_error("cannot write the NodeFeature object", "name=%s namespace=%s error=\"%s\"",
 			  nodefeature_name(d->nf), d->o->nfd->ns, err.msg);
-		return r;
+		/* the API server away (a restart), also while the file stands in: the pass is retried */
+		return -EAGAIN;
 	}
 	if (r > 0)
 		log_emit(d->written ? LOG_LVL_DEBUG : LOG_LVL_INFO, "NodeFeature object written",
@@ -109,12 +110,7 @@ static int write_object(struct labels_daemon *d, const struct label_set *s, cons
 /* 0, -EAGAIN when the API server did not take the object (PASS_RETRY), other -errno */
 static int write_output(struct labels_daemon *d, const struct label_set *s, const char *text)
 {
-	int r;
-
-	if (!d->nf)
-		return write_file(d->o, text);
-	r = write_object(d, s, text);
-	return r < 0 && !d->fallback ? -EAGAIN : r;
+	return d->nf ? write_object(d, s, text) : write_file(d->o, text);
 }
 
 /* One labelling pass: read the node and the host, compute, write. */
@@ -211,7 +207,7 @@ static int on_reload(void *data, struct gerr *err)
 {
 	struct labels_daemon *d = data;
 
-	log_info("SIGHUP: reading the config file again", NULL);
+	log_info("Reading the config file again", "cause=\"%s\"", loop_reload_cause(d->loop));
 	return d->reload(d->reload_data, err);
 }
 
@@ -288,6 +284,8 @@ int labels_daemon_start(const struct labels_daemon_options *o, int (*reload)(voi
 		/* SIGHUP: GFD reloads its config (the chart's config-manager sends it) */
 		sig_daemon_set(&set);
 		r = loop_new(&set, &labels_loop_ops, d, &d->loop, &err);
+		if (r >= 0 && o->source && (r = loop_add_source(d->loop, o->source)) < 0)
+			gerr_set(&err, r, "%s", strerror(-r));
 		if (r < 0)
 			return log_error("cannot start", "error=\"%s\"", err.msg), r;
 	}

@@ -15,6 +15,7 @@
 #include "labels/nodefeature.h"
 #include "util/err.h"
 #include "util/hostpaths.h"
+#include "util/loop.h"
 
 struct labels_daemon_options {
 	const struct host_paths *host; /* NVML and the host's files are read, the feature file written, below it */
@@ -24,6 +25,8 @@ struct labels_daemon_options {
 	int64_t sleep_ns; /* between passes; < 0: infinite */
 	bool oneshot, fail_on_init_error;
 	struct labels_options lo; /* .now is set at each pass */
+	/* one more event source of the loop (the node label of per-node configs); NULL: none */
+	const struct loop_source *source;
 	/*
 	 * --use-node-feature-api: the labels in a NodeFeature object (labels/nodefeature.h) instead of
 	 * the file, when an API server is configured; the file when the API serves no NodeFeatures (NFD's

@@ -289,6 +289,9 @@ static const struct optspec config_opts[] = {
      FS(xid_enable),
      .help = "XIDs that make a GPU unhealthy even when ignored by default (13,31,43,45,68,109) or disabled; all: "
 	     "every XID"},
+    /* per-node configs: upstream's config-manager's flags and env vars, so that the plugin follows the node
+     * label itself (nodeconfig/nodeconfig.h, docs/reference/config-manager.md) */
+    NODECONFIG_OPTS(offsetof(struct plugin_config, node_config)),
     /* gpulet: health on the Node object, a condition and events (plugin/node_health.h) */
     {.name = "node-health",
      .kind = OPT_BOOL,
@@ -302,13 +305,14 @@ static const struct optspec config_opts[] = {
      .arg = "NAME",
      .env = {"NODE_NAME"},
      FS(node_name),
-     .help = "this node's name in the API (--node-health; the chart sets it from spec.nodeName)"},
+     .help = "this node's name in the API (--node-health, per-node configs: the Node whose label is followed; the "
+	     "chart sets it from spec.nodeName)"},
     {.name = "kubeconfig",
      .kind = OPT_FILE,
      .arg = "FILE",
      .env = {"KUBECONFIG"},
      FP(kubeconfig),
-     .help = "kubeconfig for --node-health (default: the pod's service account)"},
+     .help = "kubeconfig of the API server (--node-health, per-node configs; default: the pod's service account)"},
     KAPI_ENV_ROWS(offsetof(struct plugin_config, kenv)),
     /* gpulet: the GPU Operator mounts the host's / read-only at /host and the spec dir at /var/run/cdi
      * (docs/reference/operator.md §3): the one write that is not below --root */
@@ -502,7 +506,8 @@ char *config_to_json(const struct plugin_config *cfg)
 		if (p->env_only) /* upstream's env-only settings: not in its config either */
 			continue;
 		switch (p->kind) {
-		case OPT_SET: /* --print-config: not a setting */
+		case OPT_SET:  /* --print-config: not a setting */
+		case OPT_ARGV: /* where the config comes from (per-node configs), not a setting of it */
 			continue;
 		case OPT_BOOL:
 			v = json_boolean(*(const bool *)f);

@@ -21,6 +21,7 @@
 #include "util/optspec.h"
 #include "util/warnings.h"
 #include "nvml/xid.h"
+#include "nodeconfig/nodeconfig.h"
 #include "nvconfig/nvconfig.h"
 #include "plugin/resources.h"
 
@@ -79,6 +80,8 @@ struct plugin_config {
 	int64_t health_recovery; /* ns without a new error before a recoverable GPU is healthy again */
 	char *kernel_log;        /* file followed for NVRM Xid lines; "" = <root>/dev/kmsg */
 	bool no_dev_char_links;  /* --disable-dev-char-symlink-creation */
+	/* per-node configs (nodeconfig/): which of a dir's configs the node label chooses; borrowed (argv, env) */
+	struct nodeconfig_options node_config;
 	/* env only (DP_DISABLE_HEALTHCHECKS, DP_ENABLE_HEALTHCHECKS) and the XID policy they make */
 	char *xid_disable, *xid_enable;
 	struct xid_policy xid_policy;
@@ -87,7 +90,7 @@ struct plugin_config {
 	/* warnings collected while loading (the file's unknown keys and ignored sections, malformed XIDs), all */
 	struct warnings warnings;
 	bool node_health;     /* GPU health on the Node object: condition and events (plugin/node_health.h) */
-	char *node_name;      /* this node (NODE_NAME), for --node-health */
+	char *node_name;      /* this node (NODE_NAME): --node-health, per-node configs */
 	char *kubeconfig;     /* "": the pod's service account (the row reads $KUBECONFIG too) */
 	struct kapi_env kenv; /* kubelet's in-pod environment (KAPI_ENV_ROWS()) */
 	char *cdi_spec_dir;   /* where specs are written, as this process sees it; "" = <root>/var/run/cdi */

@@ -272,7 +272,7 @@ static int on_reload(void *data, struct gerr *err)
 	struct plugin_config *loaded = NULL;
 	int r;
 
-	log_info("Restarting device plugins", "reason=\"SIGHUP: reloading the config\"");
+	log_info("Restarting device plugins", "reason=\"%s: reloading the config\"", loop_reload_cause(d->loop));
 	r = config_load(d->args, &loaded, err);
 	return r < 0 ? r : restart_with(d, REBUILD, loaded, err);
 }
@@ -373,8 +373,8 @@ int plugin_daemon_run(struct plugin_daemon *d)
 	return loop_run(d->loop);
 }
 
-/* The loop: the daemon's signals (SIGHUP reloads), the health queue, the kubelet socket's dir. */
-static int setup_loop(struct plugin_daemon *d, struct gerr *err)
+/* The loop: the daemon's signals (SIGHUP reloads), the health queue, the kubelet socket's dir, the caller's source. */
+static int setup_loop(struct plugin_daemon *d, const struct loop_source *src, struct gerr *err)
 {
 	sigset_t set;
 	int r;
@@ -382,7 +382,8 @@ static int setup_loop(struct plugin_daemon *d, struct gerr *err)
 	sig_daemon_set(&set);
 	r = loop_new(&set, &daemon_loop_ops, d, &d->loop, err);
 	if (r >= 0 && ((r = loop_add_fd(d->loop, d->health.evfd, on_health, d)) < 0 ||
-		       (r = loop_add_fd(d->loop, d->kw.fd, on_kubelet_dir, d)) < 0))
+		       (r = loop_add_fd(d->loop, d->kw.fd, on_kubelet_dir, d)) < 0 ||
+		       (src && (r = loop_add_source(d->loop, src)) < 0)))
 		return gerr_set(err, -r, "%s", strerror(-r));
 	return r;
 }
@@ -434,7 +435,8 @@ static int start_serving(struct plugin_daemon *d)
 	return 0;
 }
 
-int plugin_daemon_start(const struct loop_argv *args, const struct plugin_config *cfg, struct plugin_daemon **ret)
+int plugin_daemon_start(const struct loop_argv *args, const struct plugin_config *cfg, const struct loop_source *src,
+			struct plugin_daemon **ret)
 {
 	struct plugin_daemon *d = calloc(1, sizeof(*d));
 	struct gerr err = {0};
@@ -448,7 +450,7 @@ int plugin_daemon_start(const struct loop_argv *args, const struct plugin_config
 	if (r >= 0)
 		r = daemon_kubelet_watch_init(&d->kw, cfg->kubelet_socket, &err);
 	if (r >= 0)
-		r = setup_loop(d, &err);
+		r = setup_loop(d, src, &err);
 	if (r < 0) {
 		log_error("Cannot start the device plugin", "error=\"%s\"", err.msg);
 		plugin_daemon_stop(d);

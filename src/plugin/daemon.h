@@ -18,9 +18,11 @@ struct plugin_daemon;
  * Take the daemon's signals (util/loop.h), read the node and its resources, write the CDI specs, start the health
  * watcher and serve. Returns 0 with *ret running (also on a node whose devices are not there yet,
  * as upstream waits), or -errno (logged; exit code 1) with everything started so far stopped
- * again. args and cfg are borrowed: they must outlive plugin_daemon_stop() (args for SIGHUP).
+ * again. args and cfg are borrowed: they must outlive plugin_daemon_stop() (args for SIGHUP). src (NULL:
+ * none) is one more event source of the loop (the node label of per-node configs), borrowed the same way.
  */
-int plugin_daemon_start(const struct loop_argv *args, const struct plugin_config *cfg, struct plugin_daemon **ret);
+int plugin_daemon_start(const struct loop_argv *args, const struct plugin_config *cfg, const struct loop_source *src,
+			struct plugin_daemon **ret);
 /*
  * Serve until a stop signal, on the one daemon loop (util/loop.h): kubelet restarts, SIGHUP reloads,
  * health events, retries. 0 after a stop signal, -errno (logged) when the loop cannot wait any more.

@@ -350,7 +350,10 @@ static int on_reload(void *data, struct gerr *err)
 	bool changed = false;
 	int r;
 
-	log_info("Received SIGHUP, restarting.", NULL);
+	if (streq(loop_reload_cause(s->loop), "SIGHUP"))
+		log_info("Received SIGHUP, restarting.", NULL);
+	else
+		log_info("Restarting for a new config", "cause=\"%s\"", loop_reload_cause(s->loop));
 	if ((r = config_load(s->args, &loaded, err)) < 0 ||
 	    ((changed = nvml_changed(s, loaded)) && (r = nvml_for(loaded, &nv, err)) < 0))
 		return r;
@@ -386,7 +389,8 @@ static long long on_tick(void *data)
 
 static const struct loop_ops mps_loop_ops = {.reload = on_reload, .tick = on_tick};
 
-int mps_daemon_start(const struct loop_argv *args, const struct plugin_config *cfg, struct mps_daemon **ret)
+int mps_daemon_start(const struct loop_argv *args, const struct plugin_config *cfg, const struct loop_source *src,
+		     struct mps_daemon **ret)
 {
 	struct mps_daemon *s = calloc(1, sizeof(*s));
 	struct gerr err = {0};
@@ -400,6 +404,8 @@ int mps_daemon_start(const struct loop_argv *args, const struct plugin_config *c
 	s->args = args;
 	sig_daemon_set(&set);
 	r = loop_new(&set, &mps_loop_ops, s, &s->loop, &err);
+	if (r >= 0 && src && (r = loop_add_source(s->loop, src)) < 0)
+		gerr_set(&err, r, "%s", strerror(-r));
 	if (r < 0) {
 		log_error("Cannot start the MPS control daemon supervisor", "error=\"%s\"", err.msg);
 		mps_daemon_stop(s);

@@ -15,9 +15,11 @@ struct mps_daemon;
  * logged and retried from the run loop, as upstream). Returns 0 with *ret, or -errno (logged) with
  * nothing left running. args and cfg are borrowed (args for SIGHUP) and must outlive
  * mps_daemon_stop(). The caller blocked the daemon's signals before (sig_block()) and sets its mask
- * back after mps_daemon_stop() (sig_restore()).
+ * back after mps_daemon_stop() (sig_restore()). src (NULL: none) is one more event source of the loop
+ * (the node label of per-node configs), borrowed as args.
  */
-int mps_daemon_start(const struct loop_argv *args, const struct plugin_config *cfg, struct mps_daemon **ret);
+int mps_daemon_start(const struct loop_argv *args, const struct plugin_config *cfg, const struct loop_source *src,
+		     struct mps_daemon **ret);
 /*
  * Supervise until a stop signal, on the one daemon loop: logs, readiness probes, restarts on SIGHUP
  * or a daemon that stopped answering. 0, or -errno (logged) when the loop cannot wait any more.

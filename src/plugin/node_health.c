@@ -19,9 +19,8 @@
 #define TIMEOUT_S     10                     /* one request: stop waits for at most that */
 #define BACKOFF_MS    1000                   /* after a failure, doubling */
 #define BACKOFF_MAXMS 60000
-#define EVENT_NS      "default" /* a Node's events (see send_event()) */
-#define MAX_FAULTS    256       /* GPUs and MIG instances of one node, with room */
-#define MAX_QUEUED    64        /* events waiting for the API server; older ones give way */
+#define MAX_FAULTS    256 /* GPUs and MIG instances of one node, with room */
+#define MAX_QUEUED    64  /* events waiting for the API server; older ones give way */
 /* events: a burst of 10, then one a minute (client-go's recorder spam filter: 25, one per 5 minutes) */
 #define EVENT_BURST 10
 #define EVENT_QPS   (1.0 / 60)
@@ -69,14 +68,6 @@ struct node_health_reporter {
 	uint64_t applied;         /* the version on the Node */
 	char last_error[GERR_MAX];
 };
-
-static void rfc3339(time_t t, char *buf, size_t size)
-{
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 /* -- the state: faults, the verdict, the events -------------------------------------------- */
 
@@ -361,10 +352,10 @@ static int apply_condition(struct node_health_reporter *nh, const struct node_he
 {
 	_cleanup_(json_decrefp) json_t *patch = NULL;
 	struct gerr err = {0};
-	char now[32];
+	char now[KAPI_TIME_MAX];
 	int r;
 
-	rfc3339(time(NULL), now, sizeof(now));
+	kapi_time_format(time(NULL), now, sizeof(now));
 	if (!nh->have_status || nh->status != v->healthy)
 		snprintf(nh->transition, sizeof(nh->transition), "%s", now);
 	patch = json_pack("{s:s, s:s, s:{s:s}, s:{s:[{s:s, s:s, s:s, s:s, s:s, s:s}]}}", "apiVersion", "v1", "kind",
@@ -387,33 +378,22 @@ static int apply_condition(struct node_health_reporter *nh, const struct node_he
 	return 0;
 }
 
-/*
- * An Event on the Node, as client-go's recorder makes one (NAME.<hex>, namespace default: the API takes
- * the event of a cluster-scoped object only there, or in kube-system with an eventTime; docs/reference/
- * device-plugin.md §4.2).
- */
+/* An Event on the Node (kapi_event_create(): namespace default, where the API takes a cluster-scoped
+ * object's events; docs/reference/device-plugin.md §4.2). */
 static int send_event(struct node_health_reporter *nh, const struct event *e)
 {
-	_cleanup_(json_decrefp) json_t *ev = NULL;
+	const struct kapi_event ke = {.resource = &kapi_nodes,
+				      .name = nh->node,
+				      .uid = nh->uid,
+				      .type = e->warning ? "Warning" : "Normal",
+				      .reason = e->reason,
+				      .message = e->message,
+				      .component = COMPONENT,
+				      .host = nh->node,
+				      .at = e->at};
 	struct gerr err = {0};
-	struct timespec ts;
-	char name[300], at[32];
-	int r;
+	int r = kapi_event_create(nh->k, &ke, &err);
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(name, sizeof(name), "%s.%llx", nh->node,
-		 (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec);
-	rfc3339(e->at, at, sizeof(at));
-	ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s, s:s}, s:s, s:s, s:i, "
-		       "s:s, s:s}",
-		       "apiVersion", "v1", "kind", "Event", "metadata", "name", name, "namespace", EVENT_NS,
-		       "involvedObject", "apiVersion", "v1", "kind", "Node", "name", nh->node, "uid", nh->uid, "reason",
-		       e->reason, "message", e->message, "type", e->warning ? "Warning" : "Normal", "source",
-		       "component", COMPONENT, "host", nh->node, "firstTimestamp", at, "lastTimestamp", at, "count", 1,
-		       "reportingComponent", COMPONENT, "reportingInstance", nh->node);
-	if (!ev)
-		return -ENOMEM;
-	r = kapi_create(nh->k, &kapi_events, EVENT_NS, ev, NULL, &err);
 	if (r < 0)
 		failed(nh, "creating an Event", r, &err);
 	return r;

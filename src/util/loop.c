@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
@@ -17,6 +18,7 @@
 struct loop_fd {
 	int fd;
 	int (*fn)(void *data);
+	int (*src_fn)(void *data, struct loop *l); /* a source's (loop_add_source()), instead of fn */
 	void *data;
 };
 
@@ -32,6 +34,7 @@ struct loop {
 	long long due_ms; /* when the tick is due (CLOCK_MONOTONIC ms), < 0: not before an event */
 	bool stopped;
 	int code;
+	const char *cause; /* of the reload under way (loop_reload_cause()) */
 };
 
 long long loop_now_ms(void)
@@ -84,6 +87,35 @@ int loop_add_fd(struct loop *l, int fd, int (*fn)(void *data), void *data)
 	return 0;
 }
 
+int loop_add_source(struct loop *l, const struct loop_source *s)
+{
+	if (l->n_fds == LOOP_MAX_FDS)
+		return -E2BIG;
+	l->fds[l->n_fds++] = (struct loop_fd){.fd = s->fd, .src_fn = s->fn, .data = s->data};
+	return 0;
+}
+
+int loop_reload(struct loop *l, const char *cause, struct gerr *err)
+{
+	int r;
+
+	if (!l->ops->reload)
+		return gerr_set(err, EOPNOTSUPP, "this daemon does not reload its config");
+	l->cause = cause;
+	r = l->ops->reload(l->data, err);
+	l->cause = NULL;
+	if (r < 0)
+		log_error("Config reload failed, keeping the running config", "cause=\"%s\" error=\"%s\" hint=\"%s\"",
+			  cause, err->msg[0] ? err->msg : "unknown",
+			  "fix what the error names, then send SIGHUP again");
+	return r;
+}
+
+const char *loop_reload_cause(const struct loop *l)
+{
+	return l->cause ? l->cause : "SIGHUP";
+}
+
 void loop_due(struct loop *l, long long ms)
 {
 	l->due_ms = ms < 0 ? -1 : loop_now_ms() + ms;
@@ -123,9 +155,7 @@ static bool on_signal(struct loop *l)
 	if (read(l->sigfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
 		return true;
 	if (si.ssi_signo == SIGHUP && l->ops->reload) {
-		if (l->ops->reload(l->data, &err) < 0)
-			log_error("Config reload failed, keeping the running config", "error=\"%s\" hint=\"%s\"",
-				  err.msg[0] ? err.msg : "unknown", "fix what the error names, then send SIGHUP again");
+		(void)loop_reload(l, "SIGHUP", &err);
 		return true;
 	}
 	log_info("Received signal, shutting down", "signal=%s", strsignal((int)si.ssi_signo));
@@ -157,7 +187,8 @@ int loop_run(struct loop *l)
 			continue;
 		}
 		for (size_t k = 0; n > 0 && k < l->n_fds && !l->stopped; k++) {
-			int r = (pfd[1 + k].revents & POLLIN) ? l->fds[k].fn(l->fds[k].data) : 0;
+			const struct loop_fd *f = &l->fds[k];
+			int r = !(pfd[1 + k].revents & POLLIN) ? 0 : f->src_fn ? f->src_fn(f->data, l) : f->fn(f->data);
 
 			if (r < 0)
 				loop_stop(l, r);
@@ -173,6 +204,8 @@ int loop_run(struct loop *l)
 struct loop_argv {
 	int argc;
 	char **argv; /* a copy, with the command's own defaults first */
+	loop_file_fn file_fn;
+	void *file_data;
 };
 
 void loop_argv_free(struct loop_argv *a)
@@ -215,14 +248,33 @@ char **loop_argv_vector(const struct loop_argv *a, int *argc)
 	return v;
 }
 
+void loop_argv_set_file(struct loop_argv *a, loop_file_fn fn, void *data)
+{
+	a->file_fn = fn;
+	a->file_data = data;
+}
+
 int loop_reparse(const struct optspec_cli *cli, const struct loop_argv *a, void *opts, struct gerr *err)
 {
 	_cleanup_free_ char **v = NULL;
+	_cleanup_free_ char *path = NULL, *flag = NULL;
 	enum optspec_action action;
 	enum optspec_fail fail;
-	int argc;
+	int argc, r;
 
-	if (!(v = loop_argv_vector(a, &argc)))
+	if (!(v = calloc((size_t)a->argc + 2, sizeof(char *))))
 		return gerr_set(err, ENOMEM, "out of memory");
+	memcpy(v, a->argv, (size_t)a->argc * sizeof(char *));
+	argc = a->argc;
+	if (a->file_fn && cli->file_opt) {
+		if ((r = a->file_fn(a->file_data, &path, err)) < 0)
+			return r;
+		/* after argv[0]: before a "--" that would make it an operand */
+		if (asprintf(&flag, "--%s=%s", cli->file_opt, path) < 0)
+			return gerr_set(err, ENOMEM, "out of memory");
+		memmove(v + 2, v + 1, (size_t)(argc - 1) * sizeof(char *));
+		v[1] = flag;
+		argc++;
+	}
 	return optspec_parse(cli, argc, v, opts, &action, &fail, err);
 }

@@ -48,6 +48,27 @@ struct loop_ops {
 int loop_new(const sigset_t *set, const struct loop_ops *ops, void *data, struct loop **ret, struct gerr *err);
 /* fn(data) when fd is readable; fn's < 0 stops the loop with that code. -E2BIG past LOOP_MAX_FDS fds. */
 int loop_add_fd(struct loop *l, int fd, int (*fn)(void *data), void *data);
+
+/*
+ * A source of events a verb adds to a daemon's loop without the daemon knowing what it is (the node
+ * label the config follows, nodeconfig/): fn(data, l) when fd is readable, and it may reload through
+ * loop_reload(l, ...); fn's < 0 stops the loop as an fd's. -E2BIG past LOOP_MAX_FDS fds.
+ */
+struct loop_source {
+	int fd;
+	int (*fn)(void *data, struct loop *l);
+	void *data;
+};
+int loop_add_source(struct loop *l, const struct loop_source *s);
+
+/*
+ * SIGHUP's reload for another cause ("node label nvidia.com/device-plugin.config"): ops.reload()
+ * with loop_reload_cause() saying why, and a refusal logged as SIGHUP's ("Config reload failed,
+ * keeping the running config"). 0, or -errno with err (-EOPNOTSUPP: the daemon does not reload).
+ */
+int loop_reload(struct loop *l, const char *cause, struct gerr *err);
+/* During ops.reload(): what asked for it, "SIGHUP" or loop_reload()'s cause (the daemon's log line). */
+const char *loop_reload_cause(const struct loop *l);
 /* The tick is due again in ms (0: right after the current callback), whatever it said last. */
 void loop_due(struct loop *l, long long ms);
 /* CLOCK_MONOTONIC in milliseconds: the clock of every due time a daemon keeps. */
@@ -73,8 +94,17 @@ DEFINE_CLEANUP_FUNC(struct loop_argv, loop_argv_free)
 char **loop_argv_vector(const struct loop_argv *a, int *argc);
 
 /*
+ * Who names the config file of every loop_reparse() (the node's label, nodeconfig/): fn(data,
+ * &path, err) gives it, owned ("" for none), and it goes in as cli's file option right after
+ * argv[0] ("--config-file=PATH"), so it wins over the option's env var; fn's failure is the
+ * parse's. NULL: the kept command line alone names it.
+ */
+typedef int (*loop_file_fn)(void *data, char **ret_path, struct gerr *err);
+void loop_argv_set_file(struct loop_argv *a, loop_file_fn fn, void *data);
+
+/*
  * The kept command line parsed again through cli into opts (fresh, as the verb's first parse had
- * them): every layer again, the config file read again. 0, or -errno with err naming the bad value
- * and its source.
+ * them): every layer again, the config file read again (the one loop_argv_set_file()'s chooser
+ * names, when there is one). 0, or -errno with err naming the bad value and its source.
  */
 int loop_reparse(const struct optspec_cli *cli, const struct loop_argv *a, void *opts, struct gerr *err);

@@ -145,7 +145,7 @@ def test_other_names(h):
 def test_operator_names(h):
     """The names the GPU Operator's and NVIDIA's charts' containers run on gpulet's image
     (docs/reference/operator.md): dcgm-exporter is the exporter; sh and bash answer only the Operator's
-    device-plugin form; config-manager names the ClusterPolicy setting that starts it; the image's
+    device-plugin form; config-manager is gpulet's config-manager (its own checks: docs/reference/config-manager.md); the image's
     entrypoint picks the exporter from DCGM_* env. What needs a container (the driver-ready file, the
     script at /bin/entrypoint.sh) is tested in the image (test_image.py) and on the node (k8s_operator)."""
     d = links(h.tmp)
@@ -167,7 +167,8 @@ def test_operator_names(h):
                  [sh, "/bin/entrypoint.sh"]):
         go(argv, rc=2, words=["gpulet's image has no shell", "/bin/entrypoint.sh"])
     go([sh, "-c", "/bin/entrypoint.sh"], {"HOST_ROOT": "/rootfs"}, rc=1, words=["hostPaths.rootFS"])
-    go([os.path.join(d, "config-manager")], rc=1, words=["devicePlugin.config"])
+    go([os.path.join(d, "config-manager")], rc=1, words=["invalid <node-name>"])
+    go([os.path.join(d, "config-manager"), "--help"], rc=0, words=["gpulet config-manager"], out="stdout")
     # the image's entrypoint: a command, the exporter's env with flags only, neither
     go([GPULET, "entrypoint", "devices", "--help"], rc=0, words=["Usage: gpulet devices"], out="stdout")
     go([GPULET, "entrypoint", "-f", "/nonexistent/c.csv"], {"DCGM_EXPORTER_LISTEN": "127.0.0.1:0"}, rc=1,

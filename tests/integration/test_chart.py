@@ -9,8 +9,13 @@ the real helm v4 (template, lint, the values schema) on Kubernetes 1.26, 1.29, 1
   defaults pass; extraArgs/extraEnv/extraVolumes/extraVolumeMounts reach each DaemonSet; resources
   can be unset; `helm test` has a pod; the chart has a README; no render has a whitespace-only line;
 - no NFD needed: a scheduling mode on nvidia.com/gpu.present (the label `gpulet labels` writes);
-- several configs in config.map need an explicit one-config-per-release value; config edits roll the
-  pods (checksum annotation);
+- several configs in config.map (or config.name) are per-node configs (docs/reference/config-manager.md):
+  the plugin, labels and MPS containers get upstream's config-manager env, and each one ServiceAccount
+  whose rules add nodes get/list/watch and events create in "default" to its other features' (node
+  health, NodeFeature); one config, or config.followNodeLabel=false, keeps one CONFIG_FILE and no
+  access for it; a map no config of which
+  serves a node without the label fails as upstream's; oneConfigPerRelease is accepted and does
+  nothing; config edits roll the pods (checksum annotation);
 - the DaemonSets run on the image's architectures, amd64 and arm64, and only there."""
 import json
 import os
@@ -79,6 +84,7 @@ def test_schema():
            {"devicePlugin": {"extraArgs": "--x"}}, {"gfd": {"sleepInterval": "60"}},
            {"cdi": {"nvidiaHookPath": "nvidia-cdi-hook"}},
            {"nvidiaDriverRoot": "run/nvidia/driver"}, {"config": {"oneConfigPerRelease": "yes"}},
+           {"config": {"followNodeLabel": "yes"}}, {"config": {"fallbackStrategies": ["named", "first"]}},
            {"exporter": {"tlsServerConfig": {"clientAuthType": "RequireAndVerify"}}},
            {"exporter": {"basicAuth": {"users": {"prom": 1}}}}]
     for values in bad:
@@ -162,7 +168,7 @@ def test_helm_test_pod():
     readme = os.path.join(CHART, "README.md")
     text = open(readme).read() if check(os.path.exists(readme), "the chart has no README.md") else ""
     for words in ("helm install", "helm test", "values.schema.json", "gpuNodeSelection", "runtimeClass.create",
-                  "oneConfigPerRelease", "nodeArchitectures", "cdi.nvidiaHookPath"):
+                  "oneConfigPerRelease", "followNodeLabel", "nodeArchitectures", "cdi.nvidiaHookPath"):
         check(words in text, "the chart's README.md does not mention %s" % words)
 
 
@@ -173,7 +179,8 @@ def test_no_blank_lines():
                         "dashboard": {"enabled": True}},
             "doctor": {"kernelLog": True}, "devicePlugin": {"kernelLog": True}}
     for kube in KUBES:
-        for name, values in (("defaults", None), ("everything", full)):
+        pernode = dict(full, config={"map": {"default": "version: v1", "ts2": "version: v1"}})
+        for name, values in (("defaults", None), ("everything", full), ("per-node configs", pernode)):
             text = helm_lib.template(values=values, kube_version=kube, raw=True, tests=True)
             bad = [i + 1 for i, line in enumerate(text.split("\n")) if line and not line.strip()]
             check(not bad, "kube %s %s: whitespace-only lines %s" % (kube, name, bad[:10]))
@@ -250,13 +257,121 @@ def check_notes():
                 check("kubectl label node NODE nvidia.com/gpu.present=true" in text, "NOTES: no way out: %s" % text)
 
 
+NODE_CONFIG_PODS = ("device-plugin", "gpu-feature-discovery", "mps-control-daemon")
+
+
+def config_view(docs):
+    """Per component of NODE_CONFIG_PODS: (its first container's env by name, the pod's service
+    account, automount); and the RBAC objects by kind."""
+    out = {}
+    for c, d in daemonsets(docs).items():
+        if c in NODE_CONFIG_PODS:
+            spec = d["spec"]["template"]["spec"]
+            out[c] = ({e["name"]: e for e in spec["containers"][0].get("env", [])}, spec.get("serviceAccountName"),
+                      spec.get("automountServiceAccountToken"))
+    rbac = {}
+    for d in docs:
+        if d["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"):
+            rbac.setdefault(d["kind"], []).append(d)
+    return out, rbac
+
+
+def grants(docs, sa, namespace="kube-system"):
+    """What the account may do through every binding rendered, as (where, apiGroup, resource, verb):
+    where is "cluster", or the namespace of a Role."""
+    roles = {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]): d["rules"]
+             for d in docs if d["kind"] in ("ClusterRole", "Role")}
+    got = set()
+    for b in (d for d in docs if d["kind"] in ("ClusterRoleBinding", "RoleBinding")):
+        if {"kind": "ServiceAccount", "name": sa, "namespace": namespace} in b["subjects"]:
+            ns = b["metadata"].get("namespace")
+            for r in roles.get((b["roleRef"]["kind"], ns, b["roleRef"]["name"]), []):
+                got |= {("cluster" if ns is None else ns, g, res, v)
+                        for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]}
+    return got
+
+
+# per-node configs: the Node watched by name, a Warning Event on it (src/nodeconfig/follow.c)
+NODE_CONFIG_RULES = {("cluster", "", "nodes", v) for v in ("get", "list", "watch")} | {("default", "", "events", "create")}
+# what each pod's other features need with the chart's defaults (node health, NodeFeature)
+OTHER_RULES = {"device-plugin": {("cluster", "", "nodes", "get"), ("cluster", "", "nodes/status", "patch"),
+                                 ("default", "", "events", "create")},
+               "gpu-feature-discovery": {("kube-system", "nfd.k8s-sigs.io", "nodefeatures", v)
+                                         for v in ("get", "list", "watch", "create", "update")} |
+                                        {("kube-system", "", "pods", "get")},
+               "mps-control-daemon": set()}
+
+
+def test_node_configs():
+    """Issue 32 item 2: several configs are per-node configs, as upstream's chart has them, without
+    its sidecars; each pod keeps one ServiceAccount whose rules are the union of its features' (per-node
+    configs with node health and NodeFeature); one config needs no API access for it."""
+    two = {"config": {"map": {"default": "version: v1\n", "ts2": "version: v1\n"}}, "gfd": {"enabled": True}}
+    docs = helm_lib.template(values=two)
+    pods, rbac = config_view(docs)
+    check(set(pods) == set(NODE_CONFIG_PODS), "per-node configs: the pods %s" % sorted(pods))
+    for c, (env, sa, mount) in pods.items():
+        check(env.get("CONFIG_FILE_SRCDIR", {}).get("value") == "/config" and "CONFIG_FILE" not in env and
+              env.get("NODE_NAME", {}).get("valueFrom") == {"fieldRef": {"fieldPath": "spec.nodeName"}} and
+              env.get("DEFAULT_CONFIG", {}).get("value") == "" and
+              env.get("FALLBACK_STRATEGIES", {}).get("value") == "named,single",
+              "%s: upstream's config-manager env %s" % (c, {k: env[k] for k in env if "CONFIG" in k or k == "NODE_NAME"}))
+        names = [e["name"] for e in daemonsets(docs)[c]["spec"]["template"]["spec"]["containers"][0].get("env", [])]
+        check(names.count("NODE_NAME") == 1, "%s: NODE_NAME %d times" % (c, names.count("NODE_NAME")))
+        check(sa == "gpulet-" + c and mount is True, "%s: service account %r automount %r" % (c, sa, mount))
+        got = grants(docs, sa)
+        want = NODE_CONFIG_RULES | OTHER_RULES[c]
+        check(got == want, "%s: %s may %s, its features need exactly %s (extra %s, missing %s)"
+              % (c, sa, sorted(got), sorted(want), sorted(got - want), sorted(want - got)))
+    sas = sorted(d["metadata"]["name"] for d in rbac.get("ServiceAccount", []))
+    check(sas == sorted(["gpulet-doctor"] + ["gpulet-" + c for c in NODE_CONFIG_PODS]),
+          "one ServiceAccount per pod that calls the API server: %s" % sas)
+    names = [(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"])
+             for k in rbac for d in rbac[k]]
+    check(len(names) == len(set(names)), "an RBAC object rendered twice: %s" % sorted(names))
+    # the same with oneConfigPerRelease (no effect) and with an external ConfigMap
+    for values in (dict(two, config=dict(two["config"], oneConfigPerRelease=True)),
+                   {"config": {"name": "site-configs"}}):
+        pods2, _ = config_view(helm_lib.template(values=values))
+        check(all(env.get("CONFIG_FILE_SRCDIR") for env, _, _ in pods2.values()), "per-node with %s" % values)
+    # one config, or per-node configs off: one CONFIG_FILE, and only the other features' access (the MPS
+    # daemons have none: no account, no token)
+    for values, key in (({"config": {"map": {"only": "version: v1\n"}}, "gfd": {"enabled": True}}, "only"),
+                        ({"config": dict(two["config"], followNodeLabel=False, default="ts2"), "gfd": {"enabled": True}},
+                         "ts2")):
+        docs3 = helm_lib.template(values=values)
+        pods3, _ = config_view(docs3)
+        for c, (env, sa, mount) in pods3.items():
+            check(env.get("CONFIG_FILE", {}).get("value") == "/config/" + key and "CONFIG_FILE_SRCDIR" not in env,
+                  "%s with %s: env %s" % (c, values, sorted(env)))
+            want = OTHER_RULES[c]
+            check(sa == ("gpulet-" + c if want else None) and mount is bool(want),
+                  "%s with %s: service account %r automount %r" % (c, values, sa, mount))
+            check(not sa or grants(docs3, sa) == want, "%s with %s: %s may %s, expected %s"
+                  % (c, values, sa, sorted(grants(docs3, sa)), sorted(want)))
+    # without node health and NodeFeature, per-node configs alone give the plugin, labels and MPS their account
+    alone = dict(two, devicePlugin={"nodeHealth": False}, gfd={"enabled": True, "useNodeFeatureAPI": False})
+    docs4 = helm_lib.template(values=alone)
+    for c, (env, sa, mount) in config_view(docs4)[0].items():
+        check(sa == "gpulet-" + c and grants(docs4, sa) == NODE_CONFIG_RULES,
+              "%s, per-node configs alone: %s may %s" % (c, sa, sorted(grants(docs4, sa))))
+    # what cannot serve a node without the label fails, as upstream's validation.yml
+    for values, words in (({"config": {"map": {"a": "version: v1", "b": "version: v1"}}}, "config.fallbackStrategies"),
+                          ({"config": {"map": {"a": "version: v1", "b": "version: v1"}, "default": "c"}}, '"c" is not a key'),
+                          ({"config": {"map": {"a": "version: v1", "b": "version: v1"}, "followNodeLabel": False}}, "config.default"),
+                          ({"config": {"followNodeLabel": True}}, "no config to choose from")):
+        _, err = template_err(values)
+        check(err is not None and words in err, "%s: %s" % (values, err))
+    for values in ({"config": {"map": {"a": "version: v1", "b": "version: v1"}, "fallbackStrategies": ["empty"]}},
+                   {"config": {"map": {"a": "version: v1", "b": "version: v1"}, "default": "b"}}):
+        _, err = template_err(values)
+        check(err is None, "%s: %s" % (values, err))
+
+
 def test_configs():
-    """Several configs need config.oneConfigPerRelease; config edits roll the pods."""
+    """Config edits roll the pods."""
     two = {"config": {"map": {"a": "version: v1\n", "b": "version: v1\nflags: {migStrategy: single}\n"}}}
-    _, err = template_err(two)
-    check(err is not None and "oneConfigPerRelease" in err and "nvidia.com/device-plugin.config" in err,
-          "several configs without oneConfigPerRelease: %s" % err)
-    two["config"].update(oneConfigPerRelease=True, default="b")
+    two["config"].update(default="b")
     sums = []
     edited = {"a": "version: v1\n", "b": "version: v1\nflags: {migStrategy: mixed}\n"}
     for cfg in (two, {"config": dict(two["config"], map=edited)}):
@@ -324,7 +439,7 @@ def test_device_list_strategy_by_kube_version():
 
 def main():
     tests = [test_runtimeclass, test_schema, test_device_list_strategy_by_kube_version, test_extras_and_resources, test_hook_and_kernel_log,
-             test_helm_test_pod, test_no_blank_lines, test_gpu_nodes, test_configs]
+             test_helm_test_pod, test_no_blank_lines, test_gpu_nodes, test_node_configs, test_configs]
     for t in tests:
         n = len(FAILS)
         t()

@@ -15,8 +15,10 @@
   rendered DaemonSet's hostPaths finds what it finds on the whole node (test_doctor_view);
 - least privilege: no privileged, no capabilities, read-only root filesystem, no privilege
   escalation, RuntimeDefault seccomp; a service-account token only in the pods whose verb calls the API
-  server, each with its own account bound to exactly the rules its code needs (API_RULES; the real API
-  server judges them in tests/k8s: test_k8s_node_health, test_k8s_nodefeature, test_k8s_doctor);
+  server, each with one account of its own bound to exactly the union of the rules its enabled features'
+  code needs (FEATURE_RULES: node health, per-node configs, NodeFeature, the doctor's cluster; the real
+  API server judges them in tests/k8s: test_k8s_node_health, test_k8s_node_config_rbac,
+  test_k8s_nodefeature, test_k8s_doctor);
 - the GPU Operator's pause labels in every DaemonSet's affinity (DEPLOY_LABELS; the real DaemonSet
   controller moves the pods: tests/k8s/test_k8s_pause.py);
 - the keys shared with NVIDIA's chart are there and mean the same (docs/reference/helm-chart.md);
@@ -107,22 +109,27 @@ AT = {"plugin": {MPS_SHM: "/dev/shm"}, "mps-control-daemon": {MPS: "/mps", MPS_S
 # MPS tmpfs is a mount the host must see (upstream runs the same containers privileged).
 PRIVILEGED = {"mps-control-daemon"}
 
-# What each verb's code asks of the API server when its values turn it on, as (where, apiGroup, resource,
-# verb): "cluster" a ClusterRole, "ns" a Role of the release's namespace, "default" a Role of the namespace
-# default (the API takes a Node's events only there). src/plugin/node_health.c (GET its Node, apply
-# nodes/status, create Events), src/labels/nodefeature.c (its NodeFeature followed and written, its own pod
-# for the owners), src/doctor/cluster_live.c (its Node and the pods on it followed, their events listed).
-API_RULES = {
-    "plugin": {("cluster", "", "nodes", "get"), ("cluster", "", "nodes/status", "patch"),
-               ("default", "", "events", "create")},
-    "labels": {("ns", "nfd.k8s-sigs.io", "nodefeatures", v) for v in ("get", "list", "watch", "create", "update")} |
-              {("ns", "", "pods", "get")},
-    "doctor": {("cluster", "", r, v) for r in ("nodes", "pods") for v in ("get", "list", "watch")} |
-              {("cluster", "", "events", "list")},
+# What each feature's code asks of the API server, as (where, apiGroup, resource, verb): "cluster" a
+# ClusterRole, "ns" a Role of the release's namespace, "default" a Role of the namespace default (the API
+# takes a Node's events only there). nodeHealth: src/plugin/node_health.c (GET its Node, apply nodes/status,
+# create Events); nodeConfig: src/nodeconfig/follow.c (its Node watched by name, a Warning Event on it);
+# nodeFeature: src/labels/nodefeature.c (its NodeFeature followed and written, its own pod for the owners);
+# readCluster: src/doctor/cluster_live.c (its Node and the pods on it followed, their events listed).
+FEATURE_RULES = {
+    "nodeHealth": {("cluster", "", "nodes", "get"), ("cluster", "", "nodes/status", "patch"),
+                   ("default", "", "events", "create")},
+    "nodeConfig": {("cluster", "", "nodes", v) for v in ("get", "list", "watch")} | {("default", "", "events", "create")},
+    "nodeFeature": {("ns", "nfd.k8s-sigs.io", "nodefeatures", v) for v in ("get", "list", "watch", "create", "update")} |
+                   {("ns", "", "pods", "get")},
+    "readCluster": {("cluster", "", r, v) for r in ("nodes", "pods") for v in ("get", "list", "watch")} |
+                   {("cluster", "", "events", "list")},
 }
-# values that turn a verb's API use on, with their default
-API_VALUES = {"plugin": ("devicePlugin.nodeHealth", True), "labels": ("gfd.useNodeFeatureAPI", None),
-              "doctor": ("doctor.readCluster", True)}
+# the features of each verb's pod and the values that turn each on, with their default (nodeConfig:
+# node_config_on()); one account per pod holds the union of its features' rules
+API_FEATURES = {"plugin": [("nodeHealth", "devicePlugin.nodeHealth", True), ("nodeConfig", None, None)],
+                "mps-control-daemon": [("nodeConfig", None, None)],
+                "labels": [("nodeFeature", "gfd.useNodeFeatureAPI", None), ("nodeConfig", None, None)],
+                "doctor": [("readCluster", "doctor.readCluster", True)]}
 # The GPU Operator's deploy labels each verb's DaemonSet must not run under (docs/reference/helm-chart.md
 # "Pause labels"), and the values that pause it (mig-parted, k8s-driver-manager).
 DEPLOY_LABELS = {"plugin": ["nvidia.com/gpu.deploy.device-plugin"],
@@ -138,11 +145,26 @@ def value_of(values, dotted, default):
     return default if v is KeyError or v is None else v
 
 
+def node_config_on(values):
+    """Per-node configs (the chart's gpulet.nodeConfig): config.followNodeLabel, else on for an external
+    config.name or several configs in config.map."""
+    follow = value_of(values, "config.followNodeLabel", None)
+    if isinstance(follow, bool):
+        return follow
+    return bool(value_of(values, "config.name", "")) or len(value_of(values, "config.map", {}) or {}) > 1
+
+
+def api_features(verb, values):
+    return [f for f, dotted, default in API_FEATURES.get(verb, ())
+            if (node_config_on(values) if f == "nodeConfig" else value_of(values, dotted, default) is not False)]
+
+
 def api_on(verb, values):
-    if verb not in API_VALUES:
-        return False
-    dotted, default = API_VALUES[verb]
-    return value_of(values, dotted, default) is not False
+    return bool(api_features(verb, values))
+
+
+def api_rules(verb, values):
+    return set().union(*(FEATURE_RULES[f] for f in api_features(verb, values)))
 
 
 _HELP = {}
@@ -248,8 +270,8 @@ def check_mounts(name, verb, pod, c, values, kube):
 
 
 def check_rbac(name, docs, verbs, values, namespace):
-    """Each verb that calls the API server runs under its own account, bound to exactly API_RULES; no
-    other account, role or binding is rendered."""
+    """Each verb that calls the API server runs under one account of its own, bound to exactly the union
+    of its enabled features' FEATURE_RULES; no other account, role or binding is rendered."""
     roles = {}
     for d in docs:
         if d["kind"] in ("ClusterRole", "Role"):
@@ -272,9 +294,9 @@ def check_rbac(name, docs, verbs, values, namespace):
             check(rules, "%s: %s binds %s to a role the chart does not render" % (name, b["metadata"]["name"], sa))
             for r in rules:
                 got |= {(where, g, res, v) for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]}
-        check(got == API_RULES[verb], "%s: %s's account %s may %s, its code needs exactly %s (extra %s, missing %s)"
-              % (name, verb, sa, sorted(got), sorted(API_RULES[verb]), sorted(got - API_RULES[verb]),
-                 sorted(API_RULES[verb] - got)))
+        want = api_rules(verb, values)
+        check(got == want, "%s: %s's account %s may %s, its code needs exactly %s (extra %s, missing %s)"
+              % (name, verb, sa, sorted(got), sorted(want), sorted(got - want), sorted(want - got)))
     rendered = {d["metadata"]["name"] for d in docs if d["kind"] == "ServiceAccount"}
     check(rendered == accounts, "%s: ServiceAccounts %s, the pods use %s" % (name, sorted(rendered), sorted(accounts)))
     for d in docs:
@@ -315,6 +337,12 @@ def env_of(c, config_dir, values):
             env[e["name"]] = e["value"]
         elif "fieldRef" in e.get("valueFrom", {}):
             env[e["name"]] = field[e["valueFrom"]["fieldRef"]["fieldPath"]]
+    # per-node configs: no API server here to read the node's label from, so the container runs as on a
+    # node without the label: DEFAULT_CONFIG's file (tests/k8s/test_k8s_node_config*.py follow the label)
+    if "CONFIG_FILE_SRCDIR" in env:
+        srcdir, default = env.pop("CONFIG_FILE_SRCDIR"), env.pop("DEFAULT_CONFIG", "") or "default"
+        env.pop("FALLBACK_STRATEGIES", None)
+        env["CONFIG_FILE"] = os.path.join(srcdir, default)
     if "CONFIG_FILE" in env:
         key = os.path.basename(env["CONFIG_FILE"])
         cmap = values.get("config", {}).get("map") or {}
@@ -549,7 +577,9 @@ def test_matrix():
         if name == "upstream-values":
             pod, c = verbs["plugin"]
             env = {e["name"]: e.get("value") for e in c["env"]}
-            check(env.get("CONFIG_FILE") == "/config/config.yaml" and env.get("GDS_ENABLED") == "true"
+            # config.name: the ConfigMap's keys are the cluster's, so each node's label chooses (per-node configs)
+            check(env.get("CONFIG_FILE_SRCDIR") == "/config" and env.get("DEFAULT_CONFIG") == "config.yaml"
+                  and "CONFIG_FILE" not in env and env.get("GDS_ENABLED") == "true"
                   and env.get("NVIDIA_CDI_HOOK_PATH") == "/usr/local/nvidia/toolkit/nvidia-cdi-hook",
                   "upstream values not passed: %r" % env)
             vols = {v["name"]: v for v in pod["volumes"]}
@@ -592,8 +622,8 @@ def test_upstream_keys():
 
 def test_bad_values():
     """Values gpulet cannot honour fail the render with a message that says what to set."""
-    cases = [({"config": {"map": {"a": "version: v1", "b": "version: v1"}}}, "Set config.oneConfigPerRelease=true"),
-             ({"config": {"map": {"a": "version: v1", "b": "version: v1"}, "oneConfigPerRelease": True}},
+    cases = [({"config": {"map": {"a": "version: v1", "b": "version: v1"}}}, "set config.default, or config.fallbackStrategies"),
+             ({"config": {"map": {"a": "version: v1", "b": "version: v1"}, "followNodeLabel": False}},
               "set config.default"),
              ({"config": {"map": {"a": "version: v1"}, "name": "x"}}, "use one"),
              ({"config": {"map": {"a": "version: v1"}, "default": "b"}}, "is not a key of config.map")]

@@ -78,11 +78,12 @@ def accepted(verb, arg):
 
 # verbs that stand in for an upstream program, and that program (docs/reference/device-plugin.md §10)
 UPSTREAM = {"plugin": "nvidia-device-plugin", "labels": "gpu-feature-discovery", "exporter": "dcgm-exporter",
-            "cdi": "nvidia-ctk cdi", "mps-control-daemon": "mps-control-daemon", "cdi-hook": "nvidia-cdi-hook"}
+            "cdi": "nvidia-ctk cdi", "mps-control-daemon": "mps-control-daemon", "cdi-hook": "nvidia-cdi-hook",
+            "config-manager": "config-manager"}
 
 
 # upstream programs built on urfave/cli v2 (docs/reference/go-parsing.md)
-URFAVE = {"plugin", "labels", "mps-control-daemon", "exporter"}
+URFAVE = {"plugin", "labels", "mps-control-daemon", "exporter", "config-manager"}
 
 
 def check_version(verb):

@@ -55,11 +55,27 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- end -}}
 
+{{/*
+---- per-node configs (docs/reference/config-manager.md) ------------------------------------------------
+"true" when the plugin, labels and MPS daemon follow the node label nvidia.com/device-plugin.config
+themselves (gpulet's config-manager in-process: CONFIG_FILE_SRCDIR on the container): when
+config.followNodeLabel says so, else (null) when the ConfigMap is config.name (its keys are the
+cluster's) or config.map has several configs. "" otherwise: one config file for every node.
+*/}}
+{{- define "gpulet.nodeConfig" -}}
+{{- $f := .Values.config.followNodeLabel -}}
+{{- if and (typeIs "bool" $f) $f (not (include "gpulet.configMapName" .)) -}}
+{{- fail "config.followNodeLabel is true, but there is no config to choose from: set config.map or config.name" -}}
+{{- else if typeIs "bool" $f -}}
+{{- if $f }}true{{ end -}}
+{{- else if or .Values.config.name (gt (len .Values.config.map) 1) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* The one config file of every node (per-node configs off): config.default, else "default", else the only key. */}}
 {{- define "gpulet.configKey" -}}
 {{- $m := .Values.config.map -}}
-{{- if and (gt (len $m) 1) (not .Values.config.oneConfigPerRelease) -}}
-{{- fail (printf "config.map has several configs (%s), but gpulet has no config-manager: every node of a release gets the same one, whatever its nvidia.com/device-plugin.config label. Set config.oneConfigPerRelease=true and config.default to the config this release uses, and install one release per node pool (its own nodeSelector) for the others" (keys $m | sortAlpha | join ", ")) -}}
-{{- end -}}
 {{- if .Values.config.default -}}
 {{- if and (not (empty $m)) (not (hasKey $m .Values.config.default)) -}}
 {{- fail (printf "config.default %q is not a key of config.map (keys: %s)" .Values.config.default (keys $m | sortAlpha | join ", ")) -}}
@@ -70,9 +86,47 @@ default
 {{- else if eq (len $m) 1 -}}
 {{- keys $m | first -}}
 {{- else -}}
-{{- fail (printf "config.map has several configs (%s): set config.default to the one to use (gpulet has no per-node config-manager)" (keys $m | sortAlpha | join ", ")) -}}
+{{- fail (printf "config.map has several configs (%s) and config.followNodeLabel is false: set config.default to the config every node of this release uses" (keys $m | sortAlpha | join ", ")) -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The config.map of per-node configs can serve a node without the label, as upstream's chart checks
+(templates/validation.yml, hasDefaultConfig): config.default is one of its keys, or a fallback
+strategy finds one (named: a key "default"; single: the only key; empty: no config file). An
+external config.name cannot be checked (its keys are the cluster's).
+*/}}
+{{- define "gpulet.nodeConfigCheck" -}}
+{{- $m := .Values.config.map -}}
+{{- $fb := .Values.config.fallbackStrategies | default list -}}
+{{- if and .Values.config.default (not (empty $m)) (not (hasKey $m .Values.config.default)) -}}
+{{- fail (printf "config.default %q is not a key of config.map (keys: %s)" .Values.config.default (keys $m | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- if and (not (empty $m)) (not .Values.config.default) (not (or (and (has "named" $fb) (hasKey $m "default")) (and (has "single" $fb) (eq (len $m) 1)) (has "empty" $fb))) -}}
+{{- fail (printf "config.map has several configs (%s) and none for a node without the nvidia.com/device-plugin.config label: set config.default, or config.fallbackStrategies (named: the key \"default\"; single: the only key; empty: no config file; now %v)" (keys $m | sortAlpha | join ", ") $fb) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The config's env of the plugin, labels and MPS containers: per-node (the label chooses) or one file. */}}
+{{- define "gpulet.configEnv" -}}
+{{- if include "gpulet.nodeConfig" . -}}
+{{- include "gpulet.nodeConfigCheck" . -}}
+# per-node configs: the node label nvidia.com/device-plugin.config names one of /config's files
+# (upstream's config-manager's env); the container follows it live (docs/reference/config-manager.md);
+# NODE_NAME comes with the component's API access (gpulet.nodeNameEnv)
+- name: CONFIG_FILE_SRCDIR
+  value: /config
+- name: DEFAULT_CONFIG
+  value: {{ .Values.config.default | quote }}
+- name: FALLBACK_STRATEGIES
+  value: {{ join "," (.Values.config.fallbackStrategies | default list) | quote }}
+{{- else if include "gpulet.configMapName" . -}}
+- name: CONFIG_FILE
+  value: /config/{{ include "gpulet.configKey" . }}
+{{- end }}
+{{- end -}}
+
+{{/* ---- end of per-node configs -------------------------------------------------------------------------- */}}
 
 {{/* Container security context: the user's, or no capabilities, read-only root, no escalation. */}}
 {{- define "gpulet.containerSecurityContext" -}}
@@ -108,7 +162,7 @@ hostNetwork: true
 dnsPolicy: ClusterFirstWithHostNet
 {{- end }}
 {{- if $api }}
-# its own ServiceAccount with the least rules its verb needs (rbac.yaml), and its token
+# its own ServiceAccount with the least rules its features need (gpulet.apiRules, rbac.yaml), and its token
 serviceAccountName: {{ include "gpulet.fullname" .root }}-{{ .component }}
 automountServiceAccountToken: true
 {{- else }}
@@ -394,38 +448,106 @@ of its component (NotIn also admits a node without the label): (dict "root" $ "c
 {{- end -}}
 
 {{/*
-The components that call the API server and the least RBAC each needs (rbac.yaml makes a ServiceAccount,
-and a ClusterRole and/or a Role in the release's namespace, for each; docs/reference/helm-chart.md "RBAC"):
-  device-plugin (devicePlugin.nodeHealth): reads its Node once, applies the GPUHealthy condition on
+What each feature that calls the API server needs, the least RBAC (docs/reference/helm-chart.md "RBAC"):
+  nodeHealth (devicePlugin.nodeHealth): reads its Node once, applies the GPUHealthy condition on
     nodes/status, creates Events about the Node (src/plugin/node_health.c), which the API takes only in
     the namespace default (eventsNamespace: that Role is made there);
-  gpu-feature-discovery (gfd.useNodeFeatureAPI not false): its NodeFeature object in its namespace
-    (followed: list and watch of that one name), its own pod for the owner references (src/labels/nodefeature.c);
-  doctor (doctor.readCluster): reads this node, the pods on it and their events (src/doctor/cluster_live.c).
-A YAML map: component -> {cluster: [rules], namespaced: [rules], eventsNamespace: [rules]}.
+  nodeConfig (gpulet.nodeConfig, per-node configs): watches its own Node (fieldSelector metadata.name;
+    RBAC cannot narrow a rule to one name, so get/list/watch of nodes) and creates a Warning Event on it
+    when the config its label names is refused (src/nodeconfig/follow.c);
+  nodeFeature (gfd.useNodeFeatureAPI not false): its NodeFeature object in its namespace (followed: list
+    and watch of that one name), its own pod for the owner references (src/labels/nodefeature.c);
+  readCluster (doctor.readCluster): reads this node, the pods on it and their events (src/doctor/cluster_live.c).
+A YAML map: feature -> {cluster: [rules], namespaced: [rules], eventsNamespace: [rules]}, one resource a rule.
 */}}
-{{- define "gpulet.apiRules" -}}
-{{- $v := .Values -}}
-{{- if and $v.devicePlugin.enabled $v.devicePlugin.nodeHealth }}
-device-plugin:
+{{- define "gpulet.apiFeatureRules" -}}
+nodeHealth:
   cluster:
     - {apiGroups: [""], resources: [nodes], verbs: [get]}
     - {apiGroups: [""], resources: [nodes/status], verbs: [patch]}
   eventsNamespace:
     - {apiGroups: [""], resources: [events], verbs: [create]}
-{{- end }}
-{{- if and $v.gfd.enabled (ne $v.gfd.useNodeFeatureAPI false) }}
-gpu-feature-discovery:
+nodeConfig:
+  cluster:
+    - {apiGroups: [""], resources: [nodes], verbs: [get, list, watch]}
+  eventsNamespace:
+    - {apiGroups: [""], resources: [events], verbs: [create]}
+nodeFeature:
   namespaced:
     - {apiGroups: [nfd.k8s-sigs.io], resources: [nodefeatures], verbs: [get, list, watch, create, update]}
     - {apiGroups: [""], resources: [pods], verbs: [get]}
-{{- end }}
-{{- if and $v.doctor.enabled $v.doctor.readCluster }}
-doctor:
+readCluster:
   cluster:
-    - {apiGroups: [""], resources: [nodes, pods], verbs: [get, list, watch]}
+    - {apiGroups: [""], resources: [nodes], verbs: [get, list, watch]}
+    - {apiGroups: [""], resources: [pods], verbs: [get, list, watch]}
     - {apiGroups: [""], resources: [events], verbs: [list]}
-{{- end }}
+{{- end -}}
+
+{{/* The features each component's pods run (only the enabled ones): component -> [feature], a YAML map. */}}
+{{- define "gpulet.apiFeatures" -}}
+{{- $v := .Values -}}
+{{- $nc := include "gpulet.nodeConfig" . -}}
+{{- $out := dict -}}
+{{- if $v.devicePlugin.enabled -}}
+{{- $f := list -}}
+{{- if $v.devicePlugin.nodeHealth }}{{ $f = append $f "nodeHealth" }}{{ end -}}
+{{- if $nc }}{{ $f = append $f "nodeConfig" }}{{ end -}}
+{{- with $f }}{{ $_ := set $out "device-plugin" . }}{{ end -}}
+{{- if $nc }}{{ $_ := set $out "mps-control-daemon" (list "nodeConfig") }}{{ end -}}
+{{- end -}}
+{{- if $v.gfd.enabled -}}
+{{- $f := list -}}
+{{- if ne $v.gfd.useNodeFeatureAPI false }}{{ $f = append $f "nodeFeature" }}{{ end -}}
+{{- if $nc }}{{ $f = append $f "nodeConfig" }}{{ end -}}
+{{- with $f }}{{ $_ := set $out "gpu-feature-discovery" . }}{{ end -}}
+{{- end -}}
+{{- if and $v.doctor.enabled $v.doctor.readCluster -}}
+{{- $_ := set $out "doctor" (list "readCluster") -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/*
+The components that call the API server and the rules of each: the union of its features' rules
+(gpulet.apiFeatureRules), one rule per resource with the verbs of all (rbac.yaml makes one ServiceAccount,
+and a ClusterRole and/or a Role in the release's namespace and in default, for each).
+A YAML map: component -> {cluster: [rules], namespaced: [rules], eventsNamespace: [rules]}.
+*/}}
+{{- define "gpulet.apiRules" -}}
+{{- $byFeature := include "gpulet.apiFeatureRules" . | fromYaml -}}
+{{- $out := dict -}}
+{{- range $comp, $features := include "gpulet.apiFeatures" . | fromYaml -}}
+{{- $scopes := dict -}}
+{{- range $features -}}
+{{- range $scope, $rules := get $byFeature . -}}
+{{- $have := get $scopes $scope | default list -}}
+{{- range $rules -}}
+{{- $new := . -}}
+{{- $found := false -}}
+{{- range $have -}}
+{{- if and (eq (toJson .apiGroups) (toJson $new.apiGroups)) (eq (toJson .resources) (toJson $new.resources)) -}}
+{{- $_ := set . "verbs" (concat .verbs $new.verbs | uniq) -}}
+{{- $found = true -}}
+{{- end -}}
+{{- end -}}
+{{- if not $found }}{{ $have = append $have (deepCopy $new) }}{{ end -}}
+{{- end -}}
+{{- $_ := set $scopes $scope $have -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $out $comp $scopes -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/* NODE_NAME from the pod's node, for a component that calls the API server about its Node: (dict "root" $ "component" NAME) */}}
+{{- define "gpulet.nodeNameEnv" -}}
+{{- if hasKey (include "gpulet.apiFeatures" .root | fromYaml) .component -}}
+- name: NODE_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: spec.nodeName
+{{- end -}}
 {{- end -}}
 
 {{/* The nodes (lookup) the affinity and nodeSelector admit: a count, "" under helm template. */}}
