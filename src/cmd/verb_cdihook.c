@@ -95,39 +95,42 @@ static void hook_help(FILE *f);
 static const struct hook_verb {
 	const char *name;
 	enum hook_action action;
+	const char *summary; /* NULL: not listed (noop) */
 	struct cmd_verb verb;
 } hook_verbs[] = {
-    {"update-ldcache", HOOK_LDCACHE,
+    {"update-ldcache", HOOK_LDCACHE, "add the injected library dirs to the container's ld.so.cache",
      CMD_VERB("cdi-hook update-ldcache", "[OPTIONS]", ldcache_opts,
 	      "gpulet cdi-hook update-ldcache --folder /usr/lib64 < state.json",
 	      .about = "Add the folders to the container's ld.so.conf.d and rebuild its ld.so.cache with the host's\n"
 		       "static ldconfig, run in new mount and pid namespaces pivoted into the container's rootfs,\n"
 		       "with /proc covered, no inherited fds and an empty environment; killed after 30 s\n"
 		       "(GPULET_CDI_HOOK_LDCONFIG_TIMEOUT=SECONDS shortens that).")},
-    {"create-symlinks", HOOK_SYMLINKS,
+    {"create-symlinks", HOOK_SYMLINKS, "create symlinks in the container",
      CMD_VERB("cdi-hook create-symlinks", "[OPTIONS]", symlinks_opts,
 	      "gpulet cdi-hook create-symlinks --link libcuda.so.1::/usr/lib64/libcuda.so < state.json",
 	      .about = "Create symlinks inside the container's rootfs (an existing one to the same target is kept).")},
-    {"enable-cuda-compat", HOOK_COMPAT,
+    {"enable-cuda-compat", HOOK_COMPAT, "use the image's CUDA compat libraries when the host driver is older",
      CMD_VERB("cdi-hook enable-cuda-compat", "[OPTIONS]", compat_opts,
 	      "gpulet cdi-hook enable-cuda-compat --host-driver-version=535.261.03 < state.json",
 	      .about = "When the image's CUDA compat libcuda is newer (major version) than the host driver, put\n"
 		       "its dir first in ld.so.conf.d (00-compat-gpulet.conf). Runs before update-ldcache.")},
-    {"disable-device-node-modification", HOOK_DEVNODES,
+    {"disable-device-node-modification", HOOK_DEVNODES, "keep the driver from creating device nodes in the container",
      CMD_VERB("cdi-hook disable-device-node-modification", "[OPTIONS]", plain_opts,
 	      "gpulet cdi-hook disable-device-node-modification < state.json",
 	      .about = "When the driver lets user space create device nodes (ModifyDeviceFiles: 1), mount a\n"
 		       "read-only copy of /proc/driver/nvidia/params saying 0 in the container.")},
-    {"noop", HOOK_NOOP, CMD_VERB("cdi-hook noop", "", plain_opts, "gpulet cdi-hook noop")},
+    {"noop", HOOK_NOOP, NULL, CMD_VERB("cdi-hook noop", "", plain_opts, "gpulet cdi-hook noop")},
 };
+
+static const struct cmd_menu hook_menu = CMD_MENU("gpulet cdi-hook", "hook", hook_verbs, hook_help, .unknown_ok = true,
+						 .summary_off = offsetof(struct hook_verb, summary));
 
 static void actions_help(FILE *f)
 {
 	fprintf(f,
 		"\nActions (the OCI createContainer hook that CDI specs name; each reads the OCI state on stdin and\n"
 		"acts only inside the container's rootfs):\n");
-	for (size_t i = 0; i + 1 < ELEMENTSOF(hook_verbs); i++)
-		fprintf(f, "  %s\n", hook_verbs[i].name);
+	cmd_menu_list(&hook_menu, f);
 	fprintf(f, "\nAn unknown ACTION is a warning and exit 0, as nvidia-cdi-hook (a newer spec still starts).\n"
 		   "Run 'gpulet cdi-hook ACTION --help' for an action's options.\n");
 }
@@ -211,8 +214,6 @@ static int run_action(const struct hook_verb *hv, struct hook_cli *cli, struct g
 
 int cmd_cdihook(int argc, char **argv)
 {
-	static const struct cmd_menu menu =
-	    CMD_MENU("gpulet cdi-hook", "hook", hook_verbs, hook_help, .unknown_ok = true);
 	const struct hook_verb *hv;
 	struct hook_cli cli = {0};
 	struct gerr err = {0};
@@ -223,7 +224,7 @@ int cmd_cdihook(int argc, char **argv)
 	if (r != CMD_CONTINUE)
 		return r;
 	at = optind;
-	hv = cmd_menu_pick(&menu, argc - at, argv + at, &r);
+	hv = cmd_menu_pick(&hook_menu, argc - at, argv + at, &r);
 	if (!hv)
 		return r;
 	r = cmd_parse(&hv->verb, argc - at, argv + at, &cli);
