@@ -34,7 +34,7 @@ def verbs():
     cdi = open(os.path.join(SRC, "src", "cmd", "verb_cdi.c")).read()
     hook = open(os.path.join(SRC, "src", "cmd", "verb_cdihook.c")).read()
     out = [[v] for v in re.findall(r'\{"([a-z-]+)", cmd_[a-z_]+,', main) if v not in ("cdi", "cdi-hook")]
-    out += [["cdi", v] for v in re.findall(r'\{"([a-z]+)", cdi_[a-z]+_cmd\}', cdi)]
+    out += [["cdi", v] for v in re.findall(r'\{"([a-z]+)", cdi_[a-z]+_cmd[,}]', cdi)]
     out += [["cdi-hook", v] for v in re.findall(r'\{"([a-z-]+)", HOOK_[A-Z]+,', hook)]
     return out
 
@@ -79,16 +79,12 @@ UPSTREAM = {"plugin": "nvidia-device-plugin", "labels": "gpu-feature-discovery",
             "cdi": "nvidia-ctk cdi", "mps-control-daemon": "mps-control-daemon", "cdi-hook": "nvidia-cdi-hook"}
 
 
-# upstream programs built on urfave/cli v2 (docs/reference/go-parsing.md)
-URFAVE = {"plugin", "labels", "mps-control-daemon", "exporter"}
-
-
 def check_version(verb):
     """VERB --version (and -version): gpulet's version, and the upstream program and version it matches."""
     name = " ".join(verb)
     version = re.search(r'set\(GPULET_VERSION "([^"]+)"\)', open(os.path.join(SRC, "CMakeLists.txt")).read()).group(1)
-    # urfave/cli's VersionFlag has the alias -v: the verbs standing in for urfave/cli programs take it
-    flags = ("--version", "-version") + (("-v",) if verb[0] in URFAVE else ())
+    # -v is --version on every verb (urfave/cli's VersionFlag alias, and the usual manners elsewhere)
+    flags = ("--version", "-version", "-v")
     for flag in flags:
         r = run([*verb, flag])
         check(r.returncode == 0, f"{name} {flag}: exit {r.returncode}")
@@ -140,6 +136,22 @@ def main():
     check(top.returncode == 0 and all(f"replaces {p}," in top.stdout for p in UPSTREAM.values()),
           f"gpulet --version names every upstream program: {top.stdout}")
     check(run(["cdi", "--version"]).stdout.startswith("gpulet version "), "gpulet cdi --version")
+    # gpulet's own -v and the verbs help and version (issue 36: unknown commands before)
+    for args, same in ((["-v"], ["--version"]), (["version"], ["--version"]), (["cdi", "-v"], ["cdi", "--version"]),
+                       (["cdi-hook", "-v"], ["cdi-hook", "--version"])):
+        r, want = run(args), run(same)
+        check(r.returncode == 0 and r.stdout == want.stdout and "replaces" in r.stdout,
+              f"gpulet {' '.join(args)} is gpulet {' '.join(same)}: {r.stdout!r}")
+    for verb in all_verbs + [["cdi"], ["cdi-hook"]]:
+        want, got = run([*verb, "--help"]), run(["help", *verb])
+        check(got.returncode == 0 and got.stdout == want.stdout and want.stdout,
+              f"gpulet help {' '.join(verb)} is gpulet {' '.join(verb)} --help (exit {got.returncode})")
+    r = run(["help", "no-such-verb"])
+    check(r.returncode == 2 and "unknown command 'no-such-verb'" in r.stderr, f"gpulet help no-such-verb: {r.stderr!r}")
+    # the command table is aligned: every summary starts in one column
+    rows = [l for l in run(["--help"]).stdout.split("Commands:\n")[1].split("\n\n")[0].splitlines() if l.startswith("  ") and l[2] != " "]
+    cols = {len(re.match(r"  \S+\s+", l).group(0)) for l in rows}
+    check(len(rows) >= 12 and len(cols) == 1, f"gpulet --help's commands in one column: {cols} {rows}")
     # the known bug this test was written for
     check("--runtime-user" in run(["doctor", "--help"]).stdout, "doctor --help lists --runtime-user")
     return finish("every verb's --help lists exactly the options it accepts")
