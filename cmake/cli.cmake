@@ -26,3 +26,7 @@ else()
   add_custom_target(gpulet_cli_docs ALL DEPENDS ${GPULET_SHARE}/cli.stamp)
 endif()
 
+
+# Every verb's completion (a real bash, a real zsh) and man page (groff -ww, man -l) checked against its --help.
+gpulet_script_test(cmd_completion /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_completion.py)
+gpulet_script_test(cmd_manpages /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_manpages.py)
