@@ -11,6 +11,7 @@ not listed (doctor --runtime-user once) or listed and not accepted fails the tes
 """
 import concurrent.futures
 import glob
+import json
 import os
 import re
 import subprocess
@@ -97,10 +98,33 @@ def check_version(verb):
             check(len(lines) == 1, f"{name} {flag}: no upstream to name: {lines}")
 
 
+def check_json_errors(verb, longs):
+    """A --json run that fails prints {"error": {command, message, exit_code}} on stdout, and exits non-zero."""
+    name = " ".join(verb)
+    cases = [(["--json", "--no-such-option"], 2, "no-such-option")]
+    if "root" in longs and verb[0] in ("devices", "versions", "probe", "labels"):
+        cases.append((["--json", "--root", "/a/../b"], 2, "'..'"))
+    if verb == ["devices"]:  # a run that fails after its options: no driver under the root
+        cases.append((["--json", "--root", "/nonexistent-gpulet-root"], 1, "libnvidia-ml.so.1"))
+    for args, code, said in cases:
+        r = run([*verb, *args])
+        try:
+            err = json.loads(r.stdout)["error"]
+        except (ValueError, KeyError, TypeError):
+            check(False, f"{name} {' '.join(args)}: stdout is not an error document: {r.stdout!r}")
+            continue
+        check(r.returncode == code and err.get("exit_code") == code and err.get("command") == f"gpulet {name}"
+              and said in err.get("message", "") and err["message"] in r.stderr,
+              f"{name} {' '.join(args)}: exit {r.returncode}, {err}, stderr {r.stderr!r}")
+        plain = run([*verb, *args[1:]])
+        check(plain.returncode == code and not plain.stdout, f"{name} {' '.join(args[1:])} without --json: stdout {plain.stdout!r}")
+
+
 def main():
     words = candidates()
     letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + [chr(c) for c in range(ord("A"), ord("Z") + 1)]
     all_verbs = verbs()
+    json_verbs = []
     check(len(all_verbs) >= 11, f"verb tables found: {all_verbs}")
     for verb in all_verbs:
         name = " ".join(verb)
@@ -131,11 +155,15 @@ def main():
                 check(ok, f"{name}: -{w} (one dash) is not accepted like --{w}")
         check(not accepted(verb, "-no-such-option"), f"{name}: -no-such-option is accepted")
         check_version(verb)
+        if "json" in longs:
+            check_json_errors(verb, longs)
+            json_verbs.append(name)
         print(f"{name}: {len(longs)} long, {len(shorts)} short options, all listed and accepted (also with one dash)")
     top = run(["--version"])
     check(top.returncode == 0 and all(f"replaces {p}," in top.stdout for p in UPSTREAM.values()),
           f"gpulet --version names every upstream program: {top.stdout}")
     check(run(["cdi", "--version"]).stdout.startswith("gpulet version "), "gpulet cdi --version")
+    check(len(json_verbs) >= 6, f"verbs with --json: {json_verbs}")
     # gpulet's own -v and the verbs help and version (issue 36: unknown commands before)
     for args, same in ((["-v"], ["--version"]), (["version"], ["--version"]), (["cdi", "-v"], ["cdi", "--version"]),
                        (["cdi-hook", "-v"], ["cdi-hook", "--version"])):
