@@ -770,6 +770,7 @@ void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size
 {
 	const struct doctor_finding *root_cause = NULL;
 	size_t n_fail = 0, n_warn = 0, n_ok = 0;
+	bool chain = false; /* a finding on the chain: lint's are about a manifest, on no link, and never ok */
 
 	for (int l = 0; l < _LINK_MAX; l++)
 		for (size_t k = 0; k < c->n_findings; k++) {
@@ -777,6 +778,7 @@ void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size
 
 			if ((int)f->link != l || !doctor_finding_shown(c, f, only, n_only))
 				continue;
+			chain = chain || f->link != LINK_LINT;
 			if (f->severity == DOCTOR_OK) {
 				n_ok++;
 				fprintf(out, "  %-9s ok    %s\n", doctor_link_name(f->link), f->summary);
@@ -807,9 +809,13 @@ void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size
 	print_skipped(out, c, "reason", "not checked here:", "--");
 	fprintf(out, "\n");
 	if (root_cause)
-		fprintf(out, "Root cause: %s (%s link): %s\nFix first: %s\n", root_cause->id,
-			doctor_link_name(root_cause->link), root_cause->summary, root_cause->fix);
+		fprintf(out, "Root cause: %s%s%s%s: %s\nFix first: %s\n", root_cause->id, chain ? " (" : "",
+			chain ? doctor_link_name(root_cause->link) : "", chain ? " link)" : "", root_cause->summary,
+			root_cause->fix);
 	if (root_cause && (root_cause->run_here || root_cause->run))
 		fprintf(out, "Run: %s\n", root_cause->run_here ? root_cause->run_here : root_cause->run);
-	fprintf(out, "%zu fail, %zu warn, %zu ok\n", n_fail, n_warn, n_ok);
+	fprintf(out, "%zu fail, %zu warn", n_fail, n_warn);
+	if (chain || n_ok)
+		fprintf(out, ", %zu ok", n_ok);
+	fputc('\n', out);
 }
