@@ -755,7 +755,7 @@ static void print_skipped(FILE *out, const struct doctor_ctx *c, const char *key
 			fprintf(out, "\n  %s\n", heading);
 		first = false;
 		ids = json_string_value(json_object_get(s, "ids"));
-		/* the ids a check would report: their count, the list itself under --verbose (docs/HACKING.md) */
+		/* the ids a check would report: their count, the list itself under --verbose */
 		if (c->o->verbose)
 			fprintf(out, "    %-10s (%s) %s %s\n", json_string_value(json_object_get(s, "check")), ids, arrow,
 				v);
