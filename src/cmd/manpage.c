@@ -100,10 +100,13 @@ static void environment(FILE *f, const struct optspec *rows)
 			fputs(".TP\n\\fB", f);
 			optspec_roff(f, o->env[k]);
 			fputs("\\fR\n", f);
-			if (o->env_only)
+			if (o->env_only) {
 				optspec_roff(f, o->help);
-			else
-				fputs("as \\fB\\-\\-", f), optspec_roff(f, o->name), fputs("\\fR (the flag wins)", f);
+			} else {
+				fputs("as \\fB\\-\\-", f);
+				optspec_roff(f, o->name);
+				fputs("\\fR (the flag wins)", f);
+			}
 			fputc('\n', f);
 		}
 }
@@ -137,7 +140,8 @@ static void verb_sections(FILE *f, const struct cmd_node *n)
 	}
 	if (optspec_by_name(rows, "json"))
 		fputs(".PP\nWith \\fB\\-\\-json\\fR, a run that fails without its document prints\n"
-		      "{\"error\": {\"command\": \"gpulet \\fIVERB\\fR\", \"message\": \"...\", \"exit_code\": \\fIN\\fR}}\n"
+		      "{\"error\": {\"command\": \"gpulet \\fIVERB\\fR\", \"message\": \"...\", \"exit_code\": "
+		      "\\fIN\\fR}}\n"
 		      "on stdout, the message being the line said on stderr, and exits with that status.\n",
 		      f);
 	fputs(".SH EXAMPLE\n", f);
@@ -181,8 +185,10 @@ static void write_page(FILE *f, const struct cmd_program *p, const struct cmd_tr
 	fputs(" \\- ", f);
 	optspec_roff(f, n->depth ? (n->summary ? n->summary : "") : p->summary);
 	fputs("\n.SH SYNOPSIS\n.B gpulet", f);
-	if (n->depth)
-		fputc(' ', f), optspec_roff(f, n->path);
+	if (n->depth) {
+		fputc(' ', f);
+		optspec_roff(f, n->path);
+	}
 	fputc('\n', f);
 	optspec_roff(f, n->verb ? n->verb->synopsis : "COMMAND [OPTIONS]");
 	fputc('\n', f);
@@ -200,11 +206,12 @@ static void write_page(FILE *f, const struct cmd_program *p, const struct cmd_tr
 	if (n->verb)
 		verb_sections(f, n);
 	if (n->depth == 0) {
-		fputs(".SH OPTIONS\n.TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\nthe commands\n"
-		      ".TP\n\\fB\\-v\\fR, \\fB\\-\\-version\\fR\ngpulet's version and the upstream version each "
-		      "command matches\n.SH PROGRAM NAMES\nInvoked under an upstream program's name (a link to gpulet), "
-		      "gpulet runs the command that replaces it:\n",
-		      f);
+		fputs(
+		    ".SH OPTIONS\n.TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\nthe commands\n"
+		    ".TP\n\\fB\\-v\\fR, \\fB\\-\\-version\\fR\ngpulet's version and the upstream version each "
+		    "command matches\n.SH PROGRAM NAMES\nInvoked under an upstream program's name (a link to gpulet), "
+		    "gpulet runs the command that replaces it:\n",
+		    f);
 		for (size_t i = 0; i < p->n_aliases; i++) {
 			fputs(".TP\n\\fB", f);
 			optspec_roff(f, p->aliases[i].program);

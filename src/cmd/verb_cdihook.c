@@ -123,7 +123,7 @@ static const struct hook_verb {
 };
 
 static const struct cmd_menu hook_menu = CMD_MENU("gpulet cdi-hook", "hook", hook_verbs, hook_help, .unknown_ok = true,
-						 .summary_off = offsetof(struct hook_verb, summary));
+						  .summary_off = offsetof(struct hook_verb, summary));
 
 static void actions_help(FILE *f)
 {

@@ -19,7 +19,7 @@ struct pairs {
 	size_t n, cap;
 	struct pair {
 		char *key, *value; /* value: shell text as it is written (quoted already) */
-	} *v;
+	} * v;
 };
 
 static void pairs_clear(struct pairs *p)

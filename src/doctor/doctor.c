@@ -757,8 +757,8 @@ static void print_skipped(FILE *out, const struct doctor_ctx *c, const char *key
 		ids = json_string_value(json_object_get(s, "ids"));
 		/* the ids a check would report: their count, the list itself under --verbose */
 		if (c->o->verbose)
-			fprintf(out, "    %-10s (%s) %s %s\n", json_string_value(json_object_get(s, "check")), ids, arrow,
-				v);
+			fprintf(out, "    %-10s (%s) %s %s\n", json_string_value(json_object_get(s, "check")), ids,
+				arrow, v);
 		else
 			fprintf(out, "    %-10s (%zu ids) %s %s\n", json_string_value(json_object_get(s, "check")),
 				count_words(ids), arrow, v);

@@ -70,9 +70,9 @@ struct doctor_options {
 	const char *containerd_config;     /* path of config.toml on the host */
 	unsigned runtime_uid, runtime_gid; /* user containerd runs as (rootless containerd: not 0) */
 	bool live;                         /* root is the running node: its sockets answer (implied by "/") */
-	bool verbose;                      /* the text report lists the ids of the checks not done, not only their count */
-	const char *cuda_library;          /* probe: libcuda to dlopen, "libcuda.so.1" by default */
-	const char *visible_devices;       /* probe: NVIDIA_VISIBLE_DEVICES as the runtime set it, or NULL */
+	bool verbose;                /* the text report lists the ids of the checks not done, not only their count */
+	const char *cuda_library;    /* probe: libcuda to dlopen, "libcuda.so.1" by default */
+	const char *visible_devices; /* probe: NVIDIA_VISIBLE_DEVICES as the runtime set it, or NULL */
 };
 
 struct toml;

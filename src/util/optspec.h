@@ -233,7 +233,8 @@ void optspec_wrap(FILE *f, const char *text, size_t col, size_t at);
 
 /* One row as a man page item (roff: .TP, the flag in bold, its argument in italics, the help). */
 void optspec_man_row(FILE *f, const struct optspec *o, int short_name);
-/* text for roff: backslashes and dashes escaped, a break allowed after a comma, a line that starts with '.' or '\'' not a request. */
+/* text for roff: backslashes and dashes escaped, a break allowed after a comma, a line that starts with '.' or '\'' not
+ * a request. */
 void optspec_roff(FILE *f, const char *text);
 
 /* What a row's value is, for a shell completing it. */

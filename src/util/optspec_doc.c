@@ -49,9 +49,9 @@ static void row_text(const struct optspec *o, char *buf, size_t size)
 	size_t l = (size_t)snprintf(buf, size, "%s", o->help);
 
 	if (l < size && (o->env[0] || o->def || o->key))
-		snprintf(buf + l, size - l, " (%s%s%s%s%s%s%s%s%s)", o->env[0] ? "env " : "", o->env[0] ? o->env[0] : "",
-			 o->env[1] ? ", " : "", o->env[1] ? o->env[1] : "", o->env[0] && o->def ? "; " : "",
-			 o->def ? "default " : "", o->def ? o->def : "",
+		snprintf(buf + l, size - l, " (%s%s%s%s%s%s%s%s%s)", o->env[0] ? "env " : "",
+			 o->env[0] ? o->env[0] : "", o->env[1] ? ", " : "", o->env[1] ? o->env[1] : "",
+			 o->env[0] && o->def ? "; " : "", o->def ? "default " : "", o->def ? o->def : "",
 			 o->key ? (o->env[0] || o->def ? "; file " : "file ") : "", o->key ? o->key : "");
 }
 
@@ -114,20 +114,27 @@ void optspec_man_row(FILE *f, const struct optspec *o, int short_name)
 	fputs(".TP\n", f);
 	if (o->env_only) {
 		roff_font(f, 'B', o->env[0]);
-		if (o->arg)
-			fputc('=', f), roff_font(f, 'I', o->arg);
+		if (o->arg) {
+			fputc('=', f);
+			roff_font(f, 'I', o->arg);
+		}
 		fputs(" (environment only)\n", f);
 	} else {
-		if (short_name)
-			snprintf(s, sizeof(s), "-%c", short_name), roff_font(f, 'B', s), fputs(", ", f);
+		if (short_name) {
+			snprintf(s, sizeof(s), "-%c", short_name);
+			roff_font(f, 'B', s);
+			fputs(", ", f);
+		}
 		for (size_t i = 0; i < ELEMENTSOF(names) && names[i]; i++) {
 			fputs(i ? ", \\fB\\-\\-" : "\\fB\\-\\-", f);
 			optspec_roff(f, names[i]);
 			fputs("\\fR", f);
-			if (o->kind == OPT_BOOL)
+			if (o->kind == OPT_BOOL) {
 				fputs("[=\\fIBOOL\\fR]", f);
-			else if (o->arg)
-				fputc(' ', f), roff_font(f, 'I', o->arg);
+			} else if (o->arg) {
+				fputc(' ', f);
+				roff_font(f, 'I', o->arg);
+			}
 		}
 		fputc('\n', f);
 	}
@@ -159,7 +166,7 @@ enum optspec_value optspec_value(const struct optspec *o)
 	if (o->kind == OPT_FILE)
 		return OPTSPEC_VALUE_FILE;
 	for (size_t i = 0; i < ELEMENTSOF(arg_words); i++)
-		if (strstr(o->arg, arg_words[i].word))
+		if (o->arg && strstr(o->arg, arg_words[i].word))
 			return arg_words[i].value;
 	return o->kind == OPT_PATH ? OPTSPEC_VALUE_FILE : OPTSPEC_VALUE_TEXT;
 }
