@@ -307,10 +307,35 @@ static void emit_names(FILE *f, const struct cmd_program *p)
 }
 
 /*
- * The walk both shells do, in each one's words: the words before the cursor from the start, a
- * flag's value skipped, `help` at the top turning the rest into a path; then the cursor's word is a
- * flag's value (after the flag or after '='), a flag, a sub-verb, an operand, or else a flag.
+ * The walk both shells do, one function both read alike: the words before the cursor (its arguments)
+ * from the start, a flag's value skipped, `help` at the top turning the rest into a path. It sets the
+ * caller's at (the path; an upstream program's name has set its verb already), help, and value (what
+ * the cursor's word is when it is the last flag's value).
  */
+static const char walk_fn[] =
+    "# The words before the cursor: sets the caller's at (the path), help, value (the cursor is a flag's value).\n"
+    "_gpulet_walk() {\n"
+    "\tlocal word key\n"
+    "\twhile (($#)); do\n"
+    "\t\tword=$1 key=${at:+$at }\n"
+    "\t\tshift\n"
+    "\t\tif [[ -z $help && $word == -* ]]; then\n"
+    "\t\t\t[[ $word == *=* ]] && continue\n"
+    "\t\t\t_gpulet_value \"$key$word\"\n"
+    "\t\t\tif [[ -n $REPLY && $REPLY != bool ]]; then\n"
+    "\t\t\t\t(($#)) || value=$REPLY\n"
+    "\t\t\t\t(($#)) && shift\n"
+    "\t\t\tfi\n"
+    "\t\t\tcontinue\n"
+    "\t\tfi\n"
+    "\t\tif [[ -z $at && -z $help && $word == help ]]; then help=1 && continue; fi\n"
+    "\t\t_gpulet_sub \"$at\"\n"
+    "\t\t[[ \" $REPLY \" == *\" $word \"* ]] && at=${at:+$at }$word\n"
+    "\tdone\n"
+    "\treturn 0\n"
+    "}\n\n";
+
+/* Then the cursor's word is a flag's value (after the flag or after '='), a flag, a sub-verb, an operand, or else a flag. */
 static const char bash_main[] =
     "_gpulet_complete() {\n"
     "\tlocal kind=${1%%%%:*} list= pre=$2 cur=$3 head=\n"
@@ -327,28 +352,14 @@ static const char bash_main[] =
     "\t[[ -n $pre ]] && COMPREPLY=(\"${COMPREPLY[@]/#/$pre}\")\n"
     "}\n\n"
     "_gpulet() {\n"
-    "\tlocal line=${COMP_LINE:0:COMP_POINT} at= key= word cur value= help= pre= REPLY i n\n"
+    "\tlocal line=${COMP_LINE:0:COMP_POINT} at= key cur value= help= pre= REPLY n\n"
     "\tlocal -a w\n"
     "\tread -ra w <<<\"$line\"\n"
     "\t[[ -z $line || $line == *[[:space:]] ]] && w+=('')\n"
     "\tn=$((${#w[@]} - 1))\n"
     "\tcur=${w[n]}\n"
     "%s"
-    "\tfor ((i = 1; i < n; i++)); do\n"
-    "\t\tword=${w[i]} key=${at:+$at }\n"
-    "\t\tif [[ -z $help && $word == -* ]]; then\n"
-    "\t\t\t[[ $word == *=* ]] && continue\n"
-    "\t\t\t_gpulet_value \"$key$word\"\n"
-    "\t\t\tif [[ -n $REPLY && $REPLY != bool ]]; then\n"
-    "\t\t\t\t((i + 1 == n)) && value=$REPLY\n"
-    "\t\t\t\t((i++))\n"
-    "\t\t\tfi\n"
-    "\t\t\tcontinue\n"
-    "\t\tfi\n"
-    "\t\tif [[ -z $at && -z $help && $word == help ]]; then help=1 && continue; fi\n"
-    "\t\t_gpulet_sub \"$at\"\n"
-    "\t\t[[ \" $REPLY \" == *\" $word \"* ]] && at=${at:+$at }$word\n"
-    "\tdone\n"
+    "\t_gpulet_walk \"${w[@]:1:n-1}\"\n"
     "\tkey=${at:+$at }\n"
     "\tCOMPREPLY=()\n"
     "\tif [[ -z $value && -z $help && $cur == -*=* ]]; then\n"
@@ -392,24 +403,10 @@ static const char zsh_main[] =
     "\tesac\n"
     "}\n\n"
     "_gpulet() {\n"
-    "\tlocal at= key= word cur=${words[CURRENT]} value= help= REPLY i n=$CURRENT\n"
+    "\tlocal at= key cur=${words[CURRENT]} value= help= REPLY\n"
     "\tlocal -a reply\n"
     "%s"
-    "\tfor ((i = 2; i < n; i++)); do\n"
-    "\t\tword=${words[i]} key=${at:+$at }\n"
-    "\t\tif [[ -z $help && $word == -* ]]; then\n"
-    "\t\t\t[[ $word == *=* ]] && continue\n"
-    "\t\t\t_gpulet_value \"$key$word\"\n"
-    "\t\t\tif [[ -n $REPLY && $REPLY != bool ]]; then\n"
-    "\t\t\t\t((i + 1 == n)) && value=$REPLY\n"
-    "\t\t\t\t((i++))\n"
-    "\t\t\tfi\n"
-    "\t\t\tcontinue\n"
-    "\t\tfi\n"
-    "\t\tif [[ -z $at && -z $help && $word == help ]]; then help=1 && continue; fi\n"
-    "\t\t_gpulet_sub \"$at\"\n"
-    "\t\t[[ \" $REPLY \" == *\" $word \"* ]] && at=${at:+$at }$word\n"
-    "\tdone\n"
+    "\t_gpulet_walk \"${(@)words[2,CURRENT-1]}\"\n"
     "\tkey=${at:+$at }\n"
     "\tif [[ -z $value && -z $help && $cur == -*=* ]]; then\n"
     "\t\t_gpulet_value \"$key${cur%%%%=*}\"\n"
@@ -483,6 +480,7 @@ static int write_script(const struct cmd_program *p, bool zsh)
 		emit_case(stdout, "_gpulet_zflags", "zsh: the flags of a path with their help.", &d.zflags, "reply",
 			  "()");
 	}
+	fputs(walk_fn, stdout);
 	printf(zsh ? zsh_main : bash_main, aliases, names);
 	free(names);
 	free(aliases);
