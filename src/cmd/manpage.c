@@ -212,13 +212,7 @@ static void write_page(FILE *f, const struct cmd_program *p, const struct cmd_tr
 		    "command matches\n.SH PROGRAM NAMES\nInvoked under an upstream program's name (a link to gpulet), "
 		    "gpulet runs the command that replaces it:\n",
 		    f);
-		for (size_t i = 0; i < p->n_aliases; i++) {
-			fputs(".TP\n\\fB", f);
-			optspec_roff(f, p->aliases[i].program);
-			fputs("\\fR\ngpulet ", f);
-			optspec_roff(f, p->aliases[i].verb);
-			fputc('\n', f);
-		}
+		cmd_aliases_print(f, p, optspec_roff, ".TP\n\\fB", "\\fR\ngpulet ", "\n");
 	}
 	see_also(f, t, at);
 }

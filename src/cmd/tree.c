@@ -119,3 +119,15 @@ int cmd_node_rows(const struct cmd_node *n, struct optspec *rows, struct optspec
 {
 	return n->verb ? cmd_verb_rows(n->verb, rows, cli) : -1;
 }
+
+void cmd_aliases_print(FILE *f, const struct cmd_program *p, void (*put)(FILE *f, const char *word), const char *before,
+		       const char *between, const char *after)
+{
+	for (size_t i = 0; i < p->n_aliases; i++) {
+		fputs(before, f);
+		put(f, p->aliases[i].program);
+		fputs(between, f);
+		put(f, p->aliases[i].verb);
+		fputs(after, f);
+	}
+}

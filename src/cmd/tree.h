@@ -8,6 +8,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "cmd/options.h"
 
@@ -50,6 +51,10 @@ struct cmd_tree {
  */
 int cmd_tree_load(const struct cmd_program *p, struct cmd_tree *ret);
 void cmd_tree_clear(struct cmd_tree *t);
+
+/* Each alias of p on f as BEFORE program BETWEEN verb AFTER, the two words written by put (quoted for the reader). */
+void cmd_aliases_print(FILE *f, const struct cmd_program *p, void (*put)(FILE *f, const char *word), const char *before,
+		       const char *between, const char *after);
 
 /* The rows of a node's verb (its own, then --help and --version), or -1 for a node without a verb. */
 int cmd_node_rows(const struct cmd_node *n, struct optspec *rows, struct optspec_cli *cli);

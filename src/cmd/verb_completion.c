@@ -289,13 +289,7 @@ static void emit_data(FILE *f, const struct data *d)
 static void emit_aliases(FILE *f, const struct cmd_program *p, const char *argv0)
 {
 	fprintf(f, "\tcase %s in\n", argv0);
-	for (size_t i = 0; i < p->n_aliases; i++) {
-		fputc('\t', f);
-		put_quoted(f, p->aliases[i].program);
-		fputs(") at=", f);
-		put_quoted(f, p->aliases[i].verb);
-		fputs(" ;;\n", f);
-	}
+	cmd_aliases_print(f, p, put_quoted, "\t", ") at=", " ;;\n");
 	fputs("\tesac\n", f);
 }
 
@@ -335,7 +329,8 @@ static const char walk_fn[] =
     "\treturn 0\n"
     "}\n\n";
 
-/* Then the cursor's word is a flag's value (after the flag or after '='), a flag, a sub-verb, an operand, or else a flag. */
+/* Then the cursor's word is a flag's value (after the flag or after '='), a flag, a sub-verb, an operand, or else a
+ * flag. */
 static const char bash_main[] =
     "_gpulet_complete() {\n"
     "\tlocal kind=${1%%%%:*} list= pre=$2 cur=$3 head=\n"
