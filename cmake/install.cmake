@@ -3,9 +3,10 @@
 # The image (deploy/image/build.sh) is made this way.
 include(GNUInstallDirs)
 install(TARGETS gpulet RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# the upstream program names gpulet answers to (programs[] in src/main.c)
-set(GPULET_UPSTREAM_NAMES nvidia-device-plugin gpu-feature-discovery mps-control-daemon nvidia-cdi-hook)
-set(GPULET_PROGRAM_NAMES ${GPULET_UPSTREAM_NAMES})
+# the upstream program names gpulet answers to (programs[] in src/main.c); dcgm-exporter and config-manager:
+# the GPU Operator's containers (docs/reference/operator.md; config-manager only says why it cannot run yet)
+set(GPULET_UPSTREAM_NAMES nvidia-device-plugin gpu-feature-discovery mps-control-daemon dcgm-exporter nvidia-cdi-hook)
+set(GPULET_PROGRAM_NAMES ${GPULET_UPSTREAM_NAMES} config-manager)
 if(TARGET gpulet_cdi_hook)
   list(REMOVE_ITEM GPULET_PROGRAM_NAMES nvidia-cdi-hook) # the static hook's link, below
 endif()

@@ -33,6 +33,7 @@ static const struct verb {
      "start and supervise NVIDIA MPS control daemons (replaces mps-control-daemon)"},
     {"cdi-hook", cmd_cdihook, "the OCI hook CDI specs name (nvidia-cdi-hook's actions)"},
     {"dra", cmd_dra, "the kubelet plugin of a DRA driver for GPUs (replaces NVIDIA's gpu-kubelet-plugin)"},
+    {"entrypoint", cmd_entrypoint, "the image's entrypoint: runs what NVIDIA's manifests start (GPU Operator)"},
     {"help", help, "the help of gpulet or of a command (gpulet help cdi generate)"},
     {"version", version, "gpulet's version and the upstream version each command matches"},
     {"completion", completion, "the bash or zsh completion script (source <(gpulet completion bash))"},
@@ -45,10 +46,17 @@ static const struct verb {
  * replaces it with the same arguments and environment (docs/reference/device-plugin.md §10).
  */
 static const struct cmd_alias programs[] = {
-    {"nvidia-device-plugin", "plugin"},
-    {"gpu-feature-discovery", "labels"},
-    {"mps-control-daemon", "mps-control-daemon"},
-    {"nvidia-cdi-hook", "cdi-hook"},
+    {"nvidia-device-plugin", "plugin", false},
+    {"gpu-feature-discovery", "labels", false},
+    {"mps-control-daemon", "mps-control-daemon", false},
+    {"nvidia-cdi-hook", "cdi-hook", false},
+    /* the GPU Operator's and NVIDIA's charts' containers on gpulet's image (docs/reference/operator.md):
+     * dcgm-exporter's name for the exporter; /bin/sh and /bin/bash for the Operator's device-plugin
+     * entrypoint only, and config-manager, refused: no shell, no config-manager (cmd/verb_entrypoint.c) */
+    {"dcgm-exporter", "exporter", false},
+    {"sh", "entrypoint", true},
+    {"bash", "entrypoint", true},
+    {"config-manager", "entrypoint", true},
 };
 
 static void usage(FILE *f);

@@ -193,7 +193,7 @@ static void write_page(FILE *f, const struct cmd_program *p, const struct cmd_tr
 	optspec_roff(f, n->verb ? n->verb->synopsis : "COMMAND [OPTIONS]");
 	fputc('\n', f);
 	for (size_t i = 0; i < p->n_aliases; i++)
-		if (n->depth && streq(p->aliases[i].verb, n->path)) {
+		if (n->depth && !p->aliases[i].image_only && streq(p->aliases[i].verb, n->path)) {
 			fputs(".br\n.B ", f);
 			optspec_roff(f, p->aliases[i].program);
 			fputs("\n[OPTIONS]\n", f);

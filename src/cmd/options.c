@@ -223,6 +223,13 @@ void cmd_describe(const struct cmd_describer *d)
 	describer = d;
 }
 
+bool cmd_describing(const struct cmd_verb *v)
+{
+	if (describer)
+		describer->verb(describer->data, v);
+	return describer;
+}
+
 /* The verb's --json: the shared row CMD_OPT_JSON, whose value is struct cmd_common's. */
 static bool has_json_row(const struct cmd_verb *v, const struct optspec *rows)
 {

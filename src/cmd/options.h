@@ -112,6 +112,11 @@ struct cmd_describer {
 	void *data;
 };
 void cmd_describe(const struct cmd_describer *d);
+/*
+ * For a verb whose arguments are not options it parses (entrypoint: a command line to run): true
+ * while describing, v handed over, and the verb must return 0 at once without running anything.
+ */
+bool cmd_describing(const struct cmd_verb *v);
 
 /*
  * v's rows as cmd_parse() reads them (its own, then --help and --version) into rows (room for

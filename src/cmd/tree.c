@@ -124,6 +124,8 @@ void cmd_aliases_print(FILE *f, const struct cmd_program *p, void (*put)(FILE *f
 		       const char *between, const char *after)
 {
 	for (size_t i = 0; i < p->n_aliases; i++) {
+		if (p->aliases[i].image_only)
+			continue;
 		fputs(before, f);
 		put(f, p->aliases[i].program);
 		fputs(between, f);

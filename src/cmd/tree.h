@@ -7,14 +7,20 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
 #include "cmd/options.h"
 
-/* An upstream program's name gpulet answers to (argv[0]) and the verb it then runs. */
+/*
+ * An upstream program's name gpulet answers to (argv[0]) and the verb it then runs. An image_only
+ * name (sh, bash, config-manager: the GPU Operator's containers) is answered inside gpulet's image
+ * only: no completion script claims it and no man page names it.
+ */
 struct cmd_alias {
 	const char *program, *verb;
+	bool image_only;
 };
 
 /* gpulet itself, as main.c has it. */
@@ -52,7 +58,8 @@ struct cmd_tree {
 int cmd_tree_load(const struct cmd_program *p, struct cmd_tree *ret);
 void cmd_tree_clear(struct cmd_tree *t);
 
-/* Each alias of p on f as BEFORE program BETWEEN verb AFTER, the two words written by put (quoted for the reader). */
+/* Each alias of p (not image_only) on f as BEFORE program BETWEEN verb AFTER, the two words written by put (quoted for
+ * the reader). */
 void cmd_aliases_print(FILE *f, const struct cmd_program *p, void (*put)(FILE *f, const char *word), const char *before,
 		       const char *between, const char *after);
 

@@ -297,7 +297,8 @@ static void emit_names(FILE *f, const struct cmd_program *p)
 {
 	fputs("gpulet", f);
 	for (size_t i = 0; i < p->n_aliases; i++)
-		fprintf(f, " %s", p->aliases[i].program);
+		if (!p->aliases[i].image_only)
+			fprintf(f, " %s", p->aliases[i].program);
 }
 
 /*

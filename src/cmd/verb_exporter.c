@@ -71,6 +71,13 @@ static const char devices_default[] = "f";
 #define IGNORED_BOOL(name_, short_, env_, idx)                                                                    \
 	CMD_ROW(name_, short_, OPT_BOOL, NULL, "accepted for dcgm-exporter compatibility; no effect (a warning)", \
 		.env = {env_}, .off = EXP_F(ignored_set) + (idx) * sizeof(bool))
+/* A dcgm-exporter flag whose effect gpulet does not have yet: refused when set (see refused[]). */
+#define REFUSED_STR(name_, short_, env_, idx)                                                                        \
+	CMD_ROW(name_, short_, OPT_ARGV, "X", "dcgm-exporter's; not supported yet: refused when set", .env = {env_}, \
+		.off = EXP_F(ignored) + (idx) * sizeof(const char *))
+#define REFUSED_BOOL(name_, short_, env_, idx)                                                                         \
+	CMD_ROW(name_, short_, OPT_BOOL, NULL, "dcgm-exporter's; not supported yet: refused when true", .env = {env_}, \
+		.off = EXP_F(ignored_set) + (idx) * sizeof(bool))
 /* Flags and env vars of dcgm-exporter where it has them (docs/reference/monitoring-doctor.md A3). */
 static const struct optspec exporter_opts[] = {
     CMD_ROW("address", 'a', OPT_ARGV, "ADDR", "listen address", .alias = "listen", .env = {"DCGM_EXPORTER_LISTEN"},
@@ -121,8 +128,8 @@ static const struct optspec exporter_opts[] = {
 	    "how kubelet names GPUs: uid (GPU-...) or device-name (nvidiaN, GKE)",
 	    .env = {"DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"}, .def = "uid", .off = EXP_F(gpu_id_type),
 	    OPTSPEC_NAMES(gpu_id_types)),
-    IGNORED_BOOL("kubernetes-enable-pod-labels", 0, "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", IGN_POD_LABELS),
-    IGNORED_BOOL("kubernetes-enable-pod-uid", 0, "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", IGN_POD_UID),
+    REFUSED_BOOL("kubernetes-enable-pod-labels", 0, "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS", IGN_POD_LABELS),
+    REFUSED_BOOL("kubernetes-enable-pod-uid", 0, "DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID", IGN_POD_UID),
     IGNORED_STR("kubernetes-pod-label-allowlist-regex", 0, "DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX",
 		IGN_POD_LABEL_REGEX),
     IGNORED_BOOL("kubernetes-enable-dra", 0, "KUBERNETES_ENABLE_DRA", IGN_DRA),
@@ -130,7 +137,7 @@ static const struct optspec exporter_opts[] = {
 	    "DCGM_EXP_CLOCK_EVENTS_COUNT counts clock event samples of this window",
 	    .env = {"DCGM_EXPORTER_CLOCK_EVENTS_COUNT_WINDOW_SIZE"}, .def = "300000", .off = EXP_F(clock_window_ms),
 	    .min = 1, .max = 7 * 24 * 3600 * 1000),
-    IGNORED_STR("hpc-job-mapping-dir", 0, "DCGM_HPC_JOB_MAPPING_DIR", IGN_HPC_DIR),
+    REFUSED_STR("hpc-job-mapping-dir", 0, "DCGM_HPC_JOB_MAPPING_DIR", IGN_HPC_DIR),
     IGNORED_STR("log-format", 0, "DCGM_EXPORTER_LOG_FORMAT", IGN_LOG_FORMAT),
     IGNORED_BOOL("enable-dcgm-log", 0, "DCGM_EXPORTER_ENABLE_DCGM_LOG", IGN_DCGM_LOG),
     IGNORED_STR("dcgm-log-level", 0, "DCGM_EXPORTER_DCGM_LOG_LEVEL", IGN_DCGM_LOG_LEVEL),
@@ -166,11 +173,8 @@ static const char *const ignored_why[IGN_COUNT] = {
     [IGN_SWITCH_DEVICES] = "NVSwitch metrics are not served",
     [IGN_CPU_DEVICES] = "CPU metrics are not served",
     [IGN_CONFIGMAP] = "ConfigMaps are not read: mount it as a file and pass -f",
-    [IGN_POD_LABELS] = "pod Kubernetes labels are not added (no API server access)",
-    [IGN_POD_UID] = "the pod_uid label is not added (PodResources has no UID)",
     [IGN_POD_LABEL_REGEX] = "pod Kubernetes labels are not added",
     [IGN_DRA] = "DRA claims are not attributed",
-    [IGN_HPC_DIR] = "the hpc_job label is not added",
     [IGN_LOG_FORMAT] = "logs are logfmt",
     [IGN_DCGM_LOG] = "there is no DCGM library",
     [IGN_DCGM_LOG_LEVEL] = "there is no DCGM library",
@@ -184,6 +188,22 @@ static const char *const ignored_why[IGN_COUNT] = {
     [IGN_DUMP_RETENTION] = "debug dumps are not written",
     [IGN_DUMP_COMPRESSION] = "debug dumps are not written",
     [IGN_STARTUP_VALIDATE] = "startup checks are gpulet doctor's",
+};
+
+/*
+ * Options whose series a user would miss without a word: refused at start, naming the flag or env
+ * var and where the GPU Operator and NVIDIA's chart set them (docs/reference/operator.md §4), until
+ * gpulet serves them.
+ */
+static const struct {
+	unsigned idx;
+	const char *settings;
+} refused[] = {
+    {IGN_POD_LABELS, "GPU Operator ClusterPolicy dcgmExporter.enablePodLabels, dcgm-exporter chart "
+		     "kubernetes.enablePodLabels: pods' Kubernetes labels are not added to the series yet"},
+    {IGN_POD_UID, "GPU Operator ClusterPolicy dcgmExporter.enablePodUID, dcgm-exporter chart "
+		  "kubernetes.enablePodUID: the pod_uid label is not added yet"},
+    {IGN_HPC_DIR, "GPU Operator ClusterPolicy dcgmExporter.hpcJobMapping: the hpc_job label is not added yet"},
 };
 
 static const struct cmd_verb exporter_verb = CMD_VERB(
@@ -289,17 +309,47 @@ static int refuse_empty(const struct exporter_opts *o)
 	return CMD_CONTINUE;
 }
 
+/* The row that stores ignored option i. */
+static const struct optspec *ignored_row(size_t i)
+{
+	for (const struct optspec *r = exporter_opts; r->name; r++)
+		if (r->off == EXP_F(ignored) + i * sizeof(const char *) ||
+		    r->off == EXP_F(ignored_set) + i * sizeof(bool))
+			return r;
+	return NULL;
+}
+
+static bool is_refused(size_t i)
+{
+	for (size_t k = 0; k < ELEMENTSOF(refused); k++)
+		if (refused[k].idx == i)
+			return true;
+	return false;
+}
+
+/* CMD_CONTINUE, or EXIT_USAGE naming the first refused option that is set and who sets it. */
+static int refuse_unsupported(const struct exporter_opts *o)
+{
+	for (size_t k = 0; k < ELEMENTSOF(refused); k++) {
+		const struct optspec *row = ignored_row(refused[k].idx);
+		const char *v = o->ignored[refused[k].idx];
+
+		if (!row || ((!v || !*v) && !o->ignored_set[refused[k].idx]))
+			continue;
+		return cmd_usage_error(&exporter_verb, "--%s (env %s) is not supported yet (%s); unset it", row->name,
+				       row->env[0], refused[k].settings);
+	}
+	return CMD_CONTINUE;
+}
+
 static void warn_ignored(const struct exporter_opts *o)
 {
 	for (size_t i = 0; i < IGN_COUNT; i++) {
-		if (!o->ignored[i] && !o->ignored_set[i])
+		const struct optspec *row = ignored_row(i);
+
+		if ((!o->ignored[i] && !o->ignored_set[i]) || is_refused(i) || !row)
 			continue;
-		const char *flag = "?";
-		for (const struct optspec *r = exporter_opts; r->name; r++)
-			if (r->off == EXP_F(ignored) + i * sizeof(const char *) ||
-			    r->off == EXP_F(ignored_set) + i * sizeof(bool))
-				flag = r->name;
-		log_warn("dcgm-exporter option accepted but has no effect", "flag=--%s why=\"%s\"", flag,
+		log_warn("dcgm-exporter option accepted but has no effect", "flag=--%s why=\"%s\"", row->name,
 			 ignored_why[i]);
 	}
 }
@@ -345,6 +395,8 @@ int cmd_exporter(int argc, char **argv)
 	if (r != CMD_CONTINUE)
 		return r;
 	r = refuse_empty(&o);
+	if (r == CMD_CONTINUE)
+		r = refuse_unsupported(&o);
 	if (r != CMD_CONTINUE)
 		return r;
 	r = served_set(&o, &d);

@@ -433,6 +433,13 @@ int kapi_config_in_cluster(const char *sa_dir, struct kapi_config **ret, struct 
 
 /* -- which one ------------------------------------------------------------------------------- */
 
+bool kapi_configured(const char *kubeconfig)
+{
+	const char *env = getenv("KUBECONFIG"), *host = getenv("KUBERNETES_SERVICE_HOST");
+
+	return (kubeconfig && *kubeconfig) || (env && *env) || (host && *host);
+}
+
 int kapi_config_load(const char *kubeconfig, const char *context, const char *sa_dir, struct kapi_config **ret,
 		     struct gerr *err)
 {

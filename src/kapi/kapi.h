@@ -85,6 +85,13 @@ struct kapi;
  * (OpenSSL flavour, >= 7.77) cannot be loaded; err says which file, field and what to do.
  */
 int kapi_open(const struct kapi_options *o, struct kapi **ret, struct gerr *err);
+/*
+ * Whether an API server is configured at all, in kapi_open()'s order, without reading anything: a
+ * kubeconfig given (kubeconfig non-NULL and not ""), else $KUBECONFIG, else in a pod
+ * (KUBERNETES_SERVICE_HOST). A verb whose API use is optional works without one when this is false;
+ * when it is true, a kapi_open() that fails is an error to report (a missing kubeconfig file included).
+ */
+bool kapi_configured(const char *kubeconfig);
 /* After every informer of this client is stopped. NULL is fine. */
 void kapi_close(struct kapi *k);
 DEFINE_CLEANUP_FUNC(struct kapi, kapi_close)

@@ -19,9 +19,10 @@ import tempfile
 from test_cdi_testlib import BUILD, GPULET, SRC, check, finish
 from test_help import listed, run, verbs
 
-# upstream's program names and the verb each runs (src/main.c's programs[], docs/reference/device-plugin.md §10)
+# upstream's program names and the verb each runs (src/main.c's programs[] less the image-only sh, bash and
+# config-manager, docs/reference/device-plugin.md §10)
 ALIASES = {"nvidia-device-plugin": "plugin", "gpu-feature-discovery": "labels",
-           "mps-control-daemon": "mps-control-daemon", "nvidia-cdi-hook": "cdi-hook"}
+           "mps-control-daemon": "mps-control-daemon", "nvidia-cdi-hook": "cdi-hook", "dcgm-exporter": "exporter"}
 # choices as upstream documents them (docs/reference/)
 CHOICES = {
     "gpulet cdi generate --format ": {"json", "yaml"},

@@ -478,7 +478,7 @@ class Deploy(unittest.TestCase):
             self.assertFalse(c["securityContext"]["allowPrivilegeEscalation"])
 
 
-COLLECTORS = os.path.join(SRC, "tests", "integration", "collectors", "dcgm-default.csv")
+COLLECTORS = os.path.join(SRC, "deploy", "image", "dcgm-exporter.csv")
 
 
 def csv_rows(path):
@@ -616,7 +616,7 @@ class Collectors(unittest.TestCase):
         ex = Exporter(fixture("single-t4"), [
             "-f", COLLECTORS, "-x", "300000",
             "-o", "--kubernetes-gpu-id-type", "device-name", "-d", "f", "-r", "localhost:5555",
-            "--kubernetes-enable-pod-labels", "--debug", "--kubernetes=false", "-rbmn"])
+            "--debug", "--kubernetes=false", "-rbmn"])
         try:
             body = ex.wait_for(lambda b: "DCGM_FI_DEV_GPU_TEMP{" in b, what="first sample")
             # -rbmn is upstream's alias of --replace-blanks-in-model-name, not -r with the value "bmn"
@@ -628,7 +628,8 @@ class Collectors(unittest.TestCase):
             # --web-config-file is served now (test_exporter_webconfig.py): a missing file is exit 1
             # -x, -o and --kubernetes-gpu-id-type are served (test_exporter_dcgm.py): no warning
             self.assertNotIn("flag=--kubernetes-gpu-id-type", log)
-            for flag in ("remote-hostengine-info", "kubernetes-enable-pod-labels"):
+            # pod labels are refused until served (test_exporter_options.py Refused)
+            for flag in ("remote-hostengine-info",):
                 self.assertEqual(log.count("flag=--%s " % flag), 1, (flag, log))
             self.assertIn("level=debug", log)
         finally:
