@@ -8,7 +8,9 @@ include(GNUInstallDirs)
 set(GPULET_SHARE ${CMAKE_BINARY_DIR}/share)
 if(CMAKE_CROSSCOMPILING AND NOT CMAKE_CROSSCOMPILING_EMULATOR)
   message(STATUS "gpulet: cross build without CMAKE_CROSSCOMPILING_EMULATOR: no completion scripts or man pages")
+  add_custom_target(gpulet_cli_docs) # nothing to write: `make install` builds it all the same
 else()
+  set(GPULET_CLI_DOCS ON) # install.cmake installs them
   list(JOIN CMAKE_CROSSCOMPILING_EMULATOR " " _gpulet_emu)
   set(_gpulet_run "${_gpulet_emu} $<TARGET_FILE:gpulet>")
   add_custom_command(

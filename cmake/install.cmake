@@ -24,18 +24,20 @@ if(TARGET gpulet_cdi_hook)
   install(TARGETS gpulet_cdi_hook RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   install(CODE "file(CREATE_LINK gpulet-cdi-hook \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/nvidia-cdi-hook\" SYMBOLIC)")
 endif()
-# The completion scripts and man pages cmake/cli.cmake writes (component "doc"; an image may leave it out with
-# --component Unspecified): bash-completion loads a command's script by the command's name, so each upstream
-# name gets a link to gpulet's.
-if(TARGET gpulet_cli_docs)
+# The completion scripts and man pages cmake/cli.cmake writes (component "doc"): bash-completion loads a
+# command's script by the command's name, so each upstream name gets a link to gpulet's. `make install` builds
+# them (target gpulet_cli_docs); a tree built for gpulet alone (the image's `--target gpulet`) has none, and
+# then none are installed.
+if(GPULET_CLI_DOCS)
   install(FILES ${GPULET_SHARE}/bash-completion/completions/gpulet
-          DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions COMPONENT doc)
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions COMPONENT doc OPTIONAL)
   foreach(n ${GPULET_UPSTREAM_NAMES})
-    install(CODE "file(CREATE_LINK gpulet \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/bash-completion/completions/${n}\" SYMBOLIC)"
-            COMPONENT doc)
+    install(CODE "if(EXISTS \"${GPULET_SHARE}/bash-completion/completions/gpulet\")
+  file(CREATE_LINK gpulet \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/bash-completion/completions/${n}\" SYMBOLIC)
+endif()" COMPONENT doc)
   endforeach()
   install(FILES ${GPULET_SHARE}/zsh/vendor-completions/_gpulet
-          DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions COMPONENT doc)
-  install(DIRECTORY ${GPULET_SHARE}/man/man1 DESTINATION ${CMAKE_INSTALL_MANDIR} COMPONENT doc
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions COMPONENT doc OPTIONAL)
+  install(DIRECTORY ${GPULET_SHARE}/man/man1 DESTINATION ${CMAKE_INSTALL_MANDIR} COMPONENT doc OPTIONAL
           FILES_MATCHING PATTERN "*.1")
 endif()
