@@ -50,6 +50,7 @@ static const struct cmd_alias programs[] = {
     {"gpu-feature-discovery", "labels", false},
     {"mps-control-daemon", "mps-control-daemon", false},
     {"nvidia-cdi-hook", "cdi-hook", false},
+    {"gpu-kubelet-plugin", "dra", false}, /* NVIDIA's DRA driver's kubelet plugin (docs/reference/dra.md §9) */
     /* the GPU Operator's and NVIDIA's charts' containers on gpulet's image (docs/reference/operator.md):
      * dcgm-exporter's name for the exporter; /bin/sh and /bin/bash for the Operator's device-plugin
      * entrypoint only, and config-manager, refused: no shell, no config-manager (cmd/verb_entrypoint.c) */

@@ -13,6 +13,7 @@
 #include "doctor/doctor.h"
 #include "doctor/daemon.h"
 #include "doctor/html.h"
+#include "kapi/rows.h"
 #include "util/enumtab.h"
 #include "util/log.h"
 #include "util/opt.h"
@@ -29,6 +30,7 @@ struct doctor_cli {
 	char hostname[256];            /* serve.node_name when --node-name is not given: lives as long as serve does */
 	int64_t interval_ns, delay_ns; /* --interval, --recheck-delay: serve's seconds */
 	int format;                    /* --format; --json is --format json */
+	struct kapi_env kenv;          /* kubelet's in-pod environment, for the live cluster */
 };
 
 static int list_checks(void *opts, const char *value, struct gerr *err)
@@ -120,6 +122,7 @@ static const struct optspec doctor_opts[] = {
 	    "read this node, its pods and their events from the API server where --node, --pods, --events are not "
 	    "given (default: in a pod, its service account; neither: only the files)",
 	    .env = {"KUBECONFIG"}, .off = DOCTOR_F(kubeconfig)),
+    KAPI_ENV_ROWS(offsetof(struct doctor_cli, kenv)),
     CMD_ROW("web-config-file", 0, OPT_ARGV, "FILE",
 	    "with --serve-metrics: TLS and basic auth from an exporter-toolkit web config file, as gpulet "
 	    "exporter's --web-config-file",
@@ -209,6 +212,7 @@ int cmd_doctor(int argc, char **argv)
 	o->pods_file = cli.c.pods_file;
 	o->node_file = cli.c.node_file;
 	o->node_name = cli.serve.node_name;
+	o->kenv = &cli.kenv;
 	r = doctor_check_options(o, &err);
 	if (r < 0) {
 		fprintf(stderr, "gpulet doctor: %s\n", err.msg[0] ? err.msg : strerror(-r));

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cmd/options.h"
+#include "kapi/rows.h"
 #include "labels/daemon.h"
 #include "labels/labels.h"
 #include "nvconfig/nvconfig.h"
@@ -33,6 +34,7 @@ struct labels_cli {
 	bool oneshot, no_timestamp, fail_on_init_error, use_nfd_api;
 	/* the Kubernetes client of --use-node-feature-api (labels/nodefeature.h) */
 	const char *kubeconfig, *namespace, *node_name, *pod_name;
+	struct kapi_env kenv; /* kubelet's in-pod environment */
 	double kube_qps;
 	unsigned kube_burst;
 	/* accepted, not used: GFD parses it and reads it nowhere (docs/reference/gfd-labels.md) */
@@ -104,6 +106,7 @@ static const struct optspec labels_opts[] = {
     CMD_ROW("kubeconfig", 0, OPT_ARGV, "FILE",
 	    "kubeconfig of the NodeFeature API's client (default: the pod's service account)", .env = {"KUBECONFIG"},
 	    .off = LABELS_F(kubeconfig)),
+    KAPI_ENV_ROWS(LABELS_F(kenv)),
     CMD_ROW("kube-api-qps", 0, OPT_CALL, "QPS", "requests per second to the API server (below 0: no limit)",
 	    .env = {"KUBE_API_QPS"}, .def = "5", .call = set_qps),
     CMD_ROW("kube-api-burst", 0, OPT_UINT, "N", "burst of requests to the API server", .env = {"KUBE_API_BURST"},
@@ -198,6 +201,7 @@ static int settle(struct labels_cli *c)
 		log_warn("gpulet labels discovers GPUs through NVML only; using NVML", "device_discovery_strategy=%s",
 			 enum_to_name(discovery_strategy_names, c->discovery, "?"));
 	c->nfd = (struct nodefeature_options){.kubeconfig = c->kubeconfig,
+					      .env = &c->kenv,
 					      .qps = c->kube_qps,
 					      .burst = (int)c->kube_burst,
 					      .ns = c->namespace,

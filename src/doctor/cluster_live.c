@@ -91,11 +91,12 @@ static const struct kapi_resource *resource_of(size_t i)
 int doctor_api_open(const struct doctor_options *o, bool follow, struct doctor_api **ret, struct gerr *err)
 {
 	const struct kapi_options ko = {.kubeconfig = o->kubeconfig && o->kubeconfig[0] ? o->kubeconfig : NULL,
+					.env = o->kenv,
 					.timeout_s = TIMEOUT_S};
 	_cleanup_(doctor_api_closep) struct doctor_api *a = NULL;
 	int r;
 
-	if (!kapi_configured(ko.kubeconfig))
+	if (!kapi_configured(ko.kubeconfig, ko.env))
 		return gerr_set(err, ENOENT, "no Kubernetes API server configured: not in a pod, no --kubeconfig");
 	a = calloc(1, sizeof(*a));
 	if (!a)

@@ -58,6 +58,7 @@ struct doctor_finding {
 };
 
 struct doctor_api;
+struct kapi_env;
 
 struct doctor_options {
 	/* --root, --driver-root and --nvml-library as the verb resolved them (util/hostpaths.h); NULL: this host
@@ -74,7 +75,8 @@ struct doctor_options {
 	bool live;                         /* root is the running node: its sockets answer (implied by "/") */
 	bool verbose; /* the text report lists the ids of the checks not done, not only their count */
 	/* the cluster's side from the API server (doctor/cluster_live.c) where no file gives it */
-	const char *kubeconfig;      /* --kubeconfig; NULL: $KUBECONFIG, else in a pod its service account */
+	const char *kubeconfig;      /* --kubeconfig or $KUBECONFIG; NULL: in a pod its service account */
+	const struct kapi_env *kenv; /* in a pod: where the API server is (borrowed) */
 	const char *node_name;       /* --node-name / NODE_NAME: this node in the API; NULL: the node's host name */
 	struct doctor_api *api;      /* the server's client following them; NULL: a request per walk */
 	const char *cuda_library;    /* probe: libcuda to dlopen, "libcuda.so.1" by default */

@@ -46,7 +46,7 @@ int kapi_open(const struct kapi_options *o, struct kapi **ret, struct gerr *err)
 
 	if (!o)
 		o = &none;
-	r = kapi_config_load(o->kubeconfig, o->context, o->sa_dir, &cfg, err);
+	r = kapi_config_load(o->kubeconfig, o->context, o->sa_dir, o->env, &cfg, err);
 	if (r < 0)
 		return r;
 	k = calloc(1, sizeof(*k));

@@ -121,6 +121,7 @@ int nodefeature_open(const struct nodefeature_options *o, struct nodefeature **r
 {
 	_cleanup_(nodefeature_closep) struct nodefeature *nf = NULL;
 	const struct kapi_options ko = {.kubeconfig = o->kubeconfig && o->kubeconfig[0] ? o->kubeconfig : NULL,
+					.env = o->env,
 					.qps = o->qps,
 					.burst = o->burst,
 					.timeout_s = TIMEOUT_S,
@@ -131,7 +132,7 @@ int nodefeature_open(const struct nodefeature_options *o, struct nodefeature **r
 	if (!nf)
 		return -ENOMEM;
 	/* first: without an API server (-ENOENT) the file is used, whatever the node and namespace say */
-	if (!kapi_configured(ko.kubeconfig))
+	if (!kapi_configured(ko.kubeconfig, ko.env))
 		return gerr_set(err, ENOENT, "no Kubernetes API server configured: not in a pod, no --kubeconfig");
 	r = kapi_open(&ko, &nf->k, err);
 	if (r < 0)

@@ -14,17 +14,19 @@
 
 #include <stdbool.h>
 
+#include "kapi/kapi.h"
 #include "labels/labels.h"
 #include "util/err.h"
 
 struct nodefeature_options {
-	const char *kubeconfig; /* NULL or "": $KUBECONFIG, else the pod's service account */
-	double qps;             /* --kube-api-qps; 0: client-go's 5 */
-	int burst;              /* --kube-api-burst; 0: 10 */
-	const char *ns;         /* --namespace: where the object lives (the pod's) */
-	const char *node_name;  /* --node-name: the object's name and its node label */
-	const char *pod_name;   /* --pod-name: the owners (the pod and its DaemonSet); NULL or "": none */
-	bool follow;            /* watch the object (a daemon); false: one GET before each write (--oneshot) */
+	const char *kubeconfig;     /* NULL or "": the pod's service account (the row reads $KUBECONFIG) */
+	const struct kapi_env *env; /* in a pod: where the API server is (borrowed) */
+	double qps;                 /* --kube-api-qps; 0: client-go's 5 */
+	int burst;                  /* --kube-api-burst; 0: 10 */
+	const char *ns;             /* --namespace: where the object lives (the pod's) */
+	const char *node_name;      /* --node-name: the object's name and its node label */
+	const char *pod_name;       /* --pod-name: the owners (the pod and its DaemonSet); NULL or "": none */
+	bool follow;                /* watch the object (a daemon); false: one GET before each write (--oneshot) */
 };
 
 struct nodefeature;

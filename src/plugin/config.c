@@ -18,6 +18,7 @@
 
 #include "cdi/cdi.h"
 #include "cdi/hooks.h"
+#include "kapi/rows.h"
 #include "plugin/config_int.h"
 #include "util/fileio.h"
 #include "util/opt.h"
@@ -299,6 +300,7 @@ static const struct optspec config_opts[] = {
      .env = {"KUBECONFIG"},
      FP(kubeconfig),
      .help = "kubeconfig for --node-health (default: the pod's service account)"},
+    KAPI_ENV_ROWS(offsetof(struct plugin_config, kenv)),
     /* gpulet: the GPU Operator mounts the host's / read-only at /host and the spec dir at /var/run/cdi
      * (docs/reference/operator.md §3): the one write that is not below --root */
     {.name = "cdi-spec-dir",

@@ -82,7 +82,8 @@ int daemon_health_init(struct daemon_health *h, struct gerr *err)
 /* --node-health as cfg says: running with cfg's node and kubeconfig, or stopped. */
 static void node_health_follow(struct daemon_health *h, const struct plugin_config *cfg)
 {
-	const struct node_health_options o = {.node_name = cfg->node_name, .kubeconfig = cfg->kubeconfig};
+	const struct node_health_options o = {
+	    .node_name = cfg->node_name, .kubeconfig = cfg->kubeconfig, .env = &cfg->kenv};
 	struct gerr err = {0};
 
 	if (h->nh && cfg->node_health && streq(h->nh_node, cfg->node_name) && streq(h->nh_kubeconfig, cfg->kubeconfig))

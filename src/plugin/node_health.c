@@ -43,6 +43,7 @@ struct event {
 
 struct node_health_reporter {
 	char *node, *kubeconfig;
+	struct kapi_env env;
 	pthread_t thread;
 	bool thread_up;
 	pthread_mutex_t lock;
@@ -300,7 +301,7 @@ static void failed(struct node_health_reporter *nh, const char *what, int r, con
 static int open_client(struct node_health_reporter *nh)
 {
 	const struct kapi_options ko = {
-	    .kubeconfig = nh->kubeconfig, .timeout_s = TIMEOUT_S, .field_manager = COMPONENT};
+	    .kubeconfig = nh->kubeconfig, .env = &nh->env, .timeout_s = TIMEOUT_S, .field_manager = COMPONENT};
 	struct gerr err = {0};
 	int r;
 
@@ -513,7 +514,8 @@ int node_health_start(const struct node_health_options *o, struct node_health_re
 	pthread_cond_init(&nh->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	if (!(nh->node = strdup(o->node_name)) ||
-	    (o->kubeconfig && o->kubeconfig[0] && !(nh->kubeconfig = strdup(o->kubeconfig))))
+	    (o->kubeconfig && o->kubeconfig[0] && !(nh->kubeconfig = strdup(o->kubeconfig))) ||
+	    kapi_env_copy(&nh->env, o->env) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	kapi_bucket_init(&nh->bucket, EVENT_QPS, EVENT_BURST, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
@@ -541,5 +543,6 @@ void node_health_stop(struct node_health_reporter *nh)
 	pthread_mutex_destroy(&nh->lock);
 	free(nh->node);
 	free(nh->kubeconfig);
+	kapi_env_clear(&nh->env);
 	free(nh);
 }

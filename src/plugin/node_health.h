@@ -22,8 +22,9 @@
 #include "util/err.h"
 
 struct node_health_options {
-	const char *node_name;  /* the Node reported on */
-	const char *kubeconfig; /* NULL or "": $KUBECONFIG, else the pod's service account */
+	const char *node_name;      /* the Node reported on */
+	const char *kubeconfig;     /* NULL or "": the pod's service account (the row reads $KUBECONFIG) */
+	const struct kapi_env *env; /* in a pod: where the API server is (copied) */
 };
 
 /* One transition of a GPU or MIG instance the health watcher reported (plugin/health.h). */

@@ -301,6 +301,12 @@ class Node:
     # kube-apiserver's authorizer and extra flags; the control-plane fixture (controlplane.py) sets RBAC
     authorization_mode = "AlwaysAllow"
     apiserver_flags = ()
+    # Kubernetes feature gates of every component (apiserver, scheduler, controller-manager, kubelet)
+    feature_gates = {}
+
+    def _gates_flags(self):
+        return ["--feature-gates=" + ",".join("%s=%s" % (k, str(v).lower()) for k, v in sorted(self.feature_gates.items()))] \
+            if self.feature_gates else []
 
     def __init__(self, fixture="dgx-a100", keep_logs_on_failure=True, mkroot_args=(), tmp=None):
         """fixture: a name under tests/fixtures or a path without its .json; mkroot_args: more
@@ -339,7 +345,8 @@ class Node:
     def start(self, plugin_args=("--device-list-strategy=cdi-cri",), gpus="8", control_plane=False, plugin=True,
               images=()):
         """control_plane: also kube-scheduler and kube-controller-manager (start_control_plane()); plugin:
-        gpulet's plugin on this machine (False: the test runs one, e.g. in a pod); images: more OCI
+        gpulet's plugin on this machine (False: the test runs one, e.g. in a pod, or the node's GPUs
+        go through DRA); images: more OCI
         layout tarballs for containerd (named by their io.containerd.image.name annotation)."""
         t0 = time.time()
         self.bins = peers.all_peers()
@@ -399,6 +406,10 @@ class Node:
         script = ["set -e", "ip link set lo up", "ip addr add %s/32 dev lo" % NODE_IP,
                   "mount -t tmpfs -o mode=755 gpulet-k8s-run /run", "mount --bind %s/varlog /var/log" % t,
                   "mount -t tmpfs -o mode=755 gpulet-k8s-varlib /var/lib", "mkdir /var/lib/kubelet",
+                  # shared, as a node's /var/lib/kubelet is: a mount made below the kubelet dir (the DRA
+                  # driver's per-claim MPS /dev/shm) shows at both of its names
+                  "mount --bind %s %s" % (self.kubelet_root, self.kubelet_root),
+                  "mount --make-shared %s" % self.kubelet_root,
                   "mount --bind %s /var/lib/kubelet" % self.kubelet_root,
                   "mount -t tmpfs -o mode=755 gpulet-k8s-opt /opt",
                   # the plugin writes R/var/run/cdi; containerd reads /var/run/cdi, as on a node
@@ -484,7 +495,7 @@ class Node:
             "--disable-admission-plugins", "ServiceAccount", "--endpoint-reconciler-type", "none",
             "--kubelet-client-certificate", c + "/admin.crt", "--kubelet-client-key", c + "/admin.key",
             "--kubelet-preferred-address-types", "InternalIP", "--enable-priority-and-fairness=false", "--v", "1",
-            *self.apiserver_flags])
+            *self.apiserver_flags, *self._gates_flags()])
         self.wait("kube-apiserver /readyz", lambda: self.kubectl("get", "--raw", "/readyz", check=False)[0] == 0,
                   timeout=90, proc="kube-apiserver")
 
@@ -498,7 +509,7 @@ class Node:
         c = self.certs
         common = ["--kubeconfig", self.admin_kubeconfig, "--authentication-kubeconfig", self.admin_kubeconfig,
                   "--authorization-kubeconfig", self.admin_kubeconfig, "--bind-address", "127.0.0.1",
-                  "--leader-elect=false", "--v", "1"]
+                  "--leader-elect=false", "--v", "1", *self._gates_flags()]
         self.spawn("kube-scheduler", [self.bins["kube-scheduler"], *common, "--secure-port", "10259",
                                       "--cert-dir", self.t + "/scheduler-certs"])
         self.spawn("kube-controller-manager", [
@@ -560,8 +571,11 @@ class Node:
     def _kubelet(self):
         os.makedirs(self.kubelet_root, exist_ok=True)
         conf = os.path.join(self.t, "kubelet.yaml")
+        cfg = _kubelet_config(self.t, self.certs, self.cgroup_root)
+        if self.feature_gates:
+            cfg["featureGates"] = dict(self.feature_gates)
         with open(conf, "w") as f:
-            json.dump(_kubelet_config(self.t, self.certs, self.cgroup_root), f)
+            json.dump(cfg, f)
         self.kubelet_kubeconfig = os.path.join(self.t, "kubelet.kubeconfig")
         _kubeconfig(self.kubelet_kubeconfig, self.certs, "kubelet")
         self.start_kubelet()
