@@ -5,8 +5,9 @@
 #               then a short libFuzzer run of every parser
 #   make image  the OCI image from Debian 12 packages (deploy/image/build.sh), tagged with the version
 #   make cluster-demo  gpulet on a real single-node Kubernetes with fake GPUs, left up; make cluster-demo-down
-#   make install  gpulet, gpulet-probe, gpulet-cdi-hook, the serving modules and the upstream program
-#               names under $(DESTDIR)$(PREFIX) (docs/HACKING.md section 7, "Installing")
+#   make install  gpulet, gpulet-probe, gpulet-cdi-hook, the serving modules, the upstream program
+#               names, the bash and zsh completion and the man pages under $(DESTDIR)$(PREFIX)
+#               (docs/HACKING.md section 7, "Installing")
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -82,7 +83,7 @@ cluster-demo-down:
 	@GPULET_BUILD=$(CURDIR)/$(BUILD) /usr/bin/python3 tests/cluster_demo.py down --dir $(BUILD)/cluster-demo
 
 install:
-	$(call quiet_build,gpulet)
+	$(call quiet_build,gpulet gpulet_cli_docs)
 	DESTDIR=$(DESTDIR) cmake --install $(BUILD) --prefix $(PREFIX)
 
 unit-test: build

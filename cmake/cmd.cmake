@@ -1,5 +1,7 @@
 # The command line: every verb's --help lists exactly the options it accepts (src/cmd/options.c).
 gpulet_script_test(cmd_help /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_help.py)
+# every verb's every option probed: 370-450 s under the sanitizers on 2 loaded cores
+set_tests_properties(cmd_help PROPERTIES TIMEOUT 1500)
 # gpulet devices: every fixture, cross-checked against the fixture file by an independent reading.
 gpulet_script_test(cmd_devices /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/integration/test_devices.py)
 # Go-style single-dash long flags (src/util/argv.c), under every verb's option parsing.

@@ -6,12 +6,19 @@
 
 #include "cmd/cmd.h"
 #include "cmd/options.h"
+#include "cmd/tree.h"
 #include "util/macro.h"
+
+/* The verbs that read the command tree (cmd/tree.h) get gpulet itself. */
+static int help(int argc, char **argv);
+static int version(int argc, char **argv);
+static int completion(int argc, char **argv);
+static int manpages(int argc, char **argv);
 
 static const struct verb {
 	const char *name;
 	int (*run)(int argc, char **argv);
-	const char *summary;
+	const char *summary; /* NULL: a hidden verb (not listed, completed or given a man page) */
 } verbs[] = {
     {"plugin", cmd_plugin, "serve the kubelet Device Plugin API (replaces nvidia-device-plugin)"},
     {"devices", cmd_devices, "show the GPUs and MIG instances NVML sees"},
@@ -29,6 +36,10 @@ static const struct verb {
     {"entrypoint", cmd_entrypoint, "the image's entrypoint: runs what NVIDIA's manifests start (GPU Operator)"},
     {"config-manager", cmd_config_manager,
      "point a config file at the config the node label names (replaces NVIDIA's config-manager)"},
+    {"help", help, "the help of gpulet or of a command (gpulet help cdi generate)"},
+    {"version", version, "gpulet's version and the upstream version each command matches"},
+    {"completion", completion, "the bash or zsh completion script (source <(gpulet completion bash))"},
+    {"manpages", manpages, NULL},
 };
 
 /*
@@ -36,29 +47,30 @@ static const struct verb {
  * `command:` lines and config-manager's PROCESS_TO_SIGNAL expect), gpulet runs the verb that
  * replaces it with the same arguments and environment (docs/reference/device-plugin.md §10).
  */
-static const struct {
-	const char *program, *verb;
-} programs[] = {
-    {"nvidia-device-plugin", "plugin"},
-    {"gpu-feature-discovery", "labels"},
-    {"mps-control-daemon", "mps-control-daemon"},
-    {"nvidia-cdi-hook", "cdi-hook"},
-    {"gpu-kubelet-plugin", "dra"}, /* NVIDIA's DRA driver's kubelet plugin (docs/reference/dra.md §9) */
+static const struct cmd_alias programs[] = {
+    {"nvidia-device-plugin", "plugin", false},
+    {"gpu-feature-discovery", "labels", false},
+    {"mps-control-daemon", "mps-control-daemon", false},
+    {"nvidia-cdi-hook", "cdi-hook", false},
+    {"gpu-kubelet-plugin", "dra", false}, /* NVIDIA's DRA driver's kubelet plugin (docs/reference/dra.md §9) */
     /* the GPU Operator's and NVIDIA's charts' containers on gpulet's image (docs/reference/operator.md):
      * dcgm-exporter's name for the exporter; /bin/sh and /bin/bash for the Operator's device-plugin
      * entrypoint only (no shell: cmd/verb_entrypoint.c); config-manager (docs/reference/config-manager.md) */
-    {"dcgm-exporter", "exporter"},
-    {"sh", "entrypoint"},
-    {"bash", "entrypoint"},
-    {"config-manager", "config-manager"},
+    {"dcgm-exporter", "exporter", false},
+    {"sh", "entrypoint", true},
+    {"bash", "entrypoint", true},
+    {"config-manager", "config-manager", false},
 };
+
+static void usage(FILE *f);
+static const struct cmd_menu menu =
+    CMD_MENU("gpulet", "command", verbs, usage, .summary_off = offsetof(struct verb, summary));
 
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: gpulet COMMAND [OPTIONS]\n\nCommands:\n");
-	for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-		fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
-	fprintf(f, "\nRun 'gpulet COMMAND --help' for a command's options.\n"
+	cmd_menu_list(&menu, f);
+	fprintf(f, "\nRun 'gpulet help COMMAND' or 'gpulet COMMAND --help' for a command's options; -v: the version.\n"
 		   "Invoked as ");
 	for (size_t i = 0; i < ELEMENTSOF(programs); i++)
 		fprintf(f, "%s%s", i ? ", " : "", programs[i].program);
@@ -66,28 +78,45 @@ static void usage(FILE *f)
 		   "Example: gpulet devices --json\n");
 }
 
-static bool is_version_flag(const char *a)
+/* Run `gpulet ARGV...`: argv[0] is the verb. */
+static int run(int argc, char **argv)
 {
-	return streq(a, "--version") || streq(a, "-version");
+	int rc;
+	const struct verb *v = cmd_menu_pick(&menu, argc, argv, &rc);
+
+	return v ? v->run(argc, argv) : rc;
 }
 
-/*
- * --version first, for every verb (a verb that dispatches to sub-verbs, like cdi, has no option
- * table); anywhere else each verb's option table takes it (cmd_parse()), as upstream's CLI does.
- */
-static bool wants_version(int argc, char **argv)
+static const struct cmd_program program = {
+    .menu = &menu,
+    .run = run,
+    .aliases = programs,
+    .n_aliases = ELEMENTSOF(programs),
+    .summary = "make NVIDIA GPUs on Kubernetes nodes work and explain themselves",
+    .about = "One binary per GPU node in place of NVIDIA's device plugin, GPU Feature Discovery, nvidia-ctk's CDI\n"
+	     "generator and hook, dcgm-exporter and DRA driver, taking their flags, config files, CDI names,\n"
+	     "labels and metric names, plus a doctor that walks the chain driver -> toolkit -> containerd ->\n"
+	     "CDI -> plugin -> kubelet -> pod and names the broken link.",
+};
+
+static int help(int argc, char **argv)
 {
-	return argc > 1 && is_version_flag(argv[1]);
+	return cmd_help_verb(&program, argc, argv);
 }
 
-/* Run verb v with args (args[0] is the verb name). */
-static int run_verb(const struct verb *v, int argc, char **args)
+static int version(int argc, char **argv)
 {
-	if (wants_version(argc, args)) {
-		cmd_print_version(stdout, v->name);
-		return EXIT_SUCCESS;
-	}
-	return v->run(argc, args);
+	return cmd_version_verb(&program, argc, argv);
+}
+
+static int completion(int argc, char **argv)
+{
+	return cmd_completion(&program, argc, argv);
+}
+
+static int manpages(int argc, char **argv)
+{
+	return cmd_manpages(&program, argc, argv);
 }
 
 static const char *base_name(const char *path)
@@ -106,24 +135,13 @@ static const char *program_verb(const char *argv0)
 	return NULL;
 }
 
-static const struct cmd_menu menu = CMD_MENU("gpulet", "command", verbs, usage);
-
 int main(int argc, char **argv)
 {
 	const char *as = argc > 0 ? program_verb(argv[0]) : NULL;
-	const struct verb *v;
-	int rc;
 
 	if (as) {
-		/* programs[] names only verbs of verbs[] */
-		v = cmd_menu_pick(&menu, 1, (char **)&as, &rc);
 		argv[0] = (char *)as; /* the verb sees itself as argv[0], as under `gpulet VERB` */
-		exit(v ? run_verb(v, argc, argv) : rc);
+		exit(cmd_exit(run(argc, argv)));
 	}
-	if (argc > 1 && is_version_flag(argv[1])) {
-		cmd_print_version(stdout, NULL);
-		exit(EXIT_SUCCESS);
-	}
-	v = cmd_menu_pick(&menu, argc - 1, argv + 1, &rc);
-	exit(v ? run_verb(v, argc - 1, argv + 1) : rc);
+	exit(cmd_exit(run(argc - 1, argv + 1)));
 }

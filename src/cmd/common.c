@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/options.h"
 #include "util/hostpaths.h"
 #include "util/sig.h"
 #include "nvml/node.h"
@@ -47,7 +48,7 @@ int cmd_host_paths(const struct cmd_nvml_opts *o, struct host_paths **ret)
 	    ret, &err);
 
 	if (r < 0)
-		fprintf(stderr, "gpulet: %s\n", err.msg);
+		cmd_fail(NULL, "%s", err.msg);
 	return r < 0 ? -1 : 0;
 }
 
@@ -58,7 +59,7 @@ int cmd_load_node(const struct host_paths *hp, struct nvml **ret_nv, struct node
 	struct node *n = NULL;
 
 	if (nvml_open_host(hp, &nv, &err) < 0 || node_load(nv, hp->root, &n, &err) < 0) {
-		fprintf(stderr, "gpulet: %s\n", err.msg);
+		cmd_fail(NULL, "%s", err.msg);
 		return -1;
 	}
 	*ret_nv = TAKE_PTR(nv);

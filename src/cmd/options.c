@@ -47,16 +47,66 @@ void cmd_print_version(FILE *f, const char *verb)
 				upstreams[i].upstream);
 }
 
+/*
+ * A --json run's outcome: the verb that reads --json (NULL: none), whether the run asked for JSON,
+ * whether the verb printed its document, and the first error it said (cmd_exit()).
+ */
+static struct {
+	const char *verb;
+	bool json, printed;
+	char message[1024];
+} outcome;
+
+static void say(const char *verb, const char *fmt, va_list ap)
+{
+	va_list copy;
+
+	va_copy(copy, ap);
+	if (!outcome.message[0])
+		vsnprintf(outcome.message, sizeof(outcome.message), fmt, copy);
+	va_end(copy);
+	fprintf(stderr, "gpulet%s%s: ", verb ? " " : "", verb ? verb : "");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 int cmd_usage_error(const struct cmd_verb *v, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "gpulet %s: ", v->name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say(v->name, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return EXIT_USAGE;
+}
+
+int cmd_fail(const char *verb, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(verb, fmt, ap);
+	va_end(ap);
+	return 1;
+}
+
+int cmd_exit(int rc)
+{
+	_cleanup_free_ char *cmd = NULL;
+	json_t *doc;
+
+	if (rc == 0 || !outcome.json || outcome.printed)
+		return rc;
+	if (asprintf(&cmd, "gpulet %s", outcome.verb) < 0)
+		return rc;
+	/* a failure that said nothing on stderr is a bug: the message then says so rather than be empty */
+	doc = json_pack("{s:{s:s, s:s, s:i}}", "error", "command", cmd, "message",
+			outcome.message[0] ? outcome.message : "failed without a message (a bug: please report it)",
+			"exit_code", rc);
+	if (doc && json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0)
+		putchar('\n');
+	json_decref(doc);
+	return rc;
 }
 
 int cmd_set_driver_root(void *opts, const char *value, struct gerr *err)
@@ -117,10 +167,11 @@ int cmd_parse_user(const char *s, unsigned *ret_uid, unsigned *ret_gid)
 bool cmd_print_json(const char *verb, json_t *doc)
 {
 	if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0) {
-		fprintf(stderr, "gpulet %s: out of memory\n", verb);
+		cmd_fail(verb, "out of memory");
 		return false;
 	}
 	putchar('\n');
+	outcome.printed = true;
 	return true;
 }
 
@@ -142,7 +193,8 @@ static struct optspec_cli cli_of(const struct cmd_verb *v, const struct optspec 
 {
 	struct optspec_cli c = {
 	    .env = v->urfave ? OPT_ENV_EMPTY_URFAVE : OPT_ENV_EMPTY_UNSET,
-	    .version_v = v->urfave,
+	    /* -v is --version on every verb, unless a row takes -v (upstream's meaning of it wins) */
+	    .version_v = true,
 	    .getopt_says = true, /* getopt's own message, then the help */
 	    .given_off = offsetof(struct cmd_common, given),
 	};
@@ -153,6 +205,47 @@ static struct optspec_cli cli_of(const struct cmd_verb *v, const struct optspec 
 	c.operands = v->operands || v->stop_at_operand;
 	c.stop_at_operand = v->stop_at_operand;
 	return c;
+}
+
+int cmd_verb_rows(const struct cmd_verb *v, struct optspec *rows, struct optspec_cli *cli)
+{
+	int r = all_rows(v, rows);
+
+	if (r < 0)
+		return r;
+	*cli = cli_of(v, rows);
+	return 0;
+}
+
+static const struct cmd_describer *describer;
+
+void cmd_describe(const struct cmd_describer *d)
+{
+	describer = d;
+}
+
+bool cmd_describing(const struct cmd_verb *v)
+{
+	if (describer && v)
+		describer->verb(describer->data, v);
+	return describer;
+}
+
+/* The verb's --json: the shared row CMD_OPT_JSON, whose value is struct cmd_common's. */
+static bool has_json_row(const struct cmd_verb *v, const struct optspec *rows)
+{
+	const struct optspec *o = optspec_by_name(rows, "json");
+
+	return !v->cli && o && o->kind == OPT_SET && o->off == offsetof(struct cmd_common, json);
+}
+
+/* Whether argv asks for --json (or -json) before a "--": known before the parse, which may fail. */
+static bool argv_json(int argc, char **argv)
+{
+	for (int i = 1; i < argc && !streq(argv[i], "--"); i++)
+		if (streq(argv[i], "--json") || streq(argv[i], "-json"))
+			return true;
+	return false;
 }
 
 /* Whether the verb's --log-level is CMD_OPT_LOG_LEVEL (a verb with a .cli has its own struct and sets the level). */
@@ -171,9 +264,20 @@ int cmd_parse(const struct cmd_verb *v, int argc, char **argv, void *opts)
 	enum optspec_fail fail;
 	struct gerr err = {0};
 
+	if (describer) { /* the words of a verb's path: hand it over; a verb of verbs goes on to its menu */
+		describer->verb(describer->data, v);
+		optind = 1;
+		return v->stop_at_operand ? CMD_CONTINUE : 0;
+	}
 	if (all_rows(v, rows) < 0)
 		return cmd_usage_error(v, "internal error: too many options");
 	cli = cli_of(v, rows);
+	if (has_json_row(v, rows)) {
+		outcome.verb = v->name;
+		outcome.json = argv_json(argc, argv);
+		/* a usage error of a --json run is one line, the engine's (getopt's is followed by the help) */
+		cli.getopt_says = !outcome.json;
+	}
 	if (optspec_parse(&cli, argc, argv, opts, &action, &fail, &err) < 0) {
 		if (fail == OPTSPEC_FAIL_FILE) { /* a bad config file fails the run, it is not a usage error */
 			fprintf(stderr, "gpulet %s: %s\n", v->name, err.msg);
@@ -191,6 +295,8 @@ int cmd_parse(const struct cmd_verb *v, int argc, char **argv, void *opts)
 	}
 	if (!v->cli && uses_common_log_level(rows))
 		log_set_level(((struct cmd_common *)opts)->log_level);
+	if (has_json_row(v, rows))
+		outcome.json = ((struct cmd_common *)opts)->json;
 	if (action == OPTSPEC_HELP)
 		cmd_help(v, stdout);
 	if (action == OPTSPEC_VERSION)
@@ -215,21 +321,85 @@ static bool is_help_word(const char *a)
 	return streq(a, "--help") || streq(a, "-h") || streq(a, "help");
 }
 
+static bool is_version_word(const char *a)
+{
+	return streq(a, "--version") || streq(a, "-version") || streq(a, "-v");
+}
+
+const char *cmd_menu_row(const struct cmd_menu *m, size_t i, const char **ret_summary)
+{
+	const char *row = (const char *)m->rows + i * m->stride, *name, *summary = NULL;
+
+	memcpy(&name, row, sizeof(name));
+	if (m->summary_off)
+		memcpy(&summary, row + m->summary_off, sizeof(summary));
+	*ret_summary = summary;
+	return name;
+}
+
+/* Whether row i is listed (in the help, the completion and the man pages). */
+static bool menu_listed(const struct cmd_menu *m, size_t i)
+{
+	const char *summary;
+
+	cmd_menu_row(m, i, &summary);
+	return !m->summary_off || summary;
+}
+
+void cmd_menu_list(const struct cmd_menu *m, FILE *f)
+{
+	const char *name, *summary;
+	size_t width = 0;
+
+	for (size_t i = 0; i < m->n; i++)
+		if (menu_listed(m, i))
+			width = MAX(width, strlen(cmd_menu_row(m, i, &summary)));
+	for (size_t i = 0; i < m->n; i++) {
+		if (!menu_listed(m, i))
+			continue;
+		name = cmd_menu_row(m, i, &summary);
+		if (!summary) {
+			fprintf(f, "  %s\n", name);
+			continue;
+		}
+		fprintf(f, "  %-*s  ", (int)width, name);
+		optspec_wrap(f, summary, width + 4, width + 4);
+		fputc('\n', f);
+	}
+}
+
+/* The verb whose version a menu's -v prints: "gpulet cdi" is cdi's, gpulet's own every verb's (NULL). */
+static const char *menu_verb(const struct cmd_menu *m)
+{
+	const char *space = strchr(m->name, ' ');
+
+	return space ? space + 1 : NULL;
+}
+
 const void *cmd_menu_pick(const struct cmd_menu *m, int argc, char **argv, int *rc)
 {
-	const char *row = m->rows;
-
-	if (argc > 0 && is_help_word(argv[0])) {
-		m->help(stdout);
+	if (describer && argc == 0) {
+		describer->menu(describer->data, m);
 		*rc = 0;
 		return NULL;
 	}
-	for (size_t i = 0; argc > 0 && i < m->n; i++, row += m->stride) {
-		const char *name;
+	/* a row first: gpulet's own `help` verb is a row */
+	for (size_t i = 0; argc > 0 && i < m->n; i++) {
+		const char *summary;
 
-		memcpy(&name, row, sizeof(name));
-		if (streq(argv[0], name))
-			return row;
+		if (streq(argv[0], cmd_menu_row(m, i, &summary)))
+			return (const char *)m->rows + i * m->stride;
+	}
+	*rc = EXIT_USAGE;
+	if (describer) /* nothing there: nothing to say */
+		return NULL;
+	if (argc > 0 && (is_help_word(argv[0]) || is_version_word(argv[0]))) {
+		if (is_help_word(argv[0]))
+			m->help(stdout);
+		else
+			cmd_print_version(stdout, menu_verb(m));
+		*rc = 0;
+		return NULL;
 	}
 	if (m->unknown_ok) {
 		fprintf(stderr, "%s: warning: %s %s%s '%s'; nothing done (a spec from a newer toolkit?)\n", m->name,
@@ -240,7 +410,6 @@ const void *cmd_menu_pick(const struct cmd_menu *m, int argc, char **argv, int *
 	if (argc > 0)
 		fprintf(stderr, "%s: unknown %s '%s'\n\n", m->name, m->word, argv[0]);
 	m->help(stderr);
-	*rc = EXIT_USAGE;
 	return NULL;
 }
 

@@ -69,21 +69,23 @@ enum optspec_src cmd_source(const struct cmd_verb *v, const void *opts, const ch
 
 /*
  * A verb of verbs (gpulet itself, `gpulet cdi`, `gpulet cdi-hook`): its words are the first member
- * (const char *name) of rows of stride bytes. An unknown word is a usage error, or a warning and
- * exit 0 with .unknown_ok (nvidia-cdi-hook: a spec from a newer toolkit still starts).
+ * (const char *name) of rows of stride bytes, and with .summary_off a row's one-line summary (a
+ * const char *; NULL: a hidden row, not listed and not completed). An unknown word is a usage error,
+ * or a warning and exit 0 with .unknown_ok (nvidia-cdi-hook: a spec from a newer toolkit still starts).
  */
 struct cmd_menu {
 	const char *name; /* "gpulet cdi": the messages' prefix */
 	const char *word; /* what a row is called: "command", "verb", "hook" */
 	const void *rows;
 	size_t n, stride;
+	size_t summary_off; /* offsetof the row's summary; 0: the rows have none (every row listed) */
 	void (*help)(FILE *f);
 	bool unknown_ok;
 };
 /*
  * The row argv[0] names, or NULL with *rc the exit code: 0 after --help, -h or help (the help on
- * stdout); for no word or an unknown one EXIT_USAGE (the message and the help on stderr), or 0
- * with a warning under .unknown_ok.
+ * stdout) or -v, --version or -version (the version, cmd_print_version()); for no word or an unknown
+ * one EXIT_USAGE (the message and the help on stderr), or 0 with a warning under .unknown_ok.
  */
 const void *cmd_menu_pick(const struct cmd_menu *m, int argc, char **argv, int *rc);
 #define CMD_MENU(name_, word_, rows_, help_, ...)                                          \
@@ -91,6 +93,37 @@ const void *cmd_menu_pick(const struct cmd_menu *m, int argc, char **argv, int *
 		.name = (name_), .word = (word_), .rows = (rows_), .n = ELEMENTSOF(rows_), \
 		.stride = sizeof((rows_)[0]), .help = (help_), __VA_ARGS__                 \
 	}
+/* Row i of m: its word, and its summary (NULL: hidden, or the rows have none) in *ret_summary. */
+const char *cmd_menu_row(const struct cmd_menu *m, size_t i, const char **ret_summary);
+/* The listed rows of m, "  word  summary", the words in one column as wide as the longest. */
+void cmd_menu_list(const struct cmd_menu *m, FILE *f);
+
+/*
+ * The command tree, for the generators of completion scripts and man pages (cmd/tree.h): while a
+ * describer is set, cmd_parse() hands it the verb instead of parsing its command line, and
+ * cmd_menu_pick() hands it the menu when no word follows, so running a verb's entry point with the
+ * words of its path describes it, whatever the verb does after its options: nothing runs, nothing
+ * is printed. A verb of verbs (.stop_at_operand: cdi-hook) is handed over and then goes on to its
+ * menu. NULL: parse again.
+ */
+struct cmd_describer {
+	void (*verb)(void *data, const struct cmd_verb *v);
+	void (*menu)(void *data, const struct cmd_menu *m);
+	void *data;
+};
+void cmd_describe(const struct cmd_describer *d);
+/*
+ * For a verb whose arguments are not options it parses (entrypoint: a command line to run): true
+ * while describing, v handed over, and the verb must return 0 at once without running anything.
+ * v NULL only asks (cdi-hook's menu, described after its own verb).
+ */
+bool cmd_describing(const struct cmd_verb *v);
+
+/*
+ * v's rows as cmd_parse() reads them (its own, then --help and --version) into rows (room for
+ * OPTSPEC_MAX_ROWS + 1), with the engine's description in *cli (short letters: optspec_short()).
+ */
+int cmd_verb_rows(const struct cmd_verb *v, struct optspec *rows, struct optspec_cli *cli);
 
 /*
  * gpulet's version and, for a verb that replaces an upstream program, the program and upstream
@@ -98,8 +131,18 @@ const void *cmd_menu_pick(const struct cmd_menu *m, int argc, char **argv, int *
  */
 void cmd_print_version(FILE *f, const char *verb);
 
-/* "gpulet VERB: message" on stderr; returns EXIT_USAGE. */
+/* "gpulet VERB: message" on stderr (kept for a --json run's error, cmd_exit()); returns EXIT_USAGE. */
 int cmd_usage_error(const struct cmd_verb *v, const char *fmt, ...) _printf_(2, 3);
+/* "gpulet VERB: message" on stderr, kept as cmd_usage_error() keeps it; returns 1 (verb NULL: "gpulet: "). */
+int cmd_fail(const char *verb, const char *fmt, ...) _printf_(2, 3);
+
+/*
+ * The exit of a verb that returned rc (main.c calls it once): a run asked for --json that fails
+ * without printing its document prints {"error": {"command", "message", "exit_code"}} on stdout,
+ * the message being the first error the verb said on stderr (docs/HACKING.md, "CLI conventions").
+ * Returns rc.
+ */
+int cmd_exit(int rc);
 
 /* --root: struct cmd_common's nvml.root, made absolute (host paths are joined to it as "/x"); a ".." component is
  * refused. */
@@ -111,7 +154,8 @@ int cmd_set_driver_root(void *opts, const char *value, struct gerr *err);
 /* UID or UID:GID (a lone UID is also the GID); -EINVAL otherwise. */
 int cmd_parse_user(const char *s, unsigned *ret_uid, unsigned *ret_gid);
 
-/* Print doc as indented JSON on stdout; false (and a message naming the verb) when it cannot. */
+/* Print doc as indented JSON on stdout (the run's document: no error document follows it); false (and a
+ * message naming the verb) when it cannot. */
 bool cmd_print_json(const char *verb, json_t *doc);
 
 /* A verb: what every verb has, then designated fields for the rest (.about, .notes, .footer, .operands). */

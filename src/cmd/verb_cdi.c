@@ -87,13 +87,13 @@ static const struct {
     {"csv.compat-container-root", "only CSV (Tegra) mode reads it, which gpulet does not have"},
 };
 
+static const struct cmd_menu cdi_menu;
+
 static void cdi_help(FILE *f)
 {
-	fprintf(f, "Usage: gpulet cdi generate|list|validate [OPTIONS]\n\n"
-		   "  generate   write the CDI spec for this node's GPUs and MIG instances\n"
-		   "  list       show the devices the CDI spec dirs define, as a runtime resolves them\n"
-		   "  validate   check CDI spec files or dirs as a runtime will read them\n\n"
-		   "Run 'gpulet cdi VERB --help' for a verb's options.\n"
+	fprintf(f, "Usage: gpulet cdi generate|list|validate [OPTIONS]\n\n");
+	cmd_menu_list(&cdi_menu, f);
+	fprintf(f, "\nRun 'gpulet cdi VERB --help' for a verb's options.\n"
 		   "Example: gpulet cdi generate --output /var/run/cdi --format json\n");
 }
 
@@ -679,20 +679,23 @@ static int cdi_validate_cmd(int argc, char **argv)
 	return rep.n_errors > 0 ? 1 : 0;
 }
 
+static const struct cdi_verb {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+} cdi_verbs[] = {
+    {"generate", cdi_generate_cmd, "write the CDI spec for this node's GPUs and MIG instances"},
+    {"list", cdi_list_cmd, "show the devices the CDI spec dirs define, as a runtime resolves them"},
+    {"validate", cdi_validate_cmd, "check CDI spec files or dirs as a runtime will read them"},
+};
+static const struct cmd_menu cdi_menu =
+    CMD_MENU("gpulet cdi", "verb", cdi_verbs, cdi_help, .summary_off = offsetof(struct cdi_verb, summary));
+
 int cmd_cdi(int argc, char **argv)
 {
-	static const struct cdi_verb {
-		const char *name;
-		int (*run)(int argc, char **argv);
-	} verbs[] = {
-	    {"generate", cdi_generate_cmd},
-	    {"list", cdi_list_cmd},
-	    {"validate", cdi_validate_cmd},
-	};
-	static const struct cmd_menu menu = CMD_MENU("gpulet cdi", "verb", verbs, cdi_help);
 	const struct cdi_verb *v;
 	int rc;
 
-	v = cmd_menu_pick(&menu, argc - 1, argv + 1, &rc);
+	v = cmd_menu_pick(&cdi_menu, argc - 1, argv + 1, &rc);
 	return v ? v->run(argc - 1, argv + 1) : rc;
 }

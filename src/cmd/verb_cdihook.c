@@ -121,30 +121,31 @@ static void hook_help(FILE *f);
 static const struct hook_verb {
 	const char *name;
 	enum hook_action action;
+	const char *summary; /* NULL: not listed (noop) */
 	struct cmd_verb verb;
 } hook_verbs[] = {
-    {"update-ldcache", HOOK_LDCACHE,
+    {"update-ldcache", HOOK_LDCACHE, "add the injected library dirs to the container's ld.so.cache",
      CMD_VERB("cdi-hook update-ldcache", "[OPTIONS]", ldcache_opts,
 	      "gpulet cdi-hook update-ldcache --folder /usr/lib64 < state.json",
 	      .about = "Add the folders to the container's ld.so.conf.d and rebuild its ld.so.cache with the host's\n"
 		       "static ldconfig, run in new mount and pid namespaces pivoted into the container's rootfs,\n"
 		       "with /proc covered, no inherited fds and an empty environment; killed after 30 s\n"
 		       "(GPULET_CDI_HOOK_LDCONFIG_TIMEOUT=SECONDS shortens that).")},
-    {"create-symlinks", HOOK_SYMLINKS,
+    {"create-symlinks", HOOK_SYMLINKS, "create symlinks in the container",
      CMD_VERB("cdi-hook create-symlinks", "[OPTIONS]", symlinks_opts,
 	      "gpulet cdi-hook create-symlinks --link libcuda.so.1::/usr/lib64/libcuda.so < state.json",
 	      .about = "Create symlinks inside the container's rootfs (an existing one to the same target is kept).")},
-    {"enable-cuda-compat", HOOK_COMPAT,
+    {"enable-cuda-compat", HOOK_COMPAT, "use the image's CUDA compat libraries when the host driver is older",
      CMD_VERB("cdi-hook enable-cuda-compat", "[OPTIONS]", compat_opts,
 	      "gpulet cdi-hook enable-cuda-compat --host-driver-version=535.261.03 < state.json",
 	      .about = "When the image's CUDA compat libcuda is newer (major version) than the host driver, put\n"
 		       "its dir first in ld.so.conf.d (00-compat-gpulet.conf). Runs before update-ldcache.")},
-    {"disable-device-node-modification", HOOK_DEVNODES,
+    {"disable-device-node-modification", HOOK_DEVNODES, "keep the driver from creating device nodes in the container",
      CMD_VERB("cdi-hook disable-device-node-modification", "[OPTIONS]", plain_opts,
 	      "gpulet cdi-hook disable-device-node-modification < state.json",
 	      .about = "When the driver lets user space create device nodes (ModifyDeviceFiles: 1), mount a\n"
 		       "read-only copy of /proc/driver/nvidia/params saying 0 in the container.")},
-    {"apply-cuda-memory-limits", HOOK_MEMLIMITS,
+    {"apply-cuda-memory-limits", HOOK_MEMLIMITS, "set the GPU memory limits the container's env asks for",
      CMD_VERB("cdi-hook apply-cuda-memory-limits", "[OPTIONS]", memlimits_opts,
 	      "gpulet cdi-hook apply-cuda-memory-limits --driver-root / --gpu-id GPU-... < state.json",
 	      .about =
@@ -152,26 +153,28 @@ static const struct hook_verb {
 		  "NVIDIA_GPU_MEMORY_LIMIT (hard), in MiB, set those limits on each --gpu-id for the container's\n"
 		  "cgroup v2 through NVML (nvmlDeviceSetMemoryLimits_v1). Neither set: nothing to do. The static\n"
 		  "gpulet-cdi-hook runs the NVML part by the gpulet installed beside it, with an empty environment.")},
-    {"chmod", HOOK_CHMOD,
+    {"chmod", HOOK_CHMOD, "set the permission bits of paths in the container",
      CMD_VERB("cdi-hook chmod", "[OPTIONS]", chmod_opts,
 	      "gpulet cdi-hook chmod --mode 755 --path /dev/dri < state.json",
 	      .about = "Set the permission bits of paths in the container (links followed inside the rootfs;\n"
 		       "a missing path is skipped; a permission error is ignored, as nvidia-cdi-hook does).")},
-    {"update-application-profile", HOOK_APPPROFILE,
+    {"update-application-profile", HOOK_APPPROFILE, "restrict EGL and Vulkan to the container's GPUs",
      CMD_VERB("cdi-hook update-application-profile", "[OPTIONS]", plain_opts,
 	      "gpulet cdi-hook update-application-profile < state.json",
 	      .about = "Restrict EGL/Vulkan to the container's GPUs: the minors of its /dev/nvidia<N> nodes become\n"
 		       "EGLVisibleDGPUDevices in /etc/nvidia/nvidia-application-profiles-rc.d/10-container.conf.")},
-    {"noop", HOOK_NOOP, CMD_VERB("cdi-hook noop", "", plain_opts, "gpulet cdi-hook noop")},
+    {"noop", HOOK_NOOP, NULL, CMD_VERB("cdi-hook noop", "", plain_opts, "gpulet cdi-hook noop")},
 };
+
+static const struct cmd_menu hook_menu =
+    CMD_MENU("gpulet cdi-hook", "hook", hook_verbs, hook_help, .summary_off = offsetof(struct hook_verb, summary));
 
 static void actions_help(FILE *f)
 {
 	fprintf(f, "\nActions (the OCI hooks that CDI specs name, createContainer but for apply-cuda-memory-limits\n"
 		   "(createRuntime); each reads the OCI state on stdin and acts only inside the container's rootfs,\n"
 		   "apply-cuda-memory-limits on its cgroup):\n");
-	for (size_t i = 0; i + 1 < ELEMENTSOF(hook_verbs); i++)
-		fprintf(f, "  %s\n", hook_verbs[i].name);
+	cmd_menu_list(&hook_menu, f);
 	fprintf(
 	    f,
 	    "\nAn unknown ACTION fails the container's start (exit 1, one line naming it): nvidia-cdi-hook lets it\n"
@@ -353,7 +356,6 @@ static void refuse_action(const char *action)
 
 int cmd_cdihook_with(int argc, char **argv, apply_fn apply)
 {
-	static const struct cmd_menu menu = CMD_MENU("gpulet cdi-hook", "hook", hook_verbs, hook_help);
 	const struct hook_verb *hv;
 	struct hook_cli cli = {0};
 	struct gerr err = {0};
@@ -364,11 +366,12 @@ int cmd_cdihook_with(int argc, char **argv, apply_fn apply)
 	if (r != CMD_CONTINUE)
 		return r;
 	at = optind;
-	if (at >= argc || !known_action(argc - at, argv + at)) {
+	/* the command tree (completion, man pages) reads the menu itself: nothing to refuse there */
+	if (!cmd_describing(NULL) && (at >= argc || !known_action(argc - at, argv + at))) {
 		refuse_action(at < argc ? argv[at] : NULL);
 		return 1;
 	}
-	hv = cmd_menu_pick(&menu, argc - at, argv + at, &r);
+	hv = cmd_menu_pick(&hook_menu, argc - at, argv + at, &r);
 	if (!hv)
 		return r;
 	r = cmd_parse(&hv->verb, argc - at, argv + at, &cli);

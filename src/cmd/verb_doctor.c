@@ -98,6 +98,9 @@ static const struct optspec doctor_opts[] = {
 	    "ROOT is the running node (e.g. /host mounted in a pod): connect to its kubelet and plugin sockets "
 	    "(always on for ROOT /)",
 	    .off = DOCTOR_F(live)),
+    CMD_ROW("verbose", 0, OPT_SET, NULL,
+	    "the report lists the finding ids of each check not done (by default their count)",
+	    .off = DOCTOR_F(verbose)),
     CMD_ROW("list", 0, OPT_CALL, NULL, "list the checks, their inputs and finding ids", .call = list_checks),
     CMD_ROW("serve-metrics", 0, OPT_ARGV, "ADDR",
 	    "stay running: re-check every --interval and after a node change, serve the findings as Prometheus "

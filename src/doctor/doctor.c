@@ -744,6 +744,16 @@ json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_o
 	return doc;
 }
 
+/* The words of a space-separated list. */
+static size_t count_words(const char *s)
+{
+	size_t n = 0;
+
+	for (s += strspn(s, " "); *s; s += strspn(s, " "), n++)
+		s += strcspn(s, " ");
+	return n;
+}
+
 size_t doctor_skipped_each(const struct doctor_ctx *c, const char *key, doctor_skipped_fn fn, void *userdata)
 {
 	size_t i, n = 0;
@@ -762,6 +772,7 @@ size_t doctor_skipped_each(const struct doctor_ctx *c, const char *key, doctor_s
 struct skipped_text {
 	FILE *out;
 	const char *heading, *arrow;
+	bool verbose;
 };
 
 static void print_one_skipped(void *userdata, size_t k, const char *check, const char *ids, const char *value)
@@ -770,14 +781,18 @@ static void print_one_skipped(void *userdata, size_t k, const char *check, const
 
 	if (k == 0)
 		fprintf(t->out, "\n  %s\n", t->heading);
-	fprintf(t->out, "    %-10s (%s) %s %s\n", check, ids, t->arrow, value);
+	/* the ids a check would report: their count, the list itself under --verbose */
+	if (t->verbose)
+		fprintf(t->out, "    %-10s (%s) %s %s\n", check, ids, t->arrow, value);
+	else
+		fprintf(t->out, "    %-10s (%zu ids) %s %s\n", check, count_words(ids), t->arrow, value);
 }
 
 /* The skipped checks that carry `key` ("explained_by" or "reason"), under one heading. */
 static void print_skipped(FILE *out, const struct doctor_ctx *c, const char *key, const char *heading,
 			  const char *arrow)
 {
-	struct skipped_text t = {out, heading, arrow};
+	struct skipped_text t = {out, heading, arrow, c->o && c->o->verbose};
 
 	doctor_skipped_each(c, key, print_one_skipped, &t);
 }
@@ -797,6 +812,7 @@ void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size
 {
 	const struct doctor_finding *root_cause = doctor_root_cause(c, only, n_only);
 	size_t n_fail = 0, n_warn = 0, n_ok = 0;
+	bool chain = false; /* a finding on the chain: lint's are about a manifest, on no link, and never ok */
 
 	for (int l = 0; l < _LINK_MAX; l++)
 		for (size_t k = 0; k < c->n_findings; k++) {
@@ -804,6 +820,7 @@ void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size
 
 			if ((int)f->link != l || !doctor_finding_shown(c, f, only, n_only))
 				continue;
+			chain = chain || f->link != LINK_LINT;
 			if (f->severity == DOCTOR_OK) {
 				n_ok++;
 				fprintf(out, "  %-9s ok    %s\n", doctor_link_name(f->link), f->summary);
@@ -831,9 +848,13 @@ void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size
 	print_skipped(out, c, "reason", "not checked here:", "--");
 	fprintf(out, "\n");
 	if (root_cause)
-		fprintf(out, "Root cause: %s (%s link): %s\nFix first: %s\n", root_cause->id,
-			doctor_link_name(root_cause->link), root_cause->summary, root_cause->fix);
+		fprintf(out, "Root cause: %s%s%s%s: %s\nFix first: %s\n", root_cause->id, chain ? " (" : "",
+			chain ? doctor_link_name(root_cause->link) : "", chain ? " link)" : "", root_cause->summary,
+			root_cause->fix);
 	if (root_cause && (root_cause->run_here || root_cause->run))
 		fprintf(out, "Run: %s\n", root_cause->run_here ? root_cause->run_here : root_cause->run);
-	fprintf(out, "%zu fail, %zu warn, %zu ok\n", n_fail, n_warn, n_ok);
+	fprintf(out, "%zu fail, %zu warn", n_fail, n_warn);
+	if (chain || n_ok)
+		fprintf(out, ", %zu ok", n_ok);
+	fputc('\n', out);
 }

@@ -73,6 +73,7 @@ struct doctor_options {
 	const char *containerd_config;     /* path of config.toml on the host */
 	unsigned runtime_uid, runtime_gid; /* user containerd runs as (rootless containerd: not 0) */
 	bool live;                         /* root is the running node: its sockets answer (implied by "/") */
+	bool verbose; /* the text report lists the ids of the checks not done, not only their count */
 	/* the cluster's side from the API server (doctor/cluster_live.c) where no file gives it */
 	const char *kubeconfig;      /* --kubeconfig or $KUBECONFIG; NULL: in a pod its service account */
 	const struct kapi_env *kenv; /* in a pod: where the API server is (borrowed) */

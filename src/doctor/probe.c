@@ -29,30 +29,55 @@ static bool no_driver_errno(int e)
 	return e == ENXIO || e == ENODEV;
 }
 
+static bool is_gpu_node(const char *n)
+{
+	return !strncmp(n, "nvidia", 6) && n[6] >= '0' && n[6] <= '9';
+}
+
+static int is_probed_node(const struct dirent *de)
+{
+	return is_gpu_node(de->d_name) || streq(de->d_name, "nvidiactl") || streq(de->d_name, "nvidia-uvm");
+}
+
+/* The order the evidence names the nodes in: the GPUs by number (nvidia2 before nvidia10), then the others. */
+static int node_order(const struct dirent **a, const struct dirent **b)
+{
+	bool ga = is_gpu_node((*a)->d_name), gb = is_gpu_node((*b)->d_name);
+
+	if (ga != gb)
+		return ga ? -1 : 1;
+	return ga ? strverscmp((*a)->d_name, (*b)->d_name) : strcmp((*a)->d_name, (*b)->d_name);
+}
+
+static void free_nodes(struct dirent **list, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+}
+
 static int check_nodes(struct doctor_ctx *c)
 {
 	_cleanup_free_ char *dev = doctor_path(c, "/dev");
 	const char *vis = c->o->visible_devices;
 	struct doctor_finding *missing = NULL, *perm = NULL, *nodrv = NULL;
+	struct dirent **list = NULL;
 	size_t n_gpus = 0;
-	DIR *d;
-	struct dirent *de;
+	int n;
 
 	if (!dev)
 		return -ENOMEM;
-	d = opendir(dev);
-	while (d && (de = readdir(d))) {
-		const char *n = de->d_name;
-		bool gpu = !strncmp(n, "nvidia", 6) && n[6] >= '0' && n[6] <= '9';
-		bool ctl = streq(n, "nvidiactl") || streq(n, "nvidia-uvm");
+	n = scandir(dev, &list, is_probed_node, node_order);
+	for (int i = 0; i < n; i++) {
+		const char *name = list[i]->d_name;
 		_cleanup_free_ char *p = NULL;
 		int fd;
 
-		if (!gpu && !ctl)
-			continue;
-		n_gpus += gpu;
-		if (asprintf(&p, "%s/%s", dev, n) < 0)
+		n_gpus += is_gpu_node(name);
+		if (asprintf(&p, "%s/%s", dev, name) < 0) {
+			free_nodes(list, n);
 			return -ENOMEM;
+		}
 		fd = open(p, O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 		if (fd >= 0) {
 			close(fd);
@@ -68,7 +93,7 @@ static int check_nodes(struct doctor_ctx *c)
 				    "the GPU device nodes are in this container but no NVIDIA kernel driver answers "
 				    "behind "
 				    "them: the driver is not loaded on the node, or the GPU fell off the bus");
-			doctor_evidence(nodrv, "open /dev/%s: %s", n, strerror(errno));
+			doctor_evidence(nodrv, "open /dev/%s: %s", name, strerror(errno));
 			continue;
 		}
 		if (errno != EACCES && errno != EPERM)
@@ -79,10 +104,9 @@ static int check_nodes(struct doctor_ctx *c)
 					     "or make the node's /dev/nvidia* 0666 (NVreg_DeviceFileMode=0666)",
 					     "the GPU device nodes are here but this user cannot open them: a non-root "
 					     "container and /dev/nvidia* 0660 root:root (\"No devices were found\")");
-		doctor_evidence(perm, "open /dev/%s as uid %u: %s", n, (unsigned)geteuid(), strerror(errno));
+		doctor_evidence(perm, "open /dev/%s as uid %u: %s", name, (unsigned)geteuid(), strerror(errno));
 	}
-	if (d)
-		closedir(d);
+	free_nodes(list, n);
 	if (!n_gpus) {
 		missing = doctor_report(c, "probe.no-device-nodes", DOCTOR_FAIL, LINK_DEVNODE,
 					"kubectl get pod -o yaml | grep runtimeClassName; check resources.limits has "

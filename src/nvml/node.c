@@ -646,6 +646,39 @@ const char *node_gpu_health(const struct node_gpu *g)
 	return g->error[0] ? "degraded" : "healthy";
 }
 
+/*
+ * A PCIe path as `nvidia-smi topo -m` names it (docs/reference/nvml-abi.md, "Topology names"); an
+ * on-board pair (INTERNAL, dual-GPU boards) shares the board's one switch: PIX.
+ */
+static const struct {
+	int level;
+	const char *name;
+} pcie_names[] = {
+    {NVML_TOPOLOGY_INTERNAL, "PIX"},   {NVML_TOPOLOGY_SINGLE, "PIX"}, {NVML_TOPOLOGY_MULTIPLE, "PXB"},
+    {NVML_TOPOLOGY_HOSTBRIDGE, "PHB"}, {NVML_TOPOLOGY_NODE, "NODE"},  {NVML_TOPOLOGY_SYSTEM, "SYS"},
+};
+
+static json_t *pcie_name(int level)
+{
+	for (size_t k = 0; k < ELEMENTSOF(pcie_names); k++)
+		if (pcie_names[k].level == level)
+			return json_string(pcie_names[k].name);
+	return json_null(); /* NVML did not say */
+}
+
+/* One cell of `nvidia-smi topo -m`: NV# over # NVLinks, else the PCIe path's name. */
+static json_t *topo_pair(const struct node *n, size_t i, size_t j)
+{
+	unsigned links = n->nvlinks[i * n->n_gpus + j];
+	int level = n->pcie_level[i * n->n_gpus + j];
+	json_t *pcie = pcie_name(level), *cell;
+	char nv[16];
+
+	snprintf(nv, sizeof(nv), "NV%u", links);
+	cell = links ? json_string(nv) : json_incref(pcie);
+	return json_pack("{s:o, s:i, s:o}", "topo", cell, "nvlinks", (int)links, "pcie", pcie);
+}
+
 static json_t *gpu_to_json(const struct node *n, size_t i)
 {
 	const struct node_gpu *g = &n->gpus[i];
@@ -677,9 +710,7 @@ static json_t *gpu_to_json(const struct node *n, size_t i)
 		if (j == i)
 			continue;
 		snprintf(key, sizeof(key), "%zu", j);
-		json_object_set_new(links, key,
-				    json_pack("{s:i, s:i}", "nvlinks", (int)n->nvlinks[i * n->n_gpus + j], "pcie_level",
-					      n->pcie_level[i * n->n_gpus + j]));
+		json_object_set_new(links, key, topo_pair(n, i, j));
 	}
 	json_object_set_new(o, "topology", links);
 	return o;

@@ -15,9 +15,6 @@
 #include "util/opt.h"
 #include "util/optspec.h"
 
-#define HELP_COLUMN 30 /* where the help text of an option starts */
-#define HELP_WIDTH  110
-
 size_t optspec_count(const struct optspec *rows)
 {
 	size_t n = 0;
@@ -761,57 +758,4 @@ int optspec_parse(const struct optspec_cli *c, int argc, char **argv, void *opts
 	if (r == OPTSPEC_DONE)
 		*action = OPTSPEC_STOP;
 	return 0;
-}
-
-/* Print text from column `col` on, wrapping at HELP_WIDTH; continuation lines start at `col`. */
-static void wrap(FILE *f, const char *text, size_t col, size_t at)
-{
-	while (*text) {
-		size_t len = strcspn(text, " ");
-
-		if (at > col && at + 1 + len > HELP_WIDTH) {
-			fprintf(f, "\n%*s", (int)col, "");
-			at = col;
-		} else if (at > col) {
-			fputc(' ', f);
-			at++;
-		}
-		fprintf(f, "%.*s", (int)len, text);
-		at += len;
-		text += len;
-		while (*text == ' ')
-			text++;
-	}
-}
-
-void optspec_help_row(FILE *f, const struct optspec *o, int short_name)
-{
-	char left[160], text[1024], arg[48] = "";
-	size_t at, l = 0;
-
-	if (o->kind == OPT_BOOL)
-		snprintf(arg, sizeof(arg), "[=BOOL]");
-	else if (o->arg)
-		snprintf(arg, sizeof(arg), " %s", o->arg);
-	if (short_name)
-		l += (size_t)snprintf(left + l, sizeof(left) - l, "-%c, ", short_name);
-	if (o->env_only) /* no flag: named by its env var, which the text below names again */
-		snprintf(left, sizeof(left), "env %s%s%s", o->env[0], o->arg ? "=" : "", o->arg ? o->arg : "");
-	else
-		l += (size_t)snprintf(left + l, sizeof(left) - l, "--%s%s", o->name, arg);
-	if (o->alias && !o->env_only)
-		snprintf(left + l, sizeof(left) - l, ", --%s%s", o->alias, arg);
-	l = (size_t)snprintf(text, sizeof(text), "%s", o->help);
-	if (o->env[0] || o->def || o->key)
-		snprintf(text + l, sizeof(text) - l, " (%s%s%s%s%s%s%s%s%s)", o->env[0] ? "env " : "",
-			 o->env[0] ? o->env[0] : "", o->env[1] ? ", " : "", o->env[1] ? o->env[1] : "",
-			 o->env[0] && o->def ? "; " : "", o->def ? "default " : "", o->def ? o->def : "",
-			 o->key ? (o->env[0] || o->def ? "; file " : "file ") : "", o->key ? o->key : "");
-	at = (size_t)fprintf(f, "  %s", left);
-	if (at + 2 > HELP_COLUMN)
-		fprintf(f, "\n%*s", HELP_COLUMN, "");
-	else
-		fprintf(f, "%*s", (int)(HELP_COLUMN - at), "");
-	wrap(f, text, HELP_COLUMN, HELP_COLUMN);
-	fputc('\n', f);
 }

@@ -218,5 +218,33 @@ enum optspec_src optspec_source(const struct optspec *rows, size_t i, const stru
 /* A row's short letter in cli: its own, or -v for --version (version_v). */
 int optspec_short(const struct optspec_cli *c, const struct optspec *o);
 
+/*
+ * The rows as text (optspec_doc.c): --help, man pages and shell completion all take a row's words
+ * from these, so they say the same.
+ */
+
+/* Where --help text wraps. */
+#define OPTSPEC_HELP_WIDTH 110
+
 /* One row of --help on f: "  -o, --name ARG   help (env X; default D; file K)". */
 void optspec_help_row(FILE *f, const struct optspec *o, int short_name);
+/* text on f from column col on, wrapped at OPTSPEC_HELP_WIDTH, continuation lines starting at col; at: where f is. */
+void optspec_wrap(FILE *f, const char *text, size_t col, size_t at);
+
+/* One row as a man page item (roff: .TP, the flag in bold, its argument in italics, the help). */
+void optspec_man_row(FILE *f, const struct optspec *o, int short_name);
+/* text for roff: backslashes and dashes escaped, a break allowed after a comma, a line that starts with '.' or '\'' not
+ * a request. */
+void optspec_roff(FILE *f, const char *text);
+
+/* What a row's value is, for a shell completing it. */
+enum optspec_value {
+	OPTSPEC_VALUE_NONE,  /* the flag takes no value */
+	OPTSPEC_VALUE_TEXT,  /* anything: nothing to offer */
+	OPTSPEC_VALUE_FILE,  /* a file (OPT_FILE, OPT_PATH, an argument named FILE or PATH) */
+	OPTSPEC_VALUE_DIR,   /* a directory (an argument named DIR) */
+	OPTSPEC_VALUE_WORD,  /* one of .names (OPT_ENUM) */
+	OPTSPEC_VALUE_WORDS, /* a comma list of .names (OPT_FLAGS) */
+	OPTSPEC_VALUE_BOOL,  /* an optional =true|false (OPT_BOOL) */
+};
+enum optspec_value optspec_value(const struct optspec *o);

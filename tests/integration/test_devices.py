@@ -90,7 +90,9 @@ def cross_check(name, fx, doc, root):
         pcie = fx.get("topology", {}).get("pcie")
         for j, t in dg["topology"].items():
             if pcie:
-                check(t["pcie_level"] == pcie[i][int(j)], f"{where}: pcie level to {j}")
+                check(t["pcie"] == TOPO_LEGEND.get(pcie[i][int(j)]), f"{where}: pcie path to {j}: {t}")
+            # the cell of nvidia-smi topo -m: NV# over NVLink, else the PCIe path
+            check(t["topo"] == (f"NV{t['nvlinks']}" if t["nvlinks"] else t["pcie"]), f"{where}: topo cell to {j}: {t}")
             direct = fg.get("nvlinks")
             if direct is not None:
                 peer = fx["gpus"][int(j)]["pci_bus_id"]
@@ -98,6 +100,11 @@ def cross_check(name, fx, doc, root):
                       f"{where}: nvlinks to {j}")
             elif fx.get("nvswitches"):
                 check(t["nvlinks"] > 0, f"{where}: NVSwitch links to {j}")
+
+
+# NVML's common-ancestor levels (nvmlGpuTopologyLevel_t) as the legend of `nvidia-smi topo -m` names the path;
+# -1 (NVML did not say) has no name
+TOPO_LEGEND = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS", -1: None}
 
 
 def golden(name, text):

@@ -11,6 +11,7 @@ not listed (doctor --runtime-user once) or listed and not accepted fails the tes
 """
 import concurrent.futures
 import glob
+import json
 import os
 import re
 import subprocess
@@ -35,7 +36,7 @@ def verbs():
     hook = open(os.path.join(SRC, "src", "cmd", "verb_cdihook.c")).read()
     # entrypoint has no options: its arguments are the command's or the operand's it runs (test_image.py)
     out = [[v] for v in re.findall(r'\{"([a-z-]+)", cmd_[a-z_]+,', main) if v not in ("cdi", "cdi-hook", "entrypoint")]
-    out += [["cdi", v] for v in re.findall(r'\{"([a-z]+)", cdi_[a-z]+_cmd\}', cdi)]
+    out += [["cdi", v] for v in re.findall(r'\{"([a-z]+)", cdi_[a-z]+_cmd[,}]', cdi)]
     out += [["cdi-hook", v] for v in re.findall(r'\{"([a-z-]+)", HOOK_[A-Z]+,', hook)]
     return out
 
@@ -90,8 +91,8 @@ def check_version(verb):
     """VERB --version (and -version): gpulet's version, and the upstream program and version it matches."""
     name = " ".join(verb)
     version = re.search(r'set\(GPULET_VERSION "([^"]+)"\)', open(os.path.join(SRC, "CMakeLists.txt")).read()).group(1)
-    # urfave/cli's VersionFlag has the alias -v: the verbs standing in for urfave/cli programs take it
-    flags = ("--version", "-version") + (("-v",) if verb[0] in URFAVE else ())
+    # -v is --version on every verb (urfave/cli's VersionFlag alias, and the usual manners elsewhere)
+    flags = ("--version", "-version", "-v")
     for flag in flags:
         r = run([*verb, flag])
         check(r.returncode == 0, f"{name} {flag}: exit {r.returncode}")
@@ -104,10 +105,33 @@ def check_version(verb):
             check(len(lines) == 1, f"{name} {flag}: no upstream to name: {lines}")
 
 
+def check_json_errors(verb, longs):
+    """A --json run that fails prints {"error": {command, message, exit_code}} on stdout, and exits non-zero."""
+    name = " ".join(verb)
+    cases = [(["--json", "--no-such-option"], 2, "no-such-option")]
+    if "root" in longs and verb[0] in ("devices", "versions", "probe", "labels"):
+        cases.append((["--json", "--root", "/a/../b"], 2, "'..'"))
+    if verb == ["devices"]:  # a run that fails after its options: no driver under the root
+        cases.append((["--json", "--root", "/nonexistent-gpulet-root"], 1, "libnvidia-ml.so.1"))
+    for args, code, said in cases:
+        r = run([*verb, *args])
+        try:
+            err = json.loads(r.stdout)["error"]
+        except (ValueError, KeyError, TypeError):
+            check(False, f"{name} {' '.join(args)}: stdout is not an error document: {r.stdout!r}")
+            continue
+        check(r.returncode == code and err.get("exit_code") == code and err.get("command") == f"gpulet {name}"
+              and said in err.get("message", "") and err["message"] in r.stderr,
+              f"{name} {' '.join(args)}: exit {r.returncode}, {err}, stderr {r.stderr!r}")
+        plain = run([*verb, *args[1:]])
+        check(plain.returncode == code and not plain.stdout, f"{name} {' '.join(args[1:])} without --json: stdout {plain.stdout!r}")
+
+
 def main():
     words = candidates()
     letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + [chr(c) for c in range(ord("A"), ord("Z") + 1)]
     all_verbs = verbs()
+    json_verbs = []
     check(len(all_verbs) >= 11, f"verb tables found: {all_verbs}")
     for verb in all_verbs:
         name = " ".join(verb)
@@ -138,11 +162,31 @@ def main():
                 check(ok, f"{name}: -{w} (one dash) is not accepted like --{w}")
         check(not accepted(verb, "-no-such-option"), f"{name}: -no-such-option is accepted")
         check_version(verb)
+        if "json" in longs:
+            check_json_errors(verb, longs)
+            json_verbs.append(name)
         print(f"{name}: {len(longs)} long, {len(shorts)} short options, all listed and accepted (also with one dash)")
     top = run(["--version"])
     check(top.returncode == 0 and all(f"replaces {p}," in top.stdout for p in UPSTREAM.values()),
           f"gpulet --version names every upstream program: {top.stdout}")
     check(run(["cdi", "--version"]).stdout.startswith("gpulet version "), "gpulet cdi --version")
+    check(len(json_verbs) >= 6, f"verbs with --json: {json_verbs}")
+    # gpulet's own -v and the verbs help and version (issue 36: unknown commands before)
+    for args, same in ((["-v"], ["--version"]), (["version"], ["--version"]), (["cdi", "-v"], ["cdi", "--version"]),
+                       (["cdi-hook", "-v"], ["cdi-hook", "--version"])):
+        r, want = run(args), run(same)
+        check(r.returncode == 0 and r.stdout == want.stdout and "replaces" in r.stdout,
+              f"gpulet {' '.join(args)} is gpulet {' '.join(same)}: {r.stdout!r}")
+    for verb in all_verbs + [["cdi"], ["cdi-hook"]]:
+        want, got = run([*verb, "--help"]), run(["help", *verb])
+        check(got.returncode == 0 and got.stdout == want.stdout and want.stdout,
+              f"gpulet help {' '.join(verb)} is gpulet {' '.join(verb)} --help (exit {got.returncode})")
+    r = run(["help", "no-such-verb"])
+    check(r.returncode == 2 and "unknown command 'no-such-verb'" in r.stderr, f"gpulet help no-such-verb: {r.stderr!r}")
+    # the command table is aligned: every summary starts in one column
+    rows = [l for l in run(["--help"]).stdout.split("Commands:\n")[1].split("\n\n")[0].splitlines() if l.startswith("  ") and l[2] != " "]
+    cols = {len(re.match(r"  \S+\s+", l).group(0)) for l in rows}
+    check(len(rows) >= 12 and len(cols) == 1, f"gpulet --help's commands in one column: {cols} {rows}")
     # the known bug this test was written for
     check("--runtime-user" in run(["doctor", "--help"]).stdout, "doctor --help lists --runtime-user")
     return finish("every verb's --help lists exactly the options it accepts")

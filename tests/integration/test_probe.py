@@ -73,7 +73,14 @@ try:
     rc, got, _ = probe(root, {"FAKE_CUDA_INIT": "100"})
     case("cuInit no device", rc, got, ["probe.cuinit-failed"], [], 1, "CUDA_ERROR_NO_DEVICE")
 
+    # more GPUs than readdir keeps in order: the evidence names the nodes as `ls` would, GPUs by number
+    for i in range(1, 12):
+        os.mknod(os.path.join(nodrv, "dev", f"nvidia{i}"), 0o20666, os.makedev(195, i))
     rc, got, _ = probe(nodrv, {"FAKE_CUDA_INIT": "100", "CUDA_VERSION": "12.4.1"})
+    named = [e.split()[1].rstrip(":") for e in got.get("probe.driver-not-loaded", {}).get("evidence", [])]
+    gpus = [f"/dev/nvidia{i}" for i in range(12)]
+    if named != gpus + sorted(set(named) - set(gpus)) or len(named) < 13:
+        errs.append(f"device nodes but no driver: the nodes are not named in order: {named}")
     case("device nodes but no driver", rc, got, ["probe.driver-not-loaded"], ["probe.cuinit-failed",
          "probe.no-device-nodes"], 1, "no NVIDIA kernel driver answers")
     if got.get("probe.driver-not-loaded", {}).get("component") != "driver":

@@ -330,6 +330,17 @@ def run(name, keep):
             for want in expect["text"]:
                 if want not in t:
                     errs.append(f"text report lacks {want!r}:\n{t[-600:]}")
+        if doc.get("skipped"):  # the checks not done: their id count, the ids themselves under --verbose
+            plain = [a for a in args if a != "--json"]
+            for extra in ([], ["--verbose"]):
+                t = subprocess.run(plain + extra, env=dict(env, FAKE_NVML_FIXTURE=nvml), capture_output=True,
+                                   text=True).stdout
+                for sk in doc["skipped"]:
+                    ids = sk["ids"].split()
+                    line = next((l for l in t.splitlines() if l.startswith("    ") and l.split()[:1] == [sk["check"]]), "")
+                    shown = f"({sk['ids']})" if extra else f"({len(ids)} ids)"
+                    if shown not in line or (not extra and len(ids) > 1 and any(i in line for i in ids)):
+                        errs.append(f"text report{' --verbose' if extra else ''}: {sk['check']} not as {shown}: {line!r}")
         if not errs and not standin:  # last: the fixes change the node
             errs += check_fixes(doc, root, args, dict(env, FAKE_NVML_FIXTURE=nvml), tmp)
         if errs:
