@@ -22,7 +22,8 @@ struct labels_daemon {
 	void *reload_data;
 	struct nvml *nv; /* NULL until it loads */
 	struct loop *loop;
-	int code; /* the exit code once the loop stops */
+	int code;        /* the exit code once the loop stops */
+	bool vgpu_noted; /* the vGPU note (a short PCI config space) was logged: once per process */
 };
 
 static int write_output(const struct labels_daemon_options *o, const char *text)
@@ -61,6 +62,10 @@ static enum pass label_once(struct labels_daemon *d)
 			return PASS_FAILED;
 	}
 	labels_read_host(o->host->root, n ? n : &empty, o->machine_file, &host);
+	if (host.vgpu_note[0] && !d->vgpu_noted) {
+		log_warn("vGPU labels incomplete", "reason=\"%s\"", host.vgpu_note);
+		d->vgpu_noted = true;
+	}
 	lo.now = time(NULL);
 	r = labels_build(n ? n : &empty, &lo, &host, &s, &err);
 	labels_host_clear(&host);
