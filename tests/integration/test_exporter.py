@@ -433,9 +433,14 @@ class Attribution(unittest.TestCase):
         doc, ex, pr, body = self.run_with(["--kubernetes-virtual-gpus"])
         try:
             g1 = doc["gpus"][1]["uuid"]
-            util = sorted((l["pod"], l["vgpu"]) for l, _ in series(body, "DCGM_FI_DEV_GPU_UTIL")
+            temp = sorted((l["pod"], l["vgpu"]) for l, _ in series(body, "DCGM_FI_DEV_GPU_TEMP")
                           if l["UUID"] == g1)
-            self.assertEqual(util, [("share-1", "0"), ("share-2", "3")])
+            self.assertEqual(temp, [("share-1", "0"), ("share-2", "3")])
+            # GPU_UTIL (and FB_USED) per pod come from the pods' processes, which need their UIDs (a pods
+            # watch; none here): the GPU's own line, never the whole GPU's value under each pod (issue 35)
+            util = [l for l, _ in series(body, "DCGM_FI_DEV_GPU_UTIL") if l["UUID"] == g1]
+            self.assertEqual([l.get("pod") for l in util], [None])
+            self.assertIn("FB_USED and GPU_UTIL have no per-pod values", ex.text())
             self.assertEqual(promcheck(body)[0], 0)
         finally:
             pr.stop()
@@ -628,8 +633,10 @@ class Collectors(unittest.TestCase):
             # --web-config-file is served now (test_exporter_webconfig.py): a missing file is exit 1
             # -x, -o and --kubernetes-gpu-id-type are served (test_exporter_dcgm.py): no warning
             self.assertNotIn("flag=--kubernetes-gpu-id-type", log)
-            for flag in ("remote-hostengine-info", "kubernetes-enable-pod-labels"):
-                self.assertEqual(log.count("flag=--%s " % flag), 1, (flag, log))
+            self.assertEqual(log.count("flag=--remote-hostengine-info "), 1, log)
+            # without -k upstream ignores --kubernetes-enable-pod-labels too: taken, no pods watch, no warning
+            self.assertNotIn("kubernetes-enable-pod-labels", log)
+            self.assertNotIn("pods", log)
             self.assertIn("level=debug", log)
         finally:
             ex.cleanup()
