@@ -138,9 +138,21 @@ def check_flags_env(name, verb, c):
         check(False, "%s: env %s is not one `gpulet %s --help` lists" % (name, n, verb))
 
 
+def exporter_watches_pods(values):
+    """The exporter watches its node's pods (pod labels, UIDs, virtual GPUs' per-pod values): its token and RBAC."""
+    exp = values.get("exporter") or {}
+    k = exp.get("kubernetes") or {}
+    return bool(k.get("enablePodLabels") or k.get("enablePodUID") or exp.get("kubernetesVirtualGPUs"))
+
+
 def check_security(name, pod, c, values, verb):
     sc = c.get("securityContext", {})
-    check(pod.get("automountServiceAccountToken") is False, "%s: service-account token mounted" % name)
+    if verb == "exporter" and exporter_watches_pods(values):
+        check(pod.get("automountServiceAccountToken") is True and pod.get("serviceAccountName", "").endswith(
+            "-exporter"), "%s: the pods watch needs the exporter's ServiceAccount token: %r" % (
+            name, {k: pod.get(k) for k in ("automountServiceAccountToken", "serviceAccountName")}))
+    else:
+        check(pod.get("automountServiceAccountToken") is False, "%s: service-account token mounted" % name)
     if verb in PRIVILEGED:
         check(sc.get("privileged") is True and sc.get("readOnlyRootFilesystem") is True,
               "%s: privileged with a read-only root" % name)
@@ -149,11 +161,16 @@ def check_security(name, pod, c, values, verb):
     check(sc.get("allowPrivilegeEscalation") is False, "%s: allowPrivilegeEscalation must be false" % name)
     check(sc.get("readOnlyRootFilesystem") is True, "%s: readOnlyRootFilesystem must be true" % name)
     caps = sc.get("capabilities", {})
-    check(caps.get("drop") == ["ALL"] and not caps.get("add"), "%s: capabilities %r (drop ALL, add none)" % (name, caps))
+    # gfd.vgpuConfigSpace: CAP_SYS_ADMIN alone, to read vGPUs' whole PCI config space (issue 35 item 7)
+    vgpu = verb == "labels" and (values.get("gfd") or {}).get("vgpuConfigSpace")
+    check(caps.get("drop") == ["ALL"] and caps.get("add", []) == (["SYS_ADMIN"] if vgpu else []),
+          "%s: capabilities %r (drop ALL, add %s)" % (name, caps, "SYS_ADMIN" if vgpu else "none"))
     check(pod.get("securityContext", {}).get("seccompProfile") == {"type": "RuntimeDefault"},
           "%s: pod seccompProfile %r" % (name, pod.get("securityContext")))
-    for k in ("hostPID", "hostIPC"):
-        check(not pod.get(k), "%s: %s" % (name, k))
+    # exporter.kubernetesVirtualGPUs: NVML's host PIDs to /proc/<pid>/cgroup (per-pod FB_USED, GPU_UTIL)
+    host_pid = verb == "exporter" and bool((values.get("exporter") or {}).get("kubernetesVirtualGPUs"))
+    check(bool(pod.get("hostPID")) == host_pid, "%s: hostPID %r" % (name, pod.get("hostPID")))
+    check(not pod.get("hostIPC"), "%s: hostIPC" % name)
 
 
 def check_mounts(name, verb, pod, c, values, kube):
@@ -164,6 +181,9 @@ def check_mounts(name, verb, pod, c, values, kube):
     def host(paths):
         return {p.format(mps=mps) for p in paths}
     expect = host(HOST_PATHS[verb])
+    hpc = (values.get("exporter") or {}).get("hpcJobMappingDir")
+    if verb == "exporter" and hpc:
+        expect.add(hpc)  # the job files, read-only at the same path (--hpc-job-mapping-dir)
     if verb in ("plugin", "doctor") and droot != "/":
         expect.add(droot)
     if verb == "doctor" and (values.get("doctor") or {}).get("kernelLog"):
@@ -393,9 +413,14 @@ def test_matrix():
     # MPS sharing: labels set nvidia.com/mps.capable, the MPS daemons' nodeSelector (a node without MIG)
     mps = {"gfd": {"enabled": True}, "config": {"map": {"default": "version: v1\nsharing:\n  mps:\n    resources:\n"
                                                                    "    - {name: nvidia.com/gpu, replicas: 2}\n"}}}
+    # issue 35: the exporter's pod labels, UIDs and HPC jobs (dcgm-exporter's kubernetes.* keys), vGPU labels
+    pods = {"exporter": {"kubernetes": {"enablePodLabels": True, "enablePodUID": True,
+                                        "podLabelAllowlistRegex": ["^app$", "^team,x$"]},
+                         "hpcJobMappingDir": "/var/run/slurm-gpu-jobs"},
+            "gfd": {"enabled": True, "vgpuConfigSpace": True}}
     matrix = [("defaults", {}, "1.33.0"), ("defaults-k8s-1.29", {}, "1.29.0"), ("time-slicing", ts, "1.33.0"),
               ("upstream-values", upstream, "1.31.0"), ("everything", everything, "1.33.0"),
-              ("only-plugin", only_plugin, "1.26.0"), ("mps", mps, "1.33.0")]
+              ("only-plugin", only_plugin, "1.26.0"), ("mps", mps, "1.33.0"), ("exporter-pods", pods, "1.33.0")]
     for name, values, kube in matrix:
         docs, verbs = check_render(name, values, kube)
         merged = copy.deepcopy(defaults)
@@ -426,6 +451,12 @@ def test_matrix():
             check(pod.get("nodeSelector") == {"nvidia.com/mps.capable": "true"}, "mps nodeSelector %r" % pod)
             check([c["command"][1:] for c in init] == [["mps-control-daemon", "mount-shm"]] and
                   init[0]["volumeMounts"][0]["mountPropagation"] == "Bidirectional", "mps init %r" % init)
+        if name == "exporter-pods":
+            check_exporter_rbac(docs, verbs)
+        if name == "defaults":
+            check(not [d for d in docs if d["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")
+                       and d["metadata"]["name"].endswith(("-exporter", "-exporter-read-pods"))],
+                  "defaults: the exporter has API access it does not use")
         if name == "only-plugin":
             check(set(verbs) == {"plugin", "mps-control-daemon"} and not [d for d in docs if d["kind"] == "RuntimeClass"],
                   "only-plugin renders %s" % [d["kind"] for d in docs])
@@ -465,6 +496,30 @@ def test_matrix():
             lenv = {e["name"]: e.get("value") for e in lc["env"]}
             check(lenv.get("GFD_SLEEP_INTERVAL") == "30s" and lenv.get("GFD_NO_TIMESTAMP") == "true"
                   and lenv.get("MIG_STRATEGY") == "mixed", "gfd values not passed: %r" % lenv)
+
+
+def check_exporter_rbac(docs, verbs):
+    """The exporter's pods watch: its ServiceAccount, a ClusterRole of get/list/watch on pods and nothing more,
+    bound to it; the flags and the HPC mount as the values say (issue 35 item 6)."""
+    pod, c = verbs["exporter"]
+    sa = pod["serviceAccountName"]
+    check(any(d["kind"] == "ServiceAccount" and d["metadata"]["name"] == sa for d in docs), "no ServiceAccount " + sa)
+    roles = [d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("-exporter-read-pods")]
+    check(len(roles) == 1 and roles[0]["rules"] == [{"apiGroups": [""], "resources": ["pods"],
+                                                      "verbs": ["get", "list", "watch"]}],
+          "exporter ClusterRole %r" % roles)
+    binds = [d for d in docs if d["kind"] == "ClusterRoleBinding" and d["metadata"]["name"].endswith("-read-pods")]
+    check(len(binds) == 1 and binds[0]["subjects"][0]["name"] == sa and roles and
+          binds[0]["roleRef"]["name"] == roles[0]["metadata"]["name"], "exporter binding %r" % binds)
+    args = c["args"]
+    for a in ("--kubernetes-enable-pod-labels=true", "--kubernetes-enable-pod-uid=true",
+              "--kubernetes-pod-label-allowlist-regex=^app$", "--kubernetes-pod-label-allowlist-regex=^team,x$",
+              "--hpc-job-mapping-dir=/var/run/slurm-gpu-jobs"):
+        check(a in args, "exporter args lack %s: %r" % (a, args))
+    # the rendered options are ones the exporter takes (a bad one is exit 2 before anything starts)
+    with tempfile.TemporaryDirectory() as tmp:
+        p = run([GPULET, "exporter", "--root", tmp, "--collect-interval=abc", *args], env=dict(os.environ))
+    check(p.returncode == 2 and "--collect-interval 'abc'" in p.stderr, "exporter rejects its args: %s" % p.stderr)
 
 
 def test_upstream_keys():

@@ -87,7 +87,8 @@ capabilities:
 {{- end -}}
 
 {{/* Pod-level fields shared by every gpulet DaemonSet: (dict "root" $ "hostNetwork" BOOL "runtimeClassName" NAME
-     ["nodeSelector" labels the DaemonSet needs on top of .Values.nodeSelector]) */}}
+     ["nodeSelector" labels the DaemonSet needs on top of .Values.nodeSelector] ["serviceAccount" NAME: the pod
+     talks to the API server with that account's token]) */}}
 {{- define "gpulet.podCommon" -}}
 {{- $v := .root.Values -}}
 {{- with $v.priorityClassName }}
@@ -104,8 +105,14 @@ imagePullSecrets:
 hostNetwork: true
 dnsPolicy: ClusterFirstWithHostNet
 {{- end }}
+{{- with .serviceAccount }}
+# this verb watches the API server: its ServiceAccount and RBAC are in its own template
+serviceAccountName: {{ . }}
+automountServiceAccountToken: true
+{{- else }}
 # no gpulet verb calls the API server: no service-account token in the pod
 automountServiceAccountToken: false
+{{- end }}
 securityContext:
   {{- if $v.podSecurityContext }}
   {{- toYaml $v.podSecurityContext | nindent 2 }}
@@ -518,4 +525,18 @@ basicAuth:
     name: {{ include "gpulet.fullname" .root }}-{{ .component }}-scrape-auth
     key: password
 {{- end }}
+{{- end -}}
+
+{{/* "true" when the exporter watches this node's pods (pod labels, pod UIDs, virtual GPUs' per-pod values), else "" */}}
+{{- define "gpulet.exporterWatchesPods" -}}
+{{- $k := .Values.exporter.kubernetes -}}
+{{- if or $k.enablePodLabels $k.enablePodUID .Values.exporter.kubernetesVirtualGPUs }}true{{ end -}}
+{{- end -}}
+
+{{/* The exporter's ServiceAccount when it watches pods (rbac-exporter.yaml; exporter.kubernetes.rbac.create false:
+     exporter.kubernetes.serviceAccountName, made by the user), else "" */}}
+{{- define "gpulet.exporterServiceAccount" -}}
+{{- if include "gpulet.exporterWatchesPods" . -}}
+{{- if .Values.exporter.kubernetes.rbac.create }}{{ include "gpulet.fullname" . }}-exporter{{ else }}{{ .Values.exporter.kubernetes.serviceAccountName | default "default" }}{{ end -}}
+{{- end -}}
 {{- end -}}
