@@ -321,7 +321,7 @@ def check_render(name, values, kube="1.33.0", namespace="gpulet"):
         check(p.returncode == 0, "%s: helm lint: %s %s" % (name, p.stdout[-2000:], p.stderr[-2000:]))
     docs = helm_lib.template(values=values, namespace=namespace, kube_version=kube)
     kv = tuple(int(x) for x in kube.split(".")[:2])
-    cluster_scoped = {"RuntimeClass"}
+    cluster_scoped = {"RuntimeClass", "ClusterRole", "ClusterRoleBinding"}
     for d in docs:
         if d["kind"] not in cluster_scoped:
             check(d["metadata"].get("namespace") == namespace, "%s: %s %s not in namespace %s"
