@@ -14,10 +14,9 @@
 
 /* dcgm-exporter's order of the watches it serves (gpuHealthChecks), with its names of them. */
 const char *const exp_health_watch_names[EXP_HEALTH_WATCHES] = {
-    [EXP_HW_PCIE] = "PCIE",       [EXP_HW_NVLINK] = "NVLINK",   [EXP_HW_PMU] = "PMU",
-    [EXP_HW_MCU] = "MCU",         [EXP_HW_MEM] = "MEM",         [EXP_HW_SM] = "SM",
-    [EXP_HW_INFOROM] = "INFOROM", [EXP_HW_THERMAL] = "THERMAL", [EXP_HW_POWER] = "POWER",
-    [EXP_HW_DRIVER] = "DRIVER",   [EXP_HW_ALL] = "ALL",
+    [EXP_HW_PCIE] = "PCIE",   [EXP_HW_NVLINK] = "NVLINK", [EXP_HW_PMU] = "PMU",         [EXP_HW_MCU] = "MCU",
+    [EXP_HW_MEM] = "MEM",     [EXP_HW_SM] = "SM",         [EXP_HW_INFOROM] = "INFOROM", [EXP_HW_THERMAL] = "THERMAL",
+    [EXP_HW_POWER] = "POWER", [EXP_HW_DRIVER] = "DRIVER", [EXP_HW_ALL] = "ALL",
 };
 
 #define PASS 0

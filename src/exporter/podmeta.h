@@ -46,9 +46,9 @@ bool exp_pod_label_name(const char *key, char *out, size_t size);
 
 /* What the daemon asks for (-k given: upstream ignores these flags without it). */
 struct exp_kube_options {
-	bool pod_labels;     /* --kubernetes-enable-pod-labels */
-	bool pod_uid;        /* --kubernetes-enable-pod-uid */
-	bool per_process;    /* --kubernetes-virtual-gpus: FB_USED and GPU_UTIL per pod need each pod's UID */
+	bool pod_labels;       /* --kubernetes-enable-pod-labels */
+	bool pod_uid;          /* --kubernetes-enable-pod-uid */
+	bool per_process;      /* --kubernetes-virtual-gpus: FB_USED and GPU_UTIL per pod need each pod's UID */
 	const char *node_name; /* NODE_NAME: the node whose pods are watched */
 	struct exp_allowlist allowlist;
 };

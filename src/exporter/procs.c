@@ -14,10 +14,10 @@
 #include "exporter/procs.h"
 #include "util/fileio.h"
 
-#define PROCS_MAX    1024  /* processes per device asked for (a node runs far fewer on one GPU) */
-#define CGROUP_MAX   65536 /* /proc/<pid>/cgroup: one line per hierarchy */
-#define POD_UID_MIN  32    /* upstream's floor: a UID has 32 hex digits */
-#define POD_UID_HEX  "0123456789abcdef-_"
+#define PROCS_MAX   1024  /* processes per device asked for (a node runs far fewer on one GPU) */
+#define CGROUP_MAX  65536 /* /proc/<pid>/cgroup: one line per hierarchy */
+#define POD_UID_MIN 32    /* upstream's floor: a UID has 32 hex digits */
+#define POD_UID_HEX "0123456789abcdef-_"
 
 int exp_cgroup_pod_uid(const char *text, size_t len, char *uid, size_t size)
 {

@@ -27,8 +27,9 @@ static bool read_stat(double *cpu_s, double *start_ticks, double *vsize, double 
 	if (read_line_file("/proc/self/stat", buf, sizeof(buf)) < 0 || !(p = strrchr(buf, ')')))
 		return false;
 	/* after the command: state (3), then fields 4..; skip to utime (14) */
-	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %llu %llu %lld",
-		   &ut, &st, &start, &vs, &rss) != 5)
+	if (sscanf(p + 2,
+		   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %llu %llu %lld", &ut,
+		   &st, &start, &vs, &rss) != 5)
 		return false;
 	*cpu_s = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 	*start_ticks = (double)start;
@@ -76,17 +77,18 @@ void exp_self_render(struct strbuf *b, const struct exp_self_stats *s)
 	double cpu, start, vsize, rss, fds = open_fds(), max_fds = limit(RLIMIT_NOFILE), max_vm = limit(RLIMIT_AS);
 
 	if (read_stat(&cpu, &start, &vsize, &rss)) {
-		strbuf_printf(b,
-			      "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
-			      "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.2f\n"
-			      "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
-			      "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %.0f\n"
-			      "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
-			      "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.2f\n"
-			      "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
-			      "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %.0f\n",
-			      cpu, rss * (double)sysconf(_SC_PAGESIZE),
-			      boot_time() + start / (double)sysconf(_SC_CLK_TCK), vsize);
+		strbuf_printf(
+		    b,
+		    "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+		    "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.2f\n"
+		    "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+		    "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %.0f\n"
+		    "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
+		    "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.2f\n"
+		    "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+		    "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %.0f\n",
+		    cpu, rss * (double)sysconf(_SC_PAGESIZE), boot_time() + start / (double)sysconf(_SC_CLK_TCK),
+		    vsize);
 	}
 	if (fds >= 0)
 		strbuf_printf(b,

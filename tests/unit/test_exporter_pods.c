@@ -103,7 +103,7 @@ static void test_label_names(void **state)
 	assert_string_equal(n, "app_kubernetes_io_name");
 	assert_true(exp_pod_label_name("3d", n, sizeof(n)));
 	assert_string_equal(n, "_3d");
-	assert_false(exp_pod_label_name("pod", n, sizeof(n)));       /* gpulet's own label */
+	assert_false(exp_pod_label_name("pod", n, sizeof(n))); /* gpulet's own label */
 	assert_false(exp_pod_label_name("UUID", n, sizeof(n)));
 	assert_false(exp_pod_label_name("hpc_job", n, sizeof(n)));
 	assert_false(exp_pod_label_name("DCGM_FI_DEV_NAME", n, sizeof(n)));
@@ -351,9 +351,9 @@ static void test_health_verdicts(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_allowlist),         cmocka_unit_test(test_label_names),
+	    cmocka_unit_test(test_allowlist),          cmocka_unit_test(test_label_names),
 	    cmocka_unit_test(test_pod_uid_and_labels), cmocka_unit_test(test_per_process),
-	    cmocka_unit_test(test_cgroup_pod_uid),    cmocka_unit_test(test_hpc_jobs),
+	    cmocka_unit_test(test_cgroup_pod_uid),     cmocka_unit_test(test_hpc_jobs),
 	    cmocka_unit_test(test_health_verdicts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
