@@ -21,6 +21,7 @@
 #include "exporter/exporter.h"
 #include "exporter/hpc.h"
 #include "exporter/procs.h"
+#include "exporter_testlib.h"
 
 #define GPU0 "GPU-0aaaaaaa-1111-2222-3333-444444444444"
 #define UIDA "1a2b3c4d-5e6f-4a0b-8c1d-2e3f4a5b6c7d"
@@ -40,27 +41,6 @@ static void make_node(void)
 	gpu.arch = 7; /* Ampere */
 	one_gpu.gpus = &gpu;
 	one_gpu.n_gpus = 1;
-}
-
-static void add_holder(struct podres_map *m, const char *id, const char *ns, const char *pod, const char *ctr)
-{
-	m->v = realloc(m->v, (m->n + 1) * sizeof(*m->v));
-	struct podres_device *d = &m->v[m->n++];
-	const char *sep = strstr(id, "::");
-	d->id = strdup(id);
-	d->base = sep ? strndup(id, (size_t)(sep - id)) : strdup(id);
-	d->replica = sep ? atoi(sep + 2) : -1;
-	d->resource = strdup("nvidia.com/gpu");
-	d->ns = strdup(ns);
-	d->pod = strdup(pod);
-	d->container = strdup(ctr);
-}
-
-static char *render(struct exporter *e, const struct podres_map *m)
-{
-	struct strbuf b = {0};
-	assert_int_equal(exporter_render(e, m, exp_now_monotonic(), &b), 0);
-	return b.s;
 }
 
 static void set_value(struct exporter *e, enum exp_metric_id id, double v)
@@ -140,12 +120,12 @@ static void test_pod_uid_and_labels(void **state)
 	make_node();
 	assert_int_equal(exporter_init(&e, &one_gpu, "node-1", NULL), 0);
 	set_value(&e, EXP_GPU_TEMP, 40);
-	add_holder(m, GPU0, "ml", "a", "main");
+	exp_test_add_holder(m, GPU0, "nvidia.com/gpu", "ml", "a", "main");
 	pods(&pm, &all);
 	e.podmeta = &pm;
 	e.pod_uid = true;
 	e.pod_labels = true;
-	_cleanup_free_ char *t = render(&e, m);
+	_cleanup_free_ char *t = exp_test_render(&e, m);
 	/* sorted keys; the second key naming app_kubernetes_io_name is left out; "pod" is gpulet's own */
 	assert_non_null(strstr(t, ",container=\"main\",namespace=\"ml\",pod=\"a\",pod_uid=\"" UIDA
 				  "\",app_kubernetes_io_name=\"trainer\",team=\"x\\\"y\"} 40\n"));
@@ -156,7 +136,7 @@ static void test_pod_uid_and_labels(void **state)
 	assert_int_equal(exp_allowlist_compile((const char *const[]){"^team$"}, 1, &some, &err), 0);
 	pods(&pm, &some);
 	e.pod_uid = false;
-	_cleanup_free_ char *u = render(&e, m);
+	_cleanup_free_ char *u = exp_test_render(&e, m);
 	assert_non_null(strstr(u, ",container=\"main\",namespace=\"ml\",pod=\"a\",team=\"x\\\"y\"} 40\n"));
 	exp_podmeta_stop(&pm);
 	exp_allowlist_free(&some);
@@ -182,9 +162,10 @@ static void test_per_process(void **state)
 	set_value(&e, EXP_FB_USED, 40000);
 	set_value(&e, EXP_GPU_UTIL, 87);
 	set_value(&e, EXP_GPU_TEMP, 50);
-	add_holder(m, GPU0 "::0", "ml", "a", "main");
-	add_holder(m, GPU0 "::1", "ml", "b", "main");
-	add_holder(m, GPU0 "::2", "ml", "c", "main"); /* not in the pods table: its UID is not known */
+	exp_test_add_holder(m, GPU0 "::0", "nvidia.com/gpu", "ml", "a", "main");
+	exp_test_add_holder(m, GPU0 "::1", "nvidia.com/gpu", "ml", "b", "main");
+	exp_test_add_holder(m, GPU0 "::2", "nvidia.com/gpu", "ml", "c",
+			    "main"); /* not in the pods table: its UID is not known */
 	pods(&pm, &all);
 	e.podmeta = &pm;
 	e.virtual_gpus = e.per_process = true;
@@ -192,7 +173,7 @@ static void test_per_process(void **state)
 	e.gpus[0].procs[0].v = malloc(sizeof(pr));
 	memcpy(e.gpus[0].procs[0].v, pr, sizeof(pr));
 	e.gpus[0].procs[0].n = ELEMENTSOF(pr);
-	_cleanup_free_ char *t = render(&e, m);
+	_cleanup_free_ char *t = exp_test_render(&e, m);
 	/* the device's own line, then one per holder whose UID is known (1024 + 2 MiB, 30 + 5 %); b has none: 0 */
 	assert_non_null(strstr(t, "DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 40000\n"));
 	assert_non_null(strstr(t, ",pod=\"a\",pod_uid=\"" UIDA "\",vgpu=\"0\"} 1026\n"));
@@ -287,11 +268,11 @@ static void test_hpc_jobs(void **state)
 	set_value(&e, EXP_GPU_TEMP, 41);
 	e.root = root;
 	e.hpc_dir = "/run/hpc";
-	_cleanup_free_ char *t = render(&e, NULL);
+	_cleanup_free_ char *t = exp_test_render(&e, NULL);
 	assert_non_null(strstr(t, ",hpc_job=\"1001\"} 41\n"));
 	assert_non_null(strstr(t, ",hpc_job=\"1002\"} 41\n"));
 	e.hpc_dir = "/run/none"; /* not there: no label, no failure */
-	_cleanup_free_ char *u = render(&e, NULL);
+	_cleanup_free_ char *u = exp_test_render(&e, NULL);
 	assert_null(strstr(u, "hpc_job"));
 	assert_non_null(strstr(u, "DCGM_FI_DEV_GPU_TEMP{"));
 	exporter_free(&e);
@@ -341,7 +322,7 @@ static void test_health_verdicts(void **state)
 	e.health_status_enabled = true;
 	e.health_status_type = "counter";
 	e.health_status_help = "DCGM reported health status";
-	_cleanup_free_ char *t = render(&e, NULL);
+	_cleanup_free_ char *t = exp_test_render(&e, NULL);
 	assert_non_null(strstr(t, "# TYPE DCGM_EXP_GPU_HEALTH_STATUS counter\n"));
 	assert_non_null(strstr(t, ",health_watch=\"DRIVER\",health_error_code=\"DCGM_FR_GPU_RECOVERY_RESET\"} 20\n"));
 	assert_non_null(strstr(t, ",health_watch=\"PCIE\",health_error_code=\"DCGM_FR_OK\"} 0\n"));
