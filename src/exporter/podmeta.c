@@ -203,7 +203,8 @@ static char *pod_labels(const json_t *labels, const struct exp_allowlist *allow)
 		return NULL;
 	json_object_foreach ((json_t *)labels, key, v)
 		keys[k++] = key;
-	qsort(keys, n, sizeof(*keys), key_cmp);
+	if (n) /* a pod without labels: keys is NULL, which qsort may not be given */
+		qsort(keys, n, sizeof(*keys), key_cmp);
 	out = calloc(1, cap);
 	for (size_t i = 0; out && i < n; i++) {
 		char *name = names + i * 320, val[512];
