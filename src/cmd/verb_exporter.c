@@ -463,9 +463,8 @@ static int allowlist_compile(const struct exporter_opts *o, struct exp_allowlist
 {
 	_cleanup_free_ const char **parts = NULL;
 	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, n = 0, cap = 1;
+	size_t len = 0, n = 0, cap = 1, at = 0;
 	struct gerr err = {0};
-	char *p;
 
 	for (size_t i = 0; i < o->label_regex.n; i++) {
 		len += strlen(o->label_regex.v[i]) + 1;
@@ -477,17 +476,20 @@ static int allowlist_compile(const struct exporter_opts *o, struct exp_allowlist
 	parts = calloc(cap, sizeof(*parts));
 	if (!buf || !parts)
 		return log_error("cannot start the exporter", "error=\"out of memory\""), 1;
-	p = buf;
 	for (size_t i = 0; i < o->label_regex.n; i++) {
-		char *rest = p;
+		size_t vlen = strlen(o->label_regex.v[i]);
 
-		if (!*o->label_regex.v[i])
+		if (!vlen)
 			continue; /* an empty env var: no pattern, as urfave/cli reads it */
-		strcpy(p, o->label_regex.v[i]);
-		p += strlen(o->label_regex.v[i]) + 1;
+		memcpy(&buf[at], o->label_regex.v[i], vlen + 1);
 		/* every item, an empty one too (strings.Split): the library refuses "" rather than drop it */
-		for (char *t; (t = strsep(&rest, ","));)
-			parts[n++] = t;
+		parts[n++] = &buf[at];
+		for (size_t k = 0; k < vlen; k++)
+			if (buf[at + k] == ',') {
+				buf[at + k] = '\0';
+				parts[n++] = &buf[at + k + 1];
+			}
+		at += vlen + 1;
 	}
 	if (exp_allowlist_compile(parts, n, ret, &err) < 0)
 		return cmd_usage_error(&exporter_verb, "--kubernetes-pod-label-allowlist-regex: %s", err.msg);

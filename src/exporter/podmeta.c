@@ -189,45 +189,55 @@ static int key_cmp(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+#define LABEL_NAME_MAX 320 /* a Prometheus name made of a label key (at most 317 characters) */
+
 /* ,name="value" of the allowed labels, keys in sorted order; a name seen twice keeps the first. */
 static char *pod_labels(const json_t *labels, const struct exp_allowlist *allow)
 {
-	size_t n = json_is_object(labels) ? json_object_size(labels) : 0, len = 0, k = 0, cap = 1;
-	_cleanup_free_ const char **keys = n ? calloc(n, sizeof(*keys)) : NULL;
-	_cleanup_free_ char *names = n ? calloc(n, 320) : NULL;
+	size_t n = json_is_object(labels) ? json_object_size(labels) : 0, len = 0, k = 0;
+	_cleanup_free_ const char **keys = NULL;
+	_cleanup_free_ char *names = NULL; /* n names of LABEL_NAME_MAX, "" for a key left out */
 	const char *key;
 	json_t *v;
 	char *out;
 
-	if (n && (!keys || !names))
+	if (!n)
+		return strdup("");
+	keys = calloc(n, sizeof(*keys));
+	names = calloc(n, LABEL_NAME_MAX);
+	out = calloc(1, 1);
+	if (!keys || !names || !out) {
+		free(out);
 		return NULL;
+	}
 	json_object_foreach ((json_t *)labels, key, v)
-		keys[k++] = key;
-	if (n) /* a pod without labels: keys is NULL, which qsort may not be given */
-		qsort(keys, n, sizeof(*keys), key_cmp);
-	out = calloc(1, cap);
-	for (size_t i = 0; out && i < n; i++) {
-		char *name = names + i * 320, val[512];
+		if (k < n)
+			keys[k++] = key;
+	qsort(keys, k, sizeof(*keys), key_cmp);
+	for (size_t i = 0; i < k; i++) {
 		const char *s = json_string_value(json_object_get(labels, keys[i]));
 		bool dup = false;
-		char *grown;
+		char val[512], *grown;
 		int w;
 
-		if (!s || !exp_allowlist_match(allow, keys[i]) || !exp_pod_label_name(keys[i], name, 320))
+		if (!s || !exp_allowlist_match(allow, keys[i]) ||
+		    !exp_pod_label_name(keys[i], &names[i * LABEL_NAME_MAX], LABEL_NAME_MAX)) {
+			names[i * LABEL_NAME_MAX] = '\0';
 			continue;
+		}
 		for (size_t j = 0; j < i && !dup; j++)
-			dup = streq(names + j * 320, name);
+			dup = streq(&names[j * LABEL_NAME_MAX], &names[i * LABEL_NAME_MAX]);
 		if (dup)
 			continue;
 		prom_escape(s, val, sizeof(val));
-		w = snprintf(NULL, 0, ",%s=\"%s\"", name, val);
+		w = snprintf(NULL, 0, ",%s=\"%s\"", &names[i * LABEL_NAME_MAX], val);
 		grown = realloc(out, len + (size_t)w + 1);
 		if (!grown) {
 			free(out);
 			return NULL;
 		}
 		out = grown;
-		snprintf(out + len, (size_t)w + 1, ",%s=\"%s\"", name, val);
+		snprintf(out + len, (size_t)w + 1, ",%s=\"%s\"", &names[i * LABEL_NAME_MAX], val);
 		len += (size_t)w;
 	}
 	return out;
