@@ -40,6 +40,7 @@ add_custom_target(dra_pyproto ALL DEPENDS ${DRA_PY_OUT})
 # and the real wire: the daemon in-process, a Python (grpcio) kubelet stand-in calling its sockets.
 gpulet_unit_test(dra_unit tests/unit/test_dra.c)
 gpulet_unit_test(dra_prepare_unit tests/unit/test_dra_prepare.c)
+gpulet_unit_test(dra_pool_unit tests/unit/test_dra_pool.c)
 # the MPS case runs NVIDIA's real nvidia-cuda-mps-control (realdriver) and needs root (a tmpfs, a mount namespace)
 set_tests_properties(dra_prepare_unit PROPERTIES TIMEOUT 180 FIXTURES_REQUIRED realdriver ENVIRONMENT
   "GPULET_SRC=${CMAKE_SOURCE_DIR};GPULET_BUILD=${CMAKE_BINARY_DIR};FAKE_NVML_LIB=${CMAKE_BINARY_DIR}/fakenvml/libnvidia-ml.so.1;GPULET_REALDRIVER=${CMAKE_BINARY_DIR}/realdriver")
@@ -50,3 +51,6 @@ foreach(t ${DRA_PY_TESTS})
   gpulet_script_test(${_n} /usr/bin/python3 ${t})
   set_tests_properties(${_n} PROPERTIES TIMEOUT 120)
 endforeach()
+# tests/k8s/test_k8s_dra_sharing.py runs NVIDIA's real nvidia-cuda-mps-control too (the k8s tests are
+# made in k8s.cmake, after this file: the property is set once they exist)
+cmake_language(DEFER CALL set_property TEST k8s_dra_sharing APPEND PROPERTY FIXTURES_REQUIRED realdriver)

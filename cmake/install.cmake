@@ -3,7 +3,9 @@
 # The image (deploy/image/build.sh) is made this way.
 include(GNUInstallDirs)
 install(TARGETS gpulet RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-set(GPULET_PROGRAM_NAMES nvidia-device-plugin gpu-feature-discovery mps-control-daemon)
+# dcgm-exporter and config-manager: the GPU Operator's containers (docs/reference/operator.md; config-manager
+# only says why it cannot run yet)
+set(GPULET_PROGRAM_NAMES nvidia-device-plugin gpu-feature-discovery mps-control-daemon dcgm-exporter config-manager)
 if(NOT TARGET gpulet_cdi_hook)
   list(APPEND GPULET_PROGRAM_NAMES nvidia-cdi-hook)
 endif()

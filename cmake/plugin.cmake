@@ -47,3 +47,4 @@ foreach(t ${PLUGIN_PY_TESTS})
   set_tests_properties(${_n} PROPERTIES TIMEOUT 90)
 endforeach()
 
+gpulet_unit_test(plugin_node_health_unit tests/unit/test_node_health.c)

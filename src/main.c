@@ -26,6 +26,7 @@ static const struct verb {
      "start and supervise NVIDIA MPS control daemons (replaces mps-control-daemon)"},
     {"cdi-hook", cmd_cdihook, "the OCI hook CDI specs name (nvidia-cdi-hook's actions)"},
     {"dra", cmd_dra, "the kubelet plugin of a DRA driver for GPUs (replaces NVIDIA's gpu-kubelet-plugin)"},
+    {"entrypoint", cmd_entrypoint, "the image's entrypoint: runs what NVIDIA's manifests start (GPU Operator)"},
 };
 
 /*
@@ -40,6 +41,14 @@ static const struct {
     {"gpu-feature-discovery", "labels"},
     {"mps-control-daemon", "mps-control-daemon"},
     {"nvidia-cdi-hook", "cdi-hook"},
+    {"gpu-kubelet-plugin", "dra"}, /* NVIDIA's DRA driver's kubelet plugin (docs/reference/dra.md §9) */
+    /* the GPU Operator's and NVIDIA's charts' containers on gpulet's image (docs/reference/operator.md):
+     * dcgm-exporter's name for the exporter; /bin/sh and /bin/bash for the Operator's device-plugin
+     * entrypoint only, and config-manager, refused: no shell, no config-manager (cmd/verb_entrypoint.c) */
+    {"dcgm-exporter", "exporter"},
+    {"sh", "entrypoint"},
+    {"bash", "entrypoint"},
+    {"config-manager", "entrypoint"},
 };
 
 static void usage(FILE *f)

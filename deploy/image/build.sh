@@ -3,29 +3,30 @@
 #  1. the runtime packages: ldd's closure of BUILD/gpulet mapped to Debian packages
 #     (runtime-packages.sh; 22 packages for gpulet 0.1.0, most of them gRPC's), plus base-files for
 #     /etc/os-release and /etc/debian_version, which scanners (Trivy, Grype) read to know the OS;
-#  2. a minimal root of exactly those packages from the Debian archive with mmdebstrap
-#     (--variant=extract: no shell, no apt, no dpkg; prune.sh drops the dependencies gpulet never
+#  2. a minimal root of exactly those packages from the Debian archive (base.sh: mmdebstrap
+#     --variant=extract: no shell, no apt, no dpkg; prune.sh drops the dependencies gpulet never
 #     loads and the docs, and writes the dpkg status entries of exactly the packages kept), cached in
-#     BUILD/image/base-KEY.tar, KEY from the package list, mirrors and the scripts, so a rerun with
+#     BUILD/image/amd64-base-KEY.tar, KEY from the package list, mirrors and prune.sh, so a rerun with
 #     the same libraries does not touch the network;
 #  3. gpulet and its command-name links installed into it (`cmake --install --prefix /usr --strip`,
-#     cmake/install.cmake), an ld.so.cache made with `ldconfig -r`;
+#     cmake/install.cmake), what NVIDIA's manifests expect besides (operand-files.sh: /bin/sh and
+#     /bin/bash as gpulet, the dcgm-exporter collectors files), an ld.so.cache made with `ldconfig -r`;
 #  4. no build-host leftovers (apt and dpkg state but the status file, /etc/hostname, resolv.conf,
 #     fstab, lock files, ldconfig's aux-cache, libstdc++'s gdb helper scripts);
-#  5. a reproducible OCI image (oci.py): every mtime SOURCE_DATE_EPOCH, the tar sorted with numeric
+#  5. the same for arm64 (arm64.sh: the same packages for arm64, gpulet cross-built), unless
+#     GPULET_IMAGE_ARCHS=amd64;
+#  6. a reproducible OCI image index of both (oci.py): every mtime SOURCE_DATE_EPOCH, the tar sorted with numeric
 #     owners, the config's created time from SOURCE_DATE_EPOCH too, so the same base, gpulet and
 #     commit give the same digest (BUILD/image/digest: manifest and config digests); OCI labels
-#     version, source, revision, created, licenses; loaded with `podman pull oci:` as
+#     version, source, revision, created, licenses; the host's image loaded with `podman pull oci:` as
 #     $IMAGE:VERSION (VERSION: CMakeLists.txt GPULET_VERSION), also tagged gpulet:VERSION; prints
-#     the image size.
+#     the image size; the layout with the index stays in BUILD/image/oci.
 # Env: IMAGE (default ghcr.io/gpulet/gpulet), DEBIAN_MIRROR, DEBIAN_SECURITY_MIRROR,
 # SOURCE_DATE_EPOCH (default: the commit time of HEAD, else 0).
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$src/build}" && pwd)
 image=${IMAGE:-ghcr.io/gpulet/gpulet}
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-security=${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 version=$(sed -n 's/^set(GPULET_VERSION "\(.*\)")$/\1/p' "$src/CMakeLists.txt")
 [ -n "$version" ] || { echo "build.sh: no GPULET_VERSION in CMakeLists.txt" >&2; exit 1; }
 for tool in mmdebstrap podman python3; do
@@ -38,48 +39,24 @@ mkdir -p "$out"
 bins="$build/gpulet $build/gpulet-grpc.so $build/gpulet-http.so"
 keep=$( ("$src/deploy/image/runtime-packages.sh" $bins; echo base-files) | sort -u)
 libs=$("$src/deploy/image/runtime-packages.sh" --libs $bins | sed 's|.*/||' | sort -u)
-sources="deb $mirror bookworm main
-deb $mirror bookworm-updates main
-deb $security bookworm-security main"
-key=$( (printf '%s\n' "$keep" "$libs" "$sources"; cat "$src/deploy/image/prune.sh") | sha256sum | cut -c1-16)
-base=$out/base-$key.tar
-if [ ! -s "$base" ]; then
-	echo "image: mmdebstrap of $(printf '%s\n' "$keep" | wc -l) packages from $mirror (cached as $base)"
-	GPULET_IMAGE_KEEP=$keep GPULET_IMAGE_LIBS=$libs mmdebstrap --quiet --variant=extract --mode=root --format=tar --skip=output/dev \
-		--include="$(printf '%s\n' "$keep" | paste -sd,)" \
-		--extract-hook="$src/deploy/image/prune.sh \"\$1\"" \
-		bookworm "$base.part" "$sources" || {
-		rm -f "$base.part"
-		echo "build.sh: mmdebstrap failed: is the Debian archive ($mirror) reachable?" >&2
-		exit 3
-	}
-	mv "$base.part" "$base"
-	# older bases (another package set) are no longer used
-	find "$out" -maxdepth 1 -name 'base-*.tar' ! -name "base-$key.tar" -delete
-fi
+export GPULET_IMAGE_KEEP="$keep" GPULET_IMAGE_LIBS="$libs"
+base=$(sh "$src/deploy/image/base.sh" amd64 "$out")
+# older bases of the layout before base.sh
+find "$out" -maxdepth 1 -name 'base-*.tar' -delete
 
 root=$out/root
 rm -rf "$root"
 mkdir -p "$root"
 tar -C "$root" -xf "$base"
-# what mmdebstrap and apt leave for a system that would run apt or dpkg again, and this image never
-# does: only /var/lib/dpkg/status stays (the packages shipped, for scanners)
-(cd "$root" && rm -rf etc/apt etc/dpkg etc/hostname etc/resolv.conf etc/fstab var/cache var/lib/apt var/log \
-	var/lib/dpkg/alternatives var/lib/dpkg/info var/lib/dpkg/triggers var/lib/dpkg/updates var/lib/dpkg/arch \
-	var/lib/dpkg/lock var/lib/dpkg/lock-frontend)
-# and base-files' empty FHS dirs (/home, /srv, /var/mail, ...): the runtime makes its mount points
-find "$root" -depth -mindepth 1 -type d -empty ! -path "$root/var/lib/dpkg" -delete
+# what mmdebstrap and apt leave, base-files' empty dirs; the mount points, passwd and group
+sh "$src/deploy/image/finish-root.sh" "$root"
 DESTDIR=$root cmake --install "$build" --prefix /usr --strip >/dev/null
+# /bin/sh, /bin/bash (gpulet, not a shell) and the dcgm-exporter collectors files NVIDIA's manifests name
+"$src/deploy/image/operand-files.sh" "$root"
 # (/sbin/ldconfig of the build machine: the image has no programs but gpulet); its aux-cache holds
 # the build's inode numbers and times: not shipped
 /sbin/ldconfig -r "$root"
 rm -rf "$root/var/cache"
-# the image's own files: nothing gpulet writes lives here (the root filesystem is read-only in the
-# chart); /host and /tmp are mount points
-mkdir -p "$root/host" "$root/tmp" "$root/etc"
-chmod 1777 "$root/tmp"
-printf 'root:x:0:0:root:/:/usr/sbin/nologin\n' >"$root/etc/passwd"
-printf 'root:x:0:\n' >"$root/etc/group"
 "$root/lib64/ld-linux-x86-64.so.2" --library-path "$root/lib/x86_64-linux-gnu:$root/usr/lib/x86_64-linux-gnu" \
 	"$root/usr/bin/gpulet" --help >/dev/null ||
 	{ echo "build.sh: gpulet does not start from the image root" >&2; exit 1; }
@@ -95,7 +72,13 @@ revision=$(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)
 [ "$revision" = unknown ] || [ -z "$(git -C "$src" status --porcelain --untracked-files=no 2>/dev/null)" ] ||
 	revision=$revision-dirty
 tar --sort=name --format=gnu --numeric-owner --owner=0 --group=0 --mtime="@$sde" -C "$root" -cf "$out/rootfs.tar" .
-set -- $(python3 "$src/deploy/image/oci.py" "$out/oci" "$out/rootfs.tar" "$version" "$created" \
+# the arm64 image of the index (deploy/image/arm64.sh; GPULET_IMAGE_ARCHS=amd64 leaves it out)
+rootfs="amd64=$out/rootfs.tar"
+case " ${GPULET_IMAGE_ARCHS:-amd64 arm64} " in *" arm64 "*)
+	sh "$src/deploy/image/arm64.sh" "$build" "$out" "$sde"
+	rootfs="$rootfs,arm64=$out/rootfs-arm64.tar" ;;
+esac
+set -- $(python3 "$src/deploy/image/oci.py" "$out/oci" "$rootfs" "$version" "$created" \
 	"org.opencontainers.image.version=$version" \
 	"org.opencontainers.image.title=gpulet" \
 	"org.opencontainers.image.description=gpulet: device plugin, CDI, doctor, exporter and GFD labels for NVIDIA GPU nodes; Debian 12 packages only" \
@@ -103,8 +86,8 @@ set -- $(python3 "$src/deploy/image/oci.py" "$out/oci" "$out/rootfs.tar" "$versi
 	"org.opencontainers.image.revision=$revision" \
 	"org.opencontainers.image.created=$created" \
 	"org.opencontainers.image.licenses=Apache-2.0")
-manifest=$1 config=$2
-printf '%s\n%s\n' "$manifest" "$config" >"$out/digest"
+manifest=$1 config=$2 index=${3:-}
+printf '%s\n%s\n%s\n' "$manifest" "$config" "$index" >"$out/digest"
 old=$(podman image inspect --format '{{.Id}}' "$image:$version" 2>/dev/null || true)
 if [ "sha256:$old" != "$config" ]; then
 	podman pull --quiet "oci:$out/oci:$version" >/dev/null
@@ -113,7 +96,10 @@ if [ "sha256:$old" != "$config" ]; then
 	[ -z "$old" ] || podman rmi --force "$old" >/dev/null 2>&1 || true
 fi
 podman tag "$image:$version" "gpulet:$version"
-rm -rf "$root" "$out/rootfs.tar" "$out/oci"
+# the OCI layout as one tar too (BUILD/image/oci.tar): what containerd imports (tests/k8s); the layout
+# stays, the index of both architectures, for `skopeo copy --all oci:$out/oci:VERSION docker://...`
+tar -C "$out/oci" --sort=name --numeric-owner --owner=0 --group=0 --mtime="@$sde" -cf "$out/oci.tar" .
+rm -rf "$root" "$out/rootfs.tar" "$out/rootfs-arm64.tar"
 size=$(podman image inspect --format '{{.Size}}' "$image:$version")
 printf '%s\n' "$image:$version" >"$out/tag"
 echo "image: $image:$version (also gpulet:$version), $(( size / 1024 / 1024 )) MiB ($size bytes), manifest $manifest, packages: $(printf '%s\n' "$keep" | paste -sd' ')"

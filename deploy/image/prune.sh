@@ -26,7 +26,8 @@ for dir in "$root"/usr/share/doc/*/; do
 	[ -L "$dir" ] || printf '%s\n' $GPULET_IMAGE_KEEP | grep -qx "$name" ||
 		find "$root/usr/share/doc" -maxdepth 1 -type l -lname "$name" | grep -q . || rm -rf "$dir"
 done
-for dir in "$root/lib/x86_64-linux-gnu" "$root/usr/lib/x86_64-linux-gnu"; do
+multiarch=${GPULET_IMAGE_MULTIARCH:-x86_64-linux-gnu} # aarch64-linux-gnu for the arm64 image
+for dir in "$root/lib/$multiarch" "$root/usr/lib/$multiarch"; do
 	[ -d "$dir" ] || continue
 	find "$dir" -maxdepth 1 -name 'lib*.so*' ! -type d | while read -r f; do
 		name=${f##*/}
@@ -37,7 +38,7 @@ for dir in "$root/lib/x86_64-linux-gnu" "$root/usr/lib/x86_64-linux-gnu"; do
 		[ $used = yes ] || rm -f "$f"
 	done
 done
-rm -rf "$root/usr/lib/x86_64-linux-gnu/gconv" "$root/usr/bin" "$root/usr/sbin" "$root/sbin" "$root/bin"
+rm -rf "$root/usr/lib/$multiarch/gconv" "$root/usr/bin" "$root/usr/sbin" "$root/sbin" "$root/bin"
 # base-files is kept for the OS's identity only (os-release, debian_version); libstdc++6's gdb
 # pretty-printers are build helpers
 find "$root/etc" -mindepth 1 -maxdepth 1 ! -name os-release ! -name debian_version ! -name ld.so.conf.d \

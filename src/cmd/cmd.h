@@ -23,6 +23,7 @@ int cmd_exporter(int argc, char **argv);
 int cmd_labels(int argc, char **argv);
 int cmd_cdihook(int argc, char **argv);
 int cmd_dra(int argc, char **argv);
+int cmd_entrypoint(int argc, char **argv);
 
 /* --print-config of the plugin and mps-control-daemon: the effective config as JSON, its warnings on stderr. */
 struct plugin_config;

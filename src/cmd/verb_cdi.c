@@ -160,11 +160,13 @@ static const struct optspec validate_opts[] = {
 };
 
 static const struct cmd_verb validate_verb =
-    CMD_VERB("cdi validate", "[FILE...] [OPTIONS]", validate_opts,
-	     "gpulet cdi validate --runtime podman-4.3 /etc/cdi/nvidia.yaml",
+    CMD_VERB("cdi validate", "[FILE|DIR...] [OPTIONS]", validate_opts,
+	     "gpulet cdi validate --runtime podman-4.3 /etc/cdi/nvidia.yaml /var/run/cdi",
 	     .about = "Check CDI specs as the CDI spec and real runtimes read them: syntax, cdiVersion, kind and\n"
 		      "device names, field types, devices defined twice, host paths that do not exist, files the\n"
-		      "runtime user cannot read. Without FILE and --dir, checks /etc/cdi and /var/run/cdi.",
+		      "runtime user cannot read. A DIR is a spec dir, read as a runtime reads one (its *.json and\n"
+		      "*.yaml in name order), after the --dir ones. Without FILE, DIR and --dir, checks /etc/cdi\n"
+		      "and /var/run/cdi.",
 	     .notes = validate_notes,
 	     .footer = "Exit status: 0 when no errors (warnings allowed), 1 otherwise, 2 usage.", .operands = true);
 
@@ -430,24 +432,65 @@ static void print_report(const struct cdi_report *rep)
 	       rep->n_problems - rep->n_errors == 1 ? "" : "s");
 }
 
+/*
+ * A DIR operand is a spec dir, scanned as a runtime scans it, after the --dir ones (a later one wins).
+ * Operands are read as given, files and dirs alike, so with --root a dir must name a path under it,
+ * which is then handed on as --dir takes it (*ret): absolute, below the root.
+ */
+static int dir_operand(const char *root, const char *dir, const char **ret)
+{
+	size_t n = root && !streq(root, "/") ? strlen(root) : 0;
+
+	while (n > 0 && root[n - 1] == '/')
+		n--;
+	if (n > 0 && dir[0] == '/') {
+		if (strncmp(dir, root, n) != 0 || (dir[n] != '/' && dir[n] != 0)) {
+			fprintf(stderr,
+				"gpulet cdi validate: %s: a directory outside --root %s; give it as it is seen below "
+				"the root with --dir, or without --root\n",
+				dir, root);
+			return -EINVAL;
+		}
+		dir = dir[n] ? dir + n : "/";
+	}
+	*ret = dir;
+	return 0;
+}
+
 static int cdi_validate_cmd(int argc, char **argv)
 {
 	_cleanup_(cdi_report_clear) struct cdi_report rep = {0};
+	_cleanup_free_ const char **files = NULL, **dirs = NULL;
 	struct cdi_cli cli = {0};
 	struct cdi_validate_options *o = &cli.val;
+	size_t n_files = 0, n_dirs = 0;
 	int r = cmd_parse(&validate_verb, argc, argv, &cli);
 
 	if (r != CMD_CONTINUE)
 		return r;
 	r = 0;
 	o->root = cli.c.nvml.root;
-	for (size_t i = 0; i < cli.dirs.n; i++)
+	files = calloc((size_t)(argc - optind) + 1, sizeof(*files));
+	dirs = calloc(cli.dirs.n + (size_t)(argc - optind) + 1, sizeof(*dirs));
+	if (!files || !dirs)
+		return 1;
+	for (size_t i = 0; i < cli.dirs.n; i++) {
 		if (check_spec_dir("validate", o->root, cli.dirs.v[i]) < 0)
 			return 1;
-	if (optind < argc)
-		r = cdi_validate_files((const char *const *)argv + optind, (size_t)(argc - optind), o, &rep);
-	if (r >= 0 && (cli.dirs.n > 0 || optind == argc))
-		r = cdi_validate_dirs(cli.dirs.v, cli.dirs.n, o, &rep);
+		dirs[n_dirs++] = cli.dirs.v[i];
+	}
+	for (int i = optind; i < argc; i++) {
+		struct stat st;
+
+		if (stat(argv[i], &st) < 0 || !S_ISDIR(st.st_mode))
+			files[n_files++] = argv[i];
+		else if (dir_operand(o->root, argv[i], &dirs[n_dirs++]) < 0)
+			return EXIT_USAGE;
+	}
+	if (n_files > 0)
+		r = cdi_validate_files(files, n_files, o, &rep);
+	if (r >= 0 && (n_dirs > 0 || optind == argc))
+		r = cdi_validate_dirs(dirs, n_dirs, o, &rep);
 	if (r < 0) {
 		fprintf(stderr, "gpulet cdi validate: %s\n", strerror(-r));
 		return 1;

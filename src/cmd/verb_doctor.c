@@ -12,8 +12,14 @@
 #include "cmd/options.h"
 #include "doctor/doctor.h"
 #include "doctor/daemon.h"
+#include "doctor/html.h"
+#include "kapi/rows.h"
+#include "util/enumtab.h"
 #include "util/log.h"
 #include "util/opt.h"
+
+enum doctor_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_HTML };
+static const struct enum_name format_names[] = {{FORMAT_TEXT, "text"}, {FORMAT_JSON, "json"}, {FORMAT_HTML, "html"}};
 
 struct doctor_cli {
 	struct cmd_common c;
@@ -23,6 +29,8 @@ struct doctor_cli {
 	size_t n_only;
 	char hostname[256];            /* serve.node_name when --node-name is not given: lives as long as serve does */
 	int64_t interval_ns, delay_ns; /* --interval, --recheck-delay: serve's seconds */
+	int format;                    /* --format; --json is --format json */
+	struct kapi_env kenv;          /* kubelet's in-pod environment, for the live cluster */
 };
 
 static int list_checks(void *opts, const char *value, struct gerr *err)
@@ -57,6 +65,10 @@ static int set_runtime_user(void *opts, const char *value, struct gerr *err)
 static const struct optspec doctor_opts[] = {
     CMD_OPT_ROOT,
     CMD_OPT_JSON("print JSON: {\"findings\":[{id,severity,component,summary,evidence,fix}],\"skipped\":[...]}"),
+    CMD_ROW("format", 0, OPT_ENUM, "FORMAT",
+	    "text (default), json (as --json) or html: one self-contained page drawing the chain, each link "
+	    "green, amber or red, with the root cause and its fix",
+	    .off = offsetof(struct doctor_cli, format), .def = "text", OPTSPEC_NAMES(format_names)),
     CMD_ROW("only", 0, OPT_CALL, "ID[,ID...]",
 	    "report only these finding ids (\"cdi.\" or \"cdi\" selects a component); more ids may follow the options",
 	    .call = add_only),
@@ -100,8 +112,14 @@ static const struct optspec doctor_opts[] = {
 	    "this long (and at least this long since the last check): a Go duration or seconds, whole seconds",
 	    .off = offsetof(struct doctor_cli, delay_ns), .def = "5", .min = 0, .max = 3600 * 1000, .bare_ms = 1000),
     CMD_ROW("node-name", 0, OPT_ARGV, "NAME",
-	    "with --serve-metrics: the node label of the metrics (default: host name)", .env = {"NODE_NAME"},
-	    .off = offsetof(struct doctor_cli, serve.node_name)),
+	    "this node in the API server (default: ROOT/etc/hostname) and the node label of --serve-metrics' metrics "
+	    "(default: host name)",
+	    .env = {"NODE_NAME"}, .off = offsetof(struct doctor_cli, serve.node_name)),
+    CMD_ROW("kubeconfig", 0, OPT_ARGV, "FILE",
+	    "read this node, its pods and their events from the API server where --node, --pods, --events are not "
+	    "given (default: in a pod, its service account; neither: only the files)",
+	    .env = {"KUBECONFIG"}, .off = DOCTOR_F(kubeconfig)),
+    KAPI_ENV_ROWS(offsetof(struct doctor_cli, kenv)),
     CMD_ROW("web-config-file", 0, OPT_ARGV, "FILE",
 	    "with --serve-metrics: TLS and basic auth from an exporter-toolkit web config file, as gpulet "
 	    "exporter's --web-config-file",
@@ -150,9 +168,12 @@ static int serve(struct doctor_cli *cli)
 	struct gerr err = {0};
 	sigset_t stop;
 
-	if (cli->c.json || cli->n_only)
-		return cmd_usage_error(&doctor_verb, "--serve-metrics reports every finding as metrics; drop %s",
-				       cli->c.json ? "--json" : "--only");
+	if (cli->c.json || cli->n_only || cli->format != FORMAT_TEXT)
+		return cmd_usage_error(&doctor_verb,
+				       "--serve-metrics reports every finding as metrics and as a page at /; drop %s",
+				       cli->n_only   ? "--only"
+				       : cli->c.json ? "--json"
+						     : "--format");
 	if (cli->interval_ns % OPT_NSEC_PER_SEC || cli->delay_ns % OPT_NSEC_PER_SEC)
 		return cmd_usage_error(&doctor_verb, "--interval and --recheck-delay are whole seconds (5m, 90s, 300)");
 	cli->serve.interval_s = (unsigned)(cli->interval_ns / OPT_NSEC_PER_SEC);
@@ -187,11 +208,17 @@ int cmd_doctor(int argc, char **argv)
 	o->host = hp;
 	o->pods_file = cli.c.pods_file;
 	o->node_file = cli.c.node_file;
+	o->node_name = cli.serve.node_name;
+	o->kenv = &cli.kenv;
 	r = doctor_check_options(o, &err);
 	if (r < 0) {
 		fprintf(stderr, "gpulet doctor: %s\n", err.msg[0] ? err.msg : strerror(-r));
 		return r == -ENOMEM ? 1 : EXIT_USAGE;
 	}
+	if (cli.c.json && cli.format == FORMAT_HTML)
+		return cmd_usage_error(&doctor_verb, "--json and --format html: give one format");
+	if (cli.c.json)
+		cli.format = FORMAT_JSON;
 	if (cli.serve.address)
 		return serve(&cli);
 	if (cli.serve.web_config_file)
@@ -208,12 +235,18 @@ int cmd_doctor(int argc, char **argv)
 		if (c.findings[k].severity == DOCTOR_FAIL &&
 		    doctor_finding_shown(&c, &c.findings[k], cli.only, cli.n_only))
 			rc = 1;
-	if (cli.c.json) {
+	if (cli.format == FORMAT_JSON) {
 		json_t *doc = doctor_to_json(&c, cli.only, cli.n_only);
 
 		if (!cmd_print_json("doctor", doc))
 			rc = 1;
 		json_decref(doc);
+	} else if (cli.format == FORMAT_HTML) {
+		char host[256] = "";
+
+		gethostname(host, sizeof(host) - 1);
+		doctor_render_html(&c, &(struct doctor_html_page){.node = streq(hp->root, "/") ? host : hp->root},
+				   cli.only, cli.n_only, stdout);
 	} else {
 		printf("gpulet doctor: node root %s\n\n", hp->root);
 		doctor_print(stdout, &c, cli.only, cli.n_only);

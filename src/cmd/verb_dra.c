@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "cmd/options.h"
+#include "dra/api.h"
 #include "dra/dra.h"
+#include "kapi/rows.h"
 #include "util/opt.h"
 
 struct dra_opts {
@@ -17,17 +19,23 @@ struct dra_opts {
 	const char *node_name, *namespace, *cdi_root, *hook_path, *registry_dir, *plugins_dir, *driver;
 	const char *image_name, *pull_secrets, *pull_policy, *service_account, *consumable_shares, *http_endpoint;
 	const char *healthcheck_port;
+	const char *kubeconfig, *kube_qps, *extra_xids, *kernel_log;
+	int64_t rescan, recovery; /* ns */
+	unsigned kube_burst;
+	bool taints; /* NVMLDeviceHealthCheck */
 	struct dra_gates gates;
+	struct kapi_env kenv; /* kubelet's in-pod environment */
 };
 
 #define DRA_F(field) offsetof(struct dra_opts, field)
 
 /*
  * NVIDIA's feature gates (pkg/featuregates at v25.12.0): the two sharing strategies are served
- * unless turned off; the ComputeDomain gates concern NVIDIA's other plugin; a gate for something
- * gpulet does not do is refused when turned on.
+ * unless turned off; NVMLDeviceHealthCheck turns unhealthy devices into tainted ones instead of
+ * leaving them out (docs/reference/dra.md §12.2); the ComputeDomain gates concern NVIDIA's other
+ * plugin; a gate for something gpulet does not do is refused when turned on.
  */
-enum gate_use { GATE_SHARING_TS, GATE_SHARING_MPS, GATE_OTHER_PLUGIN, GATE_NOT_DONE };
+enum gate_use { GATE_SHARING_TS, GATE_SHARING_MPS, GATE_TAINTS, GATE_OTHER_PLUGIN, GATE_NOT_DONE };
 static const struct {
 	const char *name;
 	enum gate_use use;
@@ -39,7 +47,7 @@ static const struct {
     {"CrashOnNVLinkFabricErrors", GATE_OTHER_PLUGIN},
     {"PassthroughSupport", GATE_NOT_DONE},
     {"DynamicMIG", GATE_NOT_DONE},
-    {"NVMLDeviceHealthCheck", GATE_NOT_DONE},
+    {"NVMLDeviceHealthCheck", GATE_TAINTS},
 };
 
 /* --feature-gates "A=true,B=false" (component-base's form) */
@@ -70,6 +78,8 @@ static int set_gates(void *opts, const char *value, struct gerr *err)
 			o->gates.time_slicing = on;
 		else if (gates[i].use == GATE_SHARING_MPS)
 			o->gates.mps = on;
+		else if (gates[i].use == GATE_TAINTS)
+			o->taints = on;
 		else if (gates[i].use == GATE_NOT_DONE && on)
 			return gerr_set(err, EOPNOTSUPP, "%s=true is not implemented by gpulet dra", kv);
 	}
@@ -100,7 +110,8 @@ static const struct optspec dra_opts[] = {
 	    .env = {"NVIDIA_CDI_HOOK_PATH"}, .off = DRA_F(hook_path)),
     CMD_ROW("feature-gates", 0, OPT_CALL, "LIST",
 	    "NVIDIA's gates, NAME=BOOL,...: TimeSlicingSettings and MPSSupport are on unless set false; "
-	    "PassthroughSupport, DynamicMIG, NVMLDeviceHealthCheck cannot be turned on",
+	    "NVMLDeviceHealthCheck=true taints unhealthy devices (the API server's DRADeviceTaints gate must be on) "
+	    "instead of leaving them out; PassthroughSupport and DynamicMIG cannot be turned on",
 	    .env = {"FEATURE_GATES"}, .call = set_gates),
     CMD_ROW("namespace", 0, OPT_ARGV, "NS",
 	    "NVIDIA's namespace for its MPS Deployments; accepted, gpulet runs MPS daemons itself",
@@ -120,6 +131,30 @@ static const struct optspec dra_opts[] = {
 	    .env = {"HTTP_ENDPOINT"}, .off = DRA_F(http_endpoint)),
     CMD_ROW("consumable-shares", 0, OPT_ARGV, "MODE", "NVIDIA's ConsumableShares; only disabled is accepted",
 	    .env = {"CONSUMABLE_SHARES"}, .def = "disabled", .off = DRA_F(consumable_shares)),
+    CMD_ROW("additional-xids-to-ignore", 0, OPT_ARGV, "LIST",
+	    "XIDs (comma list) that leave a GPU healthy, besides the application errors 13,31,43,45,68,109",
+	    .env = {"ADDITIONAL_XIDS_TO_IGNORE"}, .off = DRA_F(extra_xids)),
+    /* gpulet's health watcher, with the device plugin's names for its settings */
+    CMD_ROW("kernel-log", 0, OPT_PATH, "PATH",
+	    "kernel log followed for 'NVRM: Xid' lines (default: <root>/dev/kmsg; e.g. /var/log/kern.log)",
+	    .env = {"GPULET_KERNEL_LOG"}, .off = DRA_F(kernel_log)),
+    CMD_ROW("rescan-interval", 0, OPT_DURATION, "D",
+	    "time between device rescans (lost GPUs and MIG re-partitions are published live): a Go duration or "
+	    "seconds",
+	    .env = {"GPULET_RESCAN_INTERVAL"}, .def = "10", .min = 1000, .max = 86400 * 1000, .bare_ms = 1000,
+	    .off = DRA_F(rescan)),
+    CMD_ROW("health-recovery-interval", 0, OPT_DURATION, "D",
+	    "time without a new error after which a GPU unhealthy for an application XID is published again",
+	    .env = {"GPULET_HEALTH_RECOVERY_INTERVAL"}, .def = "300", .min = 1000, .max = 86400 * 1000, .bare_ms = 1000,
+	    .off = DRA_F(recovery)),
+    CMD_ROW("kubeconfig", 0, OPT_ARGV, "FILE",
+	    "the API server and credentials; without it (and KUBECONFIG) the pod's service account",
+	    .env = {"KUBECONFIG"}, .off = DRA_F(kubeconfig)),
+    KAPI_ENV_ROWS(DRA_F(kenv)),
+    CMD_ROW("kube-api-qps", 0, OPT_ARGV, "QPS", "requests per second to the API server (a negative one: no limit)",
+	    .env = {"KUBE_API_QPS"}, .def = "5", .off = DRA_F(kube_qps)),
+    CMD_ROW("kube-api-burst", 0, OPT_UINT, "N", "requests to the API server at once before the QPS limit applies",
+	    .env = {"KUBE_API_BURST"}, .def = "10", .min = 1, .max = 100000, .off = DRA_F(kube_burst)),
     CMD_OPT_NVML_LIBRARY,
     CMD_OPT_ROOT,
     CMD_OPT_LOG_LEVEL,
@@ -137,8 +172,8 @@ static const struct cmd_verb dra_verb = CMD_VERB(
 	     "(TimeSlicing, MPS with gpulet's own control daemon per claim); a config it cannot honour fails\n"
 	     "the claim, saying why. <plugins dir>/<driver>/gpulet-checkpoint.json keeps what was prepared:\n"
 	     "after a restart nothing is prepared twice, after a reboot specs are written again.",
-    .footer = "Reading ResourceClaims and publishing ResourceSlices need the Kubernetes API client; without it\n"
-	      "every claim's prepare fails, saying so. Exit status: 1 when the plugin cannot start, 2 usage.",
+    .footer = "The API server is found as kubectl would in a pod (its service account), or from --kubeconfig;\n"
+	      "without either gpulet dra does not start. Exit status: 1 when the plugin cannot start, 2 usage.",
     .urfave = true); /* NVIDIA's plugin is a urfave/cli v2 program (cmd/gpu-kubelet-plugin/main.go) */
 
 /* NVIDIA's options gpulet takes only in the value that asks for nothing it does not do. */
@@ -162,6 +197,11 @@ static int refuse_unhonoured(const struct dra_opts *o)
 				       "--http-endpoint %s: metrics are not served by gpulet dra (use gpulet "
 				       "exporter); leave it empty",
 				       o->http_endpoint);
+	if (o->extra_xids && o->extra_xids[strspn(o->extra_xids, "0123456789, ")])
+		return cmd_usage_error(&dra_verb, "--additional-xids-to-ignore '%s': want XID numbers, comma-separated",
+				       o->extra_xids);
+	if (*o->kube_qps == '\0' || strtod(o->kube_qps, &end) != strtod(o->kube_qps, NULL) || *end)
+		return cmd_usage_error(&dra_verb, "--kube-api-qps '%s' is not a number", o->kube_qps);
 	if (!streq(o->consumable_shares, "disabled"))
 		return cmd_usage_error(&dra_verb, "--consumable-shares %s: not implemented; only disabled is accepted",
 				       o->consumable_shares);
@@ -190,10 +230,35 @@ static void opts_free(struct dra_opts *o)
 	optspec_free(dra_opts, o);
 }
 
+/* The API client and its seams; 0, or 1 after saying why there is none. */
+static int open_api(const struct dra_opts *o, struct dra_api **ret)
+{
+	struct gerr err = {0};
+	int r = dra_api_open(&(struct dra_api_options){.kubeconfig = o->kubeconfig,
+						       .env = &o->kenv,
+						       .qps = strtod(o->kube_qps, NULL),
+						       .burst = (int)o->kube_burst,
+						       .driver = o->driver,
+						       .node_name = o->node_name},
+			     ret, &err);
+
+	if (r < 0) {
+		log_error("Cannot start the DRA plugin without the Kubernetes API", "error=\"%s\" hint=\"%s\"", err.msg,
+			  r == -ENOENT ? "run it in a pod with a service account, or give --kubeconfig"
+				       : "fix the kubeconfig named above");
+		return 1;
+	}
+	if (dra_api_warning(*ret))
+		log_warn(dra_api_warning(*ret), NULL);
+	return 0;
+}
+
 int cmd_dra(int argc, char **argv)
 {
 	_cleanup_(opts_free) struct dra_opts o = {.gates = {.time_slicing = true, .mps = true}};
 	_cleanup_(host_paths_freep) struct host_paths *hp = NULL;
+	_cleanup_(dra_api_closep) struct dra_api *api = NULL;
+	struct dra_daemon_options dopts;
 	struct dra_daemon *d = NULL;
 	sigset_t stop;
 	int r = cmd_parse(&dra_verb, argc, argv, &o);
@@ -205,23 +270,30 @@ int cmd_dra(int argc, char **argv)
 	say_unused(&o);
 	if (cmd_host_paths(&o.c.nvml, &hp) < 0)
 		return 1;
-	/* every thread (gRPC's included) inherits the blocked stop signals; the run loop takes them */
+	/* every thread (gRPC's, the informers', the health watcher's) inherits the blocked stop signals; the
+	 * daemon's loop takes them (util/loop.h) */
 	cmd_block_stop_signals(&stop);
-	signal(SIGPIPE, SIG_IGN);
-	r = dra_daemon_start(&(struct dra_daemon_options){.driver = o.driver,
-							  .node_name = o.node_name,
-							  .registry_dir = o.registry_dir,
-							  .plugins_dir = o.plugins_dir,
-							  .cdi_root = o.cdi_root,
-							  .hook_path = o.hook_path,
-							  .host = hp,
-							  .gates = o.gates,
-							  .claims = NULL,
-							  .publisher = NULL},
-			     &d);
-	if (r < 0)
+	if (open_api(&o, &api) != 0)
 		return 1;
-	dra_daemon_run(d, &stop);
+	dopts = (struct dra_daemon_options){.driver = o.driver,
+					    .node_name = o.node_name,
+					    .registry_dir = o.registry_dir,
+					    .plugins_dir = o.plugins_dir,
+					    .cdi_root = o.cdi_root,
+					    .hook_path = o.hook_path,
+					    .host = hp,
+					    .gates = o.gates,
+					    .taints = o.taints,
+					    .kernel_log = o.kernel_log, /* "": none */
+					    .health_quiet_ms = (unsigned)(o.recovery / OPT_NSEC_PER_MSEC),
+					    .mig_poll_ms = (unsigned)(o.rescan / OPT_NSEC_PER_MSEC),
+					    .claims = dra_api_claims(api),
+					    .publisher = dra_api_publisher(api)};
+	/* NVIDIA's default list of application XIDs, and the ones given (validated above) */
+	(void)xid_policy_parse(o.extra_xids, NULL, &dopts.xids, NULL);
+	if (dra_daemon_start(&dopts, &stop, &d) < 0)
+		return 1;
+	r = dra_daemon_run(d);
 	dra_daemon_stop(d);
-	return 0;
+	return r < 0 ? 1 : 0;
 }

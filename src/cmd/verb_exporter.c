@@ -14,6 +14,7 @@
 
 #include "cmd/options.h"
 #include "exporter/daemon.h"
+#include "kapi/rows.h"
 #include "util/log.h"
 #include "util/opt.h"
 
@@ -60,6 +61,8 @@ struct exporter_opts {
 	const char *devices_text;             /* --devices as given (the default's own text when none was) */
 	const char *devices_range;            /* --devices g:RANGE / i:RANGE: the text, or NULL */
 	const char *hpc_dir;                  /* --hpc-job-mapping-dir */
+	const char *kubeconfig;               /* --kubeconfig, $KUBECONFIG: the pods watch's API server */
+	struct kapi_env kenv;                 /* kubelet's in-pod environment (kapi/rows.h) */
 	enum exp_devices devices;             /* --devices */
 	int gpu_id_type;                      /* --kubernetes-gpu-id-type: GPU_ID_* */
 	int log_format;                       /* --log-format: LOG_FORMAT_* */
@@ -119,6 +122,10 @@ static const struct optspec exporter_opts[] = {
     CMD_ROW("kubernetes-pod-label-allowlist-regex", 0, OPT_LIST, "RE,...",
 	    "pod label keys to keep (RE2 subset, unanchored; comma-separated, repeatable); none: every label",
 	    .env = {"DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX"}, .off = EXP_F(label_regex), .max = 64),
+    CMD_ROW("kubeconfig", 0, OPT_ARGV, "FILE",
+	    "kubeconfig of the pods watch's client (default: the pod's service account, as dcgm-exporter)",
+	    .env = {"KUBECONFIG"}, .off = EXP_F(kubeconfig)),
+    KAPI_ENV_ROWS(EXP_F(kenv)),
     CMD_ROW("nvidia-resource-names", 0, OPT_ARGV, "LIST", "extra resource names to attribute, comma-separated",
 	    .env = {"NVIDIA_RESOURCE_NAMES"}, .off = EXP_F(resource_names)),
     CMD_ROW("no-hostname", 'n', OPT_BOOL, NULL, "no Hostname label", .env = {"DCGM_EXPORTER_NO_HOSTNAME"},
@@ -526,7 +533,9 @@ static int served_set(const struct exporter_opts *o, struct exporter_daemon_opti
 	d->kube = (struct exp_kube_options){.pod_labels = o->kubernetes && o->pod_labels,
 					    .pod_uid = o->kubernetes && o->pod_uid,
 					    .per_process = o->kubernetes && o->virtual_gpus,
-					    .node_name = o->node_name};
+					    .node_name = o->node_name,
+					    .kubeconfig = o->kubeconfig,
+					    .env = &o->kenv};
 	return allowlist_compile(o, &d->kube.allowlist);
 }
 

@@ -8,10 +8,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmd/options.h"
+#include "kapi/rows.h"
 #include "labels/daemon.h"
 #include "labels/labels.h"
 #include "nvconfig/nvconfig.h"
@@ -29,8 +32,11 @@ struct labels_cli {
 	int discovery;                             /* enum discovery_strategy */
 	int64_t sleep_ns;                          /* < 0: infinite */
 	bool oneshot, no_timestamp, fail_on_init_error, use_nfd_api;
-	/* the Kubernetes client of --use-node-feature-api: accepted, not used (no API client here) */
-	const char *kubeconfig, *kube_qps, *kube_burst, *namespace, *node_name, *pod_name;
+	/* the Kubernetes client of --use-node-feature-api (labels/nodefeature.h) */
+	const char *kubeconfig, *namespace, *node_name, *pod_name;
+	struct kapi_env kenv; /* kubelet's in-pod environment */
+	double kube_qps;
+	unsigned kube_burst;
 	/* accepted, not used: GFD parses it and reads it nowhere (docs/reference/gfd-labels.md) */
 	const char *ctr_driver_root;
 	/* gpulet's own */
@@ -42,8 +48,24 @@ struct labels_cli {
 	struct nvconfig_file file; /* the file's sharing section and warnings (nvconfig_file_clear()) */
 	struct host_paths *host;   /* owned: --root, --driver-root, --nvml-library resolved */
 	struct labels_options lo;
+	struct nodefeature_options nfd;
 	struct labels_daemon_options run; /* what the daemon runs with (labels/daemon.h) */
 };
+
+/* GFD's --kube-api-qps is a Go float64 (internal/flags/kubeclient.go): client-go's QPS, < 0 no limit. */
+static int set_qps(void *opts, const char *v, struct gerr *err)
+{
+	struct labels_cli *c = opts;
+	char *end;
+	double q;
+
+	errno = 0;
+	q = strtod(v, &end);
+	if (!v[0] || *end || errno || !isfinite(q))
+		return gerr_set(err, EINVAL, "a number of requests per second (5, 2.5; below 0: no limit)");
+	c->kube_qps = q;
+	return 0;
+}
 
 /* GFD's --sleep-interval: "infinite" (api/config/v1/duration.go), else a Go duration from 100ms to 168h. */
 static const struct enum_name sleep_words[] = {{-1, "infinite"}};
@@ -70,10 +92,10 @@ static const struct optspec labels_opts[] = {
 	    .off = LABELS_F(machine_file)),
     NVCONFIG_OPT_CONFIG_FILE(LABELS_F(config_file), "GFD_CONFIG_FILE", "CONFIG_FILE"),
     CMD_ROW("use-node-feature-api", 0, OPT_BOOL, NULL,
-	    "publish through NFD's NodeFeature API; gpulet has no Kubernetes client and writes the feature file "
-	    "instead, with a warning",
+	    "publish the labels in NFD's NodeFeature object nvidia-features-for-NODE (in a pod or with --kubeconfig); "
+	    "the feature file when there is no API server or NFD's CRD is absent",
 	    .env = {"GFD_USE_NODE_FEATURE_API", "USE_NODE_FEATURE_API"}, .key = NVCONFIG_KEY_USE_NODE_FEATURE_API,
-	    .off = LABELS_F(use_nfd_api)),
+	    .def = "true", .off = LABELS_F(use_nfd_api)),
     NVCONFIG_OPT_DISCOVERY(LABELS_F(discovery),
 			   "auto or nvml (tegra and vfio are refused: gpulet finds GPUs through NVML only)"),
     /* GFD v0.20 keeps the value in its config and never reads it; NVML comes from the system's loader */
@@ -82,18 +104,20 @@ static const struct optspec labels_opts[] = {
 	    "nowhere)",
 	    .alias = "container-driver-root", .env = {"DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT"},
 	    .off = LABELS_F(ctr_driver_root)),
-    CMD_ROW("kubeconfig", 0, OPT_ARGV, "FILE", "Kubernetes client of --use-node-feature-api: accepted, not used",
-	    .env = {"KUBECONFIG"}, .off = LABELS_F(kubeconfig)),
-    CMD_ROW("kube-api-qps", 0, OPT_ARGV, "N", "accepted with --kubeconfig, not used", .env = {"KUBE_API_QPS"},
-	    .def = "5", .off = LABELS_F(kube_qps)),
-    CMD_ROW("kube-api-burst", 0, OPT_ARGV, "N", "accepted with --kubeconfig, not used", .env = {"KUBE_API_BURST"},
-	    .def = "10", .off = LABELS_F(kube_burst)),
-    CMD_ROW("namespace", 0, OPT_ARGV, "NS", "NodeFeature namespace: accepted, not used", .env = {"NAMESPACE"},
+    CMD_ROW("kubeconfig", 0, OPT_ARGV, "FILE",
+	    "kubeconfig of the NodeFeature API's client (default: the pod's service account)", .env = {"KUBECONFIG"},
+	    .off = LABELS_F(kubeconfig)),
+    KAPI_ENV_ROWS(LABELS_F(kenv)),
+    CMD_ROW("kube-api-qps", 0, OPT_CALL, "QPS", "requests per second to the API server (below 0: no limit)",
+	    .env = {"KUBE_API_QPS"}, .def = "5", .call = set_qps),
+    CMD_ROW("kube-api-burst", 0, OPT_UINT, "N", "burst of requests to the API server", .env = {"KUBE_API_BURST"},
+	    .def = "10", .off = LABELS_F(kube_burst), .min = 1, .max = 1000),
+    CMD_ROW("namespace", 0, OPT_ARGV, "NS", "namespace of the NodeFeature object (the pod's)", .env = {"NAMESPACE"},
 	    .def = "default", .off = LABELS_F(namespace)),
-    CMD_ROW("node-name", 0, OPT_ARGV, "NAME", "NodeFeature node: accepted, not used", .env = {"NODE_NAME"},
-	    .off = LABELS_F(node_name)),
-    CMD_ROW("pod-name", 0, OPT_ARGV, "NAME", "NodeFeature owner pod: accepted, not used", .env = {"POD_NAME"},
-	    .off = LABELS_F(pod_name)),
+    CMD_ROW("node-name", 0, OPT_ARGV, "NAME", "this node: the NodeFeature object's name and node label",
+	    .env = {"NODE_NAME"}, .off = LABELS_F(node_name)),
+    CMD_ROW("pod-name", 0, OPT_ARGV, "NAME", "this pod: the NodeFeature object's owners (it and its DaemonSet)",
+	    .env = {"POD_NAME"}, .off = LABELS_F(pod_name)),
     CMD_ROW("sharing-strategy", 0, OPT_ENUM, "S",
 	    "gpulet: none, time-slicing or mps for nvidia.com/gpu with --replicas N, without a config file "
 	    "(the file's sharing section otherwise)",
@@ -127,8 +151,9 @@ static const struct optspec_cli labels_cli_desc = {
 
 static const struct cmd_verb labels_verb = CMD_VERB(
     "labels", "[OPTIONS]", NULL, "gpulet labels --oneshot --config-file /config/config.yaml --output-file -",
-    .about = "Write GFD-compatible node labels (nvidia.com/gpu.product, gpu.count, mig.strategy, ...) to an NFD\n"
-	     "local feature file, atomically, every --sleep-interval; --oneshot writes once and exits. SIGHUP\n"
+    .about = "Write GFD-compatible node labels (nvidia.com/gpu.product, gpu.count, mig.strategy, ...) to NFD's\n"
+	     "NodeFeature object nvidia-features-for-NODE (in a pod, or with --kubeconfig), else to its local\n"
+	     "feature file, atomically, every --sleep-interval; --oneshot writes once and exits. SIGHUP\n"
 	     "reads the config file again. Precedence: flag > env var > config file > default.",
     .cli = &labels_cli_desc);
 
@@ -181,11 +206,13 @@ static int settle(struct labels_cli *c)
 			  "device_discovery_strategy=%s", enum_to_name(discovery_strategy_names, c->discovery, "?"));
 		return 1;
 	}
-	if (c->use_nfd_api)
-		log_warn(
-		    "--use-node-feature-api: gpulet has no Kubernetes API client; writing the NFD feature file instead "
-		    "(NFD's local source reads it)",
-		    "output=%s", c->output);
+	c->nfd = (struct nodefeature_options){.kubeconfig = c->kubeconfig,
+					      .env = &c->kenv,
+					      .qps = c->kube_qps,
+					      .burst = (int)c->kube_burst,
+					      .ns = c->namespace,
+					      .node_name = c->node_name,
+					      .pod_name = c->pod_name};
 	c->lo.timestamp = !c->no_timestamp;
 	c->lo.gpu_type = c->gpu_type;
 	c->lo.gpu_mig = c->gpu_mig;
@@ -196,8 +223,21 @@ static int settle(struct labels_cli *c)
 						.sleep_ns = c->sleep_ns,
 						.oneshot = c->oneshot,
 						.fail_on_init_error = c->fail_on_init_error,
-						.lo = c->lo};
+						.lo = c->lo,
+						.nfd = c->use_nfd_api ? &c->nfd : NULL};
 	return 0;
+}
+
+/* The NodeFeature client is made once, at start: a reload that changes it is refused. */
+static bool same_nfd(const struct labels_cli *a, const struct labels_cli *b)
+{
+	const struct nodefeature_options *x = a->run.nfd, *y = b->run.nfd;
+
+	if (!x || !y)
+		return !x && !y;
+	return streq(x->kubeconfig ?: "", y->kubeconfig ?: "") && x->qps == y->qps && x->burst == y->burst &&
+	       streq(x->ns ?: "", y->ns ?: "") && streq(x->node_name ?: "", y->node_name ?: "") &&
+	       streq(x->pod_name ?: "", y->pod_name ?: "");
 }
 
 static void labels_cli_free(struct labels_cli *c)
@@ -241,6 +281,10 @@ static int reload(void *data, struct gerr *err)
 		return r;
 	if (settle(n) != 0)
 		return gerr_set(err, EINVAL, "the options do not hold together any more (said above)");
+	if (!same_nfd(run->cli, n))
+		return gerr_set(err, EINVAL,
+				"--use-node-feature-api and its client settings are read at start: restart the pod "
+				"to change them");
 	labels_daemon_apply(run->d, &n->run);
 	labels_cli_free(run->cli);
 	run->cli = TAKE_PTR(n);

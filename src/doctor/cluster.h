@@ -113,6 +113,25 @@ bool cluster_operator_unlabelled(const struct doctor_ctx *c);
  * the driver and hands the device nodes over itself (no NVIDIA runtime, no CDI needed). */
 bool cluster_gke(struct doctor_ctx *c);
 
+/*
+ * The cluster's side from the API server (doctor/cluster_live.c), for what --pods, --node and --events do
+ * not give: this node, the pods bound to it with the GPU Operator's pod, the events of the pods here that do
+ * not run well. Called by doctor_run() after doctor_load_inputs(): o->api when the daemon follows them, else a client
+ * for this walk (c->api, closed with the walk); no API server configured (no kubeconfig, not in a pod): nothing. A
+ * failure is the finding input.api-failed, and the checks go on without those facts. -ENOMEM only.
+ */
+int doctor_api_load(struct doctor_ctx *c);
+/* The client (o->kubeconfig, else $KUBECONFIG, else the pod's account; -ENOENT: none) and, with follow,
+ * informers on this node, the pods bound to it and the Operator's pod (the doctor's server). */
+int doctor_api_open(const struct doctor_options *o, bool follow, struct doctor_api **ret, struct gerr *err);
+void doctor_api_close(struct doctor_api *a);
+DEFINE_CLEANUP_FUNC(struct doctor_api, doctor_api_close)
+/* The informers' eventfds, i < doctor_api_n_fds() (-1: none); after one was readable,
+ * doctor_api_changed() drains them: true when the node or a GPU pod changed (worth a walk). */
+size_t doctor_api_n_fds(void);
+int doctor_api_fd(const struct doctor_api *a, size_t i);
+bool doctor_api_changed(struct doctor_api *a);
+
 int doctor_check_inject(struct doctor_ctx *c);
 int doctor_check_plugin_pods(struct doctor_ctx *c);
 int doctor_check_cluster(struct doctor_ctx *c);

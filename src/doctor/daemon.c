@@ -15,7 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "doctor/cluster.h"
 #include "doctor/daemon.h"
+#include "doctor/html.h"
 #include "util/log.h"
 #include "util/loop.h"
 #include "util/macro.h"
@@ -44,6 +46,8 @@ struct published {
 	pthread_mutex_t lock;
 	char *text; /* the last walk's metrics; NULL until one walk ended */
 	size_t len;
+	char *html; /* the same walk as a page (doctor/html.h), served at / */
+	size_t html_len;
 };
 
 static double now_s(clockid_t clk)
@@ -59,14 +63,17 @@ static enum MHD_Result serve(void *ctx, struct httpd_req *rq, const char *url)
 	struct published *p = ctx;
 	enum MHD_Result r;
 
-	if (!streq(url, "/metrics") && !streq(url, "/healthz"))
-		return httpd_text(rq, streq(url, "/") ? MHD_HTTP_OK : MHD_HTTP_NOT_FOUND,
-				  "gpulet doctor: findings at /metrics, health at /healthz\n");
+	if (!streq(url, "/metrics") && !streq(url, "/healthz") && !streq(url, "/"))
+		return httpd_text(rq, MHD_HTTP_NOT_FOUND,
+				  "gpulet doctor: the verdict at /, findings at /metrics, health at /healthz\n");
 	pthread_mutex_lock(&p->lock);
 	if (!p->text)
 		r = httpd_text(rq, MHD_HTTP_SERVICE_UNAVAILABLE, "starting: the first walk of the chain is running\n");
 	else if (streq(url, "/healthz"))
 		r = httpd_text(rq, MHD_HTTP_OK, "ok\n");
+	else if (streq(url, "/"))
+		r = httpd_reply(rq, MHD_HTTP_OK, "text/html; charset=utf-8", p->html, p->html_len,
+				MHD_RESPMEM_MUST_COPY);
 	else
 		r = httpd_reply(rq, MHD_HTTP_OK, PROM_CONTENT_TYPE, p->text, p->len, MHD_RESPMEM_MUST_COPY);
 	pthread_mutex_unlock(&p->lock);
@@ -107,36 +114,67 @@ static void add_watches(int fd, const char *root)
 	}
 }
 
-/* One walk: run the checks, render, publish. The previous text stays when this walk runs out of memory. */
+/* The page of a walk: the node's name and when the walk ended (UTC). */
+static void render_page(const struct doctor_ctx *c, const struct doctor_run_info *ri, FILE *f)
+{
+	time_t at = (time_t)ri->finished_at;
+	char when[64] = "";
+	struct tm tm;
+
+	if (gmtime_r(&at, &tm))
+		strftime(when, sizeof(when), "walked %Y-%m-%d %H:%M:%S UTC", &tm);
+	doctor_render_html(c, &(struct doctor_html_page){.node = ri->node, .when = when}, NULL, 0, f);
+}
+
+/* Render one walk with fn into *ret (0, or -ENOMEM with *ret untouched). */
+static int render(const struct doctor_ctx *c, const struct doctor_run_info *ri,
+		  void (*fn)(const struct doctor_ctx *, const struct doctor_run_info *, FILE *), char **ret,
+		  size_t *ret_len)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return -ENOMEM;
+	fn(c, ri, f);
+	if (fclose(f) != 0) {
+		free(buf);
+		return -ENOMEM;
+	}
+	*ret = buf;
+	*ret_len = len;
+	return 0;
+}
+
+/* One walk: run the checks, render, publish. The previous texts stay when this walk runs out of memory. */
 static void walk(const struct doctor_options *o, struct doctor_run_info *ri, enum doctor_trigger t, struct published *p)
 {
 	struct doctor_ctx c = {0};
 	double t0 = now_s(CLOCK_MONOTONIC);
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
+	char *text = NULL, *html = NULL;
+	size_t len = 0, html_len = 0;
 	int r = doctor_run(&c, o);
 
 	ri->runs[t]++;
 	ri->duration_s = now_s(CLOCK_MONOTONIC) - t0;
 	ri->finished_at = now_s(CLOCK_REALTIME);
-	f = r < 0 ? NULL : open_memstream(&buf, &len);
-	if (!f) {
-		log_error("Doctor walk failed, serving the previous findings", "error=\"%s\"",
-			  strerror(r < 0 ? -r : ENOMEM));
-		doctor_ctx_done(&c);
-		return;
-	}
-	doctor_render_metrics(&c, ri, f);
-	if (fclose(f) != 0) {
-		free(buf);
+	if (r >= 0)
+		r = render(&c, ri, doctor_render_metrics, &text, &len);
+	if (r >= 0 && (r = render(&c, ri, render_page, &html, &html_len)) < 0)
+		free(text);
+	if (r < 0) {
+		log_error("Doctor walk failed, serving the previous findings", "error=\"%s\"", strerror(-r));
 		doctor_ctx_done(&c);
 		return;
 	}
 	pthread_mutex_lock(&p->lock);
 	free(p->text);
-	p->text = buf;
+	free(p->html);
+	p->text = text;
 	p->len = len;
+	p->html = html;
+	p->html_len = html_len;
 	pthread_mutex_unlock(&p->lock);
 	log_info("Walked the chain", "trigger=%s findings=%zu duration_ms=%.1f", doctor_trigger_names[t], c.n_findings,
 		 ri->duration_s * 1e3);
@@ -156,14 +194,18 @@ static bool drain(int fd)
 
 /* The daemon: what the loop's callbacks run with, owned here from start to stop. */
 struct doctor_server {
-	const struct doctor_options *o;
+	const struct doctor_options *o; /* the caller's, or opts below */
+	struct doctor_options opts;     /* the caller's with the API client that follows the cluster */
 	const struct doctor_serve_options *so;
 	struct published p;
 	struct web_endpoint *http;
 	struct loop *loop; /* SIGTERM/SIGINT, the node's changes (util/loop.h) */
 	int ifd;
 	struct doctor_run_info ri;
-	bool walked;                                 /* the first walk ran */
+	bool walked; /* the first walk ran */
+	/* the node, the pods bound to it and the Operator's pod, followed (doctor/cluster_live.c); NULL: a walk
+	 * asks for them, or reads none (no API server configured) */
+	struct doctor_api *api;
 	double next_interval, change_due, last_walk; /* CLOCK_MONOTONIC s; change_due 0: no change pending */
 };
 
@@ -211,7 +253,49 @@ static long long on_tick(void *data)
 	return ms_until(s->next_interval);
 }
 
+/* The node or a GPU pod on it changed in the API: walk again, as after a change on the node. */
+static int on_cluster(void *data)
+{
+	struct doctor_server *s = data;
+
+	if (doctor_api_changed(s->api)) {
+		double earliest = s->last_walk + s->so->delay_s;
+		double quiet = now_s(CLOCK_MONOTONIC) + s->so->delay_s;
+
+		if (s->walked)
+			s->change_due = quiet > earliest ? quiet : earliest;
+	}
+	return 0;
+}
+
 static const struct loop_ops serve_loop_ops = {.tick = on_tick};
+
+/* Follow the cluster's side where no file gives it; a client that cannot be made leaves each walk to ask
+ * (and say why in its findings). */
+static int follow_cluster(struct doctor_server *s)
+{
+	struct gerr err = {0};
+	int r;
+
+	if (s->o->pods_file && s->o->node_file && s->o->events_file)
+		return 0;
+	r = doctor_api_open(s->o, true, &s->api, &err);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0) {
+		log_warn("Cannot follow the cluster's side; each walk asks the API server", "error=\"%s\"", err.msg);
+		return r == -ENOMEM ? r : 0;
+	}
+	log_info("Following this node and its pods in the API server", NULL);
+	s->opts = *s->o;
+	s->opts.api = s->api;
+	s->o = &s->opts;
+	for (size_t i = 0; i < doctor_api_n_fds(); i++)
+		if (doctor_api_fd(s->api, i) >= 0 &&
+		    (r = loop_add_fd(s->loop, doctor_api_fd(s->api, i), on_cluster, s)) < 0)
+			return r;
+	return 0;
+}
 
 void doctor_serve_stop(struct doctor_server *s)
 {
@@ -219,9 +303,11 @@ void doctor_serve_stop(struct doctor_server *s)
 		return;
 	web_endpoint_stop(s->http); /* no scrape reads p after this */
 	loop_free(s->loop);
+	doctor_api_close(s->api);
 	if (s->ifd >= 0)
 		close(s->ifd);
 	free(s->p.text);
+	free(s->p.html);
 	pthread_mutex_destroy(&s->p.lock);
 	free(s);
 }
@@ -256,7 +342,7 @@ int doctor_serve_start(const struct doctor_options *o, const struct doctor_serve
 			 strerror(errno));
 	else
 		add_watches(s->ifd, doctor_root(o));
-	if (s->ifd >= 0 && (r = loop_add_fd(s->loop, s->ifd, on_change, s)) < 0) {
+	if ((s->ifd >= 0 && (r = loop_add_fd(s->loop, s->ifd, on_change, s)) < 0) || (r = follow_cluster(s)) < 0) {
 		doctor_serve_stop(s);
 		return gerr_set(err, -r, "%s", strerror(-r));
 	}

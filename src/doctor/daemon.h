@@ -3,7 +3,8 @@
  * gpulet doctor --serve-metrics: the doctor as a node daemon. It walks the chain at start, every
  * interval and shortly after a watched node path changes (device nodes, CDI dirs, containerd and
  * toolkit config, kubelet's device-plugin dir), and serves the findings of the last walk as
- * Prometheus metrics (gpulet_doctor_*, root cause first) with /healthz answering once one walk ended.
+ * Prometheus metrics (gpulet_doctor_*, root cause first) and as a page at / (doctor/html.h), with /healthz
+ * answering once one walk ended.
  */
 #pragma once
 

@@ -557,17 +557,30 @@ void doctor_skip(struct doctor_ctx *c, const char *fmt, ...)
 	va_end(ap);
 }
 
+static int run_checks(struct doctor_ctx *c, const struct doctor_check *checks, size_t n);
+
+/* The chain: the inputs, what the API server says where no file does (not for probe and versions, which
+ * never read the cluster: gpulet-probe stays free of the client), then the checks. */
 int doctor_run(struct doctor_ctx *c, const struct doctor_options *o)
 {
-	return doctor_run_table(c, o, doctor_checks, doctor_n_checks);
+	int r = doctor_load_inputs(c, o);
+
+	if (r >= 0)
+		r = doctor_api_load(c);
+	return r < 0 ? r : run_checks(c, doctor_checks, doctor_n_checks);
 }
 
 int doctor_run_table(struct doctor_ctx *c, const struct doctor_options *o, const struct doctor_check *checks, size_t n)
 {
 	int r = doctor_load_inputs(c, o);
 
-	if (r < 0)
-		return r;
+	return r < 0 ? r : run_checks(c, checks, n);
+}
+
+static int run_checks(struct doctor_ctx *c, const struct doctor_check *checks, size_t n)
+{
+	int r;
+
 	for (size_t k = 0; k < n; k++) {
 		const struct doctor_check *ch = &checks[k];
 		const struct doctor_finding *why = explaining(c, ch->requires);
@@ -620,6 +633,7 @@ void doctor_ctx_done(struct doctor_ctx *c)
 	json_decref(c->pods);
 	json_decref(c->node_obj);
 	json_decref(c->events);
+	doctor_api_close(c->api);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -660,7 +674,8 @@ bool doctor_only_valid(const char *sel)
 {
 	/* ids reported outside the check table: bad input files */
 	static const char *const input_ids[] = {"input.pods-invalid", "input.node-invalid",
-						"input.cuda-version-invalid", "input.events-invalid"};
+						"input.cuda-version-invalid", "input.events-invalid",
+						"input.api-failed"};
 	char *const one[] = {(char *)sel};
 
 	for (size_t k = 0; k < doctor_n_checks; k++)
@@ -728,31 +743,58 @@ json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_o
 	return doc;
 }
 
-/* The skipped checks that carry `key` ("explained_by" or "reason"), under one heading. */
-static void print_skipped(FILE *out, const struct doctor_ctx *c, const char *key, const char *heading,
-			  const char *arrow)
+size_t doctor_skipped_each(const struct doctor_ctx *c, const char *key, doctor_skipped_fn fn, void *userdata)
 {
-	bool first = true;
-	size_t i;
+	size_t i, n = 0;
 	json_t *s;
 
 	json_array_foreach (c->skipped, i, s) {
 		const char *v = json_string_value(json_object_get(s, key));
 
-		if (!v)
-			continue;
-		if (first)
-			fprintf(out, "\n  %s\n", heading);
-		first = false;
-		fprintf(out, "    %-10s (%s) %s %s\n", json_string_value(json_object_get(s, "check")),
-			json_string_value(json_object_get(s, "ids")), arrow, v);
+		if (v)
+			fn(userdata, n++, json_string_value(json_object_get(s, "check")),
+			   json_string_value(json_object_get(s, "ids")), v);
 	}
+	return n;
+}
+
+struct skipped_text {
+	FILE *out;
+	const char *heading, *arrow;
+};
+
+static void print_one_skipped(void *userdata, size_t k, const char *check, const char *ids, const char *value)
+{
+	const struct skipped_text *t = userdata;
+
+	if (k == 0)
+		fprintf(t->out, "\n  %s\n", t->heading);
+	fprintf(t->out, "    %-10s (%s) %s %s\n", check, ids, t->arrow, value);
+}
+
+/* The skipped checks that carry `key` ("explained_by" or "reason"), under one heading. */
+static void print_skipped(FILE *out, const struct doctor_ctx *c, const char *key, const char *heading,
+			  const char *arrow)
+{
+	struct skipped_text t = {out, heading, arrow};
+
+	doctor_skipped_each(c, key, print_one_skipped, &t);
+}
+
+const struct doctor_finding *doctor_root_cause(const struct doctor_ctx *c, char *const *only, size_t n_only)
+{
+	for (int l = 0; l < _LINK_MAX; l++)
+		for (size_t k = 0; k < c->n_findings; k++)
+			if ((int)c->findings[k].link == l && c->findings[k].severity == DOCTOR_FAIL &&
+			    doctor_finding_shown(c, &c->findings[k], only, n_only))
+				return &c->findings[k];
+	return NULL;
 }
 
 /* The readable report: grouped by link in chain order, the first failure named as the root cause. */
 void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size_t n_only)
 {
-	const struct doctor_finding *root_cause = NULL;
+	const struct doctor_finding *root_cause = doctor_root_cause(c, only, n_only);
 	size_t n_fail = 0, n_warn = 0, n_ok = 0;
 
 	for (int l = 0; l < _LINK_MAX; l++)
@@ -768,13 +810,10 @@ void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size
 					fprintf(out, "                  note: %s\n", f->evidence[e]);
 				continue;
 			}
-			if (f->severity == DOCTOR_FAIL) {
+			if (f->severity == DOCTOR_FAIL)
 				n_fail++;
-				if (!root_cause)
-					root_cause = f;
-			} else {
+			else
 				n_warn++;
-			}
 			fprintf(out, "  %-9s %-5s %s: %s\n", doctor_link_name(f->link),
 				f->severity == DOCTOR_FAIL ? "FAIL" : "WARN", f->id, f->summary);
 			for (size_t e = 0; e < f->n_evidence; e++)

@@ -57,6 +57,9 @@ struct doctor_finding {
 	char *run_here;
 };
 
+struct doctor_api;
+struct kapi_env;
+
 struct doctor_options {
 	/* --root, --driver-root and --nvml-library as the verb resolved them (util/hostpaths.h); NULL: this host
 	 * ("/"), NVML searched where the system has it */
@@ -70,8 +73,13 @@ struct doctor_options {
 	const char *containerd_config;     /* path of config.toml on the host */
 	unsigned runtime_uid, runtime_gid; /* user containerd runs as (rootless containerd: not 0) */
 	bool live;                         /* root is the running node: its sockets answer (implied by "/") */
-	const char *cuda_library;          /* probe: libcuda to dlopen, "libcuda.so.1" by default */
-	const char *visible_devices;       /* probe: NVIDIA_VISIBLE_DEVICES as the runtime set it, or NULL */
+	/* the cluster's side from the API server (doctor/cluster_live.c) where no file gives it */
+	const char *kubeconfig;      /* --kubeconfig or $KUBECONFIG; NULL: in a pod its service account */
+	const struct kapi_env *kenv; /* in a pod: where the API server is (borrowed) */
+	const char *node_name;       /* --node-name / NODE_NAME: this node in the API; NULL: the node's host name */
+	struct doctor_api *api;      /* the server's client following them; NULL: a request per walk */
+	const char *cuda_library;    /* probe: libcuda to dlopen, "libcuda.so.1" by default */
+	const char *visible_devices; /* probe: NVIDIA_VISIBLE_DEVICES as the runtime set it, or NULL */
 };
 
 struct toml;
@@ -121,7 +129,8 @@ struct doctor_ctx {
 	/* cluster facts from --pods / --node */
 	json_t *pods; /* array of Pod objects, NULL when not given */
 	json_t *node_obj;
-	json_t *events; /* --events, loaded by the cluster check (doctor/cluster.h) */
+	json_t *events;         /* --events, loaded by the cluster check (doctor/cluster.h) */
+	struct doctor_api *api; /* this walk's own API client (doctor_api_load), NULL: none or o->api */
 	/* this node's name in --pods: --node's, else ROOT/etc/hostname when pods run there (doctor/cluster.h) */
 	char node_name[256];
 	bool node_name_done;
@@ -321,6 +330,15 @@ void doctor_skip(struct doctor_ctx *c, const char *fmt, ...) _printf_(2, 3);
 
 /* {"findings":[...], "skipped":[...]}; only ids in only[] (prefix match, "cdi." or exact) when given. */
 json_t *doctor_to_json(const struct doctor_ctx *c, char *const *only, size_t n_only);
+/*
+ * The checks not run that carry key ("explained_by": the finding that explains them, or "reason": why not
+ * here), in order: fn gets the k-th one's check name, finding ids and that value. Returns how many.
+ */
+typedef void (*doctor_skipped_fn)(void *userdata, size_t k, const char *check, const char *ids, const char *value);
+size_t doctor_skipped_each(const struct doctor_ctx *c, const char *key, doctor_skipped_fn fn, void *userdata);
+/* The root cause: the first failure in chain order among the findings shown (doctor_finding_shown); NULL when
+ * none fails. */
+const struct doctor_finding *doctor_root_cause(const struct doctor_ctx *c, char *const *only, size_t n_only);
 /* Readable report on out (cmd/ passes stdout), grouped by link in chain order; names the first failure as root cause.
  */
 void doctor_print(FILE *out, const struct doctor_ctx *c, char *const *only, size_t n_only);

@@ -20,6 +20,7 @@
 struct dra_checkpoint {
 	char *path;
 	json_t *doc;
+	unsigned long saves;
 };
 
 bool dra_claim_completed(const json_t *rec)
@@ -160,7 +161,13 @@ int dra_checkpoint_save(struct dra_checkpoint *cp, struct gerr *err)
 
 	if (!text)
 		return gerr_set(err, ENOMEM, "out of memory");
+	cp->saves++;
 	return write_file_atomic(cp->path, text, strlen(text), 0600, err);
+}
+
+unsigned long dra_checkpoint_saves(const struct dra_checkpoint *cp)
+{
+	return cp->saves;
 }
 
 json_t *dra_checkpoint_claims(const struct dra_checkpoint *cp)

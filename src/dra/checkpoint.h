@@ -46,6 +46,8 @@ DEFINE_CLEANUP_FUNC(struct dra_checkpoint, dra_checkpoint_free)
 
 /* Write it now (atomically). */
 int dra_checkpoint_save(struct dra_checkpoint *cp, struct gerr *err);
+/* How many writes were tried since it was opened (each one an fsync'd file and rename). */
+unsigned long dra_checkpoint_saves(const struct dra_checkpoint *cp);
 
 /* The record of uid (borrowed; NULL when none), every record (an object uid -> record, borrowed). */
 json_t *dra_checkpoint_claim(const struct dra_checkpoint *cp, const char *uid);

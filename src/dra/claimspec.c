@@ -81,6 +81,15 @@ static json_t *claim_device(const json_t *all, const struct dra_spec_device *d, 
 	return NULL;
 }
 
+/* What the generator said about uuid when it left it out (a missing device node names its path). */
+static const char *why_left_out(const struct warnings *w, const char *uuid)
+{
+	for (size_t i = 0; i < w->n; i++)
+		if (strstr(w->items[i], uuid))
+			return w->items[i];
+	return "its device node is missing under the dev root, or the GPU is lost";
+}
+
 static char *spec_dir(const struct dra_cdi_options *o)
 {
 	return root_path(o->host->root, o->cdi_root);
@@ -91,6 +100,7 @@ int dra_cdi_write(const struct node *n, const struct dra_cdi_options *o, const c
 {
 	struct cdi_gen_options g = CDI_GEN_OPTIONS_INIT;
 	struct cdi_hook_options hooks = {.path = o->hook_path};
+	_cleanup_(warnings_clear) struct warnings warned = {0};
 	_cleanup_free_ char *vendor = NULL, *dir = NULL;
 	json_auto_t *spec = NULL, *mine = json_array();
 	char file[320];
@@ -106,17 +116,15 @@ int dra_cdi_write(const struct node *n, const struct dra_cdi_options *o, const c
 	g.names = CDI_NAMES_UUID;
 	g.no_all_device = true;
 	g.hooks = &hooks;
+	g.warnings = &warned;
 	if ((r = cdi_generate(n, &g, &spec, err)) < 0)
 		return r;
 	for (size_t i = 0; i < n_devs; i++) {
 		json_t *dev = claim_device(json_object_get(spec, "devices"), &devs[i], uid);
 
 		if (!dev)
-			return gerr_set(
-			    err, ENODEV,
-			    "device %s (%s) is not in the node's CDI spec: its device node is missing under "
-			    "the dev root, or the GPU is lost",
-			    devs[i].name, devs[i].uuid);
+			return gerr_set(err, ENODEV, "device %s (%s) is not in the node's CDI spec: %s", devs[i].name,
+					devs[i].uuid, why_left_out(&warned, devs[i].uuid));
 		if (json_array_append_new(mine, dev) < 0)
 			return gerr_set(err, ENOMEM, "out of memory");
 	}

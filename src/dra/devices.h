@@ -26,7 +26,17 @@ struct dra_device {
 	const struct node_gpu *gpu; /* the GPU, or the MIG device's parent */
 	const struct node_mig *mig; /* NULL for a whole GPU */
 	char pcie_root[64];         /* resource.kubernetes.io/pcieRoot ("pci0000:00"), "" when sysfs does not say */
+	/* health as the watcher last said (dra_devices_set_health()); a new device starts healthy */
+	bool unhealthy;
+	const char *taint_key; /* DRA_TAINT_XID or DRA_TAINT_LOST when unhealthy */
+	char taint_value[16];  /* the XID number, "" for none */
+	char health_reason[256];
+	long long health_since; /* Unix seconds of the last change, 0: never changed */
 };
+
+/* NVIDIA's taint keys for an unhealthy device (docs/reference/dra.md §12.2), under the driver's name. */
+#define DRA_TAINT_XID  "xid"
+#define DRA_TAINT_LOST "gpu-lost"
 
 /* The published devices of one node snapshot (pointers into it: it must outlive them). */
 struct dra_devices {
@@ -48,6 +58,15 @@ const struct dra_device *dra_devices_find(const struct dra_devices *d, const cha
 /* The device's NVML UUID (GPU-... or MIG-...). */
 const char *dra_device_uuid(const struct dra_device *d);
 
+/*
+ * The watcher's word on GPU uuid: gi < 0 the GPU and all its MIG devices, else MIG devices of GPU instance
+ * gi (ci < 0: each of its compute instances), as dra_device_matches() says. taint_key and value say why for a taint
+ * (key NULL: the kind's default), reason in words. Returns how many devices changed state.
+ */
+bool dra_device_matches(const struct dra_device *v, const char *uuid, int gi, int ci);
+size_t dra_devices_set_health(struct dra_devices *d, const char *uuid, int gi, int ci, bool healthy,
+			      const char *taint_key, const char *taint_value, const char *reason, long long now);
+
 /* "pci0000:00" for bus id "0000:07:00.0" from <root>/sys/bus/pci/devices, as k8s' deviceattribute. */
 int dra_pcie_root(const char *root, const char *bus_id, char *buf, size_t size);
 
@@ -56,13 +75,20 @@ struct dra_slice_options {
 	const char *node_name; /* the pool's name and spec.nodeName */
 	const char *node_uid;  /* the Node's uid for the owner reference; NULL: none (not known yet) */
 	int64_t generation;    /* the pool's generation */
+	/*
+	 * An unhealthy device: false, left out of the pool (the scheduler cannot pick it); true, published
+	 * with a NoSchedule taint <driver>/<taint_key>=<value> (NVIDIA's NVMLDeviceHealthCheck; the API
+	 * server keeps taints only with its DRADeviceTaints gate on).
+	 */
+	bool taints;
+	bool withhold; /* publish the pool without devices (the device plugin advertises this node's GPUs) */
 };
 
 /*
  * The ResourceSlice objects (resource.k8s.io/v1) of the node's one pool: at most 128 devices each
  * (resourceSliceCount says how many), generateName "<node>-<driver>-", owned by the Node when its uid is
- * known. *ret is a new JSON array. A device the API would refuse (more than 32 attributes and
- * capacities) is -EINVAL with err naming it.
+ * known; unhealthy devices as taints says. *ret is a new JSON array. A device the API would refuse (more than 32
+ * attributes and capacities) is -EINVAL with err naming it.
  */
 int dra_slices_build(const struct dra_devices *d, const struct dra_slice_options *o, json_t **ret, struct gerr *err);
 

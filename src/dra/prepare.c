@@ -220,8 +220,26 @@ static int apply_groups(struct dra_prep *p, const struct dra_claim *cl, json_t *
 		if (r < 0)
 			return gerr_prefix(err, "%s sharing (%s): ", dra_strategy_name(cl->groups[g].sharing.strategy),
 					   cl->groups[g].source);
-		if ((r = dra_checkpoint_save(p->cp, err)) < 0)
+		/* on disk before the next group: a crash from here undoes what this one did (a group
+		 * without sharing did nothing to undo, and costs no write) */
+		if (cl->groups[g].sharing.strategy != DRA_SHARE_NONE && (r = dra_checkpoint_save(p->cp, err)) < 0)
 			return r;
+	}
+	return 0;
+}
+
+/* A device the health watcher calls unhealthy is not handed to a new claim (admin access aside). */
+static int check_healthy(const struct dra_prep *p, const struct dra_claim *cl, struct gerr *err)
+{
+	for (size_t i = 0; i < cl->n_results; i++) {
+		const struct dra_device *d = dra_devices_find(p->devices, cl->results[i].device);
+
+		if (d && d->unhealthy && !cl->results[i].admin)
+			return gerr_set(err, EIO,
+					"device %s (%s) is unhealthy: %s; kubelet tries again, and it is prepared once "
+					"the GPU recovers",
+					d->name, dra_device_uuid(d),
+					d->health_reason[0] ? d->health_reason : "no reason given");
 	}
 	return 0;
 }
@@ -231,7 +249,7 @@ static int prepare_fresh(struct dra_prep *p, const struct dra_claim *cl, json_t 
 	json_t *rec;
 	int r;
 
-	if ((r = check_overlap(p, cl, err)) < 0)
+	if ((r = check_healthy(p, cl, err)) < 0 || (r = check_overlap(p, cl, err)) < 0)
 		return r;
 	if (!(rec = new_record(p, cl, err)))
 		return -ENOMEM;
@@ -311,6 +329,46 @@ size_t dra_prepare_cleanup(struct dra_prep *p, void (*said)(void *data, const ch
 		n += r >= 0;
 		if (said)
 			said(data, json_string_value(u), r, err.msg);
+	}
+	return n;
+}
+
+/* The UUIDs of a record's group g, sorted as dra_share_apply() got them. */
+static size_t record_group_uuids(const json_t *rec, size_t g, const char **out, size_t max)
+{
+	size_t n = 0, i;
+	json_t *d;
+
+	json_array_foreach (json_object_get(rec, "devices"), i, d)
+		if ((size_t)json_integer_value(json_object_get(d, "group")) == g && n < max &&
+		    json_string_value(json_object_get(d, "uuid")))
+			out[n++] = json_string_value(json_object_get(d, "uuid"));
+	qsort(out, n, sizeof(*out), cmp_str);
+	return n;
+}
+
+size_t dra_prepare_revive(struct dra_prep *p, void (*said)(void *data, const char *uid, int r, const char *msg),
+			  void *data)
+{
+	const char *uid;
+	json_t *rec;
+	size_t n = 0;
+
+	json_object_foreach (dra_checkpoint_claims(p->cp), uid, rec) {
+		const json_t *groups = json_object_get(rec, "groups");
+
+		if (!dra_claim_completed(rec))
+			continue;
+		for (size_t g = 0; g < json_array_size(groups); g++) {
+			const char *uuids[64];
+			size_t k = record_group_uuids(rec, g, uuids, ELEMENTSOF(uuids));
+			struct gerr err = {0};
+			int r = dra_share_revive(&p->share, json_array_get(groups, g), uuids, k, &err);
+
+			n += r > 0;
+			if (r != 0 && said)
+				said(data, uid, r, err.msg);
+		}
 	}
 	return n;
 }

@@ -43,5 +43,13 @@ int dra_unprepare(struct dra_prep *p, const char *uid, struct gerr *err);
 size_t dra_prepare_cleanup(struct dra_prep *p, void (*said)(void *data, const char *uid, int r, const char *msg),
 			   void *data);
 
+/*
+ * The MPS control daemons of prepared claims that died (a restart of the plugin's container, an OOM
+ * kill) started again with their limits: their pods keep the pipe dir they were given. said() hears
+ * each one started (r > 0) or that could not be (r < 0). Returns the number started.
+ */
+size_t dra_prepare_revive(struct dra_prep *p, void (*said)(void *data, const char *uid, int r, const char *msg),
+			  void *data);
+
 /* A claim uid as kubelet sends it: what may name a file (letters, digits, '-', 1 to 64). */
 bool dra_uid_valid(const char *uid);

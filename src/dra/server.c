@@ -14,6 +14,7 @@
 
 #include "dra.pb-c.h"
 #include "dra/server.h"
+#include "dra_health.pb-c.h"
 #include "kube/gsrv.h"
 #include "pluginregistration.pb-c.h"
 
@@ -32,19 +33,21 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim Claim;
 
 /* kubelet's constants: pluginregistration v1 DRAPlugin; dra v1 and v1beta1 DRAPluginService */
 #define PLUGIN_TYPE "DRAPlugin"
-const char *const dra_services[] = {"v1.DRAPlugin", "v1beta1.DRAPlugin", NULL};
+const char *const dra_services[] = {"v1.DRAPlugin", "v1beta1.DRAPlugin", "v1alpha1.DRAResourceHealth", NULL};
 
 enum { M_GET_INFO, M_NOTIFY };
 static const struct gsrv_method reg_methods[] = {
     [M_GET_INFO] = {"/pluginregistration.Registration/GetInfo", false},
     [M_NOTIFY] = {"/pluginregistration.Registration/NotifyRegistrationStatus", false},
 };
-enum { M_PREPARE, M_UNPREPARE, M_PREPARE_B1, M_UNPREPARE_B1 };
+enum { M_PREPARE, M_UNPREPARE, M_PREPARE_B1, M_UNPREPARE_B1, M_WATCH_HEALTH };
 static const struct gsrv_method dra_methods[] = {
     [M_PREPARE] = {"/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources", false},
     [M_UNPREPARE] = {"/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources", false},
     [M_PREPARE_B1] = {"/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodePrepareResources", false},
     [M_UNPREPARE_B1] = {"/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodeUnprepareResources", false},
+    /* kubelet/pkg/apis/dra-health/v1alpha1/api.proto: package v1alpha1 (docs/reference/dra.md §3.3) */
+    [M_WATCH_HEALTH] = {"/v1alpha1.DRAResourceHealth/NodeWatchResources", true},
 };
 
 struct dra_server {
@@ -52,6 +55,7 @@ struct dra_server {
 	const struct dra_server_ops *ops;
 	void *data;
 	struct gsrv_group *g;
+	struct gsrv *dra; /* dra.sock: the health stream's server */
 	bool grpc_up;
 };
 
@@ -80,7 +84,7 @@ static int reg_unary(void *data, unsigned method, const uint8_t *in, size_t inle
 		info.name = (char *)s->o.driver;
 		info.endpoint = (char *)s->o.endpoint;
 		info.supported_versions = (char **)dra_services;
-		info.n_supported_versions = 2;
+		info.n_supported_versions = s->ops->health ? 3 : 2;
 		return pack(&info.base, out, outlen, err);
 	}
 	Pluginregistration__RegistrationStatus *st = pluginregistration__registration_status__unpack(NULL, inlen, in);
@@ -252,10 +256,42 @@ static int dra_unary(void *data, unsigned method, const uint8_t *in, size_t inle
 	return unprepare(s, in, inlen, out, outlen, err);
 }
 
+/* NodeWatchResourcesResponse: every device with its health (kubelet takes each message as the full list). */
+static int health_snapshot(void *data, unsigned method, uint8_t **out, size_t *outlen)
+{
+	struct dra_server *s = data;
+	json_auto_t *list = s->ops->health ? s->ops->health(s->data) : json_array();
+	size_t n = json_array_size(list), i;
+	V1alpha1__NodeWatchResourcesResponse resp = V1ALPHA1__NODE_WATCH_RESOURCES_RESPONSE__INIT;
+	_cleanup_free_ V1alpha1__DeviceHealth *dh = calloc(n + 1, sizeof(*dh));
+	_cleanup_free_ V1alpha1__DeviceIdentifier *id = calloc(n + 1, sizeof(*id));
+	_cleanup_free_ V1alpha1__DeviceHealth **ptrs = calloc(n + 1, sizeof(*ptrs));
+	json_t *d;
+
+	(void)method;
+	if (!list || !dh || !id || !ptrs)
+		return -ENOMEM;
+	json_array_foreach (list, i, d) {
+		v1alpha1__device_identifier__init(&id[i]);
+		v1alpha1__device_health__init(&dh[i]);
+		id[i].pool_name = (char *)json_string_value(json_object_get(d, "pool"));
+		id[i].device_name = (char *)json_string_value(json_object_get(d, "device"));
+		dh[i].device = &id[i];
+		dh[i].health = json_is_true(json_object_get(d, "healthy")) ? V1ALPHA1__HEALTH_STATUS__HEALTHY
+									   : V1ALPHA1__HEALTH_STATUS__UNHEALTHY;
+		dh[i].last_updated_time = json_integer_value(json_object_get(d, "since"));
+		ptrs[i] = &dh[i];
+	}
+	resp.devices = ptrs;
+	resp.n_devices = n;
+	return pack(&resp.base, out, outlen, NULL);
+}
+
 int dra_server_start(const struct dra_server_options *o, const struct dra_server_ops *ops, void *data,
 		     struct dra_server **ret, struct gerr *err)
 {
-	static const struct gsrv_handler reg_h = {.unary = reg_unary}, dra_h = {.unary = dra_unary};
+	static const struct gsrv_handler reg_h = {.unary = reg_unary},
+					 dra_h = {.unary = dra_unary, .snapshot = health_snapshot};
 	struct dra_server *s = calloc(1, sizeof(*s));
 	int r;
 
@@ -268,7 +304,7 @@ int dra_server_start(const struct dra_server_options *o, const struct dra_server
 	s->grpc_up = true;
 	/* the DRA service first: kubelet dials it as soon as it reads the registration socket */
 	if ((r = gsrv_group_new(&s->g, err)) < 0 ||
-	    (r = gsrv_add(s->g, o->dra_socket, dra_methods, ELEMENTSOF(dra_methods), &dra_h, s, NULL, err)) < 0 ||
+	    (r = gsrv_add(s->g, o->dra_socket, dra_methods, ELEMENTSOF(dra_methods), &dra_h, s, &s->dra, err)) < 0 ||
 	    (r = gsrv_add(s->g, o->reg_socket, reg_methods, ELEMENTSOF(reg_methods), &reg_h, s, NULL, err)) < 0 ||
 	    (r = gsrv_group_run(s->g, err)) < 0) {
 		dra_server_stop(s, 0);
@@ -287,4 +323,22 @@ void dra_server_stop(struct dra_server *s, int grace_ms)
 	if (s->grpc_up)
 		grpc_shutdown();
 	free(s);
+}
+
+void dra_server_lock(struct dra_server *s)
+{
+	if (s && s->g)
+		gsrv_lock(s->g);
+}
+
+void dra_server_unlock(struct dra_server *s)
+{
+	if (s && s->g)
+		gsrv_unlock(s->g);
+}
+
+void dra_server_health_changed(struct dra_server *s)
+{
+	if (s && s->dra)
+		gsrv_notify(s->dra);
 }

@@ -19,6 +19,9 @@
 #include "util/fileio.h"
 
 #define MPS_PIPE_IN_CONTAINER "/tmp/nvidia-mps" /* NVIDIA's GetCDIContainerEdits() */
+/* the longest pipe dir the real 535 control daemon takes: its socket control_privileged must fit
+ * sun_path (108 bytes); seen with longer dirs: `-d` exits 1 without a word (docs/reference/dra.md §6.3) */
+#define MPS_PIPE_DIR_MAX 88
 
 /* A host tool: the host's own dirs, then the driver root's (never $PATH). */
 static char *find_tool(const struct dra_share_env *e, const char *name)
@@ -148,20 +151,92 @@ static int limits(const struct dra_sharing *s, const char *const *devs, size_t n
 	return 0;
 }
 
-static int mps_apply(const struct dra_share_env *e, const char *id, const struct dra_sharing *s,
-		     const char *const *gpus, size_t n_gpus, const char *const *devs, size_t n_devs, json_t *done,
-		     struct gerr *err)
+/* "a,b,c": CUDA_VISIBLE_DEVICES of the group's devices in the order their limits name them. */
+static char *visible_of(const char *const *devs, size_t n)
 {
-	_cleanup_free_ char *root = mps_root(e), *bin = find_tool(e, MPS_CONTROL_BIN), *smi = NULL, *shm = NULL;
-	_cleanup_free_ char *visible = NULL;
-	json_t *switched = json_array();
-	struct mps_limits lim;
-	char out[256], opts[80];
-	size_t done_n = 0, len = 0;
+	size_t len = 1;
+	char *v;
+
+	for (size_t i = 0; i < n; i++)
+		len += strlen(devs[i]) + 1;
+	if (!(v = calloc(len, 1)))
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		strcat(strcat(v, i ? "," : ""), devs[i]);
+	return v;
+}
+
+/* Start the group's control daemon with its limits and wait until it answers. */
+static int launch(const char *bin, const char *root, const char *id, const char *const *devs, size_t n,
+		  const struct mps_limits *lim, int thread_pct, const char *shm, json_t *done, struct gerr *err)
+{
+	_cleanup_free_ char *visible = visible_of(devs, n);
+	char out[256];
 	int r;
 
-	if (!root || !switched || json_object_set_new(done, "id", json_string(id)) < 0 ||
-	    json_object_set_new(done, "gpus", switched) < 0 || asprintf(&shm, "%s/%s/shm", root, id) < 0)
+	if (!visible)
+		return gerr_set(err, ENOMEM, "out of memory");
+	r = mps_start_control(bin, root, id, visible, shm, err);
+	if (r == -EALREADY) { /* one of an attempt that died half-way: this claim's, so ours to stop */
+		(void)mps_control(bin, root, id, "quit", out, sizeof(out), NULL);
+		usleep(200 * 1000);
+		r = mps_start_control(bin, root, id, visible, shm, err);
+	}
+	if (r < 0)
+		return r;
+	if (done)
+		json_object_set_new(done, "started", json_true());
+	if ((r = mps_set_limits(bin, root, id, lim, err)) < 0)
+		return r;
+	if (thread_pct == 0 && /* 0 is a valid percentage, and mps_limits' "unset" */
+	    (r = mps_control(bin, root, id, "set_default_active_thread_percentage 0", out, sizeof(out), err)) < 0)
+		return r;
+	/* ready: it answers (NVIDIA waits for its Deployment's pod to be Ready) */
+	return mps_control(bin, root, id, MPS_QUERY, out, sizeof(out), err);
+}
+
+/*
+ * A new dir under the MPS root for one control daemon, named by the smallest free number: short, as
+ * the daemon's sockets in <dir>/pipe must fit a unix socket's 108 bytes (the real 535 control
+ * daemon refuses a pipe dir longer than 88 characters, docs/reference/dra.md §6.3), and unique
+ * (mkdir is the claim on the name).
+ */
+static int mps_new_dir(const char *root, char *id, size_t size, struct gerr *err)
+{
+	char dir[PATH_MAX];
+	int r;
+
+	if ((r = mkdir_p(root, 0755)) < 0)
+		return gerr_set(err, -r, "cannot create the MPS root %s: %s", root, strerror(-r));
+	for (unsigned k = 0; k < 100000; k++) {
+		snprintf(id, size, "%u", k);
+		if (snprintf(dir, sizeof(dir), "%s/%s", root, id) >= (int)sizeof(dir))
+			return gerr_set(err, ENAMETOOLONG, "MPS root %s: path too long", root);
+		if (strlen(dir) + strlen("/pipe") > MPS_PIPE_DIR_MAX)
+			return gerr_set(
+			    err, ENAMETOOLONG,
+			    "the MPS pipe dir %s/pipe would be longer than the %d characters NVIDIA's control "
+			    "daemon takes: use a shorter --kubelet-plugins-directory-path",
+			    dir, MPS_PIPE_DIR_MAX);
+		if (mkdir(dir, 0755) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return gerr_set(err, errno, "cannot create %s: %s", dir, strerror(errno));
+	}
+	return gerr_set(err, ENOSPC, "no free MPS dir under %s", root);
+}
+
+static int mps_apply(const struct dra_share_env *e, const struct dra_sharing *s, const char *const *gpus, size_t n_gpus,
+		     const char *const *devs, size_t n_devs, json_t *done, struct gerr *err)
+{
+	_cleanup_free_ char *root = mps_root(e), *bin = find_tool(e, MPS_CONTROL_BIN), *smi = NULL, *shm = NULL;
+	json_t *switched = json_array();
+	struct mps_limits lim;
+	char opts[80], id[16];
+	size_t done_n = 0;
+	int r;
+
+	if (!root || !switched || json_object_set_new(done, "gpus", switched) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
 	if (!bin)
 		return gerr_set(
@@ -169,6 +244,11 @@ static int mps_apply(const struct dra_share_env *e, const char *id, const struct
 		    "%s not found in /usr/bin, /usr/sbin, /usr/local/bin or /bin under the root or the driver "
 		    "root: MPS sharing needs it",
 		    MPS_CONTROL_BIN);
+	if ((r = mps_new_dir(root, id, sizeof(id), err)) < 0)
+		return r;
+	/* recorded at once: undo removes the dir whatever fails after */
+	if (json_object_set_new(done, "id", json_string(id)) < 0 || asprintf(&shm, "%s/%s/shm", root, id) < 0)
+		return gerr_set(err, ENOMEM, "out of memory");
 	if ((r = limits(s, devs, n_devs, &lim, done, err)) < 0)
 		return r;
 	if ((r = mps_mount_tmpfs(e->root, shm, opts, sizeof(opts), err)) < 0)
@@ -182,28 +262,41 @@ static int mps_apply(const struct dra_share_env *e, const char *id, const struct
 		push(switched, gpus[i]);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < n_devs; i++)
-		len += strlen(devs[i]) + 1;
-	if (!(visible = calloc(len + 1, 1)))
+	return launch(bin, root, id, devs, n_devs, &lim, s->thread_pct, shm, done, err);
+}
+
+int dra_share_revive(const struct dra_share_env *e, const json_t *done, const char *const *devs, size_t n,
+		     struct gerr *err)
+{
+	const char *id = json_string_value(json_object_get(done, "id"));
+	const json_t *pinned = json_object_get(done, "pinnedMiB"), *pct = json_object_get(done, "threadPercentage");
+	_cleanup_free_ char *root = mps_root(e), *bin = find_tool(e, MPS_CONTROL_BIN), *shm = NULL;
+	struct mps_limits lim = {0};
+	char out[256];
+	int r;
+
+	if (!json_is_true(json_object_get(done, "started")) || !id)
+		return 0; /* not MPS, or it never ran: nothing to keep running */
+	if (!root || asprintf(&shm, "%s/%s/shm", root, id) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
-	for (size_t i = 0; i < n_devs; i++)
-		strcat(strcat(visible, i ? "," : ""), devs[i]);
-	r = mps_start_control(bin, root, id, visible, shm, err);
-	if (r == -EALREADY) { /* one of an attempt that died half-way: this claim's, so ours to stop */
-		(void)mps_control(bin, root, id, "quit", out, sizeof(out), NULL);
-		usleep(200 * 1000);
-		r = mps_start_control(bin, root, id, visible, shm, err);
+	if (!bin)
+		return gerr_set(err, ENOENT, "%s not found: the MPS control daemon %s cannot be started again",
+				MPS_CONTROL_BIN, id);
+	if (mps_control(bin, root, id, MPS_QUERY, out, sizeof(out), NULL) == 0)
+		return 0;
+	if (n > ELEMENTSOF(lim.gpus))
+		return gerr_set(err, E2BIG, "more than %zu devices share one MPS daemon", ELEMENTSOF(lim.gpus));
+	/* the limits it had: the record's, by the same ordinals */
+	lim.thread_percentage = json_integer_value(pct) > 0 ? (unsigned)json_integer_value(pct) : 0;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(lim.gpus[i].device, sizeof(lim.gpus[i].device), "%zu", i);
+		snprintf(lim.gpus[i].uuid, sizeof(lim.gpus[i].uuid), "%s", devs[i]);
+		lim.gpus[i].pinned_mib = (uint64_t)json_integer_value(json_object_get(pinned, devs[i]));
 	}
-	if (r < 0)
-		return r;
-	json_object_set_new(done, "started", json_true());
-	if ((r = mps_set_limits(bin, root, id, &lim, err)) < 0)
-		return r;
-	if (s->thread_pct == 0 && /* 0 is a valid percentage, and mps_limits' "unset" */
-	    (r = mps_control(bin, root, id, "set_default_active_thread_percentage 0", out, sizeof(out), err)) < 0)
-		return r;
-	/* ready: it answers (NVIDIA waits for its Deployment's pod to be Ready) */
-	return mps_control(bin, root, id, MPS_QUERY, out, sizeof(out), err);
+	lim.n_gpus = n;
+	r = launch(bin, root, id, devs, n, &lim, json_is_integer(pct) ? (int)json_integer_value(pct) : -1,
+		   access(shm, F_OK) == 0 ? shm : NULL, NULL, err);
+	return r < 0 ? r : 1;
 }
 
 static int mps_undo(const struct dra_share_env *e, const json_t *done, struct gerr *err)
@@ -256,18 +349,18 @@ int dra_share_apply(const struct dra_share_env *e, const char *uid, size_t g, co
 		    const char *const *gpus, size_t n_gpus, const char *const *devs, size_t n_devs, json_t **ret_done,
 		    struct gerr *err)
 {
-	json_t *done = json_pack("{s:s}", "strategy", dra_strategy_name(s->strategy));
-	char id[96];
+	/* the claim and group it was done for: for whoever reads the checkpoint */
+	json_t *done = json_pack("{s:s, s:s, s:I}", "strategy", dra_strategy_name(s->strategy), "claim", uid, "group",
+				 (json_int_t)g);
 	int r = 0;
 
 	*ret_done = done;
 	if (!done)
 		return gerr_set(err, ENOMEM, "out of memory");
-	snprintf(id, sizeof(id), "%s-%zu", uid, g);
 	if (s->strategy == DRA_SHARE_TIME_SLICING && s->kind == DRA_CFG_GPU)
 		r = timeslice_apply(e, s, gpus, n_gpus, done, err);
 	else if (s->strategy == DRA_SHARE_MPS)
-		r = mps_apply(e, id, s, gpus, n_gpus, devs, n_devs, done, err);
+		r = mps_apply(e, s, gpus, n_gpus, devs, n_devs, done, err);
 	return r;
 }
 

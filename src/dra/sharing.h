@@ -5,7 +5,8 @@
  *                --set-timeslice <0-3>` on each whole GPU, as NVIDIA's driver (NVML has no public
  *                call for the compute time slice); back to Default (0) on undo;
  *   MPS:         one control daemon per group, gpulet's own (plugin/mps.h), pipe, log and a tmpfs
- *                /dev/shm under <plugin dir>/mps/<id>/, the whole GPUs in EXCLUSIVE_PROCESS, the
+ *                /dev/shm under <plugin dir>/mps/<N>/ (N: the smallest free number, kept in the
+ *                record: the daemon's socket paths must stay short), the whole GPUs in EXCLUSIVE_PROCESS, the
  *                limits set; the claim's devices get CUDA_MPS_PIPE_DIRECTORY and the two mounts.
  * What was done is recorded in a JSON object (the checkpoint keeps it), from which undo and the
  * CDI edits are made again after a restart.
@@ -35,5 +36,12 @@ int dra_share_apply(const struct dra_share_env *e, const char *uid, size_t g, co
 		    struct gerr *err);
 /* Undo a record: idempotent (a daemon no longer running, a dir already gone: done). */
 int dra_share_undo(const struct dra_share_env *e, const json_t *done, struct gerr *err);
+/*
+ * Keep a record's MPS control daemon running: 0 when it answers (or the record has none), 1 when it
+ * was dead (a restart of the plugin's container, an OOM kill) and was started again with the
+ * record's limits, -errno with err. devs: the group's devices as dra_share_apply() got them.
+ */
+int dra_share_revive(const struct dra_share_env *e, const json_t *done, const char *const *devs, size_t n,
+		     struct gerr *err);
 /* The containerEdits the record gives each device of its group (MPS: env and mounts), a new object or NULL. */
 json_t *dra_share_edits(const struct dra_share_env *e, const json_t *done);

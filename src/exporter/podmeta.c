@@ -320,7 +320,7 @@ int exp_podmeta_start(struct exp_podmeta *pm, const struct exp_kube_options *o, 
 				"spec.nodeName, as the chart does)");
 	if (asprintf(&selector, "spec.nodeName=%s", o->node_name) < 0)
 		return gerr_set(err, ENOMEM, "out of memory");
-	r = kapi_open(NULL, &pm->api, err);
+	r = kapi_open(&(struct kapi_options){.kubeconfig = o->kubeconfig, .env = o->env}, &pm->api, err);
 	if (r < 0)
 		return r;
 	io.field_selector = selector;

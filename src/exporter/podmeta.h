@@ -21,6 +21,8 @@
 
 #include "util/err.h"
 
+struct kapi_env; /* kapi/kapi.h */
+
 /* The label allowlist: pod label keys kept (n == 0: every key, as upstream's empty list). */
 struct exp_allowlist {
 	regex_t *re;
@@ -46,10 +48,12 @@ bool exp_pod_label_name(const char *key, char *out, size_t size);
 
 /* What the daemon asks for (-k given: upstream ignores these flags without it). */
 struct exp_kube_options {
-	bool pod_labels;       /* --kubernetes-enable-pod-labels */
-	bool pod_uid;          /* --kubernetes-enable-pod-uid */
-	bool per_process;      /* --kubernetes-virtual-gpus: FB_USED and GPU_UTIL per pod need each pod's UID */
-	const char *node_name; /* NODE_NAME: the node whose pods are watched */
+	bool pod_labels;            /* --kubernetes-enable-pod-labels */
+	bool pod_uid;               /* --kubernetes-enable-pod-uid */
+	bool per_process;           /* --kubernetes-virtual-gpus: FB_USED and GPU_UTIL per pod need each pod's UID */
+	const char *node_name;      /* NODE_NAME: the node whose pods are watched */
+	const char *kubeconfig;     /* --kubeconfig ($KUBECONFIG); NULL: in-cluster */
+	const struct kapi_env *env; /* kubelet's in-pod environment (borrowed from the verb's options) */
 	struct exp_allowlist allowlist;
 };
 
@@ -72,7 +76,7 @@ struct exp_podmeta {
 };
 
 /*
- * Open the API client (in-cluster, or $KUBECONFIG) and start the informer. -ENOENT (no API server to
+ * Open the API client (o->kubeconfig, else in-cluster through o->env) and start the informer. -ENOENT (no API server to
  * talk to), or what kapi_open/kapi_informer_start say, with err.
  */
 int exp_podmeta_start(struct exp_podmeta *pm, const struct exp_kube_options *o, struct gerr *err);

@@ -46,7 +46,7 @@ int kapi_open(const struct kapi_options *o, struct kapi **ret, struct gerr *err)
 
 	if (!o)
 		o = &none;
-	r = kapi_config_load(o->kubeconfig, o->context, o->sa_dir, &cfg, err);
+	r = kapi_config_load(o->kubeconfig, o->context, o->sa_dir, o->env, &cfg, err);
 	if (r < 0)
 		return r;
 	k = calloc(1, sizeof(*k));
@@ -233,13 +233,11 @@ static size_t on_body(char *data, size_t size, size_t n, void *userdata)
 		return 0;
 	}
 	if (c->resp_len + len + 1 > c->resp_cap) {
-		size_t cap = MIN(MAX(c->resp_cap * 2, c->resp_len + len + 1), c->resp_max + 1);
-		char *p = realloc(c->resp, cap);
+		char *p = grow_bytes_max(c->resp, &c->resp_cap, c->resp_len + len + 1, 4096, c->resp_max + 1);
 
 		if (!p)
 			return 0;
 		c->resp = p;
-		c->resp_cap = cap;
 	}
 	memcpy(c->resp + c->resp_len, data, len);
 	c->resp_len += len;

@@ -384,11 +384,11 @@ static bool valid_port(const char *p)
 	return v > 0 && v < 65536;
 }
 
-int kapi_config_in_cluster(const char *sa_dir, struct kapi_config **ret, struct gerr *err)
+int kapi_config_in_cluster(const char *sa_dir, const struct kapi_env *env, struct kapi_config **ret, struct gerr *err)
 {
 	_cleanup_(kapi_config_freep) struct kapi_config *c = calloc(1, sizeof(*c));
-	const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
-	const char *pod_ns = getenv("POD_NAMESPACE");
+	const char *host = env ? env->service_host : NULL, *port = env ? env->service_port : NULL;
+	const char *pod_ns = env ? env->pod_namespace : NULL;
 	_cleanup_free_ char *ns_file = NULL, *ns = NULL;
 	int r;
 
@@ -433,24 +433,51 @@ int kapi_config_in_cluster(const char *sa_dir, struct kapi_config **ret, struct 
 
 /* -- which one ------------------------------------------------------------------------------- */
 
-int kapi_config_load(const char *kubeconfig, const char *context, const char *sa_dir, struct kapi_config **ret,
-		     struct gerr *err)
+int kapi_env_copy(struct kapi_env *dst, const struct kapi_env *src)
+{
+	const char **d[] = {&dst->service_host, &dst->service_port, &dst->pod_namespace};
+	const char *const s[] = {src ? src->service_host : NULL, src ? src->service_port : NULL,
+				 src ? src->pod_namespace : NULL};
+
+	*dst = (struct kapi_env){0};
+	for (size_t i = 0; i < ELEMENTSOF(d); i++)
+		if (s[i] && !(*d[i] = strdup(s[i]))) {
+			kapi_env_clear(dst);
+			return -ENOMEM;
+		}
+	return 0;
+}
+
+void kapi_env_clear(struct kapi_env *e)
+{
+	free((char *)e->service_host); /* a copy's: kapi_env_copy() made them */
+	free((char *)e->service_port);
+	free((char *)e->pod_namespace);
+	*e = (struct kapi_env){0};
+}
+
+bool kapi_configured(const char *kubeconfig, const struct kapi_env *env)
+{
+	return (kubeconfig && *kubeconfig) || (env && env->service_host && *env->service_host);
+}
+
+int kapi_config_load(const char *kubeconfig, const char *context, const char *sa_dir, const struct kapi_env *env,
+		     struct kapi_config **ret, struct gerr *err)
 {
 	_cleanup_free_ char *text = NULL;
-	const char *env = getenv("KUBECONFIG");
 	size_t len = 0;
 	int r;
 
-	if (!kubeconfig && env && *env) {
-		if (strchr(env, ':'))
-			return gerr_set(err, EINVAL,
-					"KUBECONFIG=%s lists several files; gpulet reads one: pass --kubeconfig FILE "
-					"(kubectl config view --flatten merges them into one)",
-					env);
-		kubeconfig = env;
-	}
+	if (kubeconfig && !*kubeconfig)
+		kubeconfig = NULL;
+	/* KUBECONFIG's list form (a:b), which kubectl merges: one file is read here */
+	if (kubeconfig && strchr(kubeconfig, ':') && access(kubeconfig, F_OK) < 0)
+		return gerr_set(err, EINVAL,
+				"kubeconfig %s lists several files; gpulet reads one: pass --kubeconfig FILE "
+				"(kubectl config view --flatten merges them into one)",
+				kubeconfig);
 	if (!kubeconfig) {
-		r = kapi_config_in_cluster(sa_dir, ret, err);
+		r = kapi_config_in_cluster(sa_dir, env, ret, err);
 		if (r == -ENOENT)
 			return gerr_set(err, ENOENT,
 					"no Kubernetes API server to talk to: not in a pod (KUBERNETES_SERVICE_HOST is "

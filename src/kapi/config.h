@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kapi/kapi.h"
 #include "util/err.h"
 
 #define KAPI_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -35,19 +36,19 @@ struct kapi_config {
 };
 
 /*
- * The configuration kapi_open() uses: kubeconfig (a path; NULL: $KUBECONFIG) with context (NULL: its
- * current-context), else the service account under sa_dir (NULL: KAPI_SA_DIR) when
- * KUBERNETES_SERVICE_HOST is set. -ENOENT when none applies.
+ * The configuration kapi_open() uses: kubeconfig (a path, which the verb's --kubeconfig row takes from
+ * $KUBECONFIG too) with context (NULL: its current-context), else the service account under sa_dir
+ * (NULL: KAPI_SA_DIR) when env says we are in a pod (env NULL: not). -ENOENT when none applies.
  */
-int kapi_config_load(const char *kubeconfig, const char *context, const char *sa_dir, struct kapi_config **ret,
-		     struct gerr *err);
+int kapi_config_load(const char *kubeconfig, const char *context, const char *sa_dir, const struct kapi_env *env,
+		     struct kapi_config **ret, struct gerr *err);
 
 /* A kubeconfig's text; path names it and is where relative file names are resolved from. */
 int kapi_config_parse(const char *text, size_t len, const char *path, const char *context, struct kapi_config **ret,
 		      struct gerr *err);
 
-/* The pod's service account: KUBERNETES_SERVICE_HOST/_PORT, sa_dir/{token,ca.crt,namespace}, POD_NAMESPACE. */
-int kapi_config_in_cluster(const char *sa_dir, struct kapi_config **ret, struct gerr *err);
+/* The pod's service account: env's host and port, sa_dir/{token,ca.crt,namespace}, env's POD_NAMESPACE. */
+int kapi_config_in_cluster(const char *sa_dir, const struct kapi_env *env, struct kapi_config **ret, struct gerr *err);
 
 void kapi_config_free(struct kapi_config *c);
 DEFINE_CLEANUP_FUNC(struct kapi_config, kapi_config_free)

@@ -64,17 +64,32 @@ extern const struct kapi_resource kapi_selfsubjectreviews; /* authentication.k8s
 
 /* -- the client ------------------------------------------------------------------------------ */
 
+/*
+ * What kubelet puts in every pod's environment about the API server, as the verb's option rows read
+ * it (KAPI_ENV_ROWS(), kapi/rows.h): this library reads no env var. NULL or "" fields: unset.
+ */
+struct kapi_env {
+	const char *service_host;  /* KUBERNETES_SERVICE_HOST */
+	const char *service_port;  /* KUBERNETES_SERVICE_PORT */
+	const char *pod_namespace; /* POD_NAMESPACE (clientcmd's override of the namespace file) */
+};
+
+/* A copy that outlives the options it came from (a thread's own): kapi_env_clear() frees it, and only such a copy. */
+int kapi_env_copy(struct kapi_env *dst, const struct kapi_env *src);
+void kapi_env_clear(struct kapi_env *e);
+
 struct kapi_options {
-	const char *kubeconfig;    /* a kubeconfig file; NULL: $KUBECONFIG (one file), else in-cluster */
-	const char *context;       /* NULL: the file's current-context */
-	const char *sa_dir;        /* in-cluster files; NULL: /var/run/secrets/kubernetes.io/serviceaccount */
-	double qps;                /* requests per second; 0: 5, < 0: no limit (client-go's rest.Config) */
-	int burst;                 /* 0: 10 */
-	unsigned token_period_s;   /* re-read the token file after this long; 0: 60 */
-	unsigned timeout_s;        /* one request (not a watch), connection included; 0: 60 */
-	size_t max_response;       /* bytes of one answer or list page; 0: 64 MiB */
-	const char *user_agent;    /* NULL: "gpulet/<version>" */
-	const char *field_manager; /* every write's fieldManager; NULL: "gpulet" */
+	const char *kubeconfig;     /* a kubeconfig file (the verb's row reads $KUBECONFIG); NULL: in-cluster */
+	const struct kapi_env *env; /* in a pod: where the API server is; NULL: not in a pod */
+	const char *context;        /* NULL: the file's current-context */
+	const char *sa_dir;         /* in-cluster files; NULL: /var/run/secrets/kubernetes.io/serviceaccount */
+	double qps;                 /* requests per second; 0: 5, < 0: no limit (client-go's rest.Config) */
+	int burst;                  /* 0: 10 */
+	unsigned token_period_s;    /* re-read the token file after this long; 0: 60 */
+	unsigned timeout_s;         /* one request (not a watch), connection included; 0: 60 */
+	size_t max_response;        /* bytes of one answer or list page; 0: 64 MiB */
+	const char *user_agent;     /* NULL: "gpulet/<version>" */
+	const char *field_manager;  /* every write's fieldManager; NULL: "gpulet" */
 };
 
 struct kapi;
@@ -85,6 +100,13 @@ struct kapi;
  * (OpenSSL flavour, >= 7.77) cannot be loaded; err says which file, field and what to do.
  */
 int kapi_open(const struct kapi_options *o, struct kapi **ret, struct gerr *err);
+/*
+ * Whether an API server is configured at all, in kapi_open()'s order, without reading anything: a
+ * kubeconfig given (kubeconfig non-NULL and not ""; --kubeconfig or $KUBECONFIG), else in a pod
+ * (env's KUBERNETES_SERVICE_HOST). A verb whose API use is optional works without one when this is false;
+ * when it is true, a kapi_open() that fails is an error to report (a missing kubeconfig file included).
+ */
+bool kapi_configured(const char *kubeconfig, const struct kapi_env *env);
 /* After every informer of this client is stopped. NULL is fine. */
 void kapi_close(struct kapi *k);
 DEFINE_CLEANUP_FUNC(struct kapi, kapi_close)

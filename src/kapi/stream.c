@@ -39,13 +39,11 @@ bool kapi_stream_pending(const struct kapi_stream *s)
 static int append(struct kapi_stream *s, const char *data, size_t n)
 {
 	if (s->len + n > s->cap) {
-		size_t cap = MAX(s->cap ? s->cap * 2 : 4096, s->len + n);
-		char *b = realloc(s->buf, MIN(cap, s->max));
+		char *b = grow_bytes_max(s->buf, &s->cap, s->len + n, 4096, s->max);
 
 		if (!b)
 			return -ENOMEM;
 		s->buf = b;
-		s->cap = MIN(cap, s->max);
 	}
 	memcpy(s->buf + s->len, data, n);
 	s->len += n;

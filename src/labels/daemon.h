@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "labels/labels.h"
+#include "labels/nodefeature.h"
 #include "util/err.h"
 #include "util/hostpaths.h"
 
@@ -23,6 +24,12 @@ struct labels_daemon_options {
 	int64_t sleep_ns; /* between passes; < 0: infinite */
 	bool oneshot, fail_on_init_error;
 	struct labels_options lo; /* .now is set at each pass */
+	/*
+	 * --use-node-feature-api: the labels in a NodeFeature object (labels/nodefeature.h) instead of
+	 * the file, when an API server is configured; the file when the API serves no NodeFeatures (NFD's
+	 * CRD absent), said once. NULL: the file. Read at start only (a reload must not change it).
+	 */
+	const struct nodefeature_options *nfd;
 };
 
 struct labels_daemon;
@@ -42,6 +49,7 @@ void labels_daemon_apply(struct labels_daemon *d, const struct labels_daemon_opt
  * options say to fail on it, or the output cannot be written; 1 where GFD refuses to label (MPS with MIG).
  */
 int labels_daemon_run(struct labels_daemon *d);
-/* NVML closed, the loop's signals given back, freed; the feature file stays (docs/reference/device-plugin.md §9.1). */
+/* NVML closed, the loop's signals given back, freed; the feature file stays (docs/reference/device-plugin.md §9.1),
+ * and so does the NodeFeature object (its owners take it away with the release). */
 void labels_daemon_stop(struct labels_daemon *d);
 DEFINE_CLEANUP_FUNC(struct labels_daemon, labels_daemon_stop)

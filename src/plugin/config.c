@@ -18,6 +18,7 @@
 
 #include "cdi/cdi.h"
 #include "cdi/hooks.h"
+#include "kapi/rows.h"
 #include "plugin/config_int.h"
 #include "util/fileio.h"
 #include "util/opt.h"
@@ -279,6 +280,35 @@ static const struct optspec config_opts[] = {
      FS(xid_enable),
      .help = "XIDs that make a GPU unhealthy even when ignored by default (13,31,43,45,68,109) or disabled; all: "
 	     "every XID"},
+    /* gpulet: health on the Node object, a condition and events (plugin/node_health.h) */
+    {.name = "node-health",
+     .kind = OPT_BOOL,
+     .env = {"GPULET_NODE_HEALTH"},
+     .def = "false",
+     F(node_health),
+     .help = "report GPU health on this node's Node object: the GPUHealthy condition and events (needs "
+	     "--node-name, and in a pod RBAC for nodes get, nodes/status patch, events create)"},
+    {.name = "node-name",
+     .kind = OPT_STR,
+     .arg = "NAME",
+     .env = {"NODE_NAME"},
+     FS(node_name),
+     .help = "this node's name in the API (--node-health; the chart sets it from spec.nodeName)"},
+    {.name = "kubeconfig",
+     .kind = OPT_FILE,
+     .arg = "FILE",
+     .env = {"KUBECONFIG"},
+     FP(kubeconfig),
+     .help = "kubeconfig for --node-health (default: the pod's service account)"},
+    KAPI_ENV_ROWS(offsetof(struct plugin_config, kenv)),
+    /* gpulet: the GPU Operator mounts the host's / read-only at /host and the spec dir at /var/run/cdi
+     * (docs/reference/operator.md §3): the one write that is not below --root */
+    {.name = "cdi-spec-dir",
+     .kind = OPT_PATH,
+     .arg = "DIR",
+     .env = {"GPULET_CDI_SPEC_DIR"},
+     FP(cdi_spec_dir),
+     .help = "dir the CDI specs are written to, as this process sees it (default: <root>/var/run/cdi)"},
     LOG_OPT_LEVEL(offsetof(struct plugin_config, log_level)),
     /* gpulet: command line only */
     {.name = "print-config", .kind = OPT_SET, F(print_config), .help = "print the effective config as JSON and exit"},

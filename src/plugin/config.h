@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "kapi/kapi.h"
 #include "util/enumtab.h"
 #include "util/err.h"
 #include "util/hostpaths.h"
@@ -84,6 +85,11 @@ struct plugin_config {
 	struct nvconfig_sharing sharing;
 	/* warnings collected while loading (the file's unknown keys and ignored sections, malformed XIDs), all */
 	struct warnings warnings;
+	bool node_health;     /* GPU health on the Node object: condition and events (plugin/node_health.h) */
+	char *node_name;      /* this node (NODE_NAME), for --node-health */
+	char *kubeconfig;     /* "": the pod's service account (the row reads $KUBECONFIG too) */
+	struct kapi_env kenv; /* kubelet's in-pod environment (KAPI_ENV_ROWS()) */
+	char *cdi_spec_dir;   /* where specs are written, as this process sees it; "" = <root>/var/run/cdi */
 	/* root, driver root, dev root, container driver root and NVML library resolved once, after every layer
 	 * (util/hostpaths.h): what every part of the plugin reads and writes host paths with; owned */
 	struct host_paths *host;

@@ -28,5 +28,9 @@ int config_validate(const struct plugin_config *c, struct gerr *err)
 		return gerr_set(err, EINVAL, "MPS sharing is not supported with --mig-strategy=mixed");
 	if (c->sharing.strategy == SHARING_MPS && !c->mps_root[0])
 		return gerr_set(err, EINVAL, "using MPS requires --mps-root to be specified (e.g. /run/nvidia/mps)");
+	if (c->node_health && !c->node_name[0])
+		return gerr_set(err, EINVAL,
+				"--node-health needs this node's name: set NODE_NAME (the chart sets it from "
+				"spec.nodeName) or --node-name");
 	return 0;
 }

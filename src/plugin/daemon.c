@@ -27,6 +27,7 @@
 #include "plugin/daemon.h"
 #include "plugin/daemon_cdi.h"
 #include "plugin/daemon_cdi_extra.h"
+#include "plugin/daemon_dra.h"
 #include "plugin/daemon_health.h"
 #include "plugin/daemon_kubelet.h"
 #include "plugin/daemon_mps.h"
@@ -60,6 +61,7 @@ struct plugin_daemon {
 	struct daemon_servers srv;
 	struct daemon_health health;
 	struct daemon_mps mps;
+	struct daemon_dra dra; /* a DRA driver for NVIDIA GPUs registered here: nothing is advertised */
 };
 
 enum restart_kind {
@@ -138,7 +140,8 @@ static const char *mps_unready(const void *mps, const char *resource)
 	return daemon_mps_reason(mps, resource);
 }
 
-/* Serve d->rs as it is now; a failure schedules another try (daemon_serve_or_retry). */
+/* Serve d->rs as it is now; a failure schedules another try (daemon_serve_or_retry). Nothing while a
+ * DRA driver for NVIDIA GPUs is registered (daemon_dra.h): the tick looks again. */
 static int serve(struct plugin_daemon *d)
 {
 	const struct daemon_serve_input in = {.cfg = d->cfg,
@@ -150,6 +153,8 @@ static int serve(struct plugin_daemon *d)
 					      .mps_unready = mps_unready,
 					      .mps_data = &d->mps};
 
+	if (daemon_dra_yield(&d->dra, d->cfg->device_plugin_path, loop_now_ms()))
+		return 0;
 	return daemon_serve_or_retry(&d->srv, &in);
 }
 
@@ -285,6 +290,16 @@ static void on_kubelet_event(struct plugin_daemon *d)
 /* What is due without an event: retries of serving, of finding devices, of registering. */
 static void on_tick(struct plugin_daemon *d)
 {
+	/* one GPU, one advertiser: a DRA driver registered since, or gone long enough (daemon_dra.h) */
+	if (d->srv.g && daemon_dra_yield(&d->dra, d->cfg->device_plugin_path, loop_now_ms())) {
+		daemon_serve_stop(&d->srv, NULL); /* kubelet gets empty lists: nothing allocatable */
+		return;
+	}
+	if (!d->srv.g && d->rs && d->dra.yielding) {
+		if (!daemon_dra_yield(&d->dra, d->cfg->device_plugin_path, loop_now_ms()))
+			restart(d, "the DRA driver's registration is gone", RESERVE);
+		return;
+	}
 	if (d->srv.g && !daemon_sockets_present(&d->srv)) {
 		restart(d, "a plugin socket was removed", RESERVE);
 		return;

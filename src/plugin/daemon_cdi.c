@@ -64,6 +64,11 @@ static int names_of_spec(const json_t *spec, const char *dir, struct dp_cdi_name
 	return 0;
 }
 
+char *daemon_cdi_dir(const struct plugin_config *cfg)
+{
+	return cfg->cdi_spec_dir[0] ? strdup(cfg->cdi_spec_dir) : root_path(cfg->host->root, CDI_DYNAMIC_DIR);
+}
+
 /*
  * With a CDI device-list strategy the names Allocate returns must resolve: write the node's spec
  * for vendor k8s.device-plugin.nvidia.com, class gpu, named like --device-id-strategy, to
@@ -91,7 +96,7 @@ int daemon_cdi_write_spec(const struct plugin_config *cfg, const struct node *no
 	o.warnings = &left_out; /* a partial spec is still written (as `cdi generate` does), but never silently */
 	/* none hands a MIG-enabled GPU out whole: its name must resolve (docs/reference/device-plugin.md §8) */
 	o.whole_mig_enabled = cfg->mig_strategy == MIG_STRATEGY_NONE;
-	dir = root_path(cfg->host->root, CDI_DYNAMIC_DIR);
+	dir = daemon_cdi_dir(cfg);
 	r = dir ? cdi_generate(node, &o, &spec, &err) : gerr_set(&err, ENOMEM, "out of memory");
 	if (r >= 0) {
 		log_conflicts(dir, DP_CDI_SPEC_FILE, spec);

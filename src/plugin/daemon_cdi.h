@@ -17,3 +17,6 @@
  */
 int daemon_cdi_write_spec(const struct plugin_config *cfg, const struct node *node, struct dp_cdi_names *names);
 void daemon_cdi_names_clear(struct dp_cdi_names *c);
+
+/* Where the plugin writes its specs: --cdi-spec-dir, else /var/run/cdi below --root. NULL on ENOMEM. */
+char *daemon_cdi_dir(const struct plugin_config *cfg);

@@ -18,6 +18,7 @@
 
 #include "cdi/cdi.h"
 #include "cdi/internal.h"
+#include "plugin/daemon_cdi.h"
 #include "plugin/daemon_cdi_extra.h"
 #include "plugin/dp.h"
 #include "util/fileio.h"
@@ -128,10 +129,10 @@ static int find_files(const struct plugin_config *cfg, const char *const *files,
 	return 0;
 }
 
-/* Where class cls's spec lives: the spec dir under the root, "<vendor>-<cls>.json", "<vendor>/<cls>". */
+/* Where class cls's spec lives: the plugin's spec dir (daemon_cdi_dir()), "<vendor>-<cls>.json", "<vendor>/<cls>". */
 static int spec_names(const struct plugin_config *cfg, const char *cls, char **dir, char **file, char **kind)
 {
-	*dir = root_path(cfg->host->root, CDI_DYNAMIC_DIR);
+	*dir = daemon_cdi_dir(cfg);
 	if (!*dir || asprintf(file, "%s-%s.json", DP_CDI_VENDOR, cls) < 0)
 		return -ENOMEM;
 	if (asprintf(kind, "%s/%s", DP_CDI_VENDOR, cls) < 0)

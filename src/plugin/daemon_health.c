@@ -19,7 +19,9 @@
 struct health_item {
 	struct health_item *next;
 	char uuid[NODE_UUID_MAX];
-	int gi, ci;
+	int index, gi, ci;
+	enum health_kind kind;
+	unsigned xid;
 	bool healthy;
 	char reason[256];
 };
@@ -44,8 +46,11 @@ static void on_health(struct health_event *ev, void *userdata)
 			return;
 		snprintf(it->uuid, sizeof(it->uuid), "%s", ev->uuid);
 		snprintf(it->reason, sizeof(it->reason), "%s", ev->reason);
+		it->index = ev->index;
 		it->gi = ev->gi;
 		it->ci = ev->ci;
+		it->kind = ev->kind;
+		it->xid = ev->xid;
 		it->healthy = ev->healthy;
 	}
 	pthread_mutex_lock(&h->qlock);
@@ -74,6 +79,31 @@ int daemon_health_init(struct daemon_health *h, struct gerr *err)
 	return 0;
 }
 
+/* --node-health as cfg says: running with cfg's node and kubeconfig, or stopped. */
+static void node_health_follow(struct daemon_health *h, const struct plugin_config *cfg)
+{
+	const struct node_health_options o = {
+	    .node_name = cfg->node_name, .kubeconfig = cfg->kubeconfig, .env = &cfg->kenv};
+	struct gerr err = {0};
+
+	if (h->nh && cfg->node_health && streq(h->nh_node, cfg->node_name) && streq(h->nh_kubeconfig, cfg->kubeconfig))
+		return;
+	node_health_stop(h->nh);
+	h->nh = NULL;
+	free(h->nh_node);
+	free(h->nh_kubeconfig);
+	h->nh_node = h->nh_kubeconfig = NULL;
+	if (!cfg->node_health)
+		return;
+	if (!(h->nh_node = strdup(cfg->node_name)) || !(h->nh_kubeconfig = strdup(cfg->kubeconfig)) ||
+	    node_health_start(&o, &h->nh, &err) < 0) {
+		log_error("Cannot start node health; GPU health stays on this node", "error=\"%s\"",
+			  err.msg[0] ? err.msg : "out of memory");
+		return;
+	}
+	log_info("Reporting GPU health on the Node", "node=%s condition=GPUHealthy", cfg->node_name);
+}
+
 void daemon_health_restart(struct daemon_health *h, struct nvml *nv, const struct node *node,
 			   const struct plugin_config *cfg)
 {
@@ -82,8 +112,10 @@ void daemon_health_restart(struct daemon_health *h, struct nvml *nv, const struc
 	struct gerr err = {0};
 	_cleanup_(health_stopp) struct health_watcher *old = TAKE_PTR(h->hw);
 
+	node_health_follow(h, cfg);
 	if (!node || !nv)
 		return;
+	node_health_gpus(h->nh, node);
 	health_options_default(&o);
 	o.root = cfg->host->root;
 	o.policy = cfg->xid_policy;
@@ -178,10 +210,19 @@ bool daemon_health_drain(struct daemon_health *h, struct resource_set *rs, const
 	daemon_servers_lock(s);
 	while (list) {
 		struct health_item *it = list;
+		const struct node_health_fault f = {.uuid = it->uuid,
+						    .index = it->index,
+						    .gi = it->gi,
+						    .ci = it->ci,
+						    .kind = it->kind,
+						    .xid = it->xid,
+						    .healthy = it->healthy,
+						    .reason = it->reason};
 
 		list = it->next;
 		if (rs)
 			changed |= apply_health(rs, node, it);
+		node_health_note(h->nh, &f);
 		free(it);
 	}
 	if (changed)
@@ -194,6 +235,11 @@ void daemon_health_fini(struct daemon_health *h)
 {
 	health_stop(h->hw); /* joins the watcher threads: nothing queues after this */
 	h->hw = NULL;
+	node_health_stop(h->nh);
+	h->nh = NULL;
+	free(h->nh_node);
+	free(h->nh_kubeconfig);
+	h->nh_node = h->nh_kubeconfig = NULL;
 	while (h->q_head) {
 		struct health_item *it = h->q_head;
 

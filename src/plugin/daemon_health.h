@@ -15,6 +15,7 @@
 #include "nvml/xid.h"
 #include "plugin/config.h"
 #include "plugin/daemon_serve.h"
+#include "plugin/node_health.h"
 #include "plugin/resources.h"
 #include "util/err.h"
 
@@ -28,6 +29,9 @@ struct daemon_health {
 	/* under qlock */
 	struct health_item *q_head, **q_tail;
 	bool mig_changed;
+	/* --node-health: the Node object hears of each transition (plugin/node_health.h); NULL: off */
+	struct node_health_reporter *nh;
+	char *nh_node, *nh_kubeconfig; /* what nh was started with */
 };
 
 /*
@@ -36,7 +40,11 @@ struct daemon_health {
  * daemon_health_fini() still releases what was made.
  */
 int daemon_health_init(struct daemon_health *h, struct gerr *err);
-/* (Re)start the watcher on node (none without nv or node); failing to is logged, devices stay. */
+/*
+ * (Re)start the watcher on node (none without nv or node); failing to is logged, devices stay. Node
+ * health follows cfg: started, stopped or restarted as --node-health and its node say, and told the
+ * node's GPUs.
+ */
 void daemon_health_restart(struct daemon_health *h, struct nvml *nv, const struct node *node,
 			   const struct plugin_config *cfg);
 /*

@@ -9,11 +9,13 @@
  * (and the driver roots), posix_spawn with a fixed argv and environment.
  */
 #include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "plugin/mps.h"
@@ -249,6 +251,36 @@ int mps_set_limits(const char *bin, const char *root, const char *name, const st
 			return r;
 	}
 	return 0;
+}
+
+/* upstream's selinux.Chcon(dir, label, true): the link itself, never what it points to; what vanished is skipped */
+static int relabel_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st, (void)type, (void)ftw;
+	if (lsetxattr(path, "security.selinux", MPS_SELINUX_LABEL, strlen(MPS_SELINUX_LABEL), 0) < 0 && errno != ENOENT)
+		return errno;
+	return 0;
+}
+
+int mps_selinux_relabel(const char *host_root, const char *dir, struct gerr *err)
+{
+	_cleanup_free_ char *fs = root_path(host_root, "/sys/fs/selinux");
+	struct stat st;
+	int r;
+
+	if (!fs)
+		return gerr_set(err, ENOMEM, "out of memory");
+	if (stat(fs, &st) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return gerr_set(err, errno, "cannot tell whether SELinux is on (%s): %s", fs, strerror(errno));
+	}
+	/* depth first: dir itself last, as upstream */
+	r = nftw(dir, relabel_one, 16, FTW_PHYS | FTW_DEPTH);
+	if (r != 0)
+		return gerr_set(err, r > 0 ? r : errno, "cannot set the SELinux label %s on %s or below: %s",
+				MPS_SELINUX_LABEL, dir, strerror(r > 0 ? r : errno));
+	return 1;
 }
 
 int mps_mount_tmpfs(const char *root, const char *dir, char *opts, size_t size, struct gerr *err)

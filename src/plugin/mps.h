@@ -93,6 +93,15 @@ int mps_start_control(const char *bin, const char *root, const char *name, const
 int mps_set_limits(const char *bin, const char *root, const char *name, const struct mps_limits *lim, struct gerr *err);
 
 /*
+ * Where SELinux is on (<host_root>/sys/fs/selinux exists), label dir and everything below it
+ * MPS_SELINUX_LABEL, as upstream's mps-control-daemon labels each pipe dir before it starts the control
+ * daemon, so that workload containers may open the pipes (docs/reference/device-plugin.md §5.1).
+ * 1 labelled, 0 SELinux is off, -errno with err naming the file.
+ */
+#define MPS_SELINUX_LABEL "system_u:object_r:container_file_t:s0"
+int mps_selinux_relabel(const char *host_root, const char *dir, struct gerr *err);
+
+/*
  * A tmpfs on dir of mps_shm_size() of <root>/proc/meminfo, nosuid, nodev, noexec, relatime, for the MPS
  * clients' /dev/shm; what is mounted there already is replaced (upstream's CleanupMountPoint). opts
  * gets the size option. Needs CAP_SYS_ADMIN (err says so).

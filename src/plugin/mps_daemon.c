@@ -81,16 +81,30 @@ static int compute_mode(struct mps_daemon *s, const struct sdaemon *dm, size_t n
 	return mps_compute_mode(s->smi, uuids, n, mode, done, err);
 }
 
-/* nvidia-cuda-mps-control -d with the resource's pipe and log dirs (upstream Daemon.Start). */
+/*
+ * nvidia-cuda-mps-control -d with the resource's pipe and log dirs (upstream Daemon.Start): the pipe dir
+ * made and, where SELinux is on, labelled for containers first.
+ */
 static int start_control(struct mps_daemon *s, const struct sdaemon *dm, struct gerr *err)
 {
 	char pipe[PATH_MAX], ans[256];
-	int r = mps_start_control(s->bin, s->root, dm->res->name, NULL, NULL, err);
+	int r;
 
+	if (mps_path(s->root, dm->res->name, MPS_PIPE, pipe, sizeof(pipe)) < 0)
+		return gerr_set(err, ENAMETOOLONG, "MPS root %s: path too long", s->root);
+	if ((r = mkdir_p(pipe, 0755)) < 0)
+		return gerr_set(err, -r, "cannot create %s: %s", pipe, strerror(-r));
+	r = mps_selinux_relabel(s->cfg->host->root, pipe, err);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		log_info("SELinux enabled, setting context", "path=%s context=%s", pipe, MPS_SELINUX_LABEL);
+	else
+		log_info("SELinux disabled, not updating context", "path=%s", pipe);
+	r = mps_start_control(s->bin, s->root, dm->res->name, NULL, NULL, err);
 	if (r != -EALREADY)
 		return r;
 	/* one left by an earlier run of ours that was killed: ask it to quit, start ours */
-	(void)mps_path(s->root, dm->res->name, MPS_PIPE, pipe, sizeof(pipe));
 	log_warn("An MPS control daemon already runs for this resource; asking it to quit", "resource=%s pipe=%s",
 		 dm->res->name, pipe);
 	(void)mps_control(s->bin, s->root, dm->res->name, "quit", ans, sizeof(ans), NULL);

@@ -58,6 +58,27 @@ static inline void *grow_alloc(void *p, size_t *cap, size_t size, size_t first)
 	return np;
 }
 
+/*
+ * A byte buffer p of *cap bytes grown to hold at least need bytes, doubling from first but never past max
+ * (a reader's bound on what one peer may make it hold). Returns the new buffer and updates *cap, or NULL
+ * (p and *cap untouched) when need exceeds max or memory is out.
+ */
+static inline void *grow_bytes_max(void *p, size_t *cap, size_t need, size_t first, size_t max)
+{
+	size_t c = *cap ? *cap : first;
+	void *np;
+
+	if (need > max)
+		return NULL;
+	while (c < need && c <= max / 2)
+		c *= 2;
+	c = c < need ? max : c > max ? max : c;
+	np = realloc(p, c);
+	if (np)
+		*cap = c;
+	return np;
+}
+
 /* Free the owned pointer member(s) (one or two) of each of arr's n elements, then arr itself. */
 #define free_members(arr, n, ...)                                                         \
 	do {                                                                              \

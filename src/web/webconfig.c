@@ -14,6 +14,7 @@
 
 #include "web/webconfig.h"
 #include "parse/yaml.h"
+#include "util/base64.h"
 #include "util/fileio.h"
 #include "util/macro.h"
 
@@ -518,56 +519,20 @@ int webconfig_check_bcrypt(const char *hash, unsigned *ret_cost)
 	return 0;
 }
 
-static int b64_val(char ch)
-{
-	static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	const char *p = ch ? strchr(alphabet, ch) : NULL;
-	return p ? (int)(p - alphabet) : -1;
-}
-
-/* Standard base64 with padding (Go's base64.StdEncoding): n bytes into out (room for len/4*3 + 1). */
-static int b64_decode(const char *s, size_t len, unsigned char *out, size_t *ret_n)
-{
-	size_t n = 0;
-	if (len % 4)
-		return -EINVAL;
-	for (size_t i = 0; i < len; i += 4) {
-		int v[4];
-		bool last = i + 4 == len;
-		int pad = last ? (s[i + 3] == '=') + (s[i + 2] == '=' && s[i + 3] == '=') : 0;
-		for (int k = 0; k < 4; k++) {
-			v[k] = k >= 4 - pad ? 0 : b64_val(s[i + k]);
-			if (v[k] < 0)
-				return -EINVAL;
-		}
-		unsigned long w =
-		    ((unsigned long)v[0] << 18) | ((unsigned long)v[1] << 12) | ((unsigned)v[2] << 6) | (unsigned)v[3];
-		out[n++] = (unsigned char)(w >> 16);
-		if (pad < 2)
-			out[n++] = (unsigned char)(w >> 8);
-		if (pad < 1)
-			out[n++] = (unsigned char)w;
-	}
-	*ret_n = n;
-	return 0;
-}
-
 int web_basic_credentials(const char *header, char **ret_user, char **ret_pass, size_t *ret_pass_len)
 {
 	if (!header || strncasecmp(header, "Basic ", 6))
 		return -EINVAL;
 	const char *b = header + 6;
-	size_t len = strlen(b), n = 0;
-	_cleanup_free_ unsigned char *buf = malloc(len / 4 * 3 + 1);
-	if (!buf)
-		return -ENOMEM;
-	if (b64_decode(b, len, buf, &n) < 0)
-		return -EINVAL;
-	buf[n] = '\0';
+	size_t n = 0;
+	_cleanup_free_ uint8_t *buf = NULL;
+	int r = base64_decode(b, strlen(b), &buf, &n); /* Go's StdEncoding, as net/http's BasicAuth */
+	if (r < 0)
+		return r == -ENOMEM ? -ENOMEM : -EINVAL;
 	/* C strings end at a NUL: "user\0x" must not pass as "user" (Go would compare every byte) */
 	if (memchr(buf, '\0', n))
 		return -EINVAL;
-	unsigned char *colon = memchr(buf, ':', n);
+	uint8_t *colon = memchr(buf, ':', n);
 	if (!colon)
 		return -EINVAL;
 	*colon = '\0';

@@ -15,6 +15,8 @@ Library use (tests import it) or the command line, printing one JSON document:
     dra_standin.py info REG_SOCK
     dra_standin.py notify REG_SOCK true|false [ERROR]
     dra_standin.py prepare|unprepare SOCK v1|v1beta1 '[{"namespace": "ns", "name": "c", "uid": "u"}]'
+    dra_standin.py health SOCK [N]     the first N messages of the NodeWatchResources stream (kubelet's
+                                       ResourceHealthStatus gate: /v1alpha1.DRAResourceHealth/...)
 """
 import json
 import os
@@ -25,6 +27,7 @@ import grpc
 sys.path.insert(0, os.path.join(os.environ.get("GPULET_BUILD", "build"), "gen", "py"))
 import dra_pb2  # noqa: E402  (generated at build time by protoc --python_out)
 import dra_v1beta1_pb2  # noqa: E402
+import dra_health_pb2  # noqa: E402
 import pluginregistration_pb2 as reg_pb  # noqa: E402
 
 PB = {"v1": dra_pb2, "v1beta1": dra_v1beta1_pb2}
@@ -72,12 +75,36 @@ def unprepare(sock, version, claims, timeout=TIMEOUT):
     return {uid: {"error": one.error} for uid, one in r.claims.items()}
 
 
+HEALTH = {0: "UNKNOWN", 1: "HEALTHY", 2: "UNHEALTHY"}
+
+
+def health(sock, messages=1, timeout=TIMEOUT, each=None):
+    """The first `messages` lists the stream sends, each {pool/device: health}; each(i) is called after
+    message i arrived (to change something the next message must show)."""
+    out = []
+    with grpc.insecure_channel("unix:" + sock) as ch:
+        stream = ch.unary_stream("/v1alpha1.DRAResourceHealth/NodeWatchResources",
+                                 request_serializer=dra_health_pb2.NodeWatchResourcesRequest.SerializeToString,
+                                 response_deserializer=dra_health_pb2.NodeWatchResourcesResponse.FromString)(
+            dra_health_pb2.NodeWatchResourcesRequest(), timeout=timeout)
+        for m in stream:
+            out.append({"%s/%s" % (d.device.pool_name, d.device.device_name): HEALTH[d.health] for d in m.devices})
+            if each:
+                each(len(out) - 1)
+            if len(out) == messages:
+                stream.cancel()
+                break
+    return out
+
+
 def main(argv):
     try:
         if argv[1] == "info":
             out = info(argv[2])
         elif argv[1] == "notify":
             out = notify(argv[2], argv[3] == "true", argv[4] if len(argv) > 4 else "")
+        elif argv[1] == "health":
+            out = health(argv[2], int(argv[3]) if len(argv) > 3 else 1)
         elif argv[1] in ("prepare", "unprepare"):
             out = globals()[argv[1]](argv[2], argv[3], json.loads(argv[4]))
         else:

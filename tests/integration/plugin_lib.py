@@ -80,8 +80,11 @@ class Events:
 
 
 class Harness:
-    def __init__(self, fixture="dgx-a100", mkroot_args=()):
-        self.tmp = tempfile.mkdtemp(prefix="gpulet-plugin-")
+    def __init__(self, fixture="dgx-a100", mkroot_args=(), tmp=None):
+        """The node in a new temp dir, or in TMP (made here; `make demo` keeps it after close())."""
+        if tmp:
+            os.makedirs(tmp)
+        self.tmp = tmp or tempfile.mkdtemp(prefix="gpulet-plugin-")
         self.dp = os.path.join(self.tmp, "device-plugins")
         self.root = os.path.join(self.tmp, "root")
         self.fixture = os.path.join(self.tmp, "fixture.json")
@@ -222,12 +225,13 @@ class Harness:
             return e
         fail("Allocate of %s on %s succeeded, expected an error" % (containers, resource))
 
-    def close(self):
+    def close(self, keep=False):
         if self.plugin:
             self.plugin.kill()
             self.plugin.wait()
         self.kill_standin()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def run(test):

@@ -142,7 +142,42 @@ def test_other_names(h):
     check(r.returncode == 0 and r.stdout.startswith("Usage: gpulet COMMAND"), "another name: gpulet's usage")
 
 
+def test_operator_names(h):
+    """The names the GPU Operator's and NVIDIA's charts' containers run on gpulet's image
+    (docs/reference/operator.md): dcgm-exporter is the exporter; sh and bash answer only the Operator's
+    device-plugin form; config-manager names the ClusterPolicy setting that starts it; the image's
+    entrypoint picks the exporter from DCGM_* env. What needs a container (the driver-ready file, the
+    script at /bin/entrypoint.sh) is tested in the image (test_image.py) and on the node (k8s_operator)."""
+    d = links(h.tmp)
+    for name in ("dcgm-exporter", "sh", "bash", "config-manager"):
+        if not os.path.lexists(os.path.join(d, name)):
+            os.symlink(GPULET, os.path.join(d, name))
+    env = {"PATH": "/usr/bin:/bin"}
+
+    def go(argv, extra=None, rc=None, words=(), out="stderr"):
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=dict(env, **(extra or {})))
+        text = getattr(r, out)
+        check((rc is None or r.returncode == rc) and all(w in text for w in words),
+              "%s %s: rc %d, %s" % (argv, extra or "", r.returncode, (r.stdout + r.stderr)[-800:]))
+        return r
+
+    go([os.path.join(d, "dcgm-exporter"), "--help"], rc=0, words=["gpulet exporter"], out="stdout")
+    sh = os.path.join(d, "sh")
+    for argv in ([sh], [sh, "-c", "id"], [os.path.join(d, "bash"), "-c", "echo x"], [sh, "-c", "/bin/entrypoint.sh", "x"],
+                 [sh, "/bin/entrypoint.sh"]):
+        go(argv, rc=2, words=["gpulet's image has no shell", "/bin/entrypoint.sh"])
+    go([sh, "-c", "/bin/entrypoint.sh"], {"HOST_ROOT": "/rootfs"}, rc=1, words=["hostPaths.rootFS"])
+    go([os.path.join(d, "config-manager")], rc=1, words=["devicePlugin.config"])
+    # the image's entrypoint: a command, the exporter's env with flags only, neither
+    go([GPULET, "entrypoint", "devices", "--help"], rc=0, words=["Usage: gpulet devices"], out="stdout")
+    go([GPULET, "entrypoint", "-f", "/nonexistent/c.csv"], {"DCGM_EXPORTER_LISTEN": "127.0.0.1:0"}, rc=1,
+       words=["DCGM_EXPORTER_LISTEN is set: running dcgm-exporter", "collectors file"])
+    go([GPULET, "entrypoint", "-f", "x.csv"], rc=2, words=["'-f' without a command"])
+    go([GPULET, "entrypoint"], rc=0, words=["Usage: gpulet COMMAND"], out="stdout")
+
+
 if __name__ == "__main__":
+    run(test_operator_names)
     run(test_other_names)
     run(test_nvidia_device_plugin)
     run(test_gpu_feature_discovery)

@@ -2,7 +2,7 @@
 """Black-box tests of the `gpulet cdi` command line: help and usage exit codes, --output forms
 (stdout, DIR/, FILE.json, FILE.yaml, refusing FILE.yml and a foreign file), `cdi list` text and
 JSON against the files written, and `cdi validate` exit codes, --json shape and --runtime-user; a
-relative --dir; generate's refusals (missing roots, control nodes, libcuda, libnvidia-ml), partial-spec
+relative --dir; DIR operands; generate's refusals (missing roots, control nodes, libcuda, libnvidia-ml), partial-spec
 warnings and --strict; conflicting specs (same dir, the dir that wins) and --force.
 """
 import json
@@ -165,6 +165,46 @@ def no_conflicts(tmp):
           f"--force over another kind's file: {r.stderr}")
 
 
+def dir_operands(tmp):
+    """`cdi validate DIR` reads DIR as a runtime reads a spec dir (its *.json/*.yaml in name order, a device
+    defined twice in it dropped, a later dir winning), like --dir; FILE and DIR operands mix; with --root a
+    DIR operand names a path under the root. It used to report the directory as an unreadable file."""
+    root = os.path.join(tmp, "dirs")
+    mkroot(root, FIXTURE)
+    spec = os.path.join(root, "var/run/cdi")
+    r = generate(FIXTURE, root, ["--output", os.path.join(spec, "nvidia.yaml")])
+    check(r.returncode == 0, f"generate for dir operands: {r.stderr.strip()}")
+    r = gpulet(["cdi", "validate", "--root", root, spec])
+    check(r.returncode == 0 and r.stdout.endswith("1 file checked, 0 errors, 0 warnings\n") and "unreadable" not in r.stdout,
+          f"validate DIR: {r.returncode} {r.stdout[-300:]}")
+    # a dir as a runtime scans it: the .txt is not read, the same devices in two files are dropped
+    other = os.path.join(tmp, "two")
+    os.makedirs(other)
+    shutil.copy(os.path.join(spec, "nvidia.yaml"), os.path.join(other, "a.yaml"))
+    shutil.copy(os.path.join(spec, "nvidia.yaml"), os.path.join(other, "b.yaml"))
+    with open(os.path.join(other, "notes.txt"), "w") as f:
+        f.write("not a spec")
+    r = gpulet(["cdi", "validate", "--json", "--no-host-paths", other])
+    doc = json.loads(r.stdout)
+    codes = {p["code"] for p in doc["problems"]}
+    check(r.returncode == 1 and doc["files"] == 2 and codes == {"duplicate-device"}, f"validate DIR with a twin: {doc}")
+    # FILE and DIR together; the later DIR wins over --dir, so the same device there is shadowed, not an error
+    single = os.path.join(tmp, "single")
+    os.makedirs(single)
+    shutil.copy(os.path.join(spec, "nvidia.yaml"), os.path.join(single, "nvidia.yaml"))
+    r = gpulet(["cdi", "validate", "--json", "--no-host-paths", "--dir", single, os.path.join(other, "a.yaml"),
+                spec + "/"])
+    doc = json.loads(r.stdout)
+    shadowed = {p["file"] for p in doc["problems"] if p["code"] == "shadowed-device"}
+    check(r.returncode == 0 and doc["files"] == 3 and shadowed == {os.path.join(single, "nvidia.yaml")},
+          f"validate --dir D1 FILE D2/: {r.returncode} {doc}")
+    # with --root, a DIR operand outside the root is refused with what to do (it would be read elsewhere)
+    r = gpulet(["cdi", "validate", "--root", root, other])
+    check(r.returncode == 2 and "outside --root" in r.stderr and "--dir" in r.stderr, f"DIR outside --root: {r.stderr}")
+    r = gpulet(["cdi", "validate", "--help"])
+    check("[FILE|DIR...]" in r.stdout, "validate --help names DIR operands")
+
+
 def main():
     r = gpulet(["cdi", "--help"])
     check(r.returncode == 0 and "Example:" in r.stdout, "cdi --help")
@@ -278,6 +318,7 @@ def main():
         check(rel.returncode == 0 and "kind: nvidia.com/gpu" in rel.stdout, f"relative --root: {rel.stderr}")
         no_silent_broken_spec(tmp)
         no_conflicts(tmp)
+        dir_operands(tmp)
     return finish("cdi command line")
 
 

@@ -6,16 +6,20 @@
   * registration: <registry>/gpu.nvidia.com-reg.sock answers GetInfo as kubelet's plugin watcher
     expects (type DRAPlugin, the driver name, the dra.sock endpoint, v1.DRAPlugin then v1beta1.DRAPlugin)
     and takes NotifyRegistrationStatus; both sockets are 0600;
-  * NodePrepareResources, v1 and v1beta1: every claim of a request gets its own entry; without the
-    Kubernetes API client each says the claim cannot be read (never an RPC error, never a silent
+  * NodePrepareResources, v1 and v1beta1: every claim of a request gets its own entry; with the API
+    server unreachable each says the claim cannot be read (never an RPC error, never a silent
     success); NodeUnprepareResources of a claim it never prepared succeeds; a uid that is no uid is refused;
+  * kubelet's device health stream (NodeWatchResources, v1alpha1.DRAResourceHealth, listed in GetInfo):
+    every published device HEALTHY, then an XID 79 on GPU 0 sends the list again with it UNHEALTHY;
   * a request that does not decode is INVALID_ARGUMENT, an unknown method UNIMPLEMENTED;
   * the two stand-in modules carry the same fields under the two packages (the v1beta1 one is made
     from proto/dra.proto by the build, as upstream's v1beta1 file is v1's under another package);
   * a second instance on the same dirs exits 1 and leaves the first serving; SIGTERM removes the
     sockets; a half-prepared claim of the checkpoint (its CDI spec) is undone at start;
+  * NVIDIA's program name gpu-kubelet-plugin (a link to gpulet) runs gpulet dra;
   * NVIDIA's options: --node-name required, only the values of health port, metrics endpoint,
-    consumable shares and feature gates it can honour are accepted (exit 2 otherwise).
+    consumable shares and feature gates it can honour are accepted (exit 2 otherwise); without an API
+    server to talk to (no kubeconfig, not in a pod) it does not start (exit 1).
 """
 import json
 import os
@@ -48,7 +52,17 @@ class Node:
         os.makedirs(self.root + REG)
         os.makedirs(self.root + "/proc/sys/kernel/random", exist_ok=True)
         self.set_boot("boot-a")
-        self.fixture = os.path.join(FIXTURES, fixture + ".json")
+        self.fixture = os.path.join(self.tmp, fixture + ".json")
+        shutil.copy(os.path.join(FIXTURES, fixture + ".json"), self.fixture)
+        self.events = os.path.join(self.tmp, "nvml-events")
+        open(self.events, "w").close()
+        # an API server nobody listens on: every claim's GET fails, the pool is never published
+        self.kubeconfig = os.path.join(self.tmp, "kubeconfig")
+        with open(self.kubeconfig, "w") as f:
+            json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "c",
+                       "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                       "users": [{"name": "u", "user": {"token": "t"}}],
+                       "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}, f)
         self.reg = self.root + REG + "/gpu.nvidia.com-reg.sock"
         self.sock = self.root + PLUGINS + "/gpu.nvidia.com/dra.sock"
         self.procs = []
@@ -58,9 +72,11 @@ class Node:
             f.write(bid + "\n")
 
     def env(self, extra=None):
-        env = dict(os.environ, FAKE_NVML_FIXTURE=self.fixture, GRPC_VERBOSITY="error")
+        env = dict(os.environ, FAKE_NVML_FIXTURE=self.fixture, FAKE_NVML_EVENTS=self.events, GRPC_VERBOSITY="error",
+                   KUBECONFIG=self.kubeconfig, GPULET_KERNEL_LOG="")
         for k in ("NODE_NAME", "CDI_ROOT", "FEATURE_GATES", "NVIDIA_DRIVER_ROOT", "HEALTHCHECK_PORT", "HTTP_ENDPOINT",
-                  "KUBELET_REGISTRAR_DIRECTORY_PATH", "KUBELET_PLUGINS_DIRECTORY_PATH", "CONSUMABLE_SHARES"):
+                  "KUBELET_REGISTRAR_DIRECTORY_PATH", "KUBELET_PLUGINS_DIRECTORY_PATH", "CONSUMABLE_SHARES",
+                  "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "ADDITIONAL_XIDS_TO_IGNORE"):
             env.pop(k, None)
         if SANITIZED:  # as plugin_lib: the fake NVML's fixture is static storage past dlclose
             env["LD_PRELOAD"] = FAKE_NVML_LIB
@@ -114,7 +130,8 @@ def test_registration(n):
     info = kubelet.info(n.reg)
     # kubelet's plugin watcher: type, name, endpoint (a host path), versions most recent first
     check(info == {"type": "DRAPlugin", "name": "gpu.nvidia.com", "endpoint": PLUGINS + "/gpu.nvidia.com/dra.sock",
-                   "supported_versions": ["v1.DRAPlugin", "v1beta1.DRAPlugin"]}, "GetInfo: %s" % info)
+                   "supported_versions": ["v1.DRAPlugin", "v1beta1.DRAPlugin", "v1alpha1.DRAResourceHealth"]},
+          "GetInfo: %s" % info)
     for path in (n.reg, n.sock):
         mode = os.stat(path).st_mode
         check(stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600, "%s mode %o" % (path, stat.S_IMODE(mode)))
@@ -126,7 +143,7 @@ def test_registration(n):
     check(n.stop(p) == 0, "exit status")
 
 
-def test_claims_without_api_client(n):
+def test_claims_api_unreachable(n):
     p = n.start()
     claims = [{"namespace": "ns", "name": "a", "uid": UID}, {"namespace": "ns", "name": "b", "uid": UID[:-1] + "2"}]
     for version in ("v1", "v1beta1"):
@@ -134,12 +151,37 @@ def test_claims_without_api_client(n):
         check(sorted(r) == sorted(c["uid"] for c in claims), "%s: one entry per claim: %s" % (version, r))
         for c in claims:
             one = r[c["uid"]]
-            check(one["devices"] == [] and "ResourceClaim ns/%s: this gpulet dra cannot read ResourceClaims" % c["name"]
-                  in one["error"], "%s: %s" % (version, one))
+            check(one["devices"] == [] and one["error"].startswith("ResourceClaim ns/%s: " % c["name"])
+                  and "127.0.0.1:1" in one["error"], "%s: %s" % (version, one))
         r = kubelet.unprepare(n.sock, version, claims + [{"namespace": "ns", "name": "x", "uid": "../../etc"}])
         check(r[UID]["error"] == "" and r[UID[:-1] + "2"]["error"] == "", "unprepare of unknown claims: %s" % r)
         check("is not a Kubernetes uid" in r["../../etc"]["error"], "bad uid: %s" % r)
     check(kubelet.prepare(n.sock, "v1", []) == {}, "an empty request")
+    check(n.stop(p) == 0, "exit status")
+
+
+def test_health_stream(n):
+    """kubelet's NodeWatchResources: the full list at once, again when a GPU turns unhealthy."""
+    p = n.start()
+    with open(n.fixture) as f:
+        minor0 = json.load(f)["gpus"][0].get("minor", 0)
+    # the fake NVML's event sets see only what is appended after they exist (tests/fakenvml/README.md)
+    deadline = time.time() + 20
+    while "Watching the GPUs' health" not in n.log(p):
+        check(time.time() < deadline, "no health watcher: " + n.log(p))
+        time.sleep(0.05)
+
+    def inject(i):
+        if i == 0:
+            with open(n.events, "a") as f:
+                f.write("xid 0 79\n")
+    first, second = kubelet.health(n.sock, 2, timeout=20, each=inject)
+    check(all(k.startswith("node-a/") for k in first) and "node-a/gpu-%d" % minor0 in first and len(first) == 13 and
+          set(first.values()) == {"HEALTHY"}, "first list: %s" % first)
+    check(second["node-a/gpu-%d" % minor0] == "UNHEALTHY" and sum(v == "UNHEALTHY" for v in second.values()) == 1,
+          "after XID 79 on GPU 0: %s" % second)
+    log = n.log(p)
+    check("unhealthy device" in log and "device=gpu-%d" % minor0 in log, log)
     check(n.stop(p) == 0, "exit status")
 
 
@@ -239,10 +281,19 @@ def test_options(n):
         (("--node-name", "x", "--feature-gates", "MPSSupport=maybe"), {}, 2, "want NAME=true or NAME=false"),
         (("--node-name", "x", "--kubelet-registrar-directory-path", "/nowhere"), {}, 1,
          "kubelet's plugin registration dir"),
+        (("--node-name", "x", "--additional-xids-to-ignore", "48,all"), {}, 2, "want XID numbers"),
+        (("--node-name", "x", "--kube-api-qps", "fast"), {}, 2, "--kube-api-qps 'fast' is not a number"),
+        (("--node-name", "x"), {"KUBECONFIG": ""}, 1, "Cannot start the DRA plugin without the Kubernetes API"),
     ]
     for args, env, rc, text in cases:
         r = n.run(*args, env=env)
         check(r.returncode == rc and text in r.stderr, "%s %s: rc %d, stderr %s" % (args, env, r.returncode, r.stderr))
+    # NVIDIA's program name: a link named gpu-kubelet-plugin runs gpulet dra (src/main.c programs[])
+    link = os.path.join(n.tmp, "gpu-kubelet-plugin")
+    os.symlink(os.path.realpath(GPULET), link)
+    r = subprocess.run([link, "--help"], env=n.env(), capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0 and "gpulet dra" in r.stdout and "--kubelet-plugins-directory-path" in r.stdout,
+          "gpu-kubelet-plugin --help: rc %d %s" % (r.returncode, r.stdout[:300]))
     # NVIDIA's env vars: NODE_NAME, feature gates it can honour (the ComputeDomain ones concern its other plugin)
     p = n.start(env={"NODE_NAME": "node-b", "FEATURE_GATES": "TimeSlicingSettings=true,MPSSupport=false,"
                      "ComputeDomainCliques=true,DynamicMIG=false", "IMAGE_NAME": "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.12.0"})
@@ -252,7 +303,7 @@ def test_options(n):
     check(n.stop(p) == 0, "exit status")
 
 
-TESTS = [test_registration, test_claims_without_api_client, test_bad_requests, test_same_messages,
+TESTS = [test_registration, test_claims_api_unreachable, test_health_stream, test_bad_requests, test_same_messages,
          test_second_instance_and_stop, test_half_prepared_at_start, test_options]
 
 

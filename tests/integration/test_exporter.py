@@ -483,7 +483,7 @@ class Deploy(unittest.TestCase):
             self.assertFalse(c["securityContext"]["allowPrivilegeEscalation"])
 
 
-COLLECTORS = os.path.join(SRC, "tests", "integration", "collectors", "dcgm-default.csv")
+COLLECTORS = os.path.join(SRC, "deploy", "image", "dcgm-exporter.csv")
 
 
 def csv_rows(path):
@@ -621,7 +621,7 @@ class Collectors(unittest.TestCase):
         ex = Exporter(fixture("single-t4"), [
             "-f", COLLECTORS, "-x", "300000",
             "-o", "--kubernetes-gpu-id-type", "device-name", "-d", "f", "-r", "localhost:5555",
-            "--kubernetes-enable-pod-labels", "--debug", "--kubernetes=false", "-rbmn"])
+            "--debug", "--kubernetes=false", "-rbmn"])
         try:
             body = ex.wait_for(lambda b: "DCGM_FI_DEV_GPU_TEMP{" in b, what="first sample")
             # -rbmn is upstream's alias of --replace-blanks-in-model-name, not -r with the value "bmn"

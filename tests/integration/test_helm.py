@@ -14,7 +14,11 @@
 - the doctor's mounts are complete: `gpulet doctor` on a healthy fake node copied through only the
   rendered DaemonSet's hostPaths finds what it finds on the whole node (test_doctor_view);
 - least privilege: no privileged, no capabilities, read-only root filesystem, no privilege
-  escalation, RuntimeDefault seccomp, no service-account token;
+  escalation, RuntimeDefault seccomp; a service-account token only in the pods whose verb calls the API
+  server, each with its own account bound to exactly the rules its code needs (API_RULES; the real API
+  server judges them in tests/k8s: test_k8s_node_health, test_k8s_nodefeature, test_k8s_doctor);
+- the GPU Operator's pause labels in every DaemonSet's affinity (DEPLOY_LABELS; the real DaemonSet
+  controller moves the pods: tests/k8s/test_k8s_pause.py);
 - the keys shared with NVIDIA's chart are there and mean the same (docs/reference/helm-chart.md);
 - the kustomize base is the chart's render and `kubectl kustomize` renders it; the chart's copies
   of the alert rules and dashboard equal deploy/'s; the chart version is gpulet's."""
@@ -103,6 +107,48 @@ AT = {"plugin": {MPS_SHM: "/dev/shm"}, "mps-control-daemon": {MPS: "/mps", MPS_S
 # MPS tmpfs is a mount the host must see (upstream runs the same containers privileged).
 PRIVILEGED = {"mps-control-daemon"}
 
+# What each verb's code asks of the API server when its values turn it on, as (where, apiGroup, resource,
+# verb): "cluster" a ClusterRole, "ns" a Role of the release's namespace, "default" a Role of the namespace
+# default (the API takes a Node's events only there). src/plugin/node_health.c (GET its Node, apply
+# nodes/status, create Events), src/labels/nodefeature.c (its NodeFeature followed and written, its own pod
+# for the owners), src/doctor/cluster_live.c (its Node and the pods on it followed, their events listed).
+API_RULES = {
+    "plugin": {("cluster", "", "nodes", "get"), ("cluster", "", "nodes/status", "patch"),
+               ("default", "", "events", "create")},
+    "labels": {("ns", "nfd.k8s-sigs.io", "nodefeatures", v) for v in ("get", "list", "watch", "create", "update")} |
+              {("ns", "", "pods", "get")},
+    "doctor": {("cluster", "", r, v) for r in ("nodes", "pods") for v in ("get", "list", "watch")} |
+              {("cluster", "", "events", "list")},
+    # the pods of its node (fieldSelector spec.nodeName) for their labels and UIDs: src/exporter/podmeta.c
+    "exporter": {("cluster", "", "pods", v) for v in ("get", "list", "watch")},
+}
+# values that turn a verb's API use on, with their default
+API_VALUES = {"plugin": ("devicePlugin.nodeHealth", True), "labels": ("gfd.useNodeFeatureAPI", None),
+              "doctor": ("doctor.readCluster", True)}
+# The GPU Operator's deploy labels each verb's DaemonSet must not run under (docs/reference/helm-chart.md
+# "Pause labels"), and the values that pause it (mig-parted, k8s-driver-manager).
+DEPLOY_LABELS = {"plugin": ["nvidia.com/gpu.deploy.device-plugin"],
+                 "mps-control-daemon": ["nvidia.com/gpu.deploy.device-plugin"],
+                 "labels": ["nvidia.com/gpu.deploy.gpu-feature-discovery"],
+                 "exporter": ["nvidia.com/gpu.deploy.dcgm-exporter"],
+                 "doctor": ["nvidia.com/gpu.deploy.gpulet-doctor", "nvidia.com/gpu.deploy.device-plugin"]}
+PAUSED = ["false", "paused-for-mig-change", "paused-for-driver-upgrade", "paused-for-mig-change_paused-for-driver-upgrade"]
+
+
+def value_of(values, dotted, default):
+    v = dig(values, dotted)
+    return default if v is KeyError or v is None else v
+
+
+def api_on(verb, values):
+    if verb == "exporter":
+        return exporter_watches_pods(values)
+    if verb not in API_VALUES:
+        return False
+    dotted, default = API_VALUES[verb]
+    return value_of(values, dotted, default) is not False
+
+
 _HELP = {}
 
 
@@ -147,15 +193,16 @@ def exporter_watches_pods(values):
 
 def check_security(name, pod, c, values, verb):
     sc = c.get("securityContext", {})
-    if verb == "exporter" and exporter_watches_pods(values):
-        check(pod.get("automountServiceAccountToken") is True and pod.get("serviceAccountName", "").endswith(
-            "-exporter"), "%s: the pods watch needs the exporter's ServiceAccount token: %r" % (
-            name, {k: pod.get(k) for k in ("automountServiceAccountToken", "serviceAccountName")}))
-    else:
-        check(pod.get("automountServiceAccountToken") is False, "%s: service-account token mounted" % name)
+    check(pod.get("automountServiceAccountToken") is api_on(verb, values),
+          "%s: service-account token %r, its verb calls the API server: %s" % (
+              name, pod.get("automountServiceAccountToken"), api_on(verb, values)))
     if verb in PRIVILEGED:
         check(sc.get("privileged") is True and sc.get("readOnlyRootFilesystem") is True,
               "%s: privileged with a read-only root" % name)
+        # the MPS server needs host PIDs (docs/reference/helm-chart.md §2): mps.enableHostPID, default true
+        want = (values.get("mps") or {}).get("enableHostPID", True) is not False
+        check(bool(pod.get("hostPID")) == want and not pod.get("hostIPC"),
+              "%s: hostPID %r, hostIPC %r (mps.enableHostPID %r)" % (name, pod.get("hostPID"), pod.get("hostIPC"), want))
         return
     check(not sc.get("privileged"), "%s: privileged" % name)
     check(sc.get("allowPrivilegeEscalation") is False, "%s: allowPrivilegeEscalation must be false" % name)
@@ -219,6 +266,55 @@ def check_mounts(name, verb, pod, c, values, kube):
         check(verb in UNDER_ROOT, "%s: --root=/host for a verb that reads no host root" % name)
 
 
+def check_rbac(name, docs, verbs, values, namespace):
+    """Each verb that calls the API server runs under its own account, bound to exactly API_RULES; no
+    other account, role or binding is rendered."""
+    roles = {}
+    for d in docs:
+        if d["kind"] in ("ClusterRole", "Role"):
+            roles[(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"])] = d["rules"]
+    accounts = set()
+    for verb, (pod, _) in verbs.items():
+        sa = pod.get("serviceAccountName")
+        if not api_on(verb, values):
+            check(sa is None, "%s: %s runs as %s without calling the API server" % (name, verb, sa))
+            continue
+        accounts.add(sa)
+        got = set()
+        for b in (d for d in docs if d["kind"] in ("ClusterRoleBinding", "RoleBinding")):
+            if {"kind": "ServiceAccount", "name": sa, "namespace": namespace} not in b["subjects"]:
+                continue
+            ns = b["metadata"].get("namespace")
+            where = "cluster" if b["kind"] == "ClusterRoleBinding" else "ns" if ns == namespace else ns
+            rules = roles.get((b["roleRef"]["kind"], ns if b["roleRef"]["kind"] == "Role" else None,
+                               b["roleRef"]["name"]), [])
+            check(rules, "%s: %s binds %s to a role the chart does not render" % (name, b["metadata"]["name"], sa))
+            for r in rules:
+                got |= {(where, g, res, v) for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]}
+        check(got == API_RULES[verb], "%s: %s's account %s may %s, its code needs exactly %s (extra %s, missing %s)"
+              % (name, verb, sa, sorted(got), sorted(API_RULES[verb]), sorted(got - API_RULES[verb]),
+                 sorted(API_RULES[verb] - got)))
+    rendered = {d["metadata"]["name"] for d in docs if d["kind"] == "ServiceAccount"}
+    check(rendered == accounts, "%s: ServiceAccounts %s, the pods use %s" % (name, sorted(rendered), sorted(accounts)))
+    for d in docs:
+        if d["kind"] in ("Role", "RoleBinding") and d["metadata"].get("namespace") != namespace:
+            check(d["metadata"]["namespace"] == "default" and ("rules" not in d or d["rules"] == [
+                {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}]),
+                  "%s: %s %s in namespace %s" % (name, d["kind"], d["metadata"]["name"], d["metadata"]["namespace"]))
+
+
+def check_pause(name, verb, pod, values):
+    """Every required term of the DaemonSet's affinity keeps the pods off a node whose deploy label pauses
+    them, and admits one without the label."""
+    if value_of(values, "operatorPauseLabels", True) is False:
+        return
+    terms = pod.get("affinity", {}).get("nodeAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution",
+                                                                 {}).get("nodeSelectorTerms", [])
+    want = [{"key": k, "operator": "NotIn", "values": PAUSED} for k in DEPLOY_LABELS[verb]]
+    check(terms and all(all(w in t.get("matchExpressions", []) for w in want) for t in terms),
+          "%s: %s's affinity terms lack the pause labels %s: %s" % (name, verb, DEPLOY_LABELS[verb], terms))
+
+
 def check_reach(name, path):
     """No hostPath is the host's /, /etc or kubelet's dir whole, nor holds or lies in kubelet's pods/ or pki/."""
     p = os.path.normpath(path)
@@ -231,9 +327,13 @@ def check_reach(name, path):
 def env_of(c, config_dir, values):
     """The container's env with the ConfigMap's file materialized in config_dir."""
     env = {}
+    # what the downward API gives the pod (spec.nodeName, metadata.namespace, metadata.name)
+    field = {"spec.nodeName": "node-1", "metadata.namespace": "gpulet", "metadata.name": "pod-1"}
     for e in c.get("env", []):
         if "value" in e:
             env[e["name"]] = e["value"]
+        elif "fieldRef" in e.get("valueFrom", {}):
+            env[e["name"]] = field[e["valueFrom"]["fieldRef"]["fieldPath"]]
     if "CONFIG_FILE" in env:
         key = os.path.basename(env["CONFIG_FILE"])
         cmap = values.get("config", {}).get("map") or {}
@@ -323,7 +423,8 @@ def check_render(name, values, kube="1.33.0", namespace="gpulet"):
     kv = tuple(int(x) for x in kube.split(".")[:2])
     cluster_scoped = {"RuntimeClass", "ClusterRole", "ClusterRoleBinding"}
     for d in docs:
-        if d["kind"] not in cluster_scoped:
+        # the plugin's events about its Node: a Role of the namespace default (check_rbac)
+        if d["kind"] not in cluster_scoped and d["metadata"].get("namespace") != "default":
             check(d["metadata"].get("namespace") == namespace, "%s: %s %s not in namespace %s"
                   % (name, d["kind"], d["metadata"]["name"], namespace))
     image = "%s:%s" % (values.get("image", {}).get("repository", "ghcr.io/gpulet/gpulet"),
@@ -340,12 +441,14 @@ def check_render(name, values, kube="1.33.0", namespace="gpulet"):
             check(c["image"] == image, "%s: image %s, expected %s" % (cname, c["image"], image))
             check_flags_env(cname, verb, c)
             check_security(cname, pod, c, values, verb)
+            check_pause(cname, verb, pod, values)
             check_mounts(cname, verb, pod, c, values, kv)
             rc = values.get("runtimeClassName", "nvidia")
             if verb == "doctor":
                 rc = values.get("doctor", {}).get("runtimeClassName") or rc
             check(pod.get("runtimeClassName") == (rc or None), "%s: runtimeClassName %r" % (cname, pod.get("runtimeClassName")))
     check_services(name, docs)
+    check_rbac(name, docs, verbs, values, namespace)
     return docs, verbs
 
 
@@ -400,6 +503,7 @@ def test_matrix():
                 "gfd": {"enabled": True, "sleepInterval": "30s", "noTimestamp": True},
                 "config": {"name": "my-plugin-config", "default": "config.yaml"},
                 "nodeSelector": {"nvidia.com/gpu.present": "true"}, "tolerations": [], "affinity": None,
+                "mps": {"enableHostPID": False},
                 "priorityClassName": "", "resources": {}, "runtimeClassName": "nvidia",
                 "image": {"repository": "registry.example/gpulet", "tag": "dev"}}
     everything = {"gfd": {"enabled": True}, "exporter": {"kubernetesVirtualGPUs": True, "port": 9500},
@@ -408,8 +512,10 @@ def test_matrix():
                   "devicePlugin": {"kernelLog": True},
                   "metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True},
                               "dashboard": {"enabled": os.path.exists(os.path.join(CHART, "files", CHART_FILES[1]))}}}
+    # and no API access at all, nor the Operator's pause labels: no account, no token, no such term
     only_plugin = {"exporter": {"enabled": False}, "doctor": {"enabled": False}, "runtimeClassName": None,
-                   "deviceListStrategy": None, "metrics": {"scrapeAnnotations": False}}
+                   "deviceListStrategy": None, "metrics": {"scrapeAnnotations": False},
+                   "devicePlugin": {"nodeHealth": False}, "operatorPauseLabels": False}
     # MPS sharing: labels set nvidia.com/mps.capable, the MPS daemons' nodeSelector (a node without MIG)
     mps = {"gfd": {"enabled": True}, "config": {"map": {"default": "version: v1\nsharing:\n  mps:\n    resources:\n"
                                                                    "    - {name: nvidia.com/gpu, replicas: 2}\n"}}}
@@ -455,11 +561,14 @@ def test_matrix():
             check_exporter_rbac(docs, verbs)
         if name == "defaults":
             check(not [d for d in docs if d["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")
-                       and d["metadata"]["name"].endswith(("-exporter", "-exporter-read-pods"))],
+                       and d["metadata"]["name"].endswith("-exporter")],
                   "defaults: the exporter has API access it does not use")
         if name == "only-plugin":
             check(set(verbs) == {"plugin", "mps-control-daemon"} and not [d for d in docs if d["kind"] == "RuntimeClass"],
                   "only-plugin renders %s" % [d["kind"] for d in docs])
+            check(not [d for d in docs if d["kind"] in ("ServiceAccount", "ClusterRole", "Role")] and
+                  "nvidia.com/gpu.deploy" not in json.dumps(verbs["plugin"][0].get("affinity")),
+                  "only-plugin: an account or a pause term without nodeHealth and operatorPauseLabels")
         if name == "everything":
             kinds = sorted(d["kind"] for d in docs)
             check(kinds.count("ServiceMonitor") == 2 and "PrometheusRule" in kinds, "everything: kinds %s" % kinds)
@@ -478,8 +587,11 @@ def test_matrix():
                   "config.name not mounted")
             # (a map value is merged with the default by helm: null, not {}, removes the default affinity;
             # what stays is the image's architecture, nodeArchitectures)
+            # and the plugin's pause label (check_pause)
             arch_only = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}}
+                {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64", "arm64"]},
+                                      {"key": "nvidia.com/gpu.deploy.device-plugin", "operator": "NotIn",
+                                       "values": PAUSED}]}]}}}
             check(pod.get("nodeSelector") == {"nvidia.com/gpu.present": "true"} and pod.get("affinity") == arch_only
                   and "priorityClassName" not in pod and "tolerations" not in pod,
                   "scheduling values not applied: %r" % {k: pod.get(k) for k in
@@ -499,18 +611,13 @@ def test_matrix():
 
 
 def check_exporter_rbac(docs, verbs):
-    """The exporter's pods watch: its ServiceAccount, a ClusterRole of get/list/watch on pods and nothing more,
-    bound to it; the flags and the HPC mount as the values say (issue 35 item 6)."""
+    """The exporter's pods watch: its own ServiceAccount (its rules, exactly get/list/watch on pods: check_rbac's
+    API_RULES) and token; the flags and the HPC mount as the values say (issue 35 item 6)."""
     pod, c = verbs["exporter"]
-    sa = pod["serviceAccountName"]
-    check(any(d["kind"] == "ServiceAccount" and d["metadata"]["name"] == sa for d in docs), "no ServiceAccount " + sa)
-    roles = [d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("-exporter-read-pods")]
-    check(len(roles) == 1 and roles[0]["rules"] == [{"apiGroups": [""], "resources": ["pods"],
-                                                      "verbs": ["get", "list", "watch"]}],
-          "exporter ClusterRole %r" % roles)
-    binds = [d for d in docs if d["kind"] == "ClusterRoleBinding" and d["metadata"]["name"].endswith("-read-pods")]
-    check(len(binds) == 1 and binds[0]["subjects"][0]["name"] == sa and roles and
-          binds[0]["roleRef"]["name"] == roles[0]["metadata"]["name"], "exporter binding %r" % binds)
+    sa = pod.get("serviceAccountName", "")
+    check(sa.endswith("-exporter") and pod.get("automountServiceAccountToken") is True and
+          any(d["kind"] == "ServiceAccount" and d["metadata"]["name"] == sa for d in docs),
+          "the exporter's pods watch has no ServiceAccount of its own: %r" % sa)
     args = c["args"]
     for a in ("--kubernetes-enable-pod-labels=true", "--kubernetes-enable-pod-uid=true",
               "--kubernetes-pod-label-allowlist-regex=^app$", "--kubernetes-pod-label-allowlist-regex=^team,x$",

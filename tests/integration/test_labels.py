@@ -89,6 +89,7 @@ def run(args, fixture_name, root, env=None, **kw):
 
 # GFD's env vars: none may leak in from the environment the suite runs in
 ENV_CLEAR = {"CONFIG_FILE", "GFD_CONFIG_FILE", "MIG_STRATEGY", "GFD_MIG_STRATEGY", "KUBECONFIG", "NODE_NAME",
+             "KUBERNETES_SERVICE_HOST", "NAMESPACE", "POD_NAME",
              "USE_NODE_FEATURE_API", "GFD_USE_NODE_FEATURE_API", "GFD_OUTPUT_FILE", "GFD_ONESHOT",
              "GFD_NO_TIMESTAMP", "GFD_SLEEP_INTERVAL", "FAIL_ON_INIT_ERROR", "GFD_FAIL_ON_INIT_ERROR",
              "DEVICE_DISCOVERY_STRATEGY", "GFD_MACHINE_TYPE_FILE"}
@@ -646,20 +647,33 @@ class ConfigAndFlags(unittest.TestCase):
         self.assertIn("/nonexistent.yaml", p.stderr)
 
     def test_gfd_flags_accepted(self):
+        """GFD's client flags are taken; without an API server (not in a pod, no kubeconfig) the NodeFeature
+        API, on by default as GFD's, writes the feature file and says so once; a kubeconfig that is not
+        there is refused, not passed over (the NodeFeature object itself: tests/k8s/test_k8s_nodefeature.py)."""
+        env = {}
         args = ["--oneshot", "-o", "/out", "--use-node-feature-api", "--device-discovery-strategy", "nvml",
-                "--driver-root-ctr-path", "/driver-root", "--kubeconfig", "/k", "--kube-api-qps", "5",
+                "--driver-root-ctr-path", "/driver-root", "--kube-api-qps", "2.5",
                 "--kube-api-burst", "10", "--namespace", "gpu-operator", "--node-name", "n1", "--pod-name", "gfd-x"]
-        got, err = self.labels(args)
+        got, err = self.labels(args, env=env)
         self.assertEqual(got[NV + "gpu.count"], "8")
-        self.assertEqual(err.count("no Kubernetes API client"), 1, err)  # one clear warning
-        for env in ({"USE_NODE_FEATURE_API": "true"}, {"GFD_USE_NODE_FEATURE_API": "1"}):
-            _, err = self.labels(["--oneshot", "-o", "/out"], env=env)
-            self.assertEqual(err.count("no Kubernetes API client"), 1, err)
+        self.assertEqual(err.count("No Kubernetes API server"), 1, err)  # one clear line
+        for e in ({"USE_NODE_FEATURE_API": "true"}, {"GFD_USE_NODE_FEATURE_API": "1"}, {}):
+            _, err = self.labels(["--oneshot", "-o", "/out"], env=dict(env, **e))
+            self.assertEqual(err.count("No Kubernetes API server"), 1, err)
         cfg = self.write("nfd.yaml", "version: v1\nflags:\n  useNodeFeatureAPI: true\n")
-        _, err = self.labels(["--oneshot", "-o", "/out", "--config-file", cfg])
-        self.assertEqual(err.count("no Kubernetes API client"), 1, err)
-        _, err = self.labels(["--oneshot", "-o", "/out", "--use-node-feature-api=false", "--config-file", cfg])
-        self.assertNotIn("no Kubernetes API client", err)
+        _, err = self.labels(["--oneshot", "-o", "/out", "--config-file", cfg], env=env)
+        self.assertEqual(err.count("No Kubernetes API server"), 1, err)
+        _, err = self.labels(["--oneshot", "-o", "/out", "--use-node-feature-api=false", "--config-file", cfg],
+                             env=env)
+        self.assertNotIn("No Kubernetes API server", err)
+        p = run(args + ["--kubeconfig", "/k"], "dgx-a100", self.root, env=env)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("cannot use the NodeFeature API", p.stderr)
+        self.assertIn("/k", p.stderr)
+        for bad in ("fast", "", "nan"):
+            p = run(["--oneshot", "-o", "/out", "--kube-api-qps", bad], "dgx-a100", self.root, env=env)
+            self.assertEqual(p.returncode, 2, (bad, p.stderr))
+            self.assertIn("--kube-api-qps", p.stderr)
         p = run(["--oneshot", "-o", "/out", "--device-discovery-strategy", "bogus"], "dgx-a100", self.root)
         self.assertEqual(p.returncode, 2)
 

@@ -11,6 +11,8 @@
     Allocate; a feature enabled whose nodes are absent is warned about and not named;
   * a feature turned off or absent leaves no spec: the one an earlier run wrote is removed (ours
     only: a file with our name that we did not write, or a symlink, is left alone and said);
+  * --cdi-spec-dir: every spec (the GPUs' and the extras') goes there, none below --root (the GPU
+    Operator's pod reads the host read-only below /host and mounts the spec dir at /var/run/cdi);
   * zero GPUs with the default failOnInitError: "No devices found. Waiting indefinitely.";
   * a GPU lost at start is never advertised with an empty ID.
 """
@@ -172,6 +174,23 @@ def test_gated_specs(h):
     check(os.path.islink(link) and os.path.isfile(target), "a symlink was followed or removed")
 
 
+def test_cdi_spec_dir(h):
+    out = os.path.join(h.tmp, "specs")
+    os.makedirs(out)
+    chardev(h, "/dev/gdrdrv", 1)
+    h.start_standin()
+    restart(h, "--device-list-strategy=cdi-cri", "--gdrcopy-enabled", "--cdi-spec-dir", out)
+    g = h.fixture_data()["gpus"][0]["uuid"]
+    got = one(h, "nvidia.com/gpu", g)
+    check(got["cdi"] == ["%s/gpu=%s" % (VENDOR, g), "%s/gdrcopy=all" % VENDOR], "names %r" % got["cdi"])
+    check(sorted(os.listdir(out)) == ["%s-gdrcopy.json" % VENDOR, "%s-gpu.json" % VENDOR],
+          "specs in --cdi-spec-dir: %s" % os.listdir(out))
+    below = os.path.join(h.root, "var/run/cdi")
+    left = os.listdir(below) if os.path.isdir(below) else []
+    check(not left, "specs below --root: %s" % left)
+    print("PASS --cdi-spec-dir: %s there, none below --root" % sorted(os.listdir(out)))
+
+
 def test_no_gpu_waits(h):
     log = open(os.path.join(h.tmp, "wait.log"), "w+")
     p = subprocess.Popen([GPULET, "plugin", *h.base_args()], stdout=log, stderr=subprocess.STDOUT,
@@ -213,5 +232,6 @@ test_lost_gpu_at_start.harness_args = {"fixture": "degraded"}
 if __name__ == "__main__":
     run(test_imex)
     run(test_gated_specs)
+    run(test_cdi_spec_dir)
     run(test_no_gpu_waits)
     run(test_lost_gpu_at_start)

@@ -23,7 +23,8 @@ start (never exercised here). Where a GPU is needed a stand-in nvidia-smi record
   * a daemon that hangs is not ready (1 s probe timeout), and is used once it answers;
   * a start that fails after the GPUs were switched to EXCLUSIVE_PROCESS switches them back;
   * --driver-root is read below --root once, where the plugin reads it (no <root><root> path);
-  * mount-shm: a tmpfs of half MemTotal with upstream's options (when this machine lets us mount).
+  * mount-shm: a tmpfs of half MemTotal with upstream's options (when this machine lets us mount);
+  * the host's side (SELinux labels, pid namespaces): test_plugin_mps_host.py.
 """
 import json
 import os
@@ -78,9 +79,9 @@ class Mps:
         self.log_path = os.path.join(h.tmp, "mps.log")
         self.proc = None
 
-    def start(self, nvml=("--nvml-library", FAKE_NVML_LIB), env=None):
+    def start(self, nvml=("--nvml-library", FAKE_NVML_LIB), env=None, wrap=()):
         self.log = open(self.log_path, "a")
-        self.proc = subprocess.Popen([GPULET, "mps-control-daemon", "--root", self.h.root, *nvml,
+        self.proc = subprocess.Popen([*wrap, GPULET, "mps-control-daemon", "--root", self.h.root, *nvml,
                                       "--config-file", self.config, "--mps-root", MPS_ROOT],
                                      stdout=self.log, stderr=subprocess.STDOUT, env=self.h.plugin_env(env))
 
@@ -127,7 +128,10 @@ class Mps:
             self.proc.kill()
             self.proc.wait()
         for pid in self.daemon_pids():
-            os.kill(pid, signal.SIGKILL)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:  # a pid namespace's daemons die with its first process
+                pass
 
 
 def with_mps(smi):

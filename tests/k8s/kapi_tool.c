@@ -301,6 +301,13 @@ int main(int argc, char **argv)
 	const char *cmd;
 	int c, r = 0;
 
+	/* what a verb's rows read (--kubeconfig's $KUBECONFIG, KAPI_ENV_ROWS()): the library reads no env */
+	const struct kapi_env kenv = {.service_host = getenv("KUBERNETES_SERVICE_HOST"),
+				      .service_port = getenv("KUBERNETES_SERVICE_PORT"),
+				      .pod_namespace = getenv("POD_NAMESPACE")};
+
+	ko.env = &kenv;
+	ko.kubeconfig = getenv("KUBECONFIG");
 	signal(SIGPIPE, SIG_IGN);
 	/* options anywhere (GNU getopt permutes them to the front), then COMMAND and its arguments */
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {

@@ -261,17 +261,62 @@ def _cgroup_hierarchies():
     return out
 
 
+class _Pid:
+    """A process this one did not start (a detached node's), with the part of Popen that stop() uses."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.stdout = io.StringIO()
+        try:  # the same process, not a pid used again since: its start time
+            with open("/proc/%d/stat" % pid) as f:
+                self.start = f.read().rsplit(")", 1)[1].split()[19]
+        except OSError:
+            self.start = None
+
+    def poll(self):
+        try:
+            with open("/proc/%d/stat" % self.pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0
+        return 0 if fields[0] == "Z" or fields[19] != self.start else None
+
+    def send_signal(self, sig):
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+    def wait(self, timeout=None):
+        deadline = time.time() + (timeout if timeout is not None else 3600)
+        while self.poll() is None:
+            if time.time() > deadline:
+                raise subprocess.TimeoutExpired("pid %d" % self.pid, timeout)
+            time.sleep(0.05)
+        return 0
+
+
 class Node:
     # kube-apiserver's authorizer and extra flags; the control-plane fixture (controlplane.py) sets RBAC
     authorization_mode = "AlwaysAllow"
     apiserver_flags = ()
+    # Kubernetes feature gates of every component (apiserver, scheduler, controller-manager, kubelet)
+    feature_gates = {}
 
-    def __init__(self, fixture="dgx-a100", keep_logs_on_failure=True, mkroot_args=()):
+    def _gates_flags(self):
+        return ["--feature-gates=" + ",".join("%s=%s" % (k, str(v).lower()) for k, v in sorted(self.feature_gates.items()))] \
+            if self.feature_gates else []
+
+    def __init__(self, fixture="dgx-a100", keep_logs_on_failure=True, mkroot_args=(), tmp=None):
         """fixture: a name under tests/fixtures or a path without its .json; mkroot_args: more
-        options of tests/lib/mkroot.sh (--all-caps: the caps nodes of MIG instances made later)."""
+        options of tests/lib/mkroot.sh (--all-caps: the caps nodes of MIG instances made later);
+        tmp: the node's dir, made here (`make cluster-demo`), instead of a new temp dir."""
         self.fixture_name = fixture
         self.mkroot_args = list(mkroot_args)
-        self.tmp = tempfile.mkdtemp(prefix="gpulet-k8s.")
+        if tmp:
+            os.makedirs(tmp)
+        self.tmp = tmp or tempfile.mkdtemp(prefix="gpulet-k8s.")
         self.t = self.tmp
         self.logs = os.path.join(self.tmp, "logs")
         os.makedirs(self.logs)
@@ -297,8 +342,12 @@ class Node:
         self.stop()
         return False
 
-    def start(self, plugin_args=("--device-list-strategy=cdi-cri",), gpus="8", control_plane=False):
-        """control_plane: also kube-scheduler and kube-controller-manager (start_control_plane())."""
+    def start(self, plugin_args=("--device-list-strategy=cdi-cri",), gpus="8", control_plane=False, plugin=True,
+              images=()):
+        """control_plane: also kube-scheduler and kube-controller-manager (start_control_plane()); plugin:
+        gpulet's plugin on this machine (False: the test runs one, e.g. in a pod, or the node's GPUs
+        go through DRA); images: more OCI
+        layout tarballs for containerd (named by their io.containerd.image.name annotation)."""
         t0 = time.time()
         self.bins = peers.all_peers()
         from helm_lib import fetch as fetch_k8stools
@@ -307,7 +356,7 @@ class Node:
         t1 = time.time()
         self.certs = os.path.join(self.t, "pki")
         _certs(self.certs)
-        self.images = _images(os.path.join(self.t, "images"))
+        self.images = _images(os.path.join(self.t, "images")) + list(images)
         self._fake_root()
         self._namespace()
         self._cgroups()
@@ -317,8 +366,9 @@ class Node:
             self.start_control_plane()
         self._containerd()
         self._kubelet()
-        self.start_plugin(*plugin_args)
-        self.wait_node_ready_for_gpus(count=gpus)
+        if plugin:
+            self.start_plugin(*plugin_args)
+            self.wait_node_ready_for_gpus(count=gpus)
         self.timing["bringup_s"] = time.time() - t1
         return self
 
@@ -356,6 +406,10 @@ class Node:
         script = ["set -e", "ip link set lo up", "ip addr add %s/32 dev lo" % NODE_IP,
                   "mount -t tmpfs -o mode=755 gpulet-k8s-run /run", "mount --bind %s/varlog /var/log" % t,
                   "mount -t tmpfs -o mode=755 gpulet-k8s-varlib /var/lib", "mkdir /var/lib/kubelet",
+                  # shared, as a node's /var/lib/kubelet is: a mount made below the kubelet dir (the DRA
+                  # driver's per-claim MPS /dev/shm) shows at both of its names
+                  "mount --bind %s %s" % (self.kubelet_root, self.kubelet_root),
+                  "mount --make-shared %s" % self.kubelet_root,
                   "mount --bind %s /var/lib/kubelet" % self.kubelet_root,
                   "mount -t tmpfs -o mode=755 gpulet-k8s-opt /opt",
                   # the plugin writes R/var/run/cdi; containerd reads /var/run/cdi, as on a node
@@ -365,10 +419,11 @@ class Node:
             with open(f, "w") as fh:
                 fh.write(val + "\n")
             script.append("mount --bind %s /proc/sys/%s" % (f, name))
-        script += ["echo ready", "exec sleep 86400"]
+        script += ["echo ready", "exec sleep infinity"]
         self.holder = subprocess.Popen(["unshare", "-m", "-n", "--propagation", "private", "sh", "-c",
                                         "\n".join(script)], stdout=subprocess.PIPE,
-                                       stderr=open(os.path.join(self.logs, "netns.log"), "w"), text=True)
+                                       stderr=open(os.path.join(self.logs, "netns.log"), "w"), text=True,
+                                       start_new_session=True)
         line = self.holder.stdout.readline()
         if line.strip() != "ready":
             raise NodeError("namespace setup failed: %s" % open(os.path.join(self.logs, "netns.log")).read())
@@ -440,7 +495,7 @@ class Node:
             "--disable-admission-plugins", "ServiceAccount", "--endpoint-reconciler-type", "none",
             "--kubelet-client-certificate", c + "/admin.crt", "--kubelet-client-key", c + "/admin.key",
             "--kubelet-preferred-address-types", "InternalIP", "--enable-priority-and-fairness=false", "--v", "1",
-            *self.apiserver_flags])
+            *self.apiserver_flags, *self._gates_flags()])
         self.wait("kube-apiserver /readyz", lambda: self.kubectl("get", "--raw", "/readyz", check=False)[0] == 0,
                   timeout=90, proc="kube-apiserver")
 
@@ -449,18 +504,18 @@ class Node:
     def start_control_plane(self):
         """kube-scheduler and kube-controller-manager of the same release, on the API server as admin,
         serving only on the namespace's loopback. DRA is on by default in 1.34 (GA); the controller
-        manager runs the resourceclaim and garbage-collector controllers (no node lifecycle
+        manager runs the resourceclaim, garbage-collector and daemonset controllers (no node lifecycle
         controller: it would taint this CNI-less node not-ready)."""
         c = self.certs
         common = ["--kubeconfig", self.admin_kubeconfig, "--authentication-kubeconfig", self.admin_kubeconfig,
                   "--authorization-kubeconfig", self.admin_kubeconfig, "--bind-address", "127.0.0.1",
-                  "--leader-elect=false", "--v", "1"]
+                  "--leader-elect=false", "--v", "1", *self._gates_flags()]
         self.spawn("kube-scheduler", [self.bins["kube-scheduler"], *common, "--secure-port", "10259",
                                       "--cert-dir", self.t + "/scheduler-certs"])
         self.spawn("kube-controller-manager", [
             self.bins["kube-controller-manager"], *common, "--secure-port", "10257",
             "--cert-dir", self.t + "/controller-manager-certs",
-            "--controllers", "resourceclaim-controller,garbage-collector-controller",
+            "--controllers", "resourceclaim-controller,garbage-collector-controller,daemonset-controller",
             "--service-account-private-key-file", c + "/sa.key", "--root-ca-file", c + "/ca.crt",
             "--use-service-account-credentials=false"])
         for name, port in (("kube-scheduler", 10259), ("kube-controller-manager", 10257)):
@@ -516,8 +571,11 @@ class Node:
     def _kubelet(self):
         os.makedirs(self.kubelet_root, exist_ok=True)
         conf = os.path.join(self.t, "kubelet.yaml")
+        cfg = _kubelet_config(self.t, self.certs, self.cgroup_root)
+        if self.feature_gates:
+            cfg["featureGates"] = dict(self.feature_gates)
         with open(conf, "w") as f:
-            json.dump(_kubelet_config(self.t, self.certs, self.cgroup_root), f)
+            json.dump(cfg, f)
         self.kubelet_kubeconfig = os.path.join(self.t, "kubelet.kubeconfig")
         _kubeconfig(self.kubelet_kubeconfig, self.certs, "kubelet")
         self.start_kubelet()
@@ -640,6 +698,39 @@ class Node:
     def delete_pod(self, name):
         self.kubectl("delete", "pod", name, "--grace-period=0", "--force", "--wait=false", check=False)
 
+    # -- a node that outlives its process (`make cluster-demo`) -----------------------------------
+    STATE = "node.json"
+
+    def detach(self):
+        """Keep the node running after this process exits: its daemons are in their own sessions; the
+        pids and what stop() needs go to DIR/node.json, the holder's pid to DIR/holder.pid."""
+        state = {"tmp": self.tmp, "cgroup_root": self.cgroup_root, "cgroup_dirs": self.cgroup_dirs,
+                 "holder": self.holder.pid, "procs": {n: p.pid for n, p in self.procs.items() if p.poll() is None},
+                 "bins": self.bins, "containerd_sock": self.containerd_sock,
+                 "admin_kubeconfig": self.admin_kubeconfig}
+        with open(os.path.join(self.tmp, self.STATE), "w") as f:
+            json.dump(state, f, indent=1)
+        with open(os.path.join(self.tmp, "holder.pid"), "w") as f:
+            f.write("%d\n" % self.holder.pid)
+        self.holder.stdout.close()
+        self.holder = self.procs = None  # stop() from here on is attach(DIR).stop()
+
+    @classmethod
+    def attach(cls, tmp):
+        """The node detach() left in tmp, for stop() (or kubectl, ctr) from another process."""
+        with open(os.path.join(tmp, cls.STATE)) as f:
+            st = json.load(f)
+        node = cls.__new__(cls)
+        node.tmp = node.t = st["tmp"]
+        node.logs = os.path.join(node.tmp, "logs")
+        node.cgroup_root, node.cgroup_dirs = st["cgroup_root"], st["cgroup_dirs"]
+        node.bins, node.containerd_sock = st["bins"], st["containerd_sock"]
+        node.admin_kubeconfig = st["admin_kubeconfig"]
+        node.holder = _Pid(st["holder"])
+        node.procs = {n: _Pid(pid) for n, pid in st["procs"].items()}
+        node.failed, node.keep_logs = False, False
+        return node
+
     # -- teardown ------------------------------------------------------------------------------
     def _kill_leftovers(self):
         """Shims and container processes of this node: by their cgroup (pods) or by argv naming our
@@ -662,7 +753,14 @@ class Node:
                         pids.add(int(pid))
             except OSError:
                 pass
-        pids.discard(os.getpid())
+        pid = os.getpid()  # this process and those that started it (a make or a shell naming the dir)
+        while pid > 1:
+            pids.discard(pid)
+            try:
+                with open("/proc/%d/stat" % pid) as f:
+                    pid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError):
+                break
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -14,6 +14,11 @@ fake dgx-a100), with --pods/--node fed from the real API server's JSON:
   * the plugin stopped: the doctor fails, naming the plugin link;
   * kubelet stopped: kubelet.not-running.
 
+At each step the doctor also runs as in its pod (issue 32 item 6): in-cluster, with the chart's doctor
+ServiceAccount and its read-only rules exactly as `helm template` renders them (tests/k8s/chartapi.py,
+RBAC on), no --pods/--node/--events, reading this node, its pods and their events from the API server
+itself; it must name the same root cause and the same failures as with the dumps.
+
 Without the registries (Go module proxy, npm) the peers cannot be built and the test fails."""
 import json
 import os
@@ -23,30 +28,52 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from node import FAKE_NVML_LIB, GPULET, NODE_NAME, Node, NodeError  # noqa: E402
+from chartapi import RbacNode, in_cluster  # noqa: E402
+from node import FAKE_NVML_LIB, GPULET, NODE_NAME, NodeError  # noqa: E402
 from podcheck import check  # noqa: E402
 
 
 def doctor(node, api=True):
     """The doctor's exit code and failures; with api, --pods/--node/--events from the API server
-    (kept next to the logs as doctor-*.json for a failure's report)."""
+    (kept next to the logs as doctor-*.json for a failure's report). With api, it runs again in-cluster
+    (node.in_cluster: the doctor's account) and must find the same."""
+    rc, fails = doctor_run(node, api)
+    if api:
+        want = (rc, node.root_cause, sorted(ids(fails)))
+        lrc, lfails = doctor_run(node, api, live=True)
+        got = (lrc, node.root_cause, sorted(ids(lfails)))
+        check(got == want, "in-cluster the doctor finds %s, with the dumps %s\n%s" % (got, want, show(lfails)))
+        check(not [f for f in node.doctor_warnings if f["id"] == "input.api-failed"],
+              "in-cluster: %s" % show(node.doctor_warnings))
+        print("PASS in-cluster (the chart's doctor account, no dumps): the same exit %d, root cause %s, failures %s"
+              % (lrc, node.root_cause, sorted(ids(lfails))))
+        node.root_cause = want[1]
+    return rc, fails
+
+
+def doctor_run(node, api, live=False):
     args = []
     queries = (("pods", ("get", "pods", "-A", "-o", "json")), ("node", ("get", "node", NODE_NAME, "-o", "json")),
                ("events", ("get", "events", "-A", "-o", "json")))
-    for what, q in queries if api else ():
+    for what, q in queries if api and not live else ():
         path = os.path.join(node.logs, "doctor-%s.json" % what)
         with open(path, "w") as f:
             f.write(node.kubectl(*q)[1])
         args += ["--" + what, path]
     argv = [GPULET, "doctor", "--root", node.root, "--live", "--nvml-library", FAKE_NVML_LIB, "--runtime-class", "",
             *args]
-    p = subprocess.run(argv + ["--json"], capture_output=True, text=True, env=node.plugin_env(), timeout=120)
+    env = node.plugin_env()
+    if live:  # as in the doctor's pod: its account's token, KUBERNETES_SERVICE_HOST, NODE_NAME
+        env = dict(node.in_cluster, FAKE_NVML_FIXTURE=env["FAKE_NVML_FIXTURE"], FAKE_NVML_EVENTS=env["FAKE_NVML_EVENTS"],
+                   NODE_NAME=NODE_NAME)
+        argv = node.ns(argv)
+    p = subprocess.run(argv + ["--json"], capture_output=True, text=True, env=env, timeout=120)
     try:
         findings = json.loads(p.stdout)["findings"]
     except ValueError:
         raise NodeError("doctor printed no JSON (rc %d): %s %s" % (p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
     node.doctor_warnings = [f for f in findings if f["severity"] == "warn"]
-    text = subprocess.run(argv, capture_output=True, text=True, env=node.plugin_env(), timeout=120).stdout
+    text = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120).stdout
     m = re.search(r"^Root cause: (\S+)", text, re.M)
     node.root_cause = m.group(1) if m else None
     return p.returncode, [f for f in findings if f["severity"] == "fail"]
@@ -69,6 +96,27 @@ def waiting(st):
     return "", ""
 
 
+def start_server(node):
+    """`gpulet doctor --serve-metrics` as in the chart's pod: in-cluster, its informers on the node and the
+    pods bound to it (doctor/cluster_live.c)."""
+    env = node.plugin_env()
+    env = dict(node.in_cluster, FAKE_NVML_FIXTURE=env["FAKE_NVML_FIXTURE"], FAKE_NVML_EVENTS=env["FAKE_NVML_EVENTS"],
+               NODE_NAME=NODE_NAME)
+    node.spawn("doctor-serve", [GPULET, "doctor", "--root", node.root, "--live", "--nvml-library", FAKE_NVML_LIB,
+                                "--runtime-class", "", "--serve-metrics", "127.0.0.1:19402", "--interval", "300",
+                                "--recheck-delay", "1"], env=env)
+    node.wait("the doctor's server following the cluster", lambda: "Following this node and its pods" in
+              node.log_tail("doctor-serve", 20000) and "gpulet_doctor" in served_metrics(node), timeout=60,
+              proc="doctor-serve")
+    check('id="input.api-failed"' not in served_metrics(node), "the server: %s" % served_metrics(node)[:2000])
+
+
+def served_metrics(node):
+    p = subprocess.run(node.ns(["curl", "-sS", "--max-time", "5", "http://127.0.0.1:19402/metrics"]),
+                       capture_output=True, text=True, timeout=30)
+    return p.stdout
+
+
 def spec_deleted(node):
     path = os.path.join(node.cdi_dir, "k8s.device-plugin.nvidia.com-gpu.json")
     os.unlink(path)
@@ -79,6 +127,12 @@ def spec_deleted(node):
     print("PASS the spec deleted: the pod sits in %s: %s" % (reason, msg[:200]))
     node.wait("the Failed event of pod nospec", lambda: "unresolvable CDI devices" in
               node.kubectl("get", "events", "-A", "-o", "json")[1], timeout=30)
+    # the doctor's server in-cluster: its informers saw the GPU pod fail, it walked again and read the
+    # pod's events from the API server
+    node.wait("the doctor's server to report events.runtime-failed", lambda: 'id="events.runtime-failed"' in
+              served_metrics(node), timeout=60, proc="doctor-serve")
+    print("PASS the doctor's server (in-cluster, following the node and its pods) walked again and reports "
+          "events.runtime-failed")
     rc, fails = doctor(node)
     print("doctor with the spec deleted: rc %d, root cause %s\n%s\nwarnings:\n%s"
           % (rc, node.root_cause, show(fails), show(node.doctor_warnings)))
@@ -119,8 +173,10 @@ def cdi_disabled(node):
 
 def test_doctor():
     t0 = time.time()
-    with Node() as node:
+    with RbacNode() as node:
         node.start(("--device-list-strategy=cdi-cri", "--mig-strategy=none"), gpus="8")
+        node.in_cluster = in_cluster(node, "doctor")
+        start_server(node)
         node.start_pod("holder", "true", {"nvidia.com/gpu": "1"})
         rc, fails = doctor(node)
         check(rc == 0 and not fails, "doctor on the healthy node: rc %d\n%s" % (rc, show(fails)))
@@ -129,6 +185,7 @@ def test_doctor():
         spec_deleted(node)
         cdi_disabled(node)
 
+        node.stop_proc("doctor-serve")
         node.stop_plugin()
         rc, fails = doctor(node)
         # also failed today, wrongly: alloc.held-by-terminated-pod (the deleted pod nocdi's GPU, which
@@ -138,7 +195,7 @@ def test_doctor():
         print("PASS doctor with the plugin stopped: root cause %s\n%s" % (node.root_cause, show(fails)))
 
         node.stop_proc("kubelet")
-        rc, fails = doctor(node, api=False)
+        rc, fails = doctor(node)
         # mig.layout-stale is explained by the kubelet link: nothing can be asked of a stopped kubelet
         check(rc == 1 and node.root_cause == "kubelet.not-running" and "mig.layout-stale" not in ids(fails),
               "doctor with kubelet stopped: rc %d\n%s" % (rc, show(fails)))

@@ -1,142 +1,137 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""What `gpulet dra` can show a real 1.34 cluster before it talks to the API server itself
-(tests/k8s/node.py with kube-scheduler and kube-controller-manager; docs/reference/dra.md):
+"""`gpulet dra` as the GPU DRA driver of a real 1.34 node (tests/k8s/node.py with kube-scheduler and
+kube-controller-manager, no device plugin; docs/reference/dra.md):
 
-  * the real kubelet's plugin watcher finds gpulet dra's registration socket, calls GetInfo and
-    registers it (gpulet logs kubelet's NotifyRegistrationStatus);
-  * the ResourceSlice gpulet builds for the fake DGX A100 (tests/golden/dra/dgx-a100.slices.json, the
-    builder's output pinned by the dra_unit test) is accepted by the real kube-apiserver;
-  * NVIDIA's DeviceClasses and the CEL selectors of NVIDIA's example claims (gpu-test4's MIG profiles
-    with a parentUUID constraint, gpu-test6's productName and index, version and capacity
-    comparisons) are allocated by the real scheduler to the devices they name;
-  * kubelet then calls gpulet's NodePrepareResources for the pod, and the pod's events carry gpulet's
-    answer: without the Kubernetes API client it cannot read the claim, and says so.
+  * gpulet publishes the fake DGX A100's pool through the API server: one ResourceSlice owned by the
+    Node, 13 devices with NVIDIA's names, attributes and capacities;
+  * NVIDIA's DeviceClasses and the CEL selectors of NVIDIA's example claims (gpu-test6's productName
+    and index, gpu-test4's MIG profiles with a parentUUID constraint, version and quantity
+    comparisons) are allocated by the real scheduler to the devices they name — by a ResourceClaim and
+    by a ResourceClaimTemplate (the resourceclaim controller makes its claim);
+  * kubelet calls gpulet's NodePrepareResources, gpulet GETs each claim and writes one CDI spec per
+    claim, and each container sees exactly its GPU's device nodes (the host's majors and minors), the
+    driver's libraries and control nodes, and a MIG claim its caps nodes;
+  * two pods sharing one claim get the same devices, prepared once;
+  * deleting the pods unprepares the claims: their specs are gone.
 
 Without the registries (Go module proxy, npm) the peers cannot be built and the test fails."""
-import copy
 import json
 import os
+import re
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from node import BUSYBOX_IMAGE, FAKE_NVML_LIB, GPULET, NODE_NAME, SRC, Node  # noqa: E402
-from podcheck import check  # noqa: E402
+from dralib import (DRIVER, FAKE_NVML_LIB, GPULET, KIND, NODE_NAME, Node, allocated_devices, apply, check,  # noqa: E402
+                    check_sees, claim, claim_of, delete_pod, log_count, pod, pool, probe, read_spec, request,
+                    setup_classes, slices, spec_path, start_dra, template, timed, wait_running)
 
-DRIVER = "gpu.nvidia.com"
-# NVIDIA's chart, deployments/helm/.../templates/deviceclass-{gpu,mig}.yaml at v25.12.0
-DEVICE_CLASSES = [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
-                   "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com' && "
-                                                                 "device.attributes['gpu.nvidia.com'].type == '%s'" % t}}]}}
-                  for name, t in (("gpu.nvidia.com", "gpu"), ("mig.nvidia.com", "mig"))]
-
-
-def request(name, cls, cel=None):
-    r = {"name": name, "exactly": {"deviceClassName": cls}}
-    if cel:
-        r["exactly"]["selectors"] = [{"cel": {"expression": cel}}]
-    return r
-
-
-def claim(name, requests, constraints=None):
-    spec = {"devices": {"requests": requests}}
-    if constraints:
-        spec["devices"]["constraints"] = constraints
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": "default"},
-            "spec": spec}
-
-
+ATTR = "device.attributes['gpu.nvidia.com']"
 CLAIMS = {
     # gpu-test6: productName.lowerAscii().matches(...) && index == N
-    "a100-index-2": (claim("a100-index-2", [request("gpu", "gpu.nvidia.com", "device.attributes['gpu.nvidia.com']."
-                                                    "productName.lowerAscii().matches('^.*a100.*$') && "
-                                                    "device.attributes['gpu.nvidia.com'].index == 2")]),
-                     lambda devs: devs == ["gpu-2"]),
+    "a100-index-2": (claim("a100-index-2", [request("gpu", cel=ATTR + ".productName.lowerAscii().matches('^.*a100.*$') && "
+                                                    + ATTR + ".index == 2")]),
+                     lambda devs: devs == ["gpu-2"], 0),
     # gpu-test4: MIG profiles from one parent
-    "mig-pair": (claim("mig-pair", [request("mig-1g", "mig.nvidia.com", "device.attributes['gpu.nvidia.com'].profile == '1g.5gb'"),
-                                    request("mig-2g", "mig.nvidia.com", "device.attributes['gpu.nvidia.com'].profile == '2g.10gb'")],
+    "mig-pair": (claim("mig-pair", [request("mig-1g", "mig.nvidia.com", ATTR + ".profile == '1g.5gb'"),
+                                    request("mig-2g", "mig.nvidia.com", ATTR + ".profile == '2g.10gb'")],
                        [{"requests": [], "matchAttribute": "gpu.nvidia.com/parentUUID"}]),
                  lambda devs: len(devs) == 2 and devs[0].split("-mig-")[0] == devs[1].split("-mig-")[0]
-                 and "-mig-1g5gb-19-" in devs[0] and "-mig-2g10gb-14-" in devs[1]),
-    # versions and capacity, typed as NVIDIA types them (semver, quantity)
-    "typed": (claim("typed", [request("gpu", "gpu.nvidia.com",
-                                      "device.attributes['gpu.nvidia.com'].cudaComputeCapability.isGreaterThan(semver('7.5.0')) && "
-                                      "device.attributes['gpu.nvidia.com'].driverVersion.compareTo(semver('550.0.0')) >= 0 && "
-                                      "device.attributes['gpu.nvidia.com'].architecture == 'Ampere' && "
-                                      "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0 && "
-                                      "device.attributes['gpu.nvidia.com'].minor == 5")]),
-              lambda devs: devs == ["gpu-5"]),
+                 and "-mig-1g5gb-19-" in devs[0] and "-mig-2g10gb-14-" in devs[1], 4),
 }
+# versions and capacity, typed as NVIDIA types them (semver, quantity), through a template
+TYPED = template("typed", [request("gpu", cel=ATTR + ".cudaComputeCapability.isGreaterThan(semver('7.5.0')) && "
+                                   + ATTR + ".driverVersion.compareTo(semver('550.0.0')) >= 0 && "
+                                   + ATTR + ".architecture == 'Ampere' && "
+                                   "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0 && "
+                                   + ATTR + ".minor == 5")])
 
 
-def pod(name, claim_name):
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
-            "spec": {"hostNetwork": True, "automountServiceAccountToken": False, "enableServiceLinks": False,
-                     "restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "tolerations": [{"operator": "Exists"}],
-                     "resourceClaims": [{"name": "gpus", "resourceClaimName": claim_name}],
-                     "containers": [{"name": "c", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
-                                     "command": ["/bin/sh", "-c", "exec sleep 3600"],
-                                     "resources": {"claims": [{"name": "gpus"}]}}]}}
-
+def node_spec(node):
+    """The node's full CDI spec (gpulet cdi generate, as the claims' specs are cut from it): its
+    common edits are what the probe looks for inside every container."""
+    import subprocess
+    out = subprocess.run([GPULET, "cdi", "generate", "--root", node.root, "--driver-root", node.root,
+                          "--nvml-library", FAKE_NVML_LIB, "--nvidia-cdi-hook-path", node.hook, "--format", "json"],
+                         env=node.plugin_env(), capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
 
 
 def main():
     t0 = time.time()
     with Node() as node:
-        node.start(control_plane=True)
-        print("PASS node with kube-scheduler and kube-controller-manager up (%.1fs)" % (time.time() - t0))
+        node.start(control_plane=True, plugin=False)
+        timed("node with kube-scheduler and kube-controller-manager up", t0)
 
         t = time.time()
-        node.spawn("dra", [GPULET, "dra", "--nvml-library", FAKE_NVML_LIB, "--root", node.root, "--driver-root",
-                           node.root, "--nvidia-cdi-hook-path", node.hook, "--node-name", NODE_NAME],
-                   env=node.plugin_env())
-        node.wait("kubelet registers gpulet dra", lambda: "Registered DRA plugin with kubelet" in node.log_tail("dra", 100000),
-                  timeout=60, proc="dra")
-        print("PASS the real kubelet registered gpulet dra (%.1fs)" % (time.time() - t))
-
-        t = time.time()
-        with open(os.path.join(SRC, "tests/golden/dra/dgx-a100.slices.json")) as f:
-            slices = json.load(f)["slices"]
+        start_dra(node)
+        s = slices(node)
         uid = node.get("node", NODE_NAME)["metadata"]["uid"]
-        for s in slices:
-            s = copy.deepcopy(s)
-            s["metadata"]["generateName"] = "%s-%s-" % (NODE_NAME, DRIVER)
-            s["metadata"]["ownerReferences"][0].update(name=NODE_NAME, uid=uid)
-            s["spec"]["nodeName"] = NODE_NAME
-            s["spec"]["pool"]["name"] = NODE_NAME
-            node.kubectl("create", "-f", "-", stdin=json.dumps(s))
-        stored = node.get("resourceslices")["items"]
-        check(len(stored) == 1 and len(stored[0]["spec"]["devices"]) == 13, "slices stored: %s" % len(stored))
-        print("PASS the real kube-apiserver accepted gpulet's ResourceSlice, 13 devices (%.1fs)" % (time.time() - t))
+        check(len(s) == 1 and len(s[0]["spec"]["devices"]) == 13, "slices: %s" % s)
+        owner = s[0]["metadata"]["ownerReferences"][0]
+        check(owner["kind"] == "Node" and owner["name"] == NODE_NAME and owner["uid"] == uid and owner["controller"],
+              "owner: %s" % owner)
+        check(s[0]["spec"]["pool"]["name"] == NODE_NAME and s[0]["spec"]["nodeName"] == NODE_NAME and
+              s[0]["metadata"]["name"].startswith(NODE_NAME + "-" + DRIVER + "-"), "pool: %s" % s[0]["spec"]["pool"])
+        devs = pool(node)
+        check(devs["gpu-0"]["attributes"]["productName"]["string"] == "NVIDIA A100-SXM4-40GB" and
+              devs["gpu-0"]["capacity"]["memory"]["value"] == "40Gi", "gpu-0: %s" % devs["gpu-0"])
+        timed("gpulet dra registered and published its pool (13 devices, owned by the Node)", t)
 
         t = time.time()
-        for dc in DEVICE_CLASSES:
-            node.kubectl("apply", "-f", "-", stdin=json.dumps(dc))
-        for name, (c, _) in CLAIMS.items():
-            node.kubectl("apply", "-f", "-", stdin=json.dumps(c))
-            node.kubectl("apply", "-f", "-", stdin=json.dumps(pod("p-" + name, name)))
-        for name, (_, want) in CLAIMS.items():
-            alloc = node.wait("claim %s allocated" % name,
-                              lambda name=name: node.get("resourceclaim", name).get("status", {}).get("allocation"),
-                              timeout=60, proc="kube-scheduler")
-            devs = [r["device"] for r in alloc["devices"]["results"]]
-            check(all(r["driver"] == DRIVER and r["pool"] == NODE_NAME for r in alloc["devices"]["results"]),
-                  "%s: %s" % (name, alloc))
-            check(want(devs), "%s allocated %s" % (name, devs))
-            print("PASS claim %s allocated by the real scheduler: %s" % (name, devs))
-        print("PASS NVIDIA's DeviceClasses and example selectors on gpulet's attributes (%.1fs)" % (time.time() - t))
+        setup_classes(node)
+        script = probe(node_spec(node))
+        apply(node, *(c for c, _, _ in CLAIMS.values()), TYPED)
+        for name in CLAIMS:
+            apply(node, pod("p-" + name, script, claim_name=name))
+        apply(node, pod("p-typed", script, template_name="typed"))
+        want = {name: (w, caps) for name, (_, w, caps) in CLAIMS.items()}
+        want["typed"] = (lambda d: d == ["gpu-5"], 0)
+        claims = {}
+        for name, (ok, _) in want.items():
+            c = node.wait("claim of p-%s allocated" % name,
+                          lambda name=name: (lambda c: c.get("status", {}).get("allocation") and c)(claim_of(node, "p-" + name)),
+                          timeout=60, proc="kube-scheduler")
+            got = allocated_devices(c)
+            check(all(r["driver"] == DRIVER and r["pool"] == NODE_NAME for r in c["status"]["allocation"]["devices"]["results"]),
+                  "%s: %s" % (name, c["status"]))
+            check(ok(got), "%s allocated %s" % (name, got))
+            claims[name] = c
+        timed("NVIDIA's example selectors allocated by the real scheduler (claims and a template)", t)
 
         t = time.time()
+        for name, c in claims.items():
+            log = wait_running(node, "p-" + name)
+            sp = read_spec(node, c["metadata"]["uid"])
+            check(sp["kind"] == KIND and [d["name"] for d in sp["devices"]] ==
+                  ["%s-%s" % (c["metadata"]["uid"], d) for d in allocated_devices(c)],
+                  "%s: spec devices %s" % (name, [d["name"] for d in sp["devices"]]))
+            check_sees(node, "p-" + name, sp, want_devices=1, want_caps=want[name][1], log=log)
+        timed("each container sees exactly its claim's device nodes, libraries and (MIG) caps nodes", t)
 
-        def failed_prepare():
-            evs = node.get("events", "--field-selector", "involvedObject.name=p-a100-index-2")["items"]
-            return [e["message"] for e in evs if e.get("reason") == "FailedPrepareDynamicResources"]
-        msgs = node.wait("kubelet's FailedPrepareDynamicResources event", failed_prepare, timeout=90, proc="dra")
-        check(any("cannot read ResourceClaims from the API server" in m for m in msgs), "events: %s" % msgs)
-        check("Cannot prepare claim" in node.log_tail("dra", 100000), "gpulet dra's log")
-        print("PASS kubelet called gpulet's NodePrepareResources; its answer is in the pod's events (%.1fs)"
-              % (time.time() - t))
+        t = time.time()
+        apply(node, claim("shared", [request("gpu", cel=ATTR + ".index == 3")]))
+        prepared = log_count(node, "dra", "Prepared claim")
+        apply(node, pod("s-1", "ls /dev | grep '^nvidia[0-9]'", claim_name="shared"),
+              pod("s-2", "ls /dev | grep '^nvidia[0-9]'", claim_name="shared"))
+        a, b = wait_running(node, "s-1"), wait_running(node, "s-2")
+        check(a.split("PROBE-DONE")[0].split() == b.split("PROBE-DONE")[0].split() == ["nvidia3"],
+              "two pods sharing one claim see %r and %r" % (a, b))
+        check(log_count(node, "dra", "Prepared claim") == prepared + 1, "the shared claim was prepared more than once")
+        # where a slow prepare spent its time, in its log line: the claim's GET, then the rest
+        line = [x for x in node.log_tail("dra", 10 ** 8).splitlines() if "Prepared claim" in x][-1]
+        check(re.search(r"claim=default/shared .* get_ms=\d+ prepare_ms=\d+", line), "prepare's log: %s" % line)
+        timed("two pods sharing one claim see the same GPU, prepared once", t)
+
+        t = time.time()
+        uids = [c["metadata"]["uid"] for c in claims.values()] + [node.get("resourceclaim", "shared")["metadata"]["uid"]]
+        for n in ["p-" + n for n in claims] + ["s-1", "s-2"]:
+            delete_pod(node, n, wait=False)
+        node.wait("every claim's spec removed", lambda: not any(os.path.exists(spec_path(node, u)) for u in uids),
+                  timeout=60, proc="dra")
+        check("Unprepared claim" in node.log_tail("dra", 10 ** 8), "unprepare logged")
+        timed("pod deletion unprepares: the claims' specs are removed", t)
     return 0
 
 

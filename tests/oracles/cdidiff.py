@@ -79,10 +79,11 @@ class Diff:
             self.add(where, "link-missing:" + link, link)
         for link in sorted(lb - la):
             self.add(where, "link-extra:" + link, link)
+        # a hook one side lacks, with the OCI lifecycle the other runs it in (oracles.md H1: createRuntime)
         for k in sorted(set(ha) - set(hb)):
-            self.add(where, "hook-missing:" + k, " ".join(ha[k]["args"]))
+            self.add(where, "hook-missing:%s@%s" % (k, ha[k].get("hookName")), " ".join(ha[k]["args"]))
         for k in sorted(set(hb) - set(ha)):
-            self.add(where, "hook-extra:" + k, " ".join(hb[k]["args"]))
+            self.add(where, "hook-extra:%s@%s" % (k, hb[k].get("hookName")), " ".join(hb[k]["args"]))
         for k in sorted(set(ha) & set(hb)):
             for f in ("hookName", "path", "args", "env"):
                 if ha[k].get(f) != hb[k].get(f):

@@ -60,16 +60,14 @@ class AllowList:
         return out
 
 
-KDP = ("k8s-device-plugin", "github.com/NVIDIA/k8s-device-plugin", "v0.17.4")
-# v0.17.4 requires node-feature-discovery v0.15.7, which the module proxy refuses (403, "not
-# available"); its two API packages are only used for --use-node-feature-api, so a stand-in module
-# with the same package paths and no client takes its place (nfdstub/go.mod says what it is).
-NFD_STUB = os.path.join(HERE, "nfdstub")
+# The newest release the module proxy serves (tried on 2026-12-06: v0.18.0-v0.18.2 and v0.19.0-v0.19.3
+# are served and build, v0.20.0 is "not available"; docs/reference/oracles.md). Its node-feature-discovery
+# (v0.18.3) is served too, so nothing is replaced.
+KDP = ("k8s-device-plugin", "github.com/NVIDIA/k8s-device-plugin", "v0.19.3")
 
 
 def build_kdp():
     """gpu-feature-discovery and nvidia-device-plugin; cgo for go-nvml."""
     name, module, version = KDP
     return gopeers.build(name, module, version,
-                         [module + "/cmd/gpu-feature-discovery", module + "/cmd/nvidia-device-plugin"],
-                         cgo=True, replace=[("sigs.k8s.io/node-feature-discovery", NFD_STUB)])
+                         [module + "/cmd/gpu-feature-discovery", module + "/cmd/nvidia-device-plugin"], cgo=True)

@@ -40,8 +40,8 @@ ALLOWED = [
     (r"link-as-mount:" + LIBDIR + r"/(vdpau/)?lib[^/]*\.so(\.[0-9]+)?", "L1"),
     (r"env-extra:GPULET_CDI_SPEC", "M1"),
     (r"containerPath-missing:/var/run/nvidia-container-devices/void", "V1"),
-    (r"hook-missing:apply-cuda-memory-limits", "H1"),
-    (r"hook-missing:update-application-profile", "H2"),
+    (r"hook-missing:apply-cuda-memory-limits@createRuntime", "H1"),
+    (r"hook-missing:update-application-profile@createContainer", "H2"),
     (r"outcome:nvidia-ctk-fails:degraded/[a-z-]+", "O1"),
     (r"outcome:gpulet-refuses:[a-z0-9-]+/type-index", "T1"),
 ]

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""gpulet labels against NVIDIA's gpu-feature-discovery (k8s-device-plugin v0.17.4, built from its
-Go module by tests/lib/gopeers.py), on every fixture's fake node for each MIG strategy and sharing
+"""gpulet labels against NVIDIA's gpu-feature-discovery (k8s-device-plugin oraclelib.KDP, v0.19.3, built
+from its Go module by tests/lib/gopeers.py), on every fixture's fake node for each MIG strategy and sharing
 config: both run --oneshot --no-timestamp with the same config file and DMI product name, GFD with
 the fake NVML on its library path and the root's PCI sysfs bound over /sys/bus/pci/devices in a
 private mount namespace (it reads vendor, class and BARs there; docs/reference/oracles.md §3).
@@ -78,7 +78,8 @@ def run_pair(bins, fx, root, strategy, config, tmp):
     gfd = subprocess.run(
         ["unshare", "-m", "sh", "-c", 'mount --bind "$0/sys/bus/pci/devices" /sys/bus/pci/devices && '
          'mount --bind "$0/dev" /dev && shift && exec "$@"', root, "--", bins["gpu-feature-discovery"]] + common +
-        ["--output-file", gfd_out, "--machine-type-file", os.path.join(root, DMI)],
+        # the NodeFeature API is GFD's default from v0.19 on: the feature file is what gpulet writes
+        ["--use-node-feature-api=false", "--output-file", gfd_out, "--machine-type-file", os.path.join(root, DMI)],
         env=dict(env, LD_LIBRARY_PATH=os.path.dirname(FAKE)), capture_output=True, text=True, timeout=120)
     ours = subprocess.run([GPULET, "labels", "--nvml-library", FAKE, "--root", root, "--output-file", "-"] + common,
                           env=env, capture_output=True, text=True, timeout=60)

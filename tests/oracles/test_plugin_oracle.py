@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""gpulet plugin against NVIDIA's nvidia-device-plugin (k8s-device-plugin v0.17.4, built from its Go
-module by tests/lib/gopeers.py), one after the other on the same fake node and the same kubelet
+"""gpulet plugin against NVIDIA's nvidia-device-plugin (k8s-device-plugin oraclelib.KDP, v0.19.3, built
+from its Go module by tests/lib/gopeers.py), one after the other on the same fake node and the same kubelet
 stand-in (tests/integration/kubelet_standin.py): for each fixture, MIG strategy, device list
 strategy and device ID strategy, with and without --pass-device-specs, the resources registered,
 the device IDs ListAndWatch sends, and the Allocate response of one and of two devices, field by

@@ -9,6 +9,7 @@ Checks, with real peers where there is one:
 - promtool test rules: GpuNodeRootCause fires for each broken node with the id, summary and fix it served,
   and not for the healthy one; GpuDoctorStale fires when the walks stop;
 - HTTP as the exporter's (one server): scrapes reuse one keep-alive connection, and a POST gets 405 with Allow;
+- the page at / names the same root cause;
 - SIGTERM stops it with status 0.
 Env GPULET, FAKE_NVML_LIB, GPULET_SRC."""
 import http.client, json, os, re, shutil, signal, subprocess, sys, tempfile, time, urllib.request
@@ -194,6 +195,11 @@ def main():
             check(all(l["node"] == name for l, _ in findings + rc), f"{name}: every series has node={name}")
             if want:
                 check(rc[0][0]["fix"] != "" and rc[0][0]["summary"] != "", f"{name}: root cause has summary and fix")
+            # the same walk as a page at / (doctor/html.h): the same root cause, the node's name
+            status, page = get(doctors[name].port, "/")
+            cause = re.search(r"<h2>Root cause: (\S+) ", page)
+            check(status == 200 and page.startswith("<!DOCTYPE html>") and f"gpulet doctor: {name}<" in page and
+                  (cause.group(1) if cause else None) == want, f"{name}: / serves the page of the walk ({status})")
         http_checks(doctors["healthy-dgx-a100"].port)
         # a change: the healthy node's plugin goes away; re-checked after ~1 s, not after the hour
         root, nvml, _ = nodes["healthy-dgx-a100"]

@@ -334,9 +334,12 @@ def doctor_web_config(d, ctx):
         time.sleep(0.2)
         status, _ = request(d.port, "/metrics", ctx=ctx, auth=basic("prom", "s3cret"))
     check(status == 200, "doctor over TLS with the right password: %s" % status)
-    for what, kw in (("wrong password", dict(ctx=ctx, auth=basic("prom", "nope"))), ("no password", dict(ctx=ctx))):
-        status, _ = request(d.port, "/metrics", **kw)
-        check(status == 401, "doctor over TLS, %s: %s" % (what, status))
+    status, _ = request(d.port, "/", ctx=ctx, auth=basic("prom", "s3cret"))
+    check(status == 200, "doctor's page over TLS with the right password: %s" % status)
+    for path in ("/metrics", "/"):  # the page is behind the same basic auth as the metrics
+        for what, kw in (("wrong password", dict(ctx=ctx, auth=basic("prom", "nope"))), ("no password", dict(ctx=ctx))):
+            status, _ = request(d.port, path, **kw)
+            check(status == 401, "doctor over TLS, %s %s: %s" % (path, what, status))
     status, _ = request(d.port, "/metrics")
     check(status != 200, "doctor, plain HTTP to its TLS port: no metrics (%s)" % status)
 
@@ -359,6 +362,9 @@ def group_doctor(tmp):
         check(d.port is not None, "doctor --serve-metrics starts" + ("" if d.port else ": " + d.text()[-300:]))
         if d.port is None:
             return
+        deadline = time.monotonic() + 30
+        while request(d.port, "/")[0] == 503 and time.monotonic() < deadline:  # the page of the first walk
+            time.sleep(0.2)
         flood_then_serve("doctor: one address, 80 trickling connections", d.port, d.proc.pid,
                          Trickle(d.port, ["127.0.7.1"], 80, http_stream(), 25, 12), 3, SERVED_WITHIN, path="/")
         flood_then_serve("doctor: 20 addresses, 80 trickling connections", d.port, d.proc.pid,

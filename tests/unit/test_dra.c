@@ -28,6 +28,8 @@
 #include "nvml/nvml.h"
 #include "util/fileio.h"
 
+#include "test_dra_helpers.h"
+
 static const struct {
 	const char *name;
 	int value;
@@ -244,23 +246,6 @@ static void test_mps_pinned(void **state)
 
 /* ---- devices and ResourceSlices of the fake nodes ---- */
 
-static struct nvml *nv; /* one for the run (the fake keeps its fixture in globals) */
-
-static struct node *load_node(const char *fixture, const char *root)
-{
-	char path[1024];
-	struct node *n = NULL;
-	struct gerr err = {0};
-
-	snprintf(path, sizeof(path), "%s/tests/fixtures/%s.json", getenv("GPULET_SRC"), fixture);
-	setenv("FAKE_NVML_FIXTURE", path, 1);
-	if (!nv && nvml_open(getenv("FAKE_NVML_LIB"), NULL, &nv, &err) < 0)
-		fail_msg("nvml_open: %s", err.msg);
-	if (node_load(nv, root, &n, &err) < 0)
-		fail_msg("node_load %s: %s", fixture, err.msg);
-	return n;
-}
-
 /* The API's rules for a slice (k8s.io/api v0.34.4 resource/v1 types.go), checked on their own. */
 static void check_api_limits(const json_t *slices)
 {
@@ -335,8 +320,11 @@ static void test_slices_golden(void **state)
 		struct gerr err = {0};
 
 		assert_int_equal(dra_devices_build(n, root, &d, &err), 0);
-		if (dra_slices_build(&d, &(struct dra_slice_options){"gpu.nvidia.com", "node-a", "0a1b-uid", 3},
-				     &slices, &err) < 0)
+		if (dra_slices_build(
+			&d,
+			&(struct dra_slice_options){
+			    .driver = "gpu.nvidia.com", .node_name = "node-a", .node_uid = "0a1b-uid", .generation = 3},
+			&slices, &err) < 0)
 			fail_msg("%s: %s", fixtures[i], err.msg);
 		check_api_limits(slices);
 		doc = json_pack("{s:o, s:O}", "slices", slices, "leftOut", d.left_out);
@@ -361,7 +349,11 @@ static void test_slice_attributes(void **state)
 	(void)state;
 	assert_int_equal(dra_devices_build(n, root, &d, &err), 0);
 	assert_int_equal(
-	    dra_slices_build(&d, &(struct dra_slice_options){"gpu.nvidia.com", "node-a", NULL, 1}, &slices, &err), 0);
+	    dra_slices_build(&d,
+			     &(struct dra_slice_options){
+				 .driver = "gpu.nvidia.com", .node_name = "node-a", .node_uid = NULL, .generation = 1},
+			     &slices, &err),
+	    0);
 	devs = json_object_get(json_object_get(json_array_get(slices, 0), "spec"), "devices");
 	gpu = json_object_get(json_array_get(devs, 0), "attributes");
 	mig = json_object_get(json_array_get(devs, 1), "attributes");
@@ -406,7 +398,11 @@ static void test_slice_owner_and_generation(void **state)
 	(void)state;
 	assert_int_equal(dra_devices_build(n, root, &d, &err), 0);
 	assert_int_equal(
-	    dra_slices_build(&d, &(struct dra_slice_options){"gpu.nvidia.com", "node-a", "u-1", 4}, &a, &err), 0);
+	    dra_slices_build(&d,
+			     &(struct dra_slice_options){
+				 .driver = "gpu.nvidia.com", .node_name = "node-a", .node_uid = "u-1", .generation = 4},
+			     &a, &err),
+	    0);
 	owner =
 	    json_array_get(json_object_get(json_object_get(json_array_get(a, 0), "metadata"), "ownerReferences"), 0);
 	assert_string_equal(json_string_value(json_object_get(owner, "kind")), "Node");
@@ -417,12 +413,20 @@ static void test_slice_owner_and_generation(void **state)
 	    "node-a-gpu.nvidia.com-");
 	/* the same devices at another generation: no bump; a device less: a bump */
 	assert_int_equal(
-	    dra_slices_build(&d, &(struct dra_slice_options){"gpu.nvidia.com", "node-a", "u-1", 9}, &b, &err), 0);
+	    dra_slices_build(&d,
+			     &(struct dra_slice_options){
+				 .driver = "gpu.nvidia.com", .node_name = "node-a", .node_uid = "u-1", .generation = 9},
+			     &b, &err),
+	    0);
 	assert_int_equal(dra_slices_next_generation(a, b, 4), 4);
 	fewer = d;
 	fewer.n--;
 	assert_int_equal(
-	    dra_slices_build(&fewer, &(struct dra_slice_options){"gpu.nvidia.com", "node-a", "u-1", 4}, &c, &err), 0);
+	    dra_slices_build(&fewer,
+			     &(struct dra_slice_options){
+				 .driver = "gpu.nvidia.com", .node_name = "node-a", .node_uid = "u-1", .generation = 4},
+			     &c, &err),
+	    0);
 	assert_int_equal(dra_slices_next_generation(a, c, 4), 5);
 	assert_int_equal(dra_slices_next_generation(NULL, c, 0), 1);
 	json_decref(a);

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -408,6 +409,32 @@ static void test_timeslicing(void **state)
 	json_decref(ans);
 }
 
+/* What a prepare costs on disk: PrepareStarted and PrepareCompleted, plus one write per group whose
+ * sharing did something to undo; a claim prepared before costs none, an unprepare one. */
+static void test_checkpoint_writes(void **state)
+{
+	struct t *t = *state;
+	json_t *ans = NULL;
+	struct gerr err = {0};
+	unsigned long n = dra_checkpoint_saves(t->cp);
+
+	/* no sharing (a GPU and a MIG device): nothing to undo, no write between the two */
+	assert_int_equal(prep(t, claim("abab-1", "plain", NULL, "gpu", GPU0, "m", MIG0, NULL), &ans, &err), 0);
+	assert_int_equal(dra_checkpoint_saves(t->cp) - n, 2);
+	json_decref(ans);
+	n = dra_checkpoint_saves(t->cp);
+	assert_int_equal(prep(t, claim("abab-1", "plain", NULL, "gpu", GPU0, "m", MIG0, NULL), &ans, &err), 0);
+	assert_int_equal(dra_checkpoint_saves(t->cp) - n, 0);
+	json_decref(ans);
+	assert_int_equal(dra_unprepare(&t->p, "abab-1", &err), 0);
+	assert_int_equal(dra_checkpoint_saves(t->cp) - n, 1);
+	/* time-slicing changed the GPU: on disk before anything else is done */
+	n = dra_checkpoint_saves(t->cp);
+	assert_int_equal(prep(t, claim("abab-2", "ts", ts_config("Long"), "gpu", GPU0, NULL), &ans, &err), 0);
+	assert_int_equal(dra_checkpoint_saves(t->cp) - n, 3);
+	json_decref(ans);
+}
+
 static void test_timeslicing_fails_cleanly(void **state)
 {
 	struct t *t = *state;
@@ -524,6 +551,20 @@ static bool has_mount(const json_t *mounts, const char *host, const char *ctr)
 	return false;
 }
 
+/* The claim's MPS daemon (control binary bin, pipes under mpsroot/0) answers with the claim's limits. */
+static void assert_mps_limits(const char *bin, const char *mpsroot)
+{
+	struct gerr err = {0};
+	char out[256];
+
+	assert_int_equal(mps_control(bin, mpsroot, "0", "get_default_active_thread_percentage", out, sizeof(out), &err),
+			 0);
+	assert_non_null(strstr(out, "25"));
+	assert_int_equal(
+	    mps_control(bin, mpsroot, "0", "get_default_device_pinned_mem_limit 0", out, sizeof(out), &err), 0);
+	assert_non_null(strstr(out, "2G"));
+}
+
 static void test_mps(void **state)
 {
 	struct t *t = *state;
@@ -546,14 +587,9 @@ static void test_mps(void **state)
 	assert_string_equal(smi_calls(t, buf, sizeof(buf)), want);
 	snprintf(mpsroot, sizeof(mpsroot), "%s" PLUGIN_DIR "/mps", t->root);
 	snprintf(buf, sizeof(buf), "%s/usr/bin/nvidia-cuda-mps-control", t->root);
-	assert_int_equal(
-	    mps_control(buf, mpsroot, "m1-0", "get_default_active_thread_percentage", out, sizeof(out), &err), 0);
-	assert_non_null(strstr(out, "25"));
-	assert_int_equal(
-	    mps_control(buf, mpsroot, "m1-0", "get_default_device_pinned_mem_limit 0", out, sizeof(out), &err), 0);
-	assert_non_null(strstr(out, "2G"));
+	assert_mps_limits(buf, mpsroot);
 	/* a tmpfs of its own for /dev/shm */
-	snprintf(shm, sizeof(shm), "%s/m1-0/shm", mpsroot);
+	snprintf(shm, sizeof(shm), "%s/0/shm", mpsroot);
 	assert_int_equal(stat(shm, &st), 0);
 	assert_int_equal(stat(mpsroot, &parent), 0);
 	assert_true(st.st_dev != parent.st_dev);
@@ -564,7 +600,7 @@ static void test_mps(void **state)
 		struct stat ds, host;
 		const char *at;
 
-		snprintf(buf, sizeof(buf), "%s/m1-0/log/control.log", mpsroot);
+		snprintf(buf, sizeof(buf), "%s/0/log/control.log", mpsroot);
 		assert_non_null(clog = slurp(buf));
 		assert_non_null(at = strstr(clog, "Control "));
 		snprintf(proc, sizeof(proc), "/proc/%d/root/dev/shm", atoi(at + 8));
@@ -577,15 +613,25 @@ static void test_mps(void **state)
 	spec = read_spec(t, "m1");
 	edits = json_object_get(json_array_get(json_object_get(spec, "devices"), 0), "containerEdits");
 	assert_true(has_string(json_object_get(edits, "env"), "CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps"));
-	assert_true(has_mount(json_object_get(edits, "mounts"), PLUGIN_DIR "/mps/m1-0/shm", "/dev/shm"));
-	assert_true(has_mount(json_object_get(edits, "mounts"), PLUGIN_DIR "/mps/m1-0/pipe", "/tmp/nvidia-mps"));
+	assert_true(has_mount(json_object_get(edits, "mounts"), PLUGIN_DIR "/mps/0/shm", "/dev/shm"));
+	assert_true(has_mount(json_object_get(edits, "mounts"), PLUGIN_DIR "/mps/0/pipe", "/tmp/nvidia-mps"));
 	json_decref(spec);
+	/* a running daemon is left alone; a dead one (the plugin's container restarted) is started again
+	 * with the claim's limits, answering on the pipe dir the pod was given */
+	snprintf(buf, sizeof(buf), "%s/usr/bin/nvidia-cuda-mps-control", t->root);
+	assert_int_equal(dra_prepare_revive(&t->p, NULL, NULL), 0);
+	assert_int_equal(mps_control(buf, mpsroot, "0", "quit", out, sizeof(out), &err), 0);
+	for (int i = 0; i < 50 && mps_control(buf, mpsroot, "0", MPS_QUERY, out, sizeof(out), NULL) == 0; i++)
+		usleep(100 * 1000);
+	assert_int_not_equal(mps_control(buf, mpsroot, "0", MPS_QUERY, out, sizeof(out), NULL), 0);
+	assert_int_equal(dra_prepare_revive(&t->p, NULL, NULL), 1);
+	assert_mps_limits(buf, mpsroot);
 	/* unprepare: the daemon quits, DEFAULT again, the tmpfs and the dirs gone */
 	assert_int_equal(shf("rm -f %s/smi.calls", t->dir), 0);
 	assert_int_equal(dra_unprepare(&t->p, "m1", &err), 0);
 	snprintf(want, sizeof(want), "-i %s -c DEFAULT\n", gpu);
 	assert_string_equal(smi_calls(t, buf, sizeof(buf)), want);
-	snprintf(buf, sizeof(buf), "%s/m1-0", mpsroot);
+	snprintf(buf, sizeof(buf), "%s/0", mpsroot);
 	assert_int_equal(access(buf, F_OK), -1);
 	json_decref(ans);
 }
@@ -604,10 +650,11 @@ static int source_get(void *data, const char *ns, const char *name, json_t **ret
 	return 0;
 }
 
-static int publish(void *data, const json_t *slices, struct gerr *err)
+static int publish(void *data, const json_t *slices, int64_t *ret_generation, struct gerr *err)
 {
 	(void)err;
-	return json_array_extend(data, (json_t *)slices);
+	*ret_generation = 1;
+	return json_array_extend(data, (json_t *)slices) < 0 ? -ENOMEM : (int)json_array_size(slices);
 }
 
 /* dra_standin.py VERB SOCK VERSION CLAIMS -> its JSON answer */
@@ -635,7 +682,8 @@ static void test_wire(void **state)
 	struct t *t = *state;
 	json_t *claims = json_object(), *published = json_array(), *info, *r, *one, *spec;
 	struct dra_claim_source src = {.get = source_get, .data = claims};
-	struct dra_slice_publisher pub = {.publish = publish, .data = published};
+	struct dra_slice_publisher pub = {.publish = publish, .fd = -1, .data = published};
+	sigset_t stop;
 	struct dra_daemon *d = NULL;
 	char reg[600], sock[600];
 
@@ -644,6 +692,8 @@ static void test_wire(void **state)
 	assert_int_equal(shf("mkdir -p %s/var/lib/kubelet/plugins_registry", t->root), 0);
 	dra_checkpoint_free(t->cp); /* the daemon opens its own */
 	t->cp = NULL;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
 	assert_int_equal(dra_daemon_start(&(struct dra_daemon_options){.driver = "gpu.nvidia.com",
 								       .node_name = "node-a",
 								       .registry_dir = DRA_REGISTRY_DEFAULT,
@@ -654,7 +704,7 @@ static void test_wire(void **state)
 								       .gates = {true, true},
 								       .claims = &src,
 								       .publisher = &pub},
-					  &d),
+					  &stop, &d),
 			 0);
 	/* the pool went to the publisher: this node's 8 devices (gpu-0 and seven MIG devices) */
 	assert_int_equal(json_array_size(published), 1);
@@ -722,6 +772,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_one_claim_per_device, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_refused_claims, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_timeslicing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_checkpoint_writes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_timeslicing_fails_cleanly, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_half_prepared_undone_at_start, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reboot, setup, teardown),
@@ -729,6 +780,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_mps, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_wire, setup, teardown),
 	};
+
+	/* as in the daemon (util/loop.h): a control binary that exits before reading its command (the MPS
+	 * daemon just quit) is an EPIPE to mps_run, not the death of this process */
+	signal(SIGPIPE, SIG_IGN);
 
 	/* a private mount namespace: the MPS test's tmpfs and binds end with this process */
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {

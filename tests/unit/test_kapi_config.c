@@ -66,10 +66,6 @@ static int setup(void **state)
 	write_in("client.crt", PEM_CERT);
 	write_in("client.key", PEM_KEY);
 	write_in("token", "  tok-from-file\n");
-	unsetenv("KUBECONFIG");
-	unsetenv("KUBERNETES_SERVICE_HOST");
-	unsetenv("KUBERNETES_SERVICE_PORT");
-	unsetenv("POD_NAMESPACE");
 	return 0;
 }
 
@@ -229,15 +225,16 @@ static void test_in_cluster(void **state)
 {
 	struct kapi_config *c = NULL;
 	struct gerr err = {0};
+	struct kapi_env env = {0}; /* what KAPI_ENV_ROWS() read from the environment */
 
-	assert_int_equal(kapi_config_in_cluster(dir, &c, &err), -ENOENT);
+	assert_int_equal(kapi_config_in_cluster(dir, &env, &c, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "KUBERNETES_SERVICE_HOST"));
-	setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
-	setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+	env.service_host = "10.96.0.1";
+	env.service_port = "443";
 	/* no ca.crt: refused (client-go would fall back to the system's CAs) */
-	assert_int_equal(kapi_config_in_cluster("/nonexistent", &c, &err), -ENOENT);
+	assert_int_equal(kapi_config_in_cluster("/nonexistent", &env, &c, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "/nonexistent/ca.crt"));
-	assert_int_equal(kapi_config_in_cluster(dir, &c, &err), 0);
+	assert_int_equal(kapi_config_in_cluster(dir, &env, &c, &err), 0);
 	assert_string_equal(c->server, "https://10.96.0.1:443");
 	assert_string_equal(c->token, "tok-from-file");
 	assert_string_equal(c->token_file, path_in("token"));
@@ -246,37 +243,36 @@ static void test_in_cluster(void **state)
 	kapi_config_free(c);
 
 	write_in("namespace", "gpu-operator\n");
-	setenv("KUBERNETES_SERVICE_HOST", "fd00:10:96::1", 1);
-	assert_int_equal(kapi_config_in_cluster(dir, &c, &err), 0);
+	env.service_host = "fd00:10:96::1";
+	assert_int_equal(kapi_config_in_cluster(dir, &env, &c, &err), 0);
 	assert_string_equal(c->server, "https://[fd00:10:96::1]:443");
 	assert_string_equal(c->ns, "gpu-operator");
 	kapi_config_free(c);
 
-	setenv("POD_NAMESPACE", "from-env", 1);
-	assert_int_equal(kapi_config_in_cluster(dir, &c, &err), 0);
+	env.pod_namespace = "from-env";
+	assert_int_equal(kapi_config_in_cluster(dir, &env, &c, &err), 0);
 	assert_string_equal(c->ns, "from-env");
 	kapi_config_free(c);
-	unsetenv("POD_NAMESPACE");
+	env.pod_namespace = NULL;
 
-	setenv("KUBERNETES_SERVICE_PORT", "https", 1);
-	assert_int_equal(kapi_config_in_cluster(dir, &c, &err), -EINVAL);
-	setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+	env.service_port = "https";
+	assert_int_equal(kapi_config_in_cluster(dir, &env, &c, &err), -EINVAL);
+	env.service_port = "443";
 	write_in("token", "\n\n");
-	assert_int_equal(kapi_config_in_cluster(dir, &c, &err), -ENODATA);
+	assert_int_equal(kapi_config_in_cluster(dir, &env, &c, &err), -ENODATA);
 	assert_non_null(strstr(err.msg, "empty"));
 	write_in("token", "a b");
-	assert_int_equal(kapi_config_in_cluster(dir, &c, &err), -EINVAL);
+	assert_int_equal(kapi_config_in_cluster(dir, &env, &c, &err), -EINVAL);
 	write_in("token", "  tok-from-file\n");
-	unsetenv("KUBERNETES_SERVICE_HOST");
-	unsetenv("KUBERNETES_SERVICE_PORT");
 }
 
-/* --kubeconfig, else $KUBECONFIG (one file), else in-cluster, else a message that says all three */
+/* --kubeconfig (or $KUBECONFIG through its row: one file), else in-cluster, else a message that says both */
 static void test_which_config(void **state)
 {
 	_cleanup_free_ char *ca = b64(PEM_CERT);
 	struct kapi_config *c = NULL;
 	struct gerr err = {0};
+	struct kapi_env env = {0};
 	char text[1024];
 
 	snprintf(text, sizeof(text),
@@ -285,28 +281,31 @@ static void test_which_config(void **state)
 		 "\"certificate-authority-data\":\"%s\"}}]}",
 		 ca);
 	write_in("kc.json", text);
-	assert_int_equal(kapi_config_load(NULL, NULL, dir, &c, &err), -ENOENT);
+	assert_int_equal(kapi_config_load(NULL, NULL, dir, NULL, &c, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "--kubeconfig"));
-	setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
-	setenv("KUBERNETES_SERVICE_PORT", "443", 1);
-	assert_int_equal(kapi_config_load(NULL, NULL, dir, &c, &err), 0);
+	assert_false(kapi_configured(NULL, &env));
+	assert_false(kapi_configured("", NULL));
+	env.service_host = "10.96.0.1";
+	env.service_port = "443";
+	assert_true(kapi_configured(NULL, &env));
+	assert_int_equal(kapi_config_load(NULL, NULL, dir, &env, &c, &err), 0);
 	assert_string_equal(c->server, "https://10.96.0.1:443");
 	kapi_config_free(c);
-	setenv("KUBECONFIG", path_in("kc.json"), 1);
-	assert_int_equal(kapi_config_load(NULL, NULL, dir, &c, &err), 0);
+	/* "" is no kubeconfig (an empty KUBECONFIG): in-cluster */
+	assert_int_equal(kapi_config_load("", NULL, dir, &env, &c, &err), 0);
+	assert_string_equal(c->server, "https://10.96.0.1:443");
+	kapi_config_free(c);
+	/* a kubeconfig wins over the pod's account */
+	assert_true(kapi_configured(path_in("kc.json"), NULL));
+	assert_int_equal(kapi_config_load(path_in("kc.json"), NULL, dir, &env, &c, &err), 0);
 	assert_string_equal(c->server, "https://from-file");
 	assert_null(c->token); /* a context without a user: anonymous */
 	kapi_config_free(c);
-	setenv("KUBECONFIG", "/a:/b", 1);
-	assert_int_equal(kapi_config_load(NULL, NULL, dir, &c, &err), -EINVAL);
+	/* KUBECONFIG's list form is refused, naming the way out */
+	assert_int_equal(kapi_config_load("/a:/b", NULL, dir, &env, &c, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "several files"));
-	assert_int_equal(kapi_config_load(path_in("kc.json"), NULL, dir, &c, &err), 0);
-	kapi_config_free(c);
-	assert_int_equal(kapi_config_load(path_in("missing"), NULL, dir, &c, &err), -ENOENT);
+	assert_int_equal(kapi_config_load(path_in("missing"), NULL, dir, &env, &c, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "kubeconfig: "));
-	unsetenv("KUBECONFIG");
-	unsetenv("KUBERNETES_SERVICE_HOST");
-	unsetenv("KUBERNETES_SERVICE_PORT");
 }
 
 /* Go's base64.StdEncoding: padding required, \r and \n skipped */

@@ -87,10 +87,12 @@ capabilities:
 {{- end -}}
 
 {{/* Pod-level fields shared by every gpulet DaemonSet: (dict "root" $ "hostNetwork" BOOL "runtimeClassName" NAME
-     ["nodeSelector" labels the DaemonSet needs on top of .Values.nodeSelector] ["serviceAccount" NAME: the pod
-     talks to the API server with that account's token]) */}}
+     ["nodeSelector" labels the DaemonSet needs on top of .Values.nodeSelector]
+     ["component" its app.kubernetes.io/component: its ServiceAccount (gpulet.apiRules) and pause labels
+      (gpulet.deployLabels)]) */}}
 {{- define "gpulet.podCommon" -}}
 {{- $v := .root.Values -}}
+{{- $api := hasKey (include "gpulet.apiRules" .root | fromYaml) (.component | default "") -}}
 {{- with $v.priorityClassName }}
 priorityClassName: {{ . }}
 {{- end }}
@@ -105,12 +107,12 @@ imagePullSecrets:
 hostNetwork: true
 dnsPolicy: ClusterFirstWithHostNet
 {{- end }}
-{{- with .serviceAccount }}
-# this verb watches the API server: its ServiceAccount and RBAC are in its own template
-serviceAccountName: {{ . }}
+{{- if $api }}
+# its own ServiceAccount with the least rules its verb needs (rbac.yaml), and its token
+serviceAccountName: {{ include "gpulet.fullname" .root }}-{{ .component }}
 automountServiceAccountToken: true
 {{- else }}
-# no gpulet verb calls the API server: no service-account token in the pod
+# this verb does not call the API server: no service-account token in the pod
 automountServiceAccountToken: false
 {{- end }}
 securityContext:
@@ -125,7 +127,7 @@ securityContext:
 nodeSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with include "gpulet.affinity" .root | fromYaml }}
+{{- with include "gpulet.podAffinity" . | fromYaml }}
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
@@ -341,6 +343,100 @@ nodeArchitectures (the image's). A YAML map ({} for none).
 {{- toYaml $aff -}}
 {{- end -}}
 
+{{/*
+The GPU Operator's pause protocol (docs/reference/helm-chart.md "Pause labels"): the node labels that
+stop each component, as the Operator's own DaemonSets select on them (gpu-operator assets/state-*:
+nodeSelector nvidia.com/gpu.deploy.<operand>: "true"). mig-manager (mig-parted
+pkg/mig/reconfigure/reconfigure.go) sets them to paused-for-mig-change, the driver upgrade
+(k8s-driver-manager cmd/driver-manager/main.go) to paused-for-driver-upgrade, or X_paused-for-driver-upgrade
+over another pause, and false disables; "true", "" and no label at all run the pods (gpulet's chart runs
+without the Operator too). The doctor has a label of its own and leaves with the device plugin (mig-manager
+knows no doctor). A YAML map: component -> label keys.
+*/}}
+{{- define "gpulet.deployLabels" -}}
+{{- if .Values.operatorPauseLabels -}}
+device-plugin: [nvidia.com/gpu.deploy.device-plugin]
+mps-control-daemon: [nvidia.com/gpu.deploy.device-plugin]
+gpu-feature-discovery: [nvidia.com/gpu.deploy.gpu-feature-discovery]
+exporter: [nvidia.com/gpu.deploy.dcgm-exporter]
+doctor: [nvidia.com/gpu.deploy.gpulet-doctor, nvidia.com/gpu.deploy.device-plugin]
+{{- end -}}
+{{- end -}}
+
+{{/* The values of a deploy label that stop the pods (see gpulet.deployLabels), a YAML list. */}}
+{{- define "gpulet.pauseValues" -}}
+["false", "paused-for-mig-change", "paused-for-driver-upgrade", "paused-for-mig-change_paused-for-driver-upgrade"]
+{{- end -}}
+
+{{/*
+A DaemonSet's affinity: gpulet.affinity with, in every required term, a NotIn expression per deploy label
+of its component (NotIn also admits a node without the label): (dict "root" $ "component" NAME).
+*/}}
+{{- define "gpulet.podAffinity" -}}
+{{- $aff := include "gpulet.affinity" .root | fromYaml -}}
+{{- $keys := get (include "gpulet.deployLabels" .root | fromYaml) (.component | default "") -}}
+{{- if $keys -}}
+{{- $stop := include "gpulet.pauseValues" .root | fromYamlArray -}}
+{{- $pause := list -}}
+{{- range $keys -}}
+{{- $pause = append $pause (dict "key" . "operator" "NotIn" "values" $stop) -}}
+{{- end -}}
+{{- $terms := dig "nodeAffinity" "requiredDuringSchedulingIgnoredDuringExecution" "nodeSelectorTerms" list $aff -}}
+{{- $out := list -}}
+{{- range ($terms | default (list dict)) -}}
+{{- $out = append $out (merge (dict "matchExpressions" (concat (.matchExpressions | default list) $pause)) (omit . "matchExpressions")) -}}
+{{- end -}}
+{{- $na := deepCopy (get $aff "nodeAffinity" | default dict) -}}
+{{- $_ := set $na "requiredDuringSchedulingIgnoredDuringExecution" (dict "nodeSelectorTerms" $out) -}}
+{{- $_ := set $aff "nodeAffinity" $na -}}
+{{- end -}}
+{{- toYaml $aff -}}
+{{- end -}}
+
+{{/*
+The components that call the API server and the least RBAC each needs (rbac.yaml makes a ServiceAccount,
+and a ClusterRole and/or a Role in the release's namespace, for each; docs/reference/helm-chart.md "RBAC"):
+  device-plugin (devicePlugin.nodeHealth): reads its Node once, applies the GPUHealthy condition on
+    nodes/status, creates Events about the Node (src/plugin/node_health.c), which the API takes only in
+    the namespace default (eventsNamespace: that Role is made there);
+  gpu-feature-discovery (gfd.useNodeFeatureAPI not false): its NodeFeature object in its namespace
+    (followed: list and watch of that one name), its own pod for the owner references (src/labels/nodefeature.c);
+  exporter (exporter.kubernetes.enablePodLabels/enablePodUID, exporter.kubernetesVirtualGPUs): watches the
+    pods of its node for their labels and UIDs (src/exporter/podmeta.c);
+  doctor (doctor.readCluster): reads this node, the pods on it and their events (src/doctor/cluster_live.c).
+A YAML map: component -> {cluster: [rules], namespaced: [rules], eventsNamespace: [rules]}.
+*/}}
+{{- define "gpulet.apiRules" -}}
+{{- $v := .Values -}}
+{{- if and $v.devicePlugin.enabled $v.devicePlugin.nodeHealth }}
+device-plugin:
+  cluster:
+    - {apiGroups: [""], resources: [nodes], verbs: [get]}
+    - {apiGroups: [""], resources: [nodes/status], verbs: [patch]}
+  eventsNamespace:
+    - {apiGroups: [""], resources: [events], verbs: [create]}
+{{- end }}
+{{- if and $v.gfd.enabled (ne $v.gfd.useNodeFeatureAPI false) }}
+gpu-feature-discovery:
+  namespaced:
+    - {apiGroups: [nfd.k8s-sigs.io], resources: [nodefeatures], verbs: [get, list, watch, create, update]}
+    - {apiGroups: [""], resources: [pods], verbs: [get]}
+{{- end }}
+{{- if and $v.exporter.enabled (include "gpulet.exporterWatchesPods" .) }}
+exporter:
+  cluster:
+    # the pods of its own node (fieldSelector spec.nodeName) need a cluster-wide rule: upstream's chart
+    # gives the same (deployment/templates/clusterrole.yaml)
+    - {apiGroups: [""], resources: [pods], verbs: [get, list, watch]}
+{{- end }}
+{{- if and $v.doctor.enabled $v.doctor.readCluster }}
+doctor:
+  cluster:
+    - {apiGroups: [""], resources: [nodes, pods], verbs: [get, list, watch]}
+    - {apiGroups: [""], resources: [events], verbs: [list]}
+{{- end }}
+{{- end -}}
+
 {{/* The nodes (lookup) the affinity and nodeSelector admit: a count, "" under helm template. */}}
 {{- define "gpulet.matchingNodes" -}}
 {{- with lookup "v1" "Node" "" "" -}}
@@ -531,12 +627,4 @@ basicAuth:
 {{- define "gpulet.exporterWatchesPods" -}}
 {{- $k := .Values.exporter.kubernetes -}}
 {{- if or $k.enablePodLabels $k.enablePodUID .Values.exporter.kubernetesVirtualGPUs }}true{{ end -}}
-{{- end -}}
-
-{{/* The exporter's ServiceAccount when it watches pods (rbac-exporter.yaml; exporter.kubernetes.rbac.create false:
-     exporter.kubernetes.serviceAccountName, made by the user), else "" */}}
-{{- define "gpulet.exporterServiceAccount" -}}
-{{- if include "gpulet.exporterWatchesPods" . -}}
-{{- if .Values.exporter.kubernetes.rbac.create }}{{ include "gpulet.fullname" . }}-exporter{{ else }}{{ .Values.exporter.kubernetes.serviceAccountName | default "default" }}{{ end -}}
-{{- end -}}
 {{- end -}}
