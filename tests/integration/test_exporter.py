@@ -3,6 +3,7 @@
 """Black-box tests of `gpulet exporter` on the fake NVML: promtool on live scrapes of every fixture,
 pod attribution through a python3-grpcio PodResources server, a hung NVML call on one GPU, XIDs from
 NVML events, HTTP limits. Run by CTest (exporter_integration)."""
+import copy
 import json
 import os
 import shutil
@@ -474,8 +475,18 @@ class Deploy(unittest.TestCase):
 
         def pod(component):
             return find(docs, "DaemonSet", component)["spec"]["template"]["spec"]
+        def placement(p, deploy):
+            """The affinity without the GPU Operator's pause term, which each DaemonSet keys on its own
+            operand's label (docs/reference/helm-chart.md "Pause labels"): that term must be there."""
+            aff = copy.deepcopy(p["affinity"])
+            terms = aff["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+            for t in terms:
+                keys = [e["key"] for e in t["matchExpressions"] if e["key"].startswith("nvidia.com/gpu.deploy.")]
+                self.assertEqual(keys, ["nvidia.com/gpu.deploy." + deploy], t)
+                t["matchExpressions"] = [e for e in t["matchExpressions"] if e["key"] not in keys]
+            return aff
         exp, plug = pod("exporter"), pod("device-plugin")
-        self.assertEqual(exp["affinity"], plug["affinity"])
+        self.assertEqual(placement(exp, "dcgm-exporter"), placement(plug, "device-plugin"))
         self.assertNotIn("nodeSelector", exp)
         self.assertEqual(exp["securityContext"]["seccompProfile"]["type"], "RuntimeDefault")
         for c in exp["containers"]:
