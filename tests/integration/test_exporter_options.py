@@ -235,10 +235,16 @@ class Refused(unittest.TestCase):
             ex.cleanup()
 
     def test_pod_labels_need_the_api_server(self):
-        """With -k, pod labels or UIDs need the pods watch: no API server to talk to (no KUBECONFIG, not in a
-        pod) or no NODE_NAME ends the exporter naming why; without -k they are off, as upstream."""
+        """With -k, pod labels or UIDs need the pods watch: no API server to talk to (no --kubeconfig or
+        KUBECONFIG, not in a pod), a kubeconfig that is not there or no NODE_NAME ends the exporter naming
+        why; without -k they are off, as upstream."""
         for args, env, want in ((["--kubernetes-enable-pod-labels"], {}, "no Kubernetes API server"),
-                                (["--kubernetes-enable-pod-uid"], {"NODE_NAME": ""}, "NODE_NAME is not set")):
+                                (["--kubernetes-enable-pod-uid"], {"NODE_NAME": ""}, "NODE_NAME is not set"),
+                                # the kubeconfig reaches the API client from the flag and from $KUBECONFIG
+                                (["--kubernetes-enable-pod-labels", "--kubeconfig", "/nonexistent/kc"], {},
+                                 "/nonexistent/kc"),
+                                (["--kubernetes-enable-pod-uid"], {"KUBECONFIG": "/nonexistent/env-kc"},
+                                 "/nonexistent/env-kc")):
             with self.subTest(args=args):
                 e = {k: v for k, v in os.environ.items() if k not in OWN_ENV}
                 e.update({"FAKE_NVML_FIXTURE": fixture("single-t4"), "NODE_NAME": "n"})
