@@ -30,6 +30,7 @@ find_program(PROMTOOL_EXECUTABLE promtool)
 # Unit tests
 gpulet_unit_test(kube_podres tests/unit/test_podres.c)
 gpulet_unit_test(exporter_metrics tests/unit/test_metrics.c)
+gpulet_unit_test(exporter_pods tests/unit/test_exporter_pods.c)
 gpulet_unit_test(exporter_webconfig_unit tests/unit/test_webconfig.c)
 
 # Black-box: the real binary on the fake NVML, judged by promtool and python3-grpcio.

@@ -4,7 +4,7 @@
 #    committed reproducer fails the suite (under ASan+UBSan in the asan tree) until it is fixed.
 #  - CC=clang cmake -S . -B build-fuzz -DGPULET_FUZZ=ON: fuzz_<target> linked with libFuzzer,
 #    ASan and UBSan; gpulet_lib gets the coverage instrumentation. tests/fuzz/run.sh runs them.
-set(GPULET_FUZZ_TARGETS config duration toml cdi checkpoint xid migminors ldcache kubeletcfg meminfo ocistate vgpu collectors operator
+set(GPULET_FUZZ_TARGETS config duration toml cdi checkpoint xid migminors ldcache kubeletcfg meminfo ocistate vgpu collectors hpcjobs cgroupuid podmeta operator
                         webconfig rtcmdline argv kapiwatch kubeconfig mountinfo draclaim quantity klog)
 # The Pod/workload YAML loader of `gpulet lint` (src/kube/k8sobj.h) is fuzzed once it exists.
 if(EXISTS ${CMAKE_SOURCE_DIR}/src/kube/k8sobj.h)

@@ -99,7 +99,8 @@ static const struct optspec labels_opts[] = {
 	    "the feature file when there is no API server or NFD's CRD is absent",
 	    .env = {"GFD_USE_NODE_FEATURE_API", "USE_NODE_FEATURE_API"}, .key = NVCONFIG_KEY_USE_NODE_FEATURE_API,
 	    .def = "true", .off = LABELS_F(use_nfd_api)),
-    NVCONFIG_OPT_DISCOVERY(LABELS_F(discovery), "auto, nvml, tegra or vfio; gpulet discovers GPUs through NVML"),
+    NVCONFIG_OPT_DISCOVERY(LABELS_F(discovery),
+			   "auto or nvml (tegra and vfio are refused: gpulet finds GPUs through NVML only)"),
     /* GFD v0.20 keeps the value in its config and never reads it; NVML comes from the system's loader */
     CMD_ROW("driver-root-ctr-path", 0, OPT_ARGV, "DIR",
 	    "GFD's container driver root: accepted, not used (GFD reads it "
@@ -203,9 +204,14 @@ static int settle(struct labels_cli *c)
 	if (cmd_host_paths(&c->c.nvml, &c->host) < 0)
 		return 1;
 	c->lo.mig_strategy = (enum mig_strategy)c->mig_strategy;
-	if (c->discovery != DISCOVERY_AUTO && c->discovery != DISCOVERY_NVML)
-		log_warn("gpulet labels discovers GPUs through NVML only; using NVML", "device_discovery_strategy=%s",
-			 enum_to_name(discovery_strategy_names, c->discovery, "?"));
+	/* GFD's tegra (CSV files) and vfio (vfio-pci bound GPUs, no NVML) read GPUs NVML cannot see: refused,
+	 * never NVML in their place (docs/reference/gfd-labels.md "Where gpulet differs") */
+	if (c->discovery != DISCOVERY_AUTO && c->discovery != DISCOVERY_NVML) {
+		log_error("--device-discovery-strategy is not supported: gpulet labels finds GPUs through NVML only; "
+			  "use auto or nvml (GPU Feature Discovery has the Tegra and VFIO managers)",
+			  "device_discovery_strategy=%s", enum_to_name(discovery_strategy_names, c->discovery, "?"));
+		return 1;
+	}
 	c->nfd = (struct nodefeature_options){.kubeconfig = c->kubeconfig,
 					      .env = &c->kenv,
 					      .qps = c->kube_qps,

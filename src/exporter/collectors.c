@@ -135,6 +135,8 @@ static int classify(struct exp_counter *k, const char *file, struct gerr *err)
 		k->kind = EXP_COUNTER_DRIVER;
 	} else if (streq(k->name, "DCGM_EXP_P2P_STATUS")) {
 		k->kind = EXP_COUNTER_P2P_STATUS;
+	} else if (streq(k->name, "DCGM_EXP_GPU_HEALTH_STATUS")) {
+		k->kind = EXP_COUNTER_GPU_HEALTH;
 	} else if (exp_dcgm_field_known(k->name)) {
 		k->kind = EXP_COUNTER_UNAVAILABLE;
 	} else {

@@ -25,6 +25,7 @@ enum exp_counter_kind {
 	EXP_COUNTER_CLOCK_COUNT, /* DCGM_EXP_CLOCK_EVENTS_COUNT: clock event samples per reason in a window */
 	EXP_COUNTER_DRIVER,      /* DCGM_FI_DRIVER_VERSION: a label on every series */
 	EXP_COUNTER_P2P_STATUS,  /* DCGM_EXP_P2P_STATUS: NVLink P2P status to every other GPU */
+	EXP_COUNTER_GPU_HEALTH,  /* DCGM_EXP_GPU_HEALTH_STATUS: DCGM's health watches' verdicts (health_status.c) */
 	EXP_COUNTER_UNAVAILABLE, /* a DCGM field gpulet does not sample */
 };
 

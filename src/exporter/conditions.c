@@ -55,9 +55,26 @@ const char *exp_health_cond_name(enum exp_health_cond c)
 	return (unsigned)c < EXP_HEALTH_COND_COUNT ? exp_health_conds[c].name : "unknown";
 }
 
+/* The two facts DCGM's DRIVER and MEM health watches read besides the conditions (health_status.c). */
+static void read_watch_facts(const struct nvml *nv, nvmlDevice_t h, struct exp_health *out)
+{
+	nvmlFieldValue_t f = {.fieldId = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION};
+	nvmlEnableState_t pending = 0;
+
+	out->recovery = out->retired_pending = -1;
+	if (nv->device_get_field_values && nv->device_get_field_values(h, 1, &f) == NVML_SUCCESS &&
+	    f.nvmlReturn == NVML_SUCCESS)
+		out->recovery = (int)f.value.uiVal;
+	if (nv->device_get_retired_pages_pending_status &&
+	    nv->device_get_retired_pages_pending_status(h, &pending) == NVML_SUCCESS)
+		out->retired_pending = pending != 0;
+}
+
 struct exp_health exp_health_read(const struct nvml *nv, nvmlDevice_t h)
 {
 	struct exp_health out = {0};
+
+	read_watch_facts(nv, h, &out);
 	for (unsigned i = 0; i < EXP_HEALTH_COND_COUNT; i++) {
 		bool bad = false;
 		if (exp_health_conds[i].read(nv, h, &bad) != NVML_SUCCESS)

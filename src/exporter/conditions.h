@@ -23,6 +23,10 @@ enum exp_health_cond {
 /* What NVML answered for one GPU: known bit i = condition i could be read, bad bit i = it holds. */
 struct exp_health {
 	uint32_t known, bad;
+	/* read with them for DCGM_EXP_GPU_HEALTH_STATUS (health_status.c), not part of gpulet_gpu_healthy:
+	 * NVML's recovery action (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION) and whether retired pages are pending;
+	 * -1 when NVML does not answer */
+	int recovery, retired_pending;
 };
 
 /* Read every condition of GPU h now; a call NVML does not support leaves its bit unknown. */

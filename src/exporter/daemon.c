@@ -7,6 +7,7 @@
 
 #include "exporter/collectors.h"
 #include "exporter/daemon.h"
+#include "exporter/hpc.h"
 #include "kube/podres.h"
 #include "nvml/node.h"
 #include "util/log.h"
@@ -25,6 +26,8 @@ struct exporter_daemon {
 	bool e_init, e_started;
 	struct podres_cache pc;
 	bool pc_started;
+	struct exp_podmeta pm; /* the pods watch (pod labels, UIDs), when asked for */
+	bool pm_started;
 	char host[256];
 	struct loop *loop; /* the stop signals (util/loop.h) */
 };
@@ -104,6 +107,12 @@ static int start_exporter(struct exporter_daemon *d)
 		exporter_configure(e, &d->o.served);
 		e->virtual_gpus = d->o.virtual_gpus;
 		e->xid_policy = d->o.xid_policy;
+		e->podmeta = d->pm_started ? &d->pm : NULL;
+		e->pod_uid = d->o.kube.pod_uid;
+		e->pod_labels = d->o.kube.pod_labels;
+		e->per_process = d->o.kube.per_process;
+		e->root = d->o.host->root;
+		e->hpc_dir = d->o.hpc_dir;
 	}
 	if (r >= 0 && d->o.kubernetes) {
 		what = "cannot start pod attribution";
@@ -160,6 +169,61 @@ static long long on_tick(void *data)
 
 static const struct loop_ops exporter_loop_ops = {.tick = on_tick};
 
+/* The pods watch changed (its eventfd): the table again; a watch failure said once, and its end. */
+static int on_pods(void *data)
+{
+	struct exporter_daemon *d = data;
+	char msg[GERR_MAX];
+	int error = 0;
+
+	if (exp_podmeta_update(&d->pm, &error, msg, sizeof(msg)) < 0)
+		log_error("cannot update the pods' labels", "error=\"out of memory\"");
+	if (error && error != d->pm.last_error)
+		log_error("cannot watch this node's pods: pod labels and UIDs are missing or old until it works",
+			  "error=\"%s\"", msg);
+	else if (!error && d->pm.last_error)
+		log_info("Watching this node's pods again", NULL);
+	d->pm.last_error = error;
+	return 0;
+}
+
+/*
+ * The pods watch (kapi/): asked for by pod labels or UIDs, it must start (a refusal ends the exporter,
+ * naming what is missing); for the per-process values of virtual GPUs alone, the exporter serves
+ * without it, and FB_USED and GPU_UTIL then have no per-pod lines (one warning).
+ */
+static int start_pods_watch(struct exporter_daemon *d)
+{
+	const struct exp_kube_options *k = &d->o.kube;
+	struct gerr err = {0};
+	int r;
+
+	if (!k->pod_labels && !k->pod_uid && !k->per_process)
+		return 0;
+	r = exp_podmeta_start(&d->pm, k, &err);
+	if (r >= 0)
+		r = loop_add_fd(d->loop, exp_podmeta_fd(&d->pm), on_pods, d);
+	if (r < 0) {
+		exp_podmeta_stop(&d->pm);
+		if (k->pod_labels || k->pod_uid) {
+			log_error("cannot watch this node's pods for --kubernetes-enable-pod-labels/-uid",
+				  "error=\"%s\"", err.msg);
+			return r;
+		}
+		log_warn("cannot watch this node's pods: FB_USED and GPU_UTIL have no per-pod values (their pod UIDs "
+			 "are not known)",
+			 "error=\"%s\"", err.msg);
+		return 0;
+	}
+	d->pm_started = true;
+	if (exp_podmeta_warning(&d->pm))
+		log_warn("Kubernetes API client", "warning=\"%s\"", exp_podmeta_warning(&d->pm));
+	log_info("Watching this node's pods for their UID and labels", "node=%s server=%s labels=%s uid=%s",
+		 k->node_name, exp_podmeta_server(&d->pm), k->pod_labels ? "true" : "false",
+		 k->pod_uid ? "true" : "false");
+	return 0;
+}
+
 int exporter_daemon_start(const struct exporter_daemon_options *o, const sigset_t *stop, struct exporter_daemon **ret)
 {
 	struct exporter_daemon *d = calloc(1, sizeof(*d));
@@ -183,12 +247,27 @@ int exporter_daemon_start(const struct exporter_daemon_options *o, const sigset_
 		log_info("Collectors file read", "file=%s fields=%zu", o->collectors_file, d->collectors.n);
 	}
 	r = loop_new(stop, &exporter_loop_ops, d, &d->loop, &err);
-	if (r >= 0)
-		r = exp_http_start(&o->http, &d->http, &err);
+	if (r < 0 || (r = start_pods_watch(d)) < 0) {
+		if (err.msg[0])
+			log_error("cannot start the exporter", "error=\"%s\"", err.msg);
+		exporter_daemon_stop(d);
+		return r;
+	}
+	r = exp_http_start(&o->http, &d->http, &err);
 	if (r < 0) {
 		log_error("cannot start the exporter", "error=\"%s\"", err.msg);
 		exporter_daemon_stop(d);
 		return r;
+	}
+	if (o->hpc_dir) {
+		struct exp_hpc h;
+		int hr = exp_hpc_read(o->host->root, o->hpc_dir, &h);
+
+		if (hr < 0)
+			log_warn("HPC job mapping directory not readable now; read again at every scrape",
+				 "dir=%s error=\"%s\"", o->hpc_dir, strerror(-hr));
+		else
+			exp_hpc_free(&h);
 	}
 	log_info("Starting exporter", "address=%s port=%u collect_interval_ms=%u kubernetes=%s web_config=\"%s\"",
 		 o->http.address, exp_http_port(d->http), o->interval_ms, o->kubernetes ? "true" : "false",
@@ -216,6 +295,8 @@ void exporter_daemon_stop(struct exporter_daemon *d)
 		left = exporter_stop(&d->e, 2000);
 	if (d->pc_started)
 		podres_cache_stop(&d->pc);
+	if (d->pm_started)
+		exp_podmeta_stop(&d->pm); /* no scrape reads it now (HTTP stopped above) */
 	if (left) {
 		/* a sampler is inside a hung NVML call: leave its memory and NVML alone, just exit */
 		kept_for_stuck_sampler = d;

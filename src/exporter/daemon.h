@@ -27,6 +27,8 @@ struct exporter_daemon_options {
 	unsigned podres_ms;
 	const char *const *resource_names; /* extra resource names to attribute, NULL-terminated or NULL */
 	bool virtual_gpus, no_hostname, replace_blanks;
+	struct exp_kube_options kube; /* pod UIDs and labels from the API server (podmeta.h), with kubernetes */
+	const char *hpc_dir;          /* --hpc-job-mapping-dir under host->root, NULL: none (hpc.h) */
 };
 
 struct exporter_daemon;

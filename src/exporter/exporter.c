@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "exporter/exporter.h"
+#include "exporter/procs.h"
 #include "util/log.h"
 #include "util/thread.h"
 #include "nvml/xid.h"
@@ -86,6 +87,7 @@ int exporter_init(struct exporter *e, const struct node *n, const char *hostname
 		eg->first_dev = e->n_devs;
 		eg->n_devs = 1 + g->n_migs;
 		eg->nvml_index = g->index;
+		eg->arch = g->arch;
 		eg->st.lost = g->lost;
 		snprintf(eg->uuid, sizeof(eg->uuid), "%s", g->uuid);
 		eg->vals = calloc(eg->n_devs, sizeof(*eg->vals));
@@ -182,6 +184,10 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 			e->p2p_enabled = true;
 			e->p2p_type = streq(ct->type, "gauge") ? "gauge" : "counter";
 			e->p2p_help = ct->help;
+		} else if (ct->kind == EXP_COUNTER_GPU_HEALTH && !e->health_status_enabled) {
+			e->health_status_enabled = true;
+			e->health_status_type = streq(ct->type, "counter") ? "counter" : "gauge";
+			e->health_status_help = ct->help;
 		} else if (ct->kind == EXP_COUNTER_XID_COUNT && !e->xid_count_enabled) {
 			e->xid_count_enabled = true;
 			e->xid_count_type = streq(ct->type, "gauge") ? "gauge" : "counter";
@@ -221,6 +227,9 @@ void exporter_free(struct exporter *e)
 				if (eg->gpm[j].s[k] && e->nv && e->nv->gpm_sample_free)
 					e->nv->gpm_sample_free(eg->gpm[j].s[k]);
 		free(eg->gpm);
+		for (size_t j = 0; eg->procs && j < eg->n_devs; j++)
+			exp_procs_free(&eg->procs[j]);
+		free(eg->procs);
 		free(eg->vals);
 		free(eg->next);
 		pthread_mutex_destroy(&eg->lock);
@@ -481,18 +490,25 @@ void exporter_sample_gpu(struct exporter *e, size_t gi)
 	struct sample_round sr = {.now = exp_now_monotonic()};
 	nvmlDevice_t h;
 
+	/* --kubernetes-virtual-gpus: each device's processes (procs.c), swapped in with the values */
+	struct exp_procs *procs = e->per_process ? calloc(eg->n_devs, sizeof(*procs)) : NULL;
+
 	memset(vals, 0, eg->n_devs * sizeof(*vals));
 	nvmlReturn_t r = gpu_handle(nv, eg, &h);
 	if (r == NVML_SUCCESS) {
 		bool gpm = gpm_ready(e, eg, h);
 		sample_device(e, eg, 0, h, h, gpm, &vals[0], &sr);
 		exp_health_update(eg, nv, h);
+		if (procs)
+			exp_procs_collect(e, h, true, &procs[0]);
 		for (size_t j = 1; j < eg->n_devs; j++) {
 			nvmlDevice_t mh;
 			nvmlReturn_t mr = mig_handle(e, eg, j, h, &mh);
 			if (mr == NVML_SUCCESS)
 				sample_device(e, eg, j, mh, h, gpm, &vals[j], &sr);
-			else if (mr != NVML_ERROR_NOT_FOUND)
+			if (mr == NVML_SUCCESS && procs)
+				exp_procs_collect(e, mh, false, &procs[j]);
+			else if (mr != NVML_SUCCESS && mr != NVML_ERROR_NOT_FOUND)
 				count_failure(&sr, mr == NVML_ERROR_NOT_SUPPORTED ? NVML_ERROR_UNKNOWN : mr);
 		}
 	} else {
@@ -522,6 +538,11 @@ void exporter_sample_gpu(struct exporter *e, size_t gi)
 	 */
 	eg->next = eg->vals;
 	eg->vals = vals;
+	if (procs) {
+		struct exp_procs *old = eg->procs;
+		eg->procs = procs;
+		procs = old; /* freed below, outside the lock */
+	}
 	if (r == NVML_SUCCESS)
 		eg->st.sampled_at = exp_now_monotonic();
 	exp_mask_or(&eg->seen, &sr.seen);
@@ -530,6 +551,9 @@ void exporter_sample_gpu(struct exporter *e, size_t gi)
 	/* GPM gives its first values on the second round: judge after two */
 	bool judge = eg->st.rounds < 2 && ++eg->st.rounds == 2, done = eg->st.rounds == 2;
 	pthread_mutex_unlock(&eg->lock);
+	for (size_t j = 0; procs && j < eg->n_devs; j++)
+		exp_procs_free(&procs[j]);
+	free(procs);
 	if (judge)
 		note_first_round(e, false);
 	else if (done && !atomic_load(&e->judged) && sr.now - e->started_at > e->stale_s + LATE_JUDGE_S)

@@ -24,6 +24,7 @@
 #include "nvml/xid.h"
 #include "exporter/collectors.h"
 #include "exporter/conditions.h"
+#include "exporter/podmeta.h"
 
 /* Metric ids, in the order of exp_metrics[] (registry.c): dcgm-exporter's CSV order. */
 enum exp_metric_id {
@@ -193,6 +194,49 @@ struct exp_gpu_state {
 	struct exp_health health;   /* NVML's current state (conditions.h), read by every sample */
 };
 
+/*
+ * DCGM_EXP_GPU_HEALTH_STATUS (health_status.c): dcgm-exporter's health watches in its order, and one
+ * verdict each (DCGM's result 0 PASS, 10 WARN, 20 FAIL, and the failure reason's name).
+ */
+enum exp_health_watch {
+	EXP_HW_PCIE,
+	EXP_HW_NVLINK,
+	EXP_HW_PMU,
+	EXP_HW_MCU,
+	EXP_HW_MEM,
+	EXP_HW_SM,
+	EXP_HW_INFOROM,
+	EXP_HW_THERMAL,
+	EXP_HW_POWER,
+	EXP_HW_DRIVER,
+	EXP_HW_ALL,
+	EXP_HEALTH_WATCHES
+};
+extern const char *const exp_health_watch_names[EXP_HEALTH_WATCHES];
+struct exp_health_verdict {
+	unsigned result;
+	const char *code;
+};
+/* The verdicts of one GPU's state (arch: NVML_DEVICE_ARCH_*, for DCGM's Volta-only XID 93). */
+void exp_health_verdicts(const struct exp_gpu_state *st, unsigned arch, struct exp_health_verdict *ret);
+
+/*
+ * The compute processes of one device (GPU or MIG instance) at one sample, for FB_USED and GPU_UTIL per
+ * pod under --kubernetes-virtual-gpus (procs.c): NVML's running processes and their SM utilization,
+ * each mapped to its pod's UID through its cgroup (/proc/<pid>/cgroup under --root).
+ */
+struct exp_proc {
+	uint32_t pid;
+	uint64_t mem_bytes; /* usedGpuMemory */
+	unsigned sm_util;   /* nvmlDeviceGetProcessUtilization's smUtil, 0 without a sample */
+	char uid[40];       /* the pod's UID, "" when the process is in no pod */
+};
+struct exp_procs {
+	struct exp_proc *v;
+	size_t n;
+};
+void exp_procs_free(struct exp_procs *p);
+
 /* An EXP_SCOPE_RATE row's last counter value and its time (CLOCK_MONOTONIC s). */
 struct exp_rate {
 	double counter, at;
@@ -217,6 +261,8 @@ struct exp_gpu {
 	struct exp_values *next;  /* n_devs entries: the round being sampled, then swapped with vals */
 	struct exp_values *vals;  /* n_devs entries: the GPU, then its MIG instances */
 	size_t first_dev, n_devs; /* range in exporter.devs */
+	struct exp_procs *procs;  /* n_devs entries (under lock), with exporter.per_process only */
+	unsigned arch;            /* NVML_DEVICE_ARCH_* (0 unknown) */
 	char uuid[NODE_UUID_MAX];
 	unsigned nvml_index;
 	pthread_t thread;
@@ -253,9 +299,11 @@ struct exporter {
 	bool xid_count_enabled;         /* DCGM_EXP_XID_ERRORS_COUNT (a collectors file lists it) */
 	uint32_t label_fields;          /* static label fields listed with type label (static_labels.c) */
 	const char *xid_count_type, *xid_count_help;
-	unsigned xid_window_ms;   /* dcgm-exporter -x: its window (default 5 minutes) */
-	bool clock_count_enabled; /* DCGM_EXP_CLOCK_EVENTS_COUNT (a collectors file lists it) */
-	bool p2p_enabled;         /* DCGM_EXP_P2P_STATUS (a collectors file lists it) */
+	unsigned xid_window_ms;     /* dcgm-exporter -x: its window (default 5 minutes) */
+	bool clock_count_enabled;   /* DCGM_EXP_CLOCK_EVENTS_COUNT (a collectors file lists it) */
+	bool p2p_enabled;           /* DCGM_EXP_P2P_STATUS (a collectors file lists it) */
+	bool health_status_enabled; /* DCGM_EXP_GPU_HEALTH_STATUS (a collectors file lists it) */
+	const char *health_status_type, *health_status_help;
 	const char *p2p_type, *p2p_help;
 	const char *clock_count_type, *clock_count_help;
 	unsigned clock_window_ms; /* --clock-events-count-window-size (default 5 minutes) */
@@ -272,6 +320,11 @@ struct exporter {
 	bool virtual_gpus;           /* one series per pod sharing a device, with label vgpu */
 	bool old_namespace;          /* dcgm-exporter -o: 1.x label names (exp_config) */
 	bool gpu_id_device_name;     /* GPUs attributed by nvidiaN, not UUID (exp_config) */
+	struct exp_podmeta *podmeta; /* the pods' UIDs and labels; NULL: none (podmeta.h) */
+	bool pod_uid, pod_labels;    /* label pod_uid, the pods' own labels (dcgm-exporter's flags) */
+	bool per_process;            /* FB_USED and GPU_UTIL per pod from its processes (virtual GPUs) */
+	const char *root;            /* --root: /proc/<pid>/cgroup and the HPC job mapping dir are under it */
+	const char *hpc_dir;         /* --hpc-job-mapping-dir, NULL: none (hpc.c) */
 	atomic_uint_fast64_t scrapes;
 };
 
@@ -347,8 +400,16 @@ struct exp_http_options {
 	const char *address;         /* ":9400", "127.0.0.1:9400", "[::1]:9400", port 0 = any free */
 	unsigned max_connections;    /* 0: 1024; never more than RLIMIT_NOFILE leaves (http.c) */
 	const char *web_config_file; /* exporter-toolkit web config (TLS, basic auth), NULL or "": none */
+	bool exporter_metrics;       /* --enable-exporter-metrics: process_* and promhttp_* (selfmetrics.c) */
+	bool require_gpus;           /* --health-require-gpus: /health 503 while NVML shows no GPU */
 };
 int exp_http_start(const struct exp_http_options *o, struct exp_http **ret, struct gerr *err);
+
+/* --enable-exporter-metrics (selfmetrics.c): /metrics answers so far, by status, and the process_* family. */
+struct exp_self_stats {
+	atomic_uint_fast64_t ok, failed, unavailable;
+};
+void exp_self_render(struct strbuf *b, const struct exp_self_stats *s);
 /* Publish the exporter once it is ready (NULL before: /metrics serves the gpulet_* basics). */
 void exp_http_set_exporter(struct exp_http *h, struct exporter *e);
 /* Why the exporter is not ready yet (NVML's error and what to do): /healthz answers it with 503. */

@@ -21,7 +21,10 @@ struct exp_http {
 	 * and gpulet_exporter_ready all answer from that one load: they cannot disagree.
 	 */
 	_Atomic(struct exporter *) exporter;
-	double started_at;    /* wall clock: gpulet_exporter_start_time_seconds */
+	double started_at; /* wall clock: gpulet_exporter_start_time_seconds */
+	bool self_metrics; /* --enable-exporter-metrics */
+	bool require_gpus; /* --health-require-gpus */
+	struct exp_self_stats self;
 	pthread_mutex_t lock; /* guards why_not_ready */
 	char why_not_ready[GERR_MAX];
 };
@@ -84,10 +87,14 @@ static enum MHD_Result serve_metrics(struct exp_http *h, struct httpd_req *rq, s
 		r = exporter_render(e, NULL, exp_now_monotonic(), &b);
 	exp_health_render(&b, e);
 	render_start_time(&b, h->started_at);
+	if (h->self_metrics)
+		exp_self_render(&b, &h->self); /* this scrape is counted once answered, as promhttp's */
 	if (r < 0 || b.oom) {
 		strbuf_free(&b);
+		atomic_fetch_add(&h->self.failed, 1);
 		return httpd_text(rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 	}
+	atomic_fetch_add(&h->self.ok, 1);
 	return httpd_reply(rq, MHD_HTTP_OK, PROM_CONTENT_TYPE, TAKE_PTR(b.s), b.len, MHD_RESPMEM_MUST_FREE);
 }
 
@@ -104,6 +111,9 @@ static enum MHD_Result serve(void *ctx, struct httpd_req *rq, const char *url)
 		 * dcgm-exporter's probe path is /health, whose body is exactly "OK" (no newline) once it
 		 * serves (docs/reference/dcgm-exporter.md); Kubernetes habit is /healthz: answer both
 		 */
+		if (e && h->require_gpus && !e->n_gpus) /* dcgm-exporter 4.8.4's --health-require-gpus */
+			return httpd_text(rq, MHD_HTTP_SERVICE_UNAVAILABLE,
+					  "not ready: NVML shows no GPU (--health-require-gpus)\n");
 		return !e ? not_ready(h, rq) : httpd_text(rq, MHD_HTTP_OK, streq(url, "/health") ? "OK" : "ok\n");
 	}
 	if (streq(url, "/"))
@@ -128,6 +138,8 @@ int exp_http_start(const struct exp_http_options *o, struct exp_http **ret, stru
 	pthread_mutex_init(&h->lock, NULL);
 	clock_gettime(CLOCK_REALTIME, &now);
 	h->started_at = (double)now.tv_sec + now.tv_nsec / 1e9;
+	h->self_metrics = o->exporter_metrics;
+	h->require_gpus = o->require_gpus;
 	/* "": no web config, plain HTTP, as exporter-toolkit's Serve() (docs/reference/dcgm-exporter.md section 7) */
 	struct web_endpoint_options wo = {
 	    .address = o->address ? o->address : ":9400",

@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "exporter/exporter.h"
+#include "exporter/hpc.h"
+#include "exporter/procs.h"
 
 void strbuf_reset(struct strbuf *b)
 {
@@ -106,12 +108,18 @@ static void family(struct strbuf *b, const char *name, const char *type, const c
 	strbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* Pod labels per device for this scrape: suffix strings in one buffer, ranges per device. */
+/*
+ * Pod labels per device for this scrape: suffix strings in one buffer, ranges per device, each with its
+ * holder; and the HPC jobs of each device (--hpc-job-mapping-dir, read for this scrape).
+ */
 struct attribution {
 	struct strbuf text;
 	size_t *off; /* offsets of NUL-separated suffixes in text */
 	size_t n_off;
 	size_t *first, *count; /* per device */
+	struct exp_hpc hpc;
+	const struct exp_hpc_entry **jobs; /* per device, NULL: no job */
+	const struct podres_map *map;      /* the holders (per-process values) */
 };
 
 static bool same_holder(const struct podres_device *a, const struct podres_device *b)
@@ -119,17 +127,28 @@ static bool same_holder(const struct podres_device *a, const struct podres_devic
 	return streq(a->pod, b->pod) && streq(a->ns, b->ns) && streq(a->container, b->container);
 }
 
-/* -o (old_namespace): dcgm-exporter 1.x names the pod labels container_name, pod_namespace, pod_name */
-static void pod_suffix(struct strbuf *b, const struct podres_device *h, bool vgpu, bool old_namespace)
+/*
+ * The labels of holder h: pod, namespace, container (-o: dcgm-exporter 1.x's container_name,
+ * pod_namespace, pod_name), then with the pods watch its UID (--kubernetes-enable-pod-uid, or always
+ * with uid, as upstream's per-process series) and its own labels (--kubernetes-enable-pod-labels), and
+ * vgpu for a replica with vgpu. Caller holds e->podmeta's lock.
+ */
+static void pod_suffix(struct strbuf *b, const struct exporter *e, const struct podres_device *h, bool vgpu, bool uid)
 {
+	const struct exp_pod *meta = e->podmeta ? exp_podmeta_find(e->podmeta, h->ns, h->pod) : NULL;
 	char pod[512], ns[256], ctr[512];
+
 	prom_escape(h->pod, pod, sizeof(pod));
 	prom_escape(h->ns, ns, sizeof(ns));
 	prom_escape(h->container, ctr, sizeof(ctr));
 	strbuf_printf(b,
-		      old_namespace ? ",container_name=\"%s\",pod_namespace=\"%s\",pod_name=\"%s\""
-				    : ",container=\"%s\",namespace=\"%s\",pod=\"%s\"",
+		      e->old_namespace ? ",container_name=\"%s\",pod_namespace=\"%s\",pod_name=\"%s\""
+				       : ",container=\"%s\",namespace=\"%s\",pod=\"%s\"",
 		      ctr, ns, pod);
+	if ((uid || e->pod_uid) && meta && meta->uid[0])
+		strbuf_printf(b, ",pod_uid=\"%s\"", meta->uid);
+	if (e->pod_labels && meta)
+		strbuf_printf(b, "%s", meta->labels);
 	if (vgpu && h->replica >= 0)
 		strbuf_printf(b, ",vgpu=\"%d\"", h->replica);
 }
@@ -148,13 +167,30 @@ static size_t find_holders(const struct exporter *e, const struct podres_map *ma
 	return n || !by_name ? n : podres_find(map, dev->attr_name, h);
 }
 
+/* The HPC job mapping of this scrape (none when the option is off or the directory is not there). */
+static int attribution_jobs(struct attribution *a, const struct exporter *e)
+{
+	if (!e->hpc_dir)
+		return 0;
+	a->jobs = calloc(e->n_devs + 1, sizeof(*a->jobs));
+	if (!a->jobs)
+		return -ENOMEM;
+	if (exp_hpc_read(e->root, e->hpc_dir, &a->hpc) == -ENOMEM)
+		return -ENOMEM;
+	for (size_t d = 0; d < e->n_devs; d++)
+		a->jobs[d] = exp_hpc_find(&a->hpc, e->gpus[e->devs[d].gpu].nvml_index,
+					  e->devs[d].mig >= 0 ? (int)e->devs[d].gi : -1);
+	return 0;
+}
+
 static int attribution_build(struct attribution *a, const struct exporter *e, const struct podres_map *map)
 {
 	memset(a, 0, sizeof(*a));
+	a->map = map;
 	size_t cap = 0;
 	a->first = calloc(e->n_devs + 1, sizeof(size_t));
 	a->count = calloc(e->n_devs + 1, sizeof(size_t));
-	if (!a->first || !a->count)
+	if (!a->first || !a->count || attribution_jobs(a, e) < 0)
 		return -ENOMEM;
 	for (size_t d = 0; d < e->n_devs; d++) { /* every device's count set, 0 without PodResources */
 		const struct podres_device *h = NULL;
@@ -176,7 +212,7 @@ static int attribution_build(struct attribution *a, const struct exporter *e, co
 				a->off = o;
 			}
 			a->off[a->n_off++] = a->text.len;
-			pod_suffix(&a->text, per_pod ? &h[k] : &h[n - 1], per_pod, e->old_namespace);
+			pod_suffix(&a->text, e, per_pod ? &h[k] : &h[n - 1], per_pod, false);
 			strbuf_printf(&a->text, "%c", '\0');
 		}
 		a->count[d] = want;
@@ -190,6 +226,8 @@ static void attribution_free(struct attribution *a)
 	free(a->off);
 	free(a->first);
 	free(a->count);
+	free(a->jobs);
+	exp_hpc_free(&a->hpc);
 }
 
 static const char *suffix(const struct attribution *a, size_t d, size_t k)
@@ -197,21 +235,37 @@ static const char *suffix(const struct attribution *a, size_t d, size_t k)
 	return a->text.s + a->off[a->first[d] + k];
 }
 
-/* One sample line per attribution of device d (or one bare line); extra: more labels or "". */
-static void device_line(struct strbuf *b, const struct exporter *e, const struct attribution *a, size_t d,
-			const char *name, const char *extra, double v)
+/* One sample line of device d per HPC job of it (or one without): labels, extra, the pod's suffix. */
+static void job_lines(struct strbuf *b, const struct exporter *e, const struct attribution *a, size_t d,
+		      const char *name, const char *extra, const char *pod, double v)
 {
-	size_t n = a->count[d];
-	for (size_t k = 0; k < MAX(n, (size_t)1); k++) {
+	const struct exp_hpc_entry *jobs = a->jobs ? a->jobs[d] : NULL;
+	size_t n = jobs ? jobs->n : 0;
+
+	for (size_t j = 0; j < MAX(n, (size_t)1); j++) {
 		put_str(b, name);
 		put_str(b, "{");
 		put_str(b, e->devs[d].labels);
 		put_str(b, e->hostname_labels);
 		put_str(b, extra);
-		put_str(b, n ? suffix(a, d, k) : "");
+		put_str(b, pod);
+		if (n) {
+			put_str(b, ",hpc_job=\"");
+			put_str(b, jobs->jobs[j]); /* printable, without quotes or backslashes (hpc.c) */
+			put_str(b, "\"");
+		}
 		put_str(b, "}");
 		put_value(b, v);
 	}
+}
+
+/* One sample line per attribution of device d (or one bare line); extra: more labels or "". */
+static void device_line(struct strbuf *b, const struct exporter *e, const struct attribution *a, size_t d,
+			const char *name, const char *extra, double v)
+{
+	size_t n = a->count[d];
+	for (size_t k = 0; k < MAX(n, (size_t)1); k++)
+		job_lines(b, e, a, d, name, extra, n ? suffix(a, d, k) : "", v);
 }
 
 static void render_pod_allocation(struct strbuf *b, const struct exporter *e, const struct podres_map *map)
@@ -231,7 +285,7 @@ static void render_pod_allocation(struct strbuf *b, const struct exporter *e, co
 			strbuf_printf(b, "gpulet_pod_gpu_allocated{%s%s", e->devs[d].labels, e->hostname_labels);
 			char res[256];
 			prom_escape(h[k].resource, res, sizeof(res));
-			pod_suffix(b, &h[k], true, e->old_namespace);
+			pod_suffix(b, e, &h[k], true, false);
 			strbuf_printf(b, ",resource=\"%s\"}", res);
 			put_value(b, 1);
 		}
@@ -255,6 +309,41 @@ static bool device_value(const struct exporter *e, const struct exp_values *vals
 	return true;
 }
 
+/*
+ * FB_USED or GPU_UTIL of device d under --kubernetes-virtual-gpus, as dcgm-exporter's per-process
+ * values (process_metrics.go, kubernetes.go createPerProcessMetrics): the device's own line without
+ * pod labels, then one line per holder with pod_uid and the value of its pod's processes (0 when it
+ * has none there). A holder whose UID is not known (no pods watch, or the pod not seen yet) gets no
+ * line rather than a wrong value. Without holders: the device's line alone.
+ */
+static void per_process_lines(struct strbuf *b, const struct exporter *e, const struct attribution *a, size_t d,
+			      size_t i, double v)
+{
+	const struct podres_device *h = NULL;
+	size_t n = a->map ? find_holders(e, a->map, d, &h) : 0;
+	struct exp_gpu *eg = &e->gpus[e->devs[d].gpu];
+
+	job_lines(b, e, a, d, e->name[i], "", "", v);
+	for (size_t k = 0; k < n; k++) {
+		const struct exp_pod *meta = e->podmeta ? exp_podmeta_find(e->podmeta, h[k].ns, h[k].pod) : NULL;
+		struct strbuf pod = {0};
+		double pv;
+		bool have;
+
+		pthread_mutex_lock(&eg->lock);
+		have = eg->procs && exp_procs_pod_value(&eg->procs[d - eg->first_dev], meta ? meta->uid : NULL,
+							i == EXP_FB_USED, &pv);
+		pthread_mutex_unlock(&eg->lock);
+		if (!have)
+			continue;
+		pod_suffix(&pod, e, &h[k], true, true);
+		if (!pod.oom)
+			job_lines(b, e, a, d, e->name[i], "", pod.s ? pod.s : "", pv);
+		b->oom |= pod.oom;
+		strbuf_free(&pod);
+	}
+}
+
 static void render_fields(struct strbuf *b, const struct exporter *e, const struct attribution *a,
 			  const struct exp_values *vals, const struct exp_gpu_state *st, double now)
 {
@@ -270,7 +359,36 @@ static void render_fields(struct strbuf *b, const struct exporter *e, const stru
 				family(b, e->name[i], e->type[i], e->help[i]);
 				header = true;
 			}
-			device_line(b, e, a, d, e->name[i], "", v);
+			if (e->per_process && (i == EXP_FB_USED || i == EXP_GPU_UTIL))
+				per_process_lines(b, e, a, d, i, v);
+			else
+				device_line(b, e, a, d, e->name[i], "", v);
+		}
+	}
+}
+
+/*
+ * DCGM_EXP_GPU_HEALTH_STATUS as dcgm-exporter's gpu_health_collector.go: per GPU, one series per
+ * health watch (health_watch, health_error_code), the value DCGM's result (health_status.c). A hung
+ * GPU serves none; a lost one says so under ALL.
+ */
+static void render_health_status(struct strbuf *b, const struct exporter *e, const struct attribution *a,
+				 const struct exp_gpu_state *st, double now)
+{
+	if (!e->health_status_enabled || !e->n_gpus)
+		return;
+	family(b, "DCGM_EXP_GPU_HEALTH_STATUS", e->health_status_type, e->health_status_help);
+	for (size_t g = 0; g < e->n_gpus; g++) {
+		struct exp_health_verdict v[EXP_HEALTH_WATCHES];
+
+		if (stale(e, &st[g], now))
+			continue;
+		exp_health_verdicts(&st[g], e->gpus[g].arch, v);
+		for (size_t w = 0; w < EXP_HEALTH_WATCHES; w++) {
+			char extra[128];
+			snprintf(extra, sizeof(extra), ",health_watch=\"%s\",health_error_code=\"%s\"",
+				 exp_health_watch_names[w], v[w].code);
+			device_line(b, e, a, e->gpus[g].first_dev, "DCGM_EXP_GPU_HEALTH_STATUS", extra, v[w].result);
 		}
 	}
 }
@@ -387,16 +505,7 @@ static void render_clock_count(struct strbuf *b, const struct exporter *e, const
 /* Why gpulet does not serve a field a collectors file lists (docs/reference/dcgm-exporter.md §8). */
 static const char *unavailable_reason(const char *field)
 {
-	static const struct {
-		const char *field;
-		const char *reason;
-	} reasons[] = {
-	    {"DCGM_EXP_GPU_HEALTH_STATUS",
-	     "the verdict of DCGM's health watches, which NVML does not give; gpulet_gpu_healthy is gpulet's health"},
-	};
-	for (size_t k = 0; k < ELEMENTSOF(reasons); k++)
-		if (streq(reasons[k].field, field))
-			return reasons[k].reason;
+	(void)field;
 	return "not sampled by gpulet";
 }
 
@@ -465,6 +574,7 @@ static void render_devices(struct strbuf *b, const struct exporter *e, const str
 	render_xid_count(b, e, a, st, now);
 	render_clock_count(b, e, a, st, now);
 	render_p2p(b, e, a, st, now);
+	render_health_status(b, e, a, st, now);
 	render_unavailable(b, e);
 	if (!e->n_gpus)
 		return;
@@ -520,6 +630,9 @@ int exporter_render(struct exporter *e, const struct podres_map *map, double now
 	struct exp_values *vals = calloc(e->n_devs + 1, sizeof(*vals));
 	struct exp_gpu_state *st = calloc(e->n_gpus + 1, sizeof(*st));
 	struct attribution a;
+	/* the pods' UIDs and labels hold still for the whole render (lock order: podmeta, then a GPU's) */
+	if (e->podmeta)
+		pthread_mutex_lock(&e->podmeta->lock);
 	int r = vals && st ? attribution_build(&a, e, map) : -ENOMEM;
 	if (r == 0) {
 		for (size_t g = 0; g < e->n_gpus; g++) {
@@ -532,6 +645,8 @@ int exporter_render(struct exporter *e, const struct podres_map *map, double now
 		render_devices(b, e, &a, vals, st, now);
 		render_pod_allocation(b, e, map);
 	}
+	if (e->podmeta)
+		pthread_mutex_unlock(&e->podmeta->lock);
 	if (vals && st)
 		attribution_free(&a);
 	free(vals);

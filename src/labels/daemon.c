@@ -33,6 +33,7 @@ struct labels_daemon {
 	bool fallback;      /* the API serves no NodeFeatures: the file holds the labels */
 	bool file_dropped;  /* the object holds them and the feature file is gone (or was never there) */
 	bool written;       /* the object was written once: later writes log at debug */
+	bool vgpu_noted;    /* the vGPU note (a short PCI config space) was logged: once per process */
 	long long retry_ms; /* the wait before the next try after PASS_RETRY; 0: none pending */
 };
 
@@ -132,6 +133,10 @@ static enum pass label_once(struct labels_daemon *d)
 			return PASS_FAILED;
 	}
 	labels_read_host(o->host->root, n ? n : &empty, o->machine_file, &host);
+	if (host.vgpu_note[0] && !d->vgpu_noted) {
+		log_warn("vGPU labels incomplete", "reason=\"%s\"", host.vgpu_note);
+		d->vgpu_noted = true;
+	}
 	lo.now = time(NULL);
 	r = labels_build(n ? n : &empty, &lo, &host, &s, &err);
 	labels_host_clear(&host);

@@ -563,7 +563,8 @@ int labels_build(const struct node *n, const struct labels_options *o, const str
 	}
 	if (h && h->vgpu_known) {
 		add(&b, h->n_vgpu ? "true" : "false", NV "vgpu.present");
-		if (h->n_vgpu) {
+		/* a vGPU found through NVML (config space not readable in full): the host driver is not known */
+		if (h->n_vgpu && !h->vgpu_host_unknown) {
 			add(&b, h->vgpu_host_driver_version, NV "vgpu.host-driver-version");
 			add(&b, h->vgpu_host_driver_branch, NV "vgpu.host-driver-branch");
 		}

@@ -28,6 +28,13 @@ struct labels_host {
 	bool vgpu_known;
 	size_t n_vgpu;
 	char vgpu_host_driver_version[16], vgpu_host_driver_branch[16]; /* of the last vGPU device */
+	/*
+	 * The config space of a GPU was read without privilege (64 bytes: no capability list), so NVML's
+	 * virtualization mode decided whether it is a vGPU: vgpu.present is known, the host driver's version
+	 * and branch are not (vgpu_host_unknown). vgpu_note says so, or why the scan failed, for the log.
+	 */
+	bool vgpu_host_unknown;
+	char vgpu_note[256];
 };
 
 struct labels_options {

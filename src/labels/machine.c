@@ -133,8 +133,44 @@ static void gpu_mode(const char *root, const struct node *n, struct labels_host 
 		snprintf(h->gpu_mode, sizeof(h->gpu_mode), "compute");
 }
 
+/*
+ * The config space of dev came back short: without CAP_SYS_ADMIN Linux gives the first 64 bytes, the
+ * header alone, and every capability (the vGPU one included) lies past it. NVML says what the function
+ * is instead: a GPU in VGPU virtualization mode is a vGPU (its host driver's version stays unknown), any
+ * other mode is not. A display-class function NVML does not list, or a GPU whose mode NVML does not give,
+ * cannot be decided: the scan fails, as GFD's does on a short read (docs/reference/gfd-labels.md "vGPU").
+ */
+static int vgpu_unprivileged(const struct node *n, const char *dev, const char *class, size_t len,
+			     struct labels_host *h)
+{
+	for (size_t i = 0; i < n->n_gpus; i++) {
+		char id[32];
+
+		node_pci_sysfs_id(n->gpus[i].pci_bus_id, id, sizeof(id));
+		if (!n->gpus[i].pci_bus_id[0] || strcasecmp(id, dev) != 0)
+			continue;
+		if (n->gpus[i].virt_mode < 0)
+			break;
+		if (n->gpus[i].virt_mode != NVML_GPU_VIRTUALIZATION_MODE_VGPU)
+			return 0;
+		h->vgpu_host_unknown = true;
+		snprintf(h->vgpu_note, sizeof(h->vgpu_note),
+			 "%s is a vGPU (NVML) but its PCI config space reads %zu bytes, not 256: the host driver's "
+			 "version and branch need CAP_SYS_ADMIN (chart value gfd.vgpuConfigSpace)",
+			 dev, len);
+		return 1;
+	}
+	if (strncasecmp(class, "0x03", 4) != 0)
+		return 0; /* not a display function (the GPU's audio, say): never a vGPU */
+	snprintf(h->vgpu_note, sizeof(h->vgpu_note),
+		 "%s: the PCI config space reads %zu bytes, not 256, and NVML gives no virtualization mode for it: "
+		 "no vgpu labels; give the labeller CAP_SYS_ADMIN (chart value gfd.vgpuConfigSpace)",
+		 dev, len);
+	return -EACCES;
+}
+
 /* One PCI function: 1 vGPU, 0 not NVIDIA or not a vGPU, <0 the scan fails (as GFD's does). */
-static int vgpu_device(const char *root, const char *dev, struct labels_host *h)
+static int vgpu_device(const char *root, const struct node *n, const char *dev, struct labels_host *h)
 {
 	_cleanup_free_ char *rel = NULL, *path = NULL, *cfg = NULL;
 	char vendor[32], class[32];
@@ -152,16 +188,17 @@ static int vgpu_device(const char *root, const char *dev, struct labels_host *h)
 	path = root_path(root, rel);
 	if (!path || read_file(path, PCI_CONFIG_MAX, &cfg, &len, NULL) < 0)
 		return -EIO;
-	r = labels_vgpu_parse((const uint8_t *)cfg, len, h->vgpu_host_driver_version,
-			      sizeof(h->vgpu_host_driver_version), h->vgpu_host_driver_branch,
-			      sizeof(h->vgpu_host_driver_branch), NULL);
+	r = len < PCI_CONFIG_FULL ? vgpu_unprivileged(n, dev, class, len, h)
+				  : labels_vgpu_parse((const uint8_t *)cfg, len, h->vgpu_host_driver_version,
+						      sizeof(h->vgpu_host_driver_version), h->vgpu_host_driver_branch,
+						      sizeof(h->vgpu_host_driver_branch), NULL);
 	if (r > 0)
 		h->n_vgpu++;
 	return r;
 }
 
 /* vGPU: every NVIDIA function under sys/bus/pci/devices, in name order; any unreadable one fails the scan. */
-static void vgpu_scan(const char *root, struct labels_host *h)
+static void vgpu_scan(const char *root, const struct node *node, struct labels_host *h)
 {
 	_cleanup_free_ char *dir = root_path(root, PCI_DEVICES);
 	struct dirent **names = NULL;
@@ -169,7 +206,7 @@ static void vgpu_scan(const char *root, struct labels_host *h)
 	bool ok = n >= 0;
 
 	for (int i = 0; i < n; i++) {
-		if (ok && names[i]->d_name[0] != '.' && vgpu_device(root, names[i]->d_name, h) < 0)
+		if (ok && names[i]->d_name[0] != '.' && vgpu_device(root, node, names[i]->d_name, h) < 0)
 			ok = false;
 		free(names[i]);
 	}
@@ -190,7 +227,7 @@ void labels_read_host(const char *root, const struct node *n, const char *machin
 			ret->machine = NULL;
 	}
 	gpu_mode(root, n, ret);
-	vgpu_scan(root, ret);
+	vgpu_scan(root, n, ret);
 }
 
 void labels_host_clear(struct labels_host *h)

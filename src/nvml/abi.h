@@ -212,6 +212,16 @@ typedef struct {
 	unsigned int computeInstanceId;
 } nvmlProcessInfo_t;
 
+/* nvmlDeviceGetProcessUtilization: one sample of one process (exporter: GPU_UTIL per pod) */
+typedef struct {
+	unsigned int pid;
+	unsigned long long timeStamp; /* CPU time stamp, microseconds */
+	unsigned int smUtil;
+	unsigned int memUtil;
+	unsigned int encUtil;
+	unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
 typedef struct {
 	unsigned int version;
 	int sensorType;
@@ -232,6 +242,8 @@ _Static_assert(sizeof(nvmlGpuInstanceInfo_t) == 24, "nvmlGpuInstanceInfo_t layou
 _Static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32, "nvmlComputeInstanceInfo_t layout");
 _Static_assert(sizeof(nvmlProcessInfo_t) == 24, "nvmlProcessInfo_t layout");
 _Static_assert(sizeof(nvmlTemperature_t) == 12, "nvmlTemperature_t layout");
+_Static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32, "nvmlProcessUtilizationSample_t layout");
+_Static_assert(offsetof(nvmlProcessUtilizationSample_t, smUtil) == 16, "nvmlProcessUtilizationSample_t.smUtil");
 
 /*
  * ---- labels: GPU fabric (NVLink domain) membership, for GFD's nvidia.com/gpu.clique ----
@@ -316,6 +328,11 @@ enum {
 typedef int nvmlInforomObject_t;
 typedef int nvmlComputeMode_t;
 typedef int nvmlGpuVirtualizationMode_t; /* NONE 0, PASSTHROUGH 1, VGPU 2, HOST_VGPU 3, HOST_VSGA 4 */
+enum {
+	NVML_GPU_VIRTUALIZATION_MODE_NONE = 0,
+	NVML_GPU_VIRTUALIZATION_MODE_PASSTHROUGH = 1,
+	NVML_GPU_VIRTUALIZATION_MODE_VGPU = 2, /* a vGPU, seen from the guest (labels' vgpu.present) */
+};
 enum {
 	NVML_INFOROM_OEM = 0,
 	NVML_INFOROM_ECC = 1,

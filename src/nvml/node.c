@@ -351,6 +351,20 @@ static void load_fabric(struct nvml *nv, nvmlDevice_t h, struct node_gpu *g)
 	memcpy(g->fabric_cluster_uuid, fi.clusterUuid, sizeof(g->fabric_cluster_uuid));
 }
 
+/*
+ * The GPU's virtualization mode (labels' vgpu.present where the PCI config space is not readable in full,
+ * docs/reference/gfd-labels.md "vGPU"). Not answered: virt_mode stays -1, and nothing is noted (an old
+ * driver or a GPU without the query is not a failed read).
+ */
+static void load_virt_mode(struct nvml *nv, nvmlDevice_t h, struct node_gpu *g)
+{
+	nvmlGpuVirtualizationMode_t m = 0;
+
+	if (NVML_HAS(nv, device_get_virtualization_mode) && !g->lost &&
+	    nv->device_get_virtualization_mode(h, &m) == NVML_SUCCESS && m >= 0)
+		g->virt_mode = m;
+}
+
 /* The sysfs name of a GPU's PCI function, for readers of sys/bus/pci/devices (labels' gpu.mode). */
 void node_pci_sysfs_id(const char *nvml_bus_id, char *buf, size_t size)
 {
@@ -369,6 +383,7 @@ static void load_gpu(struct nvml *nv, const char *root, unsigned i, struct node_
 	g->cc_major = g->cc_minor = -1;
 	g->numa_node = -1;
 	g->brand = -1;
+	g->virt_mode = -1;
 	*ret_h = NULL;
 	r = nv->device_get_handle_by_index(i, &h);
 	if (r != NVML_SUCCESS) {
@@ -440,6 +455,7 @@ static void load_gpu(struct nvml *nv, const char *root, unsigned i, struct node_
 	if (g->mig_enabled && !g->lost)
 		load_mig(nv, h, g, mm);
 	load_fabric(nv, h, g);
+	load_virt_mode(nv, h, g);
 }
 
 static int find_gpu_by_bus(const struct node *n, const char *bus)

@@ -67,6 +67,9 @@ struct node_gpu {
 	int fabric_status;          /* nvmlReturn_t, meaningful when the state is COMPLETED */
 	unsigned fabric_clique;
 	unsigned char fabric_cluster_uuid[16];
+	/* labels: nvmlDeviceGetVirtualizationMode (NVML_GPU_VIRTUALIZATION_MODE_*; 2 = a vGPU in a guest), -1 unknown
+	 */
+	int virt_mode;
 };
 
 struct node {

@@ -108,6 +108,9 @@
 	  (nvmlDevice_t, unsigned, nvmlPciInfo_t *), 0)                                                                \
 	X(device_get_compute_running_processes, nvmlDeviceGetComputeRunningProcesses_v3,                               \
 	  (nvmlDevice_t, unsigned *, nvmlProcessInfo_t *), 0)                                                          \
+	/* exporter: GPU_UTIL per pod under --kubernetes-virtual-gpus (procs.c) */                                     \
+	X(device_get_process_utilization, nvmlDeviceGetProcessUtilization,                                             \
+	  (nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned *, unsigned long long), 0)                         \
 	/* labels: fabric clique (nvidia.com/gpu.clique) */                                                            \
 	X(device_get_gpu_fabric_info, nvmlDeviceGetGpuFabricInfo, (nvmlDevice_t, nvmlGpuFabricInfo_t *), 0)            \
 	NVML_SYMBOLS_EXPORTER(X)

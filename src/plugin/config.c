@@ -163,7 +163,7 @@ static const struct optspec config_opts[] = {
      .help = "replica placement for shared GPUs: distributed or packed",
      OPTSPEC_NAMES(replica_policy_names)},
     NVCONFIG_OPT_DISCOVERY(offsetof(struct plugin_config, device_discovery_strategy),
-			   "how devices are found: auto, nvml, tegra or vfio (vfio: labels only)"),
+			   "how devices are found: auto or nvml (tegra and vfio are refused: NVML only)"),
     {.name = "imex-channel-ids",
      .kind = OPT_CALL,
      .arg = "IDS",

@@ -14,11 +14,13 @@ int config_validate(const struct plugin_config *c, struct gerr *err)
 	if (c->device_discovery_strategy == DISCOVERY_VFIO)
 		return gerr_set(err, EINVAL,
 				"--device-discovery-strategy=vfio is for labels (GPU Feature Discovery) only; "
-				"the device plugin takes auto, nvml or tegra");
-	if ((c->device_list_strategy & DLS_CDI_ANY) && c->device_discovery_strategy == DISCOVERY_TEGRA)
-		return gerr_set(err, EINVAL,
-				"CDI --device-list-strategy options are only supported on NVML-based systems; "
-				"use envvar or volume-mounts with --device-discovery-strategy=tegra");
+				"the device plugin takes auto or nvml");
+	/* upstream's tegra finds Tegra's integrated GPU through CSV files; gpulet has only NVML: refused, never
+	 * NVML in its place (docs/reference/device-plugin.md §1) */
+	if (c->device_discovery_strategy == DISCOVERY_TEGRA)
+		return gerr_set(err, EOPNOTSUPP,
+				"--device-discovery-strategy=tegra is not supported: gpulet finds GPUs through NVML "
+				"only (no Tegra CSV discovery); use auto or nvml, or NVIDIA's device plugin on Tegra");
 	/* refused when read, with a CDI strategy or without (never accepted and then ignored) */
 	if (cdi_features_check(c->cdi_feature_flags, err) < 0)
 		return -EOPNOTSUPP;

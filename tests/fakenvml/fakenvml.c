@@ -1287,6 +1287,60 @@ API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, un
 	return leave(NVML_SUCCESS);
 }
 
+/*
+ * One sample per process of the GPU with some utilization in the fixture (its sm_util, mem_util,
+ * enc_util, dec_util: NVML returns "one sample per process that had non-zero utilization"), dated now.
+ * With a NULL buffer: INSUFFICIENT_SIZE and the count, as go-nvml asks first; none: NOT_FOUND; on a
+ * MIG-enabled GPU NOT_SUPPORTED (nvml.h: "not currently supported").
+ */
+API nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t *util,
+						 unsigned *count, unsigned long long last_seen)
+{
+	static const char *const keys[] = {"sm_util", "mem_util", "enc_util", "dec_util"};
+	struct timespec ts;
+	unsigned long long now;
+	json_t *p;
+	size_t i;
+	unsigned n = 0;
+
+	DEVICE_CALL(device, GPU_ONLY);
+	if (!count)
+		return leave(NVML_ERROR_INVALID_ARGUMENT);
+	if (mig_enabled(c.g))
+		return leave(NVML_ERROR_NOT_SUPPORTED);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000;
+	for (int pass = 0; pass < 2; pass++) {
+		n = 0;
+		json_array_foreach (tel_get(c.g, "processes"), i, p) {
+			long long v[4];
+			bool any = false;
+
+			for (int k = 0; k < 4; k++)
+				any |= (v[k] = int_or(json_object_get(p, keys[k]), 0)) > 0;
+			if (!any || now <= last_seen)
+				continue;
+			if (pass == 1)
+				util[n] = (nvmlProcessUtilizationSample_t){
+				    .pid = (unsigned)int_or(json_object_get(p, "pid"), 0),
+				    .timeStamp = now,
+				    .smUtil = (unsigned)v[0],
+				    .memUtil = (unsigned)v[1],
+				    .encUtil = (unsigned)v[2],
+				    .decUtil = (unsigned)v[3]};
+			n++;
+		}
+		if (pass == 0 && !n)
+			return leave(NVML_ERROR_NOT_FOUND);
+		if (pass == 0 && (!util || *count < n)) {
+			*count = n;
+			return leave(NVML_ERROR_INSUFFICIENT_SIZE);
+		}
+	}
+	*count = n;
+	return leave(NVML_SUCCESS);
+}
+
 /* ---- topology ---------------------------------------------------------------------------- */
 
 API nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t d1, nvmlDevice_t d2, int *level)
@@ -2152,6 +2206,7 @@ API const struct fakenvml_api fakenvml_api = {
     .device_get_nvlink_state = nvmlDeviceGetNvLinkState,
     .device_get_nvlink_remote_pci_info = nvmlDeviceGetNvLinkRemotePciInfo_v2,
     .device_get_compute_running_processes = nvmlDeviceGetComputeRunningProcesses_v3,
+    .device_get_process_utilization = nvmlDeviceGetProcessUtilization,
     .device_get_gpu_fabric_info = nvmlDeviceGetGpuFabricInfo, /* labels */
     /* exporter counters (issue 14) */
     .device_get_field_values = nvmlDeviceGetFieldValues,

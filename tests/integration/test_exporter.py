@@ -3,6 +3,7 @@
 """Black-box tests of `gpulet exporter` on the fake NVML: promtool on live scrapes of every fixture,
 pod attribution through a python3-grpcio PodResources server, a hung NVML call on one GPU, XIDs from
 NVML events, HTTP limits. Run by CTest (exporter_integration)."""
+import copy
 import json
 import os
 import shutil
@@ -433,9 +434,14 @@ class Attribution(unittest.TestCase):
         doc, ex, pr, body = self.run_with(["--kubernetes-virtual-gpus"])
         try:
             g1 = doc["gpus"][1]["uuid"]
-            util = sorted((l["pod"], l["vgpu"]) for l, _ in series(body, "DCGM_FI_DEV_GPU_UTIL")
+            temp = sorted((l["pod"], l["vgpu"]) for l, _ in series(body, "DCGM_FI_DEV_GPU_TEMP")
                           if l["UUID"] == g1)
-            self.assertEqual(util, [("share-1", "0"), ("share-2", "3")])
+            self.assertEqual(temp, [("share-1", "0"), ("share-2", "3")])
+            # GPU_UTIL (and FB_USED) per pod come from the pods' processes, which need their UIDs (a pods
+            # watch; none here): the GPU's own line, never the whole GPU's value under each pod (issue 35)
+            util = [l for l, _ in series(body, "DCGM_FI_DEV_GPU_UTIL") if l["UUID"] == g1]
+            self.assertEqual([l.get("pod") for l in util], [None])
+            self.assertIn("FB_USED and GPU_UTIL have no per-pod values", ex.text())
             self.assertEqual(promcheck(body)[0], 0)
         finally:
             pr.stop()
@@ -469,8 +475,18 @@ class Deploy(unittest.TestCase):
 
         def pod(component):
             return find(docs, "DaemonSet", component)["spec"]["template"]["spec"]
+        def placement(p, deploy):
+            """The affinity without the GPU Operator's pause term, which each DaemonSet keys on its own
+            operand's label (docs/reference/helm-chart.md "Pause labels"): that term must be there."""
+            aff = copy.deepcopy(p["affinity"])
+            terms = aff["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+            for t in terms:
+                keys = [e["key"] for e in t["matchExpressions"] if e["key"].startswith("nvidia.com/gpu.deploy.")]
+                self.assertEqual(keys, ["nvidia.com/gpu.deploy." + deploy], t)
+                t["matchExpressions"] = [e for e in t["matchExpressions"] if e["key"] not in keys]
+            return aff
         exp, plug = pod("exporter"), pod("device-plugin")
-        self.assertEqual(exp["affinity"], plug["affinity"])
+        self.assertEqual(placement(exp, "dcgm-exporter"), placement(plug, "device-plugin"))
         self.assertNotIn("nodeSelector", exp)
         self.assertEqual(exp["securityContext"]["seccompProfile"]["type"], "RuntimeDefault")
         for c in exp["containers"]:
@@ -628,9 +644,10 @@ class Collectors(unittest.TestCase):
             # --web-config-file is served now (test_exporter_webconfig.py): a missing file is exit 1
             # -x, -o and --kubernetes-gpu-id-type are served (test_exporter_dcgm.py): no warning
             self.assertNotIn("flag=--kubernetes-gpu-id-type", log)
-            # pod labels are refused until served (test_exporter_options.py Refused)
-            for flag in ("remote-hostengine-info",):
-                self.assertEqual(log.count("flag=--%s " % flag), 1, (flag, log))
+            self.assertEqual(log.count("flag=--remote-hostengine-info "), 1, log)
+            # without -k upstream ignores --kubernetes-enable-pod-labels too: taken, no pods watch, no warning
+            self.assertNotIn("kubernetes-enable-pod-labels", log)
+            self.assertNotIn("pods", log)
             self.assertIn("level=debug", log)
         finally:
             ex.cleanup()

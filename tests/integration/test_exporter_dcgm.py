@@ -295,8 +295,7 @@ class StaticLabels(unittest.TestCase):
     def test_every_static_label_field(self):
         """The other static fields dcgm-exporter can show as labels, with DCGM's values: NVML and CUDA
         versions, brand as DCGM's string, name, UUID, minor, PCI bus id, the three inforom object
-        versions, compute mode renumbered as DCGM, persistence and virtualization mode as integers.
-        DCGM_EXP_GPU_HEALTH_STATUS (DCGM's health engine) is listed as unavailable with its reason."""
+        versions, compute mode renumbered as DCGM, persistence and virtualization mode as integers."""
         doc = load("dgx-a100")
         doc["models"]["a100-sxm4-40gb"].update({"inforom_oem_version": "2.0", "inforom_ecc_version": "6.16",
                                                "inforom_power_version": "7.0"})
@@ -308,12 +307,11 @@ class StaticLabels(unittest.TestCase):
                   "DCGM_FI_DEV_MINOR_NUMBER", "DCGM_FI_DEV_PCI_BUSID", "DCGM_FI_DEV_OEM_INFOROM_VER",
                   "DCGM_FI_DEV_ECC_INFOROM_VER", "DCGM_FI_DEV_POWER_INFOROM_VER", "DCGM_FI_CUDA_DRIVER_VERSION",
                   "DCGM_FI_DEV_COMPUTE_MODE", "DCGM_FI_DEV_PERSISTENCE_MODE", "DCGM_FI_DEV_VIRTUAL_MODE"]
-        csv, d2 = collectors("DCGM_FI_DEV_GPU_TEMP, gauge, t\n" + "".join("%s, label, l\n" % f for f in fields) +
-                             "DCGM_EXP_GPU_HEALTH_STATUS, counter, DCGM reported health status\n")
+        csv, d2 = collectors("DCGM_FI_DEV_GPU_TEMP, gauge, t\n" + "".join("%s, label, l\n" % f for f in fields))
         ex = Exporter(path, ["--collect-interval", "200", "--kubernetes=false", "-f", csv])
         try:
-            body = ex.wait_for(lambda b: len({l["gpu"] for l, _ in series(b, "DCGM_FI_DEV_GPU_TEMP")}) == 8 and
-                               "gpulet_exporter_field_unavailable{" in b, what="8 GPUs")
+            body = ex.wait_for(lambda b: len({l["gpu"] for l, _ in series(b, "DCGM_FI_DEV_GPU_TEMP")}) == 8,
+                               what="8 GPUs")
             for l, _ in series(body, "DCGM_FI_DEV_GPU_TEMP"):
                 g = doc["gpus"][int(l["gpu"])]
                 want = {"DCGM_FI_NVML_VERSION": "12.550.54.15", "DCGM_FI_DEV_BRAND": "Tesla",
@@ -325,12 +323,99 @@ class StaticLabels(unittest.TestCase):
                         "DCGM_FI_DEV_PERSISTENCE_MODE": "0" if l["gpu"] == "4" else "1",
                         "DCGM_FI_DEV_VIRTUAL_MODE": "0"}
                 self.assertEqual({k: l.get(k) for k in want}, want, l)
-            unavailable = {l["field"]: l["reason"] for l, _ in series(body, "gpulet_exporter_field_unavailable")}
-            self.assertEqual(list(unavailable), ["DCGM_EXP_GPU_HEALTH_STATUS"])
-            self.assertIn("health", unavailable["DCGM_EXP_GPU_HEALTH_STATUS"])
-            self.assertNotEqual(unavailable["DCGM_EXP_GPU_HEALTH_STATUS"], "not sampled by gpulet")
+            self.assertEqual(series(body, "gpulet_exporter_field_unavailable"), [])
             rc, out = promcheck(body)
             self.assertEqual(rc, 0, out)
+        finally:
+            ex.cleanup()
+
+
+class HealthStatus(unittest.TestCase):
+    """DCGM_EXP_GPU_HEALTH_STATUS as dcgm-exporter 4.8 serves it (gpu_health_collector.go): per GPU one series
+    per health watch, labels health_watch and health_error_code, DCGM's result 0/10/20; gpulet runs the checks
+    of DCGM's health module it has NVML inputs for (docs/reference/dcgm-exporter.md section 9). Before issue
+    35 the field was listed as unavailable and no series was served."""
+
+    WATCHES = ["PCIE", "NVLINK", "PMU", "MCU", "MEM", "SM", "INFOROM", "THERMAL", "POWER", "DRIVER", "ALL"]
+
+    def test_verdicts_per_gpu_and_watch(self):
+        doc = load("degraded")  # GPU 1: volatile DBE, a pending remap; GPU 2 lost
+        doc["gpus"][0].setdefault("telemetry", {})["recovery_action"] = 1  # NVML: reset the GPU
+        path, _ = with_fixture(doc)
+        csv, _ = collectors("DCGM_FI_DEV_GPU_TEMP, gauge, t\n"
+                            "DCGM_EXP_GPU_HEALTH_STATUS, counter, DCGM reported health status\n")
+        ex = Exporter(path, ["--collect-interval", "200", "--kubernetes=false", "-f", csv])
+        try:
+            def verdicts(b):
+                return {(l["gpu"], l["health_watch"]): (l["health_error_code"], v)
+                        for l, v in series(b, "DCGM_EXP_GPU_HEALTH_STATUS")}
+            body = ex.wait_for(lambda b: len(verdicts(b)) == 33, what="3 GPUs x 11 watches")
+            self.assertIn("# TYPE DCGM_EXP_GPU_HEALTH_STATUS counter", body)
+            self.assertEqual(sorted({w for _, w in verdicts(body)}), sorted(self.WATCHES))
+            got = verdicts(body)
+            self.assertEqual(got[("0", "DRIVER")], ("DCGM_FR_GPU_RECOVERY_RESET", 20))
+            self.assertEqual(got[("1", "MEM")], ("DCGM_FR_VOLATILE_DBE_DETECTED", 20))
+            self.assertEqual(got[("2", "ALL")], ("DCGM_FR_FALLEN_OFF_BUS", 20))
+            self.assertEqual(got[("0", "PCIE")], ("DCGM_FR_OK", 0))
+            # XIDs seen since start, by DCGM's table: 38 a PCIe warning, 95 an uncontained error (ALL)
+            ex.add_event("xid 0 38")
+            ex.add_event("xid 1 95")
+            body = ex.wait_for(lambda b: verdicts(b).get(("1", "ALL"), ("", 0))[1] == 20, what="XID 95")
+            got = verdicts(body)
+            self.assertEqual(got[("0", "PCIE")], ("DCGM_FR_XID_ERROR", 10))
+            self.assertEqual(got[("1", "ALL")], ("DCGM_FR_UNCONTAINED_ERROR", 20))
+            self.assertEqual(got[("0", "SM")], ("DCGM_FR_OK", 0))
+            rc, out = promcheck(body)
+            self.assertEqual(rc, 0, out)
+        finally:
+            ex.cleanup()
+
+
+class HpcJobs(unittest.TestCase):
+    """--hpc-job-mapping-dir as dcgm-exporter's hpc.go: files named by GPU index (or <gpu>.<GPU instance>) list
+    job ids; each series of that device is served once per job with hpc_job, read again on every scrape.
+    Before issue 35 the flag was warned about and no label was added."""
+
+    def test_jobs_per_gpu_and_instance(self):
+        root = temp_dir("gpulet-hpc-")
+        jobs = os.path.join(root, "var/run/hpc")
+        os.makedirs(jobs)
+        with open(os.path.join(jobs, "0"), "w") as f:
+            f.write("1001\n1002\n")
+        with open(os.path.join(jobs, "6.9"), "w") as f:  # dgx-a100 GPU 6, GPU instance 9
+            f.write("2001\n")
+        with open(os.path.join(root, "secret"), "w") as f:
+            f.write("root:x:0:0\n")
+        os.symlink(os.path.join(root, "secret"), os.path.join(jobs, "1"))  # never followed
+        ex = Exporter(fixture("dgx-a100"), ["--collect-interval", "200", "--kubernetes=false",
+                                            "--hpc-job-mapping-dir", "/var/run/hpc"], root=root)
+        try:
+            def jobs_of(b):
+                out = {}
+                for l, _ in series(b, "DCGM_FI_DEV_GPU_TEMP"):
+                    out.setdefault((l["gpu"], l.get("GPU_I_ID")), set()).add(l.get("hpc_job"))
+                return out
+            body = ex.wait_for(lambda b: len(jobs_of(b)) >= 8, what="GPU series")
+            got = jobs_of(body)
+            self.assertEqual(got[("0", None)], {"1001", "1002"})
+            self.assertEqual(got[("6", "9")], {"2001"})
+            self.assertEqual(got[("1", None)], {None})
+            self.assertEqual(got[("6", "2")], {None})
+            self.assertNotIn("root:x", body)
+            with open(os.path.join(jobs, "2"), "w") as f:  # a new job: seen at the next scrape
+                f.write("3001\n")
+            body = ex.wait_for(lambda b: jobs_of(b).get(("2", None)) == {"3001"}, what="job of GPU 2")
+            rc, out = promcheck(body)
+            self.assertEqual(rc, 0, out)
+        finally:
+            ex.cleanup()
+
+    def test_missing_dir_is_said_and_served_without(self):
+        ex = Exporter(fixture("single-t4"), ["--kubernetes=false", "--hpc-job-mapping-dir", "/no/such/dir"])
+        try:
+            body = ex.wait_for(lambda b: series(b, "DCGM_FI_DEV_GPU_TEMP"), what="a series")
+            self.assertNotIn("hpc_job", body)
+            self.assertIn("HPC job mapping directory not readable", ex.text())
         finally:
             ex.cleanup()
 

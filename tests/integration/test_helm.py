@@ -123,13 +123,16 @@ FEATURE_RULES = {
                    {("ns", "", "pods", "get")},
     "readCluster": {("cluster", "", r, v) for r in ("nodes", "pods") for v in ("get", "list", "watch")} |
                    {("cluster", "", "events", "list")},
+    # the pods of its node (fieldSelector spec.nodeName) for their labels and UIDs: src/exporter/podmeta.c
+    "podMeta": {("cluster", "", "pods", v) for v in ("get", "list", "watch")},
 }
 # the features of each verb's pod and the values that turn each on, with their default (nodeConfig:
-# node_config_on()); one account per pod holds the union of its features' rules
+# node_config_on(), podMeta: exporter_watches_pods()); one account per pod holds the union of its features' rules
 API_FEATURES = {"plugin": [("nodeHealth", "devicePlugin.nodeHealth", True), ("nodeConfig", None, None)],
                 "mps-control-daemon": [("nodeConfig", None, None)],
                 "labels": [("nodeFeature", "gfd.useNodeFeatureAPI", None), ("nodeConfig", None, None)],
-                "doctor": [("readCluster", "doctor.readCluster", True)]}
+                "doctor": [("readCluster", "doctor.readCluster", True)],
+                "exporter": [("podMeta", None, None)]}
 # The GPU Operator's deploy labels each verb's DaemonSet must not run under (docs/reference/helm-chart.md
 # "Pause labels"), and the values that pause it (mig-parted, k8s-driver-manager).
 DEPLOY_LABELS = {"plugin": ["nvidia.com/gpu.deploy.device-plugin"],
@@ -156,7 +159,8 @@ def node_config_on(values):
 
 def api_features(verb, values):
     return [f for f, dotted, default in API_FEATURES.get(verb, ())
-            if (node_config_on(values) if f == "nodeConfig" else value_of(values, dotted, default) is not False)]
+            if {"nodeConfig": node_config_on, "podMeta": exporter_watches_pods}.get(
+                f, lambda v: value_of(v, dotted, default) is not False)(values)]
 
 
 def api_on(verb, values):
@@ -202,6 +206,13 @@ def check_flags_env(name, verb, c):
         check(False, "%s: env %s is not one `gpulet %s --help` lists" % (name, n, verb))
 
 
+def exporter_watches_pods(values):
+    """The exporter watches its node's pods (pod labels, UIDs, virtual GPUs' per-pod values): its token and RBAC."""
+    exp = values.get("exporter") or {}
+    k = exp.get("kubernetes") or {}
+    return bool(k.get("enablePodLabels") or k.get("enablePodUID") or exp.get("kubernetesVirtualGPUs"))
+
+
 def check_security(name, pod, c, values, verb):
     sc = c.get("securityContext", {})
     check(pod.get("automountServiceAccountToken") is api_on(verb, values),
@@ -219,11 +230,16 @@ def check_security(name, pod, c, values, verb):
     check(sc.get("allowPrivilegeEscalation") is False, "%s: allowPrivilegeEscalation must be false" % name)
     check(sc.get("readOnlyRootFilesystem") is True, "%s: readOnlyRootFilesystem must be true" % name)
     caps = sc.get("capabilities", {})
-    check(caps.get("drop") == ["ALL"] and not caps.get("add"), "%s: capabilities %r (drop ALL, add none)" % (name, caps))
+    # gfd.vgpuConfigSpace: CAP_SYS_ADMIN alone, to read vGPUs' whole PCI config space (issue 35 item 7)
+    vgpu = verb == "labels" and (values.get("gfd") or {}).get("vgpuConfigSpace")
+    check(caps.get("drop") == ["ALL"] and caps.get("add", []) == (["SYS_ADMIN"] if vgpu else []),
+          "%s: capabilities %r (drop ALL, add %s)" % (name, caps, "SYS_ADMIN" if vgpu else "none"))
     check(pod.get("securityContext", {}).get("seccompProfile") == {"type": "RuntimeDefault"},
           "%s: pod seccompProfile %r" % (name, pod.get("securityContext")))
-    for k in ("hostPID", "hostIPC"):
-        check(not pod.get(k), "%s: %s" % (name, k))
+    # exporter.kubernetesVirtualGPUs: NVML's host PIDs to /proc/<pid>/cgroup (per-pod FB_USED, GPU_UTIL)
+    host_pid = verb == "exporter" and bool((values.get("exporter") or {}).get("kubernetesVirtualGPUs"))
+    check(bool(pod.get("hostPID")) == host_pid, "%s: hostPID %r" % (name, pod.get("hostPID")))
+    check(not pod.get("hostIPC"), "%s: hostIPC" % name)
 
 
 def check_mounts(name, verb, pod, c, values, kube):
@@ -234,6 +250,9 @@ def check_mounts(name, verb, pod, c, values, kube):
     def host(paths):
         return {p.format(mps=mps) for p in paths}
     expect = host(HOST_PATHS[verb])
+    hpc = (values.get("exporter") or {}).get("hpcJobMappingDir")
+    if verb == "exporter" and hpc:
+        expect.add(hpc)  # the job files, read-only at the same path (--hpc-job-mapping-dir)
     if verb in ("plugin", "doctor") and droot != "/":
         expect.add(droot)
     if verb == "doctor" and (values.get("doctor") or {}).get("kernelLog"):
@@ -528,9 +547,14 @@ def test_matrix():
     # MPS sharing: labels set nvidia.com/mps.capable, the MPS daemons' nodeSelector (a node without MIG)
     mps = {"gfd": {"enabled": True}, "config": {"map": {"default": "version: v1\nsharing:\n  mps:\n    resources:\n"
                                                                    "    - {name: nvidia.com/gpu, replicas: 2}\n"}}}
+    # issue 35: the exporter's pod labels, UIDs and HPC jobs (dcgm-exporter's kubernetes.* keys), vGPU labels
+    pods = {"exporter": {"kubernetes": {"enablePodLabels": True, "enablePodUID": True,
+                                        "podLabelAllowlistRegex": ["^app$", "^team,x$"]},
+                         "hpcJobMappingDir": "/var/run/slurm-gpu-jobs"},
+            "gfd": {"enabled": True, "vgpuConfigSpace": True}}
     matrix = [("defaults", {}, "1.33.0"), ("defaults-k8s-1.29", {}, "1.29.0"), ("time-slicing", ts, "1.33.0"),
               ("upstream-values", upstream, "1.31.0"), ("everything", everything, "1.33.0"),
-              ("only-plugin", only_plugin, "1.26.0"), ("mps", mps, "1.33.0")]
+              ("only-plugin", only_plugin, "1.26.0"), ("mps", mps, "1.33.0"), ("exporter-pods", pods, "1.33.0")]
     for name, values, kube in matrix:
         docs, verbs = check_render(name, values, kube)
         merged = copy.deepcopy(defaults)
@@ -561,6 +585,12 @@ def test_matrix():
             check(pod.get("nodeSelector") == {"nvidia.com/mps.capable": "true"}, "mps nodeSelector %r" % pod)
             check([c["command"][1:] for c in init] == [["mps-control-daemon", "mount-shm"]] and
                   init[0]["volumeMounts"][0]["mountPropagation"] == "Bidirectional", "mps init %r" % init)
+        if name == "exporter-pods":
+            check_exporter_rbac(docs, verbs)
+        if name == "defaults":
+            check(not [d for d in docs if d["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")
+                       and d["metadata"]["name"].endswith("-exporter")],
+                  "defaults: the exporter has API access it does not use")
         if name == "only-plugin":
             check(set(verbs) == {"plugin", "mps-control-daemon"} and not [d for d in docs if d["kind"] == "RuntimeClass"],
                   "only-plugin renders %s" % [d["kind"] for d in docs])
@@ -608,6 +638,25 @@ def test_matrix():
             lenv = {e["name"]: e.get("value") for e in lc["env"]}
             check(lenv.get("GFD_SLEEP_INTERVAL") == "30s" and lenv.get("GFD_NO_TIMESTAMP") == "true"
                   and lenv.get("MIG_STRATEGY") == "mixed", "gfd values not passed: %r" % lenv)
+
+
+def check_exporter_rbac(docs, verbs):
+    """The exporter's pods watch: its own ServiceAccount (its rules, exactly get/list/watch on pods: check_rbac's
+    FEATURE_RULES) and token; the flags and the HPC mount as the values say (issue 35 item 6)."""
+    pod, c = verbs["exporter"]
+    sa = pod.get("serviceAccountName", "")
+    check(sa.endswith("-exporter") and pod.get("automountServiceAccountToken") is True and
+          any(d["kind"] == "ServiceAccount" and d["metadata"]["name"] == sa for d in docs),
+          "the exporter's pods watch has no ServiceAccount of its own: %r" % sa)
+    args = c["args"]
+    for a in ("--kubernetes-enable-pod-labels=true", "--kubernetes-enable-pod-uid=true",
+              "--kubernetes-pod-label-allowlist-regex=^app$", "--kubernetes-pod-label-allowlist-regex=^team,x$",
+              "--hpc-job-mapping-dir=/var/run/slurm-gpu-jobs"):
+        check(a in args, "exporter args lack %s: %r" % (a, args))
+    # the rendered options are ones the exporter takes (a bad one is exit 2 before anything starts)
+    with tempfile.TemporaryDirectory() as tmp:
+        p = run([GPULET, "exporter", "--root", tmp, "--collect-interval=abc", *args], env=dict(os.environ))
+    check(p.returncode == 2 and "--collect-interval 'abc'" in p.stderr, "exporter rejects its args: %s" % p.stderr)
 
 
 def test_upstream_keys():

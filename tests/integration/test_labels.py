@@ -498,6 +498,72 @@ class FeatureFile(unittest.TestCase):
         self.assertTrue(all("=" in ln and not ln.startswith("#") for ln in text.splitlines()), text)
 
 
+class VgpuUnprivileged(unittest.TestCase):
+    """Issue 35 item 7: without CAP_SYS_ADMIN Linux gives 64 bytes of PCI config space (the header: every
+    capability lies past it), which GFD takes as an error (no vgpu labels at all, under the chart's
+    defaults). gpulet asks NVML's virtualization mode instead: vgpu.present is right on every node, the host
+    driver's version and branch need the full space and are left out, with one warning saying how."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp()
+
+    def tearDown(self):
+        shutil.rmtree(self.root)
+
+    def labels(self, doc, fx=None):
+        make_root(doc, self.root)
+        for dev in os.listdir(os.path.join(self.root, "sys/bus/pci/devices")):
+            cfg = os.path.join(self.root, "sys/bus/pci/devices", dev, "config")
+            with open(cfg, "rb") as f:
+                head = f.read(64)
+            with open(cfg, "wb") as f:  # what an unprivileged read of sysfs gives
+                f.write(head)
+        # the GPU's HDMI audio function: NVIDIA's vendor id, not a display class, never a vGPU
+        audio = os.path.join(self.root, "sys/bus/pci/devices/0000:41:00.1")
+        os.makedirs(audio)
+        for name, data in (("vendor", b"0x10de\n"), ("class", b"0x040300\n"), ("config", bytes(64))):
+            with open(os.path.join(audio, name), "wb") as f:
+                f.write(data)
+        path = fx or os.path.join(self.root, "fx.json")
+        if not fx:
+            with open(path, "w") as f:
+                json.dump(doc, f)
+        p = run(["--oneshot", "--no-timestamp", "--output-file", "-"], path, self.root)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return parse_labels(p.stdout), p.stderr
+
+    def test_vgpu_guest_from_nvml(self):
+        got, err = self.labels(load("vgpu-guest"))
+        self.assertEqual(got[NV + "vgpu.present"], "true")
+        self.assertNotIn(NV + "vgpu.host-driver-version", got)
+        self.assertNotIn(NV + "vgpu.host-driver-branch", got)
+        self.assertEqual(err.count("vGPU labels incomplete"), 1, err)
+        self.assertIn("CAP_SYS_ADMIN", err)
+        self.assertIn("gfd.vgpuConfigSpace", err)
+
+    def test_bare_metal_from_nvml(self):
+        got, err = self.labels(load("dgx-a100"))
+        self.assertEqual(got[NV + "vgpu.present"], "false")
+        self.assertNotIn("vGPU labels incomplete", err)
+
+    def test_passthrough_from_nvml(self):
+        doc = load("vgpu-guest")
+        for g in doc["gpus"]:
+            g["virtualization_mode"] = 1  # PASSTHROUGH: a whole GPU, no vGPU capability
+        got, _ = self.labels(doc)
+        self.assertEqual(got[NV + "vgpu.present"], "false")
+
+    def test_undecidable_writes_no_vgpu_labels(self):
+        doc = load("vgpu-guest")
+        for g in doc["gpus"]:
+            g["fail"] = {"nvmlDeviceGetVirtualizationMode": "NOT_SUPPORTED"}
+        got, err = self.labels(doc)
+        self.assertFalse([k for k in got if "vgpu" in k], got)
+        self.assertIn("vGPU labels incomplete", err)
+        self.assertIn("0000:41:00.0", err)
+        self.assertEqual(got[NV + "gpu.count"], "2")  # the other labels are not held back
+
+
 class ConfigAndFlags(unittest.TestCase):
     """The plugin's config file and GFD's flags: flag > env var > file > default, as GFD (urfave/cli)."""
 
@@ -608,16 +674,25 @@ class ConfigAndFlags(unittest.TestCase):
             p = run(["--oneshot", "-o", "/out", "--kube-api-qps", bad], "dgx-a100", self.root, env=env)
             self.assertEqual(p.returncode, 2, (bad, p.stderr))
             self.assertIn("--kube-api-qps", p.stderr)
-        _, err = self.labels(["--oneshot", "-o", "/out", "--container-driver-root", "/x"],
-                             env={"DEVICE_DISCOVERY_STRATEGY": "tegra"})
-        self.assertIn("NVML only", err)
         p = run(["--oneshot", "-o", "/out", "--device-discovery-strategy", "bogus"], "dgx-a100", self.root)
         self.assertEqual(p.returncode, 2)
-        # GFD takes vfio from the shared config file too (the plugin refuses it: test_plugin_config)
+
+    def test_tegra_and_vfio_refused(self):
+        """Issue 35 item 6: GFD's tegra (CSV files) and vfio (vfio-pci GPUs) find GPUs NVML does not see; gpulet
+        has only NVML, so each is refused naming the strategy (before: a warning, then NVML's labels), from
+        every source, and no feature file is written."""
         cfg = self.write("vfio.yaml", "version: v1\nflags:\n  deviceDiscoveryStrategy: vfio\n")
-        got, err = self.labels(["--oneshot", "-o", "/out", "--config-file", cfg])
-        self.assertEqual(got[NV + "gpu.count"], "8")
-        self.assertIn("device_discovery_strategy=vfio", err)
+        for args, env, name in ((["--device-discovery-strategy", "tegra"], None, "tegra"),
+                                ([], {"DEVICE_DISCOVERY_STRATEGY": "tegra"}, "tegra"),
+                                (["--config-file", cfg], None, "vfio")):
+            p = run(["--oneshot", "-o", "/out"] + args, "dgx-a100", self.root, env=env)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn("device_discovery_strategy=" + name, p.stderr)
+            self.assertIn("NVML only", p.stderr)
+            self.assertFalse(os.path.exists(os.path.join(self.root, "out")))
+        for name in ("auto", "nvml"):
+            got, _ = self.labels(["--oneshot", "-o", "/out", "--device-discovery-strategy", name])
+            self.assertEqual(got[NV + "gpu.count"], "8")
 
     def test_container_driver_root_not_used(self):
         """GFD v0.20 parses --driver-root-ctr-path (flag, env, flags.plugin.containerDriverRoot) and reads it

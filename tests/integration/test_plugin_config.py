@@ -207,6 +207,15 @@ def test_config_errors(h):
     vfio = cfgfile(h.tmp, "version: v1\nflags:\n  deviceDiscoveryStrategy: vfio\n", "vfio.yaml")
     _, err = gp("--print-config", "--config-file", vfio, rc=1)
     check("vfio is for labels" in err, "vfio in the plugin: %r" % err)
+    # issue 35 item 6: tegra is refused naming it (before: accepted, NVML used anyway), with or without CDI
+    for extra in ([], ["--device-list-strategy", "envvar"]):
+        _, err = gp("--print-config", "--device-discovery-strategy", "tegra", *extra, rc=1)
+        check("--device-discovery-strategy=tegra is not supported" in err, "tegra in the plugin: %r" % err)
+    _, err = gp("--print-config", env={"DEVICE_DISCOVERY_STRATEGY": "tegra"}, rc=1)
+    check("tegra is not supported" in err, "tegra from the env: %r" % err)
+    teg = cfgfile(h.tmp, "version: v1\nflags:\n  deviceDiscoveryStrategy: tegra\n", "tegra.yaml")
+    _, err = gp("--print-config", "--config-file", teg, rc=1)
+    check("tegra is not supported" in err, "tegra from the file: %r" % err)
 
 
 def test_go_values(h):

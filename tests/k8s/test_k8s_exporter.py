@@ -7,6 +7,11 @@ the GPU each pod's series names is the one whose device node the pod sees (host 
 kubelet and the plugin restart with those pods running: the pods keep running, a third pod gets a
 GPU neither holds, and the exporter attributes all three.
 
+dcgm-exporter 4.8's pod metadata through the same real kubelet and the node's real kube-apiserver
+(issue 35 item 6): with --kubernetes-enable-pod-labels, --kubernetes-enable-pod-uid and an allowlist,
+each attributed series carries pod_uid as the API server has it and the allowed labels only; a label
+put on a pod with kubectl after the exporter started reaches its series through the pods watch.
+
 Without the registries (Go module proxy, npm) the peers cannot be built and the test fails."""
 import json
 import os
@@ -16,7 +21,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from node import FAKE_NVML_LIB, GPULET, Node, NodeError  # noqa: E402
+from node import FAKE_NVML_LIB, GPULET, NODE_NAME, Node, NodeError  # noqa: E402
 from podcheck import check, gpu_nodes, parse, probe_script, spec  # noqa: E402
 
 ADDR = "127.0.0.1:19400"
@@ -51,6 +56,21 @@ def attributed(body):
     return out
 
 
+def pod_meta(body):
+    """{pod: (pod_uid, team label or None, whether tier is there)} from the DCGM_FI_DEV_GPU_UTIL series."""
+    out = {}
+    for line in body.splitlines():
+        if line.startswith("DCGM_FI_DEV_GPU_UTIL{"):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', line))
+            if labels.get("pod"):
+                out[labels["pod"]] = (labels.get("pod_uid"), labels.get("team"), "tier" in labels)
+    return out
+
+
+def uid_of(node, name):
+    return json.loads(node.kubectl("get", "pod", name, "-o", "json")[1])["metadata"]["uid"]
+
+
 def test_exporter():
     t0 = time.time()
     with Node() as node:
@@ -65,10 +85,13 @@ def test_exporter():
             (gpu,) = gpu_nodes(parse(log)[0])
             want[name] = {uuid_of_minor[int(gpu[len("/dev/nvidia"):])]}
         check(want["holder-a"] != want["holder-b"], "two pods got one GPU: %s" % want)
+        node.kubectl("label", "pod", "holder-a", "team=red", "tier=gpu")
         node.spawn("exporter", [GPULET, "exporter", "--address", ADDR, "--nvml-library", FAKE_NVML_LIB,
                                 "--root", "/", "--collect-interval", "500", "--pod-resources-interval", "500",
-                                "--kubernetes=true"],  # pod attribution is off by default, as dcgm-exporter's
-                   env=node.plugin_env())
+                                "--kubernetes=true",  # pod attribution is off by default, as dcgm-exporter's
+                                "--kubernetes-enable-pod-labels", "--kubernetes-enable-pod-uid",
+                                "--kubernetes-pod-label-allowlist-regex", "^team$"],
+                   env=dict(node.plugin_env(), KUBECONFIG=node.admin_kubeconfig, NODE_NAME=NODE_NAME))
         try:
             got = node.wait("the exporter to attribute both pods", lambda: (lambda a: a if set(a) == set(want)
                                                                            else None)(seen(node)),
@@ -78,6 +101,13 @@ def test_exporter():
                             % (e, LAST.get("scrape"), LAST.get("attributed"), want, node.log_tail("exporter")))
         check(got == want, "attribution %s, the pods see %s" % (got, want))
         print("PASS exporter over the real PodResources socket: %s" % {k: sorted(v) for k, v in got.items()})
+        uids = {name: uid_of(node, name) for name in want}
+        meta = node.wait("pod_uid and the allowed labels from the API server",
+                         lambda: (lambda m: m if m.get("holder-a", (None, None))[1] == "red" else None)(
+                             pod_meta(scrape(node))), timeout=60, proc="exporter")
+        check(meta == {"holder-a": (uids["holder-a"], "red", False), "holder-b": (uids["holder-b"], None, False)},
+              "pod metadata %s, the API server's UIDs %s (holder-a: team=red kept, tier=gpu left out)" % (meta, uids))
+        print("PASS pod_uid and allowlisted pod labels as the real kube-apiserver has them: %s" % meta)
 
         # restarts with the pods running: they keep their GPUs, a new pod gets another one
         registered = node.log_tail("plugin", 10 ** 7).count("Registered device plugin")
@@ -99,6 +129,12 @@ def test_exporter():
               "a new pod got a GPU a running pod holds: %s" % want)
         got = node.wait("the exporter to attribute the three pods",
                         lambda: (lambda a: a if a == want else None)(seen(node)), timeout=60, proc="exporter")
+        # a label put on a running pod reaches its series through the watch (the kubelet never sees it)
+        node.kubectl("label", "pod", "holder-c", "team=blue")
+        meta = node.wait("holder-c's new label through the pods watch",
+                         lambda: (lambda m: m if m.get("holder-c", (None, None))[1] == "blue" else None)(
+                             pod_meta(scrape(node))), timeout=60, proc="exporter")
+        check(meta["holder-c"][0] == uid_of(node, "holder-c"), "holder-c's pod_uid %s" % (meta,))
         print("PASS kubelet then plugin restart with pods running: they keep their GPUs, a new pod gets "
               "another; attribution %s" % {k: sorted(v) for k, v in got.items()})
     print("PASS test_exporter (%.1fs)" % (time.time() - t0))

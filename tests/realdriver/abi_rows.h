@@ -11,49 +11,56 @@
 #pragma once
 
 /* Exporter counters (issue 14): field values, PCIe counters, GPM. */
-#define ABI_STRUCTS_EXPORTER(S, F)               \
-	S(nvmlValue_t)                           \
-	F(nvmlValue_t, dVal)                     \
-	F(nvmlValue_t, uiVal)                    \
-	F(nvmlValue_t, ulVal)                    \
-	F(nvmlValue_t, ullVal)                   \
-	F(nvmlValue_t, sllVal)                   \
-	S(nvmlFieldValue_t)                      \
-	F(nvmlFieldValue_t, fieldId)             \
-	F(nvmlFieldValue_t, scopeId)             \
-	F(nvmlFieldValue_t, timestamp)           \
-	F(nvmlFieldValue_t, latencyUsec)         \
-	F(nvmlFieldValue_t, valueType)           \
-	F(nvmlFieldValue_t, nvmlReturn)          \
-	F(nvmlFieldValue_t, value)               \
-	S(nvmlGpmMetric_t)                       \
-	F(nvmlGpmMetric_t, metricId)             \
-	F(nvmlGpmMetric_t, nvmlReturn)           \
-	F(nvmlGpmMetric_t, value)                \
-	F(nvmlGpmMetric_t, metricInfo)           \
-	F(nvmlGpmMetric_t, metricInfo.shortName) \
-	F(nvmlGpmMetric_t, metricInfo.longName)  \
-	F(nvmlGpmMetric_t, metricInfo.unit)      \
-	S(nvmlGpmMetricsGet_t)                   \
-	F(nvmlGpmMetricsGet_t, version)          \
-	F(nvmlGpmMetricsGet_t, numMetrics)       \
-	F(nvmlGpmMetricsGet_t, sample1)          \
-	F(nvmlGpmMetricsGet_t, sample2)          \
-	F(nvmlGpmMetricsGet_t, metrics)          \
-	S(nvmlGpmSupport_t)                      \
-	F(nvmlGpmSupport_t, version)             \
-	F(nvmlGpmSupport_t, isSupportedDevice)   \
-	S(nvmlPcieUtilCounter_t)                 \
-	S(nvmlValueType_t)                       \
-	S(nvmlPstates_t)                         \
-	S(nvmlPerfPolicyType_t)                  \
-	S(nvmlViolationTime_t)                   \
-	F(nvmlViolationTime_t, referenceTime)    \
-	F(nvmlViolationTime_t, violationTime)    \
-	S(nvmlInforomObject_t)                   \
-	S(nvmlComputeMode_t)                     \
-	S(nvmlGpuVirtualizationMode_t)           \
-	S(nvmlGpuP2PCapsIndex_t)                 \
+#define ABI_STRUCTS_EXPORTER(S, F)                   \
+	S(nvmlValue_t)                               \
+	F(nvmlValue_t, dVal)                         \
+	F(nvmlValue_t, uiVal)                        \
+	F(nvmlValue_t, ulVal)                        \
+	F(nvmlValue_t, ullVal)                       \
+	F(nvmlValue_t, sllVal)                       \
+	S(nvmlFieldValue_t)                          \
+	F(nvmlFieldValue_t, fieldId)                 \
+	F(nvmlFieldValue_t, scopeId)                 \
+	F(nvmlFieldValue_t, timestamp)               \
+	F(nvmlFieldValue_t, latencyUsec)             \
+	F(nvmlFieldValue_t, valueType)               \
+	F(nvmlFieldValue_t, nvmlReturn)              \
+	F(nvmlFieldValue_t, value)                   \
+	S(nvmlGpmMetric_t)                           \
+	F(nvmlGpmMetric_t, metricId)                 \
+	F(nvmlGpmMetric_t, nvmlReturn)               \
+	F(nvmlGpmMetric_t, value)                    \
+	F(nvmlGpmMetric_t, metricInfo)               \
+	F(nvmlGpmMetric_t, metricInfo.shortName)     \
+	F(nvmlGpmMetric_t, metricInfo.longName)      \
+	F(nvmlGpmMetric_t, metricInfo.unit)          \
+	S(nvmlGpmMetricsGet_t)                       \
+	F(nvmlGpmMetricsGet_t, version)              \
+	F(nvmlGpmMetricsGet_t, numMetrics)           \
+	F(nvmlGpmMetricsGet_t, sample1)              \
+	F(nvmlGpmMetricsGet_t, sample2)              \
+	F(nvmlGpmMetricsGet_t, metrics)              \
+	S(nvmlGpmSupport_t)                          \
+	F(nvmlGpmSupport_t, version)                 \
+	F(nvmlGpmSupport_t, isSupportedDevice)       \
+	S(nvmlPcieUtilCounter_t)                     \
+	S(nvmlValueType_t)                           \
+	S(nvmlPstates_t)                             \
+	S(nvmlPerfPolicyType_t)                      \
+	S(nvmlViolationTime_t)                       \
+	F(nvmlViolationTime_t, referenceTime)        \
+	F(nvmlViolationTime_t, violationTime)        \
+	S(nvmlProcessUtilizationSample_t)            \
+	F(nvmlProcessUtilizationSample_t, pid)       \
+	F(nvmlProcessUtilizationSample_t, timeStamp) \
+	F(nvmlProcessUtilizationSample_t, smUtil)    \
+	F(nvmlProcessUtilizationSample_t, memUtil)   \
+	F(nvmlProcessUtilizationSample_t, encUtil)   \
+	F(nvmlProcessUtilizationSample_t, decUtil)   \
+	S(nvmlInforomObject_t)                       \
+	S(nvmlComputeMode_t)                         \
+	S(nvmlGpuVirtualizationMode_t)               \
+	S(nvmlGpuP2PCapsIndex_t)                     \
 	S(nvmlGpuP2PStatus_t)
 
 #define ABI_CONSTANTS_EXPORTER(C)                        \
@@ -91,6 +98,9 @@
 	C(NVML_INFOROM_OEM)                              \
 	C(NVML_INFOROM_ECC)                              \
 	C(NVML_INFOROM_POWER)                            \
+	C(NVML_GPU_VIRTUALIZATION_MODE_NONE)             \
+	C(NVML_GPU_VIRTUALIZATION_MODE_PASSTHROUGH)      \
+	C(NVML_GPU_VIRTUALIZATION_MODE_VGPU)             \
 	C(NVML_COMPUTEMODE_DEFAULT)                      \
 	C(NVML_COMPUTEMODE_EXCLUSIVE_THREAD)             \
 	C(NVML_COMPUTEMODE_PROHIBITED)                   \

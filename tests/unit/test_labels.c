@@ -415,10 +415,32 @@ static void test_read_host(void **state)
 	assert_string_equal(h.vgpu_host_driver_branch, "r550_40");
 	labels_host_clear(&h);
 
-	pci_dev("0000:07:00.0", "0x10de\n", "0x030000\n", plain, 64); /* an unprivileged read: scan fails */
+	/* an unprivileged read (64 bytes): NVML's virtualization mode decides (issue 35 item 7) */
+	pci_dev("0000:07:00.0", "0x10de\n", "0x030000\n", plain, 64);
+	pci_dev("0000:0f:00.0", "0x10de\n", "0x030000\n", plain, 64);
+	gpus[0].virt_mode = gpus[1].virt_mode = -1; /* NVML does not say: undecidable, the scan fails as GFD's */
 	labels_read_host(root, &nd, NULL, &h);
 	assert_false(h.vgpu_known);
 	assert_int_equal(h.n_vgpu, 0);
+	assert_non_null(strstr(h.vgpu_note, "0000:07:00.0"));
+	labels_host_clear(&h);
+	gpus[0].virt_mode = gpus[1].virt_mode = NVML_GPU_VIRTUALIZATION_MODE_NONE; /* bare metal */
+	labels_read_host(root, &nd, NULL, &h);
+	assert_true(h.vgpu_known);
+	assert_int_equal(h.n_vgpu, 0);
+	assert_string_equal(h.vgpu_note, "");
+	labels_host_clear(&h);
+	gpus[1].virt_mode = NVML_GPU_VIRTUALIZATION_MODE_VGPU; /* a vGPU guest: present, host driver unknown */
+	labels_read_host(root, &nd, NULL, &h);
+	assert_true(h.vgpu_known);
+	assert_int_equal(h.n_vgpu, 1);
+	assert_true(h.vgpu_host_unknown);
+	assert_non_null(strstr(h.vgpu_note, "CAP_SYS_ADMIN"));
+	labels_host_clear(&h);
+	pci_dev("0000:07:00.1", "0x10de\n", "0x040300\n", plain, 64); /* its HDMI audio: never a vGPU */
+	labels_read_host(root, &nd, NULL, &h);
+	assert_true(h.vgpu_known);
+	assert_int_equal(h.n_vgpu, 1);
 	labels_host_clear(&h);
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);

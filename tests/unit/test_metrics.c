@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "exporter/exporter.h"
+#include "exporter_testlib.h"
 
 #define GPU0  "GPU-0aaaaaaa-1111-2222-3333-444444444444"
 #define GPU1  "GPU-1bbbbbbb-1111-2222-3333-444444444444"
@@ -57,28 +58,6 @@ static void set_value(struct exporter *e, size_t dev, enum exp_metric_id id, dou
 }
 
 /* Entries must be added in podres order (base, replica, ns, pod, container). */
-static void add_holder(struct podres_map *m, const char *id, const char *resource, const char *ns, const char *pod,
-		       const char *ctr)
-{
-	m->v = realloc(m->v, (m->n + 1) * sizeof(*m->v));
-	struct podres_device *d = &m->v[m->n++];
-	const char *sep = strstr(id, "::");
-	d->id = strdup(id);
-	d->base = sep ? strndup(id, (size_t)(sep - id)) : strdup(id);
-	d->replica = sep ? atoi(sep + 2) : -1;
-	d->resource = strdup(resource);
-	d->ns = strdup(ns);
-	d->pod = strdup(pod);
-	d->container = strdup(ctr);
-}
-
-static char *render(struct exporter *e, const struct podres_map *m)
-{
-	struct strbuf b = {0};
-	assert_int_equal(exporter_render(e, m, exp_now_monotonic(), &b), 0);
-	return b.s;
-}
-
 #define LABELS0                                                                                              \
 	"gpu=\"0\",UUID=\"" GPU0 "\",pci_bus_id=\"00000000:07:00.0\",device=\"nvidia0\",modelName=\"NVIDIA " \
 	"A100-SXM4-40GB\",Hostname=\"node-1\",DCGM_FI_DRIVER_VERSION=\"550.54.15\""
@@ -97,7 +76,7 @@ static void test_dcgm_names_and_labels(void **state)
 	set_value(&e, 0, EXP_POWER_USAGE, 61.5);
 	set_value(&e, 0, EXP_FB_USED, 1024);
 	set_value(&e, 2, EXP_FB_USED, 512); /* MIG A */
-	_cleanup_free_ char *t = render(&e, NULL);
+	_cleanup_free_ char *t = exp_test_render(&e, NULL);
 	assert_non_null(strstr(t, "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"));
 	assert_non_null(strstr(t, "\nDCGM_FI_DEV_GPU_UTIL{" LABELS0 "} 42\n"));
 	assert_non_null(strstr(t, "\nDCGM_FI_DEV_POWER_USAGE{" LABELS0 "} 61.5\n"));
@@ -120,7 +99,7 @@ static void test_no_hostname_and_escaping(void **state)
 	struct exporter e;
 	assert_int_equal(exporter_init(&e, &test_node, NULL, NULL), 0);
 	set_value(&e, 0, EXP_GPU_TEMP, 40);
-	_cleanup_free_ char *t = render(&e, NULL);
+	_cleanup_free_ char *t = exp_test_render(&e, NULL);
 	assert_non_null(strstr(t, "modelName=\"Odd \\\"GPU\\\"\\\\x\\ny\""));
 	assert_null(strstr(t, "Hostname="));
 	exporter_free(&e);
@@ -135,11 +114,11 @@ static void test_pod_attribution(void **state)
 	set_value(&e, 2, EXP_FB_USED, 100);
 	set_value(&e, 3, EXP_FB_USED, 200);
 	struct podres_map m = {0};
-	add_holder(&m, GPU0, "nvidia.com/gpu", "ml", "train-0", "worker");
-	add_holder(&m, MIG_A, "nvidia.com/mig-1g.5gb", "web", "infer-a", "srv");
-	add_holder(&m, MIG_B "::0", "nvidia.com/mig-3g.20gb", "web", "infer-b", "srv");
-	add_holder(&m, MIG_B "::1", "nvidia.com/mig-3g.20gb", "web", "infer-c", "srv");
-	_cleanup_free_ char *t = render(&e, &m);
+	exp_test_add_holder(&m, GPU0, "nvidia.com/gpu", "ml", "train-0", "worker");
+	exp_test_add_holder(&m, MIG_A, "nvidia.com/mig-1g.5gb", "web", "infer-a", "srv");
+	exp_test_add_holder(&m, MIG_B "::0", "nvidia.com/mig-3g.20gb", "web", "infer-b", "srv");
+	exp_test_add_holder(&m, MIG_B "::1", "nvidia.com/mig-3g.20gb", "web", "infer-c", "srv");
+	_cleanup_free_ char *t = exp_test_render(&e, &m);
 	assert_non_null(
 	    strstr(t, "\nDCGM_FI_DEV_GPU_UTIL{" LABELS0 ",container=\"worker\",namespace=\"ml\",pod=\"train-0\"} 3\n"));
 	assert_non_null(strstr(t, "\nDCGM_FI_DEV_FB_USED{" LABELS_MIG_A
@@ -160,7 +139,7 @@ static void test_pod_attribution(void **state)
 
 	/* --kubernetes-virtual-gpus: one series per sharing pod, label vgpu */
 	e.virtual_gpus = true;
-	_cleanup_free_ char *v = render(&e, &m);
+	_cleanup_free_ char *v = exp_test_render(&e, &m);
 	assert_non_null(strstr(v, ",container=\"srv\",namespace=\"web\",pod=\"infer-b\",vgpu=\"0\"} 200\n"));
 	assert_non_null(strstr(v, ",container=\"srv\",namespace=\"web\",pod=\"infer-c\",vgpu=\"1\"} 200\n"));
 	struct podres_map *mp = malloc(sizeof(*mp));
@@ -176,9 +155,9 @@ static void test_replicas_of_one_pod_are_one_holder(void **state)
 	assert_int_equal(exporter_init(&e, &test_node, "node-1", NULL), 0);
 	set_value(&e, 0, EXP_GPU_UTIL, 7);
 	struct podres_map *m = calloc(1, sizeof(*m));
-	add_holder(m, GPU0 "::2", "nvidia.com/gpu", "ml", "p", "c");
-	add_holder(m, GPU0 "::5", "nvidia.com/gpu", "ml", "p", "c");
-	_cleanup_free_ char *t = render(&e, m);
+	exp_test_add_holder(m, GPU0 "::2", "nvidia.com/gpu", "ml", "p", "c");
+	exp_test_add_holder(m, GPU0 "::5", "nvidia.com/gpu", "ml", "p", "c");
+	_cleanup_free_ char *t = exp_test_render(&e, m);
 	assert_non_null(
 	    strstr(t, "\nDCGM_FI_DEV_GPU_UTIL{" LABELS0 ",container=\"c\",namespace=\"ml\",pod=\"p\"} 7\n"));
 	podres_map_free(m);
@@ -191,7 +170,7 @@ static void test_xid_and_health(void **state)
 	struct exporter e;
 	assert_int_equal(exporter_init(&e, &test_node, "node-1", NULL), 0);
 	exporter_record_xid(&e, 0, 13); /* application error: counted, still healthy */
-	_cleanup_free_ char *a = render(&e, NULL);
+	_cleanup_free_ char *a = exp_test_render(&e, NULL);
 	assert_non_null(strstr(a, "\nDCGM_FI_DEV_XID_ERRORS{" LABELS0
 				  ",err_code=\"13\",err_msg=\"Graphics Engine Exception\"} 13\n"));
 	assert_non_null(strstr(a, "\ngpulet_xid_errors_total{" LABELS0 ",xid=\"13\"} 1\n"));
@@ -199,7 +178,7 @@ static void test_xid_and_health(void **state)
 	exporter_record_xid(&e, 0, 79);
 	exporter_record_xid(&e, 0, 13);
 	exporter_record_xid(&e, 1, 48);
-	_cleanup_free_ char *b = render(&e, NULL);
+	_cleanup_free_ char *b = exp_test_render(&e, NULL);
 	assert_non_null(strstr(b, "\nDCGM_FI_DEV_XID_ERRORS{" LABELS0
 				  ",err_code=\"13\",err_msg=\"Graphics Engine Exception\"} 13\n"));
 	assert_non_null(strstr(b, "\ngpulet_xid_errors_total{" LABELS0 ",xid=\"13\"} 2\n"));
@@ -254,11 +233,11 @@ static void test_promtool(void **state)
 			set_value(&e, d, (enum exp_metric_id)i, d * 100 + i + 0.25);
 	exporter_record_xid(&e, 1, 79);
 	struct podres_map *m = calloc(1, sizeof(*m));
-	add_holder(m, GPU0, "nvidia.com/gpu", "ml", "train-0", "worker");
-	add_holder(m, MIG_B "::0", "nvidia.com/mig-3g.20gb", "web", "b", "srv");
-	add_holder(m, MIG_B "::1", "nvidia.com/mig-3g.20gb", "web", "c", "srv");
+	exp_test_add_holder(m, GPU0, "nvidia.com/gpu", "ml", "train-0", "worker");
+	exp_test_add_holder(m, MIG_B "::0", "nvidia.com/mig-3g.20gb", "web", "b", "srv");
+	exp_test_add_holder(m, MIG_B "::1", "nvidia.com/mig-3g.20gb", "web", "c", "srv");
 	e.virtual_gpus = true;
-	_cleanup_free_ char *t = render(&e, m);
+	_cleanup_free_ char *t = exp_test_render(&e, m);
 	char path[] = "/tmp/metrics-XXXXXX";
 	int fd = mkstemp(path);
 	assert_true(fd >= 0);
@@ -369,7 +348,7 @@ static void test_configure_from_collectors(void **state)
 	set_value(&e, 0, EXP_GPU_TEMP, 40);
 	set_value(&e, 0, EXP_POWER_USAGE, 70);
 	set_value(&e, 0, EXP_FB_USED, 1); /* sampled but not asked for: not served */
-	_cleanup_free_ char *t = render(&e, NULL);
+	_cleanup_free_ char *t = exp_test_render(&e, NULL);
 	assert_non_null(strstr(t, "# HELP DCGM_FI_DEV_GPU_TEMP my help\n# TYPE DCGM_FI_DEV_GPU_TEMP counter\n"));
 	assert_non_null(strstr(t, "# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"));
 	assert_null(strstr(t, "DCGM_FI_DEV_FB_USED"));
@@ -400,7 +379,7 @@ static void test_mig_series(void **state)
 	set_value(&e, 1, EXP_GPU_UTIL, 50);  /* GPU-wide utilisation, not per instance */
 	set_value(&e, 2, EXP_FB_USED, 100);  /* MIG A */
 	set_value(&e, 3, EXP_FB_USED, 200);  /* MIG B */
-	_cleanup_free_ char *t = render(&e, NULL);
+	_cleanup_free_ char *t = exp_test_render(&e, NULL);
 	assert_int_equal(count(t, "DCGM_FI_DEV_GPU_TEMP{gpu=\"1\""), 2);
 	assert_int_equal(count(t, "GPU_I_ID=\"5\",Hostname=\"node-1\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 61\n"), 1);
 	assert_int_equal(count(t, "DCGM_FI_DEV_FB_USED{gpu=\"1\""), 2);
@@ -410,14 +389,14 @@ static void test_mig_series(void **state)
 
 	struct exp_config cfg = {.mig_parent = true};
 	exporter_configure(&e, &cfg);
-	_cleanup_free_ char *p = render(&e, NULL);
+	_cleanup_free_ char *p = exp_test_render(&e, NULL);
 	assert_int_equal(count(p, "DCGM_FI_DEV_FB_USED{gpu=\"1\""), 3);
 	assert_non_null(strstr(p, "} 5000\n"));
 	assert_non_null(strstr(p, "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\""));
 
 	cfg = (struct exp_config){.devices = EXP_DEVICES_GPUS};
 	exporter_configure(&e, &cfg);
-	_cleanup_free_ char *g = render(&e, NULL);
+	_cleanup_free_ char *g = exp_test_render(&e, NULL);
 	assert_int_equal(count(g, "DCGM_FI_DEV_FB_USED{gpu=\"1\""), 1);
 	assert_null(strstr(g, "GPU_I_ID=\"1\",Hostname=\"node-1\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 100"));
 	exporter_free(&e);

@@ -457,7 +457,10 @@ What each feature that calls the API server needs, the least RBAC (docs/referenc
     when the config its label names is refused (src/nodeconfig/follow.c);
   nodeFeature (gfd.useNodeFeatureAPI not false): its NodeFeature object in its namespace (followed: list
     and watch of that one name), its own pod for the owner references (src/labels/nodefeature.c);
-  readCluster (doctor.readCluster): reads this node, the pods on it and their events (src/doctor/cluster_live.c).
+  readCluster (doctor.readCluster): reads this node, the pods on it and their events (src/doctor/cluster_live.c);
+  podMeta (the exporter's exporter.kubernetes.enablePodLabels/enablePodUID, exporter.kubernetesVirtualGPUs):
+    watches the pods of its node for their labels and UIDs (src/exporter/podmeta.c); the pods of one node
+    (fieldSelector spec.nodeName) need a cluster-wide rule, as upstream's chart gives (clusterrole.yaml).
 A YAML map: feature -> {cluster: [rules], namespaced: [rules], eventsNamespace: [rules]}, one resource a rule.
 */}}
 {{- define "gpulet.apiFeatureRules" -}}
@@ -481,6 +484,9 @@ readCluster:
     - {apiGroups: [""], resources: [nodes], verbs: [get, list, watch]}
     - {apiGroups: [""], resources: [pods], verbs: [get, list, watch]}
     - {apiGroups: [""], resources: [events], verbs: [list]}
+podMeta:
+  cluster:
+    - {apiGroups: [""], resources: [pods], verbs: [get, list, watch]}
 {{- end -}}
 
 {{/* The features each component's pods run (only the enabled ones): component -> [feature], a YAML map. */}}
@@ -503,6 +509,9 @@ readCluster:
 {{- end -}}
 {{- if and $v.doctor.enabled $v.doctor.readCluster -}}
 {{- $_ := set $out "doctor" (list "readCluster") -}}
+{{- end -}}
+{{- if and $v.exporter.enabled (include "gpulet.exporterWatchesPods" .) -}}
+{{- $_ := set $out "exporter" (list "podMeta") -}}
 {{- end -}}
 {{- toYaml $out -}}
 {{- end -}}
@@ -734,4 +743,10 @@ basicAuth:
     name: {{ include "gpulet.fullname" .root }}-{{ .component }}-scrape-auth
     key: password
 {{- end }}
+{{- end -}}
+
+{{/* "true" when the exporter watches this node's pods (pod labels, pod UIDs, virtual GPUs' per-pod values), else "" */}}
+{{- define "gpulet.exporterWatchesPods" -}}
+{{- $k := .Values.exporter.kubernetes -}}
+{{- if or $k.enablePodLabels $k.enablePodUID .Values.exporter.kubernetesVirtualGPUs }}true{{ end -}}
 {{- end -}}
