@@ -267,6 +267,11 @@ int doctor_check_plugin(struct doctor_ctx *c)
 	if (!n) {
 		if (socket_dir_mismatch(c, dp))
 			return 0;
+		if (doctor_dra_registered(c)) { /* GPUs come through DRA (check_dra.c), not a device plugin */
+			doctor_report(c, "plugin.ok", DOCTOR_OK, LINK_PLUGIN, NULL,
+				      "no device plugin: the DRA driver serves this node's GPUs");
+			return 0;
+		}
 		snprintf(fix, sizeof(fix),
 			 "kubectl -n %s logs ds/%s | grep -i 'Registered device plugin'; check the DaemonSet is "
 			 "scheduled on this node (nodeSelector, tolerations) and mounts %s",

@@ -89,6 +89,11 @@ const struct doctor_check doctor_checks[] = {
      doctor_check_plugin_pods},
     {"plugin-dup", LINK_PLUGIN, L(LINK_KUBELET), "--pods plugin pods, nvidia-gpu.sock / nvidiaGPU-*.sock, checkpoint",
      "plugin.duplicate", doctor_check_duplicate_plugins},
+    {"dra", LINK_PLUGIN, L(LINK_KUBELET),
+     "<root-dir>/plugins_registry/gpu.nvidia.com-reg.sock, plugins/gpu.nvidia.com/gpulet-checkpoint.json, "
+     "/var/run/cdi claim specs, --pods ResourceClaims and ResourceSlices",
+     "dra.not-registered dra.no-slices dra.claim-not-prepared dra.cdi-spec-missing dra.with-device-plugin",
+     doctor_check_dra},
     {"plugin", LINK_PLUGIN, L(LINK_KUBELET) | L(LINK_NVML) | L(LINK_DRIVER),
      "device-plugins/nvidia-*.sock, kubelet_internal_checkpoint, --node",
      "plugin.not-registered plugin.socket-dir-mismatch plugin.allocatable-short", doctor_check_plugin},

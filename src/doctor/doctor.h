@@ -268,6 +268,9 @@ int doctor_check_gpu_state(struct doctor_ctx *c);
 int doctor_check_devchar(struct doctor_ctx *c);
 int doctor_check_toolkit_config(struct doctor_ctx *c);
 int doctor_check_duplicate_plugins(struct doctor_ctx *c);
+int doctor_check_dra(struct doctor_ctx *c);
+/* gpu.nvidia.com's DRA driver has its registration socket in kubelet's plugins_registry (check_dra.c). */
+bool doctor_dra_registered(struct doctor_ctx *c);
 /* A GPU that fell off the bus: the one fix (check_gpu.c), for the kernel log, NVML and PCI findings. */
 extern const char doctor_fix_fallen[];
 

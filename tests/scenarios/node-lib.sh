@@ -109,3 +109,25 @@ for i in sorted(map(int, sys.argv[2:]), reverse=True):
 json.dump(f, open(sys.argv[1], "w"))
 P
 }
+
+# dra_node [UID...]: gpulet dra runs on node gpu-node-1 and serves its GPUs instead of the device plugin: its
+# registration socket in kubelet's plugins_registry, its plugin dir with a checkpoint holding each claim UID
+# PrepareCompleted, and each claim's CDI spec in /var/run/cdi (docs/reference/dra.md §7, §8)
+dra_node() {
+	kd="$ROOT/var/lib/kubelet"
+	real_cdi /etc/cdi # a claim's spec is the node's spec kept to the claim's devices (§8): here all of them
+	printf 'gpu-node-1\n' >"$ROOT/etc/hostname"
+	rm -f "$kd/device-plugins/nvidia-gpu.sock"
+	mkdir -p "$kd/plugins_registry" "$kd/plugins/gpu.nvidia.com" "$ROOT/var/run/cdi"
+	(cd "$kd/plugins_registry" &&
+		/usr/bin/python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind("gpu.nvidia.com-reg.sock")')
+	(cd "$kd/plugins/gpu.nvidia.com" && /usr/bin/python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind("dra.sock")')
+	claims=""
+	for uid in "$@"; do
+		claims="$claims${claims:+, }\"$uid\": {\"state\": \"PrepareCompleted\", \"namespace\": \"default\", \"name\": \"gpu-claim\", \"devices\": []}"
+		sed 's#^kind: .*#kind: k8s.gpu.nvidia.com/claim#' "$ROOT/etc/cdi/nvidia.yaml" \
+			>"$ROOT/var/run/cdi/k8s.gpu.nvidia.com-claim_$uid.yaml"
+	done
+	printf '{"kind": "gpulet-dra-checkpoint", "version": 1, "nodeBootID": "", "claims": {%s}}\n' "$claims" \
+		>"$kd/plugins/gpu.nvidia.com/gpulet-checkpoint.json"
+}
