@@ -508,6 +508,11 @@ def test_operator_plugin(image, h):
             argv = f.read().split(b"\0")
         # config-manager finds the process to signal by cmdline[0] (k8s-device-plugin cmd/config-manager)
         check(argv[0] == b"nvidia-device-plugin", "the plugin runs as %r" % argv)
+        # ... and the kernel's name of it (comm, cut at 15), which gpulet's config-manager checks too: the
+        # entrypoint execs the image's link of that name
+        with open("/proc/%s/comm" % pid) as f:
+            comm = f.read().strip()
+        check(comm == "nvidia-device-plugin"[:15], "the plugin's comm is %r" % comm)
         check("IS_HOST_DRIVER=true" in text() and "Starting nvidia-device-plugin" in text(), "log: %s" % text()[-1500:])
         print("PASS the GPU Operator's device-plugin container on gpulet's image: waited for driver-ready, registered "
               "as nvidia-device-plugin, %d devices, spec %s in /var/run/cdi with hook %s" % (len(ids), specs[0],
