@@ -76,10 +76,30 @@ static const struct cmd_verb entrypoint_verb = CMD_VERB(
     .footer = "Exit status: the program's it runs; 1 when it cannot run it, 2 for a form it does not know.",
     .operands = true);
 
+/*
+ * The link named argv0 beside self (the image's /usr/bin/nvidia-device-plugin) when it is this very
+ * file, else self: exec'd through the link, the kernel's comm is the name too, which config-manager
+ * checks besides the command line before it signals (docs/reference/config-manager.md §5).
+ */
+static const char *self_as(const char *self, const char *argv0, char *buf, size_t size)
+{
+	const char *slash = strrchr(self, '/');
+	struct stat a, b;
+	int n;
+
+	if (!slash || strchr(argv0, '/'))
+		return self;
+	n = snprintf(buf, size, "%.*s/%s", (int)(slash - self), self, argv0);
+	if (n < 0 || (size_t)n >= size || stat(buf, &a) < 0 || stat(self, &b) < 0 || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino)
+		return self;
+	return buf;
+}
+
 /* Run gpulet itself (the file this process runs) as argv0 with args (NULL-terminated); returns only on failure. */
 static int exec_self(const char *argv0, char **args)
 {
-	char self[PATH_MAX];
+	char self[PATH_MAX], link[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	size_t k = 0;
 	char **v;
@@ -96,7 +116,7 @@ static int exec_self(const char *argv0, char **args)
 	for (size_t i = 0; i < k; i++)
 		v[i + 1] = args[i];
 	fflush(NULL);
-	execv(self, v);
+	execv(self_as(self, argv0, link, sizeof(link)), v);
 	fprintf(stderr, "gpulet entrypoint: cannot run %s as %s: %s\n", self, argv0, strerror(errno));
 	free(v);
 	return 1;

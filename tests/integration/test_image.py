@@ -19,7 +19,7 @@ network (loopback only), read-only root filesystem, no capabilities, no new priv
     script mounted there, our words for its statements) waits for the validator's driver-ready file,
     exports it, and registers as nvidia-device-plugin (argv[0], which config-manager signals) with
     its CDI spec in /var/run/cdi, not below the read-only /host; /bin/sh refuses every other use,
-    config-manager says which ClusterPolicy setting starts it;
+    config-manager is gpulet's (without NODE_NAME it exits 1 naming it);
   * scanners can read it: /var/lib/dpkg/status lists exactly the Debian packages shipped (with each
     one's copyright file), /etc/os-release says Debian 12, the OCI labels name source, revision,
     created and licenses; no build-host leftovers (apt/dpkg state, /etc/hostname, resolv.conf, lock
@@ -423,17 +423,20 @@ def test_upstream_exporters(image, h):
 
 
 def test_no_shell(image):
-    """/bin/sh and /bin/bash are gpulet: only the Operator's form; config-manager names the setting."""
+    """/bin/sh and /bin/bash are gpulet: only the Operator's form; config-manager is gpulet's config-manager."""
     for argv in (["/bin/sh"], ["/bin/sh", "-c", "id"], ["/bin/bash", "-c", "cat /etc/os-release"],
                  ["/bin/sh", "-c", "/bin/entrypoint.sh", "x"]):
         p = sh(PODMAN + RUN + ["--entrypoint", argv[0], image] + argv[1:])
         check(p.returncode == 2 and "gpulet's image has no shell" in p.stderr and "uid=" not in p.stdout,
               "%s in the image: rc %d %s %s" % (argv, p.returncode, p.stdout, p.stderr))
+    # config-manager is gpulet's (docs/reference/config-manager.md): without the pod's NODE_NAME it says so
     p = sh(PODMAN + RUN + ["--entrypoint", "config-manager", image])
-    check(p.returncode == 1 and "devicePlugin.config" in p.stderr, "config-manager: rc %d %s" % (p.returncode, p.stderr))
+    check(p.returncode == 1 and "gpulet config-manager: invalid <node-name>" in p.stderr,
+          "config-manager: rc %d %s" % (p.returncode, p.stderr))
     p = sh(PODMAN + RUN + [image])
     check(p.returncode == 0 and "Usage: gpulet COMMAND" in p.stdout, "no command: rc %d %s" % (p.returncode, p.stdout))
-    print("PASS /bin/sh, /bin/bash refuse what is not the Operator's form; config-manager names devicePlugin.config; "
+    print("PASS /bin/sh, /bin/bash refuse what is not the Operator's form; config-manager is gpulet's (no NODE_NAME: "
+          "exit 1 naming it); "
           "no command prints the usage")
 
 
@@ -505,6 +508,11 @@ def test_operator_plugin(image, h):
             argv = f.read().split(b"\0")
         # config-manager finds the process to signal by cmdline[0] (k8s-device-plugin cmd/config-manager)
         check(argv[0] == b"nvidia-device-plugin", "the plugin runs as %r" % argv)
+        # ... and the kernel's name of it (comm, cut at 15), which gpulet's config-manager checks too: the
+        # entrypoint execs the image's link of that name
+        with open("/proc/%s/comm" % pid) as f:
+            comm = f.read().strip()
+        check(comm == "nvidia-device-plugin"[:15], "the plugin's comm is %r" % comm)
         check("IS_HOST_DRIVER=true" in text() and "Starting nvidia-device-plugin" in text(), "log: %s" % text()[-1500:])
         print("PASS the GPU Operator's device-plugin container on gpulet's image: waited for driver-ready, registered "
               "as nvidia-device-plugin, %d devices, spec %s in /var/run/cdi with hook %s" % (len(ids), specs[0],

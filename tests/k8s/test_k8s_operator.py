@@ -18,13 +18,18 @@ this test, devicePlugin.config unset (the controller then drops config-manager),
   * dcgm-exporter: no command; /metrics on :9400 has every GPU, and the GPU pod's GPU attributed to it;
   * MPS control daemon: its mount-shm init container mounts the tmpfs at /run/nvidia/mps/shm on the host
     (Bidirectional), the daemon runs in the host's pid namespace and waits (no MPS config);
-  * with devicePlugin.config set, the controller adds config-manager: its init container exits 1 naming
-    devicePlugin.config, and the plugin never starts.
+  * with devicePlugin.config set, the controller adds config-manager: its init container (gpulet's
+    config-manager, docs/reference/config-manager.md) links /config/config.yaml to the config the node's
+    nvidia.com/device-plugin.config label names, or DEFAULT_CONFIG without the label, and the plugin
+    serves that config; when the label changes the sidecar links the new one and SIGHUPs the plugin
+    (shareProcessNamespace), which reloads with it; a new pod's init container follows the label.
 
 Left out, as they are not gpulet's image: the validator's init containers (the test writes its files).
-Test-only additions, each in TEST_ENV/TEST_VOLUMES: the fake NVML (GPULET_NVML_LIBRARY and its fixture),
-which the nvidia runtime's injection of the driver stands in for on a GPU node, and the GFD output dir
-on a test dir instead of the host's /etc/kubernetes. Exit 77 only where `make image` cannot run."""
+Test-only additions, each in TEST_ENV/TEST_VOLUMES or with_kubeconfig(): the fake NVML (GPULET_NVML_LIBRARY
+and its fixture), which the nvidia runtime's injection of the driver stands in for on a GPU node, the GFD
+output dir on a test dir instead of the host's /etc/kubernetes, and config-manager's API credential (a
+kubeconfig of the Operator's account: this cluster mounts no service-account tokens). Exit 77 only where `make image` cannot run."""
+import base64
 import io
 import json
 import os
@@ -128,6 +133,32 @@ class Rig:
                   "data": {"entrypoint.sh": f.read()}}
         n.kubectl("apply", "-f", "-", stdin=json.dumps(cm))
 
+    def grant_device_plugin(self):
+        """The Operator's account of the plugin's pods and its rules (gpu-operator assets/state-device-plugin:
+        0100_service_account.yaml, 0210_clusterrole.yaml: nodes get, list, watch; 0310_clusterrolebinding.yaml);
+        a kubeconfig of a token of that account (path), the cluster's CA inline."""
+        n = self.node
+        name = "nvidia-device-plugin"
+        objs = [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": NS}},
+                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+                 "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]},
+                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                 "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NS}]}]
+        n.kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+        token = n.kubectl("create", "token", name, "-n", NS, "--duration", "1h")[1].strip()
+        with open(os.path.join(n.certs, "ca.crt"), "rb") as f:
+            ca = base64.b64encode(f.read()).decode()
+        cfg = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
+               "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443",
+                                                     "certificate-authority-data": ca}}],
+               "users": [{"name": "u", "user": {"token": token}}],
+               "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u", "namespace": NS}}]}
+        path = os.path.join(n.t, "kubeconfig-" + name)
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        return path
+
     def validator_ready(self):
         """The validator's driver-ready file for a driver container (cmd/nvidia-validator getDriverInfo)."""
         body = ("IS_HOST_DRIVER=false\\nNVIDIA_DRIVER_ROOT=%s\\nDRIVER_ROOT_CTR_PATH=/driver-root\\n"
@@ -195,6 +226,14 @@ def device_plugin(rig, config=False):
                       "FALLBACK_STRATEGIES": "empty"}) + [field("NODE_NAME", "spec.nodeName")]
         spec_["initContainers"] = [{"name": "config-manager-init", "command": ["config-manager"], "env": cm_env,
                                     "volumeMounts": shared}]
+        side_env = [dict(e) for e in cm_env]
+        for e in side_env:
+            e["value"] = {"ONESHOT": "false", "SEND_SIGNAL": "true", "SIGNAL": "1",
+                          "PROCESS_TO_SIGNAL": "nvidia-device-plugin"}.get(e["name"], e.get("value"))
+            if e["value"] is None:
+                del e["value"]
+        spec_["containers"].append({"name": "config-manager", "command": ["config-manager"], "env": side_env,
+                                    "securityContext": {"privileged": True}, "volumeMounts": shared})
         spec_["containers"][0]["env"].append({"name": "CONFIG_FILE", "value": "/config/config.yaml"})
         spec_["containers"][0]["volumeMounts"] += shared
         spec_["volumes"] += [{"name": "plugin-configs", "configMap": {"name": "plugin-configs"}},
@@ -257,9 +296,58 @@ def mps_control_daemon(rig):
             "volumes": [host("mps-root", MPS, "DirectoryOrCreate"), host("mps-shm", MPS + "/shm")]}
 
 
+# devicePlugin.config's configs for this test: the default time-slices each GPU in two (a node capacity that
+# tells which config the plugin runs with), "plain" does not
+TIME_SLICED = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n"
+LABEL = "nvidia.com/device-plugin.config"
+KUBECONFIG = "/gpulet-test/kubeconfig"
+
+
+def with_kubeconfig(spec_, kc):
+    """test: config-manager reads its Node from the API server. The Operator's KUBECONFIG="" means in-cluster,
+    with the pod's service-account token; this cluster mounts none (node.py disables the ServiceAccount
+    admission plugin), so both config-manager containers get a kubeconfig of a token of the same account
+    instead. The rest of the Operator's env is kept."""
+    for c in spec_["initContainers"] + [c for c in spec_["containers"] if c["name"] == "config-manager"]:
+        for e in c["env"]:
+            if e["name"] == "KUBECONFIG":
+                e["value"] = KUBECONFIG
+        c["volumeMounts"] = c["volumeMounts"] + [{"name": "gpulet-test-kubeconfig", "mountPath": KUBECONFIG,
+                                                  "readOnly": True}]
+    spec_["volumes"].append(host("gpulet-test-kubeconfig", kc, "File"))
+    return spec_
+
+
+def chosen(rig, node, pod, config, count):
+    """config-manager-init exited 0 having linked /config/config.yaml to <config>; the plugin then runs with it
+    (the node's nvidia.com/gpu capacity is <count>)."""
+    def done():
+        st = rig.status(pod)
+        ic = (st.get("initContainerStatuses") or [{}])[0]
+        return ic.get("state", {}).get("terminated") or ic.get("lastState", {}).get("terminated")
+    term = node.wait("config-manager-init of %s to finish" % pod, done, timeout=90)
+    msg = rig.logs(pod, "config-manager-init")
+    check(term.get("exitCode") == 0, "config-manager-init exited %s: %s" % (term.get("exitCode"), msg))
+    check("Successfully updated to config" in msg and "config=/available-configs/%s" % config in msg,
+          "config-manager-init linked another config than %s: %s" % (config, msg))
+    try:
+        node.wait("%s's plugin to register" % pod, lambda: logged(rig, pod, "nvidia-device-plugin",
+                                                                  "Registered device plugin"), timeout=90)
+        node.wait_node_ready_for_gpus(count=count, timeout=90)
+    except NodeError as e:
+        raise NodeError("%s\nplugin log:\n%s" % (e, rig.logs(pod, "nvidia-device-plugin")[-3000:]))
+
+
+def logged(rig, pod, container, words):
+    """The container's log once it has these words."""
+    log = rig.logs(pod, container)
+    return log if words in log else None
+
+
 # -- the test ----------------------------------------------------------------------------------------------
 class OperatorNode(Node):
     apiserver_flags = ("--allow-privileged=true",)  # every operand the Operator runs is privileged
+    authorization_mode = "Node,RBAC"  # config-manager's account has the Operator's rules, no more
 
 
 
@@ -339,19 +427,39 @@ def test_operator():
         print("PASS MPS control daemon: mount-shm put a tmpfs at %s/shm on the node (Bidirectional), the daemon waits "
               "for an MPS config" % MPS)
 
-        # devicePlugin.config set: config-manager, refused with the setting's name
-        node.kubectl("create", "configmap", "-n", NS, "plugin-configs", "--from-literal=default=version: v1")
-        rig.pod("plugin-with-config", device_plugin(rig, config=True))
+        # devicePlugin.config set: gpulet's config-manager (docs/reference/config-manager.md) links the config
+        # the node's label names, or DEFAULT_CONFIG, and the plugin starts with it. The first plugin pod goes:
+        # two plugins would register the same resource.
+        node.kubectl("delete", "pod", "-n", NS, "nvidia-device-plugin", "--wait=true", timeout=90)
+        node.kubectl("create", "configmap", "-n", NS, "plugin-configs", "--from-literal=default=" + TIME_SLICED,
+                     "--from-literal=plain=version: v1")
+        kc = rig.grant_device_plugin()
+        rig.pod("plugin-with-config", with_kubeconfig(device_plugin(rig, config=True), kc))
+        chosen(rig, node, "plugin-with-config", "default", "12")
+        print("PASS devicePlugin.config set, no label: config-manager-init exits 0 linking DEFAULT_CONFIG's config, "
+              "the plugin serves it (6 GPUs time-sliced x2: 12 nvidia.com/gpu)")
 
-        def refused():
-            st = rig.status("plugin-with-config")
-            ic = (st.get("initContainerStatuses") or [{}])[0]
-            term = ic.get("state", {}).get("terminated") or ic.get("lastState", {}).get("terminated")
-            return term if term and term.get("exitCode") == 1 else None
-        node.wait("config-manager-init to be refused", refused, timeout=90)
-        msg = rig.logs("plugin-with-config", "config-manager-init")
-        check("devicePlugin.config" in msg, "config-manager's words: %s" % msg)
-        print("PASS devicePlugin.config set: config-manager-init exits 1 naming devicePlugin.config")
+        # the label names another config: the sidecar links it and SIGHUPs the plugin (shareProcessNamespace),
+        # which reloads with it
+        node.kubectl("label", "node", NODE_NAME, LABEL + "=plain")
+        try:
+            side = node.wait("the sidecar to signal the plugin", lambda: logged(
+                rig, "plugin-with-config", "config-manager", "Successfully sent signal"), timeout=60)
+        except NodeError as e:
+            raise NodeError("%s\nsidecar log:\n%s" % (e, rig.logs("plugin-with-config", "config-manager")[-3000:]))
+        check("config=/available-configs/plain" in side, "the sidecar linked another config than plain: %s" % side)
+        try:
+            node.wait_node_ready_for_gpus(count="6", timeout=90)
+        except NodeError as e:
+            raise NodeError("%s\nplugin log:\n%s" % (e, rig.logs("plugin-with-config", "nvidia-device-plugin")[-3000:]))
+        print("PASS %s=plain: the config-manager sidecar linked plain and signalled the plugin, which reloaded: "
+              "6 nvidia.com/gpu" % LABEL)
+
+        # a new pod: its init container links what the label names
+        node.kubectl("delete", "pod", "-n", NS, "plugin-with-config", "--wait=true", timeout=90)
+        rig.pod("plugin-with-config-2", with_kubeconfig(device_plugin(rig, config=True), kc))
+        chosen(rig, node, "plugin-with-config-2", "plain", "6")
+        print("PASS a new pod: config-manager-init links plain as the label names, the plugin serves 6 nvidia.com/gpu")
     print("PASS test_operator (%.1fs)" % (time.time() - t0))
 
 
