@@ -152,8 +152,8 @@ static void check_slices(struct doctor_ctx *c, const struct dra_node *d, size_t 
 			  "claims for them stay unallocated",
 			  node);
 	doctor_evidence(f, "%s is registered here", d->reg);
-	doctor_evidence(f, "--pods lists %zu ResourceSlice(s) of " DRA_DRIVER ", none with spec.nodeName %s",
-			n_slices, node);
+	doctor_evidence(f, "--pods lists %zu ResourceSlice(s) of " DRA_DRIVER ", none with spec.nodeName %s", n_slices,
+			node);
 }
 
 /* The pod of claim's reservedFor that runs here and waits in ContainerCreating, NULL none. */
