@@ -59,7 +59,8 @@ def check_story(out):
             ("nvidia.com/mig-3g.20gb", "1", "1"), ("nvidia.com/mig-4g.20gb", "1", "1")]
     check(adv == want, "advertised %s, want %s" % (adv, want))
     check(re.search(r"^  cdi  k8s.device-plugin.nvidia.com/gpu=GPU-", out, re.M), "no CDI name in the Allocate")
-    check("0 fail, 0 warn, 18 ok" in out, "the doctor was not healthy before the breakage:\n" + out)
+    # the count of ok lines grows with the doctor's checks; no failure and no warning is what matters
+    check(re.search(r"^0 fail, 0 warn, \d+ ok$", out, re.M), "the doctor was not healthy before the breakage:\n" + out)
     check(re.search(r"^Root cause: inject\.cdi-disabled ", out, re.M), "the doctor did not name CDI off:\n" + out)
 
 

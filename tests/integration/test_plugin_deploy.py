@@ -77,7 +77,7 @@ def main():
           and sc["capabilities"]["drop"] == ["ALL"] and not sc["capabilities"].get("add"), "least privilege: %r" % sc)
     vols = {v["name"]: v for v in pod["volumes"]}
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
-    env = {e["name"]: e["value"] for e in c["env"]}
+    env = {e["name"]: e["value"] for e in c["env"] if "value" in e}  # NODE_NAME: from the pod (valueFrom)
     args = c["args"]
     root = [a.split("=", 1)[1] for a in args if a.startswith("--root=")][0]
 
@@ -88,8 +88,10 @@ def main():
     check(vols[cdi["name"]]["hostPath"]["path"] == "/var/run/cdi" and not cdi.get("readOnly"),
           "/var/run/cdi writable at <root>/var/run/cdi, where the plugin writes its spec")
     # least host exposure (reliability review): only what gpulet reads, read-only, never the whole host
-    # or a dir holding secrets; no service-account token; the runtime's default seccomp profile
-    check(pod.get("automountServiceAccountToken") is False, "automountServiceAccountToken must be false")
+    # or a dir holding secrets; the token of its own account only, for node health (on by default; its
+    # least rules: test_helm.py); the runtime's default seccomp profile
+    check(pod.get("automountServiceAccountToken") is True and pod.get("serviceAccountName", "").endswith("-device-plugin"),
+          "the plugin's token is its own account's (node health): %r" % pod.get("serviceAccountName"))
     check(pod.get("securityContext", {}).get("seccompProfile") == {"type": "RuntimeDefault"},
           "pod seccompProfile RuntimeDefault: %r" % pod.get("securityContext"))
     # MPS: the daemons' sockets (asked before replicas are advertised) and their tmpfs, as /dev/shm
@@ -123,6 +125,7 @@ def main():
             f.write(cm["data"]["config.yaml"])
         e = dict(os.environ, **env)
         e["CONFIG_FILE"] = cfg
+        e["NODE_NAME"] = "gpu-node-1"  # the pod's spec.nodeName (valueFrom) in the manifest
         p = subprocess.run([GPULET, "plugin", "--print-config", *args], capture_output=True, text=True, env=e)
         check(p.returncode == 0 and p.stderr == "", "gpulet rejects the manifest's settings: %s" % p.stderr)
         eff = json.loads(p.stdout)

@@ -236,7 +236,7 @@ def test_mps_bad_reload_keeps_daemons(h, m):
         f.write("version: v1\nsharing:\n  mps:\n    resources: [\n")
     at = len(m.text())
     m.proc.send_signal(signal.SIGHUP)
-    m.wait_log(r'level=error msg="Config reload failed, keeping the running config" error="[^"]*mps\.yaml:5:1: ',
+    m.wait_log(r'level=error msg="Config reload failed, keeping the running config"[^\n]* error="[^"]*mps\.yaml:5:1: ',
                after=at)
     time.sleep(0.5)
     check(m.daemon_pids() == old, "control daemon replaced or stopped by a config that does not load")
