@@ -8,6 +8,8 @@
 
 #include "exporter/exporter.h"
 #include "exporter/procs.h"
+#include "dra/dra.h"
+#include "dra/devices.h"
 #include "util/log.h"
 #include "util/thread.h"
 #include "nvml/xid.h"
@@ -61,6 +63,19 @@ static void device_labels(struct exp_device *d, const struct node_gpu *g, const 
 	}
 }
 
+/*
+ * The key PodResources' dynamic resources name d by when gpulet's DRA driver on this node (pool =
+ * node name) allocated it: the driver's device name, by its own rule (dra_device_name()).
+ */
+static void dra_key(struct exp_device *d, const char *node, const struct node_gpu *g, const struct node_mig *m)
+{
+	char name[DRA_DEVICE_NAME_MAX];
+
+	if (!node || !*node || !dra_device_name(g, m, name, sizeof(name)) ||
+	    podres_dra_key(d->attr_dra, sizeof(d->attr_dra), DRA_DRIVER_DEFAULT, node, name) < 0)
+		d->attr_dra[0] = '\0';
+}
+
 int exporter_init(struct exporter *e, const struct node *n, const char *hostname, struct gerr *err)
 {
 	memset(e, 0, sizeof(*e));
@@ -108,6 +123,7 @@ int exporter_init(struct exporter *e, const struct node *n, const char *hostname
 			else
 				snprintf(d->attr_name, sizeof(d->attr_name), "nvidia%u", g->index);
 			device_labels(d, g, m);
+			dra_key(d, hostname, g, m);
 		}
 	}
 	char host[256] = "", drv[160] = "";

@@ -151,10 +151,11 @@ struct exp_device {
 	char labels[1536];             /* gpu="0",UUID="GPU-…",…: escaped, without braces or pod labels */
 	char attr_uuid[NODE_UUID_MAX]; /* the UUID kubelet reports for it (GPU or MIG UUID) */
 	char attr_name[48];            /* GKE's id for it: nvidia<index>, nvidia<index>/gi<GI id> */
-	unsigned gpu;                  /* index into exporter.gpus */
-	int mig;                       /* -1 for a whole GPU, else the NVML MIG device index */
-	unsigned gi;                   /* GPU instance id of a MIG instance (GPM samples it) */
-	bool shown;                    /* its DCGM series are rendered (--devices, --mig-parent-metrics) */
+	char attr_dra[384]; /* its DRA key (podres_dra_key(): gpu.nvidia.com/<node>/<device name>), "" none */
+	unsigned gpu;       /* index into exporter.gpus */
+	int mig;            /* -1 for a whole GPU, else the NVML MIG device index */
+	unsigned gi;        /* GPU instance id of a MIG instance (GPM samples it) */
+	bool shown;         /* its DCGM series are rendered (--devices, --mig-parent-metrics) */
 };
 
 #define EXP_XID_CODES    32
