@@ -104,7 +104,9 @@ static int start_exporter(struct exporter_daemon *d)
 	r = exporter_init(e, d->node, d->o.no_hostname ? NULL : d->host, &err);
 	d->e_init = r >= 0;
 	if (r >= 0) {
-		exporter_configure(e, &d->o.served);
+		struct exp_config served = d->o.served;
+		served.dra_pool = d->host; /* the pool gpulet's DRA driver publishes, even under --no-hostname */
+		exporter_configure(e, &served);
 		e->virtual_gpus = d->o.virtual_gpus;
 		e->xid_policy = d->o.xid_policy;
 		e->podmeta = d->pm_started ? &d->pm : NULL;

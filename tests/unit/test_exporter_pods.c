@@ -244,6 +244,7 @@ static void test_dra_claims(void **state)
 	g[1].migs = &mig;
 	g[1].n_migs = 1;
 	assert_int_equal(exporter_init(&e, &n, "node-1", NULL), 0);
+	exporter_configure(&e, &(struct exp_config){.dra = true, .dra_pool = "node-1"});
 	for (size_t i = 0; i < 2; i++) {
 		e.gpus[i].vals[0].v[EXP_GPU_TEMP] = 40 + (double)i;
 		exp_mask_set(&e.gpus[i].vals[0].valid, EXP_GPU_TEMP);
@@ -274,6 +275,10 @@ static void test_dra_claims(void **state)
 	assert_int_equal(podres_map_from_list(other, len, NULL, &o, NULL), 0);
 	_cleanup_free_ char *u = exp_test_render(&e, o);
 	assert_null(strstr(u, "job-dra"));
+	/* without --kubernetes-enable-dra, as dcgm-exporter: claims are not attributed */
+	exporter_configure(&e, NULL);
+	_cleanup_free_ char *w = exp_test_render(&e, m);
+	assert_null(strstr(w, "job-dra"));
 	exporter_free(&e);
 }
 
