@@ -117,6 +117,24 @@ static char *strdup0(const char *s)
 	return strdup(s ? s : "");
 }
 
+/* d's claim fields and its key from dra: 0, 1 when no device can have that key (left out), or -ENOMEM. */
+static int set_claim(struct podres_device *d, const struct dra_ref *dra)
+{
+	char key[1024];
+
+	d->claim = strdup0(dra->claim->claim_name);
+	d->claim_ns = strdup0(dra->claim->claim_namespace);
+	d->driver = strdup0(dra->res->driver_name);
+	d->pool = strdup0(dra->res->pool_name);
+	d->dra_device = strdup0(dra->res->device_name);
+	if (!d->claim || !d->claim_ns || !d->driver || !d->pool || !d->dra_device)
+		return -ENOMEM;
+	if (podres_dra_key(key, sizeof(key), d->driver, d->pool, d->dra_device) < 0)
+		return 1;
+	d->base = strdup(key);
+	return d->base ? 0 : -ENOMEM;
+}
+
 static int map_add(struct podres_map *m, size_t *cap, const char *id, const char *resource, const char *pod,
 		   const char *ns, const char *container, const struct dra_ref *dra)
 {
@@ -135,20 +153,9 @@ static int map_add(struct podres_map *m, size_t *cap, const char *id, const char
 	d.ns = strdup(ns ? ns : "");
 	d.container = strdup(container ? container : "");
 	int r = d.id && d.resource && d.pod && d.ns && d.container ? 0 : -ENOMEM;
-	if (r >= 0 && dra) {
-		char key[1024];
-		d.claim = strdup0(dra->claim->claim_name);
-		d.claim_ns = strdup0(dra->claim->claim_namespace);
-		d.driver = strdup0(dra->res->driver_name);
-		d.pool = strdup0(dra->res->pool_name);
-		d.dra_device = strdup0(dra->res->device_name);
-		if (!d.claim || !d.claim_ns || !d.driver || !d.pool || !d.dra_device)
-			r = -ENOMEM;
-		else if (podres_dra_key(key, sizeof(key), d.driver, d.pool, d.dra_device) < 0)
-			r = 1; /* no GPU has such a name: left out */
-		else if (!(d.base = strdup(key)))
-			r = -ENOMEM;
-	} else if (r >= 0)
+	if (r >= 0 && dra)
+		r = set_claim(&d, dra);
+	else if (r >= 0)
 		r = split_replica(id, &d.base, &d.replica);
 	if (r != 0) {
 		podres_device_clear(&d);
