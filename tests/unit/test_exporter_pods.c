@@ -22,7 +22,7 @@
 #include "exporter/hpc.h"
 #include "exporter/procs.h"
 #include "exporter_testlib.h"
-#include "gpulet_podres.pb-c.h"
+#include "podres_testlib.h"
 
 #define GPU0 "GPU-0aaaaaaa-1111-2222-3333-444444444444"
 #define UIDA "1a2b3c4d-5e6f-4a0b-8c1d-2e3f4a5b6c7d"
@@ -204,16 +204,9 @@ static uint8_t *pack_claim(const char *const (*dev)[2], size_t n, size_t *len)
 	}
 	V1__DynamicResource dr = V1__DYNAMIC_RESOURCE__INIT, *drs[] = {&dr};
 	dr.claim_name = "train", dr.claim_namespace = "ml", dr.n_claim_resources = n, dr.claim_resources = resp_res;
-	V1__ContainerResources c = V1__CONTAINER_RESOURCES__INIT, *cs[] = {&c};
+	V1__ContainerResources c = V1__CONTAINER_RESOURCES__INIT;
 	c.name = "main", c.n_dynamic_resources = 1, c.dynamic_resources = drs;
-	V1__PodResources p = V1__POD_RESOURCES__INIT, *pods[] = {&p};
-	p.name = "job-dra", p.namespace_ = "ml", p.n_containers = 1, p.containers = cs;
-	V1__ListPodResourcesResponse resp = V1__LIST_POD_RESOURCES_RESPONSE__INIT;
-	resp.n_pod_resources = 1, resp.pod_resources = pods;
-	*len = v1__list_pod_resources_response__get_packed_size(&resp);
-	uint8_t *buf = malloc(*len);
-	v1__list_pod_resources_response__pack(&resp, buf);
-	return buf;
+	return podres_test_pack_one("ml", "job-dra", &c, len);
 }
 
 /*

@@ -17,6 +17,7 @@
 #include "gpulet_podres.pb-c.h"
 #include "kube/grpc_client.h"
 #include "kube/podres.h"
+#include "podres_testlib.h"
 
 #define GPU0 "GPU-11111111-2222-3333-4444-555555555555"
 #define GPU1 "GPU-aaaaaaaa-2222-3333-4444-555555555555"
@@ -118,16 +119,7 @@ static uint8_t *pack_dynamic(size_t *len)
 	V1__DynamicResource *drs[] = {&dr};
 	V1__ContainerResources c = V1__CONTAINER_RESOURCES__INIT;
 	c.name = "trainer", c.n_dynamic_resources = 1, c.dynamic_resources = drs;
-	V1__ContainerResources *cs[] = {&c};
-	V1__PodResources p = V1__POD_RESOURCES__INIT;
-	p.name = "job-dra", p.namespace_ = "ml", p.n_containers = 1, p.containers = cs;
-	V1__PodResources *pods[] = {&p};
-	V1__ListPodResourcesResponse resp = V1__LIST_POD_RESOURCES_RESPONSE__INIT;
-	resp.n_pod_resources = 1, resp.pod_resources = pods;
-	*len = v1__list_pod_resources_response__get_packed_size(&resp);
-	uint8_t *buf = malloc(*len);
-	v1__list_pod_resources_response__pack(&resp, buf);
-	return buf;
+	return podres_test_pack_one("ml", "job-dra", &c, len);
 }
 
 static void test_dynamic_resources(void **state)
