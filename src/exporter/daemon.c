@@ -7,6 +7,7 @@
 
 #include "exporter/collectors.h"
 #include "exporter/daemon.h"
+#include "dra/dra.h"
 #include "exporter/hpc.h"
 #include "kube/podres.h"
 #include "nvml/node.h"
@@ -126,6 +127,8 @@ static int start_exporter(struct exporter_daemon *d)
 				 "socket=%s error=\"%s\"", d->o.podres_socket, d->pc.last_error);
 		if (r >= 0)
 			e->podres = &d->pc;
+		if (r >= 0 && d->o.served.dra) /* the one thing that must match what the DRA driver publishes */
+			log_info("DRA claims attributed", "driver=%s pool=%s", DRA_DRIVER_DEFAULT, d->host);
 	}
 	if (r >= 0) {
 		what = "cannot start the samplers";

@@ -106,6 +106,8 @@ def check_exporter(node, claims):
               labels["dra_driver_name"] == DRIVER and labels["dra_pool_name"] == NODE_NAME,
               "%s on %s: %s (slice: %s)" % (pod_name, dev, labels, attrs))
         check(("-mig-" in dev) == ("GPU_I_ID" in labels), "%s: MIG series %s" % (dev, labels))
+    check("DRA claims attributed" in node.log_tail("exporter") and "pool=%s" % NODE_NAME in node.log_tail("exporter"),
+          "the exporter names the pool it matches: %s" % node.log_tail("exporter")[-2000:])
     others = [k for k in got if k not in want]
     check(not others, "series attributed to no claim of ours: %s" % others)
     print("PASS exporter attributes DRA claims: %s" % sorted(want))
