@@ -9,7 +9,7 @@ set(GPULET_FUZZ_TARGETS config duration toml cdi checkpoint xid migminors ldcach
 # The Pod/workload YAML loader of `gpulet lint` (src/kube/k8sobj.h) is fuzzed once it exists.
 if(EXISTS ${CMAKE_SOURCE_DIR}/src/kube/k8sobj.h)
   list(APPEND GPULET_FUZZ_TARGETS podyaml)
-  list(APPEND GPULET_FUZZ_TARGETS k8sevents allocresp)
+  list(APPEND GPULET_FUZZ_TARGETS k8sevents allocresp podres)
 endif()
 
 foreach(t ${GPULET_FUZZ_TARGETS})

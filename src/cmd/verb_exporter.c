@@ -30,7 +30,6 @@ enum {
 	UNS_SWITCH_DEVICES,
 	UNS_CPU_DEVICES,
 	UNS_CONFIGMAP,
-	UNS_DRA,
 	UNS_DCGM_LOG,
 	UNS_DCGM_LOG_LEVEL,
 	UNS_FAKE_GPUS,
@@ -69,7 +68,7 @@ struct exporter_opts {
 	unsigned interval_ms, podres_ms, xid_window_ms, clock_window_ms, max_scrapes;
 	int64_t read_timeout_ns, write_timeout_ns, keep_age_ns; /* --web-read/write-timeout, --watch-max-keep-age */
 	bool kubernetes, virtual_gpus, no_hostname, mig_parent, debug, replace_blanks, old_namespace;
-	bool pod_labels, pod_uid, exporter_metrics, require_gpus;
+	bool pod_labels, pod_uid, exporter_metrics, require_gpus, dra;
 	struct optspec_list label_regex; /* --kubernetes-pod-label-allowlist-regex, each a comma list */
 	const char *unserved[UNS_COUNT]; /* the value given, or the default */
 	bool unserved_on[UNS_COUNT];     /* the switches: given as true */
@@ -117,6 +116,9 @@ static const struct optspec exporter_opts[] = {
     CMD_ROW("kubernetes-enable-pod-labels", 0, OPT_BOOL, NULL,
 	    "with -k: the pod's Kubernetes labels on its series (a pods watch on this node: RBAC get/list/watch)",
 	    .env = {"DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS"}, .def = "false", .off = EXP_F(pod_labels)),
+    CMD_ROW("kubernetes-enable-dra", 0, OPT_BOOL, NULL,
+	    "with -k: attribute GPUs of DRA claims of gpu.nvidia.com in this node's pool, labels dra_*",
+	    .env = {"KUBERNETES_ENABLE_DRA"}, .def = "false", .off = EXP_F(dra)),
     CMD_ROW("kubernetes-enable-pod-uid", 0, OPT_BOOL, NULL, "with -k: label pod_uid (the same pods watch)",
 	    .env = {"DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID"}, .def = "false", .off = EXP_F(pod_uid)),
     CMD_ROW("kubernetes-pod-label-allowlist-regex", 0, OPT_LIST, "RE,...",
@@ -198,7 +200,6 @@ static const struct optspec exporter_opts[] = {
 		 "NAMESPACE:NAME of a collectors ConfigMap: " REFUSED " (mount it, pass -f)"),
     UNSERVED_STR("config-file", 0, "DCGM_EXPORTER_CONFIG_FILE", "", UNS_CONFIG_FILE,
 		 "dcgm-exporter's YAML configuration: " REFUSED " (use the flags)"),
-    UNSERVED_BOOL("kubernetes-enable-dra", "KUBERNETES_ENABLE_DRA", UNS_DRA, "DRA claim labels: " REFUSED),
     UNSERVED_BOOL("container-labels", "DCGM_EXPORTER_CONTAINER_LABELS", UNS_CONTAINER_LABELS,
 		  "container runtime labels: " REFUSED),
     UNSERVED_STR("container-runtime-socket", 0, "DCGM_CONTAINER_RUNTIME_SOCKET", "", UNS_CONTAINER_SOCKET,
@@ -257,7 +258,6 @@ static const struct {
     {UNS_CONFIGMAP, UNS_NOT_DEF, true,
      "ConfigMaps are not read; mount it as a file and pass -f (the chart's exporter.collectors does)"},
     {UNS_CONFIG_FILE, UNS_NOT_DEF, true, "dcgm-exporter's YAML configuration is not read; give its settings as flags"},
-    {UNS_DRA, UNS_TRUE, true, "DRA claims are not attributed; pods holding GPUs through the device plugin are"},
     {UNS_CONTAINER_LABELS, UNS_TRUE, true, "container runtime labels are not added"},
     {UNS_SYSTEMD_SOCKET, UNS_TRUE, true, "socket activation is not supported; gpulet listens on --address"},
     {UNS_REMOTE_HE, UNS_GIVEN, false,
@@ -521,6 +521,7 @@ static int served_set(const struct exporter_opts *o, struct exporter_daemon_opti
 					.xid_window_ms = o->xid_window_ms,
 					.clock_window_ms = o->clock_window_ms};
 	d->served.gpu_id_device_name = o->gpu_id_type == GPU_ID_DEVICE_NAME;
+	d->served.dra = o->dra;
 	d->served.devices = o->devices;
 	if (o->devices_range)
 		log_warn("device id ranges are not applied; every GPU and instance of that kind is served",

@@ -171,6 +171,25 @@ static struct dra_device *add(struct dra_devices *d, size_t *cap)
 	return &d->v[d->n++];
 }
 
+bool dra_device_name(const struct node_gpu *g, const struct node_mig *m, char *buf, size_t size)
+{
+	char label[40];
+
+	if (!m) {
+		snprintf(buf, size, "gpu-%u", g->minor);
+		return true;
+	}
+	if (!m->gi_info_known || !m->profile[0])
+		return false;
+	profile_label(m->profile, label, sizeof(label));
+	snprintf(buf, size, "gpu-%u-mig-%s-%u-%u", g->minor, label, m->gi_profile_id, m->placement_start);
+	/* NVIDIA's name has no compute instance: a GPU instance split into several would give them
+	 * one name (the API refuses a slice with a name twice); they get their CI's id appended */
+	if (gi_split(g, m->gi))
+		snprintf(buf + strlen(buf), size - strlen(buf), "-ci%u", m->ci);
+	return true;
+}
+
 int dra_devices_build(const struct node *n, const char *root, struct dra_devices *ret, struct gerr *err)
 {
 	struct dra_devices d = {.node = n, .left_out = json_array()};
@@ -197,7 +216,7 @@ int dra_devices_build(const struct node *n, const char *root, struct dra_devices
 				r = -ENOMEM;
 				break;
 			}
-			snprintf(dev->name, sizeof(dev->name), "gpu-%u", g->minor);
+			dra_device_name(g, NULL, dev->name, sizeof(dev->name));
 			dev->type = DRA_DEV_GPU;
 			dev->gpu = g;
 			snprintf(dev->pcie_root, sizeof(dev->pcie_root), "%s", pcie_root);
@@ -209,7 +228,6 @@ int dra_devices_build(const struct node *n, const char *root, struct dra_devices
 		for (size_t k = 0; k < g->n_migs && r >= 0; k++) {
 			const struct node_mig *m = &g->migs[k];
 			struct dra_device *dev;
-			char label[40];
 
 			if (!m->gi_info_known || !m->profile[0]) {
 				r = NOTE(
@@ -223,14 +241,7 @@ int dra_devices_build(const struct node *n, const char *root, struct dra_devices
 				r = -ENOMEM;
 				break;
 			}
-			profile_label(m->profile, label, sizeof(label));
-			snprintf(dev->name, sizeof(dev->name), "gpu-%u-mig-%s-%u-%u", g->minor, label, m->gi_profile_id,
-				 m->placement_start);
-			/* NVIDIA's name has no compute instance: a GPU instance split into several would give them
-			 * one name (the API refuses a slice with a name twice); they get their CI's id appended */
-			if (gi_split(g, m->gi))
-				snprintf(dev->name + strlen(dev->name), sizeof(dev->name) - strlen(dev->name), "-ci%u",
-					 m->ci);
+			dra_device_name(g, m, dev->name, sizeof(dev->name));
 			dev->type = DRA_DEV_MIG;
 			dev->gpu = g;
 			dev->mig = m;

@@ -48,6 +48,13 @@ struct dra_devices {
 };
 
 /*
+ * The name gpulet's DRA driver publishes GPU g (m NULL) or its MIG device m under, into buf (size
+ * DRA_DEVICE_NAME_MAX): the one naming rule, shared by the exporter that maps PodResources' dynamic
+ * resources back to a device. false: m has no name (NVML did not give its GI profile and placement).
+ */
+bool dra_device_name(const struct node_gpu *g, const struct node_mig *m, char *buf, size_t size);
+
+/*
  * The devices of n: lost GPUs and GPUs with uncorrectable memory errors are left out (a workload
  * would fail there), and so is a MIG device whose GPU-instance placement NVML does not say (its
  * NVIDIA name needs it). root is the --root prefix for sysfs (the PCIe root). -ENOMEM only.

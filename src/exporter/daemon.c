@@ -7,6 +7,7 @@
 
 #include "exporter/collectors.h"
 #include "exporter/daemon.h"
+#include "dra/dra.h"
 #include "exporter/hpc.h"
 #include "kube/podres.h"
 #include "nvml/node.h"
@@ -104,7 +105,9 @@ static int start_exporter(struct exporter_daemon *d)
 	r = exporter_init(e, d->node, d->o.no_hostname ? NULL : d->host, &err);
 	d->e_init = r >= 0;
 	if (r >= 0) {
-		exporter_configure(e, &d->o.served);
+		struct exp_config served = d->o.served;
+		served.dra_pool = d->host; /* the pool gpulet's DRA driver publishes, even under --no-hostname */
+		exporter_configure(e, &served);
 		e->virtual_gpus = d->o.virtual_gpus;
 		e->xid_policy = d->o.xid_policy;
 		e->podmeta = d->pm_started ? &d->pm : NULL;
@@ -124,6 +127,8 @@ static int start_exporter(struct exporter_daemon *d)
 				 "socket=%s error=\"%s\"", d->o.podres_socket, d->pc.last_error);
 		if (r >= 0)
 			e->podres = &d->pc;
+		if (r >= 0 && d->o.served.dra) /* the one thing that must match what the DRA driver publishes */
+			log_info("DRA claims attributed", "driver=%s pool=%s", DRA_DRIVER_DEFAULT, d->host);
 	}
 	if (r >= 0) {
 		what = "cannot start the samplers";

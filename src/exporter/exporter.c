@@ -8,6 +8,7 @@
 
 #include "exporter/exporter.h"
 #include "exporter/procs.h"
+#include "dra/dra.h"
 #include "util/log.h"
 #include "util/thread.h"
 #include "nvml/xid.h"
@@ -108,6 +109,8 @@ int exporter_init(struct exporter *e, const struct node *n, const char *hostname
 			else
 				snprintf(d->attr_name, sizeof(d->attr_name), "nvidia%u", g->index);
 			device_labels(d, g, m);
+			if (!dra_device_name(g, m, d->attr_dra_name, sizeof(d->attr_dra_name)))
+				d->attr_dra_name[0] = '\0';
 		}
 	}
 	char host[256] = "", drv[160] = "";
@@ -208,6 +211,17 @@ void exporter_configure(struct exporter *e, const struct exp_config *cfg)
 		 e->driver_label ? e->driver_labels : "");
 	e->old_namespace = cfg && cfg->old_namespace;
 	e->gpu_id_device_name = cfg && cfg->gpu_id_device_name;
+	/*
+	 * the key PodResources' dynamic resources name a device by when gpulet's DRA driver on this node
+	 * (pool = node name) allocated it
+	 */
+	for (size_t i = 0; i < e->n_devs; i++) {
+		struct exp_device *d = &e->devs[i];
+		if (!cfg || !cfg->dra || !cfg->dra_pool || !*cfg->dra_pool || !d->attr_dra_name[0] ||
+		    podres_dra_key(d->attr_dra, sizeof(d->attr_dra), DRA_DRIVER_DEFAULT, cfg->dra_pool,
+				   d->attr_dra_name) < 0)
+			d->attr_dra[0] = '\0';
+	}
 	for (size_t i = 0; i < e->n_devs; i++) {
 		e->devs[i].shown =
 		    device_shown(e, &e->devs[i], cfg ? cfg->devices : EXP_DEVICES_FLEX, cfg && cfg->mig_parent);

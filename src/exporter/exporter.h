@@ -21,6 +21,7 @@
 #include "nvml/nvml.h"
 #include "nvml/watch.h"
 #include "kube/podres.h"
+#include "dra/devices.h"
 #include "nvml/xid.h"
 #include "exporter/collectors.h"
 #include "exporter/conditions.h"
@@ -148,13 +149,15 @@ struct exp_values {
 
 /* A GPU or MIG instance as the metrics name it; immutable after exporter_init. */
 struct exp_device {
-	char labels[1536];             /* gpu="0",UUID="GPU-…",…: escaped, without braces or pod labels */
-	char attr_uuid[NODE_UUID_MAX]; /* the UUID kubelet reports for it (GPU or MIG UUID) */
-	char attr_name[48];            /* GKE's id for it: nvidia<index>, nvidia<index>/gi<GI id> */
-	unsigned gpu;                  /* index into exporter.gpus */
-	int mig;                       /* -1 for a whole GPU, else the NVML MIG device index */
-	unsigned gi;                   /* GPU instance id of a MIG instance (GPM samples it) */
-	bool shown;                    /* its DCGM series are rendered (--devices, --mig-parent-metrics) */
+	char labels[1536];                       /* gpu="0",UUID="GPU-…",…: escaped, without braces or pod labels */
+	char attr_uuid[NODE_UUID_MAX];           /* the UUID kubelet reports for it (GPU or MIG UUID) */
+	char attr_name[48];                      /* GKE's id for it: nvidia<index>, nvidia<index>/gi<GI id> */
+	char attr_dra_name[DRA_DEVICE_NAME_MAX]; /* the name gpulet's DRA driver publishes it under, "" none */
+	char attr_dra[384]; /* with --kubernetes-enable-dra its podres_dra_key() (exporter_configure), "" none */
+	unsigned gpu;       /* index into exporter.gpus */
+	int mig;            /* -1 for a whole GPU, else the NVML MIG device index */
+	unsigned gi;        /* GPU instance id of a MIG instance (GPM samples it) */
+	bool shown;         /* its DCGM series are rendered (--devices, --mig-parent-metrics) */
 };
 
 #define EXP_XID_CODES    32
@@ -338,10 +341,12 @@ enum exp_devices { EXP_DEVICES_FLEX, EXP_DEVICES_GPUS, EXP_DEVICES_INSTANCES };
 struct exp_config {
 	const struct exp_collectors *collectors; /* NULL: the built-in set; must outlive the exporter */
 	enum exp_devices devices;
-	bool mig_parent;          /* keep a MIG GPU's own series next to its instances' */
-	bool old_namespace;       /* dcgm-exporter -o: labels uuid, pod_name, pod_namespace, container_name */
-	unsigned xid_window_ms;   /* dcgm-exporter -x: DCGM_EXP_XID_ERRORS_COUNT's window; 0: 300000 */
-	bool gpu_id_device_name;  /* --kubernetes-gpu-id-type device-name: kubelet names GPUs nvidiaN */
+	bool mig_parent;         /* keep a MIG GPU's own series next to its instances' */
+	bool old_namespace;      /* dcgm-exporter -o: labels uuid, pod_name, pod_namespace, container_name */
+	unsigned xid_window_ms;  /* dcgm-exporter -x: DCGM_EXP_XID_ERRORS_COUNT's window; 0: 300000 */
+	bool gpu_id_device_name; /* --kubernetes-gpu-id-type device-name: kubelet names GPUs nvidiaN */
+	bool dra;                /* --kubernetes-enable-dra: GPUs of DRA claims (PodResources' dynamic resources) too */
+	const char *dra_pool;    /* the DRA driver's pool: this node's name */
 	unsigned clock_window_ms; /* DCGM_EXP_CLOCK_EVENTS_COUNT's window; 0: 300000 */
 };
 /*

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "exporter/exporter.h"
@@ -127,6 +128,27 @@ static bool same_holder(const struct podres_device *a, const struct podres_devic
 	return streq(a->pod, b->pod) && streq(a->ns, b->ns) && streq(a->container, b->container);
 }
 
+/* dcgm-exporter's labels of a device a DRA claim holds (docs/reference/dcgm-exporter.md, DRA). */
+static void dra_suffix(struct strbuf *b, const struct podres_device *h)
+{
+	static const struct {
+		const char *label;
+		size_t off;
+	} rows[] = {
+	    {"dra_claim_name", offsetof(struct podres_device, claim)},
+	    {"dra_claim_namespace", offsetof(struct podres_device, claim_ns)},
+	    {"dra_driver_name", offsetof(struct podres_device, driver)},
+	    {"dra_pool_name", offsetof(struct podres_device, pool)},
+	    {"dra_device_name", offsetof(struct podres_device, dra_device)},
+	};
+	char v[512];
+
+	for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+		prom_escape(*(char *const *)((const char *)h + rows[i].off), v, sizeof(v));
+		strbuf_printf(b, ",%s=\"%s\"", rows[i].label, v);
+	}
+}
+
 /*
  * The labels of holder h: pod, namespace, container (-o: dcgm-exporter 1.x's container_name,
  * pod_namespace, pod_name), then with the pods watch its UID (--kubernetes-enable-pod-uid, or always
@@ -151,6 +173,8 @@ static void pod_suffix(struct strbuf *b, const struct exporter *e, const struct 
 		strbuf_printf(b, "%s", meta->labels);
 	if (vgpu && h->replica >= 0)
 		strbuf_printf(b, ",vgpu=\"%d\"", h->replica);
+	if (h->claim)
+		dra_suffix(b, h);
 }
 
 /*
@@ -164,7 +188,10 @@ static size_t find_holders(const struct exporter *e, const struct podres_map *ma
 	const struct exp_device *dev = &e->devs[d];
 	bool by_uuid = dev->mig >= 0 || !e->gpu_id_device_name, by_name = dev->mig >= 0 || e->gpu_id_device_name;
 	size_t n = by_uuid ? podres_find(map, dev->attr_uuid, h) : 0;
-	return n || !by_name ? n : podres_find(map, dev->attr_name, h);
+	if (!n && by_name)
+		n = podres_find(map, dev->attr_name, h);
+	/* a device allocated through a DRA claim: kubelet names it by driver, pool and device name */
+	return n || !dev->attr_dra[0] ? n : podres_find(map, dev->attr_dra, h);
 }
 
 /* The HPC job mapping of this scrape (none when the option is off or the directory is not there). */

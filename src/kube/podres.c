@@ -26,6 +26,11 @@ static void podres_device_clear(struct podres_device *d)
 	free(d->pod);
 	free(d->ns);
 	free(d->container);
+	free(d->claim);
+	free(d->claim_ns);
+	free(d->driver);
+	free(d->pool);
+	free(d->dra_device);
 }
 
 void podres_map_free(struct podres_map *m)
@@ -95,8 +100,43 @@ static int device_cmp(const void *a, const void *b)
 	return strcmp0(x->container, y->container);
 }
 
+int podres_dra_key(char *buf, size_t size, const char *driver, const char *pool, const char *device)
+{
+	int n = snprintf(buf, size, "%s/%s/%s", driver, pool, device);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* The claim of a DRA device, borrowed; NULL for a device-plugin device. */
+struct dra_ref {
+	const V1__DynamicResource *claim;
+	const V1__ClaimResource *res;
+};
+
+static char *strdup0(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+/* d's claim fields and its key from dra: 0, 1 when no device can have that key (left out), or -ENOMEM. */
+static int set_claim(struct podres_device *d, const struct dra_ref *dra)
+{
+	char key[1024];
+
+	d->claim = strdup0(dra->claim->claim_name);
+	d->claim_ns = strdup0(dra->claim->claim_namespace);
+	d->driver = strdup0(dra->res->driver_name);
+	d->pool = strdup0(dra->res->pool_name);
+	d->dra_device = strdup0(dra->res->device_name);
+	if (!d->claim || !d->claim_ns || !d->driver || !d->pool || !d->dra_device)
+		return -ENOMEM;
+	if (podres_dra_key(key, sizeof(key), d->driver, d->pool, d->dra_device) < 0)
+		return 1;
+	d->base = strdup(key);
+	return d->base ? 0 : -ENOMEM;
+}
+
 static int map_add(struct podres_map *m, size_t *cap, const char *id, const char *resource, const char *pod,
-		   const char *ns, const char *container)
+		   const char *ns, const char *container, const struct dra_ref *dra)
 {
 	if (m->n >= PODRES_MAX_DEVICES)
 		return -E2BIG;
@@ -112,12 +152,36 @@ static int map_add(struct podres_map *m, size_t *cap, const char *id, const char
 	d.pod = strdup(pod ? pod : "");
 	d.ns = strdup(ns ? ns : "");
 	d.container = strdup(container ? container : "");
-	int r = d.id && d.resource && d.pod && d.ns && d.container ? split_replica(id, &d.base, &d.replica) : -ENOMEM;
-	if (r < 0) {
+	int r = d.id && d.resource && d.pod && d.ns && d.container ? 0 : -ENOMEM;
+	if (r >= 0 && dra)
+		r = set_claim(&d, dra);
+	else if (r >= 0)
+		r = split_replica(id, &d.base, &d.replica);
+	if (r != 0) {
 		podres_device_clear(&d);
 		return r;
 	}
 	m->v[m->n++] = d;
+	return 0;
+}
+
+/* The devices of the container's DRA claims that name a driver, pool and device. */
+static int add_claims(struct podres_map *m, size_t *cap, const V1__PodResources *pod, const V1__ContainerResources *c)
+{
+	for (size_t k = 0; k < c->n_dynamic_resources; k++) {
+		const V1__DynamicResource *dr = c->dynamic_resources[k];
+		for (size_t l = 0; dr && l < dr->n_claim_resources; l++) {
+			const V1__ClaimResource *res = dr->claim_resources[l];
+			if (!res || !res->driver_name || !res->driver_name[0] || !res->pool_name ||
+			    !res->pool_name[0] || !res->device_name || !res->device_name[0])
+				continue;
+			struct dra_ref ref = {dr, res};
+			int r = map_add(m, cap, res->device_name, res->driver_name, pod->name, pod->namespace_, c->name,
+					&ref);
+			if (r < 0)
+				return r;
+		}
+	}
 	return 0;
 }
 
@@ -132,12 +196,12 @@ static int add_container(struct podres_map *m, size_t *cap, const V1__PodResourc
 			if (!dev->device_ids[l] || !dev->device_ids[l][0])
 				continue;
 			int r = map_add(m, cap, dev->device_ids[l], dev->resource_name, pod->name, pod->namespace_,
-					c->name);
+					c->name, NULL);
 			if (r < 0)
 				return r;
 		}
 	}
-	return 0;
+	return add_claims(m, cap, pod, c);
 }
 
 int podres_map_from_list(const void *buf, size_t len, const char *const *extra_resources, struct podres_map **ret,

@@ -21,7 +21,16 @@ struct podres_device {
 	int replica;    /* -1 when id has no replica suffix */
 	char *resource; /* "nvidia.com/gpu", "nvidia.com/mig-1g.5gb", ... */
 	char *pod, *ns, *container;
+	/*
+	 * A device of a DRA claim (PodResources' dynamic_resources): the claim, and the driver, pool
+	 * and device of the ResourceSlice that published it; base is then their podres_dra_key(), id
+	 * the device's name, resource the driver's. All NULL for a device-plugin device.
+	 */
+	char *claim, *claim_ns, *driver, *pool, *dra_device;
 };
+
+/* The key a DRA device is found under (podres_find()): "<driver>/<pool>/<device>". -ENAMETOOLONG: too long. */
+int podres_dra_key(char *buf, size_t size, const char *driver, const char *pool, const char *device);
 
 /* Sorted by (base, replica, ns, pod, container) so the holders of one device are adjacent. */
 struct podres_map {
@@ -35,7 +44,9 @@ DEFINE_CLEANUP_FUNC(struct podres_map, podres_map_free)
 /*
  * Build the map from a serialized ListPodResourcesResponse. Devices are kept when their resource
  * name starts with "nvidia.com/" or equals one of extra_resources (NULL-terminated, may be NULL),
- * as dcgm-exporter's --nvidia-resource-names.
+ * as dcgm-exporter's --nvidia-resource-names; every device of a DRA claim (kubelet fills
+ * dynamic_resources with its KubeletPodResourcesDynamicResources gate) is kept under its
+ * podres_dra_key(), whatever its driver: the reader looks up the keys of its own driver and pool.
  */
 int podres_map_from_list(const void *buf, size_t len, const char *const *extra_resources, struct podres_map **ret,
 			 struct gerr *err);

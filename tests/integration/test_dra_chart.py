@@ -48,6 +48,7 @@ def test_off():
                d["metadata"]["name"].endswith("-dra")], "DRA objects rendered by default")
     dp = one(docs, "DaemonSet", "-device-plugin")
     check("plugins-registry" not in {m["name"] for m in container(dp)["volumeMounts"]}, "the plugin mounts the registry")
+    check("--kubernetes-enable-dra=true" not in container(one(docs, "DaemonSet", "-exporter"))["args"], "exporter DRA")
 
 
 def test_on():
@@ -99,6 +100,8 @@ def test_on():
     reg = [m for m in container(dp)["volumeMounts"] if m["name"] == "plugins-registry"]
     check(reg == [{"name": "plugins-registry", "mountPath": "/var/lib/kubelet/plugins_registry", "readOnly": True}],
           "the plugin's view of the registry: %s" % reg)
+    # the exporter attributes the claims' GPUs to their pods (docs/reference/dcgm-exporter.md section 10)
+    check("--kubernetes-enable-dra=true" in container(one(docs, "DaemonSet", "-exporter"))["args"], "exporter DRA")
 
 
 def test_values():

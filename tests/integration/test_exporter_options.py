@@ -178,8 +178,6 @@ class Refused(unittest.TestCase):
             (["--configmap-data", "gpu:metrics"], {}, "--configmap-data is not supported"),
             ([], {"DCGM_EXPORTER_CONFIGMAP_DATA": "gpu:metrics"}, "env DCGM_EXPORTER_CONFIGMAP_DATA is not supported"),
             (["--config-file", "/etc/dcgm-exporter/config.yaml"], {}, "--config-file is not supported"),
-            (["--kubernetes-enable-dra"], {}, "--kubernetes-enable-dra is not supported"),
-            ([], {"KUBERNETES_ENABLE_DRA": "true"}, "env KUBERNETES_ENABLE_DRA is not supported"),
             (["--container-labels"], {}, "--container-labels is not supported"),
             (["--web-systemd-socket"], {}, "--web-systemd-socket is not supported"),
             (["--log-format", "json"], {}, "--log-format json is not supported"),

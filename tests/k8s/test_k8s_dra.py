@@ -12,6 +12,8 @@ kube-controller-manager, no device plugin; docs/reference/dra.md):
   * kubelet calls gpulet's NodePrepareResources, gpulet GETs each claim and writes one CDI spec per
     claim, and each container sees exactly its GPU's device nodes (the host's majors and minors), the
     driver's libraries and control nodes, and a MIG claim its caps nodes;
+  * `gpulet exporter --kubernetes-enable-dra` reads the real kubelet's PodResources and shows each claim's
+    pod on the series of the devices allocated to it (dcgm-exporter's dra_* labels);
   * two pods sharing one claim get the same devices, prepared once;
   * deleting the pods unprepares the claims: their specs are gone.
 
@@ -56,6 +58,59 @@ def node_spec(node):
                           "--nvml-library", FAKE_NVML_LIB, "--nvidia-cdi-hook-path", node.hook, "--format", "json"],
                          env=node.plugin_env(), capture_output=True, text=True, check=True).stdout
     return json.loads(out)
+
+
+EXPORTER_ADDR = "127.0.0.1:19401"
+
+
+def dra_holders(body):
+    """{(pod, dra_device_name): labels} from the DCGM series that carry a pod (a MIG instance has no GPU_UTIL)."""
+    out = {}
+    for line in body.splitlines():
+        if line.startswith("DCGM_FI_DEV_"):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', line))
+            if labels.get("pod"):
+                out[(labels["pod"], labels.get("dra_device_name"))] = labels
+    return out
+
+
+def check_exporter(node, claims):
+    """`gpulet exporter` reads the real kubelet's PodResources, whose dynamic_resources (KubeletPodResourcesDynamicResources,
+    on by default in 1.34) name each claim's devices by driver, pool and device name: every allocated device shows its
+    pod, and the series is the device the ResourceSlice names by that device name (its uuid, a MIG device's parent's)."""
+    import subprocess
+    node.spawn("exporter", [GPULET, "exporter", "--address", EXPORTER_ADDR, "--nvml-library", FAKE_NVML_LIB,
+                            "--root", "/", "--collect-interval", "500", "--pod-resources-interval", "500",
+                            "--kubernetes=true", "--kubernetes-enable-dra"],
+               env=dict(node.plugin_env(), NODE_NAME=NODE_NAME))
+    want = {("p-" + name, d): c for name, c in claims.items() for d in allocated_devices(c)}
+    last = {}
+
+    def seen():
+        p = subprocess.run(node.ns(["/bin/busybox", "wget", "-q", "-O", "-", "http://%s/metrics" % EXPORTER_ADDR]),
+                           capture_output=True, text=True, timeout=20)
+        last["body"] = p.stdout
+        got = dra_holders(p.stdout) if p.returncode == 0 else {}
+        return got if set(want) <= set(got) else None
+    try:
+        got = node.wait("the exporter to attribute every claim's devices", seen, timeout=60, proc="exporter")
+    except Exception:
+        print("last scrape:\n%s" % "\n".join(x for x in last.get("body", "").splitlines() if "FB_USED{" in x))
+        raise
+    devs = pool(node)
+    for (pod_name, dev), c in want.items():
+        labels, attrs = got[(pod_name, dev)], devs[dev]["attributes"]
+        uuid = attrs.get("parentUUID", attrs["uuid"])["string"]
+        check(labels["UUID"] == uuid and labels["namespace"] == "default" and labels["container"] == "c" and
+              labels["dra_claim_name"] == c["metadata"]["name"] and labels["dra_claim_namespace"] == "default" and
+              labels["dra_driver_name"] == DRIVER and labels["dra_pool_name"] == NODE_NAME,
+              "%s on %s: %s (slice: %s)" % (pod_name, dev, labels, attrs))
+        check(("-mig-" in dev) == ("GPU_I_ID" in labels), "%s: MIG series %s" % (dev, labels))
+    check("DRA claims attributed" in node.log_tail("exporter") and "pool=%s" % NODE_NAME in node.log_tail("exporter"),
+          "the exporter names the pool it matches: %s" % node.log_tail("exporter")[-2000:])
+    others = [k for k in got if k not in want]
+    check(not others, "series attributed to no claim of ours: %s" % others)
+    print("PASS exporter attributes DRA claims: %s" % sorted(want))
 
 
 def main():
@@ -109,6 +164,10 @@ def main():
                   "%s: spec devices %s" % (name, [d["name"] for d in sp["devices"]]))
             check_sees(node, "p-" + name, sp, want_devices=1, want_caps=want[name][1], log=log)
         timed("each container sees exactly its claim's device nodes, libraries and (MIG) caps nodes", t)
+
+        t = time.time()
+        check_exporter(node, claims)
+        timed("gpulet exporter attributes each claim's GPUs and MIG devices to its pod (kubelet's PodResources)", t)
 
         t = time.time()
         apply(node, claim("shared", [request("gpu", cel=ATTR + ".index == 3")]))

@@ -19,6 +19,7 @@ static inline void exp_test_add_holder(struct podres_map *m, const char *id, con
 	m->v = realloc(m->v, (m->n + 1) * sizeof(*m->v));
 	assert_non_null(m->v);
 	d = &m->v[m->n++];
+	memset(d, 0, sizeof(*d));
 	d->id = strdup(id);
 	d->base = sep ? strndup(id, (size_t)(sep - id)) : strdup(id);
 	d->replica = sep ? atoi(sep + 2) : -1;

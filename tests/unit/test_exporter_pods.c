@@ -22,6 +22,7 @@
 #include "exporter/hpc.h"
 #include "exporter/procs.h"
 #include "exporter_testlib.h"
+#include "podres_testlib.h"
 
 #define GPU0 "GPU-0aaaaaaa-1111-2222-3333-444444444444"
 #define UIDA "1a2b3c4d-5e6f-4a0b-8c1d-2e3f4a5b6c7d"
@@ -188,6 +189,92 @@ static void test_per_process(void **state)
 	exporter_free(&e);
 }
 
+#define MIG1 "MIG-1bbbbbbb-1111-2222-3333-444444444444"
+
+/* kubelet's answer for pod ml/job-dra whose container holds claim ml/train of devices (pool, device) */
+static uint8_t *pack_claim(const char *const (*dev)[2], size_t n, size_t *len)
+{
+	V1__ClaimResource res[4], *resp_res[4];
+	for (size_t i = 0; i < n; i++) {
+		v1__claim_resource__init(&res[i]);
+		res[i].driver_name = "gpu.nvidia.com";
+		res[i].pool_name = (char *)dev[i][0];
+		res[i].device_name = (char *)dev[i][1];
+		resp_res[i] = &res[i];
+	}
+	V1__DynamicResource dr = V1__DYNAMIC_RESOURCE__INIT, *drs[] = {&dr};
+	dr.claim_name = "train", dr.claim_namespace = "ml", dr.n_claim_resources = n, dr.claim_resources = resp_res;
+	V1__ContainerResources c = V1__CONTAINER_RESOURCES__INIT;
+	c.name = "main", c.n_dynamic_resources = 1, c.dynamic_resources = drs;
+	return podres_test_pack_one("ml", "job-dra", &c, len);
+}
+
+/*
+ * A GPU (minor 3) and a MIG device of another GPU allocated through a DRA claim of gpu.nvidia.com: found by
+ * the names gpulet's DRA driver publishes them under in this node's pool, with dcgm-exporter's dra_* labels;
+ * the same names in another node's pool are not ours.
+ */
+static void test_dra_claims(void **state)
+{
+	static const char *const here[][2] = {{"node-1", "gpu-3"}, {"node-1", "gpu-1-mig-1g5gb-19-6"}};
+	static const char *const elsewhere[][2] = {{"node-2", "gpu-3"}, {"node-2", "gpu-1-mig-1g5gb-19-6"}};
+	struct node_gpu g[2] = {0};
+	struct node_mig mig = {.gi = 2,
+			       .uuid = MIG1,
+			       .profile = "1g.5gb",
+			       .gi_info_known = true,
+			       .gi_profile_id = 19,
+			       .placement_start = 6};
+	struct node n = {.gpus = g, .n_gpus = 2, .driver_version = "550.54.15"};
+	struct exporter e;
+	size_t len;
+
+	snprintf(g[0].uuid, sizeof(g[0].uuid), GPU0);
+	g[0].minor = 3;
+	snprintf(g[1].uuid, sizeof(g[1].uuid), "GPU-1aaaaaaa-1111-2222-3333-444444444444");
+	g[1].index = g[1].minor = 1;
+	g[1].mig_enabled = true;
+	g[1].migs = &mig;
+	g[1].n_migs = 1;
+	assert_int_equal(exporter_init(&e, &n, "node-1", NULL), 0);
+	exporter_configure(&e, &(struct exp_config){.dra = true, .dra_pool = "node-1"});
+	for (size_t i = 0; i < 2; i++) {
+		e.gpus[i].vals[0].v[EXP_GPU_TEMP] = 40 + (double)i;
+		exp_mask_set(&e.gpus[i].vals[0].valid, EXP_GPU_TEMP);
+		e.gpus[i].st.sampled_at = exp_now_monotonic();
+	}
+	_cleanup_free_ uint8_t *buf = pack_claim(here, 2, &len);
+	_cleanup_(podres_map_freep) struct podres_map *m = NULL;
+	assert_int_equal(podres_map_from_list(buf, len, NULL, &m, NULL), 0);
+	_cleanup_free_ char *t = exp_test_render(&e, m);
+	const char *line = strstr(t, "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"");
+	assert_non_null(line);
+	assert_non_null(strstr(t,
+			       ",container=\"main\",namespace=\"ml\",pod=\"job-dra\",dra_claim_name=\"train\","
+			       "dra_claim_namespace=\"ml\",dra_driver_name=\"gpu.nvidia.com\",dra_pool_name=\"node-1\","
+			       "dra_device_name=\"gpu-3\"} 40\n"));
+	assert_non_null(strstr(t, "dra_device_name=\"gpu-1-mig-1g5gb-19-6\""));
+	/* the MIG device's series are the ones attributed: its own UUID on the line */
+	/* the MIG instance's series are the ones attributed (dcgm-exporter: its GPU's UUID, its GPU_I_ID) */
+	const char *mig_line = strstr(t, "dra_device_name=\"gpu-1-mig-1g5gb-19-6\"");
+	while (mig_line > t && mig_line[-1] != '\n')
+		mig_line--;
+	const char *gi = strstr(mig_line, "GPU_I_ID=\"2\"");
+	assert_non_null(gi);
+	assert_true(gi < strchr(mig_line, '\n'));
+
+	_cleanup_free_ uint8_t *other = pack_claim(elsewhere, 2, &len);
+	_cleanup_(podres_map_freep) struct podres_map *o = NULL;
+	assert_int_equal(podres_map_from_list(other, len, NULL, &o, NULL), 0);
+	_cleanup_free_ char *u = exp_test_render(&e, o);
+	assert_null(strstr(u, "job-dra"));
+	/* without --kubernetes-enable-dra, as dcgm-exporter: claims are not attributed */
+	exporter_configure(&e, NULL);
+	_cleanup_free_ char *w = exp_test_render(&e, m);
+	assert_null(strstr(w, "job-dra"));
+	exporter_free(&e);
+}
+
 static void test_cgroup_pod_uid(void **state)
 {
 	static const struct {
@@ -335,7 +422,7 @@ int main(void)
 	    cmocka_unit_test(test_allowlist),          cmocka_unit_test(test_label_names),
 	    cmocka_unit_test(test_pod_uid_and_labels), cmocka_unit_test(test_per_process),
 	    cmocka_unit_test(test_cgroup_pod_uid),     cmocka_unit_test(test_hpc_jobs),
-	    cmocka_unit_test(test_health_verdicts),
+	    cmocka_unit_test(test_health_verdicts),    cmocka_unit_test(test_dra_claims),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

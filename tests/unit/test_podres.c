@@ -17,6 +17,7 @@
 #include "gpulet_podres.pb-c.h"
 #include "kube/grpc_client.h"
 #include "kube/podres.h"
+#include "podres_testlib.h"
 
 #define GPU0 "GPU-11111111-2222-3333-4444-555555555555"
 #define GPU1 "GPU-aaaaaaaa-2222-3333-4444-555555555555"
@@ -92,6 +93,60 @@ static void test_extra_resource_names(void **state)
 	const char *extra[] = {"example.com/nic", NULL};
 	assert_int_equal(podres_map_from_list(buf, len, extra, &m, NULL), 0);
 	assert_int_equal(m->n, 5);
+}
+
+#define CDI_NAME "k8s.gpu.nvidia.com/claim=0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f-gpu-3"
+
+/*
+ * A container holding one DRA claim (kubelet's dynamic_resources): a GPU of gpu.nvidia.com, a
+ * device of another driver, and two resources without a pool or device name (left out).
+ */
+static uint8_t *pack_dynamic(size_t *len)
+{
+	V1__CDIDevice cdi = V1__CDIDEVICE__INIT;
+	cdi.name = CDI_NAME;
+	V1__CDIDevice *cdis[] = {&cdi};
+	V1__ClaimResource gpu = V1__CLAIM_RESOURCE__INIT, nic = V1__CLAIM_RESOURCE__INIT,
+			  nopool = V1__CLAIM_RESOURCE__INIT, nodev = V1__CLAIM_RESOURCE__INIT;
+	gpu.driver_name = "gpu.nvidia.com", gpu.pool_name = "node-1", gpu.device_name = "gpu-3";
+	gpu.n_cdi_devices = 1, gpu.cdi_devices = cdis;
+	nic.driver_name = "nic.example.com", nic.pool_name = "node-1", nic.device_name = "nic-0";
+	nopool.driver_name = "gpu.nvidia.com", nopool.device_name = "gpu-4";
+	nodev.driver_name = "gpu.nvidia.com", nodev.pool_name = "node-1";
+	V1__ClaimResource *res[] = {&gpu, &nic, &nopool, &nodev};
+	V1__DynamicResource dr = V1__DYNAMIC_RESOURCE__INIT;
+	dr.claim_name = "train-gpu", dr.claim_namespace = "ml", dr.n_claim_resources = 4, dr.claim_resources = res;
+	V1__DynamicResource *drs[] = {&dr};
+	V1__ContainerResources c = V1__CONTAINER_RESOURCES__INIT;
+	c.name = "trainer", c.n_dynamic_resources = 1, c.dynamic_resources = drs;
+	return podres_test_pack_one("ml", "job-dra", &c, len);
+}
+
+static void test_dynamic_resources(void **state)
+{
+	size_t len;
+	_cleanup_free_ uint8_t *buf = pack_dynamic(&len);
+	_cleanup_(podres_map_freep) struct podres_map *m = NULL;
+	const struct podres_device *d = NULL;
+	char key[128];
+
+	assert_int_equal(podres_map_from_list(buf, len, NULL, &m, NULL), 0);
+	assert_int_equal(m->n, 2); /* the GPU and the NIC; no pool or no device name: left out */
+	assert_int_equal(podres_dra_key(key, sizeof(key), "gpu.nvidia.com", "node-1", "gpu-3"), 0);
+	assert_string_equal(key, "gpu.nvidia.com/node-1/gpu-3");
+	assert_int_equal(podres_find(m, key, &d), 1);
+	assert_string_equal(d->pod, "job-dra");
+	assert_string_equal(d->ns, "ml");
+	assert_string_equal(d->container, "trainer");
+	assert_string_equal(d->claim, "train-gpu");
+	assert_string_equal(d->claim_ns, "ml");
+	assert_string_equal(d->driver, "gpu.nvidia.com");
+	assert_string_equal(d->pool, "node-1");
+	assert_string_equal(d->dra_device, "gpu-3");
+	assert_int_equal(d->replica, -1);
+	assert_int_equal(podres_find(m, "nic.example.com/node-1/nic-0", &d), 1);
+	assert_int_equal(podres_find(m, "gpu-3", &d), 0); /* never under the bare name */
+	assert_int_equal(podres_dra_key(key, 8, "gpu.nvidia.com", "node-1", "gpu-3"), -ENAMETOOLONG);
 }
 
 static void test_garbage(void **state)
@@ -256,10 +311,11 @@ static void test_cache_refresh(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_map_from_bytes), cmocka_unit_test(test_extra_resource_names),
-	    cmocka_unit_test(test_garbage),        cmocka_unit_test(test_missing_socket),
-	    cmocka_unit_test(test_dead_socket),    cmocka_unit_test(test_list_against_grpcio),
-	    cmocka_unit_test(test_deadline),       cmocka_unit_test(test_cache_refresh),
+	    cmocka_unit_test(test_map_from_bytes),      cmocka_unit_test(test_extra_resource_names),
+	    cmocka_unit_test(test_dynamic_resources),   cmocka_unit_test(test_garbage),
+	    cmocka_unit_test(test_missing_socket),      cmocka_unit_test(test_dead_socket),
+	    cmocka_unit_test(test_list_against_grpcio), cmocka_unit_test(test_deadline),
+	    cmocka_unit_test(test_cache_refresh),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
