@@ -40,6 +40,7 @@ static const struct verb {
     {"version", version, "gpulet's version and the upstream version each command matches"},
     {"completion", completion, "the bash or zsh completion script (source <(gpulet completion bash))"},
     {"manpages", manpages, NULL},
+    {"plugin-node-health", cmd_plugin_node_health, NULL}, /* the plugin's (plugin/node_health_int.h) */
 };
 
 /*

@@ -14,6 +14,8 @@
  */
 int cmd_devices(int argc, char **argv);
 int cmd_plugin(int argc, char **argv);
+/* The hidden verb of plugin/node_health_int.h: one round of --node-health with the API server. */
+int cmd_plugin_node_health(int argc, char **argv);
 int cmd_mps_control_daemon(int argc, char **argv);
 int cmd_cdi(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);

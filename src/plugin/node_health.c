@@ -9,18 +9,17 @@
 #include <time.h>
 
 #include "kapi/bucket.h"
+#include "kapi/config.h"
 #include "kapi/kapi.h"
-#include "plugin/node_health.h"
+#include "plugin/node_health_int.h"
 #include "util/log.h"
 #include "util/macro.h"
 
-#define CONDITION     "GPUHealthy"
-#define COMPONENT     "gpulet-device-plugin" /* field manager and the events' source */
-#define TIMEOUT_S     10                     /* one request: stop waits for at most that */
-#define BACKOFF_MS    1000                   /* after a failure, doubling */
+#define BACKOFF_MS    1000 /* after a failure, doubling */
 #define BACKOFF_MAXMS 60000
 #define MAX_FAULTS    256 /* GPUs and MIG instances of one node, with room */
-#define MAX_QUEUED    64  /* events waiting for the API server; older ones give way */
+#define MAX_QUEUED    NODE_HEALTH_MAX_EVENTS
+#define SELF          "/proc/self/exe" /* the sender: this very gpulet */
 /* events: a burst of 10, then one a minute (client-go's recorder spam filter: 25, one per 5 minutes) */
 #define EVENT_BURST 10
 #define EVENT_QPS   (1.0 / 60)
@@ -31,13 +30,6 @@ struct fault {
 	enum health_kind kind;
 	unsigned xid;
 	char reason[256];
-};
-
-struct event {
-	bool warning;
-	char reason[32];
-	char message[512];
-	time_t at;
 };
 
 struct node_health_reporter {
@@ -54,18 +46,17 @@ struct node_health_reporter {
 	size_t n_gpus;
 	bool gpus_known;  /* node_health_gpus() was called: there is something to say */
 	uint64_t version; /* the state changed */
-	struct event events[MAX_QUEUED];
+	struct node_health_event events[MAX_QUEUED];
 	size_t n_events;
 	unsigned dropped; /* events the rate limit or the queue dropped since the last log line */
 	struct kapi_bucket bucket;
 	/* the thread's own */
-	struct kapi *k;
-	bool disabled; /* the client cannot be made: said once */
-	char uid[64];  /* the Node's, for the events (empty until it was read) */
-	bool node_read;
-	bool have_status, status; /* the condition's status on the Node (read once, then ours) */
-	char transition[32];      /* its lastTransitionTime */
-	uint64_t applied;         /* the version on the Node */
+	bool configured;              /* the configuration was checked once */
+	bool disabled;                /* the client cannot be made: said once */
+	bool warned;                  /* the client's warning was said */
+	struct node_health_known kn;  /* the Node as the sender found it */
+	uint64_t applied;             /* the version on the Node */
+	struct node_health_request q; /* the next round's */
 	char last_error[GERR_MAX];
 };
 
@@ -158,7 +149,7 @@ static void queue_event(struct node_health_reporter *nh, bool warning, const cha
 static void queue_event(struct node_health_reporter *nh, bool warning, const char *reason, const char *fmt, ...)
 {
 	struct timespec ts;
-	struct event *e;
+	struct node_health_event *e;
 	va_list ap;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -173,7 +164,7 @@ static void queue_event(struct node_health_reporter *nh, bool warning, const cha
 		nh->dropped++;
 	}
 	e = &nh->events[nh->n_events++];
-	*e = (struct event){.warning = warning, .at = time(NULL)};
+	*e = (struct node_health_event){.warning = warning, .at = time(NULL)};
 	snprintf(e->reason, sizeof(e->reason), "%s", reason);
 	va_start(ap, fmt);
 	vsnprintf(e->message, sizeof(e->message), fmt, ap);
@@ -272,159 +263,127 @@ void node_health_gpus(struct node_health_reporter *nh, const struct node *n)
 
 /* -- the thread: the client, the Node, the condition, the events ----------------------------- */
 
-/* Refused for good (RBAC, an object the API finds invalid): an event is dropped, not retried forever. */
-static bool refused(int r)
-{
-	return r == -EACCES || r == -EINVAL;
-}
-
 /* One log line per new failure, not one per retry. */
-static void failed(struct node_health_reporter *nh, const char *what, int r, const struct gerr *err)
+static void failed(struct node_health_reporter *nh, const char *what, int r, const char *msg)
 {
-	if (streq(nh->last_error, err->msg))
+	if (streq(nh->last_error, msg))
 		return;
-	snprintf(nh->last_error, sizeof(nh->last_error), "%s", err->msg);
-	log_warn(refused(r) ? "Cannot report GPU health on the Node; not sent"
-			    : "Cannot report GPU health on the Node; retrying",
-		 "node=%s what=\"%s\" error=\"%s\"", nh->node, what, err->msg);
+	snprintf(nh->last_error, sizeof(nh->last_error), "%s", msg);
+	log_warn(node_health_refused(r) ? "Cannot report GPU health on the Node; not sent"
+					: "Cannot report GPU health on the Node; retrying",
+		 "node=%s what=\"%s\" error=\"%s\"", nh->node, what, msg);
 }
 
-static int open_client(struct node_health_reporter *nh)
+static void disable(struct node_health_reporter *nh, const char *msg)
 {
-	const struct kapi_options ko = {
-	    .kubeconfig = nh->kubeconfig, .env = &nh->env, .timeout_s = TIMEOUT_S, .field_manager = COMPONENT};
+	log_error("--node-health: no client for the API server; GPU health stays on this node", "node=%s error=\"%s\"",
+		  nh->node, msg);
+	nh->disabled = true;
+}
+
+/* Is there an API server to talk to at all? Checked here, once, without a client (nothing is loaded). */
+static int check_config(struct node_health_reporter *nh)
+{
+	struct kapi_config *cfg = NULL;
 	struct gerr err = {0};
 	int r;
 
-	if (nh->k)
+	if (nh->configured)
 		return 0;
-	r = kapi_open(&ko, &nh->k, &err);
+	r = kapi_config_load(nh->kubeconfig, NULL, NULL, &nh->env, &cfg, &err);
+	kapi_config_free(cfg);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0) {
-		/* no API server to talk to, a kubeconfig we refuse, no libcurl: asking again will not help */
-		log_error("--node-health: no client for the API server; GPU health stays on this node",
-			  "node=%s error=\"%s\"", nh->node, err.msg);
-		nh->disabled = true;
+		disable(nh, err.msg);
 		return r;
 	}
-	if (kapi_warning(nh->k))
-		log_warn("Kubernetes client", "warning=\"%s\"", kapi_warning(nh->k));
+	nh->configured = true;
 	return 0;
 }
 
-/* The Node's uid (the events name it) and the condition as it is (its transition time is kept while
- * the status stays): once. */
-static int read_node(struct node_health_reporter *nh)
-{
-	_cleanup_(json_decrefp) json_t *node = NULL;
-	struct gerr err = {0};
-	const json_t *c;
-	size_t i;
-	int r;
+#define COPY_FIELD(dst, src) snprintf((dst), sizeof(dst), "%s", (src) ?: "")
 
-	if (nh->node_read)
+/* The strings of a request that cannot change, once: a name or path too long for it is refused. */
+static int fill_request(struct node_health_reporter *nh)
+{
+	struct node_health_request *q = &nh->q;
+
+	if (q->magic)
 		return 0;
-	r = kapi_get(nh->k, &kapi_nodes, NULL, nh->node, &node, &err);
-	if (r < 0) {
-		failed(nh, "reading the Node", r, &err);
-		return r;
+	if (strlen(nh->node) >= sizeof(q->node) ||
+	    (nh->kubeconfig && strlen(nh->kubeconfig) >= sizeof(q->kubeconfig)) ||
+	    (nh->env.service_host && strlen(nh->env.service_host) >= sizeof(q->service_host)) ||
+	    (nh->env.service_port && strlen(nh->env.service_port) >= sizeof(q->service_port)) ||
+	    (nh->env.pod_namespace && strlen(nh->env.pod_namespace) >= sizeof(q->pod_namespace))) {
+		disable(nh, "the node name, kubeconfig path or API server address is too long");
+		return -ENAMETOOLONG;
 	}
-	snprintf(nh->uid, sizeof(nh->uid), "%s",
-		 json_string_value(json_object_get(json_object_get(node, "metadata"), "uid")) ?: "");
-	json_array_foreach (json_object_get(json_object_get(node, "status"), "conditions"), i, c) {
-		const char *type = json_string_value(json_object_get(c, "type"));
-		const char *status = json_string_value(json_object_get(c, "status"));
-		const char *tt = json_string_value(json_object_get(c, "lastTransitionTime"));
-
-		if (type && streq(type, CONDITION) && status && tt) {
-			nh->have_status = true;
-			nh->status = streq(status, "True");
-			snprintf(nh->transition, sizeof(nh->transition), "%s", tt);
-		}
-	}
-	nh->node_read = true;
+	COPY_FIELD(q->node, nh->node);
+	COPY_FIELD(q->kubeconfig, nh->kubeconfig);
+	COPY_FIELD(q->service_host, nh->env.service_host);
+	COPY_FIELD(q->service_port, nh->env.service_port);
+	COPY_FIELD(q->pod_namespace, nh->env.pod_namespace);
+	q->magic = NODE_HEALTH_MAGIC;
+	q->size = sizeof(*q);
 	return 0;
 }
 
-/* Server-side apply of our one condition on nodes/NAME/status: kubelet's conditions are kubelet's. */
-static int apply_condition(struct node_health_reporter *nh, const struct node_health_verdict *v)
-{
-	_cleanup_(json_decrefp) json_t *patch = NULL;
-	struct gerr err = {0};
-	char now[KAPI_TIME_MAX];
-	int r;
-
-	kapi_time_format(time(NULL), now, sizeof(now));
-	if (!nh->have_status || nh->status != v->healthy)
-		snprintf(nh->transition, sizeof(nh->transition), "%s", now);
-	patch = json_pack("{s:s, s:s, s:{s:s}, s:{s:[{s:s, s:s, s:s, s:s, s:s, s:s}]}}", "apiVersion", "v1", "kind",
-			  "Node", "metadata", "name", nh->node, "status", "conditions", "type", CONDITION, "status",
-			  v->healthy ? "True" : "False", "reason", v->reason, "message", v->message,
-			  "lastHeartbeatTime", now, "lastTransitionTime", nh->transition);
-	if (!patch)
-		return -ENOMEM;
-	r = kapi_patch(nh->k, &kapi_nodes, NULL, nh->node, "status", KAPI_APPLY_FORCE, patch, NULL, &err);
-	if (r < 0) {
-		failed(nh, "applying the " CONDITION " condition", r, &err);
-		return r;
-	}
-	if (!nh->have_status || nh->status != v->healthy)
-		log_emit(v->healthy ? LOG_LVL_INFO : LOG_LVL_WARN, "Node condition set",
-			 "node=%s condition=" CONDITION " status=%s reason=%s message=\"%s\"", nh->node,
-			 v->healthy ? "True" : "False", v->reason, v->message);
-	nh->have_status = true;
-	nh->status = v->healthy;
-	return 0;
-}
-
-/* An Event on the Node (kapi_event_create(): namespace default, where the API takes a cluster-scoped
- * object's events; docs/reference/device-plugin.md §4.2). */
-static int send_event(struct node_health_reporter *nh, const struct event *e)
-{
-	const struct kapi_event ke = {.resource = &kapi_nodes,
-				      .name = nh->node,
-				      .uid = nh->uid,
-				      .type = e->warning ? "Warning" : "Normal",
-				      .reason = e->reason,
-				      .message = e->message,
-				      .component = COMPONENT,
-				      .host = nh->node,
-				      .at = e->at};
-	struct gerr err = {0};
-	int r = kapi_event_create(nh->k, &ke, &err);
-
-	if (r < 0)
-		failed(nh, "creating an Event", r, &err);
-	return r;
-}
-
-/* One round with the lock released: the condition (when it changed) and the queued events. */
+/* One round with the lock released, in a child (node_health_int.h): the condition (when it changed)
+ * and the queued events; what the API server took is taken off. */
 static int report(struct node_health_reporter *nh, uint64_t version, const struct node_health_verdict *v,
-		  struct event *ev, size_t *n_ev)
+		  struct node_health_event *ev, size_t *n_ev)
 {
-	int r = open_client(nh);
+	struct node_health_request *q = &nh->q;
+	struct node_health_reply p = {0};
+	struct gerr err = {0};
+	int r = check_config(nh);
 
 	if (r >= 0)
-		r = read_node(nh);
-	if (r >= 0 && version != nh->applied && (r = apply_condition(nh, v)) >= 0)
-		nh->applied = version;
-	while (r >= 0 && *n_ev) {
-		r = send_event(nh, &ev[0]);
-		if (r >= 0 || refused(r)) {
-			memmove(ev, ev + 1, sizeof(ev[0]) * --*n_ev);
-			r = refused(r) ? 0 : r;
-		}
+		r = fill_request(nh);
+	if (r < 0)
+		return r;
+	q->known = nh->kn;
+	q->apply = version != nh->applied;
+	q->verdict = *v;
+	q->n_events = *n_ev;
+	memcpy(q->events, ev, sizeof(ev[0]) * *n_ev);
+	r = node_health_round(SELF, q, &p, NODE_HEALTH_TIMEOUT_S * (int)(2 + *n_ev) + 5, &err);
+	if (r < 0) {
+		failed(nh, "running the sender", r, err.msg);
+		return r;
 	}
-	if (r >= 0)
+	if (p.disabled) {
+		disable(nh, p.error);
+		return p.r;
+	}
+	if (p.warning[0] && !nh->warned) {
+		log_warn("Kubernetes client", "warning=\"%s\"", p.warning);
+		nh->warned = true;
+	}
+	if (p.failed_r)
+		failed(nh, p.what, p.failed_r, p.error);
+	nh->kn = p.known;
+	nh->kn.uid[sizeof(nh->kn.uid) - 1] = nh->kn.transition[sizeof(nh->kn.transition) - 1] = '\0';
+	if (p.applied) {
+		nh->applied = version;
+		if (p.transition)
+			log_emit(v->healthy ? LOG_LVL_INFO : LOG_LVL_WARN, "Node condition set",
+				 "node=%s condition=" NODE_HEALTH_CONDITION " status=%s reason=%s message=\"%s\"",
+				 nh->node, v->healthy ? "True" : "False", v->reason, v->message);
+	}
+	p.n_done = MIN(p.n_done, *n_ev);
+	memmove(ev, ev + p.n_done, sizeof(ev[0]) * (*n_ev - p.n_done));
+	*n_ev -= p.n_done;
+	if (p.r >= 0)
 		nh->last_error[0] = '\0';
-	return r;
+	return p.r;
 }
 
 static void *run(void *arg)
 {
 	struct node_health_reporter *nh = arg;
-	struct event ev[MAX_QUEUED];
+	struct node_health_event ev[MAX_QUEUED];
 	size_t n_ev = 0;
 	long long backoff = 0;
 	struct timespec due = {0};
@@ -518,7 +477,6 @@ void node_health_stop(struct node_health_reporter *nh)
 		pthread_mutex_unlock(&nh->lock);
 		pthread_join(nh->thread, NULL);
 	}
-	kapi_close(nh->k);
 	pthread_cond_destroy(&nh->cond);
 	pthread_mutex_destroy(&nh->lock);
 	free(nh->node);

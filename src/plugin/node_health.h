@@ -7,11 +7,11 @@
  * theirs, and an Event on the Node for each GPU that turns unhealthy or healthy again (rate-limited).
  *
  * The plugin's main thread only hands facts over (never blocks on the API server): a thread of this
- * unit opens the client when it first has something to say (libcurl is loaded then, not before),
- * reads the Node once for its uid and the condition's transition time, applies the latest state,
- * and retries with backoff while the API server does not answer; a newer state replaces an unsent
- * one. A unit of the plugin daemon, started and stopped by daemon_health.c; it logs (a daemon's
- * thread: docs/HACKING.md §1).
+ * unit sends when it has something to say, each round in a short-lived child that opens the client
+ * (the plugin itself never loads libcurl: node_health_int.h), reads the Node once for its uid and the
+ * condition's transition time, applies the latest state; the thread retries with backoff while the
+ * API server does not answer; a newer state replaces an unsent one. A unit of the plugin daemon, started and stopped by
+ * daemon_health.c; it logs (a daemon's thread: docs/HACKING.md §1).
  */
 #pragma once
 
@@ -42,7 +42,7 @@ struct node_health_reporter;
 
 /* Start the thread (nothing is sent before node_health_gpus()). The strings are copied. */
 int node_health_start(const struct node_health_options *o, struct node_health_reporter **ret, struct gerr *err);
-/* Joins the thread: a request in flight ends first (bounded by the client's timeout). NULL is fine. */
+/* Joins the thread: a round in flight ends first (its child is killed past its timeout). NULL is fine. */
 void node_health_stop(struct node_health_reporter *nh);
 DEFINE_CLEANUP_FUNC(struct node_health_reporter, node_health_stop)
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/macro.h"
 #include "util/spawn.h"
 
 static long long mono_ms(void)
@@ -23,7 +25,7 @@ static long long mono_ms(void)
 }
 
 /* Collect the child's output until the child itself exits (a daemonized grandchild may keep the pipe). */
-static int collect(pid_t pid, int rfd, char *out, size_t size, int timeout_ms)
+static int collect(pid_t pid, int rfd, char *out, size_t size, size_t *ret_len, int timeout_ms)
 {
 	long long deadline = mono_ms() + timeout_ms;
 	size_t len = 0;
@@ -43,6 +45,8 @@ static int collect(pid_t pid, int rfd, char *out, size_t size, int timeout_ms)
 			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 				;
 			out[len] = '\0';
+			if (ret_len)
+				*ret_len = len;
 			return -ETIMEDOUT;
 		}
 		if (w != 0) {
@@ -57,6 +61,8 @@ static int collect(pid_t pid, int rfd, char *out, size_t size, int timeout_ms)
 				out[len++] = chunk[i];
 	}
 	out[len] = '\0';
+	if (ret_len)
+		*ret_len = len;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -66,6 +72,22 @@ static void close_pair(int p[2])
 		close(p[0]);
 	if (p[1] >= 0)
 		close(p[1]);
+}
+
+/* The whole input into the pipe, before there is a child to wait for: grown past its default when needed. */
+static int fill(int fd, const char *input, size_t len)
+{
+	ssize_t n;
+
+	if (len > 4096 && fcntl(fd, F_SETPIPE_SZ, (int)MIN(len, (size_t)INT_MAX)) < 0) {
+		/* the default size may still hold it */
+	}
+	if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
+		return -errno;
+	n = write(fd, input, len);
+	if (n < 0)
+		return errno == EAGAIN ? -EMSGSIZE : -errno;
+	return (size_t)n == len ? 0 : -EMSGSIZE;
 }
 
 /*
@@ -119,6 +141,13 @@ int spawn_run(const struct spawn_opts *o, char *out, size_t size)
 		close_pair(op);
 		return r;
 	}
+	r = o->input ? fill(in[1], o->input, o->input_len ? o->input_len : strlen(o->input)) : 0;
+	close(in[1]);
+	if (r < 0) {
+		close(in[0]);
+		close_pair(op);
+		return r;
+	}
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
 	posix_spawn_file_actions_adddup2(&fa, op[1], STDOUT_FILENO);
@@ -143,13 +172,8 @@ int spawn_run(const struct spawn_opts *o, char *out, size_t size)
 	posix_spawnattr_destroy(&at);
 	close(in[0]);
 	close(op[1]);
-	if (r == 0 && o->input) {
-		/* a command line is far below the pipe's buffer: this write does not block */
-		(void)!write(in[1], o->input, strlen(o->input));
-	}
-	close(in[1]);
 	if (r == 0)
-		r = collect(pid, op[0], out, size, o->timeout_ms);
+		r = collect(pid, op[0], out, size, o->out_len, o->timeout_ms);
 	close(op[0]);
 	return r;
 }

@@ -14,6 +14,8 @@ struct spawn_opts {
 	char *const *argv;  /* NULL-terminated */
 	char *const *envp;  /* NULL-terminated: the child's whole environment */
 	const char *input;  /* written to its stdin, or NULL (stdin at EOF) */
+	size_t input_len;   /* input's bytes (binary input); 0: strlen(input) */
+	size_t *out_len;    /* non-NULL: the bytes read into out (binary output) */
 	bool stderr_to_out; /* stderr joins stdout in out; false: /dev/null */
 	int timeout_ms;
 	/*
@@ -27,7 +29,9 @@ struct spawn_opts {
 /*
  * Run o->path; its output into out (NUL-terminated; past size-1 bytes read and dropped, so the
  * tool never blocks on a full pipe). Only the direct child is waited for: a command that
- * daemonizes returns when its parent exits. Returns the exit status (0..255, 128+signal), or
- * -ETIMEDOUT (killed after o->timeout_ms), or -errno when it could not start.
+ * daemonizes returns when its parent exits. The input is in the pipe before the child starts (the
+ * pipe is grown to hold it): a child that never reads cannot block us. Returns the exit status
+ * (0..255, 128+signal), or -ETIMEDOUT (killed after o->timeout_ms), or -errno when it could not start
+ * (-EMSGSIZE: the input does not fit in a pipe).
  */
 int spawn_run(const struct spawn_opts *o, char *out, size_t size);

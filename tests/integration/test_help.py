@@ -34,8 +34,10 @@ def verbs():
     main = open(os.path.join(SRC, "src", "main.c")).read()
     cdi = open(os.path.join(SRC, "src", "cmd", "verb_cdi.c")).read()
     hook = open(os.path.join(SRC, "src", "cmd", "verb_cdihook.c")).read()
-    # entrypoint has no options: its arguments are the command's or the operand's it runs (test_image.py)
-    out = [[v] for v in re.findall(r'\{"([a-z-]+)", cmd_[a-z_]+,', main) if v not in ("cdi", "cdi-hook", "entrypoint")]
+    # entrypoint has no options: its arguments are the command's or the operand's it runs (test_image.py); a
+    # hidden verb (summary NULL) is gpulet's own, run by gpulet, with no help
+    out = [[v] for v in re.findall(r'\{"([a-z-]+)", cmd_[a-z_]+,(?!\s*NULL)', main)
+           if v not in ("cdi", "cdi-hook", "entrypoint")]
     out += [["cdi", v] for v in re.findall(r'\{"([a-z]+)", cdi_[a-z]+_cmd[,}]', cdi)]
     out += [["cdi-hook", v] for v in re.findall(r'\{"([a-z-]+)", HOOK_[A-Z]+,', hook)]
     return out

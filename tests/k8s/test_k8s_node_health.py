@@ -13,7 +13,9 @@ device-plugin ServiceAccount and rules exactly as `helm template` renders them (
   * a restarted plugin whose GPUs are healthy sets the stale False back to True;
   * the account's token cannot do more than the rules: gpulet's client is refused a patch of the Node
     itself and names the RBAC rule that is missing;
-  * events beyond the burst are dropped and said so (rate limit).
+  * events beyond the burst are dropped and said so (rate limit);
+  * the plugin itself never maps libcurl (and the TLS libraries it pulls in): each round with the API
+    server is a child of its own (src/plugin/node_health_int.h), so its memory stays the plugin's.
 
 Fails on a plugin without --node-health (no condition ever appears). Without the registries (Go module
 proxy, npm) the peers cannot be built and the test fails."""
@@ -85,6 +87,10 @@ def test_node_health():
               ev[0]["involvedObject"]["kind"] == "Node", "event %s" % ev[0])
         print("PASS XID 32: GPUHealthy=False %s: %s; event %s: %s" % (c["reason"], c["message"], ev[0]["reason"],
                                                                      ev[0]["message"]))
+        with open("/proc/%d/maps" % node.procs["plugin"].pid) as f:
+            curl = [line.split()[-1] for line in f if "libcurl" in line]
+        check(not curl, "the plugin maps %s after sending: the API client is not in a child" % curl[:1])
+        print("PASS the plugin maps no libcurl after sending the condition and an event")
         c = wait_condition(node, "GPUHealthy=True again", lambda c: c["status"] == "True")
         ev = node.wait("the GPUHealthy event", lambda: [e for e in gpulet_events(node)
                                                         if e["reason"] == "GPUHealthy"], timeout=20)

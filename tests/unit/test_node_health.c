@@ -3,6 +3,8 @@
  * What the Node is told (plugin/node_health.h): the GPUHealthy condition's status, reason and message from
  * the transitions the health watcher reports. No API server here: the unit's thread finds none configured
  * and stays quiet; the verdict is what it would apply (the real API server: tests/k8s/test_k8s_node_health.py).
+ * The round's child (plugin/node_health_int.h): the real gpulet's answer, one that never answers (killed),
+ * one that answers garbage, and a request that is not one.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,8 +13,12 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include "plugin/node_health.h"
+#include "plugin/node_health_int.h"
 
 #define G0 "GPU-00000000-0000-0000-0000-000000000000"
 #define G1 "GPU-11111111-1111-1111-1111-111111111111"
@@ -137,11 +143,104 @@ static void test_recovery_of_an_instance(void **state)
 	node_free(n);
 }
 
+static struct node_health_request *request(void)
+{
+	static struct node_health_request q;
+
+	memset(&q, 0, sizeof(q));
+	q.magic = NODE_HEALTH_MAGIC;
+	q.size = sizeof(q);
+	snprintf(q.node, sizeof(q.node), "node-1");
+	snprintf(q.kubeconfig, sizeof(q.kubeconfig), "/nonexistent/kubeconfig");
+	q.apply = true;
+	q.n_events = 1;
+	snprintf(q.events[0].reason, sizeof(q.events[0].reason), "GPUUnhealthy");
+	return &q;
+}
+
+/* The real gpulet as the child: the request crosses, the answer comes back (no kubeconfig: disabled). */
+static void test_round_real(void **state)
+{
+	const char *build = getenv("GPULET_BUILD");
+	char exe[4096];
+	struct node_health_reply p;
+	struct gerr err = {0};
+
+	(void)state;
+	assert_non_null(build);
+	snprintf(exe, sizeof(exe), "%s/gpulet", build);
+	assert_int_equal(node_health_round(exe, request(), &p, 30, &err), 0);
+	assert_true(p.disabled);
+	assert_true(p.r < 0);
+	assert_false(p.applied);
+	assert_int_equal(p.n_done, 0);
+	assert_non_null(strstr(p.error, "/nonexistent/kubeconfig"));
+}
+
+static void script(char *path, size_t size, const char *body)
+{
+	FILE *f;
+
+	snprintf(path, size, "/tmp/test_node_health.XXXXXX");
+	assert_int_not_equal(mkdtemp(path), NULL);
+	strncat(path, "/child", size - strlen(path) - 1);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "#!/bin/sh\n%s\n", body);
+	fclose(f);
+	assert_int_equal(chmod(path, 0700), 0);
+}
+
+static void unscript(char *path)
+{
+	unlink(path);
+	*strrchr(path, '/') = '\0';
+	rmdir(path);
+}
+
+/* A child that never answers is killed at the timeout; one that answers garbage is an error. */
+static void test_round_bad_child(void **state)
+{
+	struct node_health_reply p;
+	struct gerr err = {0};
+	char path[256];
+
+	(void)state;
+	script(path, sizeof(path), "exec sleep 1000");
+	assert_int_equal(node_health_round(path, request(), &p, 1, &err), -ETIMEDOUT);
+	assert_non_null(strstr(err.msg, "killed"));
+	unscript(path);
+
+	script(path, sizeof(path), "cat >/dev/null; echo not an answer");
+	assert_int_equal(node_health_round(path, request(), &p, 30, &err), -EIO);
+	unscript(path);
+}
+
+/* The child's side refuses what is not a whole request of this build, and sends nothing. */
+static void test_serve_refuses(void **state)
+{
+	struct node_health_request *q = request();
+	struct gerr err = {0};
+	int in[2], out[2];
+
+	(void)state;
+	memset(q->node, 'x', sizeof(q->node)); /* not ended */
+	assert_int_equal(pipe(in), 0);
+	assert_int_equal(pipe(out), 0);
+	assert_int_equal(write(in[1], q, sizeof(*q)), (ssize_t)sizeof(*q));
+	close(in[1]);
+	assert_int_equal(node_health_serve(in[0], out[1], &err), -EINVAL);
+	close(in[0]);
+	close(out[0]);
+	close(out[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_verdict),
-	    cmocka_unit_test(test_recovery_of_an_instance),
+	    cmocka_unit_test(test_verdict),       cmocka_unit_test(test_recovery_of_an_instance),
+	    cmocka_unit_test(test_round_real),    cmocka_unit_test(test_round_bad_child),
+	    cmocka_unit_test(test_serve_refuses),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
