@@ -18,9 +18,9 @@
 #include "plugin/node_health.h"
 #include "util/err.h"
 
-#define NODE_HEALTH_MAX_EVENTS 64           /* events waiting for the API server; older ones give way */
+#define NODE_HEALTH_MAX_EVENTS 64                   /* events waiting for the API server; older ones give way */
 #define NODE_HEALTH_VERB       "plugin-node-health" /* hidden: src/main.c */
-#define NODE_HEALTH_MAGIC      0x6e686c31u           /* "nhl1" */
+#define NODE_HEALTH_MAGIC      0x6e686c31u          /* "nhl1" */
 #define NODE_HEALTH_CONDITION  "GPUHealthy"
 #define NODE_HEALTH_TIMEOUT_S  10 /* one request of the child */
 

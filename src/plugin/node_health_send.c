@@ -80,8 +80,8 @@ static int apply_condition(struct kapi *k, const struct node_health_request *q, 
 	kapi_time_format(time(NULL), now, sizeof(now));
 	snprintf(transition, sizeof(transition), "%s", changed ? now : kn->transition);
 	patch = json_pack("{s:s, s:s, s:{s:s}, s:{s:[{s:s, s:s, s:s, s:s, s:s, s:s}]}}", "apiVersion", "v1", "kind",
-			  "Node", "metadata", "name", q->node, "status", "conditions", "type", NODE_HEALTH_CONDITION, "status",
-			  v->healthy ? "True" : "False", "reason", v->reason, "message", v->message,
+			  "Node", "metadata", "name", q->node, "status", "conditions", "type", NODE_HEALTH_CONDITION,
+			  "status", v->healthy ? "True" : "False", "reason", v->reason, "message", v->message,
 			  "lastHeartbeatTime", now, "lastTransitionTime", transition);
 	if (!patch)
 		return -ENOMEM;
@@ -126,8 +126,10 @@ static int round_here(const struct node_health_request *q, struct node_health_re
 	const struct kapi_env env = {.service_host = nonempty(q->service_host),
 				     .service_port = nonempty(q->service_port),
 				     .pod_namespace = nonempty(q->pod_namespace)};
-	const struct kapi_options ko = {
-	    .kubeconfig = nonempty(q->kubeconfig), .env = &env, .timeout_s = NODE_HEALTH_TIMEOUT_S, .field_manager = COMPONENT};
+	const struct kapi_options ko = {.kubeconfig = nonempty(q->kubeconfig),
+					.env = &env,
+					.timeout_s = NODE_HEALTH_TIMEOUT_S,
+					.field_manager = COMPONENT};
 	_cleanup_(kapi_closep) struct kapi *k = NULL;
 	struct gerr err = {0};
 	int r;
@@ -237,8 +239,8 @@ int node_health_round(const char *exe, const struct node_health_request *req, st
 	if (r < 0)
 		return gerr_set(err, -r, "cannot run %s %s: %s", exe, NODE_HEALTH_VERB, strerror(-r));
 	if (r != 0 || len != sizeof(*ret))
-		return gerr_set(err, EIO, "%s %s exited with %d: %.*s", exe, NODE_HEALTH_VERB, r, (int)strcspn(out, "\n"),
-				out);
+		return gerr_set(err, EIO, "%s %s exited with %d: %.*s", exe, NODE_HEALTH_VERB, r,
+				(int)strcspn(out, "\n"), out);
 	memcpy(ret, out, sizeof(*ret));
 	if (ret->magic != NODE_HEALTH_MAGIC || ret->size != sizeof(*ret))
 		return gerr_set(err, EIO, "%s %s answered in another format", exe, NODE_HEALTH_VERB);
