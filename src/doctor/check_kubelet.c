@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,6 +325,8 @@ int doctor_check_plugin(struct doctor_ctx *c)
 		for (size_t k = 0; k < c->n_findings && !why; k++)
 			if (c->findings[k].link == LINK_GPU && c->findings[k].severity == DOCTOR_FAIL)
 				why = &c->findings[k];
+		const size_t why_k = why ? (size_t)(why - c->findings) : SIZE_MAX;
+
 		f = doctor_report(
 		    c, "plugin.allocatable-short", why ? DOCTOR_WARN : DOCTOR_FAIL, LINK_PLUGIN,
 		    "find the unhealthy GPU in the plugin log ('unhealthy device', XID) and in gpulet doctor's "
@@ -335,8 +338,9 @@ int doctor_check_plugin(struct doctor_ctx *c)
 		    : why ? "are marked unhealthy"
 			  : "are marked unhealthy for a reason this node's logs do not show");
 		doctor_evidence(f, "--node: capacity nvidia.com/gpu %lld, allocatable %lld", cap, alloc);
-		if (why)
-			doctor_evidence(f, "explained by %s: %s", why->id, why->summary);
+		/* the report may have moved the findings: why again by its index */
+		if (why_k < c->n_findings)
+			doctor_evidence(f, "explained by %s: %s", c->findings[why_k].id, c->findings[why_k].summary);
 	}
 	return 0;
 }
