@@ -517,7 +517,9 @@ class Node:
             "--cert-dir", self.t + "/controller-manager-certs",
             "--controllers", "resourceclaim-controller,garbage-collector-controller,daemonset-controller",
             "--service-account-private-key-file", c + "/sa.key", "--root-ca-file", c + "/ca.crt",
-            "--use-service-account-credentials=false"])
+            "--use-service-account-credentials=false",
+            # its flexvolume prober makes this dir (default /usr/libexec/kubernetes/...): the node's own
+            "--flex-volume-plugin-dir", self.t + "/flexvolume"])
         for name, port in (("kube-scheduler", 10259), ("kube-controller-manager", 10257)):
             # /healthz is open to anyone (--authorization-always-allow-paths); their serving certs are self-signed
             url = "https://127.0.0.1:%d/healthz" % port
